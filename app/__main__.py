@@ -1,0 +1,7 @@
+"""`python -m app` — same as the `headroom` command."""
+
+import sys
+
+from app.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure Python: conversations, history policy, settings, paths. No Qt, no torch."""

@@ -1,0 +1,1 @@
+"""torch + transformers: loading, memory foresight, generation. No Qt."""

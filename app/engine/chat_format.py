@@ -1,0 +1,128 @@
+"""Turn chat messages into prompt token ids, and find the ids that end a turn.
+
+Handles templates that reject a system role or demand strict alternation (case C15), models
+without a chat template (case C14), and continuing a stopped answer (case C17).
+"""
+
+import logging
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+PROBE_REPLY = "Q7x9zReply"  # an unlikely string to locate the assistant turn's end marker
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How this tokenizer's prompts are rendered.
+
+    kind: "template" (the model's chat template) or "transcript" (plain text for base models).
+    system_role: whether the template accepts a system message.
+    stop_strings: text that ends a reply where no special token does (transcript format).
+    """
+
+    kind: str
+    system_role: bool
+    stop_strings: tuple[str, ...] = ()
+
+
+def fold_system_into_first_user(messages: list[dict]) -> list[dict]:
+    """Move system content into the first user turn and merge same-role neighbours.
+
+    Templates such as Gemma's raise on a system role; Mistral's raise unless user and
+    assistant strictly alternate.
+    """
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system" and m["content"])
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if system:
+        if rest and rest[0]["role"] == "user":
+            rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+    return merge_same_role(rest)
+
+
+def merge_same_role(messages: list[dict]) -> list[dict]:
+    """Join consecutive messages of one role with a blank line."""
+    merged: list[dict] = []
+    for message in messages:
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1] = {**merged[-1], "content": f"{merged[-1]['content']}\n\n{message['content']}"}
+        else:
+            merged.append(dict(message))
+    return merged
+
+
+def detect_format(tokenizer) -> PromptFormat:
+    """Probe the tokenizer once after load: template present? system role accepted?"""
+    if not getattr(tokenizer, "chat_template", None):
+        return PromptFormat("transcript", True, ("\nUser:", "\nuser:"))
+    probe = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
+    try:
+        text = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
+        return PromptFormat("template", "S" in text)
+    except Exception as exc:  # jinja raise_exception(): the template refuses a system role
+        log.info("chat template rejects a system role (%s); folding it into the first user turn", exc)
+        return PromptFormat("template", False)
+
+
+def render_prompt(tokenizer, fmt: PromptFormat, messages: list[dict],
+                  continue_final: bool = False) -> str:
+    """Prompt text for `messages` ({"role", "content"} dicts, oldest first).
+
+    With continue_final, the last message is a partial assistant answer and the prompt ends
+    inside it, so a continuation joins seamlessly (`continue_final_message`, C17).
+    Raises ValueError if the template still refuses the messages.
+    """
+    messages = merge_same_role(messages) if fmt.system_role else fold_system_into_first_user(messages)
+    if fmt.kind == "transcript":
+        return _render_transcript(messages, continue_final)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False,
+        add_generation_prompt=not continue_final, continue_final_message=continue_final)
+
+
+def _render_transcript(messages: list[dict], continue_final: bool) -> str:
+    names = {"system": "System", "user": "User", "assistant": "Assistant"}
+    text = "\n\n".join(f"{names[m['role']]}: {m['content']}" for m in messages)
+    return text if continue_final else f"{text}\n\nAssistant:"
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    """Token ids of rendered prompt text. The template already placed BOS and other special
+    tokens, so none are added again."""
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def _as_set(value) -> set[int]:
+    if value is None:
+        return set()
+    if isinstance(value, int):
+        return {value}
+    return {int(v) for v in value}
+
+
+def end_of_turn_ids(tokenizer, fmt: PromptFormat) -> set[int]:
+    """The special token(s) the template writes right after an assistant message
+    (`<|im_end|>`, `<|eot_id|>`, `<end_of_turn>`…), found by rendering a probe turn."""
+    if fmt.kind != "template":
+        return set()
+    probe = [{"role": "user", "content": "U"}, {"role": "assistant", "content": PROBE_REPLY}]
+    try:
+        text = tokenizer.apply_chat_template(probe, tokenize=False)
+    except Exception:
+        return set()
+    tail = text.split(PROBE_REPLY, 1)[-1]
+    ids = tokenizer(tail, add_special_tokens=False)["input_ids"]
+    special = set(getattr(tokenizer, "all_special_ids", []))
+    special |= {int(i) for i in getattr(tokenizer, "added_tokens_decoder", {})}
+    return {ids[0]} if ids and ids[0] in special else set()
+
+
+def stop_token_ids(tokenizer, generation_config, fmt: PromptFormat) -> frozenset[int]:
+    """Union of the generation config's EOS list, the tokenizer's EOS and the template's
+    end-of-turn token (case C18: Llama-3 ends turns with `<|eot_id|>`, not its EOS)."""
+    ids = _as_set(getattr(generation_config, "eos_token_id", None))
+    ids |= _as_set(getattr(tokenizer, "eos_token_id", None))
+    ids |= end_of_turn_ids(tokenizer, fmt)
+    return frozenset(ids)

@@ -1,0 +1,279 @@
+"""Open an HF folder or a `.gguf` file and report what is *actually* active.
+
+GGUF files are dequantized by transformers on load (case C26), which is slow (~30 s for the
+135M default model on 2 cores), so the first open converts the GGUF to an HF folder
+(safetensors + tokenizer) cached beside it; later opens load that folder in about a second.
+"""
+
+import gc
+import json
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+from app.engine.chat_format import PromptFormat, detect_format, stop_token_ids
+from app.engine.placement import Placement, detect_placement
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, float], None]  # (stage text, fraction 0..1)
+CACHE_SUFFIX = ".hf"
+SOURCE_STAMP = "headroom-source.json"
+
+
+class ModelLoadError(Exception):
+    """A model could not be opened; str(exc) is one line meant for the user."""
+
+
+class LoadCancelled(ModelLoadError):
+    """The user cancelled loading; nothing stays in memory."""
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What is active after loading, read back from the loaded model, not from the request.
+
+    weight_bytes: bytes held by parameters and buffers (`get_memory_footprint`).
+    max_positions: the model's context length in tokens (None when the config does not say).
+    fallbacks: the reason for every choice that differs from the best path.
+    """
+
+    name: str
+    source: str
+    device: str
+    attention: str
+    quantization: str
+    weight_dtype: str
+    compute_dtype: str
+    weight_bytes: int
+    max_positions: int | None
+    has_chat_template: bool
+    load_seconds: float
+    fallbacks: tuple[str, ...]
+
+    def summary(self) -> str:
+        """One line for the status bar."""
+        quant = "" if self.quantization == "none" else f" · {self.quantization}"
+        return (f"{self.name} · {self.device} · {self.attention}{quant} · "
+                f"{self.compute_dtype} · {self.weight_bytes / 2**20:,.0f} MiB weights")
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for generation. stop_ids: token ids that end a reply (C18)."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    report: LoadReport
+    prompt_format: PromptFormat
+    stop_ids: frozenset[int]
+
+
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise LoadCancelled("loading cancelled")
+
+
+def _stamp_of(gguf: Path) -> dict:
+    stat = gguf.stat()
+    return {"file": gguf.name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def gguf_cache_dir(gguf: Path) -> Path:
+    """The converted HF folder kept beside the GGUF file."""
+    return gguf.with_name(gguf.name + CACHE_SUFFIX)
+
+
+def cached_conversion(gguf: Path) -> Path | None:
+    """The cache folder if it exists and was made from this exact file, else None."""
+    folder = gguf_cache_dir(gguf)
+    try:
+        stamp = json.loads((folder / SOURCE_STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    return folder if stamp == _stamp_of(gguf) else None
+
+
+def convert_gguf(gguf: Path, progress: Progress | None = None,
+                 cancel: threading.Event | None = None) -> Path:
+    """Dequantize a GGUF file into an HF folder beside it and return that folder.
+
+    Written to a temporary folder and renamed, so an interrupted conversion never leaves a
+    cache that looks valid. transformers refuses `save_pretrained` on a GGUF-loaded model;
+    its weights are already dense, so the GGUF quantizer state is detached before saving.
+    Raises ModelLoadError (unreadable GGUF) or LoadCancelled.
+    """
+    report = progress or (lambda _text, _frac: None)
+    target = gguf_cache_dir(gguf)
+    tmp = target.with_name(target.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = tokenizer = None
+    error: ModelLoadError | None = None
+    try:
+        report("Reading the GGUF tokenizer", 0.05)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        _check_cancel(cancel)
+        report("Dequantizing GGUF weights", 0.35)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     dtype=torch.float32)
+        _check_cancel(cancel)
+        report("Saving the converted model", 0.75)
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp_of(gguf)))
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        return target
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        error = _load_error(f"cannot convert {gguf.name}", exc)
+    finally:
+        model = tokenizer = None  # the raised error's traceback must not pin the weights
+        shutil.rmtree(tmp, ignore_errors=True)
+        gc.collect()
+    raise error  # outside the except block: no __context__ keeps the failed frames alive
+
+
+def resolve_model_folder(path: Path, progress: Progress | None = None,
+                         cancel: threading.Event | None = None) -> Path:
+    """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"no model at {path}")
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder")
+        return cached_conversion(path) or convert_gguf(path, progress, cancel)
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{path} is not a Hugging Face model folder (no config.json)")
+    return path
+
+
+def _load_kwargs(placement: Placement) -> dict:
+    kwargs: dict = {"dtype": placement.compute_dtype, "attn_implementation": placement.attention}
+    if placement.device == "cuda":
+        kwargs["device_map"] = {"": 0}
+    if placement.quantize_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=placement.compute_dtype,  # == dtype, always (C07)
+        )
+    return kwargs
+
+
+def _quantization_name(model) -> str:
+    config = getattr(model.config, "quantization_config", None)
+    if config is None:
+        return "none"
+    config = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    if config.get("load_in_4bit"):
+        double = " + double quant" if config.get("bnb_4bit_use_double_quant") else ""
+        return f"{str(config.get('bnb_4bit_quant_type', 'fp4')).upper()} 4-bit{double}"
+    if config.get("load_in_8bit"):
+        return "int8"
+    return str(config.get("quant_method", "quantized"))
+
+
+def _max_positions(config) -> int | None:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for name in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def build_report(model, tokenizer, source: Path, placement: Placement, seconds: float) -> LoadReport:
+    """Read back what the loaded model actually uses."""
+    fallbacks = list(placement.reasons)
+    active = getattr(model.config, "_attn_implementation", None) or "unknown"
+    if active != placement.attention:
+        fallbacks.append(f"requested {placement.attention}, transformers activated {active}")
+    quant = _quantization_name(model)
+    compute = placement.compute_dtype if quant != "none" else model.dtype
+    return LoadReport(
+        name=source.name.removesuffix(CACHE_SUFFIX),
+        source=str(source),
+        device=str(model.device),
+        attention=active,
+        quantization=quant,
+        weight_dtype=str(model.dtype).removeprefix("torch."),
+        compute_dtype=str(compute).removeprefix("torch."),
+        weight_bytes=int(model.get_memory_footprint()),
+        max_positions=_max_positions(model.config),
+        has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
+        load_seconds=seconds,
+        fallbacks=tuple(fallbacks),
+    )
+
+
+def load_model(path: Path, progress: Progress | None = None, cancel: threading.Event | None = None,
+               trust_remote_code: bool = False, device_preference: str = "auto") -> LoadedModel:
+    """Open `path` (HF folder or .gguf) for generation and return model, tokenizer, report.
+
+    Never moves or casts the model after a 4-bit load (C12); on any failure nothing stays
+    referenced (no half-loaded model in memory). Raises ModelLoadError with a one-line reason,
+    or LoadCancelled.
+    """
+    report = progress or (lambda _text, _frac: None)
+    started = time.perf_counter()
+    folder = resolve_model_folder(Path(path), report, cancel)
+    _check_cancel(cancel)
+    model = tokenizer = None
+    error: ModelLoadError | None = None
+    try:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        placement = detect_placement(getattr(config, "quantization_config", None) is not None,
+                                     device_preference)
+        report("Loading the tokenizer", 0.8)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        tokenizer.padding_side = "left"  # generation pads on the left (C08)
+        _check_cancel(cancel)
+        report(f"Loading weights ({placement.device}, {placement.attention})", 0.85)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, trust_remote_code=trust_remote_code, **_load_kwargs(placement))
+        model.eval()
+        _check_cancel(cancel)
+        fmt = detect_format(tokenizer)
+        loaded = LoadedModel(model, tokenizer,
+                             build_report(model, tokenizer, folder, placement,
+                                          time.perf_counter() - started),
+                             fmt, stop_token_ids(tokenizer, model.generation_config, fmt))
+        report("Ready", 1.0)
+        log.info("loaded %s", loaded.report)
+        return loaded
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        error = _load_error(f"cannot load {Path(path).name}", exc)
+    finally:
+        # On failure drop the half-loaded model; on success `loaded` holds the references.
+        model = tokenizer = None
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    raise error  # outside the except block: no __context__ keeps the failed frames alive
+
+
+def _load_error(what: str, exc: BaseException) -> ModelLoadError:
+    """Log the full traceback, then build a one-line error that does *not* chain `exc`:
+    its frames may reference a half-loaded model and would keep it in memory (C03, C05)."""
+    log.info("%s", what, exc_info=exc)
+    lines = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return ModelLoadError(f"{what}: {detail}")

@@ -1,0 +1,40 @@
+"""Entry point: CLI flags, then either headless mode or QApplication + qasync loop + wiring."""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
+from app.core.settings import GenerationSettings, load_settings
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
+    parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
+    parser.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
+    parser.add_argument("--max-new-tokens", type=int, help="tokens to generate at most")
+    parser.add_argument("--temperature", type=float, help="0 = greedy (default for --ask)")
+    parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
+    parser.add_argument("--verbose", action="store_true", help="log debug messages to stderr")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings()
+    if args.ask is not None:
+        from app.headless import ask
+
+        generation = GenerationSettings(
+            system_prompt=settings.generation.system_prompt,
+            max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
+            temperature=0.0 if args.temperature is None else args.temperature,
+            top_p=settings.generation.top_p,
+        ).validated()
+        return ask(args.ask, args.model, generation)
+    from app.ui.application import run_gui
+
+    return run_gui(args, settings)

@@ -1,0 +1,1 @@
+"""Widgets, one per module. Only the GUI thread touches them."""

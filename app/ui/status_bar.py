@@ -1,0 +1,54 @@
+"""Status bar: model, device, attention path, quantization, tok/s, TTFT, load progress."""
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
+
+
+class ModelStatusBar(QStatusBar):
+    """Signals: cancel_load_requested()."""
+
+    cancel_load_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model_label = QLabel("No model loaded")
+        self.model_label.setObjectName("modelLabel")
+        self.speed_label = QLabel("")
+        self.speed_label.setObjectName("speedLabel")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setMaximumWidth(180)
+        self.progress.setTextVisible(False)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel_load_requested)
+        self.addWidget(self.model_label, 1)
+        self.addPermanentWidget(self.progress)
+        self.addPermanentWidget(self.cancel_button)
+        self.addPermanentWidget(self.speed_label)
+        self.end_progress()
+
+    def show_progress(self, text: str, fraction: float) -> None:
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self.progress.setValue(int(fraction * 100))
+        self.model_label.setText(text)
+
+    def end_progress(self) -> None:
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+
+    def show_report(self, report) -> None:
+        """report: an engine LoadReport, or None when no model is loaded."""
+        if report is None:
+            self.model_label.setText("No model loaded")
+            self.model_label.setToolTip("")
+            return
+        self.model_label.setText(report.summary())
+        why = "\n".join(f"• {reason}" for reason in report.fallbacks) or "• best path active"
+        self.model_label.setToolTip(
+            f"{report.source}\nattention: {report.attention}\nquantization: {report.quantization}\n"
+            f"weights: {report.weight_dtype}, compute: {report.compute_dtype}\n"
+            f"loaded in {report.load_seconds:.1f} s\n{why}")
+
+    def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
+        self.speed_label.setText(f"TTFT {ttft_s * 1000:.0f} ms · {tokens_per_s:.1f} tok/s · {new_tokens} tokens")

@@ -1,0 +1,52 @@
+"""Shared fixtures. GUI tests run offscreen; settings go to a temporary config folder;
+the real model is the embedded default model installed by `python -m app.install_model`."""
+
+import os
+import tempfile
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HEADROOM_CONFIG_DIR", tempfile.mkdtemp(prefix="headroom-config-"))
+
+import app  # noqa: E402,F401  (offline mode and allocator settings, before torch loads)
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from app.core.paths import default_model_path  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def real_model_path() -> Path:
+    path = default_model_path()
+    if not path.is_file():
+        pytest.fail(f"the default model is not installed at {path}: run python -m app.install_model")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_model_folder(real_model_path) -> Path:
+    """The converted HF folder of the default model (converted once, then cached)."""
+    from app.engine.loader import resolve_model_folder
+
+    return resolve_model_folder(real_model_path)
+
+
+@pytest.fixture(scope="session")
+def real_loaded(real_model_folder):
+    from app.engine.loader import load_model
+
+    return load_model(real_model_folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, real_model_folder) -> Path:
+    from tests.helpers.tiny_models import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), real_model_folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_loaded(tiny_model_dir):
+    from app.engine.loader import load_model
+
+    return load_model(tiny_model_dir)

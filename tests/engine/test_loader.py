@@ -1,0 +1,81 @@
+import gc
+import json
+import weakref
+
+import pytest
+import torch
+
+from app.engine.loader import (LoadCancelled, ModelLoadError, cached_conversion, gguf_cache_dir,
+                               load_model)
+
+
+def test_tiny_model_report_reads_back_what_is_active(tiny_loaded):
+    report = tiny_loaded.report
+    assert report.device == "cpu"
+    assert report.attention == "sdpa"
+    assert report.quantization == "none"
+    assert (report.weight_dtype, report.compute_dtype) == ("float32", "float32")
+    # tied embeddings 49152×64 + 2 layers: parameters × 4 bytes, read from the model
+    params = sum(p.numel() for p in tiny_loaded.model.parameters())
+    assert report.weight_bytes >= params * 4
+    assert report.max_positions == 512
+    assert report.has_chat_template
+    assert tiny_loaded.tokenizer.padding_side == "left"  # case C08
+
+
+def test_gguf_conversion_is_cached_beside_the_file(real_model_path, real_model_folder):
+    assert real_model_folder == gguf_cache_dir(real_model_path)
+    assert cached_conversion(real_model_path) == real_model_folder
+    stamp = json.loads((real_model_folder / "headroom-source.json").read_text())
+    assert stamp["size"] == real_model_path.stat().st_size
+    assert (real_model_folder / "model.safetensors").is_file()
+    assert (real_model_folder / "tokenizer.json").is_file()
+
+
+def test_cached_gguf_opens_in_seconds(real_model_path, real_model_folder):
+    loaded = load_model(real_model_path)
+    assert loaded.report.source == str(real_model_folder)
+    assert loaded.report.load_seconds < 10  # conversion takes ~30 s; the cache ~1 s
+
+
+@pytest.mark.parametrize("make_bad, expected", [
+    (lambda d: d / "missing", "no model at"),
+    (lambda d: (d / "notes.txt").write_text("hi") and d / "notes.txt", "is not a .gguf file"),
+    (lambda d: (d / "broken.gguf").write_bytes(b"GARBAGE" * 100) and d / "broken.gguf",
+     "cannot convert broken.gguf"),
+    (lambda d: d, "no config.json"),
+])
+def test_bad_models_raise_one_line_errors(tmp_path, make_bad, expected):
+    with pytest.raises(ModelLoadError) as info:
+        load_model(make_bad(tmp_path))
+    assert expected in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_broken_weights_leave_nothing_in_memory(tmp_path, tiny_model_dir):
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 64)
+    before = {id(o) for o in gc.get_objects() if isinstance(o, torch.nn.Module)}
+    with pytest.raises(ModelLoadError, match="cannot load"):
+        load_model(tmp_path)
+    gc.collect()
+    leaked = [o for o in gc.get_objects() if isinstance(o, torch.nn.Module) and id(o) not in before]
+    assert leaked == []
+
+
+def test_cancel_before_weights_raises_and_releases(tiny_model_dir):
+    import threading
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(LoadCancelled):
+        load_model(tiny_model_dir, cancel=cancel)
+
+
+def test_unloading_frees_the_model(tiny_model_dir):
+    loaded = load_model(tiny_model_dir)
+    ref = weakref.ref(loaded.model)
+    del loaded
+    gc.collect()
+    assert ref() is None
