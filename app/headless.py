@@ -16,6 +16,9 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     """Answer one question on stdout; return the process exit code."""
     from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
     from app.engine.loader import ModelLoadError, load_model
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # stderr carries our own one-line stages instead
 
     path = Path(model_path) if model_path else default_model_path()
     if model_path is None and not path.exists():

@@ -67,7 +67,7 @@ class MainWindow(QMainWindow):
         self.worker_thread.start()
 
         self.composer.send_requested.connect(self._on_send_requested)
-        self.composer.stop_requested.connect(self.worker.request_stop)
+        self.composer.stop_requested.connect(self._on_stop_requested)
         self.status.cancel_load_requested.connect(self._on_cancel_load_requested)
 
     # ----- toolbar -------------------------------------------------------------------------
@@ -188,6 +188,12 @@ class MainWindow(QMainWindow):
         self.chat_view.begin_stream()
         self.composer.set_generating(True)
         self.worker.generate_requested.emit(request)
+
+    @Slot()
+    def _on_stop_requested(self) -> None:
+        # A direct call, not a signal into the worker: the worker's event loop is busy
+        # generating, so a queued slot would only run after the reply ends.
+        self.worker.request_stop()
 
     @Slot(int, str)
     def _on_token_streamed(self, request_id: int, text: str) -> None:

@@ -1,0 +1,38 @@
+import asyncio
+
+import pytest
+from qasync import QEventLoop
+
+from app.core.settings import GenerationSettings, Settings
+from app.ui.application import load_stylesheet
+from app.ui.main_window import MainWindow
+
+
+@pytest.fixture
+def qasync_loop(qapp):
+    """qasync's loop over pytest-qt's QApplication: async slots run while qtbot waits."""
+    qapp.setStyleSheet(load_stylesheet())
+    loop = QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    yield loop
+    loop.close()  # joins qasync's executor threads (model loading runs there)
+    asyncio.set_event_loop(None)
+
+
+@pytest.fixture
+def make_window(qtbot, qasync_loop):
+    windows = []
+
+    def make(max_new_tokens=64, temperature=0.0):
+        settings = Settings(GenerationSettings(system_prompt="You are a helpful assistant.",
+                                               max_new_tokens=max_new_tokens,
+                                               temperature=temperature))
+        window = MainWindow(settings)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.close()
