@@ -14,9 +14,10 @@ from app.core.settings import GenerationSettings
 
 def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
     """Answer one question on stdout; return the process exit code."""
+    from transformers.utils import logging as hf_logging
+
     from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
     from app.engine.loader import ModelLoadError, load_model
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # stderr carries our own one-line stages instead
 

@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)

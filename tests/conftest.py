@@ -7,12 +7,12 @@ import tempfile
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HEADROOM_CONFIG_DIR", tempfile.mkdtemp(prefix="headroom-config-"))
 
-import app  # noqa: E402,F401  (offline mode and allocator settings, before torch loads)
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from app.core.paths import default_model_path  # noqa: E402
+import app  # noqa: F401  (offline mode and allocator settings, before torch loads)
+from app.core.paths import default_model_path
 
 
 @pytest.fixture(scope="session")

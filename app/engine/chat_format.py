@@ -7,6 +7,8 @@ without a chat template (case C14), and continuing a stopped answer (case C17).
 import logging
 from dataclasses import dataclass
 
+from app.core.history import normalize_roles
+
 log = logging.getLogger(__name__)
 
 PROBE_REPLY = "Q7x9zReply"  # an unlikely string to locate the assistant turn's end marker
@@ -24,33 +26,6 @@ class PromptFormat:
     kind: str
     system_role: bool
     stop_strings: tuple[str, ...] = ()
-
-
-def fold_system_into_first_user(messages: list[dict]) -> list[dict]:
-    """Move system content into the first user turn and merge same-role neighbours.
-
-    Templates such as Gemma's raise on a system role; Mistral's raise unless user and
-    assistant strictly alternate.
-    """
-    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system" and m["content"])
-    rest = [dict(m) for m in messages if m["role"] != "system"]
-    if system:
-        if rest and rest[0]["role"] == "user":
-            rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
-        else:
-            rest.insert(0, {"role": "user", "content": system})
-    return merge_same_role(rest)
-
-
-def merge_same_role(messages: list[dict]) -> list[dict]:
-    """Join consecutive messages of one role with a blank line."""
-    merged: list[dict] = []
-    for message in messages:
-        if merged and merged[-1]["role"] == message["role"]:
-            merged[-1] = {**merged[-1], "content": f"{merged[-1]['content']}\n\n{message['content']}"}
-        else:
-            merged.append(dict(message))
-    return merged
 
 
 def detect_format(tokenizer) -> PromptFormat:
@@ -74,7 +49,7 @@ def render_prompt(tokenizer, fmt: PromptFormat, messages: list[dict],
     inside it, so a continuation joins seamlessly (`continue_final_message`, C17).
     Raises ValueError if the template still refuses the messages.
     """
-    messages = merge_same_role(messages) if fmt.system_role else fold_system_into_first_user(messages)
+    messages = normalize_roles(messages, fmt.system_role)
     if fmt.kind == "transcript":
         return _render_transcript(messages, continue_final)
     return tokenizer.apply_chat_template(

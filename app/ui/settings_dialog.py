@@ -1,7 +1,13 @@
 """Generation settings: system prompt, max_new_tokens, temperature, top_p."""
 
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
-                               QPlainTextEdit, QSpinBox)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QPlainTextEdit,
+    QSpinBox,
+)
 
 from app.core.settings import GenerationSettings
 

@@ -70,7 +70,12 @@ class GenerationWorker(QObject):
 
     @Slot(object)
     def _on_generate_requested(self, request: GenerationRequest) -> None:
-        from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
+        from app.engine.generation import (
+            ReplyFinished,
+            SamplingParams,
+            TextDelta,
+            stream_chat_reply,
+        )
 
         self._stop.clear()
         if self._loaded is None:

@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from app.engine.chat_format import (detect_format, encode_prompt, fold_system_into_first_user,
-                                    render_prompt, stop_token_ids)
+from app.core.history import normalize_roles
+from app.engine.chat_format import detect_format, encode_prompt, render_prompt, stop_token_ids
 
 GEMMA_LIKE = (
     "{% for m in messages %}{% if m['role'] == 'system' %}"
@@ -41,8 +41,8 @@ def test_system_role_rejected_is_folded_and_same_roles_merged(tokenizer):  # cas
 
 
 def test_fold_keeps_order_when_conversation_starts_with_assistant():
-    folded = fold_system_into_first_user([{"role": "system", "content": "S"},
-                                          {"role": "assistant", "content": "A"}])
+    folded = normalize_roles([{"role": "system", "content": "S"},
+                              {"role": "assistant", "content": "A"}], system_allowed=False)
     assert folded == [{"role": "user", "content": "S"}, {"role": "assistant", "content": "A"}]
 
 

@@ -3,8 +3,14 @@ import threading
 import pytest
 import torch
 
-from app.engine.generation import (ReplyFinished, SamplingParams, TextDelta, prefill, sample_next,
-                                   stream_chat_reply)
+from app.engine.generation import (
+    ReplyFinished,
+    SamplingParams,
+    TextDelta,
+    prefill,
+    sample_next,
+    stream_chat_reply,
+)
 
 QUESTION = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "What is the capital of France?"}]

@@ -5,8 +5,13 @@ import weakref
 import pytest
 import torch
 
-from app.engine.loader import (LoadCancelled, ModelLoadError, cached_conversion, gguf_cache_dir,
-                               load_model)
+from app.engine.loader import (
+    LoadCancelled,
+    ModelLoadError,
+    cached_conversion,
+    gguf_cache_dir,
+    load_model,
+)
 
 
 def test_tiny_model_report_reads_back_what_is_active(tiny_loaded):

@@ -9,12 +9,12 @@ import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-from qasync import QEventLoop  # noqa: E402
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from qasync import QEventLoop
 
-from app.core.settings import GenerationSettings, Settings  # noqa: E402
-from app.ui.application import create_window, load_stylesheet  # noqa: E402
+from app.core.settings import GenerationSettings, Settings
+from app.ui.application import create_window, load_stylesheet
 
 QUESTIONS = ["What is the capital of France?", "Write a Python function that adds two numbers."]
 

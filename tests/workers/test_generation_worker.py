@@ -65,7 +65,7 @@ def test_stop_keeps_the_partial_answer(qtbot, worker, tiny_loaded):  # case C20
 
 def test_failure_travels_on_its_own_signal_with_partial_text(qtbot, worker, tiny_loaded, monkeypatch):
     adopt(qtbot, worker, tiny_loaded)
-    import app.engine.generation as generation
+    from app.engine import generation
 
     def exploding(*args, **kwargs):
         yield generation.TextDelta("partial ")

@@ -1,0 +1,329 @@
+"""Token-budgeted sliding window over a conversation, plus the rolling-summary policy.
+
+The prompt is: system message (system prompt, pinned, plus "Earlier in this conversation: "
+and the rolling summary) followed by the newest whole turns that fit. A turn is a user message
+and the assistant messages after it; turns are evicted oldest first and reported so they can be
+folded into the summary. Turns at or before `SummaryState.folded_through` are never shown again.
+
+Token counts come from a callable (`CountTokens`) that gets the final chat dicts and returns the
+length of the rendered prompt in tokens, template overhead included. The engine passes e.g.
+`lambda m: len(tok.apply_chat_template(m, add_generation_prompt=True, return_dict=False))`.
+Counts are assumed monotone (adding a message never lowers the count); the searches below are
+binary searches that rely on it, and every returned prompt is re-checked against its limit.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.core.conversation import Message, Role
+
+ChatDict = dict[str, str]
+CountTokens = Callable[[list[ChatDict]], int]
+
+# Used when a model does not state its context length: 2048 tokens is the window of older small
+# chat models (TinyLlama-1.1B-Chat config: max_position_embeddings=2048); current ones state more
+# (SmolLM2-135M-Instruct: 8192), so the default errs on the short side.
+DEFAULT_MODEL_CONTEXT = 2048
+SUMMARY_HEADER = "Earlier in this conversation: "
+# ~0.75 English words per BPE token (OpenAI, "What are tokens and how to count them"); the summary
+# prompt asks for 80% of that because small models overshoot word limits.
+WORDS_PER_TOKEN = 0.75 * 0.8
+_TRUNCATION_MARK = " …[truncated]"
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Token budget of one turn (tokens). `prompt_tokens` = context − max_new_tokens −
+    summary_reserve is for the system prompt and the window; the reserve is kept free for the
+    rolling summary, so folding evicted turns into it never pushes further turns out.
+    `prompt_tokens` may be ≤ 0 (then nothing fits)."""
+
+    context_tokens: int
+    max_new_tokens: int
+    summary_reserve: int
+
+    @classmethod
+    def for_model(
+        cls, model_context: int | None, user_context: int | None, max_new_tokens: int,
+        summary_reserve: int,
+    ) -> "TokenBudget":
+        """context = min(model_context, user_context); None model context → DEFAULT_MODEL_CONTEXT,
+        None or 0 user context → the model's. Raises ValueError on a context < 1 or a negative
+        max_new_tokens / summary_reserve."""
+        context = DEFAULT_MODEL_CONTEXT if model_context is None else model_context
+        if user_context:
+            context = min(context, user_context)
+        if context < 1 or max_new_tokens < 0 or summary_reserve < 0:
+            raise ValueError(f"bad budget: context={context}, max_new_tokens={max_new_tokens},"
+                             f" summary_reserve={summary_reserve}")
+        return cls(context, max_new_tokens, summary_reserve)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.context_tokens - self.max_new_tokens - self.summary_reserve
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Whole turn: positions are indexes into the conversation's message list (= store position)."""
+
+    first_position: int
+    last_position: int
+    messages: tuple[ChatDict, ...]
+
+
+@dataclass(frozen=True)
+class SummaryState:
+    """Rolling summary: `folded_through` is the position of the last folded message (−1: none);
+    `tokens` is what the summary adds to a prompt, header included."""
+
+    content: str = ""
+    folded_through: int = -1
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """Outcome of `select_window`. When `fits` is False, `messages` and `kept` are empty and
+    `prompt_tokens` is the smallest possible prompt (system + summary + newest turn): the UI tells
+    the user it is `over_by` tokens too long before anything runs."""
+
+    fits: bool
+    messages: tuple[ChatDict, ...]
+    kept: tuple[Turn, ...]
+    evicted: tuple[Turn, ...]  # not in the window and not yet folded, oldest first
+    prompt_tokens: int
+    limit_tokens: int  # prompt_tokens limit: budget.prompt_tokens + min(summary, reserve)
+    summary_tokens: int
+    budget: TokenBudget
+
+    @property
+    def over_by(self) -> int:
+        return max(0, self.prompt_tokens - self.limit_tokens)
+
+
+def group_turns(messages: Sequence[Message]) -> list[Turn]:
+    """Split messages into turns, each starting at a user message (leading non-user messages
+    form a turn of their own). Empty non-user messages (streaming placeholders) are skipped."""
+    turns: list[list[tuple[int, ChatDict]]] = []
+    for position, message in enumerate(messages):
+        if not message.content and message.role is not Role.USER:
+            continue
+        if message.role is Role.USER or not turns:
+            turns.append([])
+        turns[-1].append((position, message.as_chat_dict()))
+    return [Turn(t[0][0], t[-1][0], tuple(m for _, m in t)) for t in turns]
+
+
+def normalize_roles(messages: Sequence[ChatDict], system_allowed: bool) -> list[ChatDict]:
+    """Make chat dicts acceptable to strict templates (new dicts; the input is not changed).
+
+    Afterwards: at most one system message, first, and none when `system_allowed` is False (its
+    text then opens the first user message: Gemma rejects the system role); neighbours never share
+    a role (merged with a blank line) and the first non-system message is a user message (an empty
+    one is inserted before a leading assistant message): Mistral's template raises unless roles
+    alternate user/assistant. Content and order are otherwise kept.
+    """
+    system = _join(*(m["content"] for m in messages if m["role"] == Role.SYSTEM.value))
+    merged: list[ChatDict] = []
+    for m in messages:
+        if m["role"] == Role.SYSTEM.value:
+            continue
+        if merged and merged[-1]["role"] == m["role"]:
+            merged[-1]["content"] = _join(merged[-1]["content"], m["content"])
+        else:
+            merged.append({"role": m["role"], "content": m["content"]})
+    needs_user = bool(merged) and merged[0]["role"] != Role.USER.value
+    if needs_user or (not merged and system and not system_allowed):
+        merged.insert(0, {"role": Role.USER.value, "content": ""})
+    if not system:
+        return merged
+    if not system_allowed:
+        merged[0]["content"] = _join(system, merged[0]["content"])
+        return merged
+    return [{"role": Role.SYSTEM.value, "content": system}, *merged]
+
+
+def build_prompt(
+    system_prompt: str, summary: str, turns: Sequence[Turn], system_allowed: bool = True,
+) -> list[ChatDict]:
+    """Final chat dicts: system prompt + "Earlier in this conversation: <summary>" as one system
+    message, then the turns' messages, passed through `normalize_roles`."""
+    system = _join(system_prompt, SUMMARY_HEADER + summary if summary else "")
+    head = [{"role": Role.SYSTEM.value, "content": system}] if system else []
+    return normalize_roles(head + [m for t in turns for m in t.messages], system_allowed)
+
+
+def select_window(
+    messages: Sequence[Message], *, system_prompt: str, summary: SummaryState,
+    budget: TokenBudget, count_tokens: CountTokens, system_allowed: bool = True,
+) -> WindowResult:
+    """Keep the newest whole turns whose prompt fits; report the rest as evicted.
+
+    The prompt (system + summary + window, as `build_prompt` makes it) must be ≤
+    `budget.prompt_tokens + min(summary_tokens, budget.summary_reserve)` tokens, which is never more
+    than context − max_new_tokens. The newest turn is kept whole or `fits` is False. Calls
+    `count_tokens` O(log turns) times. Raises ValueError when the summary claims to fold the
+    newest turn or the conversation has no turns.
+    """
+    turns = group_turns(messages)
+    live = [t for t in turns if t.last_position > summary.folded_through]
+    if not live:
+        raise ValueError("no unfolded turn to answer (empty conversation or over-folded summary)")
+
+    def count(k: int, text: str = summary.content) -> int:
+        return count_tokens(build_prompt(system_prompt, text, live[k:], system_allowed))
+
+    newest = len(live) - 1
+    summary_tokens = count(newest) - count(newest, "") if summary.content else 0
+    limit = budget.prompt_tokens + min(summary_tokens, budget.summary_reserve)
+    smallest = count(newest)
+    if smallest > limit:
+        older = tuple(live[:-1])
+        return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget)
+    start = _first_true(0, newest, lambda k: count(k) <= limit)
+    prompt = build_prompt(system_prompt, summary.content, live[start:], system_allowed)
+    return WindowResult(
+        True, tuple(prompt), tuple(live[start:]), tuple(live[:start]), count_tokens(prompt),
+        limit, summary_tokens, budget,
+    )
+
+
+@dataclass(frozen=True)
+class SummaryVerdict:
+    accepted: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.accepted
+
+
+def accept_summary(
+    old_history_tokens: int, new_history_tokens: int, summary_tokens: int, cap: int,
+) -> SummaryVerdict:
+    """Accept a new summary only if it is ≤ `cap` tokens and the history it replaces (old
+    summary + folded turns, `old_history_tokens`) shrinks to `new_history_tokens`. Raises
+    ValueError on a negative count."""
+    if min(old_history_tokens, new_history_tokens, summary_tokens, cap) < 0:
+        raise ValueError("token counts must be ≥ 0")
+    if summary_tokens > cap:
+        return SummaryVerdict(False, f"summary is {summary_tokens} tokens, cap is {cap}")
+    if new_history_tokens >= old_history_tokens:
+        return SummaryVerdict(
+            False, f"history does not shrink ({old_history_tokens} → {new_history_tokens} tokens)"
+        )
+    return SummaryVerdict(True, f"history {old_history_tokens} → {new_history_tokens} tokens")
+
+
+@dataclass(frozen=True)
+class SummaryPlan:
+    """A summary to generate: send `request` with `max_new_tokens`, then call `finish_summary`.
+    `truncated` is True when the oldest turn alone was too long and was clipped for the request."""
+
+    request: tuple[ChatDict, ...]
+    max_new_tokens: int
+    fold_through: int
+    folded: tuple[Turn, ...]
+    truncated: bool
+    previous: SummaryState
+    cap_tokens: int
+    old_history_tokens: int
+    base_tokens: int  # prompt tokens of system prompt + newest turn, no summary
+    probe: Turn  # the newest turn: the frame summaries are measured in
+    system_prompt: str
+    system_allowed: bool
+
+
+def summary_request(
+    previous: str, transcript: str, words: int, system_allowed: bool = True,
+) -> list[ChatDict]:
+    """Chat dicts asking the model to fold `previous` and `transcript` into one summary."""
+    ask = (
+        f"Previous summary:\n{previous or '(none)'}\n\nNew turns:\n{transcript}\n\n"
+        "Write one updated summary that folds the previous summary and the new turns together, "
+        f"in under {words} words. Keep names, numbers, decisions and open questions. "
+        "Reply with the summary only."
+    )
+    return normalize_roles([
+        {"role": "system", "content": "You keep a running summary of a chat."},
+        {"role": "user", "content": ask},
+    ], system_allowed)
+
+
+def plan_summary(
+    window: WindowResult, summary: SummaryState, *, system_prompt: str,
+    count_tokens: CountTokens, cap_tokens: int | None = None, system_allowed: bool = True,
+) -> SummaryPlan | None:
+    """Plan folding the evicted turns into the summary; None when there is nothing new to fold
+    (or the window does not fit: then no summary helps). The request must fit in
+    context − cap tokens: the oldest evicted turns that fit are folded now, the rest next time;
+    a single turn too long for it is clipped. `cap_tokens` defaults to the summary reserve.
+    Raises ValueError when even an empty request does not fit (cap ≥ context)."""
+    todo = [t for t in window.evicted if t.last_position > summary.folded_through]
+    if not window.fits or not todo:
+        return None
+    cap = window.budget.summary_reserve if cap_tokens is None else cap_tokens
+    words, room = max(1, int(cap * WORDS_PER_TOKEN)), window.budget.context_tokens - cap
+
+    def request(text: str) -> list[ChatDict]:
+        return summary_request(summary.content, text, words, system_allowed)
+
+    def too_long(text: str) -> bool:
+        return count_tokens(request(text)) > room
+
+    n = _first_true(1, len(todo) + 1, lambda j: too_long(_transcript(todo[:j])))
+    folded = todo[: max(n - 1, 1)]
+    text = _transcript(folded)
+    if n == 1:
+        if too_long(_TRUNCATION_MARK):
+            raise ValueError(f"summary request cannot fit: context {room + cap}, cap {cap}")
+        clip = _first_true(1, len(text), lambda c: too_long(text[:c] + _TRUNCATION_MARK))
+        text = text[: clip - 1] + _TRUNCATION_MARK
+    probe = window.kept[-1]
+
+    def measure(text: str, turns: Sequence[Turn] = ()) -> int:
+        return count_tokens(build_prompt(system_prompt, text, [*turns, probe], system_allowed))
+
+    base = measure("")
+    return SummaryPlan(
+        tuple(request(text)), max(1, cap - (measure(".") - base)), folded[-1].last_position,
+        tuple(folded), n == 1, summary, cap, measure(summary.content, folded) - base, base,
+        probe, system_prompt, system_allowed,
+    )
+
+
+def finish_summary(
+    plan: SummaryPlan, text: str, count_tokens: CountTokens,
+) -> tuple[SummaryState, SummaryVerdict]:
+    """Fold the generated `text` in. Accepted → new summary; rejected → the previous summary is
+    kept. Either way `folded_through` advances to `plan.fold_through`: retrying the same input
+    would give the same output, so a rejected summary drops those turns instead of looping."""
+    text = text.strip()
+    new = 0
+    if text:
+        frame = build_prompt(plan.system_prompt, text, [plan.probe], plan.system_allowed)
+        new = count_tokens(frame) - plan.base_tokens
+        verdict = accept_summary(plan.old_history_tokens, new, new, plan.cap_tokens)
+    else:
+        verdict = SummaryVerdict(False, "empty summary")
+    kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
+    return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
+
+
+def _transcript(turns: Sequence[Turn]) -> str:
+    return "\n".join(f"{m['role'].capitalize()}: {m['content']}" for t in turns for m in t.messages)
+
+
+def _join(*parts: str) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def _first_true(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
+    """Smallest i in [lo, hi) with pred(i) True for a monotone pred (False…True); hi if none."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -1,0 +1,328 @@
+"""SQLite persistence for conversations: stdlib sqlite3, one database file, WAL journal.
+
+Threads: a `Store` owns one connection opened with `check_same_thread=True`, so it works only in
+the thread that made it (the GUI thread); any other thread opens its own `Store` on the same file
+(WAL lets readers run beside the single writer; busy_timeout waits up to 5 s for the write lock).
+
+Durability: the connection is in autocommit mode and each public write is one transaction
+(BEGIN IMMEDIATE … COMMIT) with synchronous=FULL, so a message is on disk when `append_message`
+returns: it survives a crash or SIGKILL of the app and, with FULL, a power cut
+(https://sqlite.org/pragma.html#pragma_synchronous). Streamed tokens are not committed one by one;
+the worker commits the answer when it completes, is stopped or fails (`update_message`).
+
+Privacy: the database and its -wal/-shm files are owner-only (0o600). The file is created by us
+with mode 0o600 before SQLite opens it (SQLite gives -wal/-shm the database file's mode); `umask`
+is not used because it is process-wide and would race other threads creating files. Deletion is
+soft (`delete_conversation` / `restore_conversation` for undo); `purge_deleted` removes rows for
+good, and secure_delete=ON makes SQLite overwrite the freed pages.
+
+Schema: `PRAGMA user_version` counts the entries of `MIGRATIONS` already applied. To change the
+schema append a new list of statements (never edit an old one); each runs in one transaction.
+"""
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from app.core.conversation import Conversation, Message, MessageStatus, Role
+from app.core.history import SummaryState
+from app.core.paths import data_dir
+
+DB_FILE_NAME = "headroom.sqlite3"
+_PRIVATE_FILE = 0o600
+
+_V1 = [
+    """CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        settings_json TEXT NOT NULL DEFAULT '{}')""",
+    """CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('complete', 'stopped', 'failed', 'streaming')),
+        created_at REAL NOT NULL,
+        UNIQUE (conversation_id, position))""",
+    """CREATE TABLE summaries (
+        conversation_id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+        content TEXT NOT NULL,
+        folded_through_position INTEGER NOT NULL,
+        tokens INTEGER NOT NULL)""",
+]
+# v2: soft delete (undo) and a sorted conversation list.
+_V2 = [
+    "ALTER TABLE conversations ADD COLUMN deleted_at REAL",
+    "CREATE INDEX conversations_by_update ON conversations (updated_at)",
+]
+MIGRATIONS: list[list[str]] = [_V1, _V2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used (newer schema, WAL unavailable)."""
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    """A conversation-list row. Times are Unix seconds; `deleted_at` is None unless deleted."""
+
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    message_count: int
+    deleted_at: float | None = None
+
+
+@dataclass
+class StoredConversation:
+    info: ConversationInfo
+    conversation: Conversation
+    summary: SummaryState = field(default_factory=SummaryState)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def default_db_path() -> Path:
+    return data_dir() / DB_FILE_NAME
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Apply MIGRATIONS[user_version:target], one transaction each; returns the new version.
+    Raises StoreError when the file is newer than `target` (written by a newer Headroom)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > target:
+        raise StoreError(f"database schema v{version} is newer than this Headroom (v{target})")
+    for number in range(version + 1, target + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[number - 1]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return target
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating owner-only if needed) `path` in WAL mode, migrations not applied."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, _PRIVATE_FILE))
+    os.chmod(path, _PRIVATE_FILE)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+    conn.row_factory = sqlite3.Row
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if mode != "wal":
+        conn.close()
+        raise StoreError(f"{path}: WAL journal unavailable (got {mode!r})")
+    for pragma in ("synchronous = FULL", "foreign_keys = ON", "busy_timeout = 5000",
+                   "secure_delete = ON"):
+        conn.execute(f"PRAGMA {pragma}")
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.chmod(side, _PRIVATE_FILE)
+    return conn
+
+
+class Store:
+    """Conversations, messages and summaries in one SQLite file (see the module docstring).
+
+    Ids are SQLite row ids. Methods taking an id raise KeyError when it does not exist.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self._conn = connect(self.path)
+        try:
+            migrate(self._conn)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _touch(self, db: sqlite3.Connection, conversation_id: int, sql: str, *args: Any) -> None:
+        """Run `UPDATE conversations SET <sql>` for one row; KeyError when it is missing."""
+        cur = db.execute(f"UPDATE conversations SET {sql} WHERE id = ?", (*args, conversation_id))
+        if cur.rowcount == 0:
+            raise KeyError(conversation_id)
+
+    def create_conversation(self, title: str = "", settings: dict[str, Any] | None = None) -> int:
+        now = time.time()
+        with self._tx() as db:
+            return db.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, settings_json)"
+                " VALUES (?, ?, ?, ?)", (title, now, now, json.dumps(settings or {})),
+            ).lastrowid
+
+    def append_message(self, conversation_id: int, message: Message) -> int:
+        """Commit `message` after the conversation's last one; sets and returns `message.id`."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "updated_at = ?", time.time())
+            message.id = db.execute(
+                "INSERT INTO messages"
+                " (conversation_id, position, role, content, status, created_at)"
+                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ? FROM messages"
+                " WHERE conversation_id = ?",
+                (conversation_id, Role(message.role).value, message.content,
+                 MessageStatus(message.status).value, message.created_at, conversation_id),
+            ).lastrowid
+        return message.id
+
+    def update_message(
+        self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
+    ) -> None:
+        """Commit a message's new content and/or status (e.g. a partial answer, STOPPED)."""
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status)"
+                " WHERE id = ? RETURNING conversation_id",
+                (content, None if status is None else MessageStatus(status).value, message_id),
+            ).fetchone()
+            if row is None:
+                raise KeyError(message_id)
+            self._touch(db, row[0], "updated_at = ?", time.time())
+
+    def mark_interrupted(self) -> int:
+        """Turn messages left STREAMING by a crash into FAILED; returns how many. Call at start-up
+        only, when no other Headroom instance is streaming into this file."""
+        with self._tx() as db:
+            return db.execute(
+                "UPDATE messages SET status = 'failed' WHERE status = 'streaming'").rowcount
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        with self._tx() as db:
+            self._touch(db, conversation_id, "title = ?, updated_at = ?", title, time.time())
+
+    def update_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
+        with self._tx() as db:
+            self._touch(db, conversation_id, "settings_json = ?", json.dumps(settings))
+
+    def save_summary(self, conversation_id: int, summary: SummaryState) -> None:
+        with self._tx() as db:
+            self._touch(db, conversation_id, "updated_at = updated_at")
+            db.execute(
+                "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?)",
+                (conversation_id, summary.content, summary.folded_through, summary.tokens),
+            )
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Soft delete: hidden from `list_conversations` until restored or purged."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "deleted_at = ?", time.time())
+
+    def restore_conversation(self, conversation_id: int) -> None:
+        """Undo `delete_conversation`."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "deleted_at = NULL")
+
+    def purge_deleted(self, older_than_s: float = 0.0) -> int:
+        """Hard-delete conversations soft-deleted more than `older_than_s` seconds ago (messages
+        and summary cascade); returns how many."""
+        with self._tx() as db:
+            return db.execute(
+                "DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at <= ?",
+                (time.time() - older_than_s,),
+            ).rowcount
+
+    def list_conversations(
+        self, search: str = "", include_deleted: bool = False,
+    ) -> list[ConversationInfo]:
+        """Newest first. `search` matches a substring of the title or of any message (SQL LIKE:
+        ASCII case-insensitive; a full scan, fine for a desktop history; FTS5 would be a v3)."""
+        pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._conn.execute(
+            "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n"
+            " FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = ''"
+            " OR c.title LIKE ?3 ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
+            " WHERE m.conversation_id = c.id AND m.content LIKE ?3 ESCAPE '\\'))"
+            " ORDER BY c.updated_at DESC, c.id DESC",
+            (include_deleted, search, pattern),
+        ).fetchall()
+        return [_info(row) for row in rows]
+
+    def load_conversation(self, conversation_id: int) -> StoredConversation:
+        row = self._conn.execute(
+            "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n"
+            " FROM conversations c WHERE id = ?", (conversation_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(conversation_id)
+        messages = [
+            Message(Role(m["role"]), m["content"], MessageStatus(m["status"]), m["id"],
+                    m["created_at"])
+            for m in self._conn.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position",
+                (conversation_id,))
+        ]
+        s = self._conn.execute(
+            "SELECT * FROM summaries WHERE conversation_id = ?", (conversation_id,)).fetchone()
+        summary = SummaryState(s["content"], s["folded_through_position"], s["tokens"]) if s else \
+            SummaryState()
+        return StoredConversation(
+            _info(row), Conversation(messages), summary, json.loads(row["settings_json"]))
+
+    def export_json(self, conversation_id: int) -> str:
+        """The conversation as JSON (format "headroom-conversation" v1; times in Unix seconds)."""
+        c = self.load_conversation(conversation_id)
+        return json.dumps({
+            "format": "headroom-conversation", "version": 1, "title": c.info.title,
+            "created_at": c.info.created_at, "updated_at": c.info.updated_at,
+            "settings": c.settings,
+            "summary": {"content": c.summary.content, "folded_through": c.summary.folded_through,
+                        "tokens": c.summary.tokens} if c.summary.content else None,
+            "messages": [{"role": m.role.value, "content": m.content, "status": m.status.value,
+                          "created_at": m.created_at} for m in c.conversation.messages],
+        }, ensure_ascii=False, indent=2)
+
+    def export_markdown(self, conversation_id: int) -> str:
+        """The conversation as Markdown: a heading per message; unfinished answers are marked."""
+        c = self.load_conversation(conversation_id)
+        lines = [f"# {c.info.title or 'Untitled conversation'}", "",
+                 f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
+        if c.summary.content:
+            lines += ["> **Summary of earlier turns:** " + c.summary.content, ""]
+        for m in c.conversation.messages:
+            lines += [f"## {m.role.value.capitalize()}", "", m.content, ""]
+            if m.status is not MessageStatus.COMPLETE:
+                lines += [f"_({m.status.value})_", ""]
+        return "\n".join(lines)
+
+
+def _info(row: sqlite3.Row) -> ConversationInfo:
+    return ConversationInfo(row["id"], row["title"], row["created_at"], row["updated_at"],
+                            row["n"], row["deleted_at"])
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")

@@ -1,0 +1,319 @@
+"""Sliding window, role normalisation and summary policy (app.core.history).
+
+The fake token counter charges one token per whitespace word, MESSAGE_OVERHEAD per message and
+GENERATION_PROMPT once, roughly like a chat template's role headers.
+"""
+
+import jinja2
+import jinja2.sandbox
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.core.conversation import Message, MessageStatus, Role
+from app.core.history import (
+    DEFAULT_MODEL_CONTEXT,
+    SUMMARY_HEADER,
+    SummaryState,
+    TokenBudget,
+    accept_summary,
+    build_prompt,
+    finish_summary,
+    group_turns,
+    normalize_roles,
+    plan_summary,
+    select_window,
+)
+
+MESSAGE_OVERHEAD = 4
+GENERATION_PROMPT = 2
+SYSTEM = "You are a helpful assistant."
+
+
+def count_words(messages: list[dict[str, str]]) -> int:
+    return GENERATION_PROMPT + sum(len(m["content"].split()) + MESSAGE_OVERHEAD for m in messages)
+
+
+def words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def chat(*lengths: int) -> list[Message]:
+    """Alternating user/assistant messages; message i has lengths[i] words tagged m<i>_."""
+    roles = [Role.USER, Role.ASSISTANT]
+    return [Message(roles[i % 2], words(n, f"m{i}_")) for i, n in enumerate(lengths)]
+
+
+# --- Chat templates with the raise conditions of the real ones (tokenizer_config.json) ----------
+GEMMA = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}<end_of_turn>\n"
+    "{% endfor %}"
+)
+MISTRAL_V03 = (
+    "{%- if messages[0]['role'] == 'system' %}{%- set loop_messages = messages[1:] %}"
+    "{%- else %}{%- set loop_messages = messages %}{%- endif %}"
+    "{%- for message in loop_messages %}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{- raise_exception('After the optional system message, conversation roles must alternate') }}"
+    "{%- endif %}{%- if message['role'] not in ['user', 'assistant'] %}"
+    "{{- raise_exception('Only user and assistant roles are supported') }}{%- endif %}"
+    "[{{ message['role'] }}] {{ message['content'] }}{%- endfor %}"
+)
+
+
+def render(template: str, messages: list[dict[str, str]]) -> str:
+    def raise_exception(text: str) -> None:
+        raise jinja2.TemplateError(text)
+
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment()
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(template).render(messages=messages, bos_token="<bos>")
+
+
+def test_templates_reject_what_normalize_roles_fixes():
+    raw = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"},
+           {"role": "user", "content": "b"}]
+    with pytest.raises(jinja2.TemplateError, match="System role"):
+        render(GEMMA, raw)
+    with pytest.raises(jinja2.TemplateError, match="alternate"):
+        render(MISTRAL_V03, raw)
+    assert render(GEMMA, normalize_roles(raw, system_allowed=False)) == (
+        "<bos><start_of_turn>user\ns\n\na\n\nb<end_of_turn>\n")
+    assert render(MISTRAL_V03, normalize_roles(raw, system_allowed=True)) == "[user] a\n\nb"
+
+
+# --- Budget ---------------------------------------------------------------------------------------
+def test_budget_uses_smaller_context_and_default():
+    assert TokenBudget.for_model(8192, 4096, 512, 256).prompt_tokens == 4096 - 512 - 256
+    assert TokenBudget.for_model(8192, 0, 512, 256).context_tokens == 8192
+    default = TokenBudget.for_model(None, None, 256, 128)
+    assert default.context_tokens == DEFAULT_MODEL_CONTEXT == 2048
+    assert default.prompt_tokens == 2048 - 256 - 128
+    with pytest.raises(ValueError):
+        TokenBudget.for_model(4096, None, -1, 0)
+
+
+# --- Turns and window -----------------------------------------------------------------------------
+def test_group_turns_skips_placeholder_and_keeps_positions():
+    messages = [Message(Role.ASSISTANT, "hello"), *chat(1, 1, 1),
+                Message(Role.ASSISTANT, "", MessageStatus.STREAMING)]
+    turns = group_turns(messages)
+    assert [(t.first_position, t.last_position) for t in turns] == [(0, 0), (1, 2), (3, 3)]
+    assert [m["role"] for m in turns[1].messages] == ["user", "assistant"]
+
+
+def test_window_evicts_whole_turns_oldest_first():
+    messages = chat(10, 10, 10, 10, 10)  # turns: (0,1) (2,3) (4,)
+    # system 5+4 words, turns of 2×(10+4) each, newest 14, +2: all three need 9+28+28+14+2 = 81.
+    budget = TokenBudget(context_tokens=100, max_new_tokens=20, summary_reserve=10)  # 70 for prompt
+    result = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=count_words)
+    assert result.fits and result.limit_tokens == 70
+    assert [t.first_position for t in result.kept] == [2, 4]
+    assert [t.first_position for t in result.evicted] == [0]
+    assert result.prompt_tokens == 81 - 28 == count_words(list(result.messages))
+    assert result.messages[0] == {"role": "system", "content": SYSTEM}
+    assert result.messages[-1]["content"] == words(10, "m4_")
+
+
+def test_newest_message_too_long_is_reported_not_cut():
+    messages = chat(3, 3, 200)
+    budget = TokenBudget(context_tokens=150, max_new_tokens=20, summary_reserve=10)
+    result = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=count_words)
+    assert not result.fits and result.messages == () and result.kept == ()
+    assert result.prompt_tokens == 9 + 204 + 2 and result.limit_tokens == 120
+    assert result.over_by == 215 - 120
+
+
+def test_folded_turns_stay_out_and_summary_sits_in_system_message():
+    messages = chat(2, 2, 2, 2, 2)
+    summary = SummaryState("they said hi", folded_through=1, tokens=0)
+    budget = TokenBudget(context_tokens=1000, max_new_tokens=10, summary_reserve=50)
+    result = select_window(messages, system_prompt=SYSTEM, summary=summary, budget=budget,
+                           count_tokens=count_words)
+    assert [t.first_position for t in result.kept] == [2, 4] and result.evicted == ()
+    assert result.messages[0]["content"] == f"{SYSTEM}\n\n{SUMMARY_HEADER}they said hi"
+    assert result.summary_tokens == 7  # "Earlier in this conversation:" + 3 words
+    assert result.limit_tokens == 1000 - 10 - 50 + 7
+
+
+def test_summary_over_reserve_shrinks_the_window_instead_of_overflowing():
+    messages = chat(10, 10, 10)
+    summary = SummaryState(words(60, "s"), folded_through=-1)  # 64 tokens, reserve 10
+    budget = TokenBudget(context_tokens=120, max_new_tokens=20, summary_reserve=10)
+    result = select_window(messages, system_prompt=SYSTEM, summary=summary, budget=budget,
+                           count_tokens=count_words)
+    assert result.limit_tokens == 100 == budget.context_tokens - budget.max_new_tokens
+    assert result.fits and [t.first_position for t in result.kept] == [2]
+    assert result.prompt_tokens <= 100
+
+
+role_lists = st.lists(st.sampled_from(["system", "user", "assistant"]), max_size=12)
+conversations = st.lists(
+    st.tuples(st.sampled_from([Role.USER, Role.ASSISTANT]), st.integers(0, 30)), max_size=14,
+).map(lambda spec: [Message(r, words(n, f"m{i}_")) for i, (r, n) in enumerate(spec)]
+      + [Message(Role.USER, words(5, "newest_"))])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=conversations, context=st.integers(20, 400), max_new=st.integers(0, 60),
+    reserve=st.integers(0, 60), summary_words=st.integers(0, 50), system_allowed=st.booleans(),
+    system_prompt=st.sampled_from(["", SYSTEM]), folded=st.integers(-1, 3),
+)
+def test_window_properties(messages, context, max_new, reserve, summary_words, system_allowed,
+                           system_prompt, folded):
+    budget = TokenBudget(context, max_new, reserve)
+    folded = min(folded, len(messages) - 2)  # the newest user message is never folded
+    summary = SummaryState(words(summary_words, "s"), folded_through=folded)
+    result = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
+                           count_tokens=count_words, system_allowed=system_allowed)
+    live = [t for t in group_turns(messages) if t.last_position > folded]
+    assert list(result.evicted) + list(result.kept) == (live if result.fits else live[:-1])
+    newest_alone = build_prompt(system_prompt, summary.content, live[-1:], system_allowed)
+    assert result.fits == (count_words(newest_alone) <= result.limit_tokens)
+    if not result.fits:
+        assert result.over_by == count_words(newest_alone) - result.limit_tokens > 0
+        return
+    prompt = list(result.messages)
+    assert count_words(prompt) == result.prompt_tokens <= result.limit_tokens
+    assert result.prompt_tokens <= context - max_new
+    if not summary.content:
+        assert result.prompt_tokens <= budget.prompt_tokens
+    assert result.kept[-1] == live[-1]  # the newest user message is in, whole
+    assert prompt[-1]["role"] == "user"  # may carry merged neighbours / the system text
+    assert prompt[-1]["content"].endswith(words(5, "newest_"))
+    pinned = system_prompt or (SUMMARY_HEADER if summary.content else "")
+    assert prompt[0]["content"].startswith(pinned)  # system prompt (and summary) always present
+    assert (prompt[0]["role"] == "system") == bool(pinned and system_allowed)
+    assert system_allowed or all(m["role"] != "system" for m in prompt)
+    text = " ".join(m["content"] for m in prompt).split()
+    kept_words = [w for t in result.kept for m in t.messages for w in m["content"].split()]
+    assert text[len(text) - len(kept_words):] == kept_words  # order preserved
+    if result.evicted:  # greedy: one more turn would not have fitted
+        wider = build_prompt(system_prompt, summary.content, [result.evicted[-1], *result.kept],
+                             system_allowed)
+        assert count_words(wider) > result.limit_tokens
+
+
+@settings(max_examples=300, deadline=None)
+@given(roles=role_lists, system_allowed=st.booleans(), summary=st.booleans())
+def test_normalize_roles_properties(roles, system_allowed, summary):
+    messages = [{"role": r, "content": f"w{i}"} for i, r in enumerate(roles)]
+    if summary:
+        messages = build_prompt("", "digest", [], True)[:1] + messages
+    out = normalize_roles(messages, system_allowed)
+    rest = [m for m in out if m["role"] != "system"]
+    assert [m["role"] for m in rest] == ["user", "assistant"] * (len(rest) // 2) + (
+        ["user"] if len(rest) % 2 else [])
+    assert [m["role"] for m in out].count("system") == (
+        1 if system_allowed and any(m["role"] == "system" for m in messages) else 0)
+    moved = [m["content"] for m in messages if m["role"] == "system"]
+    expected = " ".join(moved + [m["content"] for m in messages if m["role"] != "system"]).split()
+    assert " ".join(m["content"] for m in out).split() == expected
+    if out:
+        render(GEMMA if not system_allowed else MISTRAL_V03, out)  # must not raise
+
+
+# --- Summary policy -------------------------------------------------------------------------------
+@given(old=st.integers(0, 10_000), new=st.integers(0, 10_000), summary=st.integers(0, 10_000),
+       cap=st.integers(0, 10_000))
+def test_accept_summary_only_if_capped_and_shrinking(old, new, summary, cap):
+    verdict = accept_summary(old, new, summary, cap)
+    assert verdict.accepted == (summary <= cap and new < old) == bool(verdict)
+
+
+def test_accept_summary_reasons_and_errors():
+    assert "cap" in accept_summary(100, 50, 300, 256).reason
+    assert "does not shrink" in accept_summary(100, 100, 10, 256).reason
+    with pytest.raises(ValueError):
+        accept_summary(-1, 0, 0, 1)
+
+
+def window_for(messages, summary, budget, system_allowed=True):
+    return select_window(messages, system_prompt=SYSTEM, summary=summary, budget=budget,
+                         count_tokens=count_words, system_allowed=system_allowed)
+
+
+def test_plan_and_finish_summary_fold_evicted_turns_once():
+    messages = chat(60, 60, 60, 60, 5)  # turns of 128 tokens, newest 9
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=30)
+    window = window_for(messages, SummaryState(), budget)
+    assert [t.first_position for t in window.evicted] == [0, 2]
+    plan = plan_summary(window, SummaryState(), system_prompt=SYSTEM, count_tokens=count_words)
+    assert plan.fold_through == 3 and not plan.truncated and plan.cap_tokens == 30
+    assert "under 18 words" in plan.request[-1]["content"]  # 30 tokens × 0.6 words
+    assert words(60, "m0_") in plan.request[-1]["content"]
+    assert words(60, "m3_") in plan.request[-1]["content"]
+    assert count_words(list(plan.request)) <= 400 - 30
+    assert plan.old_history_tokens == 2 * 128 and plan.max_new_tokens == 30 - 5
+
+    state, verdict = finish_summary(plan, "  they compared four long lists  ", count_words)
+    assert verdict.accepted and state == SummaryState("they compared four long lists", 3, 9)
+    again = window_for(messages, state, budget)
+    assert again.evicted == () and [t.first_position for t in again.kept] == [4]
+    assert plan_summary(again, state, system_prompt=SYSTEM, count_tokens=count_words) is None
+
+
+def test_rejected_summary_keeps_old_text_and_does_not_loop():
+    messages = chat(3, 3, 3, 3, 60)
+    budget = TokenBudget(context_tokens=140, max_new_tokens=30, summary_reserve=20)
+    previous = SummaryState("old facts", folded_through=-1, tokens=6)
+    window = window_for(messages, previous, budget)
+    plan = plan_summary(window, previous, system_prompt=SYSTEM, count_tokens=count_words)
+    state, verdict = finish_summary(plan, words(40, "long"), count_words)
+    assert not verdict.accepted and "cap" in verdict.reason
+    assert state == SummaryState("old facts", plan.fold_through, 6)
+    assert plan_summary(window_for(messages, state, budget), state, system_prompt=SYSTEM,
+                        count_tokens=count_words) is None
+    state, verdict = finish_summary(plan, "   ", count_words)
+    assert not verdict.accepted and state.content == "old facts"
+
+
+def test_huge_evicted_turn_is_clipped_to_fit_the_summary_request():
+    messages = [*chat(900, 10), Message(Role.USER, "next")]
+    budget = TokenBudget(context_tokens=400, max_new_tokens=50, summary_reserve=40)
+    window = window_for(messages, SummaryState(), budget, system_allowed=False)
+    plan = plan_summary(window, SummaryState(), system_prompt=SYSTEM, count_tokens=count_words,
+                        system_allowed=False)
+    assert plan.truncated and plan.fold_through == 1
+    assert all(m["role"] != "system" for m in plan.request)
+    assert 400 - 40 - 1 <= count_words(list(plan.request)) <= 400 - 40
+    assert plan.request[0]["content"].count("…[truncated]") == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(lengths=st.lists(st.integers(1, 40), min_size=2, max_size=30),
+       context=st.integers(150, 400), system_allowed=st.booleans(),
+       keep_words=st.integers(1, 30))
+def test_growing_chat_never_overflows_and_folds_each_turn_once(lengths, context, system_allowed,
+                                                               keep_words):
+    budget = TokenBudget(context, max_new_tokens=40, summary_reserve=40)
+    summary, messages, folds = SummaryState(), [], []
+    for i, n in enumerate(lengths):
+        messages.append(Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, words(n, f"m{i}_")))
+        if messages[-1].role is not Role.USER:
+            continue
+        window = window_for(messages, summary, budget, system_allowed)
+        assert window.fits  # 9 + summary + 44 + 2 ≤ prompt_tokens + summary for context ≥ 150
+        while plan := plan_summary(window, summary, system_prompt=SYSTEM,
+                                   count_tokens=count_words, system_allowed=system_allowed):
+            assert count_words(list(plan.request)) <= context - plan.cap_tokens
+            text = " ".join(plan.request[-1]["content"].split()[:keep_words])
+            new_summary, verdict = finish_summary(plan, text, count_words)
+            if verdict:
+                assert new_summary.tokens <= plan.cap_tokens
+                assert new_summary.tokens < plan.old_history_tokens
+            assert new_summary.folded_through == plan.fold_through > summary.folded_through
+            folds.append(plan.fold_through)
+            summary = new_summary
+            window = window_for(messages, summary, budget, system_allowed)
+        assert window.fits and window.evicted == ()
+        assert window.prompt_tokens <= context - budget.max_new_tokens
+        assert window.kept[0].first_position == summary.folded_through + 1
+    assert folds == sorted(set(folds))

@@ -1,0 +1,221 @@
+"""SQLite persistence (app.core.store): round trip, search, soft delete, exports, migrations,
+owner-only files, WAL, and durability across SIGKILL."""
+
+import json
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.core.conversation import Message, MessageStatus, Role
+from app.core.history import SummaryState
+from app.core.store import SCHEMA_VERSION, Store, StoreError, connect, migrate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "headroom.sqlite3") as s:
+        yield s
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_round_trip_keeps_order_status_summary_and_settings(store):
+    cid = store.create_conversation("Capitals", {"max_new_tokens": 64, "temperature": 0.0})
+    user = Message(Role.USER, "What is the capital of France?", created_at=1000.5)
+    reply = Message(Role.ASSISTANT, "", MessageStatus.STREAMING)
+    assert store.append_message(cid, user) == user.id
+    store.append_message(cid, reply)
+    store.update_message(reply.id, content="The capital of", status=MessageStatus.STOPPED)
+    store.append_message(cid, Message(Role.USER, "Finish, please."))
+    store.save_summary(cid, SummaryState("asked about France", folded_through=1, tokens=9))
+
+    loaded = store.load_conversation(cid)
+    assert loaded.conversation.messages == [
+        Message(Role.USER, "What is the capital of France?"),
+        Message(Role.ASSISTANT, "The capital of", MessageStatus.STOPPED),
+        Message(Role.USER, "Finish, please."),
+    ]
+    assert [m.id for m in loaded.conversation.messages][:2] == [user.id, reply.id]
+    assert loaded.conversation.messages[0].created_at == 1000.5
+    assert loaded.summary == SummaryState("asked about France", 1, 9)
+    assert loaded.settings == {"max_new_tokens": 64, "temperature": 0.0}
+    assert (loaded.info.title, loaded.info.message_count) == ("Capitals", 3)
+    positions = store._conn.execute(
+        "SELECT position FROM messages WHERE conversation_id = ? ORDER BY id", (cid,)).fetchall()
+    assert [p[0] for p in positions] == [0, 1, 2]
+
+
+def test_update_status_only_keeps_content_and_missing_ids_raise(store):
+    cid = store.create_conversation()
+    m = Message(Role.ASSISTANT, "partial")
+    store.append_message(cid, m)
+    store.update_message(m.id, status=MessageStatus.FAILED)
+    assert store.load_conversation(cid).conversation.messages == [
+        Message(Role.ASSISTANT, "partial", MessageStatus.FAILED)]
+    with pytest.raises(KeyError):
+        store.update_message(m.id + 99, content="x")
+    with pytest.raises(KeyError):
+        store.append_message(cid + 99, Message(Role.USER, "x"))
+    with pytest.raises(KeyError):
+        store.load_conversation(cid + 99)
+
+
+def test_mark_interrupted_fails_streaming_messages(store):
+    cid = store.create_conversation()
+    store.append_message(cid, Message(Role.ASSISTANT, "half an ans", MessageStatus.STREAMING))
+    assert store.mark_interrupted() == 1
+    assert store.load_conversation(cid).conversation.messages[0].status is MessageStatus.FAILED
+
+
+def test_list_search_rename_and_soft_delete(store):
+    a = store.create_conversation("Trip to Paris")
+    b = store.create_conversation("Taxes")
+    store.append_message(b, Message(Role.USER, "Is 100% of the REFUND taxable?"))
+    store.rename_conversation(a, "Paris itinerary")
+    assert [c.id for c in store.list_conversations()] == [a, b]  # rename touched a last
+    assert [c.title for c in store.list_conversations("paris")] == ["Paris itinerary"]
+    assert [c.id for c in store.list_conversations("refund")] == [b]
+    assert [c.id for c in store.list_conversations("100%")] == [b]
+    assert store.list_conversations("1%") == []  # % is literal, not a wildcard
+    assert store.list_conversations("a_i") == []  # so is _
+
+    store.delete_conversation(b)
+    assert [c.id for c in store.list_conversations()] == [a]
+    deleted = [c for c in store.list_conversations(include_deleted=True) if c.id == b]
+    assert deleted[0].deleted_at is not None
+    store.restore_conversation(b)
+    assert {c.id for c in store.list_conversations()} == {a, b}
+    store.delete_conversation(b)
+    assert store.purge_deleted(older_than_s=3600) == 0  # deleted just now: kept for undo
+    assert store.purge_deleted() == 1
+    assert store._conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    with pytest.raises(KeyError):
+        store.restore_conversation(b)
+
+
+def test_exports(store):
+    cid = store.create_conversation("Capitals", {"temperature": 0.0})
+    store.append_message(cid, Message(Role.USER, "Capital of France?"))
+    store.append_message(cid, Message(Role.ASSISTANT, "Paris", MessageStatus.STOPPED))
+    store.save_summary(cid, SummaryState("greetings", 1, 5))
+    md = store.export_markdown(cid)
+    assert md.startswith("# Capitals\n")
+    assert "> **Summary of earlier turns:** greetings" in md
+    assert "## User\n\nCapital of France?\n\n## Assistant\n\nParis\n\n_(stopped)_" in md
+    data = json.loads(store.export_json(cid))
+    assert data["format"] == "headroom-conversation" and data["title"] == "Capitals"
+    assert data["settings"] == {"temperature": 0.0}
+    assert data["summary"] == {"content": "greetings", "folded_through": 1, "tokens": 5}
+    assert [(m["role"], m["content"], m["status"]) for m in data["messages"]] == [
+        ("user", "Capital of France?", "complete"), ("assistant", "Paris", "stopped")]
+
+
+def test_migration_from_v1_keeps_data(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    conn = connect(path)
+    assert migrate(conn, target=1) == 1
+    conn.execute("INSERT INTO conversations VALUES (7, 'old chat', 1.0, 2.0, '{\"a\": 1}')")
+    conn.execute("INSERT INTO messages VALUES (1, 7, 0, 'user', 'hi from v1', 'complete', 1.5)")
+    conn.execute("INSERT INTO summaries VALUES (7, 'v1 summary', 0, 3)")
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(conversations)")]
+    assert "deleted_at" not in columns
+    conn.close()
+
+    with Store(path) as store:
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        loaded = store.load_conversation(7)
+        assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
+        assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
+        assert loaded.info.deleted_at is None
+        store.delete_conversation(7)  # v2 feature works on migrated data
+        assert store.list_conversations() == []
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "future.sqlite3"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(path)
+
+
+def test_files_are_owner_only_and_wal_is_on(tmp_path):
+    path = tmp_path / "data" / "headroom.sqlite3"
+    old_umask = os.umask(0)  # the store must not rely on the caller's umask
+    try:
+        store = Store(path)
+    finally:
+        os.umask(old_umask)
+    cid = store.create_conversation("secret")
+    store.append_message(cid, Message(Role.USER, "private"))
+    for suffix in ("", "-wal", "-shm"):
+        assert mode(path.with_name(path.name + suffix)) == 0o600, suffix
+    assert mode(path.parent) == 0o700
+    assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    other = sqlite3.connect(path)  # WAL is persistent: a fresh connection sees it too
+    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    other.close()
+
+
+def test_loose_permissions_on_existing_file_are_tightened(tmp_path):
+    path = tmp_path / "headroom.sqlite3"
+    Store(path).close()
+    path.chmod(0o644)
+    with Store(path):
+        assert mode(path) == 0o600
+
+
+CHILD = """
+import sys
+from pathlib import Path
+from app.core.conversation import Message, Role
+from app.core.store import Store
+store = Store(Path(sys.argv[1]))
+cid = store.create_conversation("durability")
+i = 0
+while True:
+    store.append_message(cid, Message(Role.USER, f"message {i} " + "x" * 4000))
+    print(i, flush=True)  # only after the commit returned
+    i += 1
+"""
+
+
+def test_committed_messages_survive_sigkill(tmp_path):
+    path = tmp_path / "killed.sqlite3"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], cwd=REPO_ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reported = []
+    try:
+        for line in child.stdout:
+            reported.append(int(line))
+            if len(reported) >= 150:
+                os.kill(child.pid, signal.SIGKILL)
+                break
+        reported += [int(line) for line in child.stdout]  # already in the pipe before the kill
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL, child.stderr.read()
+    assert reported == list(range(len(reported))) and len(reported) >= 150
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    rows = conn.execute("SELECT content FROM messages ORDER BY position").fetchall()
+    stored = [int(content.split()[1]) for (content,) in rows]
+    conn.close()
+    assert stored[: len(reported)] == reported  # every reported commit is there
+    assert len(stored) - len(reported) in (0, 1)  # at most the one committed but not yet printed
