@@ -20,21 +20,25 @@ DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 class GenerationSettings:
     """Sampling settings for one turn.
 
-    temperature 0 means greedy decoding. max_new_tokens is in tokens.
+    temperature 0 means greedy decoding. max_new_tokens is in tokens. context_tokens caps the
+    context window below the model's own (0 = use the model's full context).
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_new_tokens: int = 512
     temperature: float = 0.7
     top_p: float = 0.95
+    context_tokens: int = 0
 
     def validated(self) -> "GenerationSettings":
-        """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1]."""
+        """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
+        context_tokens ≥ 0."""
         return replace(
             self,
             max_new_tokens=min(max(int(self.max_new_tokens), 1), 32768),
             temperature=min(max(float(self.temperature), 0.0), 2.0),
             top_p=min(max(float(self.top_p), 0.01), 1.0),
+            context_tokens=max(int(self.context_tokens), 0),
         )
 
 

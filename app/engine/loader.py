@@ -11,6 +11,7 @@ import logging
 import shutil
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,7 +274,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
     """Log the full traceback, then build a one-line error that does *not* chain `exc`:
     its frames may reference a half-loaded model and would keep it in memory (C03, C05)."""
-    log.info("%s", what, exc_info=exc)
+    log.info("%s\n%s", what, "".join(traceback.format_exception(exc)))  # text: no frames kept
     lines = str(exc).strip().splitlines()
     detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return ModelLoadError(f"{what}: {detail}")

@@ -16,12 +16,14 @@ from PySide6.QtWidgets import QFileDialog, QMainWindow, QToolBar, QVBoxLayout, Q
 from qasync import asyncSlot
 
 from app.core.conversation import Conversation, MessageStatus, Role
+from app.core.history import SummaryState
 from app.core.settings import Settings, save_settings
+from app.engine.foresight import copy_messages
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.status_bar import ModelStatusBar
-from app.workers.generation_worker import GenerationRequest, GenerationWorker
+from app.workers.generation_worker import GenerationWorker, TurnRequest
 
 
 class MainWindow(QMainWindow):
@@ -38,6 +40,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.device_preference = device_preference
         self.conversation = Conversation()
+        self.summary = SummaryState()
         self.report = None
         self._request_ids = itertools.count(1)
         self._active_request: int | None = None
@@ -64,6 +67,7 @@ class MainWindow(QMainWindow):
         self.worker.reply_finished.connect(self._on_reply_finished)
         self.worker.generation_failed.connect(self._on_generation_failed)
         self.worker.model_changed.connect(self._on_model_changed)
+        self.worker.turn_refused.connect(self._on_turn_refused)
         self.worker_thread.start()
 
         self.composer.send_requested.connect(self._on_send_requested)
@@ -89,6 +93,7 @@ class MainWindow(QMainWindow):
     def _on_new_chat_triggered(self) -> None:
         self.worker.request_stop()
         self.conversation = Conversation()
+        self.summary = SummaryState()
         self.chat_view.clear()
 
     @Slot()
@@ -177,17 +182,15 @@ class MainWindow(QMainWindow):
         self.chat_view.add_message(Role.USER, text)
         self._start_turn()
 
-    def _start_turn(self, continue_final: bool = False) -> None:
-        generation = self.settings.generation
-        request = GenerationRequest(next(self._request_ids),
-                                    tuple(self.conversation.chat_dicts(generation.system_prompt)),
-                                    generation, continue_final)
+    def _start_turn(self, continue_final: bool = False, override_memory: bool = False) -> None:
+        request = TurnRequest(next(self._request_ids), copy_messages(self.conversation.messages),
+                              self.summary, self.settings.generation, continue_final, override_memory)
         if not continue_final:
             self.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         self._active_request = request.request_id
         self.chat_view.begin_stream()
         self.composer.set_generating(True)
-        self.worker.generate_requested.emit(request)
+        self.worker.turn_requested.emit(request)
 
     @Slot()
     def _on_stop_requested(self) -> None:
@@ -201,8 +204,8 @@ class MainWindow(QMainWindow):
             self.conversation.messages[-1].content += text
             self.chat_view.append_stream(text)
 
-    @Slot(int, object)
-    def _on_reply_finished(self, request_id: int, finished) -> None:
+    @Slot(int, object, object)
+    def _on_reply_finished(self, request_id: int, finished, record) -> None:
         if request_id != self._active_request:
             return
         status = MessageStatus.STOPPED if finished.stop_reason == "stopped" else MessageStatus.COMPLETE
@@ -215,6 +218,17 @@ class MainWindow(QMainWindow):
             return
         self._end_turn(MessageStatus.FAILED, reason)
         self.chat_view.add_notice(f"The reply failed: {reason}", "error")
+
+    @Slot(int, object)
+    def _on_turn_refused(self, request_id: int, decision) -> None:
+        if request_id != self._active_request:
+            return
+        self.conversation.messages.pop()  # the reply placeholder: nothing ran
+        self.chat_view.end_stream(MessageStatus.FAILED, "not started")
+        self._active_request = None
+        self.composer.set_generating(False)
+        self.chat_view.add_notice(f"This turn was not started: {decision.reason}", "error")
+        self.turn_finished.emit("refused")
 
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         message = self.conversation.messages[-1]

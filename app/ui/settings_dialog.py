@@ -34,6 +34,14 @@ class SettingsDialog(QDialog):
         self.top_p.setSingleStep(0.05)
         self.top_p.setValue(settings.top_p)
         self.top_p.setToolTip("nucleus sampling: keep the smallest set of tokens with this total probability")
+        self.context_tokens = QSpinBox()
+        self.context_tokens.setRange(0, 1_048_576)
+        self.context_tokens.setSingleStep(1024)
+        self.context_tokens.setValue(settings.context_tokens)
+        self.context_tokens.setSpecialValueText("model's full context")
+        self.context_tokens.setSuffix(" tokens")
+        self.context_tokens.setToolTip("Cap the context window below the model's own: older turns beyond "
+                                       "it are folded into a summary. Smaller = less KV cache memory.")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -43,6 +51,7 @@ class SettingsDialog(QDialog):
         form.addRow("Max new tokens", self.max_new_tokens)
         form.addRow("Temperature", self.temperature)
         form.addRow("Top-p", self.top_p)
+        form.addRow("Context window", self.context_tokens)
         form.addRow(buttons)
 
     def result_settings(self) -> GenerationSettings:
@@ -51,4 +60,5 @@ class SettingsDialog(QDialog):
             max_new_tokens=self.max_new_tokens.value(),
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),
+            context_tokens=self.context_tokens.value(),
         ).validated()

@@ -41,10 +41,11 @@ def test_shift_enter_inserts_a_new_line(qtbot, make_window):
     assert window.chat_view.bubbles() == []  # nothing sent (and no model loaded yet)
 
 
-def test_stop_keeps_partial_answer_and_next_turn_starts(qtbot, make_window, tiny_model_dir):
-    window = make_window(max_new_tokens=2048, temperature=1.0)
-    open_and_wait(qtbot, window, tiny_model_dir)
-    send(qtbot, window, "Tell me a very long story")
+def test_stop_keeps_partial_answer_and_next_turn_starts(qtbot, make_window, real_model_folder):
+    # the real model at ~10 tok/s: a 1,000-token story cannot finish before Stop is pressed
+    window = make_window(max_new_tokens=1000, temperature=0.0)
+    open_and_wait(qtbot, window, real_model_folder)
+    send(qtbot, window, "Tell me a very long story about a dragon and a knight.")
     qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 20, timeout=30000)
     with qtbot.waitSignal(window.turn_finished, timeout=10000) as blocker:
         qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
@@ -52,6 +53,7 @@ def test_stop_keeps_partial_answer_and_next_turn_starts(qtbot, make_window, tiny
     stopped = window.conversation.messages[-1]
     assert stopped.status is MessageStatus.STOPPED and stopped.content
     assert "stopped" in window.chat_view.bubbles()[-1]._header.text()
+    window.settings = type(window.settings)(type(window.settings.generation)(max_new_tokens=8))
     with qtbot.waitSignal(window.turn_finished, timeout=60000):
         send(qtbot, window, "Again")  # the next turn starts at once
     assert len(window.conversation.messages) == 4

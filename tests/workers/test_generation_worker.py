@@ -1,4 +1,4 @@
-"""The worker in its own QThread: streaming, stop, failure, unload."""
+"""The worker in its own QThread: streaming, stop, failure, admission, OOM recovery, unload."""
 
 import gc
 import threading
@@ -7,18 +7,30 @@ import weakref
 import pytest
 from PySide6.QtCore import QThread
 
+from app.core.conversation import Message, Role
+from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.workers.generation_worker import GenerationRequest, GenerationWorker
+from app.engine.memory_probe import CpuProbe, FakeProbe, GiB
+from app.workers.generation_worker import GenerationWorker, TurnRequest
 
-QUESTION = ({"role": "user", "content": "What is the capital of France?"},)
+QUESTION = (Message(Role.USER, "What is the capital of France?"),)
+
+
+def request(rid, settings, messages=QUESTION, **kwargs):
+    return TurnRequest(rid, messages, SummaryState(), settings, **kwargs)
+
+
+def start_worker(probe_factory=None):
+    worker = GenerationWorker(probe_factory)
+    thread = QThread()
+    worker.moveToThread(thread)
+    thread.start()
+    return worker, thread
 
 
 @pytest.fixture
 def worker(qtbot):
-    worker = GenerationWorker()
-    thread = QThread()
-    worker.moveToThread(thread)
-    thread.start()
+    worker, thread = start_worker()
     yield worker
     worker.request_stop()
     thread.quit()
@@ -39,10 +51,13 @@ def test_streams_tokens_then_finishes_off_the_gui_thread(qtbot, worker, real_loa
                                                      threads.add(threading.get_ident())))
     settings = GenerationSettings(system_prompt="", max_new_tokens=40, temperature=0.0)
     with qtbot.waitSignal(worker.reply_finished, timeout=30000) as blocker:
-        worker.generate_requested.emit(GenerationRequest(1, QUESTION, settings))
-    request_id, finished = blocker.args
+        worker.turn_requested.emit(request(1, settings))
+    request_id, finished, record = blocker.args
     assert request_id == 1 and "Paris" in finished.text
+    assert record.prompt_tokens == finished.prompt_tokens and record.outcome == "eos"
+    assert record.projected_peak > 0 and record.measured_peak > 0
     qtbot.waitUntil(lambda: "".join(pieces) == finished.text, timeout=2000)
+    assert threading.get_ident() not in threads  # generation ran in the worker thread
 
 
 def test_stop_keeps_the_partial_answer(qtbot, worker, tiny_loaded):  # case C20
@@ -55,12 +70,12 @@ def test_stop_keeps_the_partial_answer(qtbot, worker, tiny_loaded):  # case C20
             worker.request_stop()  # called from the GUI thread, like the Stop button
 
     worker.token_streamed.connect(on_token)
-    settings = GenerationSettings(system_prompt="", max_new_tokens=2048, temperature=1.0)
+    settings = GenerationSettings(system_prompt="", max_new_tokens=400, temperature=1.0)
     with qtbot.waitSignal(worker.reply_finished, timeout=30000) as blocker:
-        worker.generate_requested.emit(GenerationRequest(2, QUESTION, settings))
+        worker.turn_requested.emit(request(2, settings))
     finished = blocker.args[1]
     assert finished.stop_reason == "stopped"
-    assert finished.new_tokens < 100  # would be 2048 without Stop
+    assert finished.new_tokens < 100  # would be 400 without Stop
 
 
 def test_failure_travels_on_its_own_signal_with_partial_text(qtbot, worker, tiny_loaded, monkeypatch):
@@ -71,13 +86,79 @@ def test_failure_travels_on_its_own_signal_with_partial_text(qtbot, worker, tiny
         yield generation.TextDelta("partial ")
         raise RuntimeError("CUDA error: device-side assert triggered\nmore detail")
 
-    monkeypatch.setattr(generation, "stream_chat_reply", exploding)
+    monkeypatch.setattr(generation, "stream_reply", exploding)
     streamed = []
     worker.token_streamed.connect(lambda _rid, text: streamed.append(text))
     with qtbot.waitSignal(worker.generation_failed, timeout=10000) as blocker:
-        worker.generate_requested.emit(GenerationRequest(3, QUESTION, GenerationSettings()))
+        worker.turn_requested.emit(request(3, GenerationSettings(max_new_tokens=20)))
     assert blocker.args == [3, "RuntimeError: CUDA error: device-side assert triggered", "partial "]
     assert streamed == ["partial "]  # the error text never enters the token stream
+
+
+def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, real_loaded, monkeypatch):
+    """Case C03: the OOM's frames pin the inputs and the cache; after recovery memory is back at
+    the post-load baseline and "hi" gets answered."""
+    import torch
+
+    from app.engine import generation
+
+    adopt(qtbot, worker, real_loaded)
+    real_stream = generation.stream_reply
+    pinned = []
+
+    def oom_after_allocating(*args, **kwargs):
+        ballast = torch.empty(64 * 2**20, dtype=torch.uint8)  # held by this frame
+        pinned.append(weakref.ref(ballast))
+        yield generation.TextDelta("The capital")
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(generation, "stream_reply", oom_after_allocating)
+    with qtbot.waitSignal(worker.generation_failed, timeout=10000) as blocker:
+        worker.turn_requested.emit(request(4, GenerationSettings(max_new_tokens=20)))
+    _, reason, partial = blocker.args
+    assert partial == "The capital"
+    assert reason.startswith("the GPU ran out of memory") and "post-load baseline" in reason
+    gc.collect()
+    assert pinned[0]() is None  # the exception's frames no longer keep the tensor alive
+    monkeypatch.setattr(generation, "stream_reply", real_stream)
+    with qtbot.waitSignal(worker.reply_finished, timeout=30000) as done:
+        worker.turn_requested.emit(request(5, GenerationSettings(max_new_tokens=20, temperature=0.0),
+                                           (Message(Role.USER, "hi"),)))
+    assert done.args[1].new_tokens > 0
+
+
+def test_turn_over_memory_is_refused_before_it_starts(qtbot, real_loaded):
+    # a simulated 600 MiB device of which the 513 MiB model already fills most
+    probe = FakeProbe(total=600 * 2**20, allocated=real_loaded.report.weight_bytes)
+    worker, thread = start_worker(lambda: probe)
+    try:
+        adopt(qtbot, worker, real_loaded)
+        streamed = []
+        worker.token_streamed.connect(lambda *_: streamed.append(1))
+        with qtbot.waitSignal(worker.turn_refused, timeout=10000) as blocker:
+            worker.turn_requested.emit(request(6, GenerationSettings(max_new_tokens=4000)))
+        decision = blocker.args[1]
+        assert decision.cause == "memory" and not decision.admitted
+        assert decision.shortfall_bytes > 0 and "short by" in decision.reason
+        assert decision.max_new_tokens_fit is None or decision.max_new_tokens_fit < 4000
+        assert streamed == []
+        # "send anyway" is explicit and honoured
+        with qtbot.waitSignal(worker.reply_finished, timeout=30000):
+            worker.turn_requested.emit(request(7, GenerationSettings(max_new_tokens=5),
+                                               override_memory=True))
+    finally:
+        thread.quit()
+        thread.wait(5000)
+
+
+def test_prompt_beyond_the_context_is_refused_not_crashed(qtbot, worker, tiny_loaded):  # case C23
+    adopt(qtbot, worker, tiny_loaded)  # 512 positions
+    long = (Message(Role.USER, "word " * 2000),)
+    with qtbot.waitSignal(worker.turn_refused, timeout=10000) as blocker:
+        worker.turn_requested.emit(request(8, GenerationSettings(max_new_tokens=64), long,
+                                           override_memory=True))
+    decision = blocker.args[1]
+    assert decision.cause == "positions" and decision.trim_tokens > 1000
 
 
 def test_unload_releases_the_model(qtbot, worker, tiny_model_dir):
@@ -90,3 +171,9 @@ def test_unload_releases_the_model(qtbot, worker, tiny_model_dir):
     assert adopt(qtbot, worker, None) is None
     gc.collect()
     assert ref() is None  # case C05: nothing keeps the model alive after unload
+
+
+def test_cpu_probe_is_alive(real_loaded):
+    sample = CpuProbe().sample()
+    assert sample.kind == "cpu" and sample.allocated > real_loaded.report.weight_bytes // 2
+    assert 0 < sample.free < sample.total and sample.total > 1 * GiB

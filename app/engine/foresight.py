@@ -1,0 +1,168 @@
+"""Memory foresight for one loaded model: window the history, project the turn, admit it.
+
+Glue between the pure policies (app.core.history, app.engine.memory) and a loaded model: it
+counts tokens with the model's own prompt format, reads the device through a MemoryProbe, and
+keeps the measured calibration of the prefill model up to date after every turn.
+"""
+
+from dataclasses import dataclass, replace
+
+from app.core.conversation import Message
+from app.core.history import SummaryState, TokenBudget, WindowResult, select_window
+from app.engine.chat_format import encode_prompt, render_prompt
+from app.engine.memory import (
+    AdmissionDecision,
+    Calibration,
+    PrefillModel,
+    TurnProjection,
+    admit_turn,
+    dtype_nbytes,
+    model_max_positions,
+    project_turn_peak,
+)
+from app.engine.memory_probe import MemoryProbe, MemorySample
+
+MiB = 1 << 20
+# Kept free on top of the projection's error bar: cuBLAS/cuDNN workspaces and the allocator's
+# rounding (measured on the H200: a one-time 32 MiB cuBLAS workspace on the first turn).
+MIN_SAFETY_MARGIN = 256 * MiB
+SAFETY_FRACTION = 0.02  # and at least 2 % of the device
+# Space kept for the rolling summary: 1/8 of the context, at most 512 tokens.
+SUMMARY_RESERVE_FRACTION, SUMMARY_RESERVE_MAX = 8, 512
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A turn, decided before it starts.
+
+    window: the history that fits (or fits=False: the newest message alone is too long).
+    prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
+    (memory and positions, C23). projection: the projected peak (None when the window does not fit).
+    """
+
+    window: WindowResult
+    prompt_ids: tuple[int, ...]
+    projection: TurnProjection | None
+    decision: AdmissionDecision
+    sample: MemorySample
+
+    @property
+    def admitted(self) -> bool:
+        return self.window.fits and self.decision.admitted
+
+
+def summary_reserve(context_tokens: int) -> int:
+    return min(SUMMARY_RESERVE_MAX, context_tokens // SUMMARY_RESERVE_FRACTION)
+
+
+class Foresight:
+    """Per-model projection state. Not thread-safe: used from the generation worker only."""
+
+    def __init__(self, loaded, probe: MemoryProbe, prefill_chunk_tokens: int | None = None):
+        self.loaded = loaded
+        self.probe = probe
+        self.chunk = prefill_chunk_tokens
+        report = loaded.report
+        self.prefill_model = PrefillModel.from_config(
+            loaded.model.config, dtype_nbytes(report.compute_dtype),
+            attn_implementation=report.attention,
+            quantized_4bit="4-bit" in report.quantization)
+        self.calibration = Calibration()
+        self.max_positions = model_max_positions(loaded.model.config)
+        self.baseline_allocated = probe.sample().allocated  # post-load baseline (C01, C03)
+
+    # ----- tokens ---------------------------------------------------------------------------
+    def count_tokens(self, messages: list[dict]) -> int:
+        """Tokens of the rendered prompt for `messages`, template overhead included."""
+        tok, fmt = self.loaded.tokenizer, self.loaded.prompt_format
+        return len(encode_prompt(tok, render_prompt(tok, fmt, messages)))
+
+    def budget(self, context_setting: int, max_new_tokens: int) -> TokenBudget:
+        context = min(self.max_positions, context_setting) if context_setting > 0 else self.max_positions
+        return TokenBudget.for_model(self.max_positions, context, max_new_tokens, summary_reserve(context))
+
+    # ----- planning ---------------------------------------------------------------------------
+    def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
+             max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
+             resident_tokens: int = 0) -> TurnPlan:
+        """Select the window, render it, project the peak and decide admission.
+
+        resident_tokens: prompt tokens whose KV is already cached (KV reuse); they are in the
+        probe's allocated bytes and are not prefilled again.
+        """
+        fmt = self.loaded.prompt_format
+        budget = self.budget(context_setting, max_new_tokens)
+        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
+                               count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+        sample = self.probe.sample()
+        if not window.fits:
+            decision = AdmissionDecision(
+                False, "positions",
+                f"the new message alone needs {window.prompt_tokens:,} prompt tokens but the budget "
+                f"is {window.limit_tokens:,} (context {budget.context_tokens:,} − max_new_tokens "
+                f"{max_new_tokens:,} − summary reserve {budget.summary_reserve:,}); shorten it by "
+                f"{window.over_by:,} tokens or lower max_new_tokens",
+                context_limit=budget.context_tokens, trim_tokens=window.over_by)
+            return TurnPlan(window, (), None, decision, sample)
+        text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
+        ids = tuple(encode_prompt(self.loaded.tokenizer, text))
+        resident = min(resident_tokens, len(ids) - 1)
+        projection = self.project(len(ids) - resident, max_new_tokens, resident, sample)
+        decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
+                              len(ids), max_new_tokens, budget.context_tokens)
+        return TurnPlan(window, ids, projection, decision, sample)
+
+    def project(self, prompt_tokens: int, max_new_tokens: int, resident_tokens: int = 0,
+                sample: MemorySample | None = None, full_context_tokens: int | None = None) -> TurnProjection:
+        sample = sample or self.probe.sample()
+        return project_turn_peak(
+            self.prefill_model, self.calibration, now_allocated=sample.allocated,
+            prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens, resident_tokens=resident_tokens,
+            chunk_size=self.chunk, full_context_tokens=full_context_tokens or self.max_positions)
+
+    @staticmethod
+    def safety_margin(sample: MemorySample) -> int:
+        return max(MIN_SAFETY_MARGIN, int(sample.total * SAFETY_FRACTION))
+
+    # ----- measurement --------------------------------------------------------------------------
+    def begin_measurement(self) -> None:
+        self.probe.reset_peak()
+
+    def end_measurement(self, projection: TurnProjection | None, prefilled: int, generated: int) -> int:
+        """Peak allocated bytes during the turn; on CUDA the calibration learns from it (the
+        projection is re-made for the tokens that actually ran)."""
+        peak = self.probe.sample().peak
+        if projection is not None and self.probe.kind == "cuda":
+            b = projection.basis
+            as_ran = project_turn_peak(
+                b.model, self.calibration, now_allocated=b.now_allocated, prompt_tokens=prefilled,
+                max_new_tokens=generated, resident_tokens=b.resident_tokens, chunk_size=b.chunk_size,
+                full_context_tokens=b.full_context_tokens)
+            self.calibration = self.calibration.updated(as_ran, peak)
+        return peak
+
+    def snapshot(self) -> "ForesightSnapshot":
+        """What the GUI needs to re-project for the "what if" control without the model."""
+        return ForesightSnapshot(self.prefill_model, self.calibration, self.max_positions,
+                                 self.chunk, self.baseline_allocated)
+
+
+@dataclass(frozen=True)
+class ForesightSnapshot:
+    """Immutable copy of the projection inputs; pure math, safe to use on the GUI thread."""
+
+    prefill_model: PrefillModel
+    calibration: Calibration
+    max_positions: int
+    chunk: int | None
+    baseline_allocated: int
+
+    def project(self, now_allocated: int, context_tokens: int, max_new_tokens: int) -> TurnProjection:
+        return project_turn_peak(self.prefill_model, self.calibration, now_allocated=now_allocated,
+                                 prompt_tokens=max(context_tokens, 1), max_new_tokens=max_new_tokens,
+                                 chunk_size=self.chunk, full_context_tokens=self.max_positions)
+
+
+def copy_messages(messages: list[Message]) -> tuple[Message, ...]:
+    """Snapshot for another thread: the GUI keeps mutating its own Message objects."""
+    return tuple(replace(m) for m in messages)
