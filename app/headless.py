@@ -1,7 +1,8 @@
-"""Headless mode for scripts and checks: `python -m app --ask "..." [--model PATH]`.
+"""Headless mode for scripts and checks: `python -m app --ask "..." [--model PATH]` and
+`python -m app --replay turns.txt [--context N] [--max-new-tokens N]`.
 
-Loads the model, streams the answer to stdout, exits 0. A bad path or a broken model exits 1
-with a one-line reason on stderr. No Qt is imported.
+Loads the model, streams to stdout, exits 0. A bad path or a broken model exits 1 with a
+one-line reason on stderr. No Qt is imported.
 """
 
 import sys
@@ -12,26 +13,34 @@ from app.core.paths import default_model_path
 from app.core.settings import GenerationSettings
 
 
-def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
-    """Answer one question on stdout; return the process exit code."""
+def _load(model_path: Path | None):
+    """The loaded model, or None after printing a one-line reason."""
     from transformers.utils import logging as hf_logging
 
-    from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
     from app.engine.loader import ModelLoadError, load_model
 
     hf_logging.disable_progress_bar()  # stderr carries our own one-line stages instead
-
     path = Path(model_path) if model_path else default_model_path()
     if model_path is None and not path.exists():
         print(f"headroom: the default model is not installed ({path}); "
               "run: python -m app.install_model", file=sys.stderr)
-        return 1
+        return None
     try:
         loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr))
     except ModelLoadError as exc:
         print(f"headroom: {exc}", file=sys.stderr)
-        return 1
+        return None
     print(f"[{loaded.report.summary()}]", file=sys.stderr)
+    return loaded
+
+
+def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
+    """Answer one question on stdout; return the process exit code."""
+    from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
+
+    loaded = _load(model_path)
+    if loaded is None:
+        return 1
     messages = [{"role": "system", "content": settings.system_prompt}] if settings.system_prompt else []
     messages.append({"role": "user", "content": question})
     params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p)
@@ -44,3 +53,51 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
             print(f"[{event.new_tokens} tokens, TTFT {event.ttft_s * 1000:.0f} ms, "
                   f"{event.decode_tokens_per_s:.1f} tok/s, {event.stop_reason}]", file=sys.stderr)
     return 0
+
+
+def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettings) -> int:
+    """Play one user message per line through the real model with the history policy; print,
+    per turn, the prompt tokens, the window's turn count, whether a summary was made, and the
+    answer. Exit 0 when every turn was answered, 1 otherwise."""
+    from app.core.conversation import Conversation, MessageStatus, Role
+    from app.core.history import SummaryState
+    from app.engine import turn_runner as tr
+    from app.engine.memory_probe import pick_probe
+
+    try:
+        lines = [line.strip() for line in Path(turns_file).read_text(encoding="utf-8").splitlines()]
+    except OSError as exc:
+        print(f"headroom: cannot read {turns_file}: {exc.strerror}", file=sys.stderr)
+        return 1
+    loaded = _load(model_path)
+    if loaded is None:
+        return 1
+    runner = tr.TurnRunner(loaded, pick_probe())
+    conversation, summary, failures = Conversation(), SummaryState(), 0
+    stop = threading.Event()
+    for number, text in enumerate((line for line in lines if line), start=1):
+        conversation.add(Role.USER, text)
+        reply = conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
+        row = {"turn": number, "prompt_tokens": 0, "window_turns": 0, "summary": "no"}
+        for event in runner.run_turn(conversation.messages[:-1], summary, settings, stop):
+            match event:
+                case tr.TurnPlanned(plan=plan):
+                    row["prompt_tokens"], row["window_turns"] = len(plan.prompt_ids), len(plan.window.kept)
+                case tr.TurnRefused(decision=decision) | tr.TurnFailed(reason=decision):
+                    reply.status, failures = MessageStatus.FAILED, failures + 1
+                    reply.content = getattr(decision, "reason", decision)
+                case tr.TurnCompleted(finished=finished):
+                    reply.content, reply.status = finished.text, MessageStatus.COMPLETE
+                case tr.SummaryFinished(state=state, verdict=verdict):
+                    row["summary"] = f"{'yes' if verdict else 'rejected'} ({state.tokens} tokens: {verdict.reason})"
+                    summary = state
+                case tr.SummaryFailed(reason=reason):
+                    row["summary"] = f"failed ({reason})"
+        print(f"turn {row['turn']}: prompt {row['prompt_tokens']} tokens · window {row['window_turns']} "
+              f"turns · summary {row['summary']}")
+        print(f"  user: {text}")
+        print(f"  assistant [{reply.status.value}]: {reply.content}", flush=True)
+    if summary.content:
+        print(f"final summary ({summary.tokens} tokens, through message {summary.folded_through}): "
+              f"{summary.content}")
+    return 0 if failures == 0 else 1

@@ -12,6 +12,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
     parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
     parser.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
+    parser.add_argument("--replay", type=Path, metavar="TURNS.txt",
+                        help="play one user message per line through the history policy and exit")
+    parser.add_argument("--context", type=int, help="context window in tokens (default: the model's)")
     parser.add_argument("--max-new-tokens", type=int, help="tokens to generate at most")
     parser.add_argument("--temperature", type=float, help="0 = greedy (default for --ask)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
@@ -24,16 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings()
-    if args.ask is not None:
-        from app.headless import ask
+    if args.ask is not None or args.replay is not None:
+        from app import headless
 
         generation = GenerationSettings(
             system_prompt=settings.generation.system_prompt,
             max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
             temperature=0.0 if args.temperature is None else args.temperature,
             top_p=settings.generation.top_p,
+            context_tokens=args.context or settings.generation.context_tokens,
         ).validated()
-        return ask(args.ask, args.model, generation)
+        if args.replay is not None:
+            return headless.replay(args.replay, args.model, generation)
+        return headless.ask(args.ask, args.model, generation)
     from app.ui.application import run_gui
 
     return run_gui(args, settings)

@@ -213,6 +213,16 @@ class Store:
                 raise KeyError(message_id)
             self._touch(db, row[0], "updated_at = ?", time.time())
 
+    def truncate_messages(self, conversation_id: int, keep: int) -> None:
+        """Delete messages at position ≥ `keep` (edit / regenerate), and a summary that folded any
+        of them."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "updated_at = ?", time.time())
+            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
+                       (conversation_id, keep))
+            db.execute("DELETE FROM summaries WHERE conversation_id = ? AND folded_through_position >= ?",
+                       (conversation_id, keep))
+
     def mark_interrupted(self) -> int:
         """Turn messages left STREAMING by a crash into FAILED; returns how many. Call at start-up
         only, when no other Headroom instance is streaming into this file."""

@@ -219,3 +219,21 @@ def test_committed_messages_survive_sigkill(tmp_path):
     conn.close()
     assert stored[: len(reported)] == reported  # every reported commit is there
     assert len(stored) - len(reported) in (0, 1)  # at most the one committed but not yet printed
+
+
+def test_truncate_drops_later_messages_and_a_summary_that_folded_them(tmp_path):
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.store import Store
+
+    with Store(tmp_path / "t.sqlite3") as store:
+        cid = store.create_conversation("t")
+        for i in range(4):
+            store.append_message(cid, Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"m{i}"))
+        store.save_summary(cid, SummaryState("s", 2, 5))
+        store.truncate_messages(cid, 2)
+        loaded = store.load_conversation(cid)
+        assert [m.content for m in loaded.conversation.messages] == ["m0", "m1"]
+        assert loaded.summary == SummaryState()
+        store.append_message(cid, Message(Role.USER, "again"))
+        assert [m.content for m in store.load_conversation(cid).conversation.messages][-1] == "again"

@@ -21,7 +21,7 @@ def request(rid, settings, messages=QUESTION, **kwargs):
 
 
 def start_worker(probe_factory=None):
-    worker = GenerationWorker(probe_factory)
+    worker = GenerationWorker(probe_factory) if probe_factory else GenerationWorker()
     thread = QThread()
     worker.moveToThread(thread)
     thread.start()

@@ -1,0 +1,184 @@
+"""One chat turn end to end, as a generator of events: plan (window + admission), generate,
+then fold evicted turns into the summary. Qt-free, so the generation worker and the headless
+`--replay` run exactly the same code; the worker only turns events into signals.
+"""
+
+import logging
+import threading
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from app.core.conversation import Message
+from app.core.history import SummaryState, SummaryVerdict, plan_summary
+from app.core.settings import GenerationSettings
+from app.engine.foresight import Foresight, TurnPlan
+from app.engine.generation import ReplyFinished, SamplingParams, TextDelta
+from app.engine.memory import AdmissionDecision
+from app.engine.memory_probe import MemoryProbe, release_memory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TurnPlanned:
+    plan: TurnPlan
+
+
+@dataclass(frozen=True)
+class TurnRefused:
+    """The turn did not start; nothing ran on the device."""
+
+    decision: AdmissionDecision
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn cost: tokens, projected vs measured peak (bytes), outcome."""
+
+    prompt_tokens: int
+    prefill_tokens: int
+    new_tokens: int
+    projected_peak: int | None
+    measured_peak: int
+    outcome: str  # "eos", "length", "stopped", "stop_string", "failed", "oom"
+
+
+@dataclass(frozen=True)
+class TurnCompleted:
+    finished: ReplyFinished
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    """reason: one line for the user. partial: the text streamed before the failure."""
+
+    reason: str
+    partial: str
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class SummaryStarted:
+    folded_turns: int
+
+
+@dataclass(frozen=True)
+class SummaryFinished:
+    state: SummaryState
+    verdict: SummaryVerdict
+
+
+@dataclass(frozen=True)
+class SummaryFailed:
+    reason: str
+
+
+TurnEvent = (TurnPlanned | TurnRefused | TextDelta | TurnCompleted | TurnFailed | SummaryStarted
+             | SummaryFinished | SummaryFailed)
+
+
+class TurnRunner:
+    """Runs turns on one loaded model. Use from one thread at a time."""
+
+    def __init__(self, loaded, probe: MemoryProbe):
+        self.loaded = loaded
+        self.foresight = Foresight(loaded, probe)
+
+    def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                 stop_event: threading.Event, continue_final: bool = False,
+                 override_memory: bool = False) -> Iterator[TurnEvent]:
+        """Plan, admit, stream and summarize one turn. Never raises for a failed generation:
+        the stream always ends with TurnRefused, TurnFailed or TurnCompleted (C19), followed by
+        the summary events when turns were evicted."""
+        try:
+            plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
+                                       settings.context_tokens, continue_final)
+        except ValueError as exc:  # nothing left to answer
+            yield TurnFailed(str(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
+            return
+        yield TurnPlanned(plan)
+        memory_override = override_memory and plan.window.fits and plan.decision.cause == "memory"
+        if not plan.admitted and not memory_override:
+            yield TurnRefused(plan.decision)
+            return
+        ok = yield from self._generate(plan, settings, stop_event)
+        if ok:
+            yield from self._summarize(plan, summary, settings, stop_event)
+
+    def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event):
+        from app.engine import generation
+
+        loaded, foresight = self.loaded, self.foresight
+        params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p)
+        partial: list[str] = []
+        error = outcome = None
+        foresight.begin_measurement()
+        try:
+            for event in generation.stream_reply(
+                    loaded.model, loaded.tokenizer, list(plan.prompt_ids), params, loaded.stop_ids,
+                    stop_event, loaded.prompt_format.stop_strings, foresight.chunk):
+                if isinstance(event, TextDelta):
+                    partial.append(event.text)
+                    yield event
+                elif isinstance(event, ReplyFinished):
+                    peak = foresight.end_measurement(plan.projection, event.prefill_tokens, event.new_tokens)
+                    yield TurnCompleted(event, TurnRecord(event.prompt_tokens, event.prefill_tokens,
+                                                          event.new_tokens, plan.projection.peak, peak,
+                                                          event.stop_reason))
+        except Exception as exc:  # every failure ends the stream with an event (C19)
+            # log text, not exc_info: a kept LogRecord would pin the frames and their tensors
+            log.error("generation failed\n%s", traceback.format_exc())
+            outcome = "oom" if type(exc).__name__ == "OutOfMemoryError" else "failed"
+            error = describe_failure(exc)
+        if error is None:
+            return True
+        # Outside the except block the exception and its frames (inputs, logits, cache) are gone,
+        # so the memory really returns (C03).
+        release_memory()
+        now = foresight.probe.sample()
+        if outcome == "oom":
+            error += (f"; allocated memory is back to {now.allocated / 2**20:,.0f} MiB "
+                      f"(post-load baseline {foresight.baseline_allocated / 2**20:,.0f} MiB)")
+        yield TurnFailed(error, "".join(partial), TurnRecord(
+            len(plan.prompt_ids), 0, 0, plan.projection.peak, now.peak, outcome))
+        return False
+
+    def _summarize(self, plan: TurnPlan, summary: SummaryState, settings: GenerationSettings,
+                   stop_event: threading.Event):
+        from app.engine.summarize import summarize
+
+        try:
+            summary_plan = plan_summary(plan.window, summary, system_prompt=settings.system_prompt,
+                                        count_tokens=self.foresight.count_tokens,
+                                        system_allowed=self.loaded.prompt_format.system_role)
+        except ValueError as exc:
+            yield SummaryFailed(str(exc))
+            return
+        if summary_plan is None:
+            return
+        yield SummaryStarted(len(summary_plan.folded))
+        stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it
+        error = None
+        try:
+            state, verdict = summarize(self.loaded, summary_plan, self.foresight.count_tokens,
+                                       stop_event, self.foresight.chunk)
+        except Exception as exc:  # a failed summary never loses the conversation
+            log.error("summary failed\n%s", traceback.format_exc())
+            error = describe_failure(exc)
+        if error is not None:
+            release_memory()
+            yield SummaryFailed(error)
+            return
+        yield SummaryFinished(state, verdict)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for the user."""
+    name = type(exc).__name__
+    if name == "OutOfMemoryError":
+        return ("the GPU ran out of memory during this reply; the cache and inputs were released — "
+                "try a shorter message, a lower max_new_tokens or a new chat")
+    lines = str(exc).strip().splitlines()
+    return f"{name}: {lines[0]}" if lines else name
