@@ -1,21 +1,41 @@
-"""The transcript: a scrolling column of message bubbles and notices.
+"""The transcript: the summary block, then a scrolling column of message bubbles and notices.
 
 Streamed text is buffered and flushed to the last bubble at most once per frame (~60 Hz),
 so a fast model never floods the GUI thread with re-layouts.
+
+Bubble index = position of the message in the conversation (and in the store): one bubble per
+message, system messages included, notices not counted. Edit / Regenerate / Continue are
+re-emitted with that index (issue 4 item 5).
 """
 
-from PySide6.QtCore import Qt, QTimer
+from collections.abc import Iterable
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
-from app.core.conversation import MessageStatus, Role
+from app.core.conversation import Message, MessageStatus, Role
 from app.ui.message_bubble import MessageBubble
 from app.ui.notice import Notice
+from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
 
 
 class ChatView(QScrollArea):
-    """Append bubbles, stream into the last one, show notices."""
+    """Append bubbles, stream into the last one, show notices; host the summary block.
+
+    Signals: edit_requested(int index, str new_text) — the user saved an edit of the user
+    message at `index` (its bubble already shows the new text; the view keeps the bubbles after
+    it until `truncate`); regenerate_requested(int index) — a new answer in place of the
+    assistant message at `index`; continue_requested(int index) — continue the stopped or
+    failed assistant message at `index`.
+
+    Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
+    """
+
+    edit_requested = Signal(int, str)
+    regenerate_requested = Signal(int)
+    continue_requested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -27,34 +47,68 @@ class ChatView(QScrollArea):
         self._layout = QVBoxLayout(self._column)
         self._layout.setContentsMargins(12, 12, 12, 12)
         self._layout.setSpacing(8)
+        self.summary_block = SummaryBlock()
+        self._layout.addWidget(self.summary_block)
         self._layout.addStretch(1)
         self.setWidget(self._column)
+        self._bubbles: list[MessageBubble] = []
+        self._actions_enabled = True
         self._streaming: MessageBubble | None = None
         self._pending = ""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FRAME_MS)
         self._flush_timer.timeout.connect(self.flush)
-        self.verticalScrollBar().rangeChanged.connect(self._follow_bottom)
+        self.verticalScrollBar().rangeChanged.connect(self._on_vertical_range_changed)
         self._stick_to_bottom = True
 
+    # ----- reading -------------------------------------------------------------------------
     def bubbles(self) -> list[MessageBubble]:
-        return self._column.findChildren(MessageBubble)
+        """The message bubbles, oldest first (index = message position)."""
+        return list(self._bubbles)
 
     def transcript_text(self) -> str:
         """Plain text of every bubble, oldest first (for tests and copy)."""
-        return "\n\n".join(b.text for b in self.bubbles())
+        return "\n\n".join(b.text for b in self._bubbles)
 
+    # ----- building ------------------------------------------------------------------------
     def clear(self) -> None:
+        """Remove every bubble and notice and empty the summary block (new/other conversation)."""
         self.end_stream()
-        while self._layout.count() > 1:
-            item = self._layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+        self._remove_from(1)
+        self.summary_block.clear()
 
-    def add_message(self, role: Role, text: str) -> MessageBubble:
+    def load_messages(self, messages: Iterable[Message]) -> None:
+        """Show a whole stored transcript, statuses included (replaces what is shown; the summary
+        block is emptied: call `summary_block.set_summary` afterwards)."""
+        self.clear()
+        for message in messages:
+            self.add_message(message.role, message.content, message.status)
+
+    def truncate(self, index: int) -> None:
+        """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
+        An open stream among them is closed. Raises IndexError when `index` < 0."""
+        if index < 0:
+            raise IndexError(index)
+        if index >= len(self._bubbles):
+            return
+        if self._streaming in self._bubbles[index:]:
+            self._flush_timer.stop()
+            self._streaming, self._pending = None, ""
+        self._remove_from(self._layout.indexOf(self._bubbles[index]))
+        self._refresh_actions()
+
+    def add_message(self, role: Role, text: str,
+                    status: MessageStatus = MessageStatus.COMPLETE) -> MessageBubble:
         bubble = MessageBubble(role, text)
+        if status is not MessageStatus.COMPLETE:
+            bubble.set_status(status)
+        bubble.edit_requested.connect(self._on_bubble_edit_requested)
+        bubble.regenerate_requested.connect(self._on_bubble_regenerate_requested)
+        bubble.continue_requested.connect(self._on_bubble_continue_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
+        self._bubbles.append(bubble)
         self._stick_to_bottom = True
+        self._refresh_actions()
         return bubble
 
     def add_notice(self, text: str, kind: str = "info") -> Notice:
@@ -63,12 +117,34 @@ class ChatView(QScrollArea):
         self._stick_to_bottom = True
         return notice
 
+    @Slot(bool)
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """False while generating or summarizing: Edit / Regenerate / Continue do nothing."""
+        self._actions_enabled = enabled
+        self._refresh_actions()
+
+    # ----- streaming -----------------------------------------------------------------------
     def begin_stream(self, initial_text: str = "") -> MessageBubble:
-        """Start a streaming assistant bubble (or continue one, C17)."""
-        self._streaming = self.add_message(Role.ASSISTANT, initial_text)
+        """Start a new streaming assistant bubble."""
+        bubble = self.add_message(Role.ASSISTANT, initial_text, MessageStatus.STREAMING)
+        return self._open_stream(bubble)
+
+    def continue_stream(self) -> MessageBubble:
+        """Stream into the last (assistant) bubble after its text: Continue (C17).
+        Raises ValueError when the last bubble is not an assistant message."""
+        if not self._bubbles or self._bubbles[-1].role is not Role.ASSISTANT:
+            raise ValueError("there is no assistant message to continue")
+        bubble = self._bubbles[-1]
+        bubble.set_status(MessageStatus.STREAMING)
+        self._stick_to_bottom = True
+        return self._open_stream(bubble)
+
+    def _open_stream(self, bubble: MessageBubble) -> MessageBubble:
+        self._streaming = bubble
         self._pending = ""
         self._flush_timer.start()
-        return self._streaming
+        self._refresh_actions()
+        return bubble
 
     def append_stream(self, text: str) -> None:
         """Buffer streamed text; it reaches the screen on the next frame."""
@@ -85,8 +161,44 @@ class ChatView(QScrollArea):
         if self._streaming is not None:
             self._streaming.set_status(status, detail)
         self._streaming = None
+        self._refresh_actions()
 
-    def _follow_bottom(self, _min: int, maximum: int) -> None:
+    # ----- internals -----------------------------------------------------------------------
+    def _remove_from(self, layout_index: int) -> None:
+        """Delete the layout's widgets from `layout_index` up to the trailing stretch."""
+        while self._layout.count() - 1 > layout_index:
+            widget = self._layout.takeAt(layout_index).widget()
+            if widget is None:
+                continue
+            if widget in self._bubbles:
+                self._bubbles.remove(widget)
+            widget.hide()
+            widget.deleteLater()
+
+    def _refresh_actions(self) -> None:
+        enabled = self._actions_enabled and self._streaming is None
+        last = len(self._bubbles) - 1
+        for i, bubble in enumerate(self._bubbles):
+            bubble.set_is_last(i == last)
+            bubble.set_actions_enabled(enabled)
+
+    def _index_of_sender(self) -> int:
+        return self._bubbles.index(self.sender())
+
+    @Slot(str)
+    def _on_bubble_edit_requested(self, new_text: str) -> None:
+        self.edit_requested.emit(self._index_of_sender(), new_text)
+
+    @Slot()
+    def _on_bubble_regenerate_requested(self) -> None:
+        self.regenerate_requested.emit(self._index_of_sender())
+
+    @Slot()
+    def _on_bubble_continue_requested(self) -> None:
+        self.continue_requested.emit(self._index_of_sender())
+
+    @Slot(int, int)
+    def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:
         bar = self.verticalScrollBar()
         if self._stick_to_bottom or bar.value() >= bar.maximum() - 40:
             bar.setValue(maximum)

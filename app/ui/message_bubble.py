@@ -1,47 +1,221 @@
-"""One message in the transcript: role header, markdown body, status tag."""
+"""One message in the transcript: role header with actions, markdown body, status tag, and an
+inline editor for user messages (edit → save & regenerate, issue 4 item 5)."""
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.core.conversation import MessageStatus, Role
 from app.ui.markdown_html import to_html
 
 _ROLE_TITLES = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
 _STATUS_TAGS = {MessageStatus.STOPPED: "stopped", MessageStatus.FAILED: "failed"}
+_CONTINUABLE = (MessageStatus.STOPPED, MessageStatus.FAILED)
+_EDITOR_MIN_PX, _EDITOR_MAX_PX = 60, 240
+
+
+def _action_button(text: str, tooltip: str) -> QToolButton:
+    button = QToolButton()
+    button.setObjectName("bubbleAction")
+    button.setText(text)
+    button.setToolTip(tooltip)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+    button.setVisible(False)
+    return button
 
 
 class MessageBubble(QFrame):
-    """Shows one message; `set_text` re-renders the markdown (called once per frame at most)."""
+    """Shows one message; `set_text` re-renders the markdown (called once per frame at most).
+
+    Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
+    regenerate_requested() — a new answer for this (last assistant) message;
+    continue_requested() — continue this stopped/failed (last assistant) message.
+
+    Which actions show is decided here from the role, the status and `set_is_last` (set by the
+    ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
+    longer streaming; Continue on it as well when it was stopped or failed with some text.
+    """
+
+    edit_requested = Signal(str)
+    regenerate_requested = Signal()
+    continue_requested = Signal()
 
     def __init__(self, role: Role, text: str = "", parent=None):
         super().__init__(parent)
         self.role = role
+        self.status = MessageStatus.COMPLETE
+        self._is_last = False
+        self._actions_enabled = True
         self.setObjectName(f"bubble_{role.value}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._header = QLabel(_ROLE_TITLES[role])
         self._header.setObjectName("bubbleHeader")
+        self._header.setWordWrap(True)
+        self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._body = QLabel()
         self._body.setObjectName("bubbleBody")
         self._body.setWordWrap(True)
         self._body.setTextFormat(Qt.TextFormat.RichText)
         self._body.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self._body.setOpenExternalLinks(False)
+        self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
+        self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
+        self.continue_button.setProperty("accent", True)
+        self.regenerate_button = _action_button("Regenerate", "Replace this answer with a new one")
+        header_row = QHBoxLayout()
+        header_row.setContentsMargins(0, 0, 0, 0)
+        header_row.setSpacing(2)
+        header_row.addWidget(self._header, 1)
+        for button in (self.continue_button, self.regenerate_button, self.edit_button):
+            header_row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 8)
         layout.setSpacing(2)
-        layout.addWidget(self._header)
+        layout.addLayout(header_row)
         layout.addWidget(self._body)
+        layout.addWidget(self._build_editor())
+        self.edit_button.clicked.connect(self._on_edit_clicked)
+        self.regenerate_button.clicked.connect(self.regenerate_requested)
+        self.continue_button.clicked.connect(self.continue_requested)
         self.text = ""
         self.set_text(text)
 
+    def _build_editor(self) -> QWidget:
+        self._edit_panel = QWidget()
+        self._edit_panel.setObjectName("bubbleEditPanel")
+        self.editor = QPlainTextEdit()
+        self.editor.setObjectName("bubbleEditor")
+        self.editor.setTabChangesFocus(True)
+        self.editor.textChanged.connect(self._on_editor_text_changed)
+        self._edit_hint = QLabel()
+        self._edit_hint.setObjectName("bubbleEditHint")
+        self._edit_hint.setWordWrap(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("bubbleEditCancel")
+        self.save_button = QPushButton("Save && regenerate")
+        self.save_button.setObjectName("bubbleEditSave")
+        self.save_button.setDefault(True)
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self._edit_hint, 1)
+        buttons.addWidget(self.cancel_button)
+        buttons.addWidget(self.save_button)
+        layout = QVBoxLayout(self._edit_panel)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(6)
+        layout.addWidget(self.editor)
+        layout.addLayout(buttons)
+        self.cancel_button.clicked.connect(self.cancel_edit)
+        self.save_button.clicked.connect(self._on_save_clicked)
+        for keys in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(keys), self.editor, self._on_save_clicked,
+                      context=Qt.ShortcutContext.WidgetShortcut)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.editor, self.cancel_edit,
+                  context=Qt.ShortcutContext.WidgetShortcut)
+        self._edit_panel.setVisible(False)
+        return self._edit_panel
+
+    # ----- content -------------------------------------------------------------------------
     def set_text(self, text: str) -> None:
         self.text = text
-        self._body.setText(to_html(text) if text else "<i>…</i>")
+        self._render()
+        self._update_actions()
+
+    def _render(self) -> None:
+        if self.text:
+            self._body.setText(to_html(self.text))
+        elif self.status in _CONTINUABLE:
+            self._body.setText("<i>(no text)</i>")
+        else:
+            self._body.setText("<i>…</i>")  # waiting for the first token
 
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
-        tag = _STATUS_TAGS.get(status)
+        self.status = MessageStatus(status)
+        tag = _STATUS_TAGS.get(self.status)
         title = _ROLE_TITLES[self.role]
         self._header.setText(f"{title} — {tag}{': ' + detail if detail else ''}" if tag else title)
-        self.setProperty("status", status.value)
+        self._header.setToolTip(detail)
+        if not self.text:
+            self._render()
+        self.setProperty("status", self.status.value)
         self.style().unpolish(self)
         self.style().polish(self)
+        self._update_actions()
+
+    # ----- actions -------------------------------------------------------------------------
+    def set_is_last(self, is_last: bool) -> None:
+        """Called by the ChatView: only the last bubble offers Regenerate / Continue."""
+        self._is_last = is_last
+        self._update_actions()
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """False while a reply or a summary is being generated: actions show but do nothing."""
+        self._actions_enabled = enabled
+        self._update_actions()
+
+    def is_editing(self) -> bool:
+        return not self._edit_panel.isHidden()
+
+    def begin_edit(self) -> None:
+        """Open the inline editor on this (user) message, filled with its text."""
+        if self.role is not Role.USER:
+            raise ValueError("only user messages can be edited")
+        self.editor.setPlainText(self.text)
+        self._edit_hint.setText(("" if self._is_last else "The answers below will be replaced. ")
+                                + "Ctrl+Enter to save · Esc to cancel")
+        self._body.setVisible(False)
+        self._edit_panel.setVisible(True)
+        self._update_actions()
+        self.editor.setFocus()
+        self.editor.moveCursor(self.editor.textCursor().MoveOperation.End)
+
+    @Slot()
+    def cancel_edit(self) -> None:
+        self._edit_panel.setVisible(False)
+        self._body.setVisible(True)
+        self._update_actions()
+
+    @Slot()
+    def _on_edit_clicked(self) -> None:
+        self.begin_edit()
+
+    @Slot()
+    def _on_save_clicked(self) -> None:
+        new_text = self.editor.toPlainText().strip()
+        if not new_text or not self.save_button.isEnabled():
+            return
+        self.cancel_edit()
+        self.set_text(new_text)
+        self.edit_requested.emit(new_text)
+
+    @Slot()
+    def _on_editor_text_changed(self) -> None:
+        lines = max(2, self.editor.document().lineCount())
+        height = lines * self.editor.fontMetrics().lineSpacing() + 18
+        self.editor.setFixedHeight(max(_EDITOR_MIN_PX, min(_EDITOR_MAX_PX, height)))
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        editing = self.is_editing()
+        settled = self.status is not MessageStatus.STREAMING
+        assistant_last = self.role is Role.ASSISTANT and self._is_last and settled and not editing
+        self.edit_button.setVisible(self.role is Role.USER and not editing)
+        self.regenerate_button.setVisible(assistant_last)
+        self.continue_button.setVisible(
+            assistant_last and self.status in _CONTINUABLE and bool(self.text.strip()))
+        for button in (self.edit_button, self.regenerate_button, self.continue_button):
+            button.setEnabled(self._actions_enabled)
+        if editing:
+            self.save_button.setEnabled(
+                self._actions_enabled and bool(self.editor.toPlainText().strip()))

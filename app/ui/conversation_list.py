@@ -1,0 +1,362 @@
+"""The conversations sidebar (issue 4 item 4): New chat, search, the list grouped by last use
+(Today, Yesterday, Previous 7 days, …), inline rename, a context menu (rename, export, delete)
+and an Undo bar shown for `UNDO_MS` after a delete.
+
+The widget only asks: every change goes out as a `*_requested` signal, and the window answers
+with `set_conversations` (and `show_undo` once a delete is done).
+"""
+
+import time
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from PySide6.QtCore import QModelIndex, QPoint, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QKeySequence, QPainter, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QPushButton,
+    QStyledItemDelegate,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.store import ConversationInfo
+
+SEARCH_DEBOUNCE_MS = 200
+UNDO_MS = 8000
+EXPORT_MARKDOWN = "markdown"
+EXPORT_JSON = "json"
+UNTITLED = "New chat"
+ID_ROLE = Qt.ItemDataRole.UserRole
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def display_title(title: str) -> str:
+    """One line of `title` with runs of whitespace collapsed; UNTITLED when blank."""
+    return " ".join(title.split()) or UNTITLED
+
+
+def age_group(timestamp: float, now: float) -> str:
+    """The sidebar section of a conversation last updated at `timestamp` (Unix seconds, local
+    calendar days): Today, Yesterday, Previous 7 days, Previous 30 days, else "Month YYYY"."""
+    day = date.fromtimestamp(timestamp)
+    days = (date.fromtimestamp(now) - day).days
+    if days <= 0:
+        return "Today"
+    if days == 1:
+        return "Yesterday"
+    if days < 7:
+        return "Previous 7 days"
+    if days < 30:
+        return "Previous 30 days"
+    return day.strftime("%B %Y")
+
+
+class _TitleDelegate(QStyledItemDelegate):
+    """Inline rename edits the stored title (blank for an untitled chat), not the shown text."""
+
+    def setEditorData(self, editor, index: QModelIndex) -> None:
+        editor.setText(index.data(TITLE_ROLE) or "")
+        editor.selectAll()
+
+
+class _UndoLabel(QLabel):
+    """'Deleted “title”' with the title elided to the width, quotes kept (text() is unelided)."""
+
+    PREFIX, SUFFIX = "Deleted “", "”"
+
+    def set_title(self, title: str) -> None:
+        self._title = title
+        self.setText(self.PREFIX + title + self.SUFFIX)
+        self.setToolTip(title)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(40, super().minimumSizeHint().height())
+
+    def paintEvent(self, _event) -> None:
+        metrics = self.fontMetrics()
+        rect = self.contentsRect()
+        room = rect.width() - metrics.horizontalAdvance(self.PREFIX + self.SUFFIX)
+        title = metrics.elidedText(getattr(self, "_title", ""), Qt.TextElideMode.ElideRight, max(0, room))
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
+                         self.PREFIX + title + self.SUFFIX)
+
+
+class ConversationList(QWidget):
+    """Sidebar of saved conversations.
+
+    Signals: open_requested(int id) — the user picked another conversation; new_requested();
+    rename_requested(int id, str title) — stripped, never empty; delete_requested(int id);
+    restore_requested(int id) — Undo clicked within UNDO_MS of `show_undo`;
+    search_changed(str text) — stripped, SEARCH_DEBOUNCE_MS after the last keystroke;
+    export_requested(int id, str fmt) — fmt is EXPORT_MARKDOWN or EXPORT_JSON.
+    """
+
+    open_requested = Signal(int)
+    new_requested = Signal()
+    rename_requested = Signal(int, str)
+    delete_requested = Signal(int)
+    restore_requested = Signal(int)
+    search_changed = Signal(str)
+    export_requested = Signal(int, str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("conversationList")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.setMinimumWidth(200)
+        self._current_id: int | None = None
+        self._undo_id: int | None = None
+        self._last_search = ""
+        self.new_button = QPushButton("+  New chat")
+        self.new_button.setObjectName("newChatButton")
+        self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
+        self.search_edit = QLineEdit()
+        self.search_edit.setObjectName("conversationSearch")
+        self.search_edit.setPlaceholderText("Search conversations")
+        self.search_edit.setClearButtonEnabled(True)
+        self.list_widget = QListWidget()
+        self.list_widget.setObjectName("conversationItems")
+        self.list_widget.setItemDelegate(_TitleDelegate(self.list_widget))
+        self.list_widget.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
+        self.list_widget.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list_widget.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list_widget.setUniformItemSizes(False)
+        self.list_widget.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.empty_label = QLabel()
+        self.empty_label.setObjectName("conversationListEmpty")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.empty_label.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 10, 8, 8)
+        layout.setSpacing(8)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.search_edit)
+        layout.addWidget(self.list_widget, 1)
+        layout.addWidget(self.empty_label, 1)
+        layout.addWidget(self._build_undo_bar())
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.setInterval(UNDO_MS)
+        self.new_button.clicked.connect(self.new_requested)
+        self.search_edit.textChanged.connect(self._on_search_text_changed)
+        self._search_timer.timeout.connect(self._on_search_timer_timeout)
+        self._undo_timer.timeout.connect(self.hide_undo)
+        self.undo_button.clicked.connect(self._on_undo_clicked)
+        self.list_widget.itemClicked.connect(self._on_item_clicked)
+        self.list_widget.itemActivated.connect(self._on_item_clicked)
+        self.list_widget.itemChanged.connect(self._on_item_changed)
+        self.list_widget.customContextMenuRequested.connect(self._on_context_menu_requested)
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
+                  self._on_delete_key_pressed, context=Qt.ShortcutContext.WidgetShortcut)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear,
+                  context=Qt.ShortcutContext.WidgetShortcut)
+        self.set_conversations([], None)
+
+    def _build_undo_bar(self) -> QFrame:
+        self.undo_bar = QFrame()
+        self.undo_bar.setObjectName("undoBar")
+        self.undo_label = _UndoLabel()
+        self.undo_label.setObjectName("undoLabel")
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setObjectName("undoButton")
+        self.undo_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        row = QHBoxLayout(self.undo_bar)
+        row.setContentsMargins(10, 6, 6, 6)
+        row.addWidget(self.undo_label, 1)
+        row.addWidget(self.undo_button)
+        self.undo_bar.setVisible(False)
+        return self.undo_bar
+
+    # ----- slots in ------------------------------------------------------------------------
+    @Slot(list, object)
+    def set_conversations(self, infos: Sequence[ConversationInfo], current_id: int | None,
+                          now: float | None = None) -> None:
+        """Show `infos` (newest first, as `Store.list_conversations` returns them) under age
+        headings relative to `now` (Unix seconds; default: the clock) and select `current_id`."""
+        now = time.time() if now is None else now
+        self._current_id = current_id
+        self.list_widget.blockSignals(True)
+        self.list_widget.clear()
+        group = None
+        for info in infos:
+            if age_group(info.updated_at, now) != group:
+                group = age_group(info.updated_at, now)
+                self.list_widget.addItem(self._header_item(group))
+            item = self._conversation_item(info)
+            self.list_widget.addItem(item)
+            if info.id == current_id:
+                self.list_widget.setCurrentItem(item)
+        if current_id is None or current_id not in self.ids():
+            self.list_widget.setCurrentItem(None)
+            self.list_widget.clearSelection()
+        self.list_widget.blockSignals(False)
+        self._update_empty_state(bool(infos))
+
+    @Slot(int, str)
+    def show_undo(self, conversation_id: int, title: str) -> None:
+        """Offer Undo for the deleted `conversation_id` for UNDO_MS (replaces an older offer)."""
+        self._undo_id = conversation_id
+        self.undo_label.set_title(display_title(title))
+        self.undo_bar.setVisible(True)
+        self._undo_timer.start()
+
+    @Slot()
+    def hide_undo(self) -> None:
+        self._undo_timer.stop()
+        self.undo_bar.setVisible(False)
+        self._undo_id = None
+
+    # ----- reading -------------------------------------------------------------------------
+    def ids(self) -> list[int]:
+        """Conversation ids in display order (headings skipped)."""
+        return [i for i in (self.list_widget.item(r).data(ID_ROLE) for r in range(self.list_widget.count()))
+                if i is not None]
+
+    def headings(self) -> list[str]:
+        return [item.text() for item in self._items() if item.data(ID_ROLE) is None]
+
+    def item_for(self, conversation_id: int) -> QListWidgetItem | None:
+        return next((i for i in self._items() if i.data(ID_ROLE) == conversation_id), None)
+
+    def current_id(self) -> int | None:
+        return self._current_id
+
+    def begin_rename(self, conversation_id: int) -> None:
+        """Open the inline title editor on `conversation_id`."""
+        item = self.item_for(conversation_id)
+        if item is not None:
+            self.list_widget.scrollToItem(item)
+            self.list_widget.editItem(item)
+
+    def context_menu(self, conversation_id: int) -> QMenu:
+        """The menu shown on right click (built fresh; its actions emit the signals)."""
+        menu = QMenu(self)
+        menu.setObjectName("conversationMenu")
+        for text, command in (("Rename", "rename"), ("Export as Markdown…", EXPORT_MARKDOWN),
+                              ("Export as JSON…", EXPORT_JSON), (None, None), ("Delete", "delete")):
+            if text is None:
+                menu.addSeparator()
+                continue
+            action = menu.addAction(text)
+            action.setObjectName(f"{command}Action")
+            action.setData((conversation_id, command))
+        menu.triggered.connect(self._on_menu_triggered)
+        return menu
+
+    # ----- internals -----------------------------------------------------------------------
+    def _items(self) -> list[QListWidgetItem]:
+        return [self.list_widget.item(r) for r in range(self.list_widget.count())]
+
+    def _header_item(self, text: str) -> QListWidgetItem:
+        item = QListWidgetItem(text)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        font = item.font()
+        font.setPointSizeF(max(7.0, font.pointSizeF() - 1.5))
+        font.setBold(True)
+        item.setFont(font)
+        item.setData(Qt.ItemDataRole.ForegroundRole, self.palette().placeholderText())
+        return item
+
+    def _conversation_item(self, info: ConversationInfo) -> QListWidgetItem:
+        item = QListWidgetItem(display_title(info.title))
+        item.setData(ID_ROLE, info.id)
+        item.setData(TITLE_ROLE, info.title)
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                      | Qt.ItemFlag.ItemIsEditable)
+        updated = datetime.fromtimestamp(info.updated_at).strftime("%d %b %Y, %H:%M")
+        messages = f"{info.message_count} message" + ("" if info.message_count == 1 else "s")
+        item.setToolTip(f"{display_title(info.title)}\n{messages} · last used {updated}\n"
+                        "F2 to rename · right-click for more")
+        if not info.title.strip():
+            font = item.font()
+            font.setItalic(True)
+            item.setFont(font)
+        return item
+
+    def _update_empty_state(self, has_rows: bool) -> None:
+        search = self.search_edit.text().strip()
+        self.empty_label.setText(f"No conversations match “{search}”." if search
+                                 else "No conversations yet.\nYour chats are saved here.")
+        self.empty_label.setVisible(not has_rows)
+        self.list_widget.setVisible(has_rows)
+
+    @Slot(QListWidgetItem)
+    def _on_item_clicked(self, item: QListWidgetItem) -> None:
+        conversation_id = item.data(ID_ROLE)
+        if conversation_id is not None and conversation_id != self._current_id:
+            self._current_id = conversation_id
+            self.open_requested.emit(conversation_id)
+
+    @Slot(QListWidgetItem)
+    def _on_item_changed(self, item: QListWidgetItem) -> None:
+        conversation_id = item.data(ID_ROLE)
+        if conversation_id is None:
+            return
+        new_title = " ".join(item.text().split())
+        old_title = item.data(TITLE_ROLE) or ""
+        self.list_widget.blockSignals(True)
+        if new_title and new_title != old_title:
+            item.setData(TITLE_ROLE, new_title)
+            item.setText(new_title)
+            font = item.font()
+            font.setItalic(False)
+            item.setFont(font)
+        else:
+            item.setText(display_title(old_title))  # blank or unchanged: keep the old title
+        self.list_widget.blockSignals(False)
+        if new_title and new_title != old_title:
+            self.rename_requested.emit(conversation_id, new_title)
+
+    @Slot(QAction)
+    def _on_menu_triggered(self, action: QAction) -> None:
+        conversation_id, command = action.data()
+        if command == "rename":
+            self.begin_rename(conversation_id)
+        elif command == "delete":
+            self.delete_requested.emit(conversation_id)
+        else:
+            self.export_requested.emit(conversation_id, command)
+
+    @Slot(QPoint)
+    def _on_context_menu_requested(self, pos: QPoint) -> None:
+        item = self.list_widget.itemAt(pos)
+        if item is None or item.data(ID_ROLE) is None:
+            return
+        self.context_menu(item.data(ID_ROLE)).exec(self.list_widget.viewport().mapToGlobal(pos))
+
+    @Slot()
+    def _on_delete_key_pressed(self) -> None:
+        item = self.list_widget.currentItem()
+        if item is not None and item.data(ID_ROLE) is not None:
+            self.delete_requested.emit(item.data(ID_ROLE))
+
+    @Slot(str)
+    def _on_search_text_changed(self, _text: str) -> None:
+        self._search_timer.start()
+
+    @Slot()
+    def _on_search_timer_timeout(self) -> None:
+        text = self.search_edit.text().strip()
+        if text != self._last_search:
+            self._last_search = text
+            self.search_changed.emit(text)
+
+    @Slot()
+    def _on_undo_clicked(self) -> None:
+        conversation_id = self._undo_id
+        self.hide_undo()
+        if conversation_id is not None:
+            self.restore_requested.emit(conversation_id)

@@ -1,0 +1,238 @@
+"""Chat view: restore a transcript, Edit / Regenerate / Continue with indexes, truncate, the
+summary block on top, and actions locked while a reply streams."""
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QApplication
+
+from app.core.conversation import Message, MessageStatus, Role
+from app.ui.chat_view import ChatView
+from app.ui.notice import Notice
+from app.ui.summary_block import SummaryBlock
+
+
+def transcript():
+    return [
+        Message(Role.USER, "What is a KV cache?"),
+        Message(Role.ASSISTANT, "Keys and values kept per token."),
+        Message(Role.USER, "How big is it?"),
+        Message(Role.ASSISTANT, "For Llama-3-8B, 128 KiB per", MessageStatus.STOPPED),
+    ]
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = ChatView()
+    qtbot.addWidget(widget)
+    widget.resize(640, 600)
+    widget.load_messages(transcript())
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def visible_actions(bubble):
+    QApplication.processEvents()  # widgets added to a shown parent appear on the next loop turn
+    buttons = {"Edit": bubble.edit_button, "Regenerate": bubble.regenerate_button,
+               "Continue": bubble.continue_button}
+    return [name for name, button in buttons.items() if button.isVisible()]
+
+
+def test_load_messages_restores_roles_texts_and_statuses(view):
+    bubbles = view.bubbles()
+    assert [b.role for b in bubbles] == [Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT]
+    assert [b.text for b in bubbles] == [m.content for m in transcript()]
+    assert [b.status for b in bubbles] == [MessageStatus.COMPLETE] * 3 + [MessageStatus.STOPPED]
+    assert bubbles[3]._header.text() == "Assistant — stopped"
+    view.load_messages(transcript()[:2])  # replaces, does not append
+    assert [b.text for b in view.bubbles()] == ["What is a KV cache?", "Keys and values kept per token."]
+
+
+def test_actions_per_bubble(view):
+    assert [visible_actions(b) for b in view.bubbles()] == [
+        ["Edit"], [], ["Edit"], ["Regenerate", "Continue"]]
+
+
+def test_complete_last_answer_offers_regenerate_only(view):
+    view.load_messages(transcript()[:2])
+    assert [visible_actions(b) for b in view.bubbles()] == [["Edit"], ["Regenerate"]]
+
+
+def test_failed_answer_without_text_cannot_be_continued(view):
+    view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "", MessageStatus.FAILED)])
+    assert visible_actions(view.bubbles()[1]) == ["Regenerate"]
+    assert "(no text)" in view.bubbles()[1]._body.text()  # not the "…" of a reply still coming
+    assert "…" in view.begin_stream()._body.text()
+    view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hel", MessageStatus.FAILED)])
+    assert visible_actions(view.bubbles()[1]) == ["Regenerate", "Continue"]
+
+
+def test_regenerate_and_continue_carry_the_index(qtbot, view):
+    last = view.bubbles()[3]
+    with qtbot.waitSignal(view.regenerate_requested) as blocker:
+        qtbot.mouseClick(last.regenerate_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [3]
+    with qtbot.waitSignal(view.continue_requested) as blocker:
+        qtbot.mouseClick(last.continue_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [3]
+
+
+def test_edit_a_user_message_inline(qtbot, view):
+    bubble = view.bubbles()[2]
+    qtbot.mouseClick(bubble.edit_button, Qt.MouseButton.LeftButton)
+    assert bubble.is_editing() and bubble.editor.isVisible()
+    assert bubble.editor.toPlainText() == "How big is it?"
+    assert not bubble._body.isVisible() and not bubble.edit_button.isVisible()
+    assert "answers below will be replaced" in bubble._edit_hint.text()
+    bubble.editor.setPlainText("  How big is it at 8k tokens?\n")
+    with qtbot.waitSignal(view.edit_requested) as blocker:
+        qtbot.mouseClick(bubble.save_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [2, "How big is it at 8k tokens?"]
+    assert not bubble.is_editing() and bubble._body.isVisible()
+    assert bubble.text == "How big is it at 8k tokens?"
+    assert len(view.bubbles()) == 4  # the window decides what to drop (truncate)
+
+
+def test_edit_cancel_and_keyboard(qtbot, view):
+    bubble = view.bubbles()[0]
+    bubble.begin_edit()
+    bubble.editor.setPlainText("changed")
+    with qtbot.assertNotEmitted(view.edit_requested):
+        qtbot.keyClick(bubble.editor, Qt.Key.Key_Escape)
+    assert not bubble.is_editing() and bubble.text == "What is a KV cache?"
+    bubble.begin_edit()
+    bubble.editor.setPlainText("What is a KV cache, briefly?")
+    with qtbot.waitSignal(view.edit_requested) as blocker:
+        qtbot.keyClick(bubble.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert blocker.args == [0, "What is a KV cache, briefly?"]
+
+
+def test_an_empty_edit_cannot_be_saved(qtbot, view):
+    bubble = view.bubbles()[0]
+    bubble.begin_edit()
+    bubble.editor.setPlainText("   ")
+    assert not bubble.save_button.isEnabled()
+    with qtbot.assertNotEmitted(view.edit_requested):
+        qtbot.keyClick(bubble.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert bubble.is_editing()
+
+
+def test_only_user_messages_can_be_edited(view):
+    with pytest.raises(ValueError):
+        view.bubbles()[1].begin_edit()
+
+
+def test_actions_disabled_while_generating(qtbot, view):
+    view.set_actions_enabled(False)
+    bubbles = view.bubbles()
+    assert not bubbles[0].edit_button.isEnabled()
+    assert not bubbles[3].regenerate_button.isEnabled() and not bubbles[3].continue_button.isEnabled()
+    with qtbot.assertNotEmitted(view.regenerate_requested):
+        qtbot.mouseClick(bubbles[3].regenerate_button, Qt.MouseButton.LeftButton)
+    view.set_actions_enabled(True)
+    assert bubbles[3].regenerate_button.isEnabled()
+
+
+def test_an_open_editor_cannot_save_while_generating(view):
+    bubble = view.bubbles()[0]
+    bubble.begin_edit()
+    view.set_actions_enabled(False)
+    assert not bubble.save_button.isEnabled()
+    view.set_actions_enabled(True)
+    assert bubble.save_button.isEnabled()
+
+
+def test_streaming_locks_actions_and_moves_regenerate_to_the_new_answer(qtbot, view):
+    view.add_message(Role.USER, "Thanks!")
+    streaming = view.begin_stream()
+    assert visible_actions(streaming) == []  # nothing to do with a reply still coming
+    assert not view.bubbles()[0].edit_button.isEnabled()
+    assert visible_actions(view.bubbles()[3]) == []  # no longer the last answer
+    view.append_stream("You're welcome.")
+    view.end_stream(MessageStatus.COMPLETE)
+    assert streaming.text == "You're welcome."
+    assert visible_actions(streaming) == ["Regenerate"]
+    assert view.bubbles()[0].edit_button.isEnabled()
+
+
+def test_truncate_drops_bubbles_and_notices_below(view):
+    notice = view.add_notice("The reply failed: out of memory", "error")
+    QApplication.processEvents()
+    assert notice.isVisible()
+    view.truncate(2)
+    assert [b.text for b in view.bubbles()] == ["What is a KV cache?", "Keys and values kept per token."]
+    assert view.transcript_text() == "What is a KV cache?\n\nKeys and values kept per token."
+    assert notice.isHidden()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert view.findChildren(Notice) == []
+    assert visible_actions(view.bubbles()[1]) == ["Regenerate"]  # now the last answer
+    view.truncate(5)  # past the end: nothing happens
+    assert len(view.bubbles()) == 2
+    with pytest.raises(IndexError):
+        view.truncate(-1)
+
+
+def test_truncate_keeps_notices_above(view):
+    view.truncate(4)
+    notice = view.add_notice("Loaded SmolLM2")
+    view.add_message(Role.USER, "Next question")
+    view.truncate(4)
+    QApplication.processEvents()
+    assert notice.isVisible() and len(view.bubbles()) == 4
+
+
+def test_truncate_closes_an_open_stream(view):
+    view.begin_stream()
+    view.append_stream("partial")
+    view.truncate(3)
+    view.flush()
+    assert [b.text for b in view.bubbles()][-1] == "How big is it?"
+    assert view.bubbles()[0].edit_button.isEnabled()  # no stream open any more
+    view.end_stream()  # harmless
+
+
+def test_regenerate_flow_replaces_the_last_answer(view):
+    view.truncate(3)  # what the window does on regenerate_requested(3)
+    view.begin_stream()
+    view.append_stream("About 1 GB at 8k tokens.")
+    view.end_stream()
+    assert [b.text for b in view.bubbles()][-1] == "About 1 GB at 8k tokens."
+    assert len(view.bubbles()) == 4
+
+
+def test_continue_streams_into_the_stopped_answer(view):
+    bubble = view.continue_stream()
+    assert bubble is view.bubbles()[3]
+    assert bubble.status is MessageStatus.STREAMING and bubble._header.text() == "Assistant"
+    assert visible_actions(bubble) == []
+    view.append_stream(" token in fp16.")
+    view.end_stream(MessageStatus.COMPLETE)
+    assert bubble.text == "For Llama-3-8B, 128 KiB per token in fp16."
+    assert visible_actions(bubble) == ["Regenerate"]
+    assert len(view.bubbles()) == 4
+
+
+def test_continue_needs_an_assistant_message(view):
+    view.add_message(Role.USER, "another question")
+    with pytest.raises(ValueError):
+        view.continue_stream()
+
+
+def test_summary_block_sits_above_the_transcript(qtbot, view):
+    assert isinstance(view.summary_block, SummaryBlock)
+    assert view.summary_block.isHidden()
+    view.summary_block.set_summary("Earlier we talked about GPUs.", 3, 20, 256)
+    qtbot.waitUntil(lambda: view.summary_block.isVisible())
+    first = view.bubbles()[0]
+    assert view.summary_block.geometry().bottom() < first.geometry().top()
+    view.truncate(0)
+    assert view.summary_block.isVisible()  # truncating messages keeps the summary
+
+
+def test_clear_empties_everything_at_once(view):
+    view.summary_block.set_summary("Earlier we talked about GPUs.", 3, 20, 256)
+    view.add_notice("hello")
+    view.clear()
+    assert view.bubbles() == [] and view.transcript_text() == ""
+    assert view.summary_block.isHidden() and view.summary_block.text() == ""
+    assert view.summary_block.parent() is not None  # reused, not deleted

@@ -1,0 +1,247 @@
+"""The conversations sidebar: list, open, new, search, rename, delete with undo, export."""
+
+import time
+from datetime import datetime
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QAbstractItemView, QLineEdit
+
+from app.core.store import ConversationInfo
+from app.ui import conversation_list
+from app.ui.conversation_list import ConversationList, age_group, display_title
+
+NOW = datetime(2026, 11, 29, 15, 0).timestamp()
+DAY = 86400.0
+
+
+def infos():
+    return [
+        ConversationInfo(7, "Why does my model run out of VRAM?", NOW - 600, NOW - 60, 14),
+        ConversationInfo(6, "", NOW - 3000, NOW - 1200, 0),
+        ConversationInfo(5, "Rust lifetimes\n  explained", NOW - 2 * DAY, NOW - DAY, 8),
+        ConversationInfo(4, "Trip plan: Lisbon", NOW - 3 * DAY, NOW - 3 * DAY, 22),
+        ConversationInfo(2, "SQL window functions", NOW - 20 * DAY, NOW - 20 * DAY, 6),
+        ConversationInfo(1, "First steps", NOW - 90 * DAY, NOW - 90 * DAY, 4),
+    ]
+
+
+@pytest.fixture
+def sidebar(qtbot):
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.resize(260, 500)
+    widget.set_conversations(infos(), 7, now=NOW)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def texts(widget):
+    return [widget.list_widget.item(r).text() for r in range(widget.list_widget.count())]
+
+
+def click(qtbot, widget, conversation_id):
+    item = widget.item_for(conversation_id)
+    rect = widget.list_widget.visualItemRect(item)
+    qtbot.mouseClick(widget.list_widget.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def test_age_groups_and_titles():
+    assert age_group(NOW - 60, NOW) == "Today"
+    assert age_group(NOW - DAY, NOW) == "Yesterday"
+    assert age_group(NOW - 6 * DAY, NOW) == "Previous 7 days"
+    assert age_group(NOW - 29 * DAY, NOW) == "Previous 30 days"
+    assert age_group(NOW - 90 * DAY, NOW) == "August 2026"
+    assert display_title("  a\n b  ") == "a b"
+    assert display_title(" \n") == "New chat"
+
+
+def test_lists_conversations_under_age_headings_and_selects_the_current_one(sidebar):
+    assert sidebar.ids() == [7, 6, 5, 4, 2, 1]
+    assert texts(sidebar) == [
+        "Today", "Why does my model run out of VRAM?", "New chat",
+        "Yesterday", "Rust lifetimes explained",
+        "Previous 7 days", "Trip plan: Lisbon",
+        "Previous 30 days", "SQL window functions",
+        "August 2026", "First steps",
+    ]
+    assert sidebar.headings() == ["Today", "Yesterday", "Previous 7 days", "Previous 30 days", "August 2026"]
+    assert sidebar.list_widget.currentItem() is sidebar.item_for(7)
+    assert sidebar.item_for(6).font().italic()  # an untitled chat reads as a placeholder
+    assert "14 messages" in sidebar.item_for(7).toolTip()
+    assert sidebar.current_id() == 7
+    assert sidebar.empty_label.isHidden()
+
+
+def test_headings_cannot_be_selected(sidebar):
+    heading = sidebar.list_widget.item(0)
+    assert heading.flags() == Qt.ItemFlag.NoItemFlags
+
+
+def test_clicking_another_conversation_asks_to_open_it(qtbot, sidebar):
+    with qtbot.waitSignal(sidebar.open_requested) as blocker:
+        click(qtbot, sidebar, 4)
+    assert blocker.args == [4]
+    assert sidebar.current_id() == 4
+    with qtbot.assertNotEmitted(sidebar.open_requested):
+        click(qtbot, sidebar, 4)  # already open
+
+
+def test_new_chat_button(qtbot, sidebar):
+    with qtbot.waitSignal(sidebar.new_requested):
+        qtbot.mouseClick(sidebar.new_button, Qt.MouseButton.LeftButton)
+
+
+def test_search_is_debounced_and_stripped(qtbot, sidebar):
+    emitted = []
+    sidebar.search_changed.connect(emitted.append)
+    started = time.monotonic()
+    qtbot.keyClicks(sidebar.search_edit, " lis")
+    assert emitted == []  # nothing while typing
+    qtbot.waitUntil(lambda: emitted == ["lis"], timeout=2000)
+    assert time.monotonic() - started >= conversation_list.SEARCH_DEBOUNCE_MS / 1000 * 0.9
+    qtbot.wait(conversation_list.SEARCH_DEBOUNCE_MS + 100)
+    assert emitted == ["lis"]  # one query per pause, not per key
+    sidebar.set_conversations([], None, now=NOW)
+    assert not sidebar.empty_label.isHidden() and sidebar.list_widget.isHidden()
+    assert sidebar.empty_label.text() == "No conversations match “lis”."
+    with qtbot.waitSignal(sidebar.search_changed) as blocker:
+        qtbot.keyClick(sidebar.search_edit, Qt.Key.Key_Escape)
+    assert blocker.args == [""]
+
+
+def test_empty_list_says_so(qtbot):
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.show()
+    assert widget.ids() == []
+    assert widget.empty_label.text().startswith("No conversations yet.")
+    assert widget.empty_label.isVisible() and not widget.list_widget.isVisible()
+
+
+def _title_editor(widget) -> QLineEdit:
+    editors = widget.list_widget.viewport().findChildren(QLineEdit)
+    assert len(editors) == 1
+    return editors[0]
+
+
+def test_inline_rename_emits_the_new_title(qtbot, sidebar):
+    sidebar.begin_rename(5)
+    assert sidebar.list_widget.state() == QAbstractItemView.State.EditingState
+    editor = _title_editor(sidebar)
+    assert editor.text() == "Rust lifetimes\n  explained"  # the stored title, not the shown one
+    editor.setText("  Lifetimes for beginners ")
+    with qtbot.waitSignal(sidebar.rename_requested) as blocker:
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+    assert blocker.args == [5, "Lifetimes for beginners"]
+    assert sidebar.item_for(5).text() == "Lifetimes for beginners"
+
+
+def test_renaming_an_untitled_chat_starts_from_an_empty_editor(qtbot, sidebar):
+    sidebar.begin_rename(6)
+    editor = _title_editor(sidebar)
+    assert editor.text() == ""
+    editor.setText("Packing list")
+    with qtbot.waitSignal(sidebar.rename_requested) as blocker:
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+    assert blocker.args == [6, "Packing list"]
+    assert not sidebar.item_for(6).font().italic()
+
+
+def test_blank_or_unchanged_rename_is_ignored(qtbot, sidebar):
+    with qtbot.assertNotEmitted(sidebar.rename_requested):
+        sidebar.begin_rename(4)
+        editor = _title_editor(sidebar)
+        editor.setText("   ")
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+        sidebar.begin_rename(4)
+        qtbot.keyClick(_title_editor(sidebar), Qt.Key.Key_Return)
+    assert sidebar.item_for(4).text() == "Trip plan: Lisbon"
+
+
+def test_f2_renames_the_selected_conversation(qtbot, sidebar):
+    sidebar.list_widget.setFocus()
+    qtbot.keyClick(sidebar.list_widget, Qt.Key.Key_F2)
+    assert sidebar.list_widget.state() == QAbstractItemView.State.EditingState
+    assert _title_editor(sidebar).text() == "Why does my model run out of VRAM?"
+
+
+def _trigger(menu, text):
+    action = next(a for a in menu.actions() if a.text() == text)
+    action.trigger()
+
+
+def test_context_menu_entries(qtbot, sidebar):
+    menu = sidebar.context_menu(4)
+    assert [a.text() for a in menu.actions() if not a.isSeparator()] == [
+        "Rename", "Export as Markdown…", "Export as JSON…", "Delete"]
+    with qtbot.waitSignal(sidebar.export_requested) as blocker:
+        _trigger(menu, "Export as Markdown…")
+    assert blocker.args == [4, "markdown"]
+    with qtbot.waitSignal(sidebar.export_requested) as blocker:
+        _trigger(sidebar.context_menu(2), "Export as JSON…")
+    assert blocker.args == [2, "json"]
+    with qtbot.waitSignal(sidebar.delete_requested) as blocker:
+        _trigger(sidebar.context_menu(1), "Delete")
+    assert blocker.args == [1]
+    _trigger(sidebar.context_menu(2), "Rename")
+    assert _title_editor(sidebar).text() == "SQL window functions"
+
+
+def test_right_click_opens_the_menu_only_on_conversations(qtbot, sidebar, monkeypatch):
+    shown = []
+
+    class FakeMenu:
+        def __init__(self, conversation_id):
+            self.conversation_id = conversation_id
+
+        def exec(self, pos):
+            shown.append(self.conversation_id)
+
+    monkeypatch.setattr(sidebar, "context_menu", FakeMenu)
+    rect = sidebar.list_widget.visualItemRect(sidebar.item_for(4))
+    sidebar.list_widget.customContextMenuRequested.emit(rect.center())
+    heading = sidebar.list_widget.visualItemRect(sidebar.list_widget.item(0))
+    sidebar.list_widget.customContextMenuRequested.emit(heading.center())
+    sidebar.list_widget.customContextMenuRequested.emit(QPoint(5, 490))  # below the rows
+    assert shown == [4]
+
+
+def test_delete_key_asks_to_delete_the_selected_conversation(qtbot, sidebar):
+    sidebar.list_widget.setFocus()
+    with qtbot.waitSignal(sidebar.delete_requested) as blocker:
+        qtbot.keyClick(sidebar.list_widget, Qt.Key.Key_Delete)
+    assert blocker.args == [7]
+
+
+def test_undo_restores_within_the_window(qtbot, sidebar):
+    assert sidebar.undo_bar.isHidden()
+    sidebar.show_undo(4, "Trip plan:\nLisbon")
+    assert sidebar.undo_bar.isVisible()
+    assert sidebar.undo_label.text() == "Deleted “Trip plan: Lisbon”"
+    with qtbot.waitSignal(sidebar.restore_requested) as blocker:
+        qtbot.mouseClick(sidebar.undo_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [4]
+    assert sidebar.undo_bar.isHidden()
+
+
+def test_undo_bar_goes_away_by_itself(qtbot, monkeypatch):
+    monkeypatch.setattr(conversation_list, "UNDO_MS", 150)
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.show_undo(3, "A")
+    widget.show_undo(4, "B")  # a newer delete replaces the offer
+    assert widget.undo_label.text() == "Deleted “B”"
+    qtbot.waitUntil(widget.undo_bar.isHidden, timeout=2000)
+    with qtbot.assertNotEmitted(widget.restore_requested):
+        widget.undo_button.click()  # hidden: nothing to undo any more
+
+
+def test_refresh_keeps_selection_and_drops_it_when_current_is_gone(sidebar):
+    sidebar.set_conversations(infos()[1:], 6, now=NOW)
+    assert sidebar.list_widget.currentItem() is sidebar.item_for(6)
+    sidebar.set_conversations(infos()[2:], None, now=NOW)
+    assert sidebar.list_widget.selectedItems() == []
+    assert sidebar.current_id() is None

@@ -1,0 +1,58 @@
+"""The context-usage line under the composer."""
+
+import pytest
+from PySide6.QtGui import QColor, QPalette
+
+from app.ui.application import load_stylesheet
+from app.ui.token_meter import TokenMeter
+
+
+@pytest.fixture
+def meter(qtbot, qapp):
+    old = qapp.styleSheet()
+    qapp.setStyleSheet(load_stylesheet())
+    widget = TokenMeter()
+    qtbot.addWidget(widget)
+    widget.show()
+    yield widget
+    qapp.setStyleSheet(old)
+
+
+def colour(widget) -> str:
+    return widget.palette().color(QPalette.ColorRole.WindowText).name()
+
+
+def test_counts_read_like_a_sentence(meter):
+    meter.set_counts(812, 1536, 4, 3)
+    assert meter.text() == "812 / 1,536 tokens in context · 4 turns in window · 3 folded into summary"
+    assert meter.level() == "ok"
+    assert colour(meter) == QColor("#6e7781").name()
+
+
+def test_singular_and_no_summary(meter):
+    meter.set_counts(40, 1536, 1, 0)
+    assert meter.text() == "40 / 1,536 tokens in context · 1 turn in window"
+
+
+def test_amber_near_the_budget(meter):
+    meter.set_counts(1383, 1536, 9, 2)  # 90.0 %
+    assert meter.level() == "warn"
+    assert colour(meter) == QColor("#9a6700").name()
+    assert "153 tokens left" in meter.toolTip()
+    meter.set_counts(1382, 1536, 9, 2)
+    assert meter.level() == "ok"
+
+
+def test_red_over_the_budget(meter):
+    meter.set_counts(1600, 1536, 1, 12)
+    assert meter.level() == "over"
+    assert colour(meter) == QColor("#cf222e").name()
+    assert "does not fit" in meter.toolTip()
+    meter.set_counts(0, 0, 0, 0)
+    assert meter.level() == "over"
+
+
+def test_reset(meter):
+    meter.set_counts(1600, 1536, 1, 12)
+    meter.reset()
+    assert meter.text() == "" and meter.level() == "ok"
