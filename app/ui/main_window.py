@@ -10,19 +10,22 @@ import itertools
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QThread, Signal, Slot
+from PySide6.QtCore import Qt, QThread, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
 from qasync import asyncSlot
 
 from app.core.conversation import Conversation, MessageStatus, Role
-from app.core.history import SummaryState
+from app.core.history import SummaryState, group_turns
 from app.core.settings import Settings, save_settings
+from app.core.store import Store
 from app.engine.foresight import copy_messages
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
+from app.ui.conversation_list import ConversationList
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.status_bar import ModelStatusBar
+from app.ui.token_meter import TokenMeter
 from app.workers.generation_worker import GenerationWorker, TurnRequest
 
 
@@ -33,11 +36,15 @@ class MainWindow(QMainWindow):
     load_failed = Signal(str)
     turn_finished = Signal(str)
 
-    def __init__(self, settings: Settings, device_preference: str = "auto"):
+    def __init__(self, settings: Settings, device_preference: str = "auto", store: Store | None = None):
         super().__init__()
         self.setWindowTitle("Headroom")
-        self.resize(900, 700)
+        self.resize(1100, 720)
         self.settings = settings
+        self.store = store or Store()
+        self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
+        self.conversation_id: int | None = None
+        self._search = ""
         self.device_preference = device_preference
         self.conversation = Conversation()
         self.summary = SummaryState()
@@ -49,14 +56,23 @@ class MainWindow(QMainWindow):
 
         self.chat_view = ChatView()
         self.composer = Composer()
+        self.token_meter = TokenMeter()
+        self.sidebar = ConversationList()
         self.status = ModelStatusBar()
         self.setStatusBar(self.status)
-        central = QWidget()
-        layout = QVBoxLayout(central)
+        chat = QWidget()
+        layout = QVBoxLayout(chat)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
         layout.addWidget(self.composer)
-        self.setCentralWidget(central)
+        layout.addWidget(self.token_meter)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(chat)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([260, 840])
+        self.setCentralWidget(splitter)
         self._build_toolbar()
 
         self.worker = GenerationWorker()
@@ -68,11 +84,28 @@ class MainWindow(QMainWindow):
         self.worker.generation_failed.connect(self._on_generation_failed)
         self.worker.model_changed.connect(self._on_model_changed)
         self.worker.turn_refused.connect(self._on_turn_refused)
+        self.worker.turn_planned.connect(self._on_turn_planned)
+        self.worker.summary_started.connect(self._on_summary_started)
+        self.worker.summary_finished.connect(self._on_summary_finished)
+        self.worker.summary_failed.connect(self._on_summary_failed)
         self.worker_thread.start()
 
         self.composer.send_requested.connect(self._on_send_requested)
         self.composer.stop_requested.connect(self._on_stop_requested)
         self.status.cancel_load_requested.connect(self._on_cancel_load_requested)
+        self.chat_view.edit_requested.connect(self._on_edit_requested)
+        self.chat_view.regenerate_requested.connect(self._on_regenerate_requested)
+        self.chat_view.continue_requested.connect(self._on_continue_requested)
+        self.chat_view.summary_block.summary_edited.connect(self._on_summary_edited)
+        self.chat_view.summary_block.cancel_summary_requested.connect(self._on_stop_requested)
+        self.sidebar.open_requested.connect(self._on_open_conversation_requested)
+        self.sidebar.new_requested.connect(self._on_new_chat_triggered)
+        self.sidebar.rename_requested.connect(self._on_rename_requested)
+        self.sidebar.delete_requested.connect(self._on_delete_requested)
+        self.sidebar.restore_requested.connect(self._on_restore_requested)
+        self.sidebar.search_changed.connect(self._on_search_changed)
+        self.sidebar.export_requested.connect(self._on_export_requested)
+        self.refresh_sidebar()
 
     # ----- toolbar -------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -88,13 +121,6 @@ class MainWindow(QMainWindow):
         self.new_chat_action.triggered.connect(self._on_new_chat_triggered)
         self.open_action.triggered.connect(self._on_open_triggered)
         self.settings_action.triggered.connect(self._on_settings_triggered)
-
-    @Slot()
-    def _on_new_chat_triggered(self) -> None:
-        self.worker.request_stop()
-        self.conversation = Conversation()
-        self.summary = SummaryState()
-        self.chat_view.clear()
 
     @Slot()
     def _on_open_triggered(self) -> None:
@@ -175,20 +201,171 @@ class MainWindow(QMainWindow):
             self._load_cancel.set()
             self.status.show_progress("Cancelling after the current step…", self.status.progress.value() / 100)
 
+    # ----- conversations ---------------------------------------------------------------------
+    def refresh_sidebar(self) -> None:
+        self.sidebar.set_conversations(self.store.list_conversations(self._search), self.conversation_id)
+
+    def _reset_conversation(self) -> None:
+        self.worker.request_stop()
+        self.conversation, self.summary, self.conversation_id = Conversation(), SummaryState(), None
+        self.chat_view.clear()
+        self.token_meter.reset()
+
+    @Slot()
+    def _on_new_chat_triggered(self) -> None:
+        self._reset_conversation()
+        self.refresh_sidebar()
+
+    @Slot(int)
+    def _on_open_conversation_requested(self, conversation_id: int) -> None:
+        if self._active_request is not None:
+            self.chat_view.add_notice("Stop the current reply before switching conversations.")
+            return
+        stored = self.store.load_conversation(conversation_id)
+        self._reset_conversation()
+        self.conversation, self.summary = stored.conversation, stored.summary
+        self.conversation_id = conversation_id
+        self.chat_view.load_messages(self.conversation.messages)
+        self._show_summary()
+        self.refresh_sidebar()
+
+    @Slot(int, str)
+    def _on_rename_requested(self, conversation_id: int, title: str) -> None:
+        self.store.rename_conversation(conversation_id, title)
+        self.refresh_sidebar()
+
+    @Slot(int)
+    def _on_delete_requested(self, conversation_id: int) -> None:
+        title = next((i.title for i in self.store.list_conversations() if i.id == conversation_id), "")
+        self.store.delete_conversation(conversation_id)
+        if conversation_id == self.conversation_id:
+            self._reset_conversation()
+        self.refresh_sidebar()
+        self.sidebar.show_undo(conversation_id, title)
+
+    @Slot(int)
+    def _on_restore_requested(self, conversation_id: int) -> None:
+        self.store.restore_conversation(conversation_id)
+        self.refresh_sidebar()
+
+    @Slot(str)
+    def _on_search_changed(self, text: str) -> None:
+        self._search = text
+        self.refresh_sidebar()
+
+    @Slot(int, str)
+    def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
+        suffix = ".md" if fmt == "markdown" else ".json"
+        path, _ = QFileDialog.getSaveFileName(self, "Export conversation", f"conversation{suffix}")
+        if path:
+            self.export_conversation(conversation_id, fmt, Path(path))
+
+    def export_conversation(self, conversation_id: int, fmt: str, path: Path) -> None:
+        text = (self.store.export_markdown(conversation_id) if fmt == "markdown"
+                else self.store.export_json(conversation_id))
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.chat_view.add_notice(f"Could not export to {path}: {exc.strerror}", "error")
+
+    def _persist(self, message) -> None:
+        """Commit a message as it completes (a new row, or the final state of an old one)."""
+        if self.conversation_id is None:
+            title = self.conversation.messages[0].content.strip().splitlines()[0][:60]
+            self.conversation_id = self.store.create_conversation(title)
+            self.refresh_sidebar()
+        if message.id is None:
+            self.store.append_message(self.conversation_id, message)
+        else:
+            self.store.update_message(message.id, content=message.content, status=message.status)
+
+    # ----- summary -------------------------------------------------------------------------
+    def _summary_cap(self) -> int:
+        from app.engine.foresight import summary_reserve
+
+        positions = (self.report.max_positions if self.report else None) or 2048
+        context = self.settings.generation.context_tokens
+        return summary_reserve(min(positions, context) if context > 0 else positions)
+
+    def _show_summary(self) -> None:
+        folded = sum(1 for t in group_turns(self.conversation.messages)
+                     if t.last_position <= self.summary.folded_through)
+        self.chat_view.summary_block.set_summary(self.summary.content, folded, self.summary.tokens,
+                                                 self._summary_cap())
+
+    @Slot(int, int)
+    def _on_summary_started(self, _request_id: int, _folded: int) -> None:
+        self.chat_view.summary_block.set_summarizing(True)
+
+    @Slot(int, object, str)
+    def _on_summary_finished(self, _request_id: int, state, verdict: str) -> None:
+        self.summary = state
+        if self.conversation_id is not None:
+            self.store.save_summary(self.conversation_id, state)
+        self.chat_view.summary_block.set_summarizing(False)
+        self._show_summary()
+        self.status.showMessage(f"Summary: {verdict}", 8000)
+
+    @Slot(int, str)
+    def _on_summary_failed(self, _request_id: int, reason: str) -> None:
+        self.chat_view.summary_block.set_summarizing(False)
+        self.chat_view.add_notice(f"The summary of earlier turns failed: {reason}", "error")
+
+    @Slot(str)
+    def _on_summary_edited(self, text: str) -> None:
+        self.summary = SummaryState(text, self.summary.folded_through if text else -1,
+                                    len(text.split()) * 4 // 3)  # recounted by the next turn's plan
+        if self.conversation_id is not None:
+            self.store.save_summary(self.conversation_id, self.summary)
+        self._show_summary()
+
     # ----- chat turns ----------------------------------------------------------------------
     @Slot(str)
     def _on_send_requested(self, text: str) -> None:
-        self.conversation.add(Role.USER, text)
+        message = self.conversation.add(Role.USER, text)
         self.chat_view.add_message(Role.USER, text)
+        self._persist(message)
         self._start_turn()
 
+    @Slot(int, str)
+    def _on_edit_requested(self, index: int, text: str) -> None:
+        message = self.conversation.messages[index]
+        message.content = text
+        self._persist(message)
+        self._drop_from(index + 1)
+        self._start_turn()
+
+    @Slot(int)
+    def _on_regenerate_requested(self, index: int) -> None:
+        self._drop_from(index)
+        self._start_turn()
+
+    @Slot(int)
+    def _on_continue_requested(self, _index: int) -> None:
+        self.conversation.messages[-1].status = MessageStatus.STREAMING
+        self._start_turn(continue_final=True)
+
+    def _drop_from(self, index: int) -> None:
+        """Forget messages from `index` on (edit / regenerate), and a summary that folded any."""
+        del self.conversation.messages[index:]
+        self.chat_view.truncate(index)
+        if self.conversation_id is not None:
+            self.store.truncate_messages(self.conversation_id, index)
+        if self.summary.folded_through >= index:
+            self.summary = SummaryState()
+            self._show_summary()
+
     def _start_turn(self, continue_final: bool = False, override_memory: bool = False) -> None:
-        request = TurnRequest(next(self._request_ids), copy_messages(self.conversation.messages),
-                              self.summary, self.settings.generation, continue_final, override_memory)
         if not continue_final:
+            messages = copy_messages(self.conversation.messages)
             self.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
+            self.chat_view.begin_stream()
+        else:
+            messages = copy_messages(self.conversation.messages)
+            self.chat_view.continue_stream()
+        request = TurnRequest(next(self._request_ids), messages, self.summary, self.settings.generation,
+                              continue_final, override_memory)
         self._active_request = request.request_id
-        self.chat_view.begin_stream()
         self.composer.set_generating(True)
         self.worker.turn_requested.emit(request)
 
@@ -197,6 +374,13 @@ class MainWindow(QMainWindow):
         # A direct call, not a signal into the worker: the worker's event loop is busy
         # generating, so a queued slot would only run after the reply ends.
         self.worker.request_stop()
+
+    @Slot(int, object)
+    def _on_turn_planned(self, request_id: int, plan) -> None:
+        window = plan.window
+        folded = sum(1 for t in group_turns(self.conversation.messages)
+                     if t.last_position <= self.summary.folded_through)
+        self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept), folded)
 
     @Slot(int, str)
     def _on_token_streamed(self, request_id: int, text: str) -> None:
@@ -223,8 +407,14 @@ class MainWindow(QMainWindow):
     def _on_turn_refused(self, request_id: int, decision) -> None:
         if request_id != self._active_request:
             return
-        self.conversation.messages.pop()  # the reply placeholder: nothing ran
-        self.chat_view.end_stream(MessageStatus.FAILED, "not started")
+        reply = self.conversation.messages[-1]
+        if reply.id is None:  # a fresh placeholder: nothing ran, nothing to keep
+            self.conversation.messages.pop()
+            self.chat_view.end_stream(MessageStatus.FAILED)
+            self.chat_view.truncate(len(self.conversation.messages))
+        else:  # a refused "continue": the partial answer stays as it was
+            reply.status = MessageStatus.STOPPED
+            self.chat_view.end_stream(MessageStatus.STOPPED)
         self._active_request = None
         self.composer.set_generating(False)
         self.chat_view.add_notice(f"This turn was not started: {decision.reason}", "error")
@@ -233,6 +423,7 @@ class MainWindow(QMainWindow):
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         message = self.conversation.messages[-1]
         message.status = status
+        self._persist(message)
         self.chat_view.end_stream(status, detail)
         self._active_request = None
         self.composer.set_generating(False)
@@ -246,4 +437,8 @@ class MainWindow(QMainWindow):
         self.worker.request_stop()
         self.worker_thread.quit()
         self.worker_thread.wait()
+        if self._active_request is not None:  # the partial answer is kept as stopped
+            self._end_turn(MessageStatus.STOPPED)
+        self.store.purge_deleted(older_than_s=7 * 24 * 3600)
+        self.store.close()
         super().closeEvent(event)

@@ -4,6 +4,7 @@ import pytest
 from qasync import QEventLoop
 
 from app.core.settings import GenerationSettings, Settings
+from app.core.store import Store
 from app.ui.application import load_stylesheet
 from app.ui.main_window import MainWindow
 
@@ -20,14 +21,14 @@ def qasync_loop(qapp):
 
 
 @pytest.fixture
-def make_window(qtbot, qasync_loop):
+def make_window(qtbot, qasync_loop, tmp_path):
     windows = []
 
-    def make(max_new_tokens=64, temperature=0.0):
+    def make(max_new_tokens=64, temperature=0.0, store_path=None):
         settings = Settings(GenerationSettings(system_prompt="You are a helpful assistant.",
                                                max_new_tokens=max_new_tokens,
                                                temperature=temperature))
-        window = MainWindow(settings)
+        window = MainWindow(settings, store=Store(store_path or tmp_path / "headroom.sqlite3"))
         qtbot.addWidget(window)
         window.show()
         windows.append(window)

@@ -75,3 +75,52 @@ def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as finished:
         send(qtbot, window, "hello")
     assert finished.args == ["complete"]
+
+
+def test_conversations_survive_a_restart_of_the_window(qtbot, make_window, tiny_model_dir, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    window = make_window(max_new_tokens=6, store_path=db)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        send(qtbot, window, "Remember the word zebra")
+    answer = window.conversation.messages[-1].content
+    first_id = window.conversation_id
+    window.close()
+
+    again = make_window(store_path=db)  # a new window on the same database: a restart
+    assert again.sidebar.ids() == [first_id]
+    again.sidebar.open_requested.emit(first_id)
+    assert [m.content for m in again.conversation.messages] == ["Remember the word zebra", answer]
+    assert [b.text for b in again.chat_view.bubbles()] == ["Remember the word zebra", answer]
+
+
+def test_regenerate_replaces_the_last_answer_in_window_and_store(qtbot, make_window, tiny_model_dir):
+    window = make_window(max_new_tokens=6, temperature=1.0)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        send(qtbot, window, "hello")
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        window.chat_view.regenerate_requested.emit(1)
+    stored = window.store.load_conversation(window.conversation_id).conversation.messages
+    assert len(stored) == len(window.conversation.messages) == 2
+    assert stored[1].content == window.conversation.messages[1].content
+    assert len(window.chat_view.bubbles()) == 2
+
+
+def test_continue_extends_a_stopped_answer_in_place(qtbot, make_window, real_model_folder):
+    window = make_window(max_new_tokens=300)
+    open_and_wait(qtbot, window, real_model_folder)
+    send(qtbot, window, "Write a long poem about the sea.")
+    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 30, timeout=60000)
+    with qtbot.waitSignal(window.turn_finished, timeout=10000):
+        window.composer.stop_requested.emit()
+    partial = window.conversation.messages[-1].content
+    window.settings = type(window.settings)(type(window.settings.generation)(max_new_tokens=5, temperature=0.0))
+    with qtbot.waitSignal(window.turn_finished, timeout=60000) as finished:
+        window.chat_view.continue_requested.emit(1)
+    assert finished.args == ["complete"]
+    assert len(window.conversation.messages) == 2 and len(window.chat_view.bubbles()) == 2
+    continued = window.conversation.messages[-1].content
+    assert continued.startswith(partial) and len(continued) > len(partial)
+    stored = window.store.load_conversation(window.conversation_id).conversation.messages
+    assert stored[-1].content == continued
