@@ -2,10 +2,12 @@
 nothing of the UI (nanochat `engine.py`, gpt-fast `generate.py`).
 
 The loop is our own rather than `model.generate()`: it prefills with logits for the last
-position only (`logits_to_keep=1`, case C02), optionally in chunks so the activation spike
-stays bounded, then decodes one token at a time. Stop is a `threading.Event` polled by a
-`StoppingCriteria` before every decode step, so a press of Stop ends the reply within one
-token (case C20).
+position only (`logits_to_keep=1`, case C02), in chunks on CUDA so the activation spike
+stays bounded, then decodes one token at a time. A caller-owned `KVSession` keeps the cache
+between turns so only new tokens are prefilled; on CUDA the cache is a preallocated
+StaticCache and the decode step may run as a compiled CUDA graph (`compiled_decode`).
+Stop is a `threading.Event` polled by a `StoppingCriteria` before every decode step, so a
+press of Stop ends the reply within one token (case C20).
 """
 
 import functools
@@ -16,9 +18,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache, StoppingCriteria
+from transformers import StoppingCriteria
 
 from app.engine.detokenize import IncrementalDetokenizer
+
+CUDA_PREFILL_CHUNK = 1024
+"""Default prefill chunk on CUDA, tokens (see `default_prefill_chunk`)."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,11 @@ class ReplyFinished:
     """The reply ended. stop_reason: "eos" (end-of-turn token), "stop_string", "length"
     (max_new_tokens), or "stopped" (the user pressed Stop).
 
-    prefill_tokens: tokens run through the model before the first new token (all of the
-    prompt here). ttft_s: seconds from the start of the turn to the first new token.
+    prefill_tokens: prompt tokens run through the model this turn (those after the prefix
+    already in the session's KV cache). reused_tokens: prompt tokens served from that cache.
+    cached_tokens: tokens the session's cache holds after the turn. decode_path: "compiled"
+    (CUDA graph), "eager-static" (preallocated cache) or "eager" (dynamic cache).
+    ttft_s: seconds from the start of the turn to the first new token.
     decode_tokens_per_s: new tokens after the first over the seconds they took.
     """
 
@@ -55,6 +63,9 @@ class ReplyFinished:
     new_tokens: int
     ttft_s: float
     decode_tokens_per_s: float
+    reused_tokens: int = 0
+    cached_tokens: int = 0
+    decode_path: str = "eager"
 
 
 class StopOnEvent(StoppingCriteria):
@@ -87,15 +98,25 @@ def sample_next(logits: torch.Tensor, params: SamplingParams,
 
 
 @functools.cache
-def _cache_kwarg(forward_cls: type) -> str:
+def cache_kwarg(forward_cls: type) -> str:
     """transformers renamed `past_key_values` to `cache` (5.2x, old name removed in 5.40)."""
     return "cache" if "cache" in inspect.signature(forward_cls.forward).parameters else "past_key_values"
+
+
+_cache_kwarg = cache_kwarg  # old private name, kept for callers
 
 
 def forward_step(model, input_ids: torch.Tensor, cache, logits_to_keep: int = 1):
     """One forward pass appending `input_ids` (shape (1, n)) to `cache`."""
     return model(input_ids=input_ids, use_cache=True, logits_to_keep=logits_to_keep,
-                 **{_cache_kwarg(type(model)): cache})
+                 **{cache_kwarg(type(model)): cache})
+
+
+def default_prefill_chunk(device: torch.device | str) -> int | None:
+    """Prefill chunk used when the caller passes None: CUDA_PREFILL_CHUNK tokens on CUDA (bounded
+    activation spike, ../shared/gpu/README.md: 32k prompt 7.86 GiB one-shot vs 4.86 GiB in
+    1,024-token chunks), one shot on the CPU."""
+    return CUDA_PREFILL_CHUNK if torch.device(device).type == "cuda" else None
 
 
 def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None) -> torch.Tensor:
@@ -112,30 +133,59 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None) -> 
     return logits
 
 
+def _pick_token(logits: torch.Tensor, params: SamplingParams, generator) -> int:
+    if params.temperature <= 0:
+        return int(torch.argmax(logits))  # on the device: only the id crosses to the host
+    if logits.device.type != "cpu" and generator is not None:
+        logits = logits.cpu()  # the seeded generator lives on the CPU
+    return sample_next(logits, params, generator)
+
+
 @torch.inference_mode()
 def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams,
                  stop_ids: frozenset[int], stop_event: threading.Event,
                  stop_strings: tuple[str, ...] = (),
-                 prefill_chunk_tokens: int | None = None) -> Iterator[TextDelta | ReplyFinished]:
+                 prefill_chunk_tokens: int | None = None, *, session=None,
+                 decoder=None) -> Iterator[TextDelta | ReplyFinished]:
     """Generate a reply to `prompt_ids`, yielding TextDelta pieces and one ReplyFinished.
 
-    Inputs move to `model.device`; the model itself is never moved (C12). Exceptions (e.g.
-    torch.cuda.OutOfMemoryError) propagate to the caller after the cache is released; the
-    text yielded so far is the partial answer.
+    session: an `app.engine.kv_session.KVSession` kept by the caller between turns; only the
+    prompt tokens after the common prefix with its cache are prefilled (ReplyFinished
+    .prefill_tokens counts them). Without one, a throwaway session is used.
+    decoder: an `app.engine.compiled_decode.CompiledDecode`; its compiled step runs when it is
+    ready for the session's static cache, else decode is eager.
+    prefill_chunk_tokens: None = `default_prefill_chunk(model.device)`; 0 = one shot.
+
+    Inputs move to `model.device`; the model itself is never moved (C12). On any exception
+    (e.g. torch.cuda.OutOfMemoryError) the session drops its cache and no tensor stays
+    referenced by this frame; the exception propagates and the text yielded so far is the
+    partial answer.
     """
+    from app.engine.kv_session import KVSession
+
     started = time.perf_counter()
     stop_criteria = StopOnEvent(stop_event)
     generator = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
     detok = IncrementalDetokenizer(tokenizer, stop_strings)
-    cache = DynamicCache(config=model.config)
-    input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=model.device)
+    chunk = default_prefill_chunk(model.device) if prefill_chunk_tokens is None else prefill_chunk_tokens
+    own_session = session is None
+    session = KVSession() if own_session else session
     generated: list[int] = []
     first_token_at = None
     stop_reason = "length"
+    path = "eager"
+    cache = logits = step = None
     try:
-        logits = prefill(model, input_ids, cache, prefill_chunk_tokens)
+        cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
+        fed = list(prompt_ids)
+        new_ids = torch.tensor([prompt_ids[reused:]], dtype=torch.long, device=model.device)
+        logits = prefill(model, new_ids, cache, chunk or None)
+        del new_ids
+        compiled = decoder is not None and decoder.can_run(cache)
+        path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
+        step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
         while len(generated) < params.max_new_tokens:
-            token = sample_next(logits, params, generator)
+            token = _pick_token(logits, params, generator)
             if first_token_at is None:
                 first_token_at = time.perf_counter()
             if token in stop_ids:
@@ -148,15 +198,25 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             if detok.hit_stop_string:
                 stop_reason = "stop_string"
                 break
-            if stop_criteria(input_ids, None).item():
+            if stop_criteria(step, None).item():
                 stop_reason = "stopped"
                 break
             if len(generated) >= params.max_new_tokens:
                 break
-            step = torch.tensor([[token]], dtype=torch.long, device=model.device)
-            logits = forward_step(model, step, cache).logits[0, -1].float()
+            step.fill_(token)
+            logits = decoder.step(step, cache) if compiled else forward_step(model, step, cache).logits[0, -1].float()
+            fed.append(token)
+        session.commit(fed)
+    except BaseException:
+        # OOM recovery (C03): nothing on this frame may keep a tensor alive through the traceback.
+        cache = logits = step = None
+        session.invalidate()
+        raise
     finally:
-        del cache  # release the KV cache before the caller handles any error
+        cache = logits = step = None
+        cached_after = session.cached_tokens
+        if own_session:
+            session.invalidate()  # a throwaway session frees its cache with the turn
     tail = detok.flush()
     if tail:
         yield TextDelta(tail)
@@ -166,23 +226,29 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         text=detok.text,
         stop_reason=stop_reason,
         prompt_tokens=len(prompt_ids),
-        prefill_tokens=len(prompt_ids),
+        prefill_tokens=session.last_prefill_tokens,
         new_tokens=len(generated),
         ttft_s=first - started,
         decode_tokens_per_s=(len(generated) - 1) / (ended - first) if len(generated) > 1 and ended > first else 0.0,
+        reused_tokens=session.last_reused_tokens,
+        cached_tokens=cached_after,
+        decode_path=path,
     )
 
 
 def stream_chat_reply(loaded, messages: list[dict], params: SamplingParams,
                       stop_event: threading.Event, continue_final: bool = False,
-                      prefill_chunk_tokens: int | None = None) -> Iterator[TextDelta | ReplyFinished]:
+                      prefill_chunk_tokens: int | None = None, *, session=None,
+                      decoder=None) -> Iterator[TextDelta | ReplyFinished]:
     """Render `messages` with the model's prompt format and stream the reply.
 
     `loaded` is an `app.engine.loader.LoadedModel`; messages are {"role", "content"} dicts.
+    session / decoder: see `stream_reply` (KV reuse across turns, compiled decode).
     """
     from app.engine.chat_format import encode_prompt, render_prompt
 
     text = render_prompt(loaded.tokenizer, loaded.prompt_format, messages, continue_final)
     prompt_ids = encode_prompt(loaded.tokenizer, text)
     yield from stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, loaded.stop_ids,
-                            stop_event, loaded.prompt_format.stop_strings, prefill_chunk_tokens)
+                            stop_event, loaded.prompt_format.stop_strings, prefill_chunk_tokens,
+                            session=session, decoder=decoder)

@@ -1,0 +1,147 @@
+"""A conversation's KV cache kept between turns (issue 5, item 1 and 2).
+
+The generation worker owns one `KVSession` per conversation and passes it to
+`stream_reply` / `stream_chat_reply` as ``session=``. The session remembers the token ids whose
+keys and values are in its cache; a new turn keeps the longest common prefix of those ids and
+the new prompt (the cache is cropped to it) and prefills only the rest, so time to first token
+stays flat as the chat grows instead of re-reading the whole history every turn.
+
+On CUDA the cache is a preallocated transformers `StaticCache` of ``capacity_tokens`` slots
+(admission decides the size; it is only ever resized between turns), so decode allocates
+nothing, cannot fragment memory mid-answer, and can run as one captured CUDA graph
+(`app.engine.compiled_decode`). On the CPU it is a `DynamicCache` (fast tests, no waste).
+
+No Qt here, and no module-level state: the session is a plain object owned by its caller.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache, StaticCache
+
+CAPACITY_STEP = 2048
+"""Static caches are sized in multiples of this many tokens when the caller gives no capacity
+or a turn outgrows it, so a few compiled shapes cover every conversation."""
+
+
+def round_capacity(tokens: int, step: int = CAPACITY_STEP) -> int:
+    """Smallest multiple of ``step`` that holds ``tokens`` tokens (at least one step)."""
+    return max(step, -(-tokens // step) * step)
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token id lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class KVSession:
+    """The KV cache of one conversation, kept between turns.
+
+    capacity_tokens: slots of the preallocated StaticCache (CUDA, or ``static=True``); None lets
+    the first turn pick ``round_capacity(prompt + max_new_tokens)``. static: None = StaticCache on
+    CUDA and DynamicCache on the CPU; True/False forces one (tests use True on the CPU).
+
+    Read by the memory projection: ``cached_tokens`` (tokens whose KV is held) and
+    ``cache_bytes`` (bytes the cache tensors occupy: the whole capacity for a static cache).
+    ``last_reused_tokens`` / ``last_prefill_tokens`` describe the latest turn; ``notes`` records
+    why a cache was rebuilt (resize, uncroppable layer).
+    """
+
+    def __init__(self, capacity_tokens: int | None = None, static: bool | None = None):
+        self.capacity_tokens = capacity_tokens
+        self.static = static
+        self.cache = None
+        self.token_ids: list[int] = []
+        self.last_reused_tokens = 0
+        self.last_prefill_tokens = 0
+        self.notes: list[str] = []
+
+    # ----- what the projection reads ---------------------------------------------------------
+    @property
+    def cached_tokens(self) -> int:
+        """Tokens whose keys and values the cache holds now."""
+        return len(self.token_ids)
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes held by the cache tensors (keys + values of every layer), 0 when empty."""
+        if self.cache is None:
+            return 0
+        total = 0
+        for layer in getattr(self.cache, "layers", ()):
+            for name in ("keys", "values"):
+                tensor = getattr(layer, name, None)
+                if isinstance(tensor, torch.Tensor):
+                    total += tensor.numel() * tensor.element_size()
+        return total
+
+    @property
+    def is_static(self) -> bool:
+        return isinstance(self.cache, StaticCache)
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """Forget the cache: call on edit, regenerate, summary, model change. Drops every tensor."""
+        self.cache = None
+        self.token_ids = []
+
+    def reserve(self, capacity_tokens: int) -> None:
+        """Set the capacity for the next turn (between turns only). A held static cache of
+        another size is dropped now; the next turn allocates the new size and re-prefills."""
+        if capacity_tokens != self.capacity_tokens and self.is_static:
+            self.notes.append(f"capacity {self.capacity_tokens} -> {capacity_tokens}: cache rebuilt")
+            self.invalidate()
+        self.capacity_tokens = capacity_tokens
+
+    def begin_turn(self, model, prompt_ids: list[int], max_new_tokens: int):
+        """Prepare the cache for a turn; return (cache, reused), reused = prompt tokens already
+        cached (the caller prefills ``prompt_ids[reused:]``, never fewer than one token).
+
+        Crops the cache to the common prefix; rebuilds it when the turn needs more slots than
+        a static cache has or a layer cannot be cropped. Raises nothing of its own.
+        """
+        reused = min(common_prefix(self.token_ids, prompt_ids), len(prompt_ids) - 1)
+        reused = max(reused, 0)
+        if self._wants_static(model):
+            need = len(prompt_ids) + max_new_tokens
+            if self.capacity_tokens is None or self.capacity_tokens < need:
+                if self.capacity_tokens is not None:
+                    self.notes.append(f"turn needs {need} tokens > capacity {self.capacity_tokens}:"
+                                      " cache grown between turns and re-prefilled")
+                self.reserve(round_capacity(need))
+        if self.cache is None or self.is_static != self._wants_static(model):
+            reused = 0
+        if reused == 0:
+            self.invalidate()
+            self.cache = self._new_cache(model)
+        elif reused < len(self.token_ids):
+            try:
+                self.cache.crop(reused - len(self.token_ids))
+            except (RuntimeError, ValueError, NotImplementedError) as exc:
+                self.notes.append(f"cache not croppable ({exc}): re-prefilled")
+                reused = 0
+                self.invalidate()
+                self.cache = self._new_cache(model)
+        self.token_ids = list(prompt_ids[:reused])
+        self.last_reused_tokens = reused
+        self.last_prefill_tokens = len(prompt_ids) - reused
+        return self.cache, reused
+
+    def commit(self, fed_ids: list[int]) -> None:
+        """After a turn: ``fed_ids`` are exactly the tokens whose KV is now in the cache."""
+        self.token_ids = list(fed_ids)
+
+    # ----- internals ---------------------------------------------------------------------------
+    def _wants_static(self, model) -> bool:
+        if self.static is not None:
+            return self.static
+        return model.device.type == "cuda"
+
+    def _new_cache(self, model):
+        if self._wants_static(model):
+            return StaticCache(config=model.config, max_cache_len=self.capacity_tokens)
+        return DynamicCache(config=model.config)
