@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window
 from app.engine.chat_format import encode_prompt, render_prompt
+from app.engine.kv_session import common_prefix
 from app.engine.memory import (
     AdmissionDecision,
     Calibration,
@@ -84,11 +85,11 @@ class Foresight:
     # ----- planning ---------------------------------------------------------------------------
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
-             resident_tokens: int = 0) -> TurnPlan:
+             cached_ids: list[int] | tuple[int, ...] = ()) -> TurnPlan:
         """Select the window, render it, project the peak and decide admission.
 
-        resident_tokens: prompt tokens whose KV is already cached (KV reuse); they are in the
-        probe's allocated bytes and are not prefilled again.
+        cached_ids: token ids whose KV the session already holds (KV reuse); the common prefix
+        with the new prompt is resident — in the probe's allocated bytes, not prefilled again.
         """
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
@@ -106,7 +107,7 @@ class Foresight:
             return TurnPlan(window, (), None, decision, sample)
         text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
         ids = tuple(encode_prompt(self.loaded.tokenizer, text))
-        resident = min(resident_tokens, len(ids) - 1)
+        resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
         projection = self.project(len(ids) - resident, max_new_tokens, resident, sample)
         decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
                               len(ids), max_new_tokens, budget.context_tokens)

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from app.engine.attention import enable_packed_sdpa
 from app.engine.chat_format import PromptFormat, detect_format, stop_token_ids
 from app.engine.placement import Placement, detect_placement
 
@@ -203,7 +204,7 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
     """Read back what the loaded model actually uses."""
     fallbacks = list(placement.reasons)
     active = getattr(model.config, "_attn_implementation", None) or "unknown"
-    if active != placement.attention:
+    if active.split("+")[0] != placement.attention:
         fallbacks.append(f"requested {placement.attention}, transformers activated {active}")
     quant = _quantization_name(model)
     compute = placement.compute_dtype if quant != "none" else model.dtype
@@ -249,6 +250,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         model = AutoModelForCausalLM.from_pretrained(
             folder, trust_remote_code=trust_remote_code, **_load_kwargs(placement))
         model.eval()
+        enable_packed_sdpa(model)  # "sdpa" → "sdpa+gqa-packed" for GQA models (no repeat_kv copy)
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
         loaded = LoadedModel(model, tokenizer,

@@ -267,8 +267,9 @@ class PrefillModel:
     """Shapes that set the transient memory of one prefill forward pass.
 
     activation_bytes: compute dtype element size (bf16 2, fp32 4). attn_implementation: "sdpa",
-    "eager" or "flash_attention_2". dequant_bytes: largest weight a 4-bit layer dequantizes per
-    call (0 when not quantized, see :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
+    "sdpa+gqa-packed" (app.engine.attention), "eager" or "flash_attention_2". dequant_bytes:
+    largest weight a 4-bit layer dequantizes per call (0 when not quantized, see
+    :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
     during prefill); False for a preallocated StaticCache. attn_kv_dims: dk + dv per head as the
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
@@ -427,6 +428,14 @@ def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len:
         scores = heads * c * span * (2 * b + 4)
         kv = expanded if model.gqa or model.kv_expanded_always else 0
         return max(cat_copy, scores + kv)
+    if model.attn_implementation == "sdpa+gqa-packed" and model.gqa and layer.kv_heads:
+        # app.engine.attention: g query heads per KV head packed into the sequence dimension,
+        # q = min(c, 1024 // g) queries per call, an additive g·q·span mask (rows padded to 16)
+        # built from the bool one; K/V never copied. Mirrors attention.packed_mask_bytes.
+        groups = heads // layer.kv_heads
+        q = max(1, min(c, 1024 // groups))
+        packed = groups * q * (-(-span // 16) * 16) * b + q * span if masked else 0
+        return max(cat_copy, packed)
     float_mask = c * span * b if masked else 0
     expand = model.kv_expanded_always or (model.gqa and masked)
     return max(cat_copy, float_mask + (expanded if expand else 0))

@@ -83,8 +83,22 @@ class TurnRunner:
     """Runs turns on one loaded model. Use from one thread at a time."""
 
     def __init__(self, loaded, probe: MemoryProbe):
+        from app.engine.kv_session import KVSession
+
         self.loaded = loaded
         self.foresight = Foresight(loaded, probe)
+        # One cache kept between turns; each turn keeps the longest common prefix with its
+        # prompt, so edits, regenerations, summaries and switching chats need no bookkeeping.
+        self.session = KVSession()
+        self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
+
+    def warm_up(self, on_status=None):
+        """Compile the decode step for the session's cache shapes (CUDA; ~50 s per shape on an
+        H200). Until it is ready decode runs eagerly; on the CPU it reports why it stays eager."""
+        from app.engine.compiled_decode import warm_up
+
+        self.decoder = warm_up(self.loaded, on_status=on_status)
+        return self.decoder.status
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
@@ -94,7 +108,7 @@ class TurnRunner:
         the summary events when turns were evicted."""
         try:
             plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
-                                       settings.context_tokens, continue_final)
+                                       settings.context_tokens, continue_final, self.session.token_ids)
         except ValueError as exc:  # nothing left to answer
             yield TurnFailed(str(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
             return
@@ -118,7 +132,8 @@ class TurnRunner:
         try:
             for event in generation.stream_reply(
                     loaded.model, loaded.tokenizer, list(plan.prompt_ids), params, loaded.stop_ids,
-                    stop_event, loaded.prompt_format.stop_strings, foresight.chunk):
+                    stop_event, loaded.prompt_format.stop_strings, foresight.chunk,
+                    session=self.session, decoder=self.decoder):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)
                     yield event

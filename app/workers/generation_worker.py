@@ -43,6 +43,8 @@ class GenerationWorker(QObject):
         turn_requested(object): a TurnRequest.
     Signals out:
         model_changed(object): the adopted model's LoadReport, or None after unload.
+        decode_status_changed(object): DecodeStatus of the compiled decode step ("compiling"
+            while optimizing in the background, then "ready", "failed" or "eager" with a reason).
         foresight_changed(object): ForesightSnapshot for the "what if" view (None after unload).
         turn_planned(int, object): request id, TurnPlan (window, projection, decision).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
@@ -58,6 +60,7 @@ class GenerationWorker(QObject):
     turn_requested = Signal(object)
 
     model_changed = Signal(object)
+    decode_status_changed = Signal(object)
     foresight_changed = Signal(object)
     turn_planned = Signal(int, object)
     turn_refused = Signal(int, object)
@@ -88,6 +91,10 @@ class GenerationWorker(QObject):
             self._runner = tr.TurnRunner(loaded, self._probe_factory())
         self.model_changed.emit(loaded.report if loaded is not None else None)
         self.foresight_changed.emit(self._runner.foresight.snapshot() if self._runner else None)
+        if self._runner is not None:
+            # In this thread: CUDA graphs belong to the thread that captured them. Turns sent
+            # meanwhile queue behind it; the window stays usable and shows "optimizing".
+            self._runner.warm_up(self.decode_status_changed.emit)
 
     @Slot(object)
     def _on_turn_requested(self, request: TurnRequest) -> None:

@@ -1,0 +1,147 @@
+"""SDPA for grouped-query attention without expanding the KV heads: "sdpa+gqa-packed".
+
+transformers' ``sdpa`` path (integrations/sdpa_attention.py) can only let torch handle GQA
+(``enable_gqa``) when no attention mask is passed, because on CUDA the fused kernels that take a
+mask do not take GQA. Chunked prefill always has a mask (the chunk attends to the cache), so it
+falls back to ``repeat_kv``: every chunk of every layer materializes the key and value heads
+``num_attention_heads / num_key_value_heads`` times over the whole cache — 4× for Llama-3-8B,
+about 16 KB per cached token, ~0.8 GiB at 49k tokens (shared/gpu/README.md, read off the H200's
+OOM messages). Decode steps avoid it: transformers packs a single query already (``pack_gqa``).
+
+The packed path does for a whole chunk what ``pack_gqa`` does for one token: the g query heads
+that share a KV head are moved into the sequence dimension, ``(B, Hq, c, d) → (B, Hkv, g·c, d)``,
+so SDPA sees as many heads as the cache holds and K/V are never copied. The mask is repeated g
+times along the queries, built directly as an additive mask in the compute dtype (torch would
+otherwise convert a boolean mask to a float copy itself) whose rows are padded to 16 elements so
+that the memory-efficient kernel takes it without another padded copy (torch
+``aten/src/ATen/native/transformers/attention.cpp``, ``preprocess_mask``). Its transient cost is
+g·c·span·dtype bytes per layer call instead of 2·Hq·d·span·dtype for the expanded K/V: 4×
+less for Llama-3-8B at c = 256. Everything else (no mask, single query, position bias, softcap,
+models without GQA) is handed to transformers' own ``sdpa_attention_forward`` unchanged.
+
+The result is the same attention as ``sdpa`` and ``eager`` (tests/engine/test_attention.py);
+it is reported as "sdpa+gqa-packed", never as FlashAttention.
+"""
+
+from __future__ import annotations
+
+import torch
+
+PACKED_SDPA = "sdpa+gqa-packed"
+"""The attention implementation name registered with transformers and shown in the LoadReport."""
+
+_MASK_ALIGN = 16  # elements: torch's memory-efficient kernel pads a bias whose rows are not aligned
+MAX_PACKED_ROWS = 1024
+"""Packed query rows (g × queries) per SDPA call: a longer chunk is attended in slices of
+``query_slice`` queries, so the packed mask never exceeds 1,024 × span entries whatever the
+prefill chunk (Llama-3-8B, g = 4: slices of 256 queries, 128 blocks of 64 rows for 132 SMs)."""
+
+
+def query_slice(groups: int, chunk_tokens: int) -> int:
+    """Queries per packed SDPA call: min(chunk, MAX_PACKED_ROWS // groups), at least 1."""
+    return max(1, min(chunk_tokens, MAX_PACKED_ROWS // max(groups, 1)))
+
+
+def packed_mask_bytes(groups: int, chunk_tokens: int, span_tokens: int, dtype_bytes: int) -> int:
+    """Bytes of the additive mask one packed attention call allocates for a chunk of
+    ``chunk_tokens`` queries over ``span_tokens`` keys: groups × q × span (rounded up to 16) ×
+    dtype bytes plus the q × span boolean inversion it is built from, q = query_slice(groups,
+    chunk). Llama-3-8B, 128-token chunk, 49,152 keys, bf16: 4 × 128 × 49,152 × 2 + 128 × 49,152
+    = 54 MiB (the repeat_kv expansion it replaces: 2 × 32 × 128 × 49,152 × 2 = 768 MiB)."""
+    q = query_slice(groups, chunk_tokens)
+    padded = -(-span_tokens // _MASK_ALIGN) * _MASK_ALIGN
+    return groups * q * padded * dtype_bytes + q * span_tokens
+
+
+def _packed_additive_mask(mask: torch.Tensor, groups: int, dtype: torch.dtype) -> torch.Tensor:
+    """(B, 1, c, S) bool or additive mask → (B, 1, groups·c, S) additive mask in ``dtype``, row
+    j·c + i equal to row i; rows padded to a multiple of 16 elements in memory (a view is returned)."""
+    b, _, c, s = mask.shape
+    padded = -(-s // _MASK_ALIGN) * _MASK_ALIGN
+    packed = torch.zeros((b, 1, groups, c, padded), dtype=dtype, device=mask.device)[..., :s]
+    if mask.dtype == torch.bool:
+        packed.masked_fill_(mask.logical_not().unsqueeze(2), float("-inf"))
+    else:
+        packed.copy_(mask.unsqueeze(2).to(dtype))
+    return packed.view(b, 1, groups * c, s)
+
+
+def gqa_packed_sdpa_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """Attention with the transformers AttentionInterface signature.
+
+    query (B, Hq, c, d), key/value (B, Hkv, S, d), attention_mask (B, 1, c, S) bool or additive,
+    or None. Returns (B, c, Hq, d) and None (no attention weights). When a mask is present, c > 1
+    and Hq = g·Hkv with g > 1, runs SDPA over (B, Hkv, g·q, d) packed queries against the
+    unexpanded K/V, q = query_slice(g, c) queries per call; otherwise calls transformers'
+    ``sdpa_attention_forward``.
+    """
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    b, hq, c, d = query.shape
+    hkv = key.shape[1]
+    groups = hq // hkv if hkv else 1
+    if (attention_mask is None or c == 1 or groups <= 1 or hq != groups * hkv
+            or attention_mask.dim() != 4 or attention_mask.shape[1] != 1
+            or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None
+            or key.shape[-1] != value.shape[-1]):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, is_causal=is_causal, **kwargs)
+    step = query_slice(groups, c)
+    pieces = []
+    for start in range(0, c, step):
+        q = query[:, :, start:start + step]
+        n = q.shape[2]
+        mask = _packed_additive_mask(attention_mask[:, :, start:start + step], groups, query.dtype)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q.reshape(b, hkv, groups * n, d), key, value, attn_mask=mask, dropout_p=dropout,
+            scale=scaling)
+        del mask
+        pieces.append(out.view(b, hq, n, value.shape[-1]))
+    out = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def register_packed_sdpa() -> str:
+    """Register "sdpa+gqa-packed" with transformers' AttentionInterface (the attention function)
+    and AttentionMaskInterface (masks are built as for "sdpa": without that registration
+    transformers builds *no* mask for an unknown name, and chunked prefill would see the future).
+    Idempotent. Returns the name."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(PACKED_SDPA, gqa_packed_sdpa_forward)
+    AttentionMaskInterface.register(PACKED_SDPA, sdpa_mask)
+    return PACKED_SDPA
+
+
+def uses_gqa(config) -> bool:
+    """True when the (text) config has fewer KV heads than query heads."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    heads = getattr(text, "num_attention_heads", None)
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    return bool(heads and kv_heads and kv_heads < heads)
+
+
+def enable_packed_sdpa(model) -> str:
+    """Switch a loaded model from "sdpa" to "sdpa+gqa-packed" when it uses GQA; leave any other
+    attention (eager, FlashAttention, a model without GQA or one that cannot switch) as it is.
+    Returns the attention implementation now active, read back from the model's config."""
+    active = getattr(model.config, "_attn_implementation", None)
+    if active != "sdpa" or not uses_gqa(model.config):
+        return active or "unknown"
+    register_packed_sdpa()
+    try:
+        model.set_attn_implementation(PACKED_SDPA)
+    except (ValueError, KeyError, ImportError):
+        return active
+    return getattr(model.config, "_attn_implementation", None) or "unknown"
