@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window
 from app.engine.chat_format import encode_prompt, render_prompt
-from app.engine.kv_session import common_prefix
+from app.engine.kv_session import common_prefix, round_capacity
 from app.engine.memory import (
     AdmissionDecision,
     Calibration,
@@ -60,14 +60,19 @@ class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
     def __init__(self, loaded, probe: MemoryProbe, prefill_chunk_tokens: int | None = None):
+        from app.engine.generation import default_prefill_chunk
+
         self.loaded = loaded
         self.probe = probe
-        self.chunk = prefill_chunk_tokens
+        device = loaded.model.device
+        # the same chunking and cache kind that stream_reply and KVSession will use
+        self.chunk = prefill_chunk_tokens or default_prefill_chunk(device)
+        self.static_cache = device.type == "cuda"
         report = loaded.report
         self.prefill_model = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype),
             attn_implementation=report.attention,
-            quantized_4bit="4-bit" in report.quantization)
+            quantized_4bit="4-bit" in report.quantization, dynamic_cache=not self.static_cache)
         self.calibration = Calibration()
         self.max_positions = model_max_positions(loaded.model.config)
         self.baseline_allocated = probe.sample().allocated  # post-load baseline (C01, C03)
@@ -108,7 +113,10 @@ class Foresight:
         text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
         ids = tuple(encode_prompt(self.loaded.tokenizer, text))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
-        projection = self.project(len(ids) - resident, max_new_tokens, resident, sample)
+        kv_new_tokens = max_new_tokens
+        if self.static_cache:  # KVSession preallocates a rounded capacity: project all of it
+            kv_new_tokens = round_capacity(len(ids) + max_new_tokens) - len(ids)
+        projection = self.project(len(ids) - resident, kv_new_tokens, resident, sample)
         decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
                               len(ids), max_new_tokens, budget.context_tokens)
         return TurnPlan(window, ids, projection, decision, sample)
@@ -137,7 +145,9 @@ class Foresight:
             b = projection.basis
             as_ran = project_turn_peak(
                 b.model, self.calibration, now_allocated=b.now_allocated, prompt_tokens=prefilled,
-                max_new_tokens=generated, resident_tokens=b.resident_tokens, chunk_size=b.chunk_size,
+                # a static cache holds its whole capacity whatever was generated
+                max_new_tokens=b.max_new_tokens if self.static_cache else generated,
+                resident_tokens=b.resident_tokens, chunk_size=b.chunk_size,
                 full_context_tokens=b.full_context_tokens)
             self.calibration = self.calibration.updated(as_ran, peak)
         return peak

@@ -455,16 +455,33 @@ class Calibration:
     the last ``window`` turns, never below ``floor`` (3 %); ``prior_error`` until measured.
     Turns whose growth is below ``min_signal_bytes`` carry too little signal and are ignored.
     Immutable: :meth:`updated` returns a new Calibration.
+
+    The error *bar* (:meth:`error_bar`) is kept in bytes, not as a fraction of the whole turn:
+    the KV term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json)
+    and the observed absolute errors were 20–45 MB at every prompt length, so a relative bar
+    learnt on a short turn (11 % of 0.3 GB) must not be stretched over a 6 GB one.
     """
 
     correction: float = 1.0
     samples: int = 0
     recent_errors: tuple[float, ...] = ()
+    recent_abs_errors: tuple[int, ...] = ()
     alpha: float = 0.5
     window: int = 8
     floor: float = 0.03
     prior_error: float = 0.15
     min_signal_bytes: int = 16 * MiB
+
+    kv_floor: float = 0.005  # allocator rounding on the exact KV term
+
+    def error_bar(self, kv_bytes: int, spike_bytes: int) -> int:
+        """Bytes to add to a projection of ``kv_bytes`` + ``spike_bytes``: ``prior_error`` of the
+        growth before any measurement; after, the largest recent absolute error, at least
+        ``floor`` of the spike plus ``kv_floor`` of the KV."""
+        if not self.recent_abs_errors:
+            return round(max(self.prior_error, self.floor) * (kv_bytes + spike_bytes))
+        return max(max(self.recent_abs_errors),
+                   round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
 
     @property
     def relative_error(self) -> float:
@@ -482,6 +499,7 @@ class Calibration:
             return self
         error = abs(projected_growth - measured_growth) / max(measured_growth, 1)
         errors = (*self.recent_errors, error)[-self.window:]
+        abs_errors = (*self.recent_abs_errors, abs(projected_growth - measured_growth))[-self.window:]
         correction = self.correction
         if projection.raw_prefill_spike >= self.min_signal_bytes:
             measured_spike = max(measured_growth - projection.kv_for_turn, 0)
@@ -489,7 +507,7 @@ class Calibration:
             correction = ratio if self.samples == 0 else (
                 (1 - self.alpha) * self.correction + self.alpha * ratio)
         return replace(self, correction=correction, samples=self.samples + 1,
-                       recent_errors=errors)
+                       recent_errors=errors, recent_abs_errors=abs_errors)
 
 
 # --------------------------------------------------------------------------- projection
@@ -518,7 +536,7 @@ class TurnProjection:
     cache for resident + prompt + max_new_tokens tokens less what is already resident.
     prefill_spike: corrected transient of the worst prefill chunk. peak = now_allocated +
     kv_for_turn + prefill_spike (conservative: the spike is counted on top of the final KV).
-    error_bar_bytes: relative_error × (kv_for_turn + prefill_spike). kv_at_full_context: KV held
+    error_bar_bytes: Calibration.error_bar (bytes; see there). kv_at_full_context: KV held
     if the conversation fills the whole context window.
     """
 
@@ -560,7 +578,7 @@ def project_turn_peak(
     return TurnProjection(
         now_allocated=now_allocated, kv_for_turn=kv_for_turn, prefill_spike=spike,
         peak=now_allocated + kv_for_turn + spike,
-        error_bar_bytes=round(rel * (kv_for_turn + spike)),
+        error_bar_bytes=calibration.error_bar(kv_for_turn, spike),
         kv_at_full_context=kv_cache_bytes(layout, full_context_tokens or end),
         raw_prefill_spike=raw, correction=calibration.correction, relative_error=rel,
         basis=basis,

@@ -19,6 +19,10 @@ from app.engine.memory_probe import MemoryProbe, release_memory
 
 log = logging.getLogger(__name__)
 
+# The warm-up prefill after load (tokens): long enough that the spike carries signal, short
+# enough to take well under a second on a GPU (memory benchmark protocol uses 2,048).
+CALIBRATION_PROMPT_TOKENS = 2048
+
 
 @dataclass(frozen=True)
 class TurnPlanned:
@@ -93,12 +97,36 @@ class TurnRunner:
         self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
 
     def warm_up(self, on_status=None):
-        """Compile the decode step for the session's cache shapes (CUDA; ~50 s per shape on an
-        H200). Until it is ready decode runs eagerly; on the CPU it reports why it stays eager."""
+        """After load: one measured prefill to calibrate the projection, then compile the decode
+        step for the session's cache shapes (CUDA; ~50 s per shape on an H200). Until it is
+        ready decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.compiled_decode import warm_up
 
+        self.calibrate()
         self.decoder = warm_up(self.loaded, on_status=on_status)
         return self.decoder.status
+
+    def calibrate(self, prompt_tokens: int = CALIBRATION_PROMPT_TOKENS) -> None:
+        """Prefill `prompt_tokens` arbitrary tokens (one new token) and fold the measured peak into
+        the projection's calibration. CUDA only: on the CPU the peak (RSS) is too noisy."""
+        from app.engine import generation
+        from app.engine.kv_session import KVSession, round_capacity
+
+        foresight = self.foresight
+        if self.loaded.model.device.type != "cuda":
+            return
+        positions = min(prompt_tokens, foresight.max_positions - 1)
+        kv_new = round_capacity(positions + 1) - positions if foresight.static_cache else 1
+        projection = foresight.project(positions, kv_new)
+        vocab = self.loaded.model.config.get_text_config().vocab_size
+        ids = [(7 + 31 * i) % vocab for i in range(positions)]
+        foresight.begin_measurement()
+        for _ in generation.stream_reply(self.loaded.model, self.loaded.tokenizer, ids,
+                                         SamplingParams(max_new_tokens=1, temperature=0.0), frozenset(),
+                                         threading.Event(), (), foresight.chunk, session=KVSession()):
+            pass
+        foresight.end_measurement(projection, positions, 1)
+        release_memory()
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
