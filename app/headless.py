@@ -35,23 +35,36 @@ def _load(model_path: Path | None):
 
 
 def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
-    """Answer one question on stdout; return the process exit code."""
-    from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply
+    """Answer one question on stdout through the same turn runner as the window (history
+    policy, admission, C23 position check); return the process exit code."""
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.engine import turn_runner as tr
+    from app.engine.generation import TextDelta
+    from app.engine.memory_probe import pick_probe
 
+    if not question.strip():
+        print("headroom: the question is empty", file=sys.stderr)
+        return 2
     loaded = _load(model_path)
     if loaded is None:
         return 1
-    messages = [{"role": "system", "content": settings.system_prompt}] if settings.system_prompt else []
-    messages.append({"role": "user", "content": question})
-    params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p)
-    for event in stream_chat_reply(loaded, messages, params, threading.Event()):
-        if isinstance(event, TextDelta):
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-        elif isinstance(event, ReplyFinished):
-            sys.stdout.write("\n")
-            print(f"[{event.new_tokens} tokens, TTFT {event.ttft_s * 1000:.0f} ms, "
-                  f"{event.decode_tokens_per_s:.1f} tok/s, {event.stop_reason}]", file=sys.stderr)
+    runner = tr.TurnRunner(loaded, pick_probe())
+    for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
+        match event:
+            case TextDelta(text=text):
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            case tr.TurnRefused(decision=decision):
+                print(f"headroom: not started: {decision.reason}", file=sys.stderr)
+                return 1
+            case tr.TurnFailed(reason=reason):
+                print(f"\nheadroom: {reason}", file=sys.stderr)
+                return 1
+            case tr.TurnCompleted(finished=f):
+                sys.stdout.write("\n")
+                print(f"[{f.new_tokens} tokens, TTFT {f.ttft_s * 1000:.0f} ms, "
+                      f"{f.decode_tokens_per_s:.1f} tok/s, {f.stop_reason}]", file=sys.stderr)
     return 0
 
 

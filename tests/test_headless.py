@@ -34,3 +34,23 @@ def test_bad_model_exits_non_zero_with_one_line(tmp_path, make_bad, reason):
     errors = [line for line in result.stderr.splitlines() if line.startswith("headroom:")]
     assert len(errors) == 1 and errors[0].startswith(reason)
     assert "Traceback" not in result.stderr
+
+
+def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
+    """Issue 4: every turn answered, evicted turns folded into a summary within its cap."""
+    import re
+    from pathlib import Path
+
+    turns = Path(__file__).parent / "helpers" / "replay_10_turns.txt"
+    result = run_app("--replay", str(turns), "--context", "1024", "--max-new-tokens", "96", timeout=1500)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = re.findall(r"^turn (\d+): prompt (\d+) tokens · window (\d+) turns · summary (.*)$",
+                      result.stdout, re.MULTILINE)
+    assert [int(r[0]) for r in rows] == list(range(1, 11))
+    assert result.stdout.count("assistant [complete]") == 10
+    budget = 1024 - 96 - 128  # context − max_new_tokens − summary reserve (1024 // 8)
+    assert all(int(prompt) <= budget + 128 for _, prompt, _, _ in rows)
+    made = [int(m) for m in re.findall(r"summary yes \((\d+) tokens", result.stdout)]
+    assert made, "no summary was made although the chat outgrew the window"
+    assert all(tokens <= 128 for tokens in made)
+    assert int(rows[-1][2]) < 10  # the window no longer holds every turn

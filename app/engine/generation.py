@@ -23,6 +23,7 @@ from transformers import StoppingCriteria
 from app.engine.detokenize import IncrementalDetokenizer
 
 CUDA_PREFILL_CHUNK = 1024
+CPU_PREFILL_CHUNK = 256  # ~0.3 s per chunk for the 135M default model on 2 cores
 """Default prefill chunk on CUDA, tokens (see `default_prefill_chunk`)."""
 
 
@@ -112,21 +113,30 @@ def forward_step(model, input_ids: torch.Tensor, cache, logits_to_keep: int = 1)
                  **{cache_kwarg(type(model)): cache})
 
 
-def default_prefill_chunk(device: torch.device | str) -> int | None:
+def default_prefill_chunk(device: torch.device | str) -> int:
     """Prefill chunk used when the caller passes None: CUDA_PREFILL_CHUNK tokens on CUDA (bounded
     activation spike, ../shared/gpu/README.md: 32k prompt 7.86 GiB one-shot vs 4.86 GiB in
-    1,024-token chunks), one shot on the CPU."""
-    return CUDA_PREFILL_CHUNK if torch.device(device).type == "cuda" else None
+    1,024-token chunks); CPU_PREFILL_CHUNK on the CPU, so Stop is honoured within about a
+    second even during a long paste."""
+    return CUDA_PREFILL_CHUNK if torch.device(device).type == "cuda" else CPU_PREFILL_CHUNK
 
 
-def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None) -> torch.Tensor:
+class _StoppedInPrefill(Exception):
+    """Internal: Stop arrived between prefill chunks."""
+
+
+def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
+            stop_event: threading.Event | None = None) -> torch.Tensor | None:
     """Run `input_ids` (shape (1, n)) through the model into `cache`; return the last
     position's logits, shape (vocab,), float32. With chunk_tokens, the prompt goes in slices
-    of that many tokens, bounding the activation spike by the chunk, not the prompt."""
+    of that many tokens, bounding the activation spike by the chunk, not the prompt. Returns
+    None when `stop_event` is set between chunks (Stop during a long paste, C20)."""
     n = input_ids.shape[1]
     step = chunk_tokens or n
     logits = None
     for start in range(0, n, step):
+        if stop_event is not None and stop_event.is_set():
+            return None
         out = forward_step(model, input_ids[:, start:start + step], cache)
         logits = out.logits[0, -1].float()
         del out
@@ -179,8 +189,12 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
         fed = list(prompt_ids)
         new_ids = torch.tensor([prompt_ids[reused:]], dtype=torch.long, device=model.device)
-        logits = prefill(model, new_ids, cache, chunk or None)
+        logits = prefill(model, new_ids, cache, chunk or None, stop_event)
         del new_ids
+        if logits is None:  # stopped during prefill: nothing generated, the cache is partial
+            stop_reason = "stopped"
+            session.invalidate()
+            raise _StoppedInPrefill
         compiled = decoder is not None and decoder.can_run(cache)
         path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
@@ -207,6 +221,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             logits = decoder.step(step, cache) if compiled else forward_step(model, step, cache).logits[0, -1].float()
             fed.append(token)
         session.commit(fed)
+    except _StoppedInPrefill:
+        pass
     except BaseException:
         # OOM recovery (C03): nothing on this frame may keep a tensor alive through the traceback.
         cache = logits = step = None

@@ -153,6 +153,8 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     path = Path(path).expanduser()
     if not path.exists():
         raise ModelLoadError(f"no model at {path}")
+    if path.is_file() and path.name == "config.json":
+        path = path.parent  # the open dialog offers a folder's config.json
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder")
@@ -206,6 +208,8 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
     active = getattr(model.config, "_attn_implementation", None) or "unknown"
     if active.split("+")[0] != placement.attention:
         fallbacks.append(f"requested {placement.attention}, transformers activated {active}")
+    if not getattr(tokenizer, "chat_template", None):
+        fallbacks.append("no chat template (a base model?): prompts use a plain User/Assistant transcript")
     quant = _quantization_name(model)
     compute = placement.compute_dtype if quant != "none" else model.dtype
     return LoadReport(

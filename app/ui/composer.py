@@ -39,12 +39,14 @@ class Composer(QWidget):
         layout.addWidget(self.stop_button)
         self.editor.submitted.connect(self._on_submitted)
         self.send_button.clicked.connect(self._on_submitted)
-        self.stop_button.clicked.connect(self.stop_requested)
+        self.stop_button.clicked.connect(self._on_stop_clicked)
         self._can_send = False
         self._generating = False
+        self._stopping = False
 
     def set_generating(self, generating: bool) -> None:
         self._generating = generating
+        self._stopping = False
         self.send_button.setVisible(not generating)
         self.stop_button.setVisible(generating)
         self.send_button.setEnabled(self._can_send and not generating)
@@ -54,9 +56,13 @@ class Composer(QWidget):
         self._can_send = can_send
         self.send_button.setEnabled(can_send and not self._generating)
 
+    def _on_stop_clicked(self) -> None:
+        self._stopping = True  # a message sent now goes right after the reply stops (C20)
+        self.stop_requested.emit()
+
     def _on_submitted(self) -> None:
         text = self.editor.toPlainText().strip()
-        if not text or not self._can_send or self._generating:
+        if not text or not self._can_send or (self._generating and not self._stopping):
             return
         self.editor.clear()
         self.send_requested.emit(text)

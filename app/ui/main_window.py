@@ -51,6 +51,7 @@ class MainWindow(QMainWindow):
         self.report = None
         self._request_ids = itertools.count(1)
         self._active_request: int | None = None
+        self._queued_text: str | None = None
         self._load_cancel: threading.Event | None = None
         self._model_swapped: asyncio.Future | None = None
 
@@ -165,9 +166,13 @@ class MainWindow(QMainWindow):
             self.chat_view.add_notice("Loading cancelled.")
             self.status.show_report(None)
         except ModelLoadError as exc:
-            self.chat_view.add_notice(f"Could not open the model: {exc}", "error")
-            self.status.show_report(self.report)
+            previous = self.settings.last_model_path
+            again = f" Reopening {Path(previous).name}." if previous and Path(previous) != Path(path) else ""
+            self.chat_view.add_notice(f"Could not open the model: {exc}.{again}", "error")
+            self.status.show_report(None)
             self.load_failed.emit(str(exc))
+            if again:  # the old model was freed first (C05): bring it back
+                asyncio.get_event_loop().call_soon(self.open_model, Path(previous))
         else:
             if cancel.is_set():
                 return
@@ -206,7 +211,10 @@ class MainWindow(QMainWindow):
         self.sidebar.set_conversations(self.store.list_conversations(self._search), self.conversation_id)
 
     def _reset_conversation(self) -> None:
-        self.worker.request_stop()
+        self._queued_text = None
+        if self._active_request is not None:  # a reply in flight is kept, as stopped
+            self.worker.request_stop()
+            self._end_turn(MessageStatus.STOPPED)
         self.conversation, self.summary, self.conversation_id = Conversation(), SummaryState(), None
         self.chat_view.clear()
         self.token_meter.reset()
@@ -322,6 +330,10 @@ class MainWindow(QMainWindow):
     # ----- chat turns ----------------------------------------------------------------------
     @Slot(str)
     def _on_send_requested(self, text: str) -> None:
+        if self._active_request is not None:  # sent while Stop takes effect: next in line
+            self._queued_text = text
+            self.worker.request_stop()
+            return
         message = self.conversation.add(Role.USER, text)
         self.chat_view.add_message(Role.USER, text)
         self._persist(message)
@@ -419,6 +431,7 @@ class MainWindow(QMainWindow):
         self.composer.set_generating(False)
         self.chat_view.add_notice(f"This turn was not started: {decision.reason}", "error")
         self.turn_finished.emit("refused")
+        self._send_queued()
 
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         message = self.conversation.messages[-1]
@@ -428,6 +441,12 @@ class MainWindow(QMainWindow):
         self._active_request = None
         self.composer.set_generating(False)
         self.turn_finished.emit(status.value)
+        self._send_queued()
+
+    def _send_queued(self) -> None:
+        text, self._queued_text = self._queued_text, None
+        if text:
+            self._on_send_requested(text)
 
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:

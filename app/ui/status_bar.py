@@ -43,7 +43,8 @@ class ModelStatusBar(QStatusBar):
             self.model_label.setText("No model loaded")
             self.model_label.setToolTip("")
             return
-        self.model_label.setText(report.summary())
+        badge = "" if report.has_chat_template else " · no chat template"
+        self.model_label.setText(report.summary() + badge)
         why = "\n".join(f"• {reason}" for reason in report.fallbacks) or "• best path active"
         self.model_label.setToolTip(
             f"{report.source}\nattention: {report.attention}\nquantization: {report.quantization}\n"

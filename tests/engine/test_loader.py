@@ -17,7 +17,7 @@ from app.engine.loader import (
 def test_tiny_model_report_reads_back_what_is_active(tiny_loaded):
     report = tiny_loaded.report
     assert report.device == "cpu"
-    assert report.attention == "sdpa"
+    assert report.attention == "sdpa+gqa-packed"  # GQA model: K/V never expanded
     assert report.quantization == "none"
     assert (report.weight_dtype, report.compute_dtype) == ("float32", "float32")
     # tied embeddings 49152×64 + 2 layers: parameters × 4 bytes, read from the model

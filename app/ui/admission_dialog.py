@@ -1,0 +1,175 @@
+"""The refusal dialog of admission control: why a turn was not started, in numbers, and what to
+do about it. It decides nothing itself: the caller applies the remedy read from ``choice()``.
+"""
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from app.engine.memory import AdmissionDecision, TurnProjection, format_bytes
+
+CHOICES = ("trim", "lower_max_new_tokens", "chunked", "override", "cancel")
+"""What ``AdmissionDialog.choice()`` can return."""
+
+
+class AdmissionDialog(QDialog):
+    """Shows a refused :class:`AdmissionDecision` and offers its remedies as buttons.
+
+    Signals:
+        remedy_chosen(str): one of CHOICES, as the dialog closes ("cancel" for Esc / close).
+
+    ``projection`` (optional, the refused turn's TurnProjection) adds the error bar and the
+    token counts. A refusal for positions (case C23: prompt + max_new_tokens beyond the context)
+    offers no override: the model cannot attend past its positions.
+    """
+
+    remedy_chosen = Signal(str)
+
+    def __init__(self, decision: AdmissionDecision, projection: TurnProjection | None = None,
+                 parent=None):
+        super().__init__(parent)
+        self.setObjectName("admissionDialog")
+        self.decision = decision
+        self._choice = "cancel"
+        self.buttons: dict[str, QPushButton] = {}
+        self.value_labels: dict[str, QLabel] = {}
+        memory = decision.cause == "memory"
+        self.setWindowTitle("Not enough memory for this turn" if memory
+                            else "This turn does not fit the context")
+        title = QLabel("This turn would run out of memory" if memory
+                       else "This turn does not fit the model's context")
+        title.setObjectName("admissionTitle")
+        reason = QLabel(decision.reason)
+        reason.setObjectName("admissionReason")
+        reason.setWordWrap(True)
+        reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.addWidget(title)
+        layout.addLayout(self._memory_numbers(projection) if memory
+                         else self._position_numbers(projection))
+        layout.addWidget(reason)
+        others = [r for r in decision.remedies if not r.startswith(("trim", "lower", "prefill in"))]
+        if others:
+            hint = QLabel("Also: " + "; ".join(others) + ".")
+            hint.setObjectName("admissionHint")
+            hint.setWordWrap(True)
+            layout.addWidget(hint)
+        layout.addLayout(self._remedy_buttons(memory))
+        self.setMinimumWidth(480)
+        self.resize(480, self.heightForWidth(480) if self.hasHeightForWidth() else 0)
+
+    # ----- numbers ----------------------------------------------------------------------------
+    def _grid(self, rows: list[tuple[str, str, str]]) -> QGridLayout:
+        """rows: (name, value, object name of the value label)."""
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        for i, (name, value, key) in enumerate(rows):
+            name_label, value_label = QLabel(name), QLabel(value)
+            value_label.setObjectName(key)
+            value_label.setWordWrap(True)
+            value_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            grid.addWidget(name_label, i, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(value_label, i, 1)
+            self.value_labels[key] = value_label
+        grid.setColumnStretch(1, 1)
+        return grid
+
+    def _memory_numbers(self, projection: TurnProjection | None) -> QGridLayout:
+        d = self.decision
+        needed = format_bytes(d.needed_bytes)
+        rows = []
+        if projection is not None:
+            margin = d.needed_bytes - projection.growth - projection.error_bar_bytes
+            needed += (f"\n= KV {format_bytes(projection.kv_for_turn)} + prefill spike "
+                       f"{format_bytes(projection.prefill_spike)} + error bar "
+                       f"{format_bytes(projection.error_bar_bytes)} + margin {format_bytes(margin)}")
+        rows.append(("Needed", needed, "admissionNeeded"))
+        rows.append(("Free", f"{format_bytes(d.free_bytes)}  (driver-free; cached memory not counted)",
+                     "admissionFree"))
+        rows.append(("Short by", format_bytes(d.shortfall_bytes), "admissionShortfall"))
+        if projection is not None:
+            share = projection.error_bar_bytes / max(projection.growth, 1)
+            rows.append(("Error bar", f"± {format_bytes(projection.error_bar_bytes)}  "
+                         f"(± {share:.0%} of the turn: how far recent projections were off)",
+                         "admissionErrorBar"))
+        return self._grid(rows)
+
+    def _position_numbers(self, projection: TurnProjection | None) -> QGridLayout:
+        d = self.decision
+        rows = []
+        if projection is not None:
+            b = projection.basis
+            prompt = b.resident_tokens + b.prompt_tokens
+            total = prompt + b.max_new_tokens
+            rows.append(("Prompt + max new tokens",
+                         f"{prompt:,} + {b.max_new_tokens:,} = {total:,} tokens", "admissionTokens"))
+            rows.append(("Context limit", f"{d.context_limit:,} tokens", "admissionLimit"))
+            rows.append(("Over by", f"{total - d.context_limit:,} tokens", "admissionShortfall"))
+        else:
+            rows.append(("Context limit", f"{d.context_limit:,} tokens", "admissionLimit"))
+        return self._grid(rows)
+
+    # ----- remedies ---------------------------------------------------------------------------
+    def _remedy_buttons(self, memory: bool) -> QVBoxLayout:
+        d = self.decision
+        column = QVBoxLayout()
+        offers = []
+        if d.trim_tokens is not None:
+            offers.append(("trim", f"Trim older turns (drop at least {d.trim_tokens:,} tokens)"))
+        if d.max_new_tokens_fit is not None:
+            offers.append(("lower_max_new_tokens", f"Lower max new tokens to {d.max_new_tokens_fit:,}"))
+        chunk_remedy = next((r for r in d.remedies if r.startswith("prefill in")), None)
+        if memory and chunk_remedy is not None:
+            offers.append(("chunked", chunk_remedy[0].upper() + chunk_remedy[1:]))
+        for i, (key, text) in enumerate(offers):
+            button = self._button(key, text)
+            button.setObjectName("remedyButton")
+            button.setDefault(i == 0)
+            column.addWidget(button)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        if memory:
+            risky = self._button("override", "Send anyway")
+            risky.setObjectName("riskyButton")
+            risky.setAutoDefault(False)
+            risky.setToolTip("Start the turn although it is projected not to fit. It may fail with "
+                             "an out-of-memory error mid-answer; Headroom then frees the memory and "
+                             "keeps the partial answer.")
+            row.addWidget(risky)
+        cancel = self._button("cancel", "Cancel")
+        cancel.setAutoDefault(not offers)
+        row.addWidget(cancel)
+        column.addLayout(row)
+        return column
+
+    def _button(self, key: str, text: str) -> QPushButton:
+        button = QPushButton(text)
+        button.setProperty("choice", key)
+        button.clicked.connect(self._on_clicked)
+        self.buttons[key] = button
+        return button
+
+    def choice(self) -> str:
+        """The remedy picked: "trim", "lower_max_new_tokens", "chunked", "override" or
+        "cancel" (also for Esc or closing the window)."""
+        return self._choice
+
+    @Slot()
+    def _on_clicked(self) -> None:
+        self._choice = self.sender().property("choice")
+        if self._choice == "cancel":
+            self.reject()
+        else:
+            self.accept()
+
+    def done(self, result: int) -> None:
+        if int(getattr(result, "value", result)) == QDialog.DialogCode.Rejected.value:
+            self._choice = "cancel"  # Esc and the window's close button reject
+        super().done(result)
+        self.remedy_chosen.emit(self._choice)

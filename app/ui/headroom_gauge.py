@@ -1,0 +1,97 @@
+"""Headroom gauge: how much of the device the pending turn's peak leaves free, coloured green,
+amber (< 15 % left) or red (peak ± error over free − safety margin), before the limit is hit."""
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from app.engine.memory import format_bytes
+from app.ui.memory_breakdown import AMBER_HEADROOM_FRACTION, PANEL_BACKGROUND, MemoryBreakdown
+
+STATE_COLOURS = {"ok": "#1a7f37", "amber": "#9a6700", "red": "#cf222e", "none": "#57606a"}
+"""Text colours per state (Primer palette; all ≥ 4.5:1 on white, WCAG AA)."""
+_FILL_COLOURS = {"ok": "#2da44e", "amber": "#d4a72c", "red": "#cf222e", "none": "#8c959f"}
+_VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit", "none": ""}
+
+
+class HeadroomGauge(QWidget):
+    """Paints the headroom of a MemoryBreakdown; no signals. ``state`` is "ok", "amber", "red",
+    or "none" before the first sample; ``text`` is the caption drawn above the meter."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("headroomGauge")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
+        self.state = "none"
+        self.text = "Headroom: waiting for a sample…"
+        self._used_fraction = 0.0
+        self._font = QFont(self.font())
+        self._font.setPixelSize(12)
+        self._font.setBold(True)
+        self._cache: QPixmap | None = None
+        self._cache_key: tuple | None = None
+
+    def sizeHint(self) -> QSize:
+        return QSize(320, 36)
+
+    def set_breakdown(self, bd: MemoryBreakdown | None) -> None:
+        if bd is None or bd.total <= 0:
+            self.state, self.text, self._used_fraction = "none", "Headroom: no sample", 0.0
+        else:
+            self.state = bd.state
+            after = "after this turn" if bd.has_projection else "now"
+            if bd.headroom < 0:
+                self.text = f"Over by {format_bytes(-bd.headroom)} {after} — {_VERDICT[self.state]}"
+            else:
+                self.text = (f"Headroom {after}: {format_bytes(bd.headroom)} "
+                             f"({bd.headroom_fraction:.0%}) — {_VERDICT[self.state]}")
+            self._used_fraction = min(max(1 - bd.headroom_fraction, 0.0), 1.0)
+        self._set_tooltip_once(
+            "Free memory left at the pending turn's projected peak (plus its error bar), as a share "
+            f"of the device. Amber below {AMBER_HEADROOM_FRACTION:.0%}; red when the peak ± error "
+            "plus the safety margin exceeds free memory — admission control would refuse the turn.")
+        if self._key() != self._cache_key:
+            self.update()
+
+    def _set_tooltip_once(self, text: str) -> None:
+        if self.toolTip() != text:
+            self.setToolTip(text)
+
+    def _key(self) -> tuple:
+        return (self.width(), self.height(), self.devicePixelRatioF(), self.state, self.text,
+                round(self._used_fraction * self.width() * 4))
+
+    def paintEvent(self, _event) -> None:
+        """Blit the cached picture; re-render only when the text, state or fill pixel changed."""
+        dpr = self.devicePixelRatioF()
+        key = self._key()
+        if key != self._cache_key:
+            self._cache = QPixmap(round(self.width() * dpr), round(self.height() * dpr))
+            self._cache.setDevicePixelRatio(dpr)
+            self._cache.fill(QColor(PANEL_BACKGROUND))
+            self._render(QPainter(self._cache))
+            self._cache_key = key
+        painter = QPainter(self)
+        painter.drawPixmap(0, 0, self._cache)
+        painter.end()
+
+    def _render(self, painter: QPainter) -> None:
+        colour = QColor(STATE_COLOURS[self.state])
+        painter.setFont(self._font)
+        painter.setPen(colour)
+        painter.drawText(QRectF(0, 0, self.width(), 18), Qt.AlignmentFlag.AlignLeft
+                         | Qt.AlignmentFlag.AlignVCenter, self.text)
+        track = QRectF(0.5, 21.5, self.width() - 1, 10)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor("#d0d7de"), 1))
+        painter.setBrush(QColor("#eaeef2"))
+        painter.drawRoundedRect(track, 4, 4)
+        fill = QRectF(track.left(), track.top(), track.width() * self._used_fraction, track.height())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(_FILL_COLOURS[self.state]))
+        painter.drawRoundedRect(fill, 4, 4)
+        amber_x = track.left() + track.width() * (1 - AMBER_HEADROOM_FRACTION)
+        painter.setPen(QPen(QColor("#57606a"), 1, Qt.PenStyle.DotLine))
+        painter.drawLine(amber_x, track.top() - 2, amber_x, track.bottom() + 2)
+        painter.end()

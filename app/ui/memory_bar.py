@@ -1,0 +1,362 @@
+"""The stacked memory bar of the VRAM panel, custom-painted from a MemoryBreakdown.
+
+Two rows on one byte scale. "Now": CUDA context, other processes, weights, KV & live tensors,
+cached (reserved − allocated, hatched), free. "Peak": what is in use now as one grey block, then
+the pending turn's KV and prefill spike (hatched: projected) with an error whisker, the safety
+margin before the device's end, and a dashed marker where the KV would end at full context.
+When the turn would not fit, the scale grows past the device and a red line marks its end.
+
+Cost: boundaries snap to whole pixels and the picture is cached, so a sample that moves no
+boundary by a pixel and changes no printed number costs a blit; a re-render is ~0.3 ms.
+"""
+
+from itertools import accumulate
+
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QPixmap, QStaticText
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from app.engine.memory import format_bytes
+from app.ui.memory_breakdown import (
+    PANEL_BACKGROUND,
+    MemoryBreakdown,
+    term_colour,
+    term_label,
+    term_projected,
+)
+
+_LABEL_W = 38
+_ROW_H = 22
+_GAP = 18
+_TOP = 4
+_ROWS = (_TOP, _TOP + _ROW_H + _GAP)
+_SPLIT = _ROWS[1] - 3  # the Now row's picture ends here, the Peak row's begins
+_IN_USE = QColor("#d0d7de")
+_MARGIN = QColor("#cf222e")
+_LIMIT = QColor("#cf222e")
+_TEXT = QColor("#1f2328")
+_MUTED = QColor("#57606a")
+_EDGE = QColor("#8c959f")
+_FILL_CACHE: dict[str, tuple[QBrush, ...]] = {}  # immutable brushes, built once per term key
+
+
+def _fills(key: str) -> tuple[QBrush, ...]:
+    """A term's fill: solid, or hatched for projected terms and the cached gap."""
+    if key not in _FILL_CACHE:
+        fill = QColor(term_colour(key))
+        if key == "free":
+            brushes = (QBrush(QColor("white")),)
+        elif term_projected(key) or key == "cached":
+            under = fill.lighter(185) if key != "cached" else QColor("#f5f0ff")
+            brushes = (QBrush(under), QBrush(fill, Qt.BrushStyle.BDiagPattern))
+        else:
+            brushes = (QBrush(fill),)
+        _FILL_CACHE[key] = brushes
+    return _FILL_CACHE[key]
+
+
+def _paint_fill(painter: QPainter, rect: QRectF, key: str) -> None:
+    for brush in _fills(key):
+        painter.fillRect(rect, brush)
+
+
+def swatch_pixmap(key: str, size: int) -> QPixmap:
+    """A legend swatch drawn like the bar draws the term (a dashed line for the full-context
+    marker)."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(QColor(0, 0, 0, 0))
+    painter = QPainter(pixmap)
+    rect = QRectF(0.5, 0.5, size - 1, size - 1)
+    if key == "kv_full":
+        painter.setPen(QPen(QColor(term_colour(key)), 2, Qt.PenStyle.DashLine))
+        painter.drawLine(size // 2, 0, size // 2, size)
+    else:
+        _paint_fill(painter, rect, key)
+        painter.setPen(QPen(_EDGE, 1))
+        painter.drawRect(rect)
+    painter.end()
+    return pixmap
+
+
+def _text_colour(fill: QColor) -> QColor:
+    """Dark text on light fills, white on dark ones (relative luminance, WCAG)."""
+    r, g, b = (c / 255 for c in (fill.red(), fill.green(), fill.blue()))
+    return _TEXT if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.55 else QColor("white")
+
+
+class MemoryBar(QWidget):
+    """Paints :class:`MemoryBreakdown` rows; no signals. Hover tooltips name the term under the
+    pointer (``tooltip_at``)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("memoryBar")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
+        self._bd: MemoryBreakdown | None = None
+        self._what_if_peak: int | None = None
+        self._hits: list[list[tuple[QRectF, str]]] = [[], []]  # per row: (area, tooltip key)
+        self._hit_list = self._hits[0]
+        self._font = QFont(self.font())
+        self._font.setPixelSize(11)
+        self._layers: list[QPixmap | None] = [None, None]  # cached Now and Peak row pictures
+        self._cache_keys: list[tuple | None] = [None, None]
+        self._texts: dict[str, tuple[QStaticText, float, float]] = {}
+
+    def sizeHint(self) -> QSize:
+        return QSize(320, _TOP + 2 * _ROW_H + _GAP + 14)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(200, self.sizeHint().height())
+
+    def set_breakdown(self, breakdown: MemoryBreakdown | None, what_if_peak: int | None = None) -> None:
+        """Repaint from ``breakdown``; what_if_peak: growth of a what-if turn, bytes, drawn as a
+        marker on the Peak row (None: no marker)."""
+        self._bd = breakdown
+        self._what_if_peak = what_if_peak
+        if list(self._fingerprint()) != self._cache_keys:
+            self.update()  # an unchanged picture is not even blitted again
+
+    # ----- geometry -------------------------------------------------------------------------
+    def _scale_bytes(self, bd: MemoryBreakdown) -> int:
+        turn_end = bd.in_use + (bd.growth + bd.error_bar if bd.has_projection else 0)
+        return max(bd.total, turn_end, bd.in_use + (self._what_if_peak or 0))
+
+    def _x(self, bd: MemoryBreakdown):
+        """bytes → whole pixel column."""
+        px = max(self.width() - _LABEL_W - 2, 10) / self._scale_bytes(bd)
+        return lambda nbytes: _LABEL_W + round(nbytes * px)
+
+    def _fingerprint(self) -> tuple:
+        """(Now row, Peak row): everything each row's picture depends on — pixel columns and
+        the numbers printed on it. Tooltips are worded at hover time, so their numbers need no
+        repaint."""
+        bd, base = self._bd, (self.width(), self.height(), self.devicePixelRatioF())
+        if bd is None or bd.total <= 0:
+            return (*base, None), (*base, None)
+        x = self._x(bd)
+        edges = [0, *accumulate(n for _, n in bd.now_terms())]
+        spans = [(x(a), x(b)) for a, b in zip(edges, edges[1:], strict=False)]
+        texts = [format_bytes(n) for _, n in bd.now_terms()]
+        base_px = bd.context_overhead + (bd.other_processes or 0)
+        now = (*base, bd.kind, bd.cached > 0, tuple(spans),
+               x(base_px + bd.allocated), x(base_px + bd.reserved),
+               tuple(t if self._fits(t, *span) else None for t, span in zip(texts, spans, strict=True)))
+        used, end = bd.in_use, bd.in_use + bd.growth
+        wif = self._what_if_peak
+        marks = [end - bd.error_bar, end + bd.error_bar, bd.total - bd.margin, bd.total,
+                 -1 if bd.kv_full_growth is None else used + bd.kv_full_growth,
+                 -1 if wif is None else used + wif]
+        peak_edges = [0, used, used + bd.kv_turn, end]
+        peak_spans = [(x(a), x(b)) for a, b in zip(peak_edges, peak_edges[1:], strict=False)]
+        peak_texts = [f"in use {format_bytes(used)}", f"+{format_bytes(bd.kv_turn)}",
+                      f"+{format_bytes(bd.prefill_spike)}"]
+        peak = (*base, bd.has_projection, tuple(peak_spans), tuple(map(x, marks)),
+                tuple(t if self._fits(t, *span) else None
+                      for t, span in zip(peak_texts, peak_spans, strict=True)))
+        return now, peak
+
+    def _fits(self, text: str, left: int, right: int) -> bool:
+        return self._entry(text)[1] + 6 < right - left
+
+    # ----- painting -------------------------------------------------------------------------
+    def paintEvent(self, _event) -> None:
+        """Blit the two cached row pictures; re-render a row only when its fingerprint changed
+        (in decode the Now row changes far more often than the Peak row)."""
+        keys = self._fingerprint()
+        dpr = self.devicePixelRatioF()
+        for i, (top, bottom) in enumerate(((0, _SPLIT), (_SPLIT, self.height()))):
+            if keys[i] != self._cache_keys[i] or self._layers[i] is None:
+                size = (round(self.width() * dpr), round((bottom - top) * dpr))
+                layer = self._layers[i]
+                if layer is None or (layer.width(), layer.height()) != size:
+                    layer = self._layers[i] = QPixmap(*size)
+                    layer.setDevicePixelRatio(dpr)
+                layer.fill(QColor(PANEL_BACKGROUND))
+                painter = QPainter(layer)
+                painter.translate(0, -top)
+                self._render(painter, i)
+                self._cache_keys[i] = keys[i]
+        painter = QPainter(self)
+        painter.drawPixmap(0, 0, self._layers[0])
+        painter.drawPixmap(0, _SPLIT, self._layers[1])
+        bd = self._bd
+        if bd is not None and bd.total > 0 and self._scale_bytes(bd) > bd.total:
+            at = self._x(bd)(bd.total)  # the device ends before the bar does
+            painter.setPen(QPen(_LIMIT, 2))
+            painter.drawLine(at, _ROWS[0] - 2, at, _ROWS[1] + _ROW_H + 2)
+        painter.end()
+
+    def _entry(self, text: str) -> tuple[QStaticText, float, float]:
+        """Laid-out text and its size, kept for reuse (drawing it again costs a fraction of
+        drawText)."""
+        entry = self._texts.get(text)
+        if entry is None:
+            if len(self._texts) > 256:
+                self._texts.clear()
+            static = QStaticText(text)
+            static.prepare(font=self._font)
+            size = static.size()
+            entry = self._texts[text] = (static, size.width(), size.height())
+        return entry
+
+    def _text(self, painter: QPainter, text: str, left: float, top: float, width: float,
+              height: float, align: str = "center") -> None:
+        """Draw ``text`` in a box, aligned "center", "left" or "right"."""
+        static, w, h = self._entry(text)
+        dx = {"center": (width - w) / 2, "left": 0.0, "right": width - w}[align]
+        painter.drawStaticText(QPointF(left + dx, top + (height - h) / 2), static)
+
+    def _render(self, painter: QPainter, row: int) -> None:
+        """Row 0 (Now, with the allocator bracket) or row 1 (Peak, with markers)."""
+        painter.setFont(self._font)
+        self._hit_list = self._hits[row] = []
+        self._labels: list[QRectF] = []  # marker labels placed so far (to avoid overlaps)
+        bd = self._bd
+        painter.setPen(_MUTED)
+        self._text(painter, ("Now", "Peak")[row], 0, _ROWS[row], _LABEL_W - 4, _ROW_H, "right")
+        if bd is None or bd.total <= 0:
+            if row == 0:
+                self._text(painter, "waiting for the first memory sample…", _LABEL_W, _ROWS[0],
+                           self.width() - _LABEL_W, _ROW_H)
+            painter.end()
+            return
+        x = self._x(bd)
+        if row == 0:
+            self._paint_now_row(painter, bd, x, _ROWS[0])
+            self._paint_allocator_bracket(painter, bd, x, _ROWS[0] + _ROW_H)
+        else:
+            self._paint_peak_row(painter, bd, x, _ROWS[1])
+        painter.end()
+
+    def _segment(self, painter: QPainter, left: int, right: int, y: int, key: str,
+                 text: str) -> None:
+        """One term from pixel column ``left`` to ``right``; ``key`` also names its tooltip."""
+        if right <= left:
+            return
+        rect = QRectF(left, y, right - left, _ROW_H)
+        if key == "in_use":
+            painter.fillRect(rect, _IN_USE)
+        else:
+            _paint_fill(painter, rect, key)
+        painter.setPen(QPen(_EDGE, 0))
+        painter.drawRect(rect)
+        self._hit_list.append((rect, key))
+        if not text or not self._fits(text, left, right):
+            return
+        solid = key == "in_use" or not (term_projected(key) or key in ("cached", "free"))
+        fill = _IN_USE if key == "in_use" else _fills(key)[0].color()
+        painter.setPen(_text_colour(fill) if solid else _TEXT)
+        self._text(painter, text, rect.left(), y, rect.width(), _ROW_H)
+
+    def _paint_now_row(self, painter, bd, x, y) -> None:
+        start = 0
+        for key, nbytes in bd.now_terms():
+            self._segment(painter, x(start), x(start + nbytes), y, key, format_bytes(nbytes))
+            start += nbytes
+
+    def _paint_allocator_bracket(self, painter, bd, x, y) -> None:
+        """A thin line under the Now row: solid over allocated, dashed over the cached gap."""
+        if bd.kind != "cuda" or bd.reserved <= 0:
+            return
+        base = bd.context_overhead + (bd.other_processes or 0)
+        left, mid, right = x(base), x(base + bd.allocated), x(base + bd.reserved)
+        y += 3
+        painter.setPen(QPen(_TEXT, 1.5))
+        painter.drawLine(left, y - 3, left, y)
+        painter.drawLine(left, y, mid, y)
+        painter.setPen(QPen(QColor(term_colour("cached")), 1, Qt.PenStyle.DashLine))
+        painter.drawLine(mid, y, right, y)
+        painter.drawLine(right, y - 3, right, y)
+        painter.setPen(_MUTED)
+        text = "allocated ┄ reserved" if bd.cached else "allocated = reserved"
+        self._text(painter, text, left, y, right - left, _SPLIT - y)
+
+    def _paint_peak_row(self, painter, bd, x, y) -> None:
+        used = bd.in_use
+        track = QRectF(x(0), y, x(bd.total) - x(0), _ROW_H)
+        painter.fillRect(track, QColor("white"))
+        painter.setPen(QPen(_EDGE, 0))
+        painter.drawRect(track)
+        self._hit_list.append((track, "free_after"))
+        self._segment(painter, x(0), x(used), y, "in_use", f"in use {format_bytes(used)}")
+        margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, _ROW_H)
+        margin_rect.setRight(x(bd.total))
+        painter.fillRect(margin_rect, QBrush(_MARGIN, Qt.BrushStyle.DiagCrossPattern))
+        self._hit_list.append((margin_rect, "margin"))
+        if not bd.has_projection:
+            painter.setPen(_MUTED)
+            self._text(painter, "no turn pending", x(used) + 6, y, x(bd.total) - x(used) - 12,
+                       _ROW_H, "left")
+            return
+        start = used
+        for key, nbytes in (("kv_turn", bd.kv_turn), ("prefill", bd.prefill_spike)):
+            self._segment(painter, x(start), x(start + nbytes), y, key, f"+{format_bytes(nbytes)}")
+            start += nbytes
+        self._whisker(painter, x(start - bd.error_bar), x(start + bd.error_bar), y)
+        self._labels.append(QRectF(x(start - bd.error_bar) - 1, y + _ROW_H,
+                                   x(start + bd.error_bar) - x(start - bd.error_bar) + 2, 2))
+        if bd.kv_full_growth is not None:
+            self._marker(painter, x(used + bd.kv_full_growth), y, QColor(term_colour("kv_full")),
+                         "full ctx", "kv_full")
+        if self._what_if_peak is not None:
+            self._marker(painter, x(used + self._what_if_peak), y, _TEXT, "what if", "what_if")
+
+    def _whisker(self, painter, left: int, right: int, y: int) -> None:
+        """The error bar: a thin range line along the row's lower edge with short caps."""
+        y += _ROW_H // 2 + 8
+        painter.setPen(QPen(_TEXT, 1))
+        painter.drawLine(left, y, right, y)
+        for end in (left, right):
+            painter.drawLine(end, y - 3, end, y)
+
+    def _marker(self, painter, at: int, y: int, colour: QColor, text: str, key: str) -> None:
+        """A dashed line across the row, labelled below it: right of the line, else left of
+        it, else (both collide with an earlier label) the label is left to the tooltip."""
+        right = self.width() - 2
+        if at > right:  # off the scale (e.g. KV at full context beyond the device): point there
+            at, text = right, f"{text} ▸"
+        painter.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
+        painter.drawLine(at, y - 3, at, y + _ROW_H + 3)
+        self._hit_list.append((QRectF(at - 3, y - 3, 6, _ROW_H + 6), key))
+        width = self._entry(text)[1]
+        for left in (min(at + 3, self.width() - width - 2), max(at - width - 3, 0)):
+            box = QRectF(left, y + _ROW_H, width, 13)
+            if not any(box.intersects(placed) for placed in self._labels):
+                painter.setPen(colour)
+                self._text(painter, text, left, y + _ROW_H, width, 13, "left")
+                self._labels.append(box.adjusted(-2, 0, 2, 0))
+                return
+
+    # ----- tooltips -------------------------------------------------------------------------
+    def tooltip_at(self, pos: QPointF) -> str:
+        """Text of the term under ``pos`` (widget coordinates), "" over nothing; the numbers are
+        the latest breakdown's (the picture may be a cached one)."""
+        keys = [key for rect, key in self._hits[0] + self._hits[1] if rect.contains(pos)]
+        return self._tip(keys[-1]) if keys and self._bd is not None else ""
+
+    def _tip(self, key: str) -> str:
+        bd = self._bd
+        special = {
+            "in_use": lambda: f"In use now: {format_bytes(bd.in_use)}",
+            "free_after": lambda: f"Free after this turn: {format_bytes(bd.headroom)}",
+            "margin": lambda: f"Safety margin kept free: {format_bytes(bd.margin)}",
+            "kv_full": lambda: f"KV at full context: {format_bytes(bd.kv_at_full_context or 0)}",
+            "what_if": lambda: f"What-if peak: +{format_bytes(self._what_if_peak or 0)} on top of "
+                               "what is in use",
+        }
+        if key in special:
+            return special[key]()
+        nbytes = {"kv_turn": bd.kv_turn, "prefill": bd.prefill_spike, **dict(bd.now_terms())}[key]
+        return f"{term_label(key, bd.kind) or key}: {format_bytes(nbytes)}"
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            tip = self.tooltip_at(QPointF(event.pos()))
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self)
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().event(event)

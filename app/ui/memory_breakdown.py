@@ -1,0 +1,214 @@
+"""What the VRAM panel draws: one memory sample (plus the pending turn's projection) split into
+named terms that add up to the device, and the headroom verdict. Pure Python, no Qt: the widgets
+(memory_bar, headroom_gauge, vram_panel) only paint what this computes.
+
+Terms, all bytes, from :class:`app.engine.memory_probe.MemorySample` and
+:class:`app.engine.memory.TurnProjection`:
+
+* now, adding up to ``total``: CUDA context/overhead + other processes + weights + KV & live
+  tensors (allocated − weights) + cached (reserved − allocated) + free. On CPU allocated and
+  reserved are the process RSS, "other" is everything else the system uses and free is
+  ``available``, so cached and context are 0.
+* the pending turn, laid on top of what is in use now: KV this turn + prefill spike ± error bar;
+  a marker where the KV would end if the conversation filled the whole context window.
+
+The verdict mirrors admission (:func:`app.engine.memory.admit_turn`): red when
+growth + error bar + safety margin > free; amber when the headroom left after the turn is below
+15 % of the device; else ok.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.memory import MiB, TurnProjection, kv_cache_bytes
+from app.engine.memory_probe import MemorySample
+
+AMBER_HEADROOM_FRACTION = 0.15
+"""Headroom after the turn, as a fraction of the device, below which the gauge turns amber."""
+DEFAULT_SAFETY_MARGIN = 256 * MiB
+"""Bytes kept free on top of the projection (the value the admission tests use)."""
+PANEL_BACKGROUND = "#ffffff"
+"""The panel's background; its painted widgets are opaque and fill with it (Qt then skips
+painting the panel beneath them on every update)."""
+
+# key: (label on CUDA, label on CPU, colour, projected?, tooltip on CUDA, tooltip on CPU)
+TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
+    ("weights", "Weights", "Weights (in RSS)", "#0969da", False,
+     "Parameters and buffers of the loaded model as allocated after load, bytes "
+     "(LoadReport.weight_bytes, from get_memory_footprint).",
+     "Parameters and buffers of the loaded model, bytes; on CPU they are part of the process RSS "
+     "(LoadReport.weight_bytes, from get_memory_footprint)."),
+    ("kv_now", "KV cache & live tensors", "Rest of our RSS (KV, runtime)", "#8250df", False,
+     "allocated − weights, bytes: the conversation's KV cache plus working buffers right now "
+     "(torch.cuda.memory_allocated, sampled ≈4 Hz).",
+     "process RSS − weights, bytes: KV cache, activations and the Python/torch runtime "
+     "(psutil memory_info().rss, sampled ≈4 Hz)."),
+    ("kv_turn", "KV at end of turn (projected)", "KV at end of turn (projected)", "#d1600f", True,
+     "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
+     "adds (history + prompt + max_new_tokens beyond what is cached). Per token: Σ layers 2 × "
+     "KV heads × head_dim × bytes per element, sliding layers capped at their window "
+     "(app.engine.memory.kv_cache_bytes).",
+     "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
+     "adds. Per token: Σ layers 2 × KV heads × head_dim × bytes per element "
+     "(app.engine.memory.kv_cache_bytes)."),
+    ("prefill", "Prefill spike (projected)", "Prefill spike (projected)", "#bf3989", True,
+     "Transient activations of the worst prefill chunk (MLP/attention workspace, mask, logits), "
+     "bytes, × the correction measured on earlier turns (max_memory_allocated). Gone after "
+     "prefill; the ± error bar (bytes) comes from how far recent projections were off.",
+     "Transient activations of the worst prefill chunk, bytes, × the correction measured on "
+     "earlier turns (peak RSS). Gone after prefill; ± is the largest recent projection error."),
+    ("kv_full", "KV at full context", "KV at full context", "#8250df", True,
+     "KV cache if the conversation fills the whole context window, bytes (dashed marker on the "
+     "'Peak' row: where the bar would end).",
+     "KV cache if the conversation fills the whole context window, bytes (dashed marker on the "
+     "'Peak' row: where the bar would end)."),
+    ("cached", "Fragmentation / cached (reserved − allocated)", "", "#8250df", False,
+     "reserved − allocated, bytes: held by PyTorch's caching allocator but by no tensor. PyTorch "
+     "can reuse it, other programs cannot; fragmented blocks may fail a large allocation while "
+     "memory looks free (torch.cuda.memory_reserved − memory_allocated).",
+     ""),
+    ("other", "Other processes", "Other programs", "#6e7781", False,
+     "Other programs' use of this GPU, bytes (NVML via nvidia-ml-py). 'unknown' without NVML: "
+     "then it is counted in CUDA context / overhead.",
+     "System memory used by everything but this process, bytes: total − available − our RSS "
+     "(psutil.virtual_memory)."),
+    ("context", "CUDA context / overhead", "", "#afb8c1", False,
+     "(total − free) − reserved − other processes, bytes: the CUDA context, cuBLAS/cuDNN "
+     "workspaces and libraries (torch.cuda.mem_get_info).",
+     ""),
+    ("free", "Free", "Available", "#ffffff", False,
+     "Free memory the driver reports, bytes (torch.cuda.mem_get_info). Reserved-but-unused "
+     "memory is not counted as free (case C04).",
+     "Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available)."),
+)
+TERM_KEYS = tuple(term[0] for term in TERMS)
+
+
+def term_label(key: str, kind: str) -> str:
+    """Legend label of a term on a "cuda" or "cpu" device ("" when the term does not exist there)."""
+    term = TERMS[TERM_KEYS.index(key)]
+    return term[1] if kind == "cuda" else term[2]
+
+
+def term_colour(key: str) -> str:
+    return TERMS[TERM_KEYS.index(key)][3]
+
+
+def term_projected(key: str) -> bool:
+    return TERMS[TERM_KEYS.index(key)][4]
+
+
+def term_tooltip(key: str, kind: str) -> str:
+    term = TERMS[TERM_KEYS.index(key)]
+    return term[5] if kind == "cuda" else term[6]
+
+
+def resident_kv_bytes(projection: TurnProjection) -> int:
+    """KV already cached for the conversation when the projection was made, bytes."""
+    b = projection.basis
+    return kv_cache_bytes(b.model.layout, b.resident_tokens)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """One sample split into terms (bytes); see the module docstring. Build with :meth:`build`.
+
+    Projected fields are 0 / None without a projection. kv_resident: KV already cached for the
+    conversation (from the projection's basis). kv_full_growth: KV still to come before the
+    context window is full (kv_at_full_context − kv_resident).
+    """
+
+    kind: str
+    device_name: str
+    total: int
+    weights: int
+    kv_now: int
+    cached: int
+    other_processes: int | None
+    context_overhead: int
+    free: int
+    allocated: int
+    reserved: int
+    peak: int
+    margin: int
+    has_projection: bool = False
+    kv_turn: int = 0
+    prefill_spike: int = 0
+    error_bar: int = 0
+    relative_error: float = 0.0
+    projected_peak: int | None = None
+    kv_at_full_context: int | None = None
+    kv_full_growth: int | None = None
+    kv_resident: int = 0
+
+    @property
+    def kv_end_of_turn(self) -> int:
+        """KV cache held when the turn ends: resident + what the turn adds, bytes."""
+        return self.kv_resident + self.kv_turn
+
+    @classmethod
+    def build(cls, sample: MemorySample, projection: TurnProjection | None = None,
+              weights_bytes: int = 0, margin_bytes: int = DEFAULT_SAFETY_MARGIN,
+              kv_resident: int | None = None) -> MemoryBreakdown:
+        """Split ``sample``; weights are capped at what is allocated (they live inside it).
+        kv_resident: :func:`resident_kv_bytes` of ``projection`` if already known (callers that
+        rebuild 4 times a second for the same projection pass it to skip the per-layer sum)."""
+        weights = min(max(weights_bytes, 0), sample.allocated)
+        projected = {}
+        if projection is not None:
+            resident_kv = resident_kv_bytes(projection) if kv_resident is None else kv_resident
+            projected = dict(
+                has_projection=True, kv_turn=projection.kv_for_turn,
+                prefill_spike=projection.prefill_spike, error_bar=projection.error_bar_bytes,
+                relative_error=projection.relative_error, projected_peak=projection.peak,
+                kv_at_full_context=projection.kv_at_full_context,
+                kv_full_growth=max(projection.kv_at_full_context - resident_kv, 0),
+                kv_resident=resident_kv)
+        return cls(
+            kind=sample.kind, device_name=sample.device_name, total=sample.total, weights=weights,
+            kv_now=sample.allocated - weights, cached=sample.cached_unused,
+            other_processes=sample.other_processes, context_overhead=sample.context_overhead,
+            free=sample.free, allocated=sample.allocated, reserved=sample.reserved,
+            peak=sample.peak, margin=margin_bytes, **projected)
+
+    @property
+    def in_use(self) -> int:
+        """Everything but free: total − free as the sample reports it, bytes."""
+        return self.context_overhead + (self.other_processes or 0) + self.reserved
+
+    @property
+    def growth(self) -> int:
+        """Bytes the pending turn adds at its peak (KV this turn + prefill spike)."""
+        return self.kv_turn + self.prefill_spike
+
+    @property
+    def needed(self) -> int:
+        """growth + error bar + safety margin: what admission asks of free memory, bytes."""
+        return self.growth + self.error_bar + self.margin if self.has_projection else self.margin
+
+    @property
+    def headroom(self) -> int:
+        """Free bytes left after the turn's peak and its error bar (free now without a projection);
+        negative when the turn would not fit."""
+        return self.free - (self.growth + self.error_bar if self.has_projection else 0)
+
+    @property
+    def headroom_fraction(self) -> float:
+        return self.headroom / self.total if self.total else 0.0
+
+    @property
+    def state(self) -> str:
+        """"red": the turn's peak (± error) is over free − margin; "amber": headroom after the
+        turn below 15 % of the device; "ok" otherwise."""
+        if self.needed > self.free:
+            return "red"
+        if self.headroom_fraction < AMBER_HEADROOM_FRACTION:
+            return "amber"
+        return "ok"
+
+    def now_terms(self) -> tuple[tuple[str, int], ...]:
+        """(key, bytes) of the 'Now' row, left to right; sums to in_use + free."""
+        return (("context", self.context_overhead), ("other", self.other_processes or 0),
+                ("weights", self.weights), ("kv_now", self.kv_now), ("cached", self.cached),
+                ("free", self.free))

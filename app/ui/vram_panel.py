@@ -1,0 +1,301 @@
+"""The live VRAM panel (a dock): headroom gauge, stacked memory bar, legend with every term,
+allocated vs reserved, a timeline of the last minutes and a "what if" control.
+
+It only draws what it receives: samples (``show_sample``, ≈4 Hz from a MemoryMonitor), the
+pending turn's projection (``show_projection``) and what-if projections (``show_what_if``). On a
+machine without CUDA the samples are process RSS against system memory, and the labels say so.
+"""
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.memory import TurnProjection, format_bytes
+from app.engine.memory_probe import MemorySample
+from app.ui.headroom_gauge import HeadroomGauge
+from app.ui.memory_bar import MemoryBar
+from app.ui.memory_breakdown import (
+    DEFAULT_SAFETY_MARGIN,
+    PANEL_BACKGROUND,
+    MemoryBreakdown,
+    resident_kv_bytes,
+)
+from app.ui.memory_legend import MemoryLegend
+from app.ui.memory_timeline import MemoryTimeline
+from app.ui.what_if import WhatIfControl
+
+_VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit"}
+
+
+class VramPanel(QDockWidget):
+    """Dockable memory panel.
+
+    Signals:
+        what_if_changed(int context_tokens, int max_new_tokens): the user moved a what-if slider;
+            answer with ``show_what_if(reproject(projection, context_tokens=…, max_new_tokens=…))``.
+        diagnostics_requested(): "Save diagnostics…" clicked.
+
+    ``breakdown`` is the MemoryBreakdown last drawn (None before the first sample); ``legend``
+    shows each term's value (keys: memory_breakdown.TERM_KEYS); ``readout.lines()`` the
+    allocated/reserved line and the projected peak.
+    """
+
+    what_if_changed = Signal(int, int)
+    diagnostics_requested = Signal()
+
+    def __init__(self, parent=None, *, safety_margin=DEFAULT_SAFETY_MARGIN,
+                 history_s: float = 300.0, interval_s: float = 0.25):
+        super().__init__("VRAM", parent)
+        self.setObjectName("vramPanel")
+        self.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea
+                             | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.breakdown: MemoryBreakdown | None = None
+        self._sample: MemorySample | None = None
+        self._projection: TurnProjection | None = None
+        self._what_if: TurnProjection | None = None
+        self._kv_resident = 0
+        self._weights = 0
+        self._margin = safety_margin
+        self._kind = ""
+        self.device_label = QLabel("No memory sample yet")
+        self.device_label.setObjectName("panelDevice")
+        self.device_label.setWordWrap(True)
+        self.gauge = HeadroomGauge()
+        self.bar = MemoryBar()
+        self.legend = MemoryLegend()
+        self.readout = _Readout(3)
+        self.timeline = MemoryTimeline(history_s, interval_s)
+        self.what_if = WhatIfControl()
+        self.diagnostics_button = QPushButton("Save diagnostics…")
+        self.diagnostics_button.setToolTip("Write a report (memory summary, model, recent turns' "
+                                           "projected vs measured peaks) to attach to a bug report")
+        self.setWidget(self._build_body())
+        self.what_if.changed.connect(self._on_changed)
+        self.what_if.follow_requested.connect(self._on_follow_requested)
+        self.diagnostics_button.clicked.connect(self.diagnostics_requested)
+        self._set_kind("cuda")
+        self._refresh()
+
+    def _build_body(self) -> QScrollArea:
+        body = QWidget()
+        body.setObjectName("vramBody")
+        palette = body.palette()  # the painted children fill with the same colour (opaque)
+        palette.setColor(QPalette.ColorRole.Window, QColor(PANEL_BACKGROUND))
+        body.setPalette(palette)
+        body.setAutoFillBackground(True)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setSpacing(6)
+        layout.addWidget(self.device_label)
+        layout.addWidget(self.gauge)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.legend)
+        layout.addWidget(self.readout)
+        layout.addWidget(self.timeline)
+        layout.addWidget(self.what_if)
+        layout.addWidget(self.diagnostics_button, 0, Qt.AlignmentFlag.AlignRight)
+        layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setObjectName("vramScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(body)
+        scroll.setMinimumWidth(360)
+        return scroll
+
+    # ----- public API -----------------------------------------------------------------------
+    @Slot(object)
+    def show_sample(self, sample: MemorySample) -> None:
+        """Draw one MemorySample (connect MemoryMonitor.sample_taken here)."""
+        self._sample = sample
+        if sample.kind != self._kind:
+            self._set_kind(sample.kind)
+        self._refresh()
+        self.timeline.append(sample, self._projection.peak if self._projection else None)
+
+    def show_history(self, samples) -> None:
+        """Replay earlier samples into the timeline (oldest first), then draw the last."""
+        samples = list(samples)
+        for sample in samples[:-1]:
+            self.timeline.append(sample, None)
+        if samples:
+            self.show_sample(samples[-1])
+
+    def show_projection(self, projection: TurnProjection | None, weights_bytes: int) -> None:
+        """The pending turn's projection (None: no turn pending) and the model's weight bytes
+        (LoadReport.weight_bytes; 0 when no model is loaded)."""
+        self._projection = projection
+        self._kv_resident = resident_kv_bytes(projection) if projection is not None else 0
+        self._weights = max(int(weights_bytes), 0)
+        if projection is not None:
+            b = projection.basis
+            self.what_if.sync_to(b.resident_tokens + b.prompt_tokens, b.max_new_tokens)
+        self._refresh()
+
+    def set_what_if_limits(self, max_context: int, max_new_tokens_max: int) -> None:
+        """Slider ranges in tokens: the context limit (min of model positions and the user's
+        setting) and the largest max_new_tokens the settings allow."""
+        self.what_if.set_limits(max_context, max_new_tokens_max)
+
+    def show_what_if(self, projection: TurnProjection | None) -> None:
+        """The projection for the what-if sizes, as the listener of what_if_changed made it."""
+        self._what_if = projection
+        self._refresh()
+
+    def set_safety_margin(self, margin) -> None:
+        """What admission keeps free on top of the projection (the red threshold): bytes, or a
+        function of the MemorySample giving bytes (e.g. ``Foresight.safety_margin``)."""
+        self._margin = margin
+        self._refresh()
+
+    def _margin_bytes(self, sample: MemorySample) -> int:
+        margin = self._margin(sample) if callable(self._margin) else self._margin
+        return max(int(margin), 0)
+
+    @property
+    def gauge_state(self) -> str:
+        """"ok", "amber", "red", or "none" before the first sample."""
+        return self.gauge.state
+
+    # ----- drawing ----------------------------------------------------------------------------
+    def _set_kind(self, kind: str) -> None:
+        self._kind = kind
+        self.setWindowTitle("VRAM" if kind == "cuda" else "Memory — RSS / system memory")
+        self.legend.set_kind(kind)
+        self.timeline.set_kind(kind)
+
+    def _refresh(self) -> None:
+        sample = self._sample
+        if sample is None:
+            self.breakdown = None
+            self.gauge.set_breakdown(None)
+            self.bar.set_breakdown(None)
+            self.readout.set_lines(["Sampling memory ≈4 times a second…", "", ""])
+            return
+        margin = self._margin_bytes(sample)
+        bd = MemoryBreakdown.build(sample, self._projection, self._weights, margin, self._kv_resident)
+        self.breakdown = bd
+        what_if_bd = None
+        if self._what_if is not None:
+            what_if_bd = MemoryBreakdown.build(sample, self._what_if, self._weights, margin)
+        self.gauge.set_breakdown(bd)
+        self.bar.set_breakdown(bd, what_if_bd.growth if what_if_bd else None)
+        self._set_text(self.device_label, self._device_text(bd))
+        self.legend.set_values(self._values(bd))
+        self.readout.set_lines([self._summary_text(bd), *self._projection_text(bd)])
+        if what_if_bd is not None:
+            self.what_if.show_result(self._what_if_text(what_if_bd), what_if_bd.state)
+        elif self._projection is None:
+            self.what_if.show_result("Type a message to project its turn, then drag to try other "
+                                     "sizes.", "none")
+        else:
+            self.what_if.show_result("Drag a slider to see this turn's peak at other sizes.", "none")
+
+    @staticmethod
+    def _set_text(label: QLabel, text: str) -> None:
+        if label.text() != text:  # unchanged labels cost nothing (no relayout)
+            label.setText(text)
+
+    @staticmethod
+    def _device_text(bd: MemoryBreakdown) -> str:
+        what = "VRAM" if bd.kind == "cuda" else "RSS / system memory"
+        return f"<b>{what}</b> · {bd.device_name} · {format_bytes(bd.total)}"
+
+    @staticmethod
+    def _values(bd: MemoryBreakdown) -> dict[str, str]:
+        def projected(nbytes: int | None) -> str:
+            return "—" if not bd.has_projection or nbytes is None else f"+{format_bytes(nbytes)}"
+
+        return {
+            "weights": format_bytes(bd.weights) if bd.weights else "—",
+            "kv_now": format_bytes(bd.kv_now),
+            "kv_turn": (f"{format_bytes(bd.kv_end_of_turn)} (+{format_bytes(bd.kv_turn)})"
+                        if bd.has_projection else "—"),
+            "prefill": projected(bd.prefill_spike),
+            "kv_full": format_bytes(bd.kv_at_full_context) if bd.kv_at_full_context is not None
+            else "—",
+            "cached": format_bytes(bd.cached),
+            "other": "unknown" if bd.other_processes is None else format_bytes(bd.other_processes),
+            "context": format_bytes(bd.context_overhead),
+            "free": format_bytes(bd.free),
+        }
+
+    @staticmethod
+    def _summary_text(bd: MemoryBreakdown) -> str:
+        if bd.kind == "cuda":
+            return (f"Allocated {format_bytes(bd.allocated)} · reserved {format_bytes(bd.reserved)}"
+                    f" · peak {format_bytes(bd.peak)}")
+        return f"RSS {format_bytes(bd.allocated)} · peak RSS {format_bytes(bd.peak)}"
+
+    @staticmethod
+    def _projection_text(bd: MemoryBreakdown) -> tuple[str, str]:
+        if not bd.has_projection:
+            return "No turn pending: type a message to see", "what it will cost."
+        return (f"Projected peak {format_bytes(bd.projected_peak)} ± {format_bytes(bd.error_bar)} "
+                f"(±{bd.error_bar / max(bd.growth, 1):.0%} of the turn)",
+                f"needs {format_bytes(bd.needed)} of {format_bytes(bd.free)} free "
+                f"(margin {format_bytes(bd.margin)})")
+
+    @staticmethod
+    def _what_if_text(bd: MemoryBreakdown) -> str:
+        return (f"KV +{format_bytes(bd.kv_turn)} · prefill +{format_bytes(bd.prefill_spike)} "
+                f"± {format_bytes(bd.error_bar)} → peak {format_bytes(bd.projected_peak)}, "
+                f"headroom {format_bytes(bd.headroom)} ({bd.headroom_fraction:.0%}): "
+                f"{_VERDICT[bd.state]}")
+
+    # ----- slots ------------------------------------------------------------------------------
+    @Slot(int, int)
+    def _on_changed(self, context_tokens: int, max_new_tokens: int) -> None:
+        self.what_if_changed.emit(context_tokens, max_new_tokens)
+
+    @Slot()
+    def _on_follow_requested(self) -> None:
+        self._what_if = None
+        if self._projection is not None:
+            b = self._projection.basis
+            self.what_if.sync_to(b.resident_tokens + b.prompt_tokens, b.max_new_tokens)
+        self._refresh()
+
+
+class _Readout(QWidget):
+    """Lines of text under the legend, painted: a fixed height, so new text (4 times a second)
+    repaints this strip and never re-lays out the panel (a relayout of the dock costs ~1 ms)."""
+
+    def __init__(self, lines: int, parent=None):
+        super().__init__(parent)
+        self.setObjectName("panelReadout")
+        self._lines = [""] * lines
+        self._font = QFont(self.font())
+        self._font.setPixelSize(12)
+        self._line_h = QFontMetrics(self._font).height() + 3
+        self.setFixedHeight(lines * self._line_h)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+    def set_lines(self, texts) -> None:
+        texts = list(texts)
+        if texts != self._lines:
+            self._lines = texts
+            self.setAccessibleDescription("\n".join(texts))
+            self.update()
+
+    def paintEvent(self, _event) -> None:
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(PANEL_BACKGROUND))
+        painter.setFont(self._font)
+        painter.setPen(QColor("#1f2328"))
+        metrics = painter.fontMetrics()
+        for i, text in enumerate(self._lines):
+            painter.drawText(0, i * self._line_h + metrics.ascent() + 1,
+                             metrics.elidedText(text, Qt.TextElideMode.ElideRight, self.width()))
+        painter.end()

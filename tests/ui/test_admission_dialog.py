@@ -1,0 +1,125 @@
+"""The refusal dialog: real AdmissionDecisions from admit_turn on a simulated 12 GiB card
+(Llama-3-8B shape, NF4), each remedy button, and no override for a position overflow (C23)."""
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.engine.memory import GiB, MiB, admit_turn, format_bytes
+from app.engine.memory_probe import FakeProbe
+from app.ui.admission_dialog import CHOICES, AdmissionDialog
+from tests.helpers import vram_scene
+
+MARGIN = 256 * MiB
+
+
+@pytest.fixture
+def card():
+    # 5.5 GiB of weights, 512 MiB of CUDA context → 6 GiB free
+    return FakeProbe(12 * GiB, allocated=5 * GiB + 512 * MiB, context_overhead=512 * MiB).sample()
+
+
+def refuse_memory(card, prompt=30_000, new=512, chunk=None):
+    projection = vram_scene.project(card.allocated, prompt_tokens=prompt, resident_tokens=0,
+                                    max_new_tokens=new, chunk_size=chunk)
+    decision = admit_turn(projection, card.free, MARGIN, 131_072, prompt, new, None)
+    assert not decision.admitted and decision.cause == "memory"
+    return decision, projection
+
+
+def open_dialog(qtbot, decision, projection=None):
+    dialog = AdmissionDialog(decision, projection)
+    qtbot.addWidget(dialog)
+    dialog.open()
+    qtbot.waitExposed(dialog)
+    return dialog
+
+
+def test_memory_refusal_shows_the_numbers(qtbot, card):
+    decision, projection = refuse_memory(card)
+    dialog = open_dialog(qtbot, decision, projection)
+    values = {key: label.text() for key, label in dialog.value_labels.items()}
+    assert values["admissionNeeded"].startswith(format_bytes(decision.needed_bytes))
+    assert f"prefill spike {format_bytes(projection.prefill_spike)}" in values["admissionNeeded"]
+    assert f"margin {format_bytes(MARGIN)}" in values["admissionNeeded"]
+    assert values["admissionFree"].startswith("6.00 GiB")
+    assert values["admissionShortfall"] == format_bytes(decision.shortfall_bytes)
+    assert decision.shortfall_bytes == decision.needed_bytes - card.free > 0
+    assert values["admissionErrorBar"].startswith(f"± {format_bytes(projection.error_bar_bytes)}")
+    share = projection.error_bar_bytes / projection.growth
+    assert f"(± {share:.0%} of the turn" in values["admissionErrorBar"]
+    assert dialog.windowTitle() == "Not enough memory for this turn"
+
+
+def test_memory_refusal_offers_its_remedies_and_a_risky_override(qtbot, card):
+    decision, projection = refuse_memory(card)
+    assert decision.trim_tokens is not None and decision.max_new_tokens_fit is None
+    dialog = open_dialog(qtbot, decision, projection)
+    assert set(dialog.buttons) == {"trim", "chunked", "override", "cancel"}
+    assert dialog.buttons["trim"].text() == \
+        f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+    assert dialog.buttons["chunked"].text() == "Prefill in 1,024-token chunks"
+    override = dialog.buttons["override"]
+    assert override.text() == "Send anyway" and override.objectName() == "riskyButton"
+    assert not override.isDefault() and not override.autoDefault()
+    assert "out-of-memory" in override.toolTip()
+    assert dialog.buttons["trim"].isDefault()  # Enter picks the safe remedy
+    assert "close other programs" in dialog.findChild(type(dialog.value_labels["admissionFree"]),
+                                                      "admissionHint").text()
+
+
+def test_lower_max_new_tokens_is_offered_when_it_fits(qtbot, card):
+    decision, projection = refuse_memory(card, prompt=20_000, new=30_000, chunk=1_024)
+    assert decision.max_new_tokens_fit is not None
+    dialog = open_dialog(qtbot, decision, projection)
+    assert dialog.buttons["lower_max_new_tokens"].text() == \
+        f"Lower max new tokens to {decision.max_new_tokens_fit:,}"
+    with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
+        qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
+    assert blocker.args == ["lower_max_new_tokens"]
+    assert dialog.choice() == "lower_max_new_tokens" and dialog.result() == 1
+
+
+@pytest.mark.parametrize("choice", ["trim", "chunked", "override", "cancel"])
+def test_each_button_is_the_choice(qtbot, card, choice):
+    decision, projection = refuse_memory(card)
+    dialog = open_dialog(qtbot, decision, projection)
+    with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
+        qtbot.mouseClick(dialog.buttons[choice], Qt.MouseButton.LeftButton)
+    assert blocker.args == [choice] and dialog.choice() == choice in CHOICES
+    assert not dialog.isVisible()
+
+
+def test_escape_cancels(qtbot, card):
+    decision, projection = refuse_memory(card)
+    dialog = open_dialog(qtbot, decision, projection)
+    with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
+        qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+    assert blocker.args == ["cancel"] and dialog.choice() == "cancel"
+
+
+def test_position_overflow_has_no_override(qtbot, card):
+    # C23: 7,900 prompt + 512 new tokens > 8,192 positions: trim 220 or lower to 292
+    projection = vram_scene.project(card.allocated, prompt_tokens=7_900, resident_tokens=0,
+                                    max_new_tokens=512)
+    decision = admit_turn(projection, card.free, MARGIN, 8_192, 7_900, 512, None)
+    assert decision.cause == "positions"
+    dialog = open_dialog(qtbot, decision, projection)
+    assert set(dialog.buttons) == {"trim", "lower_max_new_tokens", "cancel"}
+    assert dialog.buttons["trim"].text() == "Trim older turns (drop at least 220 tokens)"
+    assert dialog.buttons["lower_max_new_tokens"].text() == "Lower max new tokens to 292"
+    values = {key: label.text() for key, label in dialog.value_labels.items()}
+    assert values == {"admissionTokens": "7,900 + 512 = 8,412 tokens",
+                      "admissionLimit": "8,192 tokens", "admissionShortfall": "220 tokens"}
+    assert dialog.windowTitle() == "This turn does not fit the context"
+
+
+def test_position_overflow_without_a_projection_still_explains(qtbot):
+    from app.engine.memory import AdmissionDecision
+
+    decision = AdmissionDecision(False, "positions", "the new message alone needs 9,000 prompt "
+                                 "tokens but the budget is 7,000", context_limit=8_192,
+                                 trim_tokens=2_000)
+    dialog = open_dialog(qtbot, decision)
+    assert set(dialog.buttons) == {"trim", "cancel"}
+    assert dialog.value_labels["admissionLimit"].text() == "8,192 tokens"
+    assert dialog.buttons["trim"].isDefault()
