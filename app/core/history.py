@@ -295,19 +295,39 @@ def plan_summary(
 def finish_summary(
     plan: SummaryPlan, text: str, count_tokens: CountTokens,
 ) -> tuple[SummaryState, SummaryVerdict]:
-    """Fold the generated `text` in. Accepted → new summary; rejected → the previous summary is
-    kept. Either way `folded_through` advances to `plan.fold_through`: retrying the same input
-    would give the same output, so a rejected summary drops those turns instead of looping."""
+    """Fold the generated `text` in. Accepted → new summary. Rejected → an extractive fallback
+    (the previous summary plus the first sentence of each folded user message, the facts a
+    small model most often fails to carry over) when it fits the cap and shrinks the history,
+    else the previous summary. Either way `folded_through` advances to `plan.fold_through`:
+    retrying the same input would give the same output, so there is no re-summarize loop."""
+
+    def judge(candidate: str) -> tuple[int, SummaryVerdict]:
+        if not candidate:
+            return 0, SummaryVerdict(False, "empty summary")
+        frame = build_prompt(plan.system_prompt, candidate, [plan.probe], plan.system_allowed)
+        tokens = count_tokens(frame) - plan.base_tokens
+        return tokens, accept_summary(plan.old_history_tokens, tokens, tokens, plan.cap_tokens)
+
     text = text.strip()
-    new = 0
-    if text:
-        frame = build_prompt(plan.system_prompt, text, [plan.probe], plan.system_allowed)
-        new = count_tokens(frame) - plan.base_tokens
-        verdict = accept_summary(plan.old_history_tokens, new, new, plan.cap_tokens)
-    else:
-        verdict = SummaryVerdict(False, "empty summary")
+    new, verdict = judge(text)
+    if not verdict:
+        extract = _extractive_summary(plan)
+        tokens, fallback = judge(extract)
+        if fallback:
+            return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
+                True, f"model summary rejected ({verdict.reason}); kept an extract: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
     return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
+
+
+def _extractive_summary(plan: SummaryPlan) -> str:
+    firsts = []
+    for turn in plan.folded:
+        for m in turn.messages:
+            if m["role"] == Role.USER.value and m["content"].strip():
+                first = m["content"].strip().splitlines()[0]
+                firsts.append(first.split(". ")[0].rstrip(".")[:200] + ".")
+    return _join(plan.previous.content, "The user said: " + " ".join(firsts) if firsts else "")
 
 
 def _transcript(turns: Sequence[Turn]) -> str:

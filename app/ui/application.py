@@ -17,10 +17,12 @@ def load_stylesheet() -> str:
     return resources.files("app.resources").joinpath("style.qss").read_text(encoding="utf-8")
 
 
-def create_window(settings: Settings, model=None, device_preference: str = "auto") -> MainWindow:
+def create_window(settings: Settings, model=None, device_preference: str = "auto",
+                  store=None) -> MainWindow:
     """Build the main window and start opening `model` (or the default model) in the
-    background. Must be called with a running QApplication and qasync loop."""
-    window = MainWindow(settings, device_preference)
+    background. Must be called with a running QApplication and qasync loop. store: a
+    conversation Store (default: the one in the user data folder)."""
+    window = MainWindow(settings, device_preference, store)
     path = model or default_model_path()
     if model is None and not path.exists():
         window.chat_view.add_notice(

@@ -8,6 +8,7 @@ import asyncio
 import functools
 import itertools
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QThread, Signal, Slot
@@ -19,14 +20,18 @@ from app.core.conversation import Conversation, MessageStatus, Role
 from app.core.history import SummaryState, group_turns
 from app.core.settings import Settings, save_settings
 from app.core.store import Store
-from app.engine.foresight import copy_messages
+from app.engine.foresight import Foresight, copy_messages
+from app.engine.memory_probe import pick_probe
+from app.ui.admission_dialog import AdmissionDialog
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
+from app.ui.vram_panel import VramPanel
 from app.workers.generation_worker import GenerationWorker, TurnRequest
+from app.workers.memory_monitor import MemoryMonitor
 
 
 class MainWindow(QMainWindow):
@@ -52,6 +57,9 @@ class MainWindow(QMainWindow):
         self._request_ids = itertools.count(1)
         self._active_request: int | None = None
         self._queued_text: str | None = None
+        self._last_plan = None          # the pending turn's TurnPlan (window, projection, decision)
+        self._foresight = None          # ForesightSnapshot for the "what if" control
+        self._turn_records: list = []   # per-turn projected vs measured peaks, for diagnostics
         self._load_cancel: threading.Event | None = None
         self._model_swapped: asyncio.Future | None = None
 
@@ -74,6 +82,9 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([260, 840])
         self.setCentralWidget(splitter)
+        self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
+        self.monitor = MemoryMonitor(pick_probe(), parent=self)
         self._build_toolbar()
 
         self.worker = GenerationWorker()
@@ -86,6 +97,8 @@ class MainWindow(QMainWindow):
         self.worker.model_changed.connect(self._on_model_changed)
         self.worker.turn_refused.connect(self._on_turn_refused)
         self.worker.turn_planned.connect(self._on_turn_planned)
+        self.worker.foresight_changed.connect(self._on_foresight_changed)
+        self.worker.decode_status_changed.connect(self._on_decode_status_changed)
         self.worker.summary_started.connect(self._on_summary_started)
         self.worker.summary_finished.connect(self._on_summary_finished)
         self.worker.summary_failed.connect(self._on_summary_failed)
@@ -106,6 +119,11 @@ class MainWindow(QMainWindow):
         self.sidebar.restore_requested.connect(self._on_restore_requested)
         self.sidebar.search_changed.connect(self._on_search_changed)
         self.sidebar.export_requested.connect(self._on_export_requested)
+        self.monitor.sample_taken.connect(self.vram_panel.show_sample)
+        self.monitor.sampling_failed.connect(self._on_sampling_failed)
+        self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
+        self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
+        self.monitor.start()
         self.refresh_sidebar()
 
     # ----- toolbar -------------------------------------------------------------------------
@@ -117,7 +135,8 @@ class MainWindow(QMainWindow):
         self.new_chat_action = QAction("New chat", self, shortcut=QKeySequence.StandardKey.New)
         self.open_action = QAction("Open model…", self, shortcut=QKeySequence.StandardKey.Open)
         self.settings_action = QAction("Settings…", self)
-        for action in (self.new_chat_action, self.open_action, self.settings_action):
+        self.memory_action = self.vram_panel.toggleViewAction()
+        for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
             bar.addAction(action)
         self.new_chat_action.triggered.connect(self._on_new_chat_triggered)
         self.open_action.triggered.connect(self._on_open_triggered)
@@ -193,6 +212,9 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_model_changed(self, report) -> None:
         self.report = report
+        self.vram_panel.show_projection(None, report.weight_bytes if report else 0)
+        if report is not None:
+            self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
         self.status.show_report(report)
         self.composer.set_can_send(report is not None)
         if self._model_swapped is not None and not self._model_swapped.done():
@@ -367,7 +389,8 @@ class MainWindow(QMainWindow):
             self.summary = SummaryState()
             self._show_summary()
 
-    def _start_turn(self, continue_final: bool = False, override_memory: bool = False) -> None:
+    def _start_turn(self, continue_final: bool = False, override_memory: bool = False,
+                    settings=None) -> None:
         if not continue_final:
             messages = copy_messages(self.conversation.messages)
             self.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
@@ -375,8 +398,8 @@ class MainWindow(QMainWindow):
         else:
             messages = copy_messages(self.conversation.messages)
             self.chat_view.continue_stream()
-        request = TurnRequest(next(self._request_ids), messages, self.summary, self.settings.generation,
-                              continue_final, override_memory)
+        request = TurnRequest(next(self._request_ids), messages, self.summary,
+                              settings or self.settings.generation, continue_final, override_memory)
         self._active_request = request.request_id
         self.composer.set_generating(True)
         self.worker.turn_requested.emit(request)
@@ -389,6 +412,8 @@ class MainWindow(QMainWindow):
 
     @Slot(int, object)
     def _on_turn_planned(self, request_id: int, plan) -> None:
+        self._last_plan = plan
+        self.vram_panel.show_projection(plan.projection, self.report.weight_bytes if self.report else 0)
         window = plan.window
         folded = sum(1 for t in group_turns(self.conversation.messages)
                      if t.last_position <= self.summary.folded_through)
@@ -404,6 +429,7 @@ class MainWindow(QMainWindow):
     def _on_reply_finished(self, request_id: int, finished, record) -> None:
         if request_id != self._active_request:
             return
+        self._turn_records.append(record)
         status = MessageStatus.STOPPED if finished.stop_reason == "stopped" else MessageStatus.COMPLETE
         self._end_turn(status)
         self.status.show_speed(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
@@ -431,7 +457,29 @@ class MainWindow(QMainWindow):
         self.composer.set_generating(False)
         self.chat_view.add_notice(f"This turn was not started: {decision.reason}", "error")
         self.turn_finished.emit("refused")
-        self._send_queued()
+        if self._queued_text:
+            self._send_queued()
+            return
+        projection = self._last_plan.projection if self._last_plan is not None else None
+        self.admission_dialog = AdmissionDialog(decision, projection, self)
+        self.admission_dialog.remedy_chosen.connect(
+            lambda choice: self._on_remedy_chosen(choice, decision))
+        self.admission_dialog.open()  # window-modal, never blocks the event loop
+
+    def _on_remedy_chosen(self, choice: str, decision) -> None:
+        """Apply the remedy the user picked for a refused turn and send it again."""
+        settings = self.settings.generation
+        if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
+            self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit))
+        elif choice == "trim" and decision.trim_tokens and self._last_plan is not None:
+            # a smaller context for this turn: the oldest turns leave the window (and are summarized)
+            context = len(self._last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
+            if context > settings.max_new_tokens:
+                self._start_turn(settings=replace(settings, context_tokens=context))
+            else:
+                self.chat_view.add_notice("The newest message alone is too long: shorten it.", "error")
+        elif choice == "override":
+            self._start_turn(override_memory=True)
 
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         message = self.conversation.messages[-1]
@@ -448,11 +496,47 @@ class MainWindow(QMainWindow):
         if text:
             self._on_send_requested(text)
 
+    # ----- memory panel ----------------------------------------------------------------------
+    @Slot(object)
+    def _on_foresight_changed(self, snapshot) -> None:
+        self._foresight = snapshot
+
+    @Slot(object)
+    def _on_decode_status_changed(self, status) -> None:
+        self.status.show_decode_status(status)
+
+    @Slot(str)
+    def _on_sampling_failed(self, reason: str) -> None:
+        self.status.showMessage(f"Memory sampling stopped: {reason}", 15000)
+
+    @Slot(int, int)
+    def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
+        latest = self.monitor.latest()
+        if self._foresight is not None and latest is not None:
+            self.vram_panel.show_what_if(self._foresight.project(latest.allocated, context_tokens, max_new_tokens))
+
+    @Slot()
+    def _on_diagnostics_requested(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save diagnostics report", "headroom-diagnostics.md")
+        if path:
+            self.save_diagnostics(Path(path))
+
+    def save_diagnostics(self, path: Path) -> None:
+        """memory_summary, LoadReport, and the last turns' projected vs measured peaks."""
+        from app.engine.diagnostics import build_report, write_report
+
+        try:
+            write_report(path, build_report(self.report, self.monitor.history(), self._turn_records))
+            self.status.showMessage(f"Diagnostics saved to {path}", 8000)
+        except OSError as exc:
+            self.chat_view.add_notice(f"Could not save diagnostics to {path}: {exc.strerror}", "error")
+
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         """Stop any reply (it ends within one token), then join the worker thread."""
         if self._load_cancel is not None:
             self._load_cancel.set()
+        self.monitor.stop()
         self.worker.request_stop()
         self.worker_thread.quit()
         self.worker_thread.wait()

@@ -15,6 +15,8 @@ class ModelStatusBar(QStatusBar):
         self.model_label.setObjectName("modelLabel")
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("speedLabel")
+        self.decode_label = QLabel("")
+        self.decode_label.setObjectName("decodeLabel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
         self.progress.setMaximumWidth(180)
@@ -24,6 +26,7 @@ class ModelStatusBar(QStatusBar):
         self.addWidget(self.model_label, 1)
         self.addPermanentWidget(self.progress)
         self.addPermanentWidget(self.cancel_button)
+        self.addPermanentWidget(self.decode_label)
         self.addPermanentWidget(self.speed_label)
         self.end_progress()
 
@@ -50,6 +53,13 @@ class ModelStatusBar(QStatusBar):
             f"{report.source}\nattention: {report.attention}\nquantization: {report.quantization}\n"
             f"weights: {report.weight_dtype}, compute: {report.compute_dtype}\n"
             f"loaded in {report.load_seconds:.1f} s\n{why}")
+
+    def show_decode_status(self, status) -> None:
+        """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason)."""
+        text = {"compiling": "optimizing decode…", "ready": "compiled decode",
+                "failed": "eager decode (compile failed)", "eager": "eager decode"}.get(status.state, "")
+        self.decode_label.setText(text)
+        self.decode_label.setToolTip(status.reason)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
         self.speed_label.setText(f"TTFT {ttft_s * 1000:.0f} ms · {tokens_per_s:.1f} tok/s · {new_tokens} tokens")

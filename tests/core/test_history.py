@@ -1,8 +1,11 @@
+
 """Sliding window, role normalisation and summary policy (app.core.history).
 
 The fake token counter charges one token per whitespace word, MESSAGE_OVERHEAD per message and
 GENERATION_PROMPT once, roughly like a chat template's role headers.
 """
+
+from dataclasses import replace
 
 import jinja2
 import jinja2.sandbox
@@ -267,12 +270,18 @@ def test_rejected_summary_keeps_old_text_and_does_not_loop():
     window = window_for(messages, previous, budget)
     plan = plan_summary(window, previous, system_prompt=SYSTEM, count_tokens=count_words)
     state, verdict = finish_summary(plan, words(40, "long"), count_words)
-    assert not verdict.accepted and "cap" in verdict.reason
-    assert state == SummaryState("old facts", plan.fold_through, 6)
+    # the model's summary is over the cap; the extract of the folded user messages is not
+    assert verdict.accepted and "kept an extract" in verdict.reason and "cap" in verdict.reason
+    assert state.content.startswith("old facts\n\nThe user said: ")
+    assert state.folded_through == plan.fold_through and 6 < state.tokens <= plan.cap_tokens
     assert plan_summary(window_for(messages, state, budget), state, system_prompt=SYSTEM,
                         count_tokens=count_words) is None
+    # an extract that cannot fit either: the old summary stays, the turns are not retried
+    tight = replace(plan, cap_tokens=6)
+    state, verdict = finish_summary(tight, words(40, "long"), count_words)
+    assert not verdict.accepted and state == SummaryState("old facts", plan.fold_through, 6)
     state, verdict = finish_summary(plan, "   ", count_words)
-    assert not verdict.accepted and state.content == "old facts"
+    assert verdict.accepted and "empty summary" in verdict.reason and "The user said" in state.content
 
 
 def test_huge_evicted_turn_is_clipped_to_fit_the_summary_request():

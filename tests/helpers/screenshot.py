@@ -24,8 +24,14 @@ def main(out: str) -> int:
     app.setStyleSheet(load_stylesheet())
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = create_window(Settings(GenerationSettings(max_new_tokens=200, temperature=0.0)))
-    window.resize(900, 640)
+    import tempfile
+    from pathlib import Path
+
+    from app.core.store import Store
+
+    store = Store(Path(tempfile.mkdtemp()) / "screenshot.sqlite3")
+    window = create_window(Settings(GenerationSettings(max_new_tokens=200, temperature=0.0)), store=store)
+    window.resize(1480, 820)
     window.show()
     pending = list(QUESTIONS)
 

@@ -124,3 +124,41 @@ def test_continue_extends_a_stopped_answer_in_place(qtbot, make_window, real_mod
     assert continued.startswith(partial) and len(continued) > len(partial)
     stored = window.store.load_conversation(window.conversation_id).conversation.messages
     assert stored[-1].content == continued
+
+
+def test_refused_turn_offers_remedies_and_lowering_max_new_tokens_runs_it(qtbot, make_window, real_model_folder):
+    """Issue 3 item 4: the turn does not start; the user picks a remedy and it runs."""
+    from app.engine.memory_probe import FakeProbe
+
+    window = make_window(max_new_tokens=4000)
+    weights = 538_060_288  # the default model's weights in float32, bytes
+    # a simulated 1.33 GiB device: model + CUDA context leave ~350 MiB free, and 4,000 new
+    # tokens of KV (177 MiB) + margin (256 MiB) do not fit
+    window.worker._probe_factory = lambda: FakeProbe(total=1363 * 2**20, allocated=weights)
+    open_and_wait(qtbot, window, real_model_folder)
+    with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
+        send(qtbot, window, "What is the capital of France?")
+    assert refused.args == ["refused"]
+    dialog = window.admission_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    assert [m.role for m in window.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
+    assert "lower_max_new_tokens" in dialog.buttons and "override" in dialog.buttons
+    with qtbot.waitSignal(window.turn_finished, timeout=60000) as answered:
+        qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
+    assert answered.args == ["complete"]
+    assert "Paris" in window.conversation.messages[-1].content
+
+
+def test_memory_panel_is_live_and_diagnostics_are_saved(qtbot, make_window, tiny_model_dir, tmp_path):
+    window = make_window(max_new_tokens=8)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    qtbot.waitUntil(lambda: len(window.monitor.history()) >= 2, timeout=5000)  # ~4 Hz sampling
+    assert window.monitor.latest().kind == "cpu"
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        send(qtbot, window, "hello")
+    assert window._last_plan.projection.peak > window._last_plan.projection.now_allocated
+    report = tmp_path / "diag.md"
+    window.save_diagnostics(report)
+    text = report.read_text()
+    assert "sdpa+gqa-packed" in text and str(window._turn_records[-1].prompt_tokens) in text
+    assert report.stat().st_mode & 0o777 == 0o600
