@@ -8,7 +8,7 @@ import asyncio
 import functools
 import itertools
 import threading
-from dataclasses import replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QThread, Signal, Slot
@@ -18,7 +18,7 @@ from qasync import asyncSlot
 
 from app.core.conversation import Conversation, MessageStatus, Role
 from app.core.history import SummaryState, group_turns
-from app.core.settings import Settings, save_settings
+from app.core.settings import GenerationSettings, Settings, save_settings
 from app.core.store import Store
 from app.engine.foresight import Foresight, copy_messages
 from app.engine.memory_probe import pick_probe
@@ -158,6 +158,8 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.settings = Settings(dialog.result_settings(), self.settings.last_model_path)
             save_settings(self.settings)
+            if self.conversation_id is not None:  # the open conversation keeps its own settings
+                self.store.update_settings(self.conversation_id, asdict(self.settings.generation))
 
     # ----- model loading ---------------------------------------------------------------------
     @asyncSlot(object)
@@ -255,6 +257,10 @@ class MainWindow(QMainWindow):
         self._reset_conversation()
         self.conversation, self.summary = stored.conversation, stored.summary
         self.conversation_id = conversation_id
+        if stored.settings:  # this conversation's own generation settings
+            known = {f.name for f in fields(GenerationSettings)}
+            generation = GenerationSettings(**{k: v for k, v in stored.settings.items() if k in known})
+            self.settings = replace(self.settings, generation=generation.validated())
         self.chat_view.load_messages(self.conversation.messages)
         self._show_summary()
         self.refresh_sidebar()
@@ -302,7 +308,7 @@ class MainWindow(QMainWindow):
         """Commit a message as it completes (a new row, or the final state of an old one)."""
         if self.conversation_id is None:
             title = self.conversation.messages[0].content.strip().splitlines()[0][:60]
-            self.conversation_id = self.store.create_conversation(title)
+            self.conversation_id = self.store.create_conversation(title, asdict(self.settings.generation))
             self.refresh_sidebar()
         if message.id is None:
             self.store.append_message(self.conversation_id, message)

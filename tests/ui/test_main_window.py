@@ -87,9 +87,10 @@ def test_conversations_survive_a_restart_of_the_window(qtbot, make_window, tiny_
     first_id = window.conversation_id
     window.close()
 
-    again = make_window(store_path=db)  # a new window on the same database: a restart
+    again = make_window(max_new_tokens=99, store_path=db)  # a restart, other default settings
     assert again.sidebar.ids() == [first_id]
     again.sidebar.open_requested.emit(first_id)
+    assert again.settings.generation.max_new_tokens == 6  # the conversation's own settings
     assert [m.content for m in again.conversation.messages] == ["Remember the word zebra", answer]
     assert [b.text for b in again.chat_view.bubbles()] == ["Remember the word zebra", answer]
 
