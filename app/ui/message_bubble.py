@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 
 from app.core.conversation import MessageStatus, Role
 from app.ui.markdown_html import to_html
+from app.ui.streaming_markdown_view import StreamingMarkdownView
 
 _ROLE_TITLES = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
 _STATUS_TAGS = {MessageStatus.STOPPED: "stopped", MessageStatus.FAILED: "failed"}
@@ -37,6 +38,10 @@ def _action_button(text: str, tooltip: str) -> QToolButton:
 
 class MessageBubble(QFrame):
     """Shows one message; `set_text` re-renders the markdown (called once per frame at most).
+
+    While the status is STREAMING, non-empty text is shown by a `StreamingMarkdownView` that
+    renders incrementally (a flush costs time in proportion to the new text, not to the reply);
+    when the status leaves STREAMING the whole text is rendered once into the rich-text label.
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
@@ -69,6 +74,7 @@ class MessageBubble(QFrame):
         self._body.setTextFormat(Qt.TextFormat.RichText)
         self._body.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self._body.setOpenExternalLinks(False)
+        self._stream_body: StreamingMarkdownView | None = None  # only while streaming
         self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
         self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
         self.continue_button.setProperty("accent", True)
@@ -85,6 +91,7 @@ class MessageBubble(QFrame):
         layout.addLayout(header_row)
         layout.addWidget(self._body)
         layout.addWidget(self._build_editor())
+        self._layout = layout
         self.edit_button.clicked.connect(self._on_edit_clicked)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.continue_button.clicked.connect(self.continue_requested)
@@ -133,6 +140,10 @@ class MessageBubble(QFrame):
         self._update_actions()
 
     def _render(self) -> None:
+        if self.text and self.status is MessageStatus.STREAMING:
+            self._render_streaming()
+            return
+        self._close_stream_body()
         if self.text:
             self._body.setText(to_html(self.text))
         elif self.status in _CONTINUABLE:
@@ -140,13 +151,28 @@ class MessageBubble(QFrame):
         else:
             self._body.setText("<i>…</i>")  # waiting for the first token
 
+    def _render_streaming(self) -> None:
+        if self._stream_body is None:
+            self._stream_body = StreamingMarkdownView()
+            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._stream_body)
+            self._body.setVisible(False)
+        self._stream_body.set_markdown(self.text)
+
+    def _close_stream_body(self) -> None:
+        if self._stream_body is not None:
+            self._stream_body.hide()
+            self._stream_body.deleteLater()
+            self._stream_body = None
+            self._body.setVisible(not self.is_editing())
+
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
+        was_streaming = self.status is MessageStatus.STREAMING
         self.status = MessageStatus(status)
         tag = _STATUS_TAGS.get(self.status)
         title = _ROLE_TITLES[self.role]
         self._header.setText(f"{title} — {tag}{': ' + detail if detail else ''}" if tag else title)
         self._header.setToolTip(detail)
-        if not self.text:
+        if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()
         self.setProperty("status", self.status.value)
         self.style().unpolish(self)
