@@ -102,13 +102,17 @@ class Foresight:
                                count_tokens=self.count_tokens, system_allowed=fmt.system_role)
         sample = self.probe.sample()
         if not window.fits:
+            # only a shorter message or a smaller max_new_tokens helps: older turns are gone already
+            room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
+            lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
             decision = AdmissionDecision(
                 False, "positions",
-                f"the new message alone needs {window.prompt_tokens:,} prompt tokens but the budget "
-                f"is {window.limit_tokens:,} (context {budget.context_tokens:,} − max_new_tokens "
-                f"{max_new_tokens:,} − summary reserve {budget.summary_reserve:,}); shorten it by "
-                f"{window.over_by:,} tokens or lower max_new_tokens",
-                context_limit=budget.context_tokens, trim_tokens=window.over_by)
+                f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
+                f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
+                f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
+                f"shorten it by {window.over_by:,} tokens{lower}",
+                context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
+                remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
             return TurnPlan(window, (), None, decision, sample)
         text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
         ids = tuple(encode_prompt(self.loaded.tokenizer, text))

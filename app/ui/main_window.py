@@ -436,8 +436,11 @@ class MainWindow(QMainWindow):
         if request_id != self._active_request:
             return
         self._turn_records.append(record)
-        status = MessageStatus.STOPPED if finished.stop_reason == "stopped" else MessageStatus.COMPLETE
-        self._end_turn(status)
+        if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
+            self._end_turn(MessageStatus.STOPPED, "max new tokens reached")
+        else:
+            self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
+                           else MessageStatus.COMPLETE)
         self.status.show_speed(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
 
     @Slot(int, str, str)
@@ -480,12 +483,21 @@ class MainWindow(QMainWindow):
         elif choice == "trim" and decision.trim_tokens and self._last_plan is not None:
             # a smaller context for this turn: the oldest turns leave the window (and are summarized)
             context = len(self._last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
-            if context > settings.max_new_tokens:
-                self._start_turn(settings=replace(settings, context_tokens=context))
-            else:
-                self.chat_view.add_notice("The newest message alone is too long: shorten it.", "error")
+            self._start_turn(settings=replace(settings, context_tokens=max(context, settings.max_new_tokens + 1)))
         elif choice == "override":
             self._start_turn(override_memory=True)
+        else:
+            self._withdraw_unanswered()
+
+    def _withdraw_unanswered(self) -> None:
+        """A refused message the user gives up on goes back into the composer, not into history."""
+        messages = self.conversation.messages
+        if not messages or messages[-1].role is not Role.USER:
+            return
+        text = messages[-1].content
+        self._drop_from(len(messages) - 1)
+        if not self.composer.editor.toPlainText().strip():
+            self.composer.editor.setPlainText(text)
 
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         message = self.conversation.messages[-1]

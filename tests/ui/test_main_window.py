@@ -74,7 +74,8 @@ def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window
     open_and_wait(qtbot, window, tiny_model_dir)
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as finished:
         send(qtbot, window, "hello")
-    assert finished.args == ["complete"]
+    assert finished.args == ["stopped"]  # 5 random-weight tokens: cut off by max_new_tokens
+    assert "max new tokens reached" in window.chat_view.bubbles()[-1]._header.text()
 
 
 def test_conversations_survive_a_restart_of_the_window(qtbot, make_window, tiny_model_dir, tmp_path):
@@ -119,7 +120,8 @@ def test_continue_extends_a_stopped_answer_in_place(qtbot, make_window, real_mod
     window.settings = type(window.settings)(type(window.settings.generation)(max_new_tokens=5, temperature=0.0))
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as finished:
         window.chat_view.continue_requested.emit(1)
-    assert finished.args == ["complete"]
+    assert finished.args == ["stopped"]  # 5 more tokens of a long poem: cut off, Continue again
+    assert "max new tokens reached" in window.chat_view.bubbles()[-1]._header.text()
     assert len(window.conversation.messages) == 2 and len(window.chat_view.bubbles()) == 2
     continued = window.conversation.messages[-1].content
     assert continued.startswith(partial) and len(continued) > len(partial)
@@ -163,3 +165,29 @@ def test_memory_panel_is_live_and_diagnostics_are_saved(qtbot, make_window, tiny
     text = report.read_text()
     assert "sdpa+gqa-packed" in text and str(window._turn_records[-1].prompt_tokens) in text
     assert report.stat().st_mode & 0o777 == 0o600
+
+
+def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_back(qtbot, make_window,
+                                                                                 tiny_model_dir):
+    """A refusal the user cancels returns the text to the composer; history keeps no orphan."""
+    window = make_window(max_new_tokens=500)  # tiny model: 512 positions, reserve 64
+    open_and_wait(qtbot, window, tiny_model_dir)
+    with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
+        send(qtbot, window, "Tell me about cats.")
+    assert refused.args == ["refused"]
+    dialog = window.admission_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    assert set(dialog.buttons) == {"lower_max_new_tokens", "cancel"}  # trimming cannot help
+    qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
+    assert window.conversation.messages == [] and window.chat_view.bubbles() == []
+    assert window.composer.editor.toPlainText() == "Tell me about cats."
+    assert window.store.load_conversation(window.conversation_id).conversation.messages == []
+    with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused_again:
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    assert refused_again.args == ["refused"]
+    dialog = window.admission_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    with qtbot.waitSignal(window.turn_finished, timeout=60000) as answered:
+        qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
+    assert answered.args in (["complete"], ["stopped"])  # eos, or cut off at the lowered limit
+    assert [m.role for m in window.conversation.messages] == [Role.USER, Role.ASSISTANT]
