@@ -158,7 +158,10 @@ def test_prompt_beyond_the_context_is_refused_not_crashed(qtbot, worker, tiny_lo
         worker.turn_requested.emit(request(8, GenerationSettings(max_new_tokens=64), long,
                                            override_memory=True))
     decision = blocker.args[1]
-    assert decision.cause == "positions" and decision.trim_tokens > 1000
+    assert decision.cause == "positions" and decision.trim_tokens is None  # trimming cannot help
+    assert decision.max_new_tokens_fit is None  # even 1 new token would not fit
+    over = int(decision.reason.split("shorten it by ")[1].split(" tokens")[0].replace(",", ""))
+    assert over > 1000
 
 
 def test_unload_releases_the_model(qtbot, worker, tiny_model_dir):
