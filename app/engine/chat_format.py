@@ -85,7 +85,8 @@ def end_of_turn_ids(tokenizer, fmt: PromptFormat) -> set[int]:
     probe = [{"role": "user", "content": "U"}, {"role": "assistant", "content": PROBE_REPLY}]
     try:
         text = tokenizer.apply_chat_template(probe, tokenize=False)
-    except Exception:
+    except Exception as exc:  # a template that rejects the probe: fall back to the EOS ids only
+        log.info("could not find the template's end-of-turn token: %s", exc)
         return set()
     tail = text.split(PROBE_REPLY, 1)[-1]
     ids = tokenizer(tail, add_special_tokens=False)["input_ids"]
