@@ -35,7 +35,7 @@ def test_real_model_answers_paris_greedily(real_loaded):
     assert finished.stop_reason == "eos"
     assert finished.new_tokens == 7
     assert finished.prompt_tokens == finished.prefill_tokens > 20
-    assert 0 < finished.ttft_s < 5
+    assert 0 < finished.ttft_s  # speed targets live in tests/benchmarks, not here
 
 
 def test_max_new_tokens_is_respected(tiny_loaded):

@@ -40,7 +40,7 @@ def test_gguf_conversion_is_cached_beside_the_file(real_model_path, real_model_f
 def test_cached_gguf_opens_in_seconds(real_model_path, real_model_folder):
     loaded = load_model(real_model_path)
     assert loaded.report.source == str(real_model_folder)
-    assert loaded.report.load_seconds < 10  # conversion takes ~30 s; the cache ~1 s
+    assert loaded.report.load_seconds < 20  # conversion takes ~30 s (60+ s on a busy box); the cache ~1 s
 
 
 @pytest.mark.parametrize("make_bad, expected", [
