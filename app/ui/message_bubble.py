@@ -2,7 +2,6 @@
 inline editor for user messages (edit → save & regenerate, issue 4 item 5)."""
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -16,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.conversation import MessageStatus, Role
+from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_html import to_html
 from app.ui.streaming_markdown_view import StreamingMarkdownView
 
@@ -125,11 +125,7 @@ class MessageBubble(QFrame):
         layout.addLayout(buttons)
         self.cancel_button.clicked.connect(self.cancel_edit)
         self.save_button.clicked.connect(self._on_save_clicked)
-        for keys in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(keys), self.editor, self._on_save_clicked,
-                      context=Qt.ShortcutContext.WidgetShortcut)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.editor, self.cancel_edit,
-                  context=Qt.ShortcutContext.WidgetShortcut)
+        install_edit_shortcuts(self.editor, self._on_save_clicked, self.cancel_edit)
         self._edit_panel.setVisible(False)
         return self._edit_panel
 

@@ -6,7 +6,6 @@ turns it stands for and its size against its token cap; the user can collapse it
 """
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -18,6 +17,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+from app.ui.edit_keys import install_edit_shortcuts
 
 TITLE = "Earlier in this conversation"
 _EXPLAIN = ("Turns that no longer fit in the model's context window are folded into this summary,\n"
@@ -131,11 +132,7 @@ class SummaryBlock(QFrame):
         layout.addLayout(row)
         self.editor_cancel_button.clicked.connect(self.cancel_edit)
         self.save_button.clicked.connect(self._on_save_clicked)
-        for keys in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(keys), self.editor, self._on_save_clicked,
-                      context=Qt.ShortcutContext.WidgetShortcut)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.editor, self.cancel_edit,
-                  context=Qt.ShortcutContext.WidgetShortcut)
+        install_edit_shortcuts(self.editor, self._on_save_clicked, self.cancel_edit)
         self.edit_panel.setVisible(False)
         return self.edit_panel
 
