@@ -6,7 +6,9 @@ mask do not take GQA. Chunked prefill always has a mask (the chunk attends to th
 falls back to ``repeat_kv``: every chunk of every layer materializes the key and value heads
 ``num_attention_heads / num_key_value_heads`` times over the whole cache — 4× for Llama-3-8B,
 about 16 KB per cached token, ~0.8 GiB at 49k tokens (shared/gpu/README.md, read off the H200's
-OOM messages). Decode steps avoid it: transformers packs a single query already (``pack_gqa``).
+OOM messages). Decode steps avoid it in eager mode only: transformers packs a single query
+(``pack_gqa``) except inside ``torch.compile``, where the compiled decode step would copy the
+whole static cache g times per layer per token; this module packs decode steps itself.
 
 The packed path does for a whole chunk what ``pack_gqa`` does for one token: the g query heads
 that share a KV head are moved into the sequence dimension, ``(B, Hq, c, d) → (B, Hkv, g·c, d)``,
@@ -80,9 +82,10 @@ def gqa_packed_sdpa_forward(
     """Attention with the transformers AttentionInterface signature.
 
     query (B, Hq, c, d), key/value (B, Hkv, S, d), attention_mask (B, 1, c, S) bool or additive,
-    or None. Returns (B, c, Hq, d) and None (no attention weights). When a mask is present, c > 1
-    and Hq = g·Hkv with g > 1, runs SDPA over (B, Hkv, g·q, d) packed queries against the
-    unexpanded K/V, q = query_slice(g, c) queries per call; otherwise calls transformers'
+    or None. Returns (B, c, Hq, d) and None (no attention weights). With Hq = g·Hkv, g > 1: a
+    decode step (c = 1) runs SDPA over (B, Hkv, g, d) packed queries, also inside
+    ``torch.compile``; a masked chunk (c > 1) runs over (B, Hkv, g·q, d) packed queries,
+    q = query_slice(g, c) per call. K/V are never expanded. Anything else calls transformers'
     ``sdpa_attention_forward``.
     """
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -90,6 +93,8 @@ def gqa_packed_sdpa_forward(
     b, hq, c, d = query.shape
     hkv = key.shape[1]
     groups = hq // hkv if hkv else 1
+    if c == 1 and _can_pack_decode(query, key, value, attention_mask, groups, kwargs):
+        return _packed_decode(query, key, value, attention_mask, dropout, scaling, groups), None
     if (attention_mask is None or c == 1 or groups <= 1 or hq != groups * hkv
             or attention_mask.dim() != 4 or attention_mask.shape[1] != 1
             or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None
@@ -109,6 +114,30 @@ def gqa_packed_sdpa_forward(
         pieces.append(out.view(b, hq, n, value.shape[-1]))
     out = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
     return out.transpose(1, 2).contiguous(), None
+
+
+def _can_pack_decode(query, key, value, attention_mask, groups: int, kwargs) -> bool:
+    """One query, GQA, a mask shared by all heads (or none), no bias or softcap."""
+    return (groups > 1 and query.shape[1] == groups * key.shape[1]
+            and (attention_mask is None or (attention_mask.dim() == 4 and attention_mask.shape[1] == 1))
+            and kwargs.get("position_bias") is None and kwargs.get("softcap") is None
+            and key.shape[-1] == value.shape[-1])
+
+
+def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, groups: int) -> torch.Tensor:
+    """Decode step, query (B, Hq, 1, d): the g query heads of a KV head become g query rows,
+    (B, Hkv, g, d), against the unexpanded cache; mask (B, 1, 1, S) broadcasts over them.
+
+    transformers packs a single query itself (``pack_gqa``) only outside ``torch.compile``;
+    inside the compiled decode step it falls back to ``repeat_kv`` and copies the whole static
+    cache g times per layer per token (measured on the H200, Llama-3-8B NF4, 2,048 slots:
+    0.74 ms of a 5.8 ms step, tests/benchmarks/results/speed_h200.json, profile_compiled).
+    Returns (B, 1, Hq, d)."""
+    b, hq, _, d = query.shape
+    packed = query.reshape(b, key.shape[1], groups, d)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        packed, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling)
+    return out.reshape(b, hq, 1, value.shape[-1]).transpose(1, 2).contiguous()
 
 
 def register_packed_sdpa() -> str:

@@ -158,3 +158,47 @@ def test_memory_projection_knows_the_packed_path(chunk):
         attn_act + packed_mask_bytes(4, c, n, 2))
     expansion = 32 * 256 * n * 2
     assert prefill_breakdown(plain, n, 0, chunk).attention_phase >= attn_act + expansion
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "additive", "none"])
+def test_decode_step_is_packed_and_matches_sdpa(mask_kind, monkeypatch):
+    """One query: SDPA gets (B, Hkv, g, d) against the unexpanded cache, same result as sdpa."""
+    seen = []
+    real = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(q, k, v, **kw):
+        seen.append((tuple(q.shape), tuple(k.shape)))
+        return real(q, k, v, **kw)
+
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, h, n, 16, generator=g) for h, n in ((8, 1), (2, 33), (2, 33)))
+    mask = {"bool": torch.arange(33).view(1, 1, 1, 33) < 20,
+            "additive": torch.randn(1, 1, 1, 33, generator=g), "none": None}[mask_kind]
+    module = torch.nn.Module()
+    module.num_key_value_groups = 4
+    expected, _ = sdpa_attention_forward(module, q, k, v, mask, scaling=0.25)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    out, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=0.25)
+    assert seen == [((1, 2, 4, 16), (1, 2, 33, 16))]
+    assert out.shape == (1, 1, 8, 16)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_decode_step_never_repeats_kv(monkeypatch):
+    """Inside torch.compile transformers skips its own single-query packing and calls repeat_kv
+    on the whole cache; the packed path must not (the compiled step's K/V stay unexpanded)."""
+    from transformers.integrations import sdpa_attention
+
+    calls = []
+    real_repeat = sdpa_attention.repeat_kv
+    monkeypatch.setattr(sdpa_attention, "repeat_kv", lambda x, n: calls.append(n) or real_repeat(x, n))
+    config = LlamaConfig(**SHAPE, num_key_value_heads=2)
+    ids = torch.randint(3, config.vocab_size, (1, 9), generator=torch.Generator().manual_seed(6))
+    reference = _run(_model(config, "sdpa"), ids, None, static=True)
+    model = _model(config, "sdpa")
+    enable_packed_sdpa(model)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)  # what transformers checks
+    calls.clear()
+    packed = _run(model, ids, None, static=True)
+    torch.testing.assert_close(packed, reference, rtol=1e-5, atol=1e-5)
+    assert calls == []
