@@ -6,8 +6,9 @@ position only (`logits_to_keep=1`, case C02), in chunks on CUDA so the activatio
 stays bounded, then decodes one token at a time. A caller-owned `KVSession` keeps the cache
 between turns so only new tokens are prefilled; on CUDA the cache is a preallocated
 StaticCache and the decode step may run as a compiled CUDA graph (`compiled_decode`).
-Stop is a `threading.Event` polled by a `StoppingCriteria` before every decode step, so a
-press of Stop ends the reply within one token (case C20).
+Stop is a `threading.Event` polled before every decode step (and between prefill chunks), so
+a press of Stop ends the reply within one token (case C20). The compiled path runs one step
+ahead of the host (`_OneStepAhead`): the GPU never waits for Python between tokens.
 """
 
 import functools
@@ -18,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from transformers import StoppingCriteria
 
 from app.engine.detokenize import IncrementalDetokenizer
 
@@ -69,16 +69,6 @@ class ReplyFinished:
     decode_path: str = "eager"
 
 
-class StopOnEvent(StoppingCriteria):
-    """True once `event` is set; polled before every decode step (gpt4all chatllm.cpp)."""
-
-    def __init__(self, event: threading.Event):
-        self.event = event
-
-    def __call__(self, input_ids, scores, **kwargs) -> torch.BoolTensor:
-        return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool)
-
-
 def sample_next(logits: torch.Tensor, params: SamplingParams,
                 generator: torch.Generator | None) -> int:
     """One token id from last-position logits of shape (vocab,), float32.
@@ -87,15 +77,25 @@ def sample_next(logits: torch.Tensor, params: SamplingParams,
     filtering (Holtzman et al. 2019, https://arxiv.org/abs/1904.09751), always keeping the
     most probable token.
     """
+    return int(sample_token(logits, params, generator))
+
+
+def sample_token(logits: torch.Tensor, params: SamplingParams,
+                 generator: torch.Generator | None) -> torch.Tensor:
+    """`sample_next` without leaving the device: a (1,) long tensor on ``logits.device``.
+
+    No op here waits for the device (masked_fill_ rather than boolean indexing, which would
+    call nonzero), so the compiled decode loop can launch the next step before reading the
+    token. ``generator`` must live on ``logits.device``."""
     if params.temperature <= 0:
-        return int(torch.argmax(logits))
+        return torch.argmax(logits).view(1)
     probs = torch.softmax(logits / params.temperature, dim=-1)
     if params.top_p < 1.0:
         sorted_probs, order = torch.sort(probs, descending=True)
         outside = torch.cumsum(sorted_probs, dim=-1) - sorted_probs > params.top_p
-        sorted_probs[outside] = 0.0
+        sorted_probs.masked_fill_(outside, 0.0)
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
-    return int(torch.multinomial(probs, 1, generator=generator))
+    return torch.multinomial(probs, 1, generator=generator)
 
 
 @functools.cache
@@ -151,6 +151,40 @@ def _pick_token(logits: torch.Tensor, params: SamplingParams, generator) -> int:
     return sample_next(logits, params, generator)
 
 
+class _OneStepAhead:
+    """Compiled decode run one step ahead of the host (gpt-fast keeps tokens on the device too).
+
+    ``advance(logits, launch)`` samples on the device, writes the token into the step's input
+    buffer, starts its copy to pinned host memory, and, when ``launch``, replays the compiled
+    step for that token *before* waiting for the copy. The host then reads the token, detokenizes
+    and checks stop conditions while the GPU already computes the next step, so the per-token host
+    cost (graph replay and guard checks, detokenizer, Python) hides behind the GPU's instead of
+    adding to it: measured on the H200, 99 tok/s serial (5.8 ms GPU + ~4.3 ms host per token).
+    A launched step feeds the token into the cache even when the token turns out to end the
+    reply; the caller then counts it among the cached tokens.
+    Returns (token id, logits of the launched step or None).
+    """
+
+    def __init__(self, decoder, cache, params: SamplingParams, device: torch.device, seed: int | None):
+        self.decoder, self.cache, self.params = decoder, cache, params
+        self.step_in = torch.zeros((1, 1), dtype=torch.long, device=device)
+        self.cuda = device.type == "cuda"
+        self.host = torch.zeros((1,), dtype=torch.long, pin_memory=self.cuda)
+        self.copied = torch.cuda.Event() if self.cuda else None
+        self.generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
+
+    def advance(self, logits: torch.Tensor, launch: bool) -> tuple[int, torch.Tensor | None]:
+        token = sample_token(logits, self.params, self.generator)
+        self.step_in.copy_(token.view(1, 1))
+        self.host.copy_(token, non_blocking=self.cuda)
+        if self.copied is not None:
+            self.copied.record()
+        following = self.decoder.step(self.step_in, self.cache) if launch else None
+        if self.copied is not None:
+            self.copied.synchronize()  # waits for this token only, not for the launched step
+        return int(self.host[0]), following
+
+
 @torch.inference_mode()
 def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams,
                  stop_ids: frozenset[int], stop_event: threading.Event,
@@ -174,7 +208,6 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     from app.engine.kv_session import KVSession
 
     started = time.perf_counter()
-    stop_criteria = StopOnEvent(stop_event)
     generator = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
     detok = IncrementalDetokenizer(tokenizer, stop_strings)
     chunk = default_prefill_chunk(model.device) if prefill_chunk_tokens is None else prefill_chunk_tokens
@@ -184,7 +217,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     first_token_at = None
     stop_reason = "length"
     path = "eager"
-    cache = logits = step = None
+    cache = logits = step = ahead = None
     try:
         cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
         fed = list(prompt_ids)
@@ -197,9 +230,16 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             raise _StoppedInPrefill
         compiled = decoder is not None and decoder.can_run(cache)
         path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
+        ahead = _OneStepAhead(decoder, cache, params, model.device, params.seed) if compiled else None
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
         while len(generated) < params.max_new_tokens:
-            token = _pick_token(logits, params, generator)
+            if ahead is not None:
+                launch = len(generated) + 1 < params.max_new_tokens and not stop_event.is_set()
+                token, logits = ahead.advance(logits, launch)
+                if launch:
+                    fed.append(token)  # the launched step has written its keys and values
+            else:
+                token = _pick_token(logits, params, generator)
             if first_token_at is None:
                 first_token_at = time.perf_counter()
             if token in stop_ids:
@@ -212,24 +252,25 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             if detok.hit_stop_string:
                 stop_reason = "stop_string"
                 break
-            if stop_criteria(step, None).item():
+            if stop_event.is_set():
                 stop_reason = "stopped"
                 break
             if len(generated) >= params.max_new_tokens:
                 break
-            step.fill_(token)
-            logits = decoder.step(step, cache) if compiled else forward_step(model, step, cache).logits[0, -1].float()
-            fed.append(token)
+            if ahead is None:
+                step.fill_(token)
+                logits = forward_step(model, step, cache).logits[0, -1].float()
+                fed.append(token)
         session.commit(fed)
     except _StoppedInPrefill:
         pass
     except BaseException:
         # OOM recovery (C03): nothing on this frame may keep a tensor alive through the traceback.
-        cache = logits = step = None
+        cache = logits = step = ahead = None
         session.invalidate()
         raise
     finally:
-        cache = logits = step = None
+        cache = logits = step = ahead = None
         cached_after = session.cached_tokens
         if own_session:
             session.invalidate()  # a throwaway session frees its cache with the turn
