@@ -120,18 +120,21 @@ def finish(events) -> ReplyFinished:
     return last
 
 
-def reply(loaded, prompt_ids, new, session=None, decoder=None, chunk=None) -> ReplyFinished:
-    params = SamplingParams(max_new_tokens=new, temperature=0)
+def reply(loaded, prompt_ids, new, session=None, decoder=None, chunk=None, temperature=0.0) -> ReplyFinished:
+    params = SamplingParams(max_new_tokens=new, temperature=temperature, top_p=0.95, seed=1 if temperature else None)
     return finish(stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, frozenset(),
                                threading.Event(), (), chunk, session=session, decoder=decoder))
 
 
-def decode_speed(loaded, decoder, context: int, new: int, vocab: int) -> dict:
+def decode_speed(loaded, decoder, context: int, new: int, vocab: int, temperature: float = 0.0) -> dict:
+    """Decode tok/s of the second of two replies on one session (the first records the graph);
+    temperature 0 = greedy, else top-p 0.95 sampling on the device (the app's default path)."""
     prompt = random_ids(context, vocab, seed=context)
     session = KVSession(capacity_tokens=round_capacity(context + new))
-    first = reply(loaded, prompt, new, session, decoder)  # records the CUDA graph for this cache
-    second = reply(loaded, prompt, new, session, decoder)
-    return {"context": context, "new_tokens": second.new_tokens, "capacity": session.capacity_tokens,
+    first = reply(loaded, prompt, new, session, decoder, temperature=temperature)
+    second = reply(loaded, prompt, new, session, decoder, temperature=temperature)
+    return {"context": context, "temperature": temperature, "new_tokens": second.new_tokens,
+            "capacity": session.capacity_tokens,
             "tok_s": second.decode_tokens_per_s, "first_run_tok_s": first.decode_tokens_per_s,
             "path": second.decode_path, "cache_bytes": session.cache_bytes}
 
@@ -281,6 +284,8 @@ def main(argv=None) -> int:
     ctx1, ctx4, new = (1024, 3840, 256) if not args.tiny else (64, 200, 16)
     R["decode"] = [decode_speed(loaded, decoder, c, new, vocab) for c in (ctx1, ctx4)]
     log("decode", R["decode"])
+    R["decode_sampled"] = [decode_speed(loaded, decoder, ctx1, new, vocab, temperature=0.7)]
+    log("decode sampled", R["decode_sampled"])
     R["decode_eager"] = [eager_speed(loaded, ctx1, 48, vocab, static=True),
                          eager_speed(loaded, ctx1, 32, vocab, static=False)]
     log("eager", R["decode_eager"])
@@ -332,6 +337,11 @@ def print_table(R: dict) -> None:
         ratio = f"{row['tok_s'] / base:.1f}x" if base else ""
         log(f"| decode tok/s @{row['context']} ({row['path']}, cache {row['capacity']}) | {row['tok_s']:.1f} "
             f"({100 * row.get('roofline_fraction', 0):.0f}% of roofline) | {base or ''} | {ratio} |")
+    for row in R.get("decode_sampled", []):
+        base = b.get("base_decode_tok_s_1024")
+        ratio = f"{row['tok_s'] / base:.1f}x" if base else ""
+        log(f"| decode tok/s @{row['context']} sampled T={row['temperature']} top-p 0.95 ({row['path']}) | "
+            f"{row['tok_s']:.1f} | {base or ''} (greedy) | {ratio} |")
     for row in R["decode_eager"]:
         log(f"| decode tok/s @{row['context']} ({row['path']}) | {row['tok_s']:.1f} | | |")
     for row in R["ttft"]:
