@@ -127,16 +127,29 @@ def _can_pack_decode(query, key, value, attention_mask, groups: int, kwargs) -> 
 def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, groups: int) -> torch.Tensor:
     """Decode step, query (B, Hq, 1, d): the g query heads of a KV head become g query rows,
     (B, Hkv, g, d), against the unexpanded cache; mask (B, 1, 1, S) broadcasts over them.
+    Returns (B, 1, Hq, d).
 
-    transformers packs a single query itself (``pack_gqa``) only outside ``torch.compile``;
-    inside the compiled decode step it falls back to ``repeat_kv`` and copies the whole static
-    cache g times per layer per token (measured on the H200, Llama-3-8B NF4, 2,048 slots:
-    0.74 ms of a 5.8 ms step, tests/benchmarks/results/speed_h200.json, profile_compiled).
-    Returns (B, 1, Hq, d)."""
+    Why not SDPA here: transformers packs a single query itself (``pack_gqa``) only outside
+    ``torch.compile``; inside the compiled step it calls ``repeat_kv`` and copies the whole
+    static cache g times per layer per token (H200, Llama-3-8B NF4, 2,048 slots: 0.74 ms of a
+    5.8 ms step). Packed g-row queries do reach SDPA, but its fused kernels tile 64 query rows
+    and do not split the keys, so 8 heads keep 8 of 132 SMs busy (1.44 ms per step,
+    tests/benchmarks/results/speed_h200.json). Attention over one query is two batched
+    matrix-vector products, memory-bound on reading K and V once: written out, as transformers'
+    ``eager_attention_forward`` does (scores in the compute dtype, softmax in float32), it runs
+    as cuBLAS batched GEMMs that spread over the cache length, fused by inductor when compiled.
+    ``dropout`` is ignored (inference only).
+    """
     b, hq, _, d = query.shape
-    packed = query.reshape(b, key.shape[1], groups, d)
-    out = torch.nn.functional.scaled_dot_product_attention(
-        packed, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling)
+    scale = scaling if scaling is not None else d ** -0.5
+    scores = torch.matmul(query.reshape(b, key.shape[1], groups, d), key.transpose(2, 3)) * scale
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attention_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attention_mask
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
+    out = torch.matmul(probs, value)  # (B, Hkv, g, dv)
     return out.reshape(b, hq, 1, value.shape[-1]).transpose(1, 2).contiguous()
 
 

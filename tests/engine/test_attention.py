@@ -162,13 +162,14 @@ def test_memory_projection_knows_the_packed_path(chunk):
 
 @pytest.mark.parametrize("mask_kind", ["bool", "additive", "none"])
 def test_decode_step_is_packed_and_matches_sdpa(mask_kind, monkeypatch):
-    """One query: SDPA gets (B, Hkv, g, d) against the unexpanded cache, same result as sdpa."""
-    seen = []
-    real = torch.nn.functional.scaled_dot_product_attention
+    """One query: two batched products over (B, Hkv, g, d) queries and the unexpanded cache
+    (no SDPA call, no K/V copy), the same result as transformers' sdpa."""
+    sdpa_calls, products = [], []
+    real_matmul = torch.matmul
 
-    def spy(q, k, v, **kw):
-        seen.append((tuple(q.shape), tuple(k.shape)))
-        return real(q, k, v, **kw)
+    def spy(a, b):
+        products.append((tuple(a.shape), tuple(b.shape)))
+        return real_matmul(a, b)
 
     g = torch.Generator().manual_seed(5)
     q, k, v = (torch.randn(1, h, n, 16, generator=g) for h, n in ((8, 1), (2, 33), (2, 33)))
@@ -177,11 +178,26 @@ def test_decode_step_is_packed_and_matches_sdpa(mask_kind, monkeypatch):
     module = torch.nn.Module()
     module.num_key_value_groups = 4
     expected, _ = sdpa_attention_forward(module, q, k, v, mask, scaling=0.25)
-    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    monkeypatch.setattr(torch, "matmul", spy)
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda *a, **kw: sdpa_calls.append(1))
     out, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=0.25)
-    assert seen == [((1, 2, 4, 16), (1, 2, 33, 16))]
+    assert sdpa_calls == []
+    assert products == [((1, 2, 4, 16), (1, 2, 16, 33)), ((1, 2, 4, 33), (1, 2, 33, 16))]
     assert out.shape == (1, 1, 8, 16)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_decode_step_in_bf16_stays_close_to_sdpa():
+    """bf16 like the GPU path: scores in bf16, softmax in float32 (transformers' eager recipe)."""
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(1, h, n, 64, generator=g).bfloat16() for h, n in ((32, 1), (8, 300), (8, 300)))
+    mask = (torch.arange(300) < 257).view(1, 1, 1, 300)
+    module = torch.nn.Module()
+    module.num_key_value_groups = 4
+    expected, _ = sdpa_attention_forward(module, q.float(), k.float(), v.float(), mask)
+    out, _ = gqa_packed_sdpa_forward(module, q, k, v, mask)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
 
 
 def test_compiled_decode_step_never_repeats_kv(monkeypatch):
