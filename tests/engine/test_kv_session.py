@@ -192,3 +192,47 @@ def test_chunked_prefill_on_static_cache_matches_one_shot(tiny_loaded, chunk):
         one_shot = prefill(model, ids, StaticCache(config=model.config, max_cache_len=64), None)
         chunked = prefill(model, ids, StaticCache(config=model.config, max_cache_len=64), chunk)
     torch.testing.assert_close(chunked, one_shot, rtol=1e-4, atol=1e-4)  # fp32 summation order
+
+
+@pytest.mark.parametrize("chunk", [5, 16])
+def test_prefill_attends_over_filled_slots_only_and_matches_full_capacity(tiny_loaded, chunk):
+    """FilledSpanLayer: each chunk sees keys for the filled slots plus itself, not the capacity,
+    and the logits equal a plain StaticCache's (whose extra slots are masked)."""
+    from transformers import StaticCache
+
+    from app.engine.kv_session import FilledSpanLayer, new_static_cache, set_filled
+
+    model = tiny_loaded.model
+    ids = torch.randint(0, 49152, (1, 40), generator=torch.Generator().manual_seed(1))
+    spans = []
+    real_update = FilledSpanLayer.update
+
+    def spy(self, k, v, *a, **kw):
+        keys, values = real_update(self, k, v, *a, **kw)
+        spans.append(keys.shape[-2])
+        return keys, values
+
+    cache = new_static_cache(model.config, 64)
+    assert all(type(layer) is FilledSpanLayer for layer in cache.layers)
+    set_filled(cache, 0)
+    with torch.inference_mode(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(FilledSpanLayer, "update", spy)
+        spanned = prefill(model, ids, cache, chunk)
+        full = prefill(model, ids, StaticCache(config=model.config, max_cache_len=64), chunk)
+    torch.testing.assert_close(spanned, full, rtol=1e-4, atol=1e-4)
+    layers = len(cache.layers)
+    expected = [min(start + chunk, 40) for start in range(0, 40, chunk)]
+    assert spans[::layers] == expected and int(cache.layers[0].cumulative_length) == 40
+
+
+def test_sliding_window_layers_stay_transformers_own():
+    from transformers import MistralConfig
+    from transformers.cache_utils import StaticSlidingWindowLayer
+
+    from app.engine.kv_session import FilledSpanLayer, new_static_cache
+
+    config = MistralConfig(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                           num_attention_heads=8, num_key_value_heads=2, sliding_window=12)
+    layers = new_static_cache(config, 64).layers
+    assert [type(layer) for layer in layers] == [StaticSlidingWindowLayer] * 2
+    assert not any(isinstance(layer, FilledSpanLayer) for layer in layers)
