@@ -31,7 +31,6 @@ import torch
 from transformers import StaticCache
 
 from app.engine.generation import cache_kwarg
-from app.engine.kv_session import new_static_cache
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,7 @@ class CompiledDecode:
         with self._lock, torch.inference_mode():
             if self._compiled is None:
                 self._compiled = self._compiler(self._forward)
-            cache = new_static_cache(model.config, capacity)  # the class sessions use: same graph
+            cache = StaticCache(config=model.config, max_cache_len=capacity)
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache, StaticCache
-from transformers.cache_utils import StaticLayer
 
 CAPACITY_STEP = 2048
 """Static caches are sized in multiples of this many tokens when the caller gives no capacity
@@ -28,57 +27,6 @@ or a turn outgrows it, so a few compiled shapes cover every conversation."""
 def round_capacity(tokens: int, step: int = CAPACITY_STEP) -> int:
     """Smallest multiple of ``step`` that holds ``tokens`` tokens (at least one step)."""
     return max(step, -(-tokens // step) * step)
-
-
-class FilledSpanLayer(StaticLayer):
-    """A full-attention StaticLayer whose prefill chunks attend over the filled slots only.
-
-    A StaticLayer hands attention its whole capacity, masked, for every chunk: a 1,024-token
-    chunk of a 4k prompt in a 6,144-slot cache computes scores against 6,144 keys, and prefill
-    time grows with the capacity instead of the prompt (H200, Llama-3-8B NF4: TTFT 428 ms at
-    4k vs 177 ms for the plain recipe's one-shot prefill, tests/benchmarks/results/speed_h200.json).
-    With ``filled`` known on the host (the tokens already cached, set by `KVSession` between
-    turns and advanced here per chunk), a chunk of c tokens gets keys, values and mask over the
-    first ``filled + c`` slots: the same attention, as the slots past them are masked anyway.
-    Decode steps (one token) keep the full static shape the compiled CUDA graph needs, and
-    never touch ``filled``; with ``filled`` None (unknown) prefill falls back to the full capacity.
-    """
-
-    filled: int | None = None
-
-    def _span(self, query_length: int) -> int | None:
-        if query_length <= 1 or self.filled is None:
-            return None
-        return min(self.filled + query_length, self.max_cache_len)
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        span = self._span(query_length)
-        return (span, 0) if span is not None else super().get_mask_sizes(query_length)
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        keys, values = super().update(key_states, value_states, *args, **kwargs)
-        span = self._span(key_states.shape[-2])
-        if span is None:
-            return keys, values
-        self.filled = span
-        return keys[:, :, :span], values[:, :, :span]
-
-
-def new_static_cache(config, capacity_tokens: int) -> StaticCache:
-    """A StaticCache of ``capacity_tokens`` slots whose full-attention layers are FilledSpanLayers
-    (sliding-window layers stay as transformers builds them). The compiled decode step is built
-    on the same class, so a session's cache replays the recorded graph."""
-    cache = StaticCache(config=config, max_cache_len=capacity_tokens)
-    cache.layers = [FilledSpanLayer(max_cache_len=capacity_tokens) if type(layer) is StaticLayer else layer
-                    for layer in cache.layers]
-    return cache
-
-
-def set_filled(cache, tokens: int | None) -> None:
-    """Tell a cache's FilledSpanLayers how many tokens they hold (None: unknown)."""
-    for layer in getattr(cache, "layers", ()):
-        if isinstance(layer, FilledSpanLayer):
-            layer.filled = tokens
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -179,7 +127,6 @@ class KVSession:
                 self.invalidate()
                 self.cache = self._new_cache(model)
         self.token_ids = list(prompt_ids[:reused])
-        set_filled(self.cache, reused)
         self.last_reused_tokens = reused
         self.last_prefill_tokens = len(prompt_ids) - reused
         return self.cache, reused
@@ -196,5 +143,5 @@ class KVSession:
 
     def _new_cache(self, model):
         if self._wants_static(model):
-            return new_static_cache(model.config, self.capacity_tokens)
+            return StaticCache(config=model.config, max_cache_len=self.capacity_tokens)
         return DynamicCache(config=model.config)
