@@ -1,0 +1,63 @@
+"""What the window puts back on the next start: its geometry, docks and toolbar, the sidebar
+splitter, the conversation that was open, and which start-up notices were already shown.
+
+Kept in ``session.ini`` (QSettings, INI format) in the config folder beside settings.json
+(HEADROOM_CONFIG_DIR moves both): the layout is Qt's own byte blobs (saveGeometry / saveState),
+which the settings dataclasses have no business carrying with every request.
+"""
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from app.core.paths import config_dir
+
+SESSION_FILE_NAME = "session.ini"
+# bump when docks or toolbars are renamed/added, so an old layout is not half-applied
+LAYOUT_VERSION = 1
+
+
+class SessionState:
+    """Reads and writes session.ini. path: default config_dir()/session.ini. No signals."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path is not None else config_dir() / SESSION_FILE_NAME
+        self._settings = QSettings(str(self.path), QSettings.Format.IniFormat)
+
+    def save_window(self, window, splitter, conversation_id: int | None) -> None:
+        """Remember `window`'s geometry and dock/toolbar state, `splitter`'s sizes, and the open
+        conversation (None: a new, unsaved chat)."""
+        s = self._settings
+        s.setValue("window/geometry", window.saveGeometry())
+        s.setValue("window/state", window.saveState(LAYOUT_VERSION))
+        s.setValue("window/splitter", splitter.saveState())
+        s.setValue("session/conversation_id", -1 if conversation_id is None else int(conversation_id))
+        s.sync()
+
+    def restore_window(self, window, splitter) -> int | None:
+        """Apply what `save_window` stored (nothing on a first start or from an unreadable file)
+        and return the conversation id that was open, or None."""
+        s = self._settings
+        for key, restore in (("window/geometry", window.restoreGeometry),
+                             ("window/state", lambda b: window.restoreState(b, LAYOUT_VERSION)),
+                             ("window/splitter", splitter.restoreState)):
+            value = s.value(key)
+            if isinstance(value, QByteArray) and not value.isEmpty():
+                restore(value)
+        try:
+            conversation_id = int(s.value("session/conversation_id", -1))
+        except (TypeError, ValueError):
+            return None
+        return conversation_id if conversation_id >= 0 else None
+
+    def shown_notices(self) -> set[str]:
+        """Keys of the start-up notices already shown once (app.engine.startup_notices)."""
+        value = self._settings.value("notices/shown", [])
+        if isinstance(value, str):  # QSettings INI gives a one-element list back as a string
+            return {value} if value else set()
+        return set(value or [])
+
+    def remember_notices(self, keys) -> None:
+        """Add `keys` to the shown notices."""
+        self._settings.setValue("notices/shown", sorted(self.shown_notices() | set(keys)))
+        self._settings.sync()

@@ -1,0 +1,90 @@
+"""Start and close as a person does: the window appears while the model loads; closing it in
+the middle of an answer stops generation, keeps the partial answer as stopped, joins the worker
+thread and exits 0 with no thread warnings — in the window, and through the real entry point."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import shiboken6
+from PySide6.QtCore import QtMsgType
+
+from app.core.conversation import MessageStatus, Role
+from app.core.settings import GenerationSettings, Settings
+from app.core.store import Store
+from app.ui.main_window import MainWindow
+from app.ui.session_state import SessionState
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "Tell me a very long story about a dragon and a knight."
+# the offscreen platform (tests only) cannot resize windows to their size hints and says so
+OFFSCREEN_ONLY = ("propagateSizeHints", "does not support raise()")
+
+
+def qt_warnings(records) -> list[str]:
+    bad = (QtMsgType.QtWarningMsg, QtMsgType.QtCriticalMsg, QtMsgType.QtFatalMsg)
+    return [r.message for r in records if r.type in bad and not any(s in r.message for s in OFFSCREEN_ONLY)]
+
+
+def stored_messages(db: Path):
+    with Store(db) as store:
+        [info] = store.list_conversations()
+        return store.load_conversation(info.id).conversation.messages
+
+
+def test_closing_mid_answer_keeps_the_partial_and_joins_the_worker(qtbot, qtlog, qasync_loop,
+                                                                   real_model_folder, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    # the real model at ~10 tok/s: a 1,000-token story is still streaming when the window closes
+    window = MainWindow(Settings(GenerationSettings(max_new_tokens=1000, temperature=0.0)),
+                        store=Store(db), session=SessionState(tmp_path / "session.ini"))
+    window.show()
+    with qtbot.waitSignal(window.model_ready, timeout=60000):
+        window.open_model(real_model_folder)
+    window.composer.send_requested.emit(QUESTION)
+    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 20, timeout=30000)
+    assert window.composer.stop_button.isVisible()  # still generating
+    window.close()
+
+    partial = window.conversation.messages[-1].content
+    assert window.worker_thread.isFinished()
+    assert [m.role for m in stored_messages(db)] == [Role.USER, Role.ASSISTANT]
+    saved = stored_messages(db)[-1]
+    assert saved.status is MessageStatus.STOPPED and saved.content == partial and len(partial) > 20
+    assert "stopped" in window.chat_view.bubbles()[-1]._header.text()
+    shiboken6.delete(window)  # destroys the QThread now: Qt complains (and aborts) if it still ran
+    qtbot.wait(50)
+    assert qt_warnings(qtlog.records) == []
+
+
+def run_session(mode: str, model: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HEADROOM_CONFIG_DIR=str(tmp_path / "config"),
+               HEADROOM_DATA_DIR=str(tmp_path / "data"), HEADROOM_LOG_DIR=str(tmp_path / "logs"))
+    result = subprocess.run([sys.executable, "-m", "tests.helpers.gui_session", mode, "--model", str(model)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip(), result.stderr[-3000:]
+    return result, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_app_exits_0_without_thread_warnings_when_closed_mid_answer(real_model_folder, tmp_path):
+    result, report = run_session("close-mid-stream", real_model_folder, tmp_path)
+    assert result.returncode == 0 and report["exit_code"] == 0, result.stderr[-3000:]
+    assert report["worker_thread_finished"]
+    for bad in ("QThread", "Destroyed while", "Traceback", "ERROR", "CRITICAL", "was destroyed but it is pending"):
+        assert bad not in result.stderr
+    log = (tmp_path / "logs" / "headroom.log").read_text()
+    assert "Headroom 0.1.0 starting" in log and " ERROR " not in log and " CRITICAL " not in log
+    saved = stored_messages(tmp_path / "data" / "headroom.sqlite3")[-1]
+    assert saved.role is Role.ASSISTANT and saved.status is MessageStatus.STOPPED
+    assert saved.content.startswith(report["partial_at_close"]) and len(saved.content) >= 40
+
+
+def test_the_window_paints_before_the_model_is_ready(real_model_path, tmp_path):
+    """The window does not wait for the model: it is painted, with loading progress, while the
+    model still loads (the seconds themselves are measured, not asserted: see the README)."""
+    result, report = run_session("appear", real_model_path, tmp_path)
+    assert result.returncode == 0 and report["exit_code"] == 0, result.stderr[-3000:]
+    assert report["shown_s"] <= report["painted_s"] < report["model_ready_s"]
+    assert report["progress_s"] < report["model_ready_s"]

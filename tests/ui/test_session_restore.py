@@ -1,0 +1,109 @@
+"""Restore on start: layout (geometry, docks, sidebar splitter) and the open conversation come
+back; start-up notices appear once. `make_window` keeps session.ini in the test's folder, so two
+windows made in one test are two starts of the app with the same config folder."""
+
+from dataclasses import replace
+
+from PySide6.QtCore import QRect, Qt
+
+from app.core.conversation import Message, Role
+from app.core.store import Store
+from app.engine.environment import read_environment
+from app.engine.startup_notices import startup_notices
+from app.ui.notice import Notice
+from tests.engine.test_startup_notices import CPU_BOX, GPU_BOX
+
+
+def seed(db):
+    """Two saved conversations (no model needed): returns their ids, oldest first."""
+    ids = []
+    with Store(db) as store:
+        for topic in ("cats", "dogs"):
+            cid = store.create_conversation(f"About {topic}")
+            store.append_message(cid, Message(Role.USER, f"Tell me about {topic}"))
+            store.append_message(cid, Message(Role.ASSISTANT, f"An answer about {topic}"))
+            ids.append(cid)
+    return ids
+
+
+def notice_texts(window):
+    return [n.text() for n in window.chat_view.findChildren(Notice)]
+
+
+def test_layout_and_open_conversation_come_back_after_a_restart(qtbot, make_window, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    cats, dogs = seed(db)
+    window = make_window(store_path=db)
+    assert window.conversation_id is None  # first start: nothing to restore
+    # inside the offscreen platform's 800×600 screen: restoreGeometry moves a window back onto
+    # the screen, as it should on a real desktop whose monitor changed
+    window.setGeometry(QRect(20, 30, 770, 540))
+    window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.vram_panel)
+    window.splitter.setSizes([170, 300])
+    qtbot.mouseClick(window.sidebar.list_widget.viewport(), Qt.MouseButton.LeftButton,
+                     pos=window.sidebar.list_widget.visualItemRect(window.sidebar.item_for(cats)).center())
+    assert window.conversation_id == cats  # opened by a click, not the newest one
+    geometry, sizes = window.geometry(), window.splitter.sizes()
+    window.close()
+
+    again = make_window(store_path=db)
+    assert again.geometry() == geometry == QRect(20, 30, 770, 540)
+    assert again.splitter.sizes() == sizes
+    assert again.dockWidgetArea(again.vram_panel) == Qt.DockWidgetArea.LeftDockWidgetArea
+    assert again.conversation_id == cats and again.sidebar.current_id() == cats
+    assert [b.text for b in again.chat_view.bubbles()] == ["Tell me about cats", "An answer about cats"]
+    assert dogs in again.sidebar.ids()
+
+
+def test_a_hidden_memory_panel_and_a_new_chat_are_restored_as_such(qtbot, make_window, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    cats, _ = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(cats)
+    window.memory_action.trigger()  # the toolbar's Memory toggle hides the dock
+    assert not window.vram_panel.isVisible()
+    window.new_chat_action.trigger()
+    window.close()
+
+    again = make_window(store_path=db)
+    assert not again.vram_panel.isVisible() and not again.memory_action.isChecked()
+    assert again.conversation_id is None and again.chat_view.bubbles() == []
+
+
+def test_a_conversation_deleted_since_is_not_reopened(qtbot, make_window, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    cats, _ = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(cats)
+    window.close()
+    with Store(db) as store:
+        store.delete_conversation(cats)
+    again = make_window(store_path=db)
+    assert again.conversation_id is None and again.chat_view.bubbles() == []
+
+
+def test_startup_notices_are_shown_once(qtbot, make_window):
+    no_gpu = startup_notices(CPU_BOX)
+    window = make_window()
+    assert window.show_startup_notices(no_gpu) == no_gpu
+    assert notice_texts(window) == [no_gpu[0].text]
+    window.close()
+
+    again = make_window()  # the next start: the same facts say nothing new
+    assert again.show_startup_notices(no_gpu) == []
+    assert notice_texts(again) == []
+    no_bnb = startup_notices(replace(GPU_BOX, bitsandbytes=None, bitsandbytes_problem="not installed"))
+    assert again.show_startup_notices(no_bnb) == no_bnb  # a new situation is explained
+    assert notice_texts(again) == [no_bnb[0].text]
+
+
+def test_check_environment_explains_this_machine_in_the_chat(qtbot, make_window):
+    expected = startup_notices(read_environment(probe_gpu=True))
+    window = make_window()
+    task = window.check_environment()  # an async slot called directly returns its task
+    qtbot.waitUntil(task.done, timeout=15000)
+    assert task.exception() is None
+    assert notice_texts(window) == [n.text for n in expected]
+    assert window.session.shown_notices() == {n.key for n in expected}
+    if not read_environment().cuda_available:  # this CPU-only CI machine: the plain CPU message
+        assert "runs models on the CPU" in " ".join(notice_texts(window))
