@@ -1,0 +1,111 @@
+"""What a model folder would make this process execute, checked before anything loads.
+
+A folder can run code in two ways, and both stay off unless the user allows them *for that
+model* (app.core.settings.ModelPermissions):
+
+* Python files it ships, named by ``auto_map`` in config.json; transformers runs them only with
+  ``trust_remote_code=True`` (https://huggingface.co/docs/transformers/models#custom-models).
+* Pickle weights (``pytorch_model.bin``, ``*.pt``, ``*.pth``, ``*.ckpt``): unpickling can call
+  any function (https://docs.python.org/3/library/pickle.html, the red warning box), which is
+  why safetensors exists (https://huggingface.co/docs/safetensors). When a folder has both,
+  the safetensors are loaded (``use_safetensors=True``) and the pickle files never opened.
+
+Reads file names and config.json only; never imports a model class.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+SAFETENSORS_SUFFIXES = (".safetensors",)
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+# pickle files a training run leaves beside the weights; they are never loaded as weights
+_NOT_WEIGHTS = {"training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.pt"}
+# Auto classes whose custom code would run when Headroom loads a folder
+_LOADED_AUTO_CLASSES = ("AutoConfig", "AutoModelForCausalLM", "AutoModel")
+
+ENABLE_CODE = "Run this model's own code"
+ENABLE_PICKLE = "Allow pickle weights"
+
+
+class TrustRequired(ValueError):
+    """Loading needs a permission the user has not given for this model.
+
+    str(exc) is one line for the user: what is needed, the risk, and how to allow it.
+    permission: "trust_remote_code" or "allow_pickle".
+    """
+
+    def __init__(self, message: str, permission: str):
+        super().__init__(message)
+        self.permission = permission
+
+
+@dataclass(frozen=True)
+class WeightFiles:
+    """Weight file names at the top of a folder (where transformers looks for them)."""
+
+    safetensors: tuple[str, ...]
+    pickle: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FolderTrust:
+    """What the loader passes to transformers: use_safetensors (True whenever safetensors
+    exist; False only for a pickle-only folder the user allowed) and trust_remote_code."""
+
+    use_safetensors: bool
+    trust_remote_code: bool
+
+
+def weight_files(folder: Path) -> WeightFiles:
+    """Safetensors and pickle weight files directly in `folder` (sorted names)."""
+    names = sorted(p.name for p in Path(folder).iterdir() if p.is_file())
+    return WeightFiles(
+        tuple(n for n in names if n.endswith(SAFETENSORS_SUFFIXES)),
+        tuple(n for n in names if n.endswith(PICKLE_SUFFIXES) and n not in _NOT_WEIGHTS),
+    )
+
+
+def needs_remote_code(config: dict) -> bool:
+    """True when config.json maps a loaded Auto class to the folder's own code *and*
+    transformers has no built-in class for its model_type (with one, the code is not needed:
+    transformers uses its own class when trust_remote_code is off)."""
+    from transformers import CONFIG_MAPPING
+
+    auto_map = config.get("auto_map")
+    if not isinstance(auto_map, dict) or not any(k in auto_map for k in _LOADED_AUTO_CLASSES):
+        return False
+    return config.get("model_type") not in CONFIG_MAPPING
+
+
+def remote_code_message(name: str) -> str:
+    """The one-line refusal for a model that needs its own Python code."""
+    return (f"{name} needs to run Python code shipped with it (trust_remote_code), which is off; "
+            f"if you trust its source, tick “{ENABLE_CODE}” for it in Open model… and open it again")
+
+
+def check_folder(folder: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> FolderTrust:
+    """Decide how `folder` may load. Raises TrustRequired when it needs remote code that is not
+    trusted, or has only pickle weights that are not allowed; ValueError when config.json is
+    unreadable or the folder has no weight files at all."""
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"config.json of {folder.name} is unreadable ({exc})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"config.json of {folder.name} is not a JSON object")
+    if needs_remote_code(config) and not trust_remote_code:
+        raise TrustRequired(remote_code_message(folder.name), "trust_remote_code")
+    files = weight_files(folder)
+    if files.safetensors:
+        return FolderTrust(True, trust_remote_code)
+    if not files.pickle:
+        raise ValueError(f"{folder.name} has no weight files (*.safetensors or pytorch_model.bin)")
+    if not allow_pickle:
+        shown = ", ".join(files.pickle[:3]) + (", …" if len(files.pickle) > 3 else "")
+        raise TrustRequired(
+            f"{folder.name} has only pickle weights ({shown}), which can run arbitrary code when "
+            f"loaded; if you trust its source, tick “{ENABLE_PICKLE}” for it in Open model… "
+            "(or convert it to safetensors)", "allow_pickle")
+    return FolderTrust(False, trust_remote_code)

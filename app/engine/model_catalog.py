@@ -1,0 +1,256 @@
+"""The models this machine already has: recent ones, the installed default, the local
+Hugging Face cache — each with its size on disk and a projected memory fit (app.engine.model_fit).
+
+Reads file names, sizes and config.json only: listing never loads a model, so it takes
+milliseconds per entry. The HF cache is read with ``huggingface_hub.scan_cache_dir``
+(https://huggingface.co/docs/huggingface_hub/guides/manage-cache); a damaged cache, a repo
+without a config or a config that is not a causal LM is skipped, never raised.
+"""
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.core.settings import model_key
+from app.engine.model_fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
+
+log = logging.getLogger(__name__)
+
+RECENT, DEFAULT, HF_CACHE, CHOSEN = "recent", "default", "HF cache", "chosen"
+_CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One model that can be opened.
+
+    path: what the window's open path receives (HF folder, HF cache snapshot folder or .gguf).
+    origins: where it was found (RECENT, DEFAULT, HF_CACHE, CHOSEN), first one first.
+    disk_bytes: size on disk (the .gguf file; a folder's files, each blob once). fit: None when
+    the config could not be read (see note). note: one line on what stands out (or "").
+    """
+
+    name: str
+    path: Path
+    origins: tuple[str, ...]
+    disk_bytes: int
+    model_type: str = ""
+    fit: MemoryFit | None = None
+    note: str = ""
+    architectures: tuple[str, ...] = field(default=(), compare=False)
+
+
+def hf_cache_dir() -> Path:
+    """The hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else huggingface_hub's default
+    (read now, not at import, so a changed environment is honoured)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def folder_disk_bytes(folder: Path) -> int:
+    """Bytes of the files in `folder` and below, following symlinks (HF snapshots link to
+    blobs), each target counted once. Unreadable files count 0."""
+    seen, total = set(), 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                real = os.path.realpath(os.path.join(root, name))
+                if real not in seen:
+                    seen.add(real)
+                    total += os.stat(real).st_size
+            except OSError:
+                continue
+    return total
+
+
+def looks_like_causal_lm(config: dict) -> bool:
+    """True when config.json names a causal-LM architecture (…ForCausalLM, …LMHeadModel, or a
+    …ForConditionalGeneration whose model_type AutoModelForCausalLM maps), or names none but
+    its model_type is one AutoModelForCausalLM knows."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    architectures = config.get("architectures") or []
+    known_type = config.get("model_type") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    if not architectures:
+        return known_type
+    return any(str(a).endswith(_CAUSAL_SUFFIXES) or (known_type and str(a).endswith("ForConditionalGeneration"))
+               for a in architectures)
+
+
+def scan_hf_cache(cache_dir: Path | None = None) -> list[tuple[str, Path, int]]:
+    """(repo id, snapshot folder, size on disk in bytes) of every cached model repo whose
+    snapshot has a config.json — the revision "main" points at, else the newest. Returns []
+    for a missing or unreadable cache; corrupted repos are logged and skipped."""
+    from huggingface_hub import scan_cache_dir
+
+    try:
+        info = scan_cache_dir(cache_dir or hf_cache_dir())
+    except Exception as exc:  # noqa: BLE001 - CacheNotFound, OSError, ValueError: nothing cached
+        log.info("HF cache not scanned: %s", exc)
+        return []
+    for warning in info.warnings:
+        log.info("HF cache: skipped %s", warning)
+    found = []
+    for repo in sorted(info.repos, key=lambda r: r.repo_id.lower()):
+        if repo.repo_type != "model":
+            continue
+        revisions = [r for r in repo.revisions if (Path(r.snapshot_path) / "config.json").is_file()]
+        if not revisions:
+            continue
+        chosen = max(revisions, key=lambda r: ("main" in r.refs, r.last_modified))
+        found.append((repo.repo_id, Path(chosen.snapshot_path), int(chosen.size_on_disk)))
+    return found
+
+
+def read_config(folder: Path) -> tuple[Any, dict]:
+    """(config object, raw dict) of `folder`'s config.json: the transformers config class when
+    transformers knows the model_type (for its defaults), else a generic PretrainedConfig.
+    Never runs the folder's code. Raises OSError / ValueError for a missing or broken file."""
+    from transformers import AutoConfig, PretrainedConfig
+
+    raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("config.json is not a JSON object")
+    try:
+        return AutoConfig.from_pretrained(folder, trust_remote_code=False), raw
+    except Exception:  # noqa: BLE001 - unknown model_type, remote-code config: plain attributes
+        return PretrainedConfig(**raw), raw
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Lists models and projects their fit on one machine.
+
+    machine: free memory to judge against. placement_for: already_quantized → Placement
+    (app.engine.placement.detect_placement in the app, a fixed decision in tests).
+    context_setting: the user's context cap in tokens (0 = the model's own).
+    """
+
+    machine: MachineMemory
+    placement_for: PlacementFor
+    cache_dir: Path | None = None
+    context_setting: int = 0
+
+    @classmethod
+    def for_this_machine(cls, device_preference: str = "auto", reclaimable: int = 0,
+                         context_setting: int = 0) -> "Catalog":
+        """Placement rules and free memory of this machine (CUDA when present and wanted)."""
+        from app.engine.placement import detect_placement
+
+        def placement_for(already_quantized: bool):
+            return detect_placement(already_quantized, device_preference)
+
+        device = placement_for(False).device
+        return cls(machine_memory(device, reclaimable), placement_for, None, context_setting)
+
+    def entries(self, recent: tuple[str, ...] | list[str], default_path: Path | None) -> list[CatalogEntry]:
+        """Recent models (most recent first), then the installed default, then the HF cache;
+        a model found twice is listed once with both origins. Missing paths are left out."""
+        found: dict[str, tuple[str, Path, list[str], int | None]] = {}
+
+        def add(path: Path, origin: str, name: str | None = None, size: int | None = None) -> None:
+            key = model_key(path)
+            if key in found:
+                found[key][2].append(origin)
+            elif Path(path).exists():
+                found[key] = (name or _display_name(Path(path)), Path(path), [origin], size)
+
+        for path in recent:
+            add(Path(path), RECENT)
+        if default_path is not None:
+            add(default_path, DEFAULT)
+        for repo_id, snapshot, size in scan_hf_cache(self.cache_dir):
+            add(snapshot, HF_CACHE, repo_id, size)
+        entries = []
+        for name, path, origins, size in found.values():
+            entry = self.describe(path, origins[0], name=name, disk_bytes=size)
+            if origins[0] == HF_CACHE and not _is_causal(entry):
+                continue  # only found in the cache: list causal LMs only (no encoders, no datasets)
+            entries.append(CatalogEntry(entry.name, entry.path, tuple(origins), entry.disk_bytes,
+                                        entry.model_type, entry.fit, entry.note, entry.architectures))
+        return entries
+
+    def describe(self, path: Path, origin: str = CHOSEN, *, name: str | None = None,
+                 disk_bytes: int | None = None) -> CatalogEntry:
+        """One entry for `path` (HF folder, snapshot folder, a folder's config.json or .gguf).
+        Never raises: what could not be read is said in the entry's note."""
+        path = Path(path)
+        if path.is_file() and path.name == "config.json":
+            path = path.parent
+        name = name or _display_name(path)
+        size = disk_bytes if disk_bytes is not None else (
+            path.stat().st_size if path.is_file() else folder_disk_bytes(path) if path.is_dir() else 0)
+        folder = _config_folder(path)
+        if folder is None:
+            note = ("converted on first open (about 30 s); the fit is projected after that"
+                    if path.suffix.lower() == ".gguf" else "no config.json: not a model folder")
+            return CatalogEntry(name, path, (origin,), size, note=note)
+        try:
+            config, raw = read_config(folder)
+            fit = self._fit(config, raw, folder)
+        except Exception as exc:  # noqa: BLE001 - any config a listing cannot read is one note
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return CatalogEntry(name, path, (origin,), size, note=f"config.json unreadable: {reason}")
+        return CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
+                            _note(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()))
+
+    def _fit(self, config: Any, raw: dict, folder: Path) -> MemoryFit:
+        saved = raw.get("quantization_config")
+        quant = None
+        if isinstance(saved, dict):
+            quant = str(saved.get("quant_method", "quantized"))
+        placement = self.placement_for(quant is not None)
+        weights_on_disk = sum(p.stat().st_size for p in folder.glob("*.safetensors")) or sum(
+            p.stat().st_size for p in folder.glob("*.bin"))
+        return project_fit(config, placement, self.machine, self.context_setting, quant, weights_on_disk)
+
+
+def _is_causal(entry: CatalogEntry) -> bool:
+    return entry.fit is not None and looks_like_causal_lm(
+        {"architectures": list(entry.architectures), "model_type": entry.model_type})
+
+
+def _display_name(path: Path) -> str:
+    if path.suffix.lower() == ".gguf":
+        return path.name
+    parts = path.parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].removeprefix("models--").replace("--", "/")  # an HF cache snapshot
+    return path.name
+
+
+def _config_folder(path: Path) -> Path | None:
+    """The folder whose config.json describes `path`: the folder itself, or a GGUF's
+    converted cache (app.engine.loader) once it exists."""
+    if path.is_dir():
+        return path if (path / "config.json").is_file() else None
+    if path.suffix.lower() == ".gguf":
+        from app.engine.loader import cached_conversion
+
+        return cached_conversion(path)
+    return None
+
+
+def _note(raw: dict, folder: Path) -> str:
+    from app.engine.folder_trust import needs_remote_code, weight_files
+
+    notes = []
+    if needs_remote_code(raw):
+        notes.append("needs its own code to load (trust_remote_code)")
+    try:
+        files = weight_files(folder)
+    except OSError:
+        return "; ".join(notes)
+    if files.pickle and not files.safetensors:
+        notes.append("pickle weights only (.bin/.pt)")
+    elif not files.safetensors and not files.pickle:
+        notes.append("no weight files in this snapshot")
+    return "; ".join(notes)

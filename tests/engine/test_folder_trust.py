@@ -1,0 +1,162 @@
+"""Offline by construction (issue 6 item 6): a model's own code and pickle weights are refused
+with one line saying how to allow them for that model, and accepted once allowed."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+from app.engine.folder_trust import TrustRequired, check_folder, needs_remote_code, weight_files
+from app.engine.loader import ModelLoadError, load_model
+from tests.helpers.tiny_models import tiny_llama_config
+
+CUSTOM_CONFIG = '''from transformers import LlamaConfig
+
+
+class TinyCustomConfig(LlamaConfig):
+    model_type = "tiny_custom"
+'''
+CUSTOM_MODEL = '''from transformers import LlamaForCausalLM
+
+from .configuration_tiny import TinyCustomConfig
+
+
+class TinyCustomForCausalLM(LlamaForCausalLM):
+    config_class = TinyCustomConfig
+    custom_code_ran = True
+'''
+
+
+def save_pickle_model(folder, tokenizer_source, seed=1):
+    """A tiny random Llama whose weights are only pytorch_model.bin (a pickle)."""
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(tiny_llama_config())
+    folder.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(folder)
+    torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(folder)
+    return model
+
+
+@pytest.fixture
+def pickle_dir(tmp_path, real_model_folder):
+    folder = tmp_path / "tiny-pickle"
+    save_pickle_model(folder, real_model_folder)
+    return folder
+
+
+def test_pickle_only_folder_is_refused_with_one_line(pickle_dir):
+    with pytest.raises(ModelLoadError) as info:
+        load_model(pickle_dir)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("tiny-pickle has only pickle weights (pytorch_model.bin)")
+    assert "can run arbitrary code" in message and "“Allow pickle weights”" in message
+
+
+def test_pickle_only_folder_loads_once_allowed(pickle_dir):
+    expected = torch.load(pickle_dir / "pytorch_model.bin", weights_only=True)
+    loaded = load_model(pickle_dir, allow_pickle=True)
+    weights = loaded.model.state_dict()
+    assert torch.equal(weights["model.embed_tokens.weight"], expected["model.embed_tokens.weight"])
+    assert torch.equal(weights["model.layers.1.mlp.down_proj.weight"],
+                       expected["model.layers.1.mlp.down_proj.weight"])
+
+
+def test_safetensors_win_over_pickle_in_the_same_folder(tiny_model_dir, tmp_path, real_model_folder):
+    folder = tmp_path / "both"
+    shutil.copytree(tiny_model_dir, folder)
+    other = save_pickle_model(tmp_path / "other", real_model_folder, seed=7)  # different weights
+    shutil.copy(tmp_path / "other" / "pytorch_model.bin", folder / "pytorch_model.bin")
+    assert check_folder(folder).use_safetensors is True
+    loaded = load_model(folder)  # no permission needed: the pickle file is never opened
+    from safetensors.torch import load_file
+
+    saved = load_file(folder / "model.safetensors")
+    embed = loaded.model.state_dict()["model.embed_tokens.weight"]
+    assert torch.equal(embed, saved["model.embed_tokens.weight"])
+    assert not torch.equal(embed, other.state_dict()["model.embed_tokens.weight"])
+
+
+@pytest.fixture
+def remote_code_dir(tmp_path, tiny_model_dir, monkeypatch):
+    import transformers.dynamic_module_utils as dynamic
+
+    monkeypatch.setattr(dynamic, "HF_MODULES_CACHE", str(tmp_path / "modules"))  # not ~/.cache
+    folder = tmp_path / "tiny-custom"
+    shutil.copytree(tiny_model_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="tiny_custom", architectures=["TinyCustomForCausalLM"], auto_map={
+        "AutoConfig": "configuration_tiny.TinyCustomConfig",
+        "AutoModelForCausalLM": "modeling_tiny.TinyCustomForCausalLM"})
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "configuration_tiny.py").write_text(CUSTOM_CONFIG)
+    (folder / "modeling_tiny.py").write_text(CUSTOM_MODEL)
+    return folder
+
+
+def test_model_that_needs_its_own_code_is_refused_with_one_line(remote_code_dir):
+    with pytest.raises(ModelLoadError) as info:
+        load_model(remote_code_dir)
+    assert str(info.value) == (
+        "tiny-custom needs to run Python code shipped with it (trust_remote_code), which is off; "
+        "if you trust its source, tick “Run this model's own code” for it in Open model… and open it again")
+
+
+def test_model_code_runs_once_trusted_for_that_model(remote_code_dir):
+    loaded = load_model(remote_code_dir, trust_remote_code=True)
+    assert type(loaded.model).__name__ == "TinyCustomForCausalLM"
+    assert type(loaded.model).custom_code_ran is True
+
+
+def test_auto_map_with_a_builtin_model_type_needs_no_code():
+    # e.g. Phi-3 checkpoints still carry auto_map; transformers uses its own class
+    config = {"model_type": "phi3", "auto_map": {"AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"}}
+    assert needs_remote_code(config) is False
+    assert needs_remote_code({**config, "model_type": "my_arch"}) is True
+    assert needs_remote_code({"model_type": "my_arch"}) is False  # no code named, nothing to run
+
+
+def test_weight_files_ignore_training_pickles(tmp_path):
+    for name in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                 "training_args.bin", "optimizer.pt", "consolidated.pth"):
+        (tmp_path / name).write_bytes(b"x")
+    files = weight_files(tmp_path)
+    assert files.safetensors == ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    assert files.pickle == ("consolidated.pth",)
+
+
+def test_folder_without_weights_is_a_plain_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(tiny_llama_config().to_dict()))
+    with pytest.raises(ValueError, match="has no weight files") as info:
+        check_folder(tmp_path)
+    assert not isinstance(info.value, TrustRequired)
+
+
+def test_headless_refuses_then_honours_the_permission_saved_for_that_model(pickle_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from app.core.settings import ModelPermissions, Settings, save_settings
+
+    config = tmp_path / "config"
+    env = os.environ | {"HEADROOM_CONFIG_DIR": str(config)}
+
+    def ask():
+        return subprocess.run([sys.executable, "-m", "app", "--ask", "hi", "--model", str(pickle_dir),
+                               "--max-new-tokens", "2"], capture_output=True, text=True, env=env, timeout=300)
+
+    refused = ask()
+    assert refused.returncode == 1
+    assert [line for line in refused.stderr.splitlines() if line.startswith("headroom:")] == [
+        f"headroom: {pickle_dir.name} has only pickle weights (pytorch_model.bin), which can run arbitrary "
+        "code when loaded; if you trust its source, tick “Allow pickle weights” for it in Open model… "
+        "(or convert it to safetensors)"]
+    save_settings(Settings().with_permissions(ModelPermissions(str(pickle_dir), allow_pickle=True)),
+                  config / "settings.json")
+    allowed = ask()
+    assert allowed.returncode == 0, allowed.stderr[-2000:]
+    assert "2 tokens" in allowed.stderr
