@@ -1,0 +1,107 @@
+"""Which engine answers a conversation: the local model (transformers, in this process) or a
+remote OpenAI-compatible server (vLLM, `transformers serve`).
+
+Frozen dataclasses passed as a snapshot with every turn, like GenerationSettings. Each
+conversation keeps its own choice in the store's `settings_json` under the key "backend"
+(a JSON object, so no SQL migration: rows written before it have no key and read as local,
+which is what answered them). The API key is never part of these settings: it lives in the OS
+keyring or an owner-only file (app.core.secrets), looked up by the server's base URL.
+"""
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+LOCAL, REMOTE = "local", "remote"
+BACKEND_KINDS = (LOCAL, REMOTE)
+
+
+class BackendSettingsError(ValueError):
+    """A remote backend is chosen but its base URL or model name is unusable; one line."""
+
+
+@dataclass(frozen=True)
+class RemoteSettings:
+    """An OpenAI-compatible chat-completions server.
+
+    base_url: e.g. "http://gpu-box:8000/v1" ("/v1" is added when missing). model: the name the
+    server serves (vLLM: `--served-model-name`, else the path or repo given to `vllm serve`).
+    connect_timeout_s: seconds to open a connection. read_timeout_s: seconds to wait for the
+    next piece of an answer (a long prefill on a busy server needs a generous value).
+    retries: extra attempts after HTTP 429/503 before the stream starts (exponential backoff
+    from backoff_s seconds, or the server's Retry-After).
+    """
+
+    base_url: str = ""
+    model: str = ""
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 120.0
+    retries: int = 3
+    backoff_s: float = 0.5
+
+    def validated(self) -> "RemoteSettings":
+        """Clamp timeouts to 0.5–600 s, retries to 0–10, backoff to 0–30 s; strip whitespace."""
+        return replace(
+            self, base_url=str(self.base_url).strip(), model=str(self.model).strip(),
+            connect_timeout_s=min(max(float(self.connect_timeout_s), 0.5), 600.0),
+            read_timeout_s=min(max(float(self.read_timeout_s), 0.5), 600.0),
+            retries=min(max(int(self.retries), 0), 10),
+            backoff_s=min(max(float(self.backoff_s), 0.0), 30.0),
+        )
+
+    def check(self) -> None:
+        """Raise BackendSettingsError (one line) when the URL or the model name is unusable."""
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BackendSettingsError(
+                f"the server URL {self.base_url or '(empty)'!r} is not an http(s) URL "
+                "such as http://gpu-box:8000/v1")
+        if not self.model:
+            raise BackendSettingsError("no model name is set for the remote server")
+
+    @property
+    def display(self) -> str:
+        """"model @ host:port" for the status bar (no path, no credentials)."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or self.base_url
+        host = f"{host}:{parts.port}" if parts.port else host
+        return f"{self.model.rstrip('/').rsplit('/', 1)[-1] or '?'} @ {host}"
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """kind: "local" (the model opened in this window) or "remote" (`remote` describes it)."""
+
+    kind: str = LOCAL
+    remote: RemoteSettings = RemoteSettings()
+
+    @property
+    def is_remote(self) -> bool:
+        return self.kind == REMOTE
+
+    def validated(self) -> "BackendSettings":
+        """An unknown kind falls back to local; the remote part is clamped (see RemoteSettings)."""
+        return replace(self, kind=self.kind if self.kind in BACKEND_KINDS else LOCAL,
+                       remote=self.remote.validated())
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: object) -> "BackendSettings":
+        """Read the "backend" object of a settings file or a conversation; anything missing or
+        malformed gives the defaults (local) rather than an error."""
+        if not isinstance(raw, dict):
+            return cls()
+        remote_raw = raw.get("remote") if isinstance(raw.get("remote"), dict) else {}
+        known = {f.name for f in fields(RemoteSettings)}
+        try:
+            remote = RemoteSettings(**{k: v for k, v in remote_raw.items() if k in known})
+            return cls(str(raw.get("kind", LOCAL)), remote).validated()
+        except (TypeError, ValueError):
+            return cls()
+
+
+def conversation_settings(generation, backend: BackendSettings) -> dict[str, Any]:
+    """What a conversation row stores: the GenerationSettings fields plus "backend"."""
+    return {**asdict(generation), "backend": backend.to_json()}

@@ -1,0 +1,131 @@
+"""API keys for remote servers: the OS keyring when one is usable, else an owner-only file.
+
+Keys are looked up by the server's base URL (trailing "/" ignored). The keyring is the optional
+`keyring` package (`pip install -e ".[keyring]"`): Secret Service / KWallet on Linux, Keychain
+on macOS, Credential Locker on Windows. Without it, or when it has no usable backend (a
+headless Linux session has none), keys go to `api_keys.json` in the config folder, created with
+mode 0o600 before anything is written to it (the same rule as the conversation store), and
+never to settings.json. Keys are never logged: log lines here name the base URL and where the
+key went, nothing else.
+"""
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from app.core.paths import config_dir
+
+log = logging.getLogger(__name__)
+
+KEYRING_SERVICE = "headroom"
+KEY_FILE_NAME = "api_keys.json"
+_PRIVATE_FILE = 0o600
+
+
+def key_file_path() -> Path:
+    return config_dir() / KEY_FILE_NAME
+
+
+def _account(base_url: str) -> str:
+    return base_url.strip().rstrip("/")
+
+
+def _keyring():
+    """The keyring module when it has a usable backend, else None (never raises)."""
+    try:
+        import keyring
+        from keyring.backends import fail
+    except ImportError:
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception as exc:  # noqa: BLE001 - a broken keyring set-up means "use the file"
+        log.info("keyring unavailable (%s); API keys go to %s", type(exc).__name__, KEY_FILE_NAME)
+        return None
+    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
+        return None
+    return keyring
+
+
+def _read_file(path: Path) -> dict[str, str]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("API key file %s unreadable (%s); treating it as empty", path, type(exc).__name__)
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(raw, dict) else {}
+
+
+def _write_file(path: Path, keys: dict[str, str]) -> None:
+    """Atomic write of an owner-only file: the temp file is created 0o600, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC, _PRIVATE_FILE)
+    try:
+        os.fchmod(fd, _PRIVATE_FILE)  # an old temp file may have had another mode
+        os.write(fd, json.dumps(keys, indent=2).encode("utf-8"))
+    finally:
+        os.close(fd)
+    tmp.replace(path)
+
+
+def save_api_key(base_url: str, key: str, path: Path | None = None) -> str:
+    """Store `key` for `base_url` (an empty key deletes it). Returns where it went: "keyring"
+    or "file". Raises OSError when the file cannot be written."""
+    account, path = _account(base_url), path or key_file_path()
+    ring = _keyring()
+    if ring is not None:
+        try:
+            if key:
+                ring.set_password(KEYRING_SERVICE, account, key)
+            else:
+                _delete_from_keyring(ring, account)
+            _drop_from_file(path, account)  # one place only
+            log.info("API key for %s %s in the OS keyring", account, "stored" if key else "removed")
+            return "keyring"
+        except Exception as exc:  # noqa: BLE001 - a locked or failing keyring: use the file
+            log.warning("keyring refused the API key for %s (%s); using %s", account,
+                        type(exc).__name__, path.name)
+    keys = _read_file(path)
+    if key:
+        keys[account] = key
+    else:
+        keys.pop(account, None)
+    _write_file(path, keys)
+    log.info("API key for %s %s in %s (owner-only)", account, "stored" if key else "removed", path)
+    return "file"
+
+
+def load_api_key(base_url: str, path: Path | None = None) -> str:
+    """The key stored for `base_url`, or "" when none is (keyring first, then the file)."""
+    account = _account(base_url)
+    ring = _keyring()
+    if ring is not None:
+        try:
+            key = ring.get_password(KEYRING_SERVICE, account)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("keyring lookup failed for %s (%s)", account, type(exc).__name__)
+            key = None
+        if key:
+            return key
+    return _read_file(path or key_file_path()).get(account, "")
+
+
+def _delete_from_keyring(ring, account: str) -> None:
+    from keyring.errors import PasswordDeleteError
+
+    try:
+        ring.delete_password(KEYRING_SERVICE, account)
+    except PasswordDeleteError:
+        pass
+
+
+def _drop_from_file(path: Path, account: str) -> None:
+    keys = _read_file(path)
+    if account in keys:
+        del keys[account]
+        _write_file(path, keys)

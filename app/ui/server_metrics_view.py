@@ -1,0 +1,62 @@
+"""The memory view of a remote backend: what the server says about its KV cache and queue
+(vLLM's Prometheus /metrics), or, plainly, that it says nothing. Draws what it receives.
+"""
+
+from PySide6.QtWidgets import QLabel, QProgressBar, QVBoxLayout, QWidget
+
+
+class ServerMetricsView(QWidget):
+    """Shows ServerMetrics readings for one server. `status_text()` is the visible text."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("serverMetrics")
+        self.title = QLabel("<b>Remote server</b>")
+        self.title.setObjectName("serverTitle")
+        self.title.setWordWrap(True)
+        self.kv_bar = QProgressBar()
+        self.kv_bar.setObjectName("serverKvBar")
+        self.kv_bar.setRange(0, 1000)
+        self.kv_bar.setTextVisible(False)
+        self.status = QLabel("Waiting for the server's first reading…")
+        self.status.setObjectName("serverStatus")
+        self.status.setWordWrap(True)
+        self.note = QLabel("The model runs on the server; the memory figures below are this computer's.")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #57606a;")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 6)
+        layout.addWidget(self.title)
+        layout.addWidget(self.kv_bar)
+        layout.addWidget(self.status)
+        layout.addWidget(self.note)
+        self.kv_bar.setVisible(False)
+
+    def set_server(self, display: str) -> None:
+        """`display`: "model @ host:port"; resets to waiting for a reading."""
+        self.title.setText(f"<b>Remote server</b> · {display}")
+        self.kv_bar.setVisible(False)
+        self.status.setText("Waiting for the server's first reading…")
+
+    def show_metrics(self, metrics) -> None:
+        """Draw one app.engine.server_metrics.ServerMetrics."""
+        if not metrics.available:
+            self.kv_bar.setVisible(False)
+            reason = metrics.reason[:1].upper() + metrics.reason[1:]
+            self.status.setText(reason if reason.endswith((".", "?", "!")) else reason + ".")
+            return
+        parts = []
+        if metrics.kv_cache_usage is not None:
+            self.kv_bar.setValue(round(metrics.kv_cache_usage * 1000))
+            parts.append(f"KV cache {metrics.kv_cache_usage:.1%} in use ({metrics.kv_metric})")
+        else:
+            parts.append("KV cache usage not reported")
+        self.kv_bar.setVisible(metrics.kv_cache_usage is not None)
+        if metrics.requests_running is not None:
+            parts.append(f"{metrics.requests_running} running")
+        if metrics.requests_waiting is not None:
+            parts.append(f"{metrics.requests_waiting} waiting")
+        self.status.setText(" · ".join(parts))
+
+    def status_text(self) -> str:
+        return self.status.text()

@@ -1,0 +1,116 @@
+"""API keys: the OS keyring when one is usable, else an owner-only file; never settings.json,
+never a log line; and each conversation keeps its backend choice."""
+
+import json
+import logging
+import stat
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from keyring.backends import fail
+
+from app.core import secrets
+from app.core.backend_settings import LOCAL, REMOTE, BackendSettings, RemoteSettings, conversation_settings
+from app.core.settings import GenerationSettings, Settings, load_settings, save_settings
+from app.core.store import Store
+
+URL = "http://gpu-box:8000/v1"
+KEY = "sk-test-0123456789abcdef"
+
+
+class MemoryKeyring(KeyringBackend):
+    """An in-memory keyring backend (what Secret Service / Keychain would be on a desktop)."""
+
+    priority = 1
+
+    def __init__(self):
+        super().__init__()
+        self.store = {}
+
+    def get_password(self, service, username):
+        return self.store.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.store[(service, username)] = password
+
+    def delete_password(self, service, username):
+        self.store.pop((service, username), None)
+
+
+@pytest.fixture
+def no_keyring():
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def memory_keyring():
+    previous, ring = keyring.get_keyring(), MemoryKeyring()
+    keyring.set_keyring(ring)
+    yield ring
+    keyring.set_keyring(previous)
+
+
+def test_without_a_keyring_the_key_goes_to_an_owner_only_file(no_keyring, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    path = tmp_path / "config" / "api_keys.json"
+    assert secrets.save_api_key(URL + "/", KEY, path) == "file"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {URL: KEY}
+    assert secrets.load_api_key(URL, path) == KEY and secrets.load_api_key("http://other/v1", path) == ""
+    assert secrets.save_api_key(URL, "", path) == "file"  # forget it
+    assert secrets.load_api_key(URL, path) == "" and json.loads(path.read_text()) == {}
+    assert KEY not in caplog.text and "api_keys.json" in caplog.text
+
+
+def test_a_usable_keyring_holds_the_key_and_the_file_does_not(memory_keyring, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    path = tmp_path / "api_keys.json"
+    secrets._write_file(path, {URL: "old-key-from-the-file"})
+    assert secrets.save_api_key(URL, KEY, path) == "keyring"
+    assert memory_keyring.store == {("headroom", URL): KEY}
+    assert json.loads(path.read_text()) == {}  # one place only
+    assert secrets.load_api_key(URL, path) == KEY
+    assert KEY not in caplog.text and "OS keyring" in caplog.text
+
+
+def test_settings_json_never_holds_the_key(no_keyring, tmp_path):
+    backend = BackendSettings(REMOTE, RemoteSettings(URL, "meta-llama/Llama-3.1-8B-Instruct"))
+    settings_file = tmp_path / "settings.json"
+    save_settings(Settings(backend=backend), settings_file)
+    secrets.save_api_key(URL, KEY, tmp_path / "api_keys.json")
+    assert KEY not in settings_file.read_text()
+    assert load_settings(settings_file).backend == backend
+
+
+def test_backend_settings_read_back_and_malformed_ones_are_local():
+    remote = BackendSettings(REMOTE, RemoteSettings(URL, "m", read_timeout_s=9999, retries=-3))
+    assert remote.validated().remote.read_timeout_s == 600.0 and remote.validated().remote.retries == 0
+    assert BackendSettings.from_json(remote.to_json()) == remote.validated()
+    assert BackendSettings.from_json(None) == BackendSettings(LOCAL)
+    assert BackendSettings.from_json({"kind": "quantum", "remote": {"base_url": URL}}).kind == LOCAL
+    assert BackendSettings.from_json({"kind": REMOTE, "remote": {"retries": "many"}}) == BackendSettings()
+    assert RemoteSettings(URL, "org/Model-7B").display == "Model-7B @ gpu-box:8000"
+
+
+def test_bad_remote_settings_are_explained():
+    from app.core.backend_settings import BackendSettingsError
+
+    with pytest.raises(BackendSettingsError, match="'gpu-box:8000' is not an http"):
+        RemoteSettings("gpu-box:8000", "m").check()
+    with pytest.raises(BackendSettingsError, match="no model name"):
+        RemoteSettings(URL, "").check()
+
+
+def test_each_conversation_keeps_its_backend(tmp_path):
+    remote = BackendSettings(REMOTE, RemoteSettings(URL, "m"))
+    with Store(tmp_path / "h.sqlite3") as store:
+        new = store.create_conversation("remote chat", conversation_settings(GenerationSettings(), remote))
+        old = store.create_conversation("from before remote backends", {"max_new_tokens": 64})
+        stored = store.load_conversation(new).settings
+        assert BackendSettings.from_json(stored.get("backend")) == remote
+        assert stored["max_new_tokens"] == 512 and KEY not in json.dumps(stored)
+        assert BackendSettings.from_json(store.load_conversation(old).settings.get("backend")).kind == LOCAL
