@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from app.core.paths import default_model_path
-from app.core.settings import GenerationSettings
+from app.core.settings import GenerationSettings, load_settings
 
 
 def _load(model_path: Path | None):
@@ -25,8 +25,10 @@ def _load(model_path: Path | None):
         print(f"headroom: the default model is not installed ({path}); "
               "run: python -m app.install_model", file=sys.stderr)
         return None
+    allowed = load_settings().permissions_for(path)  # the per-model opt-ins set in Open model…
     try:
-        loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr))
+        loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr),
+                            trust_remote_code=allowed.trust_remote_code, allow_pickle=allowed.allow_pickle)
     except ModelLoadError as exc:
         print(f"headroom: {exc}", file=sys.stderr)
         return None

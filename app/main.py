@@ -5,6 +5,7 @@ import logging
 from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
+from app.core.logs import configure_logging, log_uncaught_exceptions
 from app.core.settings import GenerationSettings, load_settings
 
 
@@ -18,17 +19,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, help="tokens to generate at most")
     parser.add_argument("--temperature", type=float, help="0 = greedy (default for --ask)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
+    parser.add_argument("--desktop-entry", choices=("install", "uninstall", "show"),
+                        help="add or remove the application-menu entry and icons for this user, and exit")
     parser.add_argument("--verbose", action="store_true", help="log debug messages to stderr")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.desktop_entry:  # before logging and torch: a file copy needs neither
+        from app import desktop_entry
+
+        return desktop_entry.main([args.desktop_entry])
+    log_file = configure_logging(args.verbose)  # rotating files in the user log folder + stderr
+    log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
+    logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own progress goes to the status bar / stderr
+    if args.self_test:
+        from app import self_test
+
+        return self_test.main(args.model, "cpu" if args.cpu else "auto")
     settings = load_settings()
     if args.ask is not None or args.replay is not None:
         from app import headless

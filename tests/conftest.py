@@ -1,4 +1,4 @@
-"""Shared fixtures. GUI tests run offscreen; settings go to a temporary config folder;
+"""Shared fixtures. GUI tests run offscreen; settings and logs go to temporary folders;
 the real model is the embedded default model installed by `python -m app.install_model`."""
 
 import os
@@ -6,6 +6,7 @@ import tempfile
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HEADROOM_CONFIG_DIR", tempfile.mkdtemp(prefix="headroom-config-"))
+os.environ.setdefault("HEADROOM_LOG_DIR", tempfile.mkdtemp(prefix="headroom-logs-"))
 
 from pathlib import Path
 
@@ -50,3 +51,15 @@ def tiny_loaded(tiny_model_dir):
     from app.engine.loader import load_model
 
     return load_model(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def openai_server(real_model_folder, tmp_path_factory):
+    """A real OpenAI-compatible peer for the remote backend: `transformers serve` on the default
+    model's HF folder (CPU, offline, 127.0.0.1, a free port), ready when /health answers; stopped
+    at the end of the session. See tests/helpers/openai_server.py."""
+    from tests.helpers.openai_server import start_server
+
+    server = start_server(real_model_folder, tmp_path_factory.mktemp("serve") / "serve.log")
+    yield server
+    server.stop()

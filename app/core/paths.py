@@ -1,6 +1,7 @@
 """Where Headroom keeps its files, via platformdirs (XDG on Linux).
 
-`HEADROOM_DATA_DIR` / `HEADROOM_CONFIG_DIR` override the locations (tests, portable installs).
+`HEADROOM_DATA_DIR` / `HEADROOM_CONFIG_DIR` / `HEADROOM_LOG_DIR` override the locations (tests,
+portable installs).
 """
 
 import os
@@ -22,6 +23,12 @@ def config_dir() -> Path:
     """User config folder: settings.json (e.g. ~/.config/headroom)."""
     override = os.environ.get("HEADROOM_CONFIG_DIR")
     return Path(override) if override else Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def log_dir() -> Path:
+    """User log folder: rotating headroom.log files (e.g. ~/.local/state/headroom/log)."""
+    override = os.environ.get("HEADROOM_LOG_DIR")
+    return Path(override) if override else Path(platformdirs.user_log_dir(APP_NAME))
 
 
 def models_dir() -> Path:

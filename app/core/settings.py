@@ -6,9 +6,11 @@ defaults instead of failing start-up.
 
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from app.core.backend_settings import BackendSettings
 from app.core.paths import config_dir
 
 log = logging.getLogger(__name__)
@@ -42,10 +44,59 @@ class GenerationSettings:
         )
 
 
+MAX_RECENT_MODELS = 8
+
+
+def model_key(path: str | Path) -> str:
+    """The form a model path is remembered under: absolute, "~" expanded, symlinks kept (an HF
+    cache snapshot folder stays the snapshot folder)."""
+    return os.path.abspath(os.path.expanduser(str(path)))
+
+
+@dataclass(frozen=True)
+class ModelPermissions:
+    """What one model may do when it loads; everything is off until the user allows it for this
+    model (there is no global switch).
+
+    trust_remote_code: run the Python code the folder ships (transformers ``trust_remote_code``).
+    allow_pickle: load pickle weights (``.bin``/``.pt``/``.pth``/``.ckpt``), which can run code
+    when unpickled; safetensors are always preferred where present.
+    """
+
+    path: str
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+
 @dataclass(frozen=True)
 class Settings:
+    """recent_models: model paths opened successfully, most recent first (at most
+    MAX_RECENT_MODELS). model_permissions: per-model opt-ins, keyed by :func:`model_key`."""
+
     generation: GenerationSettings = GenerationSettings()
     last_model_path: str = ""
+    recent_models: tuple[str, ...] = ()
+    model_permissions: tuple[ModelPermissions, ...] = ()
+    backend: BackendSettings = BackendSettings()  # for new conversations (each keeps its own)
+
+    def permissions_for(self, path: str | Path) -> ModelPermissions:
+        """This model's opt-ins; all off when the user never changed them."""
+        key = model_key(path)
+        return next((p for p in self.model_permissions if p.path == key), ModelPermissions(key))
+
+    def with_permissions(self, permissions: ModelPermissions) -> "Settings":
+        """A copy with `permissions` stored for its model (an all-off entry is dropped)."""
+        key = model_key(permissions.path)
+        others = tuple(p for p in self.model_permissions if p.path != key)
+        if permissions.trust_remote_code or permissions.allow_pickle:
+            others += (replace(permissions, path=key),)
+        return replace(self, model_permissions=others)
+
+    def with_recent_model(self, path: str | Path) -> "Settings":
+        """A copy with `path` first among the recent models and as the last model opened."""
+        key = model_key(path)
+        recent = (key, *(p for p in self.recent_models if p != key))[:MAX_RECENT_MODELS]
+        return replace(self, last_model_path=str(path), recent_models=recent)
 
 
 def settings_path() -> Path:
@@ -61,12 +112,36 @@ def load_settings(path: Path | None = None) -> Settings:
         generation = GenerationSettings(
             **{k: v for k, v in raw.get("generation", {}).items() if k in gen_fields}
         ).validated()
-        return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")))
+        return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
+                        recent_models=_recent_models(raw.get("recent_models")),
+                        model_permissions=_model_permissions(raw.get("model_permissions")),
+                        backend=BackendSettings.from_json(raw.get("backend")))
     except FileNotFoundError:
         return Settings()
     except (ValueError, TypeError, AttributeError) as exc:
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
         return Settings()
+
+
+def _recent_models(raw: object) -> tuple[str, ...]:
+    """Recent model paths from JSON; entries that are not strings are skipped."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(dict.fromkeys(model_key(p) for p in raw if isinstance(p, str) and p))[:MAX_RECENT_MODELS]
+
+
+def _model_permissions(raw: object) -> tuple[ModelPermissions, ...]:
+    """Per-model opt-ins from JSON; malformed entries are skipped, flags must be real booleans."""
+    if not isinstance(raw, list):
+        return ()
+    kept = []
+    for entry in raw:
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            permissions = ModelPermissions(model_key(entry["path"]), entry.get("trust_remote_code") is True,
+                                           entry.get("allow_pickle") is True)
+            if permissions.trust_remote_code or permissions.allow_pickle:
+                kept.append(permissions)
+    return tuple(kept)
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:

@@ -56,6 +56,23 @@ def summary_reserve(context_tokens: int) -> int:
     return min(SUMMARY_RESERVE_MAX, context_tokens // SUMMARY_RESERVE_FRACTION)
 
 
+def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecision:
+    """The refusal for a window that does not fit (the newest message alone is too long): only a
+    shorter message or a smaller max_new_tokens helps, older turns are gone already. Shared by the
+    local and the remote backend, so both explain it with the same numbers (tokens)."""
+    budget = window.budget
+    room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
+    lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
+    return AdmissionDecision(
+        False, "positions",
+        f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
+        f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
+        f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
+        f"shorten it by {window.over_by:,} tokens{lower}",
+        context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
+        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
+
+
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
@@ -102,18 +119,7 @@ class Foresight:
                                count_tokens=self.count_tokens, system_allowed=fmt.system_role)
         sample = self.probe.sample()
         if not window.fits:
-            # only a shorter message or a smaller max_new_tokens helps: older turns are gone already
-            room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
-            lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
-            decision = AdmissionDecision(
-                False, "positions",
-                f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
-                f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
-                f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
-                f"shorten it by {window.over_by:,} tokens{lower}",
-                context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
-                remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
-            return TurnPlan(window, (), None, decision, sample)
+            return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)
         text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
         ids = tuple(encode_prompt(self.loaded.tokenizer, text))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)

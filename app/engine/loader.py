@@ -21,6 +21,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from app.engine.attention import enable_packed_sdpa
 from app.engine.chat_format import PromptFormat, detect_format, stop_token_ids
+from app.engine.folder_trust import check_folder, remote_code_message
 from app.engine.placement import Placement, detect_placement
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def convert_gguf(gguf: Path, progress: Progress | None = None,
         _check_cancel(cancel)
         report("Dequantizing GGUF weights", 0.35)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                     dtype=torch.float32)
+                                                     dtype=torch.float32, **_dense_gguf_kwargs())
         _check_cancel(cancel)
         report("Saving the converted model", 0.75)
         model.hf_quantizer = None
@@ -162,6 +163,17 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{path} is not a Hugging Face model folder (no config.json)")
     return path
+
+
+def _dense_gguf_kwargs() -> dict:
+    """Ask transformers to unpack GGUF blocks at load (`GgufConfig(dequantize=True)`, 5.2x+):
+    the cache must hold dense weights, and a packed load would look for a ggml matmul kernel on
+    the hub (`integrations/gguf/kernels.get_gguf_kernel`), which an offline app must not."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:  # older transformers always dequantize GGUF
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True), "use_kernels": False}
 
 
 def _load_kwargs(placement: Placement) -> dict:
@@ -229,9 +241,13 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
 
 
 def load_model(path: Path, progress: Progress | None = None, cancel: threading.Event | None = None,
-               trust_remote_code: bool = False, device_preference: str = "auto") -> LoadedModel:
+               trust_remote_code: bool = False, device_preference: str = "auto",
+               allow_pickle: bool = False) -> LoadedModel:
     """Open `path` (HF folder or .gguf) for generation and return model, tokenizer, report.
 
+    trust_remote_code / allow_pickle: this model's opt-ins (app.engine.folder_trust); without
+    them a folder that needs its own code, or has only pickle weights, is refused with a line
+    saying how to allow it. Safetensors are loaded whenever present; hub kernels never are.
     Never moves or casts the model after a 4-bit load (C12); on any failure nothing stays
     referenced (no half-loaded model in memory). Raises ModelLoadError with a one-line reason,
     or LoadCancelled.
@@ -240,6 +256,10 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     started = time.perf_counter()
     folder = resolve_model_folder(Path(path), report, cancel)
     _check_cancel(cancel)
+    try:
+        trust = check_folder(folder, trust_remote_code, allow_pickle)
+    except ValueError as exc:  # TrustRequired included: one line that says how to allow it
+        raise ModelLoadError(str(exc)) from None
     model = tokenizer = None
     error: ModelLoadError | None = None
     try:
@@ -252,7 +272,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         _check_cancel(cancel)
         report(f"Loading weights ({placement.device}, {placement.attention})", 0.85)
         model = AutoModelForCausalLM.from_pretrained(
-            folder, trust_remote_code=trust_remote_code, **_load_kwargs(placement))
+            folder, trust_remote_code=trust_remote_code, use_safetensors=trust.use_safetensors,
+            use_kernels=False, **_load_kwargs(placement))
         model.eval()
         enable_packed_sdpa(model)  # "sdpa" → "sdpa+gqa-packed" for GQA models (no repeat_kv copy)
         _check_cancel(cancel)
@@ -268,6 +289,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         raise
     except Exception as exc:
         error = _load_error(f"cannot load {Path(path).name}", exc)
+        if "trust_remote_code" in str(exc):  # e.g. a tokenizer that ships its own code
+            error = ModelLoadError(remote_code_message(Path(path).name))
     finally:
         # On failure drop the half-loaded model; on success `loaded` holds the references.
         model = tokenizer = None

@@ -20,9 +20,17 @@ def summarize(loaded, plan: SummaryPlan, count_tokens, stop_event: threading.Eve
     text is discarded. Exceptions from generation (e.g. OutOfMemoryError) propagate.
     """
     params = SamplingParams(max_new_tokens=plan.max_new_tokens, temperature=0.0)
+    return judge_summary_stream(stream_chat_reply(loaded, list(plan.request), params, stop_event,
+                                                  prefill_chunk_tokens=prefill_chunk_tokens),
+                                plan, count_tokens)
+
+
+def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[SummaryState, SummaryVerdict]:
+    """Consume a reply stream (TextDelta… then one ReplyFinished, from any backend) and judge the
+    summary it wrote with `finish_summary`. A "stopped" reply is a cancelled summary: the previous
+    state stands. Exceptions from the stream propagate."""
     text = ""
-    for event in stream_chat_reply(loaded, list(plan.request), params, stop_event,
-                                   prefill_chunk_tokens=prefill_chunk_tokens):
+    for event in events:
         if isinstance(event, ReplyFinished):
             if event.stop_reason == "stopped":
                 return plan.previous, SummaryVerdict(False, "summary cancelled")

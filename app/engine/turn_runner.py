@@ -84,7 +84,9 @@ TurnEvent = (TurnPlanned | TurnRefused | TextDelta | TurnCompleted | TurnFailed 
 
 
 class TurnRunner:
-    """Runs turns on one loaded model. Use from one thread at a time."""
+    """Runs turns on one loaded model (the local backend). Use from one thread at a time."""
+
+    kind = "local"
 
     def __init__(self, loaded, probe: MemoryProbe):
         from app.engine.kv_session import KVSession
@@ -95,6 +97,11 @@ class TurnRunner:
         # prompt, so edits, regenerations, summaries and switching chats need no bookkeeping.
         self.session = KVSession()
         self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
+
+    @property
+    def report(self):
+        """The LoadReport of the model that answers (the backend protocol's report)."""
+        return self.loaded.report
 
     def warm_up(self, on_status=None):
         """After load: one measured prefill to calibrate the projection, then compile the decode
@@ -192,34 +199,52 @@ class TurnRunner:
                    stop_event: threading.Event):
         from app.engine.summarize import summarize
 
-        try:
-            summary_plan = plan_summary(plan.window, summary, system_prompt=settings.system_prompt,
-                                        count_tokens=self.foresight.count_tokens,
-                                        system_allowed=self.loaded.prompt_format.system_role)
-        except ValueError as exc:
-            yield SummaryFailed(str(exc))
-            return
-        if summary_plan is None:
-            return
-        yield SummaryStarted(len(summary_plan.folded))
-        stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it
-        error = None
-        try:
-            state, verdict = summarize(self.loaded, summary_plan, self.foresight.count_tokens,
-                                       stop_event, self.foresight.chunk)
-        except Exception as exc:  # a failed summary never loses the conversation
-            log.error("summary failed\n%s", traceback.format_exc())
-            error = describe_failure(exc)
-        if error is not None:
-            release_memory()
-            yield SummaryFailed(error)
-            return
-        yield SummaryFinished(state, verdict)
+        count = self.foresight.count_tokens
+        yield from summary_events(
+            plan.window, summary, settings, stop_event, count, self.loaded.prompt_format.system_role,
+            lambda summary_plan, stop: summarize(self.loaded, summary_plan, count, stop, self.foresight.chunk),
+            after_failure=release_memory)
+
+
+def summary_events(window, summary: SummaryState, settings: GenerationSettings, stop_event: threading.Event,
+                   count_tokens, system_allowed: bool, write_summary,
+                   after_failure=None) -> Iterator[TurnEvent]:
+    """Fold the turns `window` evicted into the summary; shared by every backend, so the history
+    policy is the same whichever engine answered.
+
+    write_summary(summary_plan, stop_event) → (SummaryState, SummaryVerdict) generates and judges
+    it (app.engine.summarize). Yields nothing when there is nothing to fold, else SummaryStarted
+    then SummaryFinished or SummaryFailed (one line; exceptions never escape).
+    after_failure(): cleanup after a failed summary (the local backend releases memory)."""
+    try:
+        summary_plan = plan_summary(window, summary, system_prompt=settings.system_prompt,
+                                    count_tokens=count_tokens, system_allowed=system_allowed)
+    except ValueError as exc:
+        yield SummaryFailed(str(exc))
+        return
+    if summary_plan is None:
+        return
+    yield SummaryStarted(len(summary_plan.folded))
+    stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it
+    error = None
+    try:
+        state, verdict = write_summary(summary_plan, stop_event)
+    except Exception as exc:  # a failed summary never loses the conversation
+        log.error("summary failed\n%s", traceback.format_exc())
+        error = describe_failure(exc)
+    if error is not None:
+        if after_failure is not None:
+            after_failure()
+        yield SummaryFailed(error)
+        return
+    yield SummaryFinished(state, verdict)
 
 
 def describe_failure(exc: BaseException) -> str:
     """One line for the user."""
     name = type(exc).__name__
+    if name == "RemoteError":  # already one line for the user (app.engine.openai_client)
+        return str(exc)
     if name == "OutOfMemoryError":
         return ("the GPU ran out of memory during this reply; the cache and inputs were released — "
                 "try a shorter message, a lower max_new_tokens or a new chat")

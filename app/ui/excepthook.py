@@ -1,27 +1,92 @@
 """The one error funnel for unexpected exceptions: log with traceback, show a non-fatal
-dialog. Expected failures (bad model, OOM) never get here — they travel on signals."""
+dialog. Expected failures (bad model, OOM) never get here — they travel on signals.
 
+Three doors lead in: `sys.excepthook` (exceptions in Qt slots and virtual methods, and in
+qasync's async slots, which call it themselves), `threading.excepthook` (Python threads), and
+the asyncio loop's exception handler (a task nobody awaited, a failing callback). Cancelling
+async work is not an error and is dropped silently on every door (case C29, qasync #126).
+"""
+
+import asyncio
 import logging
 import sys
+import threading
 import traceback
 
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QApplication
+
+from app.ui.crash_dialog import CrashDialog
 
 log = logging.getLogger("headroom.crash")
 
 
-def install_excepthook() -> None:
+class _Funnel(QObject):
+    """Lives in the GUI thread; a hook may run in any thread, so it emits and the dialog is shown
+    here (a queued connection from other threads).
+
+    Signals: error_reported(str summary, str details).
+    """
+
+    error_reported = Signal(str, str)
+
+    def __init__(self, log_file, parent):
+        super().__init__(parent)
+        self.log_file = log_file
+        self.dialog: CrashDialog | None = None
+        self.error_reported.connect(self._on_error_reported)
+
+    @Slot(str, str)
+    def _on_error_reported(self, summary: str, details: str) -> None:
+        if self.dialog is None:
+            self.dialog = CrashDialog(self.log_file)
+        if not self.dialog.isVisible():
+            self.dialog.clear()
+        self.dialog.add_error(summary, details)
+        self.dialog.show()  # never exec(): a nested event loop would stall qasync and the stream
+        self.dialog.raise_()
+
+
+def install_excepthook(log_file=None) -> _Funnel:
+    """Route uncaught exceptions of this process to the log ("headroom.crash", ERROR, with the
+    traceback) and to a CrashDialog. Needs a QApplication. log_file: shown in the dialog.
+    Returns the funnel; its `dialog` is the CrashDialog once an error has been shown."""
+    funnel = _Funnel(log_file, QApplication.instance())
+
     def hook(exc_type, exc, tb):
         if issubclass(exc_type, KeyboardInterrupt):
             sys.__excepthook__(exc_type, exc, tb)
             return
-        details = "".join(traceback.format_exception(exc_type, exc, tb))
-        log.error("unhandled exception\n%s", details)
-        if QApplication.instance() is not None:
-            box = QMessageBox(QMessageBox.Icon.Warning, "Headroom hit an unexpected error",
-                              f"{exc_type.__name__}: {exc}\n\nYour conversation is kept; "
-                              "the details below are also in the log.")
-            box.setDetailedText(details)
-            box.exec()
+        if issubclass(exc_type, asyncio.CancelledError):
+            return  # cancelled work is not a crash (C29)
+        log.error("unhandled exception", exc_info=(exc_type, exc, tb))
+        try:
+            funnel.error_reported.emit(f"{exc_type.__name__}: {exc}",
+                                       "".join(traceback.format_exception(exc_type, exc, tb)))
+        except RuntimeError:  # the QApplication is gone (shutting down): the log has it
+            pass
+
+    def thread_hook(args):
+        if args.exc_type is not SystemExit:
+            hook(args.exc_type, args.exc_value, args.exc_traceback)
 
     sys.excepthook = hook
+    threading.excepthook = thread_hook
+    return funnel
+
+
+def install_loop_exception_handler(loop: asyncio.AbstractEventLoop) -> None:
+    """Send asyncio's own error reports for `loop` through `sys.excepthook` (logged and shown)
+    instead of asyncio's plain log line; a CancelledError is ignored, a report without an
+    exception is logged as a warning."""
+
+    def handler(_loop, context):
+        exc = context.get("exception")
+        if isinstance(exc, asyncio.CancelledError):
+            return
+        if exc is None:
+            log.warning("asyncio: %s", context.get("message", context))
+            return
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+
+    loop.set_exception_handler(handler)

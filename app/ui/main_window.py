@@ -6,9 +6,10 @@ Only this (GUI) thread touches the conversation and the widgets. Model loading i
 
 import asyncio
 import functools
+import importlib
 import itertools
 import threading
-from dataclasses import asdict, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QThread, Signal, Slot
@@ -16,22 +17,26 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
 from qasync import asyncSlot
 
+from app.core.backend_settings import BackendSettings, conversation_settings
 from app.core.conversation import Conversation, MessageStatus, Role
 from app.core.history import SummaryState, group_turns
 from app.core.settings import GenerationSettings, Settings, save_settings
 from app.core.store import Store
 from app.engine.foresight import Foresight, copy_messages
 from app.engine.memory_probe import pick_probe
+from app.ui.about_dialog import AboutDialog
 from app.ui.admission_dialog import AdmissionDialog
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
+from app.ui.session_state import SessionState
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
 from app.workers.generation_worker import GenerationWorker, TurnRequest
 from app.workers.memory_monitor import MemoryMonitor
+from app.workers.server_monitor import ServerMonitor
 
 
 class MainWindow(QMainWindow):
@@ -41,7 +46,10 @@ class MainWindow(QMainWindow):
     load_failed = Signal(str)
     turn_finished = Signal(str)
 
-    def __init__(self, settings: Settings, device_preference: str = "auto", store: Store | None = None):
+    def __init__(self, settings: Settings, device_preference: str = "auto", store: Store | None = None,
+                 session: SessionState | None = None):
+        """store: conversations (default: the user data folder's). session: layout, last open
+        conversation and notices already shown (default: session.ini in the config folder)."""
         super().__init__()
         self.setWindowTitle("Headroom")
         self.resize(1100, 720)
@@ -61,6 +69,7 @@ class MainWindow(QMainWindow):
         self._foresight = None          # ForesightSnapshot for the "what if" control
         self._turn_records: list = []   # per-turn projected vs measured peaks, for diagnostics
         self._load_cancel: threading.Event | None = None
+        self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._model_swapped: asyncio.Future | None = None
 
         self.chat_view = ChatView()
@@ -76,7 +85,8 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.chat_view, 1)
         layout.addWidget(self.composer)
         layout.addWidget(self.token_meter)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.setObjectName("sidebarSplitter")
         splitter.addWidget(self.sidebar)
         splitter.addWidget(chat)
         splitter.setStretchFactor(1, 1)
@@ -86,6 +96,7 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
         self.monitor = MemoryMonitor(pick_probe(), parent=self)
         self._build_toolbar()
+        self._build_help_menu()
 
         self.worker = GenerationWorker()
         self.worker_thread = QThread(self)
@@ -102,7 +113,11 @@ class MainWindow(QMainWindow):
         self.worker.summary_started.connect(self._on_summary_started)
         self.worker.summary_finished.connect(self._on_summary_finished)
         self.worker.summary_failed.connect(self._on_summary_failed)
+        self.worker.backend_chosen.connect(self._on_backend_chosen)
         self.worker_thread.start()
+        self._remote_report = None      # RemoteReport of the server that answered last
+        self.server_monitor = ServerMonitor(parent=self)  # a remote server's /metrics, ≈1 Hz
+        self.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
 
         self.composer.send_requested.connect(self._on_send_requested)
         self.composer.stop_requested.connect(self._on_stop_requested)
@@ -124,7 +139,11 @@ class MainWindow(QMainWindow):
         self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
         self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
         self.monitor.start()
+        self._apply_backend()
         self.refresh_sidebar()
+        self._closed = False
+        self.session = session or SessionState()
+        self._restore_session()
 
     # ----- toolbar -------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -144,29 +163,76 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_open_triggered(self) -> None:
-        dialog = QFileDialog(self, "Open model — an HF folder, or pick a .gguf file")
-        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-        dialog.setNameFilter("GGUF models (*.gguf);;Model config (config.json)")
-        if dialog.exec():
-            chosen = Path(dialog.selectedFiles()[0])
-            # picking a folder's config.json opens the folder
-            self.open_model(chosen.parent if chosen.name == "config.json" else chosen)
+        from app.engine.model_catalog import Catalog
+        from app.ui.open_model_dialog import OpenModelDialog
+
+        catalog = Catalog.for_this_machine(  # the open model is freed before the next loads (C05)
+            self.device_preference, self.report.weight_bytes if self.report else 0,
+            self.settings.generation.context_tokens)
+        dialog = OpenModelDialog(catalog, self.settings, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.model_chosen.connect(self._on_model_chosen)
+        dialog.open()
+
+    @Slot(str, object)
+    def _on_model_chosen(self, path: str, permissions) -> None:
+        self.settings = self.settings.with_permissions(permissions)
+        save_settings(self.settings)
+        self.open_model(Path(path))
 
     @Slot()
     def _on_settings_triggered(self) -> None:
-        dialog = SettingsDialog(self.settings.generation, self)
+        from app.core.secrets import load_api_key
+
+        backend = self.settings.backend
+        key_stored = bool(backend.remote.base_url and load_api_key(backend.remote.base_url))
+        dialog = SettingsDialog(self.settings.generation, self, backend, key_stored)
         if dialog.exec():
-            self.settings = Settings(dialog.result_settings(), self.settings.last_model_path)
-            save_settings(self.settings)
-            if self.conversation_id is not None:  # the open conversation keeps its own settings
-                self.store.update_settings(self.conversation_id, asdict(self.settings.generation))
+            self.apply_settings(dialog.result_settings(), dialog.result_backend(), dialog.entered_api_key())
+
+    def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
+                       api_key: str | None = None) -> None:
+        """Adopt edited settings: saved as the defaults for new chats and, for the open
+        conversation, as its own. api_key: store it for the backend's URL (None: unchanged,
+        "": forget it); it goes to the keyring or an owner-only file, never to settings.json."""
+        from app.core.secrets import save_api_key
+
+        self.settings = replace(self.settings, generation=generation, backend=backend)
+        save_settings(self.settings)
+        if api_key is not None and backend.remote.base_url:
+            try:
+                where = save_api_key(backend.remote.base_url, api_key)
+                self.status.showMessage("API key " + ("forgotten" if not api_key else
+                                        "stored in the OS keyring" if where == "keyring" else
+                                        "stored in api_keys.json (owner-only)"), 8000)
+            except OSError as exc:
+                self.chat_view.add_notice(f"Could not store the API key: {exc.strerror}", "error")
+        if self.conversation_id is not None:  # the open conversation keeps its own settings
+            self.store.update_settings(self.conversation_id, conversation_settings(generation, backend))
+        self._apply_backend()
+
+    def _apply_backend(self) -> None:
+        """Show and watch the current backend: a remote server's metrics in the memory panel;
+        sending needs a loaded model only for the local backend."""
+        backend = self.settings.backend
+        self.server_monitor.watch(backend.remote if backend.is_remote else None)
+        self.vram_panel.show_remote(backend.remote.display if backend.is_remote else None)
+        self._refresh_can_send()
+
+    def _refresh_can_send(self) -> None:
+        self.composer.set_can_send(self.report is not None or self.settings.backend.is_remote)
+
+    @Slot(int, object)
+    def _on_backend_chosen(self, _request_id: int, report) -> None:
+        if getattr(report, "kind", "local") == "remote":
+            self._remote_report = report
+        self.status.show_backend(report)
 
     # ----- model loading ---------------------------------------------------------------------
     @asyncSlot(object)
     async def open_model(self, path: Path) -> None:
         """Load `path` off the GUI thread, with progress and cancel; errors show inline."""
-        from app.engine.loader import LoadCancelled, ModelLoadError, load_model
-
+        self._own_current_task()
         if self._load_cancel is not None:
             self._load_cancel.set()  # a newer request replaces a load in progress
         cancel = self._load_cancel = threading.Event()
@@ -174,15 +240,22 @@ class MainWindow(QMainWindow):
         self.composer.set_can_send(False)
         self.status.show_progress(f"Opening {Path(path).name}…", 0.0)
         await self._swap_model(None)  # free the old model before loading the next (C05)
+        # transformers takes 1–2 s to import: in a worker thread, so the first paint does not wait
+        await asyncio.get_event_loop().run_in_executor(None, importlib.import_module, "app.engine.loader")
+        from app.engine.loader import LoadCancelled, ModelLoadError, load_model
+
         loop = asyncio.get_event_loop()
 
         def progress(text: str, fraction: float) -> None:
             loop.call_soon_threadsafe(self.status.show_progress, text, fraction)
 
+        allowed = self.settings.permissions_for(path)  # this model's opt-ins, off by default
         try:
             loaded = await loop.run_in_executor(
                 None, functools.partial(load_model, Path(path), progress, cancel,
-                                        device_preference=self.device_preference))
+                                        trust_remote_code=allowed.trust_remote_code,
+                                        device_preference=self.device_preference,
+                                        allow_pickle=allowed.allow_pickle))
         except LoadCancelled:
             self.chat_view.add_notice("Loading cancelled.")
             self.status.show_report(None)
@@ -199,7 +272,7 @@ class MainWindow(QMainWindow):
                 return
             await self._swap_model(loaded)
             del loaded  # the worker owns the model now
-            self.settings = Settings(self.settings.generation, str(path))
+            self.settings = self.settings.with_recent_model(path)
             save_settings(self.settings)
         finally:
             if self._load_cancel is cancel:
@@ -218,7 +291,7 @@ class MainWindow(QMainWindow):
         if report is not None:
             self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
         self.status.show_report(report)
-        self.composer.set_can_send(report is not None)
+        self._refresh_can_send()
         if self._model_swapped is not None and not self._model_swapped.done():
             self._model_swapped.set_result(report)
         if report is not None:
@@ -260,7 +333,10 @@ class MainWindow(QMainWindow):
         if stored.settings:  # this conversation's own generation settings
             known = {f.name for f in fields(GenerationSettings)}
             generation = GenerationSettings(**{k: v for k, v in stored.settings.items() if k in known})
-            self.settings = replace(self.settings, generation=generation.validated())
+            # no "backend" key: written before remote backends existed, so answered locally
+            self.settings = replace(self.settings, generation=generation.validated(),
+                                    backend=BackendSettings.from_json(stored.settings.get("backend")))
+            self._apply_backend()
         self.chat_view.load_messages(self.conversation.messages)
         self._show_summary()
         self.refresh_sidebar()
@@ -308,7 +384,8 @@ class MainWindow(QMainWindow):
         """Commit a message as it completes (a new row, or the final state of an old one)."""
         if self.conversation_id is None:
             title = self.conversation.messages[0].content.strip().splitlines()[0][:60]
-            self.conversation_id = self.store.create_conversation(title, asdict(self.settings.generation))
+            self.conversation_id = self.store.create_conversation(
+                title, conversation_settings(self.settings.generation, self.settings.backend))
             self.refresh_sidebar()
         if message.id is None:
             self.store.append_message(self.conversation_id, message)
@@ -320,6 +397,8 @@ class MainWindow(QMainWindow):
         from app.engine.foresight import summary_reserve
 
         positions = (self.report.max_positions if self.report else None) or 2048
+        if self.settings.backend.is_remote and self._remote_report is not None:
+            positions = self._remote_report.context_tokens
         context = self.settings.generation.context_tokens
         return summary_reserve(min(positions, context) if context > 0 else positions)
 
@@ -405,7 +484,8 @@ class MainWindow(QMainWindow):
             messages = copy_messages(self.conversation.messages)
             self.chat_view.continue_stream()
         request = TurnRequest(next(self._request_ids), messages, self.summary,
-                              settings or self.settings.generation, continue_final, override_memory)
+                              settings or self.settings.generation, continue_final, override_memory,
+                              backend=self.settings.backend)
         self._active_request = request.request_id
         self.composer.set_generating(True)
         self.worker.turn_requested.emit(request)
@@ -549,17 +629,80 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             self.chat_view.add_notice(f"Could not save diagnostics to {path}: {exc.strerror}", "error")
 
+    # ----- help, start-up notices, session ----------------------------------------------------
+    def _build_help_menu(self) -> None:
+        help_menu = self.menuBar().addMenu("&Help")
+        self.about_action = help_menu.addAction("About Headroom")
+        self.about_action.triggered.connect(self._on_about_triggered)
+
+    @Slot()
+    def _on_about_triggered(self) -> None:
+        from app.core.logs import current_log_file
+        from app.engine.environment import read_environment
+
+        log_file = current_log_file()
+        self.about_dialog = AboutDialog(read_environment(), self.report,
+                                        log_file.parent if log_file else None, self)
+        self.about_dialog.open()  # window-modal, never blocks the event loop
+
+    @asyncSlot()
+    async def check_environment(self) -> None:
+        """Read GPU, driver and bitsandbytes facts off the GUI thread (nvidia-smi can take
+        seconds) and explain, once, what will not be used and what still works."""
+        from app.engine.environment import read_environment
+        from app.engine.startup_notices import startup_notices
+
+        self._own_current_task()
+        env = await asyncio.get_event_loop().run_in_executor(
+            None, functools.partial(read_environment, probe_gpu=True))
+        self.show_startup_notices(startup_notices(env, self.device_preference))
+
+    def show_startup_notices(self, notices) -> list:
+        """Add to the transcript each StartupNotice not shown at an earlier start, and remember
+        it in the session file; returns the notices shown now."""
+        seen = self.session.shown_notices()
+        fresh = [n for n in notices if n.key not in seen]
+        for notice in fresh:
+            self.chat_view.add_notice(notice.text)
+        if fresh:
+            self.session.remember_notices(n.key for n in fresh)
+        return fresh
+
+    def _own_current_task(self) -> None:
+        """Track the running async slot's task so closing the window can cancel it (silently:
+        C29) instead of leaving it pending when the event loop ends."""
+        task = asyncio.current_task(asyncio.get_event_loop())  # qasync's loop, running or not
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _restore_session(self) -> None:
+        """Put back the layout and the conversation that was open at the last close (when it
+        still exists: it may have been deleted, or the database replaced)."""
+        conversation_id = self.session.restore_window(self, self.splitter)
+        if conversation_id in {info.id for info in self.store.list_conversations()}:
+            self._on_open_conversation_requested(conversation_id)
+
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
-        """Stop any reply (it ends within one token), then join the worker thread."""
+        """Stop any reply (it ends within one token), keep its partial answer as stopped, join
+        the worker thread, and remember the layout and the open conversation."""
+        if self._closed:  # a second close (tests, quit after close) finds everything done
+            super().closeEvent(event)
+            return
+        self._closed = True
+        self._queued_text = None  # a message sent while stopping must not start a turn now
         if self._load_cancel is not None:
             self._load_cancel.set()
+        for task in list(self._tasks):  # a load or start-up check in flight ends here
+            task.cancel()
         self.monitor.stop()
+        self.server_monitor.shutdown()
         self.worker.request_stop()
         self.worker_thread.quit()
         self.worker_thread.wait()
         if self._active_request is not None:  # the partial answer is kept as stopped
             self._end_turn(MessageStatus.STOPPED)
+        self.session.save_window(self, self.splitter, self.conversation_id)
         self.store.purge_deleted(older_than_s=7 * 24 * 3600)
         self.store.close()
         super().closeEvent(event)

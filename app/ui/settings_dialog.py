@@ -1,21 +1,31 @@
-"""Generation settings: system prompt, max_new_tokens, temperature, top_p."""
+"""Generation settings: system prompt, max_new_tokens, temperature, top_p, and which backend
+answers (local model or a remote OpenAI-compatible server)."""
 
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
     QPlainTextEdit,
     QSpinBox,
+    QVBoxLayout,
 )
 
+from app.core.backend_settings import BackendSettings
 from app.core.settings import GenerationSettings
+from app.ui.backend_form import BackendForm
 
 
 class SettingsDialog(QDialog):
-    """Edit a GenerationSettings snapshot; `result_settings()` returns the edited copy."""
+    """Edit a GenerationSettings snapshot; `result_settings()` returns the edited copy.
 
-    def __init__(self, settings: GenerationSettings, parent=None):
+    backend: the conversation's BackendSettings (None: no backend section); `result_backend()`
+    and `entered_api_key()` return the edits (see BackendForm). key_stored: a key is on file.
+    """
+
+    def __init__(self, settings: GenerationSettings, parent=None, backend: BackendSettings | None = None,
+                 key_stored: bool = False):
         super().__init__(parent)
         self.setWindowTitle("Generation settings")
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
@@ -46,13 +56,33 @@ class SettingsDialog(QDialog):
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        form = QFormLayout(self)
+        outer = QVBoxLayout(self)
+        form = QFormLayout()
         form.addRow("System prompt", self.system_prompt)
         form.addRow("Max new tokens", self.max_new_tokens)
         form.addRow("Temperature", self.temperature)
         form.addRow("Top-p", self.top_p)
         form.addRow("Context window", self.context_tokens)
-        form.addRow(buttons)
+        outer.addLayout(form)
+        self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
+        group = QGroupBox("Backend (this conversation)")
+        QVBoxLayout(group).addWidget(self.backend_form)
+        group.setVisible(backend is not None)
+        outer.addWidget(group)
+        outer.addWidget(buttons)
+
+    def accept(self) -> None:
+        """Stays open, with the reason under the backend form, while the backend is unusable."""
+        if self.backend_form.isVisibleTo(self) and self.backend_form.problem():
+            return
+        super().accept()
+
+    def result_backend(self) -> BackendSettings:
+        return self.backend_form.result()
+
+    def entered_api_key(self) -> str | None:
+        """The API key typed (None: keep the stored one; "": forget it)."""
+        return self.backend_form.entered_key()
 
     def result_settings(self) -> GenerationSettings:
         return GenerationSettings(

@@ -1,4 +1,5 @@
-"""Status bar: model, device, attention path, quantization, tok/s, TTFT, load progress."""
+"""Status bar: model, device, attention path, quantization, tok/s, TTFT, load progress, and
+which backend answered the last turn (the local model or a remote server)."""
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
@@ -17,6 +18,8 @@ class ModelStatusBar(QStatusBar):
         self.speed_label.setObjectName("speedLabel")
         self.decode_label = QLabel("")
         self.decode_label.setObjectName("decodeLabel")
+        self.backend_label = QLabel("")
+        self.backend_label.setObjectName("backendLabel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
         self.progress.setMaximumWidth(180)
@@ -26,6 +29,7 @@ class ModelStatusBar(QStatusBar):
         self.addWidget(self.model_label, 1)
         self.addPermanentWidget(self.progress)
         self.addPermanentWidget(self.cancel_button)
+        self.addPermanentWidget(self.backend_label)
         self.addPermanentWidget(self.decode_label)
         self.addPermanentWidget(self.speed_label)
         self.end_progress()
@@ -53,6 +57,18 @@ class ModelStatusBar(QStatusBar):
             f"{report.source}\nattention: {report.attention}\nquantization: {report.quantization}\n"
             f"weights: {report.weight_dtype}, compute: {report.compute_dtype}\n"
             f"loaded in {report.load_seconds:.1f} s\n{why}")
+
+    def show_backend(self, report) -> None:
+        """Which backend answered: a LoadReport (local model) or a RemoteReport (server)."""
+        if getattr(report, "kind", "local") == "remote":
+            c = report.counting
+            self.backend_label.setText(f"answered by remote: {report.display}")
+            self.backend_label.setToolTip(
+                f"{report.base_url}\nmodel: {report.name}\ncontext: {report.context_tokens:,} tokens "
+                f"({report.context_source})\ntokens counted by {c.method}: {c.detail}")
+        else:
+            self.backend_label.setText("answered by local model")
+            self.backend_label.setToolTip(report.source if report is not None else "")
 
     def show_decode_status(self, status) -> None:
         """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason)."""

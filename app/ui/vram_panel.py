@@ -29,6 +29,7 @@ from app.ui.memory_breakdown import (
 )
 from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
+from app.ui.server_metrics_view import ServerMetricsView
 from app.ui.what_if import WhatIfControl
 
 _VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit"}
@@ -67,6 +68,8 @@ class VramPanel(QDockWidget):
         self.device_label = QLabel("No memory sample yet")
         self.device_label.setObjectName("panelDevice")
         self.device_label.setWordWrap(True)
+        self.server = ServerMetricsView()  # a remote backend's view, shown only while one is chosen
+        self.server.setVisible(False)
         self.gauge = HeadroomGauge()
         self.bar = MemoryBar()
         self.legend = MemoryLegend()
@@ -93,6 +96,7 @@ class VramPanel(QDockWidget):
         layout = QVBoxLayout(body)
         layout.setContentsMargins(10, 8, 10, 8)
         layout.setSpacing(6)
+        layout.addWidget(self.server)
         layout.addWidget(self.device_label)
         layout.addWidget(self.gauge)
         layout.addWidget(self.bar)
@@ -149,6 +153,18 @@ class VramPanel(QDockWidget):
         """The projection for the what-if sizes, as the listener of what_if_changed made it."""
         self._what_if = projection
         self._refresh()
+
+    def show_remote(self, display: str | None) -> None:
+        """A remote backend answers ("model @ host"): show the server's view above this
+        computer's; None hides it (local backend)."""
+        self.server.setVisible(display is not None)
+        if display is not None:
+            self.server.set_server(display)
+
+    @Slot(object)
+    def show_server_metrics(self, metrics) -> None:
+        """One ServerMetrics reading (connect ServerMonitor.metrics_sampled here)."""
+        self.server.show_metrics(metrics)
 
     def set_safety_margin(self, margin) -> None:
         """What admission keeps free on top of the projection (the red threshold): bytes, or a

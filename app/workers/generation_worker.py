@@ -5,7 +5,9 @@ projection); the GUI thread never does. Commands arrive as queued `*_requested` 
 served one at a time, so a summary queued behind a chat turn runs after it (one GPU job at a
 time). Stop is *not* a queued slot — the worker's event loop is busy while generating — but a
 `threading.Event` set directly from the GUI thread and polled before every decode step.
-The turn itself is app.engine.turn_runner's; this class only maps its events to signals.
+The turn itself is the backend's (app.engine.backend: the local TurnRunner or a remote
+OpenAI-compatible server), picked per request from its BackendSettings snapshot; this class
+only maps the backend's events to signals, the same signals for both.
 """
 
 import threading
@@ -13,10 +15,13 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from app.core.backend_settings import BackendSettings
 from app.core.conversation import Message
 from app.core.history import SummaryState
+from app.core.secrets import load_api_key
 from app.core.settings import GenerationSettings
 from app.engine import turn_runner as tr
+from app.engine.backend import RemoteBackends
 from app.engine.generation import TextDelta
 from app.engine.memory_probe import pick_probe, release_memory
 
@@ -25,7 +30,8 @@ from app.engine.memory_probe import pick_probe, release_memory
 class TurnRequest:
     """One chat turn. messages: the whole conversation (copies), oldest first, ending with the
     new user message — or with a partial assistant answer when continue_final (C17).
-    override_memory: the user chose "send anyway" after a memory refusal."""
+    override_memory: the user chose "send anyway" after a memory refusal.
+    backend: which engine answers (the conversation's choice; local by default)."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -33,6 +39,7 @@ class TurnRequest:
     settings: GenerationSettings
     continue_final: bool = False
     override_memory: bool = False
+    backend: BackendSettings = BackendSettings()
 
 
 class GenerationWorker(QObject):
@@ -46,6 +53,8 @@ class GenerationWorker(QObject):
         decode_status_changed(object): DecodeStatus of the compiled decode step ("compiling"
             while optimizing in the background, then "ready", "failed" or "eager" with a reason).
         foresight_changed(object): ForesightSnapshot for the "what if" view (None after unload).
+        backend_chosen(int, object): request id, the report of what answers it (LoadReport for
+            the local model, RemoteReport for a server), before its first other event.
         turn_planned(int, object): request id, TurnPlan (window, projection, decision).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
         token_streamed(int, str): request id, new text (never half a character).
@@ -62,6 +71,7 @@ class GenerationWorker(QObject):
     model_changed = Signal(object)
     decode_status_changed = Signal(object)
     foresight_changed = Signal(object)
+    backend_chosen = Signal(int, object)
     turn_planned = Signal(int, object)
     turn_refused = Signal(int, object)
     token_streamed = Signal(int, str)
@@ -71,9 +81,12 @@ class GenerationWorker(QObject):
     summary_finished = Signal(int, object, str)
     summary_failed = Signal(int, str)
 
-    def __init__(self, probe_factory=pick_probe):
+    def __init__(self, probe_factory=pick_probe, api_key_lookup=load_api_key, remote_transport=None):
+        """api_key_lookup(base_url) → the stored API key or "" (app.core.secrets);
+        remote_transport: an httpx transport for the remote backend (tests)."""
         super().__init__()
         self._runner: tr.TurnRunner | None = None
+        self._remotes = RemoteBackends(api_key_lookup, remote_transport)
         self._probe_factory = probe_factory
         self._stop = threading.Event()
         self.model_change_requested.connect(self._on_model_change_requested)
@@ -100,12 +113,17 @@ class GenerationWorker(QObject):
     def _on_turn_requested(self, request: TurnRequest) -> None:
         self._stop.clear()
         rid = request.request_id
-        if self._runner is None:
+        backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
+        if backend is None:
             self.generation_failed.emit(rid, "no model is loaded", "")
             return
-        events = self._runner.run_turn(list(request.messages), request.summary, request.settings,
-                                       self._stop, request.continue_final, request.override_memory)
+        events = backend.run_turn(list(request.messages), request.summary, request.settings,
+                                  self._stop, request.continue_final, request.override_memory)
+        announced = False
         for event in events:
+            if not announced and backend.report is not None:  # a remote one knows after connecting
+                self.backend_chosen.emit(rid, backend.report)
+                announced = True
             match event:
                 case TextDelta(text=text):
                     self.token_streamed.emit(rid, text)
@@ -115,7 +133,8 @@ class GenerationWorker(QObject):
                     self.turn_refused.emit(rid, decision)
                 case tr.TurnCompleted(finished=finished, record=record):
                     self.reply_finished.emit(rid, finished, record)
-                    self.foresight_changed.emit(self._runner.foresight.snapshot())
+                    if backend is self._runner:
+                        self.foresight_changed.emit(self._runner.foresight.snapshot())
                 case tr.TurnFailed(reason=reason, partial=partial):
                     self.generation_failed.emit(rid, reason, partial)
                 case tr.SummaryStarted(folded_turns=folded):
