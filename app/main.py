@@ -2,6 +2,7 @@
 
 import argparse
 import logging
+import time
 from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
@@ -27,7 +28,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def quiet_transformers() -> None:
+    """Our own progress goes to the status bar / stderr: no tqdm bars from transformers."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
     args = parse_args(argv)
     if args.desktop_entry:  # before logging and torch: a file copy needs neither
         from app import desktop_entry
@@ -36,27 +45,25 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(args.verbose)  # rotating files in the user log folder + stderr
     log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
-    from transformers.utils import logging as hf_logging
+    if not (args.self_test or args.ask is not None or args.replay is not None):
+        from app.ui.application import run_gui  # the splash shows before torch is imported
 
-    hf_logging.disable_progress_bar()  # our own progress goes to the status bar / stderr
+        return run_gui(args, load_settings(), started)
+    quiet_transformers()
     if args.self_test:
         from app import self_test
 
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
+    from app import headless  # --ask / --replay
+
     settings = load_settings()
-    if args.ask is not None or args.replay is not None:
-        from app import headless
-
-        generation = GenerationSettings(
-            system_prompt=settings.generation.system_prompt,
-            max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
-            temperature=0.0 if args.temperature is None else args.temperature,
-            top_p=settings.generation.top_p,
-            context_tokens=args.context or settings.generation.context_tokens,
-        ).validated()
-        if args.replay is not None:
-            return headless.replay(args.replay, args.model, generation)
-        return headless.ask(args.ask, args.model, generation)
-    from app.ui.application import run_gui
-
-    return run_gui(args, settings)
+    generation = GenerationSettings(
+        system_prompt=settings.generation.system_prompt,
+        max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
+        temperature=0.0 if args.temperature is None else args.temperature,
+        top_p=settings.generation.top_p,
+        context_tokens=args.context or settings.generation.context_tokens,
+    ).validated()
+    if args.replay is not None:
+        return headless.replay(args.replay, args.model, generation)
+    return headless.ask(args.ask, args.model, generation)

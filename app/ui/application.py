@@ -1,8 +1,16 @@
-"""Start the GUI: QApplication on qasync's event loop, stylesheet, excepthook, main window."""
+"""Start the GUI: QApplication on qasync's event loop, stylesheet, excepthook, main window.
+
+The main window (and with it torch and transformers, 3–4 s to import) is imported only after the
+splash screen is painted, so a double-click shows Headroom within a second."""
+
+from __future__ import annotations
 
 import asyncio
+import logging
 import sys
+import time
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
@@ -13,8 +21,14 @@ from app.core.paths import default_model_path
 from app.core.settings import Settings
 from app.desktop_entry import APP_ID, ICON_SIZES
 from app.ui.excepthook import install_excepthook, install_loop_exception_handler
-from app.ui.main_window import MainWindow
 from app.ui.qt_messages import install_qt_message_handler
+from app.ui.splash import show_splash
+
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
+
+
+log = logging.getLogger(__name__)
 
 
 def load_stylesheet() -> str:
@@ -36,6 +50,10 @@ def create_window(settings: Settings, model=None, device_preference: str = "auto
     """Build the main window and start opening `model` (or the default model) in the
     background. Must be called with a running QApplication and qasync loop. store: a
     conversation Store (default: the one in the user data folder)."""
+    from app.main import quiet_transformers
+    from app.ui.main_window import MainWindow  # imports torch: after the splash is up
+
+    quiet_transformers()
     window = MainWindow(settings, device_preference, store)
     path = model or default_model_path()
     if model is None and not path.exists():
@@ -47,13 +65,17 @@ def create_window(settings: Settings, model=None, device_preference: str = "auto
     return window
 
 
-def run_gui(args, settings: Settings) -> int:
-    """Run the window until it is closed; returns the exit code (0)."""
+def run_gui(args, settings: Settings, started: float | None = None) -> int:
+    """Run the window until it is closed; returns the exit code (0). started: the
+    ``time.perf_counter()`` of process start, to log how long the splash and window took."""
     install_qt_message_handler()  # first: Qt warns while it creates the application too
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("Headroom")
     app.setDesktopFileName(APP_ID)  # Wayland app id / taskbar grouping with headroom.desktop
-    app.setWindowIcon(load_app_icon())
+    icon = load_app_icon()
+    app.setWindowIcon(icon)
+    splash = show_splash(app, icon)
+    splash_at = time.perf_counter()
     app.setStyleSheet(load_stylesheet())
     install_excepthook(current_log_file())
     loop = QEventLoop(app)
@@ -63,6 +85,10 @@ def run_gui(args, settings: Settings) -> int:
     app.aboutToQuit.connect(closed.set)
     window = create_window(settings, args.model, "cpu" if args.cpu else "auto")
     window.show()
+    splash.finish(window)
+    if started is not None:
+        log.info("splash shown %.2f s, window shown %.2f s after start", splash_at - started,
+                 time.perf_counter() - started)
     window.check_environment()  # no GPU, old driver, no bitsandbytes: explained once, in the chat
     with loop:
         loop.run_until_complete(closed.wait())
