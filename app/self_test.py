@@ -96,7 +96,7 @@ def check_architecture(model_type: str) -> CheckResult:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from app.engine.memory import kv_bytes_per_token
+    from app.engine.kv_layout import kv_bytes_per_token
 
     name = f"architecture {model_type}"
     config = AutoConfig.for_model(model_type, **TINY_SHAPE)

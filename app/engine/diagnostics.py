@@ -14,53 +14,27 @@ import platform
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import torch
 
-from app.engine.memory import format_bytes
+from app.engine.units import format_bytes
+
+if TYPE_CHECKING:
+    from app.engine.turn_runner import TurnRecord
 
 
-@dataclass(frozen=True)
-class TurnRecord:
-    """One turn as the report shows it. Tokens are counts; peaks are bytes (CUDA
-    ``max_memory_allocated`` during the turn, peak RSS on CPU), None when not known.
-
-    admitted: admission control let the turn start (False: refused, or sent by override after a
-    refusal). outcome: how it ended ("eos", "length", "stopped", "failed", "oom", "refused", …).
-    """
-
-    prompt_tokens: int
-    new_tokens: int
-    projected_peak: int | None
-    measured_peak: int | None
-    admitted: bool
-    outcome: str
-
-    @property
-    def error_fraction(self) -> float | None:
-        """(projected − measured) / measured; positive = projection too high. None when unknown."""
-        return _error(self.projected_peak, self.measured_peak)
-
-
-def _error(projected: int | None, measured: int | None) -> float | None:
-    if projected is None or not measured:
-        return None
-    return (projected - measured) / measured
-
-
-def build_report(load_report, samples: Iterable, turns: Sequence, *, max_turns: int = 20,
+def build_report(load_report, samples: Iterable, turns: Sequence[TurnRecord], *, max_turns: int = 20,
                  now: datetime | None = None) -> str:
     """The report as Markdown text.
 
     load_report: the engine LoadReport (None: no model loaded). samples: MemorySample objects,
-    oldest first (MemoryMonitor.history()). turns: TurnRecord-like objects, oldest first — any
-    object with prompt_tokens, new_tokens, projected_peak, measured_peak and outcome works
-    (``admitted`` defaults to True when absent, e.g. the worker's TurnRecord); the last
-    ``max_turns`` are listed.
+    oldest first (MemoryMonitor.history()). turns: app.engine.turn_runner TurnRecords, oldest
+    first, as the worker emitted them with each finished reply; the last ``max_turns`` are
+    listed.
     """
     now = now or datetime.now(UTC)
     sections = [
@@ -171,20 +145,20 @@ def _samples_section(samples: list) -> str:
     ])
 
 
-def _turns_section(turns: list) -> str:
+def _turns_section(turns: list[TurnRecord]) -> str:
     if not turns:
         return "No turns yet."
     rows = ["| # | prompt tokens | new tokens | projected peak | measured peak | error | admitted "
             "| outcome |", "|---:|---:|---:|---:|---:|---:|:---:|---|"]
     errors = []
     for i, t in enumerate(turns, 1):
-        err = _error(t.projected_peak, t.measured_peak)
+        err = t.error_fraction
         if err is not None:
             errors.append(abs(err))
         rows.append(
             f"| {i} | {t.prompt_tokens:,} | {t.new_tokens:,} | {_bytes(t.projected_peak)} | "
             f"{_bytes(t.measured_peak)} | {'—' if err is None else f'{err:+.1%}'} | "
-            f"{'yes' if getattr(t, 'admitted', True) else 'no'} | {t.outcome} |")
+            f"{'yes' if t.admitted else 'no'} | {t.outcome} |")
     if errors:
         rows.append("")
         rows.append(f"Projection error over {len(errors)} measured turns: mean "

@@ -1,6 +1,6 @@
 """Memory foresight for one loaded model: window the history, project the turn, admit it.
 
-Glue between the pure policies (app.core.history, app.engine.memory) and a loaded model: it
+Glue between the pure policies (app.core.history, app.engine.admission) and a loaded model: it
 counts tokens with the model's own prompt format, reads the device through a MemoryProbe, and
 keeps the measured calibration of the prefill model up to date after every turn.
 """
@@ -9,21 +9,15 @@ from dataclasses import dataclass, replace
 
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window
+from app.engine.admission import AdmissionDecision, TurnProjection, admit_turn, project_turn_peak
+from app.engine.calibration import Calibration
 from app.engine.chat_format import encode_prompt, render_prompt
 from app.engine.kv_session import common_prefix, round_capacity
-from app.engine.memory import (
-    AdmissionDecision,
-    Calibration,
-    PrefillModel,
-    TurnProjection,
-    admit_turn,
-    dtype_nbytes,
-    model_max_positions,
-    project_turn_peak,
-)
 from app.engine.memory_probe import MemoryProbe, MemorySample
+from app.engine.model_config import model_max_positions
+from app.engine.prefill_spike import PrefillModel
+from app.engine.units import MiB, dtype_nbytes
 
-MiB = 1 << 20
 # Kept free on top of the projection's error bar: cuBLAS/cuDNN workspaces and the allocator's
 # rounding (measured on the H200: a one-time 32 MiB cuBLAS workspace on the first turn).
 MIN_SAFETY_MARGIN = 256 * MiB

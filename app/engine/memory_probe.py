@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 import psutil
 import torch
 
-GiB = 1 << 30
+from app.engine.units import GiB
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 needed = weights in the form the placement rules would load them (app.engine.placement: NF4 on
 CUDA with bitsandbytes, the compute dtype without it, float32 on the CPU) + the KV cache at the
-model's default context (app.engine.memory.kv_cache_bytes), against the free memory of the
+model's default context (app.engine.kv_layout.kv_cache_bytes), against the free memory of the
 device it would run on (``torch.cuda.mem_get_info`` on CUDA, case C04; available RAM via psutil
 on the CPU). All sizes are bytes; the text shows GiB.
 
@@ -17,20 +17,12 @@ from typing import Any
 
 import psutil
 
+from app.engine.admission import context_limit
 from app.engine.foresight import MIN_SAFETY_MARGIN, SAFETY_FRACTION
-from app.engine.memory import (
-    GiB,
-    KVLayout,
-    _attr,
-    _kv_heads,
-    context_limit,
-    dtype_nbytes,
-    head_dim,
-    kv_cache_bytes,
-    model_max_positions,
-    text_config,
-)
+from app.engine.kv_layout import KVLayout, kv_cache_bytes
+from app.engine.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
 from app.engine.placement import Placement
+from app.engine.units import GiB, dtype_nbytes
 
 # NF4 with double quantization (Dettmers et al. 2023, "QLoRA", §2): 4 bits per weight, one 8-bit
 # absmax per 64-weight block, one fp32 constant per 256 blocks = 4.127 bits per parameter.
@@ -66,9 +58,9 @@ def estimate_parameters(config: Any) -> ParameterCount:
     """Parameter count of a decoder-only causal LM from its config (text part of a multimodal
     one). Raises ValueError when hidden size, layers or heads are missing."""
     cfg = text_config(config)
-    hidden = _attr(cfg, "hidden_size", "n_embd", "d_model")
-    layers = _attr(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    vocab = _attr(cfg, "vocab_size", default=0)
+    hidden = config_attr(cfg, "hidden_size", "n_embd", "d_model")
+    layers = config_attr(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    vocab = config_attr(cfg, "vocab_size", default=0)
     if not hidden or not layers:
         raise ValueError("config names no hidden size or layer count")
     tied = getattr(cfg, "tie_word_embeddings", getattr(config, "tie_word_embeddings", True))
@@ -82,7 +74,7 @@ def estimate_parameters(config: Any) -> ParameterCount:
 
 
 def _attention_params(cfg: Any, hidden: int) -> int:
-    heads = _attr(cfg, "num_attention_heads", "n_head", "num_heads")
+    heads = config_attr(cfg, "num_attention_heads", "n_head", "num_heads")
     if not heads:
         raise ValueError("config names no attention head count")
     if getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None):
@@ -95,17 +87,17 @@ def _attention_params(cfg: Any, hidden: int) -> int:
         kv += cfg.kv_lora_rank * heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
         return q + kv + heads * cfg.v_head_dim * hidden
     dim = head_dim(cfg)
-    return 2 * hidden * heads * dim + 2 * hidden * _kv_heads(cfg) * dim  # q, o + k, v
+    return 2 * hidden * heads * dim + 2 * hidden * kv_heads(cfg) * dim  # q, o + k, v
 
 
 def _mlp_params(cfg: Any, hidden: int, layer: int) -> int:
     matrices = 2 if getattr(cfg, "model_type", "") in _PLAIN_MLP else 3
-    inter = _attr(cfg, "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", default=4 * hidden)
-    experts = _attr(cfg, "n_routed_experts", "num_local_experts", "num_experts", default=0)
-    dense_layers = _attr(cfg, "first_k_dense_replace", default=0)
+    inter = config_attr(cfg, "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", default=4 * hidden)
+    experts = config_attr(cfg, "n_routed_experts", "num_local_experts", "num_experts", default=0)
+    dense_layers = config_attr(cfg, "first_k_dense_replace", default=0)
     if not experts or layer < dense_layers or layer in (getattr(cfg, "mlp_only_layers", None) or ()):
         return matrices * hidden * inter
-    expert_inter = _attr(cfg, "moe_intermediate_size", default=inter)
+    expert_inter = config_attr(cfg, "moe_intermediate_size", default=inter)
     shared = getattr(cfg, "shared_expert_intermediate_size", None) or (
         (getattr(cfg, "n_shared_experts", None) or 0) * expert_inter)
     return matrices * hidden * (experts * expert_inter + shared) + hidden * experts  # + router

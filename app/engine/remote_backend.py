@@ -22,9 +22,9 @@ from app.core.backend_settings import BackendSettingsError, RemoteSettings
 from app.core.conversation import Message
 from app.core.history import DEFAULT_MODEL_CONTEXT, SummaryState, TokenBudget, select_window
 from app.core.settings import GenerationSettings
+from app.engine.admission import AdmissionDecision
 from app.engine.foresight import TurnPlan, summary_reserve, window_refusal
 from app.engine.generation import ReplyFinished, TextDelta
-from app.engine.memory import AdmissionDecision
 from app.engine.openai_client import OpenAIClient, StreamEnd
 from app.engine.remote_errors import RemoteError
 from app.engine.remote_tokens import TokenCounting, choose_counter

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from app.core.conversation import Message
 from app.core.history import SummaryState, SummaryVerdict, plan_summary
 from app.core.settings import GenerationSettings
+from app.engine.admission import AdmissionDecision
 from app.engine.foresight import Foresight, TurnPlan
 from app.engine.generation import ReplyFinished, SamplingParams, TextDelta
-from app.engine.memory import AdmissionDecision
 from app.engine.memory_probe import MemoryProbe, release_memory
 
 log = logging.getLogger(__name__)
@@ -38,14 +38,31 @@ class TurnRefused:
 
 @dataclass(frozen=True)
 class TurnRecord:
-    """What one turn cost: tokens, projected vs measured peak (bytes), outcome."""
+    """What one turn cost, as the diagnostics report lists it (app.engine.diagnostics).
+
+    Tokens are counts: prompt_tokens every position of the prompt, prefill_tokens those run
+    through the model (the rest came from the cache), new_tokens generated. Peaks are bytes (CUDA
+    ``max_memory_allocated`` during the turn, peak RSS on CPU), None when not known; a remote
+    turn projects none. admitted: admission control let the turn start (False: refused, or sent
+    by override after a refusal). outcome: how it ended ("eos", "length", "stopped",
+    "stop_string", "failed", "oom", "refused", …).
+    """
 
     prompt_tokens: int
     prefill_tokens: int
     new_tokens: int
     projected_peak: int | None
-    measured_peak: int
-    outcome: str  # "eos", "length", "stopped", "stop_string", "failed", "oom"
+    measured_peak: int | None
+    outcome: str
+    admitted: bool = True
+
+    @property
+    def error_fraction(self) -> float | None:
+        """(projected − measured) / measured; positive = projection too high. None when unknown
+        (no projection, or nothing measured)."""
+        if self.projected_peak is None or not self.measured_peak:
+            return None
+        return (self.projected_peak - self.measured_peak) / self.measured_peak
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.engine.memory import AdmissionDecision, TurnProjection, format_bytes
+from app.engine.admission import AdmissionDecision, TurnProjection
+from app.engine.units import format_bytes
 
 CHOICES = ("trim", "lower_max_new_tokens", "chunked", "override", "cancel")
 """What ``AdmissionDialog.choice()`` can return."""

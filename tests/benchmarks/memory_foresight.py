@@ -5,7 +5,7 @@ sliding window, Qwen2.5-7B; built in bf16 on the GPU, saved, reopened by
 ``app.engine.loader.load_model``: NF4 + double quant + bf16 compute, SDPA switched to
 ``app.engine.attention``'s "sdpa+gqa-packed"), each in its own process:
 
-(a) projection error: ``Foresight.project`` (app.engine.memory ``project_turn_peak``) before a
+(a) projection error: ``Foresight.project`` (app.engine.admission ``project_turn_peak``) before a
     turn vs ``torch.cuda.max_memory_allocated`` during it, for 1k/4k/16k/32k-token prompts +
     256 new tokens through ``app.engine.generation.stream_reply``; calibration protocol of the
     app: a warm-up turn after load, then ``Foresight.end_measurement`` after every turn. Error =
@@ -226,8 +226,8 @@ class Bench:
 
     def turn(self, prompt: int, max_new: int, admit: bool = True) -> dict:
         """Plan (project + admit_turn) then, if admitted or ``admit`` is False, run one turn."""
+        from app.engine.admission import admit_turn
         from app.engine.generation import ReplyFinished, SamplingParams
-        from app.engine.memory import admit_turn
 
         fs = self.foresight
         self.release_memory()
@@ -306,7 +306,7 @@ class Bench:
         return rows
 
     def kv_bytes_per_token(self) -> int:
-        from app.engine.memory import kv_cache_bytes
+        from app.engine.kv_layout import kv_cache_bytes
 
         return kv_cache_bytes(self.foresight.prefill_model.layout, 1)
 
@@ -321,7 +321,7 @@ class Bench:
             self.foresight.probe = CappedProbe(CpuProbe(), CpuProbe().sample().allocated + cap)
 
     def largest_admitted(self, max_new: int) -> int:
-        from app.engine.memory import admit_turn
+        from app.engine.admission import admit_turn
 
         fs = self.foresight
         self.release_memory()

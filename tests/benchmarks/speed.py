@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.admission import project_turn_peak
+from app.engine.calibration import Calibration
 from app.engine.compiled_decode import warm_up
 from app.engine.generation import (
     ReplyFinished,
@@ -35,9 +37,10 @@ from app.engine.generation import (
     stream_chat_reply,
     stream_reply,
 )
+from app.engine.kv_layout import kv_cache_bytes
 from app.engine.kv_session import KVSession, round_capacity
 from app.engine.loader import load_model
-from app.engine.memory import Calibration, PrefillModel, kv_cache_bytes, project_turn_peak
+from app.engine.prefill_spike import PrefillModel
 
 H200_BANDWIDTH = 4.8e12  # bytes/s, HBM3e, NVIDIA H200 datasheet
 SPECIALS = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128006: "<|start_header_id|>",

@@ -26,7 +26,7 @@ from app.engine.attention import (
     uses_gqa,
 )
 from app.engine.generation import prefill
-from app.engine.memory import PrefillModel, prefill_breakdown
+from app.engine.prefill_spike import PrefillModel, prefill_breakdown
 
 SHAPE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
              num_attention_heads=8, head_dim=16, max_position_embeddings=256,
@@ -143,7 +143,7 @@ def test_packed_mask_bytes():
 
 @pytest.mark.parametrize("chunk", [128, 1024, 4096])
 def test_memory_projection_knows_the_packed_path(chunk):
-    """app.engine.memory models the packed workspace exactly as attention.packed_mask_bytes,
+    """app.engine.prefill_spike models the packed workspace exactly as attention.packed_mask_bytes,
     and no longer counts the repeat_kv expansion (Llama-3-8B shape, static cache)."""
     config = LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336,
                          num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8)

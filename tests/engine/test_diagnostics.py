@@ -4,17 +4,17 @@ last turns' projected vs measured peaks; written readable by its owner only."""
 import dataclasses
 import os
 import stat
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
 import torch
 
 from app.engine import diagnostics
-from app.engine.diagnostics import TurnRecord, build_report, write_report
+from app.engine.diagnostics import build_report, write_report
 from app.engine.loader import LoadReport
-from app.engine.memory import GiB, MiB
 from app.engine.memory_probe import FakeProbe
+from app.engine.turn_runner import TurnRecord
+from app.engine.units import GiB, MiB
 
 NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
 
@@ -41,9 +41,9 @@ def samples(n=8):
 
 def turns():
     return [
-        TurnRecord(1_200, 64, int(6.3 * GiB), 6 * GiB, True, "eos"),  # projected 5 % high
-        TurnRecord(30_000, 0, 13 * GiB, None, False, "refused"),
-        TurnRecord(4_000, 256, 6 * GiB, int(6.25 * GiB), True, "length"),  # 4 % low
+        TurnRecord(1_200, 1_200, 64, int(6.3 * GiB), 6 * GiB, "eos"),  # projected 5 % high
+        TurnRecord(30_000, 0, 0, 13 * GiB, None, "refused", admitted=False),
+        TurnRecord(4_000, 300, 256, 6 * GiB, int(6.25 * GiB), "length"),  # 4 % low
     ]
 
 
@@ -78,25 +78,20 @@ def test_turn_record_error_fraction():
 
 
 def test_only_the_last_n_turns_and_never_any_text(no_cuda):
-    many = [TurnRecord(i, 1, None, None, True, "eos") for i in range(50)]
+    many = [TurnRecord(i, i, 1, None, None, "eos") for i in range(50)]
     text = build_report(None, [], many, max_turns=5, now=NOW)
     assert "No model loaded." in text and "No samples recorded." in text
     assert "| 5 | 49 |" in text and "| 6 |" not in text and "| 1 | 45 |" in text
 
 
-def test_worker_style_records_without_admitted_work(no_cuda):
-    @dataclass(frozen=True)
-    class WorkerTurn:  # the shape of app.workers.generation_worker.TurnRecord
-        request_id: int
-        prompt_tokens: int
-        prefill_tokens: int
-        new_tokens: int
-        projected_peak: int | None
-        measured_peak: int
-        outcome: str
-
-    text = build_report(None, [], [WorkerTurn(7, 100, 100, 20, 2 * GiB, 2 * GiB, "oom")], now=NOW)
+def test_records_as_the_turn_runner_makes_them_count_as_admitted(no_cuda):
+    # TurnRunner builds records positionally, without ``admitted``; a failed turn measured 0 bytes
+    record = TurnRecord(100, 100, 20, 2 * GiB, 2 * GiB, "oom")
+    failed = TurnRecord(0, 0, 0, None, 0, "failed")
+    assert record.admitted and failed.error_fraction is None
+    text = build_report(None, [], [record, failed], now=NOW)
     assert "| 1 | 100 | 20 | 2.00 GiB | 2.00 GiB | +0.0% | yes | oom |" in text
+    assert "| 2 | 0 | 0 | — | 0 KiB | — | yes | failed |" in text
 
 
 def test_cuda_report_embeds_memory_summary(monkeypatch):

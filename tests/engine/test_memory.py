@@ -27,23 +27,9 @@ from transformers import (
 )
 
 from app.engine import memory_probe
-from app.engine.memory import (
-    Calibration,
-    GiB,
-    KVLayout,
-    MiB,
-    PrefillModel,
-    admit_turn,
-    dequant_workspace_bytes,
-    dtype_nbytes,
-    format_bytes,
-    kv_bytes_per_token,
-    kv_cache_bytes,
-    model_max_positions,
-    prefill_breakdown,
-    project_turn_peak,
-    reproject,
-)
+from app.engine.admission import admit_turn, project_turn_peak, reproject
+from app.engine.calibration import Calibration
+from app.engine.kv_layout import KVLayout, kv_bytes_per_token, kv_cache_bytes
 from app.engine.memory_probe import (
     CpuProbe,
     CudaProbe,
@@ -53,6 +39,9 @@ from app.engine.memory_probe import (
     pick_probe,
     release_memory,
 )
+from app.engine.model_config import model_max_positions
+from app.engine.prefill_spike import PrefillModel, dequant_workspace_bytes, prefill_breakdown
+from app.engine.units import GiB, MiB, dtype_nbytes, format_bytes
 
 
 def llama3_8b(**overrides):
@@ -518,11 +507,15 @@ def test_cuda_probe_arithmetic(monkeypatch):
     assert s.other_processes is None and s.context_overhead == 10 * GiB
 
 
+PROJECTION_MODULES = ("app.engine.units, app.engine.model_config, app.engine.kv_layout, "
+                      "app.engine.prefill_spike, app.engine.calibration, app.engine.admission")
+
+
 def test_engine_memory_modules_never_import_qt():
-    code = ("import sys, app.engine.memory, app.engine.memory_probe; "
+    code = (f"import sys, {PROJECTION_MODULES}, app.engine.memory_probe; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'qasync', 'shiboken6')];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
     # the projection math is pure: importing it must not pull in torch either
-    code = "import sys, app.engine.memory; assert 'torch' not in sys.modules"
+    code = f"import sys, {PROJECTION_MODULES}; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -11,8 +11,9 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QMainWindow, QTextEdit
 
-from app.engine.memory import GiB, MiB, format_bytes, reproject
+from app.engine.admission import reproject
 from app.engine.memory_probe import CpuProbe, FakeProbe, MemorySample
+from app.engine.units import GiB, MiB, format_bytes
 from app.ui.headroom_gauge import _FILL_COLOURS
 from app.ui.memory_breakdown import AMBER_HEADROOM_FRACTION, TERM_KEYS, MemoryBreakdown
 from app.ui.vram_panel import VramPanel
@@ -206,7 +207,7 @@ def test_gauge_turns_amber_then_red_before_the_limit(panel):
 
 
 def test_red_matches_admission_control():
-    from app.engine.memory import admit_turn
+    from app.engine.admission import admit_turn
 
     projection = vram_scene.project(card().sample().allocated)
     for free in (3 * GiB, int(3.4 * GiB), 4 * GiB):

@@ -10,7 +10,8 @@ from PySide6.QtCore import QThread
 from app.core.conversation import Message, Role
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.engine.memory_probe import CpuProbe, FakeProbe, GiB
+from app.engine.memory_probe import CpuProbe, FakeProbe
+from app.engine.units import GiB
 from app.workers.generation_worker import GenerationWorker, TurnRequest
 
 QUESTION = (Message(Role.USER, "What is the capital of France?"),)

@@ -1,0 +1,84 @@
+"""Calibration of the prefill-spike model from measured turns, and the error bar it carries.
+
+Pure Python, no torch, no Qt; sizes are bytes (int). The raw spike of app.engine.prefill_spike
+is multiplied by a correction learnt from measured peaks (CUDA ``max_memory_allocated`` after
+``reset_peak_memory_stats``; peak RSS on CPU), and every projection carries an error bar in
+bytes learnt from how far recent projections were off (app.engine.admission adds it before
+admitting a turn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from app.engine.units import MiB
+
+if TYPE_CHECKING:
+    from app.engine.admission import TurnProjection
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured correction of the prefill-spike model, and how wrong projections have been.
+
+    ``correction`` multiplies the raw spike; it is an exponential moving average (weight
+    ``alpha``) of measured spike / raw spike, the first measurement taken as is, each ratio
+    clamped to [0.25, 4] against bad readings. ``relative_error`` is the largest recent
+    out-of-sample error |projected − measured| / measured of the turn's growth (KV + spike) over
+    the last ``window`` turns, never below ``floor`` (3 %); ``prior_error`` until measured.
+    Turns whose growth is below ``min_signal_bytes`` carry too little signal and are ignored.
+    Immutable: :meth:`updated` returns a new Calibration.
+
+    The error *bar* (:meth:`error_bar`) is kept in bytes, not as a fraction of the whole turn:
+    the KV term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json)
+    and the observed absolute errors were 20–45 MB at every prompt length, so a relative bar
+    learnt on a short turn (11 % of 0.3 GB) must not be stretched over a 6 GB one.
+    """
+
+    correction: float = 1.0
+    samples: int = 0
+    recent_errors: tuple[float, ...] = ()
+    recent_abs_errors: tuple[int, ...] = ()
+    alpha: float = 0.5
+    window: int = 8
+    floor: float = 0.03
+    prior_error: float = 0.15
+    min_signal_bytes: int = 16 * MiB
+
+    kv_floor: float = 0.005  # allocator rounding on the exact KV term
+
+    def error_bar(self, kv_bytes: int, spike_bytes: int) -> int:
+        """Bytes to add to a projection of ``kv_bytes`` + ``spike_bytes``: ``prior_error`` of the
+        growth before any measurement; after, the largest recent absolute error, at least
+        ``floor`` of the spike plus ``kv_floor`` of the KV."""
+        if not self.recent_abs_errors:
+            return round(max(self.prior_error, self.floor) * (kv_bytes + spike_bytes))
+        return max(max(self.recent_abs_errors),
+                   round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
+
+    @property
+    def relative_error(self) -> float:
+        if not self.recent_errors:
+            return max(self.prior_error, self.floor)
+        return max(max(self.recent_errors), self.floor)
+
+    def updated(self, projection: TurnProjection, measured_peak: int) -> Calibration:
+        """Fold in one turn: ``projection`` as the turn actually ran (max_new_tokens = tokens
+        generated) and ``measured_peak``, the peak allocated bytes during it (CUDA
+        ``max_memory_allocated`` after ``reset_peak_memory_stats``; peak RSS on CPU)."""
+        measured_growth = measured_peak - projection.now_allocated
+        projected_growth = projection.kv_for_turn + projection.prefill_spike
+        if max(measured_growth, projected_growth) < self.min_signal_bytes:
+            return self
+        error = abs(projected_growth - measured_growth) / max(measured_growth, 1)
+        errors = (*self.recent_errors, error)[-self.window:]
+        abs_errors = (*self.recent_abs_errors, abs(projected_growth - measured_growth))[-self.window:]
+        correction = self.correction
+        if projection.raw_prefill_spike >= self.min_signal_bytes:
+            measured_spike = max(measured_growth - projection.kv_for_turn, 0)
+            ratio = min(max(measured_spike / projection.raw_prefill_spike, 0.25), 4.0)
+            correction = ratio if self.samples == 0 else (
+                (1 - self.alpha) * self.correction + self.alpha * ratio)
+        return replace(self, correction=correction, samples=self.samples + 1,
+                       recent_errors=errors, recent_abs_errors=abs_errors)
