@@ -159,11 +159,11 @@ def test_memory_panel_is_live_and_diagnostics_are_saved(qtbot, make_window, tiny
     assert window.monitor.latest().kind == "cpu"
     with qtbot.waitSignal(window.turn_finished, timeout=30000):
         send(qtbot, window, "hello")
-    assert window._last_plan.projection.peak > window._last_plan.projection.now_allocated
+    assert window.turn_controller.last_plan.projection.peak > window.turn_controller.last_plan.projection.now_allocated
     report = tmp_path / "diag.md"
     window.save_diagnostics(report)
     text = report.read_text()
-    assert "sdpa+gqa-packed" in text and str(window._turn_records[-1].prompt_tokens) in text
+    assert "sdpa+gqa-packed" in text and str(window.turn_controller.turn_records[-1].prompt_tokens) in text
     assert report.stat().st_mode & 0o777 == 0o600
 
 

@@ -43,10 +43,10 @@ def test_a_remote_conversation_without_a_local_model(qtbot, make_window, openai_
     # the conversation keeps its backend: a local chat in between, then reopening restores it
     conversation_id = window.conversation_id
     assert window.store.load_conversation(conversation_id).settings["backend"]["kind"] == REMOTE
-    window._on_new_chat_triggered()
+    window.new_chat_action.trigger()
     window.apply_settings(window.settings.generation, BackendSettings(LOCAL))  # for the new chat only
     assert not window.composer.send_button.isEnabled()
-    window._on_open_conversation_requested(conversation_id)
+    window.sidebar.open_requested.emit(conversation_id)
     assert window.settings.backend.kind == REMOTE and window.composer.send_button.isEnabled()
     assert window.settings.backend.remote.base_url == openai_server.base_url
 
