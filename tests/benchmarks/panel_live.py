@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import os
 import sys
@@ -31,7 +30,7 @@ import app  # noqa: E402, F401  (offline mode, allocator settings)
 from app.core.settings import GenerationSettings, Settings  # noqa: E402
 from app.core.store import Store  # noqa: E402
 from app.ui.application import create_window, load_stylesheet  # noqa: E402
-from tests.benchmarks.speed import words, write_word_tokenizer  # noqa: E402
+from tests.benchmarks.speed import save_random_model, words  # noqa: E402
 
 PASTE_TOKENS = 6_000
 MAX_NEW_TOKENS = 128
@@ -39,21 +38,13 @@ MAX_NEW_TOKENS = 128
 
 def build_model(folder: Path) -> None:
     """Llama-3.2-1B shape (16 layers, 32 query / 8 KV heads, head_dim 64), random bf16 weights."""
-    from transformers import AutoModelForCausalLM, LlamaConfig
+    from transformers import LlamaConfig
 
     cfg = LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                       num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
                       rope_theta=500000.0, tie_word_embeddings=True, bos_token_id=128000,
                       eos_token_id=128009)
-    if not (folder / "config.json").exists():
-        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-        model.save_pretrained(folder)
-        del model
-        gc.collect()
-        torch.cuda.empty_cache()
-    if not (folder / "tokenizer.json").exists():
-        write_word_tokenizer(folder, cfg.vocab_size)
+    save_random_model(folder, cfg, torch.bfloat16)
 
 
 def signal_future(signal) -> asyncio.Future:

@@ -82,7 +82,7 @@ def write_word_tokenizer(folder: Path, vocab_size: int) -> None:
 
 
 def build_model(folder: Path, tiny: bool) -> None:
-    from transformers import AutoModelForCausalLM, LlamaConfig
+    from transformers import LlamaConfig
 
     if tiny:
         cfg = LlamaConfig(vocab_size=1024, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -93,9 +93,17 @@ def build_model(folder: Path, tiny: bool) -> None:
                           num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
                           rope_theta=500000.0, tie_word_embeddings=False, bos_token_id=128000,
                           eos_token_id=128001)
+    save_random_model(folder, cfg, torch.bfloat16 if not tiny else torch.float32)
+
+
+def save_random_model(folder: Path, cfg, dtype: torch.dtype) -> None:
+    """Random-init weights of ``cfg`` (built on the GPU when there is one) and a word tokenizer,
+    saved to ``folder``; parts already there are kept."""
+    from transformers import AutoModelForCausalLM
+
     if not (folder / "config.json").exists():
         with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16 if not tiny else torch.float32)
+            model = AutoModelForCausalLM.from_config(cfg, dtype=dtype)
         model.save_pretrained(folder, max_shard_size="5GB")
         del model
         gc.collect()
