@@ -193,7 +193,7 @@ class TurnRunner:
                     peak = foresight.end_measurement(plan.projection, event.prefill_tokens, event.new_tokens)
                     yield TurnCompleted(event, TurnRecord(event.prompt_tokens, event.prefill_tokens,
                                                           event.new_tokens, plan.projection.peak, peak,
-                                                          event.stop_reason))
+                                                          event.stop_reason, admitted=plan.admitted))
         except Exception as exc:  # every failure ends the stream with an event (C19)
             # log text, not exc_info: a kept LogRecord would pin the frames and their tensors
             log.error("generation failed\n%s", traceback.format_exc())
@@ -209,7 +209,7 @@ class TurnRunner:
             error += (f"; allocated memory is back to {now.allocated / 2**20:,.0f} MiB "
                       f"(post-load baseline {foresight.baseline_allocated / 2**20:,.0f} MiB)")
         yield TurnFailed(error, "".join(partial), TurnRecord(
-            len(plan.prompt_ids), 0, 0, plan.projection.peak, now.peak, outcome))
+            len(plan.prompt_ids), 0, 0, plan.projection.peak, now.peak, outcome, admitted=plan.admitted))
         return False
 
     def _summarize(self, plan: TurnPlan, summary: SummaryState, settings: GenerationSettings,

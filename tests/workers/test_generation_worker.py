@@ -144,9 +144,10 @@ def test_turn_over_memory_is_refused_before_it_starts(qtbot, real_loaded):
         assert decision.max_new_tokens_fit is None or decision.max_new_tokens_fit < 4000
         assert streamed == []
         # "send anyway" is explicit and honoured
-        with qtbot.waitSignal(worker.reply_finished, timeout=30000):
+        with qtbot.waitSignal(worker.reply_finished, timeout=30000) as finished:
             worker.turn_requested.emit(request(7, GenerationSettings(max_new_tokens=5),
                                                override_memory=True))
+        assert finished.args[2].admitted is False  # the diagnostics report says it was overridden
     finally:
         thread.quit()
         thread.wait(5000)
