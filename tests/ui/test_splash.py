@@ -9,15 +9,15 @@ import sys
 PROBE = r"""
 import json, os, sys, time
 started = time.perf_counter()
-from PySide6.QtWidgets import QSplashScreen
-real_show = QSplashScreen.show
+from app.ui.splash import Splash
+real_show = Splash.show
 def show(self):
     real_show(self)
     print(json.dumps({"torch": "torch" in sys.modules, "transformers": "transformers" in sys.modules,
                       "visible": self.isVisible(), "message": self.message(),
                       "seconds": time.perf_counter() - started}), flush=True)
     os._exit(0)
-QSplashScreen.show = show
+Splash.show = show
 from app.main import main
 main([])
 """
