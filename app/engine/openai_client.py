@@ -11,6 +11,7 @@ Every failure is a RemoteError whose text is one line for the user. The API key 
 the Authorization header only; it is not part of any message, repr or log line.
 """
 
+import functools
 import json
 import logging
 import queue
@@ -81,9 +82,10 @@ class OpenAIClient:
         self._http.close()
 
     # ----- small requests ---------------------------------------------------------------------
-    def list_models(self) -> list[ServerModel]:
-        """GET /v1/models. Raises RemoteError (unreachable, not an OpenAI API, bad key, …)."""
-        payload = self._json(self._request("GET", f"{self.api_root}/models"))
+    def list_models(self, stop_event: threading.Event | None = None) -> list[ServerModel]:
+        """GET /v1/models. Raises RemoteError (unreachable, not an OpenAI API, bad key, …, or
+        kind "stopped" when `stop_event` is set before the server answered)."""
+        payload = self._json(self._request("GET", f"{self.api_root}/models", stop_event=stop_event))
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
             raise RemoteError(f"{self.api_root}/models did not return a model list: check the URL", "protocol")
@@ -107,11 +109,14 @@ class OpenAIClient:
         response = self._request("GET", f"{self.server_root}/metrics", ok=(404, 405))
         return None if response.status_code in (404, 405) else response.text
 
-    def _request(self, method: str, url: str, ok: tuple[int, ...] = (), **kwargs) -> httpx.Response:
+    def _request(self, method: str, url: str, ok: tuple[int, ...] = (),
+                 stop_event: threading.Event | None = None, **kwargs) -> httpx.Response:
         try:
-            response = self._http.request(method, url, **kwargs)
+            response = until_stopped(lambda: self._http.request(method, url, **kwargs), stop_event)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from None
+        if response is None:
+            raise RemoteError(f"stopped before {self.host} answered", "stopped")
         if response.status_code >= 400 and response.status_code not in ok:
             raise self._status_error(response.status_code, response.text)
         return response
@@ -158,10 +163,13 @@ class OpenAIClient:
         for attempt in range(self.settings.retries + 1):
             if stop_event.is_set():
                 return None
+            request = self._http.build_request("POST", url, json=body)
             try:
-                response = self._http.send(self._http.build_request("POST", url, json=body), stream=True)
+                response = until_stopped(functools.partial(self._http.send, request, stream=True), stop_event)
             except httpx.HTTPError as exc:
                 raise self._transport_error(exc) from None
+            if response is None:
+                return None
             if response.status_code < 400:
                 return response
             text = response.read().decode("utf-8", "replace")
@@ -213,6 +221,42 @@ class OpenAIClient:
 
 
 _EOF = object()
+
+
+def until_stopped(call, stop_event: threading.Event | None):
+    """``call()`` (a blocking HTTP request), abandoned when ``stop_event`` is set first: returns
+    its result, raises its exception, or returns None on Stop. A server that accepted the
+    connection but never answers would otherwise hold Stop and window close for the whole read
+    timeout (120 s). The request goes on in a daemon thread until it ends; a response that
+    arrives after Stop is closed there."""
+    if stop_event is None:
+        return call()
+    outcome: queue.Queue = queue.Queue(maxsize=1)
+
+    def run() -> None:
+        try:
+            outcome.put(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            outcome.put(exc)
+
+    threading.Thread(target=run, name="remote-request", daemon=True).start()
+    while True:
+        try:
+            result = outcome.get(timeout=_POLL_S)
+        except queue.Empty:
+            if stop_event.is_set():
+                threading.Thread(target=_close_late_answer, args=(outcome,), daemon=True).start()
+                return None
+            continue
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def _close_late_answer(outcome: queue.Queue) -> None:
+    result = outcome.get()
+    if isinstance(result, httpx.Response):
+        result.close()
 
 
 def _pump(response: httpx.Response, lines: queue.Queue) -> None:

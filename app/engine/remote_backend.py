@@ -91,15 +91,15 @@ class RemoteBackend:
     def close(self) -> None:
         self.client.close()
 
-    def connect(self) -> RemoteReport:
+    def connect(self, stop_event: threading.Event | None = None) -> RemoteReport:
         """Read the served models, the context length and a way to count tokens. Raises
-        RemoteError (one line) when the server cannot be used."""
+        RemoteError (one line) when the server cannot be used, or kind "stopped" on Stop."""
         started = time.perf_counter()
         try:
             self.settings.check()
         except BackendSettingsError as exc:
             raise RemoteError(str(exc), "config") from None
-        models = self.client.list_models()
+        models = self.client.list_models(stop_event)
         served = next((m for m in models if m.id == self.settings.model), None)
         if served is None and models:
             names = ", ".join(repr(m.id) for m in models[:5])
@@ -129,7 +129,7 @@ class RemoteBackend:
         then the summary events). override_memory has no effect: nothing is projected here."""
         try:
             if self.report is None:
-                self.connect()
+                self.connect(stop_event)
             plan = self.plan(messages, summary, settings, continue_final)
         except (RemoteError, ValueError) as exc:  # unreachable server, nothing left to answer
             yield TurnFailed(describe_failure(exc) if isinstance(exc, RemoteError) else str(exc), "",

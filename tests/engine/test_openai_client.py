@@ -245,3 +245,31 @@ def test_a_server_without_metrics_says_so():
                                               "(it has no /metrics endpoint)")
     other = metrics_from_text("process_cpu_seconds_total 12.5\n")
     assert not other.available and "no KV-cache or queue figures" in other.reason
+
+
+def test_stop_lands_while_a_server_accepted_but_never_answers():
+    """A server that accepts the connection and sends nothing: Stop ends the stream and the
+    model listing at once, not after the 120 s read timeout (found by a new-user test)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)  # the kernel accepts; nobody ever reads or answers
+    try:
+        settings = RemoteSettings(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "x", retries=0)
+        client = OpenAIClient(settings)
+        stop = threading.Event()
+        threading.Timer(0.3, stop.set).start()
+        started = time.perf_counter()
+        events = list(client.stream_chat([{"role": "user", "content": "hi"}], 8, 0.0, 1.0, stop))
+        assert events == [StreamEnd("stopped")] and time.perf_counter() - started < 3
+        stop = threading.Event()
+        threading.Timer(0.3, stop.set).start()
+        started = time.perf_counter()
+        with pytest.raises(RemoteError) as failure:
+            client.list_models(stop)
+        assert failure.value.kind == "stopped" and "stopped before 127.0.0.1" in str(failure.value)
+        assert time.perf_counter() - started < 3
+        client.close()
+    finally:
+        listener.close()
