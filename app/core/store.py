@@ -336,3 +336,26 @@ def _info(row: sqlite3.Row) -> ConversationInfo:
 
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
+
+
+def open_store(path: Path | None = None) -> tuple["Store", str | None]:
+    """Open the conversation database; a damaged file is moved aside instead of stopping the app.
+
+    Returns (store, notice): notice is None, or one line for the user when the file at ``path``
+    was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file is not a database") and
+    was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside it) before a new, empty
+    database was started. StoreError (a newer schema, no WAL) and OSError are raised as they are:
+    moving those aside would lose nothing-but-unreadable data from a newer version.
+    """
+    path = Path(path) if path is not None else default_db_path()
+    try:
+        return Store(path), None
+    except sqlite3.DatabaseError as exc:
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        kept = path.with_name(f"{path.name}.damaged-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                side.rename(kept.with_name(kept.name + suffix))
+        return Store(path), (f"The conversation database could not be read ({exc}); it was kept as "
+                             f"{kept.name} and a new one was started.")

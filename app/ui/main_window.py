@@ -26,7 +26,7 @@ from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings, Settings
-from app.core.store import Store
+from app.core.store import Store, open_store
 from app.engine.foresight import Foresight
 from app.engine.memory_probe import pick_probe
 from app.ui.backend_controller import BackendController
@@ -63,7 +63,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Headroom")
         self.resize(1100, 720)
         self.settings = settings
-        self.store = store or Store()
+        store_notice = None
+        if store is None:
+            store, store_notice = open_store()  # a damaged file is moved aside, not fatal
+        self.store = store
         self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
         self.conversation_id: int | None = None
         self.device_preference = device_preference
@@ -101,6 +104,8 @@ class MainWindow(QMainWindow):
         self._closed = False
         self.session = session or SessionState()
         self.conversation_controller.restore_session()
+        if store_notice:
+            self.chat_view.add_notice(store_notice, "error")
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:

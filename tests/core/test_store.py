@@ -237,3 +237,19 @@ def test_truncate_drops_later_messages_and_a_summary_that_folded_them(tmp_path):
         assert loaded.summary == SummaryState()
         store.append_message(cid, Message(Role.USER, "again"))
         assert [m.content for m in store.load_conversation(cid).conversation.messages][-1] == "again"
+
+
+def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    path.write_bytes(bytes(range(256)) * 12)  # not SQLite
+    store, notice = open_store(path)
+    kept = [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+    assert len(kept) == 1 and kept[0].read_bytes() == bytes(range(256)) * 12
+    assert notice is not None and "could not be read" in notice and kept[0].name in notice
+    assert store.list_conversations() == []
+    store.close()
+    again, notice = open_store(path)  # the new file is fine: nothing moved the second time
+    assert notice is None and len([p for p in tmp_path.iterdir() if ".damaged-" in p.name]) == 1
+    again.close()
