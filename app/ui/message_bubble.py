@@ -36,6 +36,16 @@ def _action_button(text: str, tooltip: str) -> QToolButton:
     return button
 
 
+MAX_SHOWN_CHARS = 20_000
+"""Characters of one message laid out in its bubble. Rich-text layout costs ~6 s per MB on two
+cores and is paid again on every resize, so a 2 MB paste froze the window for minutes (found by
+a new-user test); the message itself is kept, stored and sent whole."""
+
+
+def _hidden_note(hidden: int) -> str:
+    return f"<p><i>… {hidden:,} more characters not shown here (the whole message is kept and sent)</i></p>"
+
+
 class MessageBubble(QFrame):
     """Shows one message; `set_text` re-renders the markdown (called once per frame at most).
 
@@ -140,7 +150,9 @@ class MessageBubble(QFrame):
             self._render_streaming()
             return
         self._close_stream_body()
-        if self.text:
+        if len(self.text) > MAX_SHOWN_CHARS:
+            self._body.setText(to_html(self.text[:MAX_SHOWN_CHARS]) + _hidden_note(len(self.text) - MAX_SHOWN_CHARS))
+        elif self.text:
             self._body.setText(to_html(self.text))
         elif self.status in _CONTINUABLE:
             self._body.setText("<i>(no text)</i>")

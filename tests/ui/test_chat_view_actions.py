@@ -236,3 +236,16 @@ def test_clear_empties_everything_at_once(view):
     assert view.bubbles() == [] and view.transcript_text() == ""
     assert view.summary_block.isHidden() and view.summary_block.text() == ""
     assert view.summary_block.parent() is not None  # reused, not deleted
+
+
+def test_a_huge_message_is_shown_shortened_but_kept_whole(qtbot):
+    from app.core.conversation import Role
+    from app.ui.message_bubble import MAX_SHOWN_CHARS, MessageBubble
+
+    text = ("word " * 200 + "\n") * 2000  # ~2 MB, a pasted log
+    bubble = MessageBubble(Role.USER, text)
+    qtbot.addWidget(bubble)
+    assert bubble.text == text  # kept, stored and sent whole
+    shown = bubble._body.text()
+    assert len(shown) < MAX_SHOWN_CHARS * 2 and "more characters not shown" in shown
+    assert f"{len(text) - MAX_SHOWN_CHARS:,}" in shown
