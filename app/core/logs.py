@@ -24,6 +24,14 @@ _OURS = "_headroom_handler"  # marks the handlers configure_logging installed
 log = logging.getLogger(__name__)
 
 
+class _FirstLineFormatter(logging.Formatter):
+    """One line per record (no traceback): a failed reply on the terminal reads as one line,
+    as the README promises; the file keeps the whole record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).splitlines()[0]
+
+
 class _PrivateRotatingFileHandler(RotatingFileHandler):
     """RotatingFileHandler whose files are created owner-only (0o600), also after a rollover."""
 
@@ -62,6 +70,8 @@ def configure_logging(verbose: bool = False, directory: Path | None = None) -> P
         handler.setFormatter(formatter)
         setattr(handler, _OURS, True)
         root.addHandler(handler)
+    if not verbose:  # tracebacks go to the log file; the terminal gets their first line
+        stderr.setFormatter(_FirstLineFormatter(LOG_FORMAT))
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.captureWarnings(True)
     if problem is not None:

@@ -98,3 +98,15 @@ def test_uncaught_exceptions_are_logged_with_their_traceback(clean_root, tmp_pat
     assert "CRITICAL headroom.crash" in text and "uncaught exception" in text
     assert "Traceback (most recent call last)" in text and "in replay_turn" in text
     assert "ValueError: bad turn" in text
+
+
+def test_a_traceback_is_one_line_on_stderr_and_whole_in_the_file(clean_root, tmp_path, capsys):
+    path = logs.configure_logging(directory=tmp_path)
+    try:
+        raise RuntimeError("probability tensor contains nan")
+    except RuntimeError:
+        logging.getLogger("headroom.test").exception("generation failed")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "generation failed" in err and "Traceback" not in err
+    text = path.read_text()
+    assert "Traceback (most recent call last)" in text and "probability tensor contains nan" in text
