@@ -61,6 +61,10 @@ class ModelOpener(QObject):
         """Load `path` off the GUI thread, with progress and cancel; errors show inline."""
         w = self._window
         w.own_current_task()
+        if not Path(path).exists():  # checked before the current model is unloaded
+            w.chat_view.add_notice(f"Could not open the model: no model at {path}.", "error")
+            w.load_failed.emit(f"no model at {path}")
+            return
         if self._load_cancel is not None:
             self._load_cancel.set()  # a newer request replaces a load in progress
         cancel = self._load_cancel = threading.Event()
@@ -85,16 +89,19 @@ class ModelOpener(QObject):
                                         device_preference=w.device_preference,
                                         allow_pickle=allowed.allow_pickle))
         except LoadCancelled:
-            w.chat_view.add_notice("Loading cancelled.")
+            replaced = self._load_cancel is not cancel  # a newer open is already under way
+            again = "" if replaced else self._reopen_hint(path)
+            w.chat_view.add_notice(f"Loading cancelled.{again}")
             w.status.show_report(None)
+            if again:  # the old model was freed first (C05): bring it back
+                asyncio.get_event_loop().call_soon(self.open_model, Path(w.settings.last_model_path))
         except ModelLoadError as exc:
-            previous = w.settings.last_model_path
-            again = f" Reopening {Path(previous).name}." if previous and Path(previous) != Path(path) else ""
-            w.chat_view.add_notice(f"Could not open the model: {exc}.{again}", "error")
+            again = self._reopen_hint(path)
+            w.chat_view.add_notice(f"Could not open the model: {str(exc).rstrip('.')}.{again}", "error")
             w.status.show_report(None)
             w.load_failed.emit(str(exc))
             if again:  # the old model was freed first (C05): bring it back
-                asyncio.get_event_loop().call_soon(self.open_model, Path(previous))
+                asyncio.get_event_loop().call_soon(self.open_model, Path(w.settings.last_model_path))
         else:
             if cancel.is_set():
                 return
@@ -106,6 +113,11 @@ class ModelOpener(QObject):
             if self._load_cancel is cancel:
                 self._load_cancel = None
                 w.status.end_progress()
+
+    def _reopen_hint(self, path: Path) -> str:
+        """" Reopening <name>." when the last model that opened is another one, else ""."""
+        previous = self._window.settings.last_model_path
+        return f" Reopening {Path(previous).name}." if previous and Path(previous) != Path(path) else ""
 
     async def _swap_model(self, loaded) -> None:
         self._model_swapped = asyncio.get_event_loop().create_future()

@@ -191,3 +191,15 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
     assert answered.args in (["complete"], ["stopped"])  # eos, or cut off at the lowered limit
     assert [m.role for m in window.conversation.messages] == [Role.USER, Role.ASSISTANT]
+
+
+def test_a_missing_path_keeps_the_open_model(qtbot, make_window, tmp_path, tiny_model_dir):
+    window = make_window(max_new_tokens=5)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    report = window.report
+    with qtbot.waitSignal(window.load_failed, timeout=10000) as blocker:
+        window.open_model(tmp_path / "nowhere")
+    assert blocker.args[0] == f"no model at {tmp_path / 'nowhere'}"
+    assert window.report is report  # checked before unloading: nothing to reopen
+    notices = [n.text() for n in window.chat_view.findChildren(type(window.chat_view.add_notice("x")))]
+    assert any(text.startswith("Could not open the model: no model at") and ".." not in text for text in notices)
