@@ -10,15 +10,31 @@ from app.core.logs import configure_logging, log_uncaught_exceptions
 from app.core.settings import GenerationSettings, load_settings
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1 (a bad value exits 2 with a usage line, not silently)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def temperature(text: str) -> float:
+    """argparse type: a sampling temperature in [0, 2] (the settings' range)."""
+    value = float(text)
+    if not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2, got {value:g}")
+    return value
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
     parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
     parser.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
     parser.add_argument("--replay", type=Path, metavar="TURNS.txt",
                         help="play one user message per line through the history policy and exit")
-    parser.add_argument("--context", type=int, help="context window in tokens (default: the model's)")
-    parser.add_argument("--max-new-tokens", type=int, help="tokens to generate at most")
-    parser.add_argument("--temperature", type=float, help="0 = greedy (default for --ask)")
+    parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
+    parser.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate at most")
+    parser.add_argument("--temperature", type=temperature, help="0–2; 0 = greedy (default for --ask)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
     parser.add_argument("--self-test", action="store_true",
                         help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")

@@ -54,3 +54,16 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     assert made, "no summary was made although the chat outgrew the window"
     assert all(tokens <= 128 for tokens in made)
     assert int(rows[-1][2]) < 10  # the window no longer holds every turn
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--context", "-5"], "--context: must be at least 1, got -5"),
+    (["--max-new-tokens", "0"], "--max-new-tokens: must be at least 1, got 0"),
+    (["--temperature", "5"], "--temperature: must be between 0 and 2, got 5"),
+])
+def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, capsys):
+    from app.main import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--ask", "hi", *flags])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
