@@ -94,12 +94,7 @@ class WhatIfControl(QWidget):
         touched); emits ``changed`` once if they moved."""
         self._mark_touched()
         before = self.values()
-        for slider, value in ((self.context_slider, context_tokens),
-                              (self.new_tokens_slider, max_new_tokens)):
-            slider.blockSignals(True)
-            slider.setValue(value)
-            slider.blockSignals(False)
-        self._show_values()
+        self._place(context_tokens, max_new_tokens)
         if self.values() != before:
             self.changed.emit(*self.values())
 
@@ -107,6 +102,10 @@ class WhatIfControl(QWidget):
         """Follow the pending turn's sizes without emitting, unless the user has touched it."""
         if self.touched:
             return
+        self._place(context_tokens, max_new_tokens)
+
+    def _place(self, context_tokens: int, max_new_tokens: int) -> None:
+        """Set both sliders without their valueChanged signals, then show the values."""
         for slider, value in ((self.context_slider, context_tokens),
                               (self.new_tokens_slider, max_new_tokens)):
             slider.blockSignals(True)
