@@ -11,13 +11,14 @@ from pathlib import Path
 
 from app.core.paths import default_model_path
 from app.core.settings import GenerationSettings, load_settings
+from app.engine import events as ev
 
 
 def _load(model_path: Path | None):
     """The loaded model, or None after printing a one-line reason."""
     from transformers.utils import logging as hf_logging
 
-    from app.engine.loader import ModelLoadError, load_model
+    from app.engine.loading.loader import ModelLoadError, load_model
 
     hf_logging.disable_progress_bar()  # stderr carries our own one-line stages instead
     path = Path(model_path) if model_path else default_model_path()
@@ -41,9 +42,9 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     policy, admission, C23 position check); return the process exit code."""
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
-    from app.engine import turn_runner as tr
-    from app.engine.generation import TextDelta
-    from app.engine.memory_probe import pick_probe
+    from app.engine.events import TextDelta
+    from app.engine.local import turn_runner as tr
+    from app.engine.memory.probe import pick_probe
 
     if not question.strip():
         print("headroom: the question is empty", file=sys.stderr)
@@ -57,13 +58,13 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
             case TextDelta(text=text):
                 sys.stdout.write(text)
                 sys.stdout.flush()
-            case tr.TurnRefused(decision=decision):
+            case ev.TurnRefused(decision=decision):
                 print(f"headroom: not started: {decision.reason}", file=sys.stderr)
                 return 1
-            case tr.TurnFailed(reason=reason):
+            case ev.TurnFailed(reason=reason):
                 print(f"\nheadroom: {reason}", file=sys.stderr)
                 return 1
-            case tr.TurnCompleted(finished=f):
+            case ev.TurnCompleted(finished=f):
                 sys.stdout.write("\n")
                 print(f"[{f.new_tokens} tokens, TTFT {f.ttft_s * 1000:.0f} ms, "
                       f"{f.decode_tokens_per_s:.1f} tok/s, {f.stop_reason}]", file=sys.stderr)
@@ -76,8 +77,8 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     answer. Exit 0 when every turn was answered, 1 otherwise."""
     from app.core.conversation import Conversation, MessageStatus, Role
     from app.core.history import SummaryState
-    from app.engine import turn_runner as tr
-    from app.engine.memory_probe import pick_probe
+    from app.engine.local import turn_runner as tr
+    from app.engine.memory.probe import pick_probe
 
     try:
         lines = [line.strip() for line in Path(turns_file).read_text(encoding="utf-8").splitlines()]
@@ -96,17 +97,17 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
         row = {"turn": number, "prompt_tokens": 0, "window_turns": 0, "summary": "no"}
         for event in runner.run_turn(conversation.messages[:-1], summary, settings, stop):
             match event:
-                case tr.TurnPlanned(plan=plan):
+                case ev.TurnPlanned(plan=plan):
                     row["prompt_tokens"], row["window_turns"] = len(plan.prompt_ids), len(plan.window.kept)
-                case tr.TurnRefused(decision=decision) | tr.TurnFailed(reason=decision):
+                case ev.TurnRefused(decision=decision) | ev.TurnFailed(reason=decision):
                     reply.status, failures = MessageStatus.FAILED, failures + 1
                     reply.content = getattr(decision, "reason", decision)
-                case tr.TurnCompleted(finished=finished):
+                case ev.TurnCompleted(finished=finished):
                     reply.content, reply.status = finished.text, MessageStatus.COMPLETE
-                case tr.SummaryFinished(state=state, verdict=verdict):
+                case ev.SummaryFinished(state=state, verdict=verdict):
                     row["summary"] = f"{'yes' if verdict else 'rejected'} ({state.tokens} tokens: {verdict.reason})"
                     summary = state
-                case tr.SummaryFailed(reason=reason):
+                case ev.SummaryFailed(reason=reason):
                     row["summary"] = f"failed ({reason})"
         print(f"turn {row['turn']}: prompt {row['prompt_tokens']} tokens · window {row['window_turns']} "
               f"turns · summary {row['summary']}")

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 import app
+from app.engine import events as ev
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def check_architecture(model_type: str) -> CheckResult:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from app.engine.kv_layout import kv_bytes_per_token
+    from app.engine.memory.kv_layout import kv_bytes_per_token
 
     name = f"architecture {model_type}"
     config = AutoConfig.for_model(model_type, **TINY_SHAPE)
@@ -152,9 +153,9 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
     from app.core.history import SummaryState
     from app.core.paths import default_model_path
     from app.core.settings import GenerationSettings
-    from app.engine import turn_runner as tr
-    from app.engine.loader import ModelLoadError, load_model
-    from app.engine.memory_probe import pick_probe
+    from app.engine.loading.loader import ModelLoadError, load_model
+    from app.engine.local import turn_runner as tr
+    from app.engine.memory.probe import pick_probe
 
     name = "model answers"
     path = Path(model_path) if model_path else default_model_path()
@@ -171,11 +172,11 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
     answer, outcome = "", "no reply"
     for event in runner.run_turn([Message(Role.USER, QUESTION)], SummaryState(), settings, threading.Event()):
         match event:
-            case tr.TurnRefused(decision=decision):
+            case ev.TurnRefused(decision=decision):
                 outcome = f"refused: {decision.reason}"
-            case tr.TurnFailed(reason=reason):
+            case ev.TurnFailed(reason=reason):
                 outcome = f"failed: {reason}"
-            case tr.TurnCompleted(finished=finished):
+            case ev.TurnCompleted(finished=finished):
                 answer, outcome = finished.text.strip(), "done"
     seconds = time.perf_counter() - started
     where = f"{loaded.report.name} on {loaded.report.device}, {seconds:.1f} s"

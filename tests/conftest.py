@@ -27,14 +27,14 @@ def real_model_path() -> Path:
 @pytest.fixture(scope="session")
 def real_model_folder(real_model_path) -> Path:
     """The converted HF folder of the default model (converted once, then cached)."""
-    from app.engine.loader import resolve_model_folder
+    from app.engine.loading.loader import resolve_model_folder
 
     return resolve_model_folder(real_model_path)
 
 
 @pytest.fixture(scope="session")
 def real_loaded(real_model_folder):
-    from app.engine.loader import load_model
+    from app.engine.loading.loader import load_model
 
     return load_model(real_model_folder)
 
@@ -48,7 +48,7 @@ def tiny_model_dir(tmp_path_factory, real_model_folder) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_loaded(tiny_model_dir):
-    from app.engine.loader import load_model
+    from app.engine.loading.loader import load_model
 
     return load_model(tiny_model_dir)
 

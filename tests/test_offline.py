@@ -30,7 +30,7 @@ class Spy(importlib.abc.MetaPathFinder):
             seen[top] = {k: os.environ.get(k) for k in KEYS}
         return None
 sys.meta_path.insert(0, Spy())
-import app.main, app.headless, app.engine.loader, app.engine.model_catalog, app.ui.main_window
+import app.main, app.headless, app.engine.loading.loader, app.engine.loading.catalog, app.ui.main_window
 print(json.dumps(seen))
 """.replace("KEYS_HERE", repr(tuple(OFFLINE)))
 

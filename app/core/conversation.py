@@ -1,7 +1,7 @@
 """Messages and conversations: plain data, no Qt, no torch."""
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 
@@ -55,3 +55,8 @@ class Conversation:
         out = [{"role": Role.SYSTEM.value, "content": system_prompt}] if system_prompt else []
         out += [m.as_chat_dict() for m in self.messages if m.content or m.role is Role.USER]
         return out
+
+
+def copy_messages(messages: list[Message]) -> tuple[Message, ...]:
+    """Snapshot for another thread: the GUI keeps mutating its own Message objects."""
+    return tuple(replace(m) for m in messages)

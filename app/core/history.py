@@ -24,6 +24,8 @@ CountTokens = Callable[[list[ChatDict]], int]
 # chat models (TinyLlama-1.1B-Chat config: max_position_embeddings=2048); current ones state more
 # (SmolLM2-135M-Instruct: 8192), so the default errs on the short side.
 DEFAULT_MODEL_CONTEXT = 2048
+# Space kept for the rolling summary: 1/8 of the context, at most 512 tokens.
+SUMMARY_RESERVE_FRACTION, SUMMARY_RESERVE_MAX = 8, 512
 SUMMARY_HEADER = "Earlier in this conversation: "
 # ~0.75 English words per BPE token (OpenAI, "What are tokens and how to count them"); the summary
 # prompt asks for 80% of that because small models overshoot word limits.
@@ -347,3 +349,8 @@ def _first_true(lo: int, hi: int, pred: Callable[[int], bool]) -> int:
         else:
             lo = mid + 1
     return lo
+
+
+def summary_reserve(context_tokens: int) -> int:
+    """Tokens kept free for the rolling summary in a `context_tokens` window: 1/8, at most 512."""
+    return min(SUMMARY_RESERVE_MAX, context_tokens // SUMMARY_RESERVE_FRACTION)

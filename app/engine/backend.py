@@ -2,9 +2,9 @@
 
 Two implementations:
 
-- local: app.engine.turn_runner.TurnRunner — the model opened in this process (transformers),
+- local: app.engine.local.turn_runner.TurnRunner — the model opened in this process (transformers),
   with memory projection and admission on this machine's device;
-- remote: app.engine.remote_backend.RemoteBackend — an OpenAI-compatible server (vLLM), with
+- remote: app.engine.remote.backend.RemoteBackend — an OpenAI-compatible server (vLLM), with
   the server's context as the budget and its `/metrics` as the memory view.
 
 Both yield the same TurnEvent stream and apply the same history policy (token-budget window,
@@ -21,7 +21,7 @@ from app.core.backend_settings import BackendSettings
 from app.core.conversation import Message
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.engine.turn_runner import TurnEvent
+from app.engine.events import TurnEvent
 
 
 @runtime_checkable
@@ -55,7 +55,7 @@ class RemoteBackends:
 
     def get(self, settings: BackendSettings):
         """The RemoteBackend for `settings.remote` (not yet connected when new)."""
-        from app.engine.remote_backend import RemoteBackend
+        from app.engine.remote.backend import RemoteBackend
 
         remote = settings.remote
         api_key = self._lookup(remote.base_url) if remote.base_url else ""

@@ -1,6 +1,6 @@
 """Help → About Headroom: versions, the CUDA device, the attention path the loaded model really
 uses, where the logs are, and the licences. "Copy details" puts the same facts on the clipboard
-for a bug report. The facts come from app.engine.environment (Qt-free, tested there).
+for a bug report. The facts come from app.engine.loading.environment (Qt-free, tested there).
 """
 
 from PySide6.QtCore import Qt, QTimer, Slot, qVersion
@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.engine.environment import HEADROOM_LICENCE, LICENCES, Environment
+from app.engine.loading.environment import HEADROOM_LICENCE, LICENCES, Environment
 
 TAGLINE = "A desktop chat app for local LLMs that sees an out-of-memory coming before it happens."
 

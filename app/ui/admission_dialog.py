@@ -12,8 +12,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.engine.admission import AdmissionDecision, TurnProjection
-from app.engine.units import format_bytes
+from app.engine.memory.admission import AdmissionDecision, TurnProjection
+from app.engine.memory.units import format_bytes
 
 CHOICES = ("trim", "lower_max_new_tokens", "chunked", "override", "cancel")
 """What ``AdmissionDialog.choice()`` can return."""

@@ -2,7 +2,7 @@
 bitsandbytes mean for Headroom (no GPU, old driver, no 4-bit), explained once in the transcript.
 
 Which notices were already shown is remembered in the window's SessionState, so a later start
-stays quiet until the situation changes. Environment facts come from app.engine.environment,
+stays quiet until the situation changes. Environment facts come from app.engine.loading.environment,
 read off the GUI thread (nvidia-smi can take seconds).
 """
 
@@ -33,7 +33,7 @@ class HelpController(QObject):
     @Slot()
     def _on_about_triggered(self) -> None:
         from app.core.logs import current_log_file
-        from app.engine.environment import read_environment
+        from app.engine.loading.environment import read_environment
 
         log_file = current_log_file()
         self.about_dialog = AboutDialog(read_environment(), self._window.report,
@@ -44,8 +44,8 @@ class HelpController(QObject):
     async def check_environment(self) -> None:
         """Read GPU, driver and bitsandbytes facts off the GUI thread (nvidia-smi can take
         seconds) and explain, once, what will not be used and what still works."""
-        from app.engine.environment import read_environment
-        from app.engine.startup_notices import startup_notices
+        from app.engine.loading.environment import read_environment
+        from app.engine.loading.startup_notices import startup_notices
 
         self._window.own_current_task()
         env = await asyncio.get_event_loop().run_in_executor(

@@ -27,8 +27,8 @@ from app.core.conversation import Conversation
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store, open_store
-from app.engine.foresight import Foresight
-from app.engine.memory_probe import pick_probe
+from app.engine.local.turn_planner import Foresight
+from app.engine.memory.probe import pick_probe
 from app.ui.backend_controller import BackendController
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer

@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QPixmap, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from app.engine.units import format_bytes
+from app.engine.memory.units import format_bytes
 from app.ui.memory_breakdown import (
     PANEL_BACKGROUND,
     MemoryBreakdown,

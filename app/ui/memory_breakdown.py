@@ -2,8 +2,8 @@
 named terms that add up to the device, and the headroom verdict. Pure Python, no Qt: the widgets
 (memory_bar, headroom_gauge, vram_panel) only paint what this computes.
 
-Terms, all bytes, from :class:`app.engine.memory_probe.MemorySample` and
-:class:`app.engine.admission.TurnProjection`:
+Terms, all bytes, from :class:`app.engine.memory.probe.MemorySample` and
+:class:`app.engine.memory.admission.TurnProjection`:
 
 * now, adding up to ``total``: CUDA context/overhead + other processes + weights + KV & live
   tensors (allocated − weights) + cached (reserved − allocated) + free. On CPU allocated and
@@ -12,7 +12,7 @@ Terms, all bytes, from :class:`app.engine.memory_probe.MemorySample` and
 * the pending turn, laid on top of what is in use now: KV this turn + prefill spike ± error bar;
   a marker where the KV would end if the conversation filled the whole context window.
 
-The verdict mirrors admission (:func:`app.engine.admission.admit_turn`): red when
+The verdict mirrors admission (:func:`app.engine.memory.admission.admit_turn`): red when
 growth + error bar + safety margin > free; amber when the headroom left after the turn is below
 15 % of the device; else ok.
 """
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine.admission import TurnProjection
-from app.engine.kv_layout import kv_cache_bytes
-from app.engine.memory_probe import MemorySample
-from app.engine.units import MiB
+from app.engine.memory.admission import TurnProjection
+from app.engine.memory.kv_layout import kv_cache_bytes
+from app.engine.memory.sample import MemorySample
+from app.engine.memory.units import MiB
 
 AMBER_HEADROOM_FRACTION = 0.15
 """Headroom after the turn, as a fraction of the device, below which the gauge turns amber."""
@@ -50,10 +50,10 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
      "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
      "adds (history + prompt + max_new_tokens beyond what is cached). Per token: Σ layers 2 × "
      "KV heads × head_dim × bytes per element, sliding layers capped at their window "
-     "(app.engine.kv_layout.kv_cache_bytes).",
+     "(app.engine.memory.kv_layout.kv_cache_bytes).",
      "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
      "adds. Per token: Σ layers 2 × KV heads × head_dim × bytes per element "
-     "(app.engine.kv_layout.kv_cache_bytes)."),
+     "(app.engine.memory.kv_layout.kv_cache_bytes)."),
     ("prefill", "Prefill spike (projected)", "Prefill spike (projected)", "#bf3989", True,
      "Transient activations of the worst prefill chunk (MLP/attention workspace, mask, logits), "
      "bytes, × the correction measured on earlier turns (max_memory_allocated). Gone after "

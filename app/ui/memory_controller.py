@@ -47,7 +47,7 @@ class MemoryController(QObject):
 
     def save_diagnostics(self, path: Path) -> None:
         """memory_summary, LoadReport, and the last turns' projected vs measured peaks."""
-        from app.engine.diagnostics import build_report, write_report
+        from app.engine.memory.diagnostics import build_report, write_report
 
         w = self._window
         try:

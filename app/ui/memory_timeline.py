@@ -15,8 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.engine.memory_probe import MemorySample
-from app.engine.units import GiB
+from app.engine.memory.sample import MemorySample
+from app.engine.memory.units import GiB
 
 # (column, legend name, colour, pen style). Pens are 1 px (cosmetic): wider or dashed pens over
 # 1,200 points cost the raster engine 3-4 ms per repaint, 1 px solid ones ~0.3 ms (measured).

@@ -37,7 +37,7 @@ class ModelOpener(QObject):
 
     @Slot()
     def _on_open_triggered(self) -> None:
-        from app.engine.model_catalog import Catalog
+        from app.engine.loading.catalog import Catalog
         from app.ui.open_model_dialog import OpenModelDialog
 
         w = self._window
@@ -73,8 +73,8 @@ class ModelOpener(QObject):
         w.status.show_progress(f"Opening {Path(path).name}…", 0.0)
         await self._swap_model(None)  # free the old model before loading the next (C05)
         # transformers takes 1–2 s to import: in a worker thread, so the first paint does not wait
-        await asyncio.get_event_loop().run_in_executor(None, importlib.import_module, "app.engine.loader")
-        from app.engine.loader import LoadCancelled, ModelLoadError, load_model
+        await asyncio.get_event_loop().run_in_executor(None, importlib.import_module, "app.engine.loading.loader")
+        from app.engine.loading.loader import LoadCancelled, ModelLoadError, load_model
 
         loop = asyncio.get_event_loop()
 

@@ -1,8 +1,8 @@
 """Open model: the models this machine already has, with their size and whether they fit.
 
 Lists recent models, the installed default and the local Hugging Face cache
-(app.engine.model_catalog), each with its projected memory against what this machine has free
-(app.engine.model_fit); "Browse…" adds any folder or .gguf file. The per-model permissions
+(app.engine.loading.catalog), each with its projected memory against what this machine has free
+(app.engine.loading.fit); "Browse…" adds any folder or .gguf file. The per-model permissions
 (run the model's own code, load pickle weights) are set here, for the selected model only.
 """
 
@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
 
 from app.core.paths import default_model_path
 from app.core.settings import ModelPermissions, Settings, model_key
-from app.engine.folder_trust import ENABLE_CODE, ENABLE_PICKLE
-from app.engine.model_catalog import CHOSEN, Catalog, CatalogEntry
-from app.engine.model_fit import FITS, NO_FIT, TIGHT, gib
+from app.engine.loading.catalog import CHOSEN, Catalog, CatalogEntry
+from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
+from app.engine.loading.folder_trust import ENABLE_CODE, ENABLE_PICKLE
 
 COLUMNS = ("Model", "Found in", "On disk", "Needs", "Fit")
 _MODEL, _ORIGIN, _DISK, _NEEDS, _FIT = range(len(COLUMNS))

@@ -39,7 +39,7 @@ class ServerMetricsView(QWidget):
         self.status.setText("Waiting for the server's first reading…")
 
     def show_metrics(self, metrics) -> None:
-        """Draw one app.engine.server_metrics.ServerMetrics."""
+        """Draw one app.engine.remote.server_metrics.ServerMetrics."""
         if not metrics.available:
             self.kv_bar.setVisible(False)
             reason = metrics.reason[:1].upper() + metrics.reason[1:]

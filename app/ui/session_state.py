@@ -51,7 +51,7 @@ class SessionState:
         return conversation_id if conversation_id >= 0 else None
 
     def shown_notices(self) -> set[str]:
-        """Keys of the start-up notices already shown once (app.engine.startup_notices)."""
+        """Keys of the start-up notices already shown once (app.engine.loading.startup_notices)."""
         value = self._settings.value("notices/shown", [])
         if isinstance(value, str):  # QSettings INI gives a one-element list back as a string
             return {value} if value else set()

@@ -28,7 +28,7 @@ class SummaryController(QObject):
     def _summary_cap(self) -> int:
         """The summary's token budget: a reserve out of the context window in use (the local
         model's positions, or the remote server's context; capped by settings)."""
-        from app.engine.foresight import summary_reserve
+        from app.core.history import summary_reserve
 
         w = self._window
         positions = (w.report.max_positions if w.report else None) or 2048

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
-from app.core.conversation import MessageStatus, Role
+from app.core.conversation import MessageStatus, Role, copy_messages
 from app.core.history import group_turns
-from app.engine.foresight import copy_messages
 from app.ui.admission_dialog import AdmissionDialog
 from app.workers.generation_worker import TurnRequest
 

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.admission import TurnProjection
-from app.engine.memory_probe import MemorySample
-from app.engine.units import format_bytes
+from app.engine.memory.admission import TurnProjection
+from app.engine.memory.sample import MemorySample
+from app.engine.memory.units import format_bytes
 from app.ui.headroom_gauge import HeadroomGauge
 from app.ui.memory_bar import MemoryBar
 from app.ui.memory_breakdown import (

@@ -1,7 +1,7 @@
 """The "what if" control: drag the context length or max_new_tokens and see the projected peak.
 
 It only asks (``changed``) and shows what it is given (``show_result``); the projection itself is
-made by whoever listens (``app.engine.admission.reproject`` on the pending turn's projection).
+made by whoever listens (``app.engine.memory.admission.reproject`` on the pending turn's projection).
 """
 
 from PySide6.QtCore import Qt, Signal, Slot

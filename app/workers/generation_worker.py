@@ -20,10 +20,11 @@ from app.core.conversation import Message
 from app.core.history import SummaryState
 from app.core.secrets import load_api_key
 from app.core.settings import GenerationSettings
-from app.engine import turn_runner as tr
+from app.engine import events as ev
 from app.engine.backend import RemoteBackends
-from app.engine.generation import TextDelta
-from app.engine.memory_probe import pick_probe, release_memory
+from app.engine.events import TextDelta
+from app.engine.local import turn_runner as tr
+from app.engine.memory.probe import pick_probe, release_memory
 
 
 @dataclass(frozen=True)
@@ -127,19 +128,19 @@ class GenerationWorker(QObject):
             match event:
                 case TextDelta(text=text):
                     self.token_streamed.emit(rid, text)
-                case tr.TurnPlanned(plan=plan):
+                case ev.TurnPlanned(plan=plan):
                     self.turn_planned.emit(rid, plan)
-                case tr.TurnRefused(decision=decision):
+                case ev.TurnRefused(decision=decision):
                     self.turn_refused.emit(rid, decision)
-                case tr.TurnCompleted(finished=finished, record=record):
+                case ev.TurnCompleted(finished=finished, record=record):
                     self.reply_finished.emit(rid, finished, record)
                     if backend is self._runner:
                         self.foresight_changed.emit(self._runner.foresight.snapshot())
-                case tr.TurnFailed(reason=reason, partial=partial):
+                case ev.TurnFailed(reason=reason, partial=partial):
                     self.generation_failed.emit(rid, reason, partial)
-                case tr.SummaryStarted(folded_turns=folded):
+                case ev.SummaryStarted(folded_turns=folded):
                     self.summary_started.emit(rid, folded)
-                case tr.SummaryFinished(state=state, verdict=verdict):
+                case ev.SummaryFinished(state=state, verdict=verdict):
                     self.summary_finished.emit(rid, state, verdict.reason)
-                case tr.SummaryFailed(reason=reason):
+                case ev.SummaryFailed(reason=reason):
                     self.summary_failed.emit(rid, reason)

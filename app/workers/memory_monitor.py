@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 class MemoryMonitor(QObject):
-    """Samples an injected probe (``app.engine.memory_probe.MemoryProbe``) on a timer.
+    """Samples an injected probe (``app.engine.memory.probe.MemoryProbe``) on a timer.
 
     Signals:
         sample_taken(object): a MemorySample, every ``interval_ms`` while started.

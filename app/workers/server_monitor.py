@@ -35,7 +35,7 @@ class _Poller(QObject):
 
     @Slot(object)
     def _on_watch_requested(self, remote) -> None:
-        from app.engine.openai_client import OpenAIClient
+        from app.engine.remote.openai_client import OpenAIClient
 
         self._on_stop_requested()
         if remote is None:
@@ -60,7 +60,7 @@ class _Poller(QObject):
 
     @Slot()
     def _on_timeout(self) -> None:
-        from app.engine.server_metrics import sample_server
+        from app.engine.remote.server_metrics import sample_server
 
         if self._client is not None:
             self.sampled.emit(sample_server(self._client))

@@ -2,12 +2,12 @@
 
 For random-initialised NF4 models of real shapes (Llama-3-8B, Mistral-7B with its 4,096-token
 sliding window, Qwen2.5-7B; built in bf16 on the GPU, saved, reopened by
-``app.engine.loader.load_model``: NF4 + double quant + bf16 compute, SDPA switched to
-``app.engine.attention``'s "sdpa+gqa-packed"), each in its own process:
+``app.engine.loading.loader.load_model``: NF4 + double quant + bf16 compute, SDPA switched to
+``app.engine.local.attention``'s "sdpa+gqa-packed"), each in its own process:
 
-(a) projection error: ``Foresight.project`` (app.engine.admission ``project_turn_peak``) before a
+(a) projection error: ``Foresight.project`` (app.engine.memory.admission ``project_turn_peak``) before a
     turn vs ``torch.cuda.max_memory_allocated`` during it, for 1k/4k/16k/32k-token prompts +
-    256 new tokens through ``app.engine.generation.stream_reply``; calibration protocol of the
+    256 new tokens through ``app.engine.local.generation.stream_reply``; calibration protocol of the
     app: a warm-up turn after load, then ``Foresight.end_measurement`` after every turn. Error =
     |projected − measured| / measured for the peak (the issue's definition) and, stricter, for
     the growth above what was allocated before the turn. Target ≤ 5 %.
@@ -139,8 +139,8 @@ def build_and_load(name: str, tiny: bool, lock_path: Path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from app.engine.attention import enable_packed_sdpa
-    from app.engine.loader import load_model
+    from app.engine.loading.loader import load_model
+    from app.engine.local.attention import enable_packed_sdpa
 
     cfg = model_config(name, tiny)
     cuda = torch.cuda.is_available()
@@ -196,9 +196,9 @@ class Bench:
     def __init__(self, name: str, loaded, chunk: int, tiny: bool, seed: int = 0):
         import torch
 
-        from app.engine import generation
-        from app.engine.foresight import Foresight
-        from app.engine.memory_probe import pick_probe, release_memory
+        from app.engine.local import generation
+        from app.engine.local.turn_planner import Foresight
+        from app.engine.memory.probe import pick_probe, release_memory
 
         self.torch, self.generation, self.release_memory = torch, generation, release_memory
         self.name, self.loaded, self.chunk, self.tiny = name, loaded, chunk, tiny
@@ -208,7 +208,7 @@ class Bench:
         self.rng = torch.Generator().manual_seed(seed)
         self.session_cls = None
         if "session" in inspect.signature(generation.stream_reply).parameters:
-            from app.engine.kv_session import KVSession
+            from app.engine.local.kv_session import KVSession
 
             self.session_cls = KVSession
         # A preallocated StaticCache of exactly prompt + max_new_tokens slots when generation
@@ -226,8 +226,9 @@ class Bench:
 
     def turn(self, prompt: int, max_new: int, admit: bool = True) -> dict:
         """Plan (project + admit_turn) then, if admitted or ``admit`` is False, run one turn."""
-        from app.engine.admission import admit_turn
-        from app.engine.generation import ReplyFinished, SamplingParams
+        from app.engine.events import ReplyFinished
+        from app.engine.local.generation import SamplingParams
+        from app.engine.memory.admission import admit_turn
 
         fs = self.foresight
         self.release_memory()
@@ -306,12 +307,12 @@ class Bench:
         return rows
 
     def kv_bytes_per_token(self) -> int:
-        from app.engine.kv_layout import kv_cache_bytes
+        from app.engine.memory.kv_layout import kv_cache_bytes
 
         return kv_cache_bytes(self.foresight.prefill_model.layout, 1)
 
     def simulate_card(self, cap: int) -> None:
-        from app.engine.memory_probe import CpuProbe, pick_probe
+        from app.engine.memory.probe import CpuProbe, pick_probe
 
         if self.cuda:
             total = self.torch.cuda.get_device_properties(0).total_memory
@@ -321,7 +322,7 @@ class Bench:
             self.foresight.probe = CappedProbe(CpuProbe(), CpuProbe().sample().allocated + cap)
 
     def largest_admitted(self, max_new: int) -> int:
-        from app.engine.admission import admit_turn
+        from app.engine.memory.admission import admit_turn
 
         fs = self.foresight
         self.release_memory()

@@ -27,20 +27,15 @@ from pathlib import Path
 import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
-from app.engine.admission import project_turn_peak
-from app.engine.calibration import Calibration
-from app.engine.compiled_decode import warm_up
-from app.engine.generation import (
-    ReplyFinished,
-    SamplingParams,
-    default_prefill_chunk,
-    stream_chat_reply,
-    stream_reply,
-)
-from app.engine.kv_layout import kv_cache_bytes
-from app.engine.kv_session import KVSession, round_capacity
-from app.engine.loader import load_model
-from app.engine.prefill_spike import PrefillModel
+from app.engine.events import ReplyFinished
+from app.engine.loading.loader import load_model
+from app.engine.local.compiled_decode import warm_up
+from app.engine.local.generation import SamplingParams, default_prefill_chunk, stream_chat_reply, stream_reply
+from app.engine.local.kv_session import KVSession, round_capacity
+from app.engine.memory.admission import project_turn_peak
+from app.engine.memory.calibration import Calibration
+from app.engine.memory.kv_layout import kv_cache_bytes
+from app.engine.memory.prefill_spike import PrefillModel
 
 H200_BANDWIDTH = 4.8e12  # bytes/s, HBM3e, NVIDIA H200 datasheet
 SPECIALS = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128006: "<|start_header_id|>",
@@ -194,7 +189,7 @@ def plain_ttft(model, ids: list[int]) -> float:
 
 def chat_turns(loaded, decoder, turns: int, user_tokens: int, new: int, vocab: int,
                capacity: int) -> dict:
-    from app.engine.chat_format import encode_prompt, render_prompt
+    from app.engine.local.chat_format import encode_prompt, render_prompt
 
     session = KVSession(capacity_tokens=capacity)
     messages = [{"role": "system", "content": "t5 t6 t7 t8"}]

@@ -16,8 +16,8 @@ from transformers import (
 )
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from app.engine import attention
-from app.engine.attention import (
+from app.engine.local import attention
+from app.engine.local.attention import (
     PACKED_SDPA,
     enable_packed_sdpa,
     gqa_packed_sdpa_forward,
@@ -25,8 +25,8 @@ from app.engine.attention import (
     query_slice,
     uses_gqa,
 )
-from app.engine.generation import prefill
-from app.engine.prefill_spike import PrefillModel, prefill_breakdown
+from app.engine.local.generation import prefill
+from app.engine.memory.prefill_spike import PrefillModel, prefill_breakdown
 
 SHAPE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
              num_attention_heads=8, head_dim=16, max_position_embeddings=256,
@@ -143,7 +143,7 @@ def test_packed_mask_bytes():
 
 @pytest.mark.parametrize("chunk", [128, 1024, 4096])
 def test_memory_projection_knows_the_packed_path(chunk):
-    """app.engine.prefill_spike models the packed workspace exactly as attention.packed_mask_bytes,
+    """app.engine.memory.prefill_spike models the packed workspace exactly as attention.packed_mask_bytes,
     and no longer counts the repeat_kv expansion (Llama-3-8B shape, static cache)."""
     config = LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336,
                          num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8)

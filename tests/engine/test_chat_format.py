@@ -3,7 +3,7 @@ import copy
 import pytest
 
 from app.core.history import normalize_roles
-from app.engine.chat_format import detect_format, encode_prompt, render_prompt, stop_token_ids
+from app.engine.local.chat_format import detect_format, encode_prompt, render_prompt, stop_token_ids
 
 GEMMA_LIKE = (
     "{% for m in messages %}{% if m['role'] == 'system' %}"

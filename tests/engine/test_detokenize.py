@@ -1,4 +1,4 @@
-from app.engine.detokenize import IncrementalDetokenizer
+from app.engine.local.detokenize import IncrementalDetokenizer
 
 
 def stream(tokenizer, ids, stop_strings=()):

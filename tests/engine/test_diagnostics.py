@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 import torch
 
-from app.engine import diagnostics
-from app.engine.diagnostics import build_report, write_report
-from app.engine.loader import LoadReport
-from app.engine.memory_probe import FakeProbe
-from app.engine.turn_runner import TurnRecord
-from app.engine.units import GiB, MiB
+from app.engine.events import TurnRecord
+from app.engine.loading.loader import LoadReport
+from app.engine.memory import diagnostics
+from app.engine.memory.diagnostics import build_report, write_report
+from app.engine.memory.probe import FakeProbe
+from app.engine.memory.units import GiB, MiB
 
 NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from app.engine.folder_trust import TrustRequired, check_folder, needs_remote_code, weight_files
-from app.engine.loader import ModelLoadError, load_model
+from app.engine.loading.folder_trust import TrustRequired, check_folder, needs_remote_code, weight_files
+from app.engine.loading.loader import ModelLoadError, load_model
 from tests.helpers.tiny_models import tiny_llama_config
 
 CUSTOM_CONFIG = '''from transformers import LlamaConfig

@@ -3,14 +3,8 @@ import threading
 import pytest
 import torch
 
-from app.engine.generation import (
-    ReplyFinished,
-    SamplingParams,
-    TextDelta,
-    prefill,
-    sample_next,
-    stream_chat_reply,
-)
+from app.engine.events import ReplyFinished, TextDelta
+from app.engine.local.generation import SamplingParams, prefill, sample_next, stream_chat_reply
 
 QUESTION = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "What is the capital of France?"}]

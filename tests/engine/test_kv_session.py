@@ -8,16 +8,11 @@ import weakref
 import pytest
 import torch
 
-from app.engine.chat_format import encode_prompt, render_prompt
-from app.engine.compiled_decode import warm_up
-from app.engine.generation import (
-    ReplyFinished,
-    SamplingParams,
-    TextDelta,
-    prefill,
-    stream_chat_reply,
-)
-from app.engine.kv_session import KVSession, common_prefix, round_capacity
+from app.engine.events import ReplyFinished, TextDelta
+from app.engine.local.chat_format import encode_prompt, render_prompt
+from app.engine.local.compiled_decode import warm_up
+from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
+from app.engine.local.kv_session import KVSession, common_prefix, round_capacity
 
 GREEDY = SamplingParams(max_new_tokens=12, temperature=0)
 TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
@@ -118,7 +113,7 @@ class ExplodingModel(torch.nn.Module):
 
 
 def test_exception_drops_the_cache_and_frees_it(tiny_loaded):  # C03
-    from app.engine.generation import stream_reply
+    from app.engine.local.generation import stream_reply
 
     session = KVSession()
     model = ExplodingModel(tiny_loaded.model, fail_at=4)

@@ -5,7 +5,7 @@ import weakref
 import pytest
 import torch
 
-from app.engine.loader import (
+from app.engine.loading.loader import (
     LoadCancelled,
     ModelLoadError,
     cached_conversion,

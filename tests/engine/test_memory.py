@@ -26,11 +26,13 @@ from transformers import (
     Qwen2Config,
 )
 
-from app.engine import memory_probe
-from app.engine.admission import admit_turn, project_turn_peak, reproject
-from app.engine.calibration import Calibration
-from app.engine.kv_layout import KVLayout, kv_bytes_per_token, kv_cache_bytes
-from app.engine.memory_probe import (
+from app.engine.memory import probe as memory_probe
+from app.engine.memory.admission import admit_turn, project_turn_peak, reproject
+from app.engine.memory.calibration import Calibration
+from app.engine.memory.kv_layout import KVLayout, kv_bytes_per_token, kv_cache_bytes
+from app.engine.memory.model_config import model_max_positions
+from app.engine.memory.prefill_spike import PrefillModel, dequant_workspace_bytes, prefill_breakdown
+from app.engine.memory.probe import (
     CpuProbe,
     CudaProbe,
     FakeProbe,
@@ -39,9 +41,7 @@ from app.engine.memory_probe import (
     pick_probe,
     release_memory,
 )
-from app.engine.model_config import model_max_positions
-from app.engine.prefill_spike import PrefillModel, dequant_workspace_bytes, prefill_breakdown
-from app.engine.units import GiB, MiB, dtype_nbytes, format_bytes
+from app.engine.memory.units import GiB, MiB, dtype_nbytes, format_bytes
 
 
 def llama3_8b(**overrides):
@@ -507,12 +507,12 @@ def test_cuda_probe_arithmetic(monkeypatch):
     assert s.other_processes is None and s.context_overhead == 10 * GiB
 
 
-PROJECTION_MODULES = ("app.engine.units, app.engine.model_config, app.engine.kv_layout, "
-                      "app.engine.prefill_spike, app.engine.calibration, app.engine.admission")
+PROJECTION_MODULES = ("app.engine.memory.units, app.engine.memory.model_config, app.engine.memory.kv_layout, "
+                      "app.engine.memory.prefill_spike, app.engine.memory.calibration, app.engine.memory.admission")
 
 
 def test_engine_memory_modules_never_import_qt():
-    code = (f"import sys, {PROJECTION_MODULES}, app.engine.memory_probe; "
+    code = (f"import sys, {PROJECTION_MODULES}, app.engine.memory.probe; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'qasync', 'shiboken6')];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

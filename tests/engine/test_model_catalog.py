@@ -8,7 +8,7 @@ import torch
 from transformers import BertConfig, LlamaConfig
 
 from app.core.settings import model_key
-from app.engine.model_catalog import (
+from app.engine.loading.catalog import (
     DEFAULT,
     HF_CACHE,
     RECENT,
@@ -16,8 +16,8 @@ from app.engine.model_catalog import (
     looks_like_causal_lm,
     scan_hf_cache,
 )
-from app.engine.model_fit import FITS, NO_FIT, TIGHT, MachineMemory
-from app.engine.placement import choose_placement
+from app.engine.loading.fit import FITS, NO_FIT, TIGHT, MachineMemory
+from app.engine.loading.placement import choose_placement
 from tests.helpers.fake_hf_cache import add_repo, config_bytes
 from tests.helpers.tiny_models import tiny_llama_config
 
@@ -199,7 +199,7 @@ def test_parameter_estimate_matches_real_architectures():
     """Config-only count vs the parameters of the model built on the meta device (no memory)."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from app.engine.model_fit import estimate_parameters
+    from app.engine.loading.fit import estimate_parameters
 
     configs = [
         LlamaConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,

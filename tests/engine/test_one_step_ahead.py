@@ -8,9 +8,10 @@ import threading
 
 import pytest
 
-from app.engine.compiled_decode import warm_up
-from app.engine.generation import ReplyFinished, SamplingParams, TextDelta, stream_chat_reply, stream_reply
-from app.engine.kv_session import KVSession
+from app.engine.events import ReplyFinished, TextDelta
+from app.engine.local.compiled_decode import warm_up
+from app.engine.local.generation import SamplingParams, stream_chat_reply, stream_reply
+from app.engine.local.kv_session import KVSession
 
 TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
          {"role": "user", "content": "What is the capital of France?"}]

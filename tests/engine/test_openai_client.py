@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from app.core.backend_settings import RemoteSettings
-from app.engine.openai_client import OpenAIClient, RemoteError, StreamEnd, api_roots
-from app.engine.remote_tokens import approximate_tokens, choose_counter, server_counter
-from app.engine.server_metrics import metrics_from_text, parse_prometheus
+from app.engine.remote.openai_client import OpenAIClient, RemoteError, StreamEnd, api_roots
+from app.engine.remote.server_metrics import metrics_from_text, parse_prometheus
+from app.engine.remote.tokens import approximate_tokens, choose_counter, server_counter
 from tests.helpers.openai_server import free_port
 
 SETTINGS = RemoteSettings("http://gpu-box:8000/v1", "meta-llama/Llama-3.1-8B-Instruct", retries=3, backoff_s=0.01)
@@ -207,7 +207,7 @@ def test_approximation_errs_high_on_the_replay_chat(real_loaded):
     is never below the real count (the margin holds for English chat)."""
     from pathlib import Path
 
-    from app.engine.chat_format import encode_prompt, render_prompt
+    from app.engine.local.chat_format import encode_prompt, render_prompt
 
     tok, fmt = real_loaded.tokenizer, real_loaded.prompt_format
     lines = (Path(__file__).parents[1] / "helpers" / "replay_40_turns.txt").read_text().splitlines()

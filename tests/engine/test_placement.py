@@ -1,6 +1,6 @@
 import torch
 
-from app.engine.placement import choose_placement
+from app.engine.loading.placement import choose_placement
 
 BNB_OK = (True, "")
 BNB_MISSING = (False, "bitsandbytes is not installed")

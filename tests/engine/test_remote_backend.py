@@ -11,9 +11,10 @@ from app.core.backend_settings import RemoteSettings
 from app.core.conversation import Message, Role
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.engine import turn_runner as tr
-from app.engine.generation import TextDelta
-from app.engine.remote_backend import RemoteBackend
+from app.engine import events as ev
+from app.engine.events import TextDelta
+from app.engine.local import turn_runner as tr
+from app.engine.remote.backend import RemoteBackend
 
 QUESTION = [Message(Role.USER, "What is the capital of France?")]
 
@@ -37,7 +38,7 @@ def of(events, kind):
 
 def test_both_backends_satisfy_the_protocol(openai_server, tiny_loaded):
     from app.engine.backend import Backend
-    from app.engine.memory_probe import CpuProbe
+    from app.engine.memory.probe import CpuProbe
 
     local, remote = tr.TurnRunner(tiny_loaded, CpuProbe()), backend_for(openai_server)
     assert isinstance(local, Backend) and isinstance(remote, Backend)
@@ -58,8 +59,8 @@ def test_connect_reads_the_server_and_counts_with_the_local_tokenizer(openai_ser
 def test_streams_the_answer_and_counts_the_prompt_as_the_server_does(openai_server):
     backend = backend_for(openai_server)
     events = run(backend, QUESTION, GenerationSettings(max_new_tokens=40, temperature=0.0))
-    plan = of(events, tr.TurnPlanned)[0].plan
-    (done,) = of(events, tr.TurnCompleted)
+    plan = of(events, ev.TurnPlanned)[0].plan
+    (done,) = of(events, ev.TurnCompleted)
     finished = done.finished
     assert finished.text == "The capital of France is Paris."  # greedy, as the local model answers
     assert "".join(e.text for e in of(events, TextDelta)) == finished.text
@@ -69,7 +70,7 @@ def test_streams_the_answer_and_counts_the_prompt_as_the_server_does(openai_serv
     assert plan.window.prompt_tokens == finished.prompt_tokens == 27
     assert finished.new_tokens == 8 and done.record.outcome == "eos"
     assert plan.projection is None and plan.decision.admitted and "local config.json" in plan.decision.reason
-    assert not of(events, tr.SummaryStarted)  # nothing evicted
+    assert not of(events, ev.SummaryStarted)  # nothing evicted
 
 
 def test_stop_closes_the_stream_and_the_server_stops_generating(openai_server):
@@ -82,14 +83,14 @@ def test_stop_closes_the_stream_and_the_server_stops_generating(openai_server):
             stop.set()
 
     events = run(backend, story, GenerationSettings(max_new_tokens=1000, temperature=0.0), stop, press_stop)
-    (done,) = of(events, tr.TurnCompleted)
+    (done,) = of(events, ev.TurnCompleted)
     assert done.finished.stop_reason == "stopped" and 3 <= done.finished.new_tokens < 20
     assert done.finished.text == "".join(e.text for e in of(events, TextDelta))
     # the server generates one request at a time: had it kept writing the 1,000-token story
     # (~100 s at 10 tok/s), the next answer would wait behind it
     started = time.monotonic()
     again = run(backend, QUESTION, GenerationSettings(max_new_tokens=40, temperature=0.0))
-    assert of(again, tr.TurnCompleted)[0].finished.text == "The capital of France is Paris."
+    assert of(again, ev.TurnCompleted)[0].finished.text == "The capital of France is Paris."
     assert time.monotonic() - started < 45
 
 
@@ -102,35 +103,35 @@ def test_evicted_turns_are_summarized_through_the_server(openai_server):
     history.append(Message(Role.USER, "What did I tell you about first?"))
     settings = GenerationSettings(max_new_tokens=32, temperature=0.0, context_tokens=512)
     events = run(backend, history, settings)
-    plan = of(events, tr.TurnPlanned)[0].plan
+    plan = of(events, ev.TurnPlanned)[0].plan
     assert plan.window.evicted and plan.window.budget.context_tokens == 512
     assert plan.window.prompt_tokens <= plan.window.limit_tokens
-    (started,) = of(events, tr.SummaryStarted)
+    (started,) = of(events, ev.SummaryStarted)
     # the oldest evicted turns that fit the summary request are folded now, the rest next time
     assert 1 <= started.folded_turns <= len(plan.window.evicted)
-    (finished,) = of(events, tr.SummaryFinished)
+    (finished,) = of(events, ev.SummaryFinished)
     state = finished.state
     assert state.folded_through == plan.window.evicted[started.folded_turns - 1].last_position
     assert state.content and 0 < state.tokens <= 64  # the reserve of a 512-token context
-    assert not of(events, tr.SummaryFailed)
+    assert not of(events, ev.SummaryFailed)
 
 
 def test_a_message_longer_than_the_context_is_refused_before_the_server_sees_it(openai_server):
     backend = backend_for(openai_server)
     long = [Message(Role.USER, "word " * 3000)]
     events = run(backend, long, GenerationSettings(max_new_tokens=64, context_tokens=1024))
-    (refused,) = of(events, tr.TurnRefused)
+    (refused,) = of(events, ev.TurnRefused)
     assert refused.decision.cause == "positions" and "shorten it by" in refused.decision.reason
-    assert not of(events, TextDelta) and not of(events, tr.TurnCompleted)
+    assert not of(events, TextDelta) and not of(events, ev.TurnCompleted)
 
 
 def test_wrong_model_name_and_wrong_url_are_one_line_failures(openai_server):
     wrong_model = RemoteBackend(RemoteSettings(openai_server.base_url, "no-such-model"))
-    (failed,) = of(run(wrong_model, QUESTION, GenerationSettings()), tr.TurnFailed)
+    (failed,) = of(run(wrong_model, QUESTION, GenerationSettings()), ev.TurnFailed)
     assert failed.reason == (f"127.0.0.1:{openai_server.port} does not serve 'no-such-model'; it serves "
                              f"{openai_server.model!r}: set that name in Settings")
     wrong_path = RemoteBackend(RemoteSettings(f"http://127.0.0.1:{openai_server.port}/api/v1", openai_server.model))
-    (failed,) = of(run(wrong_path, QUESTION, GenerationSettings()), tr.TurnFailed)
+    (failed,) = of(run(wrong_path, QUESTION, GenerationSettings()), ev.TurnFailed)
     assert failed.reason.startswith(f"HTTP 404 from 127.0.0.1:{openai_server.port}: Not Found — check the URL")
 
 
@@ -147,8 +148,8 @@ def test_the_servers_context_refusal_is_a_clear_error(openai_server):
     backend = RemoteBackend(RemoteSettings(openai_server.base_url, openai_server.model),
                             transport=httpx.MockTransport(handler))
     events = run(backend, QUESTION, GenerationSettings(max_new_tokens=40))
-    assert of(events, tr.TurnPlanned)[0].plan.decision.context_limit == 8192  # server max_model_len
-    (failed,) = of(events, tr.TurnFailed)
+    assert of(events, ev.TurnPlanned)[0].plan.decision.context_limit == 8192  # server max_model_len
+    (failed,) = of(events, ev.TurnFailed)
     assert failed.reason == f"the server refused the prompt as too long for its context (HTTP 400): {message}"
     assert failed.partial == ""
 
@@ -160,7 +161,7 @@ def test_continue_needs_a_server_that_can_continue(openai_server):
     stopped = [*QUESTION, Message(Role.ASSISTANT, "The capital of")]
     events = list(backend.run_turn(stopped, SummaryState(), GenerationSettings(max_new_tokens=20),
                                    threading.Event(), continue_final=True))
-    (failed,) = of(events, tr.TurnFailed)
+    (failed,) = of(events, ev.TurnFailed)
     assert failed.reason.startswith("this server cannot continue a stopped answer (vLLM can): "
                                     f"127.0.0.1:{openai_server.port} answered HTTP 422: Unexpected fields")
     assert "continue_final_message" in failed.reason and failed.partial == ""

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from app.engine import environment as envmod
-from app.engine.environment import Environment, read_environment
-from app.engine.startup_notices import driver_branch, required_driver_branch, startup_notices
+from app.engine.loading import environment as envmod
+from app.engine.loading.environment import Environment, read_environment
+from app.engine.loading.startup_notices import driver_branch, required_driver_branch, startup_notices
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -36,6 +36,7 @@ from dataclasses import asdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import app  # noqa: E402, F401  (offline settings, as in the real app)
+from app.engine import events as ev  # noqa: E402
 
 # Earlier turns that a 320-token context cannot keep beside the new one: the turn evicts them.
 HISTORY = [
@@ -64,9 +65,9 @@ def main(out: Path, work: Path) -> int:
     from app.core.paths import default_model_path
     from app.core.settings import GenerationSettings
     from app.core.store import Store
-    from app.engine import turn_runner as tr
-    from app.engine.loader import load_model
-    from app.engine.memory_probe import pick_probe
+    from app.engine.loading.loader import load_model
+    from app.engine.local import turn_runner as tr
+    from app.engine.memory.probe import pick_probe
 
     loaded = load_model(default_model_path())
     runner = tr.TurnRunner(loaded, pick_probe())
@@ -79,9 +80,9 @@ def main(out: Path, work: Path) -> int:
     answer, summary, events = "", SummaryState(), []
     for event in runner.run_turn(conversation.messages, summary, settings, threading.Event()):
         events.append(type(event).__name__)
-        if isinstance(event, tr.TurnCompleted):
+        if isinstance(event, ev.TurnCompleted):
             answer = event.finished.text
-        elif isinstance(event, tr.SummaryFinished):
+        elif isinstance(event, ev.SummaryFinished):
             summary = event.state
     conversation.add(Role.ASSISTANT, answer)
 

@@ -13,12 +13,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from transformers import LlamaConfig
 
-from app.engine.admission import TurnProjection, project_turn_peak
-from app.engine.calibration import Calibration
-from app.engine.kv_layout import kv_cache_bytes
-from app.engine.memory_probe import FakeProbe
-from app.engine.prefill_spike import PrefillModel
-from app.engine.units import GiB, MiB
+from app.engine.memory.admission import TurnProjection, project_turn_peak
+from app.engine.memory.calibration import Calibration
+from app.engine.memory.kv_layout import kv_cache_bytes
+from app.engine.memory.prefill_spike import PrefillModel
+from app.engine.memory.probe import FakeProbe
+from app.engine.memory.units import GiB, MiB
 
 WEIGHTS = int(5.3 * GiB)
 KV_PER_TOKEN = 131_072  # Llama-3-8B, bf16 cache: 32 layers × 2 × 8 KV heads × 128 × 2 B

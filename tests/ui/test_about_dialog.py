@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel
 
-from app.engine.environment import read_environment
-from app.engine.loader import LoadReport
+from app.engine.loading.environment import read_environment
+from app.engine.loading.loader import LoadReport
 from app.ui.about_dialog import AboutDialog, attention_text
 from app.ui.application import load_stylesheet
 

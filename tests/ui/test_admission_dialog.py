@@ -4,9 +4,9 @@
 import pytest
 from PySide6.QtCore import Qt
 
-from app.engine.admission import admit_turn
-from app.engine.memory_probe import FakeProbe
-from app.engine.units import GiB, MiB, format_bytes
+from app.engine.memory.admission import admit_turn
+from app.engine.memory.probe import FakeProbe
+from app.engine.memory.units import GiB, MiB, format_bytes
 from app.ui.admission_dialog import CHOICES, AdmissionDialog
 from tests.helpers import vram_scene
 
@@ -115,7 +115,7 @@ def test_position_overflow_has_no_override(qtbot, card):
 
 
 def test_position_overflow_without_a_projection_still_explains(qtbot):
-    from app.engine.admission import AdmissionDecision
+    from app.engine.memory.admission import AdmissionDecision
 
     decision = AdmissionDecision(False, "positions", "the new message alone needs 9,000 prompt "
                                  "tokens but the budget is 7,000", context_limit=8_192,

@@ -4,7 +4,7 @@ from PySide6.QtWidgets import QDialog
 
 from app.core.backend_settings import LOCAL, REMOTE, BackendSettings, RemoteSettings
 from app.core.settings import GenerationSettings
-from app.engine.server_metrics import metrics_from_text
+from app.engine.remote.server_metrics import metrics_from_text
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.vram_panel import VramPanel
 

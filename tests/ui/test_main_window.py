@@ -131,7 +131,7 @@ def test_continue_extends_a_stopped_answer_in_place(qtbot, make_window, real_mod
 
 def test_refused_turn_offers_remedies_and_lowering_max_new_tokens_runs_it(qtbot, make_window, real_model_folder):
     """Issue 3 item 4: the turn does not start; the user picks a remedy and it runs."""
-    from app.engine.memory_probe import FakeProbe
+    from app.engine.memory.probe import FakeProbe
 
     window = make_window(max_new_tokens=4000)
     weights = 538_060_288  # the default model's weights in float32, bytes

@@ -7,9 +7,9 @@ from PySide6.QtCore import Qt
 from transformers import BertConfig, LlamaConfig
 
 from app.core.settings import model_key
-from app.engine.model_catalog import Catalog, folder_disk_bytes
-from app.engine.model_fit import MachineMemory
-from app.engine.placement import choose_placement
+from app.engine.loading.catalog import Catalog, folder_disk_bytes
+from app.engine.loading.fit import MachineMemory
+from app.engine.loading.placement import choose_placement
 from app.ui.open_model_dialog import OpenModelDialog
 from tests.engine.test_folder_trust import save_pickle_model
 from tests.helpers.fake_hf_cache import add_folder, add_repo, config_bytes

@@ -8,8 +8,8 @@ from PySide6.QtCore import QRect, Qt
 
 from app.core.conversation import Message, Role
 from app.core.store import Store
-from app.engine.environment import read_environment
-from app.engine.startup_notices import startup_notices
+from app.engine.loading.environment import read_environment
+from app.engine.loading.startup_notices import startup_notices
 from app.ui.notice import Notice
 from tests.engine.test_startup_notices import CPU_BOX, GPU_BOX
 

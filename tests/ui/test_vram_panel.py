@@ -11,9 +11,10 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QMainWindow, QTextEdit
 
-from app.engine.admission import reproject
-from app.engine.memory_probe import CpuProbe, FakeProbe, MemorySample
-from app.engine.units import GiB, MiB, format_bytes
+from app.engine.memory.admission import reproject
+from app.engine.memory.probe import CpuProbe, FakeProbe
+from app.engine.memory.sample import MemorySample
+from app.engine.memory.units import GiB, MiB, format_bytes
 from app.ui.headroom_gauge import _FILL_COLOURS
 from app.ui.memory_breakdown import AMBER_HEADROOM_FRACTION, TERM_KEYS, MemoryBreakdown
 from app.ui.vram_panel import VramPanel
@@ -207,7 +208,7 @@ def test_gauge_turns_amber_then_red_before_the_limit(panel):
 
 
 def test_red_matches_admission_control():
-    from app.engine.admission import admit_turn
+    from app.engine.memory.admission import admit_turn
 
     projection = vram_scene.project(card().sample().allocated)
     for free in (3 * GiB, int(3.4 * GiB), 4 * GiB):

@@ -10,8 +10,9 @@ from PySide6.QtCore import QThread
 from app.core.conversation import Message, Role
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.engine.memory_probe import CpuProbe, FakeProbe
-from app.engine.units import GiB
+from app.engine import events as ev
+from app.engine.memory.probe import CpuProbe, FakeProbe
+from app.engine.memory.units import GiB
 from app.workers.generation_worker import GenerationWorker, TurnRequest
 
 QUESTION = (Message(Role.USER, "What is the capital of France?"),)
@@ -81,10 +82,10 @@ def test_stop_keeps_the_partial_answer(qtbot, worker, tiny_loaded):  # case C20
 
 def test_failure_travels_on_its_own_signal_with_partial_text(qtbot, worker, tiny_loaded, monkeypatch):
     adopt(qtbot, worker, tiny_loaded)
-    from app.engine import generation
+    from app.engine.local import generation
 
     def exploding(*args, **kwargs):
-        yield generation.TextDelta("partial ")
+        yield ev.TextDelta("partial ")
         raise RuntimeError("CUDA error: device-side assert triggered\nmore detail")
 
     monkeypatch.setattr(generation, "stream_reply", exploding)
@@ -101,7 +102,7 @@ def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, 
     the post-load baseline and "hi" gets answered."""
     import torch
 
-    from app.engine import generation
+    from app.engine.local import generation
 
     adopt(qtbot, worker, real_loaded)
     real_stream = generation.stream_reply
@@ -110,7 +111,7 @@ def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, 
     def oom_after_allocating(*args, **kwargs):
         ballast = torch.empty(64 * 2**20, dtype=torch.uint8)  # held by this frame
         pinned.append(weakref.ref(ballast))
-        yield generation.TextDelta("The capital")
+        yield ev.TextDelta("The capital")
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(generation, "stream_reply", oom_after_allocating)
@@ -167,7 +168,7 @@ def test_prompt_beyond_the_context_is_refused_not_crashed(qtbot, worker, tiny_lo
 
 
 def test_unload_releases_the_model(qtbot, worker, tiny_model_dir):
-    from app.engine.loader import load_model
+    from app.engine.loading.loader import load_model
 
     loaded = load_model(tiny_model_dir)
     ref = weakref.ref(loaded.model)

@@ -1,11 +1,11 @@
 """The remote backend: chat turns answered by an OpenAI-compatible server (vLLM on a GPU box,
 `transformers serve`, …) with the same history policy as the local model.
 
-A turn is the same event stream as app.engine.turn_runner's (TurnPlanned, TextDelta…,
+A turn is the same event stream as app.engine.local.turn_runner's (TurnPlanned, TextDelta…,
 TurnCompleted / TurnFailed / TurnRefused, then the summary events), so the worker, the
 transcript and the store cannot tell the backends apart except by the report that says which
 one answered. What differs is below the events: the window is budgeted against the server's
-context (vLLM's `max_model_len`), tokens are counted as app.engine.remote_tokens chooses,
+context (vLLM's `max_model_len`), tokens are counted as app.engine.remote.tokens chooses,
 there is no memory projection (the server owns its KV cache; its `/metrics` are shown
 instead), and a prompt the server still refuses comes back as a one-line error.
 """
@@ -20,25 +20,26 @@ from pathlib import Path
 
 from app.core.backend_settings import BackendSettingsError, RemoteSettings
 from app.core.conversation import Message
-from app.core.history import DEFAULT_MODEL_CONTEXT, SummaryState, TokenBudget, select_window
+from app.core.history import DEFAULT_MODEL_CONTEXT, SummaryState, TokenBudget, select_window, summary_reserve
 from app.core.settings import GenerationSettings
-from app.engine.admission import AdmissionDecision
-from app.engine.foresight import TurnPlan, summary_reserve, window_refusal
-from app.engine.generation import ReplyFinished, TextDelta
-from app.engine.openai_client import OpenAIClient, StreamEnd
-from app.engine.remote_errors import RemoteError
-from app.engine.remote_tokens import TokenCounting, choose_counter
-from app.engine.summarize import judge_summary_stream
-from app.engine.turn_runner import (
+from app.engine.events import (
+    ReplyFinished,
+    TextDelta,
     TurnCompleted,
     TurnEvent,
     TurnFailed,
+    TurnPlan,
     TurnPlanned,
     TurnRecord,
     TurnRefused,
     describe_failure,
-    summary_events,
+    window_refusal,
 )
+from app.engine.memory.admission import AdmissionDecision
+from app.engine.remote.errors import RemoteError
+from app.engine.remote.openai_client import OpenAIClient, StreamEnd
+from app.engine.remote.tokens import TokenCounting, choose_counter
+from app.engine.summary_flow import judge_summary_stream, summary_events
 
 log = logging.getLogger(__name__)
 

@@ -87,7 +87,7 @@ def metrics_from_text(text: str | None) -> ServerMetrics:
 def sample_server(client) -> ServerMetrics:
     """Read `/metrics` through an OpenAIClient; a failed request is an unavailable reading
     whose reason is the client's one-line error (never raises for RemoteError)."""
-    from app.engine.remote_errors import RemoteError
+    from app.engine.remote.errors import RemoteError
 
     try:
         return metrics_from_text(client.metrics_text())

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from transformers import StaticCache
 
-from app.engine.generation import cache_kwarg
+from app.engine.local.generation import cache_kwarg
 
 log = logging.getLogger(__name__)
 

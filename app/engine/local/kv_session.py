@@ -9,7 +9,7 @@ stays flat as the chat grows instead of re-reading the whole history every turn.
 On CUDA the cache is a preallocated transformers `StaticCache` of ``capacity_tokens`` slots
 (admission decides the size; it is only ever resized between turns), so decode allocates
 nothing, cannot fragment memory mid-answer, and can run as one captured CUDA graph
-(`app.engine.compiled_decode`). On the CPU it is a `DynamicCache` (fast tests, no waste).
+(`app.engine.local.compiled_decode`). On the CPU it is a `DynamicCache` (fast tests, no waste).
 
 No Qt here, and no module-level state: the session is a plain object owned by its caller.
 """

@@ -1,77 +1,36 @@
 """Memory foresight for one loaded model: window the history, project the turn, admit it.
 
-Glue between the pure policies (app.core.history, app.engine.admission) and a loaded model: it
+Glue between the pure policies (app.core.history, app.engine.memory.admission) and a loaded model: it
 counts tokens with the model's own prompt format, reads the device through a MemoryProbe, and
 keeps the measured calibration of the prefill model up to date after every turn.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.core.conversation import Message
-from app.core.history import SummaryState, TokenBudget, WindowResult, select_window
-from app.engine.admission import AdmissionDecision, TurnProjection, admit_turn, project_turn_peak
-from app.engine.calibration import Calibration
-from app.engine.chat_format import encode_prompt, render_prompt
-from app.engine.kv_session import common_prefix, round_capacity
-from app.engine.memory_probe import MemoryProbe, MemorySample
-from app.engine.model_config import model_max_positions
-from app.engine.prefill_spike import PrefillModel
-from app.engine.units import MiB, dtype_nbytes
+from app.core.history import SummaryState, TokenBudget, select_window, summary_reserve
+from app.engine.events import TurnPlan, window_refusal
+from app.engine.local.chat_format import encode_prompt, render_prompt
+from app.engine.local.kv_session import common_prefix, round_capacity
+from app.engine.memory.admission import TurnProjection, admit_turn, project_turn_peak
+from app.engine.memory.calibration import Calibration
+from app.engine.memory.model_config import model_max_positions
+from app.engine.memory.prefill_spike import PrefillModel
+from app.engine.memory.probe import MemoryProbe
+from app.engine.memory.sample import MemorySample
+from app.engine.memory.units import MiB, dtype_nbytes
 
 # Kept free on top of the projection's error bar: cuBLAS/cuDNN workspaces and the allocator's
 # rounding (measured on the H200: a one-time 32 MiB cuBLAS workspace on the first turn).
 MIN_SAFETY_MARGIN = 256 * MiB
 SAFETY_FRACTION = 0.02  # and at least 2 % of the device
-# Space kept for the rolling summary: 1/8 of the context, at most 512 tokens.
-SUMMARY_RESERVE_FRACTION, SUMMARY_RESERVE_MAX = 8, 512
-
-
-@dataclass(frozen=True)
-class TurnPlan:
-    """A turn, decided before it starts.
-
-    window: the history that fits (or fits=False: the newest message alone is too long).
-    prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
-    (memory and positions, C23). projection: the projected peak (None when the window does not fit).
-    """
-
-    window: WindowResult
-    prompt_ids: tuple[int, ...]
-    projection: TurnProjection | None
-    decision: AdmissionDecision
-    sample: MemorySample
-
-    @property
-    def admitted(self) -> bool:
-        return self.window.fits and self.decision.admitted
-
-
-def summary_reserve(context_tokens: int) -> int:
-    return min(SUMMARY_RESERVE_MAX, context_tokens // SUMMARY_RESERVE_FRACTION)
-
-
-def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecision:
-    """The refusal for a window that does not fit (the newest message alone is too long): only a
-    shorter message or a smaller max_new_tokens helps, older turns are gone already. Shared by the
-    local and the remote backend, so both explain it with the same numbers (tokens)."""
-    budget = window.budget
-    room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
-    lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
-    return AdmissionDecision(
-        False, "positions",
-        f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
-        f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
-        f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
-        f"shorten it by {window.over_by:,} tokens{lower}",
-        context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
-        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
 
 
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
     def __init__(self, loaded, probe: MemoryProbe, prefill_chunk_tokens: int | None = None):
-        from app.engine.generation import default_prefill_chunk
+        from app.engine.local.generation import default_prefill_chunk
 
         self.loaded = loaded
         self.probe = probe
@@ -176,8 +135,3 @@ class ForesightSnapshot:
         return project_turn_peak(self.prefill_model, self.calibration, now_allocated=now_allocated,
                                  prompt_tokens=max(context_tokens, 1), max_new_tokens=max_new_tokens,
                                  chunk_size=self.chunk, full_context_tokens=self.max_positions)
-
-
-def copy_messages(messages: list[Message]) -> tuple[Message, ...]:
-    """Snapshot for another thread: the GUI keeps mutating its own Message objects."""
-    return tuple(replace(m) for m in messages)

@@ -7,8 +7,9 @@ rejected summary is never retried on the same turns (no re-summarize loop).
 
 import threading
 
-from app.core.history import SummaryPlan, SummaryState, SummaryVerdict, finish_summary
-from app.engine.generation import ReplyFinished, SamplingParams, stream_chat_reply
+from app.core.history import SummaryPlan, SummaryState, SummaryVerdict
+from app.engine.local.generation import SamplingParams, stream_chat_reply
+from app.engine.summary_flow import judge_summary_stream
 
 
 def summarize(loaded, plan: SummaryPlan, count_tokens, stop_event: threading.Event,
@@ -23,16 +24,3 @@ def summarize(loaded, plan: SummaryPlan, count_tokens, stop_event: threading.Eve
     return judge_summary_stream(stream_chat_reply(loaded, list(plan.request), params, stop_event,
                                                   prefill_chunk_tokens=prefill_chunk_tokens),
                                 plan, count_tokens)
-
-
-def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[SummaryState, SummaryVerdict]:
-    """Consume a reply stream (TextDelta… then one ReplyFinished, from any backend) and judge the
-    summary it wrote with `finish_summary`. A "stopped" reply is a cancelled summary: the previous
-    state stands. Exceptions from the stream propagate."""
-    text = ""
-    for event in events:
-        if isinstance(event, ReplyFinished):
-            if event.stop_reason == "stopped":
-                return plan.previous, SummaryVerdict(False, "summary cancelled")
-            text = event.text
-    return finish_summary(plan, text, count_tokens)

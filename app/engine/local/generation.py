@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from app.engine.detokenize import IncrementalDetokenizer
+from app.engine.events import ReplyFinished, TextDelta
+from app.engine.local.detokenize import IncrementalDetokenizer
 
 CUDA_PREFILL_CHUNK = 1024
 CPU_PREFILL_CHUNK = 256  # ~0.3 s per chunk for the 135M default model on 2 cores
@@ -35,38 +36,6 @@ class SamplingParams:
     temperature: float = 0.7
     top_p: float = 0.95
     seed: int | None = None
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """New text to append to the reply; never ends inside a multi-byte character."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ReplyFinished:
-    """The reply ended. stop_reason: "eos" (end-of-turn token), "stop_string", "length"
-    (max_new_tokens), or "stopped" (the user pressed Stop).
-
-    prefill_tokens: prompt tokens run through the model this turn (those after the prefix
-    already in the session's KV cache). reused_tokens: prompt tokens served from that cache.
-    cached_tokens: tokens the session's cache holds after the turn. decode_path: "compiled"
-    (CUDA graph), "eager-static" (preallocated cache) or "eager" (dynamic cache).
-    ttft_s: seconds from the start of the turn to the first new token.
-    decode_tokens_per_s: new tokens after the first over the seconds they took.
-    """
-
-    text: str
-    stop_reason: str
-    prompt_tokens: int
-    prefill_tokens: int
-    new_tokens: int
-    ttft_s: float
-    decode_tokens_per_s: float
-    reused_tokens: int = 0
-    cached_tokens: int = 0
-    decode_path: str = "eager"
 
 
 def sample_next(logits: torch.Tensor, params: SamplingParams,
@@ -193,10 +162,10 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
                  decoder=None) -> Iterator[TextDelta | ReplyFinished]:
     """Generate a reply to `prompt_ids`, yielding TextDelta pieces and one ReplyFinished.
 
-    session: an `app.engine.kv_session.KVSession` kept by the caller between turns; only the
+    session: an `app.engine.local.kv_session.KVSession` kept by the caller between turns; only the
     prompt tokens after the common prefix with its cache are prefilled (ReplyFinished
     .prefill_tokens counts them). Without one, a throwaway session is used.
-    decoder: an `app.engine.compiled_decode.CompiledDecode`; its compiled step runs when it is
+    decoder: an `app.engine.local.compiled_decode.CompiledDecode`; its compiled step runs when it is
     ready for the session's static cache, else decode is eager.
     prefill_chunk_tokens: None = `default_prefill_chunk(model.device)`; 0 = one shot.
 
@@ -205,7 +174,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     referenced by this frame; the exception propagates and the text yielded so far is the
     partial answer.
     """
-    from app.engine.kv_session import KVSession
+    from app.engine.local.kv_session import KVSession
 
     started = time.perf_counter()
     generator = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
@@ -299,10 +268,10 @@ def stream_chat_reply(loaded, messages: list[dict], params: SamplingParams,
                       decoder=None) -> Iterator[TextDelta | ReplyFinished]:
     """Render `messages` with the model's prompt format and stream the reply.
 
-    `loaded` is an `app.engine.loader.LoadedModel`; messages are {"role", "content"} dicts.
+    `loaded` is an `app.engine.loading.loader.LoadedModel`; messages are {"role", "content"} dicts.
     session / decoder: see `stream_reply` (KV reuse across turns, compiled decode).
     """
-    from app.engine.chat_format import encode_prompt, render_prompt
+    from app.engine.local.chat_format import encode_prompt, render_prompt
 
     text = render_prompt(loaded.tokenizer, loaded.prompt_format, messages, continue_final)
     prompt_ids = encode_prompt(loaded.tokenizer, text)

@@ -1,8 +1,8 @@
 """Will a model fit on this machine? Projected from its config before anything is loaded.
 
-needed = weights in the form the placement rules would load them (app.engine.placement: NF4 on
+needed = weights in the form the placement rules would load them (app.engine.loading.placement: NF4 on
 CUDA with bitsandbytes, the compute dtype without it, float32 on the CPU) + the KV cache at the
-model's default context (app.engine.kv_layout.kv_cache_bytes), against the free memory of the
+model's default context (app.engine.memory.kv_layout.kv_cache_bytes), against the free memory of the
 device it would run on (``torch.cuda.mem_get_info`` on CUDA, case C04; available RAM via psutil
 on the CPU). All sizes are bytes; the text shows GiB.
 
@@ -17,19 +17,19 @@ from typing import Any
 
 import psutil
 
-from app.engine.admission import context_limit
-from app.engine.foresight import MIN_SAFETY_MARGIN, SAFETY_FRACTION
-from app.engine.kv_layout import KVLayout, kv_cache_bytes
-from app.engine.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
-from app.engine.placement import Placement
-from app.engine.units import GiB, dtype_nbytes
+from app.engine.loading.placement import Placement
+from app.engine.local.turn_planner import MIN_SAFETY_MARGIN, SAFETY_FRACTION
+from app.engine.memory.admission import context_limit
+from app.engine.memory.kv_layout import KVLayout, kv_cache_bytes
+from app.engine.memory.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
+from app.engine.memory.units import GiB, dtype_nbytes
 
 # NF4 with double quantization (Dettmers et al. 2023, "QLoRA", §2): 4 bits per weight, one 8-bit
 # absmax per 64-weight block, one fp32 constant per 256 blocks = 4.127 bits per parameter.
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 # The listing cannot project a prompt's prefill spike or the runtime's buffers: a model whose
 # weights + KV leave less than this share of itself free is "tight", on top of the admission
-# safety margin (app.engine.foresight: max(256 MiB, 2 % of the device)).
+# safety margin (app.engine.local.turn_planner: max(256 MiB, 2 % of the device)).
 FIT_SLACK_FRACTION = 0.10
 FITS, TIGHT, NO_FIT = "fits", "tight", "does not fit"
 # MLP with two matrices (up, down) instead of three (gate, up, down)
@@ -187,7 +187,7 @@ class MemoryFit:
 def project_fit(config: Any, placement: Placement, machine: MachineMemory, context_setting: int = 0,
                 saved_quantization: str | None = None, saved_weight_bytes: int = 0) -> MemoryFit:
     """Project weights + KV at min(model positions, context setting) tokens (cache dtype = compute
-    dtype, as app.engine.foresight assumes) and judge it against `machine.free`: NO_FIT when
+    dtype, as app.engine.local.turn_planner assumes) and judge it against `machine.free`: NO_FIT when
     needed > free, TIGHT when needed + margin > free, else FITS. Raises ValueError for a config
     without the shapes (see :func:`estimate_parameters`, ``KVLayout.from_config``)."""
     weights = project_weights(estimate_parameters(config), placement, saved_quantization, saved_weight_bytes)
@@ -205,4 +205,4 @@ def gib(n: int) -> str:
 
 
 PlacementFor = Callable[[bool], Placement]
-"""already_quantized → Placement; app.engine.placement.detect_placement in the app."""
+"""already_quantized → Placement; app.engine.loading.placement.detect_placement in the app."""

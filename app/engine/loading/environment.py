@@ -1,6 +1,6 @@
 """What this machine offers Headroom: library versions, CUDA, the NVIDIA driver, bitsandbytes.
 
-The About dialog shows it and the start-up notices explain it (app.engine.startup_notices).
+The About dialog shows it and the start-up notices explain it (app.engine.loading.startup_notices).
 `read_environment()` is fast (versions from package metadata, torch.cuda); with
 `probe_gpu=True` it also asks the NVIDIA driver directly and imports bitsandbytes, which can
 take seconds — call that off the GUI thread. No Qt.
@@ -84,7 +84,7 @@ def read_environment(probe_gpu: bool = False) -> Environment:
     if probe_gpu and not cuda:
         gpus, driver = read_nvidia_driver()
     if probe_gpu and cuda:
-        from app.engine.placement import bitsandbytes_usable
+        from app.engine.loading.placement import bitsandbytes_usable
 
         usable, why = bitsandbytes_usable()
         bnb_problem = None if usable else why

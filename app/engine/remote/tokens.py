@@ -6,7 +6,7 @@ prompt. Three ways, best first; the chosen one is named in the RemoteReport and 
 1. "local tokenizer": the served model's name matches a local folder (the exact path the
    server was given, or a folder of that name under the models folder, e.g. `SmolLM2-135M-
    Instruct` ↔ `SmolLM2-135M-Instruct.Q4_1.gguf.hf`): its tokenizer and chat template, exactly
-   as the local backend counts (app.engine.foresight.Foresight.count_tokens).
+   as the local backend counts (app.engine.local.turn_planner.Foresight.count_tokens).
 2. "server /tokenize": vLLM's `POST /tokenize` renders with the server's own template (exact;
    one HTTP round trip per count, cached).
 3. "approximation": ⌈characters / 4 × 1.25⌉ per message + 8 tokens per message for the role
@@ -91,7 +91,7 @@ def local_counter(folder: Path) -> tuple[CountTokens, TokenCounting]:
     from transformers when the folder's tokenizer cannot be read)."""
     from transformers import AutoTokenizer
 
-    from app.engine.chat_format import detect_format, encode_prompt, render_prompt
+    from app.engine.local.chat_format import detect_format, encode_prompt, render_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     fmt = detect_format(tokenizer)
@@ -105,7 +105,7 @@ def local_counter(folder: Path) -> tuple[CountTokens, TokenCounting]:
 
 def server_counter(client) -> tuple[CountTokens, TokenCounting] | None:
     """Count with the server's `/tokenize` (vLLM), or None when it has none or it fails."""
-    from app.engine.remote_errors import RemoteError
+    from app.engine.remote.errors import RemoteError
 
     try:
         if client.tokenize([{"role": "user", "content": "hi"}]) is None:

@@ -1,6 +1,6 @@
 """Plain-language start-up notices: why the GPU or 4-bit is not used, and what still works.
 
-A pure decision over an `Environment` (app.engine.environment), so every case is testable with
+A pure decision over an `Environment` (app.engine.loading.environment), so every case is testable with
 injected facts on a machine without a GPU (case C11: a plain message, no traceback, no hang).
 Each notice has a stable `key`; the window remembers the keys it has shown so a notice appears
 once, not at every start. No Qt, no torch calls.
@@ -8,7 +8,7 @@ once, not at every start. No Qt, no torch calls.
 
 from dataclasses import dataclass
 
-from app.engine.environment import Environment
+from app.engine.loading.environment import Environment
 
 # Oldest NVIDIA driver branch each CUDA major release runs on (minor version compatibility):
 # https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html (Table 1)

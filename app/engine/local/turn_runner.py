@@ -7,15 +7,26 @@ import logging
 import threading
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from app.core.conversation import Message
-from app.core.history import SummaryState, SummaryVerdict, plan_summary
+from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
-from app.engine.admission import AdmissionDecision
-from app.engine.foresight import Foresight, TurnPlan
-from app.engine.generation import ReplyFinished, SamplingParams, TextDelta
-from app.engine.memory_probe import MemoryProbe, release_memory
+from app.engine.events import (
+    ReplyFinished,
+    TextDelta,
+    TurnCompleted,
+    TurnEvent,
+    TurnFailed,
+    TurnPlan,
+    TurnPlanned,
+    TurnRecord,
+    TurnRefused,
+    describe_failure,
+)
+from app.engine.local.generation import SamplingParams
+from app.engine.local.turn_planner import Foresight
+from app.engine.memory.probe import MemoryProbe, release_memory
+from app.engine.summary_flow import summary_events
 
 log = logging.getLogger(__name__)
 
@@ -24,89 +35,13 @@ log = logging.getLogger(__name__)
 CALIBRATION_PROMPT_TOKENS = 2048
 
 
-@dataclass(frozen=True)
-class TurnPlanned:
-    plan: TurnPlan
-
-
-@dataclass(frozen=True)
-class TurnRefused:
-    """The turn did not start; nothing ran on the device."""
-
-    decision: AdmissionDecision
-
-
-@dataclass(frozen=True)
-class TurnRecord:
-    """What one turn cost, as the diagnostics report lists it (app.engine.diagnostics).
-
-    Tokens are counts: prompt_tokens every position of the prompt, prefill_tokens those run
-    through the model (the rest came from the cache), new_tokens generated. Peaks are bytes (CUDA
-    ``max_memory_allocated`` during the turn, peak RSS on CPU), None when not known; a remote
-    turn projects none. admitted: admission control let the turn start (False: refused, or sent
-    by override after a refusal). outcome: how it ended ("eos", "length", "stopped",
-    "stop_string", "failed", "oom", "refused", …).
-    """
-
-    prompt_tokens: int
-    prefill_tokens: int
-    new_tokens: int
-    projected_peak: int | None
-    measured_peak: int | None
-    outcome: str
-    admitted: bool = True
-
-    @property
-    def error_fraction(self) -> float | None:
-        """(projected − measured) / measured; positive = projection too high. None when unknown
-        (no projection, or nothing measured)."""
-        if self.projected_peak is None or not self.measured_peak:
-            return None
-        return (self.projected_peak - self.measured_peak) / self.measured_peak
-
-
-@dataclass(frozen=True)
-class TurnCompleted:
-    finished: ReplyFinished
-    record: TurnRecord
-
-
-@dataclass(frozen=True)
-class TurnFailed:
-    """reason: one line for the user. partial: the text streamed before the failure."""
-
-    reason: str
-    partial: str
-    record: TurnRecord
-
-
-@dataclass(frozen=True)
-class SummaryStarted:
-    folded_turns: int
-
-
-@dataclass(frozen=True)
-class SummaryFinished:
-    state: SummaryState
-    verdict: SummaryVerdict
-
-
-@dataclass(frozen=True)
-class SummaryFailed:
-    reason: str
-
-
-TurnEvent = (TurnPlanned | TurnRefused | TextDelta | TurnCompleted | TurnFailed | SummaryStarted
-             | SummaryFinished | SummaryFailed)
-
-
 class TurnRunner:
     """Runs turns on one loaded model (the local backend). Use from one thread at a time."""
 
     kind = "local"
 
     def __init__(self, loaded, probe: MemoryProbe):
-        from app.engine.kv_session import KVSession
+        from app.engine.local.kv_session import KVSession
 
         self.loaded = loaded
         self.foresight = Foresight(loaded, probe)
@@ -124,7 +59,7 @@ class TurnRunner:
         """After load: one measured prefill to calibrate the projection, then compile the decode
         step for the session's cache shapes (CUDA; ~50 s per shape on an H200). Until it is
         ready decode runs eagerly; on the CPU it reports why it stays eager."""
-        from app.engine.compiled_decode import warm_up
+        from app.engine.local.compiled_decode import warm_up
 
         self.calibrate()
         self.decoder = warm_up(self.loaded, on_status=on_status)
@@ -133,8 +68,8 @@ class TurnRunner:
     def calibrate(self, prompt_tokens: int = CALIBRATION_PROMPT_TOKENS) -> None:
         """Prefill `prompt_tokens` arbitrary tokens (one new token) and fold the measured peak into
         the projection's calibration. CUDA only: on the CPU the peak (RSS) is too noisy."""
-        from app.engine import generation
-        from app.engine.kv_session import KVSession, round_capacity
+        from app.engine.local import generation
+        from app.engine.local.kv_session import KVSession, round_capacity
 
         foresight = self.foresight
         if self.loaded.model.device.type != "cuda":
@@ -174,7 +109,7 @@ class TurnRunner:
             yield from self._summarize(plan, summary, settings, stop_event)
 
     def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event):
-        from app.engine import generation
+        from app.engine.local import generation
 
         loaded, foresight = self.loaded, self.foresight
         params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p)
@@ -214,56 +149,10 @@ class TurnRunner:
 
     def _summarize(self, plan: TurnPlan, summary: SummaryState, settings: GenerationSettings,
                    stop_event: threading.Event):
-        from app.engine.summarize import summarize
+        from app.engine.local.summarize import summarize
 
         count = self.foresight.count_tokens
         yield from summary_events(
             plan.window, summary, settings, stop_event, count, self.loaded.prompt_format.system_role,
             lambda summary_plan, stop: summarize(self.loaded, summary_plan, count, stop, self.foresight.chunk),
             after_failure=release_memory)
-
-
-def summary_events(window, summary: SummaryState, settings: GenerationSettings, stop_event: threading.Event,
-                   count_tokens, system_allowed: bool, write_summary,
-                   after_failure=None) -> Iterator[TurnEvent]:
-    """Fold the turns `window` evicted into the summary; shared by every backend, so the history
-    policy is the same whichever engine answered.
-
-    write_summary(summary_plan, stop_event) → (SummaryState, SummaryVerdict) generates and judges
-    it (app.engine.summarize). Yields nothing when there is nothing to fold, else SummaryStarted
-    then SummaryFinished or SummaryFailed (one line; exceptions never escape).
-    after_failure(): cleanup after a failed summary (the local backend releases memory)."""
-    try:
-        summary_plan = plan_summary(window, summary, system_prompt=settings.system_prompt,
-                                    count_tokens=count_tokens, system_allowed=system_allowed)
-    except ValueError as exc:
-        yield SummaryFailed(str(exc))
-        return
-    if summary_plan is None:
-        return
-    yield SummaryStarted(len(summary_plan.folded))
-    stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it
-    error = None
-    try:
-        state, verdict = write_summary(summary_plan, stop_event)
-    except Exception as exc:  # a failed summary never loses the conversation
-        log.error("summary failed\n%s", traceback.format_exc())
-        error = describe_failure(exc)
-    if error is not None:
-        if after_failure is not None:
-            after_failure()
-        yield SummaryFailed(error)
-        return
-    yield SummaryFinished(state, verdict)
-
-
-def describe_failure(exc: BaseException) -> str:
-    """One line for the user."""
-    name = type(exc).__name__
-    if name == "RemoteError":  # already one line for the user (app.engine.openai_client)
-        return str(exc)
-    if name == "OutOfMemoryError":
-        return ("the GPU ran out of memory during this reply; the cache and inputs were released — "
-                "try a shorter message, a lower max_new_tokens or a new chat")
-    lines = str(exc).strip().splitlines()
-    return f"{name}: {lines[0]}" if lines else name

@@ -1,6 +1,6 @@
 """Byte units: binary MiB/GiB, human text for a byte count, and bytes per element of a dtype.
 
-Pure Python, no torch, no Qt: the memory projection (app.engine.kv_layout, prefill_spike,
+Pure Python, no torch, no Qt: the memory projection (app.engine.memory.kv_layout, prefill_spike,
 admission) counts in these, and every widget that shows a size formats it here.
 """
 

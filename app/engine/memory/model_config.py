@@ -2,8 +2,8 @@
 
 Pure functions over a transformers ``PretrainedConfig`` (or any object with the same
 attributes); no torch, no Qt. Lengths are tokens (int). The memory projection
-(app.engine.kv_layout, app.engine.prefill_spike) and the fit check before loading
-(app.engine.model_fit) read shapes through these, so every one of them agrees on which
+(app.engine.memory.kv_layout, app.engine.memory.prefill_spike) and the fit check before loading
+(app.engine.loading.fit) read shapes through these, so every one of them agrees on which
 attribute wins: the text part of a multimodal config first, then the first alias that is set.
 """
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import psutil
 import torch
 
-from app.engine.units import format_bytes
+from app.engine.memory.units import format_bytes
 
 if TYPE_CHECKING:
-    from app.engine.turn_runner import TurnRecord
+    from app.engine.events import TurnRecord
 
 
 def build_report(load_report, samples: Iterable, turns: Sequence[TurnRecord], *, max_turns: int = 20,
@@ -32,7 +32,7 @@ def build_report(load_report, samples: Iterable, turns: Sequence[TurnRecord], *,
     """The report as Markdown text.
 
     load_report: the engine LoadReport (None: no model loaded). samples: MemorySample objects,
-    oldest first (MemoryMonitor.history()). turns: app.engine.turn_runner TurnRecords, oldest
+    oldest first (MemoryMonitor.history()). turns: app.engine.local.turn_runner TurnRecords, oldest
     first, as the worker emitted them with each finished reply; the last ``max_turns`` are
     listed.
     """

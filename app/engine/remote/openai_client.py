@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.core.backend_settings import RemoteSettings
-from app.engine.remote_errors import (
+from app.engine.remote.errors import (
     RETRY_STATUSES,
     RemoteError,
     retry_delay,

@@ -1,5 +1,5 @@
 """The models this machine already has: recent ones, the installed default, the local
-Hugging Face cache — each with its size on disk and a projected memory fit (app.engine.model_fit).
+Hugging Face cache — each with its size on disk and a projected memory fit (app.engine.loading.fit).
 
 Reads file names, sizes and config.json only: listing never loads a model, so it takes
 milliseconds per entry. The HF cache is read with ``huggingface_hub.scan_cache_dir``
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.settings import model_key
-from app.engine.model_fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
+from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class Catalog:
     """Lists models and projects their fit on one machine.
 
     machine: free memory to judge against. placement_for: already_quantized → Placement
-    (app.engine.placement.detect_placement in the app, a fixed decision in tests).
+    (app.engine.loading.placement.detect_placement in the app, a fixed decision in tests).
     context_setting: the user's context cap in tokens (0 = the model's own).
     """
 
@@ -143,7 +143,7 @@ class Catalog:
     def for_this_machine(cls, device_preference: str = "auto", reclaimable: int = 0,
                          context_setting: int = 0) -> "Catalog":
         """Placement rules and free memory of this machine (CUDA when present and wanted)."""
-        from app.engine.placement import detect_placement
+        from app.engine.loading.placement import detect_placement
 
         def placement_for(already_quantized: bool):
             return detect_placement(already_quantized, device_preference)
@@ -229,18 +229,18 @@ def _display_name(path: Path) -> str:
 
 def _config_folder(path: Path) -> Path | None:
     """The folder whose config.json describes `path`: the folder itself, or a GGUF's
-    converted cache (app.engine.loader) once it exists."""
+    converted cache (app.engine.loading.loader) once it exists."""
     if path.is_dir():
         return path if (path / "config.json").is_file() else None
     if path.suffix.lower() == ".gguf":
-        from app.engine.loader import cached_conversion
+        from app.engine.loading.loader import cached_conversion
 
         return cached_conversion(path)
     return None
 
 
 def _note(raw: dict, folder: Path) -> str:
-    from app.engine.folder_trust import needs_remote_code, weight_files
+    from app.engine.loading.folder_trust import needs_remote_code, weight_files
 
     notes = []
     if needs_remote_code(raw):

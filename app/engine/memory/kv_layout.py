@@ -7,7 +7,7 @@ Keys and values are held per layer as ``[batch, kv_heads, tokens, head_dim]`` (t
 ``cache_utils.DynamicLayer``), so one token costs ``2 × num_key_value_heads × head_dim ×
 element_bytes`` per layer (Kwon et al. 2023, "Efficient Memory Management for LLM Serving with
 PagedAttention", §3). GQA (Ainslie et al. 2023) and MQA (Shazeer 2019) shrink
-``num_key_value_heads`` (app.engine.model_config.kv_heads). Sliding-window layers keep at most
+``num_key_value_heads`` (app.engine.memory.model_config.kv_heads). Sliding-window layers keep at most
 the window (Mistral 7B paper's rolling buffer; transformers ``DynamicSlidingWindowLayer`` keeps
 ``sliding_window - 1``, ``StaticSlidingWindowLayer`` ``sliding_window``; we count the window,
 one token conservative). Which layer slides follows transformers ``get_layer_types_and_kwargs``.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.model_config import config_attr, head_dim, kv_heads, text_config
+from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
 
 _FULL = "full_attention"
 # transformers cache_utils.DYNAMIC_LAYER_TYPE_MAPPING: layer types and what they cache per token.

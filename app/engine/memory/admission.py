@@ -2,9 +2,9 @@
 
 Pure functions; no torch, no Qt. All sizes are bytes (int), all lengths tokens (int).
 
-* Projection — the KV the turn adds (app.engine.kv_layout) plus the prefill spike
-  (app.engine.prefill_spike) × the measured correction, ± the error bar of an
-  app.engine.calibration ``Calibration``.
+* Projection — the KV the turn adds (app.engine.memory.kv_layout) plus the prefill spike
+  (app.engine.memory.prefill_spike) × the measured correction, ± the error bar of an
+  app.engine.memory.calibration ``Calibration``.
 * Admission — a turn is admitted only when its projected growth plus error bar plus safety margin
   fits the free memory reported by the driver (``torch.cuda.mem_get_info``; case C04), and when
   prompt + max_new_tokens fits min(model positions, user context) (case C23). A refusal names
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.calibration import Calibration
-from app.engine.kv_layout import kv_cache_bytes
-from app.engine.prefill_spike import PrefillModel, prefill_breakdown
-from app.engine.units import format_bytes
+from app.engine.memory.calibration import Calibration
+from app.engine.memory.kv_layout import kv_cache_bytes
+from app.engine.memory.prefill_spike import PrefillModel, prefill_breakdown
+from app.engine.memory.units import format_bytes
 
 # --------------------------------------------------------------------------- projection
 

@@ -5,7 +5,7 @@ no Qt. All sizes are bytes (int), all lengths tokens (int). The spike is the tra
 activations of the largest chunk plus attention workspace plus last-position logits
 (``logits_to_keep=1``, transformers PR #31292, case C02). The raw model is checked against the
 H200 measurements in ``shared/gpu/README.md`` (see tests) and corrected at run time by an
-app.engine.calibration ``Calibration`` fed with measured peaks.
+app.engine.memory.calibration ``Calibration`` fed with measured peaks.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.kv_layout import KVLayout, LayerKV
-from app.engine.model_config import config_attr, head_dim, kv_heads, text_config
+from app.engine.memory.kv_layout import KVLayout, LayerKV
+from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class PrefillModel:
     """Shapes that set the transient memory of one prefill forward pass.
 
     activation_bytes: compute dtype element size (bf16 2, fp32 4). attn_implementation: "sdpa",
-    "sdpa+gqa-packed" (app.engine.attention), "eager" or "flash_attention_2". dequant_bytes:
+    "sdpa+gqa-packed" (app.engine.local.attention), "eager" or "flash_attention_2". dequant_bytes:
     largest weight a 4-bit layer dequantizes per call (0 when not quantized, see
     :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
@@ -184,7 +184,7 @@ def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len:
         kv = expanded if model.gqa or model.kv_expanded_always else 0
         return max(cat_copy, scores + kv)
     if model.attn_implementation == "sdpa+gqa-packed" and model.gqa and layer.kv_heads:
-        # app.engine.attention: g query heads per KV head packed into the sequence dimension,
+        # app.engine.local.attention: g query heads per KV head packed into the sequence dimension,
         # q = min(c, 1024 // g) queries per call, an additive g·q·span mask (rows padded to 16)
         # built from the bool one; K/V never copied. Mirrors attention.packed_mask_bytes.
         groups = heads // layer.kv_heads

@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from app.engine.attention import enable_packed_sdpa
-from app.engine.chat_format import PromptFormat, detect_format, stop_token_ids
-from app.engine.folder_trust import check_folder, remote_code_message
-from app.engine.placement import Placement, detect_placement
+from app.engine.loading.folder_trust import check_folder, remote_code_message
+from app.engine.loading.placement import Placement, detect_placement
+from app.engine.local.attention import enable_packed_sdpa
+from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
                allow_pickle: bool = False) -> LoadedModel:
     """Open `path` (HF folder or .gguf) for generation and return model, tokenizer, report.
 
-    trust_remote_code / allow_pickle: this model's opt-ins (app.engine.folder_trust); without
+    trust_remote_code / allow_pickle: this model's opt-ins (app.engine.loading.folder_trust); without
     them a folder that needs its own code, or has only pickle weights, is refused with a line
     saying how to allow it. Safetensors are loaded whenever present; hub kernels never are.
     Never moves or casts the model after a 4-bit load (C12); on any failure nothing stays

@@ -1,9 +1,9 @@
 """Calibration of the prefill-spike model from measured turns, and the error bar it carries.
 
-Pure Python, no torch, no Qt; sizes are bytes (int). The raw spike of app.engine.prefill_spike
+Pure Python, no torch, no Qt; sizes are bytes (int). The raw spike of app.engine.memory.prefill_spike
 is multiplied by a correction learnt from measured peaks (CUDA ``max_memory_allocated`` after
 ``reset_peak_memory_stats``; peak RSS on CPU), and every projection carries an error bar in
-bytes learnt from how far recent projections were off (app.engine.admission adds it before
+bytes learnt from how far recent projections were off (app.engine.memory.admission adds it before
 admitting a turn).
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from app.engine.units import MiB
+from app.engine.memory.units import MiB
 
 if TYPE_CHECKING:
-    from app.engine.admission import TurnProjection
+    from app.engine.memory.admission import TurnProjection
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,170 @@
+"""The turn vocabulary: what a backend yields for one chat turn, whichever engine answers.
+
+A turn is TurnPlanned, then TurnRefused, or TextDelta… and TurnCompleted or TurnFailed, then the
+summary events when turns were evicted (app.engine.summary_flow). The local backend
+(app.engine.local.turn_runner), the remote one (app.engine.remote.backend), the generation
+worker, the headless runs and the window all speak it. Pure Python: no torch, no Qt.
+"""
+
+from dataclasses import dataclass
+
+from app.core.history import SummaryState, SummaryVerdict, WindowResult
+from app.engine.memory.admission import AdmissionDecision, TurnProjection
+from app.engine.memory.sample import MemorySample
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """New text to append to the reply; never ends inside a multi-byte character."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyFinished:
+    """The reply ended. stop_reason: "eos" (end-of-turn token), "stop_string", "length"
+    (max_new_tokens), or "stopped" (the user pressed Stop).
+
+    prefill_tokens: prompt tokens run through the model this turn (those after the prefix
+    already in the session's KV cache). reused_tokens: prompt tokens served from that cache.
+    cached_tokens: tokens the session's cache holds after the turn. decode_path: "compiled"
+    (CUDA graph), "eager-static" (preallocated cache) or "eager" (dynamic cache).
+    ttft_s: seconds from the start of the turn to the first new token.
+    decode_tokens_per_s: new tokens after the first over the seconds they took.
+    """
+
+    text: str
+    stop_reason: str
+    prompt_tokens: int
+    prefill_tokens: int
+    new_tokens: int
+    ttft_s: float
+    decode_tokens_per_s: float
+    reused_tokens: int = 0
+    cached_tokens: int = 0
+    decode_path: str = "eager"
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A turn, decided before it starts.
+
+    window: the history that fits (or fits=False: the newest message alone is too long).
+    prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
+    (memory and positions, C23). projection: the projected peak (None when the window does not fit).
+    """
+
+    window: WindowResult
+    prompt_ids: tuple[int, ...]
+    projection: TurnProjection | None
+    decision: AdmissionDecision
+    sample: MemorySample
+
+    @property
+    def admitted(self) -> bool:
+        return self.window.fits and self.decision.admitted
+
+
+def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecision:
+    """The refusal for a window that does not fit (the newest message alone is too long): only a
+    shorter message or a smaller max_new_tokens helps, older turns are gone already. Shared by the
+    local and the remote backend, so both explain it with the same numbers (tokens)."""
+    budget = window.budget
+    room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
+    lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
+    return AdmissionDecision(
+        False, "positions",
+        f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
+        f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
+        f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
+        f"shorten it by {window.over_by:,} tokens{lower}",
+        context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
+        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
+
+
+@dataclass(frozen=True)
+class TurnPlanned:
+    plan: TurnPlan
+
+
+@dataclass(frozen=True)
+class TurnRefused:
+    """The turn did not start; nothing ran on the device."""
+
+    decision: AdmissionDecision
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn cost, as the diagnostics report lists it (app.engine.memory.diagnostics).
+
+    Tokens are counts: prompt_tokens every position of the prompt, prefill_tokens those run
+    through the model (the rest came from the cache), new_tokens generated. Peaks are bytes (CUDA
+    ``max_memory_allocated`` during the turn, peak RSS on CPU), None when not known; a remote
+    turn projects none. admitted: admission control let the turn start (False: refused, or sent
+    by override after a refusal). outcome: how it ended ("eos", "length", "stopped",
+    "stop_string", "failed", "oom", "refused", …).
+    """
+
+    prompt_tokens: int
+    prefill_tokens: int
+    new_tokens: int
+    projected_peak: int | None
+    measured_peak: int | None
+    outcome: str
+    admitted: bool = True
+
+    @property
+    def error_fraction(self) -> float | None:
+        """(projected − measured) / measured; positive = projection too high. None when unknown
+        (no projection, or nothing measured)."""
+        if self.projected_peak is None or not self.measured_peak:
+            return None
+        return (self.projected_peak - self.measured_peak) / self.measured_peak
+
+
+@dataclass(frozen=True)
+class TurnCompleted:
+    finished: ReplyFinished
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    """reason: one line for the user. partial: the text streamed before the failure."""
+
+    reason: str
+    partial: str
+    record: TurnRecord
+
+
+@dataclass(frozen=True)
+class SummaryStarted:
+    folded_turns: int
+
+
+@dataclass(frozen=True)
+class SummaryFinished:
+    state: SummaryState
+    verdict: SummaryVerdict
+
+
+@dataclass(frozen=True)
+class SummaryFailed:
+    reason: str
+
+
+TurnEvent = (TurnPlanned | TurnRefused | TextDelta | TurnCompleted | TurnFailed | SummaryStarted
+             | SummaryFinished | SummaryFailed)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for the user."""
+    name = type(exc).__name__
+    if name == "RemoteError":  # already one line for the user (app.engine.remote.openai_client)
+        return str(exc)
+    if name == "OutOfMemoryError":
+        return ("the GPU ran out of memory during this reply; the cache and inputs were released — "
+                "try a shorter message, a lower max_new_tokens or a new chat")
+    lines = str(exc).strip().splitlines()
+    return f"{name}: {lines[0]}" if lines else name

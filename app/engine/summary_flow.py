@@ -1,0 +1,71 @@
+"""Folding evicted turns into the rolling summary, the same for every backend.
+
+The history policy (app.core.history: `plan_summary`, `finish_summary`) decides what is folded
+and whether the summary written is accepted; here it is driven as part of a turn's event stream.
+Pure Python: the local and the remote backend pass in how a summary is written.
+"""
+
+import logging
+import threading
+import traceback
+from collections.abc import Iterator
+
+from app.core.history import SummaryPlan, SummaryState, SummaryVerdict, finish_summary, plan_summary
+from app.core.settings import GenerationSettings
+from app.engine.events import (
+    ReplyFinished,
+    SummaryFailed,
+    SummaryFinished,
+    SummaryStarted,
+    TurnEvent,
+    describe_failure,
+)
+
+log = logging.getLogger(__name__)
+
+
+def summary_events(window, summary: SummaryState, settings: GenerationSettings, stop_event: threading.Event,
+                   count_tokens, system_allowed: bool, write_summary,
+                   after_failure=None) -> Iterator[TurnEvent]:
+    """Fold the turns `window` evicted into the summary; shared by every backend, so the history
+    policy is the same whichever engine answered.
+
+    write_summary(summary_plan, stop_event) → (SummaryState, SummaryVerdict) generates and judges
+    it (app.engine.local.summarize). Yields nothing when there is nothing to fold, else SummaryStarted
+    then SummaryFinished or SummaryFailed (one line; exceptions never escape).
+    after_failure(): cleanup after a failed summary (the local backend releases memory)."""
+    try:
+        summary_plan = plan_summary(window, summary, system_prompt=settings.system_prompt,
+                                    count_tokens=count_tokens, system_allowed=system_allowed)
+    except ValueError as exc:
+        yield SummaryFailed(str(exc))
+        return
+    if summary_plan is None:
+        return
+    yield SummaryStarted(len(summary_plan.folded))
+    stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it
+    error = None
+    try:
+        state, verdict = write_summary(summary_plan, stop_event)
+    except Exception as exc:  # a failed summary never loses the conversation
+        log.error("summary failed\n%s", traceback.format_exc())
+        error = describe_failure(exc)
+    if error is not None:
+        if after_failure is not None:
+            after_failure()
+        yield SummaryFailed(error)
+        return
+    yield SummaryFinished(state, verdict)
+
+
+def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[SummaryState, SummaryVerdict]:
+    """Consume a reply stream (TextDelta… then one ReplyFinished, from any backend) and judge the
+    summary it wrote with `finish_summary`. A "stopped" reply is a cancelled summary: the previous
+    state stands. Exceptions from the stream propagate."""
+    text = ""
+    for event in events:
+        if isinstance(event, ReplyFinished):
+            if event.stop_reason == "stopped":
+                return plan.previous, SummaryVerdict(False, "summary cancelled")
+            text = event.text
+    return finish_summary(plan, text, count_tokens)
