@@ -5,8 +5,9 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.engine.memory.admission import AMBER_HEADROOM_FRACTION
 from app.engine.memory.units import format_bytes
-from app.ui.memory_breakdown import AMBER_HEADROOM_FRACTION, PANEL_BACKGROUND, MemoryBreakdown
+from app.ui.memory_breakdown import PANEL_BACKGROUND, MemoryBreakdown
 
 STATE_COLOURS = {"ok": "#1a7f37", "amber": "#9a6700", "red": "#cf222e", "none": "#57606a"}
 """Text colours per state (Primer palette; all ≥ 4.5:1 on white, WCAG AA)."""

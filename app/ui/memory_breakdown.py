@@ -12,24 +12,25 @@ Terms, all bytes, from :class:`app.engine.memory.probe.MemorySample` and
 * the pending turn, laid on top of what is in use now: KV this turn + prefill spike ± error bar;
   a marker where the KV would end if the conversation filled the whole context window.
 
-The verdict mirrors admission (:func:`app.engine.memory.admission.admit_turn`): red when
-growth + error bar + safety margin > free; amber when the headroom left after the turn is below
-15 % of the device; else ok.
+The verdict is admission's own (:func:`app.engine.memory.admission.headroom_verdict`, the same
+arithmetic as ``admit_turn``): red when growth + error bar + safety margin > free; amber when
+the headroom left after the turn is below 15 % of the device; else ok. Nothing is recomputed here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine.memory.admission import TurnProjection
-from app.engine.memory.kv_layout import kv_cache_bytes
+from app.engine.memory.admission import (
+    MIN_SAFETY_MARGIN,
+    HeadroomVerdict,
+    TurnProjection,
+    headroom_verdict,
+)
 from app.engine.memory.sample import MemorySample
-from app.engine.memory.units import MiB
 
-AMBER_HEADROOM_FRACTION = 0.15
-"""Headroom after the turn, as a fraction of the device, below which the gauge turns amber."""
-DEFAULT_SAFETY_MARGIN = 256 * MiB
-"""Bytes kept free on top of the projection (the value the admission tests use)."""
+DEFAULT_SAFETY_MARGIN = MIN_SAFETY_MARGIN
+"""Bytes kept free on top of the projection when no margin function is given."""
 PANEL_BACKGROUND = "#ffffff"
 """The panel's background; its painted widgets are opaque and fill with it (Qt then skips
 painting the panel beneath them on every update)."""
@@ -106,12 +107,6 @@ def term_tooltip(key: str, kind: str) -> str:
     return term[5] if kind == "cuda" else term[6]
 
 
-def resident_kv_bytes(projection: TurnProjection) -> int:
-    """KV already cached for the conversation when the projection was made, bytes."""
-    b = projection.basis
-    return kv_cache_bytes(b.model.layout, b.resident_tokens)
-
-
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """One sample split into terms (bytes); see the module docstring. Build with :meth:`build`.
@@ -149,17 +144,17 @@ class MemoryBreakdown:
         """KV cache held when the turn ends: resident + what the turn adds, bytes."""
         return self.kv_resident + self.kv_turn
 
+    verdict: HeadroomVerdict | None = None
+
     @classmethod
     def build(cls, sample: MemorySample, projection: TurnProjection | None = None,
-              weights_bytes: int = 0, margin_bytes: int = DEFAULT_SAFETY_MARGIN,
-              kv_resident: int | None = None) -> MemoryBreakdown:
-        """Split ``sample``; weights are capped at what is allocated (they live inside it).
-        kv_resident: :func:`resident_kv_bytes` of ``projection`` if already known (callers that
-        rebuild 4 times a second for the same projection pass it to skip the per-layer sum)."""
+              weights_bytes: int = 0, margin_bytes: int = DEFAULT_SAFETY_MARGIN) -> MemoryBreakdown:
+        """Split ``sample``; weights are capped at what is allocated (they live inside it). The
+        verdict comes from admission (``headroom_verdict``) for this sample and projection."""
         weights = min(max(weights_bytes, 0), sample.allocated)
         projected = {}
         if projection is not None:
-            resident_kv = resident_kv_bytes(projection) if kv_resident is None else kv_resident
+            resident_kv = projection.kv_resident
             projected = dict(
                 has_projection=True, kv_turn=projection.kv_for_turn,
                 prefill_spike=projection.prefill_spike, error_bar=projection.error_bar_bytes,
@@ -172,7 +167,8 @@ class MemoryBreakdown:
             kv_now=sample.allocated - weights, cached=sample.cached_unused,
             other_processes=sample.other_processes, context_overhead=sample.context_overhead,
             free=sample.free, allocated=sample.allocated, reserved=sample.reserved,
-            peak=sample.peak, margin=margin_bytes, **projected)
+            peak=sample.peak, margin=margin_bytes,
+            verdict=headroom_verdict(projection, sample.free, sample.total, margin_bytes), **projected)
 
     @property
     def in_use(self) -> int:
@@ -187,27 +183,22 @@ class MemoryBreakdown:
     @property
     def needed(self) -> int:
         """growth + error bar + safety margin: what admission asks of free memory, bytes."""
-        return self.growth + self.error_bar + self.margin if self.has_projection else self.margin
+        return self.verdict.needed
 
     @property
     def headroom(self) -> int:
         """Free bytes left after the turn's peak and its error bar (free now without a projection);
         negative when the turn would not fit."""
-        return self.free - (self.growth + self.error_bar if self.has_projection else 0)
+        return self.verdict.headroom
 
     @property
     def headroom_fraction(self) -> float:
-        return self.headroom / self.total if self.total else 0.0
+        return self.verdict.headroom_fraction
 
     @property
     def state(self) -> str:
-        """"red": the turn's peak (± error) is over free − margin; "amber": headroom after the
-        turn below 15 % of the device; "ok" otherwise."""
-        if self.needed > self.free:
-            return "red"
-        if self.headroom_fraction < AMBER_HEADROOM_FRACTION:
-            return "amber"
-        return "ok"
+        """Admission's verdict: "red", "amber" or "ok" (see HeadroomVerdict)."""
+        return self.verdict.state
 
     def now_terms(self) -> tuple[tuple[str, int], ...]:
         """(key, bytes) of the 'Now' row, left to right; sums to in_use + free."""

@@ -26,7 +26,6 @@ from app.ui.memory_breakdown import (
     DEFAULT_SAFETY_MARGIN,
     PANEL_BACKGROUND,
     MemoryBreakdown,
-    resident_kv_bytes,
 )
 from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
@@ -62,7 +61,6 @@ class VramPanel(QDockWidget):
         self._sample: MemorySample | None = None
         self._projection: TurnProjection | None = None
         self._what_if: TurnProjection | None = None
-        self._kv_resident = 0
         self._weights = 0
         self._margin = safety_margin
         self._kind = ""
@@ -138,7 +136,6 @@ class VramPanel(QDockWidget):
         """The pending turn's projection (None: no turn pending) and the model's weight bytes
         (LoadReport.weight_bytes; 0 when no model is loaded)."""
         self._projection = projection
-        self._kv_resident = resident_kv_bytes(projection) if projection is not None else 0
         self._weights = max(int(weights_bytes), 0)
         if projection is not None:
             b = projection.basis
@@ -198,7 +195,7 @@ class VramPanel(QDockWidget):
             self.readout.set_lines(["Sampling memory ≈4 times a second…", "", ""])
             return
         margin = self._margin_bytes(sample)
-        bd = MemoryBreakdown.build(sample, self._projection, self._weights, margin, self._kv_resident)
+        bd = MemoryBreakdown.build(sample, self._projection, self._weights, margin)
         self.breakdown = bd
         what_if_bd = None
         if self._what_if is not None:

@@ -27,7 +27,14 @@ from transformers import (
 )
 
 from app.engine.memory import probe as memory_probe
-from app.engine.memory.admission import admit_turn, project_turn_peak, reproject
+from app.engine.memory.admission import (
+    AMBER_HEADROOM_FRACTION,
+    admit_turn,
+    headroom_verdict,
+    project_turn_peak,
+    reproject,
+    safety_margin,
+)
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.kv_layout import KVLayout, kv_bytes_per_token, kv_cache_bytes
 from app.engine.memory.model_config import model_max_positions
@@ -311,6 +318,28 @@ def test_resident_kv_is_not_counted_twice():
     p = project_turn_peak(model, Calibration(), now_allocated=0, prompt_tokens=1_000,
                           max_new_tokens=100, resident_tokens=4_000)
     assert p.kv_for_turn == (4_096 - 4_000) * 131_072  # only up to the window
+    assert p.kv_resident == 4_000 * 131_072  # carried on the projection for the panel
+
+
+@pytest.mark.parametrize("prompt", [1_000, 4_000, 12_000, 20_000, 30_000])
+def test_headroom_verdict_is_admissions_own(l3_nf4, card, prompt):
+    """The gauge's red is exactly admission's memory refusal; amber is the 15 % band below it."""
+    s = card.sample()
+    p = _project(l3_nf4, s, prompt)
+    margin = safety_margin(s.total)
+    d = admit_turn(p, s.free, margin, 131_072, prompt, 512, None)
+    v = headroom_verdict(p, s.free, s.total, margin)
+    assert (v.state == "red") == (not d.admitted)
+    assert v.needed == p.growth + p.error_bar_bytes + margin
+    assert v.headroom == s.free - p.growth - p.error_bar_bytes
+    if v.state == "amber":
+        assert v.headroom / s.total < AMBER_HEADROOM_FRACTION
+    assert headroom_verdict(None, s.free, s.total, margin).headroom == s.free == 6 * GiB
+
+
+def test_safety_margin_is_256_mib_or_2_percent():
+    assert safety_margin(12 * GiB) == 256 * MiB
+    assert safety_margin(141 * GiB) == int(141 * GiB * 0.02)
 
 
 def test_correction_scales_the_spike(l3_nf4):

@@ -11,12 +11,12 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QMainWindow, QTextEdit
 
-from app.engine.memory.admission import reproject
+from app.engine.memory.admission import AMBER_HEADROOM_FRACTION, reproject
 from app.engine.memory.probe import CpuProbe, FakeProbe
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import GiB, MiB, format_bytes
 from app.ui.headroom_gauge import _FILL_COLOURS
-from app.ui.memory_breakdown import AMBER_HEADROOM_FRACTION, TERM_KEYS, MemoryBreakdown
+from app.ui.memory_breakdown import TERM_KEYS, MemoryBreakdown
 from app.ui.vram_panel import VramPanel
 from app.workers.memory_monitor import MemoryMonitor
 from tests.helpers import vram_scene

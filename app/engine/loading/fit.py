@@ -18,8 +18,7 @@ from typing import Any
 import psutil
 
 from app.engine.loading.placement import Placement
-from app.engine.local.turn_planner import MIN_SAFETY_MARGIN, SAFETY_FRACTION
-from app.engine.memory.admission import context_limit
+from app.engine.memory.admission import context_limit, safety_margin
 from app.engine.memory.kv_layout import KVLayout, kv_cache_bytes
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
 from app.engine.memory.units import GiB, dtype_nbytes
@@ -29,7 +28,7 @@ from app.engine.memory.units import GiB, dtype_nbytes
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 # The listing cannot project a prompt's prefill spike or the runtime's buffers: a model whose
 # weights + KV leave less than this share of itself free is "tight", on top of the admission
-# safety margin (app.engine.local.turn_planner: max(256 MiB, 2 % of the device)).
+# safety margin (app.engine.memory.admission.safety_margin: max(256 MiB, 2 % of the device)).
 FIT_SLACK_FRACTION = 0.10
 FITS, TIGHT, NO_FIT = "fits", "tight", "does not fit"
 # MLP with two matrices (up, down) instead of three (gate, up, down)
@@ -194,7 +193,7 @@ def project_fit(config: Any, placement: Placement, machine: MachineMemory, conte
     context = context_limit(model_max_positions(config), context_setting)
     kv = kv_cache_bytes(KVLayout.from_config(config, dtype_nbytes(placement.compute_dtype)), context)
     needed = weights.bytes + kv
-    margin = max(MIN_SAFETY_MARGIN, int(machine.total * SAFETY_FRACTION)) + round(FIT_SLACK_FRACTION * needed)
+    margin = safety_margin(machine.total) + round(FIT_SLACK_FRACTION * needed)
     verdict = NO_FIT if needed > machine.free else TIGHT if needed + margin > machine.free else FITS
     return MemoryFit(verdict, weights, kv, context, margin, machine)
 

@@ -12,18 +12,13 @@ from app.core.history import SummaryState, TokenBudget, select_window, summary_r
 from app.engine.events import TurnPlan, window_refusal
 from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.kv_session import common_prefix, round_capacity
-from app.engine.memory.admission import TurnProjection, admit_turn, project_turn_peak
+from app.engine.memory.admission import TurnProjection, admit_turn, project_turn_peak, safety_margin
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.model_config import model_max_positions
 from app.engine.memory.prefill_spike import PrefillModel
 from app.engine.memory.probe import MemoryProbe
 from app.engine.memory.sample import MemorySample
-from app.engine.memory.units import MiB, dtype_nbytes
-
-# Kept free on top of the projection's error bar: cuBLAS/cuDNN workspaces and the allocator's
-# rounding (measured on the H200: a one-time 32 MiB cuBLAS workspace on the first turn).
-MIN_SAFETY_MARGIN = 256 * MiB
-SAFETY_FRACTION = 0.02  # and at least 2 % of the device
+from app.engine.memory.units import dtype_nbytes
 
 
 class Foresight:
@@ -94,7 +89,7 @@ class Foresight:
 
     @staticmethod
     def safety_margin(sample: MemorySample) -> int:
-        return max(MIN_SAFETY_MARGIN, int(sample.total * SAFETY_FRACTION))
+        return safety_margin(sample.total)
 
     # ----- measurement --------------------------------------------------------------------------
     def begin_measurement(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.kv_layout import kv_cache_bytes
 from app.engine.memory.prefill_spike import PrefillModel, prefill_breakdown
-from app.engine.memory.units import format_bytes
+from app.engine.memory.units import MiB, format_bytes
 
 # --------------------------------------------------------------------------- projection
 
@@ -49,7 +49,8 @@ class TurnProjection:
     prefill_spike: corrected transient of the worst prefill chunk. peak = now_allocated +
     kv_for_turn + prefill_spike (conservative: the spike is counted on top of the final KV).
     error_bar_bytes: Calibration.error_bar (bytes; see there). kv_at_full_context: KV held
-    if the conversation fills the whole context window.
+    if the conversation fills the whole context window. kv_resident: KV already cached for the
+    conversation when the projection was made (part of now_allocated).
     """
 
     now_allocated: int
@@ -62,6 +63,7 @@ class TurnProjection:
     correction: float
     relative_error: float
     basis: ProjectionBasis = field(repr=False, compare=False)
+    kv_resident: int = 0
 
     @property
     def growth(self) -> int:
@@ -82,7 +84,8 @@ def project_turn_peak(
                             max_new_tokens, chunk_size, full_context_tokens, logits_positions)
     layout = model.layout
     end = resident_tokens + prompt_tokens + max_new_tokens
-    kv_for_turn = kv_cache_bytes(layout, end) - kv_cache_bytes(layout, resident_tokens)
+    kv_resident = kv_cache_bytes(layout, resident_tokens)
+    kv_for_turn = kv_cache_bytes(layout, end) - kv_resident
     raw = prefill_breakdown(model, prompt_tokens, resident_tokens, chunk_size,
                             logits_positions).total
     spike = round(raw * calibration.correction)
@@ -93,7 +96,7 @@ def project_turn_peak(
         error_bar_bytes=calibration.error_bar(kv_for_turn, spike),
         kv_at_full_context=kv_cache_bytes(layout, full_context_tokens or end),
         raw_prefill_spike=raw, correction=calibration.correction, relative_error=rel,
-        basis=basis,
+        basis=basis, kv_resident=kv_resident,
     )
 
 
@@ -115,6 +118,49 @@ def reproject(projection: TurnProjection, *, context_tokens: int | None = None,
 
 
 # --------------------------------------------------------------------------- admission
+
+# Kept free on top of the projection's error bar: cuBLAS/cuDNN workspaces and the allocator's
+# rounding (measured on the H200: a one-time 32 MiB cuBLAS workspace on the first turn).
+MIN_SAFETY_MARGIN = 256 * MiB
+SAFETY_FRACTION = 0.02  # and at least 2 % of the device
+AMBER_HEADROOM_FRACTION = 0.15
+"""Headroom after the turn, as a fraction of the device, below which the verdict is amber."""
+
+
+def safety_margin(total_bytes: int) -> int:
+    """Bytes admission keeps free on top of a turn's projected peak and error bar:
+    max(256 MiB, 2 % of the device's `total_bytes`)."""
+    return max(MIN_SAFETY_MARGIN, int(total_bytes * SAFETY_FRACTION))
+
+
+@dataclass(frozen=True)
+class HeadroomVerdict:
+    """What the headroom gauge shows, decided here so that it always agrees with admission.
+
+    state: "red" when growth + error bar + margin > free (admission would refuse for memory),
+    "amber" when the headroom left after the turn is below AMBER_HEADROOM_FRACTION of the device,
+    else "ok". needed: what admission asks of free memory, bytes. headroom: free bytes left after
+    the turn's peak and its error bar (free now without a projection); negative when over.
+    """
+
+    state: str
+    needed: int
+    headroom: int
+    headroom_fraction: float
+
+
+def headroom_verdict(projection: TurnProjection | None, free_bytes: int, total_bytes: int,
+                     margin_bytes: int) -> HeadroomVerdict:
+    """The verdict for a pending turn (or for the device now when `projection` is None), with
+    the same arithmetic as :func:`admit_turn`'s memory test. All arguments in bytes."""
+    if projection is None:
+        needed, headroom = margin_bytes, free_bytes
+    else:
+        needed = _needed(projection, margin_bytes)
+        headroom = free_bytes - projection.growth - projection.error_bar_bytes
+    fraction = headroom / total_bytes if total_bytes else 0.0
+    state = "red" if needed > free_bytes else "amber" if fraction < AMBER_HEADROOM_FRACTION else "ok"
+    return HeadroomVerdict(state, needed, headroom, fraction)
 
 
 @dataclass(frozen=True)
