@@ -1,0 +1,62 @@
+"""A Hangul-capable font for every Linux desktop, so Korean never shows as boxes.
+
+Many minimal Linux installs (and the desktop bundle's users) have no CJK font at all; Qt then
+draws each Hangul syllable as an empty box. Headroom ships `resources/fonts/HeadroomHangul-
+Regular.ttf` (a renamed subset of NanumGothic, SIL OFL 1.1: Hangul syllables and jamo, Latin,
+punctuation; 1.3 MB) and appends it to the application font's family list, so Qt falls back to it
+for characters the desktop's own font lacks while Latin text keeps the system font. A system
+font that covers Korean (Noto Sans CJK: `fonts-noto-cjk`, or `fonts-nanum`) is used first when
+installed. Sizes are untouched: they follow the desktop.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+
+from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtWidgets import QApplication
+
+log = logging.getLogger(__name__)
+
+BUNDLED_HANGUL_FILE = "HeadroomHangul-Regular.ttf"
+
+
+def korean_system_families() -> list[str]:
+    """Font families of this desktop that declare Korean support (empty on many minimal Linux)."""
+    return [f for f in QFontDatabase.families(QFontDatabase.WritingSystem.Korean)
+            if f not in QFontDatabase.applicationFontFamilies(_bundled_id_or(-1))]
+
+
+_bundled_font_id: int | None = None
+
+
+def _bundled_id_or(default: int) -> int:
+    return default if _bundled_font_id is None else _bundled_font_id
+
+
+def load_bundled_hangul() -> str:
+    """Register the bundled font once; returns its family name ("" when it could not be loaded)."""
+    global _bundled_font_id  # one registration per process, like Qt's own font database
+    if _bundled_font_id is None:
+        data = resources.files("app.resources").joinpath("fonts", BUNDLED_HANGUL_FILE).read_bytes()
+        _bundled_font_id = QFontDatabase.addApplicationFontFromData(data)
+    families = QFontDatabase.applicationFontFamilies(_bundled_font_id) if _bundled_font_id >= 0 else []
+    return families[0] if families else ""
+
+
+def install_hangul_fallback(app: QApplication) -> str:
+    """Append a Korean-capable family to the application font's fallback list: the desktop's
+    own when it has one, else the bundled one. Returns the family used ("" when none)."""
+    system = korean_system_families()
+    family = system[0] if system else load_bundled_hangul()
+    if not family:
+        log.warning("no Korean-capable font: Hangul may show as boxes")
+        return ""
+    font = QFont(app.font())
+    families = font.families() or [font.family()]
+    if family not in families:
+        font.setFamilies([*families, family])
+        app.setFont(font)
+    log.info("Hangul font: %s (%s)", family, "system" if system else "bundled")
+    return family
