@@ -1,0 +1,54 @@
+"""The window's language: Korean or English, from the system locale unless Settings says otherwise.
+
+Two catalogues are installed for Korean: Qt's own (`qtbase_ko.qm`, shipped in the PySide6 wheel:
+standard buttons, dialogs, context menus) and Headroom's (`resources/translations/headroom_ko.qm`,
+compiled from `headroom_ko.ts` with `pyside6-lrelease`; the source strings are English and go
+through `tr()` / `QCoreApplication.translate`). Any other locale keeps English.
+Qt docs: QTranslator, QLocale::uiLanguages, "Internationalization with Qt".
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+
+from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+
+log = logging.getLogger(__name__)
+
+LANGUAGES = {"auto": "", "en": "English", "ko": "한국어"}
+"""Setting values → the name shown in Settings ("auto" follows the system)."""
+TRANSLATED = ("ko",)
+
+
+def choose_language(setting: str, ui_languages: list[str] | None = None) -> str:
+    """The language to show: `setting` when it names one ("en", "ko"), else the first of the
+    system's UI languages (QLocale.uiLanguages, e.g. ["ko-KR", "en-US"]) that Headroom
+    translates, else "en"."""
+    if setting in TRANSLATED or setting == "en":
+        return setting
+    for tag in ui_languages if ui_languages is not None else QLocale.system().uiLanguages():
+        code = tag.replace("_", "-").split("-")[0].lower()
+        if code in TRANSLATED:
+            return code
+        if code == "en":
+            return "en"
+    return "en"
+
+
+def install_translators(app: QCoreApplication, setting: str = "auto") -> str:
+    """Install Qt's and Headroom's catalogues for the chosen language; returns its code. The
+    translators are parented to `app`, so they live as long as it does."""
+    language = choose_language(setting)
+    if language == "en":
+        return language
+    qt = QTranslator(app)
+    if qt.load(f"qtbase_{language}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
+        app.installTranslator(qt)
+    ours = QTranslator(app)
+    data = resources.files("app.resources").joinpath("translations", f"headroom_{language}.qm")
+    if data.is_file() and ours.load(data.read_bytes()):
+        app.installTranslator(ours)
+    else:
+        log.warning("no Headroom catalogue for %s: the window stays in English", language)
+    return language
