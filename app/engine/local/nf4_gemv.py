@@ -23,6 +23,7 @@ in for decode rows only. Measured figures: tests/benchmarks/results/nf4_gemv_h20
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +36,7 @@ except Exception:  # noqa: BLE001 - any import failure means "no Triton"
 
 BLOCKSIZE = 64  # NF4 elements per absmax (bitsandbytes' default blocksize, `bnb_4bit_blocksize`)
 ABSMAX_BLOCKSIZE = 256  # absmax per second-level scale (bitsandbytes nests with blocksize 256)
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # CPU interpreter: round to bf16 by integer ops
 MIN_BLOCK_N = 4  # smallest row tile a Plan may use (sizes the per-layer counters)
 
 
@@ -146,6 +148,17 @@ def reference_gemv(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = N
 if triton is not None:
 
     @triton.jit
+    def _bf16_round(v, BITS: tl.constexpr):
+        """fp32 → nearest bf16 (ties to even), returned as fp32. BITS: by integer ops (Triton's
+        CPU interpreter truncates in its casts), else the hardware conversion."""
+        if BITS:
+            u = v.to(tl.int32, bitcast=True)
+            u = (u + 0x7FFF + ((u >> 16) & 1)) & -65536
+            return u.to(tl.float32, bitcast=True)
+        else:
+            return v.to(tl.bfloat16, fp_downcast_rounding="rtne").to(tl.float32)
+
+    @triton.jit
     def _select16(c, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15):
         b0 = (c & 1) != 0
         a0, a1 = tl.where(b0, t1, t0), tl.where(b0, t3, t2)
@@ -163,7 +176,8 @@ if triton is not None:
     def _nf4_gemv_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
                          bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K,
                          NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
-                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                         BITS: tl.constexpr):
         """y (N,) bf16 = W x. x_ptr: x as int32 pairs of bf16 (K/2,). Grid (N/BLOCK_N, SPLIT_K)."""
         NB: tl.constexpr = BLOCK_K // 64
         pid_n = tl.program_id(0)
@@ -209,15 +223,15 @@ if triton is not None:
                 lo = (byte & 15).to(tl.int32)
                 v_hi = _select16(hi, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15)
                 v_lo = _select16(lo, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15)
-            w_hi = (v_hi * scale).to(tl.bfloat16).to(tl.float32)
-            w_lo = (v_lo * scale).to(tl.bfloat16).to(tl.float32)
+            w_hi = _bf16_round(v_hi * scale, BITS)
+            w_lo = _bf16_round(v_lo * scale, BITS)
             acc += w_hi * x_hi[None, :, :] + w_lo * x_lo[None, :, :]
         part = tl.sum(tl.sum(acc, axis=2), axis=1)  # (BN,)
         out_rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         if SPLIT_K == 1:
             if HAS_BIAS:
                 part += tl.load(bias_ptr + out_rows, mask=rmask, other=0.0).to(tl.float32)
-            tl.store(y_ptr + out_rows, part.to(tl.bfloat16), mask=rmask)
+            tl.store(y_ptr + out_rows, _bf16_round(part, BITS).to(tl.bfloat16), mask=rmask)
         else:
             tl.store(part_ptr + pid_k * N + out_rows, part, mask=rmask)
             tl.debug_barrier()  # every thread's partial is written before the release below
@@ -228,7 +242,7 @@ if triton is not None:
                     total += tl.load(part_ptr + s * N + out_rows, mask=rmask, other=0.0, cache_modifier=".cg")
                 if HAS_BIAS:
                     total += tl.load(bias_ptr + out_rows, mask=rmask, other=0.0).to(tl.float32)
-                tl.store(y_ptr + out_rows, total.to(tl.bfloat16), mask=rmask)
+                tl.store(y_ptr + out_rows, _bf16_round(total, BITS).to(tl.bfloat16), mask=rmask)
                 tl.atomic_xchg(cnt_ptr + pid_n, 0)  # ready for the next call (and graph replay)
 
 
@@ -246,5 +260,6 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
         x.reshape(-1).view(torch.int32), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
-        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, num_warps=plan.num_warps, enable_fp_fusion=False)
+        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED, num_warps=plan.num_warps,
+        enable_fp_fusion=False)
     return y
