@@ -194,7 +194,8 @@ if triton is not None:
         if LOOKUP == 2:
             t0, t1, t2, t3 = tl.load(code_ptr), tl.load(code_ptr + 1), tl.load(code_ptr + 2), tl.load(code_ptr + 3)
             t4, t5, t6, t7 = tl.load(code_ptr + 4), tl.load(code_ptr + 5), tl.load(code_ptr + 6), tl.load(code_ptr + 7)
-            t8, t9, t10, t11 = tl.load(code_ptr + 8), tl.load(code_ptr + 9), tl.load(code_ptr + 10), tl.load(code_ptr + 11)
+            t8, t9, t10, t11 = tl.load(code_ptr + 8), tl.load(code_ptr + 9), tl.load(code_ptr + 10), \
+                tl.load(code_ptr + 11)
             t12, t13 = tl.load(code_ptr + 12), tl.load(code_ptr + 13)
             t14, t15 = tl.load(code_ptr + 14), tl.load(code_ptr + 15)
         acc = tl.zeros((BLOCK_N, NB, 32), dtype=tl.float32)
@@ -253,11 +254,14 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
         raise RuntimeError("Triton is not installed")
     if t.k % (plan.block_k * plan.split_k):
         raise ValueError(f"K={t.k} not a multiple of block_k*split_k={plan.block_k * plan.split_k}")
+    x = x.reshape(-1)
+    if x.storage_offset() % 2:  # read as int32 pairs: needs 4-byte alignment
+        x = x.clone()
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     tiles = -(-t.n // plan.block_n)
     part = torch.empty(plan.split_k * t.n if plan.split_k > 1 else 1, dtype=torch.float32, device=x.device)
     _nf4_gemv_kernel[(tiles, plan.split_k)](
-        x.reshape(-1).view(torch.int32), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
+        x.view(torch.int32), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
         BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED, num_warps=plan.num_warps,

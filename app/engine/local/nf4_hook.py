@@ -11,7 +11,6 @@ why (the loader puts it in LoadReport.fallbacks). `uninstall(model)` restores bi
 """
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -28,7 +27,7 @@ TUNED: dict[tuple[int, int], Plan] = {}
 @torch.library.custom_op("headroom::nf4_gemv", mutates_args=())
 def nf4_gemv(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax2: torch.Tensor,
              code2: torch.Tensor, offset: torch.Tensor, code: torch.Tensor, pair_lut: torch.Tensor,
-             counters: torch.Tensor, bias: Optional[torch.Tensor], n: int, kk: int, nested: bool,
+             counters: torch.Tensor, bias: torch.Tensor | None, n: int, kk: int, nested: bool,
              block_n: int, block_k: int, split_k: int, num_warps: int, lookup: int) -> torch.Tensor:
     """(N,) bf16 = W x for x (K,) bf16: the Triton kernel on CUDA, the pure-torch mirror elsewhere."""
     t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, pair_lut, counters, n, kk, nested)
