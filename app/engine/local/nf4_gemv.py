@@ -10,7 +10,8 @@ A weight is ``bf16(code[nibble] * absmax)``, the fp32 product rounded once to bf
 (bitsandbytes `dequantize_4bit`, CPU backend and CUDA kernel alike).
 
 The kernel reads those bytes as stored (no repacking, no extra copy), dequantizes in
-registers with the same fp32 operations (FMA contraction off, so the rounding is the same),
+registers with the same fp32 operations (the absmax multiply is an explicit `mul.rn`, never
+contracted into an FMA with the offset add, so the rounding is the same),
 multiplies by the bf16 activation in fp32 (a bf16·bf16 product is exact in fp32) and
 accumulates in fp32. Split-K spreads one token over all SMs; the last program of each row tile
 (an atomic counter) adds the partial sums in a fixed order, so one launch, deterministic.
@@ -44,13 +45,17 @@ MIN_BLOCK_N = 4  # smallest row tile a Plan may use (sizes the per-layer counter
 class Plan:
     """Launch shape: BLOCK_N rows × BLOCK_K inputs per tile, SPLIT_K programs per row tile,
     LOOKUP 0 = byte → (hi, lo) fp32 pair table (256 × 8 B, L1-resident), 1 = nibble table
-    (16 × 4 B), 2 = select tree over 16 values held in registers."""
+    (16 × 4 B), 2 = select tree over 16 values held in registers (kernel 0 only). kernel 0 reads
+    bytes as (rows, 64-blocks, 32) tiles, 1 reads int32 words (8 codes) as (rows, words) tiles.
+    bits: round to bf16 by integer ops instead of the conversion instruction."""
 
     block_n: int = 16
     block_k: int = 256
     split_k: int = 1
     num_warps: int = 4
     lookup: int = 0
+    kernel: int = 0
+    bits: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +163,27 @@ if triton is not None:
         else:
             return v.to(tl.bfloat16, fp_downcast_rounding="rtne").to(tl.float32)
 
+    _INTERP = tl.constexpr(INTERPRETED)
+
+    @triton.jit
+    def _bf16_round2(a, b, BITS: tl.constexpr):
+        """_bf16_round of two fp32 tensors with one packed conversion (`cvt.rn.bf16x2.f32`)."""
+        if BITS:
+            return _bf16_round(a, True), _bf16_round(b, True)
+        else:
+            r = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32,
+                                          is_pure=True, pack=1)  # a → upper half, b → lower half
+            return (r & -65536).to(tl.float32, bitcast=True), (r << 16).to(tl.float32, bitcast=True)
+
+    @triton.jit
+    def _mul_rn(a, b):
+        """a * b in fp32 that the compiler may not contract into an FMA with a following add."""
+        if _INTERP:
+            return a * b
+        else:
+            return tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.float32,
+                                             is_pure=True, pack=1)
+
     @triton.jit
     def _select16(c, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15):
         b0 = (c & 1) != 0
@@ -208,7 +234,7 @@ if triton is not None:
             blk = rows[:, None] * blocks_per_row + k0 // 64 + kb[None, :]  # (BN, NB)
             if NESTED:
                 q = tl.load(am_ptr + blk).to(tl.int32)
-                scale = tl.load(code2_ptr + q) * tl.load(am2_ptr + blk // 256) + off
+                scale = _mul_rn(tl.load(code2_ptr + q), tl.load(am2_ptr + blk // 256)) + off
             else:
                 scale = tl.load(am_ptr + blk)
             scale = scale[:, :, None]
@@ -224,10 +250,16 @@ if triton is not None:
                 lo = (byte & 15).to(tl.int32)
                 v_hi = _select16(hi, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15)
                 v_lo = _select16(lo, t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15)
-            w_hi = _bf16_round(v_hi * scale, BITS)
-            w_lo = _bf16_round(v_lo * scale, BITS)
-            acc += w_hi * x_hi[None, :, :] + w_lo * x_lo[None, :, :]
-        part = tl.sum(tl.sum(acc, axis=2), axis=1)  # (BN,)
+            w_hi, w_lo = _bf16_round2(v_hi * scale, v_lo * scale, BITS)
+            acc += w_hi * x_hi[None, :, :]
+            acc += w_lo * x_lo[None, :, :]
+        _finish(tl.sum(tl.sum(acc, axis=2), axis=1), pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr, y_ptr, N,
+                HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
+
+    @triton.jit
+    def _finish(part, pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr, y_ptr, N, HAS_BIAS: tl.constexpr,
+                BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr, BITS: tl.constexpr):
+        """Store the row tile's sums (BN,) fp32; with split-K, the last program adds the partials."""
         out_rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         if SPLIT_K == 1:
             if HAS_BIAS:
@@ -246,6 +278,51 @@ if triton is not None:
                 tl.store(y_ptr + out_rows, _bf16_round(total, BITS).to(tl.bfloat16), mask=rmask)
                 tl.atomic_xchg(cnt_ptr + pid_n, 0)  # ready for the next call (and graph replay)
 
+    @triton.jit
+    def _nf4_gemv_words_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
+                               bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K,
+                               NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
+                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                               BITS: tl.constexpr):
+        """The same product over int32 words (8 codes each, 16-byte loads): w_ptr is the packed
+        weight viewed as int32 (N*K/8,), x_ptr x as int32 pairs. Byte b of a word (little-endian)
+        holds elements 2b (high nibble) and 2b+1. One scale per word, from its 64-block."""
+        BW: tl.constexpr = BLOCK_K // 8
+        pid_n = tl.program_id(0)
+        pid_k = tl.program_id(1)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rmask = rows < N
+        rows = tl.where(rmask, rows, 0).to(tl.int64)
+        c = tl.arange(0, BW)
+        words_per_row = K // 8
+        blocks_per_row = K // 64
+        k_per_split = K // SPLIT_K
+        off = tl.load(off_ptr)
+        acc = tl.zeros((BLOCK_N, BW), dtype=tl.float32)
+        for k0 in range(pid_k * k_per_split, (pid_k + 1) * k_per_split, BLOCK_K):
+            w = tl.load(w_ptr + rows[:, None] * words_per_row + (k0 // 8 + c)[None, :])  # (BN, BW)
+            blk = rows[:, None] * blocks_per_row + (k0 // 64 + c // 8)[None, :]
+            if NESTED:
+                q = tl.load(am_ptr + blk).to(tl.int32)
+                scale = _mul_rn(tl.load(code2_ptr + q), tl.load(am2_ptr + blk // 256)) + off
+            else:
+                scale = tl.load(am_ptr + blk)
+            for b in tl.static_range(4):
+                xi = tl.load(x_ptr + (k0 // 2 + c * 4 + b)[None, :])  # (1, BW): elements 8c+2b, 8c+2b+1
+                byte = (w >> (8 * b)) & 255
+                if LOOKUP == 0:
+                    pair = tl.load(lut_ptr + byte)
+                    v_hi = pair.to(tl.int32).to(tl.float32, bitcast=True)
+                    v_lo = (pair >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+                else:
+                    v_hi = tl.load(code_ptr + (byte >> 4))
+                    v_lo = tl.load(code_ptr + (byte & 15))
+                w_hi, w_lo = _bf16_round2(v_hi * scale, v_lo * scale, BITS)
+                acc += w_hi * (xi << 16).to(tl.float32, bitcast=True)
+                acc += w_lo * (xi & -65536).to(tl.float32, bitcast=True)
+        _finish(tl.sum(acc, axis=1), pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr, y_ptr, N,
+                HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
+
 
 def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
     """Run the Triton kernel: x (K,) bf16 contiguous → (N,) bf16. Needs Triton (raises
@@ -260,10 +337,12 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     tiles = -(-t.n // plan.block_n)
     part = torch.empty(plan.split_k * t.n if plan.split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    _nf4_gemv_kernel[(tiles, plan.split_k)](
-        x.view(torch.int32), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
+    kernel, packed = ((_nf4_gemv_kernel, t.packed) if plan.kernel == 0
+                      else (_nf4_gemv_words_kernel, t.packed.view(torch.int32)))
+    kernel[(tiles, plan.split_k)](
+        x.view(torch.int32), packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
-        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED, num_warps=plan.num_warps,
-        enable_fp_fusion=False)
+        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED or plan.bits, num_warps=plan.num_warps,
+        enable_fp_fusion=True)  # only acc += w·x contracts (exact products); the absmax multiply is mul.rn
     return y

@@ -28,38 +28,41 @@ TUNED: dict[tuple[int, int], Plan] = {}
 def nf4_gemv(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax2: torch.Tensor,
              code2: torch.Tensor, offset: torch.Tensor, code: torch.Tensor, pair_lut: torch.Tensor,
              counters: torch.Tensor, bias: torch.Tensor | None, n: int, kk: int, nested: bool,
-             block_n: int, block_k: int, split_k: int, num_warps: int, lookup: int) -> torch.Tensor:
+             block_n: int, block_k: int, split_k: int, num_warps: int, lookup: int, kernel: int,
+             bits: bool) -> torch.Tensor:
     """(N,) bf16 = W x for x (K,) bf16: the Triton kernel on CUDA, the pure-torch mirror elsewhere."""
     t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, pair_lut, counters, n, kk, nested)
     x = x.contiguous()
     if x.is_cuda and k.triton is not None:
-        return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup), bias)
+        return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup, kernel, bits), bias)
     return k.reference_gemv(x, t, bias)
 
 
 @nf4_gemv.register_fake
 def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias, n, kk, nested,
-      block_n, block_k, split_k, num_warps, lookup):
+      block_n, block_k, split_k, num_warps, lookup, kernel, bits):
     return x.new_empty((n,), dtype=torch.bfloat16)
 
 
 def choose_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
     """A launch shape for W (n, kdim): the tuned one if measured, else 16-row tiles of 256
-    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles)."""
+    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), word kernel
+    with the byte-pair table (fewest instructions per weight in its SASS)."""
     if (n, kdim) in TUNED:
         return TUNED[(n, kdim)]
     block_k = next(b for b in (256, 128, 64) if kdim % b == 0)
     tiles, iters, split = -(-n // 16), kdim // block_k, 1
     while tiles * split < 4 * sms and iters % (split * 2) == 0 and iters // (split * 2) >= 2:
         split *= 2
-    return Plan(16, block_k, split, 4, 0)
+    return Plan(16, block_k, split, 4, 0, kernel=1)
 
 
 def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
     """The op on one row: x (..., K) with one row → (..., N) bf16."""
     y = torch.ops.headroom.nf4_gemv(x.reshape(-1), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
                                     t.pair_lut, t.counters, bias, t.n, t.k, t.nested, plan.block_n,
-                                    plan.block_k, plan.split_k, plan.num_warps, plan.lookup)
+                                    plan.block_k, plan.split_k, plan.num_warps, plan.lookup, plan.kernel,
+                                    plan.bits)
     return y.view(*x.shape[:-1], t.n)
 
 
