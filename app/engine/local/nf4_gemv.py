@@ -200,11 +200,12 @@ if triton is not None:
 
     @triton.jit
     def _nf4_gemv_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
-                         bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K,
+                         bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
                          NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
                          BITS: tl.constexpr):
-        """y (N,) bf16 = W x. x_ptr: x as int32 pairs of bf16 (K/2,). Grid (N/BLOCK_N, SPLIT_K)."""
+        """y (N,) bf16 = W x. x_ptr: x as int32 pairs of bf16 (K/2,). Grid (N/BLOCK_N, SPLIT_K);
+        ITERS = K / (BLOCK_K * SPLIT_K) tiles per program; HALF_K, WORDS, BLOCKS = K/2, K/8, K/64."""
         NB: tl.constexpr = BLOCK_K // 64
         pid_n = tl.program_id(0)
         pid_k = tl.program_id(1)
@@ -213,9 +214,8 @@ if triton is not None:
         rows = tl.where(rmask, rows, 0).to(tl.int64)  # clamped: loads stay in bounds, unmasked
         kb = tl.arange(0, NB)
         j = tl.arange(0, 32)
-        half_k = K // 2
-        blocks_per_row = K // 64
-        k_per_split = K // SPLIT_K
+        half_k = HALF_K  # bytes, words and 64-blocks per row as arguments: Triton then knows
+        blocks_per_row = BLOCKS  # their divisibility by 16 and can issue 16-byte loads
         off = tl.load(off_ptr)
         if LOOKUP == 2:
             t0, t1, t2, t3 = tl.load(code_ptr), tl.load(code_ptr + 1), tl.load(code_ptr + 2), tl.load(code_ptr + 3)
@@ -225,7 +225,8 @@ if triton is not None:
             t12, t13 = tl.load(code_ptr + 12), tl.load(code_ptr + 13)
             t14, t15 = tl.load(code_ptr + 14), tl.load(code_ptr + 15)
         acc = tl.zeros((BLOCK_N, NB, 32), dtype=tl.float32)
-        for k0 in range(pid_k * k_per_split, (pid_k + 1) * k_per_split, BLOCK_K):
+        for i in range(0, ITERS):
+            k0 = (pid_k * ITERS + i) * BLOCK_K
             col = k0 // 2 + kb[:, None] * 32 + j[None, :]  # (NB, 32) byte / bf16-pair index
             xi = tl.load(x_ptr + col)
             x_hi = (xi << 16).to(tl.float32, bitcast=True)  # element 2c (low half of the word)
@@ -280,7 +281,7 @@ if triton is not None:
 
     @triton.jit
     def _nf4_gemv_words_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
-                               bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K,
+                               bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
                                NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
                                BITS: tl.constexpr):
@@ -294,12 +295,12 @@ if triton is not None:
         rmask = rows < N
         rows = tl.where(rmask, rows, 0).to(tl.int64)
         c = tl.arange(0, BW)
-        words_per_row = K // 8
-        blocks_per_row = K // 64
-        k_per_split = K // SPLIT_K
+        words_per_row = WORDS
+        blocks_per_row = BLOCKS
         off = tl.load(off_ptr)
         acc = tl.zeros((BLOCK_N, BW), dtype=tl.float32)
-        for k0 in range(pid_k * k_per_split, (pid_k + 1) * k_per_split, BLOCK_K):
+        for i in range(0, ITERS):
+            k0 = (pid_k * ITERS + i) * BLOCK_K
             w = tl.load(w_ptr + rows[:, None] * words_per_row + (k0 // 8 + c)[None, :])  # (BN, BW)
             blk = rows[:, None] * blocks_per_row + (k0 // 64 + c // 8)[None, :]
             if NESTED:
@@ -342,6 +343,7 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
     kernel[(tiles, plan.split_k)](
         x.view(torch.int32), packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
+        t.k // (plan.block_k * plan.split_k), t.k // 2, t.k // 8, t.k // 64,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
         BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED or plan.bits, num_warps=plan.num_warps,
         enable_fp_fusion=True)  # only acc += w·x contracts (exact products); the absmax multiply is mul.rn
