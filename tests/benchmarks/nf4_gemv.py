@@ -284,9 +284,12 @@ def main(argv=None) -> int:
         build_model(Path(args.model_dir), tiny=False)
         built = time.perf_counter() - t
         loaded = load_model(Path(args.model_dir))
-        return {"build_s": built, "load_s": time.perf_counter() - t - built,
-                "decode_kernel": loaded.report.decode_kernel, "fallbacks": loaded.report.fallbacks,
-                "swapped_layers": sum("forward" in m.__dict__ for m in hook.nf4_layers(loaded.model))}
+        row = {"build_s": built, "load_s": time.perf_counter() - t - built,
+               "decode_kernel": loaded.report.decode_kernel, "fallbacks": loaded.report.fallbacks}
+        if not any("forward" in m.__dict__ for m in hook.nf4_layers(loaded.model)):  # the loader kept bnb
+            row["forced_install"] = hook.install(loaded.model, require_faster=False).__dict__
+        row["swapped_layers"] = sum("forward" in m.__dict__ for m in hook.nf4_layers(loaded.model))
+        return row
 
     stage("load", load)
     if loaded is None:

@@ -20,8 +20,14 @@ from app.engine.local.nf4_gemv import Nf4Tensors, Plan, Unsupported
 H200_SMS = 132
 REF_TOLERANCE = 4e-3  # rel. L2 vs fp32 W·x on bitsandbytes' own dequantized weights (bf16 output rounding ≈ 1.1e-3)
 BNB_TOLERANCE = 2e-2  # rel. L2 vs bitsandbytes' GEMV, which rounds every product to bf16
-# Best launch shapes per (N, K) measured on the H200 (tests/benchmarks/nf4_gemv.py); others use choose_plan.
-TUNED: dict[tuple[int, int], Plan] = {}
+# Fastest launch shapes per (N, K) measured on the H200, 2026-12-01 (tests/benchmarks/nf4_gemv.py,
+# results/nf4_gemv_h200.json: 15.5, 6.8, 45.6, 42.3 µs); other shapes use choose_plan's rule.
+TUNED: dict[tuple[int, int], Plan] = {
+    (4096, 4096): Plan(32, 256, 4, 4, 0, 0),
+    (1024, 4096): Plan(16, 512, 8, 4, 0, 0),
+    (14336, 4096): Plan(16, 512, 1, 4, 0, 0),
+    (4096, 14336): Plan(64, 256, 8, 8, 0, 0),
+}
 
 
 @torch.library.custom_op("headroom::nf4_gemv", mutates_args=())
@@ -46,15 +52,15 @@ def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias,
 
 def choose_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
     """A launch shape for W (n, kdim): the tuned one if measured, else 16-row tiles of 256
-    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), word kernel
-    with the byte-pair table (fewest instructions per weight in its SASS)."""
+    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), byte kernel
+    with the byte-pair table (faster than the word kernel in every measured shape)."""
     if (n, kdim) in TUNED:
         return TUNED[(n, kdim)]
     block_k = next(b for b in (256, 128, 64) if kdim % b == 0)
     tiles, iters, split = -(-n // 16), kdim // block_k, 1
     while tiles * split < 4 * sms and iters % (split * 2) == 0 and iters // (split * 2) >= 2:
         split *= 2
-    return Plan(16, block_k, split, 4, 0, kernel=1)
+    return Plan(16, block_k, split, 4, 0, kernel=0)
 
 
 def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -128,10 +134,53 @@ def unavailable_reason(device: torch.device, require_cuda: bool = True) -> str:
     return ""
 
 
-def install(model, require_cuda: bool = True, check: bool = True) -> Nf4GemvStatus:
+def _graph_us(fn, calls: int = 3) -> float:
+    """µs per fn() call, timed as one CUDA graph of fn (which makes ``calls`` calls) replayed."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()  # compile / warm outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    times = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return sorted(times)[2]
+
+
+def time_per_token(prepared) -> tuple[float, float]:
+    """(kernel, bitsandbytes) µs for one decode row through every layer in ``prepared``
+    [(layer, Nf4Tensors)]: per shape, a CUDA graph over up to 32 distinct layers (weights read
+    from HBM, not L2), scaled by that shape's layer count."""
+    by_shape: dict[tuple[int, int], list] = {}
+    for layer, t in prepared:
+        by_shape.setdefault((t.n, t.k), []).append((layer, t))
+    ours = theirs = 0.0
+    with torch.inference_mode():
+        for (n, kdim), group in by_shape.items():
+            sample = group[:32]
+            x = torch.randn(1, kdim, device=sample[0][1].packed.device).to(torch.bfloat16)
+            plan = choose_plan(n, kdim)
+            ours += len(group) * _graph_us(
+                lambda s=sample, p=plan, x=x: [run(x, t, p, lay.bias) for lay, t in s], len(sample))
+            theirs += len(group) * _graph_us(lambda s=sample, x=x: [lay.forward(x) for lay, _ in s], len(sample))
+    return ours, theirs
+
+
+def install(model, require_cuda: bool = True, check: bool = True,
+            require_faster: bool | None = None) -> Nf4GemvStatus:
     """Swap the kernel in for decode rows of every NF4 layer of ``model``; never raises for an
     unsupported model (returns an inactive status with the reason). require_cuda=False also
-    swaps on the CPU (the op then runs the pure-torch mirror: tests only)."""
+    swaps on the CPU (the op then runs the pure-torch mirror: tests only). require_faster
+    (default: on CUDA) times both on the model's own layers and keeps bitsandbytes unless the
+    kernel is faster per token: on the H200 it is not yet (tests/benchmarks/results/nf4_gemv_h200.json)."""
     layers = nf4_layers(model)
     if not layers:
         return Nf4GemvStatus(False, "no 4-bit layers")
@@ -157,6 +206,16 @@ def install(model, require_cuda: bool = True, check: bool = True) -> Nf4GemvStat
             return Nf4GemvStatus(False, f"NF4 GEMV disagrees with bitsandbytes on {t.n}x{t.k} (rel. error "
                                         f"{e_ref:.1e} vs dequantized weights, {e_bnb:.1e} vs its GEMV)",
                                  checks=tuple(checks))
+    if require_faster is None:
+        require_faster = prepared[0][1].packed.is_cuda
+    if require_faster:
+        try:
+            ours, theirs = time_per_token(prepared)
+        except Exception as exc:  # noqa: BLE001 - a graph that cannot be timed is a fallback
+            return Nf4GemvStatus(False, f"NF4 GEMV could not be timed: {type(exc).__name__}", checks=tuple(checks))
+        if not ours < theirs:
+            return Nf4GemvStatus(False, f"fused NF4 GEMV slower than bitsandbytes here ({ours / 1e3:.2f} vs "
+                                        f"{theirs / 1e3:.2f} ms per token)", checks=tuple(checks))
     for layer, t in prepared:
         _swap(layer, t, require_cuda)
     return Nf4GemvStatus(True, "", len(prepared), tuple(checks))
