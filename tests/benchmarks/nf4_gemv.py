@@ -121,7 +121,25 @@ def check_shape(n, kdim, plan) -> dict:
     return out
 
 
-def sweep_shape(n, kdim, bw) -> dict:
+def full_sweep(n, kdim, auto) -> set:
+    """Launch plans around choose_plan's: both kernels, lookups, rounding, tile shapes, split-K."""
+    plans = {auto, Plan(16, 256, auto.split_k, 4, 0, 0), Plan(16, 256, auto.split_k, 4, 1, 1),
+             Plan(16, 256, auto.split_k, 4, 0, 1, True), Plan(16, 256, auto.split_k, 4, 1, 0)}
+    for stages in (2, 3):  # software pipelining of the tuned plan (not yet measured on the H200)
+        plans.add(Plan(**{**auto.__dict__, "stages": stages}))
+    for bn, warps in ((16, 4), (32, 4), (64, 8)):
+        for bk in (256, 512):
+            iters = kdim // bk
+            for split in (1, 2, 4, 8, 16):
+                tiles = -(-n // bn)
+                if iters % split or tiles * split < 2 * 132 or tiles * split > 8 * 132:
+                    continue
+                plans.add(Plan(bn, bk, split, warps, 0, 1))
+                plans.add(Plan(bn, bk, split, warps, 0, 0))
+    return plans
+
+
+def sweep_shape(n, kdim, bw, quick=False) -> dict:
     copies = max(4, -(-400 * 2**20 // (n * kdim // 2)))  # > 400 MiB of weights: L2 (50 MiB) never holds them
     layers = [make_layer(n, kdim, seed=i) for i in range(copies)]
     ts = [k.tensors_of(lay) for lay in layers]
@@ -134,17 +152,10 @@ def sweep_shape(n, kdim, bw) -> dict:
     bnb_us = graph_time_us([lambda lay=lay: bnb_gemv(lay, x) for lay in layers])
     row["bnb_us"], row["bnb_tb_s"] = bnb_us, nbytes / bnb_us / 1e6
     auto = hook.choose_plan(n, kdim)
-    plans = {auto, Plan(16, 256, auto.split_k, 4, 0, 0), Plan(16, 256, auto.split_k, 4, 1, 1),
-             Plan(16, 256, auto.split_k, 4, 0, 1, True)}
-    for bn, warps in ((16, 4), (32, 4), (64, 8)):
-        for bk in (256, 512):
-            iters = kdim // bk
-            for split in (1, 2, 4, 8, 16):
-                tiles = -(-n // bn)
-                if iters % split or tiles * split < 2 * 132 or tiles * split > 8 * 132:
-                    continue
-                plans.add(Plan(bn, bk, split, warps, 0, 1))
-                plans.add(Plan(bn, bk, split, warps, 0, 0))
+    if quick:  # the tuned plan with Triton's software pipelining at 1, 2, 3 stages
+        plans = {Plan(**{**auto.__dict__, "stages": st}) for st in (1, 2, 3)}
+    else:
+        plans = full_sweep(n, kdim, auto)
     results = []
     for plan in sorted(plans, key=lambda p: tuple(p.__dict__.values())):
         try:
@@ -158,7 +169,9 @@ def sweep_shape(n, kdim, bw) -> dict:
     row.update(plans=results, best=best, auto_us=next((r["us"] for r in ok if r["plan"] == auto.__dict__), None),
                best_fraction_of_copy_bw=best["tb_s"] * 1e12 / bw,
                lookup_us={lk: min((r["us"] for r in ok if r["plan"]["lookup"] == lk), default=None)
-                          for lk in (0, 1, 2)})
+                          for lk in (0, 1, 2)},
+               stages_us={st: min((r["us"] for r in ok if r["plan"]["stages"] == st), default=None)
+                          for st in (1, 2, 3)})
     del layers, ts
     torch.cuda.empty_cache()
     return row
@@ -228,6 +241,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--budget-s", type=float, default=400)
     ap.add_argument("--gemv-only", action="store_true", help="kernel sweep + correctness, no 8B model")
+    ap.add_argument("--quick", action="store_true", help="only the tuned plans, at 1-3 pipeline stages")
     ap.add_argument("--copy-bw", type=float, default=0, help="HBM copy B/s measured before (skips measuring)")
     ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
     args = ap.parse_args(argv)
@@ -258,7 +272,7 @@ def main(argv=None) -> int:
     else:
         stage("copy_bandwidth_B_s", copy_bandwidth)
     bw = R.get("copy_bandwidth_B_s", 4.3e12)
-    stage("gemv", lambda: [sweep_shape(n, kd, bw) for n, kd in SHAPES])
+    stage("gemv", lambda: [sweep_shape(n, kd, bw, args.quick) for n, kd in SHAPES])
     for row in R.get("gemv", []):
         hook.TUNED[tuple(row["shape"])] = Plan(**row["best"]["plan"])
     R["tuned"] = {f"{n}x{kd}": p.__dict__ for (n, kd), p in hook.TUNED.items()}
@@ -339,6 +353,8 @@ def print_table(R: dict) -> None:
             f"| {row['best']['tb_s']:.2f} | {100 * row['best_fraction_of_copy_bw']:.0f}% | {lk} "
             f"| {c.get('rel_vs_dequant_fp32', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "
             f"| {c.get('repeatable')} |")
+    for row in R.get("gemv", []):
+        log(f"{row['shape']} best us by pipeline stages 1/2/3: {row['stages_us']}")
     if "per_token_gemv_ms" in R:
         log(f"GEMV per token (32 layers x 7 linears): {R['per_token_gemv_ms']}")
     log(f"teacher-forced: {R.get('teacher_forced')}")

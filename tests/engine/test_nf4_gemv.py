@@ -218,7 +218,8 @@ def test_swapped_forward_compiles_in_one_graph():
                     reason="needs Triton's interpreter (TRITON_INTERPRET=1)")
 @pytest.mark.parametrize("plan", [Plan(16, 128, 1, 4, 0), Plan(8, 64, 2, 4, 1), Plan(4, 128, 4, 4, 2),
                                   Plan(16, 64, 1, 4, 0), Plan(16, 128, 2, 4, 0, kernel=1),
-                                  Plan(8, 64, 1, 4, 1, kernel=1)])
+                                  Plan(8, 64, 1, 4, 1, kernel=1), Plan(16, 64, 1, 4, 0, stages=3),
+                                  Plan(8, 128, 1, 4, 0, kernel=1, stages=2)])
 @pytest.mark.parametrize("nested", [True, False])
 def test_triton_kernel_interpreted_matches_the_mirror(plan, nested):
     layer = FakeLinear4bit(40, 512, seed=9, bias=True, nested=nested)

@@ -47,7 +47,8 @@ class Plan:
     LOOKUP 0 = byte → (hi, lo) fp32 pair table (256 × 8 B, L1-resident), 1 = nibble table
     (16 × 4 B), 2 = select tree over 16 values held in registers (kernel 0 only). kernel 0 reads
     bytes as (rows, 64-blocks, 32) tiles, 1 reads int32 words (8 codes) as (rows, words) tiles.
-    bits: round to bf16 by integer ops instead of the conversion instruction."""
+    bits: round to bf16 by integer ops instead of the conversion instruction. stages: Triton's
+    software pipelining of the K loop (cp.async into shared memory; 1 = none, the measured default)."""
 
     block_n: int = 16
     block_k: int = 256
@@ -56,6 +57,7 @@ class Plan:
     lookup: int = 0
     kernel: int = 0
     bits: bool = False
+    stages: int = 1
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ if triton is not None:
                          bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
                          NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
-                         BITS: tl.constexpr):
+                         BITS: tl.constexpr, STAGES: tl.constexpr):
         """y (N,) bf16 = W x. x_ptr: x as int32 pairs of bf16 (K/2,). Grid (N/BLOCK_N, SPLIT_K);
         ITERS = K / (BLOCK_K * SPLIT_K) tiles per program; HALF_K, WORDS, BLOCKS = K/2, K/8, K/64."""
         NB: tl.constexpr = BLOCK_K // 64
@@ -225,7 +227,7 @@ if triton is not None:
             t12, t13 = tl.load(code_ptr + 12), tl.load(code_ptr + 13)
             t14, t15 = tl.load(code_ptr + 14), tl.load(code_ptr + 15)
         acc = tl.zeros((BLOCK_N, NB, 32), dtype=tl.float32)
-        for i in range(0, ITERS):
+        for i in tl.range(0, ITERS, num_stages=STAGES):  # STAGES > 1: cp.async prefetch of later tiles
             k0 = (pid_k * ITERS + i) * BLOCK_K
             col = k0 // 2 + kb[:, None] * 32 + j[None, :]  # (NB, 32) byte / bf16-pair index
             xi = tl.load(x_ptr + col)
@@ -284,7 +286,7 @@ if triton is not None:
                                bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
                                NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
-                               BITS: tl.constexpr):
+                               BITS: tl.constexpr, STAGES: tl.constexpr):
         """The same product over int32 words (8 codes each, 16-byte loads): w_ptr is the packed
         weight viewed as int32 (N*K/8,), x_ptr x as int32 pairs. Byte b of a word (little-endian)
         holds elements 2b (high nibble) and 2b+1. One scale per word, from its 64-block."""
@@ -299,7 +301,7 @@ if triton is not None:
         blocks_per_row = BLOCKS
         off = tl.load(off_ptr)
         acc = tl.zeros((BLOCK_N, BW), dtype=tl.float32)
-        for i in range(0, ITERS):
+        for i in tl.range(0, ITERS, num_stages=STAGES):  # STAGES > 1: cp.async prefetch of later tiles
             k0 = (pid_k * ITERS + i) * BLOCK_K
             w = tl.load(w_ptr + rows[:, None] * words_per_row + (k0 // 8 + c)[None, :])  # (BN, BW)
             blk = rows[:, None] * blocks_per_row + (k0 // 64 + c // 8)[None, :]
@@ -345,6 +347,7 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
         t.k // (plan.block_k * plan.split_k), t.k // 2, t.k // 8, t.k // 64,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
-        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED or plan.bits, num_warps=plan.num_warps,
+        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED or plan.bits, STAGES=plan.stages,
+        num_warps=plan.num_warps,
         enable_fp_fusion=True)  # only acc += w·x contracts (exact products); the absmax multiply is mul.rn
     return y
