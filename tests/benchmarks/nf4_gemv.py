@@ -14,7 +14,20 @@ On the H200 (one run, stages in priority order, each stage's failure recorded, a
    loader with the best plans; teacher-forced logits kernel vs bitsandbytes (argmax agreement,
    per-step correlation); compiled decode tok/s (speed.py's decode_speed) with the kernel, a
    profile, then without it (bitsandbytes), then 4k depth with the kernel if time is left.
-Prints a table; writes nf4_gemv_h200.json to --out.
+Prints a table; writes nf4_gemv_h200.json to --out. `--gemv-only` stops after the kernel
+stages; `--quick` times only the tuned plans at 1-3 pipeline stages.
+
+Measured 2026-12-01 (results/nf4_gemv_h200*.json; copy bandwidth 4.25 TB/s): the kernel is
+correct (rel. error 1.7e-3 vs fp32 W·x on bitsandbytes' dequantized weights, i.e. the bf16
+output rounding; 99.99-100 % of outputs equal the rounded fp32 reference; bitsandbytes' own GEMV
+3.6e-3; bitwise repeatable) but slower than bitsandbytes' `gemm_4bit`: 15.5 / 6.8 / 45.6 / 42.3 µs
+vs 10.7 / 7.0 / 29.4 / 30.3 µs for 4096², 1024x4096, 14336x4096, 4096x14336 (0.32-0.72 vs
+0.31-1.03 TB/s), 5.70 vs 3.98 ms of GEMV per token; the compiled 8B decode with an earlier
+version ran 137 tok/s (bitsandbytes 193.9 in speed_h200.json). What stands in the way, read off
+the SASS (cuobjdump of Triton's sm_90 cubin): no overlap of a tile's HBM latency with the
+previous tile's arithmetic (each program loads, waits, computes; try `stages` 2-3), and about
+6.5 instructions per weight, a third of them the codebook gather (64-bit address + LDG from L1
+per byte); an in-register lookup (PTX `prmt`) and prefetching are the next steps.
 """
 
 import argparse
