@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -60,6 +60,7 @@ class LoadReport:
     has_chat_template: bool
     load_seconds: float
     fallbacks: tuple[str, ...]
+    decode_kernel: str = ""  # NF4 decode rows: fused Triton GEMV or bitsandbytes (issue 15)
 
     def summary(self) -> str:
         """One line for the status bar."""
@@ -276,12 +277,15 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
             use_kernels=False, **_load_kwargs(placement))
         model.eval()
         enable_packed_sdpa(model)  # "sdpa" → "sdpa+gqa-packed" for GQA models (no repeat_kv copy)
+        nf4 = _install_nf4_gemv(model, placement)
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
-        loaded = LoadedModel(model, tokenizer,
-                             build_report(model, tokenizer, folder, placement,
-                                          time.perf_counter() - started),
-                             fmt, stop_token_ids(tokenizer, model.generation_config, fmt))
+        built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started)
+        if nf4 is not None:
+            built = replace(built, decode_kernel=nf4.label(),
+                            fallbacks=built.fallbacks + ((nf4.label(),) if not nf4.active else ()))
+        loaded = LoadedModel(model, tokenizer, built, fmt,
+                             stop_token_ids(tokenizer, model.generation_config, fmt))
         report("Ready", 1.0)
         log.info("loaded %s", loaded.report)
         return loaded
@@ -298,6 +302,17 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
     raise error  # outside the except block: no __context__ keeps the failed frames alive
+
+
+def _install_nf4_gemv(model, placement: Placement):
+    """Swap the fused NF4 GEMV in for decode rows (app.engine.local.nf4_hook), after its
+    self-check against bitsandbytes; None when the model has no 4-bit layers on CUDA
+    (quantized at load, or a pre-quantized bitsandbytes checkpoint)."""
+    if placement.device != "cuda":
+        return None
+    from app.engine.local.nf4_hook import install, nf4_layers
+
+    return install(model) if nf4_layers(model) else None
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:

@@ -1,0 +1,385 @@
+"""NF4 GEMV benchmark (issue 15): the fused Triton kernel vs bitsandbytes on the Llama-3-8B
+shapes, then the 8B NF4 model's compiled decode with and without it.
+
+On the H200 (one run, stages in priority order, each stage's failure recorded, a time budget):
+
+    python3 -m tests.benchmarks.nf4_gemv --out $OUT --budget-s 400
+
+1. HBM copy bandwidth (the ceiling), then per shape (4096→4096, 4096→1024, 4096→14336,
+   14336→4096): correctness of the kernel (vs fp32 W·x on bitsandbytes' dequantized weights,
+   vs bitsandbytes' GEMV, bitwise repeatability over 20 launches) and µs per call inside a CUDA
+   graph of many calls over rotating weight copies (no L2 reuse), for a sweep of launch plans;
+   achieved TB/s counts packed bytes + absmax codes + x + y.
+2. The 8B random-init model (tests.benchmarks.speed.build_model) loaded through Headroom's
+   loader with the best plans; teacher-forced logits kernel vs bitsandbytes (argmax agreement,
+   per-step correlation); compiled decode tok/s (speed.py's decode_speed) with the kernel, a
+   profile, then without it (bitsandbytes), then 4k depth with the kernel if time is left.
+Prints a table; writes nf4_gemv_h200.json to --out. `--gemv-only` stops after the kernel
+stages; `--quick` times only the tuned plans at 1-3 pipeline stages.
+
+Measured 2026-12-01 (results/nf4_gemv_h200*.json; copy bandwidth 4.25 TB/s): the kernel is
+correct (rel. error 1.7e-3 vs fp32 W·x on bitsandbytes' dequantized weights, i.e. the bf16
+output rounding; 99.99-100 % of outputs equal the rounded fp32 reference; bitsandbytes' own GEMV
+3.6e-3; bitwise repeatable) but slower than bitsandbytes' `gemm_4bit`: 15.5 / 6.8 / 45.6 / 42.3 µs
+vs 10.7 / 7.0 / 29.4 / 30.3 µs for 4096², 1024x4096, 14336x4096, 4096x14336 (0.32-0.72 vs
+0.31-1.03 TB/s), 5.70 vs 3.98 ms of GEMV per token; the compiled 8B decode with an earlier
+version ran 137 tok/s (bitsandbytes 193.9 in speed_h200.json). What stands in the way, read off
+the SASS (cuobjdump of Triton's sm_90 cubin): no overlap of a tile's HBM latency with the
+previous tile's arithmetic (each program loads, waits, computes; try `stages` 2-3), and about
+6.5 instructions per weight, a third of them the codebook gather (64-bit address + LDG from L1
+per byte); an in-register lookup (PTX `prmt`) and prefetching are the next steps.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.local import nf4_gemv as k
+from app.engine.local import nf4_hook as hook
+from app.engine.local.nf4_gemv import Plan
+
+# (N out, K in); per layer: q and o, k and v, gate and up, down
+SHAPES = ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336))
+PER_LAYER = {(4096, 4096): 2, (1024, 4096): 2, (14336, 4096): 2, (4096, 14336): 1}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def rel(a, b):
+    return float((a.float() - b.float()).norm() / b.float().norm())
+
+
+def copy_bandwidth() -> float:
+    """bytes/s of a 4 GiB device-to-device copy (read + write counted), median of 10."""
+    import triton.testing as tt
+
+    a = torch.empty(2**31, dtype=torch.uint8, device="cuda").random_()
+    b = torch.empty_like(a)
+    ms = tt.do_bench(lambda: b.copy_(a), warmup=50, rep=300, return_mode="median")
+    return 2 * 2**31 / (ms * 1e-3)
+
+
+def make_layer(n, kdim, seed):
+    import bitsandbytes.functional as F
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    w = (torch.randn(n, kdim, generator=g, device="cuda") * 0.02).to(torch.bfloat16)
+    packed, qs = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type="nf4")
+    return SimpleNamespace(weight=SimpleNamespace(data=packed, quant_state=qs), bias=None)
+
+
+def bnb_gemv(layer, x):
+    import bitsandbytes as bnb
+
+    return bnb.matmul_4bit(x, layer.weight.data, quant_state=layer.weight.quant_state)
+
+
+def graph_time_us(fn_list, reps=20) -> float:
+    """µs per call of a CUDA graph replaying fn_list (one call per weight copy)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for f in fn_list:
+            f()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for f in fn_list:
+            f()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / len(fn_list))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def check_shape(n, kdim, plan) -> dict:
+    layer = make_layer(n, kdim, seed=n + kdim)
+    t = k.tensors_of(layer)
+    out = {}
+    for _trial in range(3):  # fresh inputs each time
+        x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
+        y = hook.run(x, t, plan)
+        import bitsandbytes.functional as F
+
+        ref = x.float() @ F.dequantize_4bit(layer.weight.data, layer.weight.quant_state).float().T
+        theirs = bnb_gemv(layer, x)
+        runs = [hook.run(x, t, plan) for _ in range(20)]
+        out = {"rel_vs_dequant_fp32": max(out.get("rel_vs_dequant_fp32", 0), rel(y, ref)),
+               "rel_vs_bnb_gemv": max(out.get("rel_vs_bnb_gemv", 0), rel(y, theirs)),
+               "bnb_rel_vs_dequant_fp32": max(out.get("bnb_rel_vs_dequant_fp32", 0), rel(theirs, ref)),
+               "equal_to_rounded_ref": float((y == ref.to(torch.bfloat16)).float().mean()),
+               "repeatable": all(torch.equal(r, y) for r in runs) and out.get("repeatable", True),
+               "finite": bool(torch.isfinite(y).all())}
+    out["dequant_bit_identical_mirror"] = bool(torch.equal(
+        k.reference_dequantize(t).view(torch.int16),
+        F.dequantize_4bit(layer.weight.data, layer.weight.quant_state).view(torch.int16)))
+    return out
+
+
+def full_sweep(n, kdim, auto) -> set:
+    """Launch plans around choose_plan's: both kernels, lookups, rounding, tile shapes, split-K."""
+    plans = {auto, Plan(16, 256, auto.split_k, 4, 0, 0), Plan(16, 256, auto.split_k, 4, 1, 1),
+             Plan(16, 256, auto.split_k, 4, 0, 1, True), Plan(16, 256, auto.split_k, 4, 1, 0)}
+    for stages in (2, 3):  # software pipelining of the tuned plan (not yet measured on the H200)
+        plans.add(Plan(**{**auto.__dict__, "stages": stages}))
+    for bn, warps in ((16, 4), (32, 4), (64, 8)):
+        for bk in (256, 512):
+            iters = kdim // bk
+            for split in (1, 2, 4, 8, 16):
+                tiles = -(-n // bn)
+                if iters % split or tiles * split < 2 * 132 or tiles * split > 8 * 132:
+                    continue
+                plans.add(Plan(bn, bk, split, warps, 0, 1))
+                plans.add(Plan(bn, bk, split, warps, 0, 0))
+    return plans
+
+
+def sweep_shape(n, kdim, bw, quick=False) -> dict:
+    copies = max(4, -(-400 * 2**20 // (n * kdim // 2)))  # > 400 MiB of weights: L2 (50 MiB) never holds them
+    layers = [make_layer(n, kdim, seed=i) for i in range(copies)]
+    ts = [k.tensors_of(lay) for lay in layers]
+    x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
+    import bitsandbytes.functional as F
+
+    ref0 = x.float() @ F.dequantize_4bit(layers[0].weight.data, layers[0].weight.quant_state).float().T
+    nbytes = n * kdim // 2 + n * kdim // 64 + 2 * kdim + 2 * n + 4 * (n * kdim // 16384)
+    row = {"shape": [n, kdim], "copies": copies, "bytes_per_call": nbytes}
+    bnb_us = graph_time_us([lambda lay=lay: bnb_gemv(lay, x) for lay in layers])
+    row["bnb_us"], row["bnb_tb_s"] = bnb_us, nbytes / bnb_us / 1e6
+    auto = hook.choose_plan(n, kdim)
+    if quick:  # the tuned plan with Triton's software pipelining at 1, 2, 3 stages
+        plans = {Plan(**{**auto.__dict__, "stages": st}) for st in (1, 2, 3)}
+    else:
+        plans = full_sweep(n, kdim, auto)
+    results = []
+    for plan in sorted(plans, key=lambda p: tuple(p.__dict__.values())):
+        try:
+            us = graph_time_us([lambda t=t, plan=plan: hook.run(x, t, plan) for t in ts])
+            err = rel(hook.run(x, ts[0], plan), ref0)
+            results.append({"plan": plan.__dict__, "us": us, "tb_s": nbytes / us / 1e6, "rel_err": err})
+        except Exception as exc:  # noqa: BLE001
+            results.append({"plan": plan.__dict__, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+    ok = [r for r in results if "us" in r and r["rel_err"] < hook.REF_TOLERANCE]
+    best = min(ok, key=lambda r: r["us"])
+    row.update(plans=results, best=best, auto_us=next((r["us"] for r in ok if r["plan"] == auto.__dict__), None),
+               best_fraction_of_copy_bw=best["tb_s"] * 1e12 / bw,
+               lookup_us={lk: min((r["us"] for r in ok if r["plan"]["lookup"] == lk), default=None)
+                          for lk in (0, 1, 2)},
+               stages_us={st: min((r["us"] for r in ok if r["plan"]["stages"] == st), default=None)
+                          for st in (1, 2, 3)})
+    del layers, ts
+    torch.cuda.empty_cache()
+    return row
+
+
+def teacher_forced(loaded, steps=32, prompt=64) -> dict:
+    """Logits of the same token sequence decoded one token at a time, kernel vs bitsandbytes."""
+    from transformers import DynamicCache
+
+    model = loaded.model
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(1000, 120000, (1, prompt + steps), generator=g).cuda()
+
+    def run_path():
+        cache = DynamicCache()
+        with torch.inference_mode():
+            model(input_ids=ids[:, :prompt], past_key_values=cache, use_cache=True)
+            return torch.stack([model(input_ids=ids[:, i:i + 1], past_key_values=cache,
+                                      use_cache=True).logits[0, -1].float() for i in range(prompt, prompt + steps)])
+
+    ours = run_path()
+    saved = {m: m.__dict__["forward"] for m in hook.nf4_layers(model) if "forward" in m.__dict__}
+    for m in saved:
+        del m.forward
+    theirs = run_path()
+    for m, f in saved.items():
+        m.forward = f
+    corr = [float(torch.corrcoef(torch.stack([a, b]))[0, 1]) for a, b in zip(ours, theirs, strict=True)]
+    return {"steps": steps, "argmax_agreement": float((ours.argmax(-1) == theirs.argmax(-1)).float().mean()),
+            "min_corr": min(corr), "mean_corr": sum(corr) / len(corr),
+            "max_abs_diff": float((ours - theirs).abs().max()), "logit_std": float(theirs.std())}
+
+
+def fresh_decode_speed(loaded, decoder, context: int, new: int, vocab: int) -> dict:
+    """speed.py's decode_speed on a fresh KVSession per reply (reusing one session crops a
+    StaticCache, which transformers 5.17's StaticLayer cannot do); greedy; the second reply counts."""
+    from app.engine.local.kv_session import KVSession, round_capacity
+    from tests.benchmarks.speed import random_ids, reply
+
+    prompt = random_ids(context, vocab, seed=context)
+    rows = [reply(loaded, prompt, new, KVSession(capacity_tokens=round_capacity(context + new)), decoder)
+            for _ in range(2)]
+    return {"context": context, "new_tokens": rows[1].new_tokens, "tok_s": rows[1].decode_tokens_per_s,
+            "first_run_tok_s": rows[0].decode_tokens_per_s, "path": rows[1].decode_path}
+
+
+def profile_fresh(loaded, decoder, context: int, vocab: int) -> list[dict]:
+    """Top 12 ops by device time over 24 compiled decode steps (speed.py's profile_decode on
+    fresh sessions)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from app.engine.local.kv_session import KVSession, round_capacity
+    from tests.benchmarks.speed import random_ids, reply
+
+    prompt = random_ids(context, vocab, seed=7)
+    reply(loaded, prompt, 8, KVSession(capacity_tokens=round_capacity(context + 64)), decoder)
+    session = KVSession(capacity_tokens=round_capacity(context + 64))
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        reply(loaded, prompt, 24, session, decoder)
+    rows = sorted(prof.key_averages(), key=lambda e: e.device_time_total, reverse=True)[:12]
+    return [{"op": e.key[:80], "calls": e.count, "device_ms": e.device_time_total / 1e3,
+             "cpu_ms": e.cpu_time_total / 1e3} for e in rows]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
+    ap.add_argument("--budget-s", type=float, default=400)
+    ap.add_argument("--gemv-only", action="store_true", help="kernel sweep + correctness, no 8B model")
+    ap.add_argument("--quick", action="store_true", help="only the tuned plans, at 1-3 pipeline stages")
+    ap.add_argument("--copy-bw", type=float, default=0, help="HBM copy B/s measured before (skips measuring)")
+    ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    left = lambda: args.budget_s - (time.perf_counter() - t0)  # noqa: E731
+    from tests.benchmarks.speed import build_model, versions
+
+    R: dict = {"command": "python3 -m tests.benchmarks.nf4_gemv " + " ".join(argv or sys.argv[1:]),
+               "versions": versions(), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "errors": {}}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        R["elapsed_s"] = time.perf_counter() - t0
+        (out / "nf4_gemv_h200.json").write_text(json.dumps(R, indent=1, default=str))
+
+    def stage(name, fn):
+        try:
+            R[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - record and go on to the next stage
+            R["errors"][name] = traceback.format_exc()[-3000:]
+            log(f"stage {name} failed: {type(exc).__name__}: {exc}")
+        log(f"[{time.perf_counter() - t0:.0f}s] {name} done")
+        save()
+
+    if args.copy_bw:
+        R["copy_bandwidth_B_s"] = args.copy_bw
+    else:
+        stage("copy_bandwidth_B_s", copy_bandwidth)
+    bw = R.get("copy_bandwidth_B_s", 4.3e12)
+    stage("gemv", lambda: [sweep_shape(n, kd, bw, args.quick) for n, kd in SHAPES])
+    for row in R.get("gemv", []):
+        hook.TUNED[tuple(row["shape"])] = Plan(**row["best"]["plan"])
+    R["tuned"] = {f"{n}x{kd}": p.__dict__ for (n, kd), p in hook.TUNED.items()}
+    stage("correctness", lambda: {f"{n}x{kd}": check_shape(n, kd, hook.choose_plan(n, kd)) for n, kd in SHAPES})
+    gemv = {tuple(r["shape"]): r for r in R.get("gemv", [])}
+    if len(gemv) == 4:
+        R["per_token_gemv_ms"] = {
+            "kernel": 32 * sum(PER_LAYER[s] * gemv[s]["best"]["us"] for s in SHAPES) / 1e3,
+            "bnb": 32 * sum(PER_LAYER[s] * gemv[s]["bnb_us"] for s in SHAPES) / 1e3}
+    save()
+
+    if args.gemv_only:
+        print_table(R)
+        return 0
+    from app.engine.loading.loader import load_model
+    from app.engine.local.compiled_decode import warm_up
+
+    loaded = None
+
+    def load():
+        nonlocal loaded
+        t = time.perf_counter()
+        build_model(Path(args.model_dir), tiny=False)
+        built = time.perf_counter() - t
+        loaded = load_model(Path(args.model_dir))
+        row = {"build_s": built, "load_s": time.perf_counter() - t - built,
+               "decode_kernel": loaded.report.decode_kernel, "fallbacks": loaded.report.fallbacks}
+        if not any("forward" in m.__dict__ for m in hook.nf4_layers(loaded.model)):  # the loader kept bnb
+            row["forced_install"] = hook.install(loaded.model, require_faster=False).__dict__
+        row["swapped_layers"] = sum("forward" in m.__dict__ for m in hook.nf4_layers(loaded.model))
+        return row
+
+    stage("load", load)
+    if loaded is None:
+        print_table(R)
+        return 1
+    vocab = loaded.model.config.vocab_size
+    stage("teacher_forced", lambda: teacher_forced(loaded))
+
+    def compiled(caps, ctxs, label, profile=False):
+        torch._dynamo.reset()
+        t = time.perf_counter()
+        dec = warm_up(loaded, caps)
+        row = {"warm_up_s": time.perf_counter() - t, "status": dec.status.__dict__, "label": label,
+               "decode": [fresh_decode_speed(loaded, dec, c, 256, vocab) for c in ctxs]}
+        if profile:
+            row["profile"] = profile_fresh(loaded, dec, 1024, vocab)
+        return row
+
+    if left() > 90:
+        stage("decode_kernel_1k", lambda: compiled((2048,), (1024,), "fused NF4 GEMV", profile=True))
+    saved = {m: m.__dict__["forward"] for m in hook.nf4_layers(loaded.model) if "forward" in m.__dict__}
+    if left() > 60:
+        for m in saved:
+            del m.forward
+        stage("decode_bnb_1k", lambda: compiled((2048,), (1024,), "bitsandbytes"))
+        for m, f in saved.items():
+            m.forward = f
+    if left() > 80:
+        stage("decode_kernel_4k", lambda: compiled((4096,), (3840,), "fused NF4 GEMV"))
+    R["total_s"] = time.perf_counter() - t0
+    save()
+    print_table(R)
+    return 0
+
+
+def print_table(R: dict) -> None:
+    bw = R.get("copy_bandwidth_B_s", 0)
+    log(f"\ncopy bandwidth {bw / 1e12:.2f} TB/s")
+    log("| N x K | bnb us | bnb TB/s | kernel us (best plan) | TB/s | % copy | lookup 0/1/2 us "
+        "| rel err vs dequant | vs bnb | repeatable |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
+    for row in R.get("gemv", []):
+        n, kd = row["shape"]
+        c = R.get("correctness", {}).get(f"{n}x{kd}", {})
+        lk = "/".join(f"{v:.1f}" if v else "-" for v in row["lookup_us"].values())
+        log(f"| {n}x{kd} | {row['bnb_us']:.1f} | {row['bnb_tb_s']:.2f} | {row['best']['us']:.1f} {row['best']['plan']} "
+            f"| {row['best']['tb_s']:.2f} | {100 * row['best_fraction_of_copy_bw']:.0f}% | {lk} "
+            f"| {c.get('rel_vs_dequant_fp32', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "
+            f"| {c.get('repeatable')} |")
+    for row in R.get("gemv", []):
+        log(f"{row['shape']} best us by pipeline stages 1/2/3: {row['stages_us']}")
+    if "per_token_gemv_ms" in R:
+        log(f"GEMV per token (32 layers x 7 linears): {R['per_token_gemv_ms']}")
+    log(f"teacher-forced: {R.get('teacher_forced')}")
+    for key in ("decode_kernel_1k", "decode_bnb_1k", "decode_kernel_4k"):
+        row = R.get(key)
+        if row:
+            for d in row["decode"]:
+                log(f"| {key} @{d['context']} | {d['tok_s']:.1f} tok/s | {d['path']} "
+                    f"| warm-up {row['warm_up_s']:.0f}s |")
+    if R.get("errors"):
+        log("errors in stages:", list(R["errors"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
