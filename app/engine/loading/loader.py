@@ -8,6 +8,7 @@ GGUF files are dequantized by transformers on load (case C26), which is slow (~3
 import gc
 import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -282,8 +283,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         fmt = detect_format(tokenizer)
         built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started)
         if nf4 is not None:
-            built = replace(built, decode_kernel=nf4.label(),
-                            fallbacks=built.fallbacks + ((nf4.label(),) if not nf4.active else ()))
+            built = replace(built, decode_kernel=nf4.label())
         loaded = LoadedModel(model, tokenizer, built, fmt,
                              stop_token_ids(tokenizer, model.generation_config, fmt))
         report("Ready", 1.0)
@@ -304,15 +304,26 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     raise error  # outside the except block: no __context__ keeps the failed frames alive
 
 
+NF4_GEMV_OPT_IN = "HEADROOM_NF4_GEMV"
+"""Set to 1 to try the fused NF4 GEMV (issue 15). Off by default: on the H200 it measured 5.70 ms
+of GEMV per 8B token against bitsandbytes' 3.98 ms (tests/benchmarks/results/nf4_gemv_h200.json),
+so loading would only spend time on its self-check to fall back."""
+
+
 def _install_nf4_gemv(model, placement: Placement):
-    """Swap the fused NF4 GEMV in for decode rows (app.engine.local.nf4_hook), after its
-    self-check against bitsandbytes; None when the model has no 4-bit layers on CUDA
+    """Swap the fused NF4 GEMV in for decode rows (app.engine.local.nf4_hook) when opted in,
+    after its self-check against bitsandbytes; None when the model has no 4-bit layers on CUDA
     (quantized at load, or a pre-quantized bitsandbytes checkpoint)."""
     if placement.device != "cuda":
         return None
-    from app.engine.local.nf4_hook import install, nf4_layers
+    from app.engine.local.nf4_hook import Nf4GemvStatus, install, nf4_layers
 
-    return install(model) if nf4_layers(model) else None
+    if not nf4_layers(model):
+        return None
+    if os.environ.get(NF4_GEMV_OPT_IN) != "1":
+        return Nf4GemvStatus(False, f"fused NF4 GEMV off: slower than bitsandbytes on the H200; "
+                                    f"{NF4_GEMV_OPT_IN}=1 tries it")
+    return install(model)
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
