@@ -110,10 +110,10 @@ def test_the_streaming_body_is_the_final_body_and_keeps_its_size(qtbot):
     assert code.plain_text() == "x = 1" and "color" not in code.text_view.toHtml().split("<body")[1]
     view.append_stream("```\n\nDone.")
     view.flush()
-    qtbot.wait(10)
+    qtbot.wait(50)
     heights = [part.height() for part in body.parts()]
     view.end_stream()
-    qtbot.wait(10)
+    qtbot.wait(50)
     assert bubble._body is body and body.code_blocks()[0] is code  # one renderer, no swap
     assert "color:" in code.text_view.toHtml()  # highlighted once the block closed
     assert body.plain_text() == "Intro.\nx = 1\nDone."
