@@ -108,6 +108,9 @@ class CodeBlockView(QFrame):
         if shown == self._shown:
             return
         previous, self._shown, self.code = self._shown, shown, code
+        if previous is None or previous[2] != colours:
+            self.setStyleSheet(f"#codeBlock {{ background: {colours.code_background}; "
+                               f"border: 1px solid {colours.code_border}; border-radius: 6px; }}")
         self.language_label.setText(language)
         self.language_label.setVisible(bool(language))
         if (previous is not None and not highlighted and not previous[3] and previous[1:3] == shown[1:3]

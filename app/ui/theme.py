@@ -34,8 +34,8 @@ PAIRS: dict[str, tuple[str, str]] = {
     "errorStrong": ("#82071e", "#ffa198"),
     "errorFill": ("#d1242f", "#b62324"),
     "errorBackground": ("#ffebe9", "#3d1518"),
-    "warning": ("#9a6700", "#d29922"),
-    "success": ("#1a7f37", "#3fb950"),
+    "warning": ("#855800", "#d29922"),
+    "success": ("#116329", "#3fb950"),
     "stopped": ("#d9a400", "#bb8009"),
     "selection": ("#d5e3fa", "#1f3a63"),
     "selectionText": ("#0b2f6b", "#cae0ff"),
@@ -43,6 +43,9 @@ PAIRS: dict[str, tuple[str, str]] = {
     "toastText": ("#ffffff", "#1f2328"),
     "toastLink": ("#79c0ff", "#0550ae"),
     "onFill": ("#ffffff", "#ffffff"),
+    "muted": ("#57606a", "#a8b1bb"),
+    "userBubble": ("#e6f0ff", "#1b2a41"),
+    "userBubbleBorder": ("#c9dcff", "#2d4a73"),
     "plotReserved": ("#8250df", "#a371f7"),
     "plotProjected": ("#d1600f", "#f0883e"),
 }
@@ -117,6 +120,15 @@ class TextColours:
             code_border=blend(base, text, 0.18).name(),
             dark=is_dark(palette),
         )
+
+
+def apply_theme(app) -> None:
+    """Set the themed stylesheet on the QApplication `app` now and again whenever the system
+    switches between light and dark (Qt ≥ 6.5 `QStyleHints.colorSchemeChanged`)."""
+    app.setStyleSheet(stylesheet(app.palette()))
+    hints = app.styleHints()
+    if hasattr(hints, "colorSchemeChanged"):
+        hints.colorSchemeChanged.connect(lambda _scheme: app.setStyleSheet(stylesheet(app.palette())))
 
 
 def stylesheet(palette: QPalette) -> str:
