@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QColor, QImage, QPalette
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QStyleFactory, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QStyleFactory, QVBoxLayout, QWidget
 
 from app.core.conversation import MessageStatus, Role
 from app.core.store import ConversationInfo
