@@ -172,6 +172,7 @@ def test_streamed_and_final_render_agree(qtbot):
 ])
 def test_highlighting_keeps_the_code_exactly(render, language, code):
     view = render(f"```{language}\n{code}\n```")
+    view.code_blocks()[0].highlight_now()
     assert view.code_blocks()[0].plain_text() == code
     colours = TextColours.from_palette(view.palette())
     assert "<" not in highlight_html(code, language, colours).replace("<span", "").replace("</span>", "") \
@@ -182,3 +183,36 @@ def test_split_blocks_keeps_nested_code_in_prose_and_open_fences_as_code():
     blocks = split_blocks("Text\n\n- item\n\n  ```\n  nested\n  ```\n\n```py\nopen")
     assert [(b.kind, b.language) for b in blocks] == [("prose", ""), ("code", "py")]
     assert blocks[1].text == "open"
+
+
+def test_code_is_highlighted_when_first_painted_not_when_loaded(qtbot):
+    from app.ui.code_block_view import CodeBlockView
+
+    calls = []
+    original = CodeBlockView.highlight_now
+
+    def counting(self):
+        calls.append(self)
+        original(self)
+
+    CodeBlockView.highlight_now = counting
+    try:
+        chat = ChatView()
+        qtbot.addWidget(chat)
+        chat.resize(600, 500)
+        chat.show()
+        answer = "Code:\n\n```python\nx = 1 < 2\n" + "y = 3\n" * 30 + "```"
+        for _ in range(30):
+            chat.add_message(Role.USER, "again?")
+            chat.add_message(Role.ASSISTANT, answer)
+        blocks = [b._body.code_blocks()[0] for b in chat.bubbles()[1::2]]
+        qtbot.waitUntil(lambda: blocks[-1].is_highlighted(), timeout=10_000)  # the last one is on screen
+        qtbot.wait(50)
+        painted = [block for block in blocks if block.is_highlighted()]
+        assert 1 <= len(painted) <= 5  # those on screen (the view follows the end), not all 30
+        assert blocks[0].code == "x = 1 < 2\n" + "y = 3\n" * 29 + "y = 3"
+        assert "color:" not in blocks[0].text_view.toHtml().split("<body")[1]  # never painted: plain
+        blocks[0].highlight_now()
+        assert "color:" in blocks[0].text_view.toHtml() and blocks[0].plain_text() == blocks[0].code
+    finally:
+        CodeBlockView.highlight_now = original
