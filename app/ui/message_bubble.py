@@ -70,6 +70,7 @@ class MessageBubble(QFrame):
         self._is_last = False
         self._actions_enabled = True
         self.setObjectName(f"bubble_{role.value}")
+        self.setAccessibleName(self.tr("{0} message").format(_ROLE_TITLES[role]))
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._header = QLabel(_ROLE_TITLES[role])
         self._header.setObjectName("bubbleHeader")
@@ -172,6 +173,7 @@ class MessageBubble(QFrame):
         title = _ROLE_TITLES[self.role]
         self._header.setText(f"{title} — {tag}{': ' + detail if detail else ''}" if tag else title)
         self._header.setToolTip(detail)
+        self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()
         self.setProperty("status", self.status.value)
