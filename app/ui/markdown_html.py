@@ -90,17 +90,21 @@ def split_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def settled_length(text: str) -> int:
-    """Length of the longest prefix of `text` made of whole markdown blocks that later text
-    cannot change: it ends after a blank line outside any fence, and the next line has started
-    and is not indented (an indented line could continue a list item or an indented code block)."""
-    pos = settled = 0
+def settled_cuts(text: str) -> list[int]:
+    """Offsets where `text` can be cut into markdown blocks that later text cannot change: after
+    a blank line outside any fence, once the next line has started and is not indented (an
+    indented line could continue a list item or an indented code block). Ascending.
+
+    The cuts are a property of the text alone, so a reply rendered chunk by chunk while it
+    streams and the same text rendered at once are cut, and so rendered, the same way."""
+    pos = 0
+    cuts: list[int] = []
     fence = None
     candidate = -1  # end of a blank line outside a fence, waiting for the next line to show
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
         if candidate >= 0 and stripped and line[0] not in " \t":
-            settled = candidate
+            cuts.append(candidate)
         if stripped:
             candidate = -1
         if fence is not None:
@@ -111,7 +115,13 @@ def settled_length(text: str) -> int:
         elif not stripped and line.endswith("\n") and pos > 0 and candidate < 0:
             candidate = pos + len(line)
         pos += len(line)
-    return settled
+    return cuts
+
+
+def settled_length(text: str) -> int:
+    """Length of the longest prefix of `text` made of whole settled blocks (the last cut)."""
+    cuts = settled_cuts(text)
+    return cuts[-1] if cuts else 0
 
 
 _ORDERED = re.compile(r"^( {0,3})(\d{1,9}[.)] +)\S")

@@ -3,15 +3,15 @@
 One renderer serves a reply while it streams and once it has ended, so the end of a stream
 changes nothing but the highlighting of a code block that was still open (same fonts, same
 sizes: no jump). The text is cut into *settled* blocks — up to the last blank line outside a fence
-that is followed by an unindented line (`markdown_html.settled_length`) — and an open *tail*.
+that is followed by an unindented line (`markdown_html.settled_cuts`) — and an open *tail*.
 Settled blocks are parsed and converted once and never touched again; only the tail is parsed
 on each update, and only the widgets showing it change (`ProseView.show_fragments` keeps equal
 fragments, `CodeBlockView.set_code` appends to a streaming block). A frame therefore costs time
 in proportion to the tail, not to the reply.
 
-Blocks converted separately may differ slightly from the whole text converted at once (a loose
-list split at a blank line renders as two lists); both the streaming and the final render make
-the same cut, so they agree with each other.
+Chunks are converted separately, so a loose list split at a blank line renders as several
+lists (numbering kept: the next one starts at its own number); the cuts depend on the text only,
+so a streamed reply and the same text opened later render the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
 
 from app.ui.code_block_view import CodeBlockView
-from app.ui.markdown_html import Block, settled_length, split_blocks, to_html
+from app.ui.markdown_html import Block, settled_cuts, split_blocks, to_html
 from app.ui.prose_view import ProseView
 from app.ui.theme import TextColours
 
@@ -61,11 +61,11 @@ class MarkdownView(QWidget):
         if not text.startswith(self._settled_text):
             self._settled_text, self._settled_blocks = "", []
         self.markdown, self._final = text, final
-        start = len(self._settled_text)
-        settled = start + settled_length(text[start:])
-        if settled > start:
-            self._settled_blocks += split_blocks(text[start:settled])
-            self._settled_text = text[:settled]
+        start = settled = len(self._settled_text)
+        for cut in settled_cuts(text[start:]):  # each settled chunk is parsed on its own, once
+            self._settled_blocks += split_blocks(text[settled:start + cut])
+            settled = start + cut
+        self._settled_text = text[:settled]
         tail = split_blocks(text[settled:]) if text[settled:].strip() else []
         self._show(self._settled_blocks, tail)
 

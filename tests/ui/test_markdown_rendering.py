@@ -148,7 +148,7 @@ def test_a_20k_character_line_does_not_widen_the_column(qtbot):
 
 
 def test_streamed_and_final_render_agree(qtbot):
-    text = "Intro line\n1. first\n2. second\n\n```python\nprint('<ok>')\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    text = "Intro line\n1. first\n\n2. second\n\n```python\nprint('<ok>')\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
     chat = ChatView()
     qtbot.addWidget(chat)
     chat.resize(600, 600)
@@ -161,6 +161,8 @@ def test_streamed_and_final_render_agree(qtbot):
     assert streamed.text == text
     assert streamed.shown_text() == loaded.shown_text()
     assert [type(p) for p in streamed._body.parts()] == [type(p) for p in loaded._body.parts()]
+    assert [p.fragments() for p in streamed._body.parts() if isinstance(p, ProseView)] == \
+        [p.fragments() for p in loaded._body.parts() if isinstance(p, ProseView)]
 
 
 @pytest.mark.parametrize("language,code", [
