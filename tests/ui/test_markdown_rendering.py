@@ -59,6 +59,13 @@ def test_code_with_angle_brackets_and_ampersands_is_shown_and_copied_once_escape
     qtbot.mouseClick(code.copy_button, Qt.MouseButton.LeftButton)
     assert QGuiApplication.clipboard().text() == C_CODE
     assert code.copy_button.text() == "Copied"
+    prose = view.parts()[-1]
+    prose.selectAll()
+    prose.copy()  # what Ctrl+C on a selection gives
+    assert QGuiApplication.clipboard().text() == "Inline a < b && c > d too."
+    code.text_view.selectAll()
+    code.text_view.copy()
+    assert QGuiApplication.clipboard().text() == C_CODE
 
 
 def test_a_numbered_list_right_after_a_line_of_text(render):
