@@ -194,3 +194,20 @@ def test_the_raw_stylesheet_parses_and_sizes_follow_the_system_font(qapp, qtbot)
         assert bubble._body.parts()[0].font().pointSizeF() == qapp.font().pointSizeF()
     finally:
         qapp.setStyleSheet(old)
+
+
+def test_a_message_redraws_in_a_new_palette(qtbot):
+    from app.ui.markdown_view import MarkdownView
+
+    view = MarkdownView()
+    qtbot.addWidget(view)
+    view.setPalette(QStyleFactory.create("Fusion").standardPalette())
+    view.set_markdown("Text `code`\n\n```python\nx = 1\n```")
+    light = TextColours.from_palette(view.palette())
+    assert light.code_background in view.code_blocks()[0].styleSheet()
+    view.setPalette(dark_palette())
+    dark = TextColours.from_palette(dark_palette())
+    assert dark.dark and dark.code_background != light.code_background
+    assert dark.code_background in view.code_blocks()[0].styleSheet()
+    assert dark.code_background in view.parts()[0].fragments()[0]  # inline code background
+    assert view.plain_text() == "Text code\nx = 1"
