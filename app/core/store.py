@@ -18,6 +18,13 @@ good, and secure_delete=ON makes SQLite overwrite the freed pages.
 
 Schema: `PRAGMA user_version` counts the entries of `MIGRATIONS` already applied. To change the
 schema append a new list of statements (never edit an old one); each runs in one transaction.
+Before migrating a file that holds an older schema, a consistent copy of it (SQLite online backup,
+WAL content included) is written beside it as ``<name>.v<old>-<UTC time>.bak``, owner-only.
+
+A file written by a newer Headroom (user_version > SCHEMA_VERSION) is never migrated nor written:
+`Store(path)` raises NewerSchemaError; `open_store` instead opens it *read-only* — a copy of the
+file in memory (`Store(path, read_only=True)`), so the history shows and this session's chats work,
+but nothing reaches the file — and returns a one-line notice saying so.
 """
 
 import json
@@ -73,6 +80,14 @@ class StoreError(RuntimeError):
     """The database cannot be used (newer schema, WAL unavailable)."""
 
 
+class NewerSchemaError(StoreError):
+    """The file's schema (`found`) is newer than this Headroom's (`supported`)."""
+
+    def __init__(self, found: int, supported: int) -> None:
+        super().__init__(f"database schema v{found} is newer than this Headroom (v{supported})")
+        self.found, self.supported = found, supported
+
+
 @dataclass(frozen=True)
 class ConversationInfo:
     """A conversation-list row. Times are Unix seconds; `deleted_at` is None unless deleted."""
@@ -100,9 +115,9 @@ def default_db_path() -> Path:
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Apply MIGRATIONS[user_version:target], one transaction each; returns the new version.
     Raises StoreError when the file is newer than `target` (written by a newer Headroom)."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = schema_version(conn)
     if version > target:
-        raise StoreError(f"database schema v{version} is newer than this Headroom (v{target})")
+        raise NewerSchemaError(version, target)
     for number in range(version + 1, target + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -114,6 +129,50 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             raise
         conn.execute("COMMIT")
     return target
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The file's `PRAGMA user_version`: how many MIGRATIONS it has had (0 = new file)."""
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def backup_before_migration(conn: sqlite3.Connection, path: Path, version: int) -> Path:
+    """Copy the database behind `conn` to ``<path>.v<version>-<UTC time>.bak`` (owner-only) with
+    SQLite's online backup API (a consistent snapshot, WAL content included); returns its path.
+    Raises OSError / sqlite3.Error when the copy cannot be written (then nothing is migrated)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{path.name}.v{version}-{stamp}.bak")
+    os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, _PRIVATE_FILE))
+    copy = sqlite3.connect(target)
+    try:
+        conn.backup(copy)
+    finally:
+        copy.close()
+    return target
+
+
+def _read_only_copy(path: Path) -> sqlite3.Connection:
+    """An in-memory copy of the database at `path`, which is opened read-only (``mode=ro``)
+    and never written. Without a -wal file (the other version closed cleanly) it is also opened
+    ``immutable``, so SQLite creates no -wal/-shm beside it; with one, the WAL's pages are read
+    too (SQLite then needs a -shm). Raises sqlite3.Error when the file cannot be read.
+    Source: https://sqlite.org/uri.html#recognized_query_parameters"""
+    wal = path.with_name(path.name + "-wal")
+    flags = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+    source = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True)
+    memory = _memory_connection()
+    try:
+        source.backup(memory)
+    finally:
+        source.close()
+    return memory
+
+
+def _memory_connection() -> sqlite3.Connection:
+    memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
+    memory.row_factory = sqlite3.Row
+    memory.execute("PRAGMA foreign_keys = ON")
+    return memory
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -143,14 +202,38 @@ class Store:
     Ids are SQLite row ids. Methods taking an id raise KeyError when it does not exist.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, read_only: bool = False) -> None:
+        """Open `path` (default: the user data folder's file), migrating it after a backup
+        (`backup_path`, None when nothing was migrated). read_only=True: work on an in-memory
+        copy and never write the file (any schema; an older one is migrated in memory only).
+        Raises NewerSchemaError for a newer schema unless read_only, StoreError without WAL,
+        sqlite3.DatabaseError for a file that is not a database."""
         self.path = Path(path) if path is not None else default_db_path()
-        self._conn = connect(self.path)
+        self.read_only = read_only
+        self.backup_path: Path | None = None
+        self._conn = _read_only_copy(self.path) if read_only else connect(self.path)
         try:
-            migrate(self._conn)
+            version = schema_version(self._conn)
+            if read_only:
+                if version <= SCHEMA_VERSION:
+                    migrate(self._conn)
+            else:
+                if 0 < version < SCHEMA_VERSION:
+                    self.backup_path = backup_before_migration(self._conn, self.path, version)
+                migrate(self._conn)
         except BaseException:
             self._conn.close()
             raise
+
+    @classmethod
+    def session_only(cls, path: Path) -> Self:
+        """An empty store with this version's schema, kept in memory: nothing is ever written
+        (`path` is only remembered, for messages)."""
+        store = cls.__new__(cls)
+        store.path, store.read_only, store.backup_path = Path(path), True, None
+        store._conn = _memory_connection()
+        migrate(store._conn)
+        return store
 
     def close(self) -> None:
         self._conn.close()
@@ -339,17 +422,22 @@ def _iso(seconds: float) -> str:
 
 
 def open_store(path: Path | None = None) -> tuple["Store", str | None]:
-    """Open the conversation database; a damaged file is moved aside instead of stopping the app.
+    """Open the conversation database; a damaged or newer file never stops the app.
 
-    Returns (store, notice): notice is None, or one line for the user when the file at ``path``
-    was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file is not a database") and
-    was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside it) before a new, empty
-    database was started. StoreError (a newer schema, no WAL) and OSError are raised as they are:
-    moving those aside would lose nothing-but-unreadable data from a newer version.
+    Returns (store, notice): notice is None, or one line for the user when
+    - the file was written by a newer Headroom: `store` is a read-only copy (`store.read_only`;
+      history shown, this session's chats not saved) and the file is left untouched; if even
+      that copy cannot be read, `store` is an empty session-only one;
+    - the file at ``path`` was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file
+      is not a database"): it was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside
+      it) before a new, empty database was started.
+    StoreError without WAL and OSError are raised as they are.
     """
     path = Path(path) if path is not None else default_db_path()
     try:
         return Store(path), None
+    except NewerSchemaError as exc:
+        return _open_newer(path, exc)
     except sqlite3.DatabaseError as exc:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         kept = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -359,3 +447,19 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
                 side.rename(kept.with_name(kept.name + suffix))
         return Store(path), (f"The conversation database could not be read ({exc}); it was kept as "
                              f"{kept.name} and a new one was started.")
+
+
+def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, str]:
+    """The read-only copy of a file from a newer Headroom, or an empty session-only store when
+    its tables cannot be read by this version; with the notice for the user."""
+    why = (f"Your conversations were saved by a newer version of Headroom (database v{exc.found}; "
+           f"this version reads up to v{exc.supported}). ")
+    try:
+        store = Store(path, read_only=True)
+        store.list_conversations(include_deleted=True)  # this version's queries work on it
+        return store, why + ("They are shown read-only: new chats in this session are not saved. "
+                             "Update Headroom to continue them.")
+    except sqlite3.Error:
+        return Store.session_only(path), why + (
+            "This version cannot read them; the file was left untouched and chats in this session "
+            "are not saved. Update Headroom to see them.")

@@ -40,6 +40,7 @@ class ChatView(QScrollArea):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("chatView")
+        self.setAccessibleName(self.tr("Conversation"))
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._column = QWidget()

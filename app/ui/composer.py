@@ -27,6 +27,8 @@ class Composer(QWidget):
         self.editor.setObjectName("composerEditor")
         self.editor.setPlaceholderText("Message Headroom — Enter to send, Shift+Enter for a new line")
         self.editor.setFixedHeight(80)
+        self.editor.setAccessibleName(self.tr("Message"))
+        self.editor.setAccessibleDescription(self.tr("Enter sends, Shift+Enter starts a new line"))
         self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.stop_button = QPushButton("Stop")

@@ -12,19 +12,22 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, Qt, QTimer, Slot
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import GiB
+from app.ui.theme import blend, pick, readable
 
-# (column, legend name, colour, pen style). Pens are 1 px (cosmetic): wider or dashed pens over
-# 1,200 points cost the raster engine 3-4 ms per repaint, 1 px solid ones ~0.3 ms (measured).
+# (column, legend name, colour pair in app/ui/theme.py, pen style). Pens are 1 px (cosmetic):
+# wider or dashed pens over 1,200 points cost the raster engine 3-4 ms per repaint, 1 px solid
+# ones ~0.3 ms (measured).
 _SERIES = (
-    ("allocated", "allocated", "#0969da", Qt.PenStyle.SolidLine),
-    ("reserved", "reserved", "#8250df", Qt.PenStyle.SolidLine),
-    ("projected", "projected peak", "#d1600f", Qt.PenStyle.DashLine),
-    ("limit", "limit (reserved + free)", "#cf222e", Qt.PenStyle.SolidLine),
+    ("allocated", "allocated", "accent", Qt.PenStyle.SolidLine),
+    ("reserved", "reserved", "plotReserved", Qt.PenStyle.SolidLine),
+    ("projected", "projected peak", "plotProjected", Qt.PenStyle.DashLine),
+    ("limit", "limit (reserved + free)", "error", Qt.PenStyle.SolidLine),
 )
 
 
@@ -48,7 +51,7 @@ class MemoryTimeline(QWidget):
         self._timer.setObjectName("timelineRedraw")
         self._timer.setInterval(round(redraw_interval_s * 1000))
         self._timer.timeout.connect(self._on_timeout)
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget()
         self.plot.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.plot.setFixedHeight(170)
         self.plot.setMenuEnabled(False)
@@ -58,12 +61,8 @@ class MemoryTimeline(QWidget):
         item.setLabel("left", "GiB")
         item.setLabel("bottom", "seconds before now")
         item.setXRange(-window_s, 0, padding=0)
-        for axis in ("left", "bottom"):
-            item.getAxis(axis).setTextPen("#57606a")
-            item.getAxis(axis).setPen("#8c959f")
         self.curves = {  # drawn in reverse so allocated lies on top of reserved when they meet
-            key: item.plot([], [], pen=pg.mkPen(colour, width=1, style=style))
-            for key, _name, colour, style in reversed(_SERIES)
+            key: item.plot([], []) for key, *_rest in reversed(_SERIES)
         }
         for curve in self.curves.values():  # at most ~2 points per pixel column, peaks kept
             curve.setDownsampling(auto=True, method="peak")
@@ -72,12 +71,37 @@ class MemoryTimeline(QWidget):
         self.legend.setObjectName("timelineLegend")
         self.legend.setWordWrap(True)
         self._kind = ""
+        self._colours: dict[str, str] = {}
+        self._apply_palette()
         self.set_kind("cuda")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.plot)
         layout.addWidget(self.legend)
+
+    def _apply_palette(self) -> None:
+        """Plot background, axes and series in the palette's colours (light/dark pairs for the
+        series, each readable on the background)."""
+        palette = self.palette()
+        background = palette.color(QPalette.ColorRole.Base)
+        text = palette.color(QPalette.ColorRole.Text)
+        self.plot.setBackground(background)
+        item = self.plot.getPlotItem()
+        for axis in ("left", "bottom"):
+            item.getAxis(axis).setTextPen(readable(blend(text, background, 0.3), background))
+            item.getAxis(axis).setPen(blend(text, background, 0.5))
+        self._colours = {key: readable(pick(pair, palette), background, 3.0).name()
+                         for key, _name, pair, _style in _SERIES}
+        for key, _name, _pair, style in _SERIES:
+            self.curves[key].setPen(pg.mkPen(self._colours[key], width=1, style=style))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._apply_palette()
+            kind, self._kind = self._kind, ""
+            self.set_kind(kind)
 
     def set_kind(self, kind: str) -> None:
         """"cuda": allocated, reserved, limit = reserved + free; "cpu": RSS (reserved is RSS too,
@@ -91,8 +115,8 @@ class MemoryTimeline(QWidget):
         self.curves["reserved"].setVisible(kind == "cuda")
         marks = {Qt.PenStyle.SolidLine: "━", Qt.PenStyle.DashLine: "╍"}
         self.legend.setText("&nbsp;&nbsp;".join(
-            f'<span style="color:{colour}">{marks[style]}</span>&nbsp;{names[key]}'
-            for key, _name, colour, style in _SERIES if kind == "cuda" or key != "reserved"))
+            f'<span style="color:{self._colours[key]}">{marks[style]}</span>&nbsp;{names[key]}'
+            for key, _name, _pair, style in _SERIES if kind == "cuda" or key != "reserved"))
         self.legend.setToolTip(
             "GiB against seconds before now, sampled ≈4 Hz, drawn once a second. "
             + ("allocated: live tensors; reserved: held by the caching allocator; "

@@ -16,8 +16,7 @@ from PySide6.QtWidgets import (
 
 from app.core.conversation import MessageStatus, Role
 from app.ui.edit_keys import install_edit_shortcuts
-from app.ui.markdown_html import to_html
-from app.ui.streaming_markdown_view import StreamingMarkdownView
+from app.ui.markdown_view import MarkdownView
 
 _ROLE_TITLES = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
 _STATUS_TAGS = {MessageStatus.STOPPED: "stopped", MessageStatus.FAILED: "failed"}
@@ -42,16 +41,14 @@ cores and is paid again on every resize, so a 2 MB paste froze the window for mi
 a new-user test); the message itself is kept, stored and sent whole."""
 
 
-def _hidden_note(hidden: int) -> str:
-    return f"<p><i>… {hidden:,} more characters not shown here (the whole message is kept and sent)</i></p>"
-
-
 class MessageBubble(QFrame):
-    """Shows one message; `set_text` re-renders the markdown (called once per frame at most).
+    """Shows one message; `set_text` shows the new text (called once per frame at most).
 
-    While the status is STREAMING, non-empty text is shown by a `StreamingMarkdownView` that
-    renders incrementally (a flush costs time in proportion to the new text, not to the reply);
-    when the status leaves STREAMING the whole text is rendered once into the rich-text label.
+    The body is a `MarkdownView` while the reply streams and after it ends (one renderer: the
+    end of a stream only highlights a code block that was still open); it renders incrementally,
+    so a flush costs time in proportion to the new text, not to the reply. A note under the body
+    shows "…" while the first token is awaited, "(no text)", or how much of a huge message is
+    not laid out.
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
@@ -73,18 +70,19 @@ class MessageBubble(QFrame):
         self._is_last = False
         self._actions_enabled = True
         self.setObjectName(f"bubble_{role.value}")
+        self.setAccessibleName(self.tr("{0} message").format(_ROLE_TITLES[role]))
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._header = QLabel(_ROLE_TITLES[role])
         self._header.setObjectName("bubbleHeader")
         self._header.setWordWrap(True)
         self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self._body = QLabel()
-        self._body.setObjectName("bubbleBody")
-        self._body.setWordWrap(True)
-        self._body.setTextFormat(Qt.TextFormat.RichText)
-        self._body.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
-        self._body.setOpenExternalLinks(False)
-        self._stream_body: StreamingMarkdownView | None = None  # only while streaming
+        self._body = MarkdownView()
+        self._body.setAccessibleName(self.tr("Message text"))
+        self._note = QLabel()
+        self._note.setObjectName("bubbleNote")
+        self._note.setWordWrap(True)
+        self._note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._note.setVisible(False)
         self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
         self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
         self.continue_button.setProperty("accent", True)
@@ -100,6 +98,7 @@ class MessageBubble(QFrame):
         layout.setSpacing(2)
         layout.addLayout(header_row)
         layout.addWidget(self._body)
+        layout.addWidget(self._note)
         layout.addWidget(self._build_editor())
         self._layout = layout
         self.edit_button.clicked.connect(self._on_edit_clicked)
@@ -145,33 +144,27 @@ class MessageBubble(QFrame):
         self._render()
         self._update_actions()
 
+    def shown_text(self) -> str:
+        """What the bubble shows as text: the rendered body, then the note (if any)."""
+        note = self._note.text() if not self._note.isHidden() else ""
+        return "\n".join(part for part in (self._body.plain_text(), note) if part)
+
     def _render(self) -> None:
-        if self.text and self.status is MessageStatus.STREAMING:
-            self._render_streaming()
-            return
-        self._close_stream_body()
+        streaming = self.status is MessageStatus.STREAMING
+        shown = self.text[:MAX_SHOWN_CHARS]
+        self._body.set_markdown(shown, final=not streaming)
         if len(self.text) > MAX_SHOWN_CHARS:
-            self._body.setText(to_html(self.text[:MAX_SHOWN_CHARS]) + _hidden_note(len(self.text) - MAX_SHOWN_CHARS))
+            hidden = len(self.text) - MAX_SHOWN_CHARS
+            note = self.tr("… {0} more characters not shown here (the whole message is kept and sent)").format(
+                f"{hidden:,}")
         elif self.text:
-            self._body.setText(to_html(self.text))
+            note = ""
         elif self.status in _CONTINUABLE:
-            self._body.setText("<i>(no text)</i>")
+            note = self.tr("(no text)")
         else:
-            self._body.setText("<i>…</i>")  # waiting for the first token
-
-    def _render_streaming(self) -> None:
-        if self._stream_body is None:
-            self._stream_body = StreamingMarkdownView()
-            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._stream_body)
-            self._body.setVisible(False)
-        self._stream_body.set_markdown(self.text)
-
-    def _close_stream_body(self) -> None:
-        if self._stream_body is not None:
-            self._stream_body.hide()
-            self._stream_body.deleteLater()
-            self._stream_body = None
-            self._body.setVisible(not self.is_editing())
+            note = "…"  # waiting for the first token
+        self._note.setText(note)
+        self._note.setVisible(bool(note) and not self.is_editing())
 
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
         was_streaming = self.status is MessageStatus.STREAMING
@@ -180,6 +173,7 @@ class MessageBubble(QFrame):
         title = _ROLE_TITLES[self.role]
         self._header.setText(f"{title} — {tag}{': ' + detail if detail else ''}" if tag else title)
         self._header.setToolTip(detail)
+        self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()
         self.setProperty("status", self.status.value)
@@ -209,6 +203,7 @@ class MessageBubble(QFrame):
         self._edit_hint.setText(("" if self._is_last else "The answers below will be replaced. ")
                                 + "Ctrl+Enter to save · Esc to cancel")
         self._body.setVisible(False)
+        self._note.setVisible(False)
         self._edit_panel.setVisible(True)
         self._update_actions()
         self.editor.setFocus()
@@ -218,6 +213,7 @@ class MessageBubble(QFrame):
     def cancel_edit(self) -> None:
         self._edit_panel.setVisible(False)
         self._body.setVisible(True)
+        self._note.setVisible(bool(self._note.text()))
         self._update_actions()
 
     @Slot()

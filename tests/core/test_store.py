@@ -253,3 +253,114 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
     again, notice = open_store(path)  # the new file is fine: nothing moved the second time
     assert notice is None and len([p for p in tmp_path.iterdir() if ".damaged-" in p.name]) == 1
     again.close()
+
+
+def _future_file(tmp_path: Path, breaking: bool = False) -> tuple[Path, dict[str, bytes]]:
+    """A store with one conversation, then marked as written by a newer Headroom (closed, so
+    its WAL is checkpointed); breaking=True also renames a table this version reads."""
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        cid = store.create_conversation("from the future")
+        store.append_message(cid, Message(Role.USER, "hello from v3"))
+    conn = sqlite3.connect(path)
+    if breaking:
+        conn.execute("ALTER TABLE messages RENAME TO turns")
+    conn.execute("ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    return path, {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+
+def test_a_newer_store_opens_read_only_with_a_notice_and_is_never_written(tmp_path):
+    from app.core.store import NewerSchemaError, open_store
+
+    path, before = _future_file(tmp_path)
+    with pytest.raises(NewerSchemaError) as refused:
+        Store(path)
+    assert (refused.value.found, refused.value.supported) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
+    store, notice = open_store(path)
+    assert store.read_only and store.backup_path is None
+    assert notice is not None and f"v{SCHEMA_VERSION + 1}" in notice and "read-only" in notice
+    [info] = store.list_conversations()
+    assert info.title == "from the future"
+    assert store.load_conversation(info.id).conversation.messages[0].content == "hello from v3"
+    cid = store.create_conversation("this session")  # chats work, in memory only
+    store.append_message(cid, Message(Role.USER, "not saved"))
+    store.mark_interrupted()
+    store.close()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # file untouched, no backup
+    with Store(path, read_only=True) as again:
+        assert [c.title for c in again.list_conversations()] == ["from the future"]
+
+
+def test_a_newer_store_this_version_cannot_read_leaves_the_file_alone(tmp_path):
+    from app.core.store import open_store
+
+    path, before = _future_file(tmp_path, breaking=True)
+    store, notice = open_store(path)
+    assert store.read_only and "cannot read them" in notice and "left untouched" in notice
+    assert store.list_conversations() == []
+    store.append_message(store.create_conversation("session"), Message(Role.USER, "hi"))
+    store.close()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_migration_is_preceded_by_a_timestamped_backup(tmp_path):
+    path = tmp_path / "headroom.sqlite3"
+    conn = connect(path)
+    migrate(conn, target=1)
+    conn.execute("INSERT INTO conversations VALUES (7, 'old chat', 1.0, 2.0, '{}')")
+    conn.close()
+    with Store(path) as store:
+        backup = store.backup_path
+        assert backup is not None and backup.parent == tmp_path
+        assert backup.name.startswith("headroom.sqlite3.v1-") and backup.name.endswith("Z.bak")
+        assert mode(backup) == 0o600
+    old = sqlite3.connect(backup)
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert old.execute("SELECT title FROM conversations").fetchall() == [("old chat",)]
+    old.close()
+    with Store(path) as again:  # already current: no second backup
+        assert again.backup_path is None
+    assert len(list(tmp_path.glob("*.bak"))) == 1
+
+
+def test_a_new_file_needs_no_backup(tmp_path):
+    with Store(tmp_path / "headroom.sqlite3") as store:
+        assert store.backup_path is None and not store.read_only
+    assert list(tmp_path.glob("*.bak")) == []
+
+
+def test_a_failed_migration_keeps_the_backup_and_the_old_schema(tmp_path, monkeypatch):
+    from app.core import store as store_module
+
+    path = tmp_path / "headroom.sqlite3"
+    conn = connect(path)
+    migrate(conn, target=1)
+    conn.execute("INSERT INTO conversations VALUES (7, 'old chat', 1.0, 2.0, '{}')")
+    conn.close()
+    monkeypatch.setattr(store_module, "MIGRATIONS", [store_module._V1, ["ALTER TABLE nowhere ADD x"]])
+    with pytest.raises(sqlite3.OperationalError):
+        Store(path)
+    [backup] = tmp_path.glob("*.bak")
+    for file in (path, backup):
+        db = sqlite3.connect(file)
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert db.execute("SELECT title FROM conversations").fetchall() == [("old chat",)]
+        db.close()
+
+
+def test_a_newer_store_left_with_a_wal_is_read_with_it(tmp_path):
+    """The newer version still running (or crashed): its last writes are only in the -wal."""
+    from app.core.store import open_store
+
+    path, _before = _future_file(tmp_path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('only in the wal', 3, 3)")
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+    store, notice = open_store(path)
+    assert "read-only" in notice
+    assert sorted(c.title for c in store.list_conversations()) == ["from the future", "only in the wal"]
+    store.close()
+    writer.close()

@@ -61,8 +61,8 @@ def test_complete_last_answer_offers_regenerate_only(view):
 def test_failed_answer_without_text_cannot_be_continued(view):
     view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "", MessageStatus.FAILED)])
     assert visible_actions(view.bubbles()[1]) == ["Regenerate"]
-    assert "(no text)" in view.bubbles()[1]._body.text()  # not the "…" of a reply still coming
-    assert "…" in view.begin_stream()._body.text()
+    assert "(no text)" in view.bubbles()[1].shown_text()  # not the "…" of a reply still coming
+    assert "…" in view.begin_stream().shown_text()
     view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hel", MessageStatus.FAILED)])
     assert visible_actions(view.bubbles()[1]) == ["Regenerate", "Continue"]
 
@@ -246,6 +246,6 @@ def test_a_huge_message_is_shown_shortened_but_kept_whole(qtbot):
     bubble = MessageBubble(Role.USER, text)
     qtbot.addWidget(bubble)
     assert bubble.text == text  # kept, stored and sent whole
-    shown = bubble._body.text()
+    shown = bubble.shown_text()
     assert len(shown) < MAX_SHOWN_CHARS * 2 and "more characters not shown" in shown
     assert f"{len(text) - MAX_SHOWN_CHARS:,}" in shown

@@ -4,7 +4,7 @@ the event loop is blocked. Bar: p99 stall < 16 ms (one frame at 60 Hz).
 
 Measured 2026-11-29 on the 2-core dev box: p99 116-197 ms while every flush re-rendered the whole
 reply; p50 ~1.1 ms, p99 ~4-5 ms once the streaming bubble renders incrementally
-(app/ui/streaming_markdown_view.py)."""
+(app/ui/markdown_view.py)."""
 
 import threading
 import time
@@ -88,7 +88,7 @@ def test_fast_stream_keeps_gui_stalls_under_a_frame(qtbot):
 
 
 def test_settled_blocks_stop_at_open_fences_and_indented_continuations():
-    from app.ui.streaming_markdown_view import settled_length
+    from app.ui.markdown_html import settled_length
 
     assert settled_length("para one\n\npara two") == len("para one\n\n")
     assert settled_length("para one\n\n") == 0  # the next line has not started yet
@@ -97,15 +97,25 @@ def test_settled_blocks_stop_at_open_fences_and_indented_continuations():
     assert settled_length("```\ncode\n```\n\nafter") == len("```\ncode\n```\n\n")
 
 
-def test_streaming_body_is_replaced_by_the_full_render_at_the_end(qtbot):
+def test_the_streaming_body_is_the_final_body_and_keeps_its_size(qtbot):
     view = ChatView()
     qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
     bubble = view.begin_stream()
     view.append_stream("Intro.\n\n```python\nx = 1\n")
     view.flush()
-    assert bubble._stream_body is not None and "x = 1" in bubble._stream_body.toPlainText()
+    body = bubble._body
+    code = body.code_blocks()[0]
+    assert code.plain_text() == "x = 1" and "color" not in code.text_view.toHtml().split("<body")[1]
     view.append_stream("```\n\nDone.")
+    view.flush()
+    qtbot.wait(50)
+    heights = [part.height() for part in body.parts()]
     view.end_stream()
-    assert bubble._stream_body is None
-    assert "<pre" in bubble._body.text() and "color" in bubble._body.text()  # highlighted once, whole
-    assert "Done." in bubble._body.text()
+    qtbot.wait(50)
+    assert bubble._body is body and body.code_blocks()[0] is code  # one renderer, no swap
+    assert "color:" in code.text_view.toHtml()  # highlighted once the block closed
+    assert body.plain_text() == "Intro.\nx = 1\nDone."
+    assert [part.height() for part in body.parts()] == heights  # no jump at the end of the stream
+    assert min(heights) > 0

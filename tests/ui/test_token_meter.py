@@ -4,6 +4,7 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 
 from app.ui.application import load_stylesheet
+from app.ui.theme import PAIRS
 from app.ui.token_meter import TokenMeter
 
 
@@ -26,7 +27,7 @@ def test_counts_read_like_a_sentence(meter):
     meter.set_counts(812, 1536, 4, 3)
     assert meter.text() == "812 / 1,536 tokens in context · 4 turns in window · 3 folded into summary"
     assert meter.level() == "ok"
-    assert colour(meter) == QColor("#6e7781").name()
+    assert colour(meter) == QColor(PAIRS["muted"][0]).name()
 
 
 def test_singular_and_no_summary(meter):
@@ -37,7 +38,7 @@ def test_singular_and_no_summary(meter):
 def test_amber_near_the_budget(meter):
     meter.set_counts(1383, 1536, 9, 2)  # 90.0 %
     assert meter.level() == "warn"
-    assert colour(meter) == QColor("#9a6700").name()
+    assert colour(meter) == QColor(PAIRS["warning"][0]).name()
     assert "153 tokens left" in meter.toolTip()
     meter.set_counts(1382, 1536, 9, 2)
     assert meter.level() == "ok"
@@ -46,7 +47,7 @@ def test_amber_near_the_budget(meter):
 def test_red_over_the_budget(meter):
     meter.set_counts(1600, 1536, 1, 12)
     assert meter.level() == "over"
-    assert colour(meter) == QColor("#cf222e").name()
+    assert colour(meter) == QColor(PAIRS["error"][0]).name()
     assert "does not fit" in meter.toolTip()
     meter.set_counts(0, 0, 0, 0)
     assert meter.level() == "over"

@@ -1,0 +1,139 @@
+"""Colours from the palette: WCAG contrast, light/dark accent pairs, and the themed stylesheet.
+
+Every colour the app draws comes from the widget palette (window, base, text, highlight …) or
+from one of the light/dark pairs below, picked by the palette's lightness, so a dark desktop
+palette never leaves dark text on a dark field or white text on white (issue 14, item 3).
+
+`resources/style.qss` is a valid stylesheet by itself: neutral colours are ``palette(role)``
+references, and each semantic colour is written as its light value followed by a marker
+comment, e.g. ``color: #cf222e /*@error*/``. `stylesheet(palette)` swaps every marked value for
+the pair's member that suits the palette.
+
+Contrast ratio and relative luminance: WCAG 2.1, §1.4.3 and the "relative luminance" definition
+(https://www.w3.org/TR/WCAG21/#dfn-contrast-ratio); 4.5:1 is the AA bar for normal text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from PySide6.QtGui import QColor, QPalette
+
+AA_TEXT = 4.5
+"""WCAG 2.1 AA minimum contrast for normal-size text."""
+
+# (light palette, dark palette); light values are GitHub Primer's, the dark ones their
+# dark-theme counterparts, each ≥ 4.5:1 on the matching window/base colours of Fusion's palettes.
+PAIRS: dict[str, tuple[str, str]] = {
+    "accent": ("#0969da", "#4493f8"),
+    "accentFill": ("#1f6feb", "#1f6feb"),  # button fill behind white text (4.6:1 either way)
+    "accentFillDisabled": ("#8fb4f0", "#2f4f7f"),
+    "error": ("#cf222e", "#ff7b72"),
+    "errorStrong": ("#82071e", "#ffa198"),
+    "errorFill": ("#d1242f", "#b62324"),
+    "errorBackground": ("#ffebe9", "#3d1518"),
+    "warning": ("#855800", "#d29922"),
+    "success": ("#116329", "#3fb950"),
+    "stopped": ("#d9a400", "#bb8009"),
+    "selection": ("#d5e3fa", "#1f3a63"),
+    "selectionText": ("#0b2f6b", "#cae0ff"),
+    "toastBackground": ("#24292f", "#e6edf3"),
+    "toastText": ("#ffffff", "#1f2328"),
+    "toastLink": ("#79c0ff", "#0550ae"),
+    "onFill": ("#ffffff", "#ffffff"),
+    "muted": ("#57606a", "#a8b1bb"),
+    "userBubble": ("#e6f0ff", "#1b2a41"),
+    "userBubbleBorder": ("#c9dcff", "#2d4a73"),
+    "plotReserved": ("#8250df", "#a371f7"),
+    "plotProjected": ("#d1600f", "#f0883e"),
+}
+
+_MARKED = re.compile(r"#[0-9a-fA-F]{6}\s*/\*@(\w+)\*/")
+
+
+def luminance(colour: QColor) -> float:
+    """WCAG relative luminance of an sRGB colour, 0 (black) … 1 (white)."""
+    def channel(value: float) -> float:
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+    return (0.2126 * channel(colour.redF()) + 0.7152 * channel(colour.greenF())
+            + 0.0722 * channel(colour.blueF()))
+
+
+def contrast_ratio(first: QColor, second: QColor) -> float:
+    """WCAG contrast ratio, 1 … 21 (order does not matter)."""
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def is_dark(palette: QPalette) -> bool:
+    """True when the palette's window is darker than its text (a dark desktop theme)."""
+    return (luminance(palette.color(QPalette.ColorRole.Window))
+            < luminance(palette.color(QPalette.ColorRole.WindowText)))
+
+
+def pick(name: str, palette: QPalette) -> QColor:
+    """The member of pair `name` that suits `palette`. Raises KeyError for an unknown name."""
+    light, dark = PAIRS[name]
+    return QColor(dark if is_dark(palette) else light)
+
+
+def blend(base: QColor, over: QColor, amount: float) -> QColor:
+    """`over` laid on `base` with opacity `amount` (0 … 1)."""
+    return QColor.fromRgbF(*(b + (o - b) * amount for b, o in zip(
+        (base.redF(), base.greenF(), base.blueF()), (over.redF(), over.greenF(), over.blueF()), strict=True)))
+
+
+def readable(colour: QColor, background: QColor, minimum: float = AA_TEXT) -> QColor:
+    """`colour`, moved towards black or white (whichever contrasts more with `background`)
+    in small steps until it reaches `minimum` contrast on `background`; unchanged if it does."""
+    target = QColor("#000000") if luminance(background) > 0.18 else QColor("#ffffff")
+    step, result = 0.0, QColor(colour)
+    while contrast_ratio(result, background) < minimum and step < 1.0:
+        step = min(1.0, step + 0.05)
+        result = blend(colour, target, step)
+    return result
+
+
+@dataclass(frozen=True)
+class TextColours:
+    """Colours of rendered markdown for one palette (hex strings, hashable for caches)."""
+
+    text: str
+    muted: str
+    link: str
+    code_background: str
+    code_border: str
+    dark: bool
+
+    @classmethod
+    def from_palette(cls, palette: QPalette) -> TextColours:
+        base = palette.color(QPalette.ColorRole.Base)
+        text = palette.color(QPalette.ColorRole.Text)
+        code_background = blend(base, text, 0.06)
+        return cls(
+            text=text.name(),
+            muted=readable(blend(text, base, 0.35), base).name(),
+            link=readable(pick("accent", palette), code_background).name(),
+            code_background=code_background.name(),
+            code_border=blend(base, text, 0.18).name(),
+            dark=is_dark(palette),
+        )
+
+
+def apply_theme(app) -> None:
+    """Set the themed stylesheet on the QApplication `app` now and again whenever the system
+    switches between light and dark (Qt ≥ 6.5 `QStyleHints.colorSchemeChanged`)."""
+    app.setStyleSheet(stylesheet(app.palette()))
+    hints = app.styleHints()
+    if hasattr(hints, "colorSchemeChanged"):
+        hints.colorSchemeChanged.connect(lambda _scheme: app.setStyleSheet(stylesheet(app.palette())))
+
+
+def stylesheet(palette: QPalette) -> str:
+    """`resources/style.qss` with every marked colour taken from the pair that suits `palette`
+    (set it on the application again when the palette changes)."""
+    text = resources.files("app.resources").joinpath("style.qss").read_text(encoding="utf-8")
+    dark = is_dark(palette)
+    return _MARKED.sub(lambda m: PAIRS[m.group(1)][1 if dark else 0], text)
