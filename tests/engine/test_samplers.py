@@ -228,3 +228,21 @@ def test_greedy_reply_with_penalty_matches_generate(tiny_loaded):
         assert done.text == tokenizer.decode(theirs)
         texts[penalty] = done.text
     assert texts[1.0] != texts[1.5]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (run on the GPU machine)")
+@pytest.mark.parametrize("params", CHAINS)
+def test_no_host_sync_on_cuda(params):
+    """The compiled path samples one step ahead of the host: nothing in `sample` may wait for the
+    device (torch raises on any synchronizing op in sync-debug mode "error")."""
+    logits = random_logits(128256, 2)[0].cuda()
+    seen = samplers.seen_mask(list(range(0, 5000, 7)), logits)
+    generator = torch.Generator(device="cuda").manual_seed(1)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        tokens = [samplers.sample(logits, params, generator, seen) for _ in range(8)]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert all(t.device.type == "cuda" and t.shape == (1,) for t in tokens)
+    assert bool(seen[tokens[0]]) if params.repetition_penalty != 1.0 else True
