@@ -2,6 +2,7 @@
 item 3): every processor alone, the chain in transformers' order, the seen-token mask, seeded
 draws, and a greedy reply with a repetition penalty token for token against `generate()`."""
 
+import json
 import threading
 
 import pytest
@@ -246,3 +247,39 @@ def test_no_host_sync_on_cuda(params):
         torch.cuda.set_sync_debug_mode("default")
     assert all(t.device.type == "cuda" and t.shape == (1,) for t in tokens)
     assert bool(seen[tokens[0]]) if params.repetition_penalty != 1.0 else True
+
+
+# ----- remote servers: the request body (app.engine.remote.openai_client) ------------------------
+def request_bodies(settings) -> list[dict]:
+    """The JSON bodies the remote client POSTs for one chat with these GenerationSettings."""
+    import httpx
+
+    from app.core.backend_settings import RemoteSettings
+    from app.engine.remote.openai_client import OpenAIClient, sampling_body
+
+    bodies = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, content=b'data: {"choices": [{"index": 0, "delta": {"content": "ok"}, '
+                              b'"finish_reason": "stop"}]}\n\ndata: [DONE]\n\n',
+                              headers={"content-type": "text/event-stream"})
+
+    client = OpenAIClient(RemoteSettings("http://gpu-box:8000/v1", "m"), "", httpx.MockTransport(handler))
+    items = list(client.stream_chat([{"role": "user", "content": "hi"}], 16, settings.temperature,
+                                    settings.top_p, threading.Event(), sampling=sampling_body(settings)))
+    assert items[0] == "ok"
+    return bodies
+
+
+def test_remote_request_carries_only_the_samplers_turned_on():
+    from app.core.settings import GenerationSettings
+
+    plain = request_bodies(GenerationSettings())[0]
+    assert set(plain) == {"model", "messages", "stream", "max_tokens", "temperature", "top_p", "stream_options"}
+    full = request_bodies(GenerationSettings(top_k=40, min_p=0.05, repetition_penalty=1.1, presence_penalty=0.5,
+                                             frequency_penalty=-0.5, seed=9))[0]
+    assert {k: full[k] for k in set(full) - set(plain)} == {
+        "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "presence_penalty": 0.5,
+        "frequency_penalty": -0.5, "seed": 9}
+    assert request_bodies(GenerationSettings(seed=0))[0]["seed"] == 0  # 0 is a seed, not "off"
