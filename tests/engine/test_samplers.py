@@ -283,3 +283,26 @@ def test_remote_request_carries_only_the_samplers_turned_on():
         "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "presence_penalty": 0.5,
         "frequency_penalty": -0.5, "seed": 9}
     assert request_bodies(GenerationSettings(seed=0))[0]["seed"] == 0  # 0 is a seed, not "off"
+
+
+def test_turn_runner_takes_the_samplers_from_the_settings(tiny_loaded):
+    """GenerationSettings → SamplingParams in the local backend: the penalty changes a greedy
+    reply, and a seed makes a sampled reply repeat."""
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.settings import GenerationSettings
+    from app.engine.events import TurnCompleted
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import pick_probe
+
+    runner = TurnRunner(tiny_loaded, pick_probe())
+
+    def reply(**settings) -> str:
+        events = runner.run_turn([Message(Role.USER, "hello hello hello")], SummaryState(),
+                                 GenerationSettings(max_new_tokens=16, **settings), threading.Event())
+        return next(e.finished.text for e in events if isinstance(e, TurnCompleted))
+
+    greedy = reply(temperature=0)
+    assert greedy and reply(temperature=0, repetition_penalty=1.8) != greedy
+    seeded = reply(temperature=1.0, top_k=50, seed=5)
+    assert reply(temperature=1.0, top_k=50, seed=5) == seeded != reply(temperature=1.0, top_k=50, seed=6)
