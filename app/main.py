@@ -7,7 +7,7 @@ from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
 from app.core.logs import configure_logging, log_uncaught_exceptions
-from app.core.settings import GenerationSettings, load_settings
+from app.core.settings import MAX_SEED, MAX_TOP_K, REPETITION_PENALTY_RANGE, GenerationSettings, load_settings
 
 
 def positive_int(text: str) -> int:
@@ -26,6 +26,16 @@ def temperature(text: str) -> float:
     return value
 
 
+def bounded(low: float, high: float, kind=float):
+    """argparse type: a number of ``kind`` in [low, high] (the settings' range for that sampler)."""
+    def parse(text: str):
+        value = kind(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, got {value:g}")
+        return value
+    return parse
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
     parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
@@ -35,6 +45,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
     parser.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate at most")
     parser.add_argument("--temperature", type=temperature, help="0–2; 0 = greedy (default for --ask)")
+    parser.add_argument("--top-k", type=bounded(0, MAX_TOP_K, int), help="keep the k likeliest tokens; 0 = off")
+    parser.add_argument("--min-p", type=bounded(0, 1), help="drop tokens below this fraction of the top one; 0 = off")
+    parser.add_argument("--repetition-penalty", type=bounded(*REPETITION_PENALTY_RANGE),
+                        help="> 1 discourages repeating tokens; 1 = off")
+    parser.add_argument("--seed", type=bounded(0, MAX_SEED, int), help="make sampled answers repeat exactly")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
     parser.add_argument("--self-test", action="store_true",
                         help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
@@ -79,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         temperature=0.0 if args.temperature is None else args.temperature,
         top_p=settings.generation.top_p,
         context_tokens=args.context or settings.generation.context_tokens,
+        **{name: getattr(args, name) if getattr(args, name) is not None else getattr(settings.generation, name)
+           for name in ("top_k", "min_p", "repetition_penalty", "seed")},
     ).validated()
     if args.replay is not None:
         return headless.replay(args.replay, args.model, generation)

@@ -6,6 +6,7 @@ defaults instead of failing start-up.
 
 import json
 import logging
+import math
 import os
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -24,6 +25,11 @@ class GenerationSettings:
 
     temperature 0 means greedy decoding. max_new_tokens is in tokens. context_tokens caps the
     context window below the model's own (0 = use the model's full context).
+    Samplers (issue 17; definitions in app.engine.local.samplers, transformers' own): top_k
+    tokens kept (0 = off), min_p fraction of the top token's probability (0 = off),
+    repetition_penalty (1 = off, > 1 discourages repeats). presence_penalty / frequency_penalty
+    (OpenAI's, -2–2, 0 = off) go to remote servers only. seed: None = a fresh draw every turn, an
+    integer makes sampled replies repeat exactly.
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -31,17 +37,60 @@ class GenerationSettings:
     temperature: float = 0.7
     top_p: float = 0.95
     context_tokens: int = 0
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
-        context_tokens ≥ 0."""
+        context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
+        REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
+        0–MAX_SEED (a non-integer seed becomes None). Raises ValueError/TypeError for a value
+        that is not a number (or, for the sampler fields, not a finite one)."""
+        low, high = REPETITION_PENALTY_RANGE
         return replace(
             self,
             max_new_tokens=min(max(int(self.max_new_tokens), 1), 32768),
             temperature=min(max(float(self.temperature), 0.0), 2.0),
             top_p=min(max(float(self.top_p), 0.01), 1.0),
             context_tokens=max(int(self.context_tokens), 0),
+            top_k=int(_clamped(self.top_k, 0, MAX_TOP_K)),
+            min_p=_clamped(self.min_p, 0.0, 1.0),
+            repetition_penalty=_clamped(self.repetition_penalty, low, high),
+            presence_penalty=_clamped(self.presence_penalty, -2.0, 2.0),
+            frequency_penalty=_clamped(self.frequency_penalty, -2.0, 2.0),
+            seed=_seed(self.seed),
         )
+
+
+MAX_TOP_K = 1_000_000
+REPETITION_PENALTY_RANGE = (0.5, 2.0)
+"""Below 1 favours repeats, above 1 discourages them; 1.1–1.3 is the usual range (CTRL paper)."""
+MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed and vLLM take a signed 64-bit integer
+
+
+def _clamped(value: object, low: float, high: float) -> float:
+    """float(value) clamped to [low, high]; ValueError for NaN or ±inf (JSON can carry them)."""
+    number = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {value!r}")
+    return min(max(number, low), high)
+
+
+def _seed(value: object) -> int | None:
+    """An integer seed in 0–MAX_SEED, or None (absent, a boolean, a fraction, or text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value) if not isinstance(value, int) else value
+    except ValueError:
+        return None
+    if isinstance(number, float) and (not number.is_integer()):
+        return None
+    return min(max(int(number), 0), MAX_SEED)
 
 
 MAX_RECENT_MODELS = 8
@@ -108,10 +157,7 @@ def load_settings(path: Path | None = None) -> Settings:
     path = path or settings_path()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        gen_fields = {f.name for f in fields(GenerationSettings)}
-        generation = GenerationSettings(
-            **{k: v for k, v in raw.get("generation", {}).items() if k in gen_fields}
-        ).validated()
+        generation = _generation(raw.get("generation", {}))
         return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
@@ -121,6 +167,26 @@ def load_settings(path: Path | None = None) -> Settings:
     except (ValueError, TypeError, AttributeError) as exc:
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
         return Settings()
+
+
+def _generation(raw: object) -> GenerationSettings:
+    """GenerationSettings from the JSON object; unknown keys are ignored, and a malformed value
+    (text where a number belongs, NaN) falls back to that field's default, keeping the others
+    (an older file simply lacks the newer keys: defaults, i.e. today's behaviour)."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"'generation' is {type(raw).__name__}, not an object")
+    known = {f.name for f in fields(GenerationSettings)}
+    kept = {}
+    for key, value in raw.items():
+        if key not in known:
+            continue
+        try:
+            GenerationSettings(**{key: value}).validated()
+        except (ValueError, TypeError, OverflowError) as exc:
+            log.warning("settings: %s=%r unusable (%s); using the default", key, value, exc)
+            continue
+        kept[key] = value
+    return GenerationSettings(**kept).validated()
 
 
 def _recent_models(raw: object) -> tuple[str, ...]:

@@ -65,3 +65,57 @@ def test_malformed_model_entries_are_skipped_not_fatal(tmp_path):
     assert settings.generation.max_new_tokens == 77
     assert settings.recent_models == ("/m/one", "/m/two")
     assert settings.model_permissions == (ModelPermissions("/m/two", True, False),)
+
+
+# ----- samplers (issue 17, item 3) ------------------------------------------------------------
+SAMPLERS = dict(top_k=40, min_p=0.05, repetition_penalty=1.15, presence_penalty=0.5,
+                frequency_penalty=-0.25, seed=1234)
+
+
+def test_sampler_defaults_keep_todays_behaviour():
+    g = GenerationSettings()
+    assert (g.top_k, g.min_p, g.repetition_penalty, g.presence_penalty, g.frequency_penalty, g.seed) == \
+        (0, 0.0, 1.0, 0.0, 0.0, None)
+    assert g.validated() == g
+
+
+def test_sampler_fields_round_trip_through_settings_json(tmp_path):
+    path = tmp_path / "settings.json"
+    settings = Settings(GenerationSettings(temperature=0.9, **SAMPLERS))
+    save_settings(settings, path)
+    assert json.loads(path.read_text())["generation"]["seed"] == 1234
+    assert load_settings(path) == settings
+
+
+def test_settings_file_written_before_samplers_reads_with_defaults(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"generation": {  # the release before issue 17 wrote exactly these
+        "system_prompt": "Be brief.", "max_new_tokens": 300, "temperature": 0.4, "top_p": 0.8,
+        "context_tokens": 2048}, "last_model_path": "", "recent_models": [], "model_permissions": []}))
+    assert load_settings(path).generation == GenerationSettings("Be brief.", 300, 0.4, 0.8, 2048)
+
+
+def test_sampler_fields_are_clamped():
+    g = GenerationSettings(top_k=-3, min_p=1.5, repetition_penalty=9.0, presence_penalty=-7,
+                           frequency_penalty=3, seed=-5).validated()
+    assert (g.top_k, g.min_p, g.repetition_penalty, g.presence_penalty, g.frequency_penalty, g.seed) == \
+        (0, 1.0, 2.0, -2.0, 2.0, 0)
+    g = GenerationSettings(top_k=10**9, repetition_penalty=0.1, seed=2**80).validated()
+    assert (g.top_k, g.repetition_penalty, g.seed) == (1_000_000, 0.5, 2**63 - 1)
+
+
+def test_seed_that_is_not_an_integer_means_unseeded():
+    for bad in (True, 1.5, "x", float("nan"), [3], {"a": 1}):
+        assert GenerationSettings(seed=bad).validated().seed is None
+    assert GenerationSettings(seed="42").validated().seed == 42
+    assert GenerationSettings(seed=7.0).validated().seed == 7
+
+
+def test_a_malformed_sampler_value_loses_only_itself(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text('{"generation": {"max_new_tokens": 77, "top_k": "many", "min_p": NaN, '
+                    '"repetition_penalty": 1.2, "seed": "soon", "future_knob": 3}, '
+                    '"recent_models": ["/m/one"]}')
+    settings = load_settings(path)
+    assert settings.generation == GenerationSettings(max_new_tokens=77, repetition_penalty=1.2)
+    assert settings.recent_models == ("/m/one",)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from app.engine.events import ReplyFinished, TextDelta
+from app.engine.local import samplers
 from app.engine.local.detokenize import IncrementalDetokenizer
 
 CUDA_PREFILL_CHUNK = 1024
@@ -30,41 +31,37 @@ CPU_PREFILL_CHUNK = 256  # ~0.3 s per chunk for the 135M default model on 2 core
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """max_new_tokens in tokens; temperature 0 = greedy; top_p nucleus mass in (0, 1]."""
+    """max_new_tokens in tokens; temperature 0 = greedy; top_p nucleus mass in (0, 1]; top_k
+    tokens kept (0 = off); min_p fraction of the top token's probability (0 = off);
+    repetition_penalty 1 = off (see `samplers`); seed None = unseeded."""
 
     max_new_tokens: int = 512
     temperature: float = 0.7
     top_p: float = 0.95
     seed: int | None = None
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
 
 
 def sample_next(logits: torch.Tensor, params: SamplingParams,
                 generator: torch.Generator | None) -> int:
     """One token id from last-position logits of shape (vocab,), float32.
 
-    Greedy when temperature <= 0; otherwise temperature scaling then nucleus (top-p)
-    filtering (Holtzman et al. 2019, https://arxiv.org/abs/1904.09751), always keeping the
-    most probable token.
+    Greedy when temperature <= 0; otherwise transformers' warpers (temperature, top-k, top-p,
+    min-p; `samplers.process`) then a draw, always keeping the most probable token.
     """
     return int(sample_token(logits, params, generator))
 
 
 def sample_token(logits: torch.Tensor, params: SamplingParams,
-                 generator: torch.Generator | None) -> torch.Tensor:
+                 generator: torch.Generator | None, seen: torch.Tensor | None = None) -> torch.Tensor:
     """`sample_next` without leaving the device: a (1,) long tensor on ``logits.device``.
 
-    No op here waits for the device (masked_fill_ rather than boolean indexing, which would
-    call nonzero), so the compiled decode loop can launch the next step before reading the
-    token. ``generator`` must live on ``logits.device``."""
-    if params.temperature <= 0:
-        return torch.argmax(logits).view(1)
-    probs = torch.softmax(logits / params.temperature, dim=-1)
-    if params.top_p < 1.0:
-        sorted_probs, order = torch.sort(probs, descending=True)
-        outside = torch.cumsum(sorted_probs, dim=-1) - sorted_probs > params.top_p
-        sorted_probs.masked_fill_(outside, 0.0)
-        probs = torch.zeros_like(probs).scatter_(0, order, sorted_probs)
-    return torch.multinomial(probs, 1, generator=generator)
+    No op here waits for the device when ``generator`` lives on ``logits.device`` (see
+    `samplers.sample`), so the compiled decode loop can launch the next step before reading the
+    token. seen: the turn's `samplers.seen_mask` for the repetition penalty, updated in place."""
+    return samplers.sample(logits, params, generator, seen)
 
 
 @functools.cache
@@ -112,12 +109,9 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
     return logits
 
 
-def _pick_token(logits: torch.Tensor, params: SamplingParams, generator) -> int:
-    if params.temperature <= 0:
-        return int(torch.argmax(logits))  # on the device: only the id crosses to the host
-    if logits.device.type != "cpu" and generator is not None:
-        logits = logits.cpu()  # the seeded generator lives on the CPU
-    return sample_next(logits, params, generator)
+def _pick_token(logits: torch.Tensor, params: SamplingParams, generator, seen=None) -> int:
+    # on the device: only the id crosses to the host (a seeded generator lives on the CPU)
+    return int(sample_token(logits, params, generator, seen))
 
 
 class _OneStepAhead:
@@ -134,8 +128,9 @@ class _OneStepAhead:
     Returns (token id, logits of the launched step or None).
     """
 
-    def __init__(self, decoder, cache, params: SamplingParams, device: torch.device, seed: int | None):
-        self.decoder, self.cache, self.params = decoder, cache, params
+    def __init__(self, decoder, cache, params: SamplingParams, device: torch.device, seed: int | None,
+                 seen: torch.Tensor | None = None):
+        self.decoder, self.cache, self.params, self.seen = decoder, cache, params, seen
         self.step_in = torch.zeros((1, 1), dtype=torch.long, device=device)
         self.cuda = device.type == "cuda"
         self.host = torch.zeros((1,), dtype=torch.long, pin_memory=self.cuda)
@@ -143,7 +138,7 @@ class _OneStepAhead:
         self.generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
 
     def advance(self, logits: torch.Tensor, launch: bool) -> tuple[int, torch.Tensor | None]:
-        token = sample_token(logits, self.params, self.generator)
+        token = sample_token(logits, self.params, self.generator, self.seen)
         self.step_in.copy_(token.view(1, 1))
         self.host.copy_(token, non_blocking=self.cuda)
         if self.copied is not None:
@@ -186,7 +181,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     first_token_at = None
     stop_reason = "length"
     path = "eager"
-    cache = logits = step = ahead = None
+    cache = logits = step = ahead = seen = None
     try:
         cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
         fed = list(prompt_ids)
@@ -199,7 +194,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             raise _StoppedInPrefill
         compiled = decoder is not None and decoder.can_run(cache)
         path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
-        ahead = _OneStepAhead(decoder, cache, params, model.device, params.seed) if compiled else None
+        seen = samplers.seen_mask(prompt_ids, logits) if params.repetition_penalty != 1.0 else None
+        ahead = _OneStepAhead(decoder, cache, params, model.device, params.seed, seen) if compiled else None
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
         while len(generated) < params.max_new_tokens:
             if ahead is not None:
@@ -208,7 +204,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
                 if launch:
                     fed.append(token)  # the launched step has written its keys and values
             else:
-                token = _pick_token(logits, params, generator)
+                token = _pick_token(logits, params, generator, seen)
             if first_token_at is None:
                 first_token_at = time.perf_counter()
             if token in stop_ids:
@@ -235,11 +231,11 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         pass
     except BaseException:
         # OOM recovery (C03): nothing on this frame may keep a tensor alive through the traceback.
-        cache = logits = step = ahead = None
+        cache = logits = step = ahead = seen = None
         session.invalidate()
         raise
     finally:
-        cache = logits = step = ahead = None
+        cache = logits = step = ahead = seen = None
         cached_after = session.cached_tokens
         if own_session:
             session.invalidate()  # a throwaway session frees its cache with the turn

@@ -112,7 +112,8 @@ class TurnRunner:
         from app.engine.local import generation
 
         loaded, foresight = self.loaded, self.foresight
-        params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p)
+        params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p, settings.seed,
+                                settings.top_k, settings.min_p, settings.repetition_penalty)
         partial: list[str] = []
         error = outcome = None
         foresight.begin_measurement()

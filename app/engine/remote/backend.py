@@ -37,7 +37,7 @@ from app.engine.events import (
 )
 from app.engine.memory.admission import AdmissionDecision
 from app.engine.remote.errors import RemoteError
-from app.engine.remote.openai_client import OpenAIClient, StreamEnd
+from app.engine.remote.openai_client import OpenAIClient, StreamEnd, sampling_body
 from app.engine.remote.tokens import TokenCounting, choose_counter
 from app.engine.summary_flow import judge_summary_stream, summary_events
 
@@ -170,7 +170,8 @@ class RemoteBackend:
         error = None
         try:
             for event in self.reply_stream(list(plan.window.messages), settings.max_new_tokens,
-                                           settings.temperature, settings.top_p, stop_event, continue_final):
+                                           settings.temperature, settings.top_p, stop_event, continue_final,
+                                           sampling_body(settings)):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)
                     yield event
@@ -192,7 +193,7 @@ class RemoteBackend:
         return False
 
     def reply_stream(self, messages: list[dict], max_new_tokens: int, temperature: float, top_p: float,
-                     stop_event: threading.Event, continue_final: bool = False
+                     stop_event: threading.Event, continue_final: bool = False, sampling: dict | None = None
                      ) -> Iterator[TextDelta | ReplyFinished]:
         """Stream one reply as the local engine does: TextDelta pieces, then one ReplyFinished
         (TTFT and decode tok/s measured here, in seconds; token counts from the server's usage
@@ -202,7 +203,7 @@ class RemoteBackend:
         pieces: list[str] = []
         end = StreamEnd("stopped")
         for item in self.client.stream_chat(messages, max_new_tokens, temperature, top_p, stop_event,
-                                            continue_final):
+                                            continue_final, sampling):
             if isinstance(item, StreamEnd):
                 end = item
                 break

@@ -56,6 +56,27 @@ class StreamEnd:
     completion_tokens: int | None = None
 
 
+SAMPLING_DEFAULTS = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+                     "frequency_penalty": 0.0, "seed": None}
+"""Sampler fields of GenerationSettings and the value that means "off" (not sent)."""
+
+
+def sampling_body(settings) -> dict:
+    """The chat-completions fields for the samplers beyond temperature and top_p, from a
+    GenerationSettings: only those the user turned on, so a plain OpenAI endpoint, which answers
+    HTTP 400 to fields it does not know, sees today's request unless asked for more.
+
+    presence_penalty, frequency_penalty, seed: OpenAI's own parameters; top_k, min_p,
+    repetition_penalty: vLLM's extra sampling parameters (docs.vllm.ai, "OpenAI-Compatible Server",
+    Extra Parameters), also read by `transformers serve` where it supports them."""
+    body = {}
+    for name, off in SAMPLING_DEFAULTS.items():
+        value = getattr(settings, name, off)
+        if value != off:
+            body[name] = value
+    return body
+
+
 def api_roots(base_url: str) -> tuple[str, str]:
     """(API root ending in /v1, server root) for a URL given with or without /v1."""
     url = base_url.strip().rstrip("/")
@@ -130,8 +151,11 @@ class OpenAIClient:
 
     # ----- streaming ----------------------------------------------------------------------------
     def stream_chat(self, messages: list[dict], max_tokens: int, temperature: float, top_p: float,
-                    stop_event: threading.Event, continue_final: bool = False) -> Iterator[str | StreamEnd]:
+                    stop_event: threading.Event, continue_final: bool = False,
+                    sampling: dict | None = None) -> Iterator[str | StreamEnd]:
         """POST /v1/chat/completions with stream=true; yields text pieces, then one StreamEnd.
+
+        sampling: extra request fields, as `sampling_body` makes them (None or {} = none).
 
         Retries HTTP 429/503 up to settings.retries times before the stream starts (Retry-After
         or exponential backoff). Setting `stop_event` closes the stream within ~50 ms (the server
@@ -140,7 +164,7 @@ class OpenAIClient:
         """
         body = {"model": self.settings.model, "messages": messages, "stream": True,
                 "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p,
-                "stream_options": {"include_usage": True}}
+                "stream_options": {"include_usage": True}} | (sampling or {})
         if continue_final:  # vLLM's extension; a server without it answers 4xx (reported)
             body |= {"continue_final_message": True, "add_generation_prompt": False}
         response = self._open_stream(body, stop_event)

@@ -1,0 +1,338 @@
+"""Presets: named sets of generation settings (system prompt, samplers, context and reply length)
+that a chat can take in one pick (issue 17, item 2; LM Studio's "config presets").
+
+A preset holds only the GenerationSettings fields it sets (`values`); `apply` replaces those and
+keeps the chat's others, so a preset written by an older Headroom still applies after new settings
+appear. The built-ins live in code (`BUILTIN_PRESETS`) and cannot be changed or shadowed; the user's
+own presets are stored in the config folder as presets.json:
+
+    {"format": "headroom-presets", "version": 1,
+     "presets": [{"name": "...", "description": "...", "values": {"temperature": 0.3, ...}}]}
+
+Export writes the same shape; import also takes a bare list of presets or one preset object.
+Import is all-or-nothing: every preset in the file is validated before any is added, so a bad
+file leaves the library as it was and raises PresetError with one line for the user. Unknown keys
+(say, from a newer version) are dropped and listed in the ImportResult's notes. Names compare
+without regard to case or surrounding spaces.
+
+Pure Python: no Qt, no torch. The UI translates the built-ins' names and descriptions for display
+(the stored names stay English, so files and exports are the same in every language).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from app.core.paths import config_dir
+from app.core.settings import DEFAULT_SYSTEM_PROMPT, GenerationSettings
+
+log = logging.getLogger(__name__)
+
+FORMAT = "headroom-presets"
+VERSION = 1
+MAX_NAME_CHARS = 80
+MAX_DESCRIPTION_CHARS = 500
+PRESET_FIELDS = tuple(f.name for f in fields(GenerationSettings))
+"""The settings a preset may carry: every GenerationSettings field."""
+
+
+class PresetError(ValueError):
+    """A preset file or a preset change that cannot be used; the text is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """name: unique among all presets (case-insensitive). values: GenerationSettings field → value,
+    already validated (clamped like the settings). builtin: shipped with Headroom, read-only."""
+
+    name: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    builtin: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    @property
+    def key(self) -> str:
+        return name_key(self.name)
+
+    def apply(self, generation: GenerationSettings) -> GenerationSettings:
+        """``generation`` with this preset's values in place; fields the preset lacks are kept."""
+        return replace(generation, **self.values).validated()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "values": dict(self.values)}
+
+    @classmethod
+    def from_settings(cls, name: str, generation: GenerationSettings, description: str = "",
+                      only: Iterable[str] = PRESET_FIELDS) -> Preset:
+        """A user preset capturing ``generation`` ("save these settings as a preset"); ``only``
+        limits it to some fields. Raises PresetError for an unusable name."""
+        valid = generation.validated()
+        return cls(check_name(name), {k: getattr(valid, k) for k in only if k in PRESET_FIELDS},
+                   _description(description))
+
+
+def name_key(name: str) -> str:
+    """The form names are compared in: stripped, case-folded."""
+    return name.strip().casefold()
+
+
+def check_name(name: object) -> str:
+    """The stripped name; PresetError when it is not text, empty, or longer than MAX_NAME_CHARS."""
+    if not isinstance(name, str) or not name.strip():
+        raise PresetError("a preset needs a name")
+    name = " ".join(name.split())
+    if len(name) > MAX_NAME_CHARS:
+        raise PresetError(f"the preset name {name[:20]!r}… is longer than {MAX_NAME_CHARS} characters")
+    return name
+
+
+def _description(text: object) -> str:
+    return text.strip()[:MAX_DESCRIPTION_CHARS] if isinstance(text, str) else ""
+
+
+def _builtin(name: str, description: str, **values: Any) -> Preset:
+    valid = GenerationSettings(**values).validated()
+    return Preset(name, {k: getattr(valid, k) for k in values}, description, builtin=True)
+
+
+BUILTIN_PRESETS: tuple[Preset, ...] = (
+    _builtin("Balanced", "Today's defaults: varied but on topic.",
+             system_prompt=DEFAULT_SYSTEM_PROMPT, temperature=0.7, top_p=0.95, top_k=0, min_p=0.0,
+             repetition_penalty=1.0),
+    _builtin("Precise", "Nearly greedy: facts, extraction, short exact answers.",
+             system_prompt="You are a precise assistant. Answer accurately and concisely, and say so "
+                           "when you are not sure.",
+             temperature=0.2, top_p=1.0, top_k=20, min_p=0.1, repetition_penalty=1.0),
+    _builtin("Creative", "Stories and brainstorming: more varied words, fewer repeats.",
+             system_prompt="You are an imaginative writing partner. Use vivid, varied language and "
+                           "offer surprising ideas.",
+             temperature=1.0, top_p=1.0, top_k=0, min_p=0.05, repetition_penalty=1.1,
+             presence_penalty=0.3, frequency_penalty=0.3),
+    _builtin("Code", "Programming: low temperature, long replies, no penalty on repeated tokens.",
+             system_prompt="You are an expert programmer. Answer with correct, idiomatic code in fenced "
+                           "blocks and explain it briefly.",
+             temperature=0.2, top_p=0.95, top_k=0, min_p=0.05, repetition_penalty=1.0, max_new_tokens=2048),
+    _builtin("한국어 도우미", "Answers in natural Korean whatever the question's language.",
+             system_prompt="당신은 친절하고 정확한 한국어 도우미입니다. 사용자가 어떤 언어로 질문하든 "
+                           "자연스러운 한국어로 답하고, 확실하지 않은 내용은 확실하지 않다고 말하세요.",
+             temperature=0.7, top_p=0.9, top_k=0, min_p=0.05, repetition_penalty=1.05),
+)
+
+
+def parse_values(raw: object, where: str) -> tuple[dict[str, Any], list[str]]:
+    """Validated GenerationSettings values from a JSON object, and notes on dropped unknown keys.
+    Raises PresetError (naming ``where`` and the field) for a value of the wrong kind."""
+    if not isinstance(raw, dict):
+        raise PresetError(f"{where}: 'values' must be an object of settings")
+    values, notes = {}, []
+    for key, value in raw.items():
+        if key not in PRESET_FIELDS:
+            notes.append(f"{where}: unknown setting {key!r} ignored")
+            continue
+        default = getattr(GenerationSettings(), key)
+        kind_ok = (isinstance(value, str) if isinstance(default, str)
+                   else value is None or _is_number(value) if key == "seed"
+                   else _is_number(value))
+        if not kind_ok:
+            raise PresetError(f"{where}: {key} = {value!r} is not a {'text' if isinstance(default, str) else 'number'}")
+        try:
+            valid = GenerationSettings(**{key: value}).validated()
+        except (ValueError, TypeError, OverflowError):
+            raise PresetError(f"{where}: {key} = {value!r} is not a usable value") from None
+        values[key] = getattr(valid, key)
+    return values, notes
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def preset_from_json(raw: object, where: str = "preset") -> tuple[Preset, list[str]]:
+    """One user preset from its JSON object ({"name", "description"?, "values"}) and notes on
+    what was ignored. Raises PresetError."""
+    if not isinstance(raw, dict):
+        raise PresetError(f"{where}: a preset must be an object with a name and values")
+    name = check_name(raw.get("name"))
+    where = f"preset {name!r}"
+    values, notes = parse_values(raw.get("values", {}), where)
+    notes += [f"{where}: unknown field {key!r} ignored" for key in raw
+              if key not in ("name", "description", "values", "builtin")]
+    return Preset(name, values, _description(raw.get("description"))), notes
+
+
+def presets_from_json(raw: object) -> tuple[list[Preset], list[str]]:
+    """The presets of a presets file, an export, a bare list, or a single preset object; all are
+    validated before any is returned. Raises PresetError."""
+    if isinstance(raw, dict) and "presets" in raw:
+        if raw.get("format", FORMAT) != FORMAT:
+            raise PresetError(f"this is not a Headroom presets file (format {raw.get('format')!r})")
+        if isinstance(raw.get("version"), int) and raw["version"] > VERSION:
+            log.info("presets file version %s is newer than %s; reading what is known", raw["version"], VERSION)
+        raw = raw["presets"]
+    items = raw if isinstance(raw, list) else [raw]
+    presets, notes = [], []
+    for index, item in enumerate(items, 1):
+        preset, more = preset_from_json(item, f"preset {index}")
+        presets.append(preset)
+        notes += more
+    return presets, notes
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import did: added (names as stored), renamed (original → stored name, for clashes),
+    replaced (user presets overwritten), notes (ignored unknown keys)."""
+
+    added: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    replaced: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+CLASH_POLICIES = ("rename", "replace", "error")
+
+
+@dataclass(frozen=True)
+class PresetLibrary:
+    """The built-ins followed by the user's presets (``user``, in the order added). Immutable:
+    every change returns a new library."""
+
+    user: tuple[Preset, ...] = ()
+
+    @property
+    def all(self) -> tuple[Preset, ...]:
+        return BUILTIN_PRESETS + self.user
+
+    def get(self, name: str) -> Preset | None:
+        key = name_key(name)
+        return next((p for p in self.all if p.key == key), None)
+
+    def with_preset(self, preset: Preset, replace_existing: bool = False) -> PresetLibrary:
+        """Add ``preset`` as a user preset. Raises PresetError when its name is a built-in's, or
+        another user preset's unless ``replace_existing`` (which keeps that preset's place)."""
+        preset = replace(preset, name=check_name(preset.name), builtin=False)
+        existing = self.get(preset.name)
+        if existing is not None and existing.builtin:
+            raise PresetError(f"{preset.name!r} is a built-in preset; choose another name")
+        if existing is not None and not replace_existing:
+            raise PresetError(f"a preset named {existing.name!r} already exists")
+        if existing is None:
+            return PresetLibrary(self.user + (preset,))
+        return PresetLibrary(tuple(preset if p.key == existing.key else p for p in self.user))
+
+    def without(self, name: str) -> PresetLibrary:
+        """Remove a user preset. Raises PresetError for a built-in or an unknown name."""
+        found = self.get(name)
+        if found is None:
+            raise PresetError(f"there is no preset named {name!r}")
+        if found.builtin:
+            raise PresetError(f"{found.name!r} is a built-in preset and cannot be removed")
+        return PresetLibrary(tuple(p for p in self.user if p.key != found.key))
+
+    def free_name(self, name: str) -> str:
+        """``name``, or "name (2)", "name (3)", … : the first not taken."""
+        candidate, n = name, 2
+        while self.get(candidate) is not None:
+            suffix = f" ({n})"
+            candidate, n = name[:MAX_NAME_CHARS - len(suffix)] + suffix, n + 1
+        return candidate
+
+    def imported(self, raw: object, on_clash: str = "rename") -> tuple[PresetLibrary, ImportResult]:
+        """Add the presets of ``raw`` (parsed JSON, see `presets_from_json`). A name already taken:
+        "rename" stores it as "name (2)"; "replace" overwrites a user preset (a built-in's name is
+        still renamed); "error" raises. All or nothing: PresetError leaves ``self`` as it was."""
+        if on_clash not in CLASH_POLICIES:
+            raise ValueError(f"on_clash must be one of {CLASH_POLICIES}, not {on_clash!r}")
+        presets, notes = presets_from_json(raw)
+        library, added, renamed, replaced = self, [], [], []
+        seen_in_file: set[str] = set()
+        for preset in presets:
+            existing = library.get(preset.name)
+            clash = existing is not None and (existing.builtin or on_clash != "replace"
+                                              or preset.key in seen_in_file)
+            if clash and on_clash == "error":
+                raise PresetError(f"a preset named {existing.name!r} already exists; nothing was imported")
+            if clash:
+                new_name = library.free_name(preset.name)
+                renamed.append((preset.name, new_name))
+                preset = replace(preset, name=new_name)
+            elif existing is not None:
+                replaced.append(existing.name)
+            library = library.with_preset(preset, replace_existing=True)
+            seen_in_file.add(preset.key)
+            added.append(preset.name)
+        return library, ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes))
+
+
+def presets_path() -> Path:
+    return config_dir() / "presets.json"
+
+
+def to_json(presets: Iterable[Preset]) -> dict[str, Any]:
+    """The file shape for ``presets`` (built-ins included only if passed)."""
+    return {"format": FORMAT, "version": VERSION, "presets": [p.to_json() for p in presets]}
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
+    """Write the user presets (temp file + rename)."""
+    _write_atomically(path or presets_path(), to_json(library.user))
+
+
+def load_presets(path: Path | None = None) -> PresetLibrary:
+    """The user presets from presets.json; a missing file gives none. A file that cannot be read
+    as presets is moved aside to presets.unreadable-<time>.json (kept for the user, logged) and
+    the library starts empty, so the next save does not overwrite it; PresetError only when it
+    cannot be moved either (then saving would lose it)."""
+    path = path or presets_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return PresetLibrary()
+    try:
+        return PresetLibrary().imported(json.loads(text), on_clash="rename")[0]
+    except (ValueError, RecursionError) as exc:  # PresetError and json.JSONDecodeError are ValueErrors
+        aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        try:
+            path.replace(aside)
+        except OSError as move_error:
+            log.warning("presets file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
+            raise PresetError(f"the presets file {path} cannot be read or moved aside") from None
+        log.warning("presets file %s unreadable (%s); moved to %s", path, exc, aside)
+        return PresetLibrary()
+
+
+def export_presets(presets: Iterable[Preset], path: Path) -> None:
+    """Write ``presets`` to ``path`` in the presets file shape (built-ins export like any other)."""
+    _write_atomically(path, to_json(presets))
+
+
+def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
+                   ) -> tuple[PresetLibrary, ImportResult]:
+    """`PresetLibrary.imported` from a file. Raises PresetError (one line) for a file that cannot be
+    read, is not JSON, or holds an unusable preset; the library is then unchanged."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise PresetError(f"{Path(path).name} is not a text file") from None
+    except json.JSONDecodeError as exc:
+        raise PresetError(f"{Path(path).name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    return library.imported(raw, on_clash)

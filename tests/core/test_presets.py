@@ -1,0 +1,170 @@
+"""Presets (issue 17, item 2): built-ins, apply, the user library, presets.json, import/export."""
+
+import json
+
+import pytest
+
+from app.core.presets import (
+    BUILTIN_PRESETS,
+    PRESET_FIELDS,
+    Preset,
+    PresetError,
+    PresetLibrary,
+    export_presets,
+    import_presets,
+    load_presets,
+    presets_path,
+    save_presets,
+)
+from app.core.settings import GenerationSettings
+
+MINE = Preset("Terse", {"system_prompt": "Answer in one line.", "temperature": 0.3, "top_k": 30,
+                        "seed": 7}, "short answers")
+
+
+def test_builtins_are_distinct_valid_and_include_a_korean_helper():
+    names = [p.name for p in BUILTIN_PRESETS]
+    assert names == ["Balanced", "Precise", "Creative", "Code", "한국어 도우미"]
+    for preset in BUILTIN_PRESETS:
+        assert preset.builtin and preset.values["system_prompt"]
+        applied = preset.apply(GenerationSettings())
+        assert applied == applied.validated()
+        assert {k: getattr(applied, k) for k in preset.values} == dict(preset.values)  # nothing clamped
+    korean = BUILTIN_PRESETS[-1].values["system_prompt"]
+    assert sum("가" <= ch <= "힣" for ch in korean) > 20
+    assert BUILTIN_PRESETS[0].apply(GenerationSettings()) == GenerationSettings()  # Balanced = today's defaults
+    assert BUILTIN_PRESETS[1].apply(GenerationSettings()).temperature < 0.5  # Precise is near-greedy
+
+
+def test_apply_sets_the_presets_fields_and_keeps_the_chats_others():
+    chat = GenerationSettings(max_new_tokens=900, context_tokens=4096, temperature=1.2, min_p=0.2)
+    applied = MINE.apply(chat)
+    assert (applied.system_prompt, applied.temperature, applied.top_k, applied.seed) == \
+        ("Answer in one line.", 0.3, 30, 7)
+    assert (applied.max_new_tokens, applied.context_tokens, applied.min_p) == (900, 4096, 0.2)
+
+
+def test_from_settings_captures_all_or_some_fields():
+    settings = GenerationSettings(temperature=0.4, repetition_penalty=1.2, context_tokens=2048)
+    whole = Preset.from_settings("  My   set ", settings)
+    assert whole.name == "My set" and set(whole.values) == set(PRESET_FIELDS)
+    assert whole.apply(GenerationSettings()) == settings
+    part = Preset.from_settings("Only sampling", settings, only=("temperature", "repetition_penalty", "nope"))
+    assert dict(part.values) == {"temperature": 0.4, "repetition_penalty": 1.2}
+    with pytest.raises(PresetError, match="needs a name"):
+        Preset.from_settings("   ", settings)
+
+
+def test_library_refuses_clashes_with_builtins_and_other_user_presets():
+    library = PresetLibrary().with_preset(MINE)
+    assert library.get("  terse ") is library.user[0]
+    with pytest.raises(PresetError, match="built-in"):
+        library.with_preset(Preset("balanced", {"temperature": 0.1}))
+    with pytest.raises(PresetError, match="already exists"):
+        library.with_preset(Preset("TERSE", {"temperature": 0.1}))
+    replaced = library.with_preset(Preset("TERSE", {"temperature": 0.1}), replace_existing=True)
+    assert [dict(p.values) for p in replaced.user] == [{"temperature": 0.1}]
+    with pytest.raises(PresetError, match="cannot be removed"):
+        library.without("Code")
+    assert library.without("terse").user == ()
+    assert len(library.all) == len(BUILTIN_PRESETS) + 1
+
+
+def test_user_presets_round_trip_through_the_config_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path))
+    library = PresetLibrary().with_preset(MINE).with_preset(Preset("둘째", {"min_p": 0.1}))
+    save_presets(library)
+    assert presets_path() == tmp_path / "presets.json"
+    stored = json.loads(presets_path().read_text(encoding="utf-8"))
+    assert stored["format"] == "headroom-presets" and [p["name"] for p in stored["presets"]] == ["Terse", "둘째"]
+    assert "둘째" in presets_path().read_text(encoding="utf-8")  # readable UTF-8, not \\u escapes
+    assert load_presets() == library
+    assert load_presets(tmp_path / "absent.json") == PresetLibrary()
+
+
+def test_export_then_import_round_trips(tmp_path):
+    library = PresetLibrary().with_preset(MINE)
+    path = tmp_path / "export.json"
+    export_presets([MINE, BUILTIN_PRESETS[4]], path)
+    fresh, result = import_presets(PresetLibrary(), path)
+    assert fresh.get("Terse") == MINE
+    # a built-in exports like any preset; importing it back clashes with the built-in: renamed
+    assert result.renamed == (("한국어 도우미", "한국어 도우미 (2)"),)
+    assert dict(fresh.get("한국어 도우미 (2)").values) == dict(BUILTIN_PRESETS[4].values)
+    again, result = import_presets(library, path)
+    assert [p.name for p in again.user] == ["Terse", "Terse (2)", "한국어 도우미 (2)"]
+    assert again.get("Terse (2)").apply(GenerationSettings()) == MINE.apply(GenerationSettings())
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "not valid JSON"),
+    ('{"format": "lmstudio", "presets": []}', "not a Headroom presets file"),
+    ('[{"values": {}}]', "needs a name"),
+    ('[{"name": "A", "values": {"temperature": "hot"}}]', "temperature = 'hot' is not a number"),
+    ('[{"name": "A", "values": {"system_prompt": 5}}]', "system_prompt = 5 is not a text"),
+    ('[{"name": "A", "values": {"seed": true}}]', "seed = True is not a number"),
+    ('[{"name": "A", "values": [1, 2]}]', "'values' must be an object"),
+    ('[{"name": "ok", "values": {}}, "junk"]', "preset 2: a preset must be an object"),
+])
+def test_a_bad_file_raises_one_line_and_changes_nothing(tmp_path, text, message):
+    library = PresetLibrary().with_preset(MINE)
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PresetError, match=message) as caught:
+        import_presets(library, path)
+    assert "\n" not in str(caught.value)
+    assert library.user == (MINE,)
+
+
+def test_unreadable_or_binary_import_files_are_reported(tmp_path):
+    with pytest.raises(PresetError, match="cannot read"):
+        import_presets(PresetLibrary(), tmp_path / "missing.json")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00junk")
+    with pytest.raises(PresetError, match="not a text file"):
+        import_presets(PresetLibrary(), tmp_path / "bin.json")
+
+
+def test_unknown_fields_are_dropped_and_reported(tmp_path):
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps({"format": "headroom-presets", "version": 9, "presets": [
+        {"name": "Future", "icon": "star", "values": {"temperature": 0.5, "mirostat": 2}}]}))
+    library, result = import_presets(PresetLibrary(), path)
+    assert dict(library.get("Future").values) == {"temperature": 0.5}
+    assert result.notes == ("preset 'Future': unknown setting 'mirostat' ignored",
+                            "preset 'Future': unknown field 'icon' ignored")
+
+
+def test_values_out_of_range_are_clamped_like_the_settings(tmp_path):
+    path = tmp_path / "wild.json"
+    path.write_text('{"name": "Wild", "values": {"temperature": 9, "top_k": -1, "repetition_penalty": 5}}')
+    library, result = import_presets(PresetLibrary(), path)  # a single preset object is accepted too
+    assert dict(library.get("Wild").values) == {"temperature": 2.0, "top_k": 0, "repetition_penalty": 2.0}
+    assert result.added == ("Wild",)
+
+
+def test_name_clashes_follow_the_chosen_policy(tmp_path):
+    library = PresetLibrary().with_preset(MINE)
+    path = tmp_path / "clash.json"
+    path.write_text(json.dumps([{"name": "terse", "values": {"temperature": 0.9}},
+                                {"name": "Code", "values": {"temperature": 0.1}},
+                                {"name": "New", "values": {}}, {"name": "NEW", "values": {"top_k": 5}}]))
+    renamed, result = import_presets(library, path)
+    assert [p.name for p in renamed.user] == ["Terse", "terse (2)", "Code (2)", "New", "NEW (2)"]
+    assert renamed.get("Terse") == MINE and result.replaced == ()
+    replaced, result = import_presets(library, path, on_clash="replace")
+    assert dict(replaced.get("Terse").values) == {"temperature": 0.9} and result.replaced == ("Terse",)
+    assert replaced.get("Code").builtin and replaced.get("Code (2)") is not None  # built-ins never replaced
+    assert replaced.get("NEW (2)") is not None  # a clash inside the file is renamed, not lost
+    with pytest.raises(PresetError, match="already exists; nothing was imported"):
+        import_presets(library, path, on_clash="error")
+
+
+def test_a_corrupt_presets_file_is_kept_aside_not_overwritten(tmp_path):
+    path = tmp_path / "presets.json"
+    path.write_text('{"presets": [{"name": ', encoding="utf-8")
+    assert load_presets(path) == PresetLibrary()
+    kept = list(tmp_path.glob("presets.unreadable-*.json"))
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == '{"presets": [{"name": '
+    save_presets(PresetLibrary().with_preset(MINE), path)
+    assert load_presets(path).user == (MINE,)
+    assert kept[0].exists()
