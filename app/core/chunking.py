@@ -1,0 +1,207 @@
+"""Split a document into overlapping chunks along its structure, for retrieval and citation.
+
+The text is first cut into blocks: Markdown headings (ATX "# …" and setext "Title\\n====="),
+fenced code blocks (``` or ~~~, kept whole where they fit) and paragraphs (runs of non-blank
+lines). Blocks are packed in order into chunks of at most `max_tokens`; a heading starts a new
+chunk once the current one holds a quarter of that, so chunks follow sections. A block longer than
+`max_tokens` is cut at line ends (and a single overlong line at characters).
+
+Overlap: a chunk that does not begin at a heading also carries, before its own text, the last
+lines of the previous chunk (about `overlap_tokens`), so a fact straddling the cut is whole in at
+least one chunk. Chunks' own spans tile the document: joining `own_text` of all chunks gives the
+text back exactly, and `text` = the lead-in + `own_text`.
+
+Token counts come from an injected `count_tokens(str) -> int` (the model's tokenizer, as in
+app.core.history); block sizes are summed from per-block counts (BPE merges across a blank line
+are rare), each chunk's `tokens` is counted exactly. Pure Python.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+CountText = Callable[[str], int]
+
+# 256-token chunks with 32 tokens of overlap: a 1 k-token retrieval budget (a 2 k context with a
+# long history) still holds 3–4 chunks; measured against 128 and 512 in tests/benchmarks/retrieval.py.
+DEFAULT_CHUNK_TOKENS = 256
+DEFAULT_OVERLAP_TOKENS = 32
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable piece of a document.
+
+    id: 1-based position in the document (the citation number). start/end: character span of
+    the chunk's own text in the document; lead_start ≤ start: where the overlap lead-in begins.
+    heading: the section path, "Install > Linux" ("" before the first heading). page/last_page:
+    1-based pages of `start` and of `end - 1` (None without pages). tokens: count_tokens(text).
+    """
+
+    id: int
+    text: str
+    lead_start: int
+    start: int
+    end: int
+    heading: str
+    page: int | None
+    last_page: int | None
+    tokens: int
+
+    @property
+    def own_text(self) -> str:
+        """The chunk without its overlap lead-in."""
+        return self.text[self.start - self.lead_start:]
+
+
+@dataclass(frozen=True)
+class _Block:
+    start: int
+    end: int
+    heading: tuple[str, ...]  # section path in force at this block (its own title if a heading)
+    is_heading: bool
+
+
+def chunk_document(
+    text: str, count_tokens: CountText, *, max_tokens: int = DEFAULT_CHUNK_TOKENS,
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS, page_starts: Sequence[int] = (),
+) -> list[Chunk]:
+    """Chunks of `text` in document order (see the module docstring). `page_starts`: character
+    offset where each page begins (ExtractedDocument.page_starts). Returns [] for blank text.
+    Raises ValueError when max_tokens < 16 or overlap_tokens is negative or ≥ max_tokens / 2."""
+    if max_tokens < 16 or not 0 <= overlap_tokens < max_tokens / 2:
+        raise ValueError(f"bad chunk sizes: max_tokens={max_tokens}, overlap_tokens={overlap_tokens}")
+    pieces: list[tuple[_Block, int]] = []
+    for block in _blocks(text):
+        pieces.extend(_fit(text, block, count_tokens, max_tokens))
+    groups = _pack(pieces, max_tokens)
+    chunks: list[Chunk] = []
+    for i, group in enumerate(groups):
+        start, end = (0 if i == 0 else group[0].start), group[-1].end
+        if i + 1 < len(groups):
+            end = groups[i + 1][0].start  # own spans tile the text: blank lines go with the left chunk
+        elif end < len(text):
+            end = len(text)
+        first = group[0]
+        lead = start if first.is_heading or not chunks else _lead_start(text, chunks[-1], overlap_tokens,
+                                                                          count_tokens)
+        body = text[lead:end]
+        chunks.append(Chunk(i + 1, body, lead, start, end, " > ".join(first.heading),
+                            _page(page_starts, start), _page(page_starts, max(start, end - 1)),
+                            count_tokens(body)))
+    return chunks
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Headings, fenced code and paragraphs of `text`, with the section path at each."""
+    blocks: list[_Block] = []
+    path: list[tuple[int, str]] = []
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip("\n")
+        start = offsets[i]
+        if not line.strip():
+            i += 1
+            continue
+        fence = _FENCE.match(line)
+        atx = _ATX.match(line)
+        nxt = lines[i + 1].rstrip("\n") if i + 1 < len(lines) else ""
+        if fence:
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip().startswith(fence.group(1)):
+                j += 1
+            i = min(j + 1, len(lines))
+            blocks.append(_Block(start, offsets[i], _titles(path), False))
+        elif atx or (_SETEXT.match(nxt) and not _SETEXT.match(line) and len(line) <= 120):
+            level = len(atx.group(1)) if atx else (1 if nxt.lstrip().startswith("=") else 2)
+            title = atx.group(2).strip() if atx else line.strip()
+            path = [p for p in path if p[0] < level] + [(level, title)]
+            i += 1 if atx else 2
+            blocks.append(_Block(start, offsets[i], _titles(path), True))
+        else:
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and not _FENCE.match(lines[j]) and not _ATX.match(lines[j]):
+                if j + 1 < len(lines) and _SETEXT.match(lines[j + 1]) and not _SETEXT.match(lines[j]):
+                    break
+                j += 1
+            i = j
+            blocks.append(_Block(start, offsets[i], _titles(path), False))
+    return blocks
+
+
+def _titles(path: list[tuple[int, str]]) -> tuple[str, ...]:
+    return tuple(title for _, title in path)
+
+
+def _fit(text: str, block: _Block, count: CountText, max_tokens: int) -> list[tuple[_Block, int]]:
+    """The block with its token count, or its line-aligned pieces when it exceeds max_tokens."""
+    tokens = count(text[block.start:block.end])
+    if tokens <= max_tokens:
+        return [(block, tokens)]
+    cuts = [block.start]
+    for m in re.finditer(r"\n", text[block.start:block.end]):
+        cuts.append(block.start + m.end())
+    if cuts[-1] != block.end:
+        cuts.append(block.end)
+    pieces: list[tuple[_Block, int]] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        n = count(text[a:b])
+        if n > max_tokens:  # one overlong line: cut at characters, proportionally
+            step = max(1, (b - a) * max_tokens // (n + 1))
+            for c in range(a, b, step):
+                piece = _Block(c, min(b, c + step), block.heading, False)
+                pieces.append((piece, count(text[piece.start:piece.end])))
+            continue
+        if pieces and pieces[-1][1] + n <= max_tokens and pieces[-1][0].end == a:
+            last, m = pieces.pop()
+            pieces.append((_Block(last.start, b, block.heading, last.is_heading), m + n))
+        else:
+            pieces.append((_Block(a, b, block.heading, block.is_heading and not pieces), n))
+    return pieces
+
+
+def _pack(pieces: list[tuple[_Block, int]], max_tokens: int) -> list[list[_Block]]:
+    """Greedy packing in order; a heading opens a new group once the current one is ≥ max/4."""
+    groups: list[list[_Block]] = []
+    size = 0
+    for block, tokens in pieces:
+        only_headings = bool(groups) and all(b.is_heading for b in groups[-1])
+        new_section = block.is_heading and size >= max_tokens / 4 and not only_headings
+        if not groups or new_section or (size + tokens > max_tokens and not only_headings):
+            groups.append([])
+            size = 0
+        groups[-1].append(block)
+        size += tokens
+    return groups
+
+
+def _lead_start(text: str, previous: Chunk, overlap_tokens: int, count: CountText) -> int:
+    """Start of the last whole lines of `previous`'s own text worth ≥ overlap_tokens (at most half
+    of it); previous.end when overlap_tokens is 0."""
+    if overlap_tokens == 0:
+        return previous.end
+    own = text[previous.start:previous.end].rstrip("\n")
+    line_starts = [0] + [m.end() for m in re.finditer(r"\n", own)]
+    best = previous.end
+    for s in reversed(line_starts[1:]):
+        if count(own[s:]) > previous.tokens // 2:
+            break
+        best = previous.start + s
+        if count(own[s:]) >= overlap_tokens:
+            break
+    return best
+
+
+def _page(page_starts: Sequence[int], offset: int) -> int | None:
+    return max(1, bisect.bisect_right(page_starts, offset)) if page_starts else None
