@@ -4,12 +4,13 @@ The text is first cut into blocks: Markdown headings (ATX "# …" and setext "Ti
 fenced code blocks (``` or ~~~, kept whole where they fit) and paragraphs (runs of non-blank
 lines). Blocks are packed in order into chunks of at most `max_tokens`; a heading starts a new
 chunk once the current one holds a quarter of that, so chunks follow sections. A block longer than
-`max_tokens` is cut at line ends (and a single overlong line at characters).
+`max_tokens` is cut at line ends, an overlong line at sentence ends, then at spaces (then, for a
+run without spaces, at characters).
 
 Overlap: a chunk that does not begin at a heading also carries, before its own text, the last
-lines of the previous chunk (about `overlap_tokens`), so a fact straddling the cut is whole in at
-least one chunk. Chunks' own spans tile the document: joining `own_text` of all chunks gives the
-text back exactly, and `text` = the lead-in + `own_text`.
+lines (or sentences, or words) of the previous chunk (about `overlap_tokens`), so a fact
+straddling the cut is whole in at least one chunk. Chunks' own spans tile the document: joining
+`own_text` of all chunks gives the text back exactly, and `text` = the lead-in + `own_text`.
 
 Token counts come from an injected `count_tokens(str) -> int` (the model's tokenizer, as in
 app.core.history); block sizes are summed from per-block counts (BPE merges across a blank line
@@ -33,6 +34,8 @@ DEFAULT_OVERLAP_TOKENS = 32
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# Where an overlong block or an overlap may be cut, best first: line ends, sentence ends, spaces.
+_SEPARATORS = (re.compile(r"\n"), re.compile(r"(?<=[.!?。])[ \t]+"), re.compile(r"[ \t]+"))
 
 
 @dataclass(frozen=True)
@@ -145,29 +148,31 @@ def _titles(path: list[tuple[int, str]]) -> tuple[str, ...]:
 
 
 def _fit(text: str, block: _Block, count: CountText, max_tokens: int) -> list[tuple[_Block, int]]:
-    """The block with its token count, or its line-aligned pieces when it exceeds max_tokens."""
-    tokens = count(text[block.start:block.end])
-    if tokens <= max_tokens:
-        return [(block, tokens)]
-    cuts = [block.start]
-    for m in re.finditer(r"\n", text[block.start:block.end]):
-        cuts.append(block.start + m.end())
-    if cuts[-1] != block.end:
-        cuts.append(block.end)
-    pieces: list[tuple[_Block, int]] = []
-    for a, b in zip(cuts, cuts[1:], strict=False):
-        n = count(text[a:b])
-        if n > max_tokens:  # one overlong line: cut at characters, proportionally
-            step = max(1, (b - a) * max_tokens // (n + 1))
-            for c in range(a, b, step):
-                piece = _Block(c, min(b, c + step), block.heading, False)
-                pieces.append((piece, count(text[piece.start:piece.end])))
-            continue
-        if pieces and pieces[-1][1] + n <= max_tokens and pieces[-1][0].end == a:
-            last, m = pieces.pop()
-            pieces.append((_Block(last.start, b, block.heading, last.is_heading), m + n))
-        else:
-            pieces.append((_Block(a, b, block.heading, block.is_heading and not pieces), n))
+    """The block with its token count, or its pieces when it exceeds max_tokens."""
+    pieces = _split(text, block.start, block.end, count, max_tokens)
+    return [(_Block(a, b, block.heading, block.is_heading and i == 0), n) for i, (a, b, n) in enumerate(pieces)]
+
+
+def _split(text: str, a: int, b: int, count: CountText, max_tokens: int, level: int = 0,
+           tokens: int | None = None) -> list[tuple[int, int, int]]:
+    """(start, end, tokens) pieces of text[a:b], each ≤ max_tokens where possible: cut at line
+    ends, else sentence ends, else spaces, else characters; neighbours merged back while they fit."""
+    n = count(text[a:b]) if tokens is None else tokens
+    if n <= max_tokens:
+        return [(a, b, n)]
+    if level == len(_SEPARATORS):
+        step = max(1, (b - a) * max_tokens // (n + 1))
+        return [(c, min(b, c + step), count(text[c:min(b, c + step)])) for c in range(a, b, step)]
+    cuts = [a] + [m.end() for m in _SEPARATORS[level].finditer(text, a, b) if a < m.end() < b] + [b]
+    if len(cuts) == 2:
+        return _split(text, a, b, count, max_tokens, level + 1, n)
+    pieces: list[tuple[int, int, int]] = []
+    for x, y in zip(cuts, cuts[1:], strict=False):
+        for piece in _split(text, x, y, count, max_tokens, level + 1):
+            if pieces and pieces[-1][2] + piece[2] <= max_tokens:
+                pieces[-1] = (pieces[-1][0], piece[1], pieces[-1][2] + piece[2])
+            else:
+                pieces.append(piece)
     return pieces
 
 
@@ -187,20 +192,20 @@ def _pack(pieces: list[tuple[_Block, int]], max_tokens: int) -> list[list[_Block
 
 
 def _lead_start(text: str, previous: Chunk, overlap_tokens: int, count: CountText) -> int:
-    """Start of the last whole lines of `previous`'s own text worth ≥ overlap_tokens (at most half
-    of it); previous.end when overlap_tokens is 0."""
+    """Start of the shortest tail of `previous`'s own text worth ≥ overlap_tokens and at most half
+    of it, cut at a line start, else a sentence start, else a word; previous.end if none."""
     if overlap_tokens == 0:
         return previous.end
-    own = text[previous.start:previous.end].rstrip("\n")
-    line_starts = [0] + [m.end() for m in re.finditer(r"\n", own)]
-    best = previous.end
-    for s in reversed(line_starts[1:]):
-        if count(own[s:]) > previous.tokens // 2:
-            break
-        best = previous.start + s
-        if count(own[s:]) >= overlap_tokens:
-            break
-    return best
+    own = text[previous.start:previous.end].rstrip()
+    for separator in _SEPARATORS:
+        starts = [m.end() for m in separator.finditer(own) if 0 < m.end() < len(own)]
+        for s in reversed(starts):
+            n = count(own[s:])
+            if n > previous.tokens // 2:
+                break
+            if n >= overlap_tokens:
+                return previous.start + s
+    return previous.end
 
 
 def _page(page_starts: Sequence[int], offset: int) -> int | None:
