@@ -177,7 +177,10 @@ def load_tokenizer():
 
     from app.engine.loading.loader import resolve_model_folder
 
-    return AutoTokenizer.from_pretrained(resolve_model_folder(default_model_path()))
+    folder = resolve_model_folder(default_model_path())
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.model_context = json.loads((folder / "config.json").read_text())["max_position_embeddings"]
+    return tok
 
 
 def budgets(tok, question: str) -> dict[str, int]:
@@ -189,7 +192,7 @@ def budgets(tok, question: str) -> dict[str, int]:
                                        add_generation_prompt=True, return_dict=False))
     out = {}
     for label, context in (("ctx8192", 0), ("ctx2048", 2048)):
-        model_context = tok.model_max_length if tok.model_max_length < 10**6 else 8192
+        model_context = tok.model_context
         budget = TokenBudget.for_model(model_context, context, settings.max_new_tokens,
                                        summary_reserve(min(model_context, context or model_context)))
         out[label] = document_budget(budget, base)
@@ -227,7 +230,7 @@ def measure(docs: dict[str, Path], tok, chunk_sizes=(128, 256, 512)) -> dict:
 
 def _run(fmt, size, label, doc, chunks, question_budgets, count) -> dict:
     hits, ranks, sent, whole, fit_s, prompts = [], [], [], [], [], []
-    for fact, question, answer, _ in FACTS:
+    for _fact, question, answer, _ in FACTS:
         query = query_terms(question)
         budget = question_budgets[question][label]
         t0 = time.perf_counter()
