@@ -271,12 +271,67 @@ def print_table(report: dict) -> None:
               f"{r['tokens_saved_fraction']:6.1%} {r['fit_s_mean']:6.2f}")
 
 
+def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192")) -> list[dict]:
+    """The issue's "done when": the 300-page PDF attached, each planted question asked of the real
+    default model (greedy, CPU) through compose_message and the product's stream_chat_reply; the
+    reply is right when it contains the planted answer."""
+    import threading
+
+    from app.engine.documents.attach import compose_message, prepare_attachment
+    from app.engine.events import ReplyFinished, TextDelta
+    from app.engine.loading.loader import load_model, resolve_model_folder
+    from app.engine.local.generation import SamplingParams, stream_chat_reply
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    loaded = load_model(resolve_model_folder(default_model_path()))
+    attachment = prepare_attachment(extract_file(pdf), count)
+    settings = GenerationSettings()
+    rows = []
+    for label in labels:
+        for _fact, question, answer, _ in FACTS:
+            budget = budgets(tok, question)[label]
+            prepared = compose_message(question, [attachment], budget, count)
+            messages = [{"role": "system", "content": settings.system_prompt},
+                        {"role": "user", "content": prepared.text}]
+            t0 = time.perf_counter()
+            reply, finished = "", None
+            for event in stream_chat_reply(loaded, messages, SamplingParams(64, 0.0, 1.0), threading.Event()):
+                if isinstance(event, TextDelta):
+                    reply += event.text
+                elif isinstance(event, ReplyFinished):
+                    finished = event
+            rows.append({
+                "budget": label, "question": question, "answer": answer, "reply": reply.strip(),
+                "retrieved_has_answer": answer in prepared.text, "reply_has_answer": answer.lower() in reply.lower(),
+                "prompt_tokens": finished.prefill_tokens if finished else None,
+                "citations": [c.label for c in prepared.citations if answer in attachment.chunks[c.chunk_id - 1].text],
+                "seconds": round(time.perf_counter() - t0, 1),
+            })
+            row = rows[-1]
+            print(f"{label} {row['reply_has_answer']!s:5} {row['prompt_tokens']} {question} -> {row['reply'][:80]!r}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval_cpu.json")
     parser.add_argument("--keep", type=Path, help="write the generated documents here and keep them")
+    parser.add_argument("--answer", type=Path, metavar="PDF",
+                        help="ask the real model the planted questions over this generated PDF instead")
     args = parser.parse_args(argv)
     tok = load_tokenizer()
+    if args.answer:
+        rows = answer_questions(args.answer, tok)
+        out = args.out.with_name("retrieval_answers_cpu.json") if args.out.name == "retrieval_cpu.json" else args.out
+        summary = {label: {"retrieved": sum(r["retrieved_has_answer"] for r in rows if r["budget"] == label),
+                           "answered": sum(r["reply_has_answer"] for r in rows if r["budget"] == label),
+                           "questions": sum(r["budget"] == label for r in rows)} for label in ("ctx2048", "ctx8192")}
+        print(json.dumps(summary))
+        out.write_text(json.dumps({"command": f"python -m tests.benchmarks.retrieval --answer {args.answer.name}",
+                                   "summary": summary, "rows": rows}, indent=1) + "\n")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)

@@ -99,3 +99,15 @@ def test_budget_too_small_for_any_chunk_sends_nothing():
     assert (fit.mode, fit.chunks, fit.block, fit.tokens) == (RETRIEVED, (), "", 0)
     with pytest.raises(ValueError):
         fit_document("manual.md", chunks, -1, [], words)
+
+
+def test_an_index_built_once_answers_like_a_fresh_one():
+    from app.engine.documents.rank import ChunkIndex
+
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    index = ChunkIndex(chunks)
+    for question in ("coolant pump hours", "north gate badge", "zebra"):
+        assert index.scores(query_terms(question)) == bm25_scores(chunks, query_terms(question))
+    fit = fit_document("m.md", chunks, 300, query_terms("generator litres"), words, index=index)
+    assert "870 litres" in fit.block
+    assert ChunkIndex([]).scores(["pump"]) == []

@@ -15,12 +15,12 @@ Pure functions, no Qt, no torch (BM25 through numpy); nothing here touches the c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.core.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunk, chunk_document
 from app.core.document_prompt import Citation, whole_block, with_document
 from app.engine.documents.fit import WHOLE, DocumentFit, fit_document
-from app.engine.documents.rank import query_terms
+from app.engine.documents.rank import ChunkIndex, query_terms
 from app.engine.documents.source import ExtractedDocument
 
 CountText = Callable[[str], int]
@@ -31,7 +31,7 @@ WRAPPER_TOKENS = 8
 
 @dataclass(frozen=True)
 class Attachment:
-    """A document ready to be fitted: its chunks (app.core.chunking) and page count.
+    """A document ready to be fitted: its chunks (app.core.chunking), page count and BM25 index.
     whole_tokens: tokens of its "whole" block, the cost of pasting it."""
 
     name: str
@@ -39,6 +39,7 @@ class Attachment:
     chunks: tuple[Chunk, ...]
     pages: int
     whole_tokens: int
+    index: ChunkIndex = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ class PreparedMessage:
 def prepare_attachment(doc: ExtractedDocument, count_tokens: CountText, *,
                        max_tokens: int = DEFAULT_CHUNK_TOKENS,
                        overlap_tokens: int = DEFAULT_OVERLAP_TOKENS) -> Attachment:
-    """Chunk an extracted document with the model's token counter (about as long as tokenizing
-    it twice: 300 pages take a few seconds; run it off the UI thread)."""
+    """Chunk an extracted document with the model's token counter and index it for BM25 (about as
+    long as tokenizing it twice: see tests/benchmarks/retrieval.py; run it off the UI thread)."""
     chunks = chunk_document(doc.text, count_tokens, max_tokens=max_tokens, overlap_tokens=overlap_tokens,
                             page_starts=doc.page_starts)
     whole = count_tokens(whole_block(doc.name, doc.text, doc.pages))
-    return Attachment(doc.name, doc.kind, tuple(chunks), doc.pages, whole)
+    return Attachment(doc.name, doc.kind, tuple(chunks), doc.pages, whole, ChunkIndex(chunks))
 
 
 def compose_message(message: str, attachments: Sequence[Attachment], budget_tokens: int,
@@ -88,7 +89,7 @@ def compose_message(message: str, attachments: Sequence[Attachment], budget_toke
     for n, i in enumerate(order):
         a = attachments[i]
         share = left // (len(order) - n)
-        fits[i] = fit_document(a.name, a.chunks, share, query, count_tokens, a.pages)
+        fits[i] = fit_document(a.name, a.chunks, share, query, count_tokens, a.pages, a.index, a.whole_tokens)
         left -= fits[i].tokens
     ordered = tuple(fits[i] for i in range(len(attachments)))
     text = with_document(message, [f.block for f in ordered if f.block])

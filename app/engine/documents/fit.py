@@ -8,8 +8,9 @@
 Whole: the document's text (the chunks' own spans, which tile it) rendered by `whole_block`, if
 its exact token count is ≤ the budget. Retrieved: chunks that share a term with the query are
 taken in BM25 order (ties in document order), each while its tokens plus its citation line still
-fit (a query sharing no term takes the chunks from the start: "summarise this"); the chosen ones are printed in document order by `excerpts_block`, counted exactly, and the
-lowest-ranked are dropped until the count fits. The block is never longer than the budget; with a
+fit (a query sharing no term takes the chunks from the start: "summarise this"); the chosen
+ones are printed in document order by `excerpts_block`, counted exactly, and the lowest-ranked
+are dropped until the count fits. The block is never longer than the budget; with a
 budget too small for any chunk the fit is "retrieved" with no chunks and an empty block.
 No torch, no Qt.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from app.core.chunking import Chunk
 from app.core.document_prompt import Citation, cite, excerpts_block, whole_block
-from app.engine.documents.rank import bm25_scores
+from app.engine.documents.rank import ChunkIndex
 
 WHOLE, RETRIEVED = "whole", "retrieved"
 
@@ -55,18 +56,22 @@ class DocumentFit:
 
 
 def fit_document(name: str, chunks: Sequence[Chunk], budget_tokens: int, query: Sequence[str],
-                 count_tokens: Callable[[str], int], pages: int = 0) -> DocumentFit:
+                 count_tokens: Callable[[str], int], pages: int = 0, index: ChunkIndex | None = None,
+                 whole_tokens: int | None = None) -> DocumentFit:
     """Whole if the whole block is ≤ `budget_tokens`, else the best chunks for `query` (terms from
-    app.engine.documents.rank.query_terms). Calls `count_tokens` O(1 + dropped) times on blocks.
-    Raises ValueError on a negative budget."""
+    app.engine.documents.rank.query_terms). `index`: the chunks' BM25 index if already built;
+    `whole_tokens`: the whole block's count if already known. Calls `count_tokens` on the whole
+    block (unless given), on each chunk's citation line and on each block tried. Raises
+    ValueError on a negative budget."""
     if budget_tokens < 0:
         raise ValueError(f"negative document budget: {budget_tokens}")
     whole = whole_block(name, "".join(c.own_text for c in chunks), pages)
-    whole_tokens = count_tokens(whole)
+    if whole_tokens is None or whole_tokens <= budget_tokens:
+        whole_tokens = count_tokens(whole)
     if whole_tokens <= budget_tokens:
         return DocumentFit(name, WHOLE, tuple(chunks), whole, whole_tokens, whole_tokens, budget_tokens,
                            len(chunks), {})
-    scores = bm25_scores(chunks, query)
+    scores = (index or ChunkIndex(chunks)).scores(query)
     by_id = {c.id: s for c, s in zip(chunks, scores, strict=True)}
     matching = [c for c in chunks if by_id[c.id] > 0]
     ranked = sorted(matching or chunks, key=lambda c: (-by_id[c.id], c.id))

@@ -62,18 +62,30 @@ def query_terms(message: str, recent_turns: Sequence[str] = ()) -> list[str]:
     return terms(message) * MESSAGE_WEIGHT + recent
 
 
-def bm25_scores(chunks: Sequence[Chunk], query: Sequence[str]) -> list[float]:
-    """BM25 score of each chunk's text (lead-in included) for the query terms, in chunk order;
-    all 0.0 when no query term occurs in the document. [] for no chunks."""
-    if not chunks:
-        return []
-    import bm25s
+class ChunkIndex:
+    """A BM25 index over one document's chunks, built once (when the file is attached) and
+    asked once per message. Building runs `terms` over the whole text; asking is a sparse sum."""
 
-    corpus = [terms(c.text) for c in chunks]
-    vocabulary = {t for doc in corpus for t in doc}
-    asked = [t for t in query if t in vocabulary]
-    if not asked:
-        return [0.0] * len(chunks)
-    index = bm25s.BM25(k1=K1, b=B)
-    index.index(corpus, show_progress=False)
-    return [float(s) for s in index.get_scores(asked)]
+    def __init__(self, chunks: Sequence[Chunk]):
+        import bm25s
+
+        self.size = len(chunks)
+        corpus = [terms(c.text) for c in chunks]
+        self._vocabulary = frozenset(t for doc in corpus for t in doc)
+        self._bm25 = bm25s.BM25(k1=K1, b=B) if chunks else None
+        if self._bm25 is not None:
+            self._bm25.index(corpus, show_progress=False)
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        """BM25 score of each chunk for the query terms, in chunk order; all 0.0 when no query
+        term occurs in the document; [] for a document without chunks."""
+        asked = [t for t in query if t in self._vocabulary]
+        if self._bm25 is None or not asked:
+            return [0.0] * self.size
+        return [float(s) for s in self._bm25.get_scores(asked)]
+
+
+def bm25_scores(chunks: Sequence[Chunk], query: Sequence[str]) -> list[float]:
+    """BM25 score of each chunk's text (lead-in included) for the query terms, in chunk order
+    (a `ChunkIndex` built for this one call)."""
+    return ChunkIndex(chunks).scores(query)
