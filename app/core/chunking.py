@@ -156,7 +156,9 @@ def _fit(text: str, block: _Block, count: CountText, max_tokens: int) -> list[tu
 def _split(text: str, a: int, b: int, count: CountText, max_tokens: int, level: int = 0,
            tokens: int | None = None) -> list[tuple[int, int, int]]:
     """(start, end, tokens) pieces of text[a:b], each ≤ max_tokens where possible: cut at line
-    ends, else sentence ends, else spaces, else characters; neighbours merged back while they fit."""
+    ends, else sentence ends, else spaces, else characters. Pieces are grown greedily to the
+    last cut whose length, at the span's tokens-per-character, should still fit, then counted
+    exactly and shortened while over: ~2 `count` calls per piece instead of one per line."""
     n = count(text[a:b]) if tokens is None else tokens
     if n <= max_tokens:
         return [(a, b, n)]
@@ -166,13 +168,22 @@ def _split(text: str, a: int, b: int, count: CountText, max_tokens: int, level: 
     cuts = [a] + [m.end() for m in _SEPARATORS[level].finditer(text, a, b) if a < m.end() < b] + [b]
     if len(cuts) == 2:
         return _split(text, a, b, count, max_tokens, level + 1, n)
+    per_char = n / (b - a)
     pieces: list[tuple[int, int, int]] = []
-    for x, y in zip(cuts, cuts[1:], strict=False):
-        for piece in _split(text, x, y, count, max_tokens, level + 1):
-            if pieces and pieces[-1][2] + piece[2] <= max_tokens:
-                pieces[-1] = (pieces[-1][0], piece[1], pieces[-1][2] + piece[2])
-            else:
-                pieces.append(piece)
+    i = 0
+    while i < len(cuts) - 1:
+        j = bisect.bisect_right(cuts, cuts[i] + max_tokens / per_char, i + 1) - 1
+        j = max(j, i + 1)
+        m = count(text[cuts[i]:cuts[j]])
+        while m > max_tokens and j > i + 1:
+            target = cuts[i] + (cuts[j] - cuts[i]) * max_tokens / m
+            j = max(i + 1, min(j - 1, bisect.bisect_right(cuts, target, i + 1) - 1))
+            m = count(text[cuts[i]:cuts[j]])
+        if m > max_tokens:  # one segment alone is too long: cut it finer
+            pieces.extend(_split(text, cuts[i], cuts[j], count, max_tokens, level + 1, m))
+        else:
+            pieces.append((cuts[i], cuts[j], m))
+        i = j
     return pieces
 
 
@@ -192,19 +203,32 @@ def _pack(pieces: list[tuple[_Block, int]], max_tokens: int) -> list[list[_Block
 
 
 def _lead_start(text: str, previous: Chunk, overlap_tokens: int, count: CountText) -> int:
-    """Start of the shortest tail of `previous`'s own text worth ≥ overlap_tokens and at most half
-    of it, cut at a line start, else a sentence start, else a word; previous.end if none."""
+    """Start of a tail of `previous`'s own text worth ≥ overlap_tokens and at most half of it,
+    cut at a line start, else a sentence start, else a word; previous.end if none. The cut is
+    placed by previous's tokens-per-character and then checked (≤ 3 `count` calls per level)."""
     if overlap_tokens == 0:
         return previous.end
     own = text[previous.start:previous.end].rstrip()
+    if not own:
+        return previous.end
+    per_char = max(previous.tokens, 1) / len(previous.text)
+    half = previous.tokens // 2
     for separator in _SEPARATORS:
         starts = [m.end() for m in separator.finditer(own) if 0 < m.end() < len(own)]
-        for s in reversed(starts):
-            n = count(own[s:])
-            if n > previous.tokens // 2:
+        if not starts:
+            continue
+        k = max(0, bisect.bisect_right(starts, len(own) - overlap_tokens / per_char) - 1)
+        for _ in range(3):
+            n = count(own[starts[k]:])
+            if n > half and k + 1 < len(starts):
+                k += 1  # too long: a later start
+            elif n < overlap_tokens and k > 0 and count(own[starts[k - 1]:]) <= half:
+                k -= 1  # too short: an earlier start, if that is not over half
+            else:
                 break
-            if n >= overlap_tokens:
-                return previous.start + s
+        n = count(own[starts[k]:])
+        if overlap_tokens <= n <= half or (n <= half and separator is _SEPARATORS[-1]):
+            return previous.start + starts[k]
     return previous.end
 
 

@@ -40,7 +40,7 @@ from app.core.paths import default_model_path
 from app.core.settings import GenerationSettings
 from app.engine.documents.extract import extract_file
 from app.engine.documents.fit import fit_document
-from app.engine.documents.rank import bm25_scores, query_terms
+from app.engine.documents.rank import ChunkIndex, query_terms
 from tests.helpers.pdf_files import write_text_pdf
 
 RESULTS = Path(__file__).parent / "results"
@@ -220,24 +220,30 @@ def measure(docs: dict[str, Path], tok, chunk_sizes=(128, 256, 512)) -> dict:
                                     overlap_tokens=DEFAULT_OVERLAP_TOKENS * size // DEFAULT_CHUNK_TOKENS,
                                     page_starts=doc.page_starts)
             chunk_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            index = ChunkIndex(chunks)
+            index_s = time.perf_counter() - t0
             if size == DEFAULT_CHUNK_TOKENS:
                 report["formats"][fmt] |= {"chunks": len(chunks), "chunk_s": round(chunk_s, 2),
+                                           "index_s": round(index_s, 2),
                                            "doc_tokens": sum(c.tokens for c in chunks)}
+            print(f"{fmt} {size}: extract {extract_s:.2f} s, chunk {chunk_s:.2f} s, index {index_s:.2f} s",
+                  flush=True)
             for label in ("ctx8192", "ctx2048"):
-                report["runs"].append(_run(fmt, size, label, doc, chunks, question_budgets, count))
+                report["runs"].append(_run(fmt, size, label, doc, chunks, index, question_budgets, count))
     return report
 
 
-def _run(fmt, size, label, doc, chunks, question_budgets, count) -> dict:
+def _run(fmt, size, label, doc, chunks, index, question_budgets, count) -> dict:
     hits, ranks, sent, whole, fit_s, prompts = [], [], [], [], [], []
     for _fact, question, answer, _ in FACTS:
         query = query_terms(question)
         budget = question_budgets[question][label]
         t0 = time.perf_counter()
-        fit = fit_document(doc.name, chunks, budget, query, count, doc.pages)
+        fit = fit_document(doc.name, chunks, budget, query, count, doc.pages, index, whole[0] if whole else None)
         fit_s.append(time.perf_counter() - t0)
         hits.append(answer in fit.block)
-        scores = bm25_scores(chunks, query)
+        scores = index.scores(query)
         order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
         rank = next((r + 1 for r, i in enumerate(order) if answer in chunks[i].text), None)
         ranks.append(rank)
