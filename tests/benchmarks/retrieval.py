@@ -92,6 +92,20 @@ FACTS = (
      "Corvid Labs files P3 tickets in a weekly digest."),
 )
 
+# Questions about the stdlib text itself, asked in a user's words (several avoid the docs' own
+# phrasing); the answer is a phrase of the pydoc text (Python 3.11). Hit: that phrase is sent.
+NATURAL = (
+    ("What happens to lru_cache if maxsize is set to None?", "LRU features are disabled"),
+    ("When does a Python program exit if daemon threads are still running?", "only daemon threads are left"),
+    ("How do I remove the common indentation from a block of text?", "Remove any common leading whitespace"),
+    ("How is the median computed when there is an even number of data points?", "median is interpolated"),
+    ("How can I delete a directory and everything inside it?", "Recursively delete a directory tree"),
+    ("How do I list the most common elements of a Counter with their counts?",
+     "most common elements and their counts"),
+    ("What error does check_output raise when the command fails?", "CalledProcessError"),
+    ("How do I insert into a sorted list so that it stays sorted?", "keep it sorted"),
+)
+
 
 def reference_lines() -> list[str]:
     """pydoc text of MODULES wrapped to WIDTH, cut to PAGES × LINES_PER_PAGE lines."""
@@ -204,7 +218,8 @@ def measure(docs: dict[str, Path], tok, chunk_sizes=(128, 256, 512)) -> dict:
         return len(tok(text, add_special_tokens=False)["input_ids"])
 
     report = {"formats": {}, "runs": []}
-    question_budgets = {q: budgets(tok, q) for _, q, _, _ in FACTS}
+    questions = {"planted": [(q, a) for _, q, a, _ in FACTS], "natural": list(NATURAL)}
+    question_budgets = {q: budgets(tok, q) for qs in questions.values() for q, _ in qs}
     for fmt, path in docs.items():
         t0 = time.perf_counter()
         doc = extract_file(path)
@@ -230,13 +245,17 @@ def measure(docs: dict[str, Path], tok, chunk_sizes=(128, 256, 512)) -> dict:
             print(f"{fmt} {size}: extract {extract_s:.2f} s, chunk {chunk_s:.2f} s, index {index_s:.2f} s",
                   flush=True)
             for label in ("ctx8192", "ctx2048"):
-                report["runs"].append(_run(fmt, size, label, doc, chunks, index, question_budgets, count))
+                for kind, qs in questions.items():
+                    if kind == "natural" and fmt == "py":
+                        continue  # the source file is not the pydoc text
+                    run = _run(fmt, size, label, doc, chunks, index, qs, question_budgets, count)
+                    report["runs"].append({"questions": kind} | run)
     return report
 
 
-def _run(fmt, size, label, doc, chunks, index, question_budgets, count) -> dict:
+def _run(fmt, size, label, doc, chunks, index, questions, question_budgets, count) -> dict:
     hits, ranks, sent, whole, fit_s, prompts = [], [], [], [], [], []
-    for _fact, question, answer, _ in FACTS:
+    for question, answer in questions:
         query = query_terms(question)
         budget = question_budgets[question][label]
         t0 = time.perf_counter()
@@ -253,7 +272,7 @@ def _run(fmt, size, label, doc, chunks, index, question_budgets, count) -> dict:
         assert fit.tokens <= budget, (fit.tokens, budget)
     return {
         "format": fmt, "chunk_tokens": size, "budget": label,
-        "budget_tokens": statistics.median(question_budgets[q][label] for _, q, _, _ in FACTS),
+        "budget_tokens": statistics.median(question_budgets[q][label] for q, _ in questions),
         "hit_rate": sum(hits) / len(hits), "hits": hits,
         "mrr": round(statistics.mean(1 / r if r else 0 for r in ranks), 3), "fact_chunk_ranks": ranks,
         "tokens_sent_mean": round(statistics.mean(sent)), "whole_tokens": whole[0],
@@ -264,15 +283,15 @@ def _run(fmt, size, label, doc, chunks, index, question_budgets, count) -> dict:
 
 def print_table(report: dict) -> None:
     print(f"{'format':6} {'MB':>6} {'pages':>5} {'chunks':>6} {'doc tok':>8} {'extract s':>9} {'s/MB':>6} "
-          f"{'chunk s':>7}")
+          f"{'chunk s':>7} {'index s':>7}")
     for fmt, f in report["formats"].items():
         print(f"{fmt:6} {f['mb']:6.2f} {f['pages'] or '':>5} {f['chunks']:6d} {f['doc_tokens']:8d} "
-              f"{f['extract_s']:9.2f} {f['extract_s_per_mb']:6.2f} {f['chunk_s']:7.2f}")
+              f"{f['extract_s']:9.2f} {f['extract_s_per_mb']:6.2f} {f['chunk_s']:7.2f} {f['index_s']:7.2f}")
     print()
-    print(f"{'format':6} {'chunk':>5} {'budget':>8} {'budget tok':>10} {'hit rate':>8} {'MRR':>5} "
+    print(f"{'questions':9} {'format':6} {'chunk':>5} {'budget':>8} {'budget tok':>10} {'hit rate':>8} {'MRR':>5} "
           f"{'sent tok':>8} {'whole tok':>9} {'saved':>6} {'fit s':>6}")
     for r in report["runs"]:
-        print(f"{r['format']:6} {r['chunk_tokens']:5d} {r['budget']:>8} {r['budget_tokens']:10.0f} "
+        print(f"{r['questions']:9} {r['format']:6} {r['chunk_tokens']:5d} {r['budget']:>8} {r['budget_tokens']:10.0f} "
               f"{r['hit_rate']:8.2f} {r['mrr']:5.2f} {r['tokens_sent_mean']:8d} {r['whole_tokens']:9d} "
               f"{r['tokens_saved_fraction']:6.1%} {r['fit_s_mean']:6.2f}")
 
@@ -353,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m tests.benchmarks.retrieval", "machine": platform.machine(),
         "cpu_count": __import__("os").cpu_count(), "python": sys.version.split()[0],
         "pypdf": pypdf.__version__, "bm25s": bm25s.__version__, "transformers": transformers.__version__,
-        "tokenizer": "SmolLM2-135M-Instruct", "facts": len(FACTS), "modules": list(MODULES),
+        "tokenizer": "SmolLM2-135M-Instruct", "facts": len(FACTS), "natural_questions": len(NATURAL),
+        "modules": list(MODULES),
         "defaults": {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "overlap_tokens": DEFAULT_OVERLAP_TOKENS},
     }
     print_table(report)

@@ -11,6 +11,7 @@ No torch, no Qt.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -27,18 +28,18 @@ _HUMP = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af]+")
 
 
+@functools.cache
 def _stopwords() -> frozenset[str]:
+    """bm25s's English list, loaded on first use (importing bm25s takes numpy: ~0.3 s)."""
     from bm25s.stopwords import STOPWORDS_EN
 
     return frozenset(STOPWORDS_EN)
 
 
-_STOP = _stopwords()
-
-
 def terms(text: str) -> list[str]:
     """Index terms of `text`, in order, with repeats (see the module docstring)."""
     out: list[str] = []
+    stop = _stopwords()
     for word in _WORD.findall(text):
         lower = word.lower()
         if _CJK.search(word):
@@ -47,12 +48,12 @@ def terms(text: str) -> list[str]:
             if len(word) > 1:
                 out.append(lower)
             continue
-        if lower in _STOP or (len(lower) < 2 and not lower.isdigit()):
+        if lower in stop or (len(lower) < 2 and not lower.isdigit()):
             continue
         out.append(lower)
         parts = [p.lower() for p in _HUMP.findall(word)] if ("_" in word or not word.islower()) else []
         if len(parts) > 1:
-            out.extend(p for p in parts if p not in _STOP and len(p) > 1)
+            out.extend(p for p in parts if p not in stop and len(p) > 1)
     return out
 
 
