@@ -1,26 +1,32 @@
 """Retrieval benchmark (issue 18, CPU): documents within the KV budget.
 
-Builds public-domain documents from the standard library's own pydoc text (Python's docs are
-under the PSF licence; the text is generated here, nothing is downloaded): a 300-page reference
+Builds documents from the standard library's own pydoc text (PSF licence, freely redistributable;
+generated on the spot, nothing is downloaded): a 300-page reference
 as plain text, as Markdown (pydoc's section names as headings), as a 300-page PDF (drawn with
 pypdf, tests/helpers/pdf_files.py) and as a DOCX; and stdlib source code as a .py file. Twelve
 invented facts are planted at known places, each with a distractor sentence about the same name
-elsewhere, and asked about in other words. Everything runs through the product's own code with
-its defaults: extract_file → chunk_document (256 tokens, 32 overlap) → fit_document at the budget
+elsewhere, and asked about in other words; 8 natural questions about the stdlib text itself are
+asked in a user's words. Everything runs through the product's own code with
+its defaults: extract_file → chunk_document (128 tokens, 16 overlap) → fit_document at the budget
 document_budget gives for the default model (SmolLM2-135M-Instruct: 8192-token context,
 max_new_tokens 512, summary reserve 512), counted with the model's own tokenizer.
 
 Reports: hit rate (the planted answer is in the text sent) at that budget and at a 2048-token
-context setting, for 128/256/512-token chunks; rank of the fact's chunk (MRR); extraction time
-per MB per format; chunking and ranking time; prompt tokens sent versus pasting the whole file.
+context setting, for 128/256/512-token chunks (overlap 1/8 of a chunk); rank of the fact's chunk
+(MRR); extraction time per MB per format; chunking and ranking time; prompt tokens sent versus
+pasting the whole file. `--answer PDF` asks the real model the planted questions instead.
 
-    python -m tests.benchmarks.retrieval            # writes tests/benchmarks/results/retrieval_cpu.json
+    python -m tests.benchmarks.retrieval            # writes results/retrieval_cpu.json and .txt
+    python -m tests.benchmarks.retrieval --keep DIR --answer DIR/stdlib-reference.pdf --budgets ctx2048
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
 import platform
 import pydoc
 import statistics
@@ -345,14 +351,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="write the generated documents here and keep them")
     parser.add_argument("--answer", type=Path, metavar="PDF",
                         help="ask the real model the planted questions over this generated PDF instead")
+    parser.add_argument("--budgets", default="ctx2048,ctx8192", help="with --answer: which budgets")
     args = parser.parse_args(argv)
     tok = load_tokenizer()
     if args.answer:
-        rows = answer_questions(args.answer, tok)
+        rows = answer_questions(args.answer, tok, tuple(args.budgets.split(",")))
         out = args.out.with_name("retrieval_answers_cpu.json") if args.out.name == "retrieval_cpu.json" else args.out
         summary = {label: {"retrieved": sum(r["retrieved_has_answer"] for r in rows if r["budget"] == label),
                            "answered": sum(r["reply_has_answer"] for r in rows if r["budget"] == label),
-                           "questions": sum(r["budget"] == label for r in rows)} for label in ("ctx2048", "ctx8192")}
+                           "questions": sum(r["budget"] == label for r in rows)} for label in args.budgets.split(",")}
         print(json.dumps(summary))
         out.write_text(json.dumps({"command": f"python -m tests.benchmarks.retrieval --answer {args.answer.name}",
                                    "summary": summary, "rows": rows}, indent=1) + "\n")
@@ -370,16 +377,21 @@ def main(argv: list[str] | None = None) -> int:
 
     report["meta"] = {
         "command": "python -m tests.benchmarks.retrieval", "machine": platform.machine(),
-        "cpu_count": __import__("os").cpu_count(), "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(), "load_average_1_5_15": [round(x, 1) for x in os.getloadavg()],
+        "python": sys.version.split()[0],
         "pypdf": pypdf.__version__, "bm25s": bm25s.__version__, "transformers": transformers.__version__,
         "tokenizer": "SmolLM2-135M-Instruct", "facts": len(FACTS), "natural_questions": len(NATURAL),
         "modules": list(MODULES),
         "defaults": {"chunk_tokens": DEFAULT_CHUNK_TOKENS, "overlap_tokens": DEFAULT_OVERLAP_TOKENS},
     }
-    print_table(report)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        print_table(report)
+    print(buffer.getvalue(), end="")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\nwrote {args.out}")
+    args.out.with_suffix(".txt").write_text(buffer.getvalue())
+    print(f"\nwrote {args.out} and {args.out.with_suffix('.txt').name}")
     return 0
 
 
