@@ -302,7 +302,8 @@ def print_table(report: dict) -> None:
               f"{r['tokens_saved_fraction']:6.1%} {r['fit_s_mean']:6.2f}")
 
 
-def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192")) -> list[dict]:
+def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192"), limit: int = len(FACTS),
+                     save=lambda rows: None) -> list[dict]:
     """The issue's "done when": the 300-page PDF attached, each planted question asked of the real
     default model (greedy, CPU) through compose_message and the product's stream_chat_reply; the
     reply is right when it contains the planted answer."""
@@ -321,7 +322,7 @@ def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192")) -> list[dict
     settings = GenerationSettings()
     rows = []
     for label in labels:
-        for _fact, question, answer, _ in FACTS:
+        for _fact, question, answer, _ in FACTS[:limit]:
             budget = budgets(tok, question)[label]
             prepared = compose_message(question, [attachment], budget, count)
             messages = [{"role": "system", "content": settings.system_prompt},
@@ -340,6 +341,7 @@ def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192")) -> list[dict
                 "citations": [c.label for c in prepared.citations if answer in attachment.chunks[c.chunk_id - 1].text],
                 "seconds": round(time.perf_counter() - t0, 1),
             })
+            save(rows)
             row = rows[-1]
             print(f"{label} {row['reply_has_answer']!s:5} {row['prompt_tokens']} {question} -> {row['reply'][:80]!r}")
     return rows
@@ -352,17 +354,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer", type=Path, metavar="PDF",
                         help="ask the real model the planted questions over this generated PDF instead")
     parser.add_argument("--budgets", default="ctx2048,ctx8192", help="with --answer: which budgets")
+    parser.add_argument("--limit", type=int, default=len(FACTS), help="with --answer: the first N planted questions")
     args = parser.parse_args(argv)
     tok = load_tokenizer()
     if args.answer:
-        rows = answer_questions(args.answer, tok, tuple(args.budgets.split(",")))
         out = args.out.with_name("retrieval_answers_cpu.json") if args.out.name == "retrieval_cpu.json" else args.out
-        summary = {label: {"retrieved": sum(r["retrieved_has_answer"] for r in rows if r["budget"] == label),
-                           "answered": sum(r["reply_has_answer"] for r in rows if r["budget"] == label),
-                           "questions": sum(r["budget"] == label for r in rows)} for label in args.budgets.split(",")}
-        print(json.dumps(summary))
-        out.write_text(json.dumps({"command": f"python -m tests.benchmarks.retrieval --answer {args.answer.name}",
-                                   "summary": summary, "rows": rows}, indent=1) + "\n")
+        labels = tuple(args.budgets.split(","))
+
+        def save(rows: list[dict]) -> None:  # after every question: a slow run still leaves its rows
+            summary = {label: {"retrieved": sum(r["retrieved_has_answer"] for r in rows if r["budget"] == label),
+                               "answered": sum(r["reply_has_answer"] for r in rows if r["budget"] == label),
+                               "questions": sum(r["budget"] == label for r in rows)} for label in labels}
+            out.write_text(json.dumps({
+                "command": f"python -m tests.benchmarks.retrieval --answer {args.answer.name} --budgets "
+                           f"{args.budgets} --limit {args.limit}",
+                "model": "SmolLM2-135M-Instruct (greedy, max_new_tokens 64, CPU)",
+                "load_average_1_5_15": [round(x, 1) for x in os.getloadavg()],
+                "summary": summary, "rows": rows}, indent=1) + "\n")
+
+        answer_questions(args.answer, tok, labels, args.limit, save)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
