@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import pydoc
+import re
 import statistics
 import sys
 import tempfile
@@ -347,6 +348,12 @@ def answer_questions(pdf: Path, tok, labels=("ctx2048", "ctx8192"), limit: int =
     return rows
 
 
+def dump(report: dict) -> str:
+    """JSON with one level of indent per object and lists of numbers/booleans kept on one line."""
+    text = json.dumps(report, indent=1)
+    return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=RESULTS / "retrieval_cpu.json")
@@ -365,12 +372,12 @@ def main(argv: list[str] | None = None) -> int:
             summary = {label: {"retrieved": sum(r["retrieved_has_answer"] for r in rows if r["budget"] == label),
                                "answered": sum(r["reply_has_answer"] for r in rows if r["budget"] == label),
                                "questions": sum(r["budget"] == label for r in rows)} for label in labels}
-            out.write_text(json.dumps({
+            out.write_text(dump({
                 "command": f"python -m tests.benchmarks.retrieval --answer {args.answer.name} --budgets "
                            f"{args.budgets} --limit {args.limit}",
                 "model": "SmolLM2-135M-Instruct (greedy, max_new_tokens 64, CPU)",
                 "load_average_1_5_15": [round(x, 1) for x in os.getloadavg()],
-                "summary": summary, "rows": rows}, indent=1) + "\n")
+                "summary": summary, "rows": rows}))
 
         answer_questions(args.answer, tok, labels, args.limit, save)
         return 0
@@ -399,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         print_table(report)
     print(buffer.getvalue(), end="")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    args.out.write_text(dump(report))
     args.out.with_suffix(".txt").write_text(buffer.getvalue())
     print(f"\nwrote {args.out} and {args.out.with_suffix('.txt').name}")
     return 0
