@@ -79,6 +79,8 @@ def fit_document(name: str, chunks: Sequence[Chunk], budget_tokens: int, query: 
     chosen: list[Chunk] = []
     used = header
     for chunk in ranked:
+        if used + chunk.tokens > budget_tokens:
+            continue  # cannot fit even without its citation line: skip counting that line
         cost = chunk.tokens + _citation_tokens(chunk, count_tokens)
         if used + cost <= budget_tokens:
             chosen.append(chunk)
