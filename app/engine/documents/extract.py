@@ -1,0 +1,68 @@
+"""Extract the text of an attached file: the one entry point a worker calls off the UI thread.
+
+    doc = extract_file(path, progress=lambda f: ..., cancel=threading.Event())
+
+The format is decided by content, not by the name: "%PDF-" → PDF (app.engine.documents.pdf), a
+ZIP with word/document.xml → DOCX (app.engine.documents.docx), anything else must be text
+(app.engine.documents.text), labelled "markdown"/"code"/"text" by its suffix. Every failure is a
+`DocumentError` with a one-line message: a file over `MAX_FILE_BYTES`, a binary file, a PDF that
+needs a password or has no text layer, text that is not UTF-8, an unreadable path. Nothing here
+touches the chat, so a refused file loses nothing already in it. No torch, no Qt.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from app.engine.documents.docx import extract_docx, is_docx
+from app.engine.documents.pdf import extract_pdf
+from app.engine.documents.source import (
+    TOO_LARGE,
+    UNREADABLE,
+    DocumentError,
+    ExtractedDocument,
+    Progress,
+    report,
+)
+from app.engine.documents.text import extract_text_file
+
+# 64 MB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
+# millions of tokens, which retrieval can rank but no local context holds (a 100 MB log is refused).
+MAX_FILE_BYTES = 64_000_000
+
+
+def extract_file(path: str | Path, progress: Progress | None = None,
+                 cancel: threading.Event | None = None,
+                 max_bytes: int = MAX_FILE_BYTES) -> ExtractedDocument:
+    """Text of the file at `path`, with page offsets for PDFs.
+
+    `progress(fraction)` is called from this thread after each block (1 MiB) or page; `cancel`
+    is polled at the same points. Raises DocumentError only (kinds in app.engine.documents.source):
+    UNREADABLE (missing, a folder, no permission), TOO_LARGE (> `max_bytes`; `detail` = size in
+    bytes), and those of the format readers (BINARY, NOT_UTF8, ENCRYPTED, NO_TEXT_LAYER, DAMAGED,
+    EMPTY, CANCELLED).
+    """
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise DocumentError(UNREADABLE, path.name, "not a file that can be read")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise DocumentError(TOO_LARGE, path.name, f"the file is {_megabytes(size)}; files up to "
+                                f"{_megabytes(max_bytes)} can be attached", str(size))
+        with path.open("rb") as f:
+            head = f.read(64 << 10)
+        report(progress, 0.0)
+        if head.startswith(b"%PDF-"):
+            return extract_pdf(path, size, progress, cancel)
+        if head.startswith(b"PK\x03\x04") and is_docx(path):
+            return extract_docx(path, size, progress, cancel)
+        return extract_text_file(path, size, progress, cancel)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DocumentError(UNREADABLE, path.name, f"the file cannot be read ({reason})", reason) from None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.0f} MB" if size >= 10e6 else f"{size / 1e6:.1f} MB"

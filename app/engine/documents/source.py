@@ -1,0 +1,77 @@
+"""What extraction yields, and its one error type.
+
+`ExtractedDocument` is the text of an attached file plus where each page starts, so a chunk can
+be cited by page. `DocumentError` is the only exception extraction raises: `kind` is a stable key
+the window maps to a translated sentence (the engine has no Qt, so no `tr()` here), `str(error)` is
+the same sentence in English, one line, naming the file. No torch, no Qt.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Called with the fraction done, 0.0 … 1.0, after each page or block; from the extracting thread.
+Progress = Callable[[float], None]
+
+# The stable error kinds (the UI's translation keys).
+TOO_LARGE = "too-large"
+BINARY = "binary"
+NOT_UTF8 = "not-utf8"
+ENCRYPTED = "encrypted-pdf"
+NO_TEXT_LAYER = "no-text-layer"
+DAMAGED = "damaged"
+EMPTY = "empty"
+UNREADABLE = "unreadable"
+CANCELLED = "cancelled"
+
+
+class DocumentError(Exception):
+    """A file that cannot be attached. `kind`: one of the constants above; `name`: the file's name;
+    `detail`: a short fact for the message (an encoding guess, a size, a page count), may be ""."""
+
+    def __init__(self, kind: str, name: str, message: str, detail: str = ""):
+        super().__init__(f"{name}: {message}")
+        self.kind, self.name, self.detail = kind, name, detail
+
+
+@dataclass(frozen=True)
+class ExtractedDocument:
+    """Text of one attached file.
+
+    name: file name shown in citations. kind: "text", "markdown", "code", "pdf" or "docx".
+    text: the extracted text, newlines normalised to "\\n". page_starts: character offset in
+    `text` where each page begins (page 1 at index 0); empty for formats without pages.
+    size_bytes: the file's size on disk. encoding: the text encoding used ("utf-8", "utf-8-sig",
+    "utf-16", …) for text files, None for PDF/DOCX.
+    """
+
+    name: str
+    kind: str
+    text: str
+    page_starts: tuple[int, ...] = ()
+    size_bytes: int = 0
+    encoding: str | None = None
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page holding character `offset`; None for formats without pages."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+    @property
+    def pages(self) -> int:
+        return len(self.page_starts)
+
+
+def check_cancel(cancel: threading.Event | None, name: str) -> None:
+    """Raise DocumentError(CANCELLED) once `cancel` is set (polled per page or block)."""
+    if cancel is not None and cancel.is_set():
+        raise DocumentError(CANCELLED, name, "reading was cancelled")
+
+
+def report(progress: Progress | None, fraction: float) -> None:
+    if progress is not None:
+        progress(min(1.0, max(0.0, fraction)))

@@ -1,0 +1,80 @@
+"""The chat flow's entry point: a message plus attachments in, the text to send and its citations
+out, within the budget; several attachments share it."""
+
+import pytest
+
+from app.engine.documents.attach import (
+    WRAPPER_TOKENS,
+    compose_message,
+    describe_fit,
+    prepare_attachment,
+)
+from app.engine.documents.fit import RETRIEVED, WHOLE
+from app.engine.documents.source import ExtractedDocument
+from tests.helpers.pdf_files import write_text_pdf
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def long_pdf_text(pages: int = 30) -> tuple[str, tuple[int, ...]]:
+    texts, starts, offset = [], [], 0
+    for p in range(1, pages + 1):
+        lines = [f"Page {p} routine entry {i}: valves checked, gauges read, nothing unusual." for i in range(12)]
+        if p == 23:
+            lines[5] = "The spare key for the Thornbury pump house hangs behind the fuse box."
+        text = "\n".join(lines)
+        starts.append(offset)
+        texts.append(text)
+        offset += len(text) + 2
+    return "\n\n".join(texts), tuple(starts)
+
+
+def test_no_attachment_sends_the_message_unchanged():
+    prepared = compose_message("hello", [], 500, words)
+    assert (prepared.text, prepared.fits, prepared.tokens, prepared.citations) == ("hello", (), 0, ())
+
+
+def test_small_note_goes_whole_and_the_question_follows():
+    note = prepare_attachment(ExtractedDocument("note.txt", "text", "Gate code is 2291."), words)
+    prepared = compose_message("What is the gate code?", [note], 500, words)
+    assert prepared.text == ('Attached document "note.txt" (whole):\nGate code is 2291.\n\n'
+                             "Question: What is the gate code?")
+    assert prepared.fits[0].mode == WHOLE and prepared.citations == ()
+    assert describe_fit(prepared.fits[0]) == "note.txt: whole file, 8 tokens"
+
+
+def test_long_pdf_is_retrieved_and_cites_the_page_with_the_fact():
+    text, starts = long_pdf_text()
+    doc = ExtractedDocument("log.pdf", "pdf", text, starts)
+    attachment = prepare_attachment(doc, words, max_tokens=64, overlap_tokens=8)
+    prepared = compose_message("Where is the spare key for the Thornbury pump house?", [attachment], 300, words,
+                               recent_turns=["We talked about the pump house."])
+    fit = prepared.fits[0]
+    assert fit.mode == RETRIEVED and prepared.retrieved
+    assert prepared.tokens <= 300 - WRAPPER_TOKENS < attachment.whole_tokens
+    assert "behind the fuse box" in prepared.text
+    assert prepared.text.endswith("\n\nQuestion: Where is the spare key for the Thornbury pump house?")
+    assert 23 in {c.page for c in prepared.citations}
+    assert describe_fit(fit).startswith(f"log.pdf: too large for this turn ({attachment.whole_tokens:,} tokens): ")
+
+
+def test_two_attachments_share_the_budget_small_one_whole(tmp_path):
+    from app.engine.documents.extract import extract_file
+
+    text, _ = long_pdf_text()
+    pdf = extract_file(write_text_pdf(tmp_path / "log.pdf", [t.splitlines() for t in text.split("\n\n")]))
+    big = prepare_attachment(pdf, words, max_tokens=64, overlap_tokens=8)
+    small = prepare_attachment(ExtractedDocument("note.txt", "text", "Thornbury staff: Ada and Bo."), words)
+    prepared = compose_message("Thornbury spare key?", [big, small], 400, words)
+    assert [f.mode for f in prepared.fits] == [RETRIEVED, WHOLE]  # order given is kept
+    assert prepared.tokens <= 400 - WRAPPER_TOKENS
+    assert prepared.text.index("log.pdf") < prepared.text.index("note.txt")
+    assert "behind the fuse box" in prepared.text
+    assert all(c.name == "log.pdf" for c in prepared.citations) and prepared.citations
+
+
+def test_negative_budget_raises():
+    with pytest.raises(ValueError):
+        compose_message("x", [], -1, words)

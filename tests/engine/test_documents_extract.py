@@ -1,0 +1,171 @@
+"""Extraction of attached files: each good format yields its text, each bad file one clear message.
+
+Every file is made in tmp_path by the test (PDFs through tests/helpers/pdf_files.py, a DOCX as a
+hand-written ZIP of WordprocessingML)."""
+
+import codecs
+import threading
+import zipfile
+
+import pytest
+
+from app.engine.documents import source
+from app.engine.documents.extract import MAX_FILE_BYTES, extract_file
+from app.engine.documents.source import DocumentError
+from tests.helpers.pdf_files import write_image_pdf, write_text_pdf
+
+KOREAN = "문서 첨부: 토큰 예산 안에서 답합니다.\n"
+
+
+def refused(path, **kwargs) -> DocumentError:
+    with pytest.raises(DocumentError) as info:
+        extract_file(path, **kwargs)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(path.name + ": ")
+    return info.value
+
+
+@pytest.mark.parametrize(("encoding", "bom"), [
+    ("utf-8", b""), ("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE),
+    ("utf-16-be", codecs.BOM_UTF16_BE), ("utf-32-le", codecs.BOM_UTF32_LE),
+])
+def test_utf8_and_bom_marked_text_decode_to_the_same_string(tmp_path, encoding, bom):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(bom + (KOREAN + "line two\r\nline three").encode(encoding))
+    doc = extract_file(path)
+    assert doc.text == KOREAN + "line two\nline three"
+    assert (doc.kind, doc.page_starts, doc.page_at(5)) == ("text", (), None)
+    assert doc.size_bytes == path.stat().st_size
+
+
+def test_markdown_and_code_are_labelled_by_suffix(tmp_path):
+    (tmp_path / "README.md").write_text("# Title\n\nBody\n")
+    (tmp_path / "main.py").write_text("def f():\n    return 1\n")
+    assert extract_file(tmp_path / "README.md").kind == "markdown"
+    assert extract_file(tmp_path / "main.py").kind == "code"
+
+
+def test_legacy_korean_encoding_is_refused_naming_the_guess(tmp_path):
+    path = tmp_path / "memo.txt"
+    path.write_bytes(("회의록: 다음 회의는 월요일 오전 열 시에 시작합니다. " * 20).encode("cp949"))
+    error = refused(path)
+    assert error.kind == source.NOT_UTF8
+    assert "not UTF-8 text (looks like" in str(error)
+    assert error.detail in {"cp949", "euc_kr", "johab"}
+
+
+def test_latin1_text_is_refused_not_garbled(tmp_path):
+    path = tmp_path / "old.txt"
+    path.write_bytes("Café crème, señor, Ärger über Öl.\n".encode("latin-1") * 10)
+    assert refused(path).kind == source.NOT_UTF8
+
+
+@pytest.mark.parametrize(("head", "looks_like"), [
+    (b"\x89PNG\r\n\x1a\n" + bytes(100), "a PNG image"),
+    (b"\x7fELF\x02\x01\x01" + bytes(100), "a Linux program"),
+    (b"some text\x00\x01\x02 then binary", "binary data"),
+])
+def test_binary_files_are_refused_with_what_they_look_like(tmp_path, head, looks_like):
+    path = tmp_path / "data.txt"
+    path.write_bytes(head)
+    error = refused(path)
+    assert (error.kind, error.detail) == (source.BINARY, looks_like)
+    assert f"not a text file (looks like {looks_like})" in str(error)
+
+
+def test_a_100_mb_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "huge.log"
+    with path.open("wb") as f:  # sparse: no 100 MB written to disk
+        f.truncate(100_000_000)
+    calls = []
+    error = refused(path, progress=calls.append)
+    assert error.kind == source.TOO_LARGE and error.detail == "100000000"
+    assert "the file is 100 MB; files up to 64 MB can be attached" in str(error)
+    assert calls == [] and MAX_FILE_BYTES == 64_000_000
+
+
+def test_missing_file_and_folder_are_unreadable(tmp_path):
+    assert refused(tmp_path / "gone.txt").kind == source.UNREADABLE
+    assert refused(tmp_path).kind == source.UNREADABLE
+
+
+def test_empty_text_file_is_refused(tmp_path):
+    path = tmp_path / "blank.txt"
+    path.write_text("\n \n")
+    assert refused(path).kind == source.EMPTY
+
+
+def test_pdf_text_layer_with_page_offsets(tmp_path):
+    path = write_text_pdf(tmp_path / "report.pdf", [["Page one: intro"], ["Page two: the answer is 42"]])
+    doc = extract_file(path)
+    assert doc.kind == "pdf" and doc.pages == 2
+    assert doc.text == "Page one: intro\n\nPage two: the answer is 42"
+    assert doc.page_at(doc.text.index("answer")) == 2 and doc.page_at(0) == 1
+
+
+def test_pdf_with_empty_user_password_opens(tmp_path):
+    path = write_text_pdf(tmp_path / "restricted.pdf", [["Owner password only, text is readable"]], password="")
+    assert extract_file(path).text == "Owner password only, text is readable"
+
+
+def test_password_protected_pdf_is_refused(tmp_path):
+    path = write_text_pdf(tmp_path / "secret.pdf", [["classified"]], password="hunter2")
+    error = refused(path)
+    assert error.kind == source.ENCRYPTED and "protected by a password" in str(error)
+
+
+def test_image_only_pdf_is_refused_as_having_no_text_layer(tmp_path):
+    error = refused(write_image_pdf(tmp_path / "scan.pdf", pages=4))
+    assert (error.kind, error.detail) == (source.NO_TEXT_LAYER, "4")
+    assert "no text layer (4 pages" in str(error)
+
+
+def test_damaged_pdf_is_refused(tmp_path):
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 4)
+    assert refused(path).kind == source.DAMAGED
+
+
+def test_pdf_progress_rises_to_one_and_cancel_stops_it(tmp_path):
+    path = write_text_pdf(tmp_path / "long.pdf", [[f"page {i} text long enough to count"] for i in range(10)])
+    seen = []
+    extract_file(path, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) >= 11
+    cancel = threading.Event()
+
+    def cancel_at_half(fraction):
+        if fraction > 0.5:
+            cancel.set()
+
+    assert refused(path, progress=cancel_at_half, cancel=cancel).kind == source.CANCELLED
+
+
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def write_docx(path, body: str):
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("word/document.xml", f'<?xml version="1.0"?><w:document {W}><w:body>{body}</w:body></w:document>')
+    return path
+
+
+def test_docx_paragraphs_headings_and_tables(tmp_path):
+    body = (
+        '<w:p><w:pPr><w:pStyle w:val="Heading2"/></w:pPr><w:r><w:t>Budget</w:t></w:r></w:p>'
+        '<w:p><w:r><w:t xml:space="preserve">KV cache </w:t></w:r><w:r><w:t>grows</w:t></w:r>'
+        '<w:r><w:tab/><w:t>linearly.</w:t></w:r></w:p>'
+        '<w:tbl><w:tr><w:tc><w:p><w:r><w:t>layers</w:t></w:r></w:p></w:tc>'
+        '<w:tc><w:p><w:r><w:t>32</w:t></w:r></w:p></w:tc></w:tr></w:tbl>'
+    )
+    doc = extract_file(write_docx(tmp_path / "notes.docx", body))
+    assert (doc.kind, doc.text) == ("docx", "## Budget\nKV cache grows\tlinearly.\nlayers | 32")
+
+
+def test_docx_without_text_and_plain_zip(tmp_path):
+    assert refused(write_docx(tmp_path / "empty.docx", "<w:p/>")).kind == source.EMPTY
+    path = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("a.txt", "hello")
+    error = refused(path)
+    assert (error.kind, error.detail) == (source.BINARY, "a ZIP archive")

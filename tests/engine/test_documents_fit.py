@@ -1,0 +1,113 @@
+"""BM25 ranking and fitting a document into a budget: whole when it fits, else the chunks that
+hold the asked fact, cited, never over the budget."""
+
+import pytest
+
+from app.core.chunking import chunk_document
+from app.core.document_prompt import excerpts_block
+from app.engine.documents.fit import RETRIEVED, WHOLE, fit_document
+from app.engine.documents.rank import bm25_scores, query_terms, terms
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+FILLER = ("The {0} chapter describes general procedures that every operator follows daily, "
+          "including inspection, cleaning and logging of routine observations.")
+FACTS = {
+    7: "The coolant pump on line seven must be replaced every 1400 operating hours.",
+    19: "Badge readers at the north gate reject cards issued before March 2019.",
+    31: "The backup generator fuel tank holds 870 litres of diesel.",
+}
+
+
+def manual(sections: int = 40) -> str:
+    parts = []
+    for i in range(sections):
+        body = " ".join(FILLER.format(f"{i}th") for _ in range(3))
+        parts.append(f"## Section {i}\n\n{body}\n\n{FACTS.get(i, '')}\n")
+    return "# Plant manual\n\n" + "\n".join(parts)
+
+
+def test_terms_split_identifiers_drop_stopwords_and_bigram_korean():
+    assert terms("The max_new_tokens of KVCache") == ["max_new_tokens", "max", "new", "tokens", "kvcache",
+                                                      "kv", "cache"]
+    assert {"캐시", "시가"} <= set(terms("캐시가 부족합니다"))
+    assert "캐시" in terms("KV 캐시를 줄이려면")  # same bigram despite another particle
+    assert query_terms("pump hours", ["generator"]) == ["pump", "hours", "pump", "hours", "generator"]
+
+
+def test_bm25_ranks_the_chunk_with_the_fact_first():
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    scores = bm25_scores(chunks, query_terms("How many litres does the generator fuel tank hold?"))
+    best = chunks[max(range(len(chunks)), key=scores.__getitem__)]
+    assert "870 litres" in best.text and best.heading == "Plant manual > Section 31"
+    assert bm25_scores(chunks, ["nonexistentterm"]) == [0.0] * len(chunks)
+    assert bm25_scores([], ["pump"]) == []
+
+
+def test_small_document_goes_whole():
+    text = "# Note\n\nThe pump needs service every 1400 hours.\n"
+    chunks = chunk_document(text, words)
+    fit = fit_document("note.md", chunks, 100, query_terms("pump?"), words)
+    assert fit.mode == WHOLE and fit.block == 'Attached document "note.md" (whole):\n' + text.strip()
+    assert fit.tokens == words(fit.block) <= 100 and fit.saved_tokens == 0
+    assert [c.chunk_id for c in fit.citations] == [1]
+
+
+@pytest.mark.parametrize(("question", "section", "fact"), [
+    ("When must the coolant pump be replaced?", 7, "1400 operating hours"),
+    ("Which cards do the badge readers at the north gate reject?", 19, "March 2019"),
+    ("How many litres does the generator fuel tank hold?", 31, "870 litres"),
+])
+def test_large_document_is_retrieved_within_budget_with_the_fact_cited(question, section, fact):
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    budget = 300
+    fit = fit_document("manual.md", chunks, budget, query_terms(question), words)
+    assert fit.mode == RETRIEVED and 0 < fit.tokens <= budget < fit.whole_tokens
+    assert fact in fit.block
+    assert any(c.heading == f"Plant manual > Section {section}" for c in fit.citations)
+    assert [c.id for c in fit.chunks] == sorted(c.id for c in fit.chunks)
+    assert fit.block == excerpts_block("manual.md", fit.chunks, len(chunks))
+    assert fit.saved_tokens == fit.whole_tokens - fit.tokens > 1000
+
+
+def test_only_matching_chunks_are_sent_and_a_no_match_query_takes_the_start():
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    fit = fit_document("manual.md", chunks, 2000, query_terms("diesel"), words)
+    assert fit.mode == RETRIEVED and all("diesel" in c.text for c in fit.chunks)
+    fit = fit_document("manual.md", chunks, 300, query_terms("zebra"), words)
+    assert fit.chunks and fit.chunks[0].id == 1 and fit.tokens <= 300
+
+
+def test_a_long_paragraph_overlaps_at_sentences_and_adjacent_chunks_print_it_once():
+    text = " ".join(f"Sentence {i} reports reading {i * 37} on gauge {i % 7}." for i in range(60))
+    chunks = chunk_document(text, words, max_tokens=40, overlap_tokens=10)
+    assert len(chunks) > 5 and all(c.lead_start < c.start for c in chunks[1:])
+    second = chunks[1]
+    lead = second.text[: second.start - second.lead_start].strip()
+    assert lead.startswith("Sentence ") and lead.endswith(".") and words(lead) >= 10
+    block = excerpts_block("m.md", chunks[:2], len(chunks))
+    assert block.count(lead) == 1
+    assert excerpts_block("m.md", [chunks[1]], len(chunks)).count(lead) == 1
+
+
+def test_budget_too_small_for_any_chunk_sends_nothing():
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    fit = fit_document("manual.md", chunks, 10, query_terms("pump"), words)
+    assert (fit.mode, fit.chunks, fit.block, fit.tokens) == (RETRIEVED, (), "", 0)
+    with pytest.raises(ValueError):
+        fit_document("manual.md", chunks, -1, [], words)
+
+
+def test_an_index_built_once_answers_like_a_fresh_one():
+    from app.engine.documents.rank import ChunkIndex
+
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    index = ChunkIndex(chunks)
+    for question in ("coolant pump hours", "north gate badge", "zebra"):
+        assert index.scores(query_terms(question)) == bm25_scores(chunks, query_terms(question))
+    fit = fit_document("m.md", chunks, 300, query_terms("generator litres"), words, index=index)
+    assert "870 litres" in fit.block
+    assert ChunkIndex([]).scores(["pump"]) == []
