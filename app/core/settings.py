@@ -23,7 +23,10 @@ class GenerationSettings:
     """Sampling settings for one turn.
 
     temperature 0 means greedy decoding. max_new_tokens is in tokens. context_tokens caps the
-    context window below the model's own (0 = use the model's full context).
+    context window below the model's own (0 = use the model's full context). cpu_threads:
+    intra-op threads of a model running on the CPU (``torch.set_num_threads``); 0 = automatic,
+    the cores other programs leave idle (app.engine.local.cpu_threads), so one busy core does not
+    stall every decode step (issue 12, item 6; GPT4All and LM Studio offer the same setting).
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -31,16 +34,18 @@ class GenerationSettings:
     temperature: float = 0.7
     top_p: float = 0.95
     context_tokens: int = 0
+    cpu_threads: int = 0
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
-        context_tokens ≥ 0."""
+        context_tokens ≥ 0, cpu_threads 0–1024."""
         return replace(
             self,
             max_new_tokens=min(max(int(self.max_new_tokens), 1), 32768),
             temperature=min(max(float(self.temperature), 0.0), 2.0),
             top_p=min(max(float(self.top_p), 0.01), 1.0),
             context_tokens=max(int(self.context_tokens), 0),
+            cpu_threads=min(max(int(self.cpu_threads), 0), 1024),
         )
 
 
