@@ -81,15 +81,15 @@ def run_turn(runner: TurnRunner, messages: list[Message], settings: GenerationSe
 
 
 def chat(runner: TurnRunner, settings: GenerationSettings, vocab: int, turns: int, user: int,
-         pastes: dict[int, int]) -> list[dict]:
+         pastes: dict[int, int], rows: list[dict], on_row=lambda: None) -> list[dict]:
     messages: list[Message] = []
-    rows = []
     for turn in range(turns):
         messages.append(Message(Role.USER, words(pastes.get(turn, user), 100 + turn, vocab)))
         row = run_turn(runner, messages, settings)
         messages.append(Message(Role.ASSISTANT, row.pop("text", "")))
         rows.append({"turn": turn + 1, **row})
         log(json.dumps(rows[-1], default=str))
+        on_row()
         if "error" in row:
             break
     return rows
@@ -106,6 +106,32 @@ def singles(runner: TurnRunner, settings: GenerationSettings, vocab: int, sizes,
         out.append({"context": n, "ttft_s_median": statistics.median(r["ttft_s"] for r in rows),
                     "tok_s_median": statistics.median(r["tok_s"] for r in rows), "turns": rows})
         log(json.dumps({k: v for k, v in out[-1].items() if k != "turns"}))
+    return out
+
+
+def attention_check(model) -> dict:
+    """The span prefill path against the packed masked path on this device, Llama-3-8B heads
+    (32 query, 8 KV, head_dim 128) in the compute dtype: which kernel ran and the largest
+    difference, for a first chunk (span = chunk) and a later one (span > chunk)."""
+    from app.engine.local.attention import KV_SPAN_KWARG, _flash_span, gqa_packed_sdpa_forward
+
+    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+    device = model.device
+    out = {}
+    for name, (past, c) in {"first_chunk": (0, 512), "later_chunk": (1536, 512)}.items():
+        gen = torch.Generator(device=device).manual_seed(0)
+        q = torch.randn(1, 32, c, 128, device=device, dtype=dtype, generator=gen)
+        k = torch.randn(1, 8, 4096, 128, device=device, dtype=dtype, generator=gen)
+        v = torch.randn(1, 8, 4096, 128, device=device, dtype=dtype, generator=gen)
+        pos = torch.arange(past, past + c, device=device).view(c, 1)
+        mask = (torch.arange(4096, device=device).view(1, -1) <= pos).view(1, 1, c, 4096)
+        module = torch.nn.Module()
+        with torch.inference_mode():
+            ref, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=128 ** -0.5)
+            got, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=128 ** -0.5,
+                                             **{KV_SPAN_KWARG: past + c})
+            flash = _flash_span(q, k[:, :, :past + c], v[:, :, :past + c], 128 ** -0.5, 4) is not None
+        out[name] = {"flash": flash, "max_abs_diff": float((got.float() - ref.float()).abs().max())}
     return out
 
 
@@ -156,6 +182,19 @@ def llama_cpp(decode_json: str | None, prefill_json: str | None) -> dict:
     return out
 
 
+def second_launch(path: str | None) -> dict | None:
+    """The warm-up figures a second process printed (Inductor's caches warm), or None."""
+    if not path or not Path(path).exists():
+        return None
+    for line in reversed(Path(path).read_text(errors="replace").splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    return {"error": Path(path).read_text(errors="replace")[-400:]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tiny", action="store_true")
@@ -164,11 +203,13 @@ def main(argv=None) -> int:
     ap.add_argument("--llama-decode", default=None)
     ap.add_argument("--llama-prefill", default=None)
     ap.add_argument("--merge", default=None, help="add llama.cpp figures to this result JSON and print")
+    ap.add_argument("--second-launch", default=None, help="output of a --warm-up-only run to merge")
     ap.add_argument("--warm-up-only", action="store_true", help="load + warm up, print seconds (second launch)")
     args = ap.parse_args(argv)
     if args.merge:
         R = json.loads(Path(args.merge).read_text())
         R["llama_cpp"] = llama_cpp(args.llama_decode, args.llama_prefill)
+        R["second_launch"] = second_launch(args.second_launch)
         Path(args.merge).write_text(json.dumps(R, indent=1, default=str))
         print_table(R)
         return 0
@@ -197,16 +238,19 @@ def main(argv=None) -> int:
                     "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR")}
     log("warm-up", R["warm_up"])
     if args.warm_up_only:
-        print(json.dumps(R["warm_up"]))
+        print(json.dumps(R["warm_up"] | {"load_s": R["load_s"]}))
         return 0
     save()
     vocab = loaded.model.config.vocab_size
     settings = GenerationSettings(max_new_tokens=ANSWER_TOKENS if not args.tiny else 16)
     R["settings"] = settings.__dict__ | {"system_prompt": settings.system_prompt}
+    R["attention_check"] = attention_check(loaded.model)
+    log("attention", R["attention_check"])
+    R["chat"] = []
     if args.tiny:
-        R["chat"] = chat(runner, settings, vocab, 6, 40, {2: 300})
+        chat(runner, settings, vocab, 6, 40, {2: 300}, R["chat"], save)
     else:
-        R["chat"] = chat(runner, settings, vocab, 20, USER_TOKENS, PASTES)
+        chat(runner, settings, vocab, 20, USER_TOKENS, PASTES, R["chat"], save)
     R["session_notes"] = list(runner.session.notes)
     save()
     sizes = (1024, 4096, 16384) if not args.tiny else (128, 256, 512)
@@ -243,7 +287,11 @@ def print_table(R: dict) -> None:
             f"{s['tok_s_median']:.1f} | {_fmt(p_dec)} | {_fmt(l_dec)} |")
     w = R.get("warm_up", {})
     log(f"\nwarm-up {w.get('seconds_total', 0):.1f} s (compile {w.get('compile_seconds', 0):.1f} s, "
-        f"{w.get('state')}); dynamo graphs {R.get('dynamo_graphs_total')}")
+        f"{w.get('state')}); dynamo graphs {R.get('dynamo_graphs_total')}; load {R.get('load_s', 0):.1f} s")
+    second = R.get("second_launch") or {}
+    if "seconds_total" in second:
+        log(f"second launch: load {second.get('load_s', 0):.1f} s, warm-up {second['seconds_total']:.1f} s "
+            f"(compile {second.get('compile_seconds', 0):.1f} s, {second.get('state')})")
 
 
 def _get(table, n):

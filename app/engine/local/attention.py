@@ -156,15 +156,17 @@ def _flash_span(query, key, value, scaling, groups: int) -> torch.Tensor | None:
     from torch.nn.attention.bias import causal_lower_right
 
     c, span = query.shape[2], key.shape[2]
-    params = SDPAParams(query, key, value, None, 0.0, True, groups > 1)
-    if not can_use_flash_attention(params, False):
+    try:
+        if not can_use_flash_attention(SDPAParams(query, key, value, None, 0.0, True, groups > 1), False):
+            return None
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        if c == span:
+            out = sdpa(query, key, value, is_causal=True, scale=scaling, enable_gqa=groups > 1)
+        else:
+            out = sdpa(query, key, value, attn_mask=causal_lower_right(c, span), scale=scaling,
+                       enable_gqa=groups > 1)
+    except (RuntimeError, TypeError):  # a torch without flash GQA here: the packed path runs
         return None
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    if c == span:
-        out = sdpa(query, key, value, is_causal=True, scale=scaling, enable_gqa=groups > 1)
-    else:
-        out = sdpa(query, key, value, attn_mask=causal_lower_right(c, span), scale=scaling,
-                   enable_gqa=groups > 1)
     return out.transpose(1, 2).contiguous()
 
 

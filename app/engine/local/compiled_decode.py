@@ -126,14 +126,22 @@ def _reduce_overhead(fn: Callable) -> Callable:
 
 
 def inductor_cache_dir() -> str:
-    """Where torch.compile keeps its on-disk caches: ``TORCHINDUCTOR_CACHE_DIR`` when set, else
-    ``<user cache folder>/headroom/torchinductor`` (platformdirs; e.g. ~/.cache/headroom/...),
-    set in the environment so Inductor and its FX-graph / autotune caches use it."""
-    path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if not path:
-        import platformdirs
+    """Where torch.compile keeps its on-disk caches: ``TORCHINDUCTOR_CACHE_DIR`` when the user set
+    it, else ``<user cache folder>/torchinductor`` (platformdirs, e.g. ~/.cache/headroom/...),
+    put in the environment so Inductor's FX-graph, AOT-autograd and Triton caches land there and
+    a second launch reuses them. torch writes its own /tmp default into the variable the first
+    time it looks; that default is replaced."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
-        path = os.path.join(platformdirs.user_cache_dir("headroom", appauthor=False), "torchinductor")
+    path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not path or os.path.abspath(path) == os.path.abspath(default_cache_dir()):
+        try:
+            import platformdirs
+
+            base = platformdirs.user_cache_dir("headroom", appauthor=False)
+        except ImportError:
+            base = os.path.join(os.path.expanduser("~"), ".cache", "headroom")
+        path = os.path.join(base, "torchinductor")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
     return path
 
