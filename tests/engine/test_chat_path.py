@@ -11,8 +11,9 @@ from app.engine.events import ReplyFinished
 from app.engine.local.attention import KV_SPAN_KWARG, gqa_packed_sdpa_forward
 from app.engine.local.compiled_decode import warm_up
 from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads, choose_threads
+from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
-from app.engine.local.kv_session import KVSession
+from app.engine.local.kv_session import KVSession, common_prefix
 from app.engine.local.static_cache import capacity_of, grow_static_cache, is_span_cache, new_static_cache
 
 TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
@@ -72,6 +73,8 @@ def test_grow_static_cache_keeps_every_token(tiny_loaded):
         grown = prefill(model, more, cache, None, cached_tokens=40)
         cold = prefill(model, torch.cat([ids, more], dim=1), new_static_cache(model.config, 112), None)
     torch.testing.assert_close(grown, cold, rtol=1e-4, atol=1e-4)
+    cache.crop(-12)  # back to the 40 tokens before `more` (transformers 5.17 layers cannot crop)
+    assert all(int(layer.cumulative_length) == 40 for layer in cache.layers)
     with pytest.raises(ValueError):
         grow_static_cache(cache, 32, 52)
 
@@ -83,9 +86,12 @@ def test_session_growth_reuses_the_cache(tiny_loaded):
     first = run(tiny_loaded, TURN1, SamplingParams(max_new_tokens=8, temperature=0), session=session)
     messages = [*TURN1, {"role": "assistant", "content": first.text}, {"role": "user", "content": "And Italy?"}]
     params = SamplingParams(max_new_tokens=60, temperature=0)
+    cached = list(session.token_ids)
+    ids = encode_prompt(tiny_loaded.tokenizer, render_prompt(tiny_loaded.tokenizer, tiny_loaded.prompt_format, messages))
     warm = run(tiny_loaded, messages, params, session=session)
     assert session.last_growth is not None and session.last_growth[:2] == (64, 2048)
-    assert warm.reused_tokens >= first.prompt_tokens and warm.prefill_tokens == warm.prompt_tokens - warm.reused_tokens
+    assert warm.reused_tokens == common_prefix(cached, ids) > 0  # every cached token that matches is kept
+    assert warm.prefill_tokens == warm.prompt_tokens - warm.reused_tokens
     assert capacity_of(session.cache) == 2048 and "cache grown" in session.notes[-1]
     assert warm.text == run(tiny_loaded, messages, params, session=KVSession(static=True)).text
 
@@ -144,16 +150,16 @@ def test_planner_takes_the_largest_admitted_chunk(tiny_loaded):
 
     probe = Probe()
     foresight = Foresight(tiny_loaded, probe)
-    foresight.static_cache, foresight.chunk_ladder = True, (16384, 1024, 256)
-    messages = [Message(Role.USER, "word " * 3000)]
+    foresight.static_cache, foresight.chunk_ladder = True, (128, 32, 8)  # a 200-token prompt
+    messages = [Message(Role.USER, "word " * 200)]
     roomy = foresight.plan(messages, SummaryState(), "", 64)
-    assert roomy.admitted and roomy.projection.basis.chunk_size == 16384
+    assert roomy.admitted and roomy.projection.basis.chunk_size == 128
     margin = foresight.safety_margin(probe.sample())
     needed = {}
-    for chunk in (16384, 1024, 256):
+    for chunk in (128, 32, 8):
         p = foresight.project(len(roomy.prompt_ids), roomy.projection.basis.max_new_tokens, chunk=chunk)
         needed[chunk] = p.growth + p.error_bar_bytes + margin
-    assert needed[16384] > needed[1024] > needed[256]
-    probe.free = (needed[1024] + needed[16384]) // 2
+    assert needed[128] > needed[32] > needed[8]
+    probe.free = (needed[32] + needed[128]) // 2
     tight = foresight.plan(messages, SummaryState(), "", 64)
-    assert tight.admitted and tight.projection.basis.chunk_size == 1024
+    assert tight.admitted and tight.projection.basis.chunk_size == 32

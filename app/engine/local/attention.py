@@ -157,7 +157,9 @@ def _flash_span(query, key, value, scaling, groups: int) -> torch.Tensor | None:
 
     c, span = query.shape[2], key.shape[2]
     try:
-        if not can_use_flash_attention(SDPAParams(query, key, value, None, 0.0, True, groups > 1), False):
+        # as torch's own CausalBias dispatch checks it: is_causal only for the square case
+        params = SDPAParams(query, key, value, None, 0.0, c == span, groups > 1)
+        if not can_use_flash_attention(params, False):
             return None
         sdpa = torch.nn.functional.scaled_dot_product_attention
         if c == span:

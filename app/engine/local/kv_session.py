@@ -119,7 +119,7 @@ class KVSession:
         elif reused < len(self.token_ids):
             try:
                 self.cache.crop(reused - len(self.token_ids))
-            except (RuntimeError, ValueError, NotImplementedError) as exc:
+            except (RuntimeError, ValueError, NotImplementedError, AttributeError) as exc:
                 self.notes.append(f"cache not croppable ({exc}): re-prefilled")
                 reused = 0
                 self.invalidate()
@@ -143,6 +143,7 @@ class KVSession:
         old = self.capacity_tokens
         self.capacity_tokens = capacity
         if self.cache is None or reused == 0:
+            self.notes.append(f"capacity {old} -> {capacity}: nothing cached to keep")
             return 0
         try:
             grow_static_cache(self.cache, capacity, reused)

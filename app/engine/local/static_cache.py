@@ -37,6 +37,16 @@ class SpanLayer(StaticLayer):
             return self.keys.shape[-2], 0
         return self.max_cache_len, 0
 
+    def crop(self, tokens_to_remove: int) -> None:
+        """Forget the last ``-tokens_to_remove`` tokens (a negative count, as transformers'
+        ``Cache.crop`` passes it): only the fill counter moves, the next update overwrites them.
+        transformers 5.17's StaticLayer has no ``crop`` (5.24's does the same as this).
+        Raises RuntimeError for a positive count."""
+        if tokens_to_remove > 0:
+            raise RuntimeError("a static layer is cropped by a negative count of tokens to remove")
+        if self.is_initialized:
+            self.cumulative_length.sub_(-tokens_to_remove)
+
 
 def _mark_capacity_dynamic(layer: StaticLayer) -> None:
     if not torch.compiler.is_compiling():
