@@ -9,9 +9,9 @@ import torch
 
 from app.engine.events import ReplyFinished
 from app.engine.local.attention import KV_SPAN_KWARG, gqa_packed_sdpa_forward
+from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.compiled_decode import warm_up
 from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads, choose_threads
-from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
 from app.engine.local.kv_session import KVSession, common_prefix
 from app.engine.local.static_cache import capacity_of, grow_static_cache, is_span_cache, new_static_cache
@@ -87,7 +87,8 @@ def test_session_growth_reuses_the_cache(tiny_loaded):
     messages = [*TURN1, {"role": "assistant", "content": first.text}, {"role": "user", "content": "And Italy?"}]
     params = SamplingParams(max_new_tokens=60, temperature=0)
     cached = list(session.token_ids)
-    ids = encode_prompt(tiny_loaded.tokenizer, render_prompt(tiny_loaded.tokenizer, tiny_loaded.prompt_format, messages))
+    tok = tiny_loaded.tokenizer
+    ids = encode_prompt(tok, render_prompt(tok, tiny_loaded.prompt_format, messages))
     warm = run(tiny_loaded, messages, params, session=session)
     assert session.last_growth is not None and session.last_growth[:2] == (64, 2048)
     assert warm.reused_tokens == common_prefix(cached, ids) > 0  # every cached token that matches is kept
