@@ -152,9 +152,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
             require_cuda: bool = True) -> CompiledDecode:
     """Compile the decode step of ``loaded.model`` for static caches of ``capacities`` tokens.
 
-    Blocking (one compile, ≈50 s for an 8B NF4 model on an H200 with a cold Inductor cache,
-    issue 12; the first capacity compiles, the others only record CUDA graphs): call it from a
-    worker thread after load. Reports
+    Blocking (one compile: 80.6 s for an 8B NF4 model on an H200 with a cold Inductor cache,
+    19.0 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other capacities only
+    record CUDA graphs): call it from a worker thread after load. Reports
     DecodeStatus("compiling") then "ready" or "failed" (reason = exception type and first
     line) via ``on_status`` and returns the decoder (pass an existing one to add capacities).
     On the CPU (require_cuda) nothing is compiled: status "eager" with the reason. Never raises

@@ -160,13 +160,17 @@ class _OneStepAhead:
         self.copied = torch.cuda.Event() if self.cuda else None
         self.generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
 
+    def launch(self) -> torch.Tensor:
+        """Replay the compiled step for the token in the step's input buffer; its logits."""
+        return self.decoder.step(self.step_in, self.cache)
+
     def advance(self, logits: torch.Tensor, launch: bool) -> tuple[int, torch.Tensor | None]:
         token = sample_token(logits, self.params, self.generator)
         self.step_in.copy_(token.view(1, 1))
         self.host.copy_(token, non_blocking=self.cuda)
         if self.copied is not None:
             self.copied.record()
-        following = self.decoder.step(self.step_in, self.cache) if launch else None
+        following = self.launch() if launch else None
         if self.copied is not None:
             self.copied.synchronize()  # waits for this token only, not for the launched step
         return int(self.host[0]), following
@@ -221,7 +225,10 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
         while len(generated) < params.max_new_tokens:
             if ahead is not None:
-                launch = len(generated) + 1 < params.max_new_tokens and not stop_event.is_set()
+                # the first token is read before its step launches: a launch may record a CUDA
+                # graph (new cache or capacity), which belongs to decode, not to TTFT
+                launch = (first_token_at is not None and len(generated) + 1 < params.max_new_tokens
+                          and not stop_event.is_set())
                 token, logits = ahead.advance(logits, launch)
                 if launch:
                     fed.append(token)  # the launched step has written its keys and values
@@ -247,6 +254,9 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             if ahead is None:
                 step.fill_(token)
                 logits = forward_step(model, step, cache).logits[0, -1].float()
+                fed.append(token)
+            elif logits is None:  # the first token, shown; now its step
+                logits = ahead.launch()
                 fed.append(token)
         session.commit(fed)
     except _StoppedInPrefill:

@@ -63,8 +63,9 @@ class TurnRunner:
 
     def warm_up(self, on_status=None):
         """After load: one measured prefill to calibrate the projection, then compile the decode
-        step for the session's cache shapes (CUDA; ~50 s per shape on an H200). Until it is
-        ready decode runs eagerly; on the CPU it reports why it stays eager."""
+        step once for every cache capacity (CUDA; H200, 8B NF4: 84 s with a cold Inductor cache,
+        20 s with a warm one, tests/benchmarks/results/chat_path_h200.json). Until it is ready
+        decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.local.compiled_decode import warm_up
 
         self.calibrate()
