@@ -5,6 +5,9 @@
 # caches warm; llama.cpp is quantized and benched on the idle GPU; the figures are merged.
 # Usage, from the project copy on the device (PYTHONPATH with bitsandbytes set, $OUT set):
 #   bash tests/benchmarks/chat_path_h200.sh <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
+# platformdirs (imported by app.core.paths) is not installed on the H200: put a copy of the package
+# on PYTHONPATH too (e.g. cp -r .venv/lib/python3.*/site-packages/platformdirs <copy>/.vendor/).
+# Device time: about 480 s with llama.cpp (build ≈ 300 s on 12 cores); Headroom's part ≈ 200 s.
 set -u
 G=${1:?folder with llama.cpp-src.tar.xz and lc_build_and_prep.sh}
 : "${OUT:?}"
@@ -32,7 +35,7 @@ if [ -x $B/llama-quantize ] && [ -f /tmp/prep.done ]; then
   $B/llama-bench -m /tmp/m8b-q4km.gguf -ngl 99 -fa 1 -p 1024,4096,16384 -n 0 -r 2 -o json > "$OUT/lc_prefill.json" 2> /tmp/lcb2.log
   echo "llama-bench done at $((SECONDS - T0)) s"
 fi
-{ cat /tmp/lc_build.log; tail -5 /tmp/prep.log; tail -3 /tmp/quant.log; tail -5 /tmp/lcb1.log /tmp/lcb2.log; } > "$OUT/lc_log.txt" 2>&1
+{ cat /tmp/lc_build.log; tail -5 /tmp/prep.log; tail -3 /tmp/quant.log; tail -n 5 /tmp/lcb1.log /tmp/lcb2.log; } > "$OUT/lc_log.txt" 2>&1
 python3 -m tests.benchmarks.chat_path --merge "$OUT/chat_path_h200.json" --llama-decode "$OUT/lc_decode.json" \
   --llama-prefill "$OUT/lc_prefill.json" --second-launch "$OUT/second_launch.txt"
 echo "total $((SECONDS - T0)) s"
