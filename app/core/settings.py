@@ -30,6 +30,9 @@ class GenerationSettings:
     repetition_penalty (1 = off, > 1 discourages repeats). presence_penalty / frequency_penalty
     (OpenAI's, -2–2, 0 = off) go to remote servers only. seed: None = a fresh draw every turn, an
     integer makes sampled replies repeat exactly.
+    cpu_threads: intra-op threads of a model running on the CPU (``torch.set_num_threads``); 0 =
+    automatic, the cores other programs leave idle (app.engine.local.cpu_threads), so one busy core
+    does not stall every decode step (issue 12, item 6; GPT4All and LM Studio offer the same setting).
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -43,13 +46,14 @@ class GenerationSettings:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     seed: int | None = None
+    cpu_threads: int = 0
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
         context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
-        0–MAX_SEED (a non-integer seed becomes None). Raises ValueError/TypeError for a value
-        that is not a number (or, for the sampler fields, not a finite one)."""
+        0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–1024. Raises ValueError or
+        TypeError for a value that is not a number (or, for the sampler fields, not a finite one)."""
         low, high = REPETITION_PENALTY_RANGE
         return replace(
             self,
@@ -63,6 +67,7 @@ class GenerationSettings:
             presence_penalty=_clamped(self.presence_penalty, -2.0, 2.0),
             frequency_penalty=_clamped(self.frequency_penalty, -2.0, 2.0),
             seed=_seed(self.seed),
+            cpu_threads=min(max(int(self.cpu_threads), 0), 1024),
         )
 
 

@@ -21,8 +21,16 @@ g·c·span·dtype bytes per layer call instead of 2·Hq·d·span·dtype for the 
 less for Llama-3-8B at c = 256. Everything else (no mask, single query, position bias, softcap,
 models without GQA) is handed to transformers' own ``sdpa_attention_forward`` unchanged.
 
+Prefill into a preallocated static cache (issue 12, item 4): the caller passes ``kv_span`` (the
+filled span of the cache after this chunk, tokens) through the model's forward kwargs; the chunk
+then attends to the first ``kv_span`` keys only instead of the whole capacity, and, when torch's
+flash kernel takes it (CUDA, GQA through ``enable_gqa``), with no mask at all: causal for the
+first chunk of an empty cache, ``causal_lower_right`` for later chunks (the chunk's queries are
+the last ``c`` of ``kv_span`` positions). Where flash does not apply (the CPU, other dtypes) the
+packed masked path runs over the span.
+
 The result is the same attention as ``sdpa`` and ``eager`` (tests/engine/test_attention.py);
-it is reported as "sdpa+gqa-packed", never as FlashAttention.
+it is reported as "sdpa+gqa-packed"; the span path's kernel is torch SDPA's own flash kernel.
 """
 
 from __future__ import annotations
@@ -31,6 +39,10 @@ import torch
 
 PACKED_SDPA = "sdpa+gqa-packed"
 """The attention implementation name registered with transformers and shown in the LoadReport."""
+
+KV_SPAN_KWARG = "kv_span"
+"""Forward kwarg (int, tokens): keys [0, kv_span) of the static cache are filled after this
+chunk; the chunk's queries are the last positions of that span."""
 
 _MASK_ALIGN = 16  # elements: torch's memory-efficient kernel pads a bias whose rows are not aligned
 MAX_PACKED_ROWS = 1024
@@ -93,6 +105,14 @@ def gqa_packed_sdpa_forward(
     b, hq, c, d = query.shape
     hkv = key.shape[1]
     groups = hq // hkv if hkv else 1
+    span = kwargs.pop(KV_SPAN_KWARG, None)
+    if span is not None and c > 1 and _can_slice_span(module, key, span, c, kwargs):
+        key, value = key[:, :, :span], value[:, :, :span]
+        if attention_mask is not None and attention_mask.dim() == 4:
+            attention_mask = attention_mask[..., :span]
+        flash = _flash_span(query, key, value, scaling, groups)
+        if flash is not None:
+            return flash, None
     if c == 1 and _can_pack_decode(query, key, value, attention_mask, groups, kwargs):
         return _packed_decode(query, key, value, attention_mask, dropout, scaling, groups), None
     if (attention_mask is None or c == 1 or groups <= 1 or hq != groups * hkv
@@ -114,6 +134,42 @@ def gqa_packed_sdpa_forward(
         pieces.append(out.view(b, hq, n, value.shape[-1]))
     out = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
     return out.transpose(1, 2).contiguous(), None
+
+
+def _can_slice_span(module, key, span, c: int, kwargs) -> bool:
+    """The chunk attends causally to the first ``span`` keys and nothing else: no sliding window,
+    no bias or softcap, and ``c <= span <= cache length``."""
+    return (isinstance(span, int) and c <= span <= key.shape[2]
+            and getattr(module, "sliding_window", None) is None and kwargs.get("sliding_window") is None
+            and kwargs.get("position_bias") is None and kwargs.get("softcap") is None
+            and getattr(module, "is_causal", True))
+
+
+def _flash_span(query, key, value, scaling, groups: int) -> torch.Tensor | None:
+    """Causal attention of the c queries at the end of a span of S keys, on torch SDPA's flash
+    kernel without a mask (upper-left causal when c == S, ``causal_lower_right`` otherwise).
+    query (B, Hq, c, d), key/value (B, Hkv, S, d). Returns (B, c, Hq, d), or None when the flash
+    kernel does not take these inputs (CPU, dtype, head size)."""
+    if query.device.type != "cuda":
+        return None
+    from torch.backends.cuda import SDPAParams, can_use_flash_attention
+    from torch.nn.attention.bias import causal_lower_right
+
+    c, span = query.shape[2], key.shape[2]
+    try:
+        # as torch's own CausalBias dispatch checks it: is_causal only for the square case
+        params = SDPAParams(query, key, value, None, 0.0, c == span, groups > 1)
+        if not can_use_flash_attention(params, False):
+            return None
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        if c == span:
+            out = sdpa(query, key, value, is_causal=True, scale=scaling, enable_gqa=groups > 1)
+        else:
+            out = sdpa(query, key, value, attn_mask=causal_lower_right(c, span), scale=scaling,
+                       enable_gqa=groups > 1)
+    except (RuntimeError, TypeError):  # a torch without flash GQA here: the packed path runs
+        return None
+    return out.transpose(1, 2).contiguous()
 
 
 def _can_pack_decode(query, key, value, attention_mask, groups: int, kwargs) -> bool:

@@ -8,20 +8,28 @@ before every step so a replay may overwrite the previous step's outputs (without
 output is "overwritten by a later run", ../shared/gpu/README.md). Measured there for the
 Llama-3-8B shape in NF4: eager 16.1 tok/s, static cache 34.8, this path 178.5.
 
-`warm_up(loaded, capacities)` compiles after load, off the GUI thread, and reports
-"compiling" → "ready" or "failed" (with the reason) through a callback and the returned
-`CompiledDecode.status`. Until a capacity is ready, or when compiling fails, or on the CPU,
-generation decodes eagerly; `ReplyFinished.decode_path` says which path ran.
+`warm_up(loaded)` compiles once after load, off the GUI thread, and reports "compiling" →
+"ready" or "failed" (with the reason) through a callback and the returned
+`CompiledDecode.status`. Until it is ready, or when compiling fails, or on the CPU, generation
+decodes eagerly; `ReplyFinished.decode_path` says which path ran.
 
-Every static-cache capacity is its own compiled shape (dynamic=False): sessions size their
-caches in `kv_session.CAPACITY_STEP` multiples so a few warm-ups cover every conversation.
+One compile serves every cache capacity (issue 12): sessions build their caches with
+`static_cache.new_static_cache`, whose layers expose the capacity only as a dynamic tensor
+dimension, so the step is traced once with a symbolic capacity (``dynamic=None`` honours the
+dimension marked dynamic and keeps every other shape static). With CUDA graphs, the first steps
+at a capacity not seen before record one more graph (milliseconds; still the compiled path);
+nothing recompiles when a chat grows. Caches of plain `StaticCache` layers (no symbolic
+capacity) still run compiled only at capacities warmed up explicitly.
 CUDA-graph trees are per thread: warm up in the thread that will generate, or the first steps
 in another thread record the graph again (about a second, not a recompile).
+Inductor's on-disk caches go to the user cache folder (`inductor_cache_dir`), so a second launch
+loads the compiled kernels instead of generating them again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -31,6 +39,8 @@ import torch
 from transformers import StaticCache
 
 from app.engine.local.generation import cache_kwarg
+from app.engine.local.kv_session import CAPACITY_STEP
+from app.engine.local.static_cache import is_span_cache, new_static_cache
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +52,8 @@ WARM_UP_STEPS = 3  # 1: compile + eager warm-up run, 2: CUDA-graph record, 3: fi
 class DecodeStatus:
     """state: "eager" (nothing compiled: CPU, or not warmed up), "compiling", "ready" or
     "failed". reason: one line for the user (why eager, or why compiling failed).
-    capacities: static-cache sizes (tokens) with a ready compiled step. seconds: warm-up time."""
+    capacities: static-cache sizes (tokens) warmed up (every size runs compiled once one is
+    ready, see the module docstring). seconds: warm-up time."""
 
     state: str
     reason: str = ""
@@ -80,7 +91,11 @@ class CompiledDecode:
         return out.logits[0, -1].float()
 
     def can_run(self, cache) -> bool:
-        return self._compiled is not None and static_capacity(cache) in self._ready
+        """A compiled step is ready for ``cache``: any capacity of a span cache once one
+        capacity compiled, else only the capacities warmed up."""
+        if self._compiled is None or not self._ready:
+            return False
+        return is_span_cache(cache) or static_capacity(cache) in self._ready
 
     def step(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         torch.compiler.cudagraph_mark_step_begin()
@@ -93,7 +108,7 @@ class CompiledDecode:
         with self._lock, torch.inference_mode():
             if self._compiled is None:
                 self._compiled = self._compiler(self._forward)
-            cache = StaticCache(config=model.config, max_cache_len=capacity)
+            cache = new_static_cache(model.config, capacity)
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
@@ -106,17 +121,40 @@ class CompiledDecode:
 
 
 def _reduce_overhead(fn: Callable) -> Callable:
-    return torch.compile(fn, mode="reduce-overhead", dynamic=False)
+    # dynamic=None: only the dimensions marked dynamic (the cache capacity) are symbolic
+    return torch.compile(fn, mode="reduce-overhead", dynamic=None)
 
 
-def warm_up(loaded, capacities: Iterable[int] = (4096,),
+def inductor_cache_dir() -> str:
+    """Where torch.compile keeps its on-disk caches: ``TORCHINDUCTOR_CACHE_DIR`` when the user set
+    it, else ``<user cache folder>/torchinductor`` (platformdirs, e.g. ~/.cache/headroom/...),
+    put in the environment so Inductor's FX-graph, AOT-autograd and Triton caches land there and
+    a second launch reuses them. torch writes its own /tmp default into the variable the first
+    time it looks; that default is replaced."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not path or os.path.abspath(path) == os.path.abspath(default_cache_dir()):
+        try:
+            import platformdirs
+
+            base = platformdirs.user_cache_dir("headroom", appauthor=False)
+        except ImportError:
+            base = os.path.join(os.path.expanduser("~"), ".cache", "headroom")
+        path = os.path.join(base, "torchinductor")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+    return path
+
+
+def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
             on_status: Callable[[DecodeStatus], None] | None = None,
             decoder: CompiledDecode | None = None, compiler: Callable | None = None,
             require_cuda: bool = True) -> CompiledDecode:
     """Compile the decode step of ``loaded.model`` for static caches of ``capacities`` tokens.
 
-    Blocking (≈30 s per capacity for an 8B NF4 model on an H200, measured in
-    tests/benchmarks/results/speed*.json): call it from a worker thread after load. Reports
+    Blocking (one compile: 80.6 s for an 8B NF4 model on an H200 with a cold Inductor cache,
+    19.0 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other capacities only
+    record CUDA graphs): call it from a worker thread after load. Reports
     DecodeStatus("compiling") then "ready" or "failed" (reason = exception type and first
     line) via ``on_status`` and returns the decoder (pass an existing one to add capacities).
     On the CPU (require_cuda) nothing is compiled: status "eager" with the reason. Never raises
@@ -134,6 +172,8 @@ def warm_up(loaded, capacities: Iterable[int] = (4096,),
     if require_cuda and model.device.type != "cuda":
         report(DecodeStatus("eager", "no CUDA device: decode runs eagerly (CUDA graphs need a GPU)"))
         return decoder
+    if require_cuda:
+        inductor_cache_dir()
     report(DecodeStatus("compiling", f"optimizing decode for {', '.join(map(str, capacities))} tokens",
                         tuple(sorted(decoder._ready))))
     started = time.perf_counter()
@@ -156,6 +196,7 @@ def warm_up(loaded, capacities: Iterable[int] = (4096,),
         report(DecodeStatus("failed", f"compiled decode unavailable, eager fallback ({failure})",
                             ready, seconds))
     else:
-        report(DecodeStatus("ready", "compiled decode (torch.compile reduce-overhead, CUDA graphs)",
+        report(DecodeStatus("ready", "compiled decode for every cache size (torch.compile "
+                            "reduce-overhead, CUDA graphs)",
                             ready, seconds))
     return decoder

@@ -73,10 +73,21 @@ def cache_kwarg(forward_cls: type) -> str:
 _cache_kwarg = cache_kwarg  # old private name, kept for callers
 
 
-def forward_step(model, input_ids: torch.Tensor, cache, logits_to_keep: int = 1):
-    """One forward pass appending `input_ids` (shape (1, n)) to `cache`."""
+def forward_step(model, input_ids: torch.Tensor, cache, logits_to_keep: int = 1, **kwargs):
+    """One forward pass appending `input_ids` (shape (1, n)) to `cache`; ``kwargs`` go to the
+    attention function (e.g. ``attention.KV_SPAN_KWARG``)."""
     return model(input_ids=input_ids, use_cache=True, logits_to_keep=logits_to_keep,
-                 **{cache_kwarg(type(model)): cache})
+                 **{cache_kwarg(type(model)): cache}, **kwargs)
+
+
+def _span_attention(model, cache) -> bool:
+    """The model's attention takes ``kv_span`` (Headroom's packed SDPA) and the cache is static."""
+    from transformers import StaticCache
+
+    from app.engine.local.attention import PACKED_SDPA
+
+    return (isinstance(cache, StaticCache)
+            and getattr(model.config, "_attn_implementation", None) == PACKED_SDPA)
 
 
 def default_prefill_chunk(device: torch.device | str) -> int:
@@ -92,18 +103,25 @@ class _StoppedInPrefill(Exception):
 
 
 def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
-            stop_event: threading.Event | None = None) -> torch.Tensor | None:
+            stop_event: threading.Event | None = None, cached_tokens: int = 0) -> torch.Tensor | None:
     """Run `input_ids` (shape (1, n)) through the model into `cache`; return the last
     position's logits, shape (vocab,), float32. With chunk_tokens, the prompt goes in slices
     of that many tokens, bounding the activation spike by the chunk, not the prompt. Returns
-    None when `stop_event` is set between chunks (Stop during a long paste, C20)."""
+    None when `stop_event` is set between chunks (Stop during a long paste, C20).
+    cached_tokens: tokens already in the cache; on a static cache with Headroom's attention each
+    chunk attends to the filled span only (cached + chunk end), on the flash kernel where it
+    applies (`attention.KV_SPAN_KWARG`)."""
+    from app.engine.local.attention import KV_SPAN_KWARG
+
     n = input_ids.shape[1]
     step = chunk_tokens or n
+    spans = _span_attention(model, cache)
     logits = None
     for start in range(0, n, step):
         if stop_event is not None and stop_event.is_set():
             return None
-        out = forward_step(model, input_ids[:, start:start + step], cache)
+        extra = {KV_SPAN_KWARG: cached_tokens + min(start + step, n)} if spans else {}
+        out = forward_step(model, input_ids[:, start:start + step], cache, **extra)
         logits = out.logits[0, -1].float()
         del out
     return logits
@@ -137,13 +155,17 @@ class _OneStepAhead:
         self.copied = torch.cuda.Event() if self.cuda else None
         self.generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
 
+    def launch(self) -> torch.Tensor:
+        """Replay the compiled step for the token in the step's input buffer; its logits."""
+        return self.decoder.step(self.step_in, self.cache)
+
     def advance(self, logits: torch.Tensor, launch: bool) -> tuple[int, torch.Tensor | None]:
         token = sample_token(logits, self.params, self.generator, self.seen)
         self.step_in.copy_(token.view(1, 1))
         self.host.copy_(token, non_blocking=self.cuda)
         if self.copied is not None:
             self.copied.record()
-        following = self.decoder.step(self.step_in, self.cache) if launch else None
+        following = self.launch() if launch else None
         if self.copied is not None:
             self.copied.synchronize()  # waits for this token only, not for the launched step
         return int(self.host[0]), following
@@ -186,7 +208,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
         fed = list(prompt_ids)
         new_ids = torch.tensor([prompt_ids[reused:]], dtype=torch.long, device=model.device)
-        logits = prefill(model, new_ids, cache, chunk or None, stop_event)
+        logits = prefill(model, new_ids, cache, chunk or None, stop_event, reused)
         del new_ids
         if logits is None:  # stopped during prefill: nothing generated, the cache is partial
             stop_reason = "stopped"
@@ -199,7 +221,10 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
         while len(generated) < params.max_new_tokens:
             if ahead is not None:
-                launch = len(generated) + 1 < params.max_new_tokens and not stop_event.is_set()
+                # the first token is read before its step launches: a launch may record a CUDA
+                # graph (new cache or capacity), which belongs to decode, not to TTFT
+                launch = (first_token_at is not None and len(generated) + 1 < params.max_new_tokens
+                          and not stop_event.is_set())
                 token, logits = ahead.advance(logits, launch)
                 if launch:
                     fed.append(token)  # the launched step has written its keys and values
@@ -225,6 +250,9 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             if ahead is None:
                 step.fill_(token)
                 logits = forward_step(model, step, cache).logits[0, -1].float()
+                fed.append(token)
+            elif logits is None:  # the first token, shown; now its step
+                logits = ahead.launch()
                 fed.append(token)
         session.commit(fed)
     except _StoppedInPrefill:

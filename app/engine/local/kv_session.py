@@ -42,13 +42,14 @@ class KVSession:
     """The KV cache of one conversation, kept between turns.
 
     capacity_tokens: slots of the preallocated StaticCache (CUDA, or ``static=True``); None lets
-    the first turn pick ``round_capacity(prompt + max_new_tokens)``. static: None = StaticCache on
-    CUDA and DynamicCache on the CPU; True/False forces one (tests use True on the CPU).
+    the first turn pick ``round_capacity(prompt + max_new_tokens)``; a turn that needs more slots
+    grows the cache, keeping its tokens. static: None = StaticCache on CUDA and DynamicCache on
+    the CPU; True/False forces one (tests use True on the CPU).
 
     Read by the memory projection: ``cached_tokens`` (tokens whose KV is held) and
     ``cache_bytes`` (bytes the cache tensors occupy: the whole capacity for a static cache).
-    ``last_reused_tokens`` / ``last_prefill_tokens`` describe the latest turn; ``notes`` records
-    why a cache was rebuilt (resize, uncroppable layer).
+    ``last_reused_tokens`` / ``last_prefill_tokens`` / ``last_growth`` describe the latest turn;
+    ``notes`` records each growth and why a cache was rebuilt (resize, uncroppable layer).
     """
 
     def __init__(self, capacity_tokens: int | None = None, static: bool | None = None):
@@ -58,6 +59,7 @@ class KVSession:
         self.token_ids: list[int] = []
         self.last_reused_tokens = 0
         self.last_prefill_tokens = 0
+        self.last_growth: tuple[int | None, int, int] | None = None  # (old, new capacity, kept)
         self.notes: list[str] = []
 
     # ----- what the projection reads ---------------------------------------------------------
@@ -91,7 +93,8 @@ class KVSession:
 
     def reserve(self, capacity_tokens: int) -> None:
         """Set the capacity for the next turn (between turns only). A held static cache of
-        another size is dropped now; the next turn allocates the new size and re-prefills."""
+        another size is dropped now; the next turn allocates the new size and re-prefills
+        (``begin_turn`` grows a cache by copying instead when a turn needs more slots)."""
         if capacity_tokens != self.capacity_tokens and self.is_static:
             self.notes.append(f"capacity {self.capacity_tokens} -> {capacity_tokens}: cache rebuilt")
             self.invalidate()
@@ -101,35 +104,56 @@ class KVSession:
         """Prepare the cache for a turn; return (cache, reused), reused = prompt tokens already
         cached (the caller prefills ``prompt_ids[reused:]``, never fewer than one token).
 
-        Crops the cache to the common prefix; rebuilds it when the turn needs more slots than
-        a static cache has or a layer cannot be cropped. Raises nothing of its own.
+        Crops the cache to the common prefix. When the turn needs more slots than a static cache
+        has, the cache grows to ``round_capacity(prompt + max_new_tokens)`` keeping the reused
+        tokens (`static_cache.grow_static_cache`: copied on the device, not re-prefilled); a
+        layer that cannot be cropped or grown is rebuilt and re-prefilled (noted in ``notes``).
+        Raises nothing of its own; torch.cuda.OutOfMemoryError from growing propagates.
         """
-        reused = min(common_prefix(self.token_ids, prompt_ids), len(prompt_ids) - 1)
-        reused = max(reused, 0)
-        if self._wants_static(model):
-            need = len(prompt_ids) + max_new_tokens
-            if self.capacity_tokens is None or self.capacity_tokens < need:
-                if self.capacity_tokens is not None:
-                    self.notes.append(f"turn needs {need} tokens > capacity {self.capacity_tokens}:"
-                                      " cache grown between turns and re-prefilled")
-                self.reserve(round_capacity(need))
-        if self.cache is None or self.is_static != self._wants_static(model):
+        reused = max(min(common_prefix(self.token_ids, prompt_ids), len(prompt_ids) - 1), 0)
+        wants_static = self._wants_static(model)
+        if self.cache is None or self.is_static != wants_static:
             reused = 0
         if reused == 0:
             self.invalidate()
-            self.cache = self._new_cache(model)
         elif reused < len(self.token_ids):
             try:
                 self.cache.crop(reused - len(self.token_ids))
-            except (RuntimeError, ValueError, NotImplementedError) as exc:
+            except (RuntimeError, ValueError, NotImplementedError, AttributeError) as exc:
                 self.notes.append(f"cache not croppable ({exc}): re-prefilled")
                 reused = 0
                 self.invalidate()
-                self.cache = self._new_cache(model)
+        self.last_growth = None
+        if wants_static:
+            need = len(prompt_ids) + max_new_tokens
+            if self.capacity_tokens is None or self.capacity_tokens < need:
+                reused = self._grow(round_capacity(need), reused)
+        if self.cache is None:
+            self.cache = self._new_cache(model)
         self.token_ids = list(prompt_ids[:reused])
         self.last_reused_tokens = reused
         self.last_prefill_tokens = len(prompt_ids) - reused
         return self.cache, reused
+
+    def _grow(self, capacity: int, reused: int) -> int:
+        """Give the session ``capacity`` slots, keeping ``reused`` cached tokens when a cache is
+        held; returns the tokens kept (0 when the cache had to be dropped)."""
+        from app.engine.local.static_cache import grow_static_cache
+
+        old = self.capacity_tokens
+        self.capacity_tokens = capacity
+        if self.cache is None or reused == 0:
+            self.notes.append(f"capacity {old} -> {capacity}: nothing cached to keep")
+            return 0
+        try:
+            grow_static_cache(self.cache, capacity, reused)
+        except ValueError as exc:
+            self.notes.append(f"capacity {old} -> {capacity}: {exc}; cache rebuilt and re-prefilled")
+            self.invalidate()
+            return 0
+        self.last_growth = (old, capacity, reused)
+        self.notes.append(f"capacity {old} -> {capacity}: cache grown, {reused} tokens kept")
+        return reused
 
     def commit(self, fed_ids: list[int]) -> None:
         """After a turn: ``fed_ids`` are exactly the tokens whose KV is now in the cache."""
@@ -143,5 +167,7 @@ class KVSession:
 
     def _new_cache(self, model):
         if self._wants_static(model):
-            return StaticCache(config=model.config, max_cache_len=self.capacity_tokens)
+            from app.engine.local.static_cache import new_static_cache
+
+            return new_static_cache(model.config, self.capacity_tokens)
         return DynamicCache(config=model.config)

@@ -20,6 +20,11 @@ from app.engine.memory.probe import MemoryProbe
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import dtype_nbytes
 
+# Prefill chunks tried on CUDA, largest first: the first whose projection is admitted runs
+# (issue 12, item 4: one shot up to 16k tokens when memory allows, as fast as the plain recipe;
+# 1,024 and 256 only when memory demands it, shared/gpu/README.md 12 GiB table).
+CUDA_CHUNK_LADDER = (16384, 1024, 256)
+
 
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
@@ -33,6 +38,9 @@ class Foresight:
         # the same chunking and cache kind that stream_reply and KVSession will use
         self.chunk = prefill_chunk_tokens or default_prefill_chunk(device)
         self.static_cache = device.type == "cuda"
+        # chunks tried by plan(), largest first; a chunk given by the caller is the only one
+        self.chunk_ladder = ((self.chunk,) if prefill_chunk_tokens or not self.static_cache
+                             else CUDA_CHUNK_LADDER)
         report = loaded.report
         self.prefill_model = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype),
@@ -55,11 +63,16 @@ class Foresight:
     # ----- planning ---------------------------------------------------------------------------
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
-             cached_ids: list[int] | tuple[int, ...] = ()) -> TurnPlan:
+             cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0) -> TurnPlan:
         """Select the window, render it, project the peak and decide admission.
 
         cached_ids: token ids whose KV the session already holds (KV reuse); the common prefix
         with the new prompt is resident — in the probe's allocated bytes, not prefilled again.
+        held_capacity: slots of the session's static cache (tokens, 0 = none); a turn that
+        outgrows it grows the cache by copying, one old layer at a time (`static_cache`), so the
+        projection adds one old layer's KV on top of the new capacity.
+        The prefill chunk is the largest of ``chunk_ladder`` whose projection is admitted (the
+        smallest when none is); ``plan.projection.basis.chunk_size`` is the chunk that runs.
         """
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
@@ -73,19 +86,29 @@ class Foresight:
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
         kv_new_tokens = max_new_tokens
         if self.static_cache:  # KVSession preallocates a rounded capacity: project all of it
-            kv_new_tokens = round_capacity(len(ids) + max_new_tokens) - len(ids)
-        projection = self.project(len(ids) - resident, kv_new_tokens, resident, sample)
-        decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
-                              len(ids), max_new_tokens, budget.context_tokens)
+            need = len(ids) + max_new_tokens
+            target = held_capacity if held_capacity >= need else round_capacity(need)
+            kv_new_tokens = target - len(ids)
+            if resident and target > held_capacity:  # growth copies layer by layer
+                layers = max(len(self.prefill_model.layout.layers), 1)
+                kv_new_tokens += -(-held_capacity // layers)
+        for chunk in self.chunk_ladder:
+            projection = self.project(len(ids) - resident, kv_new_tokens, resident, sample, chunk=chunk)
+            decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
+                                  len(ids), max_new_tokens, budget.context_tokens)
+            if decision.admitted:
+                break
         return TurnPlan(window, ids, projection, decision, sample)
 
     def project(self, prompt_tokens: int, max_new_tokens: int, resident_tokens: int = 0,
-                sample: MemorySample | None = None, full_context_tokens: int | None = None) -> TurnProjection:
+                sample: MemorySample | None = None, full_context_tokens: int | None = None,
+                chunk: int | None = None) -> TurnProjection:
+        """Projection of a turn prefilled in ``chunk``-token slices (None = ``self.chunk``)."""
         sample = sample or self.probe.sample()
         return project_turn_peak(
             self.prefill_model, self.calibration, now_allocated=sample.allocated,
             prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens, resident_tokens=resident_tokens,
-            chunk_size=self.chunk, full_context_tokens=full_context_tokens or self.max_positions)
+            chunk_size=chunk or self.chunk, full_context_tokens=full_context_tokens or self.max_positions)
 
     @staticmethod
     def safety_margin(sample: MemorySample) -> int:

@@ -49,6 +49,12 @@ class TurnRunner:
         # prompt, so edits, regenerations, summaries and switching chats need no bookkeeping.
         self.session = KVSession()
         self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
+        self.cpu_meter = None  # CPU models: how many cores other programs keep busy
+        self.cpu_threads = None  # intra-op threads of the latest CPU turn
+        if loaded.model.device.type == "cpu":
+            from app.engine.local.cpu_threads import CpuLoadMeter
+
+            self.cpu_meter = CpuLoadMeter()
 
     @property
     def report(self):
@@ -57,8 +63,9 @@ class TurnRunner:
 
     def warm_up(self, on_status=None):
         """After load: one measured prefill to calibrate the projection, then compile the decode
-        step for the session's cache shapes (CUDA; ~50 s per shape on an H200). Until it is
-        ready decode runs eagerly; on the CPU it reports why it stays eager."""
+        step once for every cache capacity (CUDA; H200, 8B NF4: 84 s with a cold Inductor cache,
+        20 s with a warm one, tests/benchmarks/results/chat_path_h200.json). Until it is ready
+        decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.local.compiled_decode import warm_up
 
         self.calibrate()
@@ -95,7 +102,8 @@ class TurnRunner:
         the summary events when turns were evicted."""
         try:
             plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
-                                       settings.context_tokens, continue_final, self.session.token_ids)
+                                       settings.context_tokens, continue_final, self.session.token_ids,
+                                       self.session.capacity_tokens or 0)
         except ValueError as exc:  # nothing left to answer
             yield TurnFailed(str(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
             return
@@ -114,13 +122,19 @@ class TurnRunner:
         loaded, foresight = self.loaded, self.foresight
         params = SamplingParams(settings.max_new_tokens, settings.temperature, settings.top_p, settings.seed,
                                 settings.top_k, settings.min_p, settings.repetition_penalty)
+        # the chunk the admitted projection was made for (one shot when memory allows)
+        chunk = plan.projection.basis.chunk_size if plan.projection is not None else foresight.chunk
+        if self.cpu_meter is not None:
+            from app.engine.local.cpu_threads import apply_cpu_threads
+
+            self.cpu_threads = apply_cpu_threads(settings.cpu_threads, self.cpu_meter)
         partial: list[str] = []
         error = outcome = None
         foresight.begin_measurement()
         try:
             for event in generation.stream_reply(
                     loaded.model, loaded.tokenizer, list(plan.prompt_ids), params, loaded.stop_ids,
-                    stop_event, loaded.prompt_format.stop_strings, foresight.chunk,
+                    stop_event, loaded.prompt_format.stop_strings, chunk,
                     session=self.session, decoder=self.decoder):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)

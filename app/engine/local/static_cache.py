@@ -1,0 +1,118 @@
+"""A preallocated KV cache whose capacity the compiled decode step does not depend on, and that
+grows between turns by copying what it holds (issue 12, items 1 and 2).
+
+transformers' `StaticCache` reports its capacity to the attention mask as the Python int
+``max_cache_len`` (``StaticLayer.get_mask_sizes``), so a compiled step guards on it and every
+capacity is its own compile (≈50 s each for the Llama-3-8B shape in NF4 on an H200, issue 12).
+`SpanLayer` reads the mask size off its key tensor instead and marks the capacity dimension of its
+tensors dynamic, so `torch.compile` traces one graph with a symbolic capacity that serves every
+cache size; with ``mode="reduce-overhead"`` each new size only records another CUDA graph on its
+first steps (milliseconds, no recompile).
+
+`grow_static_cache` replaces each layer's tensors by larger ones holding the same first
+``filled`` tokens, one layer at a time, so the transient is the new cache plus one old layer
+(`growth_transient_bytes`), never old plus new in full; nothing is re-prefilled.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import StaticCache
+from transformers.cache_utils import StaticLayer
+
+
+class SpanLayer(StaticLayer):
+    """A `StaticLayer` whose capacity is a dynamic dimension for `torch.compile`.
+
+    keys / values: (batch, kv_heads, capacity, head_dim) in the compute dtype, allocated on the
+    first update (lazy, like its parent). get_mask_sizes returns (capacity, 0) read from the
+    tensor's shape, so the compiled step holds no int guard on the capacity."""
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        super().lazy_initialization(key_states, value_states)
+        _mark_capacity_dynamic(self)
+
+    def get_mask_sizes(self, *args, **kwargs) -> tuple[int, int]:
+        if self.is_initialized:
+            return self.keys.shape[-2], 0
+        return self.max_cache_len, 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Forget the last ``-tokens_to_remove`` tokens (a negative count, as transformers'
+        ``Cache.crop`` passes it): only the fill counter moves, the next update overwrites them.
+        transformers 5.17's StaticLayer has no ``crop`` (5.24's does the same as this).
+        Raises RuntimeError for a positive count."""
+        if tokens_to_remove > 0:
+            raise RuntimeError("a static layer is cropped by a negative count of tokens to remove")
+        if self.is_initialized:
+            self.cumulative_length.sub_(-tokens_to_remove)
+
+
+def _mark_capacity_dynamic(layer: StaticLayer) -> None:
+    if not torch.compiler.is_compiling():
+        for tensor in (layer.keys, layer.values):
+            torch._dynamo.maybe_mark_dynamic(tensor, 2)
+
+
+def new_static_cache(config, capacity_tokens: int) -> StaticCache:
+    """A transformers StaticCache of ``capacity_tokens`` slots whose full-attention layers are
+    `SpanLayer`s (sliding-window layers are left as transformers builds them). Allocates nothing
+    until the first prefill (transformers' lazy initialization)."""
+    cache = StaticCache(config=config, max_cache_len=capacity_tokens)
+    for layer in cache.layers:
+        if type(layer) is StaticLayer:
+            layer.__class__ = SpanLayer
+    return cache
+
+
+def capacity_of(cache) -> int | None:
+    """Slots of a StaticCache (tokens), None for any other cache."""
+    if not isinstance(cache, StaticCache) or not cache.layers:
+        return None
+    return int(cache.layers[0].max_cache_len)
+
+
+def is_span_cache(cache) -> bool:
+    """True when every layer of ``cache`` is a SpanLayer (the compiled step serves any capacity)."""
+    return isinstance(cache, StaticCache) and bool(cache.layers) and all(
+        isinstance(layer, SpanLayer) for layer in cache.layers)
+
+
+def layer_bytes(cache) -> int:
+    """Bytes of the largest initialized layer (keys + values), 0 when nothing is allocated."""
+    sizes = [layer.keys.numel() * layer.keys.element_size()
+             + layer.values.numel() * layer.values.element_size()
+             for layer in cache.layers if getattr(layer, "is_initialized", False)]
+    return max(sizes, default=0)
+
+
+def growth_transient_bytes(cache) -> int:
+    """Bytes held on top of the grown cache while `grow_static_cache` runs: one old layer."""
+    return layer_bytes(cache)
+
+
+def grow_static_cache(cache: StaticCache, capacity_tokens: int, filled_tokens: int) -> None:
+    """Give every layer of ``cache`` ``capacity_tokens`` slots, keeping its first
+    ``filled_tokens`` keys and values (positions [0, filled)); in place, layer by layer.
+
+    The cache's fill counter (``cumulative_length``) is kept, so the next update writes at
+    ``filled_tokens`` when the caller has cropped the cache to it. Raises ValueError when a
+    layer is not a full-attention StaticLayer or the new capacity is smaller than ``filled``;
+    torch.cuda.OutOfMemoryError propagates (the layers grown so far stay valid and larger)."""
+    if filled_tokens > capacity_tokens:
+        raise ValueError(f"cannot keep {filled_tokens} tokens in {capacity_tokens} slots")
+    for layer in cache.layers:
+        if not isinstance(layer, StaticLayer) or getattr(layer, "is_sliding", False):
+            raise ValueError(f"{type(layer).__name__} cannot grow")
+    for layer in cache.layers:
+        layer.max_cache_len = capacity_tokens
+        if not layer.is_initialized:
+            continue
+        for name in ("keys", "values"):
+            old = getattr(layer, name)
+            new = old.new_zeros((*old.shape[:2], capacity_tokens, old.shape[3]))
+            new[:, :, :filled_tokens].copy_(old[:, :, :filled_tokens])
+            setattr(layer, name, new)
+            del old
+            torch._dynamo.mark_static_address(new)
+        _mark_capacity_dynamic(layer)

@@ -1,0 +1,166 @@
+"""Issue 12 on the CPU: one compiled decode graph serves every cache capacity, a static cache
+grows by copying what it holds (nothing re-prefilled), prefill attends to the filled span only,
+the planner picks the largest prefill chunk that is admitted, and the CPU thread choice."""
+
+import threading
+
+import pytest
+import torch
+
+from app.engine.events import ReplyFinished
+from app.engine.local.attention import KV_SPAN_KWARG, gqa_packed_sdpa_forward
+from app.engine.local.chat_format import encode_prompt, render_prompt
+from app.engine.local.compiled_decode import warm_up
+from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads, choose_threads
+from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
+from app.engine.local.kv_session import KVSession, common_prefix
+from app.engine.local.static_cache import capacity_of, grow_static_cache, is_span_cache, new_static_cache
+
+TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
+         {"role": "user", "content": "What is the capital of France?"}]
+
+
+def run(loaded, messages, params, **kwargs) -> ReplyFinished:
+    events = list(stream_chat_reply(loaded, messages, params, threading.Event(), **kwargs))
+    return events[-1]
+
+
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
+    """Three caches of different capacities run the compiled step; dynamo traces one graph (a
+    capacity guard would trace one per capacity) and the answers equal the eager ones."""
+    graphs = []
+
+    def counting(fn):
+        def backend(gm, example_inputs):
+            graphs.append(gm)
+            return gm.forward
+        return torch.compile(fn, backend=backend, dynamic=None)
+
+    decoder = warm_up(tiny_loaded, (64,), compiler=counting, require_cuda=False)
+    assert decoder.status.state == "ready" and len(graphs) == 1
+    params = SamplingParams(max_new_tokens=6, temperature=0)
+    for capacity in (64, 128, 320):
+        session = KVSession(capacity_tokens=capacity, static=True)
+        done = run(tiny_loaded, TURN1, params, session=session, decoder=decoder)
+        assert done.decode_path == "compiled" and capacity_of(session.cache) == capacity
+        eager = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=capacity, static=True))
+        assert eager.decode_path == "eager-static" and done.text == eager.text and done.new_tokens == 6
+    assert len(graphs) == 1
+
+
+def test_grow_static_cache_keeps_every_token(tiny_loaded):
+    model = tiny_loaded.model
+    ids = torch.randint(0, 49152, (1, 40), generator=torch.Generator().manual_seed(1))
+    more = torch.randint(0, 49152, (1, 12), generator=torch.Generator().manual_seed(2))
+    cache = new_static_cache(model.config, 48)
+    with torch.inference_mode():
+        prefill(model, ids, cache, None)
+        held = [(layer.keys[:, :, :40].clone(), layer.values[:, :, :40].clone()) for layer in cache.layers]
+        grow_static_cache(cache, 112, 40)
+        assert capacity_of(cache) == 112 and is_span_cache(cache)
+        for (keys, values), layer in zip(held, cache.layers, strict=True):
+            assert layer.keys.shape[2] == 112 == layer.values.shape[2]
+            assert torch.equal(layer.keys[:, :, :40], keys) and torch.equal(layer.values[:, :, :40], values)
+            assert not layer.keys[:, :, 40:].any()
+        assert int(cache.layers[0].cumulative_length) == 40
+        grown = prefill(model, more, cache, None, cached_tokens=40)
+        cold = prefill(model, torch.cat([ids, more], dim=1), new_static_cache(model.config, 112), None)
+    torch.testing.assert_close(grown, cold, rtol=1e-4, atol=1e-4)
+    cache.crop(-12)  # back to the 40 tokens before `more` (transformers 5.17 layers cannot crop)
+    assert all(int(layer.cumulative_length) == 40 for layer in cache.layers)
+    with pytest.raises(ValueError):
+        grow_static_cache(cache, 32, 52)
+
+
+def test_session_growth_reuses_the_cache(tiny_loaded):
+    """Turn 2 needs more slots than turn 1's cache has: the cache grows, the common prefix is
+    reused (only the new tokens are prefilled) and the answer equals a cold prefill's."""
+    session = KVSession(capacity_tokens=64, static=True)
+    first = run(tiny_loaded, TURN1, SamplingParams(max_new_tokens=8, temperature=0), session=session)
+    messages = [*TURN1, {"role": "assistant", "content": first.text}, {"role": "user", "content": "And Italy?"}]
+    params = SamplingParams(max_new_tokens=60, temperature=0)
+    cached = list(session.token_ids)
+    tok = tiny_loaded.tokenizer
+    ids = encode_prompt(tok, render_prompt(tok, tiny_loaded.prompt_format, messages))
+    warm = run(tiny_loaded, messages, params, session=session)
+    assert session.last_growth is not None and session.last_growth[:2] == (64, 2048)
+    assert warm.reused_tokens == common_prefix(cached, ids) > 0  # every cached token that matches is kept
+    assert warm.prefill_tokens == warm.prompt_tokens - warm.reused_tokens
+    assert capacity_of(session.cache) == 2048 and "cache grown" in session.notes[-1]
+    assert warm.text == run(tiny_loaded, messages, params, session=KVSession(static=True)).text
+
+
+def test_span_prefill_attention_equals_full_cache_attention():
+    """A 6-query chunk after 10 cached keys in a 32-slot cache: attending to the first 16 keys
+    (kv_span) gives the same output as attending to all 32 under the causal mask."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 4, 6, 8), torch.randn(1, 2, 32, 8), torch.randn(1, 2, 32, 8)
+    positions = torch.arange(10, 16).view(6, 1)
+    mask = (torch.arange(32).view(1, 32) <= positions).view(1, 1, 6, 32)
+    module = torch.nn.Module()
+    full, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=8 ** -0.5)
+    span, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=8 ** -0.5, **{KV_SPAN_KWARG: 16})
+    torch.testing.assert_close(span, full)
+    k[:, :, 16:] = float("nan")  # keys past the span are never read
+    span_nan, _ = gqa_packed_sdpa_forward(module, q, k, v, mask, scaling=8 ** -0.5, **{KV_SPAN_KWARG: 16})
+    torch.testing.assert_close(span_nan, full)
+
+
+def test_choose_threads():
+    assert choose_threads(3, cores=8, busy_cores=5) == 3  # a setting wins
+    assert choose_threads(0, cores=8, busy_cores=None) == 8
+    assert choose_threads(0, cores=2, busy_cores=1) == 1  # one busy core of two: one thread
+    assert choose_threads(0, cores=4, busy_cores=6) == 1
+
+
+def test_cpu_load_meter_counts_other_programs_only():
+    """2 cores, 100 jiffies/s, 1 s between looks: 200 jiffies of wall time. This process used
+    0.9 s (90 jiffies); other programs' share decides."""
+    stats = iter([(0, 0), (190, 200), (290, 400), (380, 600)])
+    own = iter([0.0, 0.9, 1.8, 1.8])
+    meter = CpuLoadMeter(lambda: next(stats), lambda: next(own), clock_ticks=100, cores=2)
+    assert meter.busy_cores() == 1  # 190 − 90 = 100 jiffies: one core busy elsewhere
+    assert meter.busy_cores() == 0  # 100 − 90 = 10: idle
+    assert meter.busy_cores() == 1  # 90 jiffies of others, this process idle: 0.9 core
+    seen = []
+    assert apply_cpu_threads(0, None, seen.append) == seen[0] >= 1
+
+
+def test_planner_takes_the_largest_admitted_chunk(tiny_loaded):
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory.sample import MemorySample
+
+    class Probe:
+        kind = "cuda"
+        free = 2**40
+
+        def sample(self):
+            return MemorySample(0.0, "cuda", "fake", 2**30, 2**30, 2**30, self.free, 2**41)
+
+        def reset_peak(self):
+            pass
+
+    probe = Probe()
+    foresight = Foresight(tiny_loaded, probe)
+    foresight.static_cache, foresight.chunk_ladder = True, (128, 32, 8)  # a 200-token prompt
+    messages = [Message(Role.USER, "word " * 200)]
+    roomy = foresight.plan(messages, SummaryState(), "", 64)
+    assert roomy.admitted and roomy.projection.basis.chunk_size == 128
+    margin = foresight.safety_margin(probe.sample())
+    needed = {}
+    for chunk in (128, 32, 8):
+        p = foresight.project(len(roomy.prompt_ids), roomy.projection.basis.max_new_tokens, chunk=chunk)
+        needed[chunk] = p.growth + p.error_bar_bytes + margin
+    assert needed[128] > needed[32] > needed[8]
+    probe.free = (needed[32] + needed[128]) // 2
+    tight = foresight.plan(messages, SummaryState(), "", 64)
+    assert tight.admitted and tight.projection.basis.chunk_size == 32
