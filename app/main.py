@@ -35,6 +35,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
     parser.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate at most")
     parser.add_argument("--temperature", type=temperature, help="0–2; 0 = greedy (default for --ask)")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
     parser.add_argument("--self-test", action="store_true",
                         help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(args.verbose)  # rotating files in the user log folder + stderr
     log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
-    if not (args.self_test or args.ask is not None or args.replay is not None):
+    if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
         return run_gui(args, load_settings(), started)
@@ -70,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         from app import self_test
 
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
-    from app import headless  # --ask / --replay
+    from app import headless  # --plan / --ask / --replay
+
+    if args.plan:
+        return headless.plan(args.model, "cpu" if args.cpu else "auto")
 
     settings = load_settings()
     generation = GenerationSettings(
