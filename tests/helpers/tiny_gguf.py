@@ -81,7 +81,7 @@ def write_tiny_gguf(path: Path, qtype: str = "F32", seed: int = 0, architecture:
         writer.add_tensor(f"{base}.weight", stored, raw_dtype=kind)
     if extra_tensor is not None:
         name, type_id = extra_tensor
-        writer.add_tensor_info(name, (32,), np.dtype(np.uint8), 32, raw_dtype=gguf.GGMLQuantizationType(type_id))
+        writer.add_tensor_info(name, (32,), np.dtype(np.int8), 32, raw_dtype=gguf.GGMLQuantizationType(type_id))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     if extra_tensor is None:

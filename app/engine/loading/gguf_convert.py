@@ -263,9 +263,10 @@ def _tensor_pieces(source, tensor: GgufTensor, processor, dtype: str, cancel):
         _check(cancel)
         count = min(step, rows - start)
         source.seek(tensor.offset + start * row_bytes)
-        raw = np.frombuffer(source.read(count * row_bytes), dtype=np.uint8)
-        if raw.size != count * row_bytes:
+        buffer = bytearray(count * row_bytes)  # writable: torch.from_numpy needs it
+        if source.readinto(buffer) != len(buffer):
             raise ValueError(f"{tensor.name}: the GGUF file ends early")
+        raw = np.frombuffer(buffer, dtype=np.uint8)
         shape = (count, *tensor.shape[1:]) if len(tensor.shape) == 2 else tensor.shape
         weights = dequantize(raw.reshape(count, row_bytes), qtype).reshape(shape)
         weights = processor.process(weights=weights, name=tensor.name, tensor_key_mapping={},
