@@ -99,7 +99,7 @@ def write_synthetic_gguf(path: Path) -> None:
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     scale = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
-    for name, shape, kind in plan:
+    for _name, shape, kind in plan:
         if kind == f32:
             w.write_tensor_data(np.ones(shape, dtype=np.float32))
             continue

@@ -107,18 +107,13 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
         path = path.parent
     conversion = None
     if path.is_file() and path.suffix.lower() == ".gguf":
-        from app.engine.loading import gguf_convert
         from app.engine.loading.gguf_header import read_gguf_header
 
         header = read_gguf_header(path)
         config, kind, saved_quant, saved_bytes = header.hf_config(), "gguf", None, 0
         described = header.describe()
         placement = detect_placement(False, device_preference)
-        dtype = "float16" if str(placement.compute_dtype) == "torch.float16" else "bfloat16"
-        if gguf_convert.cached_conversion(path, dtype) is None:
-            disk = gguf_convert.check_disk(header, dtype)
-            conversion = {"output_bytes": disk.output, "free_disk_bytes": disk.free,
-                          "enough_disk": disk.enough, "folder": str(disk.folder)}
+        conversion = conversion_check(header, placement)
     elif path.is_dir() and (path / "config.json").is_file():
         from app.engine.loading.catalog import read_config
 
@@ -128,12 +123,26 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
         saved_quant = str(saved.get("quant_method", "quantized")) if isinstance(saved, dict) else None
         saved_bytes = sum(p.stat().st_size for p in path.glob("*.safetensors"))
         placement = detect_placement(saved_quant is not None, device_preference)
-        described = _describe_config(config, raw)
+        described = describe_config(config, raw)
     else:
         raise ValueError(f"{path} is neither a .gguf file nor a folder with config.json")
     machine = machine_memory(placement.device, reclaimable)
     return build_plan(str(path), kind, described, config, placement, machine.free, machine.total,
                       saved_quant, saved_bytes, conversion)
+
+
+def conversion_check(header, placement) -> dict[str, Any] | None:
+    """For a GGUF not converted yet at the dtype `placement` implies (bf16, fp16 on a GPU without
+    bf16): output bytes, free disk of the cache, whether it is enough, the folder. None once
+    converted."""
+    from app.engine.loading import gguf_convert
+
+    dtype = "float16" if str(placement.compute_dtype) == "torch.float16" else "bfloat16"
+    if gguf_convert.cached_conversion(header.path, dtype) is not None:
+        return None
+    disk = gguf_convert.check_disk(header, dtype)
+    return {"output_bytes": disk.output, "free_disk_bytes": disk.free, "enough_disk": disk.enough,
+            "folder": str(disk.folder)}
 
 
 def build_plan(source: str, kind: str, described: dict, config: Any, placement, free: int, total: int,
@@ -168,7 +177,7 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
         margin_bytes=margin, context_fit=fit, verdict=verdict, conversion=conversion)
 
 
-def _describe_config(config: Any, raw: dict) -> dict[str, Any]:
+def describe_config(config: Any, raw: dict) -> dict[str, Any]:
     from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
 
     cfg = text_config(config)
