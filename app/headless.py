@@ -55,7 +55,6 @@ def _load(model_path: Path | None):
     path = _model_path(model_path)
     if path is None:
         return None
-    _print_plan(path)
     allowed = load_settings().permissions_for(path)  # the per-model opt-ins set in Open model…
     try:
         loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr),
@@ -65,17 +64,6 @@ def _load(model_path: Path | None):
         return None
     print(f"[{loaded.report.summary()}]", file=sys.stderr)
     return loaded
-
-
-def _print_plan(path: Path) -> None:
-    """The plan as one line on stderr before loading; a model that cannot be planned still
-    goes to the loader, whose error is the one reported."""
-    from app.engine.loading.fit_plan import plan_model
-
-    try:
-        print(f"[plan] {plan_model(path).summary()}", file=sys.stderr)
-    except Exception as exc:  # noqa: BLE001 - the plan is advice; the load decides
-        print(f"[plan] not available: {exc}", file=sys.stderr)
 
 
 def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:

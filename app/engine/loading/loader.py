@@ -212,6 +212,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     """
     report = progress or (lambda _text, _frac: None)
     started = time.perf_counter()
+    _report_plan(Path(path), device_preference, report)
     folder = resolve_model_folder(Path(path), report, cancel, device_preference)
     _check_cancel(cancel)
     try:
@@ -256,6 +257,21 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
     raise error  # outside the except block: no __context__ keeps the failed frames alive
+
+
+def _report_plan(path: Path, device_preference: str, report: Progress) -> None:
+    """The fit plan (app.engine.loading.fit_plan) as the first progress line, before any
+    conversion or weight is read. Advisory: a model that cannot be planned still goes to the
+    loader, whose error is the one reported."""
+    from app.engine.loading.fit_plan import plan_model
+
+    try:
+        plan = plan_model(path, device_preference)
+    except Exception as exc:  # noqa: BLE001 - unsupported files are refused by the loader itself
+        log.info("no fit plan for %s: %s", path, exc)
+        return
+    log.info("fit plan: %s", plan.summary())
+    report(f"Plan: {plan.summary()}", 0.0)
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
