@@ -129,11 +129,14 @@ def test_f32_gguf_converts_to_the_exact_model_it_was_made_from(tiny_f32, cache):
     assert tok.chat_template == TEMPLATE and tok.eos_token == "<|im_end|>"
 
 
-def test_quantized_gguf_matches_transformers_own_gguf_load(tiny_q8):
+def test_quantized_gguf_matches_transformers_own_gguf_load(tiny_q8, tmp_path):
     path, _ = tiny_q8
     folder = convert_gguf(path, "float32")
     theirs = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
     assert torch.equal(logits_of(folder, folder), logits_of(theirs, folder))
+    AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name).save_pretrained(tmp_path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):  # the same tokenizer
+        assert (folder / name).read_bytes() == (tmp_path / name).read_bytes()
 
 
 def test_bf16_output_is_half_the_float32_size_and_loads(tiny_q8, monkeypatch):
