@@ -137,11 +137,10 @@ import json, app
 from pathlib import Path
 from app.engine.loading.fit_plan import plan_model
 p = plan_model(Path({gguf!r}))
-print(p.summary(), flush=True)
-print(json.dumps(p.to_json()))
+print(json.dumps(p.to_json() | {{"summary": p.summary()}}))
 """
 
-_CONVERT = _PEAK + """
+_CONVERT = """
 import app, json, time
 from pathlib import Path
 from app.engine.loading.loader import convert_gguf, conversion_dtype
@@ -156,7 +155,7 @@ print(json.dumps({{"folder": str(folder), "wall_s": wall, "tokenizer_and_config_
                   "bytes_written": written, **peaks()}}))
 """
 
-_ANSWER = _PEAK + """
+_ANSWER = """
 import json, time, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 folder = {folder!r}
@@ -189,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_only:
         return 0
     plan = _child(_PLAN.format(gguf=str(args.gguf)))
-    print("plan before conversion:", plan["verdict_text"])
-    convert = _child(_CONVERT.format(gguf=str(args.gguf)))
-    answer = _child(_ANSWER.format(folder=convert["folder"]))
+    print("plan before conversion:", plan["summary"], flush=True)
+    convert = _child(_PEAK + _CONVERT.format(gguf=str(args.gguf)))
+    print(f"converted in {convert['wall_s']:.0f} s, peak RSS {convert['ru_maxrss'] / 2**30:.2f} GiB", flush=True)
+    answer = _child(_PEAK + _ANSWER.format(folder=convert["folder"]))
     rows = [("GGUF size", f"{args.gguf.stat().st_size / 1e9:.2f} GB"),
             ("plan (CPU placement)", plan["verdict_text"]),
             ("conversion wall time", f"{convert['wall_s']:.0f} s"),
