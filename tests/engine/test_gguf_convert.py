@@ -223,3 +223,15 @@ def test_default_model_converts_to_the_logits_of_transformers_gguf_load(real_mod
         out = bf16.generate(ids, max_new_tokens=8, do_sample=False)
     assert torch.equal(bf16(ids).logits[0, -1].argmax(), expected[0, -1].argmax())
     assert "Paris" in tok.decode(out[0, ids.shape[1]:])
+
+
+def test_conversion_dtype_follows_the_placement(monkeypatch):
+    from app.engine.loading import loader
+    from app.engine.loading.placement import choose_placement
+
+    turing = choose_placement(True, (7, 5), False, (True, ""))  # no bf16: fp16 compute (C06)
+    ampere = choose_placement(True, (8, 0), False, (True, ""))
+    cpu = choose_placement(False, None, False, (False, "no CUDA"))
+    for placement, expected in ((turing, "float16"), (ampere, "bfloat16"), (cpu, "bfloat16")):
+        monkeypatch.setattr(loader, "detect_placement", lambda *_a, p=placement: p)
+        assert loader.conversion_dtype() == expected
