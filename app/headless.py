@@ -1,10 +1,12 @@
-"""Headless mode for scripts and checks: `python -m app --ask "..." [--model PATH]` and
-`python -m app --replay turns.txt [--context N] [--max-new-tokens N]`.
+"""Headless mode for scripts and checks: `python -m app --ask "..." [--model PATH]`,
+`python -m app --replay turns.txt [--context N] [--max-new-tokens N]` and
+`python -m app --plan [--model PATH] [--cpu]` (the fit plan as JSON, nothing loaded).
 
 Loads the model, streams to stdout, exits 0. A bad path or a broken model exits 1 with a
 one-line reason on stderr. No Qt is imported.
 """
 
+import json
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +16,35 @@ from app.core.settings import GenerationSettings, load_settings
 from app.engine import events as ev
 
 
+def _model_path(model_path: Path | None) -> Path | None:
+    """The path to open, or None after printing why the default model is missing."""
+    path = Path(model_path) if model_path else default_model_path()
+    if model_path is None and not path.exists():
+        print(f"headroom: the default model is not installed ({path}); "
+              "run: python -m app.install_model", file=sys.stderr)
+        return None
+    return path
+
+
+def plan(model_path: Path | None, device_preference: str = "auto") -> int:
+    """Print the fit plan (app.engine.loading.fit_plan) of the model as JSON on stdout and its
+    one-line summary on stderr; no weights are read. Exit 0, or 1 with a one-line reason."""
+    from app.engine.loading.fit_plan import plan_model
+    from app.engine.loading.gguf_header import UnsupportedGguf
+
+    path = _model_path(model_path)
+    if path is None:
+        return 1
+    try:
+        result = plan_model(path, device_preference)
+    except (UnsupportedGguf, ValueError, OSError) as exc:
+        print(f"headroom: cannot plan {path.name}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result.to_json(), indent=2))
+    print(f"[plan] {result.summary()}", file=sys.stderr)
+    return 0
+
+
 def _load(model_path: Path | None):
     """The loaded model, or None after printing a one-line reason."""
     from transformers.utils import logging as hf_logging
@@ -21,10 +52,8 @@ def _load(model_path: Path | None):
     from app.engine.loading.loader import ModelLoadError, load_model
 
     hf_logging.disable_progress_bar()  # stderr carries our own one-line stages instead
-    path = Path(model_path) if model_path else default_model_path()
-    if model_path is None and not path.exists():
-        print(f"headroom: the default model is not installed ({path}); "
-              "run: python -m app.install_model", file=sys.stderr)
+    path = _model_path(model_path)
+    if path is None:
         return None
     allowed = load_settings().permissions_for(path)  # the per-model opt-ins set in Open model…
     try:

@@ -50,6 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repetition-penalty", type=bounded(*REPETITION_PENALTY_RANGE),
                         help="> 1 discourages repeating tokens; 1 = off")
     parser.add_argument("--seed", type=bounded(0, MAX_SEED, int), help="make sampled answers repeat exactly")
+    parser.add_argument("--plan", action="store_true",
+                        help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
     parser.add_argument("--self-test", action="store_true",
                         help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(args.verbose)  # rotating files in the user log folder + stderr
     log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
-    if not (args.self_test or args.ask is not None or args.replay is not None):
+    if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
         return run_gui(args, load_settings(), started)
@@ -85,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         from app import self_test
 
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
-    from app import headless  # --ask / --replay
+    from app import headless  # --plan / --ask / --replay
+
+    if args.plan:
+        return headless.plan(args.model, "cpu" if args.cpu else "auto")
 
     settings = load_settings()
     generation = GenerationSettings(

@@ -1,6 +1,6 @@
 """Where Headroom keeps its files, via platformdirs (XDG on Linux).
 
-`HEADROOM_DATA_DIR` / `HEADROOM_CONFIG_DIR` / `HEADROOM_LOG_DIR` override the locations (tests,
+`HEADROOM_DATA_DIR` / `HEADROOM_CONFIG_DIR` / `HEADROOM_LOG_DIR` / `HEADROOM_CACHE_DIR` override the locations (tests,
 portable installs).
 """
 
@@ -29,6 +29,12 @@ def log_dir() -> Path:
     """User log folder: rotating headroom.log files (e.g. ~/.local/state/headroom/log)."""
     override = os.environ.get("HEADROOM_LOG_DIR")
     return Path(override) if override else Path(platformdirs.user_log_dir(APP_NAME))
+
+
+def cache_dir() -> Path:
+    """User cache folder: converted GGUF models, safe to delete (e.g. ~/.cache/headroom)."""
+    override = os.environ.get("HEADROOM_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME))
 
 
 def models_dir() -> Path:

@@ -123,6 +123,27 @@ class ModelPermissions:
 
 
 @dataclass(frozen=True)
+class ModelContext:
+    """The context length chosen for one model, in tokens; AUTO_CONTEXT (0) = "auto": the
+    largest context the fit plan says fits with margin, capped by the model's trained context
+    (app.engine.memory.context_fit; applied by app.engine.local.turn_planner.Foresight)."""
+
+    path: str
+    tokens: int = 0
+
+
+AUTO_CONTEXT = 0
+
+
+def resolve_context(setting: int, fitting: int, trained: int) -> int:
+    """The context in force, tokens: an explicit setting capped by the trained context, or for
+    AUTO_CONTEXT (≤ 0) the largest that fits (`fitting`) capped the same way."""
+    if setting > 0:
+        return min(int(setting), int(trained))
+    return max(0, min(int(fitting), int(trained)))
+
+
+@dataclass(frozen=True)
 class Settings:
     """recent_models: model paths opened successfully, most recent first (at most
     MAX_RECENT_MODELS). model_permissions: per-model opt-ins, keyed by :func:`model_key`."""
@@ -132,6 +153,22 @@ class Settings:
     recent_models: tuple[str, ...] = ()
     model_permissions: tuple[ModelPermissions, ...] = ()
     backend: BackendSettings = BackendSettings()  # for new conversations (each keeps its own)
+    model_contexts: tuple[ModelContext, ...] = ()
+
+    def context_for(self, path: str | Path) -> int:
+        """This model's context setting in tokens: its own if set, else the global
+        generation.context_tokens; AUTO_CONTEXT (0) when neither is set."""
+        key = model_key(path)
+        own = next((c.tokens for c in self.model_contexts if c.path == key), AUTO_CONTEXT)
+        return own or self.generation.context_tokens
+
+    def with_context(self, path: str | Path, tokens: int) -> "Settings":
+        """A copy with `tokens` as this model's context (AUTO_CONTEXT drops the entry)."""
+        key = model_key(path)
+        others = tuple(c for c in self.model_contexts if c.path != key)
+        if tokens > 0:
+            others += (ModelContext(key, int(tokens)),)
+        return replace(self, model_contexts=others)
 
     def permissions_for(self, path: str | Path) -> ModelPermissions:
         """This model's opt-ins; all off when the user never changed them."""
@@ -166,7 +203,8 @@ def load_settings(path: Path | None = None) -> Settings:
         return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
-                        backend=BackendSettings.from_json(raw.get("backend")))
+                        backend=BackendSettings.from_json(raw.get("backend")),
+                        model_contexts=_model_contexts(raw.get("model_contexts")))
     except FileNotFoundError:
         return Settings()
     except (ValueError, TypeError, AttributeError) as exc:
@@ -213,6 +251,15 @@ def _model_permissions(raw: object) -> tuple[ModelPermissions, ...]:
             if permissions.trust_remote_code or permissions.allow_pickle:
                 kept.append(permissions)
     return tuple(kept)
+
+
+def _model_contexts(raw: object) -> tuple[ModelContext, ...]:
+    """Per-model contexts from JSON; entries without a path or a positive integer are skipped."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(ModelContext(model_key(e["path"]), e["tokens"]) for e in raw
+                 if isinstance(e, dict) and isinstance(e.get("path"), str) and type(e.get("tokens")) is int
+                 and e["tokens"] > 0)
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:

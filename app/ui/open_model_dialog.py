@@ -163,7 +163,8 @@ class OpenModelDialog(QDialog):
             item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if fit:
             item.setForeground(_FIT, QBrush(QColor(VERDICT_COLORS[fit.verdict])))
-        tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", entry.note) if t)
+        plan = entry.plan.summary() if entry.plan is not None else ""
+        tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", plan, entry.note) if t)
         for column in range(len(COLUMNS)):
             item.setToolTip(column, tip)
         return item
@@ -179,7 +180,9 @@ class OpenModelDialog(QDialog):
             self.detail.setText("")
             return
         lines = [str(entry.path)]
-        lines.append(entry.fit.detail() if entry.fit else "Memory fit not known yet.")
+        lines.append(entry.fit.detail() if entry.fit else self.tr("Memory fit not known yet."))
+        if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
+            lines.append(self.tr("Plan: {0}").format(entry.plan.summary()))
         if entry.note:
             lines.append(f"Note: {entry.note}.")
         self.detail.setText("\n".join(lines))

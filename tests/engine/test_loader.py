@@ -5,13 +5,9 @@ import weakref
 import pytest
 import torch
 
-from app.engine.loading.loader import (
-    LoadCancelled,
-    ModelLoadError,
-    cached_conversion,
-    gguf_cache_dir,
-    load_model,
-)
+from app.core.paths import cache_dir
+from app.engine.loading.gguf_convert import cached_conversion, conversion_dir
+from app.engine.loading.loader import LoadCancelled, ModelLoadError, conversion_dtype, load_model
 
 
 def test_tiny_model_report_reads_back_what_is_active(tiny_loaded):
@@ -28,12 +24,15 @@ def test_tiny_model_report_reads_back_what_is_active(tiny_loaded):
     assert tiny_loaded.tokenizer.padding_side == "left"  # case C08
 
 
-def test_gguf_conversion_is_cached_beside_the_file(real_model_path, real_model_folder):
-    assert real_model_folder == gguf_cache_dir(real_model_path)
-    assert cached_conversion(real_model_path) == real_model_folder
+def test_gguf_conversion_is_cached_in_the_user_cache(real_model_path, real_model_folder):
+    dtype = conversion_dtype()
+    assert real_model_folder == conversion_dir(real_model_path, dtype)
+    assert real_model_folder.is_relative_to(cache_dir()) and real_model_folder.name.endswith(".gguf.hf")
+    assert cached_conversion(real_model_path, dtype) == real_model_folder
     stamp = json.loads((real_model_folder / "headroom-source.json").read_text())
-    assert stamp["size"] == real_model_path.stat().st_size
-    assert (real_model_folder / "model.safetensors").is_file()
+    assert (stamp["size"], stamp["dtype"]) == (real_model_path.stat().st_size, "bfloat16")
+    weights = (real_model_folder / "model.safetensors").stat().st_size
+    assert 134_515_008 * 2 <= weights < 134_515_008 * 2 + 65536  # bf16, not the old float32 (517 MB)
     assert (real_model_folder / "tokenizer.json").is_file()
 
 

@@ -139,12 +139,27 @@ def test_a_folder_quantized_as_saved_is_projected_at_its_file_size(tmp_path):  #
     assert (entry.fit.weights.bytes, entry.fit.weights.form) == (4321, "as saved (bitsandbytes)")
 
 
-def test_unconverted_gguf_and_missing_config_say_why_there_is_no_fit(tmp_path):
+def test_damaged_gguf_and_missing_config_say_why_there_is_no_fit(tmp_path):
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 96)
     entry = cpu_catalog(free=GiB).describe(gguf)
-    assert entry.fit is None and entry.disk_bytes == 100 and "converted on first open" in entry.note
+    assert entry.fit is None and entry.plan is None and entry.disk_bytes == 100
+    assert entry.note == "model.gguf is GGUF version 0; supported: 2 and 3"
     assert "no config.json" in cpu_catalog(free=GiB).describe(tmp_path).note
+
+
+def test_unconverted_gguf_is_planned_from_its_header(tmp_path, monkeypatch):
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(tmp_path / "cache"))
+    gguf = tmp_path / "tiny.gguf"
+    write_tiny_gguf(gguf, "Q8_0")
+    entry = cpu_catalog(free=GiB).describe(gguf)
+    # 107,456 parameters in float32 + KV 2 layers × 2 heads × 32 × 4 B × 512 positions
+    assert (entry.fit.weights.bytes, entry.fit.kv_bytes) == (107_456 * 4, 2 * 2 * 32 * 4 * 512)
+    assert entry.plan.verdict == "fits at full context" and entry.plan.conversion["output_bytes"] == 107_456 * 2
+    assert entry.note == "GGUF Q8_0; converted once on first open (0.00 GiB to the cache)"
+    assert not (tmp_path / "cache").exists()  # listing converts nothing
 
 
 def test_pickle_only_and_remote_code_folders_are_noted(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.settings import model_key
-from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
+from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, gib, machine_memory, project_fit
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,8 @@ class CatalogEntry:
     origins: where it was found (RECENT, DEFAULT, HF_CACHE, CHOSEN), first one first.
     disk_bytes: size on disk (the .gguf file; a folder's files, each blob once). fit: None when
     the config could not be read (see note). note: one line on what stands out (or "").
+    plan: the fit plan (app.engine.loading.fit_plan: verdict, context that fits, conversion), or
+    None where fit is None. A GGUF is planned from its header; nothing is converted to list it.
     """
 
     name: str
@@ -41,6 +43,7 @@ class CatalogEntry:
     fit: MemoryFit | None = None
     note: str = ""
     architectures: tuple[str, ...] = field(default=(), compare=False)
+    plan: Any = field(default=None, compare=False)
 
 
 def hf_cache_dir() -> Path:
@@ -175,7 +178,8 @@ class Catalog:
             if origins[0] == HF_CACHE and not _is_causal(entry):
                 continue  # only found in the cache: list causal LMs only (no encoders, no datasets)
             entries.append(CatalogEntry(entry.name, entry.path, tuple(origins), entry.disk_bytes,
-                                        entry.model_type, entry.fit, entry.note, entry.architectures))
+                                        entry.model_type, entry.fit, entry.note, entry.architectures,
+                                        entry.plan))
         return entries
 
     def describe(self, path: Path, origin: str = CHOSEN, *, name: str | None = None,
@@ -188,19 +192,50 @@ class Catalog:
         name = name or _display_name(path)
         size = disk_bytes if disk_bytes is not None else (
             path.stat().st_size if path.is_file() else folder_disk_bytes(path) if path.is_dir() else 0)
+        if path.is_file() and path.suffix.lower() == ".gguf":
+            return self._describe_gguf(path, origin, name, size)
         folder = _config_folder(path)
         if folder is None:
-            note = ("converted on first open (about 30 s); the fit is projected after that"
-                    if path.suffix.lower() == ".gguf" else "no config.json: not a model folder")
-            return CatalogEntry(name, path, (origin,), size, note=note)
+            return CatalogEntry(name, path, (origin,), size, note="no config.json: not a model folder")
         try:
             config, raw = read_config(folder)
             fit = self._fit(config, raw, folder)
+            plan = self._plan(path, "hf", config, raw, folder)
         except Exception as exc:  # noqa: BLE001 - any config a listing cannot read is one note
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return CatalogEntry(name, path, (origin,), size, note=f"config.json unreadable: {reason}")
         return CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
-                            _note(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()))
+                            _note(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
+
+    def _describe_gguf(self, path: Path, origin: str, name: str, size: int) -> CatalogEntry:
+        """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
+        it would load once converted; an unsupported file says why in the note."""
+        from app.engine.loading.gguf_header import read_gguf_header
+
+        try:
+            header = read_gguf_header(path)
+            config = header.hf_config()
+            fit = project_fit(config, self.placement_for(False), self.machine, self.context_setting)
+            plan = self._plan(path, "gguf", config, {}, None, header)
+        except Exception as exc:  # noqa: BLE001 - unsupported or damaged: one note, never raised
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return CatalogEntry(name, path, (origin,), size, note=reason)
+        note = f"GGUF {header.quantization}"
+        if plan.conversion:
+            note += f"; converted once on first open ({gib(plan.conversion['output_bytes'])} to the cache)"
+        return CatalogEntry(name, path, (origin,), size, header.model_type, fit, note,
+                            tuple(config.architectures or ()), plan)
+
+    def _plan(self, path: Path, kind: str, config: Any, raw: dict, folder: Path | None, header=None):
+        from app.engine.loading import fit_plan
+
+        saved = raw.get("quantization_config")
+        quant = str(saved.get("quant_method", "quantized")) if isinstance(saved, dict) else None
+        saved_bytes = sum(p.stat().st_size for p in folder.glob("*.safetensors")) if folder else 0
+        described = header.describe() if header is not None else fit_plan.describe_config(config, raw)
+        conversion = fit_plan.conversion_check(header, self.placement_for(False)) if header else None
+        return fit_plan.build_plan(str(path), kind, described, config, self.placement_for(quant is not None),
+                                   self.machine.free, self.machine.total, quant, saved_bytes, conversion)
 
     def _fit(self, config: Any, raw: dict, folder: Path) -> MemoryFit:
         saved = raw.get("quantization_config")
@@ -228,14 +263,9 @@ def _display_name(path: Path) -> str:
 
 
 def _config_folder(path: Path) -> Path | None:
-    """The folder whose config.json describes `path`: the folder itself, or a GGUF's
-    converted cache (app.engine.loading.loader) once it exists."""
+    """The folder whose config.json describes `path` (a folder; GGUFs are read from their header)."""
     if path.is_dir():
         return path if (path / "config.json").is_file() else None
-    if path.suffix.lower() == ".gguf":
-        from app.engine.loading.loader import cached_conversion
-
-        return cached_conversion(path)
     return None
 
 

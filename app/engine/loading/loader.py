@@ -1,15 +1,13 @@
 """Open an HF folder or a `.gguf` file and report what is *actually* active.
 
-GGUF files are dequantized by transformers on load (case C26), which is slow (~30 s for the
-135M default model on 2 cores), so the first open converts the GGUF to an HF folder
-(safetensors + tokenizer) cached beside it; later opens load that folder in about a second.
+A GGUF file is converted once, tensor by tensor, to a bf16 HF folder (safetensors + tokenizer)
+in the user cache (app.engine.loading.gguf_convert, case C26); later opens load that folder in
+about a second.
 """
 
 import gc
-import json
 import logging
 import os
-import shutil
 import threading
 import time
 import traceback
@@ -29,7 +27,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]  # (stage text, fraction 0..1)
 CACHE_SUFFIX = ".hf"
-SOURCE_STAMP = "headroom-source.json"
 
 
 class ModelLoadError(Exception):
@@ -86,73 +83,44 @@ def _check_cancel(cancel: threading.Event | None) -> None:
         raise LoadCancelled("loading cancelled")
 
 
-def _stamp_of(gguf: Path) -> dict:
-    stat = gguf.stat()
-    return {"file": gguf.name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+def conversion_dtype(device_preference: str = "auto") -> str:
+    """The dtype a GGUF is converted to here: bfloat16, or float16 on a CUDA GPU without bf16
+    (compute capability < 8.0, app.engine.loading.placement); the CPU path upcasts at load."""
+    placement = detect_placement(False, device_preference)
+    return "float16" if placement.compute_dtype == torch.float16 else "bfloat16"
 
 
-def gguf_cache_dir(gguf: Path) -> Path:
-    """The converted HF folder kept beside the GGUF file."""
-    return gguf.with_name(gguf.name + CACHE_SUFFIX)
+def convert_gguf(gguf: Path, progress: Progress | None = None, cancel: threading.Event | None = None,
+                 dtype: str | None = None) -> Path:
+    """Convert a GGUF file to an HF folder in the user cache (app.engine.loading.gguf_convert:
+    streamed tensor by tensor, bf16, atomic) and return it. The header is read first: an
+    unsupported architecture or tensor type, or too little disk, is refused before anything is
+    written. Raises ModelLoadError (one line) or LoadCancelled."""
+    from app.engine.loading import gguf_convert as gc_
+    from app.engine.loading.gguf_header import UnsupportedGguf, read_gguf_header
 
-
-def cached_conversion(gguf: Path) -> Path | None:
-    """The cache folder if it exists and was made from this exact file, else None."""
-    folder = gguf_cache_dir(gguf)
-    try:
-        stamp = json.loads((folder / SOURCE_STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-    return folder if stamp == _stamp_of(gguf) else None
-
-
-def convert_gguf(gguf: Path, progress: Progress | None = None,
-                 cancel: threading.Event | None = None) -> Path:
-    """Dequantize a GGUF file into an HF folder beside it and return that folder.
-
-    Written to a temporary folder and renamed, so an interrupted conversion never leaves a
-    cache that looks valid. transformers refuses `save_pretrained` on a GGUF-loaded model;
-    its weights are already dense, so the GGUF quantizer state is detached before saving.
-    Raises ModelLoadError (unreadable GGUF) or LoadCancelled.
-    """
-    report = progress or (lambda _text, _frac: None)
-    target = gguf_cache_dir(gguf)
-    tmp = target.with_name(target.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model = tokenizer = None
     error: ModelLoadError | None = None
     try:
-        report("Reading the GGUF tokenizer", 0.05)
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        _check_cancel(cancel)
-        report("Dequantizing GGUF weights", 0.35)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                     dtype=torch.float32, **_dense_gguf_kwargs())
-        _check_cancel(cancel)
-        report("Saving the converted model", 0.75)
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp_of(gguf)))
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-        return target
-    except ModelLoadError:
-        raise
-    except Exception as exc:
+        header = read_gguf_header(gguf)
+        return gc_.convert_gguf(gguf, dtype or conversion_dtype(), progress, cancel, header)
+    except gc_.ConversionCancelled:
+        error = LoadCancelled("loading cancelled")
+    except (UnsupportedGguf, gc_.ConversionRefused) as exc:
+        error = ModelLoadError(f"cannot convert {gguf.name}: {exc}")
+    except Exception as exc:  # unreadable file, transformers refusing the tokenizer, disk full
         error = _load_error(f"cannot convert {gguf.name}", exc)
     finally:
-        model = tokenizer = None  # the raised error's traceback must not pin the weights
-        shutil.rmtree(tmp, ignore_errors=True)
         gc.collect()
     raise error  # outside the except block: no __context__ keeps the failed frames alive
 
 
 def resolve_model_folder(path: Path, progress: Progress | None = None,
-                         cancel: threading.Event | None = None) -> Path:
-    """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed."""
+                         cancel: threading.Event | None = None, device_preference: str = "auto") -> Path:
+    """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed.
+    A GGUF's conversion lives in the user cache (app.engine.loading.gguf_convert.conversion_dir);
+    the float32 folder older versions left beside it is ignored, and removed once converted."""
+    from app.engine.loading.gguf_convert import cached_conversion
+
     path = Path(path).expanduser()
     if not path.exists():
         raise ModelLoadError(f"no model at {path}")
@@ -161,21 +129,11 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder")
-        return cached_conversion(path) or convert_gguf(path, progress, cancel)
+        dtype = conversion_dtype(device_preference)
+        return cached_conversion(path, dtype) or convert_gguf(path, progress, cancel, dtype)
     if not (path / "config.json").is_file():
         raise ModelLoadError(f"{path} is not a Hugging Face model folder (no config.json)")
     return path
-
-
-def _dense_gguf_kwargs() -> dict:
-    """Ask transformers to unpack GGUF blocks at load (`GgufConfig(dequantize=True)`, 5.2x+):
-    the cache must hold dense weights, and a packed load would look for a ggml matmul kernel on
-    the hub (`integrations/gguf/kernels.get_gguf_kernel`), which an offline app must not."""
-    try:
-        from transformers import GgufConfig
-    except ImportError:  # older transformers always dequantize GGUF
-        return {}
-    return {"quantization_config": GgufConfig(dequantize=True), "use_kernels": False}
 
 
 def _load_kwargs(placement: Placement) -> dict:
@@ -256,7 +214,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     """
     report = progress or (lambda _text, _frac: None)
     started = time.perf_counter()
-    folder = resolve_model_folder(Path(path), report, cancel)
+    _report_plan(Path(path), device_preference, report)
+    folder = resolve_model_folder(Path(path), report, cancel, device_preference)
     _check_cancel(cancel)
     try:
         trust = check_folder(folder, trust_remote_code, allow_pickle)
@@ -324,6 +283,21 @@ def _install_nf4_gemv(model, placement: Placement):
         return Nf4GemvStatus(False, f"fused NF4 GEMV off: slower than bitsandbytes on the H200; "
                                     f"{NF4_GEMV_OPT_IN}=1 tries it")
     return install(model)
+
+
+def _report_plan(path: Path, device_preference: str, report: Progress) -> None:
+    """The fit plan (app.engine.loading.fit_plan) as the first progress line, before any
+    conversion or weight is read. Advisory: a model that cannot be planned still goes to the
+    loader, whose error is the one reported."""
+    from app.engine.loading.fit_plan import plan_model
+
+    try:
+        plan = plan_model(path, device_preference)
+    except Exception as exc:  # noqa: BLE001 - unsupported files are refused by the loader itself
+        log.info("no fit plan for %s: %s", path, exc)
+        return
+    log.info("fit plan: %s", plan.summary())
+    report(f"Plan: {plan.summary()}", 0.0)
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:

@@ -14,6 +14,7 @@ from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.kv_session import common_prefix, round_capacity
 from app.engine.memory.admission import TurnProjection, admit_turn, project_turn_peak, safety_margin
 from app.engine.memory.calibration import Calibration
+from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, auto_context, largest_context
 from app.engine.memory.model_config import model_max_positions
 from app.engine.memory.prefill_spike import PrefillModel
 from app.engine.memory.probe import MemoryProbe
@@ -48,7 +49,13 @@ class Foresight:
             quantized_4bit="4-bit" in report.quantization, dynamic_cache=not self.static_cache)
         self.calibration = Calibration()
         self.max_positions = model_max_positions(loaded.model.config)
-        self.baseline_allocated = probe.sample().allocated  # post-load baseline (C01, C03)
+        sample = probe.sample()
+        self.baseline_allocated = sample.allocated  # post-load baseline (C01, C03)
+        # "auto" context: the largest that fits what is free with the weights resident
+        # (app.engine.memory.context_fit; the plan before loading used the same arithmetic)
+        self.auto_context = auto_context(
+            largest_context(self.prefill_model, sample.free - self.safety_margin(sample),
+                            self.max_positions, self.chunk), self.max_positions)
 
     # ----- tokens ---------------------------------------------------------------------------
     def count_tokens(self, messages: list[dict]) -> int:
@@ -56,8 +63,16 @@ class Foresight:
         tok, fmt = self.loaded.tokenizer, self.loaded.prompt_format
         return len(encode_prompt(tok, render_prompt(tok, fmt, messages)))
 
+    def context_tokens(self, context_setting: int) -> int:
+        """The context in force: min(model positions, setting); a setting ≤ 0 means "auto", the
+        largest context that fits here (at least MIN_USEFUL_CONTEXT, so admission can refuse
+        with its own reasons rather than a zero budget)."""
+        if context_setting > 0:
+            return min(self.max_positions, context_setting)
+        return min(self.max_positions, max(self.auto_context, MIN_USEFUL_CONTEXT))
+
     def budget(self, context_setting: int, max_new_tokens: int) -> TokenBudget:
-        context = min(self.max_positions, context_setting) if context_setting > 0 else self.max_positions
+        context = self.context_tokens(context_setting)
         return TokenBudget.for_model(self.max_positions, context, max_new_tokens, summary_reserve(context))
 
     # ----- planning ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ prompt. Three ways, best first; the chosen one is named in the RemoteReport and 
 """
 
 import functools
+import glob
 import json
 import logging
 import math
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.paths import models_dir
+from app.core.paths import cache_dir, models_dir
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,13 @@ def find_local_folder(model_name: str, search_dir: Path | None = None) -> Path |
     if not name:
         return None
     base = name.rsplit("/", 1)[-1]
+    converted = search_dir is None  # the default search also looks at converted GGUFs in the cache
     search_dir = search_dir or models_dir()
     candidates = [Path(name).expanduser(), search_dir / name, search_dir / base]
     if search_dir.is_dir():
         candidates += sorted(p for p in search_dir.iterdir() if p.name.startswith(base + "."))
+    if converted:  # app.engine.loading.gguf_convert.conversion_dir: <cache>/gguf/<stem>-<digest>-<dtype>/<file>.hf
+        candidates += sorted(cache_dir().glob(f"gguf/*/{glob.escape(base)}.*"))
     return next((p for p in candidates if p.is_dir() and any((p / f).is_file() for f in _TOKENIZER_FILES)),
                 None)
 

@@ -1,0 +1,192 @@
+"""Fit plan: will this model fit on this machine, and at what context — before anything loads.
+
+For an HF folder (its config.json) or a GGUF (its header, app.engine.loading.gguf_header; no
+tensor data read): the weights in the form the placement rules would load them
+(app.engine.loading.fit.project_weights: NF4 on CUDA, the compute dtype without bitsandbytes,
+float32 on the CPU), KV bytes per token (app.engine.memory.kv_layout), the prefill spike of a
+full-context prompt in the app's chunks (app.engine.memory.prefill_spike), free memory of the
+device (app.engine.loading.fit.machine_memory) less the admission safety margin, and the verdict:
+
+* "fits at full context": weights + KV + spike at the trained context + margin ≤ free;
+* "fits with context N": only up to N tokens (N ≥ MIN_USEFUL_CONTEXT) fit;
+* "does not fit": not even MIN_USEFUL_CONTEXT tokens fit beside the weights.
+
+For a GGUF that is not converted yet the plan also carries the conversion's output size and the
+free disk of the cache. ``python -m app --plan --model PATH`` prints :meth:`FitPlan.to_json`.
+All sizes are bytes, lengths tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine.loading.fit import estimate_parameters, machine_memory, project_weights
+from app.engine.local.turn_planner import MIN_SAFETY_MARGIN, SAFETY_FRACTION
+from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, context_cost, largest_context
+from app.engine.memory.kv_layout import KVLayout
+from app.engine.memory.model_config import model_max_positions
+from app.engine.memory.prefill_spike import PrefillModel
+from app.engine.memory.units import GiB, dtype_nbytes
+
+FULL, PARTIAL, NO_FIT = "fits at full context", "fits with context", "does not fit"
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """The plan for one model on this machine (see the module doc). context_fit: largest context
+    that fits (0: none); verdict text carries N for PARTIAL. conversion: None for an HF folder or a
+    converted GGUF, else {"output_bytes", "free_disk_bytes", "enough_disk", "folder"}."""
+
+    source: str
+    kind: str
+    model: dict[str, Any]
+    device: str
+    compute_dtype: str
+    weights_form: str
+    weights_bytes: int
+    kv_bytes_per_token: int
+    prefill_chunk_tokens: int | None
+    trained_context: int
+    kv_bytes_full_context: int
+    prefill_spike_full_context: int
+    free_bytes: int
+    total_bytes: int
+    margin_bytes: int
+    context_fit: int
+    verdict: str
+    conversion: dict[str, Any] | None = None
+
+    @property
+    def needed_full_context(self) -> int:
+        return self.weights_bytes + self.kv_bytes_full_context + self.prefill_spike_full_context
+
+    @property
+    def verdict_text(self) -> str:
+        return f"{PARTIAL} {self.context_fit:,}" if self.verdict == PARTIAL else self.verdict
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["needed_full_context"] = self.needed_full_context
+        data["verdict_text"] = self.verdict_text
+        return data
+
+    def summary(self) -> str:
+        """One line: "SmolLM2…gguf: fits at full context (8,192 tokens) on cpu: weights 0.50 GiB
+        (float32) + KV 0.18 GiB + prefill 0.05 GiB + margin 0.47 GiB of 20.9 GiB free"."""
+        name = Path(self.source).name
+        disk = ""
+        if self.conversion:
+            c = self.conversion
+            disk = (f"; conversion writes {c['output_bytes'] / GiB:.2f} GiB, "
+                    f"{c['free_disk_bytes'] / GiB:.2f} GiB disk free"
+                    + ("" if c["enough_disk"] else " — NOT ENOUGH DISK"))
+        tokens = self.context_fit if self.verdict != FULL else self.trained_context
+        return (f"{name}: {self.verdict_text} ({tokens:,} of {self.trained_context:,} tokens) on "
+                f"{self.device}: weights {_g(self.weights_bytes)} ({self.weights_form}) + KV "
+                f"{self.kv_bytes_per_token / 1024:,.0f} KiB/token ({_g(self.kv_bytes_full_context)} at full "
+                f"context) + prefill {_g(self.prefill_spike_full_context)} + margin "
+                f"{_g(self.margin_bytes)} vs {_g(self.free_bytes)} free{disk}")
+
+
+def _g(n: int) -> str:
+    return f"{n / GiB:.2f} GiB"
+
+
+def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0) -> FitPlan:
+    """The fit plan of `path` (HF folder, its config.json, or .gguf) on this machine.
+    reclaimable: bytes the open model frees before the load (counted as free).
+    Raises UnsupportedGguf, or ValueError / OSError for a path that is not a readable model."""
+    from app.engine.loading.placement import detect_placement
+
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ValueError(f"no model at {path}")
+    if path.is_file() and path.name == "config.json":
+        path = path.parent
+    conversion = None
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        from app.engine.loading.gguf_header import read_gguf_header
+
+        header = read_gguf_header(path)
+        config, kind, saved_quant, saved_bytes = header.hf_config(), "gguf", None, 0
+        described = header.describe()
+        placement = detect_placement(False, device_preference)
+        conversion = conversion_check(header, placement)
+    elif path.is_dir() and (path / "config.json").is_file():
+        from app.engine.loading.catalog import read_config
+
+        config, raw = read_config(path)
+        kind = "hf"
+        saved = raw.get("quantization_config")
+        saved_quant = str(saved.get("quant_method", "quantized")) if isinstance(saved, dict) else None
+        saved_bytes = sum(p.stat().st_size for p in path.glob("*.safetensors"))
+        placement = detect_placement(saved_quant is not None, device_preference)
+        described = describe_config(config, raw)
+    else:
+        raise ValueError(f"{path} is neither a .gguf file nor a folder with config.json")
+    machine = machine_memory(placement.device, reclaimable)
+    return build_plan(str(path), kind, described, config, placement, machine.free, machine.total,
+                      saved_quant, saved_bytes, conversion)
+
+
+def conversion_check(header, placement) -> dict[str, Any] | None:
+    """For a GGUF not converted yet at the dtype `placement` implies (bf16, fp16 on a GPU without
+    bf16): output bytes, free disk of the cache, whether it is enough, the folder. None once
+    converted."""
+    from app.engine.loading import gguf_convert
+
+    dtype = "float16" if str(placement.compute_dtype) == "torch.float16" else "bfloat16"
+    if gguf_convert.cached_conversion(header.path, dtype) is not None:
+        return None
+    disk = gguf_convert.check_disk(header, dtype)
+    return {"output_bytes": disk.output, "free_disk_bytes": disk.free, "enough_disk": disk.enough,
+            "folder": str(disk.folder)}
+
+
+def build_plan(source: str, kind: str, described: dict, config: Any, placement, free: int, total: int,
+               saved_quant: str | None = None, saved_bytes: int = 0,
+               conversion: dict | None = None) -> FitPlan:
+    """The plan from its parts (pure arithmetic; the tests drive it with fixed free memory)."""
+    from app.engine.local.attention import uses_gqa
+    from app.engine.local.generation import default_prefill_chunk
+
+    weights = project_weights(estimate_parameters(config), placement, saved_quant, saved_bytes)
+    element = dtype_nbytes(placement.compute_dtype)
+    attention = placement.attention
+    if attention == "sdpa" and uses_gqa(config):
+        attention = "sdpa+gqa-packed"  # what loader.enable_packed_sdpa switches a GQA model to
+    model = PrefillModel.from_config(config, element, attn_implementation=attention,
+                                     quantized_4bit=placement.quantize_4bit,
+                                     dynamic_cache=placement.device != "cuda")
+    chunk = default_prefill_chunk(placement.device)
+    trained = model_max_positions(config)
+    margin = max(MIN_SAFETY_MARGIN, int(total * SAFETY_FRACTION))
+    full = context_cost(model, trained, chunk)
+    budget = free - margin - weights.bytes
+    fit = largest_context(model, budget, trained, chunk) if budget > 0 else 0
+    verdict = FULL if fit >= trained else PARTIAL if fit >= MIN_USEFUL_CONTEXT else NO_FIT
+    return FitPlan(
+        source=source, kind=kind, model=described, device=placement.device,
+        compute_dtype=str(placement.compute_dtype).removeprefix("torch."), weights_form=weights.form,
+        weights_bytes=weights.bytes,
+        kv_bytes_per_token=KVLayout.from_config(config, element).bytes_per_token,
+        prefill_chunk_tokens=chunk, trained_context=trained, kv_bytes_full_context=full.kv_bytes,
+        prefill_spike_full_context=full.prefill_spike, free_bytes=free, total_bytes=total,
+        margin_bytes=margin, context_fit=fit, verdict=verdict, conversion=conversion)
+
+
+def describe_config(config: Any, raw: dict) -> dict[str, Any]:
+    from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
+
+    cfg = text_config(config)
+    return {
+        "architecture": (raw.get("architectures") or [""])[0], "model_type": raw.get("model_type", ""),
+        "parameters": estimate_parameters(config).total,
+        "quantization": str((raw.get("quantization_config") or {}).get("quant_method", "none")),
+        "trained_context": model_max_positions(config),
+        "layers": config_attr(cfg, "num_hidden_layers", "n_layer", "num_layers"),
+        "attention_heads": config_attr(cfg, "num_attention_heads", "n_head"),
+        "kv_heads": kv_heads(cfg), "head_dim": head_dim(cfg),
+    }

@@ -1,0 +1,328 @@
+"""Convert a GGUF file to an HF folder tensor by tensor: bf16 safetensors shards in the user cache.
+
+Peak memory stays near one tensor, not the model (issue 13): tensor bytes are read with plain
+file reads (a memory map would leave every touched page of a 5 GB file in the process RSS),
+dequantized with ``gguf.quants.dequantize`` (numpy), cast and written straight into a
+safetensors shard whose header space is reserved first and filled in at the end (the format:
+8-byte little-endian header length, a JSON header padded with spaces, then the raw data —
+https://github.com/huggingface/safetensors#format). Large row-local tensors (the 128k × 4096
+embedding of Llama-3-8B, 2 GiB in float32) go through in ~64 MiB row chunks.
+
+GGUF → HF tensor names and the per-tensor fixes (Llama's q/k reverse permutation, Gemma's
+norm − 1, ...) are transformers' own (``modeling_gguf_pytorch_utils.get_gguf_hf_weights_map`` on
+a meta-device model and ``TENSOR_PROCESSORS``); the config comes from the header
+(app.engine.loading.gguf_header); the tokenizer and chat template are built by transformers from
+the GGUF (``AutoTokenizer.from_pretrained(gguf_file=...)``, the one step that reads the whole
+vocabulary). Output goes to ``<cache>/gguf/<stem>-<digest>-<dtype>/`` through a temporary folder
+and one rename, so an interrupted conversion never leaves a folder that looks valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.core.paths import cache_dir
+from app.engine.loading.gguf_header import GgufHeader, GgufTensor, read_gguf_header
+from app.engine.memory.units import GiB, MiB
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, float], None]
+SOURCE_STAMP = "headroom-source.json"
+CONVERTER_VERSION = 2  # 1: float32 folder beside the GGUF (loader.py before issue 13)
+CHUNK_BYTES = 64 * MiB  # float32 bytes dequantized at once for row-local tensors
+SHARD_BYTES = 2 * GiB
+DISK_SLACK = 64 * MiB  # tokenizer, config, headers
+_DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
+_ROW_LOCAL = {"TensorProcessor", "Gemma2TensorProcessor", "NemotronTensorProcessor", "Lfm2TensorProcessor",
+              "MambaTensorProcessor"}
+
+
+class ConversionRefused(Exception):
+    """The conversion cannot start (not enough disk); str(exc) is one line for the user."""
+
+
+class ConversionCancelled(Exception):
+    """The cancel event was set; the partial output has been removed."""
+
+
+def _stamp(gguf: Path, dtype: str) -> dict:
+    stat = gguf.stat()
+    return {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+            "dtype": dtype, "converter": CONVERTER_VERSION}
+
+
+def conversion_dir(gguf: Path, dtype: str = "bfloat16") -> Path:
+    """Where the conversion of `gguf` at `dtype` lives: ``<cache>/gguf/<stem>-<digest>-<dtype>/
+    <file>.hf``, the digest over its absolute path, size and mtime (a changed file converts
+    anew). The inner name is the one the folder had beside the GGUF, so reports and served-model
+    names stay "SmolLM2-135M-Instruct.Q4_1.gguf.hf"."""
+    stamp = _stamp(gguf, dtype)
+    digest = hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:12]
+    return cache_dir() / "gguf" / f"{gguf.stem}-{digest}-{dtype}" / f"{gguf.name}.hf"
+
+
+def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
+    """The converted folder if it exists and was made from this exact file, else None."""
+    folder = conversion_dir(gguf, dtype)
+    try:
+        stamp = json.loads((folder / SOURCE_STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    return folder if stamp == _stamp(gguf, dtype) else None
+
+
+@dataclass(frozen=True)
+class DiskCheck:
+    """Disk needed by a conversion, bytes. output: the safetensors weights; free: free space on the
+    cache's file system now."""
+
+    folder: Path
+    output: int
+    free: int
+
+    @property
+    def needed(self) -> int:
+        return self.output + DISK_SLACK
+
+    @property
+    def enough(self) -> bool:
+        return self.free >= self.needed
+
+    def describe(self) -> str:
+        return (f"conversion writes {self.output / GiB:.2f} GiB to {self.folder.parent.parent}; "
+                f"{self.free / GiB:.2f} GiB free there")
+
+
+def check_disk(header: GgufHeader, dtype: str = "bfloat16") -> DiskCheck:
+    """Output size of converting `header` at `dtype` against the free space of the cache folder
+    (``shutil.disk_usage`` of its nearest existing parent)."""
+    folder = conversion_dir(header.path, dtype)
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return DiskCheck(folder, header.output_bytes(_DTYPES[dtype]), shutil.disk_usage(probe).free)
+
+
+def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None = None,
+                 cancel: threading.Event | None = None, header: GgufHeader | None = None) -> Path:
+    """Convert `gguf` to an HF folder (config, generation config, tokenizer with chat template,
+    safetensors shards at `dtype`) in the cache and return it. Cancel is checked before every
+    tensor and chunk. Raises UnsupportedGguf (refused from the header), ConversionRefused (disk),
+    ConversionCancelled, or OSError / ValueError from reading the file."""
+    report = progress or (lambda _text, _frac: None)
+    header = header or read_gguf_header(gguf)
+    disk = check_disk(header, dtype)
+    if not disk.enough:
+        raise ConversionRefused(f"not enough disk space to convert {gguf.name}: it needs "
+                                f"{disk.needed / GiB:.2f} GiB in {disk.folder.parent.parent}, "
+                                f"{disk.free / GiB:.2f} GiB free")
+    report(disk.describe(), 0.0)
+    home = disk.folder.parent  # renamed into place as a whole: there is no half-written folder
+    tmp_home = home.with_name(f"{home.name}.partial-{os.getpid()}")
+    shutil.rmtree(tmp_home, ignore_errors=True)
+    tmp = tmp_home / disk.folder.name
+    tmp.mkdir(parents=True)
+    try:
+        _check(cancel)
+        report("Reading the GGUF tokenizer and chat template", 0.02)
+        _save_tokenizer_and_config(header, tmp)
+        _write_weights(header, tmp, dtype, report, cancel)
+        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, dtype)))
+        shutil.rmtree(home, ignore_errors=True)
+        tmp_home.rename(home)
+    finally:
+        shutil.rmtree(tmp_home, ignore_errors=True)
+    _drop_legacy_cache(gguf)
+    report("Converted", 1.0)
+    return disk.folder
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise ConversionCancelled("conversion cancelled")
+
+
+def _save_tokenizer_and_config(header: GgufHeader, folder: Path) -> None:
+    """config.json and generation_config.json from the header; the tokenizer (vocabulary, merges,
+    special tokens, chat template) built by transformers from the GGUF. The tokenizer class is
+    the one AutoTokenizer picks for the model type (its own, else TokenizersBackend), called
+    directly: AutoTokenizer(gguf_file=) first rebuilds the config through gguf.GGUFReader, which
+    took 58 s of the 62 s for the default model on the busy 2-core machine (direct: 4.5 s, the
+    saved files byte-identical)."""
+    from transformers import GenerationConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+    config = header.hf_config()
+    config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[header.model_type]]
+    config.save_pretrained(folder)
+    GenerationConfig.from_model_config(config).save_pretrained(folder)
+    name = (TOKENIZER_MAPPING_NAMES.get(header.model_type) or "TokenizersBackend").removesuffix("Fast")
+    tokenizer_class = tokenizer_class_from_name(name) or TokenizersBackend
+    tokenizer = tokenizer_class.from_pretrained(header.path.parent, gguf_file=header.path.name)
+    tokenizer.save_pretrained(folder)
+
+
+def _drop_legacy_cache(gguf: Path) -> None:
+    """Remove the float32 folder the previous converter left beside the GGUF (`<file>.gguf.hf`),
+    only when it carries that converter's stamp, i.e. Headroom made it."""
+    legacy = gguf.with_name(gguf.name + ".hf")
+    if (legacy / SOURCE_STAMP).is_file():
+        shutil.rmtree(legacy, ignore_errors=True)
+        log.info("removed the previous float32 conversion %s", legacy)
+
+
+# ------------------------------------------------------------------------------------- weights
+
+
+@dataclass(frozen=True)
+class _Planned:
+    tensor: GgufTensor
+    hf_name: str
+
+
+def _name_map(header: GgufHeader):
+    """(GGUF → HF tensor names, transformers' tensor processor) for this architecture."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.modeling_gguf_pytorch_utils import (
+        TENSOR_PROCESSORS,
+        TensorProcessor,
+        get_gguf_hf_weights_map,
+    )
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(header.hf_config())
+    processor = TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)(config=header.config)
+    mapping = get_gguf_hf_weights_map(model, processor)
+    if header.architecture == "gpt2":  # its processor renames output.weight out of band
+        mapping["output.weight"] = "lm_head.weight"
+    return mapping, processor
+
+
+def _write_weights(header: GgufHeader, folder: Path, dtype: str, report: Progress,
+                   cancel: threading.Event | None) -> None:
+    mapping, processor = _name_map(header)
+    planned = [_Planned(t, mapping[t.name]) for t in header.tensors if t.name in mapping]
+    skipped = [t.name for t in header.tensors if t.name not in mapping]
+    if skipped:
+        log.info("GGUF tensors with no HF counterpart, not written: %s", ", ".join(skipped))
+    shards = _shard(planned, _DTYPES[dtype])
+    total = sum(p.tensor.nbytes for p in planned) or 1
+    done = 0
+    weight_map = {}
+    with open(header.path, "rb") as source:
+        for index, shard in enumerate(shards, start=1):
+            name = ("model.safetensors" if len(shards) == 1
+                    else f"model-{index:05d}-of-{len(shards):05d}.safetensors")
+            writer = _ShardWriter(folder / name, shard, dtype)
+            for item in shard:
+                _check(cancel)
+                report(f"Converting {item.hf_name} ({done / total:.0%})", 0.05 + 0.9 * done / total)
+                writer.add(item.hf_name, _tensor_pieces(source, item.tensor, processor, dtype, cancel))
+                weight_map[item.hf_name] = name
+                done += item.tensor.nbytes
+            writer.close()
+    if len(shards) > 1:
+        index = {"metadata": {"total_size": sum(p.tensor.elements for p in planned) * _DTYPES[dtype]},
+                 "weight_map": weight_map}
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
+
+
+def _shard(planned: list[_Planned], element_bytes: int) -> list[list[_Planned]]:
+    shards, current, size = [], [], 0
+    for item in planned:
+        nbytes = item.tensor.elements * element_bytes
+        if current and size + nbytes > SHARD_BYTES:
+            shards.append(current)
+            current, size = [], 0
+        current.append(item)
+        size += nbytes
+    return shards + ([current] if current else [])
+
+
+def _tensor_pieces(source, tensor: GgufTensor, processor, dtype: str, cancel):
+    """Yield (array in its HF shape, rows of it) pieces of one tensor, dequantized and processed;
+    row-local 2-D tensors in chunks of about CHUNK_BYTES of float32, the others whole."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    qtype = GGMLQuantizationType(tensor.ggml_type)
+    rows = tensor.shape[0] if len(tensor.shape) == 2 else 1
+    row_bytes = tensor.nbytes // rows
+    row_local = type(processor).__name__ in _ROW_LOCAL or (
+        type(processor).__name__ == "LlamaTensorProcessor"
+        and ".attn_q." not in tensor.name and ".attn_k." not in tensor.name)
+    step = rows
+    if row_local and len(tensor.shape) == 2:
+        step = max(1, CHUNK_BYTES // (4 * tensor.shape[1]))
+    for start in range(0, rows, step):
+        _check(cancel)
+        count = min(step, rows - start)
+        source.seek(tensor.offset + start * row_bytes)
+        buffer = bytearray(count * row_bytes)  # writable: torch.from_numpy needs it
+        if source.readinto(buffer) != len(buffer):
+            raise ValueError(f"{tensor.name}: the GGUF file ends early")
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+        shape = (count, *tensor.shape[1:]) if len(tensor.shape) == 2 else tensor.shape
+        weights = dequantize(raw.reshape(count, row_bytes), qtype).reshape(shape)
+        weights = processor.process(weights=weights, name=tensor.name, tensor_key_mapping={},
+                                    parsed_parameters={"tensors": {}}).weights
+        yield _cast(weights, dtype)
+
+
+def _cast(weights: np.ndarray, dtype: str) -> np.ndarray:
+    """C-contiguous bytes of `weights` at `dtype` (bf16 through torch: numpy has none), shape kept."""
+    if dtype == "float32":
+        return np.ascontiguousarray(weights, dtype=np.float32)
+    if dtype == "float16":
+        return np.ascontiguousarray(weights, dtype=np.float16)
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(weights, dtype=np.float32)).to(torch.bfloat16)
+    return t.view(torch.int16).numpy()  # same bytes; the header says BF16
+
+
+class _ShardWriter:
+    """One safetensors file written front to back: header space reserved, data streamed, header
+    written last (padded with spaces, as the format allows)."""
+
+    _CODES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}
+
+    def __init__(self, path: Path, items: list[_Planned], dtype: str):
+        self.path, self.code = path, self._CODES[dtype]
+        self.entries: dict[str, dict] = {}
+        self.offset = 0
+        longest = json.dumps({p.hf_name: {"dtype": "BF16", "shape": [2**40] * 4, "data_offsets": [2**50, 2**50]}
+                              for p in items} | {"__metadata__": {"format": "pt"}})
+        self.reserved = (len(longest) + 7) // 8 * 8
+        self.file = open(path, "wb")
+        self.file.write(b"\0" * (8 + self.reserved))
+
+    def add(self, name: str, pieces) -> None:
+        start, shape = self.offset, None
+        for piece in pieces:
+            self.file.write(memoryview(piece).cast("B"))
+            self.offset += piece.nbytes
+            shape = list(piece.shape) if shape is None else [shape[0] + piece.shape[0], *shape[1:]]
+        self.entries[name] = {"dtype": self.code, "shape": shape, "data_offsets": [start, self.offset]}
+
+    def close(self) -> None:
+        header = json.dumps({"__metadata__": {"format": "pt"}, **self.entries}).encode()
+        header = header + b" " * (self.reserved - len(header))
+        self.file.seek(0)
+        self.file.write(struct.pack("<Q", len(header)) + header)
+        self.file.close()

@@ -1,0 +1,237 @@
+"""GGUF header, streaming conversion and refusals, on tiny GGUFs the tests write themselves
+(tests/helpers/tiny_gguf.py) and on the real default model."""
+
+import json
+import struct
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+from app.engine.loading import gguf_convert
+from app.engine.loading.gguf_convert import (
+    ConversionCancelled,
+    ConversionRefused,
+    cached_conversion,
+    conversion_dir,
+    convert_gguf,
+)
+from app.engine.loading.gguf_header import UnsupportedGguf, read_gguf_header
+from app.engine.loading.loader import ModelLoadError, load_model
+from tests.helpers.tiny_gguf import TEMPLATE, write_tiny_gguf
+
+PROMPT = [{"role": "user", "content": "hello there"}]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_f32(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny-F32.gguf"
+    return path, write_tiny_gguf(path, "F32")
+
+
+@pytest.fixture(scope="module")
+def tiny_q8(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny-Q8_0.gguf"
+    return path, write_tiny_gguf(path, "Q8_0")
+
+
+def logits_of(folder_or_model, tokenizer_folder: Path) -> torch.Tensor:
+    tok = AutoTokenizer.from_pretrained(tokenizer_folder)
+    ids = tok.apply_chat_template(PROMPT, add_generation_prompt=True, return_tensors="pt")["input_ids"]
+    model = folder_or_model
+    if isinstance(model, Path):
+        model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+    with torch.no_grad():
+        return model(ids).logits
+
+
+def safetensors_dtypes(folder: Path) -> set[str]:
+    raw = (folder / "model.safetensors").read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + length])
+    return {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+
+
+# ----------------------------------------------------------------------------------- header
+
+
+def test_header_gives_shapes_and_config_as_transformers_builds_it(tiny_q8):
+    path, _ = tiny_q8
+    header = read_gguf_header(path)
+    info = header.describe()
+    assert (info["architecture"], info["model_type"], info["quantization"]) == ("llama", "llama", "Q8_0")
+    assert (info["trained_context"], info["layers"], info["kv_heads"], info["head_dim"]) == (512, 2, 2, 16)
+    # 2 × 261 × 64 (embedding, untied head) + 2 × (64·64·2 + 32·64·2 + 3·64·128 + 2·64) + 64
+    assert info["parameters"] == 2 * 261 * 64 + 2 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 64 * 128 + 2 * 64) + 64
+    assert header.output_bytes(2) == info["parameters"] * 2
+    ours = header.hf_config().to_dict()
+    theirs = AutoConfig.from_pretrained(path.parent, gguf_file=path.name).to_dict()
+    ours.pop("_name_or_path"), theirs.pop("_name_or_path")
+    assert ours == theirs
+
+
+def test_default_model_header_in_well_under_a_second(real_model_path):
+    read_gguf_header(real_model_path)  # imports warm
+    started = time.perf_counter()
+    header = read_gguf_header(real_model_path)
+    assert time.perf_counter() - started < 1.0  # ~0.1 s; gguf.GGUFReader took 24 s here
+    info = header.describe()
+    assert (info["quantization"], info["trained_context"], info["kv_heads"], info["head_dim"]) == ("Q4_1", 8192, 3, 64)
+    assert info["parameters"] == 134_515_008
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda d: (d / "junk.gguf").write_bytes(b"NOTGGUF" * 64) and d / "junk.gguf",
+     "junk.gguf is not a GGUF file"),
+    (lambda d: write_tiny_gguf(d / "moe.gguf", architecture="qwen2moe") and d / "moe.gguf",
+     "architecture 'qwen2moe' (mixture-of-experts) is not supported"),
+    (lambda d: write_tiny_gguf(d / "odd.gguf", architecture="flux9") and d / "odd.gguf",
+     "architecture 'flux9' is not supported by transformers' GGUF mapping"),
+    (lambda d: write_tiny_gguf(d / "i8.gguf", extra_tensor=("extra.weight", 24)) and d / "i8.gguf",
+     "tensor type I8 cannot be dequantized"),
+])
+def test_unsupported_gguf_is_refused_in_seconds_naming_what(tmp_path, make, expected):
+    path = make(tmp_path)
+    started = time.perf_counter()
+    with pytest.raises(UnsupportedGguf, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        read_gguf_header(path)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(path)
+    assert time.perf_counter() - started < 5
+    assert str(info.value).startswith(f"cannot convert {path.name}: ") and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------- conversion
+
+
+def test_f32_gguf_converts_to_the_exact_model_it_was_made_from(tiny_f32, cache):
+    path, source_model = tiny_f32
+    stages = []
+    folder = convert_gguf(path, "float32", progress=lambda text, frac: stages.append(frac))
+    assert folder == conversion_dir(path, "float32") and folder.is_relative_to(cache)
+    assert folder.name == "tiny-F32.gguf.hf"
+    assert cached_conversion(path, "float32") == folder
+    assert stages == sorted(stages) and stages[-1] == 1.0
+    assert [p.name for p in folder.parent.parent.iterdir()] == [folder.parent.name]  # no .partial left
+    # q/k were stored permuted as llama.cpp does; transformers' reverse permutation undoes it
+    assert torch.equal(logits_of(folder, folder), logits_of(source_model, folder))
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert tok.chat_template == TEMPLATE and tok.eos_token == "<|im_end|>"
+
+
+def test_quantized_gguf_matches_transformers_own_gguf_load(tiny_q8, tmp_path):
+    path, _ = tiny_q8
+    folder = convert_gguf(path, "float32")
+    theirs = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    assert torch.equal(logits_of(folder, folder), logits_of(theirs, folder))
+    AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name).save_pretrained(tmp_path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):  # the same tokenizer
+        assert (folder / name).read_bytes() == (tmp_path / name).read_bytes()
+
+
+def test_bf16_output_is_half_the_float32_size_and_loads(tiny_q8, monkeypatch):
+    path, _ = tiny_q8
+    monkeypatch.setattr(gguf_convert, "CHUNK_BYTES", 4096)  # the embedding goes in 16-row chunks
+    bf16 = convert_gguf(path, "bfloat16")
+    f32 = convert_gguf(path, "float32")
+    assert safetensors_dtypes(bf16) == {"BF16"} and safetensors_dtypes(f32) == {"F32"}
+    weights = read_gguf_header(path).parameters
+    assert (bf16 / "model.safetensors").stat().st_size - weights * 2 < 8192  # header only on top
+    a, b = logits_of(bf16, bf16), logits_of(f32, f32)
+    assert torch.allclose(a, b, atol=0.05) and torch.equal(a.argmax(-1), b.argmax(-1))
+
+
+def test_chunked_rows_give_the_same_tensors(tiny_q8, monkeypatch, tmp_path):
+    path, _ = tiny_q8
+    whole = convert_gguf(path, "float32")
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(tmp_path / "chunked"))
+    monkeypatch.setattr(gguf_convert, "CHUNK_BYTES", 1024)
+    chunked = convert_gguf(path, "float32")
+    assert (whole / "model.safetensors").read_bytes() == (chunked / "model.safetensors").read_bytes()
+
+
+def test_cancel_at_a_tensor_leaves_nothing(tiny_q8, cache):
+    path, _ = tiny_q8
+    cancel = threading.Event()
+
+    def progress(text, _frac):
+        if text.startswith("Converting model.layers.0"):
+            cancel.set()
+
+    with pytest.raises(ConversionCancelled):
+        convert_gguf(path, "bfloat16", progress, cancel)
+    assert list((cache / "gguf").iterdir()) == []
+    assert cached_conversion(path) is None
+
+
+def test_too_little_disk_is_refused_before_writing(tiny_q8, cache, monkeypatch):
+    path, _ = tiny_q8
+    monkeypatch.setattr(gguf_convert.shutil, "disk_usage", lambda _p: type("U", (), {"free": 10_000})())
+    with pytest.raises(ConversionRefused, match="not enough disk space to convert tiny-Q8_0.gguf"):
+        convert_gguf(path)
+    assert not (cache / "gguf").exists() or list((cache / "gguf").iterdir()) == []
+
+
+def test_the_old_float32_folder_beside_the_gguf_is_replaced(tmp_path):
+    path = tmp_path / "m.gguf"
+    write_tiny_gguf(path, "Q8_0")
+    legacy = tmp_path / "m.gguf.hf"
+    legacy.mkdir()
+    (legacy / "headroom-source.json").write_text("{}")
+    mine = tmp_path / "other.hf"
+    mine.mkdir()
+    stages = []
+    loaded = load_model(path, progress=lambda text, _frac: stages.append(text))
+    assert not legacy.exists() and mine.exists()  # only the folder Headroom made goes
+    # the plan is the first line, before the conversion reads anything
+    assert stages[0].startswith("Plan: m.gguf: fits at full context (512 of 512 tokens) on cpu")
+    assert stages[1].startswith("conversion writes 0.00 GiB to ")
+    assert loaded.report.name == "m.gguf" and loaded.report.weight_dtype == "float32"  # CPU upcasts
+
+
+@pytest.mark.real_model
+def test_default_model_converts_to_the_logits_of_transformers_gguf_load(real_model_path, tmp_path):
+    """float32 output is bit-identical to transformers' own load of the GGUF (what the old
+    converter saved); bf16 output picks the same greedy token and says "Paris"."""
+    link = tmp_path / real_model_path.name  # a link: the shared install's old folder stays put
+    link.symlink_to(real_model_path)
+    ours = convert_gguf(link, "float32")
+    from transformers import GgufConfig
+
+    theirs = AutoModelForCausalLM.from_pretrained(
+        real_model_path.parent, gguf_file=real_model_path.name, dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True), use_kernels=False)
+    prompt = [{"role": "user", "content": "What is the capital of France?"}]
+    tok = AutoTokenizer.from_pretrained(ours)
+    ids = tok.apply_chat_template(prompt, add_generation_prompt=True, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        expected = theirs(ids).logits
+        got = AutoModelForCausalLM.from_pretrained(ours, dtype=torch.float32)(ids).logits
+    assert torch.equal(got, expected)
+    bf16 = AutoModelForCausalLM.from_pretrained(convert_gguf(link, "bfloat16"), dtype=torch.float32)
+    with torch.no_grad():
+        out = bf16.generate(ids, max_new_tokens=8, do_sample=False)
+    assert torch.equal(bf16(ids).logits[0, -1].argmax(), expected[0, -1].argmax())
+    assert "Paris" in tok.decode(out[0, ids.shape[1]:])
+
+
+def test_conversion_dtype_follows_the_placement(monkeypatch):
+    from app.engine.loading import loader
+    from app.engine.loading.placement import choose_placement
+
+    turing = choose_placement(True, (7, 5), False, (True, ""))  # no bf16: fp16 compute (C06)
+    ampere = choose_placement(True, (8, 0), False, (True, ""))
+    cpu = choose_placement(False, None, False, (False, "no CUDA"))
+    for placement, expected in ((turing, "float16"), (ampere, "bfloat16"), (cpu, "bfloat16")):
+        monkeypatch.setattr(loader, "detect_placement", lambda *_a, p=placement: p)
+        assert loader.conversion_dtype() == expected
