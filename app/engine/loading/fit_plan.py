@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.loading.fit import estimate_parameters, machine_memory, project_weights
-from app.engine.local.turn_planner import MIN_SAFETY_MARGIN, SAFETY_FRACTION
+from app.engine.memory.admission import safety_margin
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, context_cost, largest_context
 from app.engine.memory.kv_layout import KVLayout
 from app.engine.memory.model_config import model_max_positions
@@ -162,7 +162,7 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
                                      dynamic_cache=placement.device != "cuda")
     chunk = default_prefill_chunk(placement.device)
     trained = model_max_positions(config)
-    margin = max(MIN_SAFETY_MARGIN, int(total * SAFETY_FRACTION))
+    margin = safety_margin(total)
     full = context_cost(model, trained, chunk)
     budget = free - margin - weights.bytes
     fit = largest_context(model, budget, trained, chunk) if budget > 0 else 0
