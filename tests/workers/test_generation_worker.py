@@ -132,7 +132,7 @@ def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, 
 def test_turn_over_memory_is_refused_before_it_starts(qtbot, real_loaded):
     # a simulated 600 MiB device of which the 513 MiB model already fills most
     probe = FakeProbe(total=600 * 2**20, allocated=real_loaded.report.weight_bytes)
-    worker, thread = start_worker(lambda: probe)
+    worker, thread = start_worker(lambda _device: probe)
     try:
         adopt(qtbot, worker, real_loaded)
         streamed = []
