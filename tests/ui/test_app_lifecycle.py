@@ -59,6 +59,27 @@ def test_closing_mid_answer_keeps_the_partial_and_joins_the_worker(qtbot, qtlog,
     assert qt_warnings(qtlog.records) == []
 
 
+def test_two_windows_open_and_close_in_one_process(qtbot, qtlog, qasync_loop, tiny_model_dir, tmp_path):
+    """A second window built after the first was closed: each loads a model, answers, closes
+    (joining its worker and server-monitor threads) and is destroyed, with no timer or thread
+    warning (this once printed "QObject::killTimer: Timers cannot be stopped from another
+    thread" and then crashed)."""
+    for i in range(2):
+        window = MainWindow(Settings(GenerationSettings(max_new_tokens=5)), store=Store(tmp_path / f"{i}.sqlite3"),
+                            window_state=WindowState(tmp_path / "session.ini"))
+        window.show()
+        with qtbot.waitSignal(window.model_ready, timeout=60000):
+            window.open_model(tiny_model_dir)
+        with qtbot.waitSignal(window.turn_finished, timeout=60000):
+            window.composer.send_requested.emit("hello")
+        window.close()
+        assert window.chat.thread.isFinished() and not window.chat.server_monitor._thread.isRunning()
+        assert [m.status for m in stored_messages(tmp_path / f"{i}.sqlite3")][-1] is MessageStatus.STOPPED
+        shiboken6.delete(window)
+        qtbot.wait(50)
+    assert qt_warnings(qtlog.records) == []
+
+
 def run_session(mode: str, model: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HEADROOM_CONFIG_DIR=str(tmp_path / "config"),
                HEADROOM_DATA_DIR=str(tmp_path / "data"), HEADROOM_LOG_DIR=str(tmp_path / "logs"))
