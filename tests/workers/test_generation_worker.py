@@ -241,3 +241,27 @@ def test_cancel_reaches_the_running_load_and_those_queued_but_not_later_ones(qtb
     worker.load_requested.emit(str(tiny_model_dir), permissions, "cpu")  # asked after Cancel: loads
     qtbot.waitUntil(lambda: "loaded" in outcomes, timeout=60000)
     assert outcomes == ["first stage", "cancelled", "cancelled", "cancelled", "loaded"]
+
+
+def test_the_probe_is_chosen_from_the_preference_then_from_the_adopted_models_device(qtbot, tiny_loaded):
+    from app.engine.memory.probe import probe_for
+
+    asked = []
+
+    def factory(device):
+        asked.append(device)
+        return FakeProbe(kind="cpu", device_name=device)
+
+    worker, thread = start_worker(factory)  # the default preference: "auto"
+    try:
+        assert asked == ["auto"] and worker.probe.sample().device_name == "auto"
+        with qtbot.waitSignal(worker.probe_changed, timeout=10000) as changed:
+            worker.model_change_requested.emit(tiny_loaded)
+        assert asked == ["auto", "cpu"] and changed.args[0] is worker.probe
+    finally:
+        thread.quit()
+        thread.wait(5000)
+    import torch
+
+    cuda = "cuda" if torch.cuda.is_available() else "cpu"  # no CUDA: a CUDA string gives the CPU probe
+    assert [probe_for(d).kind for d in ("cpu", "cuda:0", "cuda", "auto")] == ["cpu", cuda, cuda, cuda]
