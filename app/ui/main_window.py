@@ -59,8 +59,7 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
-        self._build_toolbar()
-        self._build_help_menu()
+        self._build_toolbar()  # and the Help menu
         self.help_menu = HelpMenu(self, self.chat, self.window_state, self.own_current_task)
         self._connect_chat()
         self._connect_widgets()
@@ -95,16 +94,13 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        self.new_chat_action = QAction("New chat", self, shortcut=QKeySequence.StandardKey.New)
-        self.open_action = QAction("Open model…", self, shortcut=QKeySequence.StandardKey.Open)
-        self.settings_action = QAction("Settings…", self)
+        self.new_chat_action = QAction(_tr("New chat"), self, shortcut=QKeySequence.StandardKey.New)
+        self.open_action = QAction(_tr("Open model…"), self, shortcut=QKeySequence.StandardKey.Open)
+        self.settings_action = QAction(_tr("Settings…"), self)
         self.memory_action = self.vram_panel.toggleViewAction()
         for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
             bar.addAction(action)
-
-    def _build_help_menu(self) -> None:
-        help_menu = self.menuBar().addMenu("&Help")
-        self.about_action = help_menu.addAction("About Headroom")
+        self.about_action = self.menuBar().addMenu(_tr("&Help")).addAction(_tr("About Headroom"))
 
     # ----- wiring ----------------------------------------------------------------------------
     def _connect_chat(self) -> None:
@@ -174,10 +170,7 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _on_reply_started(self, continued: bool) -> None:
-        if continued:
-            self.chat_view.continue_stream()
-        else:
-            self.chat_view.begin_stream()
+        (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
         self.composer.set_generating(True)
 
     @Slot(object, str)
@@ -262,8 +255,7 @@ class MainWindow(QMainWindow):
 
     # ----- public API (application start-up, tests, scripts) ----------------------------------
     def open_model(self, path: Path) -> None:
-        """Load `path` in the worker, with progress and cancel; errors show inline
-        (app.chat.models.ModelFlow.open_model)."""
+        """Load `path` in the worker, with progress and cancel; errors show inline (ModelFlow)."""
         self.chat.models.open_model(Path(path))
 
     def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
@@ -273,7 +265,7 @@ class MainWindow(QMainWindow):
 
     def check_environment(self) -> asyncio.Task:
         """Explain, once, what this machine's GPU, driver and bitsandbytes mean; returns the
-        task reading them off the GUI thread (HelpMenu.check_environment)."""
+        task reading them off the GUI thread (HelpMenu)."""
         return self.help_menu.check_environment()
 
     def show_startup_notices(self, notices) -> list:
@@ -298,9 +290,8 @@ class MainWindow(QMainWindow):
 
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
-        """Close the chat completely (a reply in flight stops within one token and is kept as
-        stopped; the worker's and the server monitor's threads are joined; the Store closes),
-        and remember the layout and the open conversation."""
+        """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
+        stopped) and remember the layout and the open conversation."""
         if not self._closed:  # a second close (tests, quit after close) finds everything done
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here
