@@ -73,7 +73,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     from app.core.history import SummaryState
     from app.engine.events import TextDelta
     from app.engine.local import turn_runner as tr
-    from app.engine.memory.probe import pick_probe
+    from app.engine.memory.probe import probe_for
 
     if not question.strip():
         print("headroom: the question is empty", file=sys.stderr)
@@ -81,7 +81,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     loaded = _load(model_path)
     if loaded is None:
         return 1
-    runner = tr.TurnRunner(loaded, pick_probe())
+    runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
         match event:
             case TextDelta(text=text):
@@ -107,7 +107,7 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     from app.core.conversation import Conversation, MessageStatus, Role
     from app.core.history import SummaryState
     from app.engine.local import turn_runner as tr
-    from app.engine.memory.probe import pick_probe
+    from app.engine.memory.probe import probe_for
 
     try:
         lines = [line.strip() for line in Path(turns_file).read_text(encoding="utf-8").splitlines()]
@@ -117,7 +117,7 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     loaded = _load(model_path)
     if loaded is None:
         return 1
-    runner = tr.TurnRunner(loaded, pick_probe())
+    runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     conversation, summary, failures = Conversation(), SummaryState(), 0
     stop = threading.Event()
     for number, text in enumerate((line for line in lines if line), start=1):

@@ -2,6 +2,8 @@
 
 import argparse
 import logging
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -62,10 +64,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def quiet_transformers() -> None:
-    """Our own progress goes to the status bar / stderr: no tqdm bars from transformers."""
-    from transformers.utils import logging as hf_logging
+    """Our own progress goes to the status bar / stderr: no tqdm bars from transformers. Before
+    transformers is imported this costs nothing: it sets HF_HUB_DISABLE_PROGRESS_BARS, which
+    transformers reads when it is imported (transformers/utils/logging.py, `_tqdm_active`), so
+    the GUI path calls it before the splash without importing transformers (1–2 s)."""
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()
+    else:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,11 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     log_file = configure_logging(args.verbose)  # rotating files in the user log folder + stderr
     log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
+    quiet_transformers()
     if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
         return run_gui(args, load_settings(), started)
-    quiet_transformers()
     if args.self_test:
         from app import self_test
 

@@ -155,7 +155,7 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
     from app.core.settings import GenerationSettings
     from app.engine.loading.loader import ModelLoadError, load_model
     from app.engine.local import turn_runner as tr
-    from app.engine.memory.probe import pick_probe
+    from app.engine.memory.probe import probe_for
 
     name = "model answers"
     path = Path(model_path) if model_path else default_model_path()
@@ -168,7 +168,7 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
     except ModelLoadError as exc:
         return CheckResult("FAIL", name, str(exc))
     settings = GenerationSettings(max_new_tokens=24, temperature=0.0)
-    runner = tr.TurnRunner(loaded, pick_probe())
+    runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     answer, outcome = "", "no reply"
     for event in runner.run_turn([Message(Role.USER, QUESTION)], SummaryState(), settings, threading.Event()):
         match event:

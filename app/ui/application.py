@@ -12,6 +12,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 from qasync import QEventLoop
@@ -49,17 +50,16 @@ def create_window(settings: Settings, model=None, device_preference: str = "auto
                   store=None) -> MainWindow:
     """Build the main window and start opening `model` (or the default model) in the
     background. Must be called with a running QApplication and qasync loop. store: a
-    conversation Store (default: the one in the user data folder)."""
-    from app.main import quiet_transformers
+    conversation Store (default: the one in the user data folder). app.main.quiet_transformers
+    is called before (transformers' progress bars are read when it is imported)."""
     from app.ui.main_window import MainWindow  # imports torch: after the splash is up
 
-    quiet_transformers()
     window = MainWindow(settings, device_preference, store)
     path = model or default_model_path()
     if model is None and not path.exists():
-        window.chat_view.add_notice(
-            f"The default model is not installed yet ({path}). Run "
-            "`python -m app.install_model`, or open a model with Open model…", "error")
+        window.chat.announce(QCoreApplication.translate(
+            "Application", "The default model is not installed yet ({0}). Run "
+            "`python -m app.install_model`, or open a model with Open model…").format(path), "error")
     else:
         window.open_model(path)
     return window

@@ -1,51 +1,40 @@
-"""The main window: transcript, composer, sidebar, memory dock, toolbar, Help menu and status bar;
-builds them, starts the generation worker's thread, and wires every signal to the controller
-that handles it.
+"""The main window: transcript, composer, sidebar, memory dock, toolbar, Help menu and status bar.
 
-The window holds the state its controllers share — settings, the Store, the open conversation
-(with its id and summary) and the loaded model's LoadReport — and only this (GUI) thread touches
-it or the widgets. The controllers, plain QObjects owned by the window, do the work:
-
-    TurnController          send → plan/admission → streaming → finish, refusal or failure
-    ConversationController  the Store, the sidebar's actions, export, the restored session
-    SummaryController       the summary of earlier turns
-    ModelOpener             the Open-model dialog, loading with progress/cancel, the LoadReport
-    BackendController       the Settings dialog, local or remote backend, the API key
-    MemoryController        the memory panel's "what if" and the diagnostics report
-    HelpController          About, and the start-up notices
+It builds the widgets and one `Chat` (app.chat: the open chat, its worker and its flows) and
+wires signals both ways — the widgets' requests to the chat's commands, the chat's past-tense
+signals to the widgets — and opens the dialogs: admission remedies, Open model, Settings, and
+the file pickers for export and diagnostics. Every expected error and notice arrives on the
+chat's one `notice(text, kind)` signal and is shown here, in the transcript or the status bar.
 """
 
 import asyncio
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QThread, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
 
+from app.chat import open_chat
 from app.core.backend_settings import BackendSettings
-from app.core.conversation import Conversation
-from app.core.history import SummaryState
 from app.core.settings import GenerationSettings, Settings
-from app.core.store import Store, open_store
+from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
-from app.engine.memory.probe import pick_probe
-from app.ui.backend_controller import BackendController
+from app.ui.admission_dialog import AdmissionDialog
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
-from app.ui.conversation_controller import ConversationController
 from app.ui.conversation_list import ConversationList
-from app.ui.help_controller import HelpController
-from app.ui.memory_controller import MemoryController
-from app.ui.model_opener import ModelOpener
-from app.ui.session_state import SessionState
+from app.ui.help_menu import HelpMenu
 from app.ui.status_bar import ModelStatusBar
-from app.ui.summary_controller import SummaryController
 from app.ui.token_meter import TokenMeter
-from app.ui.turn_controller import TurnController
 from app.ui.vram_panel import VramPanel
-from app.workers.generation_worker import GenerationWorker
-from app.workers.memory_monitor import MemoryMonitor
-from app.workers.server_monitor import ServerMonitor
+from app.ui.window_state import WindowState
+
+# notice kinds shown in the status bar, and for how long (ms); the others go to the transcript
+STATUS_BAR_MS = {"status": 8000, "warning": 15000}
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MainWindow", text)
 
 
 class MainWindow(QMainWindow):
@@ -56,56 +45,26 @@ class MainWindow(QMainWindow):
     turn_finished = Signal(str)
 
     def __init__(self, settings: Settings, device_preference: str = "auto", store: Store | None = None,
-                 session: SessionState | None = None):
-        """store: conversations (default: the user data folder's). session: layout, last open
-        conversation and notices already shown (default: session.ini in the config folder)."""
+                 window_state: WindowState | None = None):
+        """store: conversations (default: the user data folder's). window_state: layout, last
+        open conversation and notices already shown (default: session.ini in the config folder)."""
         super().__init__()
         self.setWindowTitle("Headroom")
         self.resize(1100, 720)
-        self.settings = settings
-        store_notice = None
-        if store is None:
-            store, store_notice = open_store()  # a damaged file is moved aside, not fatal
-        self.store = store
-        self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
-        self.conversation_id: int | None = None
-        self.device_preference = device_preference
-        self.conversation = Conversation()
-        self.summary = SummaryState()
-        self.report = None
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
-
+        self._closed = False
+        self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
+        self.window_state = window_state or WindowState()
+        self.chat = open_chat(settings, store, device_preference, parent=self)
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
-        self.monitor = MemoryMonitor(pick_probe(), parent=self)
-        self._build_toolbar()
-        self._build_help_menu()
-        self.worker = GenerationWorker()
-        self.worker_thread = QThread(self)
-        self.worker_thread.setObjectName("generation")
-        self.worker.moveToThread(self.worker_thread)
-        self.server_monitor = ServerMonitor(parent=self)  # a remote server's /metrics, ≈1 Hz
-
-        self.turn_controller = TurnController(self)
-        self.conversation_controller = ConversationController(self)
-        self.summary_controller = SummaryController(self)
-        self.model_opener = ModelOpener(self)
-        self.backend_controller = BackendController(self)
-        self.memory_controller = MemoryController(self)
-        self.help_controller = HelpController(self)
-        self._connect_worker()
-        self.worker_thread.start()
+        self._build_toolbar()  # and the Help menu
+        self.help_menu = HelpMenu(self, self.chat, self.window_state, self.own_current_task)
+        self._connect_chat()
         self._connect_widgets()
-
-        self.monitor.start()
-        self.backend_controller.apply_backend()
-        self.conversation_controller.refresh_sidebar()
-        self._closed = False
-        self.session = session or SessionState()
-        self.conversation_controller.restore_session()
-        if store_notice:
-            self.chat_view.add_notice(store_notice, "error")
+        self.chat.start()
+        self.chat.conversations.reopen(self.window_state.restore_window(self, self.splitter))
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -115,8 +74,8 @@ class MainWindow(QMainWindow):
         self.sidebar = ConversationList()
         self.status = ModelStatusBar()
         self.setStatusBar(self.status)
-        chat = QWidget()
-        layout = QVBoxLayout(chat)
+        column = QWidget()
+        layout = QVBoxLayout(column)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
@@ -125,7 +84,7 @@ class MainWindow(QMainWindow):
         self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setObjectName("sidebarSplitter")
         splitter.addWidget(self.sidebar)
-        splitter.addWidget(chat)
+        splitter.addWidget(column)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([260, 840])
         self.setCentralWidget(splitter)
@@ -135,95 +94,192 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        self.new_chat_action = QAction("New chat", self, shortcut=QKeySequence.StandardKey.New)
-        self.open_action = QAction("Open model…", self, shortcut=QKeySequence.StandardKey.Open)
-        self.settings_action = QAction("Settings…", self)
+        self.new_chat_action = QAction(_tr("New chat"), self, shortcut=QKeySequence.StandardKey.New)
+        self.open_action = QAction(_tr("Open model…"), self, shortcut=QKeySequence.StandardKey.Open)
+        self.settings_action = QAction(_tr("Settings…"), self)
         self.memory_action = self.vram_panel.toggleViewAction()
         for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
             bar.addAction(action)
-
-    def _build_help_menu(self) -> None:
-        help_menu = self.menuBar().addMenu("&Help")
-        self.about_action = help_menu.addAction("About Headroom")
+        self.about_action = self.menuBar().addMenu(_tr("&Help")).addAction(_tr("About Headroom"))
 
     # ----- wiring ----------------------------------------------------------------------------
-    def _connect_worker(self) -> None:
-        """The worker's events, queued into this thread, to the controller that handles each."""
-        worker, turns, summary = self.worker, self.turn_controller, self.summary_controller
-        worker.token_streamed.connect(turns._on_token_streamed)
-        worker.reply_finished.connect(turns._on_reply_finished)
-        worker.generation_failed.connect(turns._on_generation_failed)
-        worker.turn_refused.connect(turns._on_turn_refused)
-        worker.turn_planned.connect(turns._on_turn_planned)
-        worker.model_changed.connect(self.model_opener._on_model_changed)
-        worker.decode_status_changed.connect(self.model_opener._on_decode_status_changed)
-        worker.foresight_changed.connect(self.memory_controller._on_foresight_changed)
-        worker.summary_started.connect(summary._on_summary_started)
-        worker.summary_finished.connect(summary._on_summary_finished)
-        worker.summary_failed.connect(summary._on_summary_failed)
-        worker.backend_chosen.connect(self.backend_controller._on_backend_chosen)
+    def _connect_chat(self) -> None:
+        """The chat's events to the widgets that show them."""
+        chat, view, status = self.chat, self.chat_view, self.status
+        chat.notice.connect(self._on_notice)
+        chat.message_added.connect(view.add_message)
+        chat.reply_started.connect(self._on_reply_started)
+        chat.reply_streamed.connect(view.append_stream)
+        chat.reply_ended.connect(self._on_reply_ended)
+        chat.reply_measured.connect(status.show_speed)
+        chat.turn_ended.connect(self.turn_finished)
+        chat.turn_planned.connect(self._on_turn_planned)
+        chat.turn_refused.connect(self._on_turn_refused)
+        chat.text_withdrawn.connect(self._on_text_withdrawn)
+        chat.messages_truncated.connect(view.truncate)
+        chat.conversation_cleared.connect(self._on_conversation_cleared)
+        chat.conversation_loaded.connect(view.load_messages)
+        chat.conversations_listed.connect(self.sidebar.set_conversations)
+        chat.conversation_deleted.connect(self.sidebar.show_undo)
+        chat.summary_changed.connect(view.summary_block.set_summary)
+        chat.summarizing_changed.connect(view.summary_block.set_summarizing)
+        chat.load_progressed.connect(status.show_progress)
+        chat.load_ended.connect(status.end_progress)
+        chat.model_changed.connect(self._on_model_changed)
+        chat.model_loaded.connect(self.model_ready)
+        chat.load_failed.connect(self.load_failed)
+        chat.decode_status_changed.connect(status.show_decode_status)
+        chat.can_send_changed.connect(self.composer.set_can_send)
+        chat.backend_changed.connect(self.vram_panel.show_remote)
+        chat.backend_reported.connect(status.show_backend)
+        chat.monitor.sample_taken.connect(self.vram_panel.show_sample)
+        chat.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
 
     def _connect_widgets(self) -> None:
-        """The widgets' and monitors' signals, and the toolbar and menu actions."""
-        turns, chats, memory = self.turn_controller, self.conversation_controller, self.memory_controller
-        self.new_chat_action.triggered.connect(chats._on_new_chat_triggered)
-        self.open_action.triggered.connect(self.model_opener._on_open_triggered)
-        self.settings_action.triggered.connect(self.backend_controller._on_settings_triggered)
-        self.about_action.triggered.connect(self.help_controller._on_about_triggered)
-        self.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
-        self.composer.send_requested.connect(turns._on_send_requested)
-        self.composer.stop_requested.connect(turns._on_stop_requested)
-        self.status.cancel_load_requested.connect(self.model_opener._on_cancel_load_requested)
-        self.chat_view.edit_requested.connect(turns._on_edit_requested)
-        self.chat_view.regenerate_requested.connect(turns._on_regenerate_requested)
-        self.chat_view.continue_requested.connect(turns._on_continue_requested)
-        self.chat_view.summary_block.summary_edited.connect(self.summary_controller._on_summary_edited)
-        self.chat_view.summary_block.cancel_summary_requested.connect(turns._on_stop_requested)
-        self.sidebar.open_requested.connect(chats._on_open_conversation_requested)
-        self.sidebar.new_requested.connect(chats._on_new_chat_triggered)
-        self.sidebar.rename_requested.connect(chats._on_rename_requested)
-        self.sidebar.delete_requested.connect(chats._on_delete_requested)
-        self.sidebar.restore_requested.connect(chats._on_restore_requested)
-        self.sidebar.search_changed.connect(chats._on_search_changed)
-        self.sidebar.export_requested.connect(chats._on_export_requested)
-        self.monitor.sample_taken.connect(self.vram_panel.show_sample)
-        self.monitor.sampling_failed.connect(memory._on_sampling_failed)
-        self.vram_panel.what_if_changed.connect(memory._on_what_if_changed)
-        self.vram_panel.diagnostics_requested.connect(memory._on_diagnostics_requested)
+        """The widgets' requests, and the toolbar and menu actions, to the chat's commands."""
+        turns, chats = self.chat.turns, self.chat.conversations
+        self.new_chat_action.triggered.connect(chats.new_conversation)
+        self.open_action.triggered.connect(self._on_open_triggered)
+        self.settings_action.triggered.connect(self._on_settings_triggered)
+        self.about_action.triggered.connect(self.help_menu._on_about_triggered)
+        self.composer.send_requested.connect(turns.send)
+        self.composer.stop_requested.connect(turns.stop)
+        self.status.cancel_load_requested.connect(self.chat.models.cancel_load)
+        self.chat_view.edit_requested.connect(turns.edit)
+        self.chat_view.regenerate_requested.connect(turns.regenerate)
+        self.chat_view.continue_requested.connect(turns.continue_reply)
+        self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
+        self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
+        self.sidebar.open_requested.connect(chats.open_conversation)
+        self.sidebar.new_requested.connect(chats.new_conversation)
+        self.sidebar.rename_requested.connect(chats.rename)
+        self.sidebar.delete_requested.connect(chats.delete)
+        self.sidebar.restore_requested.connect(chats.restore)
+        self.sidebar.search_changed.connect(chats.search)
+        self.sidebar.export_requested.connect(self._on_export_requested)
+        self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
+        self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
+
+    # ----- the chat's events -----------------------------------------------------------------
+    @Slot(str, str)
+    def _on_notice(self, text: str, kind: str) -> None:
+        if kind in STATUS_BAR_MS:
+            self.status.showMessage(text, STATUS_BAR_MS[kind])
+        else:
+            self.chat_view.add_notice(text, kind)
+
+    @Slot(bool)
+    def _on_reply_started(self, continued: bool) -> None:
+        (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
+        self.composer.set_generating(True)
+
+    @Slot(object, str)
+    def _on_reply_ended(self, status, detail: str) -> None:
+        self.chat_view.end_stream(status, detail)
+        self.composer.set_generating(False)
+
+    @Slot(object)
+    def _on_turn_planned(self, plan) -> None:
+        report = self.chat.report
+        self.vram_panel.show_projection(plan.projection, report.weight_bytes if report else 0)
+        window = plan.window
+        self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept),
+                                    self.chat.folded_turns())
+
+    @Slot(object, object)
+    def _on_turn_refused(self, decision, projection) -> None:
+        self.admission_dialog = AdmissionDialog(decision, projection, self)
+        self.admission_dialog.remedy_chosen.connect(
+            lambda choice: self.chat.turns.apply_remedy(choice, decision))
+        self.admission_dialog.open()  # window-modal, never blocks the event loop
+
+    @Slot(str)
+    def _on_text_withdrawn(self, text: str) -> None:
+        if not self.composer.editor.toPlainText().strip():
+            self.composer.editor.setPlainText(text)
+
+    @Slot()
+    def _on_conversation_cleared(self) -> None:
+        self.chat_view.clear()
+        self.token_meter.reset()
+
+    @Slot(object)
+    def _on_model_changed(self, report) -> None:
+        self.vram_panel.show_projection(None, report.weight_bytes if report else 0)
+        if report is not None:
+            self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
+        self.status.show_report(report)
+
+    # ----- dialogs ---------------------------------------------------------------------------
+    @Slot()
+    def _on_open_triggered(self) -> None:
+        from app.engine.loading.catalog import Catalog
+        from app.ui.open_model_dialog import OpenModelDialog
+
+        chat = self.chat
+        catalog = Catalog.for_this_machine(  # the open model is freed before the next loads (C05)
+            chat.device_preference, chat.report.weight_bytes if chat.report else 0,
+            chat.settings.generation.context_tokens)
+        dialog = OpenModelDialog(catalog, chat.settings, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.model_chosen.connect(chat.models.open_chosen)
+        dialog.open()
+
+    @Slot()
+    def _on_settings_triggered(self) -> None:
+        from app.ui.settings_dialog import SettingsDialog
+
+        settings = self.chat.settings
+        dialog = SettingsDialog(settings.generation, self, settings.backend, self.chat.backend.api_key_stored())
+        if dialog.exec():
+            self.apply_settings(dialog.result_settings(), dialog.result_backend(), dialog.entered_api_key())
+
+    @Slot(int, str)
+    def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
+        suffix = ".md" if fmt == "markdown" else ".json"
+        path, _ = QFileDialog.getSaveFileName(self, _tr("Export conversation"), f"conversation{suffix}")
+        if path:
+            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
+
+    @Slot(int, int)
+    def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
+        projection = self.chat.memory.what_if(context_tokens, max_new_tokens)
+        if projection is not None:
+            self.vram_panel.show_what_if(projection)
+
+    @Slot()
+    def _on_diagnostics_requested(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, _tr("Save diagnostics report"), "headroom-diagnostics.md")
+        if path:
+            self.save_diagnostics(Path(path))
 
     # ----- public API (application start-up, tests, scripts) ----------------------------------
-    def open_model(self, path: Path) -> asyncio.Task:
-        """Load `path` off the GUI thread, with progress and cancel; errors show inline.
-        Returns the loading task (ModelOpener.open_model)."""
-        return self.model_opener.open_model(path)
+    def open_model(self, path: Path) -> None:
+        """Load `path` in the worker, with progress and cancel; errors show inline (ModelFlow)."""
+        self.chat.models.open_model(Path(path))
 
     def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
                        api_key: str | None = None) -> None:
-        """Adopt edited settings for new chats and the open conversation (BackendController)."""
-        self.backend_controller.apply_settings(generation, backend, api_key)
+        """Adopt edited settings for new chats and the open conversation (BackendFlow)."""
+        self.chat.backend.apply_settings(generation, backend, api_key)
 
     def check_environment(self) -> asyncio.Task:
         """Explain, once, what this machine's GPU, driver and bitsandbytes mean; returns the
-        task reading them off the GUI thread (HelpController.check_environment)."""
-        return self.help_controller.check_environment()
+        task reading them off the GUI thread (HelpMenu)."""
+        return self.help_menu.check_environment()
 
     def show_startup_notices(self, notices) -> list:
         """Show the StartupNotices not shown at an earlier start; returns those shown now."""
-        return self.help_controller.show_startup_notices(notices)
+        return self.help_menu.show_startup_notices(notices)
 
     def save_diagnostics(self, path: Path) -> None:
         """memory_summary, LoadReport, and the last turns' projected vs measured peaks."""
-        self.memory_controller.save_diagnostics(path)
-
-    @property
-    def admission_dialog(self):
-        """The AdmissionDialog offered for the last refused turn (None before any)."""
-        return self.turn_controller.admission_dialog
+        self.chat.memory.save_diagnostics(path)
 
     @property
     def about_dialog(self):
         """The last About dialog opened from the Help menu (None before any)."""
-        return self.help_controller.about_dialog
+        return self.help_menu.about_dialog
 
     def own_current_task(self) -> None:
         """Track the running async slot's task so closing the window can cancel it (silently:
@@ -234,23 +290,12 @@ class MainWindow(QMainWindow):
 
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
-        """Stop any reply (it ends within one token), keep its partial answer as stopped, join
-        the worker thread, and remember the layout and the open conversation."""
-        if self._closed:  # a second close (tests, quit after close) finds everything done
-            super().closeEvent(event)
-            return
-        self._closed = True
-        self.turn_controller.discard_queued()  # a message sent while stopping must not start now
-        self.model_opener.cancel_load()
-        for task in list(self._tasks):  # a load or start-up check in flight ends here
-            task.cancel()
-        self.monitor.stop()
-        self.server_monitor.shutdown()
-        self.worker.request_stop()
-        self.worker_thread.quit()
-        self.worker_thread.wait()
-        self.turn_controller.keep_partial_as_stopped()
-        self.session.save_window(self, self.splitter, self.conversation_id)
-        self.store.purge_deleted(older_than_s=7 * 24 * 3600)
-        self.store.close()
+        """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
+        stopped) and remember the layout and the open conversation."""
+        if not self._closed:  # a second close (tests, quit after close) finds everything done
+            self._closed = True
+            for task in list(self._tasks):  # a start-up check in flight ends here
+                task.cancel()
+            self.chat.close()
+            self.window_state.save_window(self, self.splitter, self.chat.conversation_id)
         super().closeEvent(event)

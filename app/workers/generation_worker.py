@@ -8,12 +8,20 @@ time). Stop is *not* a queued slot — the worker's event loop is busy while gen
 The turn itself is the backend's (app.engine.backend: the local TurnRunner or a remote
 OpenAI-compatible server), picked per request from its BackendSettings snapshot; this class
 only maps the backend's events to signals, the same signals for both.
+
+Models are loaded here too, as gpt4all's ChatLLM does: the open model is freed first (case C05:
+unload keeps VRAM), the loader runs in this thread with progress and Cancel (a LoadTicket, set
+from the GUI thread like Stop), and a model that loaded is adopted at once, so no half-loaded
+model is left in memory. The memory probe is chosen here, once per model, from the device the
+model was actually placed on, and shared with the GUI's memory monitor.
 """
 
+import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Message
@@ -24,7 +32,10 @@ from app.engine import events as ev
 from app.engine.backend import RemoteBackends
 from app.engine.events import TextDelta
 from app.engine.local import turn_runner as tr
-from app.engine.memory.probe import pick_probe, release_memory
+from app.engine.memory.probe import probe_for, release_memory
+from app.workers.load_tickets import LoadTickets
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,10 +58,19 @@ class GenerationWorker(QObject):
     """Runs one GPU job at a time in the worker thread.
 
     Signals in (queued into the worker thread):
+        load_requested(str, object, str): model path, its ModelPermissions (trust_remote_code,
+            allow_pickle), device preference ("auto" or "cpu"): free the open model, load this
+            one, adopt it. Cancel with request_cancel_load().
         model_change_requested(object): a LoadedModel to adopt, or None to unload.
         turn_requested(object): a TurnRequest.
     Signals out:
+        load_progressed(str, float): stage text, fraction 0..1 of the load in progress.
+        model_loaded(object): the LoadReport of a model load_requested opened (after model_changed).
+        load_failed(str): one line saying why the requested model did not open.
+        load_cancelled(): the requested load stopped after a step; nothing of it stays in memory.
         model_changed(object): the adopted model's LoadReport, or None after unload.
+        probe_changed(object): the MemoryProbe of the device the adopted model is on (the same
+            object the turn planner samples).
         decode_status_changed(object): DecodeStatus of the compiled decode step ("compiling"
             while optimizing in the background, then "ready", "failed" or "eager" with a reason).
         foresight_changed(object): ForesightSnapshot for the "what if" view (None after unload).
@@ -66,10 +86,16 @@ class GenerationWorker(QObject):
         summary_failed(int, str): request id, reason.
     """
 
+    load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
     turn_requested = Signal(object)
 
+    load_progressed = Signal(str, float)
+    model_loaded = Signal(object)
+    load_failed = Signal(str)
+    load_cancelled = Signal()
     model_changed = Signal(object)
+    probe_changed = Signal(object)
     decode_status_changed = Signal(object)
     foresight_changed = Signal(object)
     backend_chosen = Signal(int, object)
@@ -82,14 +108,22 @@ class GenerationWorker(QObject):
     summary_finished = Signal(int, object, str)
     summary_failed = Signal(int, str)
 
-    def __init__(self, probe_factory=pick_probe, api_key_lookup=load_api_key, remote_transport=None):
-        """api_key_lookup(base_url) → the stored API key or "" (app.core.secrets);
+    def __init__(self, probe_factory=probe_for, api_key_lookup=load_api_key, remote_transport=None,
+                 device_preference: str = "auto"):
+        """probe_factory(device) → MemoryProbe for a torch device string ("cuda:0", "cpu") or a
+        device preference ("auto", "cpu"; the probe before any model is loaded);
+        api_key_lookup(base_url) → the stored API key or "" (app.core.secrets);
         remote_transport: an httpx transport for the remote backend (tests)."""
         super().__init__()
         self._runner: tr.TurnRunner | None = None
         self._remotes = RemoteBackends(api_key_lookup, remote_transport)
         self._probe_factory = probe_factory
+        self.probe = probe_factory(device_preference)  # replaced by each adopted model's
         self._stop = threading.Event()
+        self._loads = LoadTickets()
+        # counted in the emitting (GUI) thread, so a Cancel reaches loads still in the queue
+        self.load_requested.connect(self._loads.ask, Qt.ConnectionType.DirectConnection)
+        self.load_requested.connect(self._on_load_requested)
         self.model_change_requested.connect(self._on_model_change_requested)
         self.turn_requested.connect(self._on_turn_requested)
 
@@ -97,14 +131,62 @@ class GenerationWorker(QObject):
         """Thread-safe: ends the current reply or summary before its next decode step."""
         self._stop.set()
 
+    def request_cancel_load(self) -> None:
+        """Thread-safe: the load in progress, and any requested before now, stop after their
+        current step (a GGUF conversion step can take seconds) and emit load_cancelled."""
+        self._loads.cancel()
+
+    @Slot(str, object, str)
+    def _on_load_requested(self, path: str, permissions, device: str) -> None:
+        ticket = self._loads.start()
+        self._adopt(None)  # free the open model before the next one loads (C05)
+        if ticket.is_set():
+            self.load_cancelled.emit()
+            return
+        from app.engine.loading.loader import LoadCancelled, ModelLoadError, load_model
+
+        try:
+            loaded = load_model(Path(path), self.load_progressed.emit, ticket,
+                                trust_remote_code=permissions.trust_remote_code,
+                                device_preference=device, allow_pickle=permissions.allow_pickle)
+        except LoadCancelled:
+            self.load_cancelled.emit()
+            return
+        except ModelLoadError as exc:
+            self.load_failed.emit(str(exc))
+            return
+        except Exception as exc:  # not expected: said on load_failed, then to the excepthook
+            self.load_failed.emit(f"cannot load {Path(path).name}: {type(exc).__name__}")
+            raise
+        if ticket.is_set():  # cancelled after the last step: not adopted, freed at once
+            del loaded
+            release_memory()
+            self.load_cancelled.emit()
+            return
+        report = loaded.report
+        self._adopt(loaded)
+        del loaded  # the runner owns the model now
+        self.model_loaded.emit(report)
+        self._warm_up()
+
     @Slot(object)
     def _on_model_change_requested(self, loaded) -> None:
+        self._adopt(loaded)
+        del loaded
+        self._warm_up()
+
+    def _adopt(self, loaded) -> None:
+        """Drop the open model, then adopt `loaded` (None: unload) with the probe of its device."""
         self._runner = None
         release_memory()  # the old model is gone before the new one is announced (C05)
         if loaded is not None:
-            self._runner = tr.TurnRunner(loaded, self._probe_factory())
+            self.probe = self._probe_factory(loaded.report.device)
+            self._runner = tr.TurnRunner(loaded, self.probe)
+            self.probe_changed.emit(self.probe)
         self.model_changed.emit(loaded.report if loaded is not None else None)
         self.foresight_changed.emit(self._runner.foresight.snapshot() if self._runner else None)
+
+    def _warm_up(self) -> None:
         if self._runner is not None:
             # In this thread: CUDA graphs belong to the thread that captured them. Turns sent
             # meanwhile queue behind it; the window stays usable and shows "optimizing".

@@ -104,8 +104,8 @@ def main(argv=None) -> int:
         samples.append({k: getattr(sample, k) for k in ("timestamp", "kind", "device_name", "allocated",
                                                         "reserved", "peak", "free", "total",
                                                         "other_processes", "context_overhead")})
-    window.monitor.sample_taken.disconnect(window.vram_panel.show_sample)
-    window.monitor.sample_taken.connect(timed_show)
+    window.chat.monitor.sample_taken.disconnect(window.vram_panel.show_sample)
+    window.chat.monitor.sample_taken.connect(timed_show)
 
     out: dict = {"command": "python3 -m tests.benchmarks.panel_live " + " ".join(argv or sys.argv[1:]),
                  "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
     window = result.pop("window")
     result["exit_code"] = code
     result["notices"] = [n.text() for n in window.chat_view.findChildren(Notice)]
-    result["worker_thread_finished"] = window.worker_thread.isFinished()
+    result["worker_thread_finished"] = window.chat.thread.isFinished()
     print(json.dumps(result))
     return code
 
@@ -107,8 +107,8 @@ def _ask_then_close(window, min_chars: int, result: dict) -> None:
     window.composer.send_requested.emit(QUESTION)
 
     def poll():
-        if len(window.conversation.messages[-1].content) >= min_chars:
-            result["partial_at_close"] = window.conversation.messages[-1].content
+        if len(window.chat.conversation.messages[-1].content) >= min_chars:
+            result["partial_at_close"] = window.chat.conversation.messages[-1].content
             window.close()
         else:
             QTimer.singleShot(20, poll)

@@ -7,7 +7,7 @@ from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.ui.application import load_stylesheet
 from app.ui.main_window import MainWindow
-from app.ui.session_state import SessionState
+from app.ui.window_state import WindowState
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def make_window(qtbot, qasync_loop, tmp_path):
         # the layout and last conversation live in this test's folder: windows made in one test
         # share them (a restart), other tests never see them
         window = MainWindow(settings, store=Store(store_path or tmp_path / "headroom.sqlite3"),
-                            session=SessionState(tmp_path / "session.ini"))
+                            window_state=WindowState(tmp_path / "session.ini"))
         qtbot.addWidget(window)
         window.show()
         windows.append(window)

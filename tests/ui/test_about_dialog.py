@@ -70,6 +70,6 @@ def test_help_menu_opens_about_for_the_loaded_model(qtbot, make_window, tiny_mod
     about.trigger()
     dialog = window.about_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)  # open(): the event loop keeps running
-    assert dict(dialog.rows)["Attention"].startswith(f"{window.report.attention} (")
-    assert window.report.attention in dialog.details_text()
+    assert dict(dialog.rows)["Attention"].startswith(f"{window.chat.report.attention} (")
+    assert window.chat.report.attention in dialog.details_text()
     dialog.close()

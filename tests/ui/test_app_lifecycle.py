@@ -15,7 +15,7 @@ from app.core.conversation import MessageStatus, Role
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.ui.main_window import MainWindow
-from app.ui.session_state import SessionState
+from app.ui.window_state import WindowState
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Tell me a very long story about a dragon and a knight."
@@ -39,23 +39,44 @@ def test_closing_mid_answer_keeps_the_partial_and_joins_the_worker(qtbot, qtlog,
     db = tmp_path / "chats.sqlite3"
     # the real model at ~10 tok/s: a 1,000-token story is still streaming when the window closes
     window = MainWindow(Settings(GenerationSettings(max_new_tokens=1000, temperature=0.0)),
-                        store=Store(db), session=SessionState(tmp_path / "session.ini"))
+                        store=Store(db), window_state=WindowState(tmp_path / "session.ini"))
     window.show()
     with qtbot.waitSignal(window.model_ready, timeout=60000):
         window.open_model(real_model_folder)
     window.composer.send_requested.emit(QUESTION)
-    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 20, timeout=30000)
+    qtbot.waitUntil(lambda: len(window.chat.conversation.messages[-1].content) > 20, timeout=30000)
     assert window.composer.stop_button.isVisible()  # still generating
     window.close()
 
-    partial = window.conversation.messages[-1].content
-    assert window.worker_thread.isFinished()
+    partial = window.chat.conversation.messages[-1].content
+    assert window.chat.thread.isFinished()
     assert [m.role for m in stored_messages(db)] == [Role.USER, Role.ASSISTANT]
     saved = stored_messages(db)[-1]
     assert saved.status is MessageStatus.STOPPED and saved.content == partial and len(partial) > 20
     assert "stopped" in window.chat_view.bubbles()[-1]._header.text()
     shiboken6.delete(window)  # destroys the QThread now: Qt complains (and aborts) if it still ran
     qtbot.wait(50)
+    assert qt_warnings(qtlog.records) == []
+
+
+def test_two_windows_open_and_close_in_one_process(qtbot, qtlog, qasync_loop, tiny_model_dir, tmp_path):
+    """A second window built after the first was closed: each loads a model, answers, closes
+    (joining its worker and server-monitor threads) and is destroyed, with no timer or thread
+    warning (this once printed "QObject::killTimer: Timers cannot be stopped from another
+    thread" and then crashed)."""
+    for i in range(2):
+        window = MainWindow(Settings(GenerationSettings(max_new_tokens=5)), store=Store(tmp_path / f"{i}.sqlite3"),
+                            window_state=WindowState(tmp_path / "session.ini"))
+        window.show()
+        with qtbot.waitSignal(window.model_ready, timeout=60000):
+            window.open_model(tiny_model_dir)
+        with qtbot.waitSignal(window.turn_finished, timeout=60000):
+            window.composer.send_requested.emit("hello")
+        window.close()
+        assert window.chat.thread.isFinished() and not window.chat.server_monitor._thread.isRunning()
+        assert [m.status for m in stored_messages(tmp_path / f"{i}.sqlite3")][-1] is MessageStatus.STOPPED
+        shiboken6.delete(window)
+        qtbot.wait(50)
     assert qt_warnings(qtlog.records) == []
 
 

@@ -46,17 +46,17 @@ def test_stop_keeps_partial_answer_and_next_turn_starts(qtbot, make_window, real
     window = make_window(max_new_tokens=1000, temperature=0.0)
     open_and_wait(qtbot, window, real_model_folder)
     send(qtbot, window, "Tell me a very long story about a dragon and a knight.")
-    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 20, timeout=30000)
+    qtbot.waitUntil(lambda: len(window.chat.conversation.messages[-1].content) > 20, timeout=30000)
     with qtbot.waitSignal(window.turn_finished, timeout=10000) as blocker:
         qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
     assert blocker.args == ["stopped"]
-    stopped = window.conversation.messages[-1]
+    stopped = window.chat.conversation.messages[-1]
     assert stopped.status is MessageStatus.STOPPED and stopped.content
     assert "stopped" in window.chat_view.bubbles()[-1]._header.text()
-    window.settings = type(window.settings)(type(window.settings.generation)(max_new_tokens=8))
+    window.chat.settings = type(window.chat.settings)(type(window.chat.settings.generation)(max_new_tokens=8))
     with qtbot.waitSignal(window.turn_finished, timeout=60000):
         send(qtbot, window, "Again")  # the next turn starts at once
-    assert len(window.conversation.messages) == 4
+    assert len(window.chat.conversation.messages) == 4
 
 
 def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window, tmp_path,
@@ -84,15 +84,15 @@ def test_conversations_survive_a_restart_of_the_window(qtbot, make_window, tiny_
     open_and_wait(qtbot, window, tiny_model_dir)
     with qtbot.waitSignal(window.turn_finished, timeout=30000):
         send(qtbot, window, "Remember the word zebra")
-    answer = window.conversation.messages[-1].content
-    first_id = window.conversation_id
+    answer = window.chat.conversation.messages[-1].content
+    first_id = window.chat.conversation_id
     window.close()
 
     again = make_window(max_new_tokens=99, store_path=db)  # a restart, other default settings
     assert again.sidebar.ids() == [first_id]
     again.sidebar.open_requested.emit(first_id)
-    assert again.settings.generation.max_new_tokens == 6  # the conversation's own settings
-    assert [m.content for m in again.conversation.messages] == ["Remember the word zebra", answer]
+    assert again.chat.settings.generation.max_new_tokens == 6  # the conversation's own settings
+    assert [m.content for m in again.chat.conversation.messages] == ["Remember the word zebra", answer]
     assert [b.text for b in again.chat_view.bubbles()] == ["Remember the word zebra", answer]
 
 
@@ -103,9 +103,9 @@ def test_regenerate_replaces_the_last_answer_in_window_and_store(qtbot, make_win
         send(qtbot, window, "hello")
     with qtbot.waitSignal(window.turn_finished, timeout=30000):
         window.chat_view.regenerate_requested.emit(1)
-    stored = window.store.load_conversation(window.conversation_id).conversation.messages
-    assert len(stored) == len(window.conversation.messages) == 2
-    assert stored[1].content == window.conversation.messages[1].content
+    stored = window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages
+    assert len(stored) == len(window.chat.conversation.messages) == 2
+    assert stored[1].content == window.chat.conversation.messages[1].content
     assert len(window.chat_view.bubbles()) == 2
 
 
@@ -113,19 +113,20 @@ def test_continue_extends_a_stopped_answer_in_place(qtbot, make_window, real_mod
     window = make_window(max_new_tokens=300)
     open_and_wait(qtbot, window, real_model_folder)
     send(qtbot, window, "Write a long poem about the sea.")
-    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 30, timeout=60000)
+    qtbot.waitUntil(lambda: len(window.chat.conversation.messages[-1].content) > 30, timeout=60000)
     with qtbot.waitSignal(window.turn_finished, timeout=10000):
         window.composer.stop_requested.emit()
-    partial = window.conversation.messages[-1].content
-    window.settings = type(window.settings)(type(window.settings.generation)(max_new_tokens=5, temperature=0.0))
+    partial = window.chat.conversation.messages[-1].content
+    settings = window.chat.settings
+    window.chat.settings = type(settings)(type(settings.generation)(max_new_tokens=5, temperature=0.0))
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as finished:
         window.chat_view.continue_requested.emit(1)
     assert finished.args == ["stopped"]  # 5 more tokens of a long poem: cut off, Continue again
     assert "max new tokens reached" in window.chat_view.bubbles()[-1]._header.text()
-    assert len(window.conversation.messages) == 2 and len(window.chat_view.bubbles()) == 2
-    continued = window.conversation.messages[-1].content
+    assert len(window.chat.conversation.messages) == 2 and len(window.chat_view.bubbles()) == 2
+    continued = window.chat.conversation.messages[-1].content
     assert continued.startswith(partial) and len(continued) > len(partial)
-    stored = window.store.load_conversation(window.conversation_id).conversation.messages
+    stored = window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages
     assert stored[-1].content == continued
 
 
@@ -137,33 +138,33 @@ def test_refused_turn_offers_remedies_and_lowering_max_new_tokens_runs_it(qtbot,
     weights = 538_060_288  # the default model's weights in float32, bytes
     # a simulated 1.33 GiB device: model + CUDA context leave ~350 MiB free, and 4,000 new
     # tokens of KV (177 MiB) + margin (256 MiB) do not fit
-    window.worker._probe_factory = lambda: FakeProbe(total=1363 * 2**20, allocated=weights)
+    window.chat.worker._probe_factory = lambda _device: FakeProbe(total=1363 * 2**20, allocated=weights)
     open_and_wait(qtbot, window, real_model_folder)
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
         send(qtbot, window, "What is the capital of France?")
     assert refused.args == ["refused"]
     dialog = window.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
-    assert [m.role for m in window.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
+    assert [m.role for m in window.chat.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
     assert "lower_max_new_tokens" in dialog.buttons and "override" in dialog.buttons
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as answered:
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
     assert answered.args == ["complete"]
-    assert "Paris" in window.conversation.messages[-1].content
+    assert "Paris" in window.chat.conversation.messages[-1].content
 
 
 def test_memory_panel_is_live_and_diagnostics_are_saved(qtbot, make_window, tiny_model_dir, tmp_path):
     window = make_window(max_new_tokens=8)
     open_and_wait(qtbot, window, tiny_model_dir)
-    qtbot.waitUntil(lambda: len(window.monitor.history()) >= 2, timeout=5000)  # ~4 Hz sampling
-    assert window.monitor.latest().kind == "cpu"
+    qtbot.waitUntil(lambda: len(window.chat.monitor.history()) >= 2, timeout=5000)  # ~4 Hz sampling
+    assert window.chat.monitor.latest().kind == "cpu"
     with qtbot.waitSignal(window.turn_finished, timeout=30000):
         send(qtbot, window, "hello")
-    assert window.turn_controller.last_plan.projection.peak > window.turn_controller.last_plan.projection.now_allocated
+    assert window.chat.turns.last_plan.projection.peak > window.chat.turns.last_plan.projection.now_allocated
     report = tmp_path / "diag.md"
     window.save_diagnostics(report)
     text = report.read_text()
-    assert "sdpa+gqa-packed" in text and str(window.turn_controller.turn_records[-1].prompt_tokens) in text
+    assert "sdpa+gqa-packed" in text and str(window.chat.turns.turn_records[-1].prompt_tokens) in text
     assert report.stat().st_mode & 0o777 == 0o600
 
 
@@ -179,9 +180,9 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
     assert set(dialog.buttons) == {"lower_max_new_tokens", "cancel"}  # trimming cannot help
     qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
-    assert window.conversation.messages == [] and window.chat_view.bubbles() == []
+    assert window.chat.conversation.messages == [] and window.chat_view.bubbles() == []
     assert window.composer.editor.toPlainText() == "Tell me about cats."
-    assert window.store.load_conversation(window.conversation_id).conversation.messages == []
+    assert window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages == []
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused_again:
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     assert refused_again.args == ["refused"]
@@ -190,16 +191,16 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as answered:
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
     assert answered.args in (["complete"], ["stopped"])  # eos, or cut off at the lowered limit
-    assert [m.role for m in window.conversation.messages] == [Role.USER, Role.ASSISTANT]
+    assert [m.role for m in window.chat.conversation.messages] == [Role.USER, Role.ASSISTANT]
 
 
 def test_a_missing_path_keeps_the_open_model(qtbot, make_window, tmp_path, tiny_model_dir):
     window = make_window(max_new_tokens=5)
     open_and_wait(qtbot, window, tiny_model_dir)
-    report = window.report
+    report = window.chat.report
     with qtbot.waitSignal(window.load_failed, timeout=10000) as blocker:
         window.open_model(tmp_path / "nowhere")
     assert blocker.args[0] == f"no model at {tmp_path / 'nowhere'}"
-    assert window.report is report  # checked before unloading: nothing to reopen
+    assert window.chat.report is report  # checked before unloading: nothing to reopen
     notices = [n.text() for n in window.chat_view.findChildren(type(window.chat_view.add_notice("x")))]
     assert any(text.startswith("Could not open the model: no model at") and ".." not in text for text in notices)

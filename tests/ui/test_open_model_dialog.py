@@ -96,7 +96,7 @@ def test_dialog_lists_the_machines_models_with_fit_and_opens_one(qtbot, make_win
     with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
         double_click(qtbot, dialog, 1)
     assert ready.args[0].source == str(machine_cache["tiny"])
-    qtbot.waitUntil(lambda: window.settings.recent_models == (model_key(machine_cache["tiny"]),))
+    qtbot.waitUntil(lambda: window.chat.settings.recent_models == (model_key(machine_cache["tiny"]),))
 
 
 def test_pickle_model_is_refused_until_allowed_for_it_in_the_dialog(qtbot, make_window, machine_cache):
@@ -113,9 +113,9 @@ def test_pickle_model_is_refused_until_allowed_for_it_in_the_dialog(qtbot, make_
     with qtbot.waitSignal(window.model_ready, timeout=60000):
         dialog.open_button.click()
     pickle_key = model_key(machine_cache["pickle"])
-    qtbot.waitUntil(lambda: window.settings.recent_models == (pickle_key,))
-    assert window.settings.permissions_for(pickle_key).allow_pickle
-    assert not window.settings.permissions_for(machine_cache["tiny"]).allow_pickle  # per model only
+    qtbot.waitUntil(lambda: window.chat.settings.recent_models == (pickle_key,))
+    assert window.chat.settings.permissions_for(pickle_key).allow_pickle
+    assert not window.chat.settings.permissions_for(machine_cache["tiny"]).allow_pickle  # per model only
 
     dialog = open_dialog(qtbot, window)  # the permission and the recent model are remembered
     assert rows(dialog)[0][:2] == ["org/tiny-pickle", "recent · HF cache"]

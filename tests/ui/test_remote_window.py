@@ -24,7 +24,7 @@ def test_a_remote_conversation_without_a_local_model(qtbot, make_window, openai_
     window = make_window()
     assert not window.composer.send_button.isEnabled()  # local backend, no model yet
     go_remote(window, openai_server)
-    assert window.composer.send_button.isEnabled() and window.report is None
+    assert window.composer.send_button.isEnabled() and window.chat.report is None
     assert window.vram_panel.server.isVisibleTo(window.vram_panel)
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as blocker:
         send(qtbot, window, "What is the capital of France?")
@@ -41,32 +41,32 @@ def test_a_remote_conversation_without_a_local_model(qtbot, make_window, openai_
     assert window.vram_panel.server.status_text() == ("The server reports no memory figures "
                                                       "(it has no /metrics endpoint).")
     # the conversation keeps its backend: a local chat in between, then reopening restores it
-    conversation_id = window.conversation_id
-    assert window.store.load_conversation(conversation_id).settings["backend"]["kind"] == REMOTE
+    conversation_id = window.chat.conversation_id
+    assert window.chat.store.load_conversation(conversation_id).settings["backend"]["kind"] == REMOTE
     window.new_chat_action.trigger()
-    window.apply_settings(window.settings.generation, BackendSettings(LOCAL))  # for the new chat only
+    window.apply_settings(window.chat.settings.generation, BackendSettings(LOCAL))  # for the new chat only
     assert not window.composer.send_button.isEnabled()
     window.sidebar.open_requested.emit(conversation_id)
-    assert window.settings.backend.kind == REMOTE and window.composer.send_button.isEnabled()
-    assert window.settings.backend.remote.base_url == openai_server.base_url
+    assert window.chat.settings.backend.kind == REMOTE and window.composer.send_button.isEnabled()
+    assert window.chat.settings.backend.remote.base_url == openai_server.base_url
 
 
 def test_stop_keeps_the_partial_answer_and_the_next_turn_is_answered(qtbot, make_window, openai_server):
     window = make_window()
     go_remote(window, openai_server, max_new_tokens=1000)
     send(qtbot, window, "Tell me a very long story about a dragon and a knight.")
-    qtbot.waitUntil(lambda: len(window.conversation.messages[-1].content) > 20, timeout=60000)
+    qtbot.waitUntil(lambda: len(window.chat.conversation.messages[-1].content) > 20, timeout=60000)
     with qtbot.waitSignal(window.turn_finished, timeout=10000) as blocker:
         qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
     assert blocker.args == ["stopped"]
-    stopped = window.conversation.messages[-1]
+    stopped = window.chat.conversation.messages[-1]
     assert stopped.status is MessageStatus.STOPPED and len(stopped.content) > 20
-    stored = window.store.load_conversation(window.conversation_id).conversation.messages[-1]
+    stored = window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages[-1]
     assert (stored.content, stored.status) == (stopped.content, MessageStatus.STOPPED)
     go_remote(window, openai_server, max_new_tokens=8)
     with qtbot.waitSignal(window.turn_finished, timeout=60000):
         send(qtbot, window, "Thanks!")
-    assert len(window.conversation.messages) == 4 and window.conversation.messages[-1].content
+    assert len(window.chat.conversation.messages) == 4 and window.chat.conversation.messages[-1].content
 
 
 def test_evicted_turns_are_summarized_by_the_server(qtbot, make_window, openai_server):
@@ -75,14 +75,14 @@ def test_evicted_turns_are_summarized_by_the_server(qtbot, make_window, openai_s
     window = make_window()
     go_remote(window, openai_server, max_new_tokens=16, context_tokens=384)
     summaries = []
-    window.worker.summary_finished.connect(lambda _rid, state, verdict: summaries.append((state, verdict)))
+    window.chat.worker.summary_finished.connect(lambda _rid, state, verdict: summaries.append((state, verdict)))
     for topic in ("my cat Tom", "my garden in Lyon", "the bakery on Rue Cler"):
         with qtbot.waitSignal(window.turn_finished, timeout=120000):
             send(qtbot, window, f"Let me tell you about {topic}. " + "It is lovely. " * 25)
     qtbot.waitUntil(lambda: bool(summaries), timeout=120000)
     state, verdict = summaries[0]
-    qtbot.waitUntil(lambda: window.summary == state, timeout=5000)
+    qtbot.waitUntil(lambda: window.chat.summary == state, timeout=5000)
     assert state.content and state.folded_through == 1 and 0 < state.tokens <= 48  # reserve: 384 // 8
     assert window.chat_view.summary_block.text() == state.content
-    assert window.store.load_conversation(window.conversation_id).summary == state
-    assert [m.status for m in window.conversation.messages].count(MessageStatus.FAILED) == 0
+    assert window.chat.store.load_conversation(window.chat.conversation_id).summary == state
+    assert [m.status for m in window.chat.conversation.messages].count(MessageStatus.FAILED) == 0

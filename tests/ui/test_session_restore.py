@@ -34,7 +34,7 @@ def test_layout_and_open_conversation_come_back_after_a_restart(qtbot, make_wind
     db = tmp_path / "chats.sqlite3"
     cats, dogs = seed(db)
     window = make_window(store_path=db)
-    assert window.conversation_id is None  # first start: nothing to restore
+    assert window.chat.conversation_id is None  # first start: nothing to restore
     # inside the offscreen platform's 800×600 screen: restoreGeometry moves a window back onto
     # the screen, as it should on a real desktop whose monitor changed
     window.setGeometry(QRect(20, 30, 770, 540))
@@ -42,7 +42,7 @@ def test_layout_and_open_conversation_come_back_after_a_restart(qtbot, make_wind
     window.splitter.setSizes([170, 300])
     qtbot.mouseClick(window.sidebar.list_widget.viewport(), Qt.MouseButton.LeftButton,
                      pos=window.sidebar.list_widget.visualItemRect(window.sidebar.item_for(cats)).center())
-    assert window.conversation_id == cats  # opened by a click, not the newest one
+    assert window.chat.conversation_id == cats  # opened by a click, not the newest one
     geometry, sizes = window.geometry(), window.splitter.sizes()
     window.close()
 
@@ -50,7 +50,7 @@ def test_layout_and_open_conversation_come_back_after_a_restart(qtbot, make_wind
     assert again.geometry() == geometry == QRect(20, 30, 770, 540)
     assert again.splitter.sizes() == sizes
     assert again.dockWidgetArea(again.vram_panel) == Qt.DockWidgetArea.LeftDockWidgetArea
-    assert again.conversation_id == cats and again.sidebar.current_id() == cats
+    assert again.chat.conversation_id == cats and again.sidebar.current_id() == cats
     assert [b.text for b in again.chat_view.bubbles()] == ["Tell me about cats", "An answer about cats"]
     assert dogs in again.sidebar.ids()
 
@@ -67,7 +67,7 @@ def test_a_hidden_memory_panel_and_a_new_chat_are_restored_as_such(qtbot, make_w
 
     again = make_window(store_path=db)
     assert not again.vram_panel.isVisible() and not again.memory_action.isChecked()
-    assert again.conversation_id is None and again.chat_view.bubbles() == []
+    assert again.chat.conversation_id is None and again.chat_view.bubbles() == []
 
 
 def test_a_conversation_deleted_since_is_not_reopened(qtbot, make_window, tmp_path):
@@ -79,7 +79,7 @@ def test_a_conversation_deleted_since_is_not_reopened(qtbot, make_window, tmp_pa
     with Store(db) as store:
         store.delete_conversation(cats)
     again = make_window(store_path=db)
-    assert again.conversation_id is None and again.chat_view.bubbles() == []
+    assert again.chat.conversation_id is None and again.chat_view.bubbles() == []
 
 
 def test_startup_notices_are_shown_once(qtbot, make_window):
@@ -104,6 +104,6 @@ def test_check_environment_explains_this_machine_in_the_chat(qtbot, make_window)
     qtbot.waitUntil(task.done, timeout=15000)
     assert task.exception() is None
     assert notice_texts(window) == [n.text for n in expected]
-    assert window.session.shown_notices() == {n.key for n in expected}
+    assert window.window_state.shown_notices() == {n.key for n in expected}
     if not read_environment().cuda_available:  # this CPU-only CI machine: the plain CPU message
         assert "runs models on the CPU" in " ".join(notice_texts(window))

@@ -132,7 +132,7 @@ def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, 
 def test_turn_over_memory_is_refused_before_it_starts(qtbot, real_loaded):
     # a simulated 600 MiB device of which the 513 MiB model already fills most
     probe = FakeProbe(total=600 * 2**20, allocated=real_loaded.report.weight_bytes)
-    worker, thread = start_worker(lambda: probe)
+    worker, thread = start_worker(lambda _device: probe)
     try:
         adopt(qtbot, worker, real_loaded)
         streamed = []
@@ -183,3 +183,85 @@ def test_cpu_probe_is_alive(real_loaded):
     sample = CpuProbe().sample()
     assert sample.kind == "cpu" and sample.allocated > real_loaded.report.weight_bytes // 2
     assert 0 < sample.free < sample.total and sample.total > 1 * GiB
+
+
+def test_load_requested_loads_in_the_worker_thread_and_picks_the_probe_from_the_device(qtbot, worker,
+                                                                                        tiny_model_dir):
+    from app.core.settings import ModelPermissions
+
+    stages, threads, probes = [], set(), []
+    worker.load_progressed.connect(lambda text, fraction: (stages.append((text, fraction)),
+                                                           threads.add(threading.get_ident())))
+    worker.probe_changed.connect(probes.append)
+    with qtbot.waitSignal(worker.model_loaded, timeout=60000) as loaded:
+        worker.load_requested.emit(str(tiny_model_dir), ModelPermissions(str(tiny_model_dir)), "cpu")
+    report = loaded.args[0]
+    assert report.device == "cpu" and report.source == str(tiny_model_dir)
+    assert stages[-1] == ("Ready", 1.0) and threading.get_ident() not in threads
+    assert [p.kind for p in probes] == ["cpu"] and probes[0] is worker.probe
+
+
+def test_a_failed_load_is_said_on_load_failed_and_leaves_no_model(qtbot, worker, tiny_loaded, tmp_path):
+    from app.core.settings import ModelPermissions
+
+    adopt(qtbot, worker, tiny_loaded)
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"not a gguf" * 50)
+    changed = []
+    worker.model_changed.connect(changed.append)
+    with qtbot.waitSignal(worker.load_failed, timeout=30000) as failed:
+        worker.load_requested.emit(str(bad), ModelPermissions(str(bad)), "auto")
+    assert "cannot convert broken.gguf" in failed.args[0] and "Traceback" not in failed.args[0]
+    assert changed == [None]  # the open model was freed first (C05), nothing adopted after
+    with qtbot.waitSignal(worker.generation_failed, timeout=10000) as no_model:
+        worker.turn_requested.emit(request(9, GenerationSettings(max_new_tokens=5)))
+    assert no_model.args[1] == "no model is loaded"
+
+
+def test_cancel_reaches_the_running_load_and_those_queued_but_not_later_ones(qtbot, worker, tiny_model_dir):
+    from app.core.settings import ModelPermissions
+
+    permissions = ModelPermissions(str(tiny_model_dir))
+    outcomes = []
+    worker.load_cancelled.connect(lambda: outcomes.append("cancelled"))
+    worker.model_loaded.connect(lambda report: outcomes.append("loaded"))
+
+    def cancel_at_first_stage(_text, _fraction):
+        if not outcomes:
+            outcomes.append("first stage")
+            worker.request_cancel_load()  # from the GUI thread, while the worker is busy loading
+
+    worker.load_progressed.connect(cancel_at_first_stage)
+    worker.load_requested.emit(str(tiny_model_dir), permissions, "cpu")  # cancelled at its first stage
+    qtbot.waitUntil(lambda: "cancelled" in outcomes, timeout=60000)
+    worker.load_progressed.disconnect(cancel_at_first_stage)
+    worker.load_requested.emit(str(tiny_model_dir), permissions, "cpu")  # queued, then cancelled
+    worker.load_requested.emit(str(tiny_model_dir), permissions, "cpu")
+    worker.request_cancel_load()
+    worker.load_requested.emit(str(tiny_model_dir), permissions, "cpu")  # asked after Cancel: loads
+    qtbot.waitUntil(lambda: "loaded" in outcomes, timeout=60000)
+    assert outcomes == ["first stage", "cancelled", "cancelled", "cancelled", "loaded"]
+
+
+def test_the_probe_is_chosen_from_the_preference_then_from_the_adopted_models_device(qtbot, tiny_loaded):
+    from app.engine.memory.probe import probe_for
+
+    asked = []
+
+    def factory(device):
+        asked.append(device)
+        return FakeProbe(kind="cpu", device_name=device)
+
+    worker, thread = start_worker(factory)  # the default preference: "auto"
+    try:
+        assert asked == ["auto"] and worker.probe.sample().device_name == "auto"
+        with qtbot.waitSignal(worker.probe_changed, timeout=10000) as changed:
+            worker.model_change_requested.emit(tiny_loaded)
+        assert asked == ["auto", "cpu"] and changed.args[0] is worker.probe
+    finally:
+        thread.quit()
+        thread.wait(5000)
+    import torch
+
+    cuda = "cuda" if torch.cuda.is_available() else "cpu"  # no CUDA: a CUDA string gives the CPU probe
+    assert [probe_for(d).kind for d in ("cpu", "cuda:0", "cuda", "auto")] == ["cpu", cuda, cuda, cuda]

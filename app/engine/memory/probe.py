@@ -177,6 +177,19 @@ def pick_probe(device: int = 0) -> MemoryProbe:
     return CudaProbe(device) if torch.cuda.is_available() else CpuProbe()
 
 
+def probe_for(device: str) -> MemoryProbe:
+    """The probe for the memory a model on ``device`` uses: a torch device string as a
+    LoadReport gives it ("cuda:1", "cuda", "cpu"), or a device preference before any model is
+    loaded ("auto": CUDA device 0 when CUDA is available, as the loader places models; "cpu").
+    A CUDA device on a machine without CUDA gives the CpuProbe."""
+    if device == "auto":
+        return pick_probe()
+    if device.startswith("cuda") and torch.cuda.is_available():
+        _, _, index = device.partition(":")
+        return CudaProbe(int(index) if index else 0)
+    return CpuProbe()
+
+
 def release_memory() -> int:
     """Drop unreachable objects and hand cached memory back: gc.collect(), then
     torch.cuda.empty_cache() where CUDA is initialised, and glibc malloc_trim(0) so RSS falls

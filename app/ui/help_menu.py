@@ -1,9 +1,10 @@
 """Help → About Headroom, and the start-up notices: what this machine's GPU, driver and
 bitsandbytes mean for Headroom (no GPU, old driver, no 4-bit), explained once in the transcript.
 
-Which notices were already shown is remembered in the window's SessionState, so a later start
-stays quiet until the situation changes. Environment facts come from app.engine.loading.environment,
-read off the GUI thread (nvidia-smi can take seconds).
+Which notices were already shown is remembered in the window's WindowState, so a later start
+stays quiet until the situation changes; they are said through the chat's notice funnel.
+Environment facts come from app.engine.loading.environment, read off the GUI thread (nvidia-smi
+can take seconds).
 """
 
 from __future__ import annotations
@@ -18,16 +19,21 @@ from qasync import asyncSlot
 from app.ui.about_dialog import AboutDialog
 
 if TYPE_CHECKING:
-    from app.ui.main_window import MainWindow
+    from app.chat.chat import Chat
+    from app.ui.window_state import WindowState
 
 
-class HelpController(QObject):
-    """Opens `window`'s About dialog (kept as about_dialog) and shows start-up notices. No
-    signals."""
+class HelpMenu(QObject):
+    """Opens the About dialog over `window` (kept as about_dialog) and says the start-up notices
+    through `chat`, remembering them in `window_state`. No signals."""
 
-    def __init__(self, window: MainWindow):
+    def __init__(self, window, chat: Chat, window_state: WindowState, own_task):
+        """own_task(): track the running async slot's task so closing the window cancels it."""
         super().__init__(window)
         self._window = window
+        self._chat = chat
+        self._window_state = window_state
+        self._own_task = own_task
         self.about_dialog: AboutDialog | None = None
 
     @Slot()
@@ -36,7 +42,7 @@ class HelpController(QObject):
         from app.engine.loading.environment import read_environment
 
         log_file = current_log_file()
-        self.about_dialog = AboutDialog(read_environment(), self._window.report,
+        self.about_dialog = AboutDialog(read_environment(), self._chat.report,
                                         log_file.parent if log_file else None, self._window)
         self.about_dialog.open()  # window-modal, never blocks the event loop
 
@@ -47,19 +53,18 @@ class HelpController(QObject):
         from app.engine.loading.environment import read_environment
         from app.engine.loading.startup_notices import startup_notices
 
-        self._window.own_current_task()
+        self._own_task()
         env = await asyncio.get_event_loop().run_in_executor(
             None, functools.partial(read_environment, probe_gpu=True))
-        self.show_startup_notices(startup_notices(env, self._window.device_preference))
+        self.show_startup_notices(startup_notices(env, self._chat.device_preference))
 
     def show_startup_notices(self, notices) -> list:
-        """Add to the transcript each StartupNotice not shown at an earlier start, and remember
-        it in the session file; returns the notices shown now."""
-        session = self._window.session
-        seen = session.shown_notices()
+        """Say each StartupNotice not shown at an earlier start (a transcript notice), and
+        remember it in session.ini; returns the notices shown now."""
+        seen = self._window_state.shown_notices()
         fresh = [n for n in notices if n.key not in seen]
         for notice in fresh:
-            self._window.chat_view.add_notice(notice.text)
+            self._chat.announce(notice.text)
         if fresh:
-            session.remember_notices(n.key for n in fresh)
+            self._window_state.remember_notices(n.key for n in fresh)
         return fresh

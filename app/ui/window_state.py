@@ -12,12 +12,12 @@ from PySide6.QtCore import QByteArray, QSettings
 
 from app.core.paths import config_dir
 
-SESSION_FILE_NAME = "session.ini"
+SESSION_FILE_NAME = "session.ini"  # the file keeps its name: existing layouts come back
 # bump when docks or toolbars are renamed/added, so an old layout is not half-applied
 LAYOUT_VERSION = 1
 
 
-class SessionState:
+class WindowState:
     """Reads and writes session.ini. path: default config_dir()/session.ini. No signals."""
 
     def __init__(self, path: Path | None = None):

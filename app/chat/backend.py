@@ -1,0 +1,80 @@
+"""Settings and the backend that answers: adopting edited generation and backend settings (with
+the API key kept out of settings.json), and what the chosen backend changes — a remote server's
+/metrics watched by the server monitor, the backend named in the window, and whether Send needs
+a loaded model (only the local backend does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.core.backend_settings import BackendSettings, conversation_settings
+from app.core.secrets import load_api_key, save_api_key
+from app.core.settings import GenerationSettings, save_settings
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("Backend", text)
+
+
+class BackendFlow(QObject):
+    """Applies chat.settings.backend; remote_report is the RemoteReport of the server that
+    answered last (None until one has). No signals of its own: the Chat's backend_changed,
+    backend_reported and can_send_changed are emitted here."""
+
+    def __init__(self, chat: Chat):
+        super().__init__(chat)
+        self._chat = chat
+        self.remote_report = None
+        chat.worker.backend_chosen.connect(self._on_backend_chosen)
+
+    def api_key_stored(self) -> bool:
+        """Whether an API key is stored for the remote backend's URL (for the Settings dialog)."""
+        remote = self._chat.settings.backend.remote
+        return bool(remote.base_url and load_api_key(remote.base_url))
+
+    def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
+                       api_key: str | None = None) -> None:
+        """Adopt edited settings: saved as the defaults for new chats and, for the open
+        conversation, as its own. api_key: store it for the backend's URL (None: unchanged,
+        "": forget it); it goes to the keyring or an owner-only file, never to settings.json."""
+        chat = self._chat
+        chat.settings = replace(chat.settings, generation=generation, backend=backend)
+        save_settings(chat.settings)
+        if api_key is not None and backend.remote.base_url:
+            try:
+                where = save_api_key(backend.remote.base_url, api_key)
+                chat.announce(_tr("API key forgotten") if not api_key else
+                              _tr("API key stored in the OS keyring") if where == "keyring" else
+                              _tr("API key stored in api_keys.json (owner-only)"), "status")
+            except OSError as exc:
+                chat.announce(_tr("Could not store the API key: {0}").format(exc.strerror), "error")
+        if chat.conversation_id is not None:  # the open conversation keeps its own settings
+            chat.store.update_settings(chat.conversation_id, conversation_settings(generation, backend))
+        self.apply_backend()
+
+    def apply_backend(self) -> None:
+        """Watch and name the current backend: a remote server's metrics are polled; sending
+        needs a loaded model only for the local backend."""
+        chat = self._chat
+        backend = chat.settings.backend
+        chat.server_monitor.watch(backend.remote if backend.is_remote else None)
+        chat.backend_changed.emit(backend.remote.display if backend.is_remote else None)
+        self.refresh_can_send()
+
+    def refresh_can_send(self) -> None:
+        """Say whether something can answer: a loaded model, or a remote backend."""
+        chat = self._chat
+        chat.can_send_changed.emit(chat.report is not None or chat.settings.backend.is_remote)
+
+    @Slot(int, object)
+    def _on_backend_chosen(self, _request_id: int, report) -> None:
+        if getattr(report, "kind", "local") == "remote":
+            self.remote_report = report
+        self._chat.backend_reported.emit(report)

@@ -1,0 +1,160 @@
+"""The open chat, with no widgets: its settings, its Store, the open conversation (with its id
+and summary), the loaded model's LoadReport, and the threads that serve it — the generation
+worker's, the server monitor's — plus the GUI-thread memory monitor.
+
+A `Chat` lives in the GUI thread; only this thread reads or writes its state, and the worker
+only ever sees copies (TurnRequest snapshots). The flows beside it (app.chat.turns,
+conversations, summary, models, backend, memory) take a Chat, connect themselves to its
+worker's signals, and tell the window what changed through the Chat's past-tense signals.
+`app.chat.open_chat` builds a Chat with its flows; this module imports none of them.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from app.core.conversation import Conversation
+from app.core.history import SummaryState, group_turns
+from app.core.settings import Settings
+from app.core.store import Store, open_store
+from app.workers.memory_monitor import MemoryMonitor
+from app.workers.server_monitor import ServerMonitor
+
+PURGE_DELETED_AFTER_S = 7 * 24 * 3600  # deleted conversations can be restored for a week
+
+
+class Chat(QObject):
+    """The open chat. Commands are the flows' methods (chat.turns.send, chat.models.open_model,
+    …) and announce(); events go out on these signals, all emitted in the GUI thread:
+
+        notice(str text, str kind): every expected error and notice, the one funnel. kind
+            "info" or "error": a line in the transcript; "status": the status bar for 8 s;
+            "warning": the status bar for 15 s.
+        message_added(object Role, str text): a message the user sent.
+        reply_started(bool continued): a reply bubble opens (continued: the last one reopens).
+        reply_streamed(str): new reply text.
+        reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
+        reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
+        turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
+        turn_planned(object TurnPlan): the pending turn's window, projection and decision.
+        turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
+        text_withdrawn(str): a refused message given up on, for the composer.
+        messages_truncated(int index): messages from index on are gone.
+        conversation_cleared(): an empty chat is open.
+        conversation_loaded(list[Message]): a stored conversation is open.
+        conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
+        conversation_deleted(int id, str title): deleted, restorable (offer Undo).
+        summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
+        summarizing_changed(bool).
+        load_progressed(str, float): loading stage and fraction; load_ended(): no load runs.
+        model_changed(object LoadReport | None); model_loaded(object LoadReport);
+        load_failed(str reason).
+        decode_status_changed(object DecodeStatus).
+        can_send_changed(bool): something can answer (a model, or a remote backend).
+        backend_changed(object): the remote server's display name, or None for the local model.
+        backend_reported(object): the LoadReport or RemoteReport of what answered a turn.
+    """
+
+    notice = Signal(str, str)
+    message_added = Signal(object, str)
+    reply_started = Signal(bool)
+    reply_streamed = Signal(str)
+    reply_ended = Signal(object, str)
+    reply_measured = Signal(float, float, int)
+    turn_ended = Signal(str)
+    turn_planned = Signal(object)
+    turn_refused = Signal(object, object)
+    text_withdrawn = Signal(str)
+    messages_truncated = Signal(int)
+    conversation_cleared = Signal()
+    conversation_loaded = Signal(list)
+    conversations_listed = Signal(list, object)
+    conversation_deleted = Signal(int, str)
+    summary_changed = Signal(str, int, int, int)
+    summarizing_changed = Signal(bool)
+    load_progressed = Signal(str, float)
+    load_ended = Signal()
+    model_changed = Signal(object)
+    model_loaded = Signal(object)
+    load_failed = Signal(str)
+    decode_status_changed = Signal(object)
+    can_send_changed = Signal(bool)
+    backend_changed = Signal(object)
+    backend_reported = Signal(object)
+
+    def __init__(self, settings: Settings, store: Store | None = None, device_preference: str = "auto",
+                 worker=None, server_monitor: ServerMonitor | None = None, parent=None):
+        """store: conversations (default: the user data folder's; a damaged file is moved aside
+        and said in a notice at start()). worker: a GenerationWorker-shaped QObject already in
+        its thread (tests); default: a GenerationWorker in a new QThread, started by start()."""
+        super().__init__(parent)
+        self.settings = settings
+        self._store_notice = None
+        if store is None:
+            store, self._store_notice = open_store()
+        self.store = store
+        self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
+        self.device_preference = device_preference
+        self.conversation = Conversation()
+        self.conversation_id: int | None = None
+        self.summary = SummaryState()
+        self.report = None  # LoadReport of the loaded model, None while none is
+        self.thread: QThread | None = None
+        if worker is None:
+            from app.workers.generation_worker import GenerationWorker
+
+            worker = GenerationWorker(device_preference=device_preference)
+            self.thread = QThread(self)
+            self.thread.setObjectName("generation")
+            worker.moveToThread(self.thread)
+        self.worker = worker
+        self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
+        self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
+        # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
+        self.turns = self.conversations = self.summaries = None
+        self.models = self.backend = self.memory = None
+        self._closed = False
+
+    def start(self) -> None:
+        """Start the worker's thread and the memory sampling, apply the backend, list the
+        stored conversations, and say whether the Store had to be replaced."""
+        if self.thread is not None:
+            self.thread.start()
+        self.monitor.start()
+        self.backend.apply_backend()
+        self.conversations.refresh_sidebar()
+        if self._store_notice:
+            self.announce(self._store_notice, "error")
+
+    def announce(self, text: str, kind: str = "info") -> None:
+        """Say `text` through the notice funnel (kinds: see the class docstring)."""
+        self.notice.emit(text, kind)
+
+    def folded_turns(self) -> int:
+        """How many turns of the open conversation the summary folds."""
+        return sum(1 for turn in group_turns(self.conversation.messages)
+                   if turn.last_position <= self.summary.folded_through)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Stop everything, completely: a queued message is dropped, a load cancelled, a reply in
+        flight stopped (within one token) and kept as stopped, the monitors stopped, both
+        threads joined, deleted conversations older than a week purged, the Store closed.
+        A second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self.turns.discard_queued()  # a message sent while stopping must not start now
+        self.models.cancel_load()
+        self.monitor.stop()
+        self.server_monitor.shutdown()
+        self.worker.request_stop()
+        if self.thread is not None:
+            self.thread.quit()
+            self.thread.wait()
+        self.turns.keep_partial_as_stopped()
+        self.store.purge_deleted(older_than_s=PURGE_DELETED_AFTER_S)
+        self.store.close()

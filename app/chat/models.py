@@ -1,0 +1,145 @@
+"""Opening a model: asking the worker to load it (the worker frees the open model first, loads
+in its own thread with progress, and adopts it), Cancel, and adopting what is actually active
+(its LoadReport) as the chat's report.
+
+The open model is freed before the next one loads (case C05: unload keeps VRAM), so a failed or
+cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_code, pickle)
+and the recent-models list are saved in settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.core.settings import save_settings
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("Models", text)
+
+
+class ModelFlow(QObject):
+    """Loads models through the chat's worker and adopts the worker's LoadReport as chat.report.
+    No signals of its own: the Chat's load_progressed, load_ended, model_changed, model_loaded,
+    load_failed and decode_status_changed are emitted here."""
+
+    def __init__(self, chat: Chat):
+        super().__init__(chat)
+        self._chat = chat
+        self._loads: list[Path] = []  # requested and not yet answered, oldest first
+        self._fraction = 0.0          # of the newest load's progress
+        worker = chat.worker
+        worker.load_progressed.connect(self._on_load_progressed)
+        worker.model_changed.connect(self._on_model_changed)
+        worker.model_loaded.connect(self._on_model_loaded)
+        worker.load_failed.connect(self._on_load_failed)
+        worker.load_cancelled.connect(self._on_load_cancelled)
+        worker.decode_status_changed.connect(chat.decode_status_changed)
+
+    @property
+    def loading(self) -> bool:
+        """Whether a load is requested and not yet answered."""
+        return bool(self._loads)
+
+    @Slot(str, object)
+    def open_chosen(self, path: str, permissions) -> None:
+        """Open a model picked in the Open-model dialog, remembering its opt-ins (ModelPermissions)."""
+        chat = self._chat
+        chat.settings = chat.settings.with_permissions(permissions)
+        save_settings(chat.settings)
+        self.open_model(Path(path))
+
+    def open_model(self, path: Path) -> None:
+        """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
+        load_progressed, then model_loaded or load_failed (a notice says why) or, after Cancel,
+        a notice. A path that does not exist is refused before the open model is unloaded."""
+        chat, path = self._chat, Path(path)
+        if not path.exists():
+            chat.announce(_tr("Could not open the model: no model at {0}.").format(path), "error")
+            chat.load_failed.emit(f"no model at {path}")
+            return
+        if self._loads:
+            chat.worker.request_cancel_load()  # a newer request replaces a load in progress
+        self._loads.append(path)
+        chat.worker.request_stop()  # a reply in flight ends before the model goes
+        chat.can_send_changed.emit(False)
+        self._fraction = 0.0
+        chat.load_progressed.emit(_tr("Opening {0}…").format(path.name), 0.0)
+        chat.worker.load_requested.emit(str(path), chat.settings.permissions_for(path), chat.device_preference)
+
+    def cancel_load(self) -> bool:
+        """Ask the load in progress to stop after its current step; False when none is running.
+        The progress line says so until it has."""
+        if not self._loads:
+            return False
+        self._chat.worker.request_cancel_load()
+        self._chat.load_progressed.emit(_tr("Cancelling after the current step…"), self._fraction)
+        return True
+
+    def _answered(self) -> tuple[Path, bool]:
+        """The path of the load the worker just answered, and whether it was the newest."""
+        path = self._loads.pop(0)
+        if not self._loads:
+            self._chat.load_ended.emit()
+        return path, not self._loads
+
+    def _previous_model(self, path: Path) -> Path | None:
+        """The last model that opened, when it is another one than `path` (it was freed before
+        this load, so a failed or cancelled load reopens it); None otherwise or after close."""
+        previous = self._chat.settings.last_model_path
+        if not previous or Path(previous) == path or self._chat.closed:
+            return None
+        return Path(previous)
+
+    # ----- events from the worker --------------------------------------------------------------
+    @Slot(str, float)
+    def _on_load_progressed(self, text: str, fraction: float) -> None:
+        if len(self._loads) == 1:  # not the stages of a load already replaced
+            self._fraction = fraction
+            self._chat.load_progressed.emit(text, fraction)
+
+    @Slot(object)
+    def _on_model_changed(self, report) -> None:
+        chat = self._chat
+        chat.report = report
+        chat.model_changed.emit(report)
+        chat.backend.refresh_can_send()
+
+    @Slot(object)
+    def _on_model_loaded(self, report) -> None:
+        path, newest = self._answered()
+        if not newest:  # a newer open is queued and frees this model first
+            return
+        chat = self._chat
+        chat.settings = chat.settings.with_recent_model(path)
+        save_settings(chat.settings)
+        chat.model_loaded.emit(report)
+
+    @Slot(str)
+    def _on_load_failed(self, reason: str) -> None:
+        path, newest = self._answered()
+        if not newest:
+            return
+        previous = self._previous_model(path)
+        again = _tr(" Reopening {0}.").format(previous.name) if previous else ""
+        self._chat.announce(_tr("Could not open the model: {0}.{1}").format(reason.rstrip("."), again), "error")
+        self._chat.load_failed.emit(reason)
+        if previous:
+            self.open_model(previous)
+
+    @Slot()
+    def _on_load_cancelled(self) -> None:
+        path, newest = self._answered()
+        if not newest:
+            return
+        previous = self._previous_model(path)
+        self._chat.announce(_tr("Loading cancelled.{0}").format(
+            _tr(" Reopening {0}.").format(previous.name) if previous else ""))
+        if previous:
+            self.open_model(previous)

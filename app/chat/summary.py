@@ -1,0 +1,83 @@
+"""The summary of earlier turns, kept in step with the worker's summary events, the user's edits,
+and the Store.
+
+The worker folds the oldest turns into a summary when the history outgrows the context window;
+this adopts it as the chat's SummaryState, saves each new or edited one with the open
+conversation, says what it covers (turns folded, tokens, its token cap) on summary_changed, and
+reports a failed summary in an error notice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.core.history import SummaryState, summary_reserve
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+DEFAULT_POSITIONS = 2048  # the context assumed before a model says its own (tokens)
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("Summary", text)
+
+
+class SummaryFlow(QObject):
+    """Adopts, shows and saves the chat's SummaryState (chat.summary). No signals of its own: the
+    Chat's summary_changed and summarizing_changed are emitted here."""
+
+    def __init__(self, chat: Chat):
+        super().__init__(chat)
+        self._chat = chat
+        chat.worker.summary_started.connect(self._on_summary_started)
+        chat.worker.summary_finished.connect(self._on_summary_finished)
+        chat.worker.summary_failed.connect(self._on_summary_failed)
+
+    def summary_cap(self) -> int:
+        """The summary's token budget: a reserve out of the context window in use (the local
+        model's positions, or the remote server's context; capped by settings), in tokens."""
+        chat = self._chat
+        positions = (chat.report.max_positions if chat.report else None) or DEFAULT_POSITIONS
+        remote_report = chat.backend.remote_report
+        if chat.settings.backend.is_remote and remote_report is not None:
+            positions = remote_report.context_tokens
+        context = chat.settings.generation.context_tokens
+        return summary_reserve(min(positions, context) if context > 0 else positions)
+
+    def show_summary(self) -> None:
+        """Emit summary_changed for chat.summary, with the number of turns it folds."""
+        chat = self._chat
+        chat.summary_changed.emit(chat.summary.content, chat.folded_turns(), chat.summary.tokens,
+                                  self.summary_cap())
+
+    @Slot(str)
+    def edit(self, text: str) -> None:
+        """Adopt the user's edit of the summary ("" removes it) and save it."""
+        chat = self._chat
+        chat.summary = SummaryState(text, chat.summary.folded_through if text else -1,
+                                    len(text.split()) * 4 // 3)  # recounted by the next turn's plan
+        if chat.conversation_id is not None:
+            chat.store.save_summary(chat.conversation_id, chat.summary)
+        self.show_summary()
+
+    @Slot(int, int)
+    def _on_summary_started(self, _request_id: int, _folded: int) -> None:
+        self._chat.summarizing_changed.emit(True)
+
+    @Slot(int, object, str)
+    def _on_summary_finished(self, _request_id: int, state, verdict: str) -> None:
+        chat = self._chat
+        chat.summary = state
+        if chat.conversation_id is not None:
+            chat.store.save_summary(chat.conversation_id, state)
+        chat.summarizing_changed.emit(False)
+        self.show_summary()
+        chat.announce(_tr("Summary: {0}").format(verdict), "status")
+
+    @Slot(int, str)
+    def _on_summary_failed(self, _request_id: int, reason: str) -> None:
+        self._chat.summarizing_changed.emit(False)
+        self._chat.announce(_tr("The summary of earlier turns failed: {0}").format(reason), "error")

@@ -1,0 +1,218 @@
+"""The chat turn, from Send to the transcript: send → the worker's plan and admission decision →
+streaming → finished, refused (with the admission remedies the user may pick) or failed.
+
+Owns the request in flight (its id), a message sent while Stop takes effect (sent as soon as
+the turn ends), the pending turn's TurnPlan, and the per-turn projected vs measured peaks kept
+for the diagnostics report. The conversation itself is the Chat's; only the GUI thread runs this
+code, and the worker only ever sees copies of the messages.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.core.conversation import MessageStatus, Role, copy_messages
+from app.workers.generation_worker import TurnRequest
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("Turns", text)
+
+
+class TurnFlow(QObject):
+    """Runs the chat's turns through its worker. No signals of its own: the Chat's message_added,
+    reply_*, turn_planned, turn_refused, turn_ended and text_withdrawn are emitted here."""
+
+    def __init__(self, chat: Chat):
+        super().__init__(chat)
+        self._chat = chat
+        self._request_ids = itertools.count(1)
+        self._active_request: int | None = None
+        self._queued_text: str | None = None
+        self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
+        self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
+        worker = chat.worker
+        worker.turn_planned.connect(self._on_turn_planned)
+        worker.token_streamed.connect(self._on_token_streamed)
+        worker.reply_finished.connect(self._on_reply_finished)
+        worker.generation_failed.connect(self._on_generation_failed)
+        worker.turn_refused.connect(self._on_turn_refused)
+
+    @property
+    def active(self) -> bool:
+        """Whether a reply is in flight (planned, streaming or stopping)."""
+        return self._active_request is not None
+
+    # ----- commands ----------------------------------------------------------------------------
+    @Slot(str)
+    def send(self, text: str) -> None:
+        """Add `text` as the user's message and start a turn; while a reply is still stopping it
+        waits and starts as soon as that turn ends."""
+        chat = self._chat
+        if self._active_request is not None:  # sent while Stop takes effect: next in line
+            self._queued_text = text
+            chat.worker.request_stop()
+            return
+        message = chat.conversation.add(Role.USER, text)
+        chat.message_added.emit(Role.USER, text)
+        chat.conversations.persist(message)
+        self._start_turn()
+
+    @Slot(int, str)
+    def edit(self, index: int, text: str) -> None:
+        """Replace the user message at `index` with `text`, forget what followed, answer again."""
+        chat = self._chat
+        message = chat.conversation.messages[index]
+        message.content = text
+        chat.conversations.persist(message)
+        chat.conversations.drop_from(index + 1)
+        self._start_turn()
+
+    @Slot(int)
+    def regenerate(self, index: int) -> None:
+        """Forget the answer at `index` (and anything after it) and answer again."""
+        self._chat.conversations.drop_from(index)
+        self._start_turn()
+
+    @Slot(int)
+    def continue_reply(self, _index: int) -> None:
+        """Extend the last (stopped) answer in place (case C17: continue after stop)."""
+        self._chat.conversation.messages[-1].status = MessageStatus.STREAMING
+        self._start_turn(continue_final=True)
+
+    @Slot()
+    def stop(self) -> None:
+        """End the reply or summary in flight within one token."""
+        # A direct call, not a signal into the worker: the worker's event loop is busy
+        # generating, so a queued slot would only run after the reply ends.
+        self._chat.worker.request_stop()
+
+    def apply_remedy(self, choice: str, decision) -> None:
+        """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
+        "override"; anything else gives up) and send it again."""
+        settings = self._chat.settings.generation
+        if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
+            self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit))
+        elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:
+            # a smaller context for this turn: the oldest turns leave the window (and are summarized)
+            context = len(self.last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
+            self._start_turn(settings=replace(settings, context_tokens=max(context, settings.max_new_tokens + 1)))
+        elif choice == "override":
+            self._start_turn(override_memory=True)
+        else:
+            self._withdraw_unanswered()
+
+    def _start_turn(self, continue_final: bool = False, override_memory: bool = False,
+                    settings=None) -> None:
+        chat = self._chat
+        messages = copy_messages(chat.conversation.messages)
+        if not continue_final:
+            chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
+        chat.reply_started.emit(continue_final)
+        request = TurnRequest(next(self._request_ids), messages, chat.summary,
+                              settings or chat.settings.generation, continue_final, override_memory,
+                              backend=chat.settings.backend)
+        self._active_request = request.request_id
+        chat.worker.turn_requested.emit(request)
+
+    def _withdraw_unanswered(self) -> None:
+        """A refused message the user gives up on goes back into the composer, not into history."""
+        messages = self._chat.conversation.messages
+        if not messages or messages[-1].role is not Role.USER:
+            return
+        text = messages[-1].content
+        self._chat.conversations.drop_from(len(messages) - 1)
+        self._chat.text_withdrawn.emit(text)
+
+    # ----- events from the worker --------------------------------------------------------------
+    @Slot(int, object)
+    def _on_turn_planned(self, _request_id: int, plan) -> None:
+        self.last_plan = plan
+        self._chat.turn_planned.emit(plan)
+
+    @Slot(int, str)
+    def _on_token_streamed(self, request_id: int, text: str) -> None:
+        if request_id == self._active_request:
+            self._chat.conversation.messages[-1].content += text
+            self._chat.reply_streamed.emit(text)
+
+    @Slot(int, object, object)
+    def _on_reply_finished(self, request_id: int, finished, record) -> None:
+        if request_id != self._active_request:
+            return
+        self.turn_records.append(record)
+        if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
+            self._end_turn(MessageStatus.STOPPED, _tr("max new tokens reached"))
+        else:
+            self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
+                           else MessageStatus.COMPLETE)
+        self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
+
+    @Slot(int, str, str)
+    def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:
+        if request_id != self._active_request:
+            return
+        self._end_turn(MessageStatus.FAILED, reason)
+        self._chat.announce(_tr("The reply failed: {0}").format(reason), "error")
+
+    @Slot(int, object)
+    def _on_turn_refused(self, request_id: int, decision) -> None:
+        if request_id != self._active_request:
+            return
+        chat = self._chat
+        reply = chat.conversation.messages[-1]
+        if reply.id is None:  # a fresh placeholder: nothing ran, nothing to keep
+            chat.conversation.messages.pop()
+            chat.reply_ended.emit(MessageStatus.FAILED, "")
+            chat.messages_truncated.emit(len(chat.conversation.messages))
+        else:  # a refused "continue": the partial answer stays as it was
+            reply.status = MessageStatus.STOPPED
+            chat.reply_ended.emit(MessageStatus.STOPPED, "")
+        self._active_request = None
+        chat.announce(_tr("This turn was not started: {0}").format(decision.reason), "error")
+        chat.turn_ended.emit("refused")
+        if self._queued_text:
+            self._send_queued()
+            return
+        projection = self.last_plan.projection if self.last_plan is not None else None
+        chat.turn_refused.emit(decision, projection)
+
+    # ----- ending a turn -----------------------------------------------------------------------
+    def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
+        chat = self._chat
+        message = chat.conversation.messages[-1]
+        message.status = status
+        chat.conversations.persist(message)
+        chat.reply_ended.emit(status, detail)
+        self._active_request = None
+        chat.turn_ended.emit(status.value)
+        self._send_queued()
+
+    def _send_queued(self) -> None:
+        text, self._queued_text = self._queued_text, None
+        if text:
+            self.send(text)
+
+    def discard_queued(self) -> None:
+        """Forget a message sent while Stop takes effect: it must not start a turn now."""
+        self._queued_text = None
+
+    def keep_partial_as_stopped(self) -> None:
+        """End the reply in flight, if any, keeping its partial answer as stopped."""
+        if self._active_request is not None:
+            self._end_turn(MessageStatus.STOPPED)
+
+    def stop_for_switch(self) -> None:
+        """Before the open conversation is replaced: drop a queued message and stop a reply in
+        flight (it ends within one token), keeping its partial answer as stopped."""
+        self.discard_queued()
+        if self._active_request is not None:
+            self._chat.worker.request_stop()
+            self.keep_partial_as_stopped()

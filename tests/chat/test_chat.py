@@ -1,0 +1,66 @@
+"""The Chat itself: the one notice funnel, start-up, and closing completely — twice in one
+process with real worker threads."""
+
+import gc
+
+import shiboken6
+from PySide6.QtCore import QtMsgType
+
+from app.chat import open_chat
+from app.core.settings import Settings
+from app.core.store import Store
+
+
+def test_every_expected_error_and_notice_goes_through_the_one_funnel(make_chat, tmp_path):
+    chat = make_chat()
+    chat.announce("a hint")
+    chat.announce("a failure", "error")
+    chat.models.open_model(tmp_path / "nowhere")
+    chat.memory.save_diagnostics(tmp_path / "no-such-folder" / "diag.md")
+    chat.worker.summary_failed.emit(1, "no model")
+    chat.monitor.sampling_failed.emit("memory sampling stopped: RuntimeError: NVML gone")
+    kinds = [kind for _text, kind in chat.recorded.of("notice")]
+    assert kinds == ["info", "error", "error", "error", "error", "warning"]
+    chat.memory.save_diagnostics(tmp_path / "diag.md")
+    assert chat.recorded.of("notice")[-1] == (f"Diagnostics saved to {tmp_path / 'diag.md'}", "status")
+
+
+def test_a_damaged_store_is_said_at_start(qapp, monkeypatch, tmp_path):
+    from app.chat import chat as chat_module
+    from tests.helpers.fake_worker import FakeWorker
+
+    monkeypatch.setattr(chat_module, "open_store", lambda: (Store(tmp_path / "new.sqlite3"), "moved aside"))
+    chat = open_chat(Settings(), worker=FakeWorker())
+    said = []
+    chat.notice.connect(lambda text, kind: said.append((text, kind)))
+    chat.start()
+    chat.close()
+    assert said == [("moved aside", "error")]
+
+
+def test_the_monitor_samples_the_workers_probe_and_follows_a_new_one(chat):
+    from app.engine.memory.probe import FakeProbe
+
+    assert chat.monitor.probe is chat.worker.probe and chat.monitor.is_active()
+    probe = FakeProbe(total=24 << 30, allocated=1 << 30)
+    chat.worker.probe_changed.emit(probe)
+    assert chat.monitor.probe is probe and chat.monitor.sample_now().allocated == 1 << 30
+
+
+def test_two_chats_with_real_threads_open_and_close_in_one_process(qapp, qtlog, tmp_path):
+    """A second chat built after the first was closed (a second window in one process) starts
+    and stops its worker and server-monitor threads cleanly; nothing warns about timers or
+    threads, and closing twice is harmless."""
+    for i in range(2):
+        chat = open_chat(Settings(), Store(tmp_path / f"chat{i}.sqlite3"))
+        chat.start()
+        assert chat.thread.isRunning() and chat.monitor.is_active()
+        chat.close()
+        chat.close()
+        assert chat.thread.isFinished() and not chat.monitor.is_active()
+        assert not chat.server_monitor._thread.isRunning()
+        shiboken6.delete(chat)  # destroys the QThreads now: Qt aborts if one still ran
+        del chat
+        gc.collect()
+    bad = (QtMsgType.QtWarningMsg, QtMsgType.QtCriticalMsg, QtMsgType.QtFatalMsg)
+    assert [r.message for r in qtlog.records if r.type in bad] == []

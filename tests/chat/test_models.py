@@ -1,0 +1,87 @@
+"""Opening a model through the worker: request, progress, success, failure, Cancel, a newer
+open replacing an older one, and reopening the previous model after a failed or cancelled load."""
+
+from dataclasses import replace
+
+from app.core.settings import ModelPermissions
+from tests.chat.conftest import report
+
+
+def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
+    seen = chat.recorded
+    chat.models.open_model(tmp_path / "nowhere")
+    assert chat.worker.loads == [] and chat.worker.stops == 0
+    assert seen.of("load_failed") == [(f"no model at {tmp_path / 'nowhere'}",)]
+    assert seen.of("notice") == [(f"Could not open the model: no model at {tmp_path / 'nowhere'}.", "error")]
+
+
+def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_report(chat, tmp_path):
+    worker, seen = chat.worker, chat.recorded
+    model = tmp_path / "tiny"
+    model.mkdir()
+    chat.models.open_chosen(str(model), ModelPermissions(str(model), allow_pickle=True))
+    [(path, permissions, device)] = worker.loads
+    assert path == str(model) and permissions.allow_pickle and device == "auto"
+    assert worker.stops == 1  # a reply in flight ends before the model goes
+    assert seen.of("can_send_changed")[-1] == (False,)
+    assert seen.of("load_progressed") == [("Opening tiny…", 0.0)] and chat.models.loading
+    worker.load_progressed.emit("Loading weights (cpu, sdpa)", 0.85)
+    worker.model_changed.emit(None)  # the worker freed the old model first
+    loaded = report()
+    worker.model_changed.emit(loaded)
+    worker.model_loaded.emit(loaded)
+    assert chat.report is loaded and seen.of("model_loaded") == [(loaded,)]
+    assert seen.of("load_progressed")[-1] == ("Loading weights (cpu, sdpa)", 0.85)
+    assert seen.of("load_ended") == [()] and not chat.models.loading
+    assert seen.of("can_send_changed")[-1] == (True,)
+    assert chat.settings.last_model_path == str(model) and chat.settings.recent_models[0].endswith("tiny")
+
+
+def two_models(chat, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    chat.settings = replace(chat.settings, last_model_path=str(old))
+    return old, new
+
+
+def test_a_failed_load_says_why_and_reopens_the_previous_model(chat, tmp_path):
+    worker, seen = chat.worker, chat.recorded
+    old, new = two_models(chat, tmp_path)
+    chat.models.open_model(new)
+    worker.load_failed.emit("cannot convert new: not a GGUF file.")
+    assert seen.of("notice") == [("Could not open the model: cannot convert new: not a GGUF file. Reopening old.",
+                                  "error")]
+    assert seen.of("load_failed") == [("cannot convert new: not a GGUF file.",)]
+    assert [load[0] for load in worker.loads] == [str(new), str(old)]
+
+
+def test_cancel_stops_the_load_and_reopens_the_previous_model(chat, tmp_path):
+    worker, seen = chat.worker, chat.recorded
+    old, new = two_models(chat, tmp_path)
+    assert not chat.models.cancel_load()  # nothing loading: nothing to cancel
+    chat.models.open_model(new)
+    worker.load_progressed.emit("Converting", 0.4)
+    assert chat.models.cancel_load() and worker.cancels == 1
+    assert seen.of("load_progressed")[-1] == ("Cancelling after the current step…", 0.4)
+    worker.load_cancelled.emit()
+    assert seen.of("notice") == [("Loading cancelled. Reopening old.", "info")]
+    assert [load[0] for load in worker.loads] == [str(new), str(old)]
+
+
+def test_a_newer_open_replaces_the_load_in_progress(chat, tmp_path):
+    worker, seen = chat.worker, chat.recorded
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    chat.models.open_model(first)
+    chat.models.open_model(second)
+    assert worker.cancels == 1 and len(worker.loads) == 2
+    worker.load_progressed.emit("Loading the tokenizer", 0.8)  # the replaced load's: not shown
+    assert seen.of("load_progressed")[-1] == ("Opening second…", 0.0)
+    worker.load_cancelled.emit()  # the first one, replaced: no notice, no reopen
+    assert seen.of("notice") == [] and seen.of("load_ended") == [] and len(worker.loads) == 2
+    loaded = report("second")
+    worker.model_changed.emit(loaded)
+    worker.model_loaded.emit(loaded)
+    assert seen.of("model_loaded") == [(loaded,)] and chat.settings.last_model_path == str(second)

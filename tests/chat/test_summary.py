@@ -1,0 +1,47 @@
+"""The summary of earlier turns: adopted from the worker, saved, edited, failures said."""
+
+from app.core.history import SummaryState
+from tests.chat.conftest import finished, record, report
+
+
+def test_a_finished_summary_is_adopted_saved_shown_and_said_in_the_status_bar(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    worker.model_changed.emit(report(max_positions=512))
+    worker.summary_started.emit(worker.last_id, 1)
+    state = SummaryState("The user said hello.", 1, 6)
+    worker.summary_finished.emit(worker.last_id, state, "kept 6 tokens")
+    assert chat.summary == state
+    assert chat.store.load_conversation(chat.conversation_id).summary == state
+    assert seen.of("summarizing_changed") == [(True,), (False,)]
+    assert seen.of("summary_changed")[-1] == ("The user said hello.", 1, 6, 512 // 8)
+    assert seen.of("notice")[-1] == ("Summary: kept 6 tokens", "status")
+
+
+def test_a_failed_summary_is_an_error_notice(chat):
+    chat.worker.summary_started.emit(1, 2)
+    chat.worker.summary_failed.emit(1, "no model is loaded")
+    assert chat.recorded.of("summarizing_changed") == [(True,), (False,)]
+    assert chat.recorded.of("notice") == [("The summary of earlier turns failed: no model is loaded", "error")]
+
+
+def test_an_edited_summary_is_saved_and_an_emptied_one_folds_nothing(chat):
+    worker = chat.worker
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    chat.summary = SummaryState("old", 1, 2)
+    chat.summaries.edit("The user greeted me warmly")
+    assert chat.summary == SummaryState("The user greeted me warmly", 1, 5 * 4 // 3)
+    assert chat.store.load_conversation(chat.conversation_id).summary == chat.summary
+    chat.summaries.edit("")
+    assert chat.summary.folded_through == -1 and chat.recorded.of("summary_changed")[-1][:2] == ("", 0)
+
+
+def test_regenerating_a_folded_turn_drops_the_summary(chat):
+    worker = chat.worker
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    chat.summary = SummaryState("The user said hello.", 1, 6)
+    chat.turns.regenerate(1)
+    assert chat.summary == SummaryState() and chat.recorded.of("summary_changed")[-1][0] == ""

@@ -1,0 +1,144 @@
+"""The turn flow: send → plan → stream → finished, stopped, failed or refused, with the
+worker played by the test."""
+
+from types import SimpleNamespace
+
+from app.core.conversation import MessageStatus, Role
+from app.engine.memory.admission import AdmissionDecision
+from tests.chat.conftest import finished, record
+
+
+def plan(prompt_tokens=40, limit=400, kept=1, prompt_ids=(1,) * 40, projection="projection"):
+    window = SimpleNamespace(prompt_tokens=prompt_tokens, limit_tokens=limit, kept=(None,) * kept)
+    return SimpleNamespace(window=window, projection=projection, prompt_ids=prompt_ids)
+
+
+def stored(chat):
+    return chat.store.load_conversation(chat.conversation_id).conversation.messages
+
+
+def test_a_turn_streams_into_the_conversation_and_is_saved(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("What is the capital of France?")
+    [request] = worker.requests
+    assert [m.content for m in request.messages] == ["What is the capital of France?"]
+    assert request.settings.max_new_tokens == 16 and not request.continue_final
+    assert chat.turns.active and seen.of("reply_started") == [(False,)]
+    assert seen.of("message_added") == [(Role.USER, "What is the capital of France?")]
+    request.messages[0].content = "changed by the worker"  # the worker only ever has copies
+    assert chat.conversation.messages[0].content == "What is the capital of France?"
+
+    worker.turn_planned.emit(request.request_id, plan())
+    assert chat.turns.last_plan.window.prompt_tokens == 40 and len(seen.of("turn_planned")) == 1
+    for piece in ("The capital", " is Paris."):
+        worker.token_streamed.emit(request.request_id, piece)
+    worker.token_streamed.emit(request.request_id + 99, "stale")  # another request's: ignored
+    assert chat.conversation.messages[-1].content == "The capital is Paris."
+    worker.reply_finished.emit(request.request_id, finished(), record())
+
+    assert seen.of("reply_ended") == [(MessageStatus.COMPLETE, "")]
+    assert seen.of("turn_ended") == [("complete",)]
+    assert seen.of("reply_measured") == [(0.25, 10.0, 3)]
+    assert not chat.turns.active and len(chat.turns.turn_records) == 1
+    assert [(m.role, m.content, m.status) for m in stored(chat)] == [
+        (Role.USER, "What is the capital of France?", MessageStatus.COMPLETE),
+        (Role.ASSISTANT, "The capital is Paris.", MessageStatus.COMPLETE)]
+
+
+def test_stop_and_a_message_sent_while_stopping_starts_right_after(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("Tell me a long story")
+    first = worker.last_id
+    worker.token_streamed.emit(first, "Once upon")
+    chat.turns.stop()
+    assert worker.stops == 1
+    chat.turns.send("Shorter, please")  # while the stop takes effect: queued, not started
+    assert len(worker.requests) == 1 and worker.stops == 2
+    worker.reply_finished.emit(first, finished("Once upon", "stopped"), record("stopped"))
+    assert seen.of("turn_ended") == [("stopped",)]
+    assert len(worker.requests) == 2  # the queued message went out at once
+    assert [m.content for m in worker.requests[1].messages] == ["Tell me a long story", "Once upon",
+                                                                "Shorter, please"]
+    assert chat.conversation.messages[1].status is MessageStatus.STOPPED
+
+
+def test_max_new_tokens_is_said_in_the_reply_and_continue_extends_it(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("Write a poem")
+    worker.token_streamed.emit(worker.last_id, "Roses")
+    worker.reply_finished.emit(worker.last_id, finished("Roses", "length"), record("length"))
+    assert seen.of("reply_ended")[-1] == (MessageStatus.STOPPED, "max new tokens reached")
+    chat.turns.continue_reply(1)
+    assert seen.of("reply_started")[-1] == (True,) and worker.requests[-1].continue_final
+    assert [m.content for m in worker.requests[-1].messages] == ["Write a poem", "Roses"]
+    worker.token_streamed.emit(worker.last_id, " are red")
+    worker.reply_finished.emit(worker.last_id, finished(" are red"), record())
+    assert len(chat.conversation.messages) == 2 and stored(chat)[-1].content == "Roses are red"
+
+
+def test_a_failure_is_a_notice_and_the_reply_is_kept_as_failed(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hi")
+    worker.token_streamed.emit(worker.last_id, "Hel")
+    worker.generation_failed.emit(worker.last_id, "the GPU ran out of memory", "Hel")
+    assert seen.of("notice") == [("The reply failed: the GPU ran out of memory", "error")]
+    assert seen.of("reply_ended") == [(MessageStatus.FAILED, "the GPU ran out of memory")]
+    assert seen.of("turn_ended") == [("failed",)]
+    assert stored(chat)[-1].status is MessageStatus.FAILED and "Hel" not in seen.of("notice")[0][0]
+
+
+def refusal(**kwargs):
+    fields = dict(admitted=False, cause="memory", reason="short by 120 MiB", max_new_tokens_fit=100)
+    return AdmissionDecision(**(fields | kwargs))
+
+
+def test_a_refused_turn_offers_remedies_and_lowering_max_new_tokens_sends_it_again(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("What is the capital of France?")
+    worker.turn_planned.emit(worker.last_id, plan(projection="the projection"))
+    decision = refusal()
+    worker.turn_refused.emit(worker.last_id, decision)
+    assert [m.role for m in chat.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
+    assert seen.of("messages_truncated") == [(1,)]
+    assert seen.of("notice") == [("This turn was not started: short by 120 MiB", "error")]
+    assert seen.of("turn_ended") == [("refused",)]
+    assert seen.of("turn_refused") == [(decision, "the projection")]
+    chat.turns.apply_remedy("lower_max_new_tokens", decision)
+    assert worker.requests[-1].settings.max_new_tokens == 100
+    assert [m.role for m in chat.conversation.messages] == [Role.USER, Role.ASSISTANT]
+
+
+def test_trim_and_override_remedies(chat):
+    worker = chat.worker
+    chat.turns.send("x")
+    worker.turn_planned.emit(worker.last_id, plan(prompt_ids=(1,) * 300))
+    decision = refusal(trim_tokens=100)
+    worker.turn_refused.emit(worker.last_id, decision)
+    chat.turns.apply_remedy("trim", decision)
+    assert worker.requests[-1].settings.context_tokens == 300 - 100 + 16
+    worker.turn_refused.emit(worker.last_id, decision)
+    chat.turns.apply_remedy("override", decision)
+    assert worker.requests[-1].override_memory
+
+
+def test_giving_up_on_a_refused_message_puts_it_back_for_the_composer(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("Tell me about cats.")
+    worker.turn_refused.emit(worker.last_id, refusal(cause="positions", max_new_tokens_fit=None))
+    chat.turns.apply_remedy("cancel", None)
+    assert chat.conversation.messages == [] and stored(chat) == []
+    assert seen.of("text_withdrawn") == [("Tell me about cats.",)]
+    assert len(worker.requests) == 1
+
+
+def test_edit_and_regenerate_forget_what_followed(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    chat.conversation.messages[1].content = "Hi!"
+    chat.turns.regenerate(1)
+    assert seen.of("messages_truncated")[-1] == (1,) and [m.content for m in worker.requests[-1].messages] == ["hello"]
+    worker.reply_finished.emit(worker.last_id, finished("Hey."), record())
+    chat.turns.edit(0, "good evening")
+    assert [m.content for m in worker.requests[-1].messages] == ["good evening"]
+    assert stored(chat)[0].content == "good evening" and len(stored(chat)) == 1
