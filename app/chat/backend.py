@@ -40,13 +40,19 @@ class BackendFlow(QObject):
         return bool(remote.base_url and load_api_key(remote.base_url))
 
     def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
-                       api_key: str | None = None) -> None:
+                       api_key: str | None = None, language: str | None = None) -> None:
         """Adopt edited settings: saved as the defaults for new chats and, for the open
         conversation, as its own. api_key: store it for the backend's URL (None: unchanged,
-        "": forget it); it goes to the keyring or an owner-only file, never to settings.json."""
+        "": forget it); it goes to the keyring or an owner-only file, never to settings.json.
+        language: the window's language ("auto", "en", "ko"; None: unchanged), used from the
+        next start."""
         chat = self._chat
-        chat.settings = replace(chat.settings, generation=generation, backend=backend)
+        previous_language = chat.settings.language
+        chat.settings = replace(chat.settings, generation=generation, backend=backend,
+                                language=previous_language if language is None else language)
         save_settings(chat.settings)
+        if chat.settings.language != previous_language:
+            chat.announce(_tr("The new language is used from the next start of Headroom"), "status")
         if api_key is not None and backend.remote.base_url:
             try:
                 where = save_api_key(backend.remote.base_url, api_key)

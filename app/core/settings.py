@@ -153,6 +153,7 @@ class Settings:
     recent_models: tuple[str, ...] = ()
     model_permissions: tuple[ModelPermissions, ...] = ()
     backend: BackendSettings = BackendSettings()  # for new conversations (each keeps its own)
+    language: str = "auto"  # the window's language: "auto" (the system's), "en" or "ko"
     model_contexts: tuple[ModelContext, ...] = ()
 
     def context_for(self, path: str | Path) -> int:
@@ -204,7 +205,8 @@ def load_settings(path: Path | None = None) -> Settings:
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
                         backend=BackendSettings.from_json(raw.get("backend")),
-                        model_contexts=_model_contexts(raw.get("model_contexts")))
+                        model_contexts=_model_contexts(raw.get("model_contexts")),
+                        language=_language(raw.get("language")))
     except FileNotFoundError:
         return Settings()
     except (ValueError, TypeError, AttributeError) as exc:
@@ -230,6 +232,14 @@ def _generation(raw: object) -> GenerationSettings:
             continue
         kept[key] = value
     return GenerationSettings(**kept).validated()
+
+
+LANGUAGES = ("auto", "en", "ko")
+
+
+def _language(raw: object) -> str:
+    """The language setting from JSON; anything unknown follows the system ("auto")."""
+    return raw if raw in LANGUAGES else "auto"
 
 
 def _recent_models(raw: object) -> tuple[str, ...]:

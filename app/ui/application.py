@@ -14,16 +14,20 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QIcon, QPixmap
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 from qasync import QEventLoop
 
 from app.core.logs import current_log_file
-from app.core.paths import default_model_path
+from app.core.paths import data_dir, default_model_path
 from app.core.settings import Settings
 from app.desktop_entry import APP_ID, ICON_SIZES
 from app.ui.excepthook import install_excepthook, install_loop_exception_handler
+from app.ui.fonts import install_hangul_fallback
 from app.ui.qt_messages import install_qt_message_handler
+from app.ui.single_instance import SingleInstance
 from app.ui.splash import show_splash
+from app.ui.theme import apply_theme
+from app.ui.translations import install_translators
 
 if TYPE_CHECKING:
     from app.ui.main_window import MainWindow
@@ -72,11 +76,17 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("Headroom")
     app.setDesktopFileName(APP_ID)  # Wayland app id / taskbar grouping with headroom.desktop
+    install_translators(app, settings.language)  # before any string is shown
+    instance = SingleInstance(data_dir())
+    if not instance.acquire():  # another Headroom has this profile: it comes forward instead
+        return _hand_over(instance, args.model)
+    app.aboutToQuit.connect(instance.release)
+    install_hangul_fallback(app)  # Korean never shows as boxes, on any desktop
     icon = load_app_icon()
     app.setWindowIcon(icon)
     splash = show_splash(app, icon)
     splash_at = time.perf_counter()
-    app.setStyleSheet(load_stylesheet())
+    apply_theme(app)  # the stylesheet follows the light or dark palette, also when it changes
     install_excepthook(current_log_file())
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
@@ -84,6 +94,7 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
     window = create_window(settings, args.model, "cpu" if args.cpu else "auto")
+    instance.activation_requested.connect(window.bring_forward)
     window.show()
     splash.finish(window)
     if started is not None:
@@ -93,3 +104,15 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
     with loop:
         loop.run_until_complete(closed.wait())
     return 0
+
+
+def _hand_over(instance: SingleInstance, model) -> int:
+    """A second launch on a profile already open: pass `model` to the running window and exit 0;
+    when that window does not answer, say so and exit 1 (two writers would share one store)."""
+    if instance.hand_over(model):
+        log.info("Headroom is already running on this profile; handed over to it")
+        return 0
+    QMessageBox.warning(None, "Headroom", QCoreApplication.translate(
+        "Application", "Headroom is already running for this profile ({0}) but does not answer. "
+        "Close it (or end its process) and start Headroom again.").format(data_dir()))
+    return 1

@@ -230,9 +230,11 @@ class MainWindow(QMainWindow):
         from app.ui.settings_dialog import SettingsDialog
 
         settings = self.chat.settings
-        dialog = SettingsDialog(settings.generation, self, settings.backend, self.chat.backend.api_key_stored())
+        dialog = SettingsDialog(settings.generation, self, settings.backend, self.chat.backend.api_key_stored(),
+                                language=settings.language)
         if dialog.exec():
-            self.apply_settings(dialog.result_settings(), dialog.result_backend(), dialog.entered_api_key())
+            self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
+                                             dialog.entered_api_key(), dialog.result_language())
 
     @Slot(int, str)
     def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
@@ -262,6 +264,17 @@ class MainWindow(QMainWindow):
                        api_key: str | None = None) -> None:
         """Adopt edited settings for new chats and the open conversation (BackendFlow)."""
         self.chat.backend.apply_settings(generation, backend, api_key)
+
+    @Slot(str)
+    def bring_forward(self, model: str = "") -> None:
+        """Another launch on this profile asked for this window (SingleInstance): show it on top,
+        and open `model` when it named one."""
+        self.setWindowState((self.windowState() & ~Qt.WindowState.WindowMinimized) | Qt.WindowState.WindowActive)
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        if model:
+            self.open_model(Path(model))
 
     def check_environment(self) -> asyncio.Task:
         """Explain, once, what this machine's GPU, driver and bitsandbytes mean; returns the

@@ -1,7 +1,12 @@
-"""Generation settings: system prompt, max_new_tokens, temperature, top_p, and which backend
-answers (local model or a remote OpenAI-compatible server)."""
+"""Generation settings: system prompt, max_new_tokens, the samplers (temperature, top-p, top-k,
+min-p, repetition penalty, seed), the context window, CPU threads, the window's language, and
+which backend answers (local model or a remote OpenAI-compatible server)."""
 
+from dataclasses import replace
+
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -13,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.backend_settings import BackendSettings
-from app.core.settings import GenerationSettings
+from app.core.settings import MAX_SEED, REPETITION_PENALTY_RANGE, GenerationSettings
 from app.ui.backend_form import BackendForm
 
 
@@ -25,8 +30,9 @@ class SettingsDialog(QDialog):
     """
 
     def __init__(self, settings: GenerationSettings, parent=None, backend: BackendSettings | None = None,
-                 key_stored: bool = False):
+                 key_stored: bool = False, language: str = "auto"):
         super().__init__(parent)
+        self._settings = settings  # fields without a control here are kept as they are
         self.setWindowTitle("Generation settings")
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setFixedHeight(90)
@@ -52,6 +58,7 @@ class SettingsDialog(QDialog):
         self.context_tokens.setSuffix(" tokens")
         self.context_tokens.setToolTip("Cap the context window below the model's own: older turns beyond "
                                        "it are folded into a summary. Smaller = less KV cache memory.")
+        self._build_sampler_controls(settings, language)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -62,7 +69,13 @@ class SettingsDialog(QDialog):
         form.addRow("Max new tokens", self.max_new_tokens)
         form.addRow("Temperature", self.temperature)
         form.addRow("Top-p", self.top_p)
+        form.addRow("Top-k", self.top_k)
+        form.addRow("Min-p", self.min_p)
+        form.addRow("Repetition penalty", self.repetition_penalty)
+        form.addRow("Seed", self.seed)
         form.addRow("Context window", self.context_tokens)
+        form.addRow("CPU threads", self.cpu_threads)
+        form.addRow(_tr("Language"), self.language)
         outer.addLayout(form)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
         group = QGroupBox("Backend (this conversation)")
@@ -70,6 +83,40 @@ class SettingsDialog(QDialog):
         group.setVisible(backend is not None)
         outer.addWidget(group)
         outer.addWidget(buttons)
+
+    def _build_sampler_controls(self, settings: GenerationSettings, language: str) -> None:
+        self.top_k = QSpinBox()
+        self.top_k.setRange(0, 100_000)
+        self.top_k.setValue(settings.top_k)
+        self.top_k.setSpecialValueText("off")
+        self.top_k.setToolTip("keep only the k likeliest tokens (transformers' TopKLogitsWarper)")
+        self.min_p = QDoubleSpinBox()
+        self.min_p.setRange(0.0, 1.0)
+        self.min_p.setSingleStep(0.01)
+        self.min_p.setValue(settings.min_p)
+        self.min_p.setSpecialValueText("off")
+        self.min_p.setToolTip("drop tokens below this fraction of the top token's probability (MinPLogitsWarper)")
+        self.repetition_penalty = QDoubleSpinBox()
+        self.repetition_penalty.setRange(*REPETITION_PENALTY_RANGE)
+        self.repetition_penalty.setSingleStep(0.05)
+        self.repetition_penalty.setValue(settings.repetition_penalty)
+        self.repetition_penalty.setToolTip("> 1 discourages repeating tokens already in the prompt or reply; 1 = off")
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, min(MAX_SEED, 2**31 - 1))
+        self.seed.setValue(-1 if settings.seed is None else settings.seed)
+        self.seed.setSpecialValueText("random")
+        self.seed.setToolTip("a fixed seed makes sampled answers repeat exactly")
+        self.cpu_threads = QSpinBox()
+        self.cpu_threads.setRange(0, 1024)
+        self.cpu_threads.setValue(settings.cpu_threads)
+        self.cpu_threads.setSpecialValueText("automatic")
+        self.cpu_threads.setToolTip("threads for a model on the CPU; automatic uses the cores other programs "
+                                    "leave idle, so one busy core does not stall every token")
+        self.language = QComboBox()
+        for code, name in (("auto", _tr("System language")), ("en", "English"), ("ko", "한국어")):
+            self.language.addItem(name, code)
+        self.language.setCurrentIndex(max(self.language.findData(language), 0))
+        self.language.setToolTip(_tr("Used from the next start"))
 
     def accept(self) -> None:
         """Stays open, with the reason under the backend form, while the backend is unusable."""
@@ -85,10 +132,25 @@ class SettingsDialog(QDialog):
         return self.backend_form.entered_key()
 
     def result_settings(self) -> GenerationSettings:
-        return GenerationSettings(
+        """The edited copy; settings without a control here keep their values."""
+        return replace(
+            self._settings,
             system_prompt=self.system_prompt.toPlainText().strip(),
             max_new_tokens=self.max_new_tokens.value(),
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),
+            top_k=self.top_k.value(),
+            min_p=self.min_p.value(),
+            repetition_penalty=self.repetition_penalty.value(),
+            seed=None if self.seed.value() < 0 else self.seed.value(),
             context_tokens=self.context_tokens.value(),
+            cpu_threads=self.cpu_threads.value(),
         ).validated()
+
+    def result_language(self) -> str:
+        """"auto", "en" or "ko"."""
+        return self.language.currentData()
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("SettingsDialog", text)

@@ -1,0 +1,20 @@
+"""The Settings dialog edits what it shows and keeps every other setting as it was."""
+
+from app.core.settings import GenerationSettings
+from app.ui.settings_dialog import SettingsDialog
+
+
+def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot):
+    before = GenerationSettings(top_k=40, min_p=0.05, repetition_penalty=1.1, seed=7, cpu_threads=3,
+                                presence_penalty=0.5, frequency_penalty=-0.25)
+    dialog = SettingsDialog(before, language="ko")
+    qtbot.addWidget(dialog)
+    assert dialog.result_settings() == before.validated()  # nothing edited: nothing changes
+    assert dialog.result_language() == "ko"
+    dialog.top_k.setValue(0)
+    dialog.seed.setValue(-1)
+    dialog.language.setCurrentIndex(dialog.language.findData("auto"))
+    after = dialog.result_settings()
+    assert (after.top_k, after.seed) == (0, None)  # "off" and "random"
+    assert (after.presence_penalty, after.frequency_penalty, after.cpu_threads) == (0.5, -0.25, 3)
+    assert dialog.result_language() == "auto"
