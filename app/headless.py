@@ -68,7 +68,7 @@ def _load(model_path: Path | None):
 
 def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
     """Answer one question on stdout through the same turn runner as the window (history
-    policy, admission, C23 position check); return the process exit code."""
+    policy, admission, the position check of transformers #530); return the process exit code."""
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
     from app.engine.events import TextDelta

@@ -1,13 +1,15 @@
 """Smoke test of an installed or frozen Headroom: `headroom --self-test [--model PATH] [--cpu]`.
 
 Made for the PyInstaller bundle, where a missing module, data file or native library only
-shows when the code path runs (cases C27, C28), so every check runs the real path:
+shows when the code path runs (bitsandbytes' native library missing in a bundle, pyinstaller #7911; transformers' lazy
+imports in a bundle, pyinstaller #9137), so every check runs the real path:
 
 - the process defaults of `app/__init__.py` (offline, CUDA allocator) are in the environment;
 - the bundled resources load through importlib.resources;
 - each supported architecture's config and model class build on the meta device (transformers'
   lazy imports resolve) and the memory projection reads its KV layout;
-- a bitsandbytes NF4 `Linear4bit` layer quantizes and multiplies on CUDA (C27), or the line
+- a bitsandbytes NF4 `Linear4bit` layer quantizes and multiplies on CUDA (bitsandbytes' native library missing in a
+bundle, pyinstaller #7911), or the line
   says plainly that CUDA is absent and whether bitsandbytes imports;
 - the default model (or --model) answers "What is the capital of France?" greedily with Paris.
 
@@ -121,7 +123,8 @@ def _bitsandbytes() -> tuple[object | None, str]:
 
 def check_4bit_layer() -> CheckResult:
     """Quantize a 64×64 NF4 `Linear4bit` on CUDA and compare its output with the dequantized
-    weight's matmul (C27: the native library is in the bundle and loads). SKIP without CUDA;
+    weight's matmul (bitsandbytes' native library missing in a bundle, pyinstaller #7911: the native library is in the
+    bundle and loads). SKIP without CUDA;
     FAIL when CUDA exists but bitsandbytes does not import or computes wrongly."""
     import torch
 

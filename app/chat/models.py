@@ -2,7 +2,7 @@
 in its own thread with progress, and adopts it), Cancel, and adopting what is actually active
 (its LoadReport) as the chat's report.
 
-The open model is freed before the next one loads (case C05: unload keeps VRAM), so a failed or
+The open model is freed before the next one loads (VRAM kept after unload, bitsandbytes #1611), so a failed or
 cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_code, pickle)
 and the recent-models list are saved in settings.
 """

@@ -83,7 +83,7 @@ class TurnFlow(QObject):
 
     @Slot(int)
     def continue_reply(self, _index: int) -> None:
-        """Extend the last (stopped) answer in place (case C17: continue after stop)."""
+        """Extend the last (stopped) answer in place (continue after Stop, text-generation-webui #7565)."""
         self._chat.conversation.messages[-1].status = MessageStatus.STREAMING
         self._start_turn(continue_final=True)
 

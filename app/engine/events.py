@@ -51,7 +51,8 @@ class TurnPlan:
 
     window: the history that fits (or fits=False: the newest message alone is too long).
     prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
-    (memory and positions, C23). projection: the projected peak (None when the window does not fit).
+    (memory and positions, prompt + max_new_tokens beyond the model's positions, transformers #530). projection: the
+    projected peak (None when the window does not fit).
     """
 
     window: WindowResult

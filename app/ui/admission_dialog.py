@@ -26,7 +26,7 @@ class AdmissionDialog(QDialog):
         remedy_chosen(str): one of CHOICES, as the dialog closes ("cancel" for Esc / close).
 
     ``projection`` (optional, the refused turn's TurnProjection) adds the error bar and the
-    token counts. A refusal for positions (case C23: prompt + max_new_tokens beyond the context)
+    token counts. A refusal for positions (prompt + max_new_tokens beyond the context, transformers #530)
     offers no override: the model cannot attend past its positions.
     """
 

@@ -131,7 +131,8 @@ class ChatView(QScrollArea):
         return self._open_stream(bubble)
 
     def continue_stream(self) -> MessageBubble:
-        """Stream into the last (assistant) bubble after its text: Continue (C17).
+        """Stream into the last (assistant) bubble after its text: Continue (continue after Stop,
+        text-generation-webui #7565).
         Raises ValueError when the last bubble is not an assistant message."""
         if not self._bubbles or self._bubbles[-1].role is not Role.ASSISTANT:
             raise ValueError("there is no assistant message to continue")

@@ -59,7 +59,8 @@ class Composer(QWidget):
         self.send_button.setEnabled(can_send and not self._generating)
 
     def _on_stop_clicked(self) -> None:
-        self._stopping = True  # a message sent now goes right after the reply stops (C20)
+        # a message sent now goes right after the reply stops (Stop that does not stop, text-generation-webui #1749)
+        self._stopping = True
         self.stop_requested.emit()
 
     def _on_submitted(self) -> None:

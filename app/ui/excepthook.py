@@ -4,7 +4,7 @@ dialog. Expected failures (bad model, OOM) never get here — they travel on sig
 Three doors lead in: `sys.excepthook` (exceptions in Qt slots and virtual methods, and in
 qasync's async slots, which call it themselves), `threading.excepthook` (Python threads), and
 the asyncio loop's exception handler (a task nobody awaited, a failing callback). Cancelling
-async work is not an error and is dropped silently on every door (case C29, qasync #126).
+async work is not an error and is dropped silently on every door (exceptions swallowed in async slots, qasync #126).
 """
 
 import asyncio
@@ -58,7 +58,7 @@ def install_excepthook(log_file=None) -> _Funnel:
             sys.__excepthook__(exc_type, exc, tb)
             return
         if issubclass(exc_type, asyncio.CancelledError):
-            return  # cancelled work is not a crash (C29)
+            return  # cancelled work is not a crash (exceptions swallowed in async slots, qasync #126)
         log.error("unhandled exception", exc_info=(exc_type, exc, tb))
         try:
             funnel.error_reported.emit(f"{exc_type.__name__}: {exc}",

@@ -217,7 +217,8 @@ class MainWindow(QMainWindow):
         from app.ui.open_model_dialog import OpenModelDialog
 
         chat = self.chat
-        catalog = Catalog.for_this_machine(  # the open model is freed before the next loads (C05)
+        # the open model is freed before the next loads (VRAM kept after unload, bitsandbytes #1611)
+        catalog = Catalog.for_this_machine(
             chat.device_preference, chat.report.weight_bytes if chat.report else 0,
             chat.settings.generation.context_tokens)
         dialog = OpenModelDialog(catalog, chat.settings, self)
@@ -296,7 +297,7 @@ class MainWindow(QMainWindow):
 
     def own_current_task(self) -> None:
         """Track the running async slot's task so closing the window can cancel it (silently:
-        C29) instead of leaving it pending when the event loop ends."""
+        exceptions swallowed in async slots, qasync #126) instead of leaving it pending when the event loop ends."""
         task = asyncio.current_task(asyncio.get_event_loop())  # qasync's loop, running or not
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

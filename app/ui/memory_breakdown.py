@@ -82,7 +82,7 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
      ""),
     ("free", "Free", "Available", "#ffffff", False,
      "Free memory the driver reports, bytes (torch.cuda.mem_get_info). Reserved-but-unused "
-     "memory is not counted as free (case C04).",
+     "memory is not counted as free (fragmentation: reserved is not free, dolly #79).",
      "Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available)."),
 )
 TERM_KEYS = tuple(term[0] for term in TERMS)

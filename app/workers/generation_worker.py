@@ -9,7 +9,8 @@ The turn itself is the backend's (app.engine.backend: the local TurnRunner or a 
 OpenAI-compatible server), picked per request from its BackendSettings snapshot; this class
 only maps the backend's events to signals, the same signals for both.
 
-Models are loaded here too, as gpt4all's ChatLLM does: the open model is freed first (case C05:
+Models are loaded here too, as gpt4all's ChatLLM does: the open model is freed first (VRAM kept after unload,
+bitsandbytes #1611:
 unload keeps VRAM), the loader runs in this thread with progress and Cancel (a LoadTicket, set
 from the GUI thread like Stop), and a model that loaded is adopted at once, so no half-loaded
 model is left in memory. The memory probe is chosen here, once per model, from the device the
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class TurnRequest:
     """One chat turn. messages: the whole conversation (copies), oldest first, ending with the
-    new user message — or with a partial assistant answer when continue_final (C17).
+    new user message — or with a partial assistant answer when continue_final (continue after Stop,
+    text-generation-webui #7565).
     override_memory: the user chose "send anyway" after a memory refusal.
     backend: which engine answers (the conversation's choice; local by default)."""
 
@@ -139,7 +141,7 @@ class GenerationWorker(QObject):
     @Slot(str, object, str)
     def _on_load_requested(self, path: str, permissions, device: str) -> None:
         ticket = self._loads.start()
-        self._adopt(None)  # free the open model before the next one loads (C05)
+        self._adopt(None)  # free the open model before the next one loads (VRAM kept after unload, bitsandbytes #1611)
         if ticket.is_set():
             self.load_cancelled.emit()
             return
@@ -178,7 +180,8 @@ class GenerationWorker(QObject):
     def _adopt(self, loaded) -> None:
         """Drop the open model, then adopt `loaded` (None: unload) with the probe of its device."""
         self._runner = None
-        release_memory()  # the old model is gone before the new one is announced (C05)
+        # the old model is gone before the new one is announced (VRAM kept after unload, bitsandbytes #1611)
+        release_memory()
         if loaded is not None:
             self.probe = self._probe_factory(loaded.report.device)
             self._runner = tr.TurnRunner(loaded, self.probe)

@@ -3,7 +3,8 @@
 needed = weights in the form the placement rules would load them (app.engine.loading.placement: NF4 on
 CUDA with bitsandbytes, the compute dtype without it, float32 on the CPU) + the KV cache at the
 model's default context (app.engine.memory.kv_layout.kv_cache_bytes), against the free memory of the
-device it would run on (``torch.cuda.mem_get_info`` on CUDA, case C04; available RAM via psutil
+device it would run on (``torch.cuda.mem_get_info`` on CUDA, fragmentation: reserved is not free, dolly #79; available
+RAM via psutil
 on the CPU). All sizes are bytes; the text shows GiB.
 
 Parameters are counted from the config (no model is instantiated), for decoder-only
@@ -114,7 +115,7 @@ class WeightProjection:
 def project_weights(params: ParameterCount, placement: Placement, saved_quantization: str | None = None,
                     saved_weight_bytes: int = 0) -> WeightProjection:
     """Weights as `placement` would load them. A folder carrying its own quantization_config
-    is loaded as saved (case C13): its weight files' size is the projection."""
+    is loaded as saved (a saved 4-bit folder reopened, bitsandbytes #1123): its weight files' size is the projection."""
     dtype = str(placement.compute_dtype).removeprefix("torch.")
     size = dtype_nbytes(placement.compute_dtype)
     if saved_quantization:
@@ -129,7 +130,7 @@ def project_weights(params: ParameterCount, placement: Placement, saved_quantiza
 class MachineMemory:
     """Memory a model could use here, bytes. device: "cuda" or "cpu". free: driver-free GPU
     memory or available RAM, plus `reclaimable` (the open model's weights, freed before the
-    next load, case C05)."""
+    next load, VRAM kept after unload, bitsandbytes #1611)."""
 
     device: str
     free: int
@@ -144,7 +145,8 @@ class MachineMemory:
 
 def machine_memory(device: str, reclaimable: int = 0) -> MachineMemory:
     """Free memory of the device a model would run on: ``torch.cuda.mem_get_info(0)`` for
-    "cuda" (what the driver can still hand out, never reserved-but-cached, C04), else
+    "cuda" (what the driver can still hand out, never reserved-but-cached, fragmentation: reserved is not free, dolly
+    #79), else
     ``psutil.virtual_memory().available``."""
     if device == "cuda":
         import torch

@@ -1,7 +1,8 @@
 """Open an HF folder or a `.gguf` file and report what is *actually* active.
 
 A GGUF file is converted once, tensor by tensor, to a bf16 HF folder (safetensors + tokenizer)
-in the user cache (app.engine.loading.gguf_convert, case C26); later opens load that folder in
+in the user cache (app.engine.loading.gguf_convert, GGUF dequantized on load, transformers #34417); later opens load
+that folder in
 about a second.
 """
 
@@ -69,7 +70,8 @@ class LoadReport:
 
 @dataclass
 class LoadedModel:
-    """A model ready for generation. stop_ids: token ids that end a reply (C18)."""
+    """A model ready for generation. stop_ids: token ids that end a reply (replies that never stop,
+    text-generation-webui #5885)."""
 
     model: torch.nn.Module
     tokenizer: object
@@ -147,7 +149,8 @@ def _load_kwargs(placement: Placement) -> dict:
             load_in_4bit=True,
             bnb_4bit_quant_type="nf4",
             bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=placement.compute_dtype,  # == dtype, always (C07)
+            # == dtype, always (NF4 dtype mismatch, transformers #26066)
+            bnb_4bit_compute_dtype=placement.compute_dtype,
         )
     return kwargs
 
@@ -208,7 +211,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     trust_remote_code / allow_pickle: this model's opt-ins (app.engine.loading.folder_trust); without
     them a folder that needs its own code, or has only pickle weights, is refused with a line
     saying how to allow it. Safetensors are loaded whenever present; hub kernels never are.
-    Never moves or casts the model after a 4-bit load (C12); on any failure nothing stays
+    Never moves or casts the model after a 4-bit load (.to() on a 4-bit model raises, bitsandbytes #547); on any
+    failure nothing stays
     referenced (no half-loaded model in memory). Raises ModelLoadError with a one-line reason,
     or LoadCancelled.
     """
@@ -229,7 +233,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
                                      device_preference)
         report("Loading the tokenizer", 0.8)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-        tokenizer.padding_side = "left"  # generation pads on the left (C08)
+        tokenizer.padding_side = "left"  # generation pads on the left (right padding with FA2, trl #1018)
         _check_cancel(cancel)
         report(f"Loading weights ({placement.device}, {placement.attention})", 0.85)
         model = AutoModelForCausalLM.from_pretrained(
@@ -302,7 +306,8 @@ def _report_plan(path: Path, device_preference: str, report: Progress) -> None:
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
     """Log the full traceback, then build a one-line error that does *not* chain `exc`:
-    its frames may reference a half-loaded model and would keep it in memory (C03, C05)."""
+    its frames may reference a half-loaded model and would keep it in memory (an OOM not recovered, pytorch #27600;
+    VRAM kept after unload, bitsandbytes #1611)."""
     log.info("%s\n%s", what, "".join(traceback.format_exception(exc)))  # text: no frames kept
     lines = str(exc).strip().splitlines()
     detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

@@ -2,7 +2,8 @@
 
 Deciding up front matters: asking transformers for `flash_attention_2` without a usable
 `flash_attn` raises at load time, and recent transformers may try to fetch a hub kernel
-instead — an offline app must do neither (cases C06, C10, C11).
+instead — an offline app must do neither (FA2 unavailable, flash-attention #762; slow 4-bit from an fp32 compute
+dtype, h2ogpt #682; no CUDA or a CPU-only bitsandbytes, bitsandbytes #1062).
 """
 
 import importlib.util
@@ -25,7 +26,7 @@ class Placement:
     """Where and how a model will run.
 
     device: "cuda" or "cpu". compute_dtype: the dtype of activations, which is also
-    `bnb_4bit_compute_dtype` when quantize_4bit is set (both always equal, case C07).
+    `bnb_4bit_compute_dtype` when quantize_4bit is set (both always equal, NF4 dtype mismatch, transformers #26066).
     attention: the `attn_implementation` to request. reasons: why each fallback was taken.
     """
 
@@ -71,7 +72,8 @@ def choose_placement(
     """Pure decision table (no torch.cuda calls) so every branch is testable on CPU.
 
     CUDA: NF4 4-bit unless bitsandbytes is unusable or the folder brings its own
-    quantization_config (C13); bf16 at capability >= 8.0 else fp16; FA2 when flash_attn
+    quantization_config (a saved 4-bit folder reopened, bitsandbytes #1123); bf16 at capability >= 8.0 else fp16; FA2
+    when flash_attn
     imports and capability >= 8.0, else SDPA. CPU: float32, SDPA, no quantization.
     """
     reasons: list[str] = []

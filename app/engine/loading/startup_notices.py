@@ -1,7 +1,8 @@
 """Plain-language start-up notices: why the GPU or 4-bit is not used, and what still works.
 
 A pure decision over an `Environment` (app.engine.loading.environment), so every case is testable with
-injected facts on a machine without a GPU (case C11: a plain message, no traceback, no hang).
+injected facts on a machine without a GPU (no CUDA or a CPU-only bitsandbytes, bitsandbytes #1062: a plain message, no
+traceback, no hang).
 Each notice has a stable `key`; the window remembers the keys it has shown so a notice appears
 once, not at every start. No Qt, no torch calls.
 """

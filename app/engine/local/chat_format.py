@@ -1,7 +1,8 @@
 """Turn chat messages into prompt token ids, and find the ids that end a turn.
 
-Handles templates that reject a system role or demand strict alternation (case C15), models
-without a chat template (case C14), and continuing a stopped answer (case C17).
+Handles templates that reject a system role or demand strict alternation (Gemma and Mistral templates), models
+without a chat template (no chat template, transformers #33246), and continuing a stopped answer (continue after Stop,
+text-generation-webui #7565).
 """
 
 import logging
@@ -46,7 +47,8 @@ def render_prompt(tokenizer, fmt: PromptFormat, messages: list[dict],
     """Prompt text for `messages` ({"role", "content"} dicts, oldest first).
 
     With continue_final, the last message is a partial assistant answer and the prompt ends
-    inside it, so a continuation joins seamlessly (`continue_final_message`, C17).
+    inside it, so a continuation joins seamlessly (`continue_final_message`, continue after Stop,
+    text-generation-webui #7565).
     Raises ValueError if the template still refuses the messages.
     """
     messages = normalize_roles(messages, fmt.system_role)
@@ -97,7 +99,8 @@ def end_of_turn_ids(tokenizer, fmt: PromptFormat) -> set[int]:
 
 def stop_token_ids(tokenizer, generation_config, fmt: PromptFormat) -> frozenset[int]:
     """Union of the generation config's EOS list, the tokenizer's EOS and the template's
-    end-of-turn token (case C18: Llama-3 ends turns with `<|eot_id|>`, not its EOS)."""
+    end-of-turn token (replies that never stop, text-generation-webui #5885: Llama-3 ends turns with `<|eot_id|>`, not
+    its EOS)."""
     ids = _as_set(getattr(generation_config, "eos_token_id", None))
     ids |= _as_set(getattr(tokenizer, "eos_token_id", None))
     ids |= end_of_turn_ids(tokenizer, fmt)

@@ -2,12 +2,14 @@
 nothing of the UI (nanochat `engine.py`, gpt-fast `generate.py`).
 
 The loop is our own rather than `model.generate()`: it prefills with logits for the last
-position only (`logits_to_keep=1`, case C02), in chunks on CUDA so the activation spike
+position only (`logits_to_keep=1`, the long-paste logits spike, transformers #30860), in chunks on CUDA so the
+activation spike
 stays bounded, then decodes one token at a time. A caller-owned `KVSession` keeps the cache
 between turns so only new tokens are prefilled; on CUDA the cache is a preallocated
 StaticCache and the decode step may run as a compiled CUDA graph (`compiled_decode`).
 Stop is a `threading.Event` polled before every decode step (and between prefill chunks), so
-a press of Stop ends the reply within one token (case C20). The compiled path runs one step
+a press of Stop ends the reply within one token (Stop that does not stop, text-generation-webui #1749). The compiled
+path runs one step
 ahead of the host (`_OneStepAhead`): the GPU never waits for Python between tokens.
 """
 
@@ -107,7 +109,7 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
     """Run `input_ids` (shape (1, n)) through the model into `cache`; return the last
     position's logits, shape (vocab,), float32. With chunk_tokens, the prompt goes in slices
     of that many tokens, bounding the activation spike by the chunk, not the prompt. Returns
-    None when `stop_event` is set between chunks (Stop during a long paste, C20).
+    None when `stop_event` is set between chunks (Stop during a long paste, text-generation-webui #1749).
     cached_tokens: tokens already in the cache; on a static cache with Headroom's attention each
     chunk attends to the filled span only (cached + chunk end), on the flash kernel where it
     applies (`attention.KV_SPAN_KWARG`)."""
@@ -186,7 +188,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     ready for the session's static cache, else decode is eager.
     prefill_chunk_tokens: None = `default_prefill_chunk(model.device)`; 0 = one shot.
 
-    Inputs move to `model.device`; the model itself is never moved (C12). On any exception
+    Inputs move to `model.device`; the model itself is never moved (.to() on a 4-bit model raises, bitsandbytes #547).
+    On any exception
     (e.g. torch.cuda.OutOfMemoryError) the session drops its cache and no tensor stays
     referenced by this frame; the exception propagates and the text yielded so far is the
     partial answer.
@@ -258,7 +261,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     except _StoppedInPrefill:
         pass
     except BaseException:
-        # OOM recovery (C03): nothing on this frame may keep a tensor alive through the traceback.
+        # OOM recovery (an OOM not recovered, pytorch #27600): nothing on this frame may keep a tensor alive through
+        # the traceback.
         cache = logits = step = ahead = seen = None
         session.invalidate()
         raise

@@ -50,7 +50,9 @@ class Foresight:
         self.calibration = Calibration()
         self.max_positions = model_max_positions(loaded.model.config)
         sample = probe.sample()
-        self.baseline_allocated = sample.allocated  # post-load baseline (C01, C03)
+        # post-load baseline (memory creeping across turns, text-generation-webui #1304; an OOM not recovered, pytorch
+        # #27600)
+        self.baseline_allocated = sample.allocated
         # "auto" context: the largest that fits what is free with the weights resident
         # (app.engine.memory.context_fit; the plan before loading used the same arithmetic)
         self.auto_context = auto_context(

@@ -98,7 +98,8 @@ class TurnRunner:
                  stop_event: threading.Event, continue_final: bool = False,
                  override_memory: bool = False) -> Iterator[TurnEvent]:
         """Plan, admit, stream and summarize one turn. Never raises for a failed generation:
-        the stream always ends with TurnRefused, TurnFailed or TurnCompleted (C19), followed by
+        the stream always ends with TurnRefused, TurnFailed or TurnCompleted (a stream that hangs when generation
+        dies, transformers #22576), followed by
         the summary events when turns were evicted."""
         try:
             plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
@@ -144,7 +145,8 @@ class TurnRunner:
                     yield TurnCompleted(event, TurnRecord(event.prompt_tokens, event.prefill_tokens,
                                                           event.new_tokens, plan.projection.peak, peak,
                                                           event.stop_reason, admitted=plan.admitted))
-        except Exception as exc:  # every failure ends the stream with an event (C19)
+        # every failure ends the stream with an event (a stream that hangs when generation dies, transformers #22576)
+        except Exception as exc:
             # log text, not exc_info: a kept LogRecord would pin the frames and their tensors
             log.error("generation failed\n%s", traceback.format_exc())
             outcome = "oom" if type(exc).__name__ == "OutOfMemoryError" else "failed"
@@ -152,7 +154,7 @@ class TurnRunner:
         if error is None:
             return True
         # Outside the except block the exception and its frames (inputs, logits, cache) are gone,
-        # so the memory really returns (C03).
+        # so the memory really returns (an OOM not recovered, pytorch #27600).
         release_memory()
         now = foresight.probe.sample()
         if outcome == "oom":

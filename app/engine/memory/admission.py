@@ -6,8 +6,10 @@ Pure functions; no torch, no Qt. All sizes are bytes (int), all lengths tokens (
   (app.engine.memory.prefill_spike) × the measured correction, ± the error bar of an
   app.engine.memory.calibration ``Calibration``.
 * Admission — a turn is admitted only when its projected growth plus error bar plus safety margin
-  fits the free memory reported by the driver (``torch.cuda.mem_get_info``; case C04), and when
-  prompt + max_new_tokens fits min(model positions, user context) (case C23). A refusal names
+  fits the free memory reported by the driver (``torch.cuda.mem_get_info``; fragmentation: reserved is not free, dolly
+  #79), and when
+  prompt + max_new_tokens fits min(model positions, user context) (prompt + max_new_tokens beyond the model's
+  positions, transformers #530). A refusal names
   its remedies: tokens to trim, a max_new_tokens that fits, chunked prefill.
 """
 
@@ -165,7 +167,8 @@ def headroom_verdict(projection: TurnProjection | None, free_bytes: int, total_b
 
 @dataclass(frozen=True)
 class AdmissionDecision:
-    """Whether a turn may start. cause: "ok", "positions" (C23) or "memory".
+    """Whether a turn may start. cause: "ok", "positions" (prompt + max_new_tokens beyond the model's positions,
+    transformers #530) or "memory".
 
     shortfall_bytes: needed − free (0 unless refused for memory). trim_tokens: fewest prompt
     tokens to drop so the turn fits (None: trimming alone cannot help). max_new_tokens_fit:
@@ -198,10 +201,11 @@ def admit_turn(
 ) -> AdmissionDecision:
     """Decide before the turn starts. prompt_tokens: every position the input occupies (history
     plus new message as rendered). free_bytes: driver-free memory (``mem_get_info``; reserved but
-    unallocated memory is not counted as free, case C04).
+    unallocated memory is not counted as free, fragmentation: reserved is not free, dolly #79).
 
     Refuses when prompt + max_new_tokens > min(model positions, context setting) — so a
-    position overflow never reaches the model's device-side assert (C23) — or when growth +
+    position overflow never reaches the model's device-side assert (prompt + max_new_tokens beyond the model's
+    positions, transformers #530) — or when growth +
     error bar + safety margin > free_bytes, with the tokens to trim and the max_new_tokens that
     would fit.
     """

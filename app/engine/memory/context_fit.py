@@ -35,7 +35,7 @@ class ContextCost:
 
 def context_cost(model: PrefillModel, tokens: int, chunk_size: int | None) -> ContextCost:
     """KV of `tokens` tokens + the raw prefill spike of prefilling all of them in `chunk_size`
-    chunks (None: one shot), logits of the last position only (case C02)."""
+    chunks (None: one shot), logits of the last position only (the long-paste logits spike, transformers #30860)."""
     tokens = max(int(tokens), 0)
     spike = prefill_breakdown(model, tokens, 0, chunk_size).total if tokens else 0
     return ContextCost(tokens, kv_cache_bytes(model.layout, tokens), spike)

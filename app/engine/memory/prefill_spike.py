@@ -3,7 +3,8 @@
 Pure functions over a transformers config (or any object with the same attributes); no torch,
 no Qt. All sizes are bytes (int), all lengths tokens (int). The spike is the transient
 activations of the largest chunk plus attention workspace plus last-position logits
-(``logits_to_keep=1``, transformers PR #31292, case C02). The raw model is checked against the
+(``logits_to_keep=1``, transformers PR #31292, the long-paste logits spike, transformers #30860). The raw model is
+checked against the
 H200 measurements in ``shared/gpu/README.md`` (see tests) and corrected at run time by an
 app.engine.memory.calibration ``Calibration`` fed with measured peaks.
 """
@@ -120,7 +121,7 @@ def prefill_breakdown(
       H·(dk+dv)·span·b (``use_gqa_in_sdpa`` needs mask None, transformers
       integrations/sdpa_attention.py); eager holds that expansion and scores H·c·span·(2b + 4).
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
-      logits_to_keep=1 means logits_positions=1 (case C02).
+      logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
     * window overhang: a ``DynamicSlidingWindowLayer`` keeps a *view* of the last window − 1
       tokens, so the whole chunk's K/V storage lives until the next update; beyond the window

@@ -2,7 +2,8 @@
 
 ``CudaProbe`` reads the caching allocator (``torch.cuda.memory_allocated`` / ``memory_reserved``
 / ``max_memory_allocated``) and the driver (``torch.cuda.mem_get_info``: free and total, the only
-honest headroom — reserved-but-unused memory is not assumed free, case C04), plus other
+honest headroom — reserved-but-unused memory is not assumed free, fragmentation: reserved is not free, dolly #79),
+plus other
 processes' usage from NVML (``pynvml``, package nvidia-ml-py) when importable. ``CpuProbe`` reads
 process RSS and system memory through psutil. ``FakeProbe`` simulates any card for tests.
 See https://pytorch.org/docs/stable/notes/cuda.html#memory-management.
@@ -193,7 +194,8 @@ def probe_for(device: str) -> MemoryProbe:
 def release_memory() -> int:
     """Drop unreachable objects and hand cached memory back: gc.collect(), then
     torch.cuda.empty_cache() where CUDA is initialised, and glibc malloc_trim(0) so RSS falls
-    (after an OOM, an unload, a stop: cases C03, C05). Returns bytes of CUDA reserved memory
+    (after an OOM, an unload, a stop: an OOM not recovered, pytorch #27600; VRAM kept after unload, bitsandbytes
+    #1611). Returns bytes of CUDA reserved memory
     given back to the driver (0 on CPU)."""
     gc.collect()
     given_back = 0

@@ -178,7 +178,8 @@ class RemoteBackend:
                 else:
                     yield TurnCompleted(event, TurnRecord(event.prompt_tokens, event.prefill_tokens,
                                                           event.new_tokens, None, 0, event.stop_reason))
-        except Exception as exc:  # every failure ends the stream with an event (C19)
+        # every failure ends the stream with an event (a stream that hangs when generation dies, transformers #22576)
+        except Exception as exc:
             if not isinstance(exc, RemoteError):
                 log.error("remote generation failed\n%s", traceback.format_exc())
             elif exc.kind == "unreachable":
