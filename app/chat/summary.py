@@ -37,9 +37,13 @@ class SummaryFlow(QObject):
         chat.worker.summary_failed.connect(self._on_summary_failed)
 
     def summary_cap(self) -> int:
-        """The summary's token budget: a reserve out of the context window in use (the local
-        model's positions, or the remote server's context; capped by settings), in tokens."""
+        """The summary's token budget: a reserve out of the context window in use, in tokens —
+        the last turn's own budget (which knows the "auto" context that fits), else the local
+        model's positions or the remote server's context, capped by settings."""
         chat = self._chat
+        plan = getattr(chat, "turns", None) and chat.turns.last_plan
+        if plan is not None:
+            return plan.window.budget.summary_reserve
         positions = (chat.report.max_positions if chat.report else None) or DEFAULT_POSITIONS
         remote_report = chat.backend.remote_report
         if chat.settings.backend.is_remote and remote_report is not None:
