@@ -501,10 +501,12 @@ def test_cpu_probe_reads_rss_and_peak():
     assert isinstance(probe, CpuProbe)  # no CUDA in the CPU suite
     probe.reset_peak()
     before = probe.sample()
-    blob = b"\x01" * (64 * MiB)  # written, so resident
+    blob = b"\x01" * (256 * MiB)  # written, so resident
     after = probe.sample()
     assert after.kind == "cpu" and 0 < after.free <= after.total
-    assert after.peak >= before.allocated + 60 * MiB
+    # other threads may free a little meanwhile: the 256 MiB blob must show, give or take 64 MiB
+    assert after.allocated >= before.allocated + 192 * MiB
+    assert after.peak >= after.allocated
     assert after.allocated == after.reserved
     del blob
     assert release_memory() == 0
