@@ -70,7 +70,7 @@ class MemoryMonitor(QObject):
         except Exception as exc:  # noqa: BLE001 - any probe error ends sampling, reported once
             log.exception("memory probe failed")
             self._timer.stop()
-            self.sampling_failed.emit(f"memory sampling stopped: {type(exc).__name__}: {exc}")
+            self.sampling_failed.emit(f"{type(exc).__name__}: {exc}")
             return None
         self._record(sample)
         self.sample_taken.emit(sample)

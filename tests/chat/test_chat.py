@@ -18,7 +18,7 @@ def test_every_expected_error_and_notice_goes_through_the_one_funnel(make_chat, 
     chat.models.open_model(tmp_path / "nowhere")
     chat.memory.save_diagnostics(tmp_path / "no-such-folder" / "diag.md")
     chat.worker.summary_failed.emit(1, "no model")
-    chat.monitor.sampling_failed.emit("memory sampling stopped: RuntimeError: NVML gone")
+    chat.monitor.sampling_failed.emit("RuntimeError: NVML gone")
     kinds = [kind for _text, kind in chat.recorded.of("notice")]
     assert kinds == ["info", "error", "error", "error", "error", "warning"]
     chat.memory.save_diagnostics(tmp_path / "diag.md")
