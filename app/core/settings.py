@@ -24,7 +24,8 @@ class GenerationSettings:
     """Sampling settings for one turn.
 
     temperature 0 means greedy decoding. max_new_tokens is in tokens. context_tokens caps the
-    context window below the model's own (0 = use the model's full context).
+    context window below the model's own (0 = auto: the largest context that fits this machine, see
+    app.engine.local.turn_planner.Foresight.context_tokens).
     Samplers (issue 17; definitions in app.engine.local.samplers, transformers' own): top_k
     tokens kept (0 = off), min_p fraction of the top token's probability (0 = off),
     repetition_penalty (1 = off, > 1 discourages repeats). presence_penalty / frequency_penalty

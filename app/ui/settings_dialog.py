@@ -54,10 +54,11 @@ class SettingsDialog(QDialog):
         self.context_tokens.setRange(0, 1_048_576)
         self.context_tokens.setSingleStep(1024)
         self.context_tokens.setValue(settings.context_tokens)
-        self.context_tokens.setSpecialValueText("model's full context")
+        self.context_tokens.setSpecialValueText("auto (the largest that fits)")
         self.context_tokens.setSuffix(" tokens")
         self.context_tokens.setToolTip("Cap the context window below the model's own: older turns beyond "
-                                       "it are folded into a summary. Smaller = less KV cache memory.")
+                                       "it are folded into a summary. Smaller = less KV cache memory. Auto: the "
+                                       "largest context whose KV cache fits this machine beside the model.")
         self._build_sampler_controls(settings, language)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
