@@ -72,13 +72,17 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
     local and the remote backend, so both explain it with the same numbers (tokens)."""
     budget = window.budget
     room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
-    lower = f" or lower max_new_tokens to {room:,}" if room >= 1 else ""
+    # offer only what can work: a message cannot be shortened by more than it holds
+    remedies = [f"shorten it by {window.over_by:,} tokens"] if window.over_by < window.prompt_tokens else []
+    if room >= 1:
+        remedies.append(f"lower max_new_tokens to {room:,}")
+    advice = " or ".join(remedies) or "use a larger context or a smaller max_new_tokens"
     return AdmissionDecision(
         False, "positions",
         f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
         f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
         f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
-        f"shorten it by {window.over_by:,} tokens{lower}",
+        f"{advice}",
         context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
         remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import (
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -76,7 +75,6 @@ class SettingsDialog(QDialog):
         form.addRow("Seed", self.seed)
         form.addRow("Context window", self.context_tokens)
         form.addRow("CPU threads", self.cpu_threads)
-        form.addRow(_tr("Language"), self.language)
         outer.addLayout(form)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
         group = QGroupBox("Backend (this conversation)")
@@ -113,11 +111,9 @@ class SettingsDialog(QDialog):
         self.cpu_threads.setSpecialValueText("automatic")
         self.cpu_threads.setToolTip("threads for a model on the CPU; automatic uses the cores other programs "
                                     "leave idle, so one busy core does not stall every token")
-        self.language = QComboBox()
-        for code, name in (("auto", _tr("System language")), ("en", "English"), ("ko", "한국어")):
-            self.language.addItem(name, code)
-        self.language.setCurrentIndex(max(self.language.findData(language), 0))
-        self.language.setToolTip(_tr("Used from the next start"))
+        # The language setting is kept but not offered yet: Headroom's own Korean catalogue
+        # (resources/translations/headroom_ko.qm) does not exist, so only Qt's buttons would change.
+        self._language = language
 
     def accept(self) -> None:
         """Stays open, with the reason under the backend form, while the backend is unusable."""
@@ -149,8 +145,8 @@ class SettingsDialog(QDialog):
         ).validated()
 
     def result_language(self) -> str:
-        """"auto", "en" or "ko"."""
-        return self.language.currentData()
+        """"auto", "en" or "ko" (unchanged until a language control is offered)."""
+        return self._language
 
 
 def _tr(text: str) -> str:
