@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.bundle, pytest.mark.real_model]
 # Lines that mean the bundle misses a module, a data file or a Qt plugin.
 BROKEN = ("Traceback", "ModuleNotFoundError", "No module named", "Could not load the Qt platform plugin",
           "Could not find the Qt platform plugin", "FileNotFoundError")
-LOADED = re.compile(r"app\.engine\.loader\b.*: loaded ")  # the loader's INFO line (--verbose)
+LOADED = re.compile(r"app\.engine\.loading\.loader\b.*: loaded ")  # the loader's INFO line (--verbose)
 
 
 @pytest.fixture(scope="module")
