@@ -134,9 +134,7 @@ def test_refused_turn_offers_remedies_and_lowering_max_new_tokens_runs_it(qtbot,
     """Issue 3 item 4: the turn does not start; the user picks a remedy and it runs."""
     from app.engine.memory.probe import FakeProbe
 
-    # the model's full context, set by hand: with "auto" the context would shrink to what fits and
-    # the refusal would be for positions, not memory (that path is tested below)
-    window = make_window(max_new_tokens=4000, context_tokens=8192)
+    window = make_window(max_new_tokens=4000)  # context "auto": memory admission still judges the turn
     weights = 538_060_288  # the default model's weights in float32, bytes
     # a simulated 1.33 GiB device: model + CUDA context leave ~350 MiB free, and 4,000 new
     # tokens of KV (177 MiB) + margin (256 MiB) do not fit

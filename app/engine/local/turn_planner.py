@@ -95,6 +95,14 @@ class Foresight:
         budget = self.budget(context_setting, max_new_tokens)
         window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
                                count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+        auto = context_setting <= 0
+        if auto and not window.fits:
+            # "auto" shrank the context to what memory allows at full length; a turn that alone
+            # overflows it is judged by memory admission (numbers, remedies, send anyway), not
+            # refused for positions the model does have
+            budget = self.budget(self.max_positions, max_new_tokens)
+            window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
+                                   count_tokens=self.count_tokens, system_allowed=fmt.system_role)
         sample = self.probe.sample()
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)
@@ -112,7 +120,7 @@ class Foresight:
         for chunk in self.chunk_ladder:
             projection = self.project(len(ids) - resident, kv_new_tokens, resident, sample, chunk=chunk)
             decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
-                                  len(ids), max_new_tokens, budget.context_tokens)
+                                  len(ids), max_new_tokens, None if auto else budget.context_tokens)
             if decision.admitted:
                 break
         return TurnPlan(window, ids, projection, decision, sample)
