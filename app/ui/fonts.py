@@ -22,17 +22,14 @@ log = logging.getLogger(__name__)
 BUNDLED_HANGUL_FILE = "HeadroomHangul-Regular.ttf"
 
 
+_bundled_font_id: int | None = None  # QFontDatabase id once registered (-1: failed)
+
+
 def korean_system_families() -> list[str]:
-    """Font families of this desktop that declare Korean support (empty on many minimal Linux)."""
-    return [f for f in QFontDatabase.families(QFontDatabase.WritingSystem.Korean)
-            if f not in QFontDatabase.applicationFontFamilies(_bundled_id_or(-1))]
-
-
-_bundled_font_id: int | None = None
-
-
-def _bundled_id_or(default: int) -> int:
-    return default if _bundled_font_id is None else _bundled_font_id
+    """Font families of this desktop that declare Korean support (empty on many minimal Linux);
+    the bundled font, once registered, is not one of them."""
+    bundled = QFontDatabase.applicationFontFamilies(_bundled_font_id) if _bundled_font_id is not None else []
+    return [f for f in QFontDatabase.families(QFontDatabase.WritingSystem.Korean) if f not in bundled]
 
 
 def load_bundled_hangul() -> str:

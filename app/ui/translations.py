@@ -16,9 +16,7 @@ from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = {"auto": "", "en": "English", "ko": "한국어"}
-"""Setting values → the name shown in Settings ("auto" follows the system)."""
-TRANSLATED = ("ko",)
+TRANSLATED = ("ko",)  # languages with a catalogue; the setting's values are core.settings.LANGUAGES
 
 
 def choose_language(setting: str, ui_languages: list[str] | None = None) -> str:
