@@ -11,7 +11,7 @@ from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
 from app.engine.events import TurnCompleted
 from app.engine.local.kv_session import KVSession
-from app.engine.local.session_pool import SessionPool, park, parked_bytes, restore
+from app.engine.local.session_pool import SessionPool, park, parked_bytes, restore, to_device, to_host
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import pick_probe
 
@@ -138,3 +138,13 @@ def test_park_and_restore_keep_every_value(tiny_loaded):
     assert parked_bytes(session) == session.cache_bytes > 0
     restore(session, CPU)
     assert all(torch.equal(layer.keys, b) for layer, b in zip(session.cache.layers, before, strict=True))
+
+
+def test_parked_and_restored_tensors_are_what_the_compiled_step_was_traced_with():
+    """The cache is made under inference mode (prefill); its copies must be too, or the compiled
+    decode step's guards fail and it recompiles (seen on the H200 as a 20 s stall)."""
+    plain = torch.ones(2, 3)
+    assert not plain.is_inference()
+    host, back = to_host(plain, pinned=False), to_device(plain, CPU)
+    assert host.is_inference() and back.is_inference() and back.data_ptr() != plain.data_ptr()
+    assert torch.equal(host, plain) and torch.equal(back, plain)

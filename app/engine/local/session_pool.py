@@ -45,27 +45,24 @@ def session_tensors(session: KVSession):
                 yield layer, name, tensor
 
 
-def park(session: KVSession) -> None:
-    """Move the session's keys and values to host memory (page-locked when they were on CUDA),
-    freeing their device memory; a CPU cache stays where it is. Synchronous. Raises what the
-    allocation raises (RuntimeError when pinned memory runs out); the session then still holds
-    whatever was not moved, on either side, and stays usable."""
+def park(session: KVSession, pinned: bool = True) -> None:
+    """Move the session's keys and values to host memory (page-locked when they were on CUDA and
+    ``pinned``), freeing their device memory; a CPU cache stays where it is. Synchronous. Raises
+    what the allocation raises (RuntimeError when pinned memory runs out); the session then still
+    holds whatever was not moved, on either side, and stays usable."""
     moved = False
     for layer, name, tensor in list(session_tensors(session)):
         if tensor.device.type == "cpu":
             continue
-        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=tensor.device.type == "cuda")
-        host.copy_(tensor)
-        setattr(layer, name, host)
+        setattr(layer, name, to_host(tensor, pinned and tensor.device.type == "cuda"))
         moved = True
     if moved and torch.cuda.is_available():
         torch.cuda.synchronize()
 
 
 def restore(session: KVSession, device: torch.device) -> None:
-    """Move a parked session's keys and values back to ``device`` (in place, layer by layer).
-    The new tensors are marked as static addresses (as transformers' StaticLayer does, so the
-    compiled decode step keeps its CUDA graphs) and, for span layers, as having a dynamic capacity.
+    """Move a parked session's keys and values back to ``device`` (in place, layer by layer),
+    as `to_device` makes them; span layers get their dynamic capacity marked again.
     torch.cuda.OutOfMemoryError propagates; the caller drops the session then."""
     from app.engine.local.static_cache import _mark_capacity_dynamic
 
@@ -75,15 +72,34 @@ def restore(session: KVSession, device: torch.device) -> None:
     for layer, name, tensor in list(session_tensors(session)):
         if tensor.device == device:
             continue
-        on_device = tensor.to(device, non_blocking=True)
-        setattr(layer, name, on_device)
-        torch._dynamo.mark_static_address(on_device)
+        setattr(layer, name, to_device(tensor, device))
         if layer not in touched:
             touched.append(layer)
     for layer in touched:
         _mark_capacity_dynamic(layer)
     if touched and device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+# Both copies run under inference mode, as the prefill that made the cache did: an ordinary
+# tensor where the compiled decode step was traced with inference tensors fails its guards and
+# the whole step recompiles (H200, 8B: a 20 s stall on the first turn after a switch).
+@torch.inference_mode()
+def to_host(tensor: torch.Tensor, pinned: bool) -> torch.Tensor:
+    """A host copy of ``tensor`` (page-locked when ``pinned``, so the copy back is fast)."""
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=pinned)
+    host.copy_(tensor)
+    return host
+
+
+@torch.inference_mode()
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A copy of ``tensor`` on ``device``, marked as a static address as transformers'
+    StaticLayer marks its cache (the compiled step does not copy it; its CUDA graph is recorded
+    once more for the new address)."""
+    moved = tensor.to(device, non_blocking=True, copy=True)
+    torch._dynamo.mark_static_address(moved)
+    return moved
 
 
 def parked_bytes(session: KVSession) -> int:
