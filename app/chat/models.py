@@ -104,7 +104,7 @@ class ModelFlow(QObject):
         """`text`, then that the previous model opens again (when there is one)."""
         if previous is None:
             return text
-        return f"{text} {translate('Models', 'Reopening {0}.').format(previous.name)}"
+        return text + " " + translate("Models", "Reopening {0}.").format(previous.name)
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(str, float)
