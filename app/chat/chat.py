@@ -97,6 +97,7 @@ class Chat(QObject):
         self.device_preference = device_preference
         self.conversation = Conversation()
         self.conversation_id: int | None = None
+        self.cache_key = "new-0"  # the worker's key for this conversation's kept KV cache
         self.summary = SummaryState()
         self.report = None  # LoadReport of the loaded model, None while none is
         self.thread: QThread | None = None

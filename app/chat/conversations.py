@@ -7,6 +7,7 @@ it completes. Opening a conversation adopts its own generation and backend setti
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,10 @@ class ConversationFlow(QObject):
         super().__init__(chat)
         self._chat = chat
         self._search = ""
+        # conversation id -> key of its kept KV cache in the worker (a chat keeps the key it got
+        # when it was opened or started, also after the store gives it an id)
+        self._cache_keys: dict[int, str] = {}
+        self._new_keys = itertools.count(1)
 
     def refresh_sidebar(self) -> None:
         """List the stored conversations matching the search text, the open one current."""
@@ -44,12 +49,20 @@ class ConversationFlow(QObject):
         chat = self._chat
         chat.turns.stop_for_switch()  # a reply in flight is kept, as stopped
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
+        chat.cache_key = f"new-{next(self._new_keys)}"
         chat.conversation_cleared.emit()
+
+    def _activate_cache(self) -> None:
+        """Tell the worker which conversation is open, so its kept KV cache (if any) is back on
+        the device before the next turn and the previous chat's is parked."""
+        chat = self._chat
+        chat.worker.conversation_activated.emit(chat.cache_key, chat.settings.generation.kept_chat_cache_mib)
 
     @Slot()
     def new_conversation(self) -> None:
         """Open an empty chat (a reply in flight is stopped and kept)."""
         self._reset_conversation()
+        self._activate_cache()
         self.refresh_sidebar()
 
     @Slot(int)
@@ -64,6 +77,7 @@ class ConversationFlow(QObject):
         self._reset_conversation()
         chat.conversation, chat.summary = stored.conversation, stored.summary
         chat.conversation_id = conversation_id
+        chat.cache_key = self._cache_keys.setdefault(conversation_id, f"stored-{conversation_id}")
         if stored.settings:  # this conversation's own generation settings
             known = {f.name for f in fields(GenerationSettings)}
             generation = GenerationSettings(**{k: v for k, v in stored.settings.items() if k in known})
@@ -71,6 +85,7 @@ class ConversationFlow(QObject):
             chat.settings = replace(chat.settings, generation=generation.validated(),
                                     backend=BackendSettings.from_json(stored.settings.get("backend")))
             chat.backend.apply_backend()
+        self._activate_cache()
         chat.conversation_loaded.emit(chat.conversation.messages)
         chat.summaries.show_summary()
         self.refresh_sidebar()
@@ -94,6 +109,9 @@ class ConversationFlow(QObject):
         chat = self._chat
         title = next((i.title for i in chat.store.list_conversations() if i.id == conversation_id), "")
         chat.store.delete_conversation(conversation_id)
+        key = self._cache_keys.pop(conversation_id, None)
+        if key is not None:
+            chat.worker.conversation_forgotten.emit(key)
         if conversation_id == chat.conversation_id:
             self._reset_conversation()
         self.refresh_sidebar()
@@ -131,6 +149,7 @@ class ConversationFlow(QObject):
             title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
             chat.conversation_id = chat.store.create_conversation(
                 title, conversation_settings(chat.settings.generation, chat.settings.backend))
+            self._cache_keys[chat.conversation_id] = chat.cache_key
             self.refresh_sidebar()
         if message.id is None:
             chat.store.append_message(chat.conversation_id, message)

@@ -121,7 +121,7 @@ class TurnFlow(QObject):
         chat.reply_started.emit(continue_final)
         request = TurnRequest(next(self._request_ids), messages, chat.summary,
                               settings or chat.settings.generation, continue_final, override_memory,
-                              backend=chat.settings.backend)
+                              backend=chat.settings.backend, conversation_key=chat.cache_key)
         self._active_request = request.request_id
         chat.worker.turn_requested.emit(request)
 

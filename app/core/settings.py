@@ -34,6 +34,9 @@ class GenerationSettings:
     cpu_threads: intra-op threads of a model running on the CPU (``torch.set_num_threads``); 0 =
     automatic, the cores other programs leave idle (app.engine.local.cpu_threads), so one busy core
     does not stall every decode step (issue 12, item 6; GPT4All and LM Studio offer the same setting).
+    kept_chat_cache_mib: host memory (MiB) for the KV caches of recently used conversations, so
+    switching back to one prefills only the new message (issue 12, item 5; 0 = keep none;
+    app.engine.local.session_pool).
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -48,12 +51,14 @@ class GenerationSettings:
     frequency_penalty: float = 0.0
     seed: int | None = None
     cpu_threads: int = 0
+    kept_chat_cache_mib: int = 4096
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
         context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
-        0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–1024. Raises ValueError or
+        0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–1024, kept_chat_cache_mib
+        0–1,048,576. Raises ValueError or
         TypeError for a value that is not a number (or, for the sampler fields, not a finite one)."""
         low, high = REPETITION_PENALTY_RANGE
         return replace(
@@ -69,6 +74,7 @@ class GenerationSettings:
             frequency_penalty=_clamped(self.frequency_penalty, -2.0, 2.0),
             seed=_seed(self.seed),
             cpu_threads=min(max(int(self.cpu_threads), 0), 1024),
+            kept_chat_cache_mib=min(max(int(self.kept_chat_cache_mib), 0), 2**20),
         )
 
 

@@ -36,8 +36,9 @@ class Backend(Protocol):
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
-                 override_memory: bool = False) -> Iterator[TurnEvent]:
-        """Plan, admit, stream and summarize one turn; never raises for a failed generation."""
+                 override_memory: bool = False, conversation_key: str = "") -> Iterator[TurnEvent]:
+        """Plan, admit, stream and summarize one turn; never raises for a failed generation.
+        conversation_key: which conversation's kept state to use ("" = none in particular)."""
         ...
 
 

@@ -45,7 +45,9 @@ class TurnRequest:
     new user message — or with a partial assistant answer when continue_final (continue after Stop,
     text-generation-webui #7565).
     override_memory: the user chose "send anyway" after a memory refusal.
-    backend: which engine answers (the conversation's choice; local by default)."""
+    backend: which engine answers (the conversation's choice; local by default).
+    conversation_key: the conversation whose kept KV cache the turn uses (the chat layer's key;
+    "" = whatever cache is active)."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -54,6 +56,7 @@ class TurnRequest:
     continue_final: bool = False
     override_memory: bool = False
     backend: BackendSettings = BackendSettings()
+    conversation_key: str = ""
 
 
 class GenerationWorker(QObject):
@@ -65,6 +68,10 @@ class GenerationWorker(QObject):
             one, adopt it. Cancel with request_cancel_load().
         model_change_requested(object): a LoadedModel to adopt, or None to unload.
         turn_requested(object): a TurnRequest.
+        conversation_activated(str, int): the user opened this conversation (its key) — the
+            local model makes its kept KV cache active now (parking the previous chat's in host
+            memory, at most the given MiB), so the next turn prefills only its new tokens.
+        conversation_forgotten(str): the conversation was deleted; its kept cache is dropped.
     Signals out:
         load_progressed(str, float): stage text, fraction 0..1 of the load in progress.
         model_loaded(object): the LoadReport of a model load_requested opened (after model_changed).
@@ -91,6 +98,8 @@ class GenerationWorker(QObject):
     load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
     turn_requested = Signal(object)
+    conversation_activated = Signal(str, int)
+    conversation_forgotten = Signal(str)
 
     load_progressed = Signal(str, float)
     model_loaded = Signal(object)
@@ -128,6 +137,8 @@ class GenerationWorker(QObject):
         self.load_requested.connect(self._on_load_requested)
         self.model_change_requested.connect(self._on_model_change_requested)
         self.turn_requested.connect(self._on_turn_requested)
+        self.conversation_activated.connect(self._on_conversation_activated)
+        self.conversation_forgotten.connect(self._on_conversation_forgotten)
 
     def request_stop(self) -> None:
         """Thread-safe: ends the current reply or summary before its next decode step."""
@@ -195,6 +206,16 @@ class GenerationWorker(QObject):
             # meanwhile queue behind it; the window stays usable and shows "optimizing".
             self._runner.warm_up(self.decode_status_changed.emit)
 
+    @Slot(str, int)
+    def _on_conversation_activated(self, key: str, kept_cache_mib: int) -> None:
+        if self._runner is not None:
+            self._runner.activate(key, kept_cache_mib)
+
+    @Slot(str)
+    def _on_conversation_forgotten(self, key: str) -> None:
+        if self._runner is not None:
+            self._runner.sessions.forget(key)
+
     @Slot(object)
     def _on_turn_requested(self, request: TurnRequest) -> None:
         self._stop.clear()
@@ -204,7 +225,8 @@ class GenerationWorker(QObject):
             self.generation_failed.emit(rid, "no model is loaded", "")
             return
         events = backend.run_turn(list(request.messages), request.summary, request.settings,
-                                  self._stop, request.continue_final, request.override_memory)
+                                  self._stop, request.continue_final, request.override_memory,
+                                  request.conversation_key)
         announced = False
         for event in events:
             if not announced and backend.report is not None:  # a remote one knows after connecting

@@ -45,19 +45,35 @@ USER_TOKENS = 300
 PASTES = {4: 3000, 9: 4000, 14: 4000}  # 0-based turn -> tokens of a long paste
 
 
+def compile_breakdown() -> str:
+    """torch.compile's own time per phase (dynamo tracing, AOT, Inductor, ...), as it prints it."""
+    try:
+        from torch._dynamo.utils import compile_times
+
+        return compile_times(repr="str", aggregate=True)
+    except Exception as exc:  # a torch without it
+        return f"unavailable: {exc}"
+
+
 def dynamo_graphs() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"].get("unique_graphs", 0))
 
 
-def run_turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettings) -> dict:
-    """One turn through TurnRunner.run_turn, as the window sends it; returns its row."""
-    before = list(runner.session.token_ids)
+def run_turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettings, key: str = "") -> dict:
+    """One turn through TurnRunner.run_turn, as the window sends it (conversation ``key``);
+    returns its row. wall_ttft_s: from the call to the first text (what the user waits: cache
+    activation, window, tokenization, admission, prefill, first token); ttft_s: ReplyFinished's
+    (from the start of generation)."""
     graphs = dynamo_graphs()
     row: dict = {}
-    for event in runner.run_turn(messages, SummaryState(), settings, threading.Event()):
-        if isinstance(event, ev.TurnPlanned):
+    started = time.perf_counter()
+    for event in runner.run_turn(messages, SummaryState(), settings, threading.Event(), conversation_key=key):
+        if isinstance(event, ev.TextDelta) and "wall_ttft_s" not in row:
+            row["wall_ttft_s"] = time.perf_counter() - started
+        elif isinstance(event, ev.TurnPlanned):
+            before = list(runner.session.token_ids)  # the conversation's cache, activated by now
             plan = event.plan
             row["prompt_tokens"] = len(plan.prompt_ids)
             row["cached_prefix"] = min(common_prefix(before, list(plan.prompt_ids)), len(plan.prompt_ids) - 1)
@@ -81,18 +97,51 @@ def run_turn(runner: TurnRunner, messages: list[Message], settings: GenerationSe
 
 
 def chat(runner: TurnRunner, settings: GenerationSettings, vocab: int, turns: int, user: int,
-         pastes: dict[int, int], rows: list[dict], on_row=lambda: None) -> list[dict]:
-    messages: list[Message] = []
+         pastes: dict[int, int], rows: list[dict], on_row=lambda: None, messages=None) -> list[Message]:
+    """The growing chat (conversation key "chat"); returns its messages."""
+    messages = [] if messages is None else messages
     for turn in range(turns):
         messages.append(Message(Role.USER, words(pastes.get(turn, user), 100 + turn, vocab)))
-        row = run_turn(runner, messages, settings)
+        row = run_turn(runner, messages, settings, "chat")
         messages.append(Message(Role.ASSISTANT, row.pop("text", "")))
         rows.append({"turn": turn + 1, **row})
         log(json.dumps(rows[-1], default=str))
         on_row()
         if "error" in row:
             break
-    return rows
+    return messages
+
+
+def switch_back(runner: TurnRunner, settings: GenerationSettings, vocab: int, messages: list[Message],
+                user: int, warm_rows: list[dict]) -> dict:
+    """Issue 12, item 5: the user leaves the long chat for another one and comes back. Twice:
+    opening the chat first (the window activates its cache when the conversation is opened, so
+    the copy back is done before the message is sent), and sending straight away (the copy is
+    inside the turn). Compared with the warm turns of the same chat (no switch)."""
+    out: dict = {"warm_ttft_s_median": statistics.median(r["ttft_s"] for r in warm_rows),
+                 "warm_wall_ttft_s_median": statistics.median(r["wall_ttft_s"] for r in warm_rows)}
+    for mode in ("opened_first", "sent_straight"):
+        t = time.perf_counter()
+        runner.activate(f"other-{mode}", settings.kept_chat_cache_mib)
+        sync()
+        out[f"{mode}_park_s"] = time.perf_counter() - t
+        other = [Message(Role.USER, words(1000, 5000 + len(mode), vocab))]
+        out[f"{mode}_other_turn"] = {k: v for k, v in run_turn(runner, other, settings, f"other-{mode}").items()
+                                     if k != "text"}
+        if mode == "opened_first":
+            t = time.perf_counter()
+            runner.activate("chat", settings.kept_chat_cache_mib)
+            sync()
+            out["restore_s"] = time.perf_counter() - t
+        messages.append(Message(Role.USER, words(user, 900 + len(mode), vocab)))
+        row = run_turn(runner, messages, settings, "chat")
+        messages.append(Message(Role.ASSISTANT, row.pop("text", "")))
+        out[mode] = row
+        out[f"{mode}_ttft_ratio"] = row["ttft_s"] / out["warm_ttft_s_median"]
+        out[f"{mode}_wall_ttft_ratio"] = row["wall_ttft_s"] / out["warm_wall_ttft_s_median"]
+    out["notes"] = list(runner.sessions.notes)
+    log("switch", json.dumps({k: v for k, v in out.items() if not isinstance(v, dict)}, default=str))
+    return out
 
 
 def singles(runner: TurnRunner, settings: GenerationSettings, vocab: int, sizes, repeats: int) -> list[dict]:
@@ -205,6 +254,7 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", default=None, help="add llama.cpp figures to this result JSON and print")
     ap.add_argument("--second-launch", default=None, help="output of a --warm-up-only run to merge")
     ap.add_argument("--warm-up-only", action="store_true", help="load + warm up, print seconds (second launch)")
+    ap.add_argument("--warm-up-done", default=None, help="write this file when the warm-up is over")
     args = ap.parse_args(argv)
     if args.merge:
         R = json.loads(Path(args.merge).read_text())
@@ -235,7 +285,10 @@ def main(argv=None) -> int:
     status = runner.warm_up(lambda s: statuses.append(s.state))
     R["warm_up"] = {"seconds_total": time.perf_counter() - t, "compile_seconds": status.seconds,
                     "state": status.state, "reason": status.reason, "statuses": statuses,
-                    "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR")}
+                    "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                    "compile_times": compile_breakdown()}
+    if args.warm_up_done:
+        Path(args.warm_up_done).write_text("done")
     log("warm-up", R["warm_up"])
     if args.warm_up_only:
         print(json.dumps(R["warm_up"] | {"load_s": R["load_s"]}))
@@ -248,10 +301,13 @@ def main(argv=None) -> int:
     log("attention", R["attention_check"])
     R["chat"] = []
     if args.tiny:
-        chat(runner, settings, vocab, 6, 40, {2: 300}, R["chat"], save)
+        messages = chat(runner, settings, vocab, 6, 40, {2: 300}, R["chat"], save)
     else:
-        chat(runner, settings, vocab, 20, USER_TOKENS, PASTES, R["chat"], save)
+        messages = chat(runner, settings, vocab, 20, USER_TOKENS, PASTES, R["chat"], save)
     R["session_notes"] = list(runner.session.notes)
+    save()
+    R["switch"] = switch_back(runner, settings, vocab, messages, 40 if args.tiny else USER_TOKENS,
+                              [r for r in R["chat"][-4:] if "ttft_s" in r])
     save()
     sizes = (1024, 4096, 16384) if not args.tiny else (128, 256, 512)
     R["single"] = singles(runner, replace(settings, max_new_tokens=128 if not args.tiny else 8), vocab, sizes, 3)
@@ -267,12 +323,25 @@ def main(argv=None) -> int:
 
 
 def print_table(R: dict) -> None:
-    log("\n| turn | prompt | capacity | prefilled / reused | re-prefilled cached | chunk | path | tok/s | TTFT ms |")
-    log("|---|---|---|---|---|---|---|---|---|")
+    log("\n| turn | prompt | capacity | prefilled / reused | re-prefilled cached | chunk | path | tok/s | TTFT ms "
+        "| send-to-first-text ms |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
     for r in R.get("chat", []):
         log(f"| {r['turn']} | {r.get('prompt_tokens', '')} | {r.get('capacity')} | {r.get('prefill_tokens')} / "
             f"{r.get('reused_tokens')} | {r.get('reprefilled_cached')} | {r.get('chunk')} | {r.get('decode_path')} | "
-            f"{r.get('tok_s', 0):.1f} | {1e3 * r.get('ttft_s', 0):.0f} |")
+            f"{r.get('tok_s', 0):.1f} | {1e3 * r.get('ttft_s', 0):.0f} | {1e3 * r.get('wall_ttft_s', 0):.0f} |")
+    sw = R.get("switch")
+    if sw:
+        log(f"\nswitch back to the chat: warm turn TTFT {1e3 * sw['warm_ttft_s_median']:.0f} ms "
+            f"(send-to-first-text {1e3 * sw['warm_wall_ttft_s_median']:.0f} ms); "
+            f"park {1e3 * sw['opened_first_park_s']:.0f} ms, "
+            f"restore on open {1e3 * sw.get('restore_s', 0):.0f} ms")
+        for mode in ("opened_first", "sent_straight"):
+            r = sw[mode]
+            log(f"  {mode}: reused {r.get('reused_tokens')} prefilled {r.get('prefill_tokens')}, TTFT "
+                f"{1e3 * r['ttft_s']:.0f} ms ({sw[mode + '_ttft_ratio']:.2f}x warm), send-to-first-text "
+                f"{1e3 * r['wall_ttft_s']:.0f} ms ({sw[mode + '_wall_ttft_ratio']:.2f}x warm), "
+                f"{r.get('tok_s', 0):.1f} tok/s")
     plain, lc = R.get("plain", {}), R.get("llama_cpp", {})
     log("\n| single turn | Headroom TTFT ms | plain TTFT ms | llama.cpp prefill ms | Headroom tok/s | "
         "plain tok/s | llama.cpp tok/s |")
@@ -288,6 +357,8 @@ def print_table(R: dict) -> None:
     w = R.get("warm_up", {})
     log(f"\nwarm-up {w.get('seconds_total', 0):.1f} s (compile {w.get('compile_seconds', 0):.1f} s, "
         f"{w.get('state')}); dynamo graphs {R.get('dynamo_graphs_total')}; load {R.get('load_s', 0):.1f} s")
+    if w.get("compile_times"):
+        log(w["compile_times"])
     second = R.get("second_launch") or {}
     if "seconds_total" in second:
         log(f"second launch: load {second.get('load_s', 0):.1f} s, warm-up {second['seconds_total']:.1f} s "

@@ -89,3 +89,27 @@ def test_a_remote_conversation_watches_its_server_and_can_send_without_a_model(c
     assert chat.server_monitor.watching == remote.remote
     chat.backend.apply_settings(GenerationSettings(max_new_tokens=5), BackendSettings())
     assert seen.of("backend_changed")[-1] == (None,) and chat.server_monitor.watching is None
+
+
+def test_each_conversation_keeps_one_cache_key_and_the_worker_hears_switches(chat):
+    """The worker's kept KV caches are keyed by conversation (issue 12, item 5): a new chat gets
+    a key that it keeps after the store gives it an id, opening it again activates that key,
+    every turn names it, and deleting the chat lets the worker drop its cache."""
+    worker = chat.worker
+    cats = seed(chat.store, "cats")
+    chat.turns.send("hello")
+    started_key = worker.requests[-1].conversation_key
+    new_id = chat.conversation_id
+    worker.reply_finished.emit(worker.last_id, finished(), record())
+    chat.conversations.open_conversation(cats)
+    assert worker.activations[-1] == (f"stored-{cats}", chat.settings.generation.kept_chat_cache_mib)
+    chat.conversations.open_conversation(new_id)
+    assert worker.activations[-1][0] == started_key and chat.cache_key == started_key
+    chat.turns.send("again")
+    assert worker.requests[-1].conversation_key == started_key
+    worker.reply_finished.emit(worker.last_id, finished(), record())
+    chat.conversations.new_conversation()
+    fresh = worker.activations[-1][0]
+    assert fresh not in (started_key, f"stored-{cats}") and chat.cache_key == fresh
+    chat.conversations.delete(new_id)
+    assert worker.forgotten == [started_key]

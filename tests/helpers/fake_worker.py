@@ -11,11 +11,14 @@ from app.engine.memory.units import GiB
 
 class FakeWorker(QObject):
     """GenerationWorker's signals. requests: TurnRequests received; loads: (path, permissions,
-    device) received; stops / cancels: how often request_stop / request_cancel_load ran."""
+    device) received; activations: (conversation key, kept MiB) received; forgotten: keys
+    received; stops / cancels: how often request_stop / request_cancel_load ran."""
 
     load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
     turn_requested = Signal(object)
+    conversation_activated = Signal(str, int)
+    conversation_forgotten = Signal(str)
 
     load_progressed = Signal(str, float)
     model_loaded = Signal(object)
@@ -44,6 +47,10 @@ class FakeWorker(QObject):
         self.cancels = 0
         self.turn_requested.connect(self.requests.append)
         self.load_requested.connect(lambda *args: self.loads.append(args))
+        self.activations: list = []
+        self.forgotten: list = []
+        self.conversation_activated.connect(lambda *args: self.activations.append(args))
+        self.conversation_forgotten.connect(self.forgotten.append)
 
     def request_stop(self) -> None:
         self.stops += 1

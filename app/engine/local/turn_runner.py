@@ -41,13 +41,14 @@ class TurnRunner:
     kind = "local"
 
     def __init__(self, loaded, probe: MemoryProbe):
-        from app.engine.local.kv_session import KVSession
+        from app.engine.local.session_pool import SessionPool
 
         self.loaded = loaded
         self.foresight = Foresight(loaded, probe)
-        # One cache kept between turns; each turn keeps the longest common prefix with its
-        # prompt, so edits, regenerations, summaries and switching chats need no bookkeeping.
-        self.session = KVSession()
+        # The active conversation's cache, kept between turns (each turn keeps the longest common
+        # prefix with its prompt, so edits, regenerations and summaries need no bookkeeping), and
+        # the caches of recently used conversations parked in host memory.
+        self.sessions = SessionPool()
         self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
         self.cpu_meter = None  # CPU models: how many cores other programs keep busy
         self.cpu_threads = None  # intra-op threads of the latest CPU turn
@@ -55,6 +56,19 @@ class TurnRunner:
             from app.engine.local.cpu_threads import CpuLoadMeter
 
             self.cpu_meter = CpuLoadMeter()
+
+    @property
+    def session(self):
+        """The KVSession the next turn uses (the active conversation's)."""
+        return self.sessions.active
+
+    def activate(self, conversation_key: str, kept_cache_mib: int | None = None):
+        """Make ``conversation_key``'s cache the active one (parking the previous chat's in host
+        memory, restoring this one's if it was parked); "" keeps the active cache. Returns the
+        session. Call it when the user opens a conversation, so the copy back to the device is
+        done before the next turn (TTFT after a switch, issue 12 item 5)."""
+        budget = None if kept_cache_mib is None else kept_cache_mib * 2**20
+        return self.sessions.activate(conversation_key, self.loaded.model.device, budget)
 
     @property
     def report(self):
@@ -96,11 +110,13 @@ class TurnRunner:
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
-                 override_memory: bool = False) -> Iterator[TurnEvent]:
-        """Plan, admit, stream and summarize one turn. Never raises for a failed generation:
+                 override_memory: bool = False, conversation_key: str = "") -> Iterator[TurnEvent]:
+        """Plan, admit, stream and summarize one turn of the conversation ``conversation_key``
+        (its kept KV cache is used; "" = the active cache). Never raises for a failed generation:
         the stream always ends with TurnRefused, TurnFailed or TurnCompleted (a stream that hangs when generation
         dies, transformers #22576), followed by
         the summary events when turns were evicted."""
+        self.activate(conversation_key, settings.kept_chat_cache_mib)
         try:
             plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
                                        settings.context_tokens, continue_final, self.session.token_ids,

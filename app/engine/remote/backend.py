@@ -124,10 +124,11 @@ class RemoteBackend:
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
-                 override_memory: bool = False) -> Iterator[TurnEvent]:
+                 override_memory: bool = False, conversation_key: str = "") -> Iterator[TurnEvent]:
         """Plan, stream and summarize one turn on the server; the same events and guarantees as
         TurnRunner.run_turn (never raises; ends with TurnRefused, TurnFailed or TurnCompleted,
-        then the summary events). override_memory has no effect: nothing is projected here."""
+        then the summary events). override_memory and conversation_key have no effect: nothing
+        is projected or cached here (the server keeps its own cache)."""
         try:
             if self.report is None:
                 self.connect(stop_event)
