@@ -16,6 +16,25 @@ import app  # noqa: F401  (offline mode and allocator settings, before torch loa
 from app.core.paths import default_model_path
 
 
+def _use_this_checkouts_resources() -> None:
+    """app.resources is the top-level resources/ folder, mapped by the editable install, which may
+    point at another checkout (a git worktree): load this checkout's, so the catalogues, fonts and
+    stylesheet under test are the ones beside the code under test."""
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).resolve().parent.parent / "resources"
+    spec = importlib.util.spec_from_file_location("app.resources", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["app.resources"] = module
+    spec.loader.exec_module(module)
+    app.resources = module
+
+
+_use_this_checkouts_resources()
+
+
 @pytest.fixture(scope="session")
 def real_model_path() -> Path:
     path = default_model_path()

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Backend", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
 class BackendFlow(QObject):
@@ -52,15 +51,15 @@ class BackendFlow(QObject):
                                 language=previous_language if language is None else language)
         save_settings(chat.settings)
         if chat.settings.language != previous_language:
-            chat.announce(_tr("The new language is used from the next start of Headroom"), "status")
+            chat.announce(translate("Backend", "The new language is used from the next start of Headroom"), "status")
         if api_key is not None and backend.remote.base_url:
             try:
                 where = save_api_key(backend.remote.base_url, api_key)
-                chat.announce(_tr("API key forgotten") if not api_key else
-                              _tr("API key stored in the OS keyring") if where == "keyring" else
-                              _tr("API key stored in api_keys.json (owner-only)"), "status")
+                chat.announce(translate("Backend", "API key forgotten") if not api_key else
+                              translate("Backend", "API key stored in the OS keyring") if where == "keyring" else
+                              translate("Backend", "API key stored in api_keys.json (owner-only)"), "status")
             except OSError as exc:
-                chat.announce(_tr("Could not store the API key: {0}").format(exc.strerror), "error")
+                chat.announce(translate("Backend", "Could not store the API key: {0}").format(exc.strerror), "error")
         if chat.conversation_id is not None:  # the open conversation keeps its own settings
             chat.store.update_settings(chat.conversation_id, conversation_settings(generation, backend))
         self.apply_backend()

@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Conversations", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
 class ConversationFlow(QObject):
@@ -72,7 +71,7 @@ class ConversationFlow(QObject):
         while a reply is in flight."""
         chat = self._chat
         if chat.turns.active:
-            chat.announce(_tr("Stop the current reply before switching conversations."))
+            chat.announce(translate("Conversations", "Stop the current reply before switching conversations."))
             return
         stored = chat.store.load_conversation(conversation_id)
         self._reset_conversation()
@@ -138,7 +137,8 @@ class ConversationFlow(QObject):
         try:
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
-            self._chat.announce(_tr("Could not export to {0}: {1}").format(path, exc.strerror), "error")
+            self._chat.announce(translate("Conversations", "Could not export to {0}: {1}").format(
+                path, exc.strerror), "error")
             return False
         return True
 

@@ -7,6 +7,7 @@ is written on request.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Memory", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+log = logging.getLogger(__name__)
 
 
 class MemoryFlow(QObject):
@@ -49,9 +50,10 @@ class MemoryFlow(QObject):
         try:
             write_report(Path(path), build_report(chat.report, chat.monitor.history(), chat.turns.turn_records))
         except OSError as exc:
-            chat.announce(_tr("Could not save diagnostics to {0}: {1}").format(path, exc.strerror), "error")
+            chat.announce(translate("Memory", "Could not save diagnostics to {0}: {1}").format(
+                path, exc.strerror), "error")
             return False
-        chat.announce(_tr("Diagnostics saved to {0}").format(path), "status")
+        chat.announce(translate("Memory", "Diagnostics saved to {0}").format(path), "status")
         return True
 
     @Slot(object)
@@ -64,4 +66,6 @@ class MemoryFlow(QObject):
 
     @Slot(str)
     def _on_sampling_failed(self, reason: str) -> None:
-        self._chat.announce(_tr("Memory sampling stopped: {0}").format(reason), "warning")
+        log.warning("memory sampling stopped: %s", reason)
+        self._chat.announce(translate("Memory", "Memory sampling stopped; the memory panel keeps its last "
+                                      "reading. The details are in the log."), "warning")

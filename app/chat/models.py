@@ -9,19 +9,21 @@ and the recent-models list are saved in settings.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.error_text import load_stage_text, plain_failure
 from app.core.settings import save_settings
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Models", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+log = logging.getLogger(__name__)
 
 
 class ModelFlow(QObject):
@@ -61,7 +63,7 @@ class ModelFlow(QObject):
         a notice. A path that does not exist is refused before the open model is unloaded."""
         chat, path = self._chat, Path(path)
         if not path.exists():
-            chat.announce(_tr("Could not open the model: no model at {0}.").format(path), "error")
+            chat.announce(plain_failure(f"no model at {path}", "load").line(), "error")
             chat.load_failed.emit(f"no model at {path}")
             return
         if self._loads:
@@ -70,7 +72,7 @@ class ModelFlow(QObject):
         chat.worker.request_stop()  # a reply in flight ends before the model goes
         chat.can_send_changed.emit(False)
         self._fraction = 0.0
-        chat.load_progressed.emit(_tr("Opening {0}…").format(path.name), 0.0)
+        chat.load_progressed.emit(translate("Models", "Opening {0}…").format(path.name), 0.0)
         chat.worker.load_requested.emit(str(path), chat.settings.permissions_for(path), chat.device_preference)
 
     def cancel_load(self) -> bool:
@@ -79,7 +81,7 @@ class ModelFlow(QObject):
         if not self._loads:
             return False
         self._chat.worker.request_cancel_load()
-        self._chat.load_progressed.emit(_tr("Cancelling after the current step…"), self._fraction)
+        self._chat.load_progressed.emit(translate("Models", "Cancelling after the current step…"), self._fraction)
         return True
 
     def _answered(self) -> tuple[Path, bool]:
@@ -97,12 +99,19 @@ class ModelFlow(QObject):
             return None
         return Path(previous)
 
+    @staticmethod
+    def _reopening(text: str, previous: Path | None) -> str:
+        """`text`, then that the previous model opens again (when there is one)."""
+        if previous is None:
+            return text
+        return text + " " + translate("Models", "Reopening {0}.").format(previous.name)
+
     # ----- events from the worker --------------------------------------------------------------
     @Slot(str, float)
     def _on_load_progressed(self, text: str, fraction: float) -> None:
         if len(self._loads) == 1:  # not the stages of a load already replaced
             self._fraction = fraction
-            self._chat.load_progressed.emit(text, fraction)
+            self._chat.load_progressed.emit(load_stage_text(text), fraction)
 
     @Slot(object)
     def _on_model_changed(self, report) -> None:
@@ -127,8 +136,8 @@ class ModelFlow(QObject):
         if not newest:
             return
         previous = self._previous_model(path)
-        again = _tr(" Reopening {0}.").format(previous.name) if previous else ""
-        self._chat.announce(_tr("Could not open the model: {0}.{1}").format(reason.rstrip("."), again), "error")
+        log.warning("could not open %s: %s", path, reason)  # the engine's words stay in the log
+        self._chat.announce(self._reopening(plain_failure(reason, "load").line(), previous), "error")
         self._chat.load_failed.emit(reason)
         if previous:
             self.open_model(previous)
@@ -139,7 +148,6 @@ class ModelFlow(QObject):
         if not newest:
             return
         previous = self._previous_model(path)
-        self._chat.announce(_tr("Loading cancelled.{0}").format(
-            _tr(" Reopening {0}.").format(previous.name) if previous else ""))
+        self._chat.announce(self._reopening(translate("Models", "Loading cancelled."), previous))
         if previous:
             self.open_model(previous)

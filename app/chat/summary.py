@@ -9,10 +9,12 @@ reports a failed summary in an error notice.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.error_text import plain_failure, summary_verdict_text
 from app.core.history import SummaryState, summary_reserve
 
 if TYPE_CHECKING:
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
 DEFAULT_POSITIONS = 2048  # the context assumed before a model says its own (tokens)
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Summary", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+log = logging.getLogger(__name__)
 
 
 class SummaryFlow(QObject):
@@ -79,9 +81,10 @@ class SummaryFlow(QObject):
             chat.store.save_summary(chat.conversation_id, state)
         chat.summarizing_changed.emit(False)
         self.show_summary()
-        chat.announce(_tr("Summary: {0}").format(verdict), "status")
+        chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), "status")
 
     @Slot(int, str)
     def _on_summary_failed(self, _request_id: int, reason: str) -> None:
         self._chat.summarizing_changed.emit(False)
-        self._chat.announce(_tr("The summary of earlier turns failed: {0}").format(reason), "error")
+        log.warning("summary failed: %s", reason)  # the engine's words stay in the log
+        self._chat.announce(plain_failure(reason, "summary").line(), "error")

@@ -10,11 +10,14 @@ code, and the worker only ever sees copies of the messages.
 from __future__ import annotations
 
 import itertools
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.error_text import plain_failure
+from app.chat.refusal_text import refusal_line
 from app.core.conversation import MessageStatus, Role, copy_messages
 from app.workers.generation_worker import TurnRequest
 
@@ -22,8 +25,8 @@ if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Turns", text)
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+log = logging.getLogger(__name__)
 
 
 class TurnFlow(QObject):
@@ -149,7 +152,7 @@ class TurnFlow(QObject):
             return
         self.turn_records.append(record)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
-            self._end_turn(MessageStatus.STOPPED, _tr("max new tokens reached"))
+            self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
@@ -159,8 +162,10 @@ class TurnFlow(QObject):
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:
         if request_id != self._active_request:
             return
-        self._end_turn(MessageStatus.FAILED, reason)
-        self._chat.announce(_tr("The reply failed: {0}").format(reason), "error")
+        log.warning("reply failed: %s", reason)  # the engine's words stay in the log
+        plain = plain_failure(reason, "reply")
+        self._end_turn(MessageStatus.FAILED, plain.what)
+        self._chat.announce(plain.line(), "error")
 
     @Slot(int, object)
     def _on_turn_refused(self, request_id: int, decision) -> None:
@@ -176,7 +181,8 @@ class TurnFlow(QObject):
             reply.status = MessageStatus.STOPPED
             chat.reply_ended.emit(MessageStatus.STOPPED, "")
         self._active_request = None
-        chat.announce(_tr("This turn was not started: {0}").format(decision.reason), "error")
+        log.info("turn refused: %s", decision.reason)
+        chat.announce(refusal_line(decision), "error")
         chat.turn_ended.emit("refused")
         if self._queued_text:
             self._send_queued()

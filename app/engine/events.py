@@ -84,7 +84,10 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
         f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
         f"{advice}",
         context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
-        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else ())
+        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else (), reason_kind="message",
+        facts=dict(message=window.prompt_tokens, context=budget.context_tokens, max_new_tokens=max_new_tokens,
+                   summary_reserve=budget.summary_reserve, room=max(window.limit_tokens, 0),
+                   shorten_by=window.over_by if window.over_by < window.prompt_tokens else 0))
 
 
 @dataclass(frozen=True)

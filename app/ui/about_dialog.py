@@ -3,7 +3,7 @@ uses, where the logs are, and the licences. "Copy details" puts the same facts o
 for a bug report. The facts come from app.engine.loading.environment (Qt-free, tested there).
 """
 
-from PySide6.QtCore import Qt, QTimer, Slot, qVersion
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, Slot, qVersion
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -16,8 +16,6 @@ from PySide6.QtWidgets import (
 
 from app.engine.loading.environment import HEADROOM_LICENCE, LICENCES, Environment
 
-TAGLINE = "A desktop chat app for local LLMs that sees an out-of-memory coming before it happens."
-
 
 class AboutDialog(QDialog):
     """Shows `environment` (an Environment), the loaded model's LoadReport (None: no model) and
@@ -26,22 +24,24 @@ class AboutDialog(QDialog):
     def __init__(self, environment: Environment, report=None, log_folder=None, parent=None):
         super().__init__(parent)
         self.setObjectName("aboutDialog")
-        self.setWindowTitle("About Headroom")
+        self.setWindowTitle(self.tr("About Headroom"))
+        # the version rows are named after their packages (PySide6, torch, CUDA …): not translated
         rows = [(k, f"{v} (Qt {qVersion()})" if k == "PySide6" else v) for k, v in environment.version_rows()]
-        rows.append(("Attention", attention_text(report)))
-        rows.append(("Logs", str(log_folder) if log_folder else "not written (stderr only)"))
+        rows.append((self.tr("Attention"), attention_text(report)))
+        rows.append((self.tr("Logs"), str(log_folder) if log_folder else self.tr("not written (stderr only)")))
         self.rows = rows
         self.licence_rows = [("Headroom", HEADROOM_LICENCE), *LICENCES]
 
         title = QLabel(f"Headroom <span style='color:#57606a; font-weight:400'>{environment.headroom}</span>")
         title.setTextFormat(Qt.TextFormat.RichText)
         title.setObjectName("aboutTitle")
-        tagline = QLabel(TAGLINE)
+        tagline = QLabel(self.tr("A desktop chat app for local LLMs that sees an out-of-memory coming before it "
+                                 "happens."))
         tagline.setObjectName("aboutTagline")
         tagline.setWordWrap(True)
-        self.copy_button = QPushButton("Copy details")
+        self.copy_button = QPushButton(self.tr("Copy details"))
         self.copy_button.setObjectName("aboutCopy")
-        close = QPushButton("Close")
+        close = QPushButton(self.tr("Close"))
         close.setDefault(True)
         self.copy_button.clicked.connect(self._on_copy_clicked)
         close.clicked.connect(self.accept)
@@ -55,8 +55,8 @@ class AboutDialog(QDialog):
         grid.setHorizontalSpacing(16)
         grid.setVerticalSpacing(3)
         grid.setColumnStretch(1, 1)
-        _add_section(grid, "This installation", [r for r in rows if r[0] != "Headroom"])
-        _add_section(grid, "Licences", self.licence_rows)
+        _add_section(grid, self.tr("This installation"), [r for r in rows if r[0] != "Headroom"])
+        _add_section(grid, self.tr("Licences"), self.licence_rows)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 14)
         layout.setSpacing(4)
@@ -74,17 +74,18 @@ class AboutDialog(QDialog):
     @Slot()
     def _on_copy_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.details_text())
-        self.copy_button.setText("Copied")
-        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText("Copy details"))
+        self.copy_button.setText(self.tr("Copied"))
+        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText(self.tr("Copy details")))
 
 
 def attention_text(report) -> str:
     """The active attention path from a LoadReport, with the model, device and the reason for
     an attention fallback when there was one; "no model loaded" for None."""
     if report is None:
-        return "no model loaded"
+        return QCoreApplication.translate("AboutDialog", "no model loaded")
     quant = "" if report.quantization == "none" else f", {report.quantization}"
-    text = f"{report.attention} ({report.name} on {report.device}, {report.compute_dtype}{quant})"
+    text = QCoreApplication.translate("AboutDialog", "{0} ({1} on {2}, {3})").format(
+        report.attention, report.name, report.device, report.compute_dtype + quant)
     why = next((f for f in report.fallbacks if "attention" in f.lower() or "flash" in f.lower()), "")
     return f"{text} — {why}" if why else text
 

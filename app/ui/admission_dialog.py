@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.chat.refusal_text import other_remedies, refusal_advice, refusal_reason, remedy_labels
 from app.engine.memory.admission import AdmissionDecision, TurnProjection
 from app.engine.memory.units import format_bytes
 
@@ -41,12 +42,12 @@ class AdmissionDialog(QDialog):
         self.buttons: dict[str, QPushButton] = {}
         self.value_labels: dict[str, QLabel] = {}
         memory = decision.cause == "memory"
-        self.setWindowTitle("Not enough memory for this turn" if memory
-                            else "This turn does not fit the context")
-        title = QLabel("This turn would run out of memory" if memory
-                       else "This turn does not fit the model's context")
+        self.setWindowTitle(self.tr("Not enough memory for this turn") if memory
+                            else self.tr("This turn does not fit the context"))
+        title = QLabel(self.tr("This turn would run out of memory") if memory
+                       else self.tr("This turn does not fit the model's context"))
         title.setObjectName("admissionTitle")
-        reason = QLabel(decision.reason)
+        reason = QLabel(f"{refusal_reason(decision)} {refusal_advice(decision)}".strip())
         reason.setObjectName("admissionReason")
         reason.setWordWrap(True)
         reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -55,9 +56,9 @@ class AdmissionDialog(QDialog):
         layout.addLayout(self._memory_numbers(projection) if memory
                          else self._position_numbers(projection))
         layout.addWidget(reason)
-        others = [r for r in decision.remedies if not r.startswith(("trim", "lower", "prefill in"))]
+        others = other_remedies(decision)
         if others:
-            hint = QLabel("Also: " + "; ".join(others) + ".")
+            hint = QLabel(self.tr("Also: {0}").format(" ".join(others)))
             hint.setObjectName("admissionHint")
             hint.setWordWrap(True)
             layout.addWidget(hint)
@@ -87,18 +88,18 @@ class AdmissionDialog(QDialog):
         rows = []
         if projection is not None:
             margin = d.needed_bytes - projection.growth - projection.error_bar_bytes
-            needed += (f"\n= KV {format_bytes(projection.kv_for_turn)} + prefill spike "
-                       f"{format_bytes(projection.prefill_spike)} + error bar "
-                       f"{format_bytes(projection.error_bar_bytes)} + margin {format_bytes(margin)}")
-        rows.append(("Needed", needed, "admissionNeeded"))
-        rows.append(("Free", f"{format_bytes(d.free_bytes)}  (driver-free; cached memory not counted)",
-                     "admissionFree"))
-        rows.append(("Short by", format_bytes(d.shortfall_bytes), "admissionShortfall"))
+            needed += "\n" + self.tr("= KV {0} + prefill spike {1} + error bar {2} + margin {3}").format(
+                format_bytes(projection.kv_for_turn), format_bytes(projection.prefill_spike),
+                format_bytes(projection.error_bar_bytes), format_bytes(margin))
+        rows.append((self.tr("Needed"), needed, "admissionNeeded"))
+        rows.append((self.tr("Free"), self.tr("{0}  (driver-free; cached memory not counted)").format(
+            format_bytes(d.free_bytes)), "admissionFree"))
+        rows.append((self.tr("Short by"), format_bytes(d.shortfall_bytes), "admissionShortfall"))
         if projection is not None:
             share = projection.error_bar_bytes / max(projection.growth, 1)
-            rows.append(("Error bar", f"± {format_bytes(projection.error_bar_bytes)}  "
-                         f"(± {share:.0%} of the turn: how far recent projections were off)",
-                         "admissionErrorBar"))
+            rows.append((self.tr("Error bar"), self.tr("± {0}  (± {1} of the turn: how far recent projections "
+                                                       "were off)").format(
+                format_bytes(projection.error_bar_bytes), f"{share:.0%}"), "admissionErrorBar"))
         return self._grid(rows)
 
     def _position_numbers(self, projection: TurnProjection | None) -> QGridLayout:
@@ -108,26 +109,20 @@ class AdmissionDialog(QDialog):
             b = projection.basis
             prompt = b.resident_tokens + b.prompt_tokens
             total = prompt + b.max_new_tokens
-            rows.append(("Prompt + max new tokens",
-                         f"{prompt:,} + {b.max_new_tokens:,} = {total:,} tokens", "admissionTokens"))
-            rows.append(("Context limit", f"{d.context_limit:,} tokens", "admissionLimit"))
-            rows.append(("Over by", f"{total - d.context_limit:,} tokens", "admissionShortfall"))
-        else:
-            rows.append(("Context limit", f"{d.context_limit:,} tokens", "admissionLimit"))
+            rows.append((self.tr("Prompt + max new tokens"), self.tr("{0} + {1} = {2} tokens").format(
+                f"{prompt:,}", f"{b.max_new_tokens:,}", f"{total:,}"), "admissionTokens"))
+        rows.append((self.tr("Context limit"), self.tr("{0} tokens").format(f"{d.context_limit:,}"),
+                     "admissionLimit"))
+        if projection is not None:
+            rows.append((self.tr("Over by"), self.tr("{0} tokens").format(f"{total - d.context_limit:,}"),
+                         "admissionShortfall"))
         return self._grid(rows)
 
     # ----- remedies ---------------------------------------------------------------------------
     def _remedy_buttons(self, memory: bool) -> QVBoxLayout:
         d = self.decision
         column = QVBoxLayout()
-        offers = []
-        if d.trim_tokens is not None:
-            offers.append(("trim", f"Trim older turns (drop at least {d.trim_tokens:,} tokens)"))
-        if d.max_new_tokens_fit is not None:
-            offers.append(("lower_max_new_tokens", f"Lower max new tokens to {d.max_new_tokens_fit:,}"))
-        chunk_remedy = next((r for r in d.remedies if r.startswith("prefill in")), None)
-        if memory and chunk_remedy is not None:
-            offers.append(("chunked", chunk_remedy[0].upper() + chunk_remedy[1:]))
+        offers = list(remedy_labels(d).items())
         for i, (key, text) in enumerate(offers):
             button = self._button(key, text)
             button.setObjectName("remedyButton")
@@ -136,14 +131,14 @@ class AdmissionDialog(QDialog):
         row = QHBoxLayout()
         row.addStretch(1)
         if memory:
-            risky = self._button("override", "Send anyway")
+            risky = self._button("override", self.tr("Send anyway"))
             risky.setObjectName("riskyButton")
             risky.setAutoDefault(False)
-            risky.setToolTip("Start the turn although it is projected not to fit. It may fail with "
-                             "an out-of-memory error mid-answer; Headroom then frees the memory and "
-                             "keeps the partial answer.")
+            risky.setToolTip(self.tr("Start the turn although it is projected not to fit. It may fail with "
+                                     "an out-of-memory error mid-answer; Headroom then frees the memory and "
+                                     "keeps the partial answer."))
             row.addWidget(risky)
-        cancel = self._button("cancel", "Cancel")
+        cancel = self._button("cancel", self.tr("Cancel"))
         cancel.setAutoDefault(not offers)
         row.addWidget(cancel)
         column.addLayout(row)

@@ -9,9 +9,6 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLabel, QLineEd
 
 from app.core.backend_settings import LOCAL, REMOTE, BackendSettings, BackendSettingsError
 
-TOKEN_NOTE = ("Prompt tokens are counted with a local tokenizer when the model name matches a local "
-              "folder, else with the server's /tokenize (vLLM), else as ≈ 4 characters per token + 25 %.")
-
 
 class BackendForm(QWidget):
     """Edits a BackendSettings snapshot; `result()` returns the edited copy and `entered_key()`
@@ -21,19 +18,22 @@ class BackendForm(QWidget):
         super().__init__(parent)
         self._backend = backend
         self.kind = QComboBox()
-        self.kind.addItem("Local model (this computer)", LOCAL)
-        self.kind.addItem("Remote server (OpenAI-compatible, e.g. vLLM)", REMOTE)
+        self.kind.addItem(self.tr("Local model (this computer)"), LOCAL)
+        self.kind.addItem(self.tr("Remote server (OpenAI-compatible, e.g. vLLM)"), REMOTE)
         self.kind.setCurrentIndex(self.kind.findData(backend.kind))
         self.base_url = QLineEdit(backend.remote.base_url)
         self.base_url.setPlaceholderText("http://gpu-box:8000/v1")
         self.model = QLineEdit(backend.remote.model)
-        self.model.setPlaceholderText("the served model name, e.g. meta-llama/Llama-3.1-8B-Instruct")
+        self.model.setPlaceholderText(self.tr("The served model name, e.g. meta-llama/Llama-3.1-8B-Instruct"))
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
-        self.api_key.setPlaceholderText("stored — type to replace" if key_stored else "optional (vllm serve --api-key)")
-        self.forget_key = QCheckBox("Forget the stored key")
+        self.api_key.setPlaceholderText(self.tr("Stored — type to replace") if key_stored
+                                        else self.tr("Optional (vllm serve --api-key)"))
+        self.forget_key = QCheckBox(self.tr("Forget the stored key"))
         self.forget_key.setVisible(key_stored)
-        self.note = QLabel(TOKEN_NOTE)
+        self.note = QLabel(self.tr("Prompt tokens are counted with a local tokenizer when the model name matches "
+                                   "a local folder, else with the server's /tokenize (vLLM), else as ≈ 4 "
+                                   "characters per token + 25 %."))
         self.note.setWordWrap(True)
         self.problem_label = QLabel("")
         self.problem_label.setObjectName("backendProblem")
@@ -41,10 +41,10 @@ class BackendForm(QWidget):
         self.problem_label.setStyleSheet("color: #b42318;")
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Answered by", self.kind)
-        form.addRow("Server URL", self.base_url)
-        form.addRow("Model name", self.model)
-        form.addRow("API key", self.api_key)
+        form.addRow(self.tr("Answered by"), self.kind)
+        form.addRow(self.tr("Server URL"), self.base_url)
+        form.addRow(self.tr("Model name"), self.model)
+        form.addRow(self.tr("API key"), self.api_key)
         form.addRow("", self.forget_key)
         form.addRow(self.note)
         form.addRow(self.problem_label)
@@ -73,8 +73,13 @@ class BackendForm(QWidget):
         try:
             if backend.is_remote:
                 backend.remote.check()
-        except BackendSettingsError as exc:
-            self.problem_label.setText(str(exc)[:1].upper() + str(exc)[1:])
+        except BackendSettingsError as exc:  # its English line names the field; said here in the UI's language
+            if "URL" in str(exc):
+                text = self.tr("The server URL {0} is not an http(s) URL such as http://gpu-box:8000/v1.").format(
+                    backend.remote.base_url or self.tr("(empty)"))
+            else:
+                text = self.tr("Enter the model name the server serves.")
+            self.problem_label.setText(text)
             return str(exc)
         self.problem_label.setText("")
         return ""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from PySide6.QtCore import QModelIndex, QPoint, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QLocale, QModelIndex, QPoint, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -33,30 +33,36 @@ SEARCH_DEBOUNCE_MS = 200
 UNDO_MS = 8000
 EXPORT_MARKDOWN = "markdown"
 EXPORT_JSON = "json"
-UNTITLED = "New chat"
 ID_ROLE = Qt.ItemDataRole.UserRole
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
+def untitled() -> str:
+    """What an untitled conversation is called in the list."""
+    return QCoreApplication.translate("ConversationList", "New chat")
+
+
 def display_title(title: str) -> str:
-    """One line of `title` with runs of whitespace collapsed; UNTITLED when blank."""
-    return " ".join(title.split()) or UNTITLED
+    """One line of `title` with runs of whitespace collapsed; untitled() when blank."""
+    return " ".join(title.split()) or untitled()
 
 
 def age_group(timestamp: float, now: float) -> str:
     """The sidebar section of a conversation last updated at `timestamp` (Unix seconds, local
-    calendar days): Today, Yesterday, Previous 7 days, Previous 30 days, else "Month YYYY"."""
+    calendar days): Today, Yesterday, Previous 7 days, Previous 30 days, else the month and
+    year in the window's language ("March 2024", "2024년 3월")."""
     day = date.fromtimestamp(timestamp)
     days = (date.fromtimestamp(now) - day).days
     if days <= 0:
-        return "Today"
+        return QCoreApplication.translate("ConversationList", "Today")
     if days == 1:
-        return "Yesterday"
+        return QCoreApplication.translate("ConversationList", "Yesterday")
     if days < 7:
-        return "Previous 7 days"
+        return QCoreApplication.translate("ConversationList", "Previous 7 days")
     if days < 30:
-        return "Previous 30 days"
-    return day.strftime("%B %Y")
+        return QCoreApplication.translate("ConversationList", "Previous 30 days")
+    month = QLocale().standaloneMonthName(day.month)
+    return QCoreApplication.translate("ConversationList", "{0} {1}", "month name, year").format(month, day.year)
 
 
 class _TitleDelegate(QStyledItemDelegate):
@@ -70,11 +76,9 @@ class _TitleDelegate(QStyledItemDelegate):
 class _UndoLabel(QLabel):
     """'Deleted “title”' with the title elided to the width, quotes kept (text() is unelided)."""
 
-    PREFIX, SUFFIX = "Deleted “", "”"
-
     def set_title(self, title: str) -> None:
         self._title = title
-        self.setText(self.PREFIX + title + self.SUFFIX)
+        self.setText(self._template().format(title))
         self.setToolTip(title)
 
     def minimumSizeHint(self) -> QSize:
@@ -83,12 +87,16 @@ class _UndoLabel(QLabel):
     def paintEvent(self, _event) -> None:
         metrics = self.fontMetrics()
         rect = self.contentsRect()
-        room = rect.width() - metrics.horizontalAdvance(self.PREFIX + self.SUFFIX)
+        template = self._template()
+        room = rect.width() - metrics.horizontalAdvance(template.format(""))
         title = metrics.elidedText(getattr(self, "_title", ""), Qt.TextElideMode.ElideRight, max(0, room))
         painter = QPainter(self)
         painter.setPen(self.palette().color(self.foregroundRole()))
         painter.drawText(rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
-                         self.PREFIX + title + self.SUFFIX)
+                         template.format(title))
+
+    def _template(self) -> str:
+        return self.tr("Deleted “{0}”")
 
 
 class ConversationList(QWidget):
@@ -117,12 +125,12 @@ class ConversationList(QWidget):
         self._current_id: int | None = None
         self._undo_id: int | None = None
         self._last_search = ""
-        self.new_button = QPushButton("+  New chat")
+        self.new_button = QPushButton("+  " + untitled())
         self.new_button.setObjectName("newChatButton")
-        self.new_button.setToolTip("Start a new conversation (Ctrl+N)")
+        self.new_button.setToolTip(self.tr("Start a new conversation (Ctrl+N)"))
         self.search_edit = QLineEdit()
         self.search_edit.setObjectName("conversationSearch")
-        self.search_edit.setPlaceholderText("Search conversations")
+        self.search_edit.setPlaceholderText(self.tr("Search conversations"))
         self.search_edit.setClearButtonEnabled(True)
         self.list_widget = QListWidget()
         self.list_widget.setObjectName("conversationItems")
@@ -170,7 +178,7 @@ class ConversationList(QWidget):
         self.undo_bar.setObjectName("undoBar")
         self.undo_label = _UndoLabel()
         self.undo_label.setObjectName("undoLabel")
-        self.undo_button = QPushButton("Undo")
+        self.undo_button = QPushButton(self.tr("Undo"))
         self.undo_button.setObjectName("undoButton")
         self.undo_button.setCursor(Qt.CursorShape.PointingHandCursor)
         row = QHBoxLayout(self.undo_bar)
@@ -245,8 +253,9 @@ class ConversationList(QWidget):
         """The menu shown on right click (built fresh; its actions emit the signals)."""
         menu = QMenu(self)
         menu.setObjectName("conversationMenu")
-        for text, command in (("Rename", "rename"), ("Export as Markdown…", EXPORT_MARKDOWN),
-                              ("Export as JSON…", EXPORT_JSON), (None, None), ("Delete", "delete")):
+        for text, command in ((self.tr("Rename"), "rename"), (self.tr("Export as Markdown…"), EXPORT_MARKDOWN),
+                              (self.tr("Export as JSON…"), EXPORT_JSON), (None, None),
+                              (self.tr("Delete"), "delete")):
             if text is None:
                 menu.addSeparator()
                 continue
@@ -276,10 +285,10 @@ class ConversationList(QWidget):
         item.setData(TITLE_ROLE, info.title)
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                       | Qt.ItemFlag.ItemIsEditable)
-        updated = datetime.fromtimestamp(info.updated_at).strftime("%d %b %Y, %H:%M")
-        messages = f"{info.message_count} message" + ("" if info.message_count == 1 else "s")
-        item.setToolTip(f"{display_title(info.title)}\n{messages} · last used {updated}\n"
-                        "F2 to rename · right-click for more")
+        updated = QLocale().toString(datetime.fromtimestamp(info.updated_at), QLocale.FormatType.ShortFormat)
+        item.setToolTip("\n".join((display_title(info.title),
+                                   self.tr("%n messages · last used {0}", "", info.message_count).format(updated),
+                                   self.tr("F2 to rename · right-click for more"))))
         if not info.title.strip():
             font = item.font()
             font.setItalic(True)
@@ -288,8 +297,8 @@ class ConversationList(QWidget):
 
     def _update_empty_state(self, has_rows: bool) -> None:
         search = self.search_edit.text().strip()
-        self.empty_label.setText(f"No conversations match “{search}”." if search
-                                 else "No conversations yet.\nYour chats are saved here.")
+        self.empty_label.setText(self.tr("No conversations match “{0}”.").format(search) if search
+                                 else self.tr("No conversations yet.\nYour chats are saved here."))
         self.empty_label.setVisible(not has_rows)
         self.list_widget.setVisible(has_rows)
 

@@ -17,7 +17,7 @@ class CrashDialog(QDialog):
     def __init__(self, log_file=None, parent=None):
         super().__init__(parent)
         self.setObjectName("crashDialog")
-        self.setWindowTitle("Headroom hit an unexpected error")
+        self.setWindowTitle(self.tr("Headroom hit an unexpected error"))
         self.setModal(False)  # a window-modal or exec()'d box would block the event loop
         # parentless, so it must not keep the app running after the main window closes
         self.setAttribute(Qt.WidgetAttribute.WA_QuitOnClose, False)
@@ -29,9 +29,11 @@ class CrashDialog(QDialog):
         self.summary.setObjectName("crashSummary")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        where = f" The details are also in the log: {log_file}" if log_file else ""
-        reassure = QLabel("Headroom keeps running and your conversations are saved. If this keeps "
-                          f"happening, please report it with the details below.{where}")
+        text = self.tr("Headroom keeps running and your conversations are saved. If this keeps happening, "
+                       "please report it with the details below.")
+        if log_file:
+            text += " " + self.tr("The details are also in the log: {0}").format(log_file)
+        reassure = QLabel(text)
         reassure.setObjectName("crashHint")
         reassure.setWordWrap(True)
         reassure.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -40,9 +42,9 @@ class CrashDialog(QDialog):
         self.details.setReadOnly(True)
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.copy_button = QPushButton("Copy details")
+        self.copy_button = QPushButton(self.tr("Copy details"))
         self.copy_button.setObjectName("crashCopy")
-        self.close_button = QPushButton("Close")
+        self.close_button = QPushButton(self.tr("Close"))
         self.close_button.setDefault(True)
         self.copy_button.clicked.connect(self._on_copy_clicked)
         self.close_button.clicked.connect(self.accept)
@@ -62,8 +64,8 @@ class CrashDialog(QDialog):
         self._summaries.append(summary)
         self._details.append(details.rstrip())
         count = len(self._summaries)
-        self.title.setText("Something went wrong inside Headroom" if count == 1
-                           else f"{count} unexpected errors inside Headroom")
+        self.title.setText(self.tr("Something went wrong inside Headroom") if count == 1
+                           else self.tr("%n unexpected errors inside Headroom", "", count))
         self.summary.setText("\n".join(self._summaries[-3:]))
         self.details.setPlainText(self.details_text())
 
@@ -79,5 +81,5 @@ class CrashDialog(QDialog):
     @Slot()
     def _on_copy_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.details_text())
-        self.copy_button.setText("Copied")
-        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText("Copy details"))
+        self.copy_button.setText(self.tr("Copied"))
+        QTimer.singleShot(1500, self.copy_button, lambda: self.copy_button.setText(self.tr("Copy details")))

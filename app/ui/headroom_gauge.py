@@ -1,7 +1,7 @@
 """Headroom gauge: how much of the device the pending turn's peak leaves free, coloured green,
 amber (< 15 % left) or red (peak ± error over free − safety margin), before the limit is hit."""
 
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -12,7 +12,13 @@ from app.ui.memory_breakdown import PANEL_BACKGROUND, MemoryBreakdown
 STATE_COLOURS = {"ok": "#1a7f37", "amber": "#9a6700", "red": "#cf222e", "none": "#57606a"}
 """Text colours per state (Primer palette; all ≥ 4.5:1 on white, WCAG AA)."""
 _FILL_COLOURS = {"ok": "#2da44e", "amber": "#d4a72c", "red": "#cf222e", "none": "#8c959f"}
-_VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit", "none": ""}
+
+
+def verdict_text(state: str) -> str:
+    """The verdict word for a state ("ok", "amber", "red"; "" for "none"), translated."""
+    return {"ok": QCoreApplication.translate("HeadroomGauge", "fits"),
+            "amber": QCoreApplication.translate("HeadroomGauge", "tight"),
+            "red": QCoreApplication.translate("HeadroomGauge", "won't fit")}.get(state, "")
 
 
 class HeadroomGauge(QWidget):
@@ -25,7 +31,7 @@ class HeadroomGauge(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
         self.state = "none"
-        self.text = "Headroom: waiting for a sample…"
+        self.text = self.tr("Headroom: waiting for a sample…")
         self._used_fraction = 0.0
         self._font = QFont(self.font())
         self._font.setPixelSize(12)
@@ -38,20 +44,22 @@ class HeadroomGauge(QWidget):
 
     def set_breakdown(self, bd: MemoryBreakdown | None) -> None:
         if bd is None or bd.total <= 0:
-            self.state, self.text, self._used_fraction = "none", "Headroom: no sample", 0.0
+            self.state, self.text, self._used_fraction = "none", self.tr("Headroom: no sample"), 0.0
         else:
             self.state = bd.state
-            after = "after this turn" if bd.has_projection else "now"
+            verdict = verdict_text(self.state)
             if bd.headroom < 0:
-                self.text = f"Over by {format_bytes(-bd.headroom)} {after} — {_VERDICT[self.state]}"
+                self.text = (self.tr("Over by {0} after this turn — {1}") if bd.has_projection
+                             else self.tr("Over by {0} now — {1}")).format(format_bytes(-bd.headroom), verdict)
             else:
-                self.text = (f"Headroom {after}: {format_bytes(bd.headroom)} "
-                             f"({bd.headroom_fraction:.0%}) — {_VERDICT[self.state]}")
+                self.text = (self.tr("Headroom after this turn: {0} ({1}) — {2}") if bd.has_projection
+                             else self.tr("Headroom now: {0} ({1}) — {2}")).format(
+                    format_bytes(bd.headroom), f"{bd.headroom_fraction:.0%}", verdict)
             self._used_fraction = min(max(1 - bd.headroom_fraction, 0.0), 1.0)
-        self._set_tooltip_once(
+        self._set_tooltip_once(self.tr(
             "Free memory left at the pending turn's projected peak (plus its error bar), as a share "
-            f"of the device. Amber below {AMBER_HEADROOM_FRACTION:.0%}; red when the peak ± error "
-            "plus the safety margin exceeds free memory — admission control would refuse the turn.")
+            "of the device. Amber below {0}; red when the peak ± error plus the safety margin exceeds "
+            "free memory — admission control would refuse the turn.").format(f"{AMBER_HEADROOM_FRACTION:.0%}"))
         if self._key() != self._cache_key:
             self.update()
 

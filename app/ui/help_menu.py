@@ -36,6 +36,36 @@ class HelpMenu(QObject):
         self._own_task = own_task
         self.about_dialog: AboutDialog | None = None
 
+    def notice_text(self, notice) -> str:
+        """A StartupNotice said in the window's language from its key and facts (its English
+        text for a key this does not know)."""
+        f, kind = notice.facts, notice.key.split(":")[0]
+        cpu = self.tr("Headroom runs models on the CPU instead: chatting, the memory panel and your "
+                      "conversations all work, only answers come more slowly and large models may not "
+                      "fit in memory. 4-bit models need an NVIDIA GPU with CUDA and the bitsandbytes package.")
+        if kind == "no-gpu":
+            return self.tr("No NVIDIA GPU was found. {0}").format(cpu)
+        if kind == "cpu-only-torch":
+            return self.tr("Your NVIDIA GPU ({0}) is not used: the installed PyTorch is a CPU-only build. "
+                           "Install a CUDA build of PyTorch (pytorch.org) to use it. {1}").format(f["gpu"], cpu)
+        if kind == "driver-too-old":
+            return self.tr("Your NVIDIA driver ({0}) is too old for this PyTorch, which is built for CUDA {1} "
+                           "and needs driver {2} or newer, so your GPU ({3}) is not used. Update the NVIDIA "
+                           "driver to use it. {4}").format(f["driver"], f["cuda"], f["needed_driver"], f["gpu"], cpu)
+        if kind == "cuda-unavailable":
+            driver = self.tr(" (driver {0})").format(f["driver"]) if f.get("driver") else ""
+            return self.tr("An NVIDIA GPU ({0}) was found{1}, but CUDA could not start, so it is not used. "
+                           "Restarting after a driver update often fixes this; check that `nvidia-smi` works. "
+                           "{2}").format(f["gpu"], driver, cpu)
+        if kind in ("no-bitsandbytes", "broken-bitsandbytes"):
+            why = (self.tr("bitsandbytes is not installed") if kind == "no-bitsandbytes" else
+                   self.tr("bitsandbytes {0} does not work here ({1})").format(f["version"], f["problem"]))
+            return self.tr("Your GPU is used, but {0}, so models load in 16-bit instead of 4-bit: they need "
+                           "about 3–4× the memory (an 8B model about 16 GB instead of about 5 GB), and large "
+                           "ones may not fit. Install it with pip install 'headroom[cuda]' to load 4-bit "
+                           "models.").format(why)
+        return notice.text
+
     @Slot()
     def _on_about_triggered(self) -> None:
         from app.core.logs import current_log_file
@@ -64,7 +94,7 @@ class HelpMenu(QObject):
         seen = self._window_state.shown_notices()
         fresh = [n for n in notices if n.key not in seen]
         for notice in fresh:
-            self._chat.announce(notice.text)
+            self._chat.announce(self.notice_text(notice))
         if fresh:
             self._window_state.remember_notices(n.key for n in fresh)
         return fresh

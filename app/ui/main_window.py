@@ -10,7 +10,7 @@ chat's one `notice(text, kind)` signal and is shown here, in the transcript or t
 import asyncio
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
 
@@ -31,10 +31,6 @@ from app.ui.window_state import WindowState
 
 # notice kinds shown in the status bar, and for how long (ms); the others go to the transcript
 STATUS_BAR_MS = {"status": 8000, "warning": 15000}
-
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("MainWindow", text)
 
 
 class MainWindow(QMainWindow):
@@ -90,17 +86,17 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(splitter)
 
     def _build_toolbar(self) -> None:
-        bar = QToolBar("Main")
+        bar = QToolBar(self.tr("Main"))
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        self.new_chat_action = QAction(_tr("New chat"), self, shortcut=QKeySequence.StandardKey.New)
-        self.open_action = QAction(_tr("Open model…"), self, shortcut=QKeySequence.StandardKey.Open)
-        self.settings_action = QAction(_tr("Settings…"), self)
+        self.new_chat_action = QAction(self.tr("New chat"), self, shortcut=QKeySequence.StandardKey.New)
+        self.open_action = QAction(self.tr("Open model…"), self, shortcut=QKeySequence.StandardKey.Open)
+        self.settings_action = QAction(self.tr("Settings…"), self)
         self.memory_action = self.vram_panel.toggleViewAction()
         for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
             bar.addAction(action)
-        self.about_action = self.menuBar().addMenu(_tr("&Help")).addAction(_tr("About Headroom"))
+        self.about_action = self.menuBar().addMenu(self.tr("&Help")).addAction(self.tr("About Headroom"))
 
     # ----- wiring ----------------------------------------------------------------------------
     def _connect_chat(self) -> None:
@@ -240,7 +236,7 @@ class MainWindow(QMainWindow):
     @Slot(int, str)
     def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
         suffix = ".md" if fmt == "markdown" else ".json"
-        path, _ = QFileDialog.getSaveFileName(self, _tr("Export conversation"), f"conversation{suffix}")
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), f"conversation{suffix}")
         if path:
             self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
 
@@ -252,7 +248,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_diagnostics_requested(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, _tr("Save diagnostics report"), "headroom-diagnostics.md")
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save diagnostics report"), "headroom-diagnostics.md")
         if path:
             self.save_diagnostics(Path(path))
 

@@ -12,7 +12,7 @@ boundary by a pixel and changes no printed number costs a blit; a re-render is ~
 
 from itertools import accumulate
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QPixmap, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
@@ -23,7 +23,22 @@ from app.ui.memory_breakdown import (
     term_colour,
     term_label,
     term_projected,
+    term_tooltip,
 )
+
+
+def term_text(key: str, kind: str) -> str:
+    """A term's legend label (memory_breakdown.TERMS) in the window's language; "" when the
+    term does not exist on this kind of device."""
+    label = term_label(key, kind)
+    return QCoreApplication.translate("MemoryTerms", label) if label else ""
+
+
+def term_tip(key: str, kind: str) -> str:
+    """A term's tooltip (what it is, its unit, where the number comes from), translated."""
+    tip = term_tooltip(key, kind)
+    return QCoreApplication.translate("MemoryTerms", tip) if tip else ""
+
 
 _LABEL_W = 38
 _ROW_H = 22
@@ -149,7 +164,7 @@ class MemoryBar(QWidget):
                  -1 if wif is None else used + wif]
         peak_edges = [0, used, used + bd.kv_turn, end]
         peak_spans = [(x(a), x(b)) for a, b in zip(peak_edges, peak_edges[1:], strict=False)]
-        peak_texts = [f"in use {format_bytes(used)}", f"+{format_bytes(bd.kv_turn)}",
+        peak_texts = [self.tr("in use {0}").format(format_bytes(used)), f"+{format_bytes(bd.kv_turn)}",
                       f"+{format_bytes(bd.prefill_spike)}"]
         peak = (*base, bd.has_projection, tuple(peak_spans), tuple(map(x, marks)),
                 tuple(t if self._fits(t, *span) else None
@@ -214,10 +229,10 @@ class MemoryBar(QWidget):
         self._labels: list[QRectF] = []  # marker labels placed so far (to avoid overlaps)
         bd = self._bd
         painter.setPen(_MUTED)
-        self._text(painter, ("Now", "Peak")[row], 0, _ROWS[row], _LABEL_W - 4, _ROW_H, "right")
+        self._text(painter, (self.tr("Now"), self.tr("Peak"))[row], 0, _ROWS[row], _LABEL_W - 4, _ROW_H, "right")
         if bd is None or bd.total <= 0:
             if row == 0:
-                self._text(painter, "waiting for the first memory sample…", _LABEL_W, _ROWS[0],
+                self._text(painter, self.tr("waiting for the first memory sample…"), _LABEL_W, _ROWS[0],
                            self.width() - _LABEL_W, _ROW_H)
             painter.end()
             return
@@ -269,7 +284,7 @@ class MemoryBar(QWidget):
         painter.drawLine(mid, y, right, y)
         painter.drawLine(right, y - 3, right, y)
         painter.setPen(_MUTED)
-        text = "allocated ┄ reserved" if bd.cached else "allocated = reserved"
+        text = self.tr("allocated ┄ reserved") if bd.cached else self.tr("allocated = reserved")
         self._text(painter, text, left, y, right - left, _SPLIT - y)
 
     def _paint_peak_row(self, painter, bd, x, y) -> None:
@@ -279,14 +294,14 @@ class MemoryBar(QWidget):
         painter.setPen(QPen(_EDGE, 0))
         painter.drawRect(track)
         self._hit_list.append((track, "free_after"))
-        self._segment(painter, x(0), x(used), y, "in_use", f"in use {format_bytes(used)}")
+        self._segment(painter, x(0), x(used), y, "in_use", self.tr("in use {0}").format(format_bytes(used)))
         margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, _ROW_H)
         margin_rect.setRight(x(bd.total))
         painter.fillRect(margin_rect, QBrush(_MARGIN, Qt.BrushStyle.DiagCrossPattern))
         self._hit_list.append((margin_rect, "margin"))
         if not bd.has_projection:
             painter.setPen(_MUTED)
-            self._text(painter, "no turn pending", x(used) + 6, y, x(bd.total) - x(used) - 12,
+            self._text(painter, self.tr("no turn pending"), x(used) + 6, y, x(bd.total) - x(used) - 12,
                        _ROW_H, "left")
             return
         start = used
@@ -298,9 +313,9 @@ class MemoryBar(QWidget):
                                    x(start + bd.error_bar) - x(start - bd.error_bar) + 2, 2))
         if bd.kv_full_growth is not None:
             self._marker(painter, x(used + bd.kv_full_growth), y, QColor(term_colour("kv_full")),
-                         "full ctx", "kv_full")
+                         self.tr("full ctx"), "kv_full")
         if self._what_if_peak is not None:
-            self._marker(painter, x(used + self._what_if_peak), y, _TEXT, "what if", "what_if")
+            self._marker(painter, x(used + self._what_if_peak), y, _TEXT, self.tr("what if"), "what_if")
 
     def _whisker(self, painter, left: int, right: int, y: int) -> None:
         """The error bar: a thin range line along the row's lower edge with short caps."""
@@ -338,17 +353,17 @@ class MemoryBar(QWidget):
     def _tip(self, key: str) -> str:
         bd = self._bd
         special = {
-            "in_use": lambda: f"In use now: {format_bytes(bd.in_use)}",
-            "free_after": lambda: f"Free after this turn: {format_bytes(bd.headroom)}",
-            "margin": lambda: f"Safety margin kept free: {format_bytes(bd.margin)}",
-            "kv_full": lambda: f"KV at full context: {format_bytes(bd.kv_at_full_context or 0)}",
-            "what_if": lambda: f"What-if peak: +{format_bytes(self._what_if_peak or 0)} on top of "
-                               "what is in use",
+            "in_use": lambda: self.tr("In use now: {0}").format(format_bytes(bd.in_use)),
+            "free_after": lambda: self.tr("Free after this turn: {0}").format(format_bytes(bd.headroom)),
+            "margin": lambda: self.tr("Safety margin kept free: {0}").format(format_bytes(bd.margin)),
+            "kv_full": lambda: self.tr("KV at full context: {0}").format(format_bytes(bd.kv_at_full_context or 0)),
+            "what_if": lambda: self.tr("What-if peak: +{0} on top of what is in use").format(
+                format_bytes(self._what_if_peak or 0)),
         }
         if key in special:
             return special[key]()
         nbytes = {"kv_turn": bd.kv_turn, "prefill": bd.prefill_spike, **dict(bd.now_terms())}[key]
-        return f"{term_label(key, bd.kind) or key}: {format_bytes(nbytes)}"
+        return f"{term_text(key, bd.kind) or key}: {format_bytes(nbytes)}"
 
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:

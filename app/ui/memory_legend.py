@@ -10,8 +10,8 @@ from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QStaticText, QTextOption
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from app.ui.memory_bar import swatch_pixmap
-from app.ui.memory_breakdown import PANEL_BACKGROUND, TERM_KEYS, term_label, term_tooltip
+from app.ui.memory_bar import swatch_pixmap, term_text, term_tip
+from app.ui.memory_breakdown import PANEL_BACKGROUND, TERM_KEYS
 
 _SWATCH = 12
 _NAME_X = 18
@@ -49,7 +49,7 @@ class MemoryLegend(QWidget):
         self._kind = kind
         self._names = {}
         for key in TERM_KEYS:
-            label = term_label(key, kind)
+            label = term_text(key, kind)
             if label:
                 static = QStaticText(label)
                 static.setTextFormat(Qt.TextFormat.PlainText)
@@ -81,7 +81,7 @@ class MemoryLegend(QWidget):
         return key in self._names
 
     def tooltip_text(self, key: str) -> str:
-        return term_tooltip(key, self._kind)
+        return term_tip(key, self._kind)
 
     # ----- geometry ---------------------------------------------------------------------------
     def _name_width(self, width: int) -> int:

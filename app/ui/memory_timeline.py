@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, QTimer, Slot
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QEvent, Qt, QTimer, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
@@ -24,10 +24,10 @@ from app.ui.theme import blend, pick, readable
 # wider or dashed pens over 1,200 points cost the raster engine 3-4 ms per repaint, 1 px solid
 # ones ~0.3 ms (measured).
 _SERIES = (
-    ("allocated", "allocated", "accent", Qt.PenStyle.SolidLine),
-    ("reserved", "reserved", "plotReserved", Qt.PenStyle.SolidLine),
-    ("projected", "projected peak", "plotProjected", Qt.PenStyle.DashLine),
-    ("limit", "limit (reserved + free)", "error", Qt.PenStyle.SolidLine),
+    ("allocated", QT_TRANSLATE_NOOP("MemoryTimeline", "allocated"), "accent", Qt.PenStyle.SolidLine),
+    ("reserved", QT_TRANSLATE_NOOP("MemoryTimeline", "reserved"), "plotReserved", Qt.PenStyle.SolidLine),
+    ("projected", QT_TRANSLATE_NOOP("MemoryTimeline", "projected peak"), "plotProjected", Qt.PenStyle.DashLine),
+    ("limit", QT_TRANSLATE_NOOP("MemoryTimeline", "limit (reserved + free)"), "error", Qt.PenStyle.SolidLine),
 )
 
 
@@ -59,7 +59,7 @@ class MemoryTimeline(QWidget):
         self.plot.hideButtons()
         item = self.plot.getPlotItem()
         item.setLabel("left", "GiB")
-        item.setLabel("bottom", "seconds before now")
+        item.setLabel("bottom", self.tr("seconds before now"))
         item.setXRange(-window_s, 0, padding=0)
         self.curves = {  # drawn in reverse so allocated lies on top of reserved when they meet
             key: item.plot([], []) for key, *_rest in reversed(_SERIES)
@@ -109,21 +109,21 @@ class MemoryTimeline(QWidget):
         if kind == self._kind:
             return
         self._kind = kind
-        names = dict((key, name) for key, name, *_rest in _SERIES)
+        names = {key: QCoreApplication.translate("MemoryTimeline", name) for key, name, *_rest in _SERIES}
         if kind != "cuda":
-            names.update(allocated="RSS", limit="limit (RSS + available)")
+            names.update(allocated="RSS", limit=self.tr("limit (RSS + available)"))
         self.curves["reserved"].setVisible(kind == "cuda")
         marks = {Qt.PenStyle.SolidLine: "━", Qt.PenStyle.DashLine: "╍"}
         self.legend.setText("&nbsp;&nbsp;".join(
             f'<span style="color:{self._colours[key]}">{marks[style]}</span>&nbsp;{names[key]}'
             for key, _name, _pair, style in _SERIES if kind == "cuda" or key != "reserved"))
         self.legend.setToolTip(
-            "GiB against seconds before now, sampled ≈4 Hz, drawn once a second. "
-            + ("allocated: live tensors; reserved: held by the caching allocator; "
-               "projected peak: the pending turn's; limit: what allocated can reach "
-               "(reserved + driver-free)." if kind == "cuda" else
-               "RSS: this process's resident memory; projected peak: the pending turn's; "
-               "limit: what RSS can reach (RSS + available system memory)."))
+            self.tr("GiB against seconds before now, sampled ≈4 Hz, drawn once a second.") + " "
+            + (self.tr("allocated: live tensors; reserved: held by the caching allocator; "
+                       "projected peak: the pending turn's; limit: what allocated can reach "
+                       "(reserved + driver-free).") if kind == "cuda" else
+               self.tr("RSS: this process's resident memory; projected peak: the pending turn's; "
+                       "limit: what RSS can reach (RSS + available system memory).")))
 
     def append(self, sample: MemorySample, projected_peak: int | None) -> None:
         """Record one sample (bytes → GiB). O(1): the curves are redrawn by the 1 Hz timer."""

@@ -1,7 +1,7 @@
 """One message in the transcript: role header with actions, markdown body, status tag, and an
 inline editor for user messages (edit → save & regenerate, issue 4 item 5)."""
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -18,10 +18,18 @@ from app.core.conversation import MessageStatus, Role
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
 
-_ROLE_TITLES = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
-_STATUS_TAGS = {MessageStatus.STOPPED: "stopped", MessageStatus.FAILED: "failed"}
+_ROLE_TITLES = {Role.USER: QT_TRANSLATE_NOOP("MessageBubble", "You"),
+                Role.ASSISTANT: QT_TRANSLATE_NOOP("MessageBubble", "Assistant"),
+                Role.SYSTEM: QT_TRANSLATE_NOOP("MessageBubble", "System")}
+_STATUS_TAGS = {MessageStatus.STOPPED: QT_TRANSLATE_NOOP("MessageBubble", "stopped"),
+                MessageStatus.FAILED: QT_TRANSLATE_NOOP("MessageBubble", "failed")}
 _CONTINUABLE = (MessageStatus.STOPPED, MessageStatus.FAILED)
 _EDITOR_MIN_PX, _EDITOR_MAX_PX = 60, 240
+
+
+def _translated(noop: str) -> str:
+    """A QT_TRANSLATE_NOOP("MessageBubble", …) of the tables above, translated."""
+    return QCoreApplication.translate("MessageBubble", noop)
 
 
 def _action_button(text: str, tooltip: str) -> QToolButton:
@@ -70,9 +78,9 @@ class MessageBubble(QFrame):
         self._is_last = False
         self._actions_enabled = True
         self.setObjectName(f"bubble_{role.value}")
-        self.setAccessibleName(self.tr("{0} message").format(_ROLE_TITLES[role]))
+        self.setAccessibleName(self.tr("{0} message").format(_translated(_ROLE_TITLES[role])))
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self._header = QLabel(_ROLE_TITLES[role])
+        self._header = QLabel(_translated(_ROLE_TITLES[role]))
         self._header.setObjectName("bubbleHeader")
         self._header.setWordWrap(True)
         self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -83,10 +91,10 @@ class MessageBubble(QFrame):
         self._note.setWordWrap(True)
         self._note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._note.setVisible(False)
-        self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
-        self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
+        self.edit_button = _action_button(self.tr("Edit"), self.tr("Edit this message and get a new answer from here"))
+        self.continue_button = _action_button(self.tr("Continue"), self.tr("Continue this answer from where it ended"))
         self.continue_button.setProperty("accent", True)
-        self.regenerate_button = _action_button("Regenerate", "Replace this answer with a new one")
+        self.regenerate_button = _action_button(self.tr("Regenerate"), self.tr("Replace this answer with a new one"))
         header_row = QHBoxLayout()
         header_row.setContentsMargins(0, 0, 0, 0)
         header_row.setSpacing(2)
@@ -117,9 +125,9 @@ class MessageBubble(QFrame):
         self._edit_hint = QLabel()
         self._edit_hint.setObjectName("bubbleEditHint")
         self._edit_hint.setWordWrap(True)
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.setObjectName("bubbleEditCancel")
-        self.save_button = QPushButton("Save && regenerate")
+        self.save_button = QPushButton(self.tr("Save && regenerate"))
         self.save_button.setObjectName("bubbleEditSave")
         self.save_button.setDefault(True)
         buttons = QHBoxLayout()
@@ -155,8 +163,8 @@ class MessageBubble(QFrame):
         self._body.set_markdown(shown, final=not streaming)
         if len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS
-            note = self.tr("… {0} more characters not shown here (the whole message is kept and sent)").format(
-                f"{hidden:,}")
+            note = self.tr("… %Ln more characters not shown here (the whole message is kept and sent)", "",
+                           hidden)
         elif self.text:
             note = ""
         elif self.status in _CONTINUABLE:
@@ -170,8 +178,12 @@ class MessageBubble(QFrame):
         was_streaming = self.status is MessageStatus.STREAMING
         self.status = MessageStatus(status)
         tag = _STATUS_TAGS.get(self.status)
-        title = _ROLE_TITLES[self.role]
-        self._header.setText(f"{title} — {tag}{': ' + detail if detail else ''}" if tag else title)
+        title = _translated(_ROLE_TITLES[self.role])
+        if tag and detail:
+            title = self.tr("{0} — {1}: {2}").format(title, _translated(tag), detail)
+        elif tag:
+            title = self.tr("{0} — {1}").format(title, _translated(tag))
+        self._header.setText(title)
         self._header.setToolTip(detail)
         self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
@@ -200,8 +212,9 @@ class MessageBubble(QFrame):
         if self.role is not Role.USER:
             raise ValueError("only user messages can be edited")
         self.editor.setPlainText(self.text)
-        self._edit_hint.setText(("" if self._is_last else "The answers below will be replaced. ")
-                                + "Ctrl+Enter to save · Esc to cancel")
+        keys = self.tr("Ctrl+Enter to save · Esc to cancel")
+        self._edit_hint.setText(keys if self._is_last
+                                else self.tr("The answers below will be replaced. {0}").format(keys))
         self._body.setVisible(False)
         self._note.setVisible(False)
         self._edit_panel.setVisible(True)

@@ -8,7 +8,7 @@ Lists recent models, the installed default and the local Hugging Face cache
 
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt, Signal, Slot
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,11 +29,20 @@ from app.core.paths import default_model_path
 from app.core.settings import ModelPermissions, Settings, model_key
 from app.engine.loading.catalog import CHOSEN, Catalog, CatalogEntry
 from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
-from app.engine.loading.folder_trust import ENABLE_CODE, ENABLE_PICKLE
 
-COLUMNS = ("Model", "Found in", "On disk", "Needs", "Fit")
+COLUMNS = (QT_TRANSLATE_NOOP("OpenModelDialog", "Model"), QT_TRANSLATE_NOOP("OpenModelDialog", "Found in"),
+           QT_TRANSLATE_NOOP("OpenModelDialog", "On disk"), QT_TRANSLATE_NOOP("OpenModelDialog", "Needs"),
+           QT_TRANSLATE_NOOP("OpenModelDialog", "Fit"))
 _MODEL, _ORIGIN, _DISK, _NEEDS, _FIT = range(len(COLUMNS))
 VERDICT_COLORS = {FITS: "#1a7f37", TIGHT: "#9a6700", NO_FIT: "#cf222e"}
+# the fit verdicts (app.engine.loading.fit) and where a model was found (catalog origins), as shown
+VERDICT_TEXTS = {FITS: QT_TRANSLATE_NOOP("OpenModelDialog", "fits"),
+                 TIGHT: QT_TRANSLATE_NOOP("OpenModelDialog", "tight"),
+                 NO_FIT: QT_TRANSLATE_NOOP("OpenModelDialog", "does not fit")}
+ORIGIN_TEXTS = {"recent": QT_TRANSLATE_NOOP("OpenModelDialog", "recent"),
+                "default": QT_TRANSLATE_NOOP("OpenModelDialog", "default"),
+                "HF cache": QT_TRANSLATE_NOOP("OpenModelDialog", "HF cache"),
+                "chosen": QT_TRANSLATE_NOOP("OpenModelDialog", "chosen")}
 _ENTRY_ROLE = Qt.ItemDataRole.UserRole
 ROW_HEIGHT = 26  # px
 
@@ -52,24 +61,24 @@ class OpenModelDialog(QDialog):
                  default_path: Path | None = None):
         super().__init__(parent)
         self.setObjectName("openModelDialog")
-        self.setWindowTitle("Open model")
+        self.setWindowTitle(self.tr("Open model"))
         self.resize(820, 420)
         self.catalog = catalog
         self._permissions: dict[str, ModelPermissions] = {}
         self._settings = settings
 
-        machine = QLabel(f"This machine: {catalog.machine.describe()} "
-                         f"({'GPU' if catalog.machine.device == 'cuda' else 'CPU'})")
+        machine = QLabel(self.tr("This machine: {0} ({1})").format(
+            catalog.machine.describe(), "GPU" if catalog.machine.device == "cuda" else "CPU"))
         machine.setObjectName("openModelMachine")
         machine.setWordWrap(True)
-        hint = QLabel("Needs = the weights as they would load here + the KV cache of a full context. "
-                      "“tight” leaves too little room for long prompts; “does not fit” will not load "
-                      "or will run out of memory.")
+        hint = QLabel(self.tr("Needs = the weights as they would load here + the KV cache of a full context. "
+                              "“tight” leaves too little room for long prompts; “does not fit” will not load "
+                              "or will run out of memory."))
         hint.setObjectName("openModelHint")
         hint.setWordWrap(True)
         self.tree = QTreeWidget()
         self.tree.setObjectName("openModelList")
-        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setHeaderLabels([QCoreApplication.translate("OpenModelDialog", c) for c in COLUMNS])
         self.tree.setRootIsDecorated(False)
         self.tree.setUniformRowHeights(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -78,21 +87,22 @@ class OpenModelDialog(QDialog):
         header.setSectionResizeMode(_MODEL, QHeaderView.ResizeMode.Stretch)
         for column in (_ORIGIN, _DISK, _NEEDS, _FIT):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        self.empty = QLabel("No models found on this machine yet. Use “Browse…” to pick a model "
-                            "folder or a .gguf file.")
+        self.empty = QLabel(self.tr("No models found on this machine yet. Use “Browse…” to pick a model "
+                                    "folder or a .gguf file."))
         self.empty.setObjectName("openModelEmpty")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.detail = QLabel()
         self.detail.setObjectName("openModelDetail")
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.trust_code = QCheckBox(f"{ENABLE_CODE} (trust_remote_code)")
-        self.trust_code.setToolTip("Runs Python files shipped with this model when it loads. "
-                                   "Only for models from a source you trust.")
-        self.allow_pickle = QCheckBox(f"{ENABLE_PICKLE} (.bin / .pt) for this model")
-        self.allow_pickle.setToolTip("Pickle files can run arbitrary code when loaded. Safetensors are "
-                                     "always used when the folder has them.")
-        self.browse_button = QPushButton("Browse…")
+        # the same words as ENABLE_CODE / ENABLE_PICKLE, which the loader's refusals quote
+        self.trust_code = QCheckBox(self.tr("Run this model's own code") + " (trust_remote_code)")
+        self.trust_code.setToolTip(self.tr("Runs Python files shipped with this model when it loads. "
+                                           "Only for models from a source you trust."))
+        self.allow_pickle = QCheckBox(self.tr("Allow pickle weights (.bin / .pt) for this model"))
+        self.allow_pickle.setToolTip(self.tr("Pickle files can run arbitrary code when loaded. Safetensors are "
+                                             "always used when the folder has them."))
+        self.browse_button = QPushButton(self.tr("Browse…"))
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.open_button = self.buttons.button(QDialogButtonBox.StandardButton.Open)
@@ -155,8 +165,13 @@ class OpenModelDialog(QDialog):
     def _item(self, entry: CatalogEntry) -> QTreeWidgetItem:
         fit = entry.fit
         needs = gib(fit.needed) if fit else "—"
-        verdict = f"● {fit.verdict}" if fit else "unknown"
-        item = QTreeWidgetItem([entry.name, " · ".join(entry.origins), gib(entry.disk_bytes), needs, verdict])
+        if fit:
+            verdict = "● " + QCoreApplication.translate("OpenModelDialog", VERDICT_TEXTS.get(fit.verdict, fit.verdict))
+        else:
+            verdict = self.tr("unknown")
+        origins = " · ".join(QCoreApplication.translate("OpenModelDialog", ORIGIN_TEXTS.get(o, o))
+                             for o in entry.origins)
+        item = QTreeWidgetItem([entry.name, origins, gib(entry.disk_bytes), needs, verdict])
         item.setData(_MODEL, _ENTRY_ROLE, entry)
         item.setSizeHint(_MODEL, QSize(0, ROW_HEIGHT))
         for column in (_DISK, _NEEDS):
@@ -184,7 +199,7 @@ class OpenModelDialog(QDialog):
         if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
             lines.append(self.tr("Plan: {0}").format(entry.plan.summary()))
         if entry.note:
-            lines.append(f"Note: {entry.note}.")
+            lines.append(self.tr("Note: {0}.").format(entry.note))
         self.detail.setText("\n".join(lines))
         permissions = self.permissions_for(entry)
         for box, value in ((self.trust_code, permissions.trust_remote_code),
@@ -218,9 +233,9 @@ class OpenModelDialog(QDialog):
 
     @Slot()
     def _on_browse_clicked(self) -> None:
-        dialog = QFileDialog(self, "Open model — an HF folder's config.json, or a .gguf file")
+        dialog = QFileDialog(self, self.tr("Open model — an HF folder's config.json, or a .gguf file"))
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-        dialog.setNameFilter("GGUF models (*.gguf);;Model config (config.json)")
+        dialog.setNameFilter(self.tr("GGUF models (*.gguf);;Model config (config.json)"))
         if dialog.exec():
             self.add_path(Path(dialog.selectedFiles()[0]))
 

@@ -11,17 +11,17 @@ class ServerMetricsView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("serverMetrics")
-        self.title = QLabel("<b>Remote server</b>")
+        self.title = QLabel(f"<b>{self.remote_server_text()}</b>")
         self.title.setObjectName("serverTitle")
         self.title.setWordWrap(True)
         self.kv_bar = QProgressBar()
         self.kv_bar.setObjectName("serverKvBar")
         self.kv_bar.setRange(0, 1000)
         self.kv_bar.setTextVisible(False)
-        self.status = QLabel("Waiting for the server's first reading…")
+        self.status = QLabel(self.tr("Waiting for the server's first reading…"))
         self.status.setObjectName("serverStatus")
         self.status.setWordWrap(True)
-        self.note = QLabel("The model runs on the server; the memory figures below are this computer's.")
+        self.note = QLabel(self.tr("The model runs on the server; the memory figures below are this computer's."))
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #57606a;")
         layout = QVBoxLayout(self)
@@ -34,9 +34,9 @@ class ServerMetricsView(QWidget):
 
     def set_server(self, display: str) -> None:
         """`display`: "model @ host:port"; resets to waiting for a reading."""
-        self.title.setText(f"<b>Remote server</b> · {display}")
+        self.title.setText(f"<b>{self.remote_server_text()}</b> · {display}")
         self.kv_bar.setVisible(False)
-        self.status.setText("Waiting for the server's first reading…")
+        self.status.setText(self.tr("Waiting for the server's first reading…"))
 
     def show_metrics(self, metrics) -> None:
         """Draw one app.engine.remote.server_metrics.ServerMetrics."""
@@ -48,15 +48,19 @@ class ServerMetricsView(QWidget):
         parts = []
         if metrics.kv_cache_usage is not None:
             self.kv_bar.setValue(round(metrics.kv_cache_usage * 1000))
-            parts.append(f"KV cache {metrics.kv_cache_usage:.1%} in use ({metrics.kv_metric})")
+            parts.append(self.tr("KV cache {0} in use ({1})").format(f"{metrics.kv_cache_usage:.1%}",
+                                                                     metrics.kv_metric))
         else:
-            parts.append("KV cache usage not reported")
+            parts.append(self.tr("KV cache usage not reported"))
         self.kv_bar.setVisible(metrics.kv_cache_usage is not None)
         if metrics.requests_running is not None:
-            parts.append(f"{metrics.requests_running} running")
+            parts.append(self.tr("{0} running").format(metrics.requests_running))
         if metrics.requests_waiting is not None:
-            parts.append(f"{metrics.requests_waiting} waiting")
+            parts.append(self.tr("{0} waiting").format(metrics.requests_waiting))
         self.status.setText(" · ".join(parts))
+
+    def remote_server_text(self) -> str:
+        return self.tr("Remote server")
 
     def status_text(self) -> str:
         return self.status.text()

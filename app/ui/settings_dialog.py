@@ -4,13 +4,14 @@ which backend answers (local model or a remote OpenAI-compatible server)."""
 
 from dataclasses import replace
 
-from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
+    QLabel,
     QPlainTextEdit,
     QSpinBox,
     QVBoxLayout,
@@ -32,32 +33,33 @@ class SettingsDialog(QDialog):
                  key_stored: bool = False, language: str = "auto"):
         super().__init__(parent)
         self._settings = settings  # fields without a control here are kept as they are
-        self.setWindowTitle("Generation settings")
+        self.setWindowTitle(self.tr("Generation settings"))
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setFixedHeight(90)
         self.max_new_tokens = QSpinBox()
         self.max_new_tokens.setRange(1, 32768)
         self.max_new_tokens.setValue(settings.max_new_tokens)
-        self.max_new_tokens.setSuffix(" tokens")
+        self.max_new_tokens.setSuffix(self.tr(" tokens"))
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.05)
         self.temperature.setValue(settings.temperature)
-        self.temperature.setToolTip("0 = greedy decoding (deterministic)")
+        self.temperature.setToolTip(self.tr("0 = greedy decoding (deterministic)"))
         self.top_p = QDoubleSpinBox()
         self.top_p.setRange(0.01, 1.0)
         self.top_p.setSingleStep(0.05)
         self.top_p.setValue(settings.top_p)
-        self.top_p.setToolTip("nucleus sampling: keep the smallest set of tokens with this total probability")
+        self.top_p.setToolTip(self.tr("Nucleus sampling: keep the smallest set of tokens with this total probability"))
         self.context_tokens = QSpinBox()
         self.context_tokens.setRange(0, 1_048_576)
         self.context_tokens.setSingleStep(1024)
         self.context_tokens.setValue(settings.context_tokens)
-        self.context_tokens.setSpecialValueText("auto (the largest that fits)")
-        self.context_tokens.setSuffix(" tokens")
-        self.context_tokens.setToolTip("Cap the context window below the model's own: older turns beyond "
-                                       "it are folded into a summary. Smaller = less KV cache memory. Auto: the "
-                                       "largest context whose KV cache fits this machine beside the model.")
+        self.context_tokens.setSpecialValueText(self.tr("auto (the largest that fits)"))
+        self.context_tokens.setSuffix(self.tr(" tokens"))
+        self.context_tokens.setToolTip(self.tr("Cap the context window below the model's own: older turns beyond "
+                                               "it are folded into a summary. Smaller = less KV cache memory. Auto: "
+                                               "the largest context whose KV cache fits this machine beside the "
+                                               "model."))
         self._build_sampler_controls(settings, language)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
@@ -65,19 +67,21 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         outer = QVBoxLayout(self)
         form = QFormLayout()
-        form.addRow("System prompt", self.system_prompt)
-        form.addRow("Max new tokens", self.max_new_tokens)
-        form.addRow("Temperature", self.temperature)
-        form.addRow("Top-p", self.top_p)
-        form.addRow("Top-k", self.top_k)
-        form.addRow("Min-p", self.min_p)
-        form.addRow("Repetition penalty", self.repetition_penalty)
-        form.addRow("Seed", self.seed)
-        form.addRow("Context window", self.context_tokens)
-        form.addRow("CPU threads", self.cpu_threads)
+        form.addRow(self.tr("System prompt"), self.system_prompt)
+        form.addRow(self.tr("Max new tokens"), self.max_new_tokens)
+        form.addRow(self.tr("Temperature"), self.temperature)
+        form.addRow(self.tr("Top-p"), self.top_p)
+        form.addRow(self.tr("Top-k"), self.top_k)
+        form.addRow(self.tr("Min-p"), self.min_p)
+        form.addRow(self.tr("Repetition penalty"), self.repetition_penalty)
+        form.addRow(self.tr("Seed"), self.seed)
+        form.addRow(self.tr("Context window"), self.context_tokens)
+        form.addRow(self.tr("CPU threads"), self.cpu_threads)
+        form.addRow(self.tr("Language"), self.language)
+        form.addRow("", self.language_note)
         outer.addLayout(form)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
-        group = QGroupBox("Backend (this conversation)")
+        group = QGroupBox(self.tr("Backend (this conversation)"))
         QVBoxLayout(group).addWidget(self.backend_form)
         group.setVisible(backend is not None)
         outer.addWidget(group)
@@ -87,33 +91,46 @@ class SettingsDialog(QDialog):
         self.top_k = QSpinBox()
         self.top_k.setRange(0, 100_000)
         self.top_k.setValue(settings.top_k)
-        self.top_k.setSpecialValueText("off")
-        self.top_k.setToolTip("keep only the k likeliest tokens (transformers' TopKLogitsWarper)")
+        self.top_k.setSpecialValueText(self.tr("off"))
+        self.top_k.setToolTip(self.tr("Keep only the k likeliest tokens (transformers' TopKLogitsWarper)"))
         self.min_p = QDoubleSpinBox()
         self.min_p.setRange(0.0, 1.0)
         self.min_p.setSingleStep(0.01)
         self.min_p.setValue(settings.min_p)
-        self.min_p.setSpecialValueText("off")
-        self.min_p.setToolTip("drop tokens below this fraction of the top token's probability (MinPLogitsWarper)")
+        self.min_p.setSpecialValueText(self.tr("off"))
+        self.min_p.setToolTip(self.tr("Drop tokens below this fraction of the top token's probability "
+                                       "(MinPLogitsWarper)"))
         self.repetition_penalty = QDoubleSpinBox()
         self.repetition_penalty.setRange(*REPETITION_PENALTY_RANGE)
         self.repetition_penalty.setSingleStep(0.05)
         self.repetition_penalty.setValue(settings.repetition_penalty)
-        self.repetition_penalty.setToolTip("> 1 discourages repeating tokens already in the prompt or reply; 1 = off")
+        self.repetition_penalty.setToolTip(self.tr("> 1 discourages repeating tokens already in the prompt or "
+                                                    "reply; 1 = off"))
         self.seed = QSpinBox()
         self.seed.setRange(-1, min(MAX_SEED, 2**31 - 1))
         self.seed.setValue(-1 if settings.seed is None else settings.seed)
-        self.seed.setSpecialValueText("random")
-        self.seed.setToolTip("a fixed seed makes sampled answers repeat exactly")
+        self.seed.setSpecialValueText(self.tr("random"))
+        self.seed.setToolTip(self.tr("A fixed seed makes sampled answers repeat exactly"))
         self.cpu_threads = QSpinBox()
         self.cpu_threads.setRange(0, 1024)
         self.cpu_threads.setValue(settings.cpu_threads)
-        self.cpu_threads.setSpecialValueText("automatic")
-        self.cpu_threads.setToolTip("threads for a model on the CPU; automatic uses the cores other programs "
-                                    "leave idle, so one busy core does not stall every token")
-        # The language setting is kept but not offered yet: Headroom's own Korean catalogue
-        # (resources/translations/headroom_ko.qm) does not exist, so only Qt's buttons would change.
-        self._language = language
+        self.cpu_threads.setSpecialValueText(self.tr("automatic"))
+        self.cpu_threads.setToolTip(self.tr("Threads for a model on the CPU; automatic uses the cores other "
+                                            "programs leave idle, so one busy core does not stall every token"))
+        self._build_language_control(language)
+
+    def _build_language_control(self, language: str) -> None:
+        """Automatic (the system's language) / English / 한국어; each language is named in itself.
+        The catalogues are installed at start-up (app.ui.translations), so a change applies from
+        the next start, and the note under the control says so."""
+        self.language = QComboBox()
+        self.language.addItem(self.tr("Automatic (the system's language)"), "auto")
+        self.language.addItem("English", "en")
+        self.language.addItem("한국어", "ko")
+        self.language.setCurrentIndex(max(self.language.findData(language), 0))
+        self.language_note = QLabel(self.tr("A new language applies after Headroom restarts."))
+        self.language_note.setObjectName("languageNote")
+        self.language_note.setWordWrap(True)
 
     def accept(self) -> None:
         """Stays open, with the reason under the backend form, while the backend is unusable."""
@@ -145,9 +162,5 @@ class SettingsDialog(QDialog):
         ).validated()
 
     def result_language(self) -> str:
-        """"auto", "en" or "ko" (unchanged until a language control is offered)."""
-        return self._language
-
-
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("SettingsDialog", text)
+        """"auto", "en" or "ko" (core.settings.LANGUAGES)."""
+        return self.language.currentData()

@@ -11,7 +11,6 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
 SPLASH_ICON_PX = 128
-MESSAGE = "Starting Headroom…"
 
 
 class Splash(QWidget):
@@ -23,7 +22,7 @@ class Splash(QWidget):
         picture = QLabel()
         picture.setPixmap(icon.pixmap(SPLASH_ICON_PX, SPLASH_ICON_PX))
         picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.message_label = QLabel(MESSAGE)
+        self.message_label = QLabel(self.tr("Starting Headroom…"))
         self.message_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(32, 24, 32, 20)

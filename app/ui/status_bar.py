@@ -12,7 +12,7 @@ class ModelStatusBar(QStatusBar):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model_label = QLabel("No model loaded")
+        self.model_label = QLabel(self.tr("No model loaded"))
         self.model_label.setObjectName("modelLabel")
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("speedLabel")
@@ -24,7 +24,7 @@ class ModelStatusBar(QStatusBar):
         self.progress.setRange(0, 100)
         self.progress.setMaximumWidth(180)
         self.progress.setTextVisible(False)
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.clicked.connect(self.cancel_load_requested)
         self.addWidget(self.model_label, 1)
         self.addPermanentWidget(self.progress)
@@ -47,35 +47,44 @@ class ModelStatusBar(QStatusBar):
     def show_report(self, report) -> None:
         """report: an engine LoadReport, or None when no model is loaded."""
         if report is None:
-            self.model_label.setText("No model loaded")
+            self.model_label.setText(self.tr("No model loaded"))
             self.model_label.setToolTip("")
             return
-        badge = "" if report.has_chat_template else " · no chat template"
-        self.model_label.setText(report.summary() + badge)
-        why = "\n".join(f"• {reason}" for reason in report.fallbacks) or "• best path active"
-        self.model_label.setToolTip(
-            f"{report.source}\nattention: {report.attention}\nquantization: {report.quantization}\n"
-            f"weights: {report.weight_dtype}, compute: {report.compute_dtype}\n"
-            f"loaded in {report.load_seconds:.1f} s\n{why}")
+        parts = [report.name, report.device, report.attention]  # LoadReport.summary(), said here
+        if report.quantization != "none":
+            parts.append(report.quantization)
+        parts += [report.compute_dtype, self.tr("{0} MiB weights").format(f"{report.weight_bytes / 2**20:,.0f}")]
+        if not report.has_chat_template:
+            parts.append(self.tr("no chat template"))
+        self.model_label.setText(" · ".join(parts))
+        # the fallbacks are the loader's English reasons (technical: library and kernel names)
+        why = "\n".join(f"• {reason}" for reason in report.fallbacks) or self.tr("• best path active")
+        self.model_label.setToolTip(self.tr(
+            "{0}\nattention: {1}\nquantization: {2}\nweights: {3}, compute: {4}\nloaded in {5} s\n{6}").format(
+            report.source, report.attention, report.quantization, report.weight_dtype, report.compute_dtype,
+            f"{report.load_seconds:.1f}", why))
 
     def show_backend(self, report) -> None:
         """Which backend answered: a LoadReport (local model) or a RemoteReport (server)."""
         if getattr(report, "kind", "local") == "remote":
             c = report.counting
-            self.backend_label.setText(f"answered by remote: {report.display}")
-            self.backend_label.setToolTip(
-                f"{report.base_url}\nmodel: {report.name}\ncontext: {report.context_tokens:,} tokens "
-                f"({report.context_source})\ntokens counted by {c.method}: {c.detail}")
+            self.backend_label.setText(self.tr("answered by remote: {0}").format(report.display))
+            self.backend_label.setToolTip(self.tr(
+                "{0}\nmodel: {1}\ncontext: {2} tokens ({3})\ntokens counted by {4}: {5}").format(
+                report.base_url, report.name, f"{report.context_tokens:,}", report.context_source, c.method,
+                c.detail))
         else:
-            self.backend_label.setText("answered by local model")
+            self.backend_label.setText(self.tr("answered by local model"))
             self.backend_label.setToolTip(report.source if report is not None else "")
 
     def show_decode_status(self, status) -> None:
         """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason)."""
-        text = {"compiling": "optimizing decode…", "ready": "compiled decode",
-                "failed": "eager decode (compile failed)", "eager": "eager decode"}.get(status.state, "")
+        text = {"compiling": self.tr("optimizing decode…"), "ready": self.tr("compiled decode"),
+                "failed": self.tr("eager decode (compile failed)"), "eager": self.tr("eager decode")
+                }.get(status.state, "")
         self.decode_label.setText(text)
         self.decode_label.setToolTip(status.reason)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
-        self.speed_label.setText(f"TTFT {ttft_s * 1000:.0f} ms · {tokens_per_s:.1f} tok/s · {new_tokens} tokens")
+        self.speed_label.setText(self.tr("TTFT {0} ms · {1} tok/s · %n tokens", "", new_tokens).format(
+            f"{ttft_s * 1000:.0f}", f"{tokens_per_s:.1f}"))

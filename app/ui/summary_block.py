@@ -5,7 +5,7 @@ turns it stands for and its size against its token cap; the user can collapse it
 (Edit → Save / Cancel) and cancel a summary while it is being written.
 """
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,14 +20,16 @@ from PySide6.QtWidgets import (
 
 from app.ui.edit_keys import install_edit_shortcuts
 
-TITLE = "Earlier in this conversation"
-_EXPLAIN = ("Turns that no longer fit in the model's context window are folded into this summary,\n"
-            "written by the model itself. It is sent with every message in place of those turns,\n"
-            "so correcting it changes what the assistant remembers.")
+
+def title() -> str:
+    return QCoreApplication.translate("SummaryBlock", "Earlier in this conversation")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+def _explain() -> str:
+    return QCoreApplication.translate(
+        "SummaryBlock", "Turns that no longer fit in the model's context window are folded into this summary,\n"
+        "written by the model itself. It is sent with every message in place of those turns,\n"
+        "so correcting it changes what the assistant remembers.")
 
 
 class SummaryBlock(QFrame):
@@ -55,15 +57,15 @@ class SummaryBlock(QFrame):
         self.toggle_button.setObjectName("summaryToggle")
         self.toggle_button.setCheckable(True)
         self.toggle_button.setChecked(True)
-        self.toggle_button.setToolTip(_EXPLAIN)
+        self.toggle_button.setToolTip(_explain())
         self.toggle_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.meta_label = QLabel()
         self.meta_label.setObjectName("summaryMeta")
-        self.meta_label.setToolTip(_EXPLAIN)
+        self.meta_label.setToolTip(_explain())
         self.edit_button = QToolButton()
         self.edit_button.setObjectName("summaryAction")
-        self.edit_button.setText("Edit")
-        self.edit_button.setToolTip("Correct the summary the assistant keeps of earlier turns")
+        self.edit_button.setText(self.tr("Edit"))
+        self.edit_button.setToolTip(self.tr("Correct the summary the assistant keeps of earlier turns"))
         self.edit_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.text_label = QLabel()
         self.text_label.setObjectName("summaryText")
@@ -94,11 +96,11 @@ class SummaryBlock(QFrame):
         self.busy_bar.setRange(0, 0)  # indeterminate
         self.busy_bar.setTextVisible(False)
         self.busy_bar.setFixedSize(72, 6)
-        self.busy_label = QLabel("Summarizing earlier turns…")
+        self.busy_label = QLabel(self.tr("Summarizing earlier turns…"))
         self.busy_label.setObjectName("summaryBusyLabel")
-        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.setObjectName("summaryCancel")
-        self.cancel_button.setToolTip("Stop writing the summary; the turns stay in the window for now")
+        self.cancel_button.setToolTip(self.tr("Stop writing the summary; the turns stay in the window for now"))
         row = QHBoxLayout(self.busy_row)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.busy_bar)
@@ -114,11 +116,11 @@ class SummaryBlock(QFrame):
         self.editor.setTabChangesFocus(True)
         self.editor.setMinimumHeight(90)
         self.editor.setMaximumHeight(220)
-        hint = QLabel("Ctrl+Enter to save · Esc to cancel")
+        hint = QLabel(self.tr("Ctrl+Enter to save · Esc to cancel"))
         hint.setObjectName("summaryHint")
-        self.editor_cancel_button = QPushButton("Cancel")
+        self.editor_cancel_button = QPushButton(self.tr("Cancel"))
         self.editor_cancel_button.setObjectName("summaryEditCancel")
-        self.save_button = QPushButton("Save")
+        self.save_button = QPushButton(self.tr("Save"))
         self.save_button.setObjectName("summarySave")
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -203,7 +205,7 @@ class SummaryBlock(QFrame):
         editing = self._editing
         expanded = self.is_expanded()
         self.setVisible(bool(self._text) or self._summarizing or editing)
-        self.toggle_button.setText(("▾  " if expanded else "▸  ") + TITLE)
+        self.toggle_button.setText(("▾  " if expanded else "▸  ") + title())
         self.meta_label.setText(self._meta_text())
         over = self._cap > 0 and self._tokens > self._cap
         if self.meta_label.property("over") != over:
@@ -220,9 +222,9 @@ class SummaryBlock(QFrame):
     def _meta_text(self) -> str:
         if not self._text:
             return ""
-        parts = [_plural(self._folded_turns, "turn") + " folded in"]
+        parts = [self.tr("%n turns folded in", "", self._folded_turns)]
         if self._cap > 0:
-            parts.append(f"{self._tokens:,} / {self._cap:,} tokens")
+            parts.append(self.tr("{0} / {1} tokens").format(f"{self._tokens:,}", f"{self._cap:,}"))
         else:
-            parts.append(_plural(self._tokens, "token"))
+            parts.append(self.tr("%n tokens", "", self._tokens))
         return " · ".join(parts)

@@ -12,10 +12,6 @@ from PySide6.QtWidgets import QLabel
 WARN_FRACTION = 0.9
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 class TokenMeter(QLabel):
     """Context usage under the composer. No signals.
 
@@ -33,9 +29,10 @@ class TokenMeter(QLabel):
         """`used` prompt tokens of a `budget` (TokenBudget.prompt_tokens: context − max new
         tokens − summary reserve); `window_turns` whole turns in the window; `folded_turns`
         turns folded into the rolling summary."""
-        parts = [f"{used:,} / {budget:,} tokens in context", _plural(window_turns, "turn") + " in window"]
+        parts = [self.tr("{0} / {1} tokens in context").format(f"{used:,}", f"{budget:,}"),
+                 self.tr("%n turns in window", "", window_turns)]
         if folded_turns:
-            parts.append(f"{folded_turns:,} folded into summary")
+            parts.append(self.tr("%n folded into summary", "", folded_turns))
         self.setText(" · ".join(parts))
         if budget <= 0 or used > budget:
             level = "over"
@@ -62,12 +59,12 @@ class TokenMeter(QLabel):
             self.style().unpolish(self)
             self.style().polish(self)
 
-    @staticmethod
-    def _tooltip(used: int, budget: int, level: str) -> str:
-        base = ("Tokens the next prompt takes (system prompt, summary, recent turns) out of the\n"
-                "budget left after reserving room for the answer and the summary.")
+    def _tooltip(self, used: int, budget: int, level: str) -> str:
+        base = self.tr("Tokens the next prompt takes (system prompt, summary, recent turns) out of the\n"
+                       "budget left after reserving room for the answer and the summary.")
         if level == "over":
-            return base + "\nThe newest message does not fit: shorten it or raise the context size."
+            return base + "\n" + self.tr("The newest message does not fit: shorten it or raise the context size.")
         if level == "warn":
-            return base + f"\n{budget - used:,} tokens left: the oldest turns will soon be folded into the summary."
+            return base + "\n" + self.tr("{0} tokens left: the oldest turns will soon be folded into the "
+                                         "summary.").format(f"{budget - used:,}")
         return base

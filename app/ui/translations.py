@@ -3,7 +3,9 @@
 Two catalogues are installed for Korean: Qt's own (`qtbase_ko.qm`, shipped in the PySide6 wheel:
 standard buttons, dialogs, context menus) and Headroom's (`resources/translations/headroom_ko.qm`,
 compiled from `headroom_ko.ts` with `pyside6-lrelease`; the source strings are English and go
-through `tr()` / `QCoreApplication.translate`). Any other locale keeps English.
+through `tr()` / `QCoreApplication.translate`). Any other locale keeps English, with
+`headroom_en.qm` for the singular forms. `python packaging/update_translations.py` regenerates
+and compiles the catalogues.
 Qt docs: QTranslator, QLocale::uiLanguages, "Internationalization with Qt".
 """
 
@@ -35,17 +37,25 @@ def choose_language(setting: str, ui_languages: list[str] | None = None) -> str:
 
 
 def install_translators(app: QCoreApplication, setting: str = "auto") -> str:
-    """Install Qt's and Headroom's catalogues for the chosen language; returns its code. The
-    translators are parented to `app`, so they live as long as it does."""
+    """Install the catalogues for the chosen language and make it the default QLocale (month
+    names, number grouping); returns its code. Korean: Qt's own qtbase_ko and headroom_ko.
+    English: headroom_en, which holds only the singular forms of the plural strings (the sources
+    are written in the plural: "%n turns"). The translators are parented to `app`, so they live
+    as long as it does."""
     language = choose_language(setting)
-    if language == "en":
-        return language
-    qt = QTranslator(app)
-    if qt.load(f"qtbase_{language}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
-        app.installTranslator(qt)
+    if QLocale().language() != QLocale(language).language():  # an override of the system's
+        QLocale.setDefault(QLocale(language))
+    if language != "en":
+        qt = QTranslator(app)
+        if qt.load(f"qtbase_{language}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
+            app.installTranslator(qt)
     ours = QTranslator(app)
-    data = resources.files("app.resources").joinpath("translations", f"headroom_{language}.qm")
-    if data.is_file() and ours.load(data.read_bytes()):
+    catalogue = resources.files("app.resources").joinpath("translations", f"headroom_{language}.qm")
+    # loaded from a file, not from bytes: QTranslator.load(data) keeps a pointer into the bytes,
+    # which Python may free while the translator is still in use
+    with resources.as_file(catalogue) as path:
+        loaded = path.is_file() and ours.load(str(path))
+    if loaded:
         app.installTranslator(ours)
     else:
         log.warning("no Headroom catalogue for %s: the window stays in English", language)

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 from app.engine.memory.admission import TurnProjection
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import format_bytes
-from app.ui.headroom_gauge import HeadroomGauge
+from app.ui.headroom_gauge import HeadroomGauge, verdict_text
 from app.ui.memory_bar import MemoryBar
 from app.ui.memory_breakdown import (
     DEFAULT_SAFETY_MARGIN,
@@ -31,8 +31,6 @@ from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
 from app.ui.server_metrics_view import ServerMetricsView
 from app.ui.what_if import WhatIfControl
-
-_VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit"}
 
 
 class VramPanel(QDockWidget):
@@ -64,7 +62,7 @@ class VramPanel(QDockWidget):
         self._weights = 0
         self._margin = safety_margin
         self._kind = ""
-        self.device_label = QLabel("No memory sample yet")
+        self.device_label = QLabel(self.tr("No memory sample yet"))
         self.device_label.setObjectName("panelDevice")
         self.device_label.setWordWrap(True)
         self.server = ServerMetricsView()  # a remote backend's view, shown only while one is chosen
@@ -75,9 +73,9 @@ class VramPanel(QDockWidget):
         self.readout = _Readout(3)
         self.timeline = MemoryTimeline(history_s, interval_s)
         self.what_if = WhatIfControl()
-        self.diagnostics_button = QPushButton("Save diagnostics…")
-        self.diagnostics_button.setToolTip("Write a report (memory summary, model, recent turns' "
-                                           "projected vs measured peaks) to attach to a bug report")
+        self.diagnostics_button = QPushButton(self.tr("Save diagnostics…"))
+        self.diagnostics_button.setToolTip(self.tr("Write a report (memory summary, model, recent turns' "
+                                                   "projected vs measured peaks) to attach to a bug report"))
         self.setWidget(self._build_body())
         self.what_if.changed.connect(self._on_changed)
         self.what_if.follow_requested.connect(self._on_follow_requested)
@@ -182,7 +180,7 @@ class VramPanel(QDockWidget):
     # ----- drawing ----------------------------------------------------------------------------
     def _set_kind(self, kind: str) -> None:
         self._kind = kind
-        self.setWindowTitle("VRAM" if kind == "cuda" else "Memory — RSS / system memory")
+        self.setWindowTitle(self.tr("VRAM") if kind == "cuda" else self.tr("Memory — RSS / system memory"))
         self.legend.set_kind(kind)
         self.timeline.set_kind(kind)
 
@@ -192,7 +190,7 @@ class VramPanel(QDockWidget):
             self.breakdown = None
             self.gauge.set_breakdown(None)
             self.bar.set_breakdown(None)
-            self.readout.set_lines(["Sampling memory ≈4 times a second…", "", ""])
+            self.readout.set_lines([self.tr("Sampling memory ≈4 times a second…"), "", ""])
             return
         margin = self._margin_bytes(sample)
         bd = MemoryBreakdown.build(sample, self._projection, self._weights, margin)
@@ -208,23 +206,21 @@ class VramPanel(QDockWidget):
         if what_if_bd is not None:
             self.what_if.show_result(self._what_if_text(what_if_bd), what_if_bd.state)
         elif self._projection is None:
-            self.what_if.show_result("Type a message to project its turn, then drag to try other "
-                                     "sizes.", "none")
+            self.what_if.show_result(self.tr("Type a message to project its turn, then drag to try other "
+                                             "sizes."), "none")
         else:
-            self.what_if.show_result("Drag a slider to see this turn's peak at other sizes.", "none")
+            self.what_if.show_result(self.tr("Drag a slider to see this turn's peak at other sizes."), "none")
 
     @staticmethod
     def _set_text(label: QLabel, text: str) -> None:
         if label.text() != text:  # unchanged labels cost nothing (no relayout)
             label.setText(text)
 
-    @staticmethod
-    def _device_text(bd: MemoryBreakdown) -> str:
-        what = "VRAM" if bd.kind == "cuda" else "RSS / system memory"
+    def _device_text(self, bd: MemoryBreakdown) -> str:
+        what = self.tr("VRAM") if bd.kind == "cuda" else self.tr("RSS / system memory")
         return f"<b>{what}</b> · {bd.device_name} · {format_bytes(bd.total)}"
 
-    @staticmethod
-    def _values(bd: MemoryBreakdown) -> dict[str, str]:
+    def _values(self, bd: MemoryBreakdown) -> dict[str, str]:
         def projected(nbytes: int | None) -> str:
             return "—" if not bd.has_projection or nbytes is None else f"+{format_bytes(nbytes)}"
 
@@ -237,33 +233,31 @@ class VramPanel(QDockWidget):
             "kv_full": format_bytes(bd.kv_at_full_context) if bd.kv_at_full_context is not None
             else "—",
             "cached": format_bytes(bd.cached),
-            "other": "unknown" if bd.other_processes is None else format_bytes(bd.other_processes),
+            "other": self.tr("unknown") if bd.other_processes is None else format_bytes(bd.other_processes),
             "context": format_bytes(bd.context_overhead),
             "free": format_bytes(bd.free),
         }
 
-    @staticmethod
-    def _summary_text(bd: MemoryBreakdown) -> str:
+    def _summary_text(self, bd: MemoryBreakdown) -> str:
         if bd.kind == "cuda":
-            return (f"Allocated {format_bytes(bd.allocated)} · reserved {format_bytes(bd.reserved)}"
-                    f" · peak {format_bytes(bd.peak)}")
-        return f"RSS {format_bytes(bd.allocated)} · peak RSS {format_bytes(bd.peak)}"
+            return self.tr("Allocated {0} · reserved {1} · peak {2}").format(
+                format_bytes(bd.allocated), format_bytes(bd.reserved), format_bytes(bd.peak))
+        return self.tr("RSS {0} · peak RSS {1}").format(format_bytes(bd.allocated), format_bytes(bd.peak))
 
-    @staticmethod
-    def _projection_text(bd: MemoryBreakdown) -> tuple[str, str]:
+    def _projection_text(self, bd: MemoryBreakdown) -> tuple[str, str]:
         if not bd.has_projection:
-            return "No turn pending: type a message to see", "what it will cost."
-        return (f"Projected peak {format_bytes(bd.projected_peak)} ± {format_bytes(bd.error_bar)} "
-                f"(±{bd.error_bar / max(bd.growth, 1):.0%} of the turn)",
-                f"needs {format_bytes(bd.needed)} of {format_bytes(bd.free)} free "
-                f"(margin {format_bytes(bd.margin)})")
+            return self.tr("No turn pending: type a message to see"), self.tr("what it will cost.")
+        return (self.tr("Projected peak {0} ± {1} (±{2} of the turn)").format(
+                    format_bytes(bd.projected_peak), format_bytes(bd.error_bar),
+                    f"{bd.error_bar / max(bd.growth, 1):.0%}"),
+                self.tr("needs {0} of {1} free (margin {2})").format(
+                    format_bytes(bd.needed), format_bytes(bd.free), format_bytes(bd.margin)))
 
-    @staticmethod
-    def _what_if_text(bd: MemoryBreakdown) -> str:
-        return (f"KV +{format_bytes(bd.kv_turn)} · prefill +{format_bytes(bd.prefill_spike)} "
-                f"± {format_bytes(bd.error_bar)} → peak {format_bytes(bd.projected_peak)}, "
-                f"headroom {format_bytes(bd.headroom)} ({bd.headroom_fraction:.0%}): "
-                f"{_VERDICT[bd.state]}")
+    def _what_if_text(self, bd: MemoryBreakdown) -> str:
+        return self.tr("KV +{0} · prefill +{1} ± {2} → peak {3}, headroom {4} ({5}): {6}").format(
+            format_bytes(bd.kv_turn), format_bytes(bd.prefill_spike), format_bytes(bd.error_bar),
+            format_bytes(bd.projected_peak), format_bytes(bd.headroom), f"{bd.headroom_fraction:.0%}",
+            verdict_text(bd.state))
 
     # ----- slots ------------------------------------------------------------------------------
     @Slot(int, int)

@@ -31,32 +31,32 @@ class WhatIfControl(QWidget):
         self.touched = False
         self.result_state = "none"
         self._shown: tuple[str, str] = ("", "")
-        self.context_slider = self._slider("Context length (history + prompt), tokens: what if the "
-                                           "conversation held this many tokens when the turn starts")
-        self.new_tokens_slider = self._slider("max_new_tokens: what if the answer could run this long")
+        self.context_slider = self._slider(self.tr("Context length (history + prompt), tokens: what if the "
+                                                   "conversation held this many tokens when the turn starts"))
+        self.new_tokens_slider = self._slider(self.tr("max_new_tokens: what if the answer could run this long"))
         self.context_value = QLabel()
         self.new_tokens_value = QLabel()
         for label in (self.context_value, self.new_tokens_value):
             label.setObjectName("whatIfValue")
             label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             label.setMinimumWidth(64)
-        self.result_label = QLabel("Load a model to try other sizes.")
+        self.result_label = QLabel(self.tr("Load a model to try other sizes."))
         self.result_label.setObjectName("whatIfResult")
         self.result_label.setWordWrap(True)
-        self.reset_button = QPushButton("Reset")
-        self.reset_button.setToolTip("Back to the pending turn's context and max_new_tokens")
+        self.reset_button = QPushButton(self.tr("Reset"))
+        self.reset_button.setToolTip(self.tr("Back to the pending turn's context and max_new_tokens"))
         self.reset_button.setEnabled(False)
-        title = QLabel("What if…")
+        title = QLabel(self.tr("What if…"))
         title.setObjectName("panelSection")
         grid = QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setVerticalSpacing(2)
         grid.addWidget(title, 0, 0, 1, 2)
         grid.addWidget(self.reset_button, 0, 2, Qt.AlignmentFlag.AlignRight)
-        grid.addWidget(QLabel("Context"), 1, 0)
+        grid.addWidget(QLabel(self.tr("Context")), 1, 0)
         grid.addWidget(self.context_slider, 1, 1)
         grid.addWidget(self.context_value, 1, 2)
-        grid.addWidget(QLabel("New tokens"), 2, 0)
+        grid.addWidget(QLabel(self.tr("New tokens")), 2, 0)
         grid.addWidget(self.new_tokens_slider, 2, 1)
         grid.addWidget(self.new_tokens_value, 2, 2)
         grid.addWidget(self.result_label, 3, 0, 1, 3)
@@ -87,7 +87,7 @@ class WhatIfControl(QWidget):
             slider.setEnabled(enabled)
         self._show_values()
         if not enabled:
-            self.show_result("Load a model to try other sizes.", "none")
+            self.show_result(self.tr("Load a model to try other sizes."), "none")
 
     def set_values(self, context_tokens: int, max_new_tokens: int) -> None:
         """Move both sliders as the user would (clamped to their ranges; marks the control

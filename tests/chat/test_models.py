@@ -12,7 +12,8 @@ def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
     chat.models.open_model(tmp_path / "nowhere")
     assert chat.worker.loads == [] and chat.worker.stops == 0
     assert seen.of("load_failed") == [(f"no model at {tmp_path / 'nowhere'}",)]
-    assert seen.of("notice") == [(f"Could not open the model: no model at {tmp_path / 'nowhere'}.", "error")]
+    assert seen.of("notice") == [(f"There is no model at {tmp_path / 'nowhere'}. Pick another one in Open model.",
+                                  "error")]
 
 
 def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_report(chat, tmp_path):
@@ -50,8 +51,9 @@ def test_a_failed_load_says_why_and_reopens_the_previous_model(chat, tmp_path):
     old, new = two_models(chat, tmp_path)
     chat.models.open_model(new)
     worker.load_failed.emit("cannot convert new: not a GGUF file.")
-    assert seen.of("notice") == [("Could not open the model: cannot convert new: not a GGUF file. Reopening old.",
-                                  "error")]
+    # a plain line (what happened, what to do); the loader's own words stay in the log
+    assert seen.of("notice") == [("This GGUF file could not be read. The file may be incomplete or damaged; "
+                                  "download it again. Reopening old.", "error")]
     assert seen.of("load_failed") == [("cannot convert new: not a GGUF file.",)]
     assert [load[0] for load in worker.loads] == [str(new), str(old)]
 

@@ -23,7 +23,7 @@ def test_a_failed_summary_is_an_error_notice(chat):
     chat.worker.summary_started.emit(1, 2)
     chat.worker.summary_failed.emit(1, "no model is loaded")
     assert chat.recorded.of("summarizing_changed") == [(True,), (False,)]
-    assert chat.recorded.of("notice") == [("The summary of earlier turns failed: no model is loaded", "error")]
+    assert chat.recorded.of("notice") == [("No model is loaded. Open a model first (Open model…).", "error")]
 
 
 def test_an_edited_summary_is_saved_and_an_emptied_one_folds_nothing(chat):

@@ -64,7 +64,7 @@ def test_memory_refusal_offers_its_remedies_and_a_risky_override(qtbot, card):
     assert not override.isDefault() and not override.autoDefault()
     assert "out-of-memory" in override.toolTip()
     assert dialog.buttons["trim"].isDefault()  # Enter picks the safe remedy
-    assert "close other programs" in dialog.findChild(type(dialog.value_labels["admissionFree"]),
+    assert "Close other programs" in dialog.findChild(type(dialog.value_labels["admissionFree"]),
                                                       "admissionHint").text()
 
 

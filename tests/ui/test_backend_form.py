@@ -21,8 +21,8 @@ def test_remote_backend_is_chosen_and_an_unusable_one_is_explained(qtbot):
     dialog.show()
     dialog.accept()
     assert dialog.isVisible() and dialog.result() != QDialog.DialogCode.Accepted
-    assert form.problem_label.text() == ("The server URL 'gpu-box:8000' is not an http(s) URL such as "
-                                         "http://gpu-box:8000/v1")
+    assert form.problem_label.text() == ("The server URL gpu-box:8000 is not an http(s) URL such as "
+                                         "http://gpu-box:8000/v1.")
     form.base_url.setText(" http://gpu-box:8000/v1 ")
     form.api_key.setText("sk-abc")
     dialog.accept()
@@ -37,7 +37,7 @@ def test_a_stored_key_is_never_shown_and_can_be_forgotten(qtbot):
     dialog = SettingsDialog(GenerationSettings(), backend=backend, key_stored=True)
     qtbot.addWidget(dialog)
     form = dialog.backend_form
-    assert form.api_key.text() == "" and form.api_key.placeholderText() == "stored — type to replace"
+    assert form.api_key.text() == "" and form.api_key.placeholderText() == "Stored — type to replace"
     assert dialog.entered_api_key() is None  # untouched: keep it
     form.forget_key.setChecked(True)
     assert dialog.entered_api_key() == ""

@@ -1,9 +1,40 @@
-"""The language follows the system unless the setting names one; Korean installs Qt's catalogue."""
+"""The window's language (issue 14, item 4): chosen from the system locale unless Settings says
+otherwise; Korean installs Qt's catalogue and Headroom's, which is complete, matches the sources
+and keeps every placeholder; the main window and the settings dialog then speak Korean.
+
+Set HEADROOM_SCREENSHOT_DIR to keep the Korean screenshots (tests/ui/screenshots/ holds the
+committed ones: ko-main-light.png, ko-main-dark.png, ko-settings-light.png, ko-settings-dark.png)."""
+
+import os
+import re
+import sys
+import time
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QTranslator
+from PySide6.QtCore import QCoreApplication, Qt, QTranslator
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QAbstractButton, QLabel, QStyleFactory
 
+from app.chat.error_text import plain_failure
+from app.core.backend_settings import BackendSettings
+from app.core.conversation import MessageStatus, Role
+from app.core.settings import GenerationSettings
+from app.core.store import ConversationInfo
+from app.engine.loading.startup_notices import startup_notices
+from app.ui.fonts import install_hangul_fallback
+from app.ui.settings_dialog import SettingsDialog
+from app.ui.theme import stylesheet
 from app.ui.translations import choose_language, install_translators
+from tests.ui.test_theme import dark_palette
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "packaging"))
+import update_translations  # noqa: E402  (packaging/ is not a package)
+
+PLACEHOLDER = re.compile(r"\{\d+\}|%L?n")
 
 
 @pytest.mark.parametrize(("setting", "system", "expected"), [
@@ -19,13 +50,216 @@ def test_choose_language(setting, system, expected):
     assert choose_language(setting, system) == expected
 
 
-def test_korean_installs_qt_own_catalogue(qapp):
+def test_korean_installs_qt_own_catalogue_and_headrooms(korean):
+    # a string from Qt's qtbase_ko catalogue (QPlatformTheme's standard button), and one of ours
+    assert QCoreApplication.translate("QPlatformTheme", "Cancel") == "취소"
+    assert QCoreApplication.translate("MainWindow", "New chat") == "새 채팅"
+    assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 3) == "창 안의 턴 3개"
+
+
+def test_english_keeps_the_sources_with_singular_forms(qapp):
+    assert QCoreApplication.translate("MainWindow", "New chat") == "New chat"
+    assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 1) == "1 turn in window"
+    assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 2) == "2 turns in window"
+
+
+# ----- the catalogue ---------------------------------------------------------------------------
+def _messages(ts: Path) -> dict[tuple[str, str], list[str]]:
+    """(context, source) → translations (one per plural form); "" entries for unfinished ones."""
+    found = {}
+    for context in ET.parse(ts).getroot().iter("context"):
+        name = context.find("name").text
+        for message in context.iter("message"):
+            translation = message.find("translation")
+            forms = [f.text or "" for f in translation.iter("numerusform")] or [translation.text or ""]
+            if translation.get("type") in ("unfinished", "obsolete", "vanished"):
+                forms = [""]
+            found[(name, message.find("source").text)] = forms
+    return found
+
+
+def _catalogue(code: str) -> Path:
+    return ROOT / "resources" / "translations" / f"headroom_{code}.ts"
+
+
+def test_the_korean_catalogue_is_complete_and_keeps_every_placeholder():
+    messages = _messages(_catalogue("ko"))
+    assert len(messages) > 300
+    unfinished = [key for key, forms in messages.items() if not all(f.strip() for f in forms)]
+    assert unfinished == []
+    for (context, source), forms in messages.items():
+        for form in forms:
+            assert sorted(PLACEHOLDER.findall(form)) == sorted(PLACEHOLDER.findall(source)), (context, source)
+            assert re.search(r"[가-힣]", form) or not re.search(r"[a-z]{3}", source) or \
+                source in {"VRAM", "Top-p", "Top-k", "Min-p"}, (context, source)
+
+
+def test_every_translatable_string_in_the_sources_is_in_the_catalogue(tmp_path):
+    """lupdate over app/ui and app/chat into a fresh file finds exactly the catalogue's entries."""
+    fresh = tmp_path / "fresh.ts"
+    update_translations.lupdate(fresh, "ko_KR", [])
+    assert set(_messages(fresh)) == set(_messages(_catalogue("ko")))
+    plurals = tmp_path / "plurals.ts"
+    update_translations.lupdate(plurals, "en_US", ["-pluralonly"])
+    assert set(_messages(plurals)) == set(_messages(_catalogue("en")))
+    assert all(len(forms) == 2 and all(forms) for forms in _messages(_catalogue("en")).values())
+
+
+def test_the_compiled_catalogues_are_up_to_date(tmp_path):
+    """The committed .qm is what lrelease makes of the committed .ts (rerun
+    packaging/update_translations.py after editing a translation)."""
+    for code in ("ko", "en"):
+        ts = tmp_path / f"headroom_{code}.ts"
+        ts.write_bytes(_catalogue(code).read_bytes())
+        shipped = resources.files("app.resources").joinpath("translations", f"headroom_{code}.qm")
+        assert update_translations.lrelease(ts).read_bytes() == shipped.read_bytes()
+
+
+def test_the_code_never_hides_a_string_from_lupdate():
+    """lupdate reads literal arguments of tr / translate / QT_TRANSLATE_NOOP only: a wrapper such as
+    _tr("text") or a call inside an f-string would never reach the catalogue."""
+    for path in update_translations.sources():
+        text = (ROOT / path).read_text(encoding="utf-8")
+        assert not re.search(r"\b_tr\(\s*[\"']", text), path
+        assert not re.search(r"f\"[^\"\n]*\{[^}\n]*\btr(anslate)?\(", text), path
+
+
+# ----- the window in Korean ---------------------------------------------------------------------
+def _hangul_font_ok(widget, family: str) -> bool:
+    """The widget's font falls back to a Hangul family, and two syllables draw differently
+    (missing glyphs are identical boxes)."""
+    def render(text):
+        image = QImage(48, 32, QImage.Format.Format_ARGB32)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        painter.setFont(widget.font())
+        painter.setPen(QColor("black"))
+        painter.drawText(image.rect(), Qt.AlignmentFlag.AlignCenter, text)
+        painter.end()
+        return image
+
+    return family in widget.font().families() and render("채") != render("팅") != render("")
+
+
+def test_the_main_window_speaks_korean(korean, make_window, qtbot):
+    window = make_window()
+    assert window.new_chat_action.text() == "새 채팅"
+    assert window.open_action.text() == "모델 열기…"
+    assert window.settings_action.text() == "설정…"
+    assert window.composer.send_button.text() == "보내기"
+    assert window.composer.editor.placeholderText().startswith("Headroom에 메시지")
+    assert window.sidebar.search_edit.placeholderText() == "대화 검색"
+    assert window.sidebar.empty_label.text().startswith("아직 대화가 없습니다")
+    assert window.status.model_label.text() == "불러온 모델 없음"
+    qtbot.waitUntil(lambda: window.vram_panel.breakdown is not None, timeout=5000)
+    assert window.vram_panel.windowTitle() in ("VRAM", "메모리 — RSS / 시스템 메모리")
+    assert window.vram_panel.legend.name_text("free") in ("여유", "사용 가능")
+    window.token_meter.set_counts(812, 1536, 4, 3)
+    assert window.token_meter.text() == "컨텍스트 812 / 1,536 토큰 · 창 안의 턴 4개 · 3개 요약으로 접힘"
+
+
+def test_plain_errors_and_startup_notices_are_korean(korean, make_window):
+    assert plain_failure("the GPU ran out of memory during this reply").line() == (
+        "답변하는 도중 모델의 메모리가 부족해졌습니다. 더 짧은 메시지를 보내거나, 설정에서 최대 새 토큰 수를 "
+        "낮추거나, 새 채팅을 시작하세요.")
+    from app.engine.loading.environment import Environment
+
+    env = Environment("0", "3", "2", None, None, None, torch_cuda=None, cuda_available=False)
+    window = make_window()
+    (notice,) = startup_notices(env)
+    assert window.help_menu.notice_text(notice).startswith("NVIDIA GPU를 찾지 못했습니다. 대신 Headroom은")
+
+
+def test_korean_screenshots_light_and_dark(korean, make_window, qapp, qtbot):
+    """The main window and the settings dialog in Korean, light and dark, with the Hangul font
+    fallback the app installs: every button wide enough for its text, Hangul glyphs present."""
+    old_style, old_palette, old_sheet, old_font = qapp.style().name(), qapp.palette(), qapp.styleSheet(), qapp.font()
+    family = install_hangul_fallback(qapp)
+    qapp.setStyle("Fusion")
     try:
-        assert install_translators(qapp, "ko") == "ko"
-        # a string from Qt's qtbase_ko catalogue (QPlatformTheme's standard button)
-        assert QCoreApplication.translate("QPlatformTheme", "Cancel") == "취소"
+        for name, palette in (("light", QStyleFactory.create("Fusion").standardPalette()), ("dark", dark_palette())):
+            qapp.setPalette(palette)
+            qapp.setStyleSheet(stylesheet(palette))
+            window = _korean_window(make_window, qtbot)
+            dialog = SettingsDialog(GenerationSettings(), window, BackendSettings(), language="ko")
+            qtbot.addWidget(dialog)
+            dialog.show()
+            qtbot.waitExposed(dialog)
+            for widget, shot in ((window, f"ko-main-{name}"), (dialog, f"ko-settings-{name}")):
+                assert _hangul_font_ok(widget, family)
+                _assert_no_clipped_buttons(widget)
+                image = widget.grab().toImage()
+                assert not image.isNull() and image.width() >= 300
+                folder = os.environ.get("HEADROOM_SCREENSHOT_DIR")
+                if folder:
+                    image.save(str(Path(folder) / f"{shot}.png"))
+            assert dialog.language.currentText() == "한국어"
+            assert dialog.language_note.text() == "새 언어는 Headroom을 다시 시작한 뒤 적용됩니다."
+            dialog.close()
+            window.close()
     finally:
-        for translator in qapp.findChildren(QTranslator):
+        qapp.setStyle(old_style)
+        qapp.setPalette(old_palette)
+        qapp.setStyleSheet(old_sheet)
+        qapp.setFont(old_font)
+
+
+def _korean_window(make_window, qtbot):
+    window = make_window()
+    window.resize(1100, 720)
+    now = time.time()
+    window.sidebar.set_conversations([ConversationInfo(1, "KV 캐시 질문", now, now, 4),
+                                      ConversationInfo(2, "GPU 메모리", now - 90_000, now - 90_000, 2)], 1, now)
+    view = window.chat_view
+    view.add_message(Role.USER, "8 GiB GPU에서 7B 모델의 KV 캐시는 얼마나 차지하나요?")
+    view.add_message(Role.ASSISTANT, "컨텍스트 4,096 토큰이면 약 **0.5 GiB**입니다.\n\n```python\n"
+                                     "kv = 2 * layers * kv_heads * head_dim * tokens * 2\n```")
+    view.add_message(Role.USER, "32k 토큰이면요?")
+    view.add_message(Role.ASSISTANT, "약 4 GiB로 늘어나", MessageStatus.STOPPED)
+    view.add_notice(plain_failure("no model is loaded").line(), "error")
+    window.token_meter.set_counts(812, 1536, 4, 3)
+    window.status.show_speed(0.26, 10.4, 42)
+    qtbot.waitUntil(lambda: window.vram_panel.breakdown is not None, timeout=5000)
+    qtbot.wait(400)  # the transcript lays its bubbles out after the show
+    return window
+
+
+def _assert_no_clipped_buttons(top):
+    """Every visible button is at least as wide as its text needs, and no one-line label is cut."""
+    for button in top.findChildren(QAbstractButton):
+        if button.isVisible() and button.text():
+            assert button.width() >= button.minimumSizeHint().width(), button.text()
+    for label in top.findChildren(QLabel):
+        if label.isVisible() and label.text() and not label.wordWrap() and "<" not in label.text():
+            needed = label.fontMetrics().horizontalAdvance(label.text().split("\n")[0])
+            assert label.contentsRect().width() >= needed or label.objectName() == "modelLabel", label.text()
+
+
+def test_install_translators_for_english_installs_only_the_plural_catalogue(qapp):
+    before = set(qapp.findChildren(QTranslator))
+    try:
+        assert install_translators(qapp, "en") == "en"
+        added = set(qapp.findChildren(QTranslator)) - before
+        assert len(added) == 1
+        assert QCoreApplication.translate("QPlatformTheme", "Cancel") == "Cancel"
+    finally:
+        for translator in set(qapp.findChildren(QTranslator)) - before:
             qapp.removeTranslator(translator)
-            translator.deleteLater()
-    assert QCoreApplication.translate("QPlatformTheme", "Cancel") == "Cancel"
+
+
+@pytest.mark.parametrize("env", [
+    dict(torch_cuda=None, cuda_available=False),
+    dict(torch_cuda=None, cuda_available=False, nvidia_gpus=("RTX 4090",)),
+    dict(torch_cuda="12.4", cuda_available=False, nvidia_gpus=("RTX 4090",), driver_version="470.1"),
+    dict(torch_cuda="12.4", cuda_available=False, nvidia_gpus=("RTX 4090",), driver_version="550.1"),
+    dict(torch_cuda="12.4", cuda_available=True, cuda_devices=("RTX 4090",), bitsandbytes_problem="missing"),
+    dict(torch_cuda="12.4", cuda_available=True, cuda_devices=("RTX 4090",), bitsandbytes="0.49",
+         bitsandbytes_problem="no GPU kernels"),
+])
+def test_startup_notices_in_english_say_exactly_the_engines_text(env, make_window):
+    from app.engine.loading.environment import Environment
+
+    window = make_window()
+    fields = dict(headroom="0", python="3", torch="2", transformers=None, pyside6=None, bitsandbytes=None) | env
+    (notice,) = startup_notices(Environment(**fields))
+    assert window.help_menu.notice_text(notice) == notice.text

@@ -7,7 +7,8 @@ Each notice has a stable `key`; the window remembers the keys it has shown so a 
 once, not at every start. No Qt, no torch calls.
 """
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from app.engine.loading.environment import Environment
 
@@ -23,10 +24,15 @@ _CPU_STILL_WORKS = ("Headroom runs models on the CPU instead: chatting, the memo
 
 @dataclass(frozen=True)
 class StartupNotice:
-    """key: stable id, remembered once shown. text: what happened and what still works."""
+    """key: stable id, remembered once shown; its part before ":" names the sentence ("no-gpu",
+    "cpu-only-torch", "driver-too-old", "cuda-unavailable", "no-bitsandbytes",
+    "broken-bitsandbytes"). text: what happened and what still works, in English. facts: the
+    values in it by name (gpu, driver, cuda, needed_driver, version, problem), so a UI can say
+    the same in another language."""
 
     key: str
     text: str
+    facts: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 def startup_notices(env: Environment, device_preference: str = "auto") -> list[StartupNotice]:
@@ -42,19 +48,20 @@ def startup_notices(env: Environment, device_preference: str = "auto") -> list[S
     if env.torch_cuda is None:
         return [StartupNotice("cpu-only-torch", (
             f"Your NVIDIA GPU ({gpu}) is not used: the installed PyTorch is a CPU-only build. "
-            f"Install a CUDA build of PyTorch (pytorch.org) to use it. {_CPU_STILL_WORKS}"))]
+            f"Install a CUDA build of PyTorch (pytorch.org) to use it. {_CPU_STILL_WORKS}"), dict(gpu=gpu))]
     needed = required_driver_branch(env.torch_cuda)
     branch = driver_branch(env.driver_version)
     if needed is not None and branch is not None and branch < needed:
         return [StartupNotice(f"driver-too-old:{env.driver_version}", (
             f"Your NVIDIA driver ({env.driver_version}) is too old for this PyTorch, which is built "
             f"for CUDA {env.torch_cuda} and needs driver {needed} or newer, so your GPU ({gpu}) is "
-            f"not used. Update the NVIDIA driver to use it. {_CPU_STILL_WORKS}"))]
+            f"not used. Update the NVIDIA driver to use it. {_CPU_STILL_WORKS}"),
+            dict(gpu=gpu, driver=env.driver_version, cuda=env.torch_cuda, needed_driver=str(needed)))]
     driver = f" (driver {env.driver_version})" if env.driver_version else ""
     return [StartupNotice("cuda-unavailable", (
         f"An NVIDIA GPU ({gpu}) was found{driver}, but CUDA could not start, so it is not used. "
         "Restarting after a driver update often fixes this; check that `nvidia-smi` works. "
-        f"{_CPU_STILL_WORKS}"))]
+        f"{_CPU_STILL_WORKS}"), dict(gpu=gpu, driver=env.driver_version or ""))]
 
 
 def _bitsandbytes_notice(env: Environment) -> list[StartupNotice]:
@@ -66,7 +73,8 @@ def _bitsandbytes_notice(env: Environment) -> list[StartupNotice]:
     return [StartupNotice(key, (
         f"Your GPU is used, but {why}, so models load in 16-bit instead of 4-bit: they need about "
         "3–4× the memory (an 8B model about 16 GB instead of about 5 GB), and large ones may not "
-        "fit. Install it with pip install 'headroom[cuda]' to load 4-bit models."))]
+        "fit. Install it with pip install 'headroom[cuda]' to load 4-bit models."),
+        dict(version=env.bitsandbytes or "", problem=env.bitsandbytes_problem or ""))]
 
 
 def required_driver_branch(torch_cuda: str) -> int | None:

@@ -15,7 +15,7 @@ Pure functions; no torch, no Qt. All sizes are bytes (int), all lengths tokens (
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +173,12 @@ class AdmissionDecision:
     shortfall_bytes: needed − free (0 unless refused for memory). trim_tokens: fewest prompt
     tokens to drop so the turn fits (None: trimming alone cannot help). max_new_tokens_fit:
     largest max_new_tokens that fits with the prompt as is (None: not even 1).
+
+    `reason` and `remedies` are English sentences (logs, diagnostics, the headless CLI). A UI
+    that speaks another language says them from reason_kind (which sentence: "fits",
+    "fits_server", "positions", "memory", or "message": the newest message alone is too long)
+    and facts (the numbers in it by name: tokens or bytes; chunk_tokens when chunked prefill
+    would fit), so the engine stays free of Qt and of translation.
     """
 
     admitted: bool
@@ -185,6 +191,8 @@ class AdmissionDecision:
     trim_tokens: int | None = None
     max_new_tokens_fit: int | None = None
     remedies: tuple[str, ...] = ()
+    reason_kind: str = ""
+    facts: Mapping[str, int] = field(default_factory=dict, compare=False)
 
 
 def context_limit(model_max_positions: int, context_setting: int | None) -> int:
@@ -221,7 +229,8 @@ def admit_turn(
             f"(KV {format_bytes(projection.kv_for_turn)} + prefill "
             f"{format_bytes(projection.prefill_spike)} ± {format_bytes(projection.error_bar_bytes)}"
             f" + margin {format_bytes(safety_margin_bytes)})",
-            needed, free_bytes, 0, limit)
+            needed, free_bytes, 0, limit, reason_kind="fits",
+            facts=dict(needed=needed, free=free_bytes))
     return _refuse_memory(projection, needed, free_bytes, safety_margin_bytes, limit)
 
 
@@ -244,7 +253,9 @@ def _refuse_positions(limit: int, model_pos: int, setting: int | None, prompt: i
               f"exceeds the context limit of {limit:,} tokens (model positions {model_pos:,}"
               f"{setting_text}); the prompt budget is {max(limit - max_new, 0):,} tokens")
     return AdmissionDecision(False, "positions", reason, context_limit=limit, trim_tokens=trim,
-                             max_new_tokens_fit=fit, remedies=tuple(remedies))
+                             max_new_tokens_fit=fit, remedies=tuple(remedies), reason_kind="positions",
+                             facts=dict(prompt=prompt, max_new_tokens=max_new, limit=limit,
+                                        model_positions=model_pos, setting=setting or 0))
 
 
 def _largest_fitting(lo: int, hi: int, fits: Callable[[int], bool]) -> int | None:
@@ -274,9 +285,11 @@ def _refuse_memory(projection: TurnProjection, needed: int, free: int, margin: i
         remedies.append(f"trim at least {trim:,} tokens of history (or summarize it)")
     if fit_new is not None:
         remedies.append(f"lower max_new_tokens to {fit_new:,}")
+    facts = dict(needed=needed, free=free, shortfall=needed - free)
     if (b.chunk_size is None or b.chunk_size > 1024) and b.prompt_tokens > 1024 and fits(
             reproject(projection, chunk_size=1024)):
         remedies.append("prefill in 1,024-token chunks")
+        facts["chunk_tokens"] = 1024
     remedies.append("close other programs using this device, or load a smaller model")
     shortfall = needed - free
     reason = (f"not enough memory: the turn needs {format_bytes(needed)} (KV "
@@ -285,4 +298,4 @@ def _refuse_memory(projection: TurnProjection, needed: int, free: int, margin: i
               f"{format_bytes(projection.error_bar_bytes)} + margin {format_bytes(margin)}) "
               f"but {format_bytes(free)} is free: short by {format_bytes(shortfall)}")
     return AdmissionDecision(False, "memory", reason, needed, free, shortfall, limit, trim,
-                             fit_new, tuple(remedies))
+                             fit_new, tuple(remedies), reason_kind="memory", facts=facts)

@@ -162,7 +162,8 @@ class RemoteBackend:
         decision = AdmissionDecision(
             True, "ok", f"fits the server's context: prompt {window.prompt_tokens:,} + max_new_tokens "
             f"{settings.max_new_tokens:,} ≤ {budget.context_tokens:,} tokens ({self.report.context_source}; "
-            f"counted by {self.report.counting.method})", context_limit=budget.context_tokens)
+            f"counted by {self.report.counting.method})", context_limit=budget.context_tokens,
+            reason_kind="fits_server")
         return TurnPlan(window, (), None, decision, None)
 
     def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event,

@@ -1,0 +1,245 @@
+"""Plain-language texts for expected failures (issue 14, item 9): what happened and what to do,
+in one line, translated. The engine's own words (an exception, or the one-line English reason
+a worker signal carries) belong in the log; the chat logs them before it shows these lines.
+
+Two entries: `plain_error(exc)` for an exception caught in the GUI thread, `plain_failure(reason,
+during)` for the reason strings the worker emits (load_failed, generation_failed,
+summary_failed). Both recognise the failures a user actually meets by type and by the wording
+of the code that raises them (app.engine.loading.loader, app.engine.events.describe_failure,
+app.engine.remote.errors, gguf, transformers, torch), so this module imports none of them.
+Anything unrecognised gets a generic line that names the exception type only, never
+"ValueError: cannot reshape array …". `load_stage_text` and `summary_verdict_text` say the
+loader's progress stages and the summary's verdict in the window's language.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+from dataclasses import dataclass
+
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+def _translated(noop: str) -> str:
+    """A source string lupdate saw in a QT_TRANSLATE_NOOP("PlainError", …), translated."""
+    return translate("PlainError", noop)
+
+
+@dataclass(frozen=True)
+class PlainError:
+    """what: what happened, one sentence. todo: what the user can do, one sentence ("" if none)."""
+
+    what: str
+    todo: str = ""
+
+    def line(self) -> str:
+        return f"{self.what} {self.todo}".strip()
+
+
+_GGUF = re.compile(r"gguf|magic|which we cannot handle", re.IGNORECASE)
+_ARCHITECTURE = re.compile(
+    r"does not recognize this architecture|unrecognized (configuration|model)|architecture .* is not supported"
+    r"|model type .* (is not|not) (supported|recognized)|GGUF model with architecture", re.IGNORECASE)
+_OOM = re.compile(r"out of memory", re.IGNORECASE)
+_TYPED = re.compile(r"^(?:.*?: )?([A-Z]\w*(?:Error|Exception|Warning))(?::|$)")
+
+# RemoteError kinds (app.engine.remote.errors) and the wording each is raised with
+_REMOTE_WORDS = (
+    ("context_length", ("too long for its context",)),
+    ("auth", ("refused the API key",)),
+    ("not_found", ("HTTP 404", "does not serve")),
+    ("busy", ("is busy (HTTP",)),
+    ("timeout", ("connect timeout", "read timeout")),
+    ("unreachable", ("cannot connect to", "cannot resolve the host", "broke mid-answer",
+                     "closed before the answer ended")),
+    ("protocol", ("did not return a model list", "other than JSON", "stream piece")),
+    ("server", ("answered HTTP", "failed mid-answer")),
+)
+_REMOTE_WHAT = {
+    "config": QT_TRANSLATE_NOOP("PlainError", "The server settings are incomplete."),
+    "unreachable": QT_TRANSLATE_NOOP("PlainError", "Headroom could not reach the server."),
+    "timeout": QT_TRANSLATE_NOOP("PlainError", "The server did not answer in time."),
+    "auth": QT_TRANSLATE_NOOP("PlainError", "The server refused the API key."),
+    "not_found": QT_TRANSLATE_NOOP("PlainError", "The server does not know this model or address."),
+    "context_length": QT_TRANSLATE_NOOP("PlainError", "The server found the prompt too long for its context."),
+    "busy": QT_TRANSLATE_NOOP("PlainError", "The server is busy."),
+    "server": QT_TRANSLATE_NOOP("PlainError", "The server failed while answering."),
+    "protocol": QT_TRANSLATE_NOOP("PlainError", "The server's answer was not understood."),
+}
+_REMOTE_TODO = {
+    "config": QT_TRANSLATE_NOOP("PlainError", "Check the server address and model name in Settings."),
+    "unreachable": QT_TRANSLATE_NOOP("PlainError", "Start the server, or fix its address in Settings."),
+    "timeout": QT_TRANSLATE_NOOP("PlainError", "The server may be busy or down; try again, or check it."),
+    "auth": QT_TRANSLATE_NOOP("PlainError", "Check the API key in Settings."),
+    "not_found": QT_TRANSLATE_NOOP("PlainError", "Check the model name and the address in Settings."),
+    "context_length": QT_TRANSLATE_NOOP("PlainError", "Start a new chat or send a shorter message."),
+    "busy": QT_TRANSLATE_NOOP("PlainError", "Try again in a moment."),
+    "server": QT_TRANSLATE_NOOP("PlainError", "Try again; if it keeps failing, look at the server's log."),
+    "protocol": QT_TRANSLATE_NOOP("PlainError",
+                                  "The address may not be an OpenAI-compatible server; check it in Settings."),
+}
+
+
+def _see_log() -> str:
+    return translate("PlainError", "The details are in the log (Help → About shows its folder).")
+
+
+def _remote(kind: str) -> PlainError:
+    return PlainError(_translated(_REMOTE_WHAT.get(kind, _REMOTE_WHAT["server"])),
+                      _translated(_REMOTE_TODO.get(kind, _REMOTE_TODO["server"])))
+
+
+def _remote_kind(message: str) -> str | None:
+    return next((kind for kind, words in _REMOTE_WORDS if any(w in message for w in words)), None)
+
+
+def _out_of_memory(during: str) -> PlainError:
+    if during == "load":
+        return PlainError(
+            translate("PlainError", "There is not enough memory to load this model."),
+            translate("PlainError", "Close other programs, or open a smaller or 4-bit model."))
+    return PlainError(
+        translate("PlainError", "The model ran out of memory during this answer."),
+        translate("PlainError", "Send a shorter message, lower max new tokens in Settings, "
+                                   "or start a new chat."))
+
+
+def _unsupported_architecture() -> PlainError:
+    return PlainError(
+        translate("PlainError", "This model's architecture is not supported by the installed "
+                                   "transformers."),
+        translate("PlainError", "Open a model of a supported family (Llama, Mistral, Qwen, "
+                                   "Gemma, Phi …)."))
+
+
+def _bad_gguf() -> PlainError:
+    return PlainError(translate("PlainError", "This GGUF file could not be read."),
+                      translate("PlainError", "The file may be incomplete or damaged; "
+                                                 "download it again."))
+
+
+def plain_error(exc: BaseException, during: str = "reply") -> PlainError:
+    """The plain text for `exc` (see the module docstring); never raises. during: "load",
+    "reply" or "summary" (what was running)."""
+    names, message = {cls.__name__ for cls in type(exc).__mro__}, str(exc)
+    if "RemoteError" in names:
+        return _remote(getattr(exc, "kind", "") or _remote_kind(message) or "server")
+    if isinstance(exc, FileNotFoundError):
+        return PlainError(translate("PlainError", "A file Headroom needs is missing: {0}.").format(
+                          exc.filename or message),
+                          translate("PlainError", "Check that the folder or drive is still there."))
+    if isinstance(exc, PermissionError):
+        return PlainError(translate("PlainError", "Headroom may not read or write {0}.").format(
+                          exc.filename or message),
+                          translate("PlainError", "Check the file's permissions."))
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return PlainError(translate("PlainError", "The disk is full."),
+                          translate("PlainError", "Free some space, then try again."))
+    if "OutOfMemoryError" in names:
+        return _out_of_memory(during)
+    known = _known_failure(message, during)
+    if known is not None:
+        return known
+    return _generic(type(exc).__name__, during)
+
+
+def plain_failure(reason: str, during: str = "reply") -> PlainError:
+    """The plain text for a worker's one-line English `reason` (load_failed: during="load";
+    generation_failed: "reply"; summary_failed: "summary"); never raises."""
+    known = _known_failure(reason, during)
+    if known is not None:
+        return known
+    typed = _TYPED.match(reason.strip())
+    return _generic(typed.group(1) if typed else "", during)
+
+
+def _known_failure(message: str, during: str) -> PlainError | None:
+    """The failures recognised by their wording; None for anything else."""
+    if _OOM.search(message):
+        return _out_of_memory(during)
+    if _ARCHITECTURE.search(message):
+        return _unsupported_architecture()
+    if "trust_remote_code" in message:
+        return PlainError(
+            translate("PlainError", "This model needs to run Python code shipped with it, "
+                                       "which is off."),
+            translate("PlainError", "If you trust its source, tick “Run this model's own code” "
+                                       "for it in Open model and open it again."))
+    if message.startswith("no model at "):
+        return PlainError(translate("PlainError", "There is no model at {0}.").format(
+                          message.removeprefix("no model at ")),
+                          translate("PlainError", "Pick another one in Open model."))
+    if "is not a .gguf file or a model folder" in message or "no config.json" in message:
+        return PlainError(translate("PlainError", "This is not a model Headroom can open."),
+                          translate("PlainError", "Pick a .gguf file or a model folder "
+                                                     "with a config.json."))
+    if message == "no model is loaded":
+        return PlainError(translate("PlainError", "No model is loaded."),
+                          translate("PlainError", "Open a model first (Open model…)."))
+    if message.startswith("this server cannot continue a stopped answer"):
+        return PlainError(translate("PlainError", "This server cannot continue a stopped answer."),
+                          translate("PlainError", "Use Regenerate for a new answer instead."))
+    if during == "load" and (message.startswith("cannot convert") or _GGUF.search(message)):
+        return _bad_gguf()
+    kind = _remote_kind(message)
+    return _remote(kind) if kind else None
+
+
+def _generic(type_name: str, during: str) -> PlainError:
+    what = {"load": QT_TRANSLATE_NOOP("PlainError", "The model could not be opened."),
+            "summary": QT_TRANSLATE_NOOP("PlainError", "The summary of earlier turns could not be written."),
+            }.get(during, QT_TRANSLATE_NOOP("PlainError", "The answer failed."))
+    what = _translated(what)
+    if type_name:
+        what = translate("PlainError", "{0} ({1})").format(what.rstrip("."), type_name) + "."
+    return PlainError(what, _see_log())
+
+
+def load_stage_text(stage: str) -> str:
+    """The loader's progress line (app.engine.loading.loader, gguf_convert) in the window's
+    language. The fit plan line ("Plan: …") and the conversion's disk line are technical
+    summaries of numbers and stay English after a translated prefix."""
+    for pattern, template in _STAGES:
+        match = pattern.match(stage)
+        if match:
+            return _translated(template).format(*match.groups())
+    return stage
+
+
+_STAGES = (
+    (re.compile(r"^Loading the tokenizer$"), QT_TRANSLATE_NOOP("PlainError", "Loading the tokenizer")),
+    (re.compile(r"^Loading weights \((.+)\)$"), QT_TRANSLATE_NOOP("PlainError", "Loading weights ({0})")),
+    (re.compile(r"^Ready$"), QT_TRANSLATE_NOOP("PlainError", "Ready")),
+    (re.compile(r"^Reading the GGUF tokenizer and chat template$"),
+     QT_TRANSLATE_NOOP("PlainError", "Reading the GGUF tokenizer and chat template")),
+    (re.compile(r"^Converted$"), QT_TRANSLATE_NOOP("PlainError", "Converted")),
+    (re.compile(r"^Converting (.+) \((\d+%)\)$"), QT_TRANSLATE_NOOP("PlainError", "Converting {0} ({1})")),
+    (re.compile(r"^Plan: (.+)$", re.DOTALL), QT_TRANSLATE_NOOP("PlainError", "Plan: {0}")),
+)
+
+
+def summary_verdict_text(verdict: str) -> str:
+    """The summary's verdict (app.core.history.SummaryVerdict.reason) in the window's language;
+    a verdict of another shape is returned as it is."""
+    for pattern, template in _VERDICTS:
+        match = pattern.search(verdict)
+        if match:
+            return _translated(template).format(*match.groups())
+    return verdict
+
+
+_VERDICTS = (
+    (re.compile(r"kept an extract: history (\d+) → (\d+) tokens"),
+     QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept an extract "
+                       "(history {0} → {1} tokens)")),
+    (re.compile(r"^history (\d+) → (\d+) tokens$"), QT_TRANSLATE_NOOP("PlainError", "history {0} → {1} tokens")),
+    (re.compile(r"^summary cancelled$"), QT_TRANSLATE_NOOP("PlainError", "cancelled")),
+    (re.compile(r"^empty summary$"), QT_TRANSLATE_NOOP("PlainError", "the model wrote nothing; kept the previous one")),
+    (re.compile(r"^summary is (\d+) tokens, cap is (\d+)$"),
+     QT_TRANSLATE_NOOP("PlainError", "too long ({0} tokens, cap {1}); kept the previous one")),
+    (re.compile(r"^history does not shrink \((\d+) → (\d+) tokens\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "it would not shorten the history ({0} → {1} tokens); kept the previous one")),
+)

@@ -1,0 +1,93 @@
+"""A refused turn in the window's language: the reason with its numbers, one plain line for the
+transcript (what happened and what to do), and the remedies' labels.
+
+Admission (app.engine.memory.admission, app.engine.events.window_refusal) writes its reason and
+remedies in English for the log and the headless CLI, and names the sentence (reason_kind) and
+its numbers (facts, tokens or bytes) so they can be said here through Qt's translation. A
+decision without a reason_kind (made by code that predates it) keeps its English reason.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication
+
+from app.engine.memory.units import format_bytes
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def refusal_reason(decision) -> str:
+    """Why `decision` (an AdmissionDecision) refused the turn, with its numbers."""
+    f, kind = decision.facts, decision.reason_kind
+    if kind == "memory":
+        return translate(
+            "Refusal", "This turn needs {0} of memory but {1} is free: short by {2}.").format(
+            format_bytes(f["needed"]), format_bytes(f["free"]), format_bytes(f["shortfall"]))
+    if kind == "positions":
+        total = f["prompt"] + f["max_new_tokens"]
+        text = translate(
+            "Refusal", "The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the "
+            "context limit of {3} tokens; the prompt may use at most {4}.").format(
+            _n(f["prompt"]), _n(f["max_new_tokens"]), _n(total), _n(f["limit"]),
+            _n(max(f["limit"] - f["max_new_tokens"], 0)))
+        return text
+    if kind == "message":
+        return translate(
+            "Refusal", "The new message needs {0} tokens, but a {1}-token context minus max new tokens "
+            "({2}) and the summary reserve ({3}) leaves {4}.").format(
+            _n(f["message"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]),
+            _n(f["room"]))
+    return decision.reason
+
+
+def refusal_advice(decision) -> str:
+    """What the user can do about `decision`, one sentence."""
+    f, kind = decision.facts, decision.reason_kind
+    if kind == "memory":
+        return translate("Refusal", "Trim older turns or lower max new tokens; or close other programs, "
+                         "or open a smaller model.")
+    if kind == "positions":
+        return translate("Refusal", "Trim older turns or lower max new tokens.")
+    if kind == "message":
+        if f.get("shorten_by"):
+            return translate("Refusal", "Shorten it by {0} tokens or lower max new tokens.").format(
+                _n(f["shorten_by"]))
+        return translate("Refusal", "Use a larger context or lower max new tokens.")
+    return ""
+
+
+def refusal_line(decision) -> str:
+    """One line for the transcript: the turn was not started, why, and what to do."""
+    if not decision.reason_kind:
+        return translate("Refusal", "This turn was not started: {0}").format(decision.reason)
+    return translate("Refusal", "This turn was not started. {0} {1}").format(
+        refusal_reason(decision), refusal_advice(decision)).strip()
+
+
+def remedy_labels(decision) -> dict[str, str]:
+    """The remedies offered as buttons, by choice key ("trim", "lower_max_new_tokens",
+    "chunked"), in the order offered."""
+    offers = {}
+    if decision.trim_tokens is not None:
+        offers["trim"] = translate(
+            "Refusal", "Trim older turns (drop at least {0} tokens)").format(_n(decision.trim_tokens))
+    if decision.max_new_tokens_fit is not None:
+        offers["lower_max_new_tokens"] = translate(
+            "Refusal", "Lower max new tokens to {0}").format(_n(decision.max_new_tokens_fit))
+    if decision.cause == "memory" and decision.facts.get("chunk_tokens"):
+        offers["chunked"] = translate("Refusal", "Prefill in {0}-token chunks").format(
+            _n(decision.facts["chunk_tokens"]))
+    return offers
+
+
+def other_remedies(decision) -> list[str]:
+    """Advice with no button (e.g. close other programs), as sentences."""
+    if decision.reason_kind == "memory":
+        return [translate("Refusal", "Close other programs using this device, or load a smaller model.")]
+    if decision.reason_kind:
+        return []
+    return [r for r in decision.remedies if not r.startswith(("trim", "lower", "prefill in"))]

@@ -1,0 +1,1719 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="ko_KR">
+<context>
+    <name>AboutDialog</name>
+    <message>
+        <source>About Headroom</source>
+        <translation>Headroom 정보</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>어텐션</translation>
+    </message>
+    <message>
+        <source>Logs</source>
+        <translation>로그</translation>
+    </message>
+    <message>
+        <source>not written (stderr only)</source>
+        <translation>기록되지 않음 (stderr에만 출력)</translation>
+    </message>
+    <message>
+        <source>A desktop chat app for local LLMs that sees an out-of-memory coming before it happens.</source>
+        <translation>메모리 부족을 일어나기 전에 내다보는 로컬 LLM용 데스크톱 채팅 앱.</translation>
+    </message>
+    <message>
+        <source>Copy details</source>
+        <translation>세부 정보 복사</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>닫기</translation>
+    </message>
+    <message>
+        <source>This installation</source>
+        <translation>이 설치</translation>
+    </message>
+    <message>
+        <source>Licences</source>
+        <translation>라이선스</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>복사됨</translation>
+    </message>
+    <message>
+        <source>no model loaded</source>
+        <translation>불러온 모델 없음</translation>
+    </message>
+    <message>
+        <source>{0} ({1} on {2}, {3})</source>
+        <translation>{0} ({2}의 {1}, {3})</translation>
+    </message>
+</context>
+<context>
+    <name>AdmissionDialog</name>
+    <message>
+        <source>Not enough memory for this turn</source>
+        <translation>이번 턴에 필요한 메모리가 부족합니다</translation>
+    </message>
+    <message>
+        <source>This turn does not fit the context</source>
+        <translation>이번 턴이 컨텍스트에 들어가지 않습니다</translation>
+    </message>
+    <message>
+        <source>This turn would run out of memory</source>
+        <translation>이번 턴은 메모리가 부족해집니다</translation>
+    </message>
+    <message>
+        <source>This turn does not fit the model&apos;s context</source>
+        <translation>이번 턴이 모델의 컨텍스트에 들어가지 않습니다</translation>
+    </message>
+    <message>
+        <source>Also: {0}</source>
+        <translation>그 밖에: {0}</translation>
+    </message>
+    <message>
+        <source>= KV {0} + prefill spike {1} + error bar {2} + margin {3}</source>
+        <translation>= KV {0} + 프리필 급증분 {1} + 오차 범위 {2} + 안전 여유 {3}</translation>
+    </message>
+    <message>
+        <source>Needed</source>
+        <translation>필요</translation>
+    </message>
+    <message>
+        <source>Free</source>
+        <translation>여유</translation>
+    </message>
+    <message>
+        <source>{0}  (driver-free; cached memory not counted)</source>
+        <translation>{0}  (드라이버 기준 여유 메모리, 캐시된 메모리는 제외)</translation>
+    </message>
+    <message>
+        <source>Short by</source>
+        <translation>부족분</translation>
+    </message>
+    <message>
+        <source>Error bar</source>
+        <translation>오차 범위</translation>
+    </message>
+    <message>
+        <source>± {0}  (± {1} of the turn: how far recent projections were off)</source>
+        <translation>± {0}  (턴의 ± {1}: 최근 예측이 빗나간 정도)</translation>
+    </message>
+    <message>
+        <source>Prompt + max new tokens</source>
+        <translation>프롬프트 + 최대 새 토큰 수</translation>
+    </message>
+    <message>
+        <source>{0} + {1} = {2} tokens</source>
+        <translation>{0} + {1} = {2} 토큰</translation>
+    </message>
+    <message>
+        <source>Context limit</source>
+        <translation>컨텍스트 한도</translation>
+    </message>
+    <message>
+        <source>{0} tokens</source>
+        <translation>{0} 토큰</translation>
+    </message>
+    <message>
+        <source>Over by</source>
+        <translation>초과분</translation>
+    </message>
+    <message>
+        <source>Send anyway</source>
+        <translation>그래도 보내기</translation>
+    </message>
+    <message>
+        <source>Start the turn although it is projected not to fit. It may fail with an out-of-memory error mid-answer; Headroom then frees the memory and keeps the partial answer.</source>
+        <translation>들어가지 않을 것으로 예측되지만 턴을 시작합니다. 답변 도중 메모리 부족 오류로 실패할 수 있으며, 그러면 Headroom이 메모리를 해제하고 그때까지의 답변을 보존합니다.</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>취소</translation>
+    </message>
+</context>
+<context>
+    <name>Application</name>
+    <message>
+        <source>The default model is not installed yet ({0}). Run `python -m app.install_model`, or open a model with Open model…</source>
+        <translation>기본 모델이 아직 설치되지 않았습니다 ({0}). `python -m app.install_model`을 실행하거나 ‘모델 열기…’로 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>Headroom is already running for this profile ({0}) but does not answer. Close it (or end its process) and start Headroom again.</source>
+        <translation>이 프로필({0})로 Headroom이 이미 실행 중이지만 응답하지 않습니다. 그 창을 닫거나 프로세스를 종료한 뒤 Headroom을 다시 시작하세요.</translation>
+    </message>
+</context>
+<context>
+    <name>Backend</name>
+    <message>
+        <source>The new language is used from the next start of Headroom</source>
+        <translation>새 언어는 Headroom을 다음에 시작할 때부터 적용됩니다</translation>
+    </message>
+    <message>
+        <source>API key forgotten</source>
+        <translation>API 키를 삭제했습니다</translation>
+    </message>
+    <message>
+        <source>API key stored in the OS keyring</source>
+        <translation>API 키를 OS 키링에 저장했습니다</translation>
+    </message>
+    <message>
+        <source>API key stored in api_keys.json (owner-only)</source>
+        <translation>API 키를 api_keys.json에 저장했습니다 (소유자만 읽기 가능)</translation>
+    </message>
+    <message>
+        <source>Could not store the API key: {0}</source>
+        <translation>API 키를 저장하지 못했습니다: {0}</translation>
+    </message>
+</context>
+<context>
+    <name>BackendForm</name>
+    <message>
+        <source>Local model (this computer)</source>
+        <translation>로컬 모델 (이 컴퓨터)</translation>
+    </message>
+    <message>
+        <source>Remote server (OpenAI-compatible, e.g. vLLM)</source>
+        <translation>원격 서버 (OpenAI 호환, 예: vLLM)</translation>
+    </message>
+    <message>
+        <source>The served model name, e.g. meta-llama/Llama-3.1-8B-Instruct</source>
+        <translation>서버가 제공하는 모델 이름, 예: meta-llama/Llama-3.1-8B-Instruct</translation>
+    </message>
+    <message>
+        <source>Stored — type to replace</source>
+        <translation>저장됨 — 입력하면 바뀝니다</translation>
+    </message>
+    <message>
+        <source>Optional (vllm serve --api-key)</source>
+        <translation>선택 사항 (vllm serve --api-key)</translation>
+    </message>
+    <message>
+        <source>Forget the stored key</source>
+        <translation>저장된 키 삭제</translation>
+    </message>
+    <message>
+        <source>Prompt tokens are counted with a local tokenizer when the model name matches a local folder, else with the server&apos;s /tokenize (vLLM), else as ≈ 4 characters per token + 25 %.</source>
+        <translation>프롬프트 토큰은 모델 이름이 로컬 폴더와 일치하면 로컬 토크나이저로, 아니면 서버의 /tokenize(vLLM)로, 그것도 안 되면 토큰당 약 4글자 + 25 %로 셉니다.</translation>
+    </message>
+    <message>
+        <source>Answered by</source>
+        <translation>답변하는 곳</translation>
+    </message>
+    <message>
+        <source>Server URL</source>
+        <translation>서버 URL</translation>
+    </message>
+    <message>
+        <source>Model name</source>
+        <translation>모델 이름</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 키</translation>
+    </message>
+    <message>
+        <source>The server URL {0} is not an http(s) URL such as http://gpu-box:8000/v1.</source>
+        <translation>서버 URL {0}은(는) http://gpu-box:8000/v1 같은 http(s) URL이 아닙니다.</translation>
+    </message>
+    <message>
+        <source>(empty)</source>
+        <translation>(비어 있음)</translation>
+    </message>
+    <message>
+        <source>Enter the model name the server serves.</source>
+        <translation>서버가 제공하는 모델 이름을 입력하세요.</translation>
+    </message>
+</context>
+<context>
+    <name>ChatView</name>
+    <message>
+        <source>Conversation</source>
+        <translation>대화</translation>
+    </message>
+</context>
+<context>
+    <name>CodeBlockView</name>
+    <message>
+        <source>Copy</source>
+        <translation>복사</translation>
+    </message>
+    <message>
+        <source>Copy this code to the clipboard</source>
+        <translation>이 코드를 클립보드에 복사</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>코드 복사</translation>
+    </message>
+    <message>
+        <source>Code</source>
+        <translation>코드</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>복사됨</translation>
+    </message>
+</context>
+<context>
+    <name>Composer</name>
+    <message>
+        <source>Message Headroom — Enter to send, Shift+Enter for a new line</source>
+        <translation>Headroom에 메시지 — Enter로 보내기, Shift+Enter로 줄 바꿈</translation>
+    </message>
+    <message>
+        <source>Message</source>
+        <translation>메시지</translation>
+    </message>
+    <message>
+        <source>Enter sends, Shift+Enter starts a new line</source>
+        <translation>Enter는 보내기, Shift+Enter는 줄 바꿈</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>보내기</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>중지</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationList</name>
+    <message>
+        <source>New chat</source>
+        <translation>새 채팅</translation>
+    </message>
+    <message>
+        <source>Today</source>
+        <translation>오늘</translation>
+    </message>
+    <message>
+        <source>Yesterday</source>
+        <translation>어제</translation>
+    </message>
+    <message>
+        <source>Previous 7 days</source>
+        <translation>지난 7일</translation>
+    </message>
+    <message>
+        <source>Previous 30 days</source>
+        <translation>지난 30일</translation>
+    </message>
+    <message>
+        <source>{0} {1}</source>
+        <comment>month name, year</comment>
+        <translation>{1}년 {0}</translation>
+    </message>
+    <message>
+        <source>Start a new conversation (Ctrl+N)</source>
+        <translation>새 대화 시작 (Ctrl+N)</translation>
+    </message>
+    <message>
+        <source>Search conversations</source>
+        <translation>대화 검색</translation>
+    </message>
+    <message>
+        <source>Undo</source>
+        <translation>실행 취소</translation>
+    </message>
+    <message>
+        <source>Rename</source>
+        <translation>이름 바꾸기</translation>
+    </message>
+    <message>
+        <source>Export as Markdown…</source>
+        <translation>Markdown으로 내보내기…</translation>
+    </message>
+    <message>
+        <source>Export as JSON…</source>
+        <translation>JSON으로 내보내기…</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>삭제</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n messages · last used {0}</source>
+        <translation>
+            <numerusform>메시지 %n개 · 마지막 사용 {0}</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>F2 to rename · right-click for more</source>
+        <translation>F2로 이름 바꾸기 · 오른쪽 클릭으로 더 보기</translation>
+    </message>
+    <message>
+        <source>No conversations match “{0}”.</source>
+        <translation>“{0}”와(과) 일치하는 대화가 없습니다.</translation>
+    </message>
+    <message>
+        <source>No conversations yet.
+Your chats are saved here.</source>
+        <translation>아직 대화가 없습니다.
+채팅은 여기에 저장됩니다.</translation>
+    </message>
+</context>
+<context>
+    <name>Conversations</name>
+    <message>
+        <source>Stop the current reply before switching conversations.</source>
+        <translation>대화를 바꾸기 전에 현재 답변을 중지하세요.</translation>
+    </message>
+    <message>
+        <source>Could not export to {0}: {1}</source>
+        <translation>{0}(으)로 내보내지 못했습니다: {1}</translation>
+    </message>
+</context>
+<context>
+    <name>CrashDialog</name>
+    <message>
+        <source>Headroom hit an unexpected error</source>
+        <translation>Headroom에서 예기치 않은 오류가 발생했습니다</translation>
+    </message>
+    <message>
+        <source>Headroom keeps running and your conversations are saved. If this keeps happening, please report it with the details below.</source>
+        <translation>Headroom은 계속 실행되며 대화는 저장되어 있습니다. 이 문제가 반복되면 아래 세부 정보와 함께 알려 주세요.</translation>
+    </message>
+    <message>
+        <source>The details are also in the log: {0}</source>
+        <translation>세부 정보는 로그에도 있습니다: {0}</translation>
+    </message>
+    <message>
+        <source>Copy details</source>
+        <translation>세부 정보 복사</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>닫기</translation>
+    </message>
+    <message>
+        <source>Something went wrong inside Headroom</source>
+        <translation>Headroom 내부에서 문제가 발생했습니다</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n unexpected errors inside Headroom</source>
+        <translation>
+            <numerusform>Headroom 내부의 예기치 않은 오류 %n건</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>복사됨</translation>
+    </message>
+</context>
+<context>
+    <name>HeadroomGauge</name>
+    <message>
+        <source>fits</source>
+        <translation>들어감</translation>
+    </message>
+    <message>
+        <source>tight</source>
+        <translation>빠듯함</translation>
+    </message>
+    <message>
+        <source>won&apos;t fit</source>
+        <translation>들어가지 않음</translation>
+    </message>
+    <message>
+        <source>Headroom: waiting for a sample…</source>
+        <translation>여유 메모리: 측정값을 기다리는 중…</translation>
+    </message>
+    <message>
+        <source>Headroom: no sample</source>
+        <translation>여유 메모리: 측정값 없음</translation>
+    </message>
+    <message>
+        <source>Over by {0} after this turn — {1}</source>
+        <translation>이번 턴 뒤 {0} 초과 — {1}</translation>
+    </message>
+    <message>
+        <source>Over by {0} now — {1}</source>
+        <translation>현재 {0} 초과 — {1}</translation>
+    </message>
+    <message>
+        <source>Headroom after this turn: {0} ({1}) — {2}</source>
+        <translation>이번 턴 뒤 여유 메모리: {0} ({1}) — {2}</translation>
+    </message>
+    <message>
+        <source>Headroom now: {0} ({1}) — {2}</source>
+        <translation>현재 여유 메모리: {0} ({1}) — {2}</translation>
+    </message>
+    <message>
+        <source>Free memory left at the pending turn&apos;s projected peak (plus its error bar), as a share of the device. Amber below {0}; red when the peak ± error plus the safety margin exceeds free memory — admission control would refuse the turn.</source>
+        <translation>대기 중인 턴의 예측 최대치(오차 범위 포함)에서 남는 여유 메모리를 장치 전체에 대한 비율로 나타냅니다. {0} 미만이면 주황색, 최대치 ± 오차에 안전 여유를 더한 값이 여유 메모리를 넘으면 빨간색입니다 — 이때 승인 제어가 턴을 거부합니다.</translation>
+    </message>
+</context>
+<context>
+    <name>HelpMenu</name>
+    <message>
+        <source>Headroom runs models on the CPU instead: chatting, the memory panel and your conversations all work, only answers come more slowly and large models may not fit in memory. 4-bit models need an NVIDIA GPU with CUDA and the bitsandbytes package.</source>
+        <translation>대신 Headroom은 모델을 CPU에서 실행합니다. 채팅, 메모리 패널, 대화 모두 그대로 동작하며, 답변이 느려지고 큰 모델은 메모리에 들어가지 않을 수 있을 뿐입니다. 4비트 모델에는 CUDA를 지원하는 NVIDIA GPU와 bitsandbytes 패키지가 필요합니다.</translation>
+    </message>
+    <message>
+        <source>No NVIDIA GPU was found. {0}</source>
+        <translation>NVIDIA GPU를 찾지 못했습니다. {0}</translation>
+    </message>
+    <message>
+        <source>Your NVIDIA GPU ({0}) is not used: the installed PyTorch is a CPU-only build. Install a CUDA build of PyTorch (pytorch.org) to use it. {1}</source>
+        <translation>NVIDIA GPU({0})를 사용하지 않습니다. 설치된 PyTorch가 CPU 전용 빌드이기 때문입니다. GPU를 쓰려면 CUDA 빌드 PyTorch(pytorch.org)를 설치하세요. {1}</translation>
+    </message>
+    <message>
+        <source>Your NVIDIA driver ({0}) is too old for this PyTorch, which is built for CUDA {1} and needs driver {2} or newer, so your GPU ({3}) is not used. Update the NVIDIA driver to use it. {4}</source>
+        <translation>NVIDIA 드라이버({0})가 이 PyTorch에 비해 너무 오래되었습니다. 이 PyTorch는 CUDA {1}용으로 빌드되어 드라이버 {2} 이상이 필요하므로 GPU({3})를 사용하지 않습니다. GPU를 쓰려면 NVIDIA 드라이버를 업데이트하세요. {4}</translation>
+    </message>
+    <message>
+        <source> (driver {0})</source>
+        <translation> (드라이버 {0})</translation>
+    </message>
+    <message>
+        <source>An NVIDIA GPU ({0}) was found{1}, but CUDA could not start, so it is not used. Restarting after a driver update often fixes this; check that `nvidia-smi` works. {2}</source>
+        <translation>NVIDIA GPU({0}){1}를 찾았지만 CUDA를 시작하지 못해 사용하지 않습니다. 드라이버 업데이트 후 재시작하면 대개 해결됩니다. `nvidia-smi`가 동작하는지 확인하세요. {2}</translation>
+    </message>
+    <message>
+        <source>bitsandbytes is not installed</source>
+        <translation>bitsandbytes가 설치되어 있지 않아</translation>
+    </message>
+    <message>
+        <source>bitsandbytes {0} does not work here ({1})</source>
+        <translation>bitsandbytes {0}이(가) 이 환경에서 동작하지 않아 ({1})</translation>
+    </message>
+    <message>
+        <source>Your GPU is used, but {0}, so models load in 16-bit instead of 4-bit: they need about 3–4× the memory (an 8B model about 16 GB instead of about 5 GB), and large ones may not fit. Install it with pip install &apos;headroom[cuda]&apos; to load 4-bit models.</source>
+        <translation>GPU는 사용하지만 {0} 모델을 4비트 대신 16비트로 불러옵니다. 메모리가 약 3–4배 필요하고(8B 모델이 약 5 GB 대신 약 16 GB), 큰 모델은 들어가지 않을 수 있습니다. 4비트 모델을 불러오려면 pip install &apos;headroom[cuda]&apos;로 설치하세요.</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Main</source>
+        <translation>기본</translation>
+    </message>
+    <message>
+        <source>New chat</source>
+        <translation>새 채팅</translation>
+    </message>
+    <message>
+        <source>Open model…</source>
+        <translation>모델 열기…</translation>
+    </message>
+    <message>
+        <source>Settings…</source>
+        <translation>설정…</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>도움말(&amp;H)</translation>
+    </message>
+    <message>
+        <source>About Headroom</source>
+        <translation>Headroom 정보</translation>
+    </message>
+    <message>
+        <source>Export conversation</source>
+        <translation>대화 내보내기</translation>
+    </message>
+    <message>
+        <source>Save diagnostics report</source>
+        <translation>진단 보고서 저장</translation>
+    </message>
+</context>
+<context>
+    <name>Memory</name>
+    <message>
+        <source>Could not save diagnostics to {0}: {1}</source>
+        <translation>진단 보고서를 {0}에 저장하지 못했습니다: {1}</translation>
+    </message>
+    <message>
+        <source>Diagnostics saved to {0}</source>
+        <translation>진단 보고서를 {0}에 저장했습니다</translation>
+    </message>
+    <message>
+        <source>Memory sampling stopped; the memory panel keeps its last reading. The details are in the log.</source>
+        <translation>메모리 측정이 멈췄습니다. 메모리 패널은 마지막 측정값을 보여 줍니다. 세부 정보는 로그에 있습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>MemoryBar</name>
+    <message>
+        <source>in use {0}</source>
+        <translation>사용 중 {0}</translation>
+    </message>
+    <message>
+        <source>Now</source>
+        <translation>현재</translation>
+    </message>
+    <message>
+        <source>Peak</source>
+        <translation>최대</translation>
+    </message>
+    <message>
+        <source>waiting for the first memory sample…</source>
+        <translation>첫 메모리 측정값을 기다리는 중…</translation>
+    </message>
+    <message>
+        <source>allocated ┄ reserved</source>
+        <translation>할당 ┄ 예약</translation>
+    </message>
+    <message>
+        <source>allocated = reserved</source>
+        <translation>할당 = 예약</translation>
+    </message>
+    <message>
+        <source>no turn pending</source>
+        <translation>대기 중인 턴 없음</translation>
+    </message>
+    <message>
+        <source>full ctx</source>
+        <translation>전체 컨텍스트</translation>
+    </message>
+    <message>
+        <source>what if</source>
+        <translation>가정</translation>
+    </message>
+    <message>
+        <source>In use now: {0}</source>
+        <translation>현재 사용 중: {0}</translation>
+    </message>
+    <message>
+        <source>Free after this turn: {0}</source>
+        <translation>이번 턴 뒤 여유: {0}</translation>
+    </message>
+    <message>
+        <source>Safety margin kept free: {0}</source>
+        <translation>비워 두는 안전 여유: {0}</translation>
+    </message>
+    <message>
+        <source>KV at full context: {0}</source>
+        <translation>전체 컨텍스트의 KV: {0}</translation>
+    </message>
+    <message>
+        <source>What-if peak: +{0} on top of what is in use</source>
+        <translation>가정한 최대치: 사용 중인 메모리 위에 +{0}</translation>
+    </message>
+</context>
+<context>
+    <name>MemoryTerms</name>
+    <message>
+        <source>Weights</source>
+        <translation>가중치</translation>
+    </message>
+    <message>
+        <source>Weights (in RSS)</source>
+        <translation>가중치 (RSS에 포함)</translation>
+    </message>
+    <message>
+        <source>Parameters and buffers of the loaded model as allocated after load, bytes (LoadReport.weight_bytes, from get_memory_footprint).</source>
+        <translation>불러온 뒤 할당된 모델의 파라미터와 버퍼, 바이트 (LoadReport.weight_bytes, get_memory_footprint 기준).</translation>
+    </message>
+    <message>
+        <source>Parameters and buffers of the loaded model, bytes; on CPU they are part of the process RSS (LoadReport.weight_bytes, from get_memory_footprint).</source>
+        <translation>불러온 모델의 파라미터와 버퍼, 바이트. CPU에서는 프로세스 RSS의 일부입니다 (LoadReport.weight_bytes, get_memory_footprint 기준).</translation>
+    </message>
+    <message>
+        <source>KV cache &amp; live tensors</source>
+        <translation>KV 캐시와 사용 중인 텐서</translation>
+    </message>
+    <message>
+        <source>Rest of our RSS (KV, runtime)</source>
+        <translation>나머지 RSS (KV, 런타임)</translation>
+    </message>
+    <message>
+        <source>allocated − weights, bytes: the conversation&apos;s KV cache plus working buffers right now (torch.cuda.memory_allocated, sampled ≈4 Hz).</source>
+        <translation>할당 − 가중치, 바이트: 지금 대화의 KV 캐시와 작업 버퍼 (torch.cuda.memory_allocated, 약 4 Hz 측정).</translation>
+    </message>
+    <message>
+        <source>process RSS − weights, bytes: KV cache, activations and the Python/torch runtime (psutil memory_info().rss, sampled ≈4 Hz).</source>
+        <translation>프로세스 RSS − 가중치, 바이트: KV 캐시, 활성값, Python/torch 런타임 (psutil memory_info().rss, 약 4 Hz 측정).</translation>
+    </message>
+    <message>
+        <source>KV at end of turn (projected)</source>
+        <translation>턴 종료 시 KV (예측)</translation>
+    </message>
+    <message>
+        <source>KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn adds (history + prompt + max_new_tokens beyond what is cached). Per token: Σ layers 2 × KV heads × head_dim × bytes per element, sliding layers capped at their window (app.engine.memory.kv_layout.kv_cache_bytes).</source>
+        <translation>대기 중인 턴이 max_new_tokens까지 실행된 뒤의 KV 캐시, 바이트. 괄호 안은 이번 턴이 더하는 양(캐시된 부분을 넘는 기록 + 프롬프트 + max_new_tokens)입니다. 토큰당: Σ 레이어 2 × KV 헤드 × head_dim × 원소당 바이트, 슬라이딩 레이어는 윈도 크기까지 (app.engine.memory.kv_layout.kv_cache_bytes).</translation>
+    </message>
+    <message>
+        <source>KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn adds. Per token: Σ layers 2 × KV heads × head_dim × bytes per element (app.engine.memory.kv_layout.kv_cache_bytes).</source>
+        <translation>대기 중인 턴이 max_new_tokens까지 실행된 뒤의 KV 캐시, 바이트. 괄호 안은 이번 턴이 더하는 양입니다. 토큰당: Σ 레이어 2 × KV 헤드 × head_dim × 원소당 바이트 (app.engine.memory.kv_layout.kv_cache_bytes).</translation>
+    </message>
+    <message>
+        <source>Prefill spike (projected)</source>
+        <translation>프리필 급증분 (예측)</translation>
+    </message>
+    <message>
+        <source>Transient activations of the worst prefill chunk (MLP/attention workspace, mask, logits), bytes, × the correction measured on earlier turns (max_memory_allocated). Gone after prefill; the ± error bar (bytes) comes from how far recent projections were off.</source>
+        <translation>가장 큰 프리필 청크의 일시적 활성값(MLP/어텐션 작업 공간, 마스크, 로짓), 바이트, × 이전 턴에서 측정한 보정값(max_memory_allocated). 프리필이 끝나면 사라집니다. ± 오차 범위(바이트)는 최근 예측이 빗나간 정도에서 나옵니다.</translation>
+    </message>
+    <message>
+        <source>Transient activations of the worst prefill chunk, bytes, × the correction measured on earlier turns (peak RSS). Gone after prefill; ± is the largest recent projection error.</source>
+        <translation>가장 큰 프리필 청크의 일시적 활성값, 바이트, × 이전 턴에서 측정한 보정값(최대 RSS). 프리필이 끝나면 사라집니다. ±는 최근 예측 오차 중 가장 큰 값입니다.</translation>
+    </message>
+    <message>
+        <source>KV at full context</source>
+        <translation>전체 컨텍스트의 KV</translation>
+    </message>
+    <message>
+        <source>KV cache if the conversation fills the whole context window, bytes (dashed marker on the &apos;Peak&apos; row: where the bar would end).</source>
+        <translation>대화가 컨텍스트 창 전체를 채웠을 때의 KV 캐시, 바이트 (‘최대’ 행의 점선 표시: 막대가 끝날 위치).</translation>
+    </message>
+    <message>
+        <source>Fragmentation / cached (reserved − allocated)</source>
+        <translation>단편화 / 캐시 (예약 − 할당)</translation>
+    </message>
+    <message>
+        <source>reserved − allocated, bytes: held by PyTorch&apos;s caching allocator but by no tensor. PyTorch can reuse it, other programs cannot; fragmented blocks may fail a large allocation while memory looks free (torch.cuda.memory_reserved − memory_allocated).</source>
+        <translation>예약 − 할당, 바이트: PyTorch 캐싱 할당자가 잡고 있지만 어떤 텐서도 쓰지 않는 메모리. PyTorch는 재사용할 수 있지만 다른 프로그램은 쓸 수 없습니다. 단편화된 블록 때문에 메모리가 비어 보여도 큰 할당이 실패할 수 있습니다 (torch.cuda.memory_reserved − memory_allocated).</translation>
+    </message>
+    <message>
+        <source>Other processes</source>
+        <translation>다른 프로세스</translation>
+    </message>
+    <message>
+        <source>Other programs</source>
+        <translation>다른 프로그램</translation>
+    </message>
+    <message>
+        <source>Other programs&apos; use of this GPU, bytes (NVML via nvidia-ml-py). &apos;unknown&apos; without NVML: then it is counted in CUDA context / overhead.</source>
+        <translation>다른 프로그램이 이 GPU에서 쓰는 메모리, 바이트 (nvidia-ml-py를 통한 NVML). NVML이 없으면 ‘알 수 없음’이며, 이때는 CUDA 컨텍스트 / 오버헤드에 포함됩니다.</translation>
+    </message>
+    <message>
+        <source>System memory used by everything but this process, bytes: total − available − our RSS (psutil.virtual_memory).</source>
+        <translation>이 프로세스를 뺀 나머지가 쓰는 시스템 메모리, 바이트: 전체 − 사용 가능 − 이 프로세스의 RSS (psutil.virtual_memory).</translation>
+    </message>
+    <message>
+        <source>CUDA context / overhead</source>
+        <translation>CUDA 컨텍스트 / 오버헤드</translation>
+    </message>
+    <message>
+        <source>(total − free) − reserved − other processes, bytes: the CUDA context, cuBLAS/cuDNN workspaces and libraries (torch.cuda.mem_get_info).</source>
+        <translation>(전체 − 여유) − 예약 − 다른 프로세스, 바이트: CUDA 컨텍스트, cuBLAS/cuDNN 작업 공간과 라이브러리 (torch.cuda.mem_get_info).</translation>
+    </message>
+    <message>
+        <source>Free</source>
+        <translation>여유</translation>
+    </message>
+    <message>
+        <source>Available</source>
+        <translation>사용 가능</translation>
+    </message>
+    <message>
+        <source>Free memory the driver reports, bytes (torch.cuda.mem_get_info). Reserved-but-unused memory is not counted as free (fragmentation: reserved is not free, dolly #79).</source>
+        <translation>드라이버가 알려 주는 여유 메모리, 바이트 (torch.cuda.mem_get_info). 예약되었지만 쓰지 않는 메모리는 여유로 치지 않습니다 (단편화: 예약은 여유가 아님, dolly #79).</translation>
+    </message>
+    <message>
+        <source>Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available).</source>
+        <translation>운영체제가 스왑 없이 내줄 수 있는 메모리, 바이트 (psutil.virtual_memory().available).</translation>
+    </message>
+</context>
+<context>
+    <name>MemoryTimeline</name>
+    <message>
+        <source>allocated</source>
+        <translation>할당</translation>
+    </message>
+    <message>
+        <source>reserved</source>
+        <translation>예약</translation>
+    </message>
+    <message>
+        <source>projected peak</source>
+        <translation>예측 최대치</translation>
+    </message>
+    <message>
+        <source>limit (reserved + free)</source>
+        <translation>한도 (예약 + 여유)</translation>
+    </message>
+    <message>
+        <source>seconds before now</source>
+        <translation>현재로부터 몇 초 전</translation>
+    </message>
+    <message>
+        <source>limit (RSS + available)</source>
+        <translation>한도 (RSS + 사용 가능)</translation>
+    </message>
+    <message>
+        <source>GiB against seconds before now, sampled ≈4 Hz, drawn once a second.</source>
+        <translation>현재로부터의 초 단위 시간에 따른 GiB, 약 4 Hz로 측정하고 1초마다 그립니다.</translation>
+    </message>
+    <message>
+        <source>allocated: live tensors; reserved: held by the caching allocator; projected peak: the pending turn&apos;s; limit: what allocated can reach (reserved + driver-free).</source>
+        <translation>할당: 사용 중인 텐서, 예약: 캐싱 할당자가 잡고 있는 메모리, 예측 최대치: 대기 중인 턴의 최대치, 한도: 할당이 도달할 수 있는 최대 (예약 + 드라이버 기준 여유).</translation>
+    </message>
+    <message>
+        <source>RSS: this process&apos;s resident memory; projected peak: the pending turn&apos;s; limit: what RSS can reach (RSS + available system memory).</source>
+        <translation>RSS: 이 프로세스의 상주 메모리, 예측 최대치: 대기 중인 턴의 최대치, 한도: RSS가 도달할 수 있는 최대 (RSS + 사용 가능한 시스템 메모리).</translation>
+    </message>
+</context>
+<context>
+    <name>MessageBubble</name>
+    <message>
+        <source>You</source>
+        <translation>나</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>어시스턴트</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>시스템</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>중지됨</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>실패</translation>
+    </message>
+    <message>
+        <source>{0} message</source>
+        <translation>{0} 메시지</translation>
+    </message>
+    <message>
+        <source>Message text</source>
+        <translation>메시지 내용</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>편집</translation>
+    </message>
+    <message>
+        <source>Edit this message and get a new answer from here</source>
+        <translation>이 메시지를 고치고 여기서부터 새 답변 받기</translation>
+    </message>
+    <message>
+        <source>Continue</source>
+        <translation>이어 쓰기</translation>
+    </message>
+    <message>
+        <source>Continue this answer from where it ended</source>
+        <translation>멈춘 곳부터 이 답변 이어 쓰기</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>다시 생성</translation>
+    </message>
+    <message>
+        <source>Replace this answer with a new one</source>
+        <translation>이 답변을 새 답변으로 바꾸기</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>취소</translation>
+    </message>
+    <message>
+        <source>Save &amp;&amp; regenerate</source>
+        <translation>저장 후 다시 생성</translation>
+    </message>
+    <message numerus="yes">
+        <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
+        <translation>
+            <numerusform>… 여기에 표시하지 않은 글자 %Ln자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>(no text)</source>
+        <translation>(내용 없음)</translation>
+    </message>
+    <message>
+        <source>{0} — {1}: {2}</source>
+        <translation>{0} — {1}: {2}</translation>
+    </message>
+    <message>
+        <source>{0} — {1}</source>
+        <translation>{0} — {1}</translation>
+    </message>
+    <message>
+        <source>Ctrl+Enter to save · Esc to cancel</source>
+        <translation>Ctrl+Enter로 저장 · Esc로 취소</translation>
+    </message>
+    <message>
+        <source>The answers below will be replaced. {0}</source>
+        <translation>아래 답변은 새 답변으로 바뀝니다. {0}</translation>
+    </message>
+</context>
+<context>
+    <name>ModelStatusBar</name>
+    <message>
+        <source>No model loaded</source>
+        <translation>불러온 모델 없음</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>취소</translation>
+    </message>
+    <message>
+        <source>{0} MiB weights</source>
+        <translation>가중치 {0} MiB</translation>
+    </message>
+    <message>
+        <source>no chat template</source>
+        <translation>채팅 템플릿 없음</translation>
+    </message>
+    <message>
+        <source>• best path active</source>
+        <translation>• 최적 경로 사용 중</translation>
+    </message>
+    <message>
+        <source>{0}
+attention: {1}
+quantization: {2}
+weights: {3}, compute: {4}
+loaded in {5} s
+{6}</source>
+        <translation>{0}
+어텐션: {1}
+양자화: {2}
+가중치: {3}, 연산: {4}
+불러오는 데 {5}초
+{6}</translation>
+    </message>
+    <message>
+        <source>answered by remote: {0}</source>
+        <translation>원격 답변: {0}</translation>
+    </message>
+    <message>
+        <source>{0}
+model: {1}
+context: {2} tokens ({3})
+tokens counted by {4}: {5}</source>
+        <translation>{0}
+모델: {1}
+컨텍스트: {2} 토큰 ({3})
+토큰 계산 방식 {4}: {5}</translation>
+    </message>
+    <message>
+        <source>answered by local model</source>
+        <translation>로컬 모델 답변</translation>
+    </message>
+    <message>
+        <source>optimizing decode…</source>
+        <translation>디코드 최적화 중…</translation>
+    </message>
+    <message>
+        <source>compiled decode</source>
+        <translation>컴파일된 디코드</translation>
+    </message>
+    <message>
+        <source>eager decode (compile failed)</source>
+        <translation>eager 디코드 (컴파일 실패)</translation>
+    </message>
+    <message>
+        <source>eager decode</source>
+        <translation>eager 디코드</translation>
+    </message>
+    <message numerus="yes">
+        <source>TTFT {0} ms · {1} tok/s · %n tokens</source>
+        <translation>
+            <numerusform>TTFT {0} ms · {1} tok/s · %n 토큰</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Models</name>
+    <message>
+        <source>Opening {0}…</source>
+        <translation>{0} 여는 중…</translation>
+    </message>
+    <message>
+        <source>Cancelling after the current step…</source>
+        <translation>현재 단계가 끝나면 취소합니다…</translation>
+    </message>
+    <message>
+        <source>Reopening {0}.</source>
+        <translation>{0}을(를) 다시 엽니다.</translation>
+    </message>
+    <message>
+        <source>Loading cancelled.</source>
+        <translation>불러오기를 취소했습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>OpenModelDialog</name>
+    <message>
+        <source>Model</source>
+        <translation>모델</translation>
+    </message>
+    <message>
+        <source>Found in</source>
+        <translation>찾은 곳</translation>
+    </message>
+    <message>
+        <source>On disk</source>
+        <translation>디스크</translation>
+    </message>
+    <message>
+        <source>Needs</source>
+        <translation>필요</translation>
+    </message>
+    <message>
+        <source>Fit</source>
+        <translation>적합</translation>
+    </message>
+    <message>
+        <source>fits</source>
+        <translation>들어감</translation>
+    </message>
+    <message>
+        <source>tight</source>
+        <translation>빠듯함</translation>
+    </message>
+    <message>
+        <source>does not fit</source>
+        <translation>들어가지 않음</translation>
+    </message>
+    <message>
+        <source>recent</source>
+        <translation>최근</translation>
+    </message>
+    <message>
+        <source>default</source>
+        <translation>기본</translation>
+    </message>
+    <message>
+        <source>HF cache</source>
+        <translation>HF 캐시</translation>
+    </message>
+    <message>
+        <source>chosen</source>
+        <translation>직접 선택</translation>
+    </message>
+    <message>
+        <source>Open model</source>
+        <translation>모델 열기</translation>
+    </message>
+    <message>
+        <source>This machine: {0} ({1})</source>
+        <translation>이 컴퓨터: {0} ({1})</translation>
+    </message>
+    <message>
+        <source>Needs = the weights as they would load here + the KV cache of a full context. “tight” leaves too little room for long prompts; “does not fit” will not load or will run out of memory.</source>
+        <translation>필요 = 여기서 불러올 때의 가중치 + 전체 컨텍스트의 KV 캐시. “빠듯함”은 긴 프롬프트를 위한 여유가 너무 적고, “들어가지 않음”은 불러오지 못하거나 메모리가 부족해집니다.</translation>
+    </message>
+    <message>
+        <source>No models found on this machine yet. Use “Browse…” to pick a model folder or a .gguf file.</source>
+        <translation>이 컴퓨터에서 아직 모델을 찾지 못했습니다. “찾아보기…”로 모델 폴더나 .gguf 파일을 고르세요.</translation>
+    </message>
+    <message>
+        <source>Run this model&apos;s own code</source>
+        <translation>이 모델 자체 코드 실행</translation>
+    </message>
+    <message>
+        <source>Runs Python files shipped with this model when it loads. Only for models from a source you trust.</source>
+        <translation>모델을 불러올 때 함께 제공된 Python 파일을 실행합니다. 신뢰하는 출처의 모델에만 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Allow pickle weights (.bin / .pt) for this model</source>
+        <translation>이 모델에 pickle 가중치(.bin / .pt) 허용</translation>
+    </message>
+    <message>
+        <source>Pickle files can run arbitrary code when loaded. Safetensors are always used when the folder has them.</source>
+        <translation>pickle 파일은 불러올 때 임의의 코드를 실행할 수 있습니다. 폴더에 safetensors가 있으면 항상 그것을 씁니다.</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>찾아보기…</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>알 수 없음</translation>
+    </message>
+    <message>
+        <source>Memory fit not known yet.</source>
+        <translation>메모리 적합 여부를 아직 알 수 없습니다.</translation>
+    </message>
+    <message>
+        <source>Plan: {0}</source>
+        <translation>계획: {0}</translation>
+    </message>
+    <message>
+        <source>Note: {0}.</source>
+        <translation>참고: {0}.</translation>
+    </message>
+    <message>
+        <source>Open model — an HF folder&apos;s config.json, or a .gguf file</source>
+        <translation>모델 열기 — HF 폴더의 config.json 또는 .gguf 파일</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf);;Model config (config.json)</source>
+        <translation>GGUF 모델 (*.gguf);;모델 설정 (config.json)</translation>
+    </message>
+</context>
+<context>
+    <name>PlainError</name>
+    <message>
+        <source>The server settings are incomplete.</source>
+        <translation>서버 설정이 완전하지 않습니다.</translation>
+    </message>
+    <message>
+        <source>Headroom could not reach the server.</source>
+        <translation>Headroom이 서버에 연결하지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>The server did not answer in time.</source>
+        <translation>서버가 제시간에 응답하지 않았습니다.</translation>
+    </message>
+    <message>
+        <source>The server refused the API key.</source>
+        <translation>서버가 API 키를 거부했습니다.</translation>
+    </message>
+    <message>
+        <source>The server does not know this model or address.</source>
+        <translation>서버가 이 모델이나 주소를 알지 못합니다.</translation>
+    </message>
+    <message>
+        <source>The server found the prompt too long for its context.</source>
+        <translation>서버가 프롬프트가 컨텍스트보다 길다고 판단했습니다.</translation>
+    </message>
+    <message>
+        <source>The server is busy.</source>
+        <translation>서버가 바쁩니다.</translation>
+    </message>
+    <message>
+        <source>The server failed while answering.</source>
+        <translation>서버가 답변하는 도중 실패했습니다.</translation>
+    </message>
+    <message>
+        <source>The server&apos;s answer was not understood.</source>
+        <translation>서버의 응답을 이해하지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>Check the server address and model name in Settings.</source>
+        <translation>설정에서 서버 주소와 모델 이름을 확인하세요.</translation>
+    </message>
+    <message>
+        <source>Start the server, or fix its address in Settings.</source>
+        <translation>서버를 시작하거나 설정에서 주소를 고치세요.</translation>
+    </message>
+    <message>
+        <source>The server may be busy or down; try again, or check it.</source>
+        <translation>서버가 바쁘거나 꺼져 있을 수 있습니다. 다시 시도하거나 서버를 확인하세요.</translation>
+    </message>
+    <message>
+        <source>Check the API key in Settings.</source>
+        <translation>설정에서 API 키를 확인하세요.</translation>
+    </message>
+    <message>
+        <source>Check the model name and the address in Settings.</source>
+        <translation>설정에서 모델 이름과 주소를 확인하세요.</translation>
+    </message>
+    <message>
+        <source>Start a new chat or send a shorter message.</source>
+        <translation>새 채팅을 시작하거나 더 짧은 메시지를 보내세요.</translation>
+    </message>
+    <message>
+        <source>Try again in a moment.</source>
+        <translation>잠시 후 다시 시도하세요.</translation>
+    </message>
+    <message>
+        <source>Try again; if it keeps failing, look at the server&apos;s log.</source>
+        <translation>다시 시도하세요. 계속 실패하면 서버 로그를 확인하세요.</translation>
+    </message>
+    <message>
+        <source>The address may not be an OpenAI-compatible server; check it in Settings.</source>
+        <translation>이 주소가 OpenAI 호환 서버가 아닐 수 있습니다. 설정에서 확인하세요.</translation>
+    </message>
+    <message>
+        <source>The details are in the log (Help → About shows its folder).</source>
+        <translation>세부 정보는 로그에 있습니다 (도움말 → 정보에서 로그 폴더를 볼 수 있습니다).</translation>
+    </message>
+    <message>
+        <source>There is not enough memory to load this model.</source>
+        <translation>이 모델을 불러올 메모리가 부족합니다.</translation>
+    </message>
+    <message>
+        <source>Close other programs, or open a smaller or 4-bit model.</source>
+        <translation>다른 프로그램을 닫거나 더 작은 모델 또는 4비트 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>The model ran out of memory during this answer.</source>
+        <translation>답변하는 도중 모델의 메모리가 부족해졌습니다.</translation>
+    </message>
+    <message>
+        <source>Send a shorter message, lower max new tokens in Settings, or start a new chat.</source>
+        <translation>더 짧은 메시지를 보내거나, 설정에서 최대 새 토큰 수를 낮추거나, 새 채팅을 시작하세요.</translation>
+    </message>
+    <message>
+        <source>This model&apos;s architecture is not supported by the installed transformers.</source>
+        <translation>설치된 transformers가 이 모델의 아키텍처를 지원하지 않습니다.</translation>
+    </message>
+    <message>
+        <source>Open a model of a supported family (Llama, Mistral, Qwen, Gemma, Phi …).</source>
+        <translation>지원되는 계열의 모델(Llama, Mistral, Qwen, Gemma, Phi …)을 여세요.</translation>
+    </message>
+    <message>
+        <source>This GGUF file could not be read.</source>
+        <translation>이 GGUF 파일을 읽지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>The file may be incomplete or damaged; download it again.</source>
+        <translation>파일이 불완전하거나 손상되었을 수 있습니다. 다시 내려받으세요.</translation>
+    </message>
+    <message>
+        <source>A file Headroom needs is missing: {0}.</source>
+        <translation>Headroom에 필요한 파일이 없습니다: {0}.</translation>
+    </message>
+    <message>
+        <source>Check that the folder or drive is still there.</source>
+        <translation>폴더나 드라이브가 아직 있는지 확인하세요.</translation>
+    </message>
+    <message>
+        <source>Headroom may not read or write {0}.</source>
+        <translation>Headroom이 {0}을(를) 읽거나 쓸 권한이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Check the file&apos;s permissions.</source>
+        <translation>파일 권한을 확인하세요.</translation>
+    </message>
+    <message>
+        <source>The disk is full.</source>
+        <translation>디스크가 가득 찼습니다.</translation>
+    </message>
+    <message>
+        <source>Free some space, then try again.</source>
+        <translation>공간을 확보한 뒤 다시 시도하세요.</translation>
+    </message>
+    <message>
+        <source>This model needs to run Python code shipped with it, which is off.</source>
+        <translation>이 모델은 함께 제공된 Python 코드를 실행해야 하는데, 이 기능이 꺼져 있습니다.</translation>
+    </message>
+    <message>
+        <source>If you trust its source, tick “Run this model&apos;s own code” for it in Open model and open it again.</source>
+        <translation>출처를 신뢰한다면 ‘모델 열기’에서 이 모델에 “이 모델 자체 코드 실행”을 켜고 다시 여세요.</translation>
+    </message>
+    <message>
+        <source>There is no model at {0}.</source>
+        <translation>{0}에 모델이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Pick another one in Open model.</source>
+        <translation>‘모델 열기’에서 다른 모델을 고르세요.</translation>
+    </message>
+    <message>
+        <source>This is not a model Headroom can open.</source>
+        <translation>Headroom이 열 수 있는 모델이 아닙니다.</translation>
+    </message>
+    <message>
+        <source>Pick a .gguf file or a model folder with a config.json.</source>
+        <translation>.gguf 파일이나 config.json이 있는 모델 폴더를 고르세요.</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>불러온 모델이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Open a model first (Open model…).</source>
+        <translation>먼저 모델을 여세요 (모델 열기…).</translation>
+    </message>
+    <message>
+        <source>This server cannot continue a stopped answer.</source>
+        <translation>이 서버는 중지된 답변을 이어 쓸 수 없습니다.</translation>
+    </message>
+    <message>
+        <source>Use Regenerate for a new answer instead.</source>
+        <translation>대신 ‘다시 생성’으로 새 답변을 받으세요.</translation>
+    </message>
+    <message>
+        <source>The model could not be opened.</source>
+        <translation>모델을 열지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>The summary of earlier turns could not be written.</source>
+        <translation>이전 턴의 요약을 작성하지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>The answer failed.</source>
+        <translation>답변에 실패했습니다.</translation>
+    </message>
+    <message>
+        <source>{0} ({1})</source>
+        <translation>{0} ({1})</translation>
+    </message>
+    <message>
+        <source>Loading the tokenizer</source>
+        <translation>토크나이저를 불러오는 중</translation>
+    </message>
+    <message>
+        <source>Loading weights ({0})</source>
+        <translation>가중치를 불러오는 중 ({0})</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>준비됨</translation>
+    </message>
+    <message>
+        <source>Reading the GGUF tokenizer and chat template</source>
+        <translation>GGUF 토크나이저와 채팅 템플릿을 읽는 중</translation>
+    </message>
+    <message>
+        <source>Converted</source>
+        <translation>변환 완료</translation>
+    </message>
+    <message>
+        <source>Converting {0} ({1})</source>
+        <translation>{0} 변환 중 ({1})</translation>
+    </message>
+    <message>
+        <source>Plan: {0}</source>
+        <translation>계획: {0}</translation>
+    </message>
+    <message>
+        <source>the model&apos;s summary was not usable; kept an extract (history {0} → {1} tokens)</source>
+        <translation>모델이 쓴 요약을 쓸 수 없어 발췌본을 남겼습니다 (기록 {0} → {1} 토큰)</translation>
+    </message>
+    <message>
+        <source>history {0} → {1} tokens</source>
+        <translation>기록 {0} → {1} 토큰</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>취소됨</translation>
+    </message>
+    <message>
+        <source>the model wrote nothing; kept the previous one</source>
+        <translation>모델이 아무것도 쓰지 않아 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>too long ({0} tokens, cap {1}); kept the previous one</source>
+        <translation>너무 깁니다 ({0} 토큰, 상한 {1}). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>it would not shorten the history ({0} → {1} tokens); kept the previous one</source>
+        <translation>기록이 줄어들지 않습니다 ({0} → {1} 토큰). 이전 요약을 유지했습니다</translation>
+    </message>
+</context>
+<context>
+    <name>Refusal</name>
+    <message>
+        <source>This turn needs {0} of memory but {1} is free: short by {2}.</source>
+        <translation>이번 턴에는 메모리 {0}이(가) 필요하지만 여유는 {1}뿐이라 {2}이(가) 부족합니다.</translation>
+    </message>
+    <message>
+        <source>The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the context limit of {3} tokens; the prompt may use at most {4}.</source>
+        <translation>프롬프트({0} 토큰)와 최대 새 토큰 수({1})를 더하면 {2} 토큰으로, 컨텍스트 한도 {3} 토큰을 넘습니다. 프롬프트는 최대 {4} 토큰까지 쓸 수 있습니다.</translation>
+    </message>
+    <message>
+        <source>The new message needs {0} tokens, but a {1}-token context minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</source>
+        <translation>새 메시지에는 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</translation>
+    </message>
+    <message>
+        <source>Trim older turns or lower max new tokens; or close other programs, or open a smaller model.</source>
+        <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요. 또는 다른 프로그램을 닫거나 더 작은 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>Trim older turns or lower max new tokens.</source>
+        <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
+    </message>
+    <message>
+        <source>Shorten it by {0} tokens or lower max new tokens.</source>
+        <translation>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
+    </message>
+    <message>
+        <source>Use a larger context or lower max new tokens.</source>
+        <translation>더 큰 컨텍스트를 쓰거나 최대 새 토큰 수를 낮추세요.</translation>
+    </message>
+    <message>
+        <source>This turn was not started: {0}</source>
+        <translation>이번 턴을 시작하지 않았습니다: {0}</translation>
+    </message>
+    <message>
+        <source>This turn was not started. {0} {1}</source>
+        <translation>이번 턴을 시작하지 않았습니다. {0} {1}</translation>
+    </message>
+    <message>
+        <source>Trim older turns (drop at least {0} tokens)</source>
+        <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
+    </message>
+    <message>
+        <source>Lower max new tokens to {0}</source>
+        <translation>최대 새 토큰 수를 {0}(으)로 낮추기</translation>
+    </message>
+    <message>
+        <source>Prefill in {0}-token chunks</source>
+        <translation>{0} 토큰 단위로 나눠 프리필</translation>
+    </message>
+    <message>
+        <source>Close other programs using this device, or load a smaller model.</source>
+        <translation>이 장치를 쓰는 다른 프로그램을 닫거나 더 작은 모델을 불러오세요.</translation>
+    </message>
+</context>
+<context>
+    <name>ServerMetricsView</name>
+    <message>
+        <source>Waiting for the server&apos;s first reading…</source>
+        <translation>서버의 첫 측정값을 기다리는 중…</translation>
+    </message>
+    <message>
+        <source>The model runs on the server; the memory figures below are this computer&apos;s.</source>
+        <translation>모델은 서버에서 실행됩니다. 아래 메모리 수치는 이 컴퓨터의 것입니다.</translation>
+    </message>
+    <message>
+        <source>KV cache {0} in use ({1})</source>
+        <translation>KV 캐시 {0} 사용 중 ({1})</translation>
+    </message>
+    <message>
+        <source>KV cache usage not reported</source>
+        <translation>KV 캐시 사용량이 보고되지 않음</translation>
+    </message>
+    <message>
+        <source>{0} running</source>
+        <translation>{0}개 실행 중</translation>
+    </message>
+    <message>
+        <source>{0} waiting</source>
+        <translation>{0}개 대기 중</translation>
+    </message>
+    <message>
+        <source>Remote server</source>
+        <translation>원격 서버</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsDialog</name>
+    <message>
+        <source>Generation settings</source>
+        <translation>생성 설정</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 토큰</translation>
+    </message>
+    <message>
+        <source>0 = greedy decoding (deterministic)</source>
+        <translation>0 = 탐욕적 디코딩 (결정적)</translation>
+    </message>
+    <message>
+        <source>Nucleus sampling: keep the smallest set of tokens with this total probability</source>
+        <translation>뉴클리어스 샘플링: 누적 확률이 이 값에 이르는 가장 작은 토큰 집합만 남깁니다</translation>
+    </message>
+    <message>
+        <source>auto (the largest that fits)</source>
+        <translation>자동 (들어가는 가장 큰 크기)</translation>
+    </message>
+    <message>
+        <source>Cap the context window below the model&apos;s own: older turns beyond it are folded into a summary. Smaller = less KV cache memory. Auto: the largest context whose KV cache fits this machine beside the model.</source>
+        <translation>컨텍스트 창을 모델 자체 한도보다 작게 제한합니다. 이를 넘는 이전 턴은 요약으로 접힙니다. 작을수록 KV 캐시 메모리가 적게 듭니다. 자동: 모델과 함께 이 컴퓨터에 KV 캐시가 들어가는 가장 큰 컨텍스트.</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>시스템 프롬프트</translation>
+    </message>
+    <message>
+        <source>Max new tokens</source>
+        <translation>최대 새 토큰 수</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>온도</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>Top-p</translation>
+    </message>
+    <message>
+        <source>Top-k</source>
+        <translation>Top-k</translation>
+    </message>
+    <message>
+        <source>Min-p</source>
+        <translation>Min-p</translation>
+    </message>
+    <message>
+        <source>Repetition penalty</source>
+        <translation>반복 페널티</translation>
+    </message>
+    <message>
+        <source>Seed</source>
+        <translation>시드</translation>
+    </message>
+    <message>
+        <source>Context window</source>
+        <translation>컨텍스트 창</translation>
+    </message>
+    <message>
+        <source>CPU threads</source>
+        <translation>CPU 스레드</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>언어</translation>
+    </message>
+    <message>
+        <source>Backend (this conversation)</source>
+        <translation>백엔드 (이 대화)</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>끔</translation>
+    </message>
+    <message>
+        <source>Keep only the k likeliest tokens (transformers&apos; TopKLogitsWarper)</source>
+        <translation>가장 가능성 높은 토큰 k개만 남깁니다 (transformers의 TopKLogitsWarper)</translation>
+    </message>
+    <message>
+        <source>Drop tokens below this fraction of the top token&apos;s probability (MinPLogitsWarper)</source>
+        <translation>최상위 토큰 확률의 이 비율보다 낮은 토큰을 버립니다 (MinPLogitsWarper)</translation>
+    </message>
+    <message>
+        <source>&gt; 1 discourages repeating tokens already in the prompt or reply; 1 = off</source>
+        <translation>1보다 크면 프롬프트나 답변에 이미 나온 토큰의 반복을 억제합니다. 1 = 끔</translation>
+    </message>
+    <message>
+        <source>random</source>
+        <translation>무작위</translation>
+    </message>
+    <message>
+        <source>A fixed seed makes sampled answers repeat exactly</source>
+        <translation>시드를 고정하면 샘플링한 답변이 똑같이 반복됩니다</translation>
+    </message>
+    <message>
+        <source>automatic</source>
+        <translation>자동</translation>
+    </message>
+    <message>
+        <source>Threads for a model on the CPU; automatic uses the cores other programs leave idle, so one busy core does not stall every token</source>
+        <translation>CPU에서 모델을 돌릴 스레드 수. 자동은 다른 프로그램이 쓰지 않는 코어를 사용하므로, 바쁜 코어 하나 때문에 모든 토큰이 지연되지 않습니다</translation>
+    </message>
+    <message>
+        <source>Automatic (the system&apos;s language)</source>
+        <translation>자동 (시스템 언어)</translation>
+    </message>
+    <message>
+        <source>A new language applies after Headroom restarts.</source>
+        <translation>새 언어는 Headroom을 다시 시작한 뒤 적용됩니다.</translation>
+    </message>
+</context>
+<context>
+    <name>Splash</name>
+    <message>
+        <source>Starting Headroom…</source>
+        <translation>Headroom을 시작하는 중…</translation>
+    </message>
+</context>
+<context>
+    <name>Summary</name>
+    <message>
+        <source>Summary: {0}</source>
+        <translation>요약: {0}</translation>
+    </message>
+</context>
+<context>
+    <name>SummaryBlock</name>
+    <message>
+        <source>Earlier in this conversation</source>
+        <translation>이 대화의 앞부분</translation>
+    </message>
+    <message>
+        <source>Turns that no longer fit in the model&apos;s context window are folded into this summary,
+written by the model itself. It is sent with every message in place of those turns,
+so correcting it changes what the assistant remembers.</source>
+        <translation>모델의 컨텍스트 창에 더 이상 들어가지 않는 턴은 모델이 직접 쓴 이 요약으로 접힙니다.
+요약은 그 턴들 대신 모든 메시지와 함께 전송되므로,
+요약을 고치면 어시스턴트가 기억하는 내용이 바뀝니다.</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>편집</translation>
+    </message>
+    <message>
+        <source>Correct the summary the assistant keeps of earlier turns</source>
+        <translation>어시스턴트가 기억하는 이전 턴의 요약 고치기</translation>
+    </message>
+    <message>
+        <source>Summarizing earlier turns…</source>
+        <translation>이전 턴을 요약하는 중…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>취소</translation>
+    </message>
+    <message>
+        <source>Stop writing the summary; the turns stay in the window for now</source>
+        <translation>요약 작성을 멈춥니다. 턴은 당분간 창에 남습니다</translation>
+    </message>
+    <message>
+        <source>Ctrl+Enter to save · Esc to cancel</source>
+        <translation>Ctrl+Enter로 저장 · Esc로 취소</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>저장</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n turns folded in</source>
+        <translation>
+            <numerusform>턴 %n개 접힘</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>{0} / {1} tokens</source>
+        <translation>{0} / {1} 토큰</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n tokens</source>
+        <translation>
+            <numerusform>%n 토큰</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>TokenMeter</name>
+    <message>
+        <source>{0} / {1} tokens in context</source>
+        <translation>컨텍스트 {0} / {1} 토큰</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n turns in window</source>
+        <translation>
+            <numerusform>창 안의 턴 %n개</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n folded into summary</source>
+        <translation>
+            <numerusform>%n개 요약으로 접힘</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Tokens the next prompt takes (system prompt, summary, recent turns) out of the
+budget left after reserving room for the answer and the summary.</source>
+        <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴)가 차지하는 토큰 수 /
+답변과 요약을 위한 자리를 뺀 뒤 남은 예산.</translation>
+    </message>
+    <message>
+        <source>The newest message does not fit: shorten it or raise the context size.</source>
+        <translation>가장 최근 메시지가 들어가지 않습니다. 메시지를 줄이거나 컨텍스트 크기를 늘리세요.</translation>
+    </message>
+    <message>
+        <source>{0} tokens left: the oldest turns will soon be folded into the summary.</source>
+        <translation>{0} 토큰 남음: 곧 가장 오래된 턴이 요약으로 접힙니다.</translation>
+    </message>
+</context>
+<context>
+    <name>Turns</name>
+    <message>
+        <source>max new tokens reached</source>
+        <translation>최대 새 토큰 수에 도달함</translation>
+    </message>
+</context>
+<context>
+    <name>VramPanel</name>
+    <message>
+        <source>No memory sample yet</source>
+        <translation>아직 메모리 측정값 없음</translation>
+    </message>
+    <message>
+        <source>Save diagnostics…</source>
+        <translation>진단 보고서 저장…</translation>
+    </message>
+    <message>
+        <source>Write a report (memory summary, model, recent turns&apos; projected vs measured peaks) to attach to a bug report</source>
+        <translation>버그 신고에 첨부할 보고서(메모리 요약, 모델, 최근 턴의 예측 대비 실측 최대치)를 씁니다</translation>
+    </message>
+    <message>
+        <source>VRAM</source>
+        <translation>VRAM</translation>
+    </message>
+    <message>
+        <source>Memory — RSS / system memory</source>
+        <translation>메모리 — RSS / 시스템 메모리</translation>
+    </message>
+    <message>
+        <source>Sampling memory ≈4 times a second…</source>
+        <translation>메모리를 1초에 약 4번 측정하는 중…</translation>
+    </message>
+    <message>
+        <source>Type a message to project its turn, then drag to try other sizes.</source>
+        <translation>메시지를 입력하면 그 턴을 예측합니다. 그다음 슬라이더를 끌어 다른 크기를 시험해 보세요.</translation>
+    </message>
+    <message>
+        <source>Drag a slider to see this turn&apos;s peak at other sizes.</source>
+        <translation>슬라이더를 끌어 다른 크기에서 이번 턴의 최대치를 확인하세요.</translation>
+    </message>
+    <message>
+        <source>RSS / system memory</source>
+        <translation>RSS / 시스템 메모리</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>알 수 없음</translation>
+    </message>
+    <message>
+        <source>Allocated {0} · reserved {1} · peak {2}</source>
+        <translation>할당 {0} · 예약 {1} · 최대 {2}</translation>
+    </message>
+    <message>
+        <source>RSS {0} · peak RSS {1}</source>
+        <translation>RSS {0} · 최대 RSS {1}</translation>
+    </message>
+    <message>
+        <source>No turn pending: type a message to see</source>
+        <translation>대기 중인 턴 없음: 메시지를 입력하면</translation>
+    </message>
+    <message>
+        <source>what it will cost.</source>
+        <translation>필요한 메모리를 볼 수 있습니다.</translation>
+    </message>
+    <message>
+        <source>Projected peak {0} ± {1} (±{2} of the turn)</source>
+        <translation>예측 최대치 {0} ± {1} (턴의 ±{2})</translation>
+    </message>
+    <message>
+        <source>needs {0} of {1} free (margin {2})</source>
+        <translation>여유 {1} 중 {0} 필요 (안전 여유 {2})</translation>
+    </message>
+    <message>
+        <source>KV +{0} · prefill +{1} ± {2} → peak {3}, headroom {4} ({5}): {6}</source>
+        <translation>KV +{0} · 프리필 +{1} ± {2} → 최대 {3}, 여유 {4} ({5}): {6}</translation>
+    </message>
+</context>
+<context>
+    <name>WhatIfControl</name>
+    <message>
+        <source>Context length (history + prompt), tokens: what if the conversation held this many tokens when the turn starts</source>
+        <translation>컨텍스트 길이(기록 + 프롬프트), 토큰: 턴이 시작될 때 대화가 이만큼의 토큰을 담고 있다면</translation>
+    </message>
+    <message>
+        <source>max_new_tokens: what if the answer could run this long</source>
+        <translation>max_new_tokens: 답변이 이만큼 길어질 수 있다면</translation>
+    </message>
+    <message>
+        <source>Load a model to try other sizes.</source>
+        <translation>다른 크기를 시험하려면 모델을 불러오세요.</translation>
+    </message>
+    <message>
+        <source>Reset</source>
+        <translation>초기화</translation>
+    </message>
+    <message>
+        <source>Back to the pending turn&apos;s context and max_new_tokens</source>
+        <translation>대기 중인 턴의 컨텍스트와 max_new_tokens로 되돌리기</translation>
+    </message>
+    <message>
+        <source>What if…</source>
+        <translation>가정해 보기…</translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation>컨텍스트</translation>
+    </message>
+    <message>
+        <source>New tokens</source>
+        <translation>새 토큰</translation>
+    </message>
+</context>
+<context>
+    <name>_UndoLabel</name>
+    <message>
+        <source>Deleted “{0}”</source>
+        <translation>“{0}” 삭제됨</translation>
+    </message>
+</context>
+</TS>

@@ -1,0 +1,95 @@
+"""Plain-language error lines (app/chat/error_text.py) for the failures users actually meet:
+what happened and what to do, in one line, never the raw exception text."""
+
+import errno
+
+import pytest
+
+from app.chat.error_text import load_stage_text, plain_error, plain_failure, summary_verdict_text
+from app.engine.events import describe_failure
+from app.engine.loading.folder_trust import remote_code_message
+from app.engine.loading.loader import ModelLoadError
+from app.engine.remote.errors import RemoteError, status_error
+
+
+class OutOfMemoryError(RuntimeError):  # same name as torch's, without importing torch
+    pass
+
+
+def _one_line(plain):
+    line = plain.line()
+    assert "\n" not in line and "Error:" not in line and plain.todo
+    return line
+
+
+@pytest.mark.parametrize("exc,during,what,todo", [
+    (ModelLoadError("GGUF magic invalid"), "load", "This GGUF file could not be read.", "download it again"),
+    (ModelLoadError("Sorry, file appears to be version 9 which we cannot handle"), "load",
+     "GGUF file could not be read", "download it again"),
+    (ModelLoadError("GGUF model with architecture mamba9 is not supported yet."), "load",
+     "architecture is not supported", "supported family"),
+    (ValueError("The checkpoint you are trying to load has model type `zeta` but Transformers does not "
+                "recognize this architecture."), "load", "architecture is not supported", "supported family"),
+    (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "reply", "ran out of memory",
+     "shorter message"),
+    (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "load", "not enough memory to load",
+     "smaller or 4-bit model"),
+    (RemoteError("cannot connect to gpu-box:8000 (Connection refused): is the server running?", "unreachable"),
+     "reply", "could not reach the server", "Start the server"),
+    (RemoteError("gpu-box:8000 refused the API key (HTTP 401)", "auth", 401), "reply", "refused the API key",
+     "API key"),
+    (FileNotFoundError(errno.ENOENT, "No such file", "/models/x.gguf"), "load", "missing: /models/x.gguf",
+     "folder or drive"),
+    (OSError(errno.ENOSPC, "No space left on device"), "load", "The disk is full.", "Free some space"),
+])
+def test_expected_failures_say_what_happened_and_what_to_do(exc, during, what, todo):
+    plain = plain_error(exc, during)
+    assert what in plain.what and todo in plain.todo
+    _one_line(plain)
+
+
+@pytest.mark.parametrize("reason,during,what,todo", [
+    # the worker's load_failed reasons (app.engine.loading.loader)
+    ("cannot convert bad.gguf: not a GGUF file", "load", "This GGUF file could not be read.", "download it again"),
+    ("no model at /models/gone", "load", "There is no model at /models/gone.", "Open model"),
+    ("notes.txt is not a .gguf file or a model folder", "load", "not a model Headroom can open", ".gguf file"),
+    (remote_code_message("phi-x"), "load", "needs to run Python code", "Run this model's own code"),
+    ("cannot load weird: KeyError: 'lm_head'", "load", "The model could not be opened (KeyError).", "log"),
+    # generation_failed reasons (app.engine.events.describe_failure, remote errors)
+    (describe_failure(OutOfMemoryError("CUDA out of memory")), "reply", "ran out of memory", "new chat"),
+    (str(status_error(404, '{"detail": "Not Found"}', "gpu-box:8000", "llama")), "reply",
+     "does not know this model", "model name"),
+    (str(status_error(400, '{"message": "This model\'s maximum context length is 4096 tokens"}', "h", "m")),
+     "reply", "too long for its context", "shorter message"),
+    ("no model is loaded", "summary", "No model is loaded.", "Open a model"),
+    (describe_failure(ValueError("cannot reshape array of size 12 into shape (5,)")), "reply",
+     "The answer failed (ValueError).", "log"),
+    ("RuntimeError: boom", "summary", "The summary of earlier turns could not be written (RuntimeError).", "log"),
+])
+def test_worker_reasons_become_plain_lines(reason, during, what, todo):
+    plain = plain_failure(reason, during)
+    assert what in plain.what and todo in plain.todo
+    assert "reshape" not in _one_line(plain) and "lm_head" not in plain.line()
+
+
+def test_anything_else_names_the_type_and_points_to_the_log_never_the_raw_message():
+    plain = plain_error(ValueError("cannot reshape array of size 12 into shape (5,)"))
+    assert plain.what == "The answer failed (ValueError)."
+    assert "reshape" not in plain.line() and "log" in plain.todo
+
+
+@pytest.mark.parametrize("stage,shown", [
+    ("Loading weights (cpu, sdpa)", "Loading weights (cpu, sdpa)"),
+    ("Converting token_embd.weight (42%)", "Converting token_embd.weight (42%)"),
+    ("Something new", "Something new"),
+])
+def test_load_stages_pass_through_the_catalogue(stage, shown):
+    assert load_stage_text(stage) == shown
+
+
+def test_summary_verdicts_are_said_from_their_numbers():
+    assert summary_verdict_text("history 812 → 410 tokens") == "history 812 → 410 tokens"
+    assert summary_verdict_text("model summary rejected (empty summary); kept an extract: history 900 → 300 tokens"
+                                ) == "the model's summary was not usable; kept an extract (history 900 → 300 tokens)"
+    assert summary_verdict_text("summary is 300 tokens, cap is 200") == (
+        "too long (300 tokens, cap 200); kept the previous one")

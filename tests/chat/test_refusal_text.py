@@ -1,0 +1,53 @@
+"""A refused turn said from its numbers (app/chat/refusal_text.py): the same facts as the
+engine's English reason, one line for the transcript, and the remedies as button labels."""
+
+from app.chat.refusal_text import other_remedies, refusal_line, refusal_reason, remedy_labels
+from app.core.history import TokenBudget, WindowResult
+from app.engine.events import window_refusal
+from app.engine.memory.admission import AdmissionDecision, admit_turn
+from app.engine.memory.probe import FakeProbe
+from app.engine.memory.units import GiB, MiB, format_bytes
+from tests.helpers import vram_scene
+
+
+def test_a_memory_refusal_says_its_bytes_and_what_to_do():
+    card = FakeProbe(12 * GiB, allocated=5 * GiB + 512 * MiB, context_overhead=512 * MiB).sample()  # 6 GiB free
+    projection = vram_scene.project(card.allocated, prompt_tokens=30_000, resident_tokens=0, max_new_tokens=512,
+                                    chunk_size=None)
+    decision = admit_turn(projection, card.free, 256 << 20, 131_072, 30_000, 512, None)
+    assert decision.reason_kind == "memory" and decision.facts["free"] == card.free
+    reason = refusal_reason(decision)
+    assert reason == (f"This turn needs {format_bytes(decision.needed_bytes)} of memory but 6.00 GiB is free: "
+                      f"short by {format_bytes(decision.shortfall_bytes)}.")
+    line = refusal_line(decision)
+    assert line.startswith("This turn was not started. " + reason) and "\n" not in line
+    assert "Trim older turns" in line
+    labels = remedy_labels(decision)
+    assert labels["trim"] == f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+    assert labels["chunked"] == "Prefill in 1,024-token chunks"  # the engine's remedy, from facts
+    assert other_remedies(decision) == ["Close other programs using this device, or load a smaller model."]
+
+
+def test_a_positions_refusal_says_its_tokens():
+    projection = vram_scene.project(0, prompt_tokens=4000, resident_tokens=0, max_new_tokens=512, chunk_size=None)
+    decision = admit_turn(projection, 80 * GiB, 256 << 20, 4096, 4000, 512, None)
+    assert decision.reason_kind == "positions"
+    assert refusal_reason(decision) == ("The prompt (4,000 tokens) plus max new tokens (512) is 4,512 tokens, more "
+                                        "than the context limit of 4,096 tokens; the prompt may use at most 3,584.")
+    assert remedy_labels(decision) == {"trim": "Trim older turns (drop at least 416 tokens)",
+                                       "lower_max_new_tokens": "Lower max new tokens to 96"}
+
+
+def test_a_message_too_long_says_how_much_to_shorten():
+    budget = TokenBudget.for_model(8192, 1024, 256, 64)
+    window = WindowResult(False, (), (), (), 900, budget.prompt_tokens, 0, budget)
+    decision = window_refusal(window, 256)
+    line = refusal_line(decision)
+    assert line == ("This turn was not started. The new message needs 900 tokens, but a 1,024-token context minus "
+                    "max new tokens (256) and the summary reserve (64) leaves 704. "
+                    f"Shorten it by {window.over_by:,} tokens or lower max new tokens.")
+
+
+def test_a_decision_without_a_kind_keeps_its_english_reason():
+    decision = AdmissionDecision(False, "memory", "short by 120 MiB")
+    assert refusal_line(decision) == "This turn was not started: short by 120 MiB"
