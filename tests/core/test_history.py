@@ -205,6 +205,30 @@ def test_window_properties(messages, context, max_new, reserve, summary_words, s
 
 
 @settings(max_examples=300, deadline=None)
+@given(messages=conversations, context=st.integers(20, 400), bias=st.integers(-40, 40), scale=st.floats(0.3, 3))
+def test_an_estimate_changes_the_cost_of_the_search_never_its_answer(messages, context, bias, scale):
+    """Any estimate, good or wildly off, picks the same window as exact counting; a good one
+    needs at most three exact counts past the newest turn's."""
+    budget = TokenBudget(context, 10, 10)
+    calls = []
+
+    def counting(prompt):
+        calls.append(1)
+        return count_words(prompt)
+
+    exact = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                          count_tokens=count_words)
+    guided = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=counting, estimate_tokens=lambda p: int(count_words(p) * scale) + bias)
+    assert (guided.fits, guided.kept, guided.evicted, guided.prompt_tokens) == (
+        exact.fits, exact.kept, exact.evicted, exact.prompt_tokens)
+    calls.clear()
+    select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                  count_tokens=counting, estimate_tokens=count_words)
+    assert len(calls) <= 3  # the newest turn alone, the estimated window and its wider neighbour
+
+
+@settings(max_examples=300, deadline=None)
 @given(roles=role_lists, system_allowed=st.booleans(), summary=st.booleans())
 def test_normalize_roles_properties(roles, system_allowed, summary):
     messages = [{"role": r, "content": f"w{i}"} for i, r in enumerate(roles)]

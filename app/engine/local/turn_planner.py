@@ -26,6 +26,10 @@ from app.engine.memory.units import dtype_nbytes
 # 1,024 and 256 only when memory demands it, shared/gpu/README.md 12 GiB table).
 CUDA_CHUNK_LADDER = (16384, 1024, 256)
 
+RECENT_PROMPTS = 4  # encoded windows kept by Foresight.prompt_ids
+TEMPLATE_TOKENS_PER_MESSAGE = 5  # ChatML / Llama-3 headers and end-of-turn tokens, about
+MAX_KEPT_CONTENT_COUNTS = 4096  # message texts whose token count is kept for estimates
+
 
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
@@ -48,6 +52,8 @@ class Foresight:
             attn_implementation=report.attention,
             quantized_4bit="4-bit" in report.quantization, dynamic_cache=not self.static_cache)
         self.calibration = Calibration()
+        self._recent_ids: dict[tuple, tuple[int, ...]] = {}
+        self._content_tokens: dict[str, int] = {}
         self.max_positions = model_max_positions(loaded.model.config)
         sample = probe.sample()
         # post-load baseline (memory creeping across turns, text-generation-webui #1304; an OOM not recovered, pytorch
@@ -62,8 +68,36 @@ class Foresight:
     # ----- tokens ---------------------------------------------------------------------------
     def count_tokens(self, messages: list[dict]) -> int:
         """Tokens of the rendered prompt for `messages`, template overhead included."""
-        tok, fmt = self.loaded.tokenizer, self.loaded.prompt_format
-        return len(encode_prompt(tok, render_prompt(tok, fmt, messages)))
+        return len(self.prompt_ids(messages))
+
+    def prompt_ids(self, messages: list[dict]) -> tuple[int, ...]:
+        """Token ids of the rendered prompt for `messages` (generation prompt included). The
+        latest few are kept: planning a turn counts the same windows more than once, and the
+        window it picks is the prompt it then encodes."""
+        key = tuple((m["role"], m["content"]) for m in messages)
+        ids = self._recent_ids.pop(key, None)
+        if ids is None:
+            tok, fmt = self.loaded.tokenizer, self.loaded.prompt_format
+            ids = tuple(encode_prompt(tok, render_prompt(tok, fmt, messages)))
+        self._recent_ids[key] = ids  # most recent last
+        while len(self._recent_ids) > RECENT_PROMPTS:
+            self._recent_ids.pop(next(iter(self._recent_ids)))
+        return ids
+
+    def estimate_tokens(self, messages: list[dict]) -> int:
+        """A cheap estimate of `count_tokens`: each message's text tokenized alone (kept between
+        turns, so only new messages cost anything) plus TEMPLATE_TOKENS_PER_MESSAGE. Only guides
+        the window search, which checks its answer with exact counts."""
+        total = 0
+        for m in messages:
+            n = self._content_tokens.get(m["content"])
+            if n is None:
+                n = len(self.loaded.tokenizer.encode(m["content"], add_special_tokens=False))
+                if len(self._content_tokens) >= MAX_KEPT_CONTENT_COUNTS:
+                    self._content_tokens.clear()
+                self._content_tokens[m["content"]] = n
+            total += n + TEMPLATE_TOKENS_PER_MESSAGE
+        return total
 
     def context_tokens(self, context_setting: int) -> int:
         """The context in force: min(model positions, setting); a setting ≤ 0 means "auto", the
@@ -94,7 +128,8 @@ class Foresight:
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
         window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                               count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+                               count_tokens=self.count_tokens, system_allowed=fmt.system_role,
+                               estimate_tokens=self.estimate_tokens)
         auto = context_setting <= 0
         if auto and not window.fits:
             # "auto" shrank the context to what memory allows at full length; a turn that alone
@@ -102,12 +137,16 @@ class Foresight:
             # refused for positions the model does have
             budget = self.budget(self.max_positions, max_new_tokens)
             window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                                   count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+                                   count_tokens=self.count_tokens, system_allowed=fmt.system_role,
+                                   estimate_tokens=self.estimate_tokens)
         sample = self.probe.sample()
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)
-        text = render_prompt(self.loaded.tokenizer, fmt, list(window.messages), continue_final)
-        ids = tuple(encode_prompt(self.loaded.tokenizer, text))
+        if continue_final:
+            ids = tuple(encode_prompt(self.loaded.tokenizer, render_prompt(
+                self.loaded.tokenizer, fmt, list(window.messages), continue_final)))
+        else:  # counted while the window was chosen
+            ids = self.prompt_ids(list(window.messages))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
         kv_new_tokens = max_new_tokens
         if self.static_cache:  # KVSession preallocates a rounded capacity: project all of it
