@@ -1,6 +1,7 @@
 """The open chat, with no widgets: its settings, its Store, the open conversation (with its id
 and summary), the loaded model's LoadReport, and the threads that serve it — the generation
-worker's, the server monitor's — plus the GUI-thread memory monitor.
+worker's, the server monitor's, a small pool for short reads (BackgroundJobs) — plus the
+GUI-thread memory monitor.
 
 A `Chat` lives in the GUI thread; only this thread reads or writes its state, and the worker
 only ever sees copies (TurnRequest snapshots). The flows beside it (app.chat.turns,
@@ -17,6 +18,7 @@ from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.settings import Settings
 from app.core.store import Store, open_store
+from app.workers.background_jobs import BackgroundJobs
 from app.workers.memory_monitor import MemoryMonitor
 from app.workers.server_monitor import ServerMonitor
 
@@ -99,6 +101,7 @@ class Chat(QObject):
         self.conversation_id: int | None = None
         self.summary = SummaryState()
         self.report = None  # LoadReport of the loaded model, None while none is
+        self.model_path = None  # the path it was opened from (its per-model settings' key)
         self.thread: QThread | None = None
         if worker is None:
             from app.workers.generation_worker import GenerationWorker
@@ -109,6 +112,7 @@ class Chat(QObject):
             worker.moveToThread(self.thread)
         self.worker = worker
         self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
+        self.jobs = BackgroundJobs(threads=1, parent=self)  # short reads off the GUI thread (model plans)
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
         self.turns = self.conversations = self.summaries = None
@@ -151,6 +155,7 @@ class Chat(QObject):
         self.models.cancel_load()
         self.monitor.stop()
         self.server_monitor.shutdown()
+        self.jobs.shutdown()
         self.worker.request_stop()
         if self.thread is not None:
             self.thread.quit()

@@ -97,7 +97,7 @@ class TurnFlow(QObject):
     def apply_remedy(self, choice: str, decision) -> None:
         """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
         "override"; anything else gives up) and send it again."""
-        settings = self._chat.settings.generation
+        settings = self._chat.models.turn_settings()
         if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
             self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit))
         elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:
@@ -117,7 +117,7 @@ class TurnFlow(QObject):
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
         request = TurnRequest(next(self._request_ids), messages, chat.summary,
-                              settings or chat.settings.generation, continue_final, override_memory,
+                              settings or chat.models.turn_settings(), continue_final, override_memory,
                               backend=chat.settings.backend)
         self._active_request = request.request_id
         chat.worker.turn_requested.emit(request)

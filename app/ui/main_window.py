@@ -221,7 +221,7 @@ class MainWindow(QMainWindow):
         catalog = Catalog.for_this_machine(
             chat.device_preference, chat.report.weight_bytes if chat.report else 0,
             chat.settings.generation.context_tokens)
-        dialog = OpenModelDialog(catalog, chat.settings, self)
+        dialog = OpenModelDialog(catalog, chat.settings, self, jobs=chat.jobs)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.model_chosen.connect(chat.models.open_chosen)
         dialog.open()
