@@ -55,6 +55,8 @@ class Chat(QObject):
         can_send_changed(bool): something can answer (a model, or a remote backend).
         backend_changed(object): the remote server's display name, or None for the local model.
         backend_reported(object): the LoadReport or RemoteReport of what answered a turn.
+        attachment_changed(int id, str name, str status): a file attached to the next message
+            is being read ("reading 40%"), ready, or gone (status "").
     """
 
     notice = Signal(str, str)
@@ -83,6 +85,7 @@ class Chat(QObject):
     can_send_changed = Signal(bool)
     backend_changed = Signal(object)
     backend_reported = Signal(object)
+    attachment_changed = Signal(int, str, str)
 
     def __init__(self, settings: Settings, store: Store | None = None, device_preference: str = "auto",
                  worker=None, server_monitor: ServerMonitor | None = None, parent=None):
@@ -112,11 +115,11 @@ class Chat(QObject):
             worker.moveToThread(self.thread)
         self.worker = worker
         self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
-        self.jobs = BackgroundJobs(threads=1, parent=self)  # short reads off the GUI thread (model plans)
+        self.jobs = BackgroundJobs(threads=2, parent=self)  # reads off the GUI thread: model plans, documents
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
         self.turns = self.conversations = self.summaries = None
-        self.models = self.backend = self.memory = None
+        self.models = self.backend = self.memory = self.attachments = None
         self._closed = False
 
     def start(self) -> None:
