@@ -158,6 +158,8 @@ class Chat(QObject):
         self.models.cancel_load()
         self.monitor.stop()
         self.server_monitor.shutdown()
+        if self.attachments is not None:
+            self.attachments.take()  # cancels reads in progress, so the pool's wait is short
         self.jobs.shutdown()
         self.worker.request_stop()
         if self.thread is not None:
