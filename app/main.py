@@ -101,12 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         return headless.plan(args.model, "cpu" if args.cpu else "auto")
 
     settings = load_settings()
+    from app.core.paths import default_model_path
+
+    model_context = settings.context_for(args.model or default_model_path())  # its own, else the global one
     generation = GenerationSettings(
         system_prompt=settings.generation.system_prompt,
         max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
         temperature=0.0 if args.temperature is None else args.temperature,
         top_p=settings.generation.top_p,
-        context_tokens=args.context or settings.generation.context_tokens,
+        context_tokens=args.context or model_context,
         **{name: getattr(args, name) if getattr(args, name) is not None else getattr(settings.generation, name)
            for name in ("top_k", "min_p", "repetition_penalty", "seed")},
     ).validated()

@@ -6,10 +6,12 @@
     models         loading a model in the worker, Cancel, the LoadReport
     backend        settings, local or remote backend, the API key
     memory         the monitor's probe, the "what if" projection, the diagnostics report
+    attachments    files attached to the next message, read off the GUI thread
 
 `open_chat` builds a Chat and its flows; the window wires widgets to them and calls start().
 """
 
+from app.chat.attachments import AttachmentFlow
 from app.chat.backend import BackendFlow
 from app.chat.chat import Chat
 from app.chat.conversations import ConversationFlow
@@ -24,7 +26,7 @@ __all__ = ["Chat", "open_chat"]
 def open_chat(settings, store=None, device_preference: str = "auto", worker=None, server_monitor=None,
               parent=None) -> Chat:
     """A Chat (see Chat.__init__ for the arguments) with its flows attached as chat.turns,
-    chat.conversations, chat.summaries, chat.models, chat.backend and chat.memory; not started."""
+    chat.conversations, chat.summaries, chat.models, chat.backend, chat.memory and chat.attachments; not started."""
     chat = Chat(settings, store, device_preference, worker, server_monitor, parent)
     chat.turns = TurnFlow(chat)
     chat.conversations = ConversationFlow(chat)
@@ -32,4 +34,5 @@ def open_chat(settings, store=None, device_preference: str = "auto", worker=None
     chat.models = ModelFlow(chat)
     chat.backend = BackendFlow(chat)
     chat.memory = MemoryFlow(chat)
+    chat.attachments = AttachmentFlow(chat)
     return chat

@@ -1,6 +1,7 @@
 """The open chat, with no widgets: its settings, its Store, the open conversation (with its id
 and summary), the loaded model's LoadReport, and the threads that serve it — the generation
-worker's, the server monitor's — plus the GUI-thread memory monitor.
+worker's, the server monitor's, a small pool for short reads (BackgroundJobs) — plus the
+GUI-thread memory monitor.
 
 A `Chat` lives in the GUI thread; only this thread reads or writes its state, and the worker
 only ever sees copies (TurnRequest snapshots). The flows beside it (app.chat.turns,
@@ -17,6 +18,7 @@ from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.settings import Settings
 from app.core.store import Store, open_store
+from app.workers.background_jobs import BackgroundJobs
 from app.workers.memory_monitor import MemoryMonitor
 from app.workers.server_monitor import ServerMonitor
 
@@ -53,6 +55,8 @@ class Chat(QObject):
         can_send_changed(bool): something can answer (a model, or a remote backend).
         backend_changed(object): the remote server's display name, or None for the local model.
         backend_reported(object): the LoadReport or RemoteReport of what answered a turn.
+        attachment_changed(int id, str name, str status): a file attached to the next message
+            is being read ("reading 40%"), ready, or gone (status "").
     """
 
     notice = Signal(str, str)
@@ -81,6 +85,7 @@ class Chat(QObject):
     can_send_changed = Signal(bool)
     backend_changed = Signal(object)
     backend_reported = Signal(object)
+    attachment_changed = Signal(int, str, str)
 
     def __init__(self, settings: Settings, store: Store | None = None, device_preference: str = "auto",
                  worker=None, server_monitor: ServerMonitor | None = None, parent=None):
@@ -100,6 +105,7 @@ class Chat(QObject):
         self.cache_key = "new-0"  # the worker's key for this conversation's kept KV cache
         self.summary = SummaryState()
         self.report = None  # LoadReport of the loaded model, None while none is
+        self.model_path = None  # the path it was opened from (its per-model settings' key)
         self.thread: QThread | None = None
         if worker is None:
             from app.workers.generation_worker import GenerationWorker
@@ -110,10 +116,11 @@ class Chat(QObject):
             worker.moveToThread(self.thread)
         self.worker = worker
         self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
+        self.jobs = BackgroundJobs(threads=2, parent=self)  # reads off the GUI thread: model plans, documents
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
         self.turns = self.conversations = self.summaries = None
-        self.models = self.backend = self.memory = None
+        self.models = self.backend = self.memory = self.attachments = None
         self._closed = False
 
     def start(self) -> None:
@@ -152,6 +159,9 @@ class Chat(QObject):
         self.models.cancel_load()
         self.monitor.stop()
         self.server_monitor.shutdown()
+        if self.attachments is not None:
+            self.attachments.take()  # cancels reads in progress, so the pool's wait is short
+        self.jobs.shutdown()
         self.worker.request_stop()
         if self.thread is not None:
             self.thread.quit()

@@ -3,20 +3,23 @@ in its own thread with progress, and adopts it), Cancel, and adopting what is ac
 (its LoadReport) as the chat's report.
 
 The open model is freed before the next one loads (VRAM kept after unload, bitsandbytes #1611), so a failed or
-cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_code, pickle)
-and the recent-models list are saved in settings.
+cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_code, pickle), its
+context length and the recent-models list are saved in settings; the context set for the open
+model (Settings.context_for) is what its turns run with. At start-up the last model used opens
+again (the default when it is gone, with a notice).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
-from app.core.settings import save_settings
+from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -49,13 +52,45 @@ class ModelFlow(QObject):
         """Whether a load is requested and not yet answered."""
         return bool(self._loads)
 
-    @Slot(str, object)
-    def open_chosen(self, path: str, permissions) -> None:
-        """Open a model picked in the Open-model dialog, remembering its opt-ins (ModelPermissions)."""
+    @Slot(str, object, int)
+    def open_chosen(self, path: str, permissions, context_tokens: int = AUTO_CONTEXT) -> None:
+        """Open a model picked in the Open-model dialog, remembering its opt-ins (ModelPermissions)
+        and its context (tokens; AUTO_CONTEXT: the largest that fits)."""
         chat = self._chat
-        chat.settings = chat.settings.with_permissions(permissions)
+        chat.settings = chat.settings.with_permissions(permissions).with_context(path, context_tokens)
         save_settings(chat.settings)
         self.open_model(Path(path))
+
+    def open_at_start(self, model: Path | None, default: Path) -> None:
+        """Start-up: open `model` when one was asked for, else the last model used when it still
+        exists, else `default` (saying that the last one is gone); when the default is not
+        installed either, say how to get a model."""
+        chat = self._chat
+        last = Path(chat.settings.last_model_path) if chat.settings.last_model_path else None
+        if model is not None:
+            self.open_model(Path(model))
+            return
+        if last is not None and last.exists():
+            self.open_model(last)
+            return
+        if last is not None:
+            chat.announce(translate("Models", "The model used last is no longer at {0}; opening the default model.")
+                          .format(last), "error")
+        if default.exists():
+            self.open_model(default)
+        else:
+            chat.announce(translate("Models", "The default model is not installed yet ({0}). Run "
+                              "`python -m app.install_model`, or open a model with Open model…").format(default),
+                          "error")
+
+    def turn_settings(self, generation: GenerationSettings | None = None) -> GenerationSettings:
+        """`generation` (default: the chat's) with the context set for the open local model
+        (Settings.context_for: its own, else the settings' one); a remote backend keeps its own."""
+        chat = self._chat
+        generation = generation or chat.settings.generation
+        if chat.model_path is None or chat.settings.backend.is_remote:
+            return generation
+        return replace(generation, context_tokens=chat.settings.context_for(chat.model_path))
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
@@ -117,15 +152,18 @@ class ModelFlow(QObject):
     def _on_model_changed(self, report) -> None:
         chat = self._chat
         chat.report = report
+        if report is None:
+            chat.model_path = None
         chat.model_changed.emit(report)
         chat.backend.refresh_can_send()
 
     @Slot(object)
     def _on_model_loaded(self, report) -> None:
         path, newest = self._answered()
+        chat = self._chat
+        chat.model_path = path
         if not newest:  # a newer open is queued and frees this model first
             return
-        chat = self._chat
         chat.settings = chat.settings.with_recent_model(path)
         save_settings(chat.settings)
         chat.model_loaded.emit(report)

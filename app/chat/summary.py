@@ -50,7 +50,7 @@ class SummaryFlow(QObject):
         remote_report = chat.backend.remote_report
         if chat.settings.backend.is_remote and remote_report is not None:
             positions = remote_report.context_tokens
-        context = chat.settings.generation.context_tokens
+        context = chat.models.turn_settings().context_tokens  # the open model's own, if set
         return summary_reserve(min(positions, context) if context > 0 else positions)
 
     def show_summary(self) -> None:

@@ -39,6 +39,7 @@ class TurnFlow(QObject):
         self._request_ids = itertools.count(1)
         self._active_request: int | None = None
         self._queued_text: str | None = None
+        self._documents: tuple = ()  # ExtractedDocuments sent with the newest message
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -63,10 +64,18 @@ class TurnFlow(QObject):
             self._queued_text = text
             chat.worker.request_stop()
             return
+        reading = chat.attachments.reading if chat.attachments is not None else []
+        if reading:  # the message waits for its documents, back in the composer
+            chat.announce(translate("Turns", "{0} is still being read: send again when it is ready")
+                          .format(", ".join(reading)), "warning")
+            chat.text_withdrawn.emit(text)
+            return
+        # kept for this message's remedies after a refusal; not stored with the chat (yet)
+        self._documents = chat.attachments.take() if chat.attachments is not None else ()
         message = chat.conversation.add(Role.USER, text)
         chat.message_added.emit(Role.USER, text)
         chat.conversations.persist(message)
-        self._start_turn()
+        self._start_turn(documents=self._documents)
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
@@ -100,28 +109,32 @@ class TurnFlow(QObject):
     def apply_remedy(self, choice: str, decision) -> None:
         """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
         "override"; anything else gives up) and send it again."""
-        settings = self._chat.settings.generation
+        settings = self._chat.models.turn_settings()
+        documents = self._documents
         if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
-            self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit))
+            self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit),
+                             documents=documents)
         elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:
             # a smaller context for this turn: the oldest turns leave the window (and are summarized)
             context = len(self.last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
-            self._start_turn(settings=replace(settings, context_tokens=max(context, settings.max_new_tokens + 1)))
+            self._start_turn(settings=replace(settings, context_tokens=max(context, settings.max_new_tokens + 1)),
+                             documents=documents)
         elif choice == "override":
-            self._start_turn(override_memory=True)
+            self._start_turn(override_memory=True, documents=documents)
         else:
             self._withdraw_unanswered()
 
     def _start_turn(self, continue_final: bool = False, override_memory: bool = False,
-                    settings=None) -> None:
+                    settings=None, documents: tuple = ()) -> None:
         chat = self._chat
         messages = copy_messages(chat.conversation.messages)
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
         request = TurnRequest(next(self._request_ids), messages, chat.summary,
-                              settings or chat.settings.generation, continue_final, override_memory,
-                              backend=chat.settings.backend, conversation_key=chat.cache_key)
+                              settings or chat.models.turn_settings(), continue_final, override_memory,
+                              backend=chat.settings.backend, conversation_key=chat.cache_key,
+                              documents=documents)
         self._active_request = request.request_id
         chat.worker.turn_requested.emit(request)
 

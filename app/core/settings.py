@@ -166,9 +166,12 @@ class Settings:
     def context_for(self, path: str | Path) -> int:
         """This model's context setting in tokens: its own if set, else the global
         generation.context_tokens; AUTO_CONTEXT (0) when neither is set."""
+        return self.own_context(path) or self.generation.context_tokens
+
+    def own_context(self, path: str | Path) -> int:
+        """The context set for this model itself, tokens (AUTO_CONTEXT when none is)."""
         key = model_key(path)
-        own = next((c.tokens for c in self.model_contexts if c.path == key), AUTO_CONTEXT)
-        return own or self.generation.context_tokens
+        return next((c.tokens for c in self.model_contexts if c.path == key), AUTO_CONTEXT)
 
     def with_context(self, path: str | Path, tokens: int) -> "Settings":
         """A copy with `tokens` as this model's context (AUTO_CONTEXT drops the entry)."""

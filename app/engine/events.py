@@ -1,7 +1,8 @@
 """The turn vocabulary: what a backend yields for one chat turn, whichever engine answers.
 
-A turn is TurnPlanned, then TurnRefused, or TextDelta… and TurnCompleted or TurnFailed, then the
-summary events when turns were evicted (app.engine.summary_flow). The local backend
+A turn is DocumentsFitted (when documents are attached), TurnPlanned, then TurnRefused, or
+TextDelta… and TurnCompleted or TurnFailed, then the summary events when turns were evicted
+(app.engine.summary_flow). The local backend
 (app.engine.local.turn_runner), the remote one (app.engine.remote.backend), the generation
 worker, the headless runs and the window all speak it. Pure Python: no torch, no Qt.
 """
@@ -93,6 +94,14 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
 @dataclass(frozen=True)
 class TurnPlanned:
     plan: TurnPlan
+
+
+@dataclass(frozen=True)
+class DocumentsFitted:
+    """Documents attached to the turn went into its prompt: one DocumentFit each
+    (app.engine.documents.fit: mode "whole" or "retrieved", tokens, excerpts). Before TurnPlanned."""
+
+    fits: tuple
 
 
 @dataclass(frozen=True)

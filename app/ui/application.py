@@ -52,20 +52,15 @@ def load_app_icon() -> QIcon:
 
 def create_window(settings: Settings, model=None, device_preference: str = "auto",
                   store=None) -> MainWindow:
-    """Build the main window and start opening `model` (or the default model) in the
-    background. Must be called with a running QApplication and qasync loop. store: a
-    conversation Store (default: the one in the user data folder). app.main.quiet_transformers
-    is called before (transformers' progress bars are read when it is imported)."""
+    """Build the main window and start opening `model` (else the last model used, else the
+    default model) in the background. Must be called with a running QApplication and qasync
+    loop. store: a conversation Store (default: the one in the user data folder).
+    app.main.quiet_transformers is called before (transformers' progress bars are read when it
+    is imported)."""
     from app.ui.main_window import MainWindow  # imports torch: after the splash is up
 
     window = MainWindow(settings, device_preference, store)
-    path = model or default_model_path()
-    if model is None and not path.exists():
-        window.chat.announce(QCoreApplication.translate(
-            "Application", "The default model is not installed yet ({0}). Run "
-            "`python -m app.install_model`, or open a model with Open model…").format(path), "error")
-    else:
-        window.open_model(path)
+    window.chat.models.open_at_start(model, default_model_path())
     return window
 
 

@@ -20,6 +20,7 @@ from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
 from app.ui.admission_dialog import AdmissionDialog
+from app.ui.attachment_bar import AttachmentBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
@@ -66,6 +67,8 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         self.chat_view = ChatView()
         self.composer = Composer()
+        self.attachment_bar = AttachmentBar()
+        self.attachment_bar.watch(self.composer.editor.viewport())  # files dropped on the message box
         self.token_meter = TokenMeter()
         self.sidebar = ConversationList()
         self.status = ModelStatusBar()
@@ -75,6 +78,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
+        layout.addWidget(self.attachment_bar)
         layout.addWidget(self.composer)
         layout.addWidget(self.token_meter)
         self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -128,6 +132,7 @@ class MainWindow(QMainWindow):
         chat.can_send_changed.connect(self.composer.set_can_send)
         chat.backend_changed.connect(self.vram_panel.show_remote)
         chat.backend_reported.connect(status.show_backend)
+        chat.attachment_changed.connect(self.attachment_bar.show_attachment)
         chat.monitor.sample_taken.connect(self.vram_panel.show_sample)
         chat.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
 
@@ -140,6 +145,8 @@ class MainWindow(QMainWindow):
         self.about_action.triggered.connect(self.help_menu._on_about_triggered)
         self.composer.send_requested.connect(turns.send)
         self.composer.stop_requested.connect(turns.stop)
+        self.attachment_bar.files_chosen.connect(self.chat.attachments.add)
+        self.attachment_bar.remove_requested.connect(self.chat.attachments.remove)
         self.status.cancel_load_requested.connect(self.chat.models.cancel_load)
         self.chat_view.edit_requested.connect(turns.edit)
         self.chat_view.regenerate_requested.connect(turns.regenerate)
@@ -217,7 +224,7 @@ class MainWindow(QMainWindow):
         catalog = Catalog.for_this_machine(
             chat.device_preference, chat.report.weight_bytes if chat.report else 0,
             chat.settings.generation.context_tokens)
-        dialog = OpenModelDialog(catalog, chat.settings, self)
+        dialog = OpenModelDialog(catalog, chat.settings, self, jobs=chat.jobs)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.model_chosen.connect(chat.models.open_chosen)
         dialog.open()

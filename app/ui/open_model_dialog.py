@@ -2,8 +2,13 @@
 
 Lists recent models, the installed default and the local Hugging Face cache
 (app.engine.loading.catalog), each with its projected memory against what this machine has free
-(app.engine.loading.fit); "Browse…" adds any folder or .gguf file. The per-model permissions
-(run the model's own code, load pickle weights) are set here, for the selected model only.
+(app.engine.loading.fit) and its fit plan; "Browse…" adds any folder or .gguf file. Finding the
+models and reading each one's config or GGUF header run on BackgroundJobs (the first header
+takes seconds): a row says "reading…" until its plan arrives, and an answer for a row that
+changed since it was asked (browsed again, another context) is dropped. A file that cannot be
+opened (not a GGUF, an unsupported architecture) keeps Open disabled and says why. The
+per-model permissions (run the model's own code, load pickle weights) and the context length
+(auto or custom) are set here, for the selected model only.
 """
 
 from pathlib import Path
@@ -26,9 +31,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.paths import default_model_path
-from app.core.settings import ModelPermissions, Settings, model_key
-from app.engine.loading.catalog import CHOSEN, Catalog, CatalogEntry
+from app.core.settings import AUTO_CONTEXT, ModelPermissions, Settings, model_key
+from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
 from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
+from app.engine.loading.fit_plan import PARTIAL
+from app.workers.background_jobs import BackgroundJobs
 
 COLUMNS = (QT_TRANSLATE_NOOP("OpenModelDialog", "Model"), QT_TRANSLATE_NOOP("OpenModelDialog", "Found in"),
            QT_TRANSLATE_NOOP("OpenModelDialog", "On disk"), QT_TRANSLATE_NOOP("OpenModelDialog", "Needs"),
@@ -43,7 +50,9 @@ ORIGIN_TEXTS = {"recent": QT_TRANSLATE_NOOP("OpenModelDialog", "recent"),
                 "default": QT_TRANSLATE_NOOP("OpenModelDialog", "default"),
                 "HF cache": QT_TRANSLATE_NOOP("OpenModelDialog", "HF cache"),
                 "chosen": QT_TRANSLATE_NOOP("OpenModelDialog", "chosen")}
-_ENTRY_ROLE = Qt.ItemDataRole.UserRole
+REFUSED_COLOR = VERDICT_COLORS[NO_FIT]
+_ENTRY_ROLE = Qt.ItemDataRole.UserRole          # the CatalogEntry, None while reading
+_CANDIDATE_ROLE = Qt.ItemDataRole.UserRole + 1  # the Candidate the row was made from
 ROW_HEIGHT = 26  # px
 
 
@@ -51,29 +60,36 @@ class OpenModelDialog(QDialog):
     """Pick a model to open; nothing is loaded here.
 
     Signals:
-        model_chosen(str path, object ModelPermissions): the model to open and the permissions
-        the user set for it, emitted as the dialog accepts (Open, double-click, Enter).
+        model_chosen(str path, object ModelPermissions, int context_tokens): the model to open,
+        the permissions and the context (AUTO_CONTEXT = auto) the user set for it, emitted as
+        the dialog accepts (Open, double-click, Enter).
     """
 
-    model_chosen = Signal(str, object)
+    model_chosen = Signal(str, object, int)
 
     def __init__(self, catalog: Catalog, settings: Settings, parent=None,
-                 default_path: Path | None = None):
+                 default_path: Path | None = None, jobs: BackgroundJobs | None = None):
+        """jobs: where listing and describing run (the chat's; default: the dialog's own, whose
+        running job is waited for when the dialog closes)."""
         super().__init__(parent)
         self.setObjectName("openModelDialog")
         self.setWindowTitle(self.tr("Open model"))
-        self.resize(820, 420)
+        self.resize(820, 460)
         self.catalog = catalog
         self._permissions: dict[str, ModelPermissions] = {}
+        self._contexts: dict[str, int] = {}   # model key → context chosen here
+        self._asked: dict[int, str] = {}      # ticket → model key of a description awaited
         self._settings = settings
+        self._own_jobs = jobs is None
+        self._jobs = jobs or BackgroundJobs(parent=self)
 
         machine = QLabel(self.tr("This machine: {0} ({1})").format(
             catalog.machine.describe(), "GPU" if catalog.machine.device == "cuda" else "CPU"))
         machine.setObjectName("openModelMachine")
         machine.setWordWrap(True)
-        hint = QLabel(self.tr("Needs = the weights as they would load here + the KV cache of a full context. "
-                              "“tight” leaves too little room for long prompts; “does not fit” will not load "
-                              "or will run out of memory."))
+        hint = QLabel(self.tr("Needs = the weights as they would load here + the KV cache of the model's "
+                              "context (auto: the largest that fits). “tight” leaves too little room for "
+                              "long prompts; “does not fit” will not load or will run out of memory."))
         hint.setObjectName("openModelHint")
         hint.setWordWrap(True)
         self.tree = QTreeWidget()
@@ -87,10 +103,10 @@ class OpenModelDialog(QDialog):
         header.setSectionResizeMode(_MODEL, QHeaderView.ResizeMode.Stretch)
         for column in (_ORIGIN, _DISK, _NEEDS, _FIT):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        self.empty = QLabel(self.tr("No models found on this machine yet. Use “Browse…” to pick a model "
-                                    "folder or a .gguf file."))
+        self.empty = QLabel(self.tr("Looking for models on this machine…"))
         self.empty.setObjectName("openModelEmpty")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setWordWrap(True)
         self.detail = QLabel()
         self.detail.setObjectName("openModelDetail")
         self.detail.setWordWrap(True)
@@ -117,106 +133,211 @@ class OpenModelDialog(QDialog):
         layout.addWidget(self.tree, 1)
         layout.addWidget(self.empty, 1)
         layout.addWidget(self.detail)
+        layout.addWidget(self.context)
         layout.addWidget(self.trust_code)
         layout.addWidget(self.allow_pickle)
         layout.addLayout(row)
 
         self.tree.currentItemChanged.connect(self._on_current_item_changed)
         self.tree.itemDoubleClicked.connect(self._on_item_double_clicked)
+        self.context.changed.connect(self._on_context_changed)
         self.trust_code.toggled.connect(self._on_permission_toggled)
         self.allow_pickle.toggled.connect(self._on_permission_toggled)
         self.browse_button.clicked.connect(self._on_browse_clicked)
         self.buttons.accepted.connect(self._on_open_clicked)
         self.buttons.rejected.connect(self.reject)
+        self._jobs.job_finished.connect(self._on_job_finished)
+        self._jobs.job_failed.connect(self._on_job_failed)
 
         default = default_model_path() if default_path is None else default_path
-        for entry in catalog.entries(settings.recent_models, default):
-            self._append(entry)
-        if self.tree.topLevelItemCount():
-            self.tree.setCurrentItem(self.tree.topLevelItem(0))
-        self._show(self.current_entry())
+        self._listing: int | None = self._jobs.submit(catalog.candidates, settings.recent_models, default)
+        self._show(None)
 
     # ----- rows --------------------------------------------------------------------------------
     def entries(self) -> list[CatalogEntry]:
-        """The listed entries, top to bottom."""
-        return [self.tree.topLevelItem(i).data(_MODEL, _ENTRY_ROLE)
-                for i in range(self.tree.topLevelItemCount())]
+        """The described entries, top to bottom (rows still reading are left out)."""
+        return [e for e in (self._items_entry(i) for i in self._items()) if e is not None]
+
+    def reading(self) -> bool:
+        """Whether the list or a row's plan is still on its way."""
+        return self._listing is not None or bool(self._asked)
 
     def current_entry(self) -> CatalogEntry | None:
+        """The selected row's entry; None when nothing is selected or its plan is on its way."""
         item = self.tree.currentItem()
-        return item.data(_MODEL, _ENTRY_ROLE) if item is not None else None
+        return self._items_entry(item) if item is not None else None
 
-    def add_path(self, path: Path) -> CatalogEntry:
-        """Describe `path` (folder, config.json or .gguf), list it first and select it."""
-        entry = self.catalog.describe(Path(path), CHOSEN)
-        for i in range(self.tree.topLevelItemCount()):
-            if model_key(self.tree.topLevelItem(i).data(_MODEL, _ENTRY_ROLE).path) == model_key(entry.path):
-                self.tree.takeTopLevelItem(i)
+    def current_candidate(self) -> Candidate | None:
+        item = self.tree.currentItem()
+        return item.data(_MODEL, _CANDIDATE_ROLE) if item is not None else None
+
+    def add_path(self, path: Path) -> Candidate:
+        """List `path` (folder, config.json or .gguf) first and select it; its plan follows."""
+        path = Path(path)
+        if path.is_file() and path.name == "config.json":
+            path = path.parent
+        candidate = Candidate(path.name, path, (CHOSEN,))
+        for item in self._items():
+            if model_key(item.data(_MODEL, _CANDIDATE_ROLE).path) == model_key(path):
+                self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
                 break
-        item = self._item(entry)
+        item = self._reading_item(candidate)
         self.tree.insertTopLevelItem(0, item)
         self.tree.setCurrentItem(item)
+        self._describe(candidate)
         self.open_button.setFocus()
-        return entry
+        return candidate
 
-    def _append(self, entry: CatalogEntry) -> None:
-        self.tree.addTopLevelItem(self._item(entry))
+    def _items(self) -> list[QTreeWidgetItem]:
+        return [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
 
-    def _item(self, entry: CatalogEntry) -> QTreeWidgetItem:
-        fit = entry.fit
-        needs = gib(fit.needed) if fit else "—"
-        if fit:
-            verdict = "● " + QCoreApplication.translate("OpenModelDialog", VERDICT_TEXTS.get(fit.verdict, fit.verdict))
-        else:
-            verdict = self.tr("unknown")
+    @staticmethod
+    def _items_entry(item: QTreeWidgetItem) -> CatalogEntry | None:
+        return item.data(_MODEL, _ENTRY_ROLE)
+
+    def _item_for(self, key: str) -> QTreeWidgetItem | None:
+        return next((i for i in self._items() if model_key(i.data(_MODEL, _CANDIDATE_ROLE).path) == key), None)
+
+    def _describe(self, candidate: Candidate) -> None:
+        """Ask for `candidate`'s entry at its context; an answer still awaited for it is dropped."""
+        key = model_key(candidate.path)
+        self._asked = {t: k for t, k in self._asked.items() if k != key}
+        # no context of its own: the catalog's (the Settings dialog's) sizes the KV term
+        ticket = self._jobs.submit(self.catalog.describe_candidate, candidate, self.context_for(key) or None)
+        self._asked[ticket] = key
+
+    def _reading_item(self, candidate: Candidate) -> QTreeWidgetItem:
+        size = gib(candidate.disk_bytes) if candidate.disk_bytes is not None else "…"
         origins = " · ".join(QCoreApplication.translate("OpenModelDialog", ORIGIN_TEXTS.get(o, o))
-                             for o in entry.origins)
-        item = QTreeWidgetItem([entry.name, origins, gib(entry.disk_bytes), needs, verdict])
-        item.setData(_MODEL, _ENTRY_ROLE, entry)
+                             for o in candidate.origins)
+        item = QTreeWidgetItem([candidate.name, origins, size, "…", self.tr("reading…")])
+        item.setData(_MODEL, _CANDIDATE_ROLE, candidate)
+        item.setData(_MODEL, _ENTRY_ROLE, None)
         item.setSizeHint(_MODEL, QSize(0, ROW_HEIGHT))
         for column in (_DISK, _NEEDS):
             item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if fit:
-            item.setForeground(_FIT, QBrush(QColor(VERDICT_COLORS[fit.verdict])))
+        item.setToolTip(_MODEL, str(candidate.path))
+        return item
+
+    def _fill(self, item: QTreeWidgetItem, entry: CatalogEntry) -> None:
+        """Show `entry` in its row (the plan arrived)."""
+        fit = entry.fit
+        item.setData(_MODEL, _ENTRY_ROLE, entry)
+        item.setText(_DISK, gib(entry.disk_bytes))
+        item.setText(_NEEDS, gib(fit.needed) if fit else "—")
+        if entry.refusal:
+            item.setText(_FIT, self.tr("✕ cannot open"))
+            item.setForeground(_FIT, QBrush(QColor(REFUSED_COLOR)))
+        elif fit is None:
+            item.setText(_FIT, self.tr("unknown"))
+        else:
+            plan = entry.plan
+            partial = plan is not None and plan.verdict == PARTIAL and fit.context_tokens == plan.context_fit
+            verdict = QCoreApplication.translate("OpenModelDialog", VERDICT_TEXTS.get(fit.verdict, fit.verdict))
+            item.setText(_FIT, f"● {plan.verdict_text}" if partial else f"● {verdict}")
+            item.setForeground(_FIT, QBrush(QColor(VERDICT_COLORS[TIGHT if partial else fit.verdict])))
         plan = entry.plan.summary() if entry.plan is not None else ""
         tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", plan, entry.note) if t)
         for column in range(len(COLUMNS)):
             item.setToolTip(column, tip)
-        return item
 
-    def _show(self, entry: CatalogEntry | None) -> None:
+    # ----- the selected model --------------------------------------------------------------------
+    def _show(self, item: QTreeWidgetItem | None) -> None:
         has_rows = self.tree.topLevelItemCount() > 0
         self.tree.setVisible(has_rows)
         self.empty.setVisible(not has_rows)
-        self.open_button.setEnabled(entry is not None)
+        candidate = item.data(_MODEL, _CANDIDATE_ROLE) if item is not None else None
+        entry = self._items_entry(item) if item is not None else None
+        refusal = entry.refusal if entry is not None else ""
+        self.open_button.setEnabled(candidate is not None and not refusal)
+        self.open_button.setToolTip(self.tr("Cannot open: {0}").format(refusal) if refusal else "")
         for box in (self.trust_code, self.allow_pickle):
-            box.setEnabled(entry is not None)
-        if entry is None:
+            box.setEnabled(candidate is not None and not refusal)
+        self.context.setEnabled(entry is not None and not refusal)
+        if candidate is None:
             self.detail.setText("")
+            self.context.show_model(None, None, AUTO_CONTEXT, self._settings.generation.context_tokens)
             return
-        lines = [str(entry.path)]
-        lines.append(entry.fit.detail() if entry.fit else self.tr("Memory fit not known yet."))
-        if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
-            lines.append(self.tr("Plan: {0}").format(entry.plan.summary()))
-        if entry.note:
-            lines.append(self.tr("Note: {0}.").format(entry.note))
-        self.detail.setText("\n".join(lines))
-        permissions = self.permissions_for(entry)
+        key = model_key(candidate.path)
+        self._show_detail(candidate, entry)
+        plan = entry.plan if entry is not None else None
+        self.context.show_model(plan.context_fit if plan else None, plan.trained_context if plan else None,
+                                self.context_for(key), self._settings.generation.context_tokens,
+                                reading=entry is None)
+        permissions = self.permissions_for(candidate)
         for box, value in ((self.trust_code, permissions.trust_remote_code),
                            (self.allow_pickle, permissions.allow_pickle)):
             box.blockSignals(True)
             box.setChecked(value)
             box.blockSignals(False)
 
-    def permissions_for(self, entry: CatalogEntry) -> ModelPermissions:
+    def _show_detail(self, candidate: Candidate, entry: CatalogEntry | None) -> None:
+        lines = [str(candidate.path)]
+        if entry is None:
+            lines.append(self.tr("Reading the model's header and planning its fit…"))
+        elif entry.refusal:
+            lines.append(self.tr("Cannot open: {0}.").format(entry.refusal.rstrip(".")))
+        else:
+            lines.append(entry.fit.detail() if entry.fit else self.tr("Memory fit not known."))
+            if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
+                lines.append(self.tr("Plan: {0}").format(entry.plan.summary()))
+            if entry.note:
+                lines.append(self.tr("Note: {0}.").format(entry.note))
+        self.detail.setText("\n".join(lines))
+
+    def permissions_for(self, entry: CatalogEntry | Candidate) -> ModelPermissions:
         """What the dialog will open `entry` with: as ticked here, else as saved in settings."""
         key = model_key(entry.path)
         return self._permissions.get(key) or self._settings.permissions_for(key)
 
+    def context_for(self, key: str) -> int:
+        """The context the dialog will open this model with: as chosen here, else its own saved
+        one (AUTO_CONTEXT when it has none: the Settings dialog's context then applies)."""
+        if key in self._contexts:
+            return self._contexts[key]
+        return self._settings.own_context(key)
+
     # ----- slots -------------------------------------------------------------------------------
+    @Slot(int, object)
+    def _on_job_finished(self, ticket: int, result) -> None:
+        if ticket == self._listing:
+            self._listing = None
+            for candidate in result:
+                self.tree.addTopLevelItem(self._reading_item(candidate))
+                self._describe(candidate)
+            if self.tree.currentItem() is None and self.tree.topLevelItemCount():
+                self.tree.setCurrentItem(self.tree.topLevelItem(0))
+            self.empty.setText(self.tr("No models found on this machine yet. Use “Browse…” to pick a model "
+                                       "folder or a .gguf file."))
+            self._show(self.tree.currentItem())
+            return
+        key = self._asked.pop(ticket, None)
+        item = self._item_for(key) if key is not None else None
+        if item is None:  # stale: the row changed or went since this was asked
+            return
+        if result is None:  # only in the HF cache, and not a causal LM after all
+            self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
+            self._show(self.tree.currentItem())
+            return
+        self._fill(item, result)
+        if item is self.tree.currentItem():
+            self._show(item)
+
+    @Slot(int, str)
+    def _on_job_failed(self, ticket: int, reason: str) -> None:
+        if ticket == self._listing:
+            self._listing = None
+            self.empty.setText(self.tr("Could not look for models: {0}").format(reason))
+            return
+        key = self._asked.pop(ticket, None)
+        item = self._item_for(key) if key is not None else None
+        if item is not None:
+            item.setText(_FIT, self.tr("unknown"))
+            item.setToolTip(_FIT, reason)
+
     @Slot(QTreeWidgetItem, QTreeWidgetItem)
     def _on_current_item_changed(self, current, _previous) -> None:
-        self._show(current.data(_MODEL, _ENTRY_ROLE) if current is not None else None)
+        self._show(current)
 
     @Slot(QTreeWidgetItem, int)
     def _on_item_double_clicked(self, item, _column) -> None:
@@ -225,11 +346,19 @@ class OpenModelDialog(QDialog):
 
     @Slot(bool)
     def _on_permission_toggled(self, _checked: bool) -> None:
-        entry = self.current_entry()
-        if entry is not None:
-            key = model_key(entry.path)
+        candidate = self.current_candidate()
+        if candidate is not None:
+            key = model_key(candidate.path)
             self._permissions[key] = ModelPermissions(key, self.trust_code.isChecked(),
                                                       self.allow_pickle.isChecked())
+
+    @Slot(int)
+    def _on_context_changed(self, tokens: int) -> None:
+        candidate = self.current_candidate()
+        if candidate is None:
+            return
+        self._contexts[model_key(candidate.path)] = tokens
+        self._describe(candidate)  # "Needs" follows the context; an older answer is dropped
 
     @Slot()
     def _on_browse_clicked(self) -> None:
@@ -241,8 +370,15 @@ class OpenModelDialog(QDialog):
 
     @Slot()
     def _on_open_clicked(self) -> None:
-        entry = self.current_entry()
-        if entry is None:
+        candidate, entry = self.current_candidate(), self.current_entry()
+        if candidate is None or (entry is not None and entry.refusal):
             return
-        self.model_chosen.emit(str(entry.path), self.permissions_for(entry))
+        key = model_key(candidate.path)
+        self.model_chosen.emit(str(candidate.path), self.permissions_for(candidate), self.context_for(key))
         self.accept()
+
+    def done(self, result: int) -> None:
+        """Closing: the dialog's own jobs are dropped or waited for (each is short)."""
+        if self._own_jobs:
+            self._jobs.shutdown()
+        super().done(result)

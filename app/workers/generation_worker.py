@@ -47,7 +47,8 @@ class TurnRequest:
     override_memory: the user chose "send anyway" after a memory refusal.
     backend: which engine answers (the conversation's choice; local by default).
     conversation_key: the conversation whose kept KV cache the turn uses (the chat layer's key;
-    "" = whatever cache is active)."""
+    "" = whatever cache is active).
+    documents: ExtractedDocuments attached to the new user message (local model only)."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -57,6 +58,7 @@ class TurnRequest:
     override_memory: bool = False
     backend: BackendSettings = BackendSettings()
     conversation_key: str = ""
+    documents: tuple = ()
 
 
 class GenerationWorker(QObject):
@@ -85,6 +87,8 @@ class GenerationWorker(QObject):
         foresight_changed(object): ForesightSnapshot for the "what if" view (None after unload).
         backend_chosen(int, object): request id, the report of what answers it (LoadReport for
             the local model, RemoteReport for a server), before its first other event.
+        documents_fitted(int, object): request id, tuple of DocumentFit — how each attached
+            document went into the prompt (whole or retrieved), before turn_planned.
         turn_planned(int, object): request id, TurnPlan (window, projection, decision).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
         token_streamed(int, str): request id, new text (never half a character).
@@ -110,6 +114,7 @@ class GenerationWorker(QObject):
     decode_status_changed = Signal(object)
     foresight_changed = Signal(object)
     backend_chosen = Signal(int, object)
+    documents_fitted = Signal(int, object)
     turn_planned = Signal(int, object)
     turn_refused = Signal(int, object)
     token_streamed = Signal(int, str)
@@ -224,9 +229,15 @@ class GenerationWorker(QObject):
         if backend is None:
             self.generation_failed.emit(rid, "no model is loaded", "")
             return
+        extra = {}
+        if request.documents:
+            if backend is not self._runner:
+                self.generation_failed.emit(rid, "attached documents are read by the local model only", "")
+                return
+            extra["documents"] = request.documents
         events = backend.run_turn(list(request.messages), request.summary, request.settings,
                                   self._stop, request.continue_final, request.override_memory,
-                                  request.conversation_key)
+                                  request.conversation_key, **extra)
         announced = False
         for event in events:
             if not announced and backend.report is not None:  # a remote one knows after connecting
@@ -235,6 +246,8 @@ class GenerationWorker(QObject):
             match event:
                 case TextDelta(text=text):
                     self.token_streamed.emit(rid, text)
+                case ev.DocumentsFitted(fits=fits):
+                    self.documents_fitted.emit(rid, fits)
                 case ev.TurnPlanned(plan=plan):
                     self.turn_planned.emit(rid, plan)
                 case ev.TurnRefused(decision=decision):

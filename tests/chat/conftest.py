@@ -17,7 +17,7 @@ CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_streamed", "r
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
                 "summary_changed", "summarizing_changed", "load_progressed", "load_ended", "model_changed",
                 "model_loaded", "load_failed", "decode_status_changed", "can_send_changed", "backend_changed",
-                "backend_reported")
+                "backend_reported", "attachment_changed")
 
 
 class Recorder:

@@ -4,7 +4,7 @@ open replacing an older one, and reopening the previous model after a failed or 
 from dataclasses import replace
 
 from app.core.settings import ModelPermissions
-from tests.chat.conftest import report
+from tests.chat.conftest import finished, record, report
 
 
 def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
@@ -87,3 +87,72 @@ def test_a_newer_open_replaces_the_load_in_progress(chat, tmp_path):
     worker.model_changed.emit(loaded)
     worker.model_loaded.emit(loaded)
     assert seen.of("model_loaded") == [(loaded,)] and chat.settings.last_model_path == str(second)
+
+
+# ----- the context set for a model; the model opened at start-up ---------------------------------
+def opened(chat, path):
+    """Play the worker's part of a successful open of `path`."""
+    chat.models.open_model(path)
+    loaded = report(path.name)
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+
+
+def test_turns_run_with_the_context_set_for_the_open_model(chat, tmp_path):
+    from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+
+    worker = chat.worker
+    short, other = tmp_path / "short", tmp_path / "other"
+    short.mkdir()
+    other.mkdir()
+    chat.models.open_chosen(str(short), ModelPermissions(str(short)), 3072)
+    worker.model_changed.emit(report("short"))
+    worker.model_loaded.emit(report("short"))
+    assert chat.settings.own_context(short) == 3072 and chat.model_path == short
+    chat.turns.send("Hi")
+    assert worker.requests[-1].settings.context_tokens == 3072
+    assert chat.settings.generation.context_tokens == 0  # the conversation's own settings are untouched
+    worker.reply_finished.emit(worker.last_id, finished(), record())
+
+    opened(chat, other)  # no context of its own: auto
+    chat.turns.send("Hi again")
+    assert worker.requests[-1].settings.context_tokens == 0
+    worker.reply_finished.emit(worker.last_id, finished(), record())
+
+    opened(chat, short)
+    chat.settings = replace(chat.settings, backend=BackendSettings(REMOTE, RemoteSettings("http://127.0.0.1:9", "m")))
+    chat.turns.send("Remote")  # a server's context is its own, not the local model's
+    assert worker.requests[-1].settings.context_tokens == 0
+
+
+def test_start_up_reopens_the_last_model_used(chat, tmp_path):
+    last, default = tmp_path / "last.gguf", tmp_path / "default.gguf"
+    last.write_bytes(b"GGUF")
+    default.write_bytes(b"GGUF")
+    chat.settings = chat.settings.with_recent_model(last)
+    chat.models.open_at_start(None, default)
+    assert [load[0] for load in chat.worker.loads] == [str(last)] and chat.recorded.of("notice") == []
+
+
+def test_start_up_opens_the_default_with_a_notice_when_the_last_model_is_gone(chat, tmp_path):
+    default = tmp_path / "default.gguf"
+    default.write_bytes(b"GGUF")
+    chat.settings = chat.settings.with_recent_model(tmp_path / "deleted.gguf")
+    chat.models.open_at_start(None, default)
+    assert [load[0] for load in chat.worker.loads] == [str(default)]
+    assert chat.recorded.of("notice") == [
+        (f"The model used last is no longer at {tmp_path / 'deleted.gguf'}; opening the default model.", "error")]
+
+
+def test_start_up_opens_the_model_asked_for_and_says_when_there_is_none(chat, tmp_path):
+    asked, last = tmp_path / "asked", tmp_path / "last"
+    asked.mkdir()
+    last.mkdir()
+    chat.settings = chat.settings.with_recent_model(last)
+    chat.models.open_at_start(asked, tmp_path / "default.gguf")
+    assert [load[0] for load in chat.worker.loads] == [str(asked)]
+
+    chat.settings = replace(chat.settings, last_model_path="")
+    chat.models.open_at_start(None, tmp_path / "not-installed.gguf")
+    assert len(chat.worker.loads) == 1
+    assert "The default model is not installed yet" in chat.recorded.of("notice")[-1][0]

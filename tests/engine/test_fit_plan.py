@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,9 @@ def test_per_model_context_setting_round_trips(tmp_path):
     loaded = load_settings(tmp_path / "s.json")
     assert loaded.context_for("/models/a.gguf") == 4096 and len(loaded.model_contexts) == 1
     assert loaded.with_context("/models/a.gguf", AUTO_CONTEXT).model_contexts == ()
+    capped = replace(loaded, generation=replace(loaded.generation, context_tokens=2048))
+    assert capped.context_for("/models/b") == 2048 and capped.own_context("/models/b") == AUTO_CONTEXT
+    assert capped.context_for("/models/a.gguf") == capped.own_context("/models/a.gguf") == 4096  # its own wins
 
 
 def test_auto_context_reaches_admission_and_the_history_budget(tiny_loaded):

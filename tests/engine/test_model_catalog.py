@@ -28,11 +28,11 @@ TINY_KV = 2 * 2 * (16 + 16) * 4 * 512  # layers × KV heads × (k + v dims) × f
 TINY_NEEDED = TINY_PARAMS * 4 + TINY_KV  # 13,141,248 bytes on the CPU (float32)
 
 
-def cpu_catalog(free: int, total: int = 16 * GiB, cache_dir=None) -> Catalog:
+def cpu_catalog(free: int, total: int = 16 * GiB, cache_dir=None, context_setting: int = 0) -> Catalog:
     def placement_for(already_quantized):
         return choose_placement(False, None, False, (False, "no CUDA"), already_quantized)
 
-    return Catalog(MachineMemory("cpu", free, total), placement_for, cache_dir)
+    return Catalog(MachineMemory("cpu", free, total), placement_for, cache_dir, context_setting)
 
 
 def cuda_catalog(free: int, total: int = 24 * GiB) -> Catalog:
@@ -83,9 +83,22 @@ def test_fit_labels_follow_free_memory(fake_cache, free_over_needed, verdict):
     margin = int(16 * GiB * 0.02) + round(0.10 * TINY_NEEDED)
     assert margin == 343_597_383 + 1_314_125
     free = TINY_NEEDED + free_over_needed(margin)
-    (entry,) = cpu_catalog(free=free).entries((), None)
+    (entry,) = cpu_catalog(free=free, context_setting=512).entries((), None)  # the whole context, asked for
     assert entry.fit.margin == margin
     assert entry.fit.verdict == verdict
+
+
+def test_auto_context_lists_the_fit_at_the_context_the_plan_says_fits(fake_cache):
+    (roomy,) = cpu_catalog(free=8 * GiB).entries((), None)  # the whole context fits: listed at it
+    assert roomy.plan.verdict == "fits at full context" and roomy.fit.context_tokens == 512
+    plan = roomy.plan
+    # room for three quarters of the full context's KV + prefill spike, beside weights and margin
+    full = plan.kv_bytes_full_context + plan.prefill_spike_full_context
+    free = plan.weights_bytes + plan.margin_bytes + full * 3 // 4
+    (entry,) = cpu_catalog(free=free).entries((), None)
+    assert entry.plan.verdict == "fits with context" and 256 <= entry.plan.context_fit < 512
+    assert entry.fit.context_tokens == entry.plan.context_fit
+    assert entry.fit.kv_bytes == entry.plan.kv_bytes_per_token * entry.plan.context_fit
 
 
 def test_context_setting_caps_the_kv_projection(fake_cache):

@@ -29,6 +29,7 @@ class FakeWorker(QObject):
     decode_status_changed = Signal(object)
     foresight_changed = Signal(object)
     backend_chosen = Signal(int, object)
+    documents_fitted = Signal(int, object)
     turn_planned = Signal(int, object)
     turn_refused = Signal(int, object)
     token_streamed = Signal(int, str)

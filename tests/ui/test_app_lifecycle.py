@@ -109,3 +109,16 @@ def test_the_window_paints_before_the_model_is_ready(real_model_path, tmp_path):
     assert result.returncode == 0 and report["exit_code"] == 0, result.stderr[-3000:]
     assert report["shown_s"] <= report["painted_s"] < report["model_ready_s"]
     assert report["progress_s"] < report["model_ready_s"]
+
+
+def test_start_up_reopens_the_model_used_last(qtbot, qasync_loop, tiny_model_dir, tmp_path, monkeypatch):
+    from app.ui import application
+
+    monkeypatch.setattr(application, "default_model_path", lambda: tmp_path / "default-not-installed.gguf")
+    settings = Settings(GenerationSettings(max_new_tokens=8)).with_recent_model(tiny_model_dir)
+    window = application.create_window(settings, store=Store(tmp_path / "chats.sqlite3"))
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
+        window.show()
+    assert ready.args[0].source == str(tiny_model_dir)
+    window.close()

@@ -10,7 +10,7 @@ without a config or a config that is not a causal LM is skipped, never raised.
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,13 @@ class CatalogEntry:
 
     path: what the window's open path receives (HF folder, HF cache snapshot folder or .gguf).
     origins: where it was found (RECENT, DEFAULT, HF_CACHE, CHOSEN), first one first.
-    disk_bytes: size on disk (the .gguf file; a folder's files, each blob once). fit: None when
-    the config could not be read (see note). note: one line on what stands out (or "").
+    disk_bytes: size on disk (the .gguf file; a folder's files, each blob once). fit: at the
+    model's context setting, for "auto" at the context the plan says fits; None when the config
+    could not be read (see note). note: one line on what stands out (or "").
     plan: the fit plan (app.engine.loading.fit_plan: verdict, context that fits, conversion), or
     None where fit is None. A GGUF is planned from its header; nothing is converted to list it.
+    refusal: why this path cannot be opened at all ("" when it can): a file that is not a GGUF or
+    a GGUF with an unsupported architecture or tensor type, a folder without config.json.
     """
 
     name: str
@@ -44,6 +47,18 @@ class CatalogEntry:
     note: str = ""
     architectures: tuple[str, ...] = field(default=(), compare=False)
     plan: Any = field(default=None, compare=False)
+    refusal: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model found by :meth:`Catalog.candidates`, not described yet (no config or header read).
+    disk_bytes: known for HF cache snapshots (from the cache scan), else None."""
+
+    name: str
+    path: Path
+    origins: tuple[str, ...]
+    disk_bytes: int | None = None
 
 
 def hf_cache_dir() -> Path:
@@ -154,9 +169,11 @@ class Catalog:
         device = placement_for(False).device
         return cls(machine_memory(device, reclaimable), placement_for, None, context_setting)
 
-    def entries(self, recent: tuple[str, ...] | list[str], default_path: Path | None) -> list[CatalogEntry]:
-        """Recent models (most recent first), then the installed default, then the HF cache;
-        a model found twice is listed once with both origins. Missing paths are left out."""
+    def candidates(self, recent: tuple[str, ...] | list[str], default_path: Path | None) -> list[Candidate]:
+        """What :meth:`entries` lists, before any model is described: recent models (most recent
+        first), then the installed default, then the HF cache (causal LMs only, judged from the
+        raw config.json); a model found twice is one candidate with both origins. Missing paths
+        are left out. Stats files and scans the cache: fast, but still file-system work."""
         found: dict[str, tuple[str, Path, list[str], int | None]] = {}
 
         def add(path: Path, origin: str, name: str | None = None, size: int | None = None) -> None:
@@ -172,54 +189,66 @@ class Catalog:
             add(default_path, DEFAULT)
         for repo_id, snapshot, size in scan_hf_cache(self.cache_dir):
             add(snapshot, HF_CACHE, repo_id, size)
-        entries = []
-        for name, path, origins, size in found.values():
-            entry = self.describe(path, origins[0], name=name, disk_bytes=size)
-            if origins[0] == HF_CACHE and not _is_causal(entry):
-                continue  # only found in the cache: list causal LMs only (no encoders, no datasets)
-            entries.append(CatalogEntry(entry.name, entry.path, tuple(origins), entry.disk_bytes,
-                                        entry.model_type, entry.fit, entry.note, entry.architectures,
-                                        entry.plan))
-        return entries
+        return [Candidate(name, path, tuple(origins), size) for name, path, origins, size in found.values()
+                if origins[0] != HF_CACHE or _raw_is_causal(path)]
+
+    def entries(self, recent: tuple[str, ...] | list[str], default_path: Path | None) -> list[CatalogEntry]:
+        """:meth:`candidates`, each described (:meth:`describe_candidate`), in the same order."""
+        described = (self.describe_candidate(c) for c in self.candidates(recent, default_path))
+        return [entry for entry in described if entry is not None]
+
+    def describe_candidate(self, candidate: Candidate, context_setting: int | None = None) -> CatalogEntry | None:
+        """`candidate` described (see :meth:`describe`), with all its origins; None for a model
+        found only in the HF cache that is not a causal LM (no encoders, no datasets)."""
+        entry = self.describe(candidate.path, candidate.origins[0], name=candidate.name,
+                              disk_bytes=candidate.disk_bytes, context_setting=context_setting)
+        if candidate.origins[0] == HF_CACHE and not _is_causal(entry):
+            return None
+        return replace(entry, origins=candidate.origins)
 
     def describe(self, path: Path, origin: str = CHOSEN, *, name: str | None = None,
-                 disk_bytes: int | None = None) -> CatalogEntry:
+                 disk_bytes: int | None = None, context_setting: int | None = None) -> CatalogEntry:
         """One entry for `path` (HF folder, snapshot folder, a folder's config.json or .gguf).
-        Never raises: what could not be read is said in the entry's note."""
+        context_setting: this model's context in tokens for the fit's KV term (None: the
+        catalog's; 0: the model's own). Reads the config or GGUF header (milliseconds to seconds
+        on first use: run it off the GUI thread). Never raises: what could not be read is said in
+        the entry's note, and what cannot be opened at all in its refusal."""
         path = Path(path)
+        context = self.context_setting if context_setting is None else context_setting
         if path.is_file() and path.name == "config.json":
             path = path.parent
         name = name or _display_name(path)
         size = disk_bytes if disk_bytes is not None else (
             path.stat().st_size if path.is_file() else folder_disk_bytes(path) if path.is_dir() else 0)
         if path.is_file() and path.suffix.lower() == ".gguf":
-            return self._describe_gguf(path, origin, name, size)
+            return self._describe_gguf(path, origin, name, size, context)
         folder = _config_folder(path)
         if folder is None:
-            return CatalogEntry(name, path, (origin,), size, note="no config.json: not a model folder")
+            why = "no config.json: not a model folder" if path.is_dir() else "not a .gguf file or a model folder"
+            return CatalogEntry(name, path, (origin,), size, note=why, refusal=why)
         try:
             config, raw = read_config(folder)
-            fit = self._fit(config, raw, folder)
             plan = self._plan(path, "hf", config, raw, folder)
+            fit = self._fit(config, raw, folder, _fit_context(context, plan))
         except Exception as exc:  # noqa: BLE001 - any config a listing cannot read is one note
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return CatalogEntry(name, path, (origin,), size, note=f"config.json unreadable: {reason}")
         return CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
                             _note(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
 
-    def _describe_gguf(self, path: Path, origin: str, name: str, size: int) -> CatalogEntry:
+    def _describe_gguf(self, path: Path, origin: str, name: str, size: int, context: int) -> CatalogEntry:
         """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
-        it would load once converted; an unsupported file says why in the note."""
+        it would load once converted; an unsupported or damaged file says why in note and refusal."""
         from app.engine.loading.gguf_header import read_gguf_header
 
         try:
             header = read_gguf_header(path)
             config = header.hf_config()
-            fit = project_fit(config, self.placement_for(False), self.machine, self.context_setting)
             plan = self._plan(path, "gguf", config, {}, None, header)
+            fit = project_fit(config, self.placement_for(False), self.machine, _fit_context(context, plan))
         except Exception as exc:  # noqa: BLE001 - unsupported or damaged: one note, never raised
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            return CatalogEntry(name, path, (origin,), size, note=reason)
+            return CatalogEntry(name, path, (origin,), size, note=reason, refusal=reason)
         note = f"GGUF {header.quantization}"
         if plan.conversion:
             note += f"; converted once on first open ({gib(plan.conversion['output_bytes'])} to the cache)"
@@ -237,7 +266,7 @@ class Catalog:
         return fit_plan.build_plan(str(path), kind, described, config, self.placement_for(quant is not None),
                                    self.machine.free, self.machine.total, quant, saved_bytes, conversion)
 
-    def _fit(self, config: Any, raw: dict, folder: Path) -> MemoryFit:
+    def _fit(self, config: Any, raw: dict, folder: Path, context: int) -> MemoryFit:
         saved = raw.get("quantization_config")
         quant = None
         if isinstance(saved, dict):
@@ -245,7 +274,24 @@ class Catalog:
         placement = self.placement_for(quant is not None)
         weights_on_disk = sum(p.stat().st_size for p in folder.glob("*.safetensors")) or sum(
             p.stat().st_size for p in folder.glob("*.bin"))
-        return project_fit(config, placement, self.machine, self.context_setting, quant, weights_on_disk)
+        return project_fit(config, placement, self.machine, context, quant, weights_on_disk)
+
+
+def _fit_context(setting: int, plan) -> int:
+    """The context the listed fit is projected at: the setting, or for "auto" (0) the context the
+    plan says fits when that is less than the model's own (0 = the model's own)."""
+    from app.engine.loading.fit_plan import PARTIAL
+
+    return plan.context_fit if setting <= 0 and plan.verdict == PARTIAL else setting
+
+
+def _raw_is_causal(folder: Path) -> bool:
+    """Whether `folder`'s config.json names a causal LM (read as JSON only; unreadable: False)."""
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(raw, dict) and looks_like_causal_lm(raw)
 
 
 def _is_causal(entry: CatalogEntry) -> bool:

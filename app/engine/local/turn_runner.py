@@ -12,6 +12,7 @@ from app.core.conversation import Message
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
 from app.engine.events import (
+    DocumentsFitted,
     ReplyFinished,
     TextDelta,
     TurnCompleted,
@@ -110,17 +111,29 @@ class TurnRunner:
 
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
-                 override_memory: bool = False, conversation_key: str = "") -> Iterator[TurnEvent]:
+                 override_memory: bool = False, conversation_key: str = "",
+                 documents=()) -> Iterator[TurnEvent]:
         """Plan, admit, stream and summarize one turn of the conversation ``conversation_key``
         (its kept KV cache is used; "" = the active cache). Never raises for a failed generation:
         the stream always ends with TurnRefused, TurnFailed or TurnCompleted (a stream that hangs when generation
         dies, transformers #22576), followed by
-        the summary events when turns were evicted."""
+        the summary events when turns were evicted. documents: ExtractedDocuments attached to the
+        newest user message, fitted into it (app.engine.documents.turn) and said in DocumentsFitted."""
         self.activate(conversation_key, settings.kept_chat_cache_mib)
-        try:
-            plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
+
+        def plan_turn(messages):
+            return self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
                                        settings.context_tokens, continue_final, self.session.token_ids,
                                        self.session.capacity_tokens or 0)
+
+        try:
+            plan = plan_turn(messages)
+            if documents and plan.window.fits and not continue_final:
+                from app.engine.documents.turn import fit_documents
+
+                messages, prepared = fit_documents(self.foresight, messages, documents, plan, settings.system_prompt)
+                yield DocumentsFitted(prepared.fits)
+                plan = plan_turn(messages)
         except ValueError as exc:  # nothing left to answer
             yield TurnFailed(str(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
             return

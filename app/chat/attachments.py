@@ -1,0 +1,134 @@
+"""Files attached to the next message: read off the GUI thread, taken by Send, and what became
+of each one in the turn.
+
+A file is read by app.engine.documents.extract.extract_file on the chat's BackgroundJobs (with
+progress; removing it cancels the read). A file that cannot be attached (too large, binary, an
+encrypted or image-only PDF, text that is not UTF-8) is said in one error notice and nothing else
+changes. Send takes the documents read so far (TurnFlow.send); the worker fits them into the
+message, whole or retrieved (app.engine.documents.turn), and how each went in is said in the
+transcript. Attachments belong to the message they were sent with; they are not stored with the
+chat yet.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.engine.documents.extract import extract_file
+from app.engine.documents.fit import WHOLE
+from app.engine.documents.source import DocumentError, ExtractedDocument
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+@dataclass
+class _Attachment:
+    name: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    document: ExtractedDocument | None = None  # None while it is read
+
+
+def read_document(path: Path, progress=None, cancel: threading.Event | None = None):
+    """The job: the file's ExtractedDocument, or the DocumentError that says why not (returned,
+    not raised, so its one-line message reaches the user as written)."""
+    try:
+        return extract_file(path, progress, cancel)
+    except DocumentError as error:
+        return error
+
+
+class AttachmentFlow(QObject):
+    """The attachments of the message being written, keyed by their read's ticket. No signals
+    of its own: the Chat's attachment_changed and notice are emitted here."""
+
+    def __init__(self, chat: Chat):
+        super().__init__(chat)
+        self._chat = chat
+        self._attached: dict[int, _Attachment] = {}
+        chat.jobs.job_finished.connect(self._on_job_finished)
+        chat.jobs.job_failed.connect(self._on_job_failed)
+        chat.jobs.job_progressed.connect(self._on_job_progressed)
+        chat.worker.documents_fitted.connect(self._on_documents_fitted)
+
+    @property
+    def reading(self) -> list[str]:
+        """Names of the files still being read."""
+        return [a.name for a in self._attached.values() if a.document is None]
+
+    @Slot(list)
+    def add(self, paths: list) -> None:
+        """Start reading each file at `paths`; each shows as "reading…" until it is ready."""
+        for path in map(Path, paths):
+            attachment = _Attachment(path.name)
+            ticket = self._chat.jobs.submit(read_document, path, progress=True, cancel=attachment.cancel)
+            self._attached[ticket] = attachment
+            self._chat.attachment_changed.emit(ticket, attachment.name, translate("Attachments", "reading…"))
+
+    @Slot(int)
+    def remove(self, ticket: int) -> None:
+        """Forget an attachment (a read in progress is cancelled)."""
+        attachment = self._attached.pop(ticket, None)
+        if attachment is not None:
+            attachment.cancel.set()
+            self._chat.attachment_changed.emit(ticket, attachment.name, "")
+
+    def take(self) -> tuple[ExtractedDocument, ...]:
+        """The documents read, for the message being sent; the attachments are cleared."""
+        documents = tuple(a.document for a in self._attached.values() if a.document is not None)
+        for ticket in list(self._attached):
+            self.remove(ticket)
+        return documents
+
+    # ----- events ------------------------------------------------------------------------------
+    @Slot(int, float)
+    def _on_job_progressed(self, ticket: int, fraction: float) -> None:
+        attachment = self._attached.get(ticket)
+        if attachment is not None and attachment.document is None:
+            self._chat.attachment_changed.emit(ticket, attachment.name,
+                                               translate("Attachments", "reading {0}%").format(round(100 * fraction)))
+
+    @Slot(int, object)
+    def _on_job_finished(self, ticket: int, result) -> None:
+        attachment = self._attached.get(ticket)
+        if attachment is None:  # removed meanwhile, or another job of the chat's
+            return
+        if isinstance(result, DocumentError):
+            self._attached.pop(ticket)
+            self._chat.attachment_changed.emit(ticket, attachment.name, "")
+            self._chat.announce(translate("Attachments", "Could not attach {0}").format(str(result)), "error")
+            return
+        attachment.document = result
+        pages = translate("Attachments", ", {0} pages").format(result.pages) if result.pages > 1 else ""
+        size = translate("Attachments", "{0} characters{1}").format(f"{len(result.text):,}", pages)
+        self._chat.attachment_changed.emit(ticket, attachment.name, size)
+
+    @Slot(int, str)
+    def _on_job_failed(self, ticket: int, reason: str) -> None:
+        attachment = self._attached.pop(ticket, None)
+        if attachment is not None:
+            self._chat.attachment_changed.emit(ticket, attachment.name, "")
+            self._chat.announce(translate("Attachments", "Could not attach {0}: {1}").format(attachment.name, reason),
+                                "error")
+
+    @Slot(int, object)
+    def _on_documents_fitted(self, _request_id: int, fits) -> None:
+        for fit in fits:
+            if fit.mode == WHOLE:
+                line = translate("Attachments", "{0}: whole file, {1} tokens").format(fit.name, f"{fit.tokens:,}")
+            elif fit.chunks:
+                line = translate("Attachments", "{0}: too large for this turn ({1} tokens): retrieving {2} of {3} "
+                                 "excerpts, {4} tokens").format(fit.name, f"{fit.whole_tokens:,}", len(fit.chunks),
+                                                                f"{fit.total_chunks:,}", f"{fit.tokens:,}")
+            else:
+                line = translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
+                                 "an excerpt").format(fit.name, f"{fit.whole_tokens:,}")
+            self._chat.announce(line, "info")

@@ -1,0 +1,55 @@
+"""Documents attached to a turn, fitted into the user's newest message before the turn runs.
+
+    messages, prepared = fit_documents(foresight, messages, documents, plan, system_prompt)
+
+The turn is first planned without them (app.engine.local.turn_planner.Foresight.plan). The
+documents may then take app.core.document_prompt.document_budget of it: what the prompt budget
+leaves after the system prompt and the user's message (older turns leave the window to make
+room, as they always do), at most DOCUMENT_SHARE of it, and no more than admission lets the KV
+cache take (app.engine.documents.kv_budget). Each goes in whole when it fits, else as the
+excerpts BM25 ranks best for the message (app.engine.documents.attach.compose_message). The
+caller plans the turn again with the returned messages. Chunking runs here, in the worker's
+thread, with the model's own tokenizer (about as long as tokenizing the document twice). No Qt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from app.core.conversation import Message, Role
+from app.core.document_prompt import document_budget
+from app.engine.documents.attach import PreparedMessage, compose_message, prepare_attachment
+from app.engine.documents.kv_budget import kv_document_tokens
+from app.engine.documents.source import ExtractedDocument
+from app.engine.events import TurnPlan
+
+RECENT_TURN_MESSAGES = 4  # earlier messages whose words also rank the excerpts ("and the next step?")
+
+
+def fit_documents(foresight, messages: Sequence[Message], documents: Sequence[ExtractedDocument],
+                  plan: TurnPlan, system_prompt: str) -> tuple[list[Message], PreparedMessage]:
+    """`messages` with the last one (the user's) carrying `documents` whole or retrieved, and how
+    each went in. `plan`: this turn planned without them (its budget and projection size the
+    room). foresight: the loaded model's Foresight (tokenizer, prompt format, safety margin).
+    Raises ValueError when the last message is not the user's."""
+    if not messages or messages[-1].role is not Role.USER:
+        raise ValueError("documents go with a user message")
+    tokenizer = foresight.loaded.tokenizer
+
+    def count_text(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False))
+
+    question = messages[-1].content
+    base = foresight.count_tokens([{"role": "system", "content": system_prompt},
+                                   {"role": "user", "content": question}])
+    budget = plan.window.budget
+    room = document_budget(budget, base)
+    if plan.projection is not None and room > 0:
+        sample = plan.sample
+        room = document_budget(budget, base, kv_tokens=kv_document_tokens(
+            plan.projection, sample.free, sample.total, foresight.safety_margin(sample), room))
+    attachments = [prepare_attachment(doc, count_text) for doc in documents]
+    recent = [m.content for m in messages[-1 - RECENT_TURN_MESSAGES:-1]]
+    prepared = compose_message(question, attachments, room, count_text, recent)
+    return [*messages[:-1], replace(messages[-1], content=prepared.text)], prepared

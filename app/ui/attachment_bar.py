@@ -1,0 +1,93 @@
+"""The row above the composer: "Attach…", and one chip per file attached to the next message
+("report.pdf · reading 40%", "report.pdf · 12,345 characters, 3 pages"), each removable. Files
+dropped onto the composer (or onto this row) are attached too."""
+
+from PySide6.QtCore import QEvent, QObject, Signal, Slot
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QToolButton, QWidget
+
+
+def dropped_files(event) -> list[str]:
+    """Local file paths a drag carries ([] for text or remote URLs)."""
+    mime = event.mimeData()
+    if not mime.hasUrls():
+        return []
+    return [url.toLocalFile() for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
+
+
+class AttachmentBar(QWidget):
+    """Attach button and chips. Signals:
+        files_chosen(list[str]): files picked with Attach… or dropped.
+        remove_requested(int id): the user removed this attachment's chip.
+    """
+
+    files_chosen = Signal(list)
+    remove_requested = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("attachmentBar")
+        self.chips: dict[int, QToolButton] = {}
+        self.attach_button = QPushButton(self.tr("Attach…"))
+        self.attach_button.setObjectName("attachButton")
+        self.attach_button.setToolTip(self.tr("Attach text, Markdown, source code, PDF or DOCX files to the next "
+                                              "message (or drop them onto the message box). A file that fits "
+                                              "goes in whole; a larger one is searched for the parts that answer."))
+        self._row = QHBoxLayout(self)
+        self._row.setContentsMargins(12, 4, 12, 0)
+        self._row.addWidget(self.attach_button)
+        self._row.addStretch(1)
+        self.attach_button.clicked.connect(self._on_attach_clicked)
+        self.setAcceptDrops(True)
+
+    def watch(self, widget: QWidget) -> None:
+        """Accept files dropped onto `widget` (the composer's editor viewport) as attachments;
+        plain text dropped there still goes into the text."""
+        widget.setAcceptDrops(True)
+        widget.installEventFilter(self)
+
+    @Slot(int, str, str)
+    def show_attachment(self, attachment_id: int, name: str, status: str) -> None:
+        """Show, update or (status "") remove the chip of one attachment."""
+        chip = self.chips.get(attachment_id)
+        if not status:
+            if chip is not None:
+                self.chips.pop(attachment_id)
+                chip.deleteLater()
+            return
+        if chip is None:
+            chip = self.chips[attachment_id] = QToolButton()
+            chip.setObjectName("attachmentChip")
+            chip.setToolTip(self.tr("Remove this attachment"))
+            chip.setAccessibleName(self.tr("Attachment {0}").format(name))
+            chip.clicked.connect(lambda: self.remove_requested.emit(attachment_id))
+            self._row.insertWidget(self._row.count() - 1, chip)
+        chip.setText(f"{name} · {status}  ✕")
+
+    # ----- drops -------------------------------------------------------------------------------
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() in (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop):
+            files = dropped_files(event)
+            if files:
+                event.acceptProposedAction()
+                if event.type() == QEvent.Type.Drop:
+                    self.files_chosen.emit(files)
+                return True
+        return super().eventFilter(watched, event)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if dropped_files(event):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        files = dropped_files(event)
+        if files:
+            event.acceptProposedAction()
+            self.files_chosen.emit(files)
+
+    @Slot()
+    def _on_attach_clicked(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach files to the next message"), "",
+                                                self.tr("Documents (*.txt *.md *.pdf *.docx *.py *.json *.csv "
+                                                        "*.log *.html *.xml *.yaml *.yml *.toml);;All files (*)"))
+        if paths:
+            self.files_chosen.emit(paths)

@@ -1,0 +1,116 @@
+"""The context length of one model, as the open-model dialog offers it: "auto" (the largest
+context the fit plan says fits here, capped by the model's trained context) or a custom number of
+tokens between MIN_USEFUL_CONTEXT and the trained context, with what the plan says beside it.
+"""
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QSpinBox, QVBoxLayout, QWidget
+
+from app.core.settings import AUTO_CONTEXT
+from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT
+
+CONTEXT_STEP = 1024  # tokens per spin-box step: the sizes people type (4k, 8k, 32k …)
+
+
+class ContextChoice(QWidget):
+    """Auto or custom context for the selected model.
+
+    Signals:
+        changed(int tokens): the user picked auto (AUTO_CONTEXT, 0) or a custom context in tokens.
+    """
+
+    changed = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("contextChoice")
+        self._fits: int | None = None
+        self._trained: int | None = None
+        self._default = AUTO_CONTEXT
+        self.caption = QLabel(self.tr("Context:"))
+        self.auto = QRadioButton()
+        self.auto.setObjectName("contextAuto")
+        self.custom = QRadioButton(self.tr("Custom"))
+        self.custom.setObjectName("contextCustom")
+        self.tokens = QSpinBox()
+        self.tokens.setObjectName("contextTokens")
+        self.tokens.setSingleStep(CONTEXT_STEP)
+        self.tokens.setSuffix(self.tr(" tokens"))
+        self.tokens.setGroupSeparatorShown(True)
+        self.tokens.setAccessibleName(self.tr("Custom context length in tokens"))
+        self.note = QLabel()
+        self.note.setObjectName("contextNote")
+        self.note.setWordWrap(True)
+        group = QButtonGroup(self)
+        group.addButton(self.auto)
+        group.addButton(self.custom)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.caption, self.auto, self.custom, self.tokens):
+            row.addWidget(widget)
+        row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(row)
+        layout.addWidget(self.note)
+        self.auto.toggled.connect(self._on_mode_toggled)
+        self.tokens.valueChanged.connect(self._on_tokens_changed)
+        self.show_model(None, None, AUTO_CONTEXT)
+
+    def value(self) -> int:
+        """The chosen context: AUTO_CONTEXT (0) or the custom tokens."""
+        return self.tokens.value() if self.custom.isChecked() else AUTO_CONTEXT
+
+    def show_model(self, fits: int | None, trained: int | None, chosen: int, default_setting: int = AUTO_CONTEXT,
+                   reading: bool = False) -> None:
+        """Show one model without emitting changed. fits: tokens the fit plan says fit here (None:
+        unknown); trained: the model's trained context (None: unknown, custom is offered once it
+        is); chosen: this model's own setting (AUTO_CONTEXT or tokens); default_setting: the
+        Settings dialog's context, which "auto" follows when it is set; reading: the plan is on
+        its way."""
+        self._fits, self._trained, self._default = fits, trained, default_setting
+        for widget in (self.auto, self.custom, self.tokens):
+            widget.blockSignals(True)
+        if default_setting > 0:
+            self.auto.setText(self.tr("As in Settings: {0} tokens").format(f"{default_setting:,}"))
+        elif fits is None:
+            self.auto.setText(self.tr("Auto (reading…)") if reading else self.tr("Auto"))
+        else:
+            self.auto.setText(self.tr("Auto: fits {0} tokens").format(f"{fits:,}"))
+        known = bool(trained)
+        if known:
+            self.tokens.setRange(min(MIN_USEFUL_CONTEXT, trained), trained)
+        start = chosen if chosen > 0 else (fits or trained or MIN_USEFUL_CONTEXT)
+        self.tokens.setValue(start)
+        (self.custom if chosen > 0 and known else self.auto).setChecked(True)
+        self.custom.setEnabled(known)
+        self.tokens.setEnabled(known and self.custom.isChecked())
+        for widget in (self.auto, self.custom, self.tokens):
+            widget.blockSignals(False)
+        self._show_note()
+
+    def _show_note(self) -> None:
+        fits, trained = self._fits, self._trained
+        if not trained:
+            self.note.setText("")
+            return
+        lines = [self.tr("Trained for {0} tokens.").format(f"{trained:,}")]
+        if fits is not None:
+            lines.append(self.tr("The plan fits {0} here.").format(f"{fits:,}") if fits
+                         else self.tr("The plan fits no useful context here."))
+        if self.custom.isChecked() and fits is not None and self.tokens.value() > fits:
+            lines.append(self.tr("A turn that fills more than {0} tokens will be refused for memory "
+                                 "(or sent anyway at your risk).").format(f"{fits:,}"))
+        self.note.setText(" ".join(lines))
+
+    @Slot(bool)
+    def _on_mode_toggled(self, _auto: bool) -> None:
+        self.tokens.setEnabled(self.custom.isChecked() and bool(self._trained))
+        self._show_note()
+        self.changed.emit(self.value())
+
+    @Slot(int)
+    def _on_tokens_changed(self, _tokens: int) -> None:
+        self._show_note()
+        if self.custom.isChecked():
+            self.changed.emit(self.value())

@@ -1,0 +1,90 @@
+"""Files attached to the next message: read off the GUI thread, taken by Send, refused in one
+line when they cannot be read, and how each went into the turn said in the transcript."""
+
+from app.core.chunking import chunk_document
+from app.engine.documents.fit import fit_document
+
+
+def attached(qtbot, chat, path):
+    """Attach `path` and wait until it is read (or refused)."""
+    chat.attachments.add([str(path)])
+    qtbot.waitUntil(lambda: not chat.attachments.reading)
+
+
+def test_an_attached_file_is_read_off_the_gui_thread_and_goes_with_the_next_message(qtbot, chat, tmp_path):
+    note = tmp_path / "note.md"
+    note.write_text("# Vault\n\nThe pass code is 4711.\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    [(ticket, name, status)] = [e for e in chat.recorded.of("attachment_changed") if e[2] != "reading…"][-1:]
+    assert name == "note.md" and status == "32 characters"
+    chat.turns.send("What is the pass code?")
+    request = chat.worker.requests[-1]
+    assert [d.text for d in request.documents] == ["# Vault\n\nThe pass code is 4711.\n"]
+    assert request.messages[-1].content == "What is the pass code?"  # the document joins it in the worker
+    assert chat.recorded.of("attachment_changed")[-1] == (ticket, "note.md", "")  # the chip goes
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.turns.send("And again?")
+    assert chat.worker.requests[-1].documents == ()  # it went with that message only
+
+
+def finished_pair():
+    from tests.chat.conftest import finished, record
+
+    return finished(), record()
+
+
+def test_a_file_that_cannot_be_attached_is_said_in_one_line_and_nothing_changes(qtbot, chat, tmp_path):
+    blob = tmp_path / "weights.bin"
+    blob.write_bytes(bytes(range(256)) * 64)
+    attached(qtbot, chat, blob)
+    [(text, kind)] = chat.recorded.of("notice")
+    assert kind == "error" and text.startswith("Could not attach weights.bin: ") and "\n" not in text
+    assert chat.recorded.of("attachment_changed")[-1][2] == ""
+    chat.turns.send("Hello")
+    assert chat.worker.requests[-1].documents == ()
+
+
+def test_sending_while_a_file_is_read_keeps_the_message_in_the_composer(qtbot, chat, tmp_path, monkeypatch):
+    import threading
+
+    from app.chat import attachments
+
+    release = threading.Event()
+    real = attachments.extract_file
+    monkeypatch.setattr(attachments, "extract_file", lambda *a, **k: (release.wait(10), real(*a, **k))[1])
+    note = tmp_path / "slow.txt"
+    note.write_text("slow to read", encoding="utf-8")
+    chat.attachments.add([str(note)])
+    chat.turns.send("Summarise it")
+    assert chat.worker.requests == [] and chat.recorded.of("text_withdrawn") == [("Summarise it",)]
+    assert chat.recorded.of("notice")[-1] == ("slow.txt is still being read: send again when it is ready", "warning")
+    release.set()
+    qtbot.waitUntil(lambda: not chat.attachments.reading)
+    chat.turns.send("Summarise it")
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["slow.txt"]
+
+
+def test_removing_an_attachment_cancels_its_read_and_drops_it(qtbot, chat, tmp_path):
+    note = tmp_path / "note.txt"
+    note.write_text("text", encoding="utf-8")
+    attached(qtbot, chat, note)
+    ticket = chat.recorded.of("attachment_changed")[-1][0]
+    chat.attachments.remove(ticket)
+    chat.turns.send("Hi")
+    assert chat.worker.requests[-1].documents == ()
+
+
+def test_how_each_document_went_in_is_said_in_the_transcript(chat):
+    def count(text):
+        return len(text.split())
+
+    small = chunk_document("The pass code is 4711.", count, max_tokens=16, overlap_tokens=0)
+    large = chunk_document(" ".join(f"word{i}" for i in range(400)), count, max_tokens=40, overlap_tokens=0)
+    fits = (fit_document("note.txt", small, 100, ["pass"], count),
+            fit_document("manual.pdf", large, 100, ["word7"], count))
+    chat.worker.documents_fitted.emit(1, fits)
+    whole, retrieved = chat.recorded.of("notice")
+    assert whole == (f"note.txt: whole file, {fits[0].tokens} tokens", "info")
+    assert retrieved == (f"manual.pdf: too large for this turn ({fits[1].whole_tokens} tokens): retrieving "
+                         f"{len(fits[1].chunks)} of {len(large)} excerpts, {fits[1].tokens} tokens", "info")
+    assert fits[1].mode == "retrieved" and 0 < fits[1].tokens <= 100

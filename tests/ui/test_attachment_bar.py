@@ -1,0 +1,81 @@
+"""Attaching a file as a person does: drop it on the message box (or pick it with Attach…), see it
+read, send, and read in the transcript how it went into the turn."""
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QPlainTextEdit
+
+from app.ui.attachment_bar import AttachmentBar
+
+
+def drop(bar, widget, *paths, text=None) -> bool:
+    """Drop `paths` (or `text`) on `widget` as the bar's event filter sees it; whether it took
+    them. (Qt delivers a drop only to the target of a real drag, so sendEvent cannot stand in.)"""
+    mime = QMimeData()
+    if paths:
+        mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    if text is not None:
+        mime.setText(text)
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    assert widget.acceptDrops()
+    return bar.eventFilter(widget, event) and event.isAccepted()
+
+
+def test_files_dropped_on_the_message_box_are_attached_and_text_is_not(qtbot, tmp_path):
+    bar = AttachmentBar()
+    target = QPlainTextEdit()
+    qtbot.addWidget(bar)
+    qtbot.addWidget(target)
+    bar.watch(target.viewport())
+    with qtbot.waitSignal(bar.files_chosen) as chosen:
+        assert drop(bar, target.viewport(), tmp_path / "a.pdf", tmp_path / "b.md")
+    assert chosen.args == [[str(tmp_path / "a.pdf"), str(tmp_path / "b.md")]]
+    with qtbot.assertNotEmitted(bar.files_chosen):
+        assert not drop(bar, target.viewport(), text="plain words")  # text still goes into the editor
+
+
+def test_chips_show_each_attachment_and_remove_it_on_click(qtbot):
+    bar = AttachmentBar()
+    qtbot.addWidget(bar)
+    bar.show_attachment(3, "report.pdf", "reading 40%")
+    bar.show_attachment(3, "report.pdf", "12,345 characters, 3 pages")
+    assert bar.chips[3].text() == "report.pdf · 12,345 characters, 3 pages  ✕"
+    with qtbot.waitSignal(bar.remove_requested) as removed:
+        bar.chips[3].click()
+    assert removed.args == [3]
+    bar.show_attachment(3, "report.pdf", "")
+    assert bar.chips == {}
+
+
+def test_a_dropped_file_goes_into_the_turn_and_the_transcript_says_how(qtbot, make_window, tiny_model_dir,
+                                                                      tmp_path):
+    window = make_window(max_new_tokens=4)
+    with qtbot.waitSignal(window.model_ready, timeout=60000):
+        window.open_model(tiny_model_dir)
+    note = tmp_path / "note.txt"
+    note.write_text("The pass code is 4711.\n", encoding="utf-8")
+    assert drop(window.attachment_bar, window.composer.editor.viewport(), note)
+    qtbot.waitUntil(lambda: any("characters" in c.text() for c in window.attachment_bar.chips.values()))
+    [chip] = window.attachment_bar.chips.values()
+    assert chip.text() == "note.txt · 23 characters  ✕"
+    folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(folder / "attachment-light.png"))
+    with qtbot.waitSignal(window.turn_finished, timeout=60000):
+        qtbot.keyClicks(window.composer.editor, "What is the pass code?")
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.attachment_bar.chips == {})
+    notices = [n.text() for n in window.chat_view.findChildren(type(window.chat_view.add_notice("x")))]
+    [line] = [t for t in notices if t.startswith("note.txt: ")]
+    assert line.startswith("note.txt: whole file, ") and line.endswith(" tokens")
+    tokens = int(line.split(", ")[1].split()[0])
+    assert 10 < tokens < 40
+    from transformers import AutoTokenizer
+
+    prompt = AutoTokenizer.from_pretrained(tiny_model_dir).decode(list(window.chat.turns.last_plan.prompt_ids))
+    assert 'Attached document "note.txt" (whole):\nThe pass code is 4711.\n\nQuestion: What is the pass code?' in prompt
+    window.grab().save(str(folder / "attachment-sent-light.png"))
