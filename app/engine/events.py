@@ -53,7 +53,8 @@ class TurnPlan:
     window: the history that fits (or fits=False: the newest message alone is too long).
     prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
     (memory and positions, prompt + max_new_tokens beyond the model's positions, transformers #530). projection: the
-    projected peak (None when the window does not fit).
+    projected peak (None when the window does not fit). capacity_tokens: slots of the static KV
+    cache the turn runs with (CUDA), None for a dynamic cache or a refused window.
     """
 
     window: WindowResult
@@ -61,6 +62,7 @@ class TurnPlan:
     projection: TurnProjection | None
     decision: AdmissionDecision
     sample: MemorySample
+    capacity_tokens: int | None = None
 
     @property
     def admitted(self) -> bool:

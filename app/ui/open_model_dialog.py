@@ -35,6 +35,7 @@ from app.core.settings import AUTO_CONTEXT, ModelPermissions, Settings, model_ke
 from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
 from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
 from app.engine.loading.fit_plan import PARTIAL
+from app.ui.context_choice import ContextChoice
 from app.workers.background_jobs import BackgroundJobs
 
 COLUMNS = (QT_TRANSLATE_NOOP("OpenModelDialog", "Model"), QT_TRANSLATE_NOOP("OpenModelDialog", "Found in"),
@@ -111,6 +112,7 @@ class OpenModelDialog(QDialog):
         self.detail.setObjectName("openModelDetail")
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.context = ContextChoice()
         # the same words as ENABLE_CODE / ENABLE_PICKLE, which the loader's refusals quote
         self.trust_code = QCheckBox(self.tr("Run this model's own code") + " (trust_remote_code)")
         self.trust_code.setToolTip(self.tr("Runs Python files shipped with this model when it loads. "

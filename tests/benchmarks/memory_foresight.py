@@ -215,7 +215,9 @@ class Bench:
         # supports sessions (no torch.cat copy of the cache); the DynamicCache otherwise.
         self.static = self.session_cls is not None
         release_memory()
-        self.foresight = Foresight(loaded, pick_probe(), prefill_chunk_tokens=chunk)
+        # chunk 0: the app's own choice (Foresight.admit: prefill chunk ladder, cache capacity
+        # rounded up to 2,048-token steps or exact when memory is tight), as the window runs turns
+        self.foresight = Foresight(loaded, pick_probe(), prefill_chunk_tokens=chunk or None)
         self.foresight.prefill_model = replace(self.foresight.prefill_model, dynamic_cache=not self.static)
         self.weights_allocated = self.foresight.baseline_allocated
         self.baseline = self.weights_allocated
@@ -234,10 +236,16 @@ class Bench:
         self.release_memory()
         fs.probe.reset_peak()
         sample = fs.probe.sample()
-        projection = fs.project(prompt, max_new, 0, sample)
-        decision = admit_turn(projection, sample.free, fs.safety_margin(sample), fs.max_positions,
-                              prompt, max_new, None)
+        capacity = prompt + max_new
+        if self.chunk:
+            projection = fs.project(prompt, max_new, 0, sample)
+            decision = admit_turn(projection, sample.free, fs.safety_margin(sample), fs.max_positions,
+                                  prompt, max_new, None)
+        else:
+            projection, decision, chosen = fs.admit(prompt, 0, max_new, 0, sample)
+            capacity = chosen or capacity
         row = dict(prompt=prompt, max_new=max_new, admitted=decision.admitted, cause=decision.cause,
+                   chunk=projection.basis.chunk_size, capacity=capacity,
                    reason=decision.reason[:160], free=sample.free, needed=decision.needed_bytes,
                    allocated_before=sample.allocated, projected_peak=projection.peak,
                    projected_growth=projection.growth, kv_for_turn=projection.kv_for_turn,
@@ -254,7 +262,7 @@ class Bench:
         kwargs = {}
         session = None
         if self.session_cls is not None:
-            session = self.session_cls(capacity_tokens=prompt + max_new, static=True)
+            session = self.session_cls(capacity_tokens=capacity, static=True)
             kwargs["session"] = session
         prompt_ids = self.ids(prompt)
         finished, error = None, None
@@ -263,7 +271,7 @@ class Bench:
         try:
             for event in self.generation.stream_reply(
                     self.loaded.model, self.loaded.tokenizer, prompt_ids, params, frozenset(),
-                    threading.Event(), (), self.chunk, **kwargs):
+                    threading.Event(), (), projection.basis.chunk_size, **kwargs):
                 if isinstance(event, ReplyFinished):
                     finished = event
         except self.torch.OutOfMemoryError as exc:  # what the worker does (C03)
@@ -329,6 +337,8 @@ class Bench:
         sample = fs.probe.sample()
 
         def ok(p: int) -> bool:
+            if not self.chunk:  # the app's choice of chunk and capacity
+                return fs.admit(p, 0, max_new, 0, sample)[1].admitted
             proj = fs.project(p, max_new, 0, sample)
             return admit_turn(proj, sample.free, fs.safety_margin(sample), fs.max_positions, p,
                               max_new, None).admitted
@@ -721,7 +731,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--baseline", help="path of plain_recipe_baseline.py, run beside the benchmark")
     parser.add_argument("--out", help="folder for the JSON (default tests/benchmarks/results)")
-    parser.add_argument("--chunk", type=int, default=128, help="prefill chunk, tokens")
+    parser.add_argument("--chunk", type=int, default=128,
+                        help="prefill chunk, tokens; 0 = the app's own choice (chunk ladder, capacity rounding)")
     parser.add_argument("--soak-turns", type=int, default=100)
     parser.add_argument("--physical-probes", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock budget of the whole run")

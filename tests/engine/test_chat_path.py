@@ -164,3 +164,49 @@ def test_planner_takes_the_largest_admitted_chunk(tiny_loaded):
     probe.free = (needed[32] + needed[128]) // 2
     tight = foresight.plan(messages, SummaryState(), "", 64)
     assert tight.admitted and tight.projection.basis.chunk_size == 32
+    assert roomy.capacity_tokens == tight.capacity_tokens == 2048  # rounded up: rarely grows
+
+
+def test_a_full_card_gets_an_exact_cache_before_a_refusal(tiny_loaded):
+    """The static cache is rounded up to 2,048-token steps only while memory admits it; when the
+    rounding alone does not fit, exactly prompt + max_new_tokens slots are admitted, and the turn
+    then runs with that capacity."""
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory.sample import MemorySample
+
+    class Probe:
+        kind = "cuda"
+        free = 2**40
+
+        def sample(self):
+            return MemorySample(0.0, "cuda", "fake", 2**30, 2**30, 2**30, self.free, 2**41)
+
+        def reset_peak(self):
+            pass
+
+    probe = Probe()
+    foresight = Foresight(tiny_loaded, probe)
+    foresight.static_cache, foresight.chunk_ladder = True, (256,)
+    messages = [Message(Role.USER, "word " * 200)]
+    plan = foresight.plan(messages, SummaryState(), "", 64)
+    need = len(plan.prompt_ids) + 64
+    margin = foresight.safety_margin(probe.sample())
+
+    def needed(capacity: int) -> int:
+        p = foresight.project(len(plan.prompt_ids), capacity - len(plan.prompt_ids), chunk=256)
+        return p.growth + p.error_bar_bytes + margin
+
+    probe.free = (needed(need) + needed(2048)) // 2
+    exact = foresight.plan(messages, SummaryState(), "", 64)
+    assert exact.admitted and exact.capacity_tokens == need < 2048
+    probe.free = needed(need) - 1
+    assert not foresight.plan(messages, SummaryState(), "", 64).admitted
+    from app.engine.local.generation import stream_reply
+
+    session = KVSession(static=True)
+    ids = list(range(10, 60))
+    events = list(stream_reply(tiny_loaded.model, tiny_loaded.tokenizer, ids, SamplingParams(max_new_tokens=4),
+                               frozenset(), threading.Event(), session=session, capacity_tokens=54))
+    assert events[-1].new_tokens == 4 and capacity_of(session.cache) == 54

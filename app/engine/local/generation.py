@@ -178,7 +178,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
                  stop_ids: frozenset[int], stop_event: threading.Event,
                  stop_strings: tuple[str, ...] = (),
                  prefill_chunk_tokens: int | None = None, *, session=None,
-                 decoder=None) -> Iterator[TextDelta | ReplyFinished]:
+                 decoder=None, capacity_tokens: int | None = None) -> Iterator[TextDelta | ReplyFinished]:
     """Generate a reply to `prompt_ids`, yielding TextDelta pieces and one ReplyFinished.
 
     session: an `app.engine.local.kv_session.KVSession` kept by the caller between turns; only the
@@ -187,6 +187,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     decoder: an `app.engine.local.compiled_decode.CompiledDecode`; its compiled step runs when it is
     ready for the session's static cache, else decode is eager.
     prefill_chunk_tokens: None = `default_prefill_chunk(model.device)`; 0 = one shot.
+    capacity_tokens: slots for a static cache that must grow this turn (the plan's; default:
+    rounded up to a multiple of CAPACITY_STEP).
 
     Inputs move to `model.device`; the model itself is never moved (.to() on a 4-bit model raises, bitsandbytes #547).
     On any exception
@@ -208,7 +210,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     path = "eager"
     cache = logits = step = ahead = seen = None
     try:
-        cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens)
+        cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens, capacity_tokens)
         fed = list(prompt_ids)
         new_ids = torch.tensor([prompt_ids[reused:]], dtype=torch.long, device=model.device)
         logits = prefill(model, new_ids, cache, chunk or None, stop_event, reused)

@@ -100,14 +100,15 @@ class KVSession:
             self.invalidate()
         self.capacity_tokens = capacity_tokens
 
-    def begin_turn(self, model, prompt_ids: list[int], max_new_tokens: int):
+    def begin_turn(self, model, prompt_ids: list[int], max_new_tokens: int, capacity_tokens: int | None = None):
         """Prepare the cache for a turn; return (cache, reused), reused = prompt tokens already
         cached (the caller prefills ``prompt_ids[reused:]``, never fewer than one token).
 
         Crops the cache to the common prefix. When the turn needs more slots than a static cache
-        has, the cache grows to ``round_capacity(prompt + max_new_tokens)`` keeping the reused
-        tokens (`static_cache.grow_static_cache`: copied on the device, not re-prefilled); a
-        layer that cannot be cropped or grown is rebuilt and re-prefilled (noted in ``notes``).
+        has, the cache grows to ``capacity_tokens`` (what admission admitted; default
+        ``round_capacity(prompt + max_new_tokens)``) keeping the reused tokens
+        (`static_cache.grow_static_cache`: copied on the device, not re-prefilled); a layer that
+        cannot be cropped or grown is rebuilt and re-prefilled (noted in ``notes``).
         Raises nothing of its own; torch.cuda.OutOfMemoryError from growing propagates.
         """
         reused = max(min(common_prefix(self.token_ids, prompt_ids), len(prompt_ids) - 1), 0)
@@ -127,7 +128,7 @@ class KVSession:
         if wants_static:
             need = len(prompt_ids) + max_new_tokens
             if self.capacity_tokens is None or self.capacity_tokens < need:
-                reused = self._grow(round_capacity(need), reused)
+                reused = self._grow(max(capacity_tokens or round_capacity(need), need), reused)
         if self.cache is None:
             self.cache = self._new_cache(model)
         self.token_ids = list(prompt_ids[:reused])

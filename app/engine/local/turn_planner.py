@@ -12,7 +12,7 @@ from app.core.history import SummaryState, TokenBudget, select_window, summary_r
 from app.engine.events import TurnPlan, window_refusal
 from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.kv_session import common_prefix, round_capacity
-from app.engine.memory.admission import TurnProjection, admit_turn, project_turn_peak, safety_margin
+from app.engine.memory.admission import AdmissionDecision, TurnProjection, admit_turn, project_turn_peak, safety_margin
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, auto_context, largest_context
 from app.engine.memory.model_config import model_max_positions
@@ -122,8 +122,9 @@ class Foresight:
         held_capacity: slots of the session's static cache (tokens, 0 = none); a turn that
         outgrows it grows the cache by copying, one old layer at a time (`static_cache`), so the
         projection adds one old layer's KV on top of the new capacity.
-        The prefill chunk is the largest of ``chunk_ladder`` whose projection is admitted (the
-        smallest when none is); ``plan.projection.basis.chunk_size`` is the chunk that runs.
+        The prefill chunk and the cache capacity are chosen by `admit`;
+        ``plan.projection.basis.chunk_size`` is the chunk that runs, ``plan.capacity_tokens`` the
+        static cache's slots.
         """
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
@@ -148,21 +149,40 @@ class Foresight:
         else:  # counted while the window was chosen
             ids = self.prompt_ids(list(window.messages))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
-        kv_new_tokens = max_new_tokens
-        if self.static_cache:  # KVSession preallocates a rounded capacity: project all of it
-            need = len(ids) + max_new_tokens
-            target = held_capacity if held_capacity >= need else round_capacity(need)
-            kv_new_tokens = target - len(ids)
-            if resident and target > held_capacity:  # growth copies layer by layer
+        projection, decision, capacity = self.admit(len(ids), resident, max_new_tokens, held_capacity, sample,
+                                                    None if auto else budget.context_tokens)
+        return TurnPlan(window, ids, projection, decision, sample, capacity)
+
+    def admit(self, prompt_tokens: int, resident_tokens: int, max_new_tokens: int, held_capacity: int,
+              sample: MemorySample, context_tokens: int | None = None
+              ) -> tuple[TurnProjection, AdmissionDecision, int | None]:
+        """Project and admit a turn of ``prompt_tokens`` (``resident_tokens`` of them cached) as
+        it would run: returns (projection, decision, static-cache capacity in tokens or None).
+
+        A static cache (CUDA) is sized ``round_capacity(prompt + max_new_tokens)`` so a growing
+        chat grows rarely; when memory does not admit that, exactly prompt + max_new_tokens
+        slots are tried (the last up-to-2,047 tokens matter on a full card). For each capacity
+        the prefill chunks of ``chunk_ladder`` are tried largest first. Without an admitted
+        combination the last one tried is returned, refused with its numbers."""
+        targets: tuple[int | None, ...] = (None,)
+        if self.static_cache:  # KVSession preallocates the whole capacity: project all of it
+            need = prompt_tokens + max_new_tokens
+            targets = (held_capacity,) if held_capacity >= need else tuple(dict.fromkeys(
+                (round_capacity(need), need)))
+        for target in targets:
+            kv_new_tokens = max_new_tokens if target is None else target - prompt_tokens
+            if target is not None and resident_tokens and target > held_capacity:
+                # growth copies layer by layer: one old layer's KV on top of the new capacity
                 layers = max(len(self.prefill_model.layout.layers), 1)
                 kv_new_tokens += -(-held_capacity // layers)
-        for chunk in self.chunk_ladder:
-            projection = self.project(len(ids) - resident, kv_new_tokens, resident, sample, chunk=chunk)
-            decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
-                                  len(ids), max_new_tokens, None if auto else budget.context_tokens)
-            if decision.admitted:
-                break
-        return TurnPlan(window, ids, projection, decision, sample)
+            for chunk in self.chunk_ladder:
+                projection = self.project(prompt_tokens - resident_tokens, kv_new_tokens, resident_tokens, sample,
+                                          chunk=chunk)
+                decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
+                                      prompt_tokens, max_new_tokens, context_tokens)
+                if decision.admitted:
+                    return projection, decision, target
+        return projection, decision, target
 
     def project(self, prompt_tokens: int, max_new_tokens: int, resident_tokens: int = 0,
                 sample: MemorySample | None = None, full_context_tokens: int | None = None,

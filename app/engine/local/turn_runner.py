@@ -165,7 +165,7 @@ class TurnRunner:
             for event in generation.stream_reply(
                     loaded.model, loaded.tokenizer, list(plan.prompt_ids), params, loaded.stop_ids,
                     stop_event, loaded.prompt_format.stop_strings, chunk,
-                    session=self.session, decoder=self.decoder):
+                    session=self.session, decoder=self.decoder, capacity_tokens=plan.capacity_tokens):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)
                     yield event
