@@ -138,12 +138,74 @@
 <context>
     <name>Application</name>
     <message>
-        <source>The default model is not installed yet ({0}). Run `python -m app.install_model`, or open a model with Open model…</source>
-        <translation>기본 모델이 아직 설치되지 않았습니다 ({0}). `python -m app.install_model`을 실행하거나 ‘모델 열기…’로 모델을 여세요.</translation>
-    </message>
-    <message>
         <source>Headroom is already running for this profile ({0}) but does not answer. Close it (or end its process) and start Headroom again.</source>
         <translation>이 프로필({0})로 Headroom이 이미 실행 중이지만 응답하지 않습니다. 그 창을 닫거나 프로세스를 종료한 뒤 Headroom을 다시 시작하세요.</translation>
+    </message>
+</context>
+<context>
+    <name>AttachmentBar</name>
+    <message>
+        <source>Attach…</source>
+        <translation>첨부…</translation>
+    </message>
+    <message>
+        <source>Attach text, Markdown, source code, PDF or DOCX files to the next message (or drop them onto the message box). A file that fits goes in whole; a larger one is searched for the parts that answer.</source>
+        <translation>텍스트, Markdown, 소스 코드, PDF 또는 DOCX 파일을 다음 메시지에 첨부합니다(메시지 입력란에 끌어다 놓아도 됩니다). 들어가는 파일은 통째로 넣고, 더 큰 파일은 답에 필요한 부분을 찾아 넣습니다.</translation>
+    </message>
+    <message>
+        <source>Remove this attachment</source>
+        <translation>이 첨부 파일 제거</translation>
+    </message>
+    <message>
+        <source>Attachment {0}</source>
+        <translation>첨부 파일 {0}</translation>
+    </message>
+    <message>
+        <source>Attach files to the next message</source>
+        <translation>다음 메시지에 파일 첨부</translation>
+    </message>
+    <message>
+        <source>Documents (*.txt *.md *.pdf *.docx *.py *.json *.csv *.log *.html *.xml *.yaml *.yml *.toml);;All files (*)</source>
+        <translation>문서 (*.txt *.md *.pdf *.docx *.py *.json *.csv *.log *.html *.xml *.yaml *.yml *.toml);;모든 파일 (*)</translation>
+    </message>
+</context>
+<context>
+    <name>Attachments</name>
+    <message>
+        <source>reading…</source>
+        <translation>읽는 중…</translation>
+    </message>
+    <message>
+        <source>reading {0}%</source>
+        <translation>읽는 중 {0}%</translation>
+    </message>
+    <message>
+        <source>Could not attach {0}</source>
+        <translation>{0}을(를) 첨부하지 못했습니다</translation>
+    </message>
+    <message>
+        <source>, {0} pages</source>
+        <translation>, {0}쪽</translation>
+    </message>
+    <message>
+        <source>{0} characters{1}</source>
+        <translation>{0}자{1}</translation>
+    </message>
+    <message>
+        <source>Could not attach {0}: {1}</source>
+        <translation>{0}을(를) 첨부하지 못했습니다: {1}</translation>
+    </message>
+    <message>
+        <source>{0}: whole file, {1} tokens</source>
+        <translation>{0}: 파일 전체, {1} 토큰</translation>
+    </message>
+    <message>
+        <source>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</source>
+        <translation>{0}: 이 턴에 넣기에 너무 큽니다({1} 토큰). 발췌 {3}개 중 {2}개를 검색해 넣습니다, {4} 토큰</translation>
+    </message>
+    <message>
+        <source>{0}: too large for this turn ({1} tokens) and no room left for an excerpt</source>
+        <translation>{0}: 이 턴에 넣기에 너무 크고({1} 토큰) 발췌를 넣을 자리도 남지 않았습니다</translation>
     </message>
 </context>
 <context>
@@ -279,6 +341,57 @@
     <message>
         <source>Stop</source>
         <translation>중지</translation>
+    </message>
+</context>
+<context>
+    <name>ContextChoice</name>
+    <message>
+        <source>Context:</source>
+        <translation>컨텍스트:</translation>
+    </message>
+    <message>
+        <source>Custom</source>
+        <translation>직접 지정</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> 토큰</translation>
+    </message>
+    <message>
+        <source>Custom context length in tokens</source>
+        <translation>직접 지정한 컨텍스트 길이(토큰)</translation>
+    </message>
+    <message>
+        <source>As in Settings: {0} tokens</source>
+        <translation>설정과 같이: {0} 토큰</translation>
+    </message>
+    <message>
+        <source>Auto (reading…)</source>
+        <translation>자동 (읽는 중…)</translation>
+    </message>
+    <message>
+        <source>Auto</source>
+        <translation>자동</translation>
+    </message>
+    <message>
+        <source>Auto: fits {0} tokens</source>
+        <translation>자동: {0} 토큰까지 들어감</translation>
+    </message>
+    <message>
+        <source>Trained for {0} tokens.</source>
+        <translation>학습된 컨텍스트는 {0} 토큰입니다.</translation>
+    </message>
+    <message>
+        <source>The plan fits {0} here.</source>
+        <translation>계획상 이 컴퓨터에는 {0}까지 들어갑니다.</translation>
+    </message>
+    <message>
+        <source>The plan fits no useful context here.</source>
+        <translation>계획상 이 컴퓨터에는 쓸 만한 컨텍스트가 들어가지 않습니다.</translation>
+    </message>
+    <message>
+        <source>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</source>
+        <translation>{0} 토큰을 넘게 채우는 턴은 메모리 때문에 거절됩니다(위험을 감수하고 그래도 보낼 수는 있습니다).</translation>
     </message>
 </context>
 <context>
@@ -919,6 +1032,14 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>Models</name>
     <message>
+        <source>The model used last is no longer at {0}; opening the default model.</source>
+        <translation>마지막으로 쓴 모델이 더 이상 {0}에 없습니다. 기본 모델을 엽니다.</translation>
+    </message>
+    <message>
+        <source>The default model is not installed yet ({0}). Run `python -m app.install_model`, or open a model with Open model…</source>
+        <translation>기본 모델이 아직 설치되지 않았습니다({0}). `python -m app.install_model`을 실행하거나 모델 열기…로 모델을 여세요.</translation>
+    </message>
+    <message>
         <source>Opening {0}…</source>
         <translation>{0} 여는 중…</translation>
     </message>
@@ -994,8 +1115,20 @@ tokens counted by {4}: {5}</source>
         <translation>이 컴퓨터: {0} ({1})</translation>
     </message>
     <message>
-        <source>Needs = the weights as they would load here + the KV cache of a full context. “tight” leaves too little room for long prompts; “does not fit” will not load or will run out of memory.</source>
-        <translation>필요 = 여기서 불러올 때의 가중치 + 전체 컨텍스트의 KV 캐시. “빠듯함”은 긴 프롬프트를 위한 여유가 너무 적고, “들어가지 않음”은 불러오지 못하거나 메모리가 부족해집니다.</translation>
+        <source>Cannot open: {0}</source>
+        <translation>열 수 없음: {0}</translation>
+    </message>
+    <message>
+        <source>Reading the model&apos;s header and planning its fit…</source>
+        <translation>모델 헤더를 읽고 메모리 적합성을 계획하는 중…</translation>
+    </message>
+    <message>
+        <source>Cannot open: {0}.</source>
+        <translation>열 수 없음: {0}.</translation>
+    </message>
+    <message>
+        <source>Memory fit not known.</source>
+        <translation>메모리 적합성을 알 수 없습니다.</translation>
     </message>
     <message>
         <source>No models found on this machine yet. Use “Browse…” to pick a model folder or a .gguf file.</source>
@@ -1004,6 +1137,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Run this model&apos;s own code</source>
         <translation>이 모델 자체 코드 실행</translation>
+    </message>
+    <message>
+        <source>Needs = the weights as they would load here + the KV cache of the model&apos;s context (auto: the largest that fits). “tight” leaves too little room for long prompts; “does not fit” will not load or will run out of memory.</source>
+        <translation>필요량 = 이 컴퓨터에서 불러올 가중치 + 모델 컨텍스트의 KV 캐시(자동: 들어가는 가장 큰 값). “빠듯함”은 긴 프롬프트를 위한 여유가 부족하고, “들어가지 않음”은 불러오지 못하거나 메모리가 부족해집니다.</translation>
+    </message>
+    <message>
+        <source>Looking for models on this machine…</source>
+        <translation>이 컴퓨터에서 모델을 찾는 중…</translation>
     </message>
     <message>
         <source>Runs Python files shipped with this model when it loads. Only for models from a source you trust.</source>
@@ -1022,12 +1163,16 @@ tokens counted by {4}: {5}</source>
         <translation>찾아보기…</translation>
     </message>
     <message>
-        <source>unknown</source>
-        <translation>알 수 없음</translation>
+        <source>reading…</source>
+        <translation>읽는 중…</translation>
     </message>
     <message>
-        <source>Memory fit not known yet.</source>
-        <translation>메모리 적합 여부를 아직 알 수 없습니다.</translation>
+        <source>✕ cannot open</source>
+        <translation>✕ 열 수 없음</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>알 수 없음</translation>
     </message>
     <message>
         <source>Plan: {0}</source>
@@ -1036,6 +1181,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Note: {0}.</source>
         <translation>참고: {0}.</translation>
+    </message>
+    <message>
+        <source>Could not look for models: {0}</source>
+        <translation>모델을 찾지 못했습니다: {0}</translation>
     </message>
     <message>
         <source>Open model — an HF folder&apos;s config.json, or a .gguf file</source>
@@ -1598,6 +1747,10 @@ budget left after reserving room for the answer and the summary.</source>
 </context>
 <context>
     <name>Turns</name>
+    <message>
+        <source>{0} is still being read: send again when it is ready</source>
+        <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
+    </message>
     <message>
         <source>max new tokens reached</source>
         <translation>최대 새 토큰 수에 도달함</translation>
