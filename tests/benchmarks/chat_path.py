@@ -145,11 +145,17 @@ def switch_back(runner: TurnRunner, settings: GenerationSettings, vocab: int, me
 
 
 def singles(runner: TurnRunner, settings: GenerationSettings, vocab: int, sizes, repeats: int) -> list[dict]:
-    """New chats of one message of about n tokens each (distinct, so nothing is reused)."""
+    """New chats of one message of about n tokens each (distinct, so nothing is reused), each
+    its own conversation as the window makes it (a new cache; the previous chat's is parked when
+    the chat is opened, before the message is sent)."""
     out = []
     for n in sizes:
-        rows = [run_turn(runner, [Message(Role.USER, words(n - 40, 7000 + 17 * r + n, vocab))], settings)
-                for r in range(repeats)]
+        rows = []
+        for r in range(repeats):
+            key = f"single-{n}-{r}"
+            runner.activate(key, settings.kept_chat_cache_mib)  # "New chat", before the message is typed
+            rows.append(run_turn(runner, [Message(Role.USER, words(n - 40, 7000 + 17 * r + n, vocab))], settings,
+                                 key))
         for row in rows:
             row.pop("text", None)
         out.append({"context": n, "ttft_s_median": statistics.median(r["ttft_s"] for r in rows),

@@ -9,7 +9,8 @@
 #   bash tests/benchmarks/chat_path_h200.sh <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
 # platformdirs (imported by app.core.paths) is not installed on the H200: put a copy of the package
 # on PYTHONPATH too (e.g. cp -r .venv/lib/python3.*/site-packages/platformdirs <copy>/.vendor/).
-# Device time: about 9 minutes (llama.cpp build ≈ 300 s on 12 cores, overlapped).
+# Device time: about 9 minutes (llama.cpp build ≈ 300 s on 12 cores, overlapped); WITH_LLAMA=0
+# leaves llama.cpp out (about 5 minutes).
 set -u
 G=${1:?folder with llama.cpp-src.tar.xz and lc_build_and_prep.sh}
 : "${OUT:?}"
@@ -27,18 +28,20 @@ if command -v taskset > /dev/null; then
 else
   PIN_LC=""
 fi
-LLAMA_SRC=$G/llama.cpp-src.tar.xz setsid nohup $PIN_LC bash "$G/lc_build_and_prep.sh" \
-  > /tmp/lc_build.log 2>&1 < /dev/null &
+if [ "${WITH_LLAMA:-1}" = 1 ]; then
+  LLAMA_SRC=$G/llama.cpp-src.tar.xz setsid nohup $PIN_LC bash "$G/lc_build_and_prep.sh" \
+    > /tmp/lc_build.log 2>&1 < /dev/null &
+fi
 wait $HR
 echo "headroom rc=$? at $((SECONDS - T0)) s"
 timeout 90 python3 -m tests.benchmarks.chat_path --warm-up-only > "$OUT/second_launch.txt" 2>&1
 echo "second launch rc=$? at $((SECONDS - T0)) s"
 B=/tmp/lc/llama.cpp/build/bin
-while [ $((SECONDS - T0)) -lt 560 ] && ! { [ -f /tmp/prep.done ] && grep -q "build rc=" /tmp/lc_build.log; }; do
+while [ "${WITH_LLAMA:-1}" = 1 ] && [ $((SECONDS - T0)) -lt 560 ] && ! { [ -f /tmp/prep.done ] && grep -q "build rc=" /tmp/lc_build.log; }; do
   sleep 2
 done
 echo "llama.cpp wait ended at $((SECONDS - T0)) s"; tail -4 /tmp/lc_build.log
-if [ -x $B/llama-quantize ] && [ -f /tmp/prep.done ]; then
+if [ "${WITH_LLAMA:-1}" = 1 ] && [ -x $B/llama-quantize ] && [ -f /tmp/prep.done ]; then
   rm -rf /tmp/m8b
   $B/llama-quantize /tmp/m8b-bf16.gguf /tmp/m8b-q4km.gguf Q4_K_M 16 > /tmp/quant.log 2>&1
   echo "quantized rc=$? at $((SECONDS - T0)) s"
