@@ -23,8 +23,10 @@ from app.engine.memory.units import dtype_nbytes
 
 # Prefill chunks tried on CUDA, largest first: the first whose projection is admitted runs
 # (issue 12, item 4: one shot up to 16k tokens when memory allows, as fast as the plain recipe;
-# 1,024 and 256 only when memory demands it, shared/gpu/README.md 12 GiB table).
-CUDA_CHUNK_LADDER = (16384, 1024, 256)
+# smaller chunks only when memory demands it, shared/gpu/README.md 12 GiB table; on the simulated
+# 12 GiB card the 256-token floor admitted 89.4 % of the KV limit, 128 tokens 91 %,
+# tests/benchmarks/results/memory_foresight_h200_app_settings*.json).
+CUDA_CHUNK_LADDER = (16384, 1024, 256, 128)
 
 RECENT_PROMPTS = 4  # encoded windows kept by Foresight.prompt_ids
 TEMPLATE_TOKENS_PER_MESSAGE = 5  # ChatML / Llama-3 headers and end-of-turn tokens, about
