@@ -5,6 +5,7 @@ portable installs).
 """
 
 import os
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -42,5 +43,17 @@ def models_dir() -> Path:
 
 
 def default_model_path() -> Path:
-    """The embedded default model's GGUF, placed by `python -m app.install_model`."""
-    return models_dir() / DEFAULT_MODEL_FILE
+    """The embedded default model's GGUF: the copy `python -m app.install_model` placed in the
+    user data folder, else the one a desktop bundle carries (its first run needs no pip), else
+    where install_model would place it (not there yet)."""
+    installed = models_dir() / DEFAULT_MODEL_FILE
+    bundled = bundled_model_path()
+    return bundled if not installed.exists() and bundled is not None else installed
+
+
+def bundled_model_path() -> Path | None:
+    """The default model inside a PyInstaller bundle (``<bundle>/models/``), None elsewhere or
+    when the bundle was built without it (packaging/headroom.spec)."""
+    base = getattr(sys, "_MEIPASS", None) if getattr(sys, "frozen", False) else None
+    path = Path(base) / "models" / DEFAULT_MODEL_FILE if base else None
+    return path if path is not None and path.is_file() else None

@@ -55,6 +55,15 @@ def test_frozen_self_test_passes(bundle, tmp_path):
     assert lines[-1].startswith("self-test OK: ")
 
 
+def test_a_fresh_profile_answers_with_the_bundled_default_model(bundle, tmp_path):
+    """First run of the bundle on a machine where `python -m app.install_model` never ran (the
+    bundle has no pip): the model it carries answers."""
+    env = {**isolated_env(tmp_path), "HEADROOM_DATA_DIR": str(tmp_path / "empty-data")}
+    result = subprocess.run([str(bundle), "--self-test"], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert any(line.startswith("PASS model answers: ") and "Paris" in line for line in result.stdout.splitlines())
+
+
 def test_frozen_window_opens_offscreen_and_loads_the_model(bundle, tmp_path):
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
