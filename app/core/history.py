@@ -251,17 +251,54 @@ class SummaryPlan:
 def summary_request(
     previous: str, transcript: str, words: int, system_allowed: bool = True,
 ) -> list[ChatDict]:
-    """Chat dicts asking the model to fold `previous` and `transcript` into one summary."""
+    """Chat dicts asking the model to fold `previous` and `transcript` into one summary, written
+    in the conversation's language (named when its script tells it: `written_language`)."""
+    language = written_language(transcript)
     ask = (
         f"Previous summary:\n{previous or '(none)'}\n\nNew turns:\n{transcript}\n\n"
         "Write one updated summary that folds the previous summary and the new turns together, "
         f"in under {words} words. Keep names, numbers, decisions and open questions. "
-        "Reply with the summary only."
+        f"Write it in {language or 'the language of the conversation'}. Reply with the summary only."
     )
     return normalize_roles([
         {"role": "system", "content": "You keep a running summary of a chat."},
         {"role": "user", "content": ask},
     ], system_allowed)
+
+
+# Scripts that name their language well enough for a summary request (Unicode block ranges).
+_SCRIPTS = (
+    ("Korean", ((0xAC00, 0xD7A3), (0x1100, 0x11FF), (0x3130, 0x318F))),
+    ("Japanese", ((0x3040, 0x30FF),)),
+    ("Chinese", ((0x4E00, 0x9FFF),)),
+    ("Russian", ((0x0400, 0x04FF),)),
+    ("Greek", ((0x0370, 0x03FF),)),
+    ("Arabic", ((0x0600, 0x06FF),)),
+    ("Hebrew", ((0x0590, 0x05FF),)),
+    ("Thai", ((0x0E00, 0x0E7F),)),
+    ("Hindi", ((0x0900, 0x097F),)),
+)
+
+
+def written_language(text: str) -> str | None:
+    """The language a text's letters say it is in, when their script names one: "Korean" for
+    mostly Hangul, "Japanese" when kana appear (kanji alone read as "Chinese"), … None for Latin
+    script or too few letters (the model is then asked for "the language of the conversation")."""
+    counts = dict.fromkeys((name for name, _ in _SCRIPTS), 0)
+    letters = 0
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        letters += 1
+        code = ord(ch)
+        for name, ranges in _SCRIPTS:
+            if any(lo <= code <= hi for lo, hi in ranges):
+                counts[name] += 1
+                break
+    if counts["Japanese"] and counts["Japanese"] + counts["Chinese"] >= letters * 0.3:
+        return "Japanese"
+    name, count = max(counts.items(), key=lambda item: item[1])
+    return name if letters >= 4 and count >= letters * 0.3 else None
 
 
 def plan_summary(

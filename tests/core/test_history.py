@@ -350,3 +350,16 @@ def test_growing_chat_never_overflows_and_folds_each_turn_once(lengths, context,
         assert window.prompt_tokens <= context - budget.max_new_tokens
         assert window.kept[0].first_position == summary.folded_through + 1
     assert folds == sorted(set(folds))
+
+
+def test_summaries_are_asked_for_in_the_conversations_language():
+    from app.core.history import summary_request, written_language
+
+    assert written_language("User: 8 GiB GPU에서 7B 모델의 KV 캐시는 얼마나 차지하나요?") == "Korean"
+    assert written_language("User: 東京の天気はどうですか") == "Japanese"
+    assert written_language("User: 北京今天天气怎么样") == "Chinese"
+    assert written_language("User: What is the capital of France?") is None
+    korean = summary_request("", "User: 서울의 겨울 아침에 대해 써 주세요\nAssistant: 차가운 바람이 붑니다", 80)
+    assert "Write it in Korean." in korean[-1]["content"]
+    english = summary_request("", "User: Tell me about Paris\nAssistant: It is the capital.", 80)
+    assert "Write it in the language of the conversation." in english[-1]["content"]
