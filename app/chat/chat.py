@@ -44,6 +44,8 @@ class Chat(QObject):
         conversation_loaded(list[Message]): a stored conversation is open.
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
+        versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
+            number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
         summarizing_changed(bool).
         load_progressed(str, float): loading stage and fraction; load_ended(): no load runs.
@@ -70,6 +72,7 @@ class Chat(QObject):
     conversation_loaded = Signal(list)
     conversations_listed = Signal(list, object)
     conversation_deleted = Signal(int, str)
+    versions_changed = Signal(list)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
     load_progressed = Signal(str, float)
@@ -98,6 +101,7 @@ class Chat(QObject):
         self.conversation = Conversation()
         self.conversation_id: int | None = None
         self.summary = SummaryState()
+        self.versions: list[tuple[int, int]] = []  # per message of the path: (number, of how many)
         self.report = None  # LoadReport of the loaded model, None while none is
         self.thread: QThread | None = None
         if worker is None:

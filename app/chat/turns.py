@@ -67,18 +67,19 @@ class TurnFlow(QObject):
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
-        """Replace the user message at `index` with `text`, forget what followed, answer again."""
+        """A new version of the user message at `index` with `text`, answered again; the old
+        version and what followed it stay (switch back with the version arrows)."""
         chat = self._chat
-        message = chat.conversation.messages[index]
-        message.content = text
+        chat.conversations.cut_to(index)
+        message = chat.conversation.add(Role.USER, text)
+        chat.message_added.emit(Role.USER, text)
         chat.conversations.persist(message)
-        chat.conversations.drop_from(index + 1)
         self._start_turn()
 
     @Slot(int)
     def regenerate(self, index: int) -> None:
-        """Forget the answer at `index` (and anything after it) and answer again."""
-        self._chat.conversations.drop_from(index)
+        """A new version of the answer at `index`; the old one stays."""
+        self._chat.conversations.cut_to(index)
         self._start_turn()
 
     @Slot(int)
@@ -116,6 +117,7 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
+        chat.conversations.show_versions()
         request = TurnRequest(next(self._request_ids), messages, chat.summary,
                               settings or chat.settings.generation, continue_final, override_memory,
                               backend=chat.settings.backend)
@@ -127,9 +129,9 @@ class TurnFlow(QObject):
         messages = self._chat.conversation.messages
         if not messages or messages[-1].role is not Role.USER:
             return
-        text = messages[-1].content
-        self._chat.conversations.drop_from(len(messages) - 1)
-        self._chat.text_withdrawn.emit(text)
+        text = self._chat.conversations.withdraw_last()
+        if text:
+            self._chat.text_withdrawn.emit(text)
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)
@@ -172,6 +174,7 @@ class TurnFlow(QObject):
             chat.conversation.messages.pop()
             chat.reply_ended.emit(MessageStatus.FAILED, "")
             chat.messages_truncated.emit(len(chat.conversation.messages))
+            chat.conversations.show_versions()
         else:  # a refused "continue": the partial answer stays as it was
             reply.status = MessageStatus.STOPPED
             chat.reply_ended.emit(MessageStatus.STOPPED, "")

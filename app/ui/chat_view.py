@@ -28,7 +28,9 @@ class ChatView(QScrollArea):
     message at `index` (its bubble already shows the new text; the view keeps the bubbles after
     it until `truncate`); regenerate_requested(int index) — a new answer in place of the
     assistant message at `index`; continue_requested(int index) — continue the stopped or
-    failed assistant message at `index`.
+    failed assistant message at `index`; version_requested(int index, int step) — show another
+    version of the message at `index` (−1 older, +1 newer); branch_requested(int index) — a new
+    chat from the conversation up to the message at `index`.
 
     Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
     """
@@ -36,6 +38,8 @@ class ChatView(QScrollArea):
     edit_requested = Signal(int, str)
     regenerate_requested = Signal(int)
     continue_requested = Signal(int)
+    version_requested = Signal(int, int)
+    branch_requested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -106,6 +110,8 @@ class ChatView(QScrollArea):
         bubble.edit_requested.connect(self._on_bubble_edit_requested)
         bubble.regenerate_requested.connect(self._on_bubble_regenerate_requested)
         bubble.continue_requested.connect(self._on_bubble_continue_requested)
+        bubble.version_requested.connect(self._on_bubble_version_requested)
+        bubble.branch_requested.connect(self._on_bubble_branch_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
         self._stick_to_bottom = True
@@ -117,6 +123,13 @@ class ChatView(QScrollArea):
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._stick_to_bottom = True
         return notice
+
+    @Slot(list)
+    def set_versions(self, versions: list) -> None:
+        """(number, count) per bubble, oldest first (Chat.versions_changed); bubbles past the
+        list's end show no switcher."""
+        for i, bubble in enumerate(self._bubbles):
+            bubble.set_version(*(versions[i] if i < len(versions) else (1, 1)))
 
     @Slot(bool)
     def set_actions_enabled(self, enabled: bool) -> None:
@@ -198,6 +211,14 @@ class ChatView(QScrollArea):
     @Slot()
     def _on_bubble_continue_requested(self) -> None:
         self.continue_requested.emit(self._index_of_sender())
+
+    @Slot(int)
+    def _on_bubble_version_requested(self, step: int) -> None:
+        self.version_requested.emit(self._index_of_sender(), step)
+
+    @Slot()
+    def _on_bubble_branch_requested(self) -> None:
+        self.branch_requested.emit(self._index_of_sender())
 
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:

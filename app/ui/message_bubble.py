@@ -52,16 +52,22 @@ class MessageBubble(QFrame):
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
-    continue_requested() — continue this stopped/failed (last assistant) message.
+    continue_requested() — continue this stopped/failed (last assistant) message;
+    version_requested(int step) — show the version `step` away (−1 older, +1 newer);
+    branch_requested() — copy the conversation up to this message into a new chat.
 
     Which actions show is decided here from the role, the status and `set_is_last` (set by the
     ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
-    longer streaming; Continue on it as well when it was stopped or failed with some text.
+    longer streaming; Continue on it as well when it was stopped or failed with some text;
+    Branch on every settled message; the version switcher "‹ 2 / 3 ›" when `set_version` says
+    there is more than one.
     """
 
     edit_requested = Signal(str)
     regenerate_requested = Signal()
     continue_requested = Signal()
+    version_requested = Signal(int)
+    branch_requested = Signal()
 
     def __init__(self, role: Role, text: str = "", parent=None):
         super().__init__(parent)
@@ -86,12 +92,23 @@ class MessageBubble(QFrame):
         self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
         self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
         self.continue_button.setProperty("accent", True)
-        self.regenerate_button = _action_button("Regenerate", "Replace this answer with a new one")
+        self.regenerate_button = _action_button("Regenerate", "Write a new version of this answer (the old one stays)")
+        self.branch_button = _action_button(self.tr("Branch"), self.tr("Continue from here in a new chat"))
+        self._version = (1, 1)
+        self.older_button = _action_button("‹", self.tr("Show the previous version"))
+        self.newer_button = _action_button("›", self.tr("Show the next version"))
+        self.version_label = QLabel()
+        self.version_label.setObjectName("bubbleVersion")
+        self.version_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.version_label.setMinimumHeight(self.older_button.sizeHint().height())  # in line with the arrows
+        self.version_label.setVisible(False)
         header_row = QHBoxLayout()
         header_row.setContentsMargins(0, 0, 0, 0)
         header_row.setSpacing(2)
         header_row.addWidget(self._header, 1)
-        for button in (self.continue_button, self.regenerate_button, self.edit_button):
+        for widget in (self.older_button, self.version_label, self.newer_button):
+            header_row.addWidget(widget, 0, Qt.AlignmentFlag.AlignTop)
+        for button in (self.continue_button, self.regenerate_button, self.edit_button, self.branch_button):
             header_row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 8)
@@ -104,6 +121,9 @@ class MessageBubble(QFrame):
         self.edit_button.clicked.connect(self._on_edit_clicked)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.continue_button.clicked.connect(self.continue_requested)
+        self.branch_button.clicked.connect(self.branch_requested)
+        self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
+        self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
         self.set_text(text)
 
@@ -187,6 +207,16 @@ class MessageBubble(QFrame):
         self._is_last = is_last
         self._update_actions()
 
+    def set_version(self, number: int, count: int) -> None:
+        """This message is version `number` (from 1) of `count`; the switcher shows when count > 1."""
+        self._version = (number, count)
+        self.version_label.setText(f"{number} / {count}")
+        self.version_label.setAccessibleName(self.tr("Version {0} of {1}").format(number, count))
+        self._update_actions()
+
+    def version(self) -> tuple[int, int]:
+        return self._version
+
     def set_actions_enabled(self, enabled: bool) -> None:
         """False while a reply or a summary is being generated: actions show but do nothing."""
         self._actions_enabled = enabled
@@ -200,7 +230,7 @@ class MessageBubble(QFrame):
         if self.role is not Role.USER:
             raise ValueError("only user messages can be edited")
         self.editor.setPlainText(self.text)
-        self._edit_hint.setText(("" if self._is_last else "The answers below will be replaced. ")
+        self._edit_hint.setText(("" if self._is_last else self.tr("The answers below stay as the older version. "))
                                 + "Ctrl+Enter to save · Esc to cancel")
         self._body.setVisible(False)
         self._note.setVisible(False)
@@ -244,7 +274,13 @@ class MessageBubble(QFrame):
         self.regenerate_button.setVisible(assistant_last)
         self.continue_button.setVisible(
             assistant_last and self.status in _CONTINUABLE and bool(self.text.strip()))
-        for button in (self.edit_button, self.regenerate_button, self.continue_button):
+        self.branch_button.setVisible(settled and not editing)
+        number, count = self._version
+        for widget in (self.older_button, self.version_label, self.newer_button):
+            widget.setVisible(count > 1 and not editing)
+        self.older_button.setEnabled(self._actions_enabled and number > 1)
+        self.newer_button.setEnabled(self._actions_enabled and number < count)
+        for button in (self.edit_button, self.regenerate_button, self.continue_button, self.branch_button):
             button.setEnabled(self._actions_enabled)
         if editing:
             self.save_button.setEnabled(

@@ -83,7 +83,7 @@ def test_edit_a_user_message_inline(qtbot, view):
     assert bubble.is_editing() and bubble.editor.isVisible()
     assert bubble.editor.toPlainText() == "How big is it?"
     assert not bubble._body.isVisible() and not bubble.edit_button.isVisible()
-    assert "answers below will be replaced" in bubble._edit_hint.text()
+    assert "answers below stay as the older version" in bubble._edit_hint.text()
     bubble.editor.setPlainText("  How big is it at 8k tokens?\n")
     with qtbot.waitSignal(view.edit_requested) as blocker:
         qtbot.mouseClick(bubble.save_button, Qt.MouseButton.LeftButton)
@@ -249,3 +249,34 @@ def test_a_huge_message_is_shown_shortened_but_kept_whole(qtbot):
     shown = bubble.shown_text()
     assert len(shown) < MAX_SHOWN_CHARS * 2 and "more characters not shown" in shown
     assert f"{len(text) - MAX_SHOWN_CHARS:,}" in shown
+
+
+def test_version_switcher_shows_where_there_are_versions_and_carries_the_index(qtbot, view):
+    view.set_versions([(1, 1), (2, 3), (1, 1), (1, 1)])
+    QApplication.processEvents()
+    plain, versioned = view.bubbles()[0], view.bubbles()[1]
+    assert not plain.version_label.isVisible() and not plain.older_button.isVisible()
+    assert versioned.version_label.isVisible() and versioned.version_label.text() == "2 / 3"
+    assert versioned.older_button.isEnabled() and versioned.newer_button.isEnabled()
+    with qtbot.waitSignal(view.version_requested) as blocker:
+        qtbot.mouseClick(versioned.older_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [1, -1]
+    with qtbot.waitSignal(view.version_requested) as blocker:
+        qtbot.mouseClick(versioned.newer_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [1, 1]
+    view.set_versions([(1, 1), (3, 3)])  # the newest: nothing newer; bubbles past the list: none
+    assert not versioned.newer_button.isEnabled() and versioned.older_button.isEnabled()
+    assert not view.bubbles()[3].version_label.isVisibleTo(view)
+    view.set_actions_enabled(False)
+    assert not versioned.older_button.isEnabled()
+
+
+def test_branch_is_offered_on_settled_messages_and_carries_the_index(qtbot, view):
+    QApplication.processEvents()
+    assert all(b.branch_button.isVisible() for b in view.bubbles())
+    with qtbot.waitSignal(view.branch_requested) as blocker:
+        qtbot.mouseClick(view.bubbles()[2].branch_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [2]
+    streaming = view.begin_stream()
+    QApplication.processEvents()
+    assert not streaming.branch_button.isVisible()
