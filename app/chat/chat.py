@@ -44,6 +44,7 @@ class Chat(QObject):
         conversation_loaded(list[Message]): a stored conversation is open.
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
+        notes_changed(str text, int tokens): the pinned notes, ≈ their size in tokens.
         versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
             number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
@@ -73,6 +74,7 @@ class Chat(QObject):
     conversations_listed = Signal(list, object)
     conversation_deleted = Signal(int, str)
     versions_changed = Signal(list)
+    notes_changed = Signal(str, int)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
     load_progressed = Signal(str, float)
@@ -102,6 +104,7 @@ class Chat(QObject):
         self.conversation_id: int | None = None
         self.summary = SummaryState()
         self.versions: list[tuple[int, int]] = []  # per message of the path: (number, of how many)
+        self.pinned_notes = ""  # kept in every prompt of this conversation
         self.report = None  # LoadReport of the loaded model, None while none is
         self.thread: QThread | None = None
         if worker is None:
@@ -115,7 +118,7 @@ class Chat(QObject):
         self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
-        self.turns = self.conversations = self.summaries = None
+        self.turns = self.conversations = self.summaries = self.notes = None
         self.models = self.backend = self.memory = None
         self._closed = False
 

@@ -51,8 +51,9 @@ class ConversationFlow(QObject):
         chat = self._chat
         chat.turns.stop_for_switch()  # a reply in flight is kept, as stopped
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
-        chat.versions = []
+        chat.versions, chat.pinned_notes = [], ""
         chat.conversation_cleared.emit()
+        chat.notes.show_notes()
 
     @Slot()
     def new_conversation(self) -> None:
@@ -85,8 +86,10 @@ class ConversationFlow(QObject):
         """Show a StoredConversation's active path, its summary and version numbers."""
         chat = self._chat
         chat.conversation, chat.summary, chat.versions = stored.conversation, stored.summary, stored.versions
+        chat.pinned_notes = stored.pinned_notes
         chat.conversation_loaded.emit(chat.conversation.messages)
         chat.summaries.show_summary()
+        chat.notes.show_notes()
         chat.versions_changed.emit(list(chat.versions))
 
     @Slot(int, int)
@@ -179,6 +182,7 @@ class ConversationFlow(QObject):
             title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
             chat.conversation_id = chat.store.create_conversation(
                 title, conversation_settings(chat.settings.generation, chat.settings.backend))
+            chat.notes.save()  # notes written before the first message
             self.refresh_sidebar()
         if message.id is None:
             index = chat.conversation.messages.index(message)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.core.conversation import MessageStatus, Role, copy_messages
+from app.core.pinned_notes import with_pinned_notes
 from app.workers.generation_worker import TurnRequest
 
 if TYPE_CHECKING:
@@ -118,9 +119,11 @@ class TurnFlow(QObject):
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
         chat.conversations.show_versions()
-        request = TurnRequest(next(self._request_ids), messages, chat.summary,
-                              settings or chat.settings.generation, continue_final, override_memory,
-                              backend=chat.settings.backend)
+        settings = settings or chat.settings.generation
+        # the pinned notes ride in the system message: counted in the budget, never evicted
+        settings = replace(settings, system_prompt=with_pinned_notes(settings.system_prompt, chat.pinned_notes))
+        request = TurnRequest(next(self._request_ids), messages, chat.summary, settings, continue_final,
+                              override_memory, backend=chat.settings.backend)
         self._active_request = request.request_id
         chat.worker.turn_requested.emit(request)
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from app.core.conversation import Conversation, Message, MessageStatus, Role
+from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
 from app.core.message_tree import MessageTree
 from app.core.paths import data_dir
@@ -103,7 +104,9 @@ _V3 = [
     "ALTER TABLE summaries_v3 RENAME TO summaries",
     "CREATE INDEX summaries_by_conversation ON summaries (conversation_id)",
 ]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+# v4: pinned notes, kept in every prompt of the conversation (issue 17, item 5).
+_V4 = ["ALTER TABLE conversations ADD COLUMN pinned_notes TEXT NOT NULL DEFAULT ''"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -139,6 +142,7 @@ class StoredConversation:
     settings: dict[str, Any] = field(default_factory=dict)
     versions: list[tuple[int, int]] = field(default_factory=list)
     """Per message of the active path: (its version number from 1, how many versions)."""
+    pinned_notes: str = ""
 
 
 def default_db_path() -> Path:
@@ -391,6 +395,11 @@ class Store:
         with self._tx() as db:
             self._touch(db, conversation_id, "title = ?, updated_at = ?", title, time.time())
 
+    def set_pinned_notes(self, conversation_id: int, notes: str) -> None:
+        """The conversation's pinned notes ("" for none). KeyError for an unknown conversation."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "pinned_notes = ?, updated_at = ?", notes, time.time())
+
     def update_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
         with self._tx() as db:
             self._touch(db, conversation_id, "settings_json = ?", json.dumps(settings))
@@ -482,11 +491,12 @@ class Store:
                             rows[i]["created_at"]) for i in path]
         return StoredConversation(
             _info(row), Conversation(messages), self.summary_for(conversation_id, path),
-            json.loads(row["settings_json"]), tree.versions(path))
+            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
         """A new conversation holding the path to `through_message_id` (copies, one version each),
-        the summary that serves it and the same settings; returns its id. KeyError when missing."""
+        the summary that serves it, the same settings and pinned notes; returns its id. KeyError
+        when missing."""
         source = self.load_conversation(conversation_id)
         tree = self._tree(conversation_id)
         if through_message_id not in tree.parents:
@@ -498,8 +508,9 @@ class Store:
         now = time.time()
         with self._tx() as db:
             new_id = db.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, settings_json) VALUES (?, ?, ?, ?)",
-                (title, now, now, json.dumps(source.settings))).lastrowid
+                "INSERT INTO conversations (title, created_at, updated_at, settings_json, pinned_notes)"
+                " VALUES (?, ?, ?, ?, ?)", (title, now, now, json.dumps(source.settings), source.pinned_notes),
+            ).lastrowid
             parent, copies = None, []
             for position, old in enumerate(path):
                 m = rows[old]
@@ -516,39 +527,17 @@ class Store:
         return new_id
 
     def export_json(self, conversation_id: int) -> str:
-        """The conversation as JSON (format "headroom-conversation" v1; times in Unix seconds)."""
-        c = self.load_conversation(conversation_id)
-        return json.dumps({
-            "format": "headroom-conversation", "version": 1, "title": c.info.title,
-            "created_at": c.info.created_at, "updated_at": c.info.updated_at,
-            "settings": c.settings,
-            "summary": {"content": c.summary.content, "folded_through": c.summary.folded_through,
-                        "tokens": c.summary.tokens} if c.summary.content else None,
-            "messages": [{"role": m.role.value, "content": m.content, "status": m.status.value,
-                          "created_at": m.created_at} for m in c.conversation.messages],
-        }, ensure_ascii=False, indent=2)
+        """The conversation's active branch as JSON (app.core.export)."""
+        return conversation_json(self.load_conversation(conversation_id))
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation as Markdown: a heading per message; unfinished answers are marked."""
-        c = self.load_conversation(conversation_id)
-        lines = [f"# {c.info.title or 'Untitled conversation'}", "",
-                 f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
-        if c.summary.content:
-            lines += ["> **Summary of earlier turns:** " + c.summary.content, ""]
-        for m in c.conversation.messages:
-            lines += [f"## {m.role.value.capitalize()}", "", m.content, ""]
-            if m.status is not MessageStatus.COMPLETE:
-                lines += [f"_({m.status.value})_", ""]
-        return "\n".join(lines)
+        """The conversation's active branch as Markdown (app.core.export)."""
+        return conversation_markdown(self.load_conversation(conversation_id))
 
 
 def _info(row: sqlite3.Row) -> ConversationInfo:
     return ConversationInfo(row["id"], row["title"], row["created_at"], row["updated_at"],
                             row["n"], row["deleted_at"])
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
 def open_store(path: Path | None = None) -> tuple["Store", str | None]:

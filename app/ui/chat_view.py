@@ -30,7 +30,8 @@ class ChatView(QScrollArea):
     assistant message at `index`; continue_requested(int index) — continue the stopped or
     failed assistant message at `index`; version_requested(int index, int step) — show another
     version of the message at `index` (−1 older, +1 newer); branch_requested(int index) — a new
-    chat from the conversation up to the message at `index`.
+    chat from the conversation up to the message at `index`; pin_requested(int index) — add the
+    message at `index` to the pinned notes.
 
     Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
     """
@@ -40,6 +41,7 @@ class ChatView(QScrollArea):
     continue_requested = Signal(int)
     version_requested = Signal(int, int)
     branch_requested = Signal(int)
+    pin_requested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -112,6 +114,7 @@ class ChatView(QScrollArea):
         bubble.continue_requested.connect(self._on_bubble_continue_requested)
         bubble.version_requested.connect(self._on_bubble_version_requested)
         bubble.branch_requested.connect(self._on_bubble_branch_requested)
+        bubble.pin_requested.connect(self._on_bubble_pin_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
         self._stick_to_bottom = True
@@ -219,6 +222,10 @@ class ChatView(QScrollArea):
     @Slot()
     def _on_bubble_branch_requested(self) -> None:
         self.branch_requested.emit(self._index_of_sender())
+
+    @Slot()
+    def _on_bubble_pin_requested(self) -> None:
+        self.pin_requested.emit(self._index_of_sender())
 
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:

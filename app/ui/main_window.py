@@ -20,6 +20,7 @@ from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
 from app.ui.admission_dialog import AdmissionDialog
+from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
@@ -54,6 +55,7 @@ class MainWindow(QMainWindow):
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
         self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
+        self.notes_dialog = None  # the last pinned-notes editor opened
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
         self._build_layout()
@@ -69,6 +71,7 @@ class MainWindow(QMainWindow):
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
         self.chat_view = ChatView()
+        self.chat_bar = ChatBar()
         self.composer = Composer()
         self.token_meter = TokenMeter()
         self.sidebar = ConversationList()
@@ -79,6 +82,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
+        layout.addWidget(self.chat_bar)
         layout.addWidget(self.composer)
         layout.addWidget(self.token_meter)
         self.splitter = splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -122,6 +126,8 @@ class MainWindow(QMainWindow):
         chat.conversations_listed.connect(self.sidebar.set_conversations)
         chat.conversation_deleted.connect(self.sidebar.show_undo)
         chat.versions_changed.connect(view.set_versions)
+        chat.notes_changed.connect(self.chat_bar.show_notes)
+        chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.summary_block.set_summary)
         chat.summarizing_changed.connect(view.summary_block.set_summarizing)
         chat.load_progressed.connect(status.show_progress)
@@ -151,6 +157,8 @@ class MainWindow(QMainWindow):
         self.chat_view.continue_requested.connect(turns.continue_reply)
         self.chat_view.version_requested.connect(chats.switch_version)
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
+        self.chat_view.pin_requested.connect(self.chat.notes.pin)
+        self.chat_bar.notes_requested.connect(self._on_notes_requested)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
@@ -239,6 +247,14 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
                                              dialog.entered_api_key(), dialog.result_language())
+
+    @Slot()
+    def _on_notes_requested(self) -> None:
+        from app.ui.notes_dialog import NotesDialog
+
+        dialog = self.notes_dialog = NotesDialog(self.chat.pinned_notes, self)
+        dialog.accepted.connect(lambda: self.chat.notes.edit(dialog.notes()))
+        dialog.open()  # window-modal, never blocks the event loop
 
     @Slot(int, str)
     def _on_export_requested(self, conversation_id: int, fmt: str) -> None:

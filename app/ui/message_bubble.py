@@ -6,6 +6,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -54,13 +55,14 @@ class MessageBubble(QFrame):
     regenerate_requested() — a new answer for this (last assistant) message;
     continue_requested() — continue this stopped/failed (last assistant) message;
     version_requested(int step) — show the version `step` away (−1 older, +1 newer);
-    branch_requested() — copy the conversation up to this message into a new chat.
+    branch_requested() — copy the conversation up to this message into a new chat;
+    pin_requested() — add this message to the conversation's pinned notes.
 
     Which actions show is decided here from the role, the status and `set_is_last` (set by the
     ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
     longer streaming; Continue on it as well when it was stopped or failed with some text;
-    Branch on every settled message; the version switcher "‹ 2 / 3 ›" when `set_version` says
-    there is more than one.
+    the "⋯" menu (Branch into a new chat, Pin to notes) on every settled message; the version
+    switcher "‹ 2 / 3 ›" when `set_version` says there is more than one.
     """
 
     edit_requested = Signal(str)
@@ -68,6 +70,7 @@ class MessageBubble(QFrame):
     continue_requested = Signal()
     version_requested = Signal(int)
     branch_requested = Signal()
+    pin_requested = Signal()
 
     def __init__(self, role: Role, text: str = "", parent=None):
         super().__init__(parent)
@@ -93,7 +96,15 @@ class MessageBubble(QFrame):
         self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
         self.continue_button.setProperty("accent", True)
         self.regenerate_button = _action_button("Regenerate", "Write a new version of this answer (the old one stays)")
-        self.branch_button = _action_button(self.tr("Branch"), self.tr("Continue from here in a new chat"))
+        self.more_button = _action_button("⋯", self.tr("More actions for this message"))
+        self.more_button.setAccessibleName(self.tr("More actions"))
+        self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.more_button)
+        self.branch_action = menu.addAction(self.tr("Branch into a new chat"))
+        self.branch_action.setToolTip(self.tr("Continue from this message in a chat of its own"))
+        self.pin_action = menu.addAction(self.tr("Pin to notes"))
+        self.pin_action.setToolTip(self.tr("Keep this message in every prompt of this chat"))
+        self.more_button.setMenu(menu)
         self._version = (1, 1)
         self.older_button = _action_button("‹", self.tr("Show the previous version"))
         self.newer_button = _action_button("›", self.tr("Show the next version"))
@@ -108,7 +119,7 @@ class MessageBubble(QFrame):
         header_row.addWidget(self._header, 1)
         for widget in (self.older_button, self.version_label, self.newer_button):
             header_row.addWidget(widget, 0, Qt.AlignmentFlag.AlignTop)
-        for button in (self.continue_button, self.regenerate_button, self.edit_button, self.branch_button):
+        for button in (self.continue_button, self.regenerate_button, self.edit_button, self.more_button):
             header_row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 8)
@@ -121,7 +132,8 @@ class MessageBubble(QFrame):
         self.edit_button.clicked.connect(self._on_edit_clicked)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.continue_button.clicked.connect(self.continue_requested)
-        self.branch_button.clicked.connect(self.branch_requested)
+        self.branch_action.triggered.connect(self.branch_requested)
+        self.pin_action.triggered.connect(self.pin_requested)
         self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
         self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
@@ -274,13 +286,13 @@ class MessageBubble(QFrame):
         self.regenerate_button.setVisible(assistant_last)
         self.continue_button.setVisible(
             assistant_last and self.status in _CONTINUABLE and bool(self.text.strip()))
-        self.branch_button.setVisible(settled and not editing)
+        self.more_button.setVisible(settled and not editing)
         number, count = self._version
         for widget in (self.older_button, self.version_label, self.newer_button):
             widget.setVisible(count > 1 and not editing)
         self.older_button.setEnabled(self._actions_enabled and number > 1)
         self.newer_button.setEnabled(self._actions_enabled and number < count)
-        for button in (self.edit_button, self.regenerate_button, self.continue_button, self.branch_button):
+        for button in (self.edit_button, self.regenerate_button, self.continue_button, self.more_button):
             button.setEnabled(self._actions_enabled)
         if editing:
             self.save_button.setEnabled(

@@ -26,6 +26,7 @@ class TokenMeter(QLabel):
         super().__init__(parent)
         self.setObjectName("tokenMeter")
         self.setContentsMargins(14, 0, 14, 6)
+        self._pinned_tokens = 0
         self._set_level("ok")
 
     @Slot(int, int, int, int)
@@ -36,6 +37,8 @@ class TokenMeter(QLabel):
         parts = [f"{used:,} / {budget:,} tokens in context", _plural(window_turns, "turn") + " in window"]
         if folded_turns:
             parts.append(f"{folded_turns:,} folded into summary")
+        if self._pinned_tokens:
+            parts.append(self.tr("≈{0} for pinned notes").format(f"{self._pinned_tokens:,}"))
         self.setText(" · ".join(parts))
         if budget <= 0 or used > budget:
             level = "over"
@@ -45,6 +48,12 @@ class TokenMeter(QLabel):
             level = "ok"
         self._set_level(level)
         self.setToolTip(self._tooltip(used, budget, level))
+
+    @Slot(str, int)
+    def set_pinned(self, _notes: str, tokens: int) -> None:
+        """The pinned notes take ≈`tokens` of every prompt (counted in `used`); said from the
+        next `set_counts` on."""
+        self._pinned_tokens = tokens
 
     @Slot()
     def reset(self) -> None:

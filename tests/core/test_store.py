@@ -132,7 +132,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -291,8 +291,10 @@ def test_copy_branch_makes_a_new_chat_of_the_path(store):
     store.set_active_message(cid, a2.id)
     store.save_summary(cid, SummaryState("asked q", 1, 4))
     store.update_settings(cid, {"temperature": 0.2})
+    store.set_pinned_notes(cid, "Ada prefers metric units.")
     copy = store.copy_branch(cid, q2.id, "t (branch)")
     loaded = store.load_conversation(copy)
+    assert loaded.pinned_notes == "Ada prefers metric units."
     assert [m.content for m in loaded.conversation.messages] == ["q", "a", "q2"]
     assert loaded.versions == [(1, 1)] * 3 and loaded.info.message_count == 3
     assert loaded.summary == SummaryState("asked q", 1, 4) and loaded.settings == {"temperature": 0.2}
@@ -310,6 +312,10 @@ def test_exports_follow_the_active_branch(store):
     assert "Lyon" not in store.export_markdown(cid)
     store.set_active_message(cid, a.id)
     assert "Lyon" in store.export_markdown(cid) and "Paris" not in store.export_markdown(cid)
+    assert "pinned_notes" not in json.loads(store.export_json(cid))
+    store.set_pinned_notes(cid, "Answer in one word.\nBe kind.")
+    assert json.loads(store.export_json(cid))["pinned_notes"] == "Answer in one word.\nBe kind."
+    assert "> **Pinned notes:** Answer in one word.\n> Be kind." in store.export_markdown(cid)
 
 
 def _v2_file(path: Path) -> None:
@@ -343,7 +349,7 @@ def test_migration_from_v2_keeps_everything_as_one_branch(tmp_path):
             (12, Role.USER, "q2", MessageStatus.COMPLETE), (13, Role.ASSISTANT, "a2", MessageStatus.STOPPED)]
         assert [m.created_at for m in loaded.conversation.messages] == [1.5, 2.5, 3.5, 4.5]
         assert loaded.summary == SummaryState("asked q1", 1, 4) and loaded.settings == {"temperature": 0.1}
-        assert loaded.versions == [(1, 1)] * 4
+        assert loaded.versions == [(1, 1)] * 4 and loaded.pinned_notes == ""
         assert store.message_tree(7).parents == {10: None, 11: 10, 12: 11, 13: 12}
         listed = store.list_conversations(include_deleted=True)
         assert [(c.id, c.deleted_at, c.message_count) for c in listed] == [(9, None, 0), (8, 5.0, 1), (7, None, 4)]

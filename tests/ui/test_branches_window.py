@@ -43,7 +43,28 @@ def test_edit_switch_and_branch_in_the_window(qtbot, make_window, tiny_model_dir
     assert "zebra" in prompt_text(window) and "giraffe" not in prompt_text(window)
 
     source = window.chat.conversation_id
-    qtbot.mouseClick(window.chat_view.bubbles()[1].branch_button, Qt.MouseButton.LeftButton)
+    window.chat_view.bubbles()[1].branch_action.trigger()
     assert window.chat.conversation_id != source and len(window.sidebar.ids()) == 2
     assert [b.text for b in window.chat_view.bubbles()][0] == "Remember zebra"
     assert len(window.chat_view.bubbles()) == 2
+
+
+def test_pinned_notes_reach_the_prompt_and_the_meter(qtbot, make_window, tiny_model_dir):
+    window = make_window(max_new_tokens=4)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "Hello there")
+    before = window.chat.turns.last_plan.window.prompt_tokens
+    window.new_chat_action.trigger()
+    qtbot.mouseClick(window.chat_bar.notes_button, Qt.MouseButton.LeftButton)
+    dialog = window.notes_dialog
+    dialog.editor.setPlainText("The user's name is Ada and she lives in Lisbon.")
+    assert "tokens in every prompt" in dialog.size_label.text()
+    dialog.accept()
+    assert window.chat_bar.notes_button.text().startswith("Notes · ≈")
+    send(qtbot, window, "Hello there")
+    plan = window.chat.turns.last_plan
+    assert "she lives in Lisbon" in plan.window.messages[0]["content"]
+    assert len(plan.window.kept) == 1 and plan.window.prompt_tokens >= before + 15  # counted in the budget
+    assert "for pinned notes" in window.token_meter.text()
+    window.chat_view.bubbles()[0].pin_action.trigger()
+    assert window.chat.pinned_notes.endswith("Hello there")

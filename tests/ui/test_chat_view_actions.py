@@ -271,12 +271,17 @@ def test_version_switcher_shows_where_there_are_versions_and_carries_the_index(q
     assert not versioned.older_button.isEnabled()
 
 
-def test_branch_is_offered_on_settled_messages_and_carries_the_index(qtbot, view):
+def test_branch_and_pin_are_offered_on_settled_messages_and_carry_the_index(qtbot, view):
     QApplication.processEvents()
-    assert all(b.branch_button.isVisible() for b in view.bubbles())
+    assert all(b.more_button.isVisible() for b in view.bubbles())
+    assert [a.text() for a in view.bubbles()[0].more_button.menu().actions()] == [
+        "Branch into a new chat", "Pin to notes"]
     with qtbot.waitSignal(view.branch_requested) as blocker:
-        qtbot.mouseClick(view.bubbles()[2].branch_button, Qt.MouseButton.LeftButton)
+        view.bubbles()[2].branch_action.trigger()
     assert blocker.args == [2]
+    with qtbot.waitSignal(view.pin_requested) as blocker:
+        view.bubbles()[1].pin_action.trigger()
+    assert blocker.args == [1]
     streaming = view.begin_stream()
     QApplication.processEvents()
-    assert not streaming.branch_button.isVisible()
+    assert not streaming.more_button.isVisible()
