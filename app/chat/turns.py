@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.core.conversation import MessageStatus, Role, copy_messages
+from app.core.history import group_turns
 from app.core.pinned_notes import with_pinned_notes
 from app.workers.generation_worker import TurnRequest
 
@@ -90,6 +91,23 @@ class TurnFlow(QObject):
         self._start_turn(continue_final=True)
 
     @Slot()
+    def summarize_now(self) -> None:
+        """Fold all but the newest `summary_keep_turns` turns into the summary now (the worker
+        answers on its summary_* signals); refused with a notice while a reply is in flight or
+        while there is nothing to fold."""
+        chat = self._chat
+        if self._active_request is not None:
+            chat.announce(_tr("Wait for the reply to end before summarizing."), "status")
+            return
+        if len(group_turns(chat.conversation.messages)) <= chat.settings.generation.summary_keep_turns:
+            chat.announce(_tr("Nothing to summarize yet: the last {0} turns always stay as they are.").format(
+                chat.settings.generation.summary_keep_turns), "status")
+            return
+        chat.worker.turn_requested.emit(TurnRequest(
+            next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
+            self._with_notes(chat.settings.generation), backend=chat.settings.backend, summarize_only=True))
+
+    @Slot()
     def stop(self) -> None:
         """End the reply or summary in flight within one token."""
         # A direct call, not a signal into the worker: the worker's event loop is busy
@@ -119,13 +137,15 @@ class TurnFlow(QObject):
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
         chat.conversations.show_versions()
-        settings = settings or chat.settings.generation
-        # the pinned notes ride in the system message: counted in the budget, never evicted
-        settings = replace(settings, system_prompt=with_pinned_notes(settings.system_prompt, chat.pinned_notes))
+        settings = self._with_notes(settings or chat.settings.generation)
         request = TurnRequest(next(self._request_ids), messages, chat.summary, settings, continue_final,
                               override_memory, backend=chat.settings.backend)
         self._active_request = request.request_id
         chat.worker.turn_requested.emit(request)
+
+    def _with_notes(self, settings):
+        """`settings` with the pinned notes in the system prompt: counted in the budget, never evicted."""
+        return replace(settings, system_prompt=with_pinned_notes(settings.system_prompt, self._chat.pinned_notes))
 
     def _withdraw_unanswered(self) -> None:
         """A refused message the user gives up on goes back into the composer, not into history."""

@@ -40,6 +40,12 @@ class Backend(Protocol):
         """Plan, admit, stream and summarize one turn; never raises for a failed generation."""
         ...
 
+    def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                      stop_event: threading.Event) -> Iterator[TurnEvent]:
+        """Fold all but the newest settings.summary_keep_turns turns into the summary now: the
+        summary events only (SummaryStarted, then SummaryFinished or SummaryFailed); never raises."""
+        ...
+
 
 class RemoteBackends:
     """The worker's remote backends, one per server settings (+ key) seen; a change of URL,

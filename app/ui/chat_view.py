@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from app.core.conversation import Message, MessageStatus, Role
+from app.ui.fold_marker import FoldMarker
 from app.ui.message_bubble import MessageBubble
 from app.ui.notice import Notice
 from app.ui.summary_block import SummaryBlock
@@ -59,6 +60,8 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self._bubbles: list[MessageBubble] = []
+        self.fold_marker: FoldMarker | None = None  # below the last turn the summary folds
+        self._folded_turns = 0
         self._actions_enabled = True
         self._streaming: MessageBubble | None = None
         self._pending = ""
@@ -127,6 +130,36 @@ class ChatView(QScrollArea):
         self._stick_to_bottom = True
         return notice
 
+    @Slot(str, int, int, int)
+    def show_summary(self, text: str, folded_turns: int, tokens: int, cap: int) -> None:
+        """The summary block (SummaryBlock.set_summary) and the fold marker below the last of the
+        `folded_turns` turns it folds (none without a summary)."""
+        self.summary_block.set_summary(text, folded_turns, tokens, cap)
+        self._folded_turns = folded_turns if text else 0
+        self._place_fold_marker()
+
+    @Slot()
+    def reveal_summary(self) -> None:
+        """Open the summary block and scroll up to it (the fold marker's "Show summary")."""
+        self.summary_block.set_expanded(True)
+        self._stick_to_bottom = False
+        self.ensureWidgetVisible(self.summary_block)
+
+    def _place_fold_marker(self) -> None:
+        """Put the marker before the first bubble of the first turn not folded (a turn starts at a
+        user message, as app.core.history.group_turns counts them)."""
+        if self.fold_marker is not None:
+            self._layout.removeWidget(self.fold_marker)
+            self.fold_marker.deleteLater()
+            self.fold_marker = None
+        starts = [i for i, b in enumerate(self._bubbles) if b.role is Role.USER or i == 0]
+        if not self._folded_turns or len(starts) <= self._folded_turns:
+            return
+        self.fold_marker = FoldMarker(self._folded_turns)
+        self.fold_marker.summary_requested.connect(self.reveal_summary)
+        before = self._bubbles[starts[self._folded_turns]]
+        self._layout.insertWidget(self._layout.indexOf(before), self.fold_marker)
+
     @Slot(list)
     def set_versions(self, versions: list) -> None:
         """(number, count) per bubble, oldest first (Chat.versions_changed); bubbles past the
@@ -190,6 +223,8 @@ class ChatView(QScrollArea):
                 continue
             if widget in self._bubbles:
                 self._bubbles.remove(widget)
+            if widget is self.fold_marker:
+                self.fold_marker = None
             widget.hide()
             widget.deleteLater()
 

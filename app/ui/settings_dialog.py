@@ -17,7 +17,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.backend_settings import BackendSettings
-from app.core.settings import MAX_SEED, REPETITION_PENALTY_RANGE, GenerationSettings
+from app.core.settings import (
+    MAX_KEEP_TURNS,
+    MAX_SEED,
+    REPETITION_PENALTY_RANGE,
+    SUMMARY_FOLD_AT_RANGE,
+    GenerationSettings,
+)
 from app.ui.backend_form import BackendForm
 
 
@@ -59,6 +65,7 @@ class SettingsDialog(QDialog):
                                        "it are folded into a summary. Smaller = less KV cache memory. Auto: the "
                                        "largest context whose KV cache fits this machine beside the model.")
         self._build_sampler_controls(settings, language)
+        self._build_summary_controls(settings)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -75,6 +82,8 @@ class SettingsDialog(QDialog):
         form.addRow("Seed", self.seed)
         form.addRow("Context window", self.context_tokens)
         form.addRow("CPU threads", self.cpu_threads)
+        form.addRow(self.tr("Summarize from"), self.summary_fold_at)
+        form.addRow(self.tr("Keep verbatim"), self.summary_keep_turns)
         outer.addLayout(form)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
         group = QGroupBox("Backend (this conversation)")
@@ -115,6 +124,23 @@ class SettingsDialog(QDialog):
         # (resources/translations/headroom_ko.qm) does not exist, so only Qt's buttons would change.
         self._language = language
 
+    def _build_summary_controls(self, settings: GenerationSettings) -> None:
+        """When older turns are folded into the summary, and how many newest turns never are."""
+        self.summary_fold_at = QSpinBox()
+        self.summary_fold_at.setRange(*(round(100 * f) for f in SUMMARY_FOLD_AT_RANGE))
+        self.summary_fold_at.setSingleStep(5)
+        self.summary_fold_at.setValue(round(100 * settings.summary_fold_at))
+        self.summary_fold_at.setSuffix(self.tr(" % of the context window"))
+        self.summary_fold_at.setToolTip(self.tr(
+            "Fold the oldest turns into the summary once the prompt fills this much of its budget; "
+            "100 % = only what no longer fits"))
+        self.summary_keep_turns = QSpinBox()
+        self.summary_keep_turns.setRange(1, MAX_KEEP_TURNS)
+        self.summary_keep_turns.setValue(settings.summary_keep_turns)
+        self.summary_keep_turns.setSuffix(self.tr(" newest turns"))
+        self.summary_keep_turns.setToolTip(self.tr(
+            "These turns are never folded into the summary, not by \"Summarize now\" either"))
+
     def accept(self) -> None:
         """Stays open, with the reason under the backend form, while the backend is unusable."""
         if self.backend_form.isVisibleTo(self) and self.backend_form.problem():
@@ -142,6 +168,8 @@ class SettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             context_tokens=self.context_tokens.value(),
             cpu_threads=self.cpu_threads.value(),
+            summary_fold_at=self.summary_fold_at.value() / 100,
+            summary_keep_turns=self.summary_keep_turns.value(),
         ).validated()
 
     def result_language(self) -> str:

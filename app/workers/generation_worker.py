@@ -45,7 +45,8 @@ class TurnRequest:
     new user message — or with a partial assistant answer when continue_final (continue after Stop,
     text-generation-webui #7565).
     override_memory: the user chose "send anyway" after a memory refusal.
-    backend: which engine answers (the conversation's choice; local by default)."""
+    backend: which engine answers (the conversation's choice; local by default).
+    summarize_only: no reply; fold the older turns into the summary now ("Summarize now")."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -54,6 +55,7 @@ class TurnRequest:
     continue_final: bool = False
     override_memory: bool = False
     backend: BackendSettings = BackendSettings()
+    summarize_only: bool = False
 
 
 class GenerationWorker(QObject):
@@ -201,10 +203,16 @@ class GenerationWorker(QObject):
         rid = request.request_id
         backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
         if backend is None:
-            self.generation_failed.emit(rid, "no model is loaded", "")
+            if request.summarize_only:
+                self.summary_failed.emit(rid, "no model is loaded")
+            else:
+                self.generation_failed.emit(rid, "no model is loaded", "")
             return
-        events = backend.run_turn(list(request.messages), request.summary, request.settings,
-                                  self._stop, request.continue_final, request.override_memory)
+        if request.summarize_only:
+            events = backend.summarize_now(list(request.messages), request.summary, request.settings, self._stop)
+        else:
+            events = backend.run_turn(list(request.messages), request.summary, request.settings,
+                                      self._stop, request.continue_final, request.override_memory)
         announced = False
         for event in events:
             if not announced and backend.report is not None:  # a remote one knows after connecting

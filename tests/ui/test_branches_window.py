@@ -68,3 +68,34 @@ def test_pinned_notes_reach_the_prompt_and_the_meter(qtbot, make_window, tiny_mo
     assert "for pinned notes" in window.token_meter.text()
     window.chat_view.bubbles()[0].pin_action.trigger()
     assert window.chat.pinned_notes.endswith("Hello there")
+
+
+def test_summarize_now_on_a_20_turn_chat_folds_with_a_marker_and_the_next_prompt_has_summary_and_notes(
+        qtbot, make_window, tiny_model_dir):
+    from app.core.conversation import Message, Role
+    from app.core.history import SUMMARY_HEADER
+
+    window = make_window(max_new_tokens=4)
+    store = window.chat.store
+    cid = store.create_conversation("twenty turns")
+    for i in range(20):
+        store.append_message(cid, Message(Role.USER, f"Fact {i}: item {i} is blue."))
+        store.append_message(cid, Message(Role.ASSISTANT, f"Noted {i}."))
+    store.set_pinned_notes(cid, "The user's name is Ada.")
+    open_and_wait(qtbot, window, tiny_model_dir)
+    window.sidebar.open_requested.emit(cid)
+    assert window.chat_view.fold_marker is None
+    with qtbot.waitSignal(window.chat.summarizing_changed, timeout=60000,
+                          check_params_cb=lambda busy: not busy):
+        qtbot.mouseClick(window.chat_bar.summarize_button, Qt.MouseButton.LeftButton)
+    folded = window.chat.folded_turns()
+    keep = window.chat.settings.generation.summary_keep_turns
+    assert window.chat.summary.content and 1 <= folded <= 20 - keep
+    marker = window.chat_view.fold_marker
+    assert marker is not None and marker.folded_turns == folded
+    assert store.load_conversation(cid).summary == window.chat.summary  # saved with the branch
+
+    send(qtbot, window, "Which items are blue?")
+    system = window.chat.turns.last_plan.window.messages[0]["content"]
+    assert "The user's name is Ada." in system and SUMMARY_HEADER + window.chat.summary.content in system
+    assert window.chat.turns.last_plan.window.kept[0].first_position > 2 * (folded - 1)

@@ -285,3 +285,22 @@ def test_branch_and_pin_are_offered_on_settled_messages_and_carry_the_index(qtbo
     streaming = view.begin_stream()
     QApplication.processEvents()
     assert not streaming.more_button.isVisible()
+
+
+def test_a_fold_marker_sits_below_the_folded_turns_and_opens_the_summary(qtbot, view):
+    view.summary_block.set_expanded(False)
+    view.show_summary("The user asked what a KV cache is.", 1, 12, 64)
+    marker = view.fold_marker
+    assert marker is not None and "1 turn above is folded" in marker.label.text()
+    layout = view._layout
+    assert layout.indexOf(marker) == layout.indexOf(view.bubbles()[2]) - 1  # between turn 1 and turn 2
+    with qtbot.waitSignal(marker.summary_requested):
+        qtbot.mouseClick(marker.show_button, Qt.MouseButton.LeftButton)
+    assert view.summary_block.is_expanded()
+    view.show_summary("", 0, 0, 64)  # summary forgotten: no marker
+    assert view.fold_marker is None
+    view.show_summary("Both turns.", 2, 12, 64)  # the newest turn is never folded: nowhere to put it
+    assert view.fold_marker is None
+    view.show_summary("First turn.", 1, 12, 64)
+    view.truncate(1)  # the marker goes with the bubbles below it
+    assert view.fold_marker is None

@@ -80,7 +80,8 @@ class Foresight:
     # ----- planning ---------------------------------------------------------------------------
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
-             cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0) -> TurnPlan:
+             cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0,
+             fold_at: float = 1.0, keep_turns: int = 1) -> TurnPlan:
         """Select the window, render it, project the peak and decide admission.
 
         cached_ids: token ids whose KV the session already holds (KV reuse); the common prefix
@@ -90,11 +91,13 @@ class Foresight:
         projection adds one old layer's KV on top of the new capacity.
         The prefill chunk is the largest of ``chunk_ladder`` whose projection is admitted (the
         smallest when none is); ``plan.projection.basis.chunk_size`` is the chunk that runs.
+        fold_at, keep_turns: when older turns leave the window for the summary (select_window).
         """
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
-        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                               count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+        policy = dict(count_tokens=self.count_tokens, system_allowed=fmt.system_role, fold_at=fold_at,
+                      keep_turns=keep_turns)
+        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
         auto = context_setting <= 0
         if auto and not window.fits:
             # "auto" shrank the context to what memory allows at full length; a turn that alone
@@ -102,7 +105,7 @@ class Foresight:
             # refused for positions the model does have
             budget = self.budget(self.max_positions, max_new_tokens)
             window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                                   count_tokens=self.count_tokens, system_allowed=fmt.system_role)
+                                   **policy)
         sample = self.probe.sample()
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)
