@@ -45,6 +45,8 @@ class Chat(QObject):
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
         notes_changed(str text, int tokens): the pinned notes, ≈ their size in tokens.
+        presets_changed(list[Preset], str current): the preset library and the chat's pick ("":
+            none, or settings changed since).
         versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
             number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
@@ -75,6 +77,7 @@ class Chat(QObject):
     conversation_deleted = Signal(int, str)
     versions_changed = Signal(list)
     notes_changed = Signal(str, int)
+    presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
     load_progressed = Signal(str, float)
@@ -105,6 +108,7 @@ class Chat(QObject):
         self.summary = SummaryState()
         self.versions: list[tuple[int, int]] = []  # per message of the path: (number, of how many)
         self.pinned_notes = ""  # kept in every prompt of this conversation
+        self.preset_name = ""  # the preset this conversation's settings came from
         self.report = None  # LoadReport of the loaded model, None while none is
         self.thread: QThread | None = None
         if worker is None:
@@ -118,7 +122,7 @@ class Chat(QObject):
         self.monitor = MemoryMonitor(worker.probe, parent=self)  # the worker's probe, ≈4 Hz
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
-        self.turns = self.conversations = self.summaries = self.notes = None
+        self.turns = self.conversations = self.summaries = self.notes = self.presets = None
         self.models = self.backend = self.memory = None
         self._closed = False
 
@@ -130,6 +134,7 @@ class Chat(QObject):
         self.monitor.start()
         self.backend.apply_backend()
         self.conversations.refresh_sidebar()
+        self.presets.show_presets()
         if self._store_notice:
             self.announce(self._store_notice, "error")
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
-from app.core.backend_settings import BackendSettings, conversation_settings
+from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
@@ -79,7 +79,10 @@ class ConversationFlow(QObject):
             chat.settings = replace(chat.settings, generation=generation.validated(),
                                     backend=BackendSettings.from_json(stored.settings.get("backend")))
             chat.backend.apply_backend()
+        preset = stored.settings.get("preset")  # the preset its settings came from, if any
+        chat.preset_name = preset if isinstance(preset, str) else ""
         self._adopt(stored)
+        chat.presets.show_presets()
         self.refresh_sidebar()
 
     def _adopt(self, stored) -> None:
@@ -180,8 +183,7 @@ class ConversationFlow(QObject):
         chat = self._chat
         if chat.conversation_id is None:
             title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
-            chat.conversation_id = chat.store.create_conversation(
-                title, conversation_settings(chat.settings.generation, chat.settings.backend))
+            chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
             chat.notes.save()  # notes written before the first message
             self.refresh_sidebar()
         if message.id is None:

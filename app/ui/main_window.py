@@ -55,7 +55,7 @@ class MainWindow(QMainWindow):
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
         self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
-        self.notes_dialog = None  # the last pinned-notes editor opened
+        self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
         self._build_layout()
@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         chat.conversation_deleted.connect(self.sidebar.show_undo)
         chat.versions_changed.connect(view.set_versions)
         chat.notes_changed.connect(self.chat_bar.show_notes)
+        chat.presets_changed.connect(self.chat_bar.set_presets)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(view.summary_block.set_summarizing)
@@ -161,6 +162,8 @@ class MainWindow(QMainWindow):
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
         self.chat_bar.notes_requested.connect(self._on_notes_requested)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
+        self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
+        self.chat_bar.presets_requested.connect(self._on_presets_requested)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
@@ -249,6 +252,7 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
                                              dialog.entered_api_key(), dialog.result_language())
+            self.chat.presets.settings_edited()  # still the preset's settings, or now custom
 
     @Slot()
     def _on_notes_requested(self) -> None:
@@ -257,6 +261,21 @@ class MainWindow(QMainWindow):
         dialog = self.notes_dialog = NotesDialog(self.chat.pinned_notes, self)
         dialog.accepted.connect(lambda: self.chat.notes.edit(dialog.notes()))
         dialog.open()  # window-modal, never blocks the event loop
+
+    @Slot()
+    def _on_presets_requested(self) -> None:
+        from app.ui.presets_dialog import PresetsDialog
+
+        presets = self.chat.presets
+        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self)
+        self.chat.presets_changed.connect(dialog.set_presets)
+        dialog.apply_requested.connect(presets.apply)
+        dialog.save_requested.connect(presets.save_current)
+        dialog.delete_requested.connect(presets.delete)
+        dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
+        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
+        dialog.finished.connect(lambda _result: self.chat.presets_changed.disconnect(dialog.set_presets))
+        dialog.open()
 
     @Slot(int, str)
     def _on_export_requested(self, conversation_id: int, fmt: str) -> None:

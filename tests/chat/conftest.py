@@ -15,9 +15,9 @@ from tests.helpers.fake_worker import FakeWorker
 CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_streamed", "reply_ended", "reply_measured",
                 "turn_ended", "turn_planned", "turn_refused", "text_withdrawn", "messages_truncated",
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
-                "versions_changed", "notes_changed", "summary_changed", "summarizing_changed", "load_progressed",
-                "load_ended", "model_changed", "model_loaded", "load_failed", "decode_status_changed",
-                "can_send_changed", "backend_changed", "backend_reported")
+                "versions_changed", "notes_changed", "presets_changed", "summary_changed", "summarizing_changed",
+                "load_progressed", "load_ended", "model_changed", "model_loaded", "load_failed",
+                "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported")
 
 
 class Recorder:

@@ -99,3 +99,15 @@ def test_summarize_now_on_a_20_turn_chat_folds_with_a_marker_and_the_next_prompt
     system = window.chat.turns.last_plan.window.messages[0]["content"]
     assert "The user's name is Ada." in system and SUMMARY_HEADER + window.chat.summary.content in system
     assert window.chat.turns.last_plan.window.kept[0].first_position > 2 * (folded - 1)
+
+
+def test_a_preset_picked_in_the_bar_reaches_the_prompt(qtbot, make_window, tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path / "config"))
+    window = make_window(max_new_tokens=4)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    combo = window.chat_bar.preset_combo
+    combo.activated.emit(combo.findData("Precise"))
+    assert combo.currentText() == "Precise" and window.chat.settings.generation.top_k == 20
+    send(qtbot, window, "Add two numbers")
+    assert window.chat.turns.last_plan.window.messages[0]["content"].startswith("You are a precise assistant.")
+    assert window.chat.store.load_conversation(window.chat.conversation_id).settings["preset"] == "Precise"
