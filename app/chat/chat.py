@@ -35,6 +35,7 @@ class Chat(QObject):
         reply_streamed(str): new reply text.
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
+        reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
@@ -66,6 +67,7 @@ class Chat(QObject):
     reply_streamed = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
+    reply_stats = Signal(object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     turn_refused = Signal(object, object)

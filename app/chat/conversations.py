@@ -191,7 +191,8 @@ class ConversationFlow(QObject):
             parent = chat.conversation.messages[index - 1].id if index else None
             chat.store.append_message(chat.conversation_id, message, parent_id=parent)
         else:
-            chat.store.update_message(message.id, content=message.content, status=message.status)
+            chat.store.update_message(message.id, content=message.content, status=message.status,
+                                      stats=message.stats)
         self.show_versions()
 
     def show_versions(self) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
-from app.core.conversation import MessageStatus, Role, copy_messages
+from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
 from app.core.pinned_notes import with_pinned_notes
 from app.workers.generation_worker import TurnRequest
@@ -173,12 +173,28 @@ class TurnFlow(QObject):
         if request_id != self._active_request:
             return
         self.turn_records.append(record)
+        self._chat.conversation.messages[-1].stats = self._stats(finished)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
             self._end_turn(MessageStatus.STOPPED, _tr("max new tokens reached"))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
         self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
+        self._chat.reply_stats.emit(self._chat.conversation.messages[-1].stats)
+
+    def _stats(self, finished) -> ReplyStats:
+        """The ReplyStats of the answer that just ended (engine ReplyFinished + what answered)."""
+        chat = self._chat
+        if chat.settings.backend.is_remote:
+            remote = chat.backend.remote_report or chat.settings.backend.remote
+            kv, backend = "", _tr("remote: {0}").format(remote.display)
+        else:
+            report = chat.report
+            kv = report.compute_dtype if report is not None else ""
+            backend = f"{report.name} · {report.device}" if report is not None else ""
+        return ReplyStats(finished.prompt_tokens, finished.prefill_tokens, finished.reused_tokens,
+                          finished.new_tokens, finished.ttft_s, finished.decode_tokens_per_s,
+                          finished.decode_path, kv, backend)
 
     @Slot(int, str, str)
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:

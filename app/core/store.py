@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from app.core.conversation import Conversation, Message, MessageStatus, Role
+from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
 from app.core.message_tree import MessageTree
@@ -106,7 +106,9 @@ _V3 = [
 ]
 # v4: pinned notes, kept in every prompt of the conversation (issue 17, item 5).
 _V4 = ["ALTER TABLE conversations ADD COLUMN pinned_notes TEXT NOT NULL DEFAULT ''"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# v5: how each answer was made (ReplyStats as JSON; NULL for user messages and older answers).
+_V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -318,11 +320,12 @@ class Store:
                 raise KeyError(parent_id)
             message.id = db.execute(
                 "INSERT INTO messages"
-                " (conversation_id, position, role, content, status, created_at, parent_id)"
-                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ? FROM messages"
+                " (conversation_id, position, role, content, status, created_at, parent_id, stats_json)"
+                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ? FROM messages"
                 " WHERE conversation_id = ?",
                 (conversation_id, Role(message.role).value, message.content,
-                 MessageStatus(message.status).value, message.created_at, parent_id, conversation_id),
+                 MessageStatus(message.status).value, message.created_at, parent_id,
+                 _stats_json(message.stats), conversation_id),
             ).lastrowid
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
                        (message.id, conversation_id))
@@ -330,13 +333,15 @@ class Store:
 
     def update_message(
         self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
+        stats: ReplyStats | None = None,
     ) -> None:
-        """Commit a message's new content and/or status (e.g. a partial answer, STOPPED)."""
+        """Commit a message's new content, status (e.g. a partial answer, STOPPED) and/or stats."""
         with self._tx() as db:
             row = db.execute(
-                "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status)"
-                " WHERE id = ? RETURNING conversation_id",
-                (content, None if status is None else MessageStatus(status).value, message_id),
+                "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
+                " stats_json = COALESCE(?, stats_json) WHERE id = ? RETURNING conversation_id",
+                (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
+                 message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
@@ -488,7 +493,7 @@ class Store:
         tree = MessageTree({i: m["parent_id"] for i, m in rows.items()})
         path = tree.active_path(row["active_message_id"])
         messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
-                            rows[i]["created_at"]) for i in path]
+                            rows[i]["created_at"], _stats(rows[i]["stats_json"])) for i in path]
         return StoredConversation(
             _info(row), Conversation(messages), self.summary_for(conversation_id, path),
             json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
@@ -516,8 +521,9 @@ class Store:
                 m = rows[old]
                 parent = db.execute(
                     "INSERT INTO messages (conversation_id, position, role, content, status, created_at,"
-                    " parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent)).lastrowid
+                    " parent_id, stats_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent,
+                     m["stats_json"])).lastrowid
                 copies.append(parent)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?", (parent, new_id))
             if summary.content:
@@ -533,6 +539,17 @@ class Store:
     def export_markdown(self, conversation_id: int) -> str:
         """The conversation's active branch as Markdown (app.core.export)."""
         return conversation_markdown(self.load_conversation(conversation_id))
+
+
+def _stats_json(stats: ReplyStats | None) -> str | None:
+    return None if stats is None else json.dumps(stats.to_json())
+
+
+def _stats(text: str | None) -> ReplyStats | None:
+    try:
+        return ReplyStats.from_json(json.loads(text)) if text else None
+    except ValueError:
+        return None
 
 
 def _info(row: sqlite3.Row) -> ConversationInfo:

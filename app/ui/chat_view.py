@@ -92,7 +92,7 @@ class ChatView(QScrollArea):
         block is emptied: call `summary_block.set_summary` afterwards)."""
         self.clear()
         for message in messages:
-            self.add_message(message.role, message.content, message.status)
+            self.add_message(message.role, message.content, message.status).set_stats(message.stats)
 
     def truncate(self, index: int) -> None:
         """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
@@ -159,6 +159,12 @@ class ChatView(QScrollArea):
         self.fold_marker.summary_requested.connect(self.reveal_summary)
         before = self._bubbles[starts[self._folded_turns]]
         self._layout.insertWidget(self._layout.indexOf(before), self.fold_marker)
+
+    @Slot(object)
+    def show_reply_stats(self, stats) -> None:
+        """How the answer that just ended (the last bubble) was made (a ReplyStats)."""
+        if self._bubbles and self._bubbles[-1].role is Role.ASSISTANT:
+            self._bubbles[-1].set_stats(stats)
 
     @Slot(list)
     def set_versions(self, versions: list) -> None:

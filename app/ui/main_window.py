@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
         chat.reply_streamed.connect(view.append_stream)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)
+        chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_planned.connect(self._on_turn_planned)
         chat.turn_refused.connect(self._on_turn_refused)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from app.core.conversation import MessageStatus, Role
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
+from app.ui.reply_stats_text import stats_line, stats_tooltip
 
 _ROLE_TITLES = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
 _STATUS_TAGS = {MessageStatus.STOPPED: "stopped", MessageStatus.FAILED: "failed"}
@@ -92,6 +93,11 @@ class MessageBubble(QFrame):
         self._note.setWordWrap(True)
         self._note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._note.setVisible(False)
+        self.stats_label = QLabel()
+        self.stats_label.setObjectName("bubbleStats")
+        self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.stats_label.setVisible(False)
+        self.stats = None
         self.edit_button = _action_button("Edit", "Edit this message and get a new answer from here")
         self.continue_button = _action_button("Continue", "Continue this answer from where it ended")
         self.continue_button.setProperty("accent", True)
@@ -127,6 +133,7 @@ class MessageBubble(QFrame):
         layout.addLayout(header_row)
         layout.addWidget(self._body)
         layout.addWidget(self._note)
+        layout.addWidget(self.stats_label)
         layout.addWidget(self._build_editor())
         self._layout = layout
         self.edit_button.clicked.connect(self._on_edit_clicked)
@@ -198,6 +205,15 @@ class MessageBubble(QFrame):
         self._note.setText(note)
         self._note.setVisible(bool(note) and not self.is_editing())
 
+    def set_stats(self, stats) -> None:
+        """How this answer was made (a ReplyStats, None: nothing shown): one small line, the
+        details on hover."""
+        self.stats = stats
+        self.stats_label.setText(stats_line(stats) if stats is not None else "")
+        self.stats_label.setToolTip(stats_tooltip(stats) if stats is not None else "")
+        self.stats_label.setAccessibleName(stats_tooltip(stats) if stats is not None else "")
+        self.stats_label.setVisible(stats is not None and self.status is not MessageStatus.STREAMING)
+
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
         was_streaming = self.status is MessageStatus.STREAMING
         self.status = MessageStatus(status)
@@ -208,6 +224,7 @@ class MessageBubble(QFrame):
         self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()
+        self.stats_label.setVisible(self.stats is not None and self.status is not MessageStatus.STREAMING)
         self.setProperty("status", self.status.value)
         self.style().unpolish(self)
         self.style().polish(self)

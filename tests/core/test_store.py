@@ -132,7 +132,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -488,3 +488,24 @@ def test_a_newer_store_left_with_a_wal_is_read_with_it(tmp_path):
     assert sorted(c.title for c in store.list_conversations()) == ["from the future", "only in the wal"]
     store.close()
     writer.close()
+
+
+def test_reply_stats_round_trip_and_a_damaged_row_shows_none(store):
+    from app.core.conversation import ReplyStats
+
+    stats = ReplyStats(812, 40, 772, 12, 0.25, 10.0, "compiled", "bfloat16", "Llama · cuda:0")
+    cid, (q, a) = _chat(store, "q", "a")
+    store.update_message(a.id, stats=stats)
+    store.update_message(a.id, status=MessageStatus.STOPPED)  # other updates keep the stats
+    assert store.load_conversation(cid).conversation.messages[1].stats == stats
+    copy = store.copy_branch(cid, a.id, "copy")
+    assert store.load_conversation(copy).conversation.messages[1].stats == stats
+    reply = Message(Role.ASSISTANT, "b", stats=stats)
+    store.append_message(cid, reply, parent_id=q.id)
+    assert store.load_conversation(cid).conversation.messages[1].stats == stats
+    damaged = json.dumps({"prompt_tokens": "many"})
+    store._conn.execute("UPDATE messages SET stats_json = ? WHERE id = ?", (damaged, reply.id))
+    assert store.load_conversation(cid).conversation.messages[1].stats is None
+    store._conn.execute("UPDATE messages SET stats_json = 'not json' WHERE id = ?", (reply.id,))
+    assert store.load_conversation(cid).conversation.messages[1].stats is None
+    assert ReplyStats.from_json({**stats.to_json(), "from_the_future": 1}) == stats

@@ -111,3 +111,20 @@ def test_a_preset_picked_in_the_bar_reaches_the_prompt(qtbot, make_window, tiny_
     send(qtbot, window, "Add two numbers")
     assert window.chat.turns.last_plan.window.messages[0]["content"].startswith("You are a precise assistant.")
     assert window.chat.store.load_conversation(window.chat.conversation_id).settings["preset"] == "Precise"
+
+
+def test_each_answer_shows_its_stats_and_keeps_them_after_a_restart(qtbot, make_window, tiny_model_dir, tmp_path):
+    db = tmp_path / "stats.sqlite3"
+    window = make_window(max_new_tokens=4, store_path=db)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "Hello there")
+    answer = window.chat_view.bubbles()[1]
+    stats = window.chat.conversation.messages[1].stats
+    assert stats.new_tokens == 4 and stats.prompt_tokens == stats.prefilled_tokens + stats.reused_tokens
+    assert stats.kv_precision == "float32" and stats.decode_path.startswith("eager")
+    assert answer.stats_label.text().startswith("4 tokens · TTFT ")
+    cid = window.chat.conversation_id
+    window.close()
+    again = make_window(store_path=db)
+    again.sidebar.open_requested.emit(cid)
+    assert again.chat_view.bubbles()[1].stats_label.text() == answer.stats_label.text()

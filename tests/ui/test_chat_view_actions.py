@@ -304,3 +304,24 @@ def test_a_fold_marker_sits_below_the_folded_turns_and_opens_the_summary(qtbot, 
     view.show_summary("First turn.", 1, 12, 64)
     view.truncate(1)  # the marker goes with the bubbles below it
     assert view.fold_marker is None
+
+
+def test_an_answer_shows_how_it_was_made_small_with_details_on_hover(view):
+    from app.core.conversation import ReplyStats
+
+    stats = ReplyStats(812, 40, 772, 12, 0.25, 10.0, "compiled", "bfloat16", "Llama-3-8B · cuda:0")
+    view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hello!", stats=stats)])
+    QApplication.processEvents()
+    answer = view.bubbles()[1]
+    assert answer.stats_label.isVisible() and not view.bubbles()[0].stats_label.isVisible()
+    assert answer.stats_label.text() == "12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"
+    assert answer.stats_label.toolTip().splitlines() == [
+        "Prompt: 812 tokens (40 prefilled, 772 reused from the KV cache)", "Answer: 12 new tokens",
+        "Time to first token: 250 ms", "Decode: 10.0 tokens/s (compiled)", "KV cache precision: bfloat16",
+        "Answered by: Llama-3-8B · cuda:0"]
+    streaming = view.begin_stream()
+    QApplication.processEvents()
+    view.show_reply_stats(stats)  # the stream is still open: shown once it ends
+    assert not streaming.stats_label.isVisibleTo(view)
+    view.end_stream()
+    assert streaming.stats_label.isVisibleTo(view)
