@@ -103,9 +103,11 @@ class TurnFlow(QObject):
             chat.announce(_tr("Nothing to summarize yet: the last {0} turns always stay as they are.").format(
                 chat.settings.generation.summary_keep_turns), "status")
             return
-        chat.worker.turn_requested.emit(TurnRequest(
-            next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
-            self._with_notes(chat.settings.generation), backend=chat.settings.backend, summarize_only=True))
+        request = TurnRequest(next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
+                              self._with_notes(chat.settings.generation), backend=chat.settings.backend,
+                              summarize_only=True)
+        chat.summaries.expect(request.request_id)
+        chat.worker.turn_requested.emit(request)
 
     @Slot()
     def stop(self) -> None:
@@ -141,6 +143,7 @@ class TurnFlow(QObject):
         request = TurnRequest(next(self._request_ids), messages, chat.summary, settings, continue_final,
                               override_memory, backend=chat.settings.backend)
         self._active_request = request.request_id
+        chat.summaries.expect(request.request_id)
         chat.worker.turn_requested.emit(request)
 
     def _with_notes(self, settings):

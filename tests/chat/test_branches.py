@@ -161,3 +161,31 @@ def test_a_three_level_branch_survives_a_restart(make_chat):
     assert contents(again.conversation.messages) == ["q1", "a1 v2"]
     assert all(m.status is MessageStatus.COMPLETE and m.role in (Role.USER, Role.ASSISTANT)
                for m in again.conversation.messages)
+
+
+def test_a_summary_that_ends_after_a_switch_is_kept_for_its_own_branch(chat):
+    worker = chat.worker
+    chat.turns.send("q1")
+    answer(chat, "a1")
+    chat.turns.send("q2")
+    answer(chat, "a2")
+    chat.turns.regenerate(1)  # a second version of a1 …
+    answer(chat, "a1 v2")
+    chat.conversations.switch_version(1, -1)  # … back to a1 q2 a2
+    chat.turns.send("q3")
+    summarized = worker.last_id
+    answer(chat, "a3")
+    chat.conversations.switch_version(1, +1)  # the user moves on while the summary is written
+    state = SummaryState("asked q1 and q2", 3, 6)
+    worker.summary_finished.emit(summarized, state, "ok")
+    assert chat.summary == SummaryState()  # not this branch's: not adopted here
+    assert contents(chat.conversation.messages) == ["q1", "a1 v2"]
+    chat.conversations.switch_version(1, -1)
+    assert chat.summary == state  # saved with the branch it folded
+    chat.turns.send("q4")
+    answer(chat, "a4")
+    source, summarized = chat.conversation_id, worker.last_id
+    chat.conversations.new_conversation()
+    worker.summary_finished.emit(summarized, SummaryState("asked q1 to q3", 5, 8), "ok")
+    assert chat.summary == SummaryState()  # another conversation open: left alone …
+    assert chat.store.load_conversation(source).summary == SummaryState("asked q1 to q3", 5, 8)  # … saved
