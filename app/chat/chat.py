@@ -37,6 +37,7 @@ class Chat(QObject):
         reply_streamed(str): new reply text.
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
+        reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
@@ -46,6 +47,11 @@ class Chat(QObject):
         conversation_loaded(list[Message]): a stored conversation is open.
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
+        notes_changed(str text, int tokens): the pinned notes, ≈ their size in tokens.
+        presets_changed(list[Preset], str current): the preset library and the chat's pick ("":
+            none, or settings changed since).
+        versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
+            number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
         summarizing_changed(bool).
         load_progressed(str, float): loading stage and fraction; load_ended(): no load runs.
@@ -65,6 +71,7 @@ class Chat(QObject):
     reply_streamed = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
+    reply_stats = Signal(object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     turn_refused = Signal(object, object)
@@ -74,6 +81,9 @@ class Chat(QObject):
     conversation_loaded = Signal(list)
     conversations_listed = Signal(list, object)
     conversation_deleted = Signal(int, str)
+    versions_changed = Signal(list)
+    notes_changed = Signal(str, int)
+    presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
     load_progressed = Signal(str, float)
@@ -104,6 +114,9 @@ class Chat(QObject):
         self.conversation_id: int | None = None
         self.cache_key = "new-0"  # the worker's key for this conversation's kept KV cache
         self.summary = SummaryState()
+        self.versions: list[tuple[int, int]] = []  # per message of the path: (number, of how many)
+        self.pinned_notes = ""  # kept in every prompt of this conversation
+        self.preset_name = ""  # the preset this conversation's settings came from
         self.report = None  # LoadReport of the loaded model, None while none is
         self.model_path = None  # the path it was opened from (its per-model settings' key)
         self.thread: QThread | None = None
@@ -119,7 +132,7 @@ class Chat(QObject):
         self.jobs = BackgroundJobs(threads=2, parent=self)  # reads off the GUI thread: model plans, documents
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
-        self.turns = self.conversations = self.summaries = None
+        self.turns = self.conversations = self.summaries = self.notes = self.presets = None
         self.models = self.backend = self.memory = self.attachments = None
         self._closed = False
 
@@ -131,6 +144,7 @@ class Chat(QObject):
         self.monitor.start()
         self.backend.apply_backend()
         self.conversations.refresh_sidebar()
+        self.presets.show_presets()
         if self._store_notice:
             self.announce(self._store_notice, "error")
 

@@ -3,6 +3,12 @@ Store, and the sidebar's commands (new, open, rename, delete with undo, search, 
 
 A conversation gets its row when its first message is committed; each message is committed as
 it completes. Opening a conversation adopts its own generation and backend settings.
+
+Versions and branches (issue 17): the Store keeps every message as a tree (app.core.message_tree);
+the chat holds the active path (chat.conversation.messages) and each message's version numbers
+(chat.versions). Edit and Regenerate start a new version beside the old one (`cut_to`, then the
+new message); `switch_version` shows another version with the newest replies under it;
+`branch_to_new_chat` copies the path up to a message into a conversation of its own.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
-from app.core.backend_settings import BackendSettings, conversation_settings
+from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
@@ -50,7 +56,9 @@ class ConversationFlow(QObject):
         chat.turns.stop_for_switch()  # a reply in flight is kept, as stopped
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
         chat.cache_key = f"new-{next(self._new_keys)}"
+        chat.versions, chat.pinned_notes = [], ""
         chat.conversation_cleared.emit()
+        chat.notes.show_notes()
 
     def _activate_cache(self) -> None:
         """Tell the worker which conversation is open, so its kept KV cache (if any) is back on
@@ -75,7 +83,6 @@ class ConversationFlow(QObject):
             return
         stored = chat.store.load_conversation(conversation_id)
         self._reset_conversation()
-        chat.conversation, chat.summary = stored.conversation, stored.summary
         chat.conversation_id = conversation_id
         chat.cache_key = self._cache_keys.setdefault(conversation_id, f"stored-{conversation_id}")
         if stored.settings:  # this conversation's own generation settings
@@ -85,10 +92,57 @@ class ConversationFlow(QObject):
             chat.settings = replace(chat.settings, generation=generation.validated(),
                                     backend=BackendSettings.from_json(stored.settings.get("backend")))
             chat.backend.apply_backend()
+        preset = stored.settings.get("preset")  # the preset its settings came from, if any
+        chat.preset_name = preset if isinstance(preset, str) else ""
         self._activate_cache()
+        self._adopt(stored)
+        chat.presets.show_presets()
+        self.refresh_sidebar()
+
+    def _adopt(self, stored) -> None:
+        """Show a StoredConversation's active path, its summary and version numbers."""
+        chat = self._chat
+        chat.conversation, chat.summary, chat.versions = stored.conversation, stored.summary, stored.versions
+        chat.pinned_notes = stored.pinned_notes
         chat.conversation_loaded.emit(chat.conversation.messages)
         chat.summaries.show_summary()
-        self.refresh_sidebar()
+        chat.notes.show_notes()
+        chat.versions_changed.emit(list(chat.versions))
+
+    @Slot(int, int)
+    def switch_version(self, index: int, step: int) -> None:
+        """Show the version `step` places from the message at `index` (−1: the one before), with
+        the newest replies under it; refused (with a notice) while a reply is in flight."""
+        chat = self._chat
+        if chat.turns.active:
+            chat.announce(translate("Conversations", "Stop the current reply before switching versions."))
+            return
+        message = chat.conversation.messages[index]
+        if chat.conversation_id is None or message.id is None:
+            return
+        tree = chat.store.message_tree(chat.conversation_id)
+        siblings = tree.siblings(message.id)
+        target = siblings[max(0, min(len(siblings) - 1, siblings.index(message.id) + step))]
+        if target == message.id:
+            return
+        chat.store.set_active_message(chat.conversation_id, tree.newest_leaf(target))
+        self._adopt(chat.store.load_conversation(chat.conversation_id))
+
+    @Slot(int)
+    def branch_to_new_chat(self, index: int) -> None:
+        """Open a new conversation holding this one's path up to the message at `index` (with
+        the summary and settings that go with it); this one stays as it is."""
+        chat = self._chat
+        if chat.turns.active:
+            chat.announce(translate("Conversations", "Stop the current reply before branching."))
+            return
+        message = chat.conversation.messages[index]
+        if chat.conversation_id is None or message.id is None:
+            return
+        title = chat.store.load_conversation(chat.conversation_id).info.title
+        title = translate("Conversations", "{0} (branch)").format(title)
+        copy = chat.store.copy_branch(chat.conversation_id, message.id, title)
+        self.open_conversation(copy)
 
     def reopen(self, conversation_id: int | None) -> bool:
         """Open the conversation that was open at the last close, when it still exists (it may
@@ -143,26 +197,68 @@ class ConversationFlow(QObject):
         return True
 
     def persist(self, message) -> None:
-        """Commit a message as it completes (a new row, or the final state of an old one)."""
+        """Commit a message as it completes (a new row, the reply to the message before it on the
+        active path, or the final state of an old one)."""
         chat = self._chat
         if chat.conversation_id is None:
             title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
-            chat.conversation_id = chat.store.create_conversation(
-                title, conversation_settings(chat.settings.generation, chat.settings.backend))
+            chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
             self._cache_keys[chat.conversation_id] = chat.cache_key
+            chat.notes.save()  # notes written before the first message
             self.refresh_sidebar()
         if message.id is None:
-            chat.store.append_message(chat.conversation_id, message)
+            index = chat.conversation.messages.index(message)
+            parent = chat.conversation.messages[index - 1].id if index else None
+            chat.store.append_message(chat.conversation_id, message, parent_id=parent)
         else:
-            chat.store.update_message(message.id, content=message.content, status=message.status)
+            chat.store.update_message(message.id, content=message.content, status=message.status,
+                                      stats=message.stats)
+        self.show_versions()
 
-    def drop_from(self, index: int) -> None:
-        """Forget messages from `index` on (edit / regenerate), and a summary that folded any."""
+    def show_versions(self) -> None:
+        """Recount the versions of each message on the active path (a message not saved yet, the
+        reply being written, counts as the newest version) and emit versions_changed."""
+        chat = self._chat
+        tree = chat.store.message_tree(chat.conversation_id) if chat.conversation_id is not None else None
+        versions = []
+        for index, message in enumerate(chat.conversation.messages):
+            if tree is not None and message.id is not None:
+                versions += tree.versions([message.id])
+            else:  # the reply being written: one more version after its parent's other replies
+                parent = chat.conversation.messages[index - 1].id if index else None
+                known = tree is not None and (index == 0 or parent is not None)
+                count = len(tree.children(parent)) + 1 if known else 1
+                versions.append((count, count))
+        chat.versions = versions
+        chat.versions_changed.emit(list(versions))
+
+    def cut_to(self, index: int) -> None:
+        """Leave the messages from `index` on (Edit, Regenerate): they stay in the Store as an
+        older version; the path shown, the Store's active message and the summary go back to
+        the message before `index`."""
         chat = self._chat
         del chat.conversation.messages[index:]
         chat.messages_truncated.emit(index)
-        if chat.conversation_id is not None:
-            chat.store.truncate_messages(chat.conversation_id, index)
+        path = [m.id for m in chat.conversation.messages if m.id is not None]
+        if chat.conversation_id is not None and path:
+            chat.store.set_active_message(chat.conversation_id, path[-1])
         if chat.summary.folded_through >= index:
-            chat.summary = SummaryState()
+            chat.summary = chat.store.summary_for(chat.conversation_id, path) if chat.conversation_id \
+                is not None else SummaryState()
             chat.summaries.show_summary()
+
+    def withdraw_last(self) -> str:
+        """Take back the last (user) message that got no answer; returns its text. A message that
+        was only just written is deleted; one that has older answers (a refused Regenerate)
+        stays, and the newest of those answers is shown again."""
+        chat = self._chat
+        message = chat.conversation.messages[-1]
+        if chat.conversation_id is not None and message.id is not None:
+            if chat.store.message_tree(chat.conversation_id).children(message.id):
+                chat.store.set_active_message(chat.conversation_id, message.id)
+                self._adopt(chat.store.load_conversation(chat.conversation_id))
+                return ""
+            chat.store.delete_message(message.id)
+        self.cut_to(len(chat.conversation.messages) - 1)
+        self.show_versions()
+        return message.content

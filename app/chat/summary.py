@@ -34,6 +34,11 @@ class SummaryFlow(QObject):
     def __init__(self, chat: Chat):
         super().__init__(chat)
         self._chat = chat
+        # request id → (conversation id, the path's Message objects) when the request was sent
+        # (objects: the reply then being written has its id by the time its summary ends): a
+        # summary that ends after the user switched branch or conversation is saved where it
+        # belongs and adopted only if the path shown still holds what it folded
+        self._origins: dict[int, tuple[int | None, list]] = {}
         chat.worker.summary_started.connect(self._on_summary_started)
         chat.worker.summary_finished.connect(self._on_summary_finished)
         chat.worker.summary_failed.connect(self._on_summary_failed)
@@ -69,18 +74,29 @@ class SummaryFlow(QObject):
             chat.store.save_summary(chat.conversation_id, chat.summary)
         self.show_summary()
 
+    def expect(self, request_id: int) -> None:
+        """Remember the conversation and path a request (that may fold turns) was sent for."""
+        chat = self._chat
+        self._origins[request_id] = (chat.conversation_id, list(chat.conversation.messages))
+
     @Slot(int, int)
     def _on_summary_started(self, _request_id: int, _folded: int) -> None:
         self._chat.summarizing_changed.emit(True)
 
     @Slot(int, object, str)
-    def _on_summary_finished(self, _request_id: int, state, verdict: str) -> None:
+    def _on_summary_finished(self, request_id: int, state, verdict: str) -> None:
         chat = self._chat
-        chat.summary = state
-        if chat.conversation_id is not None:
-            chat.store.save_summary(chat.conversation_id, state)
+        here = (chat.conversation_id, [m.id for m in chat.conversation.messages])
+        conversation_id, messages = self._origins.get(request_id, (chat.conversation_id, chat.conversation.messages))
+        path = [m.id for m in messages]
+        self._origins = {rid: origin for rid, origin in self._origins.items() if rid > request_id}
+        folded = state.folded_through + 1
+        if conversation_id is not None and len(path) >= folded and None not in path[:folded]:
+            chat.store.save_summary(conversation_id, state, path[folded - 1] if folded else None)
         chat.summarizing_changed.emit(False)
-        self.show_summary()
+        if conversation_id == here[0] and path[:folded] == here[1][:folded]:
+            chat.summary = state
+            self.show_summary()
         chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), "status")
 
     @Slot(int, str)

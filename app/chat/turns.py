@@ -18,7 +18,9 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import refusal_line
-from app.core.conversation import MessageStatus, Role, copy_messages
+from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
+from app.core.history import group_turns
+from app.core.pinned_notes import with_pinned_notes
 from app.workers.generation_worker import TurnRequest
 
 if TYPE_CHECKING:
@@ -79,18 +81,19 @@ class TurnFlow(QObject):
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
-        """Replace the user message at `index` with `text`, forget what followed, answer again."""
+        """A new version of the user message at `index` with `text`, answered again; the old
+        version and what followed it stay (switch back with the version arrows)."""
         chat = self._chat
-        message = chat.conversation.messages[index]
-        message.content = text
+        chat.conversations.cut_to(index)
+        message = chat.conversation.add(Role.USER, text)
+        chat.message_added.emit(Role.USER, text)
         chat.conversations.persist(message)
-        chat.conversations.drop_from(index + 1)
         self._start_turn()
 
     @Slot(int)
     def regenerate(self, index: int) -> None:
-        """Forget the answer at `index` (and anything after it) and answer again."""
-        self._chat.conversations.drop_from(index)
+        """A new version of the answer at `index`; the old one stays."""
+        self._chat.conversations.cut_to(index)
         self._start_turn()
 
     @Slot(int)
@@ -98,6 +101,25 @@ class TurnFlow(QObject):
         """Extend the last (stopped) answer in place (continue after Stop, text-generation-webui #7565)."""
         self._chat.conversation.messages[-1].status = MessageStatus.STREAMING
         self._start_turn(continue_final=True)
+
+    @Slot()
+    def summarize_now(self) -> None:
+        """Fold all but the newest `summary_keep_turns` turns into the summary now (the worker
+        answers on its summary_* signals); refused with a notice while a reply is in flight or
+        while there is nothing to fold."""
+        chat = self._chat
+        if self._active_request is not None:
+            chat.announce(translate("Turns", "Wait for the reply to end before summarizing."), "status")
+            return
+        if len(group_turns(chat.conversation.messages)) <= chat.settings.generation.summary_keep_turns:
+            chat.announce(translate("Turns", "Nothing to summarize yet: the last {0} turns always stay as they are.")
+                          .format(chat.settings.generation.summary_keep_turns), "status")
+            return
+        request = TurnRequest(next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
+                              self._with_notes(chat.settings.generation), backend=chat.settings.backend,
+                              summarize_only=True)
+        chat.summaries.expect(request.request_id)
+        chat.worker.turn_requested.emit(request)
 
     @Slot()
     def stop(self) -> None:
@@ -131,21 +153,27 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         chat.reply_started.emit(continue_final)
-        request = TurnRequest(next(self._request_ids), messages, chat.summary,
-                              settings or chat.models.turn_settings(), continue_final, override_memory,
-                              backend=chat.settings.backend, conversation_key=chat.cache_key,
+        chat.conversations.show_versions()
+        settings = self._with_notes(settings or chat.models.turn_settings())
+        request = TurnRequest(next(self._request_ids), messages, chat.summary, settings, continue_final,
+                              override_memory, backend=chat.settings.backend, conversation_key=chat.cache_key,
                               documents=documents)
         self._active_request = request.request_id
+        chat.summaries.expect(request.request_id)
         chat.worker.turn_requested.emit(request)
+
+    def _with_notes(self, settings):
+        """`settings` with the pinned notes in the system prompt: counted in the budget, never evicted."""
+        return replace(settings, system_prompt=with_pinned_notes(settings.system_prompt, self._chat.pinned_notes))
 
     def _withdraw_unanswered(self) -> None:
         """A refused message the user gives up on goes back into the composer, not into history."""
         messages = self._chat.conversation.messages
         if not messages or messages[-1].role is not Role.USER:
             return
-        text = messages[-1].content
-        self._chat.conversations.drop_from(len(messages) - 1)
-        self._chat.text_withdrawn.emit(text)
+        text = self._chat.conversations.withdraw_last()
+        if text:
+            self._chat.text_withdrawn.emit(text)
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)
@@ -164,12 +192,28 @@ class TurnFlow(QObject):
         if request_id != self._active_request:
             return
         self.turn_records.append(record)
+        self._chat.conversation.messages[-1].stats = self._stats(finished)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
             self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
         self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
+        self._chat.reply_stats.emit(self._chat.conversation.messages[-1].stats)
+
+    def _stats(self, finished) -> ReplyStats:
+        """The ReplyStats of the answer that just ended (engine ReplyFinished + what answered)."""
+        chat = self._chat
+        if chat.settings.backend.is_remote:
+            remote = chat.backend.remote_report or chat.settings.backend.remote
+            kv, backend = "", translate("Turns", "remote: {0}").format(remote.display)
+        else:
+            report = chat.report
+            kv = report.compute_dtype if report is not None else ""
+            backend = f"{report.name} · {report.device}" if report is not None else ""
+        return ReplyStats(finished.prompt_tokens, finished.prefill_tokens, finished.reused_tokens,
+                          finished.new_tokens, finished.ttft_s, finished.decode_tokens_per_s,
+                          finished.decode_path, kv, backend)
 
     @Slot(int, str, str)
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:
@@ -190,6 +234,7 @@ class TurnFlow(QObject):
             chat.conversation.messages.pop()
             chat.reply_ended.emit(MessageStatus.FAILED, "")
             chat.messages_truncated.emit(len(chat.conversation.messages))
+            chat.conversations.show_versions()
         else:  # a refused "continue": the partial answer stays as it was
             reply.status = MessageStatus.STOPPED
             chat.reply_ended.emit(MessageStatus.STOPPED, "")

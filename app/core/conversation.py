@@ -1,8 +1,10 @@
 """Messages and conversations: plain data, no Qt, no torch."""
 
+import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import Enum
+from typing import Any
 
 
 class Role(str, Enum):
@@ -18,13 +20,53 @@ class MessageStatus(str, Enum):
     FAILED = "failed"     # generation raised; the partial answer is kept
 
 
+@dataclass(frozen=True)
+class ReplyStats:
+    """How one answer was made (issue 17, item 6). Tokens: the prompt's, of which `prefilled`
+    ran through the model and `reused` came from the KV cache, and the `new` ones generated;
+    ttft_s: seconds to the first new token; tokens_per_s: decode speed after it; decode_path:
+    "compiled", "eager-static", "eager" or "remote"; kv_precision: the KV cache's dtype ("" when
+    a server keeps it); backend: what answered, in a few words."""
+
+    prompt_tokens: int
+    prefilled_tokens: int
+    reused_tokens: int
+    new_tokens: int
+    ttft_s: float
+    tokens_per_s: float
+    decode_path: str = ""
+    kv_precision: str = ""
+    backend: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: object) -> "ReplyStats | None":
+        """The stats in `raw` (a dict from to_json); None when it is not usable (a newer or damaged
+        row shows no stats rather than failing to open the conversation)."""
+        if not isinstance(raw, dict):
+            return None
+        known = {f.name: f.type for f in fields(cls)}
+        try:
+            stats = cls(**{k: v for k, v in raw.items() if k in known})
+        except TypeError:
+            return None
+        numbers = (stats.prompt_tokens, stats.prefilled_tokens, stats.reused_tokens, stats.new_tokens,
+                   stats.ttft_s, stats.tokens_per_s)
+        if not all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
+            return None
+        return stats
+
+
 @dataclass
 class Message:
     """One chat message.
 
-    `id` is the store's row id (None until persisted); `created_at` is Unix time in seconds.
-    Neither takes part in equality, so two messages with the same role, content and status
-    compare equal whether or not they have been saved.
+    `id` is the store's row id (None until persisted); `created_at` is Unix time in seconds;
+    `stats`: how an answer was made (None for user messages and answers from before stats).
+    None of the three takes part in equality, so two messages with the same role, content and
+    status compare equal whether or not they have been saved.
     """
 
     role: Role
@@ -32,6 +74,7 @@ class Message:
     status: MessageStatus = MessageStatus.COMPLETE
     id: int | None = field(default=None, compare=False)
     created_at: float = field(default_factory=time.time, compare=False)
+    stats: ReplyStats | None = field(default=None, compare=False)
 
     def as_chat_dict(self) -> dict[str, str]:
         """The `{"role", "content"}` form that `apply_chat_template` takes."""

@@ -159,7 +159,7 @@ def build_prompt(
 def select_window(
     messages: Sequence[Message], *, system_prompt: str, summary: SummaryState,
     budget: TokenBudget, count_tokens: CountTokens, system_allowed: bool = True,
-    estimate_tokens: CountTokens | None = None,
+    estimate_tokens: CountTokens | None = None, fold_at: float = 1.0, keep_turns: int = 1,
 ) -> WindowResult:
     """Keep the newest whole turns whose prompt fits; report the rest as evicted.
 
@@ -171,6 +171,10 @@ def select_window(
     usually costs two or three exact counts (each renders and tokenizes the whole window: ~45 ms
     for 21k tokens on two CPU cores). Raises ValueError when the summary claims to fold the newest
     turn or the conversation has no turns.
+
+    fold_at < 1 evicts (for the summary to fold) the oldest turns from `fold_at` × that limit on,
+    so the summary grows before the window is full; 0 evicts all it may ("Summarize now"). Either
+    way the newest `keep_turns` turns that fit the full limit stay (at least the newest one).
     """
     turns = group_turns(messages)
     live = [t for t in turns if t.last_position > summary.folded_through]
@@ -196,6 +200,10 @@ def select_window(
         guess = _first_true(0, newest, lambda k: estimate_tokens(
             build_prompt(system_prompt, summary.content, live[k:], system_allowed)) <= limit)
     start = _first_true(0, newest, lambda k: count(k) <= limit, guess)
+    if fold_at < 1.0:
+        soft = int(limit * fold_at)
+        start = min(_first_true(start, newest, lambda k: count(k) <= soft),
+                    max(start, len(live) - max(keep_turns, 1)))
     prompt = build_prompt(system_prompt, summary.content, live[start:], system_allowed)
     return WindowResult(
         True, tuple(prompt), tuple(live[start:]), tuple(live[:start]), count(start),
@@ -348,8 +356,8 @@ def finish_summary(
 ) -> tuple[SummaryState, SummaryVerdict]:
     """Fold the generated `text` in. Accepted → new summary. Rejected → an extractive fallback
     (the previous summary plus the first sentence of each folded user message, the facts a
-    small model most often fails to carry over) when it fits the cap and shrinks the history,
-    else the previous summary. Either way `folded_through` advances to `plan.fold_through`:
+    small model most often fails to carry over; the newest of them that fit the cap and shrink
+    the history), else the previous summary. Either way `folded_through` advances to `plan.fold_through`:
     retrying the same input would give the same output, so there is no re-summarize loop."""
 
     def judge(candidate: str) -> tuple[int, SummaryVerdict]:
@@ -362,22 +370,33 @@ def finish_summary(
     text = text.strip()
     new, verdict = judge(text)
     if not verdict:
-        extract = _extractive_summary(plan)
-        tokens, fallback = judge(extract)
-        if fallback:
+        firsts = _folded_firsts(plan)
+        # the newest first sentences that fit: a shorter extract beats losing the folded turns
+        skip = _first_true(0, len(firsts), lambda k: bool(judge(_extract(plan, firsts[k:]))[1]))
+        if skip < len(firsts):
+            extract = _extract(plan, firsts[skip:])
+            tokens, fallback = judge(extract)
+            which = f"the last {len(firsts) - skip} of {len(firsts)} messages" if skip else "an extract"
             return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
-                True, f"model summary rejected ({verdict.reason}); kept an extract: {fallback.reason}")
+                True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
     return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
 
 
-def _extractive_summary(plan: SummaryPlan) -> str:
+def _folded_firsts(plan: SummaryPlan) -> list[str]:
+    """The first sentence of each folded user message, oldest first (≤ 200 characters each)."""
     firsts = []
     for turn in plan.folded:
         for m in turn.messages:
             if m["role"] == Role.USER.value and m["content"].strip():
                 first = m["content"].strip().splitlines()[0]
                 firsts.append(first.split(". ")[0].rstrip(".")[:200] + ".")
+    return firsts
+
+
+def _extract(plan: SummaryPlan, firsts: Sequence[str]) -> str:
+    """The extractive fallback: the previous summary plus "The user said: " and `firsts`, the
+    facts a small model most often fails to carry over."""
     return _join(plan.previous.content, "The user said: " + " ".join(firsts) if firsts else "")
 
 

@@ -37,6 +37,9 @@ class GenerationSettings:
     kept_chat_cache_mib: host memory (MiB) for the KV caches of recently used conversations, so
     switching back to one prefills only the new message (issue 12, item 5; 0 = keep none;
     app.engine.local.session_pool).
+    Summary (issue 17, item 4; app.core.history.select_window): summary_fold_at is the fraction of
+    the prompt budget from which the oldest turns are folded into the summary (1 = only what no
+    longer fits); summary_keep_turns newest turns are never folded, not by "Summarize now" either.
     """
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
@@ -52,13 +55,16 @@ class GenerationSettings:
     seed: int | None = None
     cpu_threads: int = 0
     kept_chat_cache_mib: int = 4096
+    summary_fold_at: float = 1.0
+    summary_keep_turns: int = 2
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
         context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
         0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–1024, kept_chat_cache_mib
-        0–1,048,576. Raises ValueError or
+        0–1,048,576, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
+        Raises ValueError or
         TypeError for a value that is not a number (or, for the sampler fields, not a finite one)."""
         low, high = REPETITION_PENALTY_RANGE
         return replace(
@@ -75,10 +81,14 @@ class GenerationSettings:
             seed=_seed(self.seed),
             cpu_threads=min(max(int(self.cpu_threads), 0), 1024),
             kept_chat_cache_mib=min(max(int(self.kept_chat_cache_mib), 0), 2**20),
+            summary_fold_at=_clamped(self.summary_fold_at, *SUMMARY_FOLD_AT_RANGE),
+            summary_keep_turns=int(_clamped(self.summary_keep_turns, 1, MAX_KEEP_TURNS)),
         )
 
 
 MAX_TOP_K = 1_000_000
+SUMMARY_FOLD_AT_RANGE = (0.5, 1.0)  # below half the budget the summary would be rewritten every turn
+MAX_KEEP_TURNS = 50
 REPETITION_PENALTY_RANGE = (0.5, 2.0)
 """Below 1 favours repeats, above 1 discourages them; 1.1–1.3 is the usual range (CTRL paper)."""
 MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed and vLLM take a signed 64-bit integer

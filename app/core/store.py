@@ -38,11 +38,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from app.core.conversation import Conversation, Message, MessageStatus, Role
+from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
+from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
+from app.core.message_tree import MessageTree
 from app.core.paths import data_dir
 
 DB_FILE_NAME = "headroom.sqlite3"
+LAST = -1
+"""`parent_id` / `through_message_id` default: the last message of the active path (row ids are
+never negative)."""
 _PRIVATE_FILE = 0o600
 
 _V1 = [
@@ -72,7 +77,38 @@ _V2 = [
     "ALTER TABLE conversations ADD COLUMN deleted_at REAL",
     "CREATE INDEX conversations_by_update ON conversations (updated_at)",
 ]
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+# v3: versions and branches (issue 17). Messages form a tree: parent_id (NULL opens the conversation),
+# `position` keeps counting in creation order; conversations remember the active message (the
+# path shown runs through it); a summary belongs to the message it folds through, so it serves
+# every branch that passes there. Old files become one straight branch and lose nothing.
+_V3 = [
+    "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE",
+    """UPDATE messages SET parent_id = (SELECT p.id FROM messages p
+        WHERE p.conversation_id = messages.conversation_id AND p.position < messages.position
+        ORDER BY p.position DESC LIMIT 1)""",
+    "CREATE INDEX messages_by_parent ON messages (parent_id)",
+    "ALTER TABLE conversations ADD COLUMN active_message_id INTEGER",
+    """UPDATE conversations SET active_message_id = (SELECT m.id FROM messages m
+        WHERE m.conversation_id = conversations.id ORDER BY m.position DESC LIMIT 1)""",
+    """CREATE TABLE summaries_v3 (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        through_message_id INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+        content TEXT NOT NULL,
+        tokens INTEGER NOT NULL)""",
+    """INSERT INTO summaries_v3 (conversation_id, through_message_id, content, tokens)
+        SELECT s.conversation_id, (SELECT m.id FROM messages m
+            WHERE m.conversation_id = s.conversation_id AND m.position <= s.folded_through_position
+            ORDER BY m.position DESC LIMIT 1), s.content, s.tokens FROM summaries s""",
+    "DROP TABLE summaries",
+    "ALTER TABLE summaries_v3 RENAME TO summaries",
+    "CREATE INDEX summaries_by_conversation ON summaries (conversation_id)",
+]
+# v4: pinned notes, kept in every prompt of the conversation (issue 17, item 5).
+_V4 = ["ALTER TABLE conversations ADD COLUMN pinned_notes TEXT NOT NULL DEFAULT ''"]
+# v5: how each answer was made (ReplyStats as JSON; NULL for user messages and older answers).
+_V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -106,6 +142,9 @@ class StoredConversation:
     conversation: Conversation
     summary: SummaryState = field(default_factory=SummaryState)
     settings: dict[str, Any] = field(default_factory=dict)
+    versions: list[tuple[int, int]] = field(default_factory=list)
+    """Per message of the active path: (its version number from 1, how many versions)."""
+    pinned_notes: str = ""
 
 
 def default_db_path() -> Path:
@@ -268,43 +307,87 @@ class Store:
                 " VALUES (?, ?, ?, ?)", (title, now, now, json.dumps(settings or {})),
             ).lastrowid
 
-    def append_message(self, conversation_id: int, message: Message) -> int:
-        """Commit `message` after the conversation's last one; sets and returns `message.id`."""
+    def append_message(self, conversation_id: int, message: Message, parent_id: int | None = LAST) -> int:
+        """Commit `message` as a reply to `parent_id` (None: a new first message, a version of the
+        opening one; LAST: the end of the active path) and make it the active message; sets and
+        returns `message.id`. KeyError for an unknown conversation or a parent not in it."""
         with self._tx() as db:
             self._touch(db, conversation_id, "updated_at = ?", time.time())
+            if parent_id == LAST:
+                path = self._tree(conversation_id).active_path(self._active(conversation_id))
+                parent_id = path[-1] if path else None
+            elif parent_id is not None and self._conversation_of(parent_id) != conversation_id:
+                raise KeyError(parent_id)
             message.id = db.execute(
                 "INSERT INTO messages"
-                " (conversation_id, position, role, content, status, created_at)"
-                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ? FROM messages"
+                " (conversation_id, position, role, content, status, created_at, parent_id, stats_json)"
+                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ? FROM messages"
                 " WHERE conversation_id = ?",
                 (conversation_id, Role(message.role).value, message.content,
-                 MessageStatus(message.status).value, message.created_at, conversation_id),
+                 MessageStatus(message.status).value, message.created_at, parent_id,
+                 _stats_json(message.stats), conversation_id),
             ).lastrowid
+            db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
+                       (message.id, conversation_id))
         return message.id
 
     def update_message(
         self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
+        stats: ReplyStats | None = None,
     ) -> None:
-        """Commit a message's new content and/or status (e.g. a partial answer, STOPPED)."""
+        """Commit a message's new content, status (e.g. a partial answer, STOPPED) and/or stats."""
         with self._tx() as db:
             row = db.execute(
-                "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status)"
-                " WHERE id = ? RETURNING conversation_id",
-                (content, None if status is None else MessageStatus(status).value, message_id),
+                "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
+                " stats_json = COALESCE(?, stats_json) WHERE id = ? RETURNING conversation_id",
+                (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
+                 message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
             self._touch(db, row[0], "updated_at = ?", time.time())
 
-    def truncate_messages(self, conversation_id: int, keep: int) -> None:
-        """Delete messages at position ≥ `keep` (edit / regenerate), and a summary that folded any
-        of them."""
+    def set_active_message(self, conversation_id: int, message_id: int) -> None:
+        """Show the path through `message_id` (then the newest replies below it) from now on.
+        KeyError for an unknown conversation or a message not in it."""
         with self._tx() as db:
+            if self._conversation_of(message_id) != conversation_id:
+                raise KeyError(message_id)
+            self._touch(db, conversation_id, "active_message_id = ?", message_id)
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete a message with every reply below it (and the summaries that folded any); the
+        active path moves up to its parent when it ran through it. KeyError when missing."""
+        with self._tx() as db:
+            conversation_id = self._conversation_of(message_id)
+            tree = self._tree(conversation_id)
+            if self._active(conversation_id) in tree.subtree(message_id):
+                self._touch(db, conversation_id, "active_message_id = ?", tree.parents[message_id])
             self._touch(db, conversation_id, "updated_at = ?", time.time())
-            db.execute("DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
-                       (conversation_id, keep))
-            db.execute("DELETE FROM summaries WHERE conversation_id = ? AND folded_through_position >= ?",
-                       (conversation_id, keep))
+            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+
+    def message_tree(self, conversation_id: int) -> MessageTree:
+        """Every message's parent (all versions, all branches). KeyError for an unknown conversation."""
+        self._active(conversation_id)
+        return self._tree(conversation_id)
+
+    def _tree(self, conversation_id: int) -> MessageTree:
+        return MessageTree({r[0]: r[1] for r in self._conn.execute(
+            "SELECT id, parent_id FROM messages WHERE conversation_id = ?", (conversation_id,))})
+
+    def _active(self, conversation_id: int) -> int | None:
+        row = self._conn.execute(
+            "SELECT active_message_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        if row is None:
+            raise KeyError(conversation_id)
+        return row[0]
+
+    def _conversation_of(self, message_id: int) -> int:
+        row = self._conn.execute(
+            "SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            raise KeyError(message_id)
+        return row[0]
 
     def mark_interrupted(self) -> int:
         """Turn messages left STREAMING by a crash into FAILED; returns how many. Call at start-up
@@ -317,17 +400,49 @@ class Store:
         with self._tx() as db:
             self._touch(db, conversation_id, "title = ?, updated_at = ?", title, time.time())
 
+    def set_pinned_notes(self, conversation_id: int, notes: str) -> None:
+        """The conversation's pinned notes ("" for none). KeyError for an unknown conversation."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "pinned_notes = ?, updated_at = ?", notes, time.time())
+
     def update_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
         with self._tx() as db:
             self._touch(db, conversation_id, "settings_json = ?", json.dumps(settings))
 
-    def save_summary(self, conversation_id: int, summary: SummaryState) -> None:
+    def save_summary(self, conversation_id: int, summary: SummaryState,
+                     through_message_id: int | None = LAST) -> None:
+        """Keep `summary` for every branch through `through_message_id`, the last message it
+        folds (LAST: the one at `summary.folded_through` on the active path). An empty summary
+        forgets the summaries on the active path. KeyError for an unknown conversation."""
         with self._tx() as db:
             self._touch(db, conversation_id, "updated_at = updated_at")
+            path = self._tree(conversation_id).active_path(self._active(conversation_id))
+            if not summary.content:
+                db.execute(
+                    "DELETE FROM summaries WHERE conversation_id = ? AND (through_message_id IS NULL"
+                    f" OR through_message_id IN ({','.join('?' * len(path))}))", (conversation_id, *path))
+                return
+            if through_message_id == LAST:
+                through_message_id = path[summary.folded_through] if summary.folded_through >= 0 else None
+            db.execute("DELETE FROM summaries WHERE conversation_id = ? AND through_message_id IS ?",
+                       (conversation_id, through_message_id))
             db.execute(
-                "INSERT OR REPLACE INTO summaries VALUES (?, ?, ?, ?)",
-                (conversation_id, summary.content, summary.folded_through, summary.tokens),
-            )
+                "INSERT INTO summaries (conversation_id, through_message_id, content, tokens)"
+                " VALUES (?, ?, ?, ?)", (conversation_id, through_message_id, summary.content, summary.tokens))
+
+    def summary_for(self, conversation_id: int, path: list[int]) -> SummaryState:
+        """The deepest summary that folds through a message of `path` (message ids, root first;
+        or a summary saved before any message): the one that serves that branch."""
+        index = {message_id: i for i, message_id in enumerate(path)}
+        best = SummaryState()
+        for row in self._conn.execute("SELECT * FROM summaries WHERE conversation_id = ?", (conversation_id,)):
+            through = row["through_message_id"]
+            if through is not None and through not in index:
+                continue  # another branch's
+            folded = -1 if through is None else index[through]
+            if not best.content or folded > best.folded_through:
+                best = SummaryState(row["content"], folded, row["tokens"])
+        return best
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Soft delete: hidden from `list_conversations` until restored or purged."""
@@ -365,60 +480,81 @@ class Store:
         return [_info(row) for row in rows]
 
     def load_conversation(self, conversation_id: int) -> StoredConversation:
+        """The conversation along its active path (see app.core.message_tree), with the summary
+        that serves that path and each message's version numbers."""
         row = self._conn.execute(
             "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n"
             " FROM conversations c WHERE id = ?", (conversation_id,),
         ).fetchone()
         if row is None:
             raise KeyError(conversation_id)
-        messages = [
-            Message(Role(m["role"]), m["content"], MessageStatus(m["status"]), m["id"],
-                    m["created_at"])
-            for m in self._conn.execute(
-                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY position",
-                (conversation_id,))
-        ]
-        s = self._conn.execute(
-            "SELECT * FROM summaries WHERE conversation_id = ?", (conversation_id,)).fetchone()
-        summary = SummaryState(s["content"], s["folded_through_position"], s["tokens"]) if s else \
-            SummaryState()
+        rows = {m["id"]: m for m in self._conn.execute(
+            "SELECT * FROM messages WHERE conversation_id = ?", (conversation_id,))}
+        tree = MessageTree({i: m["parent_id"] for i, m in rows.items()})
+        path = tree.active_path(row["active_message_id"])
+        messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
+                            rows[i]["created_at"], _stats(rows[i]["stats_json"])) for i in path]
         return StoredConversation(
-            _info(row), Conversation(messages), summary, json.loads(row["settings_json"]))
+            _info(row), Conversation(messages), self.summary_for(conversation_id, path),
+            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
+
+    def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
+        """A new conversation holding the path to `through_message_id` (copies, one version each),
+        the summary that serves it, the same settings and pinned notes; returns its id. KeyError
+        when missing."""
+        source = self.load_conversation(conversation_id)
+        tree = self._tree(conversation_id)
+        if through_message_id not in tree.parents:
+            raise KeyError(through_message_id)
+        path = tree.path_to(through_message_id)
+        rows = {m["id"]: m for m in self._conn.execute(
+            f"SELECT * FROM messages WHERE id IN ({','.join('?' * len(path))})", path)}
+        summary = self.summary_for(conversation_id, path)
+        now = time.time()
+        with self._tx() as db:
+            new_id = db.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, settings_json, pinned_notes)"
+                " VALUES (?, ?, ?, ?, ?)", (title, now, now, json.dumps(source.settings), source.pinned_notes),
+            ).lastrowid
+            parent, copies = None, []
+            for position, old in enumerate(path):
+                m = rows[old]
+                parent = db.execute(
+                    "INSERT INTO messages (conversation_id, position, role, content, status, created_at,"
+                    " parent_id, stats_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent,
+                     m["stats_json"])).lastrowid
+                copies.append(parent)
+            db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?", (parent, new_id))
+            if summary.content:
+                through = copies[summary.folded_through] if summary.folded_through >= 0 else None
+                db.execute("INSERT INTO summaries (conversation_id, through_message_id, content, tokens)"
+                           " VALUES (?, ?, ?, ?)", (new_id, through, summary.content, summary.tokens))
+        return new_id
 
     def export_json(self, conversation_id: int) -> str:
-        """The conversation as JSON (format "headroom-conversation" v1; times in Unix seconds)."""
-        c = self.load_conversation(conversation_id)
-        return json.dumps({
-            "format": "headroom-conversation", "version": 1, "title": c.info.title,
-            "created_at": c.info.created_at, "updated_at": c.info.updated_at,
-            "settings": c.settings,
-            "summary": {"content": c.summary.content, "folded_through": c.summary.folded_through,
-                        "tokens": c.summary.tokens} if c.summary.content else None,
-            "messages": [{"role": m.role.value, "content": m.content, "status": m.status.value,
-                          "created_at": m.created_at} for m in c.conversation.messages],
-        }, ensure_ascii=False, indent=2)
+        """The conversation's active branch as JSON (app.core.export)."""
+        return conversation_json(self.load_conversation(conversation_id))
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation as Markdown: a heading per message; unfinished answers are marked."""
-        c = self.load_conversation(conversation_id)
-        lines = [f"# {c.info.title or 'Untitled conversation'}", "",
-                 f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
-        if c.summary.content:
-            lines += ["> **Summary of earlier turns:** " + c.summary.content, ""]
-        for m in c.conversation.messages:
-            lines += [f"## {m.role.value.capitalize()}", "", m.content, ""]
-            if m.status is not MessageStatus.COMPLETE:
-                lines += [f"_({m.status.value})_", ""]
-        return "\n".join(lines)
+        """The conversation's active branch as Markdown (app.core.export)."""
+        return conversation_markdown(self.load_conversation(conversation_id))
+
+
+def _stats_json(stats: ReplyStats | None) -> str | None:
+    return None if stats is None else json.dumps(stats.to_json())
+
+
+def _stats(text: str | None) -> ReplyStats | None:
+    try:
+        return ReplyStats.from_json(json.loads(text)) if text else None
+    except ValueError:
+        return None
 
 
 def _info(row: sqlite3.Row) -> ConversationInfo:
     return ConversationInfo(row["id"], row["title"], row["created_at"], row["updated_at"],
                             row["n"], row["deleted_at"])
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
 def open_store(path: Path | None = None) -> tuple["Store", str | None]:

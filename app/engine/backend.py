@@ -41,6 +41,12 @@ class Backend(Protocol):
         conversation_key: which conversation's kept state to use ("" = none in particular)."""
         ...
 
+    def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                      stop_event: threading.Event) -> Iterator[TurnEvent]:
+        """Fold all but the newest settings.summary_keep_turns turns into the summary now: the
+        summary events only (SummaryStarted, then SummaryFinished or SummaryFailed); never raises."""
+        ...
+
 
 class RemoteBackends:
     """The worker's remote backends, one per server settings (+ key) seen; a change of URL,

@@ -69,3 +69,16 @@ def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[Summa
                 return plan.previous, SummaryVerdict(False, "summary cancelled")
             text = event.text
     return finish_summary(plan, text, count_tokens)
+
+
+def fold_now(events: Iterator[TurnEvent], summary: SummaryState,
+             settings: GenerationSettings) -> Iterator[TurnEvent]:
+    """The summary events of "Summarize now"; when there was nothing to fold (only the turns
+    kept verbatim, or nothing new), one SummaryFinished that keeps `summary` and says why."""
+    said = False
+    for event in events:
+        said = True
+        yield event
+    if not said:
+        yield SummaryFinished(summary, SummaryVerdict(
+            False, f"nothing to fold: the last {settings.summary_keep_turns} turns stay as they are"))

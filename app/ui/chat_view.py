@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from app.core.conversation import Message, MessageStatus, Role
+from app.ui.fold_marker import FoldMarker
 from app.ui.message_bubble import MessageBubble
 from app.ui.notice import Notice
 from app.ui.summary_block import SummaryBlock
@@ -28,7 +29,10 @@ class ChatView(QScrollArea):
     message at `index` (its bubble already shows the new text; the view keeps the bubbles after
     it until `truncate`); regenerate_requested(int index) — a new answer in place of the
     assistant message at `index`; continue_requested(int index) — continue the stopped or
-    failed assistant message at `index`.
+    failed assistant message at `index`; version_requested(int index, int step) — show another
+    version of the message at `index` (−1 older, +1 newer); branch_requested(int index) — a new
+    chat from the conversation up to the message at `index`; pin_requested(int index) — add the
+    message at `index` to the pinned notes.
 
     Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
     """
@@ -36,6 +40,9 @@ class ChatView(QScrollArea):
     edit_requested = Signal(int, str)
     regenerate_requested = Signal(int)
     continue_requested = Signal(int)
+    version_requested = Signal(int, int)
+    branch_requested = Signal(int)
+    pin_requested = Signal(int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -53,6 +60,8 @@ class ChatView(QScrollArea):
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self._bubbles: list[MessageBubble] = []
+        self.fold_marker: FoldMarker | None = None  # below the last turn the summary folds
+        self._folded_turns = 0
         self._actions_enabled = True
         self._streaming: MessageBubble | None = None
         self._pending = ""
@@ -83,7 +92,7 @@ class ChatView(QScrollArea):
         block is emptied: call `summary_block.set_summary` afterwards)."""
         self.clear()
         for message in messages:
-            self.add_message(message.role, message.content, message.status)
+            self.add_message(message.role, message.content, message.status).set_stats(message.stats)
 
     def truncate(self, index: int) -> None:
         """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
@@ -106,6 +115,9 @@ class ChatView(QScrollArea):
         bubble.edit_requested.connect(self._on_bubble_edit_requested)
         bubble.regenerate_requested.connect(self._on_bubble_regenerate_requested)
         bubble.continue_requested.connect(self._on_bubble_continue_requested)
+        bubble.version_requested.connect(self._on_bubble_version_requested)
+        bubble.branch_requested.connect(self._on_bubble_branch_requested)
+        bubble.pin_requested.connect(self._on_bubble_pin_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
         self._stick_to_bottom = True
@@ -117,6 +129,49 @@ class ChatView(QScrollArea):
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._stick_to_bottom = True
         return notice
+
+    @Slot(str, int, int, int)
+    def show_summary(self, text: str, folded_turns: int, tokens: int, cap: int) -> None:
+        """The summary block (SummaryBlock.set_summary) and the fold marker below the last of the
+        `folded_turns` turns it folds (none without a summary)."""
+        self.summary_block.set_summary(text, folded_turns, tokens, cap)
+        self._folded_turns = folded_turns if text else 0
+        self._place_fold_marker()
+
+    @Slot()
+    def reveal_summary(self) -> None:
+        """Open the summary block and scroll up to it (the fold marker's "Show summary")."""
+        self.summary_block.set_expanded(True)
+        self._stick_to_bottom = False
+        self.ensureWidgetVisible(self.summary_block)
+
+    def _place_fold_marker(self) -> None:
+        """Put the marker before the first bubble of the first turn not folded (a turn starts at a
+        user message, as app.core.history.group_turns counts them)."""
+        if self.fold_marker is not None:
+            self._layout.removeWidget(self.fold_marker)
+            self.fold_marker.deleteLater()
+            self.fold_marker = None
+        starts = [i for i, b in enumerate(self._bubbles) if b.role is Role.USER or i == 0]
+        if not self._folded_turns or len(starts) <= self._folded_turns:
+            return
+        self.fold_marker = FoldMarker(self._folded_turns)
+        self.fold_marker.summary_requested.connect(self.reveal_summary)
+        before = self._bubbles[starts[self._folded_turns]]
+        self._layout.insertWidget(self._layout.indexOf(before), self.fold_marker)
+
+    @Slot(object)
+    def show_reply_stats(self, stats) -> None:
+        """How the answer that just ended (the last bubble) was made (a ReplyStats)."""
+        if self._bubbles and self._bubbles[-1].role is Role.ASSISTANT:
+            self._bubbles[-1].set_stats(stats)
+
+    @Slot(list)
+    def set_versions(self, versions: list) -> None:
+        """(number, count) per bubble, oldest first (Chat.versions_changed); bubbles past the
+        list's end show no switcher."""
+        for i, bubble in enumerate(self._bubbles):
+            bubble.set_version(*(versions[i] if i < len(versions) else (1, 1)))
 
     @Slot(bool)
     def set_actions_enabled(self, enabled: bool) -> None:
@@ -174,6 +229,8 @@ class ChatView(QScrollArea):
                 continue
             if widget in self._bubbles:
                 self._bubbles.remove(widget)
+            if widget is self.fold_marker:
+                self.fold_marker = None
             widget.hide()
             widget.deleteLater()
 
@@ -198,6 +255,18 @@ class ChatView(QScrollArea):
     @Slot()
     def _on_bubble_continue_requested(self) -> None:
         self.continue_requested.emit(self._index_of_sender())
+
+    @Slot(int)
+    def _on_bubble_version_requested(self, step: int) -> None:
+        self.version_requested.emit(self._index_of_sender(), step)
+
+    @Slot()
+    def _on_bubble_branch_requested(self) -> None:
+        self.branch_requested.emit(self._index_of_sender())
+
+    @Slot()
+    def _on_bubble_pin_requested(self) -> None:
+        self.pin_requested.emit(self._index_of_sender())
 
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:

@@ -21,6 +21,7 @@ from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
 from app.ui.admission_dialog import AdmissionDialog
 from app.ui.attachment_bar import AttachmentBar
+from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
@@ -51,6 +52,7 @@ class MainWindow(QMainWindow):
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
         self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
+        self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
         self._build_layout()
@@ -66,6 +68,7 @@ class MainWindow(QMainWindow):
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
         self.chat_view = ChatView()
+        self.chat_bar = ChatBar()
         self.composer = Composer()
         self.attachment_bar = AttachmentBar()
         self.attachment_bar.watch(self.composer.editor.viewport())  # files dropped on the message box
@@ -78,6 +81,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
+        layout.addWidget(self.chat_bar)
         layout.addWidget(self.attachment_bar)
         layout.addWidget(self.composer)
         layout.addWidget(self.token_meter)
@@ -112,6 +116,7 @@ class MainWindow(QMainWindow):
         chat.reply_streamed.connect(view.append_stream)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)
+        chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_planned.connect(self._on_turn_planned)
         chat.turn_refused.connect(self._on_turn_refused)
@@ -121,8 +126,13 @@ class MainWindow(QMainWindow):
         chat.conversation_loaded.connect(view.load_messages)
         chat.conversations_listed.connect(self.sidebar.set_conversations)
         chat.conversation_deleted.connect(self.sidebar.show_undo)
-        chat.summary_changed.connect(view.summary_block.set_summary)
+        chat.versions_changed.connect(view.set_versions)
+        chat.notes_changed.connect(self.chat_bar.show_notes)
+        chat.presets_changed.connect(self.chat_bar.set_presets)
+        chat.notes_changed.connect(self.token_meter.set_pinned)
+        chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(view.summary_block.set_summarizing)
+        chat.summarizing_changed.connect(self.chat_bar.set_summarizing)
         chat.load_progressed.connect(status.show_progress)
         chat.load_ended.connect(status.end_progress)
         chat.model_changed.connect(self._on_model_changed)
@@ -151,6 +161,13 @@ class MainWindow(QMainWindow):
         self.chat_view.edit_requested.connect(turns.edit)
         self.chat_view.regenerate_requested.connect(turns.regenerate)
         self.chat_view.continue_requested.connect(turns.continue_reply)
+        self.chat_view.version_requested.connect(chats.switch_version)
+        self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
+        self.chat_view.pin_requested.connect(self.chat.notes.pin)
+        self.chat_bar.notes_requested.connect(self._on_notes_requested)
+        self.chat_bar.summarize_requested.connect(turns.summarize_now)
+        self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
+        self.chat_bar.presets_requested.connect(self._on_presets_requested)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
@@ -239,6 +256,30 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
                                              dialog.entered_api_key(), dialog.result_language())
+            self.chat.presets.settings_edited()  # still the preset's settings, or now custom
+
+    @Slot()
+    def _on_notes_requested(self) -> None:
+        from app.ui.notes_dialog import NotesDialog
+
+        dialog = self.notes_dialog = NotesDialog(self.chat.pinned_notes, self)
+        dialog.accepted.connect(lambda: self.chat.notes.edit(dialog.notes()))
+        dialog.open()  # window-modal, never blocks the event loop
+
+    @Slot()
+    def _on_presets_requested(self) -> None:
+        from app.ui.presets_dialog import PresetsDialog
+
+        presets = self.chat.presets
+        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self)
+        self.chat.presets_changed.connect(dialog.set_presets)
+        dialog.apply_requested.connect(presets.apply)
+        dialog.save_requested.connect(presets.save_current)
+        dialog.delete_requested.connect(presets.delete)
+        dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
+        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
+        dialog.finished.connect(lambda _result: self.chat.presets_changed.disconnect(dialog.set_presets))
+        dialog.open()
 
     @Slot(int, str)
     def _on_export_requested(self, conversation_id: int, fmt: str) -> None:

@@ -6,6 +6,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
 from app.core.conversation import MessageStatus, Role
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
+from app.ui.reply_stats_text import stats_line, stats_tooltip
 
 _ROLE_TITLES = {Role.USER: QT_TRANSLATE_NOOP("MessageBubble", "You"),
                 Role.ASSISTANT: QT_TRANSLATE_NOOP("MessageBubble", "Assistant"),
@@ -60,16 +62,24 @@ class MessageBubble(QFrame):
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
-    continue_requested() — continue this stopped/failed (last assistant) message.
+    continue_requested() — continue this stopped/failed (last assistant) message;
+    version_requested(int step) — show the version `step` away (−1 older, +1 newer);
+    branch_requested() — copy the conversation up to this message into a new chat;
+    pin_requested() — add this message to the conversation's pinned notes.
 
     Which actions show is decided here from the role, the status and `set_is_last` (set by the
     ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
-    longer streaming; Continue on it as well when it was stopped or failed with some text.
+    longer streaming; Continue on it as well when it was stopped or failed with some text;
+    the "⋯" menu (Branch into a new chat, Pin to notes) on every settled message; the version
+    switcher "‹ 2 / 3 ›" when `set_version` says there is more than one.
     """
 
     edit_requested = Signal(str)
     regenerate_requested = Signal()
     continue_requested = Signal()
+    version_requested = Signal(int)
+    branch_requested = Signal()
+    pin_requested = Signal()
 
     def __init__(self, role: Role, text: str = "", parent=None):
         super().__init__(parent)
@@ -91,15 +101,40 @@ class MessageBubble(QFrame):
         self._note.setWordWrap(True)
         self._note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._note.setVisible(False)
+        self.stats_label = QLabel()
+        self.stats_label.setObjectName("bubbleStats")
+        self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.stats_label.setVisible(False)
+        self.stats = None
         self.edit_button = _action_button(self.tr("Edit"), self.tr("Edit this message and get a new answer from here"))
         self.continue_button = _action_button(self.tr("Continue"), self.tr("Continue this answer from where it ended"))
         self.continue_button.setProperty("accent", True)
-        self.regenerate_button = _action_button(self.tr("Regenerate"), self.tr("Replace this answer with a new one"))
+        self.regenerate_button = _action_button(self.tr("Regenerate"),
+                                                self.tr("Write a new version of this answer (the old one stays)"))
+        self.more_button = _action_button("⋯", self.tr("More actions for this message"))
+        self.more_button.setAccessibleName(self.tr("More actions"))
+        self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.more_button)
+        self.branch_action = menu.addAction(self.tr("Branch into a new chat"))
+        self.branch_action.setToolTip(self.tr("Continue from this message in a chat of its own"))
+        self.pin_action = menu.addAction(self.tr("Pin to notes"))
+        self.pin_action.setToolTip(self.tr("Keep this message in every prompt of this chat"))
+        self.more_button.setMenu(menu)
+        self._version = (1, 1)
+        self.older_button = _action_button("‹", self.tr("Show the previous version"))
+        self.newer_button = _action_button("›", self.tr("Show the next version"))
+        self.version_label = QLabel()
+        self.version_label.setObjectName("bubbleVersion")
+        self.version_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.version_label.setMinimumHeight(self.older_button.sizeHint().height())  # in line with the arrows
+        self.version_label.setVisible(False)
         header_row = QHBoxLayout()
         header_row.setContentsMargins(0, 0, 0, 0)
         header_row.setSpacing(2)
         header_row.addWidget(self._header, 1)
-        for button in (self.continue_button, self.regenerate_button, self.edit_button):
+        for widget in (self.older_button, self.version_label, self.newer_button):
+            header_row.addWidget(widget, 0, Qt.AlignmentFlag.AlignTop)
+        for button in (self.continue_button, self.regenerate_button, self.edit_button, self.more_button):
             header_row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 8)
@@ -107,11 +142,16 @@ class MessageBubble(QFrame):
         layout.addLayout(header_row)
         layout.addWidget(self._body)
         layout.addWidget(self._note)
+        layout.addWidget(self.stats_label)
         layout.addWidget(self._build_editor())
         self._layout = layout
         self.edit_button.clicked.connect(self._on_edit_clicked)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.continue_button.clicked.connect(self.continue_requested)
+        self.branch_action.triggered.connect(self.branch_requested)
+        self.pin_action.triggered.connect(self.pin_requested)
+        self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
+        self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
         self.set_text(text)
 
@@ -174,6 +214,15 @@ class MessageBubble(QFrame):
         self._note.setText(note)
         self._note.setVisible(bool(note) and not self.is_editing())
 
+    def set_stats(self, stats) -> None:
+        """How this answer was made (a ReplyStats, None: nothing shown): one small line, the
+        details on hover."""
+        self.stats = stats
+        self.stats_label.setText(stats_line(stats) if stats is not None else "")
+        self.stats_label.setToolTip(stats_tooltip(stats) if stats is not None else "")
+        self.stats_label.setAccessibleName(stats_tooltip(stats) if stats is not None else "")
+        self.stats_label.setVisible(stats is not None and self.status is not MessageStatus.STREAMING)
+
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
         was_streaming = self.status is MessageStatus.STREAMING
         self.status = MessageStatus(status)
@@ -188,6 +237,7 @@ class MessageBubble(QFrame):
         self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()
+        self.stats_label.setVisible(self.stats is not None and self.status is not MessageStatus.STREAMING)
         self.setProperty("status", self.status.value)
         self.style().unpolish(self)
         self.style().polish(self)
@@ -198,6 +248,16 @@ class MessageBubble(QFrame):
         """Called by the ChatView: only the last bubble offers Regenerate / Continue."""
         self._is_last = is_last
         self._update_actions()
+
+    def set_version(self, number: int, count: int) -> None:
+        """This message is version `number` (from 1) of `count`; the switcher shows when count > 1."""
+        self._version = (number, count)
+        self.version_label.setText(f"{number} / {count}")
+        self.version_label.setAccessibleName(self.tr("Version {0} of {1}").format(number, count))
+        self._update_actions()
+
+    def version(self) -> tuple[int, int]:
+        return self._version
 
     def set_actions_enabled(self, enabled: bool) -> None:
         """False while a reply or a summary is being generated: actions show but do nothing."""
@@ -214,7 +274,7 @@ class MessageBubble(QFrame):
         self.editor.setPlainText(self.text)
         keys = self.tr("Ctrl+Enter to save · Esc to cancel")
         self._edit_hint.setText(keys if self._is_last
-                                else self.tr("The answers below will be replaced. {0}").format(keys))
+                                else self.tr("The answers below stay as the older version. {0}").format(keys))
         self._body.setVisible(False)
         self._note.setVisible(False)
         self._edit_panel.setVisible(True)
@@ -257,7 +317,13 @@ class MessageBubble(QFrame):
         self.regenerate_button.setVisible(assistant_last)
         self.continue_button.setVisible(
             assistant_last and self.status in _CONTINUABLE and bool(self.text.strip()))
-        for button in (self.edit_button, self.regenerate_button, self.continue_button):
+        self.more_button.setVisible(settled and not editing)
+        number, count = self._version
+        for widget in (self.older_button, self.version_label, self.newer_button):
+            widget.setVisible(count > 1 and not editing)
+        self.older_button.setEnabled(self._actions_enabled and number > 1)
+        self.newer_button.setEnabled(self._actions_enabled and number < count)
+        for button in (self.edit_button, self.regenerate_button, self.continue_button, self.more_button):
             button.setEnabled(self._actions_enabled)
         if editing:
             self.save_button.setEnabled(

@@ -18,7 +18,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.backend_settings import BackendSettings
-from app.core.settings import MAX_SEED, REPETITION_PENALTY_RANGE, GenerationSettings
+from app.core.settings import (
+    MAX_KEEP_TURNS,
+    MAX_SEED,
+    REPETITION_PENALTY_RANGE,
+    SUMMARY_FOLD_AT_RANGE,
+    GenerationSettings,
+)
 from app.ui.backend_form import BackendForm
 
 
@@ -61,6 +67,7 @@ class SettingsDialog(QDialog):
                                                "the largest context whose KV cache fits this machine beside the "
                                                "model."))
         self._build_sampler_controls(settings, language)
+        self._build_summary_controls(settings)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -77,6 +84,8 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.tr("Context window"), self.context_tokens)
         form.addRow(self.tr("CPU threads"), self.cpu_threads)
+        form.addRow(self.tr("Summarize from"), self.summary_fold_at)
+        form.addRow(self.tr("Keep verbatim"), self.summary_keep_turns)
         form.addRow(self.tr("Language"), self.language)
         form.addRow("", self.language_note)
         outer.addLayout(form)
@@ -132,6 +141,23 @@ class SettingsDialog(QDialog):
         self.language_note.setObjectName("languageNote")
         self.language_note.setWordWrap(True)
 
+    def _build_summary_controls(self, settings: GenerationSettings) -> None:
+        """When older turns are folded into the summary, and how many newest turns never are."""
+        self.summary_fold_at = QSpinBox()
+        self.summary_fold_at.setRange(*(round(100 * f) for f in SUMMARY_FOLD_AT_RANGE))
+        self.summary_fold_at.setSingleStep(5)
+        self.summary_fold_at.setValue(round(100 * settings.summary_fold_at))
+        self.summary_fold_at.setSuffix(self.tr(" % of the context window"))
+        self.summary_fold_at.setToolTip(self.tr(
+            "Fold the oldest turns into the summary once the prompt fills this much of its budget; "
+            "100 % = only what no longer fits"))
+        self.summary_keep_turns = QSpinBox()
+        self.summary_keep_turns.setRange(1, MAX_KEEP_TURNS)
+        self.summary_keep_turns.setValue(settings.summary_keep_turns)
+        self.summary_keep_turns.setSuffix(self.tr(" newest turns"))
+        self.summary_keep_turns.setToolTip(self.tr(
+            "These turns are never folded into the summary, not by \"Summarize now\" either"))
+
     def accept(self) -> None:
         """Stays open, with the reason under the backend form, while the backend is unusable."""
         if self.backend_form.isVisibleTo(self) and self.backend_form.problem():
@@ -159,6 +185,8 @@ class SettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             context_tokens=self.context_tokens.value(),
             cpu_threads=self.cpu_threads.value(),
+            summary_fold_at=self.summary_fold_at.value() / 100,
+            summary_keep_turns=self.summary_keep_turns.value(),
         ).validated()
 
     def result_language(self) -> str:

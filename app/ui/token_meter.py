@@ -22,6 +22,7 @@ class TokenMeter(QLabel):
         super().__init__(parent)
         self.setObjectName("tokenMeter")
         self.setContentsMargins(14, 0, 14, 6)
+        self._pinned_tokens = 0
         self._set_level("ok")
 
     @Slot(int, int, int, int)
@@ -33,6 +34,8 @@ class TokenMeter(QLabel):
                  self.tr("%n turns in window", "", window_turns)]
         if folded_turns:
             parts.append(self.tr("%n folded into summary", "", folded_turns))
+        if self._pinned_tokens:
+            parts.append(self.tr("≈{0} for pinned notes").format(f"{self._pinned_tokens:,}"))
         self.setText(" · ".join(parts))
         if budget <= 0 or used > budget:
             level = "over"
@@ -42,6 +45,12 @@ class TokenMeter(QLabel):
             level = "ok"
         self._set_level(level)
         self.setToolTip(self._tooltip(used, budget, level))
+
+    @Slot(str, int)
+    def set_pinned(self, _notes: str, tokens: int) -> None:
+        """The pinned notes take ≈`tokens` of every prompt (counted in `used`); said from the
+        next `set_counts` on."""
+        self._pinned_tokens = tokens
 
     @Slot()
     def reset(self) -> None:

@@ -48,7 +48,8 @@ class TurnRequest:
     backend: which engine answers (the conversation's choice; local by default).
     conversation_key: the conversation whose kept KV cache the turn uses (the chat layer's key;
     "" = whatever cache is active).
-    documents: ExtractedDocuments attached to the new user message (local model only)."""
+    documents: ExtractedDocuments attached to the new user message (local model only).
+    summarize_only: no reply; fold the older turns into the summary now ("Summarize now")."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -59,6 +60,7 @@ class TurnRequest:
     backend: BackendSettings = BackendSettings()
     conversation_key: str = ""
     documents: tuple = ()
+    summarize_only: bool = False
 
 
 class GenerationWorker(QObject):
@@ -227,7 +229,10 @@ class GenerationWorker(QObject):
         rid = request.request_id
         backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
         if backend is None:
-            self.generation_failed.emit(rid, "no model is loaded", "")
+            if request.summarize_only:
+                self.summary_failed.emit(rid, "no model is loaded")
+            else:
+                self.generation_failed.emit(rid, "no model is loaded", "")
             return
         extra = {}
         if request.documents:
@@ -235,9 +240,12 @@ class GenerationWorker(QObject):
                 self.generation_failed.emit(rid, "attached documents are read by the local model only", "")
                 return
             extra["documents"] = request.documents
-        events = backend.run_turn(list(request.messages), request.summary, request.settings,
-                                  self._stop, request.continue_final, request.override_memory,
-                                  request.conversation_key, **extra)
+        if request.summarize_only:
+            events = backend.summarize_now(list(request.messages), request.summary, request.settings, self._stop)
+        else:
+            events = backend.run_turn(list(request.messages), request.summary, request.settings,
+                                      self._stop, request.continue_final, request.override_memory,
+                                      request.conversation_key, **extra)
         announced = False
         for event in events:
             if not announced and backend.report is not None:  # a remote one knows after connecting

@@ -15,9 +15,10 @@ from tests.helpers.fake_worker import FakeWorker
 CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_streamed", "reply_ended", "reply_measured",
                 "turn_ended", "turn_planned", "turn_refused", "text_withdrawn", "messages_truncated",
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
-                "summary_changed", "summarizing_changed", "load_progressed", "load_ended", "model_changed",
-                "model_loaded", "load_failed", "decode_status_changed", "can_send_changed", "backend_changed",
-                "backend_reported", "attachment_changed")
+                "versions_changed", "notes_changed", "presets_changed", "summary_changed", "summarizing_changed",
+                "load_progressed", "load_ended", "model_changed", "model_loaded", "load_failed",
+                "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported", "reply_stats",
+                "attachment_changed")
 
 
 class Recorder:
@@ -53,7 +54,8 @@ def record(outcome="eos"):
 
 def report(name="tiny", max_positions=512, weight_bytes=10 << 20):
     """The LoadReport fields a chat reads."""
-    return SimpleNamespace(name=name, max_positions=max_positions, weight_bytes=weight_bytes, device="cpu")
+    return SimpleNamespace(name=name, max_positions=max_positions, weight_bytes=weight_bytes, device="cpu",
+                           compute_dtype="float32")
 
 
 @pytest.fixture

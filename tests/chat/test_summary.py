@@ -45,3 +45,29 @@ def test_regenerating_a_folded_turn_drops_the_summary(chat):
     chat.summary = SummaryState("The user said hello.", 1, 6)
     chat.turns.regenerate(1)
     assert chat.summary == SummaryState() and chat.recorded.of("summary_changed")[-1][0] == ""
+
+
+def test_summarize_now_asks_the_worker_for_a_summary_only(make_chat):
+    from dataclasses import replace
+
+    chat = make_chat()
+    worker, seen = chat.worker, chat.recorded
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, summary_keep_turns=1))
+    chat.turns.summarize_now()
+    assert worker.requests == [] and "Nothing to summarize yet" in seen.of("notice")[-1][0]
+    chat.turns.send("q1")
+    chat.turns.summarize_now()  # a reply in flight: refused
+    assert len(worker.requests) == 1 and seen.of("notice")[-1][0].startswith("Wait for the reply")
+    worker.reply_finished.emit(worker.last_id, finished("a1"), record())
+    chat.turns.send("q2")
+    worker.reply_finished.emit(worker.last_id, finished("a2"), record())
+    chat.notes.edit("Ada")
+    chat.turns.summarize_now()
+    request = worker.requests[-1]
+    assert request.summarize_only and not chat.turns.active
+    assert [m.role.value for m in request.messages] == ["user", "assistant", "user", "assistant"]
+    assert request.settings.summary_keep_turns == 1 and "Ada" in request.settings.system_prompt
+    worker.summary_started.emit(request.request_id, 1)
+    worker.summary_finished.emit(request.request_id, SummaryState("q1 was asked.", 1, 5), "history 30 → 9 tokens")
+    assert chat.summary == SummaryState("q1 was asked.", 1, 5)
+    assert seen.of("summary_changed")[-1][:2] == ("q1 was asked.", 1)

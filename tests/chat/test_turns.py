@@ -143,3 +143,19 @@ def test_edit_and_regenerate_forget_what_followed(chat):
     chat.turns.edit(0, "good evening")
     assert [m.content for m in worker.requests[-1].messages] == ["good evening"]
     assert stored(chat)[0].content == "good evening" and len(stored(chat)) == 1
+
+
+def test_each_answer_keeps_how_it_was_made(chat):
+    from app.core.conversation import ReplyStats
+    from app.engine.events import ReplyFinished
+    from tests.chat.conftest import report
+
+    worker, seen = chat.worker, chat.recorded
+    worker.model_changed.emit(report(name="SmolLM2"))
+    chat.turns.send("hi")
+    done = ReplyFinished("Hello!", "eos", prompt_tokens=40, prefill_tokens=8, new_tokens=3, ttft_s=0.125,
+                         decode_tokens_per_s=12.5, reused_tokens=32, decode_path="eager-static")
+    worker.reply_finished.emit(worker.last_id, done, record())
+    stats = ReplyStats(40, 8, 32, 3, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu")
+    assert seen.of("reply_stats") == [(stats,)] and chat.conversation.messages[-1].stats == stats
+    assert stored(chat)[-1].stats == stats and stored(chat)[0].stats is None

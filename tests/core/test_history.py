@@ -363,3 +363,36 @@ def test_summaries_are_asked_for_in_the_conversations_language():
     assert "Write it in Korean." in korean[-1]["content"]
     english = summary_request("", "User: Tell me about Paris\nAssistant: It is the capital.", 80)
     assert "Write it in the language of the conversation." in english[-1]["content"]
+
+
+def test_fold_at_evicts_before_the_window_is_full_and_keeps_the_newest_turns():
+    messages = chat(*[10] * 12)  # 6 turns of 2 × (10 words + 4 overhead) = 28 tokens each
+
+    def window(budget=None, **policy):
+        return select_window(messages, system_prompt="", summary=SummaryState(),
+                             budget=budget or TokenBudget(300, 0, 0), count_tokens=count_words, **policy)
+
+    full = window()
+    assert len(full.kept) == 6 and full.evicted == () and full.prompt_tokens == 2 + 6 * 28 == 170
+    half = window(fold_at=0.5)  # 150 tokens: 2 + 5 × 28 = 142 fits, 170 does not
+    assert [t.first_position for t in half.kept] == [2, 4, 6, 8, 10] and half.prompt_tokens == 142
+    assert [t.first_position for t in half.evicted] == [0] and half.limit_tokens == 300
+    now = window(fold_at=0.0, keep_turns=2)  # "Summarize now": all but the two newest
+    assert [t.first_position for t in now.kept] == [8, 10] and len(now.evicted) == 4
+    kept = window(fold_at=0.0, keep_turns=50)
+    assert len(kept.kept) == 6 and kept.evicted == ()
+    forced = window(TokenBudget(50, 0, 0), fold_at=0.0, keep_turns=2)  # one turn fits at all
+    assert [t.first_position for t in forced.kept] == [10]
+
+
+def test_an_extract_too_long_for_the_cap_keeps_the_newest_first_sentences():
+    messages = chat(*[6, 2] * 8, 3)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=10, summary_reserve=40)
+    window = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=count_words, fold_at=0.0, keep_turns=1)
+    plan = plan_summary(window, SummaryState(), system_prompt=SYSTEM, count_tokens=count_words)
+    assert len(plan.folded) == 8
+    state, verdict = finish_summary(plan, words(80, "rambling"), count_words)
+    assert verdict.accepted and "kept the last" in verdict.reason and state.tokens <= plan.cap_tokens
+    assert state.content.startswith("The user said: ") and "m14_0" in state.content  # the newest folded
+    assert "m0_0" not in state.content  # the oldest did not fit

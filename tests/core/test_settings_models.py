@@ -119,3 +119,11 @@ def test_a_malformed_sampler_value_loses_only_itself(tmp_path):
     settings = load_settings(path)
     assert settings.generation == GenerationSettings(max_new_tokens=77, repetition_penalty=1.2)
     assert settings.recent_models == ("/m/one",)
+
+
+def test_summary_policy_fields_are_clamped_and_default_to_todays_behaviour():
+    assert (GenerationSettings().summary_fold_at, GenerationSettings().summary_keep_turns) == (1.0, 2)
+    g = GenerationSettings(summary_fold_at=0.1, summary_keep_turns=0).validated()
+    assert (g.summary_fold_at, g.summary_keep_turns) == (0.5, 1)
+    g = GenerationSettings(summary_fold_at=3, summary_keep_turns=10**6).validated()
+    assert (g.summary_fold_at, g.summary_keep_turns) == (1.0, 50)

@@ -132,7 +132,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -221,22 +221,146 @@ def test_committed_messages_survive_sigkill(tmp_path):
     assert len(stored) - len(reported) in (0, 1)  # at most the one committed but not yet printed
 
 
-def test_truncate_drops_later_messages_and_a_summary_that_folded_them(tmp_path):
-    from app.core.conversation import Message, Role
-    from app.core.history import SummaryState
-    from app.core.store import Store
+def _chat(store, *texts):
+    """A conversation of alternating user / assistant messages; returns (id, messages)."""
+    cid = store.create_conversation("t")
+    messages = [Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, t) for i, t in enumerate(texts)]
+    for m in messages:
+        store.append_message(cid, m)
+    return cid, messages
 
-    with Store(tmp_path / "t.sqlite3") as store:
-        cid = store.create_conversation("t")
-        for i in range(4):
-            store.append_message(cid, Message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"m{i}"))
-        store.save_summary(cid, SummaryState("s", 2, 5))
-        store.truncate_messages(cid, 2)
-        loaded = store.load_conversation(cid)
-        assert [m.content for m in loaded.conversation.messages] == ["m0", "m1"]
-        assert loaded.summary == SummaryState()
-        store.append_message(cid, Message(Role.USER, "again"))
-        assert [m.content for m in store.load_conversation(cid).conversation.messages][-1] == "again"
+
+def contents(store, cid):
+    return [m.content for m in store.load_conversation(cid).conversation.messages]
+
+
+def test_a_new_version_keeps_the_old_one_and_the_active_path_follows_it(store):
+    cid, (q, a, q2, a2) = _chat(store, "q", "a", "q2", "a2")
+    again = Message(Role.ASSISTANT, "a (second)")
+    store.append_message(cid, again, parent_id=q.id)  # Regenerate: a sibling of "a"
+    loaded = store.load_conversation(cid)
+    assert contents(store, cid) == ["q", "a (second)"] and loaded.versions == [(1, 1), (2, 2)]
+    store.set_active_message(cid, a.id)  # switch back: the newest reply below it follows
+    loaded = store.load_conversation(cid)
+    assert contents(store, cid) == ["q", "a", "q2", "a2"] and loaded.versions == [(1, 1), (1, 2), (1, 1), (1, 1)]
+    edited = Message(Role.USER, "q (edited)")
+    store.append_message(cid, edited, parent_id=None)  # editing the first message: a new root
+    assert contents(store, cid) == ["q (edited)"] and store.load_conversation(cid).versions == [(2, 2)]
+    store.append_message(cid, Message(Role.ASSISTANT, "a3"))  # LAST: after the active path's end
+    assert contents(store, cid) == ["q (edited)", "a3"]
+    assert store.load_conversation(cid).info.message_count == 7  # nothing was lost
+    other = store.create_conversation("other")
+    with pytest.raises(KeyError):
+        store.append_message(other, Message(Role.USER, "x"), parent_id=q.id)
+    with pytest.raises(KeyError):
+        store.set_active_message(other, q.id)
+
+
+def test_a_summary_serves_the_branches_through_the_message_it_folded(store):
+    cid, (q, a, q2, a2, q3) = _chat(store, "q", "a", "q2", "a2", "q3")
+    store.save_summary(cid, SummaryState("asked q", folded_through=1, tokens=4))
+    store.save_summary(cid, SummaryState("asked q and q2", folded_through=3, tokens=6))
+    assert store.load_conversation(cid).summary == SummaryState("asked q and q2", 3, 6)
+    store.append_message(cid, Message(Role.USER, "q2 (edited)"), parent_id=a.id)
+    assert store.load_conversation(cid).summary == SummaryState("asked q", 1, 4)  # the shared part only
+    store.append_message(cid, Message(Role.USER, "q (edited)"), parent_id=None)
+    assert store.load_conversation(cid).summary == SummaryState()
+    store.set_active_message(cid, q3.id)
+    assert store.load_conversation(cid).summary == SummaryState("asked q and q2", 3, 6)
+    store.save_summary(cid, SummaryState())  # "forget it": the summaries on this path go
+    assert store.load_conversation(cid).summary == SummaryState()
+
+
+def test_deleting_a_message_takes_its_replies_and_moves_the_active_path_up(store):
+    cid, (q, a, q2) = _chat(store, "q", "a", "q2")
+    store.save_summary(cid, SummaryState("s", 1, 5))
+    store.delete_message(q2.id)
+    assert contents(store, cid) == ["q", "a"]
+    store.delete_message(a.id)
+    loaded = store.load_conversation(cid)
+    assert [m.content for m in loaded.conversation.messages] == ["q"] and loaded.summary == SummaryState()
+    store.append_message(cid, Message(Role.ASSISTANT, "again"))
+    assert contents(store, cid) == ["q", "again"]
+    with pytest.raises(KeyError):
+        store.delete_message(a.id + 999)
+
+
+def test_copy_branch_makes_a_new_chat_of_the_path(store):
+    cid, (q, a, q2, a2) = _chat(store, "q", "a", "q2", "a2")
+    store.append_message(cid, Message(Role.ASSISTANT, "a (second)"), parent_id=q.id)
+    store.set_active_message(cid, a2.id)
+    store.save_summary(cid, SummaryState("asked q", 1, 4))
+    store.update_settings(cid, {"temperature": 0.2})
+    store.set_pinned_notes(cid, "Ada prefers metric units.")
+    copy = store.copy_branch(cid, q2.id, "t (branch)")
+    loaded = store.load_conversation(copy)
+    assert loaded.pinned_notes == "Ada prefers metric units."
+    assert [m.content for m in loaded.conversation.messages] == ["q", "a", "q2"]
+    assert loaded.versions == [(1, 1)] * 3 and loaded.info.message_count == 3
+    assert loaded.summary == SummaryState("asked q", 1, 4) and loaded.settings == {"temperature": 0.2}
+    assert {m.id for m in loaded.conversation.messages}.isdisjoint({q.id, a.id, q2.id})
+    assert contents(store, cid) == ["q", "a", "q2", "a2"]  # the source is unchanged
+    with pytest.raises(KeyError):
+        store.copy_branch(cid, q2.id + 999, "x")
+
+
+def test_exports_follow_the_active_branch(store):
+    cid, (q, a) = _chat(store, "Capital of France?", "Lyon")
+    store.append_message(cid, Message(Role.ASSISTANT, "Paris"), parent_id=q.id)
+    data = json.loads(store.export_json(cid))
+    assert [m["content"] for m in data["messages"]] == ["Capital of France?", "Paris"]
+    assert "Lyon" not in store.export_markdown(cid)
+    store.set_active_message(cid, a.id)
+    assert "Lyon" in store.export_markdown(cid) and "Paris" not in store.export_markdown(cid)
+    assert "pinned_notes" not in json.loads(store.export_json(cid))
+    store.set_pinned_notes(cid, "Answer in one word.\nBe kind.")
+    assert json.loads(store.export_json(cid))["pinned_notes"] == "Answer in one word.\nBe kind."
+    assert "> **Pinned notes:** Answer in one word.\n> Be kind." in store.export_markdown(cid)
+
+
+def _v2_file(path: Path) -> None:
+    """A store written by the release before branches (schema v2), built with its own schema."""
+    from app.core.store import _V1, _V2
+
+    conn = sqlite3.connect(path)
+    for statement in _V1 + _V2:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO conversations VALUES (7, 'old chat', 1.0, 2.0, '{\"temperature\": 0.1}', NULL)")
+    conn.execute("INSERT INTO conversations VALUES (8, 'deleted chat', 1.0, 2.0, '{}', 5.0)")
+    conn.execute("INSERT INTO conversations VALUES (9, 'empty chat', 1.0, 2.0, '{}', NULL)")
+    for i, (role, text, status) in enumerate([("user", "q1", "complete"), ("assistant", "a1", "complete"),
+                                              ("user", "q2", "complete"), ("assistant", "a2", "stopped")]):
+        conn.execute("INSERT INTO messages VALUES (?, 7, ?, ?, ?, ?, ?)", (10 + i, i, role, text, status, 1.5 + i))
+    conn.execute("INSERT INTO messages VALUES (20, 8, 0, 'user', 'in the bin', 'complete', 3.0)")
+    conn.execute("INSERT INTO summaries VALUES (7, 'asked q1', 1, 4)")
+    conn.commit()
+    conn.close()
+
+
+def test_migration_from_v2_keeps_everything_as_one_branch(tmp_path):
+    path = tmp_path / "headroom.sqlite3"
+    _v2_file(path)
+    with Store(path) as store:
+        assert store.backup_path is not None and ".v2-" in store.backup_path.name
+        loaded = store.load_conversation(7)
+        assert [(m.id, m.role, m.content, m.status) for m in loaded.conversation.messages] == [
+            (10, Role.USER, "q1", MessageStatus.COMPLETE), (11, Role.ASSISTANT, "a1", MessageStatus.COMPLETE),
+            (12, Role.USER, "q2", MessageStatus.COMPLETE), (13, Role.ASSISTANT, "a2", MessageStatus.STOPPED)]
+        assert [m.created_at for m in loaded.conversation.messages] == [1.5, 2.5, 3.5, 4.5]
+        assert loaded.summary == SummaryState("asked q1", 1, 4) and loaded.settings == {"temperature": 0.1}
+        assert loaded.versions == [(1, 1)] * 4 and loaded.pinned_notes == ""
+        assert store.message_tree(7).parents == {10: None, 11: 10, 12: 11, 13: 12}
+        listed = store.list_conversations(include_deleted=True)
+        assert [(c.id, c.deleted_at, c.message_count) for c in listed] == [(9, None, 0), (8, 5.0, 1), (7, None, 4)]
+        assert [m.content for m in store.load_conversation(8).conversation.messages] == ["in the bin"]
+        assert store.load_conversation(9).conversation.messages == []
+        store.append_message(7, Message(Role.ASSISTANT, "a1 (second)"), parent_id=10)  # v3 works on it
+        assert store.load_conversation(7).versions == [(1, 1), (2, 2)]
+    reopened = Store(path)
+    assert reopened.backup_path is None and [m.content for m in reopened.load_conversation(7).conversation.messages] \
+        == ["q1", "a1 (second)"]
+    reopened.close()
 
 
 def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
@@ -364,3 +488,24 @@ def test_a_newer_store_left_with_a_wal_is_read_with_it(tmp_path):
     assert sorted(c.title for c in store.list_conversations()) == ["from the future", "only in the wal"]
     store.close()
     writer.close()
+
+
+def test_reply_stats_round_trip_and_a_damaged_row_shows_none(store):
+    from app.core.conversation import ReplyStats
+
+    stats = ReplyStats(812, 40, 772, 12, 0.25, 10.0, "compiled", "bfloat16", "Llama · cuda:0")
+    cid, (q, a) = _chat(store, "q", "a")
+    store.update_message(a.id, stats=stats)
+    store.update_message(a.id, status=MessageStatus.STOPPED)  # other updates keep the stats
+    assert store.load_conversation(cid).conversation.messages[1].stats == stats
+    copy = store.copy_branch(cid, a.id, "copy")
+    assert store.load_conversation(copy).conversation.messages[1].stats == stats
+    reply = Message(Role.ASSISTANT, "b", stats=stats)
+    store.append_message(cid, reply, parent_id=q.id)
+    assert store.load_conversation(cid).conversation.messages[1].stats == stats
+    damaged = json.dumps({"prompt_tokens": "many"})
+    store._conn.execute("UPDATE messages SET stats_json = ? WHERE id = ?", (damaged, reply.id))
+    assert store.load_conversation(cid).conversation.messages[1].stats is None
+    store._conn.execute("UPDATE messages SET stats_json = 'not json' WHERE id = ?", (reply.id,))
+    assert store.load_conversation(cid).conversation.messages[1].stats is None
+    assert ReplyStats.from_json({**stats.to_json(), "from_the_future": 1}) == stats

@@ -83,7 +83,7 @@ def test_edit_a_user_message_inline(qtbot, view):
     assert bubble.is_editing() and bubble.editor.isVisible()
     assert bubble.editor.toPlainText() == "How big is it?"
     assert not bubble._body.isVisible() and not bubble.edit_button.isVisible()
-    assert "answers below will be replaced" in bubble._edit_hint.text()
+    assert "answers below stay as the older version" in bubble._edit_hint.text()
     bubble.editor.setPlainText("  How big is it at 8k tokens?\n")
     with qtbot.waitSignal(view.edit_requested) as blocker:
         qtbot.mouseClick(bubble.save_button, Qt.MouseButton.LeftButton)
@@ -251,3 +251,79 @@ def test_a_huge_message_is_shown_shortened_but_kept_whole(qtbot):
     shown = bubble.shown_text()
     assert len(shown) < MAX_SHOWN_CHARS * 2 and "more characters not shown" in shown
     assert QLocale().toString(len(text) - MAX_SHOWN_CHARS) in shown  # the locale's digit grouping
+
+
+def test_version_switcher_shows_where_there_are_versions_and_carries_the_index(qtbot, view):
+    view.set_versions([(1, 1), (2, 3), (1, 1), (1, 1)])
+    QApplication.processEvents()
+    plain, versioned = view.bubbles()[0], view.bubbles()[1]
+    assert not plain.version_label.isVisible() and not plain.older_button.isVisible()
+    assert versioned.version_label.isVisible() and versioned.version_label.text() == "2 / 3"
+    assert versioned.older_button.isEnabled() and versioned.newer_button.isEnabled()
+    with qtbot.waitSignal(view.version_requested) as blocker:
+        qtbot.mouseClick(versioned.older_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [1, -1]
+    with qtbot.waitSignal(view.version_requested) as blocker:
+        qtbot.mouseClick(versioned.newer_button, Qt.MouseButton.LeftButton)
+    assert blocker.args == [1, 1]
+    view.set_versions([(1, 1), (3, 3)])  # the newest: nothing newer; bubbles past the list: none
+    assert not versioned.newer_button.isEnabled() and versioned.older_button.isEnabled()
+    assert not view.bubbles()[3].version_label.isVisibleTo(view)
+    view.set_actions_enabled(False)
+    assert not versioned.older_button.isEnabled()
+
+
+def test_branch_and_pin_are_offered_on_settled_messages_and_carry_the_index(qtbot, view):
+    QApplication.processEvents()
+    assert all(b.more_button.isVisible() for b in view.bubbles())
+    assert [a.text() for a in view.bubbles()[0].more_button.menu().actions()] == [
+        "Branch into a new chat", "Pin to notes"]
+    with qtbot.waitSignal(view.branch_requested) as blocker:
+        view.bubbles()[2].branch_action.trigger()
+    assert blocker.args == [2]
+    with qtbot.waitSignal(view.pin_requested) as blocker:
+        view.bubbles()[1].pin_action.trigger()
+    assert blocker.args == [1]
+    streaming = view.begin_stream()
+    QApplication.processEvents()
+    assert not streaming.more_button.isVisible()
+
+
+def test_a_fold_marker_sits_below_the_folded_turns_and_opens_the_summary(qtbot, view):
+    view.summary_block.set_expanded(False)
+    view.show_summary("The user asked what a KV cache is.", 1, 12, 64)
+    marker = view.fold_marker
+    assert marker is not None and "1 turn above is folded" in marker.label.text()
+    layout = view._layout
+    assert layout.indexOf(marker) == layout.indexOf(view.bubbles()[2]) - 1  # between turn 1 and turn 2
+    with qtbot.waitSignal(marker.summary_requested):
+        qtbot.mouseClick(marker.show_button, Qt.MouseButton.LeftButton)
+    assert view.summary_block.is_expanded()
+    view.show_summary("", 0, 0, 64)  # summary forgotten: no marker
+    assert view.fold_marker is None
+    view.show_summary("Both turns.", 2, 12, 64)  # the newest turn is never folded: nowhere to put it
+    assert view.fold_marker is None
+    view.show_summary("First turn.", 1, 12, 64)
+    view.truncate(1)  # the marker goes with the bubbles below it
+    assert view.fold_marker is None
+
+
+def test_an_answer_shows_how_it_was_made_small_with_details_on_hover(view):
+    from app.core.conversation import ReplyStats
+
+    stats = ReplyStats(812, 40, 772, 12, 0.25, 10.0, "compiled", "bfloat16", "Llama-3-8B · cuda:0")
+    view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hello!", stats=stats)])
+    QApplication.processEvents()
+    answer = view.bubbles()[1]
+    assert answer.stats_label.isVisible() and not view.bubbles()[0].stats_label.isVisible()
+    assert answer.stats_label.text() == "12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"
+    assert answer.stats_label.toolTip().splitlines() == [
+        "Prompt: 812 tokens (40 prefilled, 772 reused from the KV cache)", "Answer: 12 new tokens",
+        "Time to first token: 250 ms", "Decode: 10.0 tokens/s (compiled)", "KV cache precision: bfloat16",
+        "Answered by: Llama-3-8B · cuda:0"]
+    streaming = view.begin_stream()
+    QApplication.processEvents()
+    view.show_reply_stats(stats)  # the stream is still open: shown once it ends
+    assert not streaming.stats_label.isVisibleTo(view)
+    view.end_stream()
+    assert streaming.stats_label.isVisibleTo(view)

@@ -17,3 +17,15 @@ def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot):
     assert (after.top_k, after.seed) == (0, None)  # "off" and "random"
     assert (after.presence_penalty, after.frequency_penalty, after.cpu_threads) == (0.5, -0.25, 3)
     assert dialog.result_language() == "ko"  # kept: no language control until a catalogue exists
+
+
+def test_summary_controls_round_trip(qtbot):
+    dialog = SettingsDialog(GenerationSettings(summary_fold_at=0.8, summary_keep_turns=3))
+    qtbot.addWidget(dialog)
+    assert (dialog.summary_fold_at.value(), dialog.summary_keep_turns.value()) == (80, 3)
+    dialog.summary_fold_at.setValue(65)
+    dialog.summary_keep_turns.setValue(5)
+    after = dialog.result_settings()
+    assert (after.summary_fold_at, after.summary_keep_turns) == (0.65, 5)
+    dialog.summary_fold_at.setValue(10)  # below the range: the spin box stops at 50 %
+    assert dialog.result_settings().summary_fold_at == 0.5

@@ -30,6 +30,15 @@ def test_counts_read_like_a_sentence(meter):
     assert colour(meter) == QColor(PAIRS["muted"][0]).name()
 
 
+def test_pinned_notes_are_said_in_the_count(meter):
+    meter.set_pinned("My name is Ada.", 12)
+    meter.set_counts(812, 1536, 4, 0)
+    assert meter.text() == "812 / 1,536 tokens in context · 4 turns in window · ≈12 for pinned notes"
+    meter.set_pinned("", 0)
+    meter.set_counts(812, 1536, 4, 0)
+    assert "pinned" not in meter.text()
+
+
 def test_singular_and_no_summary(meter):
     meter.set_counts(40, 1536, 1, 0)
     assert meter.text() == "40 / 1,536 tokens in context · 1 turn in window"

@@ -116,7 +116,8 @@ class Foresight:
     # ----- planning ---------------------------------------------------------------------------
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
-             cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0) -> TurnPlan:
+             cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0,
+             fold_at: float = 1.0, keep_turns: int = 1) -> TurnPlan:
         """Select the window, render it, project the peak and decide admission.
 
         cached_ids: token ids whose KV the session already holds (KV reuse); the common prefix
@@ -126,13 +127,14 @@ class Foresight:
         projection adds one old layer's KV on top of the new capacity.
         The prefill chunk and the cache capacity are chosen by `admit`;
         ``plan.projection.basis.chunk_size`` is the chunk that runs, ``plan.capacity_tokens`` the
-        static cache's slots.
+        static cache's slots. fold_at, keep_turns: when older turns leave the window for the
+        summary (select_window).
         """
         fmt = self.loaded.prompt_format
         budget = self.budget(context_setting, max_new_tokens)
-        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                               count_tokens=self.count_tokens, system_allowed=fmt.system_role,
-                               estimate_tokens=self.estimate_tokens)
+        policy = dict(count_tokens=self.count_tokens, system_allowed=fmt.system_role, fold_at=fold_at,
+                      keep_turns=keep_turns, estimate_tokens=self.estimate_tokens)
+        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
         auto = context_setting <= 0
         if auto and not window.fits:
             # "auto" shrank the context to what memory allows at full length; a turn that alone
@@ -140,8 +142,7 @@ class Foresight:
             # refused for positions the model does have
             budget = self.budget(self.max_positions, max_new_tokens)
             window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                                   count_tokens=self.count_tokens, system_allowed=fmt.system_role,
-                                   estimate_tokens=self.estimate_tokens)
+                                   **policy)
         sample = self.probe.sample()
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)

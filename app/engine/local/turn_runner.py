@@ -14,6 +14,7 @@ from app.core.settings import GenerationSettings
 from app.engine.events import (
     DocumentsFitted,
     ReplyFinished,
+    SummaryFailed,
     TextDelta,
     TurnCompleted,
     TurnEvent,
@@ -27,7 +28,7 @@ from app.engine.events import (
 from app.engine.local.generation import SamplingParams
 from app.engine.local.turn_planner import Foresight
 from app.engine.memory.probe import MemoryProbe, release_memory
-from app.engine.summary_flow import summary_events
+from app.engine.summary_flow import fold_now, summary_events
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,8 @@ class TurnRunner:
         def plan_turn(messages):
             return self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
                                        settings.context_tokens, continue_final, self.session.token_ids,
-                                       self.session.capacity_tokens or 0)
+                                       self.session.capacity_tokens or 0, settings.summary_fold_at,
+                                       settings.summary_keep_turns)
 
         try:
             plan = plan_turn(messages)
@@ -145,6 +147,18 @@ class TurnRunner:
         ok = yield from self._generate(plan, settings, stop_event)
         if ok:
             yield from self._summarize(plan, summary, settings, stop_event)
+
+    def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                      stop_event: threading.Event) -> Iterator[TurnEvent]:
+        """Fold every turn but the newest `settings.summary_keep_turns` into the summary now
+        ("Summarize now"): the summary events, or a SummaryFinished that folds nothing new."""
+        try:
+            plan = self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
+                                       settings.context_tokens, fold_at=0.0, keep_turns=settings.summary_keep_turns)
+        except ValueError as exc:
+            yield SummaryFailed(str(exc))
+            return
+        yield from fold_now(self._summarize(plan, summary, settings, stop_event), summary, settings)
 
     def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event):
         from app.engine.local import generation

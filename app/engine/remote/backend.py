@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.core.backend_settings import BackendSettingsError, RemoteSettings
@@ -24,6 +24,7 @@ from app.core.history import DEFAULT_MODEL_CONTEXT, SummaryState, TokenBudget, s
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     ReplyFinished,
+    SummaryFailed,
     TextDelta,
     TurnCompleted,
     TurnEvent,
@@ -39,7 +40,7 @@ from app.engine.memory.admission import AdmissionDecision
 from app.engine.remote.errors import RemoteError
 from app.engine.remote.openai_client import OpenAIClient, StreamEnd, sampling_body
 from app.engine.remote.tokens import TokenCounting, choose_counter
-from app.engine.summary_flow import judge_summary_stream, summary_events
+from app.engine.summary_flow import fold_now, judge_summary_stream, summary_events
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,21 @@ class RemoteBackend:
             yield from summary_events(plan.window, summary, settings, stop_event, self._count,
                                       self.report.counting.system_role, self._write_summary)
 
+    def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                      stop_event: threading.Event) -> Iterator[TurnEvent]:
+        """Fold every turn but the newest `settings.summary_keep_turns` into the summary now, on
+        the server (the same events as TurnRunner.summarize_now)."""
+        try:
+            if self.report is None:
+                self.connect(stop_event)
+            plan = self.plan(messages, summary, replace(settings, summary_fold_at=0.0))
+        except (RemoteError, ValueError) as exc:
+            yield SummaryFailed(describe_failure(exc) if isinstance(exc, RemoteError) else str(exc))
+            return
+        yield from fold_now(summary_events(plan.window, summary, settings, stop_event, self._count,
+                                           self.report.counting.system_role, self._write_summary),
+                            summary, settings)
+
     def plan(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
              continue_final: bool = False) -> TurnPlan:
         """The window against the server's context (same policy as the local Foresight.plan);
@@ -156,7 +172,8 @@ class RemoteBackend:
         context = min(model_context, setting) if setting > 0 else model_context
         budget = TokenBudget.for_model(model_context, context, settings.max_new_tokens, summary_reserve(context))
         window = select_window(messages, system_prompt=settings.system_prompt, summary=summary, budget=budget,
-                               count_tokens=self._count, system_allowed=self.report.counting.system_role)
+                               count_tokens=self._count, system_allowed=self.report.counting.system_role,
+                               fold_at=settings.summary_fold_at, keep_turns=settings.summary_keep_turns)
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, settings.max_new_tokens), None)
         decision = AdmissionDecision(

@@ -1,0 +1,156 @@
+"""Presets for the open chat (issue 17, item 2): pick one and the chat takes its system prompt and
+sampling; the user's own library (app.core.presets) grows by "save these settings", import and
+export. The pick is the conversation's own: stored with it ("preset" in its settings), never made
+the default for other chats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Slot
+
+from app.core.backend_settings import conversation_settings
+from app.core.presets import (
+    PRESET_FIELDS,
+    Preset,
+    PresetError,
+    PresetLibrary,
+    export_presets,
+    import_presets,
+    load_presets,
+    save_presets,
+)
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+# a preset is about the conversation, not the machine: the CPU threads stay the user's
+_SAVED_FIELDS = tuple(name for name in PRESET_FIELDS if name != "cpu_threads")
+
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+class PresetFlow(QObject):
+    """The preset library and the open chat's pick (chat.preset_name, "" for none). No signals of
+    its own: the Chat's presets_changed is emitted here. Every expected failure (an unreadable
+    file, a clashing name) is said on the notice funnel and changes nothing."""
+
+    def __init__(self, chat: Chat, presets_path: Path | None = None):
+        """presets_path: the user's presets.json (default: in the config folder)."""
+        super().__init__(chat)
+        self._chat = chat
+        self._path = presets_path
+        self.library, self._load_error = PresetLibrary(), ""
+        try:
+            self.library = load_presets(presets_path)
+        except PresetError as exc:  # unreadable and not movable: work without it, say so at start
+            self._load_error = str(exc)
+
+    def current(self) -> str:
+        """The chat's preset when its settings still hold that preset's values, else "" (custom)."""
+        chat = self._chat
+        preset = self.library.get(chat.preset_name) if chat.preset_name else None
+        if preset is None:
+            return ""
+        generation = chat.settings.generation.validated()
+        return preset.name if preset.apply(generation) == generation else ""
+
+    def show_presets(self) -> None:
+        """Emit presets_changed with every preset and the chat's current pick."""
+        self._chat.presets_changed.emit(list(self.library.all), self.current())
+        if self._load_error:
+            self._chat.announce(translate("Presets", "Your presets could not be read: {0}").format(self._load_error),
+                                "error")
+            self._load_error = ""
+
+    @Slot(str)
+    def apply(self, name: str) -> None:
+        """Give the open chat the preset `name`'s settings (kept with the conversation)."""
+        chat = self._chat
+        preset = self.library.get(name)
+        if preset is None:
+            chat.announce(translate("Presets", "There is no preset named {0}.").format(name), "error")
+            return
+        chat.settings = replace(chat.settings, generation=preset.apply(chat.settings.generation))
+        chat.preset_name = preset.name
+        self.save_pick()
+        self.show_presets()
+        chat.announce(translate("Presets", "Preset: {0}").format(name), "status")
+
+    def settings_edited(self) -> None:
+        """After the Settings dialog: keep the pick with the conversation and show whether the
+        edited settings are still the preset's."""
+        self.save_pick()
+        self.show_presets()
+
+    def save_pick(self) -> None:
+        """Write the open conversation's settings with its preset (none yet: when it is made)."""
+        chat = self._chat
+        if chat.conversation_id is not None:
+            chat.store.update_settings(chat.conversation_id, self.conversation_settings())
+
+    def conversation_settings(self) -> dict:
+        """What the conversation row stores: its settings, backend and preset name."""
+        chat = self._chat
+        stored = conversation_settings(chat.settings.generation, chat.settings.backend)
+        return stored | ({"preset": chat.preset_name} if chat.preset_name else {})
+
+    def save_current(self, name: str, description: str = "") -> bool:
+        """Add the chat's settings to the library as `name` (a user preset); says why not."""
+        try:
+            preset = Preset.from_settings(name, self._chat.settings.generation, description, only=_SAVED_FIELDS)
+            self._commit(self.library.with_preset(preset))
+        except (PresetError, OSError) as exc:
+            self._chat.announce(translate("Presets", "The preset was not saved: {0}").format(_reason(exc)), "error")
+            return False
+        self._chat.preset_name = preset.name
+        self.save_pick()
+        self.show_presets()
+        return True
+
+    def delete(self, name: str) -> None:
+        """Remove a user preset from the library (built-ins cannot be removed)."""
+        try:
+            self._commit(self.library.without(name))
+        except (PresetError, OSError) as exc:
+            self._chat.announce(translate("Presets", "The preset was not removed: {0}").format(_reason(exc)), "error")
+            return
+        self.show_presets()
+
+    def import_file(self, path: Path) -> bool:
+        """Add the presets in the JSON file `path` (a name taken gets " (2)"); all or nothing."""
+        try:
+            library, result = import_presets(self.library, Path(path))
+            self._commit(library)
+        except (PresetError, OSError) as exc:
+            self._chat.announce(translate("Presets", "Nothing was imported: {0}").format(_reason(exc)), "error")
+            return False
+        renamed = "; ".join(f"{old} → {new}" for old, new in result.renamed)
+        text = translate("Presets", "Imported {0} presets").format(len(result.added))
+        text += f" ({renamed})" if renamed else ""
+        self._chat.announce(text, "status")
+        self.show_presets()
+        return True
+
+    def export_file(self, path: Path, names: list[str] | None = None) -> bool:
+        """Write the presets `names` (default: the user's own) to the JSON file `path`."""
+        presets = self.library.user if names is None else [p for p in self.library.all if p.name in names]
+        try:
+            export_presets(presets, Path(path))
+        except OSError as exc:
+            self._chat.announce(translate("Presets", "Could not export to {0}: {1}").format(path, _reason(exc)),
+                                "error")
+            return False
+        return True
+
+    def _commit(self, library) -> None:
+        save_presets(library, self._path)
+        self.library = library
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "strerror", None) or str(exc)

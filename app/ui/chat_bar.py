@@ -1,0 +1,99 @@
+"""The bar above the composer with what shapes the whole chat (issue 17): its preset, its pinned
+notes and "Summarize now"."""
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+
+from app.ui.presets_dialog import display_name
+
+_MANAGE = "\0manage"  # the combo's last item: not a preset name (names are printable text)
+
+
+def _bar_button(text: str, tooltip: str) -> QToolButton:
+    button = QToolButton()
+    button.setObjectName("chatBarButton")
+    button.setText(text)
+    button.setToolTip(tooltip)
+    return button
+
+
+class ChatBar(QWidget):
+    """Signals: preset_chosen(str name) — give the chat this preset; presets_requested() — open
+    the presets dialog; notes_requested() — open the pinned notes; summarize_requested() — fold
+    the older turns into the summary now."""
+
+    preset_chosen = Signal(str)
+    presets_requested = Signal()
+    notes_requested = Signal()
+    summarize_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("chatBar")
+        self._current = ""
+        self.notes_button = _bar_button(self.tr("Notes"), self.tr("Pinned notes: kept in every prompt of this chat"))
+        self.summarize_button = _bar_button(
+            self.tr("Summarize now"), self.tr("Fold the older turns into the summary now; the last turns stay as "
+                                              "they are (Settings: keep the last turns verbatim)"))
+        self.preset_combo = QComboBox()
+        self.preset_combo.setObjectName("presetCombo")
+        self.preset_combo.setAccessibleName(self.tr("Preset"))
+        self.preset_combo.setToolTip(self.tr("A preset sets this chat's system prompt and sampling"))
+        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset_combo.setMinimumContentsLength(12)
+        label = QLabel(self.tr("Preset"))
+        label.setBuddy(self.preset_combo)
+        # never what decides the window's minimum width (a narrow window clips the bar instead)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._layout = QHBoxLayout(self)
+        self._layout.setContentsMargins(12, 4, 12, 0)
+        self._layout.setSpacing(6)
+        self._layout.addWidget(label)
+        self._layout.addWidget(self.preset_combo)
+        self._layout.addStretch(1)
+        self._layout.addWidget(self.notes_button)
+        self._layout.addWidget(self.summarize_button)
+        self.preset_combo.activated.connect(self._on_preset_activated)
+        self.notes_button.clicked.connect(self.notes_requested)
+        self.summarize_button.clicked.connect(self.summarize_requested)
+
+    @Slot(list, str)
+    def set_presets(self, presets: list, current: str) -> None:
+        """Offer `presets` (Preset objects) with `current` shown ("": the chat's own settings)."""
+        combo = self.preset_combo
+        combo.blockSignals(True)
+        combo.clear()
+        if not current:
+            combo.addItem(self.tr("Custom settings"), "")
+        for preset in presets:
+            combo.addItem(display_name(preset), preset.name)
+            if preset.description:
+                combo.setItemData(combo.count() - 1, preset.description, Qt.ItemDataRole.ToolTipRole)
+        combo.insertSeparator(combo.count())
+        combo.addItem(self.tr("Manage presets…"), _MANAGE)
+        combo.setCurrentIndex(max(combo.findData(current), 0))
+        self._current = current
+        combo.blockSignals(False)
+
+    @Slot(int)
+    def _on_preset_activated(self, index: int) -> None:
+        name = self.preset_combo.itemData(index)
+        if name == _MANAGE:
+            self.preset_combo.setCurrentIndex(max(self.preset_combo.findData(self._current), 0))
+            self.presets_requested.emit()
+        elif name and name != self._current:
+            self.preset_chosen.emit(name)
+
+    @Slot(str, int)
+    def show_notes(self, notes: str, tokens: int) -> None:
+        """Say on the Notes button whether there are notes and about how many tokens they take."""
+        self.notes_button.setText(self.tr("Notes · ≈{0}").format(f"{tokens:,}") if notes else self.tr("Notes"))
+        self.notes_button.setProperty("active", bool(notes))
+        self.notes_button.setToolTip(notes or self.tr("Pinned notes: kept in every prompt of this chat"))
+        self.notes_button.style().unpolish(self.notes_button)
+        self.notes_button.style().polish(self.notes_button)
+
+    @Slot(bool)
+    def set_summarizing(self, summarizing: bool) -> None:
+        """While a summary is being written "Summarize now" waits."""
+        self.summarize_button.setEnabled(not summarizing)

@@ -1,0 +1,141 @@
+"""Manage presets (issue 17, item 2): the built-ins and the user's own, save the chat's settings as
+a preset, remove one, import and export JSON files."""
+
+from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+)
+
+
+def display_name(preset) -> str:
+    """A built-in's name in the window's language (stored in English); a user's as written."""
+    return QCoreApplication.translate("Presets", preset.name) if preset.builtin else preset.name
+
+
+class PresetsDialog(QDialog):
+    """Lists presets; commands go out as signals, the chat answers with `set_presets`.
+
+    Signals: apply_requested(str name); save_requested(str name) — the chat's settings as a new
+    preset; delete_requested(str name); import_requested(str path); export_requested(str path,
+    list names) — the selected preset, or the user's own when none is selected.
+    """
+
+    apply_requested = Signal(str)
+    save_requested = Signal(str)
+    delete_requested = Signal(str)
+    import_requested = Signal(str)
+    export_requested = Signal(str, list)
+
+    def __init__(self, presets: list, current: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName("presetsDialog")
+        self.setWindowTitle(self.tr("Presets"))
+        self.list = QListWidget()
+        self.list.setObjectName("presetList")
+        self.list.setAccessibleName(self.tr("Presets"))
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setObjectName("presetDescription")
+        self.apply_button = QPushButton(self.tr("Use in this chat"))
+        self.save_button = QPushButton(self.tr("Save current settings…"))
+        self.delete_button = QPushButton(self.tr("Remove"))
+        self.import_button = QPushButton(self.tr("Import…"))
+        self.export_button = QPushButton(self.tr("Export…"))
+        row = QHBoxLayout()
+        for button in (self.apply_button, self.save_button, self.delete_button):
+            row.addWidget(button)
+        row.addStretch(1)
+        for button in (self.import_button, self.export_button):
+            row.addWidget(button)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list, 1)
+        layout.addWidget(self.description)
+        layout.addLayout(row)
+        layout.addWidget(close)
+        self.list.currentItemChanged.connect(self._on_current_changed)
+        self.list.itemDoubleClicked.connect(self._on_apply_clicked)
+        self.apply_button.clicked.connect(self._on_apply_clicked)
+        self.save_button.clicked.connect(self._on_save_clicked)
+        self.delete_button.clicked.connect(self._on_delete_clicked)
+        self.import_button.clicked.connect(self._on_import_clicked)
+        self.export_button.clicked.connect(self._on_export_clicked)
+        self.set_presets(presets, current)
+        width = self.fontMetrics().averageCharWidth() * 90
+        self.resize(width, width * 2 // 3)
+
+    @Slot(list, str)
+    def set_presets(self, presets: list, current: str) -> None:
+        """Show `presets` (Preset objects), the chat's `current` one marked and selected."""
+        selected = self.selected()
+        self._presets = {p.name: p for p in presets}
+        self.list.clear()
+        for preset in presets:
+            text = display_name(preset) + ("  ✓" if preset.name == current else "")
+            if preset.builtin:
+                text += "  " + self.tr("(built-in)")
+            item = QListWidgetItem(text)
+            item.setData(Qt.ItemDataRole.UserRole, preset.name)
+            self.list.addItem(item)
+            if preset.name == (selected or current):
+                self.list.setCurrentItem(item)
+        self._on_current_changed()
+
+    def selected(self) -> str:
+        item = self.list.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else ""
+
+    @Slot()
+    def _on_current_changed(self, *_args) -> None:
+        preset = self._presets.get(self.selected())
+        self.description.setText(_describe(preset) if preset else "")
+        self.apply_button.setEnabled(preset is not None)
+        self.delete_button.setEnabled(preset is not None and not preset.builtin)
+
+    @Slot()
+    def _on_apply_clicked(self, *_args) -> None:
+        if self.selected():
+            self.apply_requested.emit(self.selected())
+
+    @Slot()
+    def _on_save_clicked(self) -> None:
+        name, ok = QInputDialog.getText(self, self.tr("Save as preset"), self.tr("Name of the new preset:"))
+        if ok and name.strip():
+            self.save_requested.emit(name.strip())
+
+    @Slot()
+    def _on_delete_clicked(self) -> None:
+        if self.selected():
+            self.delete_requested.emit(self.selected())
+
+    @Slot()
+    def _on_import_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, self.tr("Import presets"), "", self.tr("Presets (*.json)"))
+        if path:
+            self.import_requested.emit(path)
+
+    @Slot()
+    def _on_export_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export presets"), "presets.json",
+                                              self.tr("Presets (*.json)"))
+        if path:
+            self.export_requested.emit(path, [self.selected()] if self.selected() else [])
+
+
+def _describe(preset) -> str:
+    """The description, then the settings it sets ("temperature 0.2 · top-k 20 · …")."""
+    values = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in preset.values.items() if k != "system_prompt")
+    prompt = preset.values.get("system_prompt")
+    parts = [QCoreApplication.translate("Presets", preset.description) if preset.builtin else preset.description,
+             values, f"“{prompt}”" if prompt else ""]
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,73 @@
+"""Presets in the chat (issue 17, item 2): a pick per conversation, the library's save, remove,
+import and export, every failure said and harmless."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from tests.chat.conftest import finished, record
+
+
+@pytest.fixture
+def chat(make_chat, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path / "config"))  # presets.json lives here
+    return make_chat()
+
+
+def test_a_preset_sets_the_chats_prompt_and_sampling_and_stays_with_the_conversation(chat):
+    seen = chat.recorded
+    presets, current = seen.of("presets_changed")[-1]
+    assert current == "" and [p.name for p in presets][:4] == ["Balanced", "Precise", "Creative", "Code"]
+    chat.presets.apply("Precise")
+    generation = chat.settings.generation
+    assert (generation.temperature, generation.top_k, generation.min_p) == (0.2, 20, 0.1)
+    assert generation.system_prompt.startswith("You are a precise assistant.")
+    assert generation.max_new_tokens == 16  # a field the preset does not set is kept
+    assert seen.of("presets_changed")[-1][1] == "Precise"
+    chat.turns.send("What is 2 + 2?")
+    request = chat.worker.requests[-1]
+    assert request.settings.top_k == 20 and request.settings.system_prompt.startswith("You are a precise")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished("4"), record())
+    cid = chat.conversation_id
+    assert chat.store.load_conversation(cid).settings["preset"] == "Precise"
+
+    chat.conversations.new_conversation()
+    chat.presets.apply("Creative")
+    chat.turns.send("A story")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished("Once"), record())
+    chat.conversations.open_conversation(cid)  # its own preset comes back with it
+    assert chat.preset_name == "Precise" and chat.settings.generation.top_k == 20
+    assert seen.of("presets_changed")[-1][1] == "Precise"
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.9))
+    chat.presets.settings_edited()
+    assert seen.of("presets_changed")[-1][1] == ""  # edited: the chat's own settings now
+    assert chat.store.load_conversation(cid).settings["temperature"] == 0.9
+
+
+def test_save_remove_import_and_export(chat, tmp_path):
+    seen = chat.recorded
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.33,
+                                                              system_prompt="Talk like a pirate."))
+    assert chat.presets.save_current("Pirate")
+    assert seen.of("presets_changed")[-1][1] == "Pirate"
+    stored = json.loads((tmp_path / "config" / "presets.json").read_text())
+    [pirate] = stored["presets"]
+    assert pirate["name"] == "Pirate" and pirate["values"]["temperature"] == 0.33
+    assert "cpu_threads" not in pirate["values"]
+    assert not chat.presets.save_current("balanced")  # a built-in's name
+    assert "built-in" in seen.of("notice")[-1][0] and seen.of("notice")[-1][1] == "error"
+
+    assert chat.presets.export_file(tmp_path / "out.json")
+    assert chat.presets.import_file(tmp_path / "out.json")  # the same name again: renamed
+    assert [p.name for p in chat.presets.library.user] == ["Pirate", "Pirate (2)"]
+    assert seen.of("notice")[-1] == ("Imported 1 presets (Pirate → Pirate (2))", "status")
+    chat.presets.delete("Pirate (2)")
+    chat.presets.delete("Balanced")
+    assert "cannot be removed" in seen.of("notice")[-1][0]
+    (tmp_path / "bad.json").write_text('{"presets": [{"name": "x", "values": {"temperature": "hot"}}]}')
+    assert not chat.presets.import_file(tmp_path / "bad.json")
+    assert seen.of("notice")[-1][0].startswith("Nothing was imported: ") and "temperature" in seen.of("notice")[-1][0]
+    assert [p.name for p in chat.presets.library.user] == ["Pirate"]
+    assert not chat.presets.export_file(tmp_path / "bad.json" / "out.json")  # a file is in the way
+    assert seen.of("notice")[-1][0].startswith("Could not export to")

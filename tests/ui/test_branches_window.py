@@ -1,0 +1,130 @@
+"""Versions and branches in the window (issue 17, item 1), with a real (tiny) model: Edit keeps
+the old version, the arrows switch, the engine's next prompt follows, Branch opens a new chat."""
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+
+def open_and_wait(qtbot, window, path):
+    with qtbot.waitSignal(window.model_ready, timeout=60000):
+        window.open_model(path)
+
+
+def send(qtbot, window, text):
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        qtbot.keyClicks(window.composer.editor, text)
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+
+
+def prompt_text(window) -> str:
+    """What the engine put in the last turn's prompt (the window it selected)."""
+    return "\n".join(m["content"] for m in window.chat.turns.last_plan.window.messages)
+
+
+def test_edit_switch_and_branch_in_the_window(qtbot, make_window, tiny_model_dir):
+    window = make_window(max_new_tokens=4)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "Remember zebra")
+    bubbles = window.chat_view.bubbles()
+    bubbles[0].begin_edit()
+    bubbles[0].editor.setPlainText("Remember giraffe")
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        qtbot.mouseClick(bubbles[0].save_button, Qt.MouseButton.LeftButton)
+    QApplication.processEvents()
+    first = window.chat_view.bubbles()[0]
+    assert first.text == "Remember giraffe" and first.version_label.isVisible()
+    assert first.version_label.text() == "2 / 2"
+
+    qtbot.mouseClick(first.older_button, Qt.MouseButton.LeftButton)
+    QApplication.processEvents()
+    first = window.chat_view.bubbles()[0]
+    assert first.text == "Remember zebra" and first.version_label.text() == "1 / 2"
+    send(qtbot, window, "Which animal?")
+    assert "zebra" in prompt_text(window) and "giraffe" not in prompt_text(window)
+
+    source = window.chat.conversation_id
+    window.chat_view.bubbles()[1].branch_action.trigger()
+    assert window.chat.conversation_id != source and len(window.sidebar.ids()) == 2
+    assert [b.text for b in window.chat_view.bubbles()][0] == "Remember zebra"
+    assert len(window.chat_view.bubbles()) == 2
+
+
+def test_pinned_notes_reach_the_prompt_and_the_meter(qtbot, make_window, tiny_model_dir):
+    window = make_window(max_new_tokens=4)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "Hello there")
+    before = window.chat.turns.last_plan.window.prompt_tokens
+    window.new_chat_action.trigger()
+    qtbot.mouseClick(window.chat_bar.notes_button, Qt.MouseButton.LeftButton)
+    dialog = window.notes_dialog
+    dialog.editor.setPlainText("The user's name is Ada and she lives in Lisbon.")
+    assert "tokens in every prompt" in dialog.size_label.text()
+    dialog.accept()
+    assert window.chat_bar.notes_button.text().startswith("Notes · ≈")
+    send(qtbot, window, "Hello there")
+    plan = window.chat.turns.last_plan
+    assert "she lives in Lisbon" in plan.window.messages[0]["content"]
+    assert len(plan.window.kept) == 1 and plan.window.prompt_tokens >= before + 15  # counted in the budget
+    assert "for pinned notes" in window.token_meter.text()
+    window.chat_view.bubbles()[0].pin_action.trigger()
+    assert window.chat.pinned_notes.endswith("Hello there")
+
+
+def test_summarize_now_on_a_20_turn_chat_folds_with_a_marker_and_the_next_prompt_has_summary_and_notes(
+        qtbot, make_window, tiny_model_dir):
+    from app.core.conversation import Message, Role
+    from app.core.history import SUMMARY_HEADER
+
+    window = make_window(max_new_tokens=4)
+    store = window.chat.store
+    cid = store.create_conversation("twenty turns")
+    for i in range(20):
+        store.append_message(cid, Message(Role.USER, f"Fact {i}: item {i} is blue."))
+        store.append_message(cid, Message(Role.ASSISTANT, f"Noted {i}."))
+    store.set_pinned_notes(cid, "The user's name is Ada.")
+    open_and_wait(qtbot, window, tiny_model_dir)
+    window.sidebar.open_requested.emit(cid)
+    assert window.chat_view.fold_marker is None
+    with qtbot.waitSignal(window.chat.summarizing_changed, timeout=60000,
+                          check_params_cb=lambda busy: not busy):
+        qtbot.mouseClick(window.chat_bar.summarize_button, Qt.MouseButton.LeftButton)
+    folded = window.chat.folded_turns()
+    keep = window.chat.settings.generation.summary_keep_turns
+    assert window.chat.summary.content and 1 <= folded <= 20 - keep
+    marker = window.chat_view.fold_marker
+    assert marker is not None and marker.folded_turns == folded
+    assert store.load_conversation(cid).summary == window.chat.summary  # saved with the branch
+
+    send(qtbot, window, "Which items are blue?")
+    system = window.chat.turns.last_plan.window.messages[0]["content"]
+    assert "The user's name is Ada." in system and SUMMARY_HEADER + window.chat.summary.content in system
+    assert window.chat.turns.last_plan.window.kept[0].first_position > 2 * (folded - 1)
+
+
+def test_a_preset_picked_in_the_bar_reaches_the_prompt(qtbot, make_window, tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path / "config"))
+    window = make_window(max_new_tokens=4)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    combo = window.chat_bar.preset_combo
+    combo.activated.emit(combo.findData("Precise"))
+    assert combo.currentText() == "Precise" and window.chat.settings.generation.top_k == 20
+    send(qtbot, window, "Add two numbers")
+    assert window.chat.turns.last_plan.window.messages[0]["content"].startswith("You are a precise assistant.")
+    assert window.chat.store.load_conversation(window.chat.conversation_id).settings["preset"] == "Precise"
+
+
+def test_each_answer_shows_its_stats_and_keeps_them_after_a_restart(qtbot, make_window, tiny_model_dir, tmp_path):
+    db = tmp_path / "stats.sqlite3"
+    window = make_window(max_new_tokens=4, store_path=db)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "Hello there")
+    answer = window.chat_view.bubbles()[1]
+    stats = window.chat.conversation.messages[1].stats
+    assert stats.new_tokens == 4 and stats.prompt_tokens == stats.prefilled_tokens + stats.reused_tokens
+    assert stats.kv_precision == "float32" and stats.decode_path.startswith("eager")
+    assert answer.stats_label.text().startswith("4 tokens · TTFT ")
+    cid = window.chat.conversation_id
+    window.close()
+    again = make_window(store_path=db)
+    again.sidebar.open_requested.emit(cid)
+    assert again.chat_view.bubbles()[1].stats_label.text() == answer.stats_label.text()
