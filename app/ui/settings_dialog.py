@@ -84,6 +84,7 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.tr("Context window"), self.context_tokens)
         form.addRow(self.tr("CPU threads"), self.cpu_threads)
+        form.addRow(self.tr("Recent chats' KV caches"), self.kept_chat_cache)
         form.addRow(self.tr("Summarize from"), self.summary_fold_at)
         form.addRow(self.tr("Keep verbatim"), self.summary_keep_turns)
         form.addRow(self.tr("Language"), self.language)
@@ -126,6 +127,15 @@ class SettingsDialog(QDialog):
         self.cpu_threads.setSpecialValueText(self.tr("automatic"))
         self.cpu_threads.setToolTip(self.tr("Threads for a model on the CPU; automatic uses the cores other "
                                             "programs leave idle, so one busy core does not stall every token"))
+        self.kept_chat_cache = QSpinBox()
+        self.kept_chat_cache.setRange(0, 2**20)
+        self.kept_chat_cache.setSingleStep(512)
+        self.kept_chat_cache.setValue(settings.kept_chat_cache_mib)
+        self.kept_chat_cache.setSuffix(self.tr(" MiB of RAM"))
+        self.kept_chat_cache.setSpecialValueText(self.tr("keep none"))
+        self.kept_chat_cache.setToolTip(self.tr("The KV caches of recently used chats are kept in RAM, so going back "
+                                                "to one reads only your new message; the oldest are dropped beyond "
+                                                "this size"))
         self._build_language_control(language)
 
     def _build_language_control(self, language: str) -> None:
@@ -185,6 +195,7 @@ class SettingsDialog(QDialog):
             seed=None if self.seed.value() < 0 else self.seed.value(),
             context_tokens=self.context_tokens.value(),
             cpu_threads=self.cpu_threads.value(),
+            kept_chat_cache_mib=self.kept_chat_cache.value(),
             summary_fold_at=self.summary_fold_at.value() / 100,
             summary_keep_turns=self.summary_keep_turns.value(),
         ).validated()

@@ -291,6 +291,45 @@
     </message>
 </context>
 <context>
+    <name>ChatBar</name>
+    <message>
+        <source>Notes</source>
+        <translation>메모</translation>
+    </message>
+    <message>
+        <source>Pinned notes: kept in every prompt of this chat</source>
+        <translation>고정 메모: 이 채팅의 모든 프롬프트에 들어갑니다</translation>
+    </message>
+    <message>
+        <source>Summarize now</source>
+        <translation>지금 요약</translation>
+    </message>
+    <message>
+        <source>Fold the older turns into the summary now; the last turns stay as they are (Settings: keep the last turns verbatim)</source>
+        <translation>오래된 턴을 지금 요약으로 접습니다. 마지막 턴들은 그대로 둡니다(설정: 원문 유지 턴 수)</translation>
+    </message>
+    <message>
+        <source>Preset</source>
+        <translation>프리셋</translation>
+    </message>
+    <message>
+        <source>A preset sets this chat&apos;s system prompt and sampling</source>
+        <translation>프리셋은 이 채팅의 시스템 프롬프트와 샘플링을 정합니다</translation>
+    </message>
+    <message>
+        <source>Custom settings</source>
+        <translation>사용자 설정</translation>
+    </message>
+    <message>
+        <source>Manage presets…</source>
+        <translation>프리셋 관리…</translation>
+    </message>
+    <message>
+        <source>Notes · ≈{0}</source>
+        <translation>메모 · ≈{0}</translation>
+    </message>
+</context>
+<context>
     <name>ChatView</name>
     <message>
         <source>Conversation</source>
@@ -477,6 +516,18 @@ Your chats are saved here.</source>
         <translation>대화를 바꾸기 전에 현재 답변을 중지하세요.</translation>
     </message>
     <message>
+        <source>Stop the current reply before switching versions.</source>
+        <translation>버전을 바꾸기 전에 현재 답변을 멈추세요.</translation>
+    </message>
+    <message>
+        <source>Stop the current reply before branching.</source>
+        <translation>분기하기 전에 현재 답변을 멈추세요.</translation>
+    </message>
+    <message>
+        <source>{0} (branch)</source>
+        <translation>{0} (분기)</translation>
+    </message>
+    <message>
         <source>Could not export to {0}: {1}</source>
         <translation>{0}(으)로 내보내지 못했습니다: {1}</translation>
     </message>
@@ -516,6 +567,21 @@ Your chats are saved here.</source>
     <message>
         <source>Copied</source>
         <translation>복사됨</translation>
+    </message>
+</context>
+<context>
+    <name>FoldMarker</name>
+    <message>
+        <source>Show summary</source>
+        <translation>요약 보기</translation>
+    </message>
+    <message>
+        <source>↑ 1 turn above is folded into the summary: the model reads the summary instead</source>
+        <translation>↑ 위의 턴 1개는 요약으로 접혔습니다. 모델은 대신 요약을 읽습니다</translation>
+    </message>
+    <message>
+        <source>↑ {0} turns above are folded into the summary: the model reads the summary instead</source>
+        <translation>↑ 위의 턴 {0}개는 요약으로 접혔습니다. 모델은 대신 요약을 읽습니다</translation>
     </message>
 </context>
 <context>
@@ -914,8 +980,44 @@ Your chats are saved here.</source>
         <translation>다시 생성</translation>
     </message>
     <message>
-        <source>Replace this answer with a new one</source>
-        <translation>이 답변을 새 답변으로 바꾸기</translation>
+        <source>Write a new version of this answer (the old one stays)</source>
+        <translation>이 답변의 새 버전을 씁니다(이전 버전은 남습니다)</translation>
+    </message>
+    <message>
+        <source>More actions for this message</source>
+        <translation>이 메시지에 대한 다른 작업</translation>
+    </message>
+    <message>
+        <source>More actions</source>
+        <translation>다른 작업</translation>
+    </message>
+    <message>
+        <source>Branch into a new chat</source>
+        <translation>새 채팅으로 분기</translation>
+    </message>
+    <message>
+        <source>Continue from this message in a chat of its own</source>
+        <translation>이 메시지부터 별도의 채팅에서 이어 갑니다</translation>
+    </message>
+    <message>
+        <source>Pin to notes</source>
+        <translation>메모에 고정</translation>
+    </message>
+    <message>
+        <source>Keep this message in every prompt of this chat</source>
+        <translation>이 메시지를 이 채팅의 모든 프롬프트에 넣습니다</translation>
+    </message>
+    <message>
+        <source>Show the previous version</source>
+        <translation>이전 버전 보기</translation>
+    </message>
+    <message>
+        <source>Show the next version</source>
+        <translation>다음 버전 보기</translation>
+    </message>
+    <message>
+        <source>The answers below stay as the older version. {0}</source>
+        <translation>아래 답변들은 이전 버전으로 남습니다. {0}</translation>
     </message>
     <message>
         <source>Cancel</source>
@@ -944,12 +1046,12 @@ Your chats are saved here.</source>
         <translation>{0} — {1}</translation>
     </message>
     <message>
-        <source>Ctrl+Enter to save · Esc to cancel</source>
-        <translation>Ctrl+Enter로 저장 · Esc로 취소</translation>
+        <source>Version {0} of {1}</source>
+        <translation>버전 {0} / {1}</translation>
     </message>
     <message>
-        <source>The answers below will be replaced. {0}</source>
-        <translation>아래 답변은 새 답변으로 바뀝니다. {0}</translation>
+        <source>Ctrl+Enter to save · Esc to cancel</source>
+        <translation>Ctrl+Enter로 저장 · Esc로 취소</translation>
     </message>
 </context>
 <context>
@@ -1054,6 +1156,29 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Loading cancelled.</source>
         <translation>불러오기를 취소했습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>NotesDialog</name>
+    <message>
+        <source>Pinned notes</source>
+        <translation>고정 메모</translation>
+    </message>
+    <message>
+        <source>Kept in every prompt of this chat, after the system prompt, however long the chat grows. They take room in the context window.</source>
+        <translation>채팅이 아무리 길어져도 이 채팅의 모든 프롬프트에 시스템 프롬프트 다음으로 들어갑니다. 컨텍스트 창의 자리를 차지합니다.</translation>
+    </message>
+    <message>
+        <source>e.g. My name is Ada. Answer in metric units.</source>
+        <translation>예: 제 이름은 에이다입니다. 미터법 단위로 답해 주세요.</translation>
+    </message>
+    <message>
+        <source>≈ {0} tokens in every prompt</source>
+        <translation>모든 프롬프트에 ≈ {0} 토큰</translation>
+    </message>
+    <message>
+        <source>No notes: nothing extra in the prompt</source>
+        <translation>메모 없음: 프롬프트에 추가되는 것이 없습니다</translation>
     </message>
 </context>
 <context>
@@ -1439,6 +1564,92 @@ tokens counted by {4}: {5}</source>
     </message>
 </context>
 <context>
+    <name>Presets</name>
+    <message>
+        <source>Your presets could not be read: {0}</source>
+        <translation>프리셋을 읽지 못했습니다: {0}</translation>
+    </message>
+    <message>
+        <source>There is no preset named {0}.</source>
+        <translation>{0}(이)라는 프리셋이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Preset: {0}</source>
+        <translation>프리셋: {0}</translation>
+    </message>
+    <message>
+        <source>The preset was not saved: {0}</source>
+        <translation>프리셋을 저장하지 못했습니다: {0}</translation>
+    </message>
+    <message>
+        <source>The preset was not removed: {0}</source>
+        <translation>프리셋을 제거하지 못했습니다: {0}</translation>
+    </message>
+    <message>
+        <source>Nothing was imported: {0}</source>
+        <translation>아무것도 가져오지 못했습니다: {0}</translation>
+    </message>
+    <message>
+        <source>Imported {0} presets</source>
+        <translation>프리셋 {0}개를 가져왔습니다</translation>
+    </message>
+    <message>
+        <source>Could not export to {0}: {1}</source>
+        <translation>{0}(으)로 내보내지 못했습니다: {1}</translation>
+    </message>
+</context>
+<context>
+    <name>PresetsDialog</name>
+    <message>
+        <source>Presets</source>
+        <translation>프리셋</translation>
+    </message>
+    <message>
+        <source>Use in this chat</source>
+        <translation>이 채팅에 사용</translation>
+    </message>
+    <message>
+        <source>Save current settings…</source>
+        <translation>현재 설정 저장…</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>제거</translation>
+    </message>
+    <message>
+        <source>Import…</source>
+        <translation>가져오기…</translation>
+    </message>
+    <message>
+        <source>Export…</source>
+        <translation>내보내기…</translation>
+    </message>
+    <message>
+        <source>(built-in)</source>
+        <translation>(기본 제공)</translation>
+    </message>
+    <message>
+        <source>Save as preset</source>
+        <translation>프리셋으로 저장</translation>
+    </message>
+    <message>
+        <source>Name of the new preset:</source>
+        <translation>새 프리셋 이름:</translation>
+    </message>
+    <message>
+        <source>Import presets</source>
+        <translation>프리셋 가져오기</translation>
+    </message>
+    <message>
+        <source>Presets (*.json)</source>
+        <translation>프리셋 (*.json)</translation>
+    </message>
+    <message>
+        <source>Export presets</source>
+        <translation>프리셋 내보내기</translation>
+    </message>
+</context>
+<context>
     <name>Refusal</name>
     <message>
         <source>This turn needs {0} of memory but {1} is free: short by {2}.</source>
@@ -1491,6 +1702,45 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Close other programs using this device, or load a smaller model.</source>
         <translation>이 장치를 쓰는 다른 프로그램을 닫거나 더 작은 모델을 불러오세요.</translation>
+    </message>
+</context>
+<context>
+    <name>ReplyStats</name>
+    <message>
+        <source>{0} tokens</source>
+        <translation>{0} 토큰</translation>
+    </message>
+    <message>
+        <source>TTFT {0} ms</source>
+        <translation>TTFT {0} ms</translation>
+    </message>
+    <message>
+        <source>{0} tok/s</source>
+        <translation>초당 {0} 토큰</translation>
+    </message>
+    <message>
+        <source>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</source>
+        <translation>프롬프트: {0} 토큰 (프리필 {1}, KV 캐시에서 재사용 {2})</translation>
+    </message>
+    <message>
+        <source>Answer: {0} new tokens</source>
+        <translation>답변: 새 토큰 {0}개</translation>
+    </message>
+    <message>
+        <source>Time to first token: {0} ms</source>
+        <translation>첫 토큰까지 시간: {0} ms</translation>
+    </message>
+    <message>
+        <source>Decode: {0} tokens/s</source>
+        <translation>디코드: 초당 {0} 토큰</translation>
+    </message>
+    <message>
+        <source>KV cache precision: {0}</source>
+        <translation>KV 캐시 정밀도: {0}</translation>
+    </message>
+    <message>
+        <source>Answered by: {0}</source>
+        <translation>답변한 모델: {0}</translation>
     </message>
 </context>
 <context>
@@ -1591,6 +1841,18 @@ tokens counted by {4}: {5}</source>
         <translation>CPU 스레드</translation>
     </message>
     <message>
+        <source>Recent chats&apos; KV caches</source>
+        <translation>최근 채팅의 KV 캐시</translation>
+    </message>
+    <message>
+        <source>Summarize from</source>
+        <translation>요약 시작 지점</translation>
+    </message>
+    <message>
+        <source>Keep verbatim</source>
+        <translation>원문 유지</translation>
+    </message>
+    <message>
         <source>Language</source>
         <translation>언어</translation>
     </message>
@@ -1631,12 +1893,40 @@ tokens counted by {4}: {5}</source>
         <translation>CPU에서 모델을 돌릴 스레드 수. 자동은 다른 프로그램이 쓰지 않는 코어를 사용하므로, 바쁜 코어 하나 때문에 모든 토큰이 지연되지 않습니다</translation>
     </message>
     <message>
+        <source> MiB of RAM</source>
+        <translation> MiB (RAM)</translation>
+    </message>
+    <message>
+        <source>keep none</source>
+        <translation>보관 안 함</translation>
+    </message>
+    <message>
+        <source>The KV caches of recently used chats are kept in RAM, so going back to one reads only your new message; the oldest are dropped beyond this size</source>
+        <translation>최근에 쓴 채팅의 KV 캐시를 RAM에 보관하므로, 그 채팅으로 돌아가면 새 메시지만 읽습니다. 이 크기를 넘으면 가장 오래된 것부터 버립니다</translation>
+    </message>
+    <message>
         <source>Automatic (the system&apos;s language)</source>
         <translation>자동 (시스템 언어)</translation>
     </message>
     <message>
         <source>A new language applies after Headroom restarts.</source>
         <translation>새 언어는 Headroom을 다시 시작한 뒤 적용됩니다.</translation>
+    </message>
+    <message>
+        <source> % of the context window</source>
+        <translation> % (컨텍스트 창 기준)</translation>
+    </message>
+    <message>
+        <source>Fold the oldest turns into the summary once the prompt fills this much of its budget; 100 % = only what no longer fits</source>
+        <translation>프롬프트가 예산의 이만큼을 채우면 가장 오래된 턴을 요약으로 접습니다. 100 % = 더 이상 들어가지 않는 것만</translation>
+    </message>
+    <message>
+        <source> newest turns</source>
+        <translation> 개의 최신 턴</translation>
+    </message>
+    <message>
+        <source>These turns are never folded into the summary, not by &quot;Summarize now&quot; either</source>
+        <translation>이 턴들은 &quot;지금 요약&quot;으로도 요약에 접히지 않습니다</translation>
     </message>
 </context>
 <context>
@@ -1731,6 +2021,10 @@ so correcting it changes what the assistant remembers.</source>
         </translation>
     </message>
     <message>
+        <source>≈{0} for pinned notes</source>
+        <translation>고정 메모 ≈{0}</translation>
+    </message>
+    <message>
         <source>Tokens the next prompt takes (system prompt, summary, recent turns) out of the
 budget left after reserving room for the answer and the summary.</source>
         <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴)가 차지하는 토큰 수 /
@@ -1752,8 +2046,20 @@ budget left after reserving room for the answer and the summary.</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
     </message>
     <message>
+        <source>Wait for the reply to end before summarizing.</source>
+        <translation>요약하기 전에 답변이 끝날 때까지 기다리세요.</translation>
+    </message>
+    <message>
+        <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
+        <translation>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</translation>
+    </message>
+    <message>
         <source>max new tokens reached</source>
         <translation>최대 새 토큰 수에 도달함</translation>
+    </message>
+    <message>
+        <source>remote: {0}</source>
+        <translation>원격: {0}</translation>
     </message>
 </context>
 <context>

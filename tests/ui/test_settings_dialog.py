@@ -29,3 +29,11 @@ def test_summary_controls_round_trip(qtbot):
     assert (after.summary_fold_at, after.summary_keep_turns) == (0.65, 5)
     dialog.summary_fold_at.setValue(10)  # below the range: the spin box stops at 50 %
     assert dialog.result_settings().summary_fold_at == 0.5
+
+
+def test_the_kept_chat_caches_are_a_setting(qtbot):
+    dialog = SettingsDialog(GenerationSettings(kept_chat_cache_mib=1024))
+    qtbot.addWidget(dialog)
+    assert dialog.kept_chat_cache.value() == 1024
+    dialog.kept_chat_cache.setValue(0)
+    assert dialog.kept_chat_cache.text() == "keep none" and dialog.result_settings().kept_chat_cache_mib == 0
