@@ -1,6 +1,6 @@
 """The message composer: Enter sends, Shift+Enter inserts a new line; Send / Stop."""
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
 
 
@@ -41,7 +41,7 @@ class Composer(QWidget):
         layout.addWidget(self.stop_button)
         self.editor.submitted.connect(self._on_submitted)
         self.send_button.clicked.connect(self._on_submitted)
-        self.stop_button.clicked.connect(self._on_stop_clicked)
+        self.stop_button.clicked.connect(self.request_stop)
         self._can_send = False
         self._generating = False
         self._stopping = False
@@ -58,7 +58,9 @@ class Composer(QWidget):
         self._can_send = can_send
         self.send_button.setEnabled(can_send and not self._generating)
 
-    def _on_stop_clicked(self) -> None:
+    @Slot()
+    def request_stop(self) -> None:
+        """Stop the answer (the Stop button, Esc): emits stop_requested."""
         # a message sent now goes right after the reply stops (Stop that does not stop, text-generation-webui #1749)
         self._stopping = True
         self.stop_requested.emit()
