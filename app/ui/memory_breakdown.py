@@ -31,23 +31,21 @@ from app.engine.memory.sample import MemorySample
 
 DEFAULT_SAFETY_MARGIN = MIN_SAFETY_MARGIN
 """Bytes kept free on top of the projection when no margin function is given."""
-PANEL_BACKGROUND = "#ffffff"
-"""The panel's background; its painted widgets are opaque and fill with it (Qt then skips
-painting the panel beneath them on every update)."""
 
-# key: (label on CUDA, label on CPU, colour, projected?, tooltip on CUDA, tooltip on CPU)
+# key: (label on CUDA, label on CPU, colour pair in app/ui/theme.py PAIRS ("" = the palette's
+# base colour), projected?, tooltip on CUDA, tooltip on CPU)
 TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
-    ("weights", "Weights", "Weights (in RSS)", "#0969da", False,
+    ("weights", "Weights", "Weights (in RSS)", "termWeights", False,
      "Parameters and buffers of the loaded model as allocated after load, bytes "
      "(LoadReport.weight_bytes, from get_memory_footprint).",
      "Parameters and buffers of the loaded model, bytes; on CPU they are part of the process RSS "
      "(LoadReport.weight_bytes, from get_memory_footprint)."),
-    ("kv_now", "KV cache & live tensors", "Rest of our RSS (KV, runtime)", "#8250df", False,
+    ("kv_now", "KV cache & live tensors", "Rest of our RSS (KV, runtime)", "termKv", False,
      "allocated − weights, bytes: the conversation's KV cache plus working buffers right now "
      "(torch.cuda.memory_allocated, sampled ≈4 Hz).",
      "process RSS − weights, bytes: KV cache, activations and the Python/torch runtime "
      "(psutil memory_info().rss, sampled ≈4 Hz)."),
-    ("kv_turn", "KV at end of turn (projected)", "KV at end of turn (projected)", "#d1600f", True,
+    ("kv_turn", "KV at end of turn (projected)", "KV at end of turn (projected)", "termKvTurn", True,
      "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
      "adds (history + prompt + max_new_tokens beyond what is cached). Per token: Σ layers 2 × "
      "KV heads × head_dim × bytes per element, sliding layers capped at their window "
@@ -55,32 +53,32 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
      "KV cache once the pending turn has run to max_new_tokens, bytes; in brackets what the turn "
      "adds. Per token: Σ layers 2 × KV heads × head_dim × bytes per element "
      "(app.engine.memory.kv_layout.kv_cache_bytes)."),
-    ("prefill", "Prefill spike (projected)", "Prefill spike (projected)", "#bf3989", True,
+    ("prefill", "Prefill spike (projected)", "Prefill spike (projected)", "termPrefill", True,
      "Transient activations of the worst prefill chunk (MLP/attention workspace, mask, logits), "
      "bytes, × the correction measured on earlier turns (max_memory_allocated). Gone after "
      "prefill; the ± error bar (bytes) comes from how far recent projections were off.",
      "Transient activations of the worst prefill chunk, bytes, × the correction measured on "
      "earlier turns (peak RSS). Gone after prefill; ± is the largest recent projection error."),
-    ("kv_full", "KV at full context", "KV at full context", "#8250df", True,
+    ("kv_full", "KV at full context", "KV at full context", "termKv", True,
      "KV cache if the conversation fills the whole context window, bytes (dashed marker on the "
      "'Peak' row: where the bar would end).",
      "KV cache if the conversation fills the whole context window, bytes (dashed marker on the "
      "'Peak' row: where the bar would end)."),
-    ("cached", "Fragmentation / cached (reserved − allocated)", "", "#8250df", False,
+    ("cached", "Fragmentation / cached (reserved − allocated)", "", "termKv", False,
      "reserved − allocated, bytes: held by PyTorch's caching allocator but by no tensor. PyTorch "
      "can reuse it, other programs cannot; fragmented blocks may fail a large allocation while "
      "memory looks free (torch.cuda.memory_reserved − memory_allocated).",
      ""),
-    ("other", "Other processes", "Other programs", "#6e7781", False,
+    ("other", "Other processes", "Other programs", "termOther", False,
      "Other programs' use of this GPU, bytes (NVML via nvidia-ml-py). 'unknown' without NVML: "
      "then it is counted in CUDA context / overhead.",
      "System memory used by everything but this process, bytes: total − available − our RSS "
      "(psutil.virtual_memory)."),
-    ("context", "CUDA context / overhead", "", "#afb8c1", False,
+    ("context", "CUDA context / overhead", "", "termContext", False,
      "(total − free) − reserved − other processes, bytes: the CUDA context, cuBLAS/cuDNN "
      "workspaces and libraries (torch.cuda.mem_get_info).",
      ""),
-    ("free", "Free", "Available", "#ffffff", False,
+    ("free", "Free", "Available", "", False,
      "Free memory the driver reports, bytes (torch.cuda.mem_get_info). Reserved-but-unused "
      "memory is not counted as free (fragmentation: reserved is not free, dolly #79).",
      "Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available)."),
@@ -94,7 +92,9 @@ def term_label(key: str, kind: str) -> str:
     return term[1] if kind == "cuda" else term[2]
 
 
-def term_colour(key: str) -> str:
+def term_pair(key: str) -> str:
+    """Name of the term's light/dark colour pair (app.ui.theme.PAIRS); "" for the palette's
+    base colour (free memory)."""
     return TERMS[TERM_KEYS.index(key)][3]
 
 

@@ -9,7 +9,7 @@ Lists recent models, the installed default and the local Hugging Face cache
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal, Slot
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -30,10 +30,11 @@ from app.core.settings import ModelPermissions, Settings, model_key
 from app.engine.loading.catalog import CHOSEN, Catalog, CatalogEntry
 from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
 from app.engine.loading.folder_trust import ENABLE_CODE, ENABLE_PICKLE
+from app.ui.theme import pick
 
 COLUMNS = ("Model", "Found in", "On disk", "Needs", "Fit")
 _MODEL, _ORIGIN, _DISK, _NEEDS, _FIT = range(len(COLUMNS))
-VERDICT_COLORS = {FITS: "#1a7f37", TIGHT: "#9a6700", NO_FIT: "#cf222e"}
+VERDICT_PAIRS = {FITS: "success", TIGHT: "warning", NO_FIT: "error"}  # colour pairs, app/ui/theme.py
 _ENTRY_ROLE = Qt.ItemDataRole.UserRole
 ROW_HEIGHT = 26  # px
 
@@ -162,7 +163,7 @@ class OpenModelDialog(QDialog):
         for column in (_DISK, _NEEDS):
             item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if fit:
-            item.setForeground(_FIT, QBrush(QColor(VERDICT_COLORS[fit.verdict])))
+            item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[fit.verdict], self.palette())))
         plan = entry.plan.summary() if entry.plan is not None else ""
         tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", plan, entry.note) if t)
         for column in range(len(COLUMNS)):

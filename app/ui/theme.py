@@ -48,7 +48,25 @@ PAIRS: dict[str, tuple[str, str]] = {
     "userBubbleBorder": ("#c9dcff", "#2d4a73"),
     "plotReserved": ("#8250df", "#a371f7"),
     "plotProjected": ("#d1600f", "#f0883e"),
+    # memory panel: the terms of the stacked bar and legend (fills, ≥ 3:1 on base, WCAG 1.4.11)
+    "termWeights": ("#0969da", "#4493f8"),
+    "termKv": ("#8250df", "#a371f7"),
+    "termKvTurn": ("#d1600f", "#f0883e"),
+    "termPrefill": ("#bf3989", "#db61a2"),
+    "termOther": ("#6e7781", "#8b949e"),
+    "termContext": ("#afb8c1", "#545d68"),
+    # the headroom meter's fill by verdict (its text uses success / warning / error / muted)
+    "fillOk": ("#2da44e", "#2ea043"),
+    "fillAmber": ("#d4a72c", "#bb8009"),
+    "fillRed": ("#cf222e", "#da3633"),
+    "fillNone": ("#8c959f", "#6e7681"),
 }
+
+STATE_PAIRS: dict[str, tuple[str, str]] = {
+    "ok": ("success", "fillOk"), "amber": ("warning", "fillAmber"),
+    "red": ("error", "fillRed"), "none": ("muted", "fillNone"),
+}
+"""Headroom verdict ("ok", "amber", "red", "none") → (text pair, fill pair)."""
 
 _MARKED = re.compile(r"#[0-9a-fA-F]{6}\s*/\*@(\w+)\*/")
 
@@ -120,6 +138,46 @@ class TextColours:
             code_border=blend(base, text, 0.18).name(),
             dark=is_dark(palette),
         )
+
+
+@dataclass(frozen=True)
+class PanelColours:
+    """Colours of the painted memory panel (bar, legend, gauge, readout) for one palette, as hex
+    strings (hashable: the widgets' picture caches key on them). Text colours reach WCAG AA on
+    `background`, the palette's base colour."""
+
+    background: str
+    text: str
+    muted: str
+    edge: str
+    track: str
+    error: str
+    dark: bool
+
+    @classmethod
+    def from_palette(cls, palette: QPalette) -> PanelColours:
+        base = palette.color(QPalette.ColorRole.Base)
+        text = palette.color(QPalette.ColorRole.Text)
+        return cls(background=base.name(), text=text.name(),
+                   muted=readable(pick("muted", palette), base).name(),
+                   edge=blend(base, text, 0.45).name(), track=blend(base, text, 0.2).name(),
+                   error=readable(pick("error", palette), base).name(), dark=is_dark(palette))
+
+    def pair(self, name: str) -> QColor:
+        """Member of pair `name` for this palette; "" is the background. KeyError if unknown."""
+        return QColor(PAIRS[name][self.dark] if name else self.background)
+
+    def state_text(self, state: str) -> QColor:
+        """Text colour of a headroom verdict, readable on the background."""
+        return readable(self.pair(STATE_PAIRS[state][0]), QColor(self.background))
+
+    def state_fill(self, state: str) -> QColor:
+        return self.pair(STATE_PAIRS[state][1])
+
+    def on_fill(self, fill: QColor) -> QColor:
+        """The palette's text or background colour, whichever reads better on `fill`."""
+        text, background = QColor(self.text), QColor(self.background)
+        return text if contrast_ratio(text, fill) >= contrast_ratio(background, fill) else background
 
 
 def apply_theme(app) -> None:
