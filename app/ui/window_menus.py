@@ -9,6 +9,8 @@ Help → Keyboard shortcuts lists the keys read from the actions themselves.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMessageBox
@@ -48,8 +50,7 @@ class WindowMenus(QObject):
         self.stop.setEnabled(False)
         self.settings = self._action(self.tr("&Settings…"), keys_for(StandardKey.Preferences, "Ctrl+,"))
         self.settings.setMenuRole(QAction.MenuRole.PreferencesRole)
-        self.memory = memory_action
-        self.memory.setText(self.tr("&Memory panel"))
+        self.memory = memory_action  # its text is the dock's title ("VRAM", "Memory — RSS …")
         self.memory.setShortcuts([QKeySequence("Ctrl+M")])
         self.shortcuts = self._action(self.tr("&Keyboard shortcuts"), keys_for(StandardKey.HelpContents, "F1"))
         self.about = self._action(self.tr("&About Headroom"), [])
@@ -85,10 +86,11 @@ class WindowMenus(QObject):
         return [action for action in actions if not action.shortcut().isEmpty()]
 
     def shortcut_rows(self) -> list[tuple[str, str]]:
-        """(command, keys) for every keyed action plus the composer's own keys, as shown in
+        """(command, key) for every keyed action plus the composer's own keys, as shown in
         Help → Keyboard shortcuts (keys in the platform's native spelling)."""
+        # the primary key only: the others are media keys ("New", "Find") few keyboards have
         rows = [(action.text().replace("&", "").rstrip("…"),
-                 ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()))
+                 action.shortcut().toString(QKeySequence.SequenceFormat.NativeText))
                 for action in self.keyed_actions()]
         rows += [(self.tr("Send the message"), self.tr("Enter")),
                  (self.tr("New line in the message"), self.tr("Shift+Enter")),
@@ -97,7 +99,7 @@ class WindowMenus(QObject):
 
     @Slot()
     def _on_shortcuts_triggered(self) -> None:
-        rows = "".join(f"<tr><td>{command}</td><td>&nbsp;&nbsp;<b>{keys}</b></td></tr>"
+        rows = "".join(f"<tr><td>{html.escape(command)}</td><td>&nbsp;&nbsp;<b>{html.escape(keys)}</b></td></tr>"
                        for command, keys in self.shortcut_rows())
         box = QMessageBox(QMessageBox.Icon.NoIcon, self.tr("Keyboard shortcuts"),
                           f"<table>{rows}</table>", QMessageBox.StandardButton.Close, self._window)

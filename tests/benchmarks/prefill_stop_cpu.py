@@ -4,7 +4,8 @@ CPU_PREFILL_CHUNK, chunks sized to ~CPU_CHUNK_SECONDS by their measured time) ag
 256-token chunks it ran before; and what the sized chunks cost a prefill that runs to the end.
 
 The real default model (SmolLM2-135M-Instruct), a prompt of `--tokens` random tokens, Stop
-pressed `--stop-after` seconds into the prefill, each case `--repeats` times:
+pressed `--stop-after` seconds into the prefill, each case `--repeats` times, the two chunkings
+alternating, CPU threads chosen as the turn runner chooses them:
 
     python -m tests.benchmarks.prefill_stop_cpu --tokens 4096 --stop-after 20 --out tests/benchmarks/results
 
@@ -28,6 +29,7 @@ from app.core.paths import default_model_path
 from app.engine.events import ReplyFinished
 from app.engine.loading.loader import load_model, resolve_model_folder
 from app.engine.local import generation
+from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads
 from app.engine.local.generation import CPU_PREFILL_CHUNK, SamplingParams, stream_reply
 from app.engine.local.kv_session import KVSession
 
@@ -43,8 +45,10 @@ def restore(saved) -> None:
     generation.CPU_FIRST_CHUNK, generation.CPU_CHUNK_SECONDS = saved
 
 
-def run_once(loaded, ids: list[int], stop_after: float | None) -> dict:
-    """One reply to `ids` (1 new token); Stop set `stop_after` s in (None: never). Seconds."""
+def run_once(loaded, ids: list[int], stop_after: float | None, meter: CpuLoadMeter) -> dict:
+    """One reply to `ids` (1 new token) with the turn runner's CPU thread choice; Stop set
+    `stop_after` s in (None: never). Seconds."""
+    threads = apply_cpu_threads(0, meter)
     stop = threading.Event()
     pressed = []
     if stop_after is not None:
@@ -59,7 +63,7 @@ def run_once(loaded, ids: list[int], stop_after: float | None) -> dict:
     ended = time.perf_counter()
     if stop_after is not None:
         timer.cancel()
-    return {"seconds": round(ended - started, 2), "stop_reason": finished.stop_reason,
+    return {"seconds": round(ended - started, 2), "stop_reason": finished.stop_reason, "threads": threads,
             "stop_latency_s": round(ended - pressed[0], 2) if pressed else None}
 
 
@@ -70,21 +74,23 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    meter = CpuLoadMeter()  # as the turn runner: threads = the cores other programs leave idle
     loaded = load_model(resolve_model_folder(default_model_path()))
     ids = torch.randint(1_000, 40_000, (args.tokens,), generator=torch.Generator().manual_seed(0)).tolist()
     results: dict[str, list[dict]] = {}
-    for name in ("fixed 256", "sized"):
-        saved = fixed_chunks() if name == "fixed 256" else None
-        try:
-            for case, stop_after in (("stop", args.stop_after), ("full", None)):
-                runs = [run_once(loaded, ids, stop_after) for _ in range(args.repeats)]
-                results[f"{name} / {case}"] = runs
-                print(f"{name:10} {case:5} " + "  ".join(
-                    f"{r['seconds']:6.1f} s ({r['stop_reason']}, stop latency {r['stop_latency_s']})" for r in runs),
-                    flush=True)
-        finally:
-            if saved is not None:
-                restore(saved)
+    # the two chunkings alternate, so a change in the machine's load hits both alike
+    for repeat in range(args.repeats):
+        for case, stop_after in (("stop", args.stop_after), ("full", None)):
+            for name in ("fixed 256", "sized"):
+                saved = fixed_chunks() if name == "fixed 256" else None
+                try:
+                    run = run_once(loaded, ids, stop_after, meter)
+                finally:
+                    if saved is not None:
+                        restore(saved)
+                results.setdefault(f"{name} / {case}", []).append(run)
+                print(f"{repeat} {name:10} {case:5} {run['seconds']:6.1f} s ({run['stop_reason']}, "
+                      f"{run['threads']} threads, stop latency {run['stop_latency_s']} s)", flush=True)
     report = {"machine": platform.node(), "cpus": os.cpu_count(), "threads": torch.get_num_threads(),
               "load_average": os.getloadavg(), "prompt_tokens": args.tokens, "stop_after_s": args.stop_after,
               "cpu_chunk_seconds": generation.CPU_CHUNK_SECONDS, "results": results}
