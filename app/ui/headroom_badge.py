@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QAbstractButton, QSizePolicy
 
 from app.engine.memory.units import format_bytes
 from app.ui.memory_breakdown import MemoryBreakdown
-from app.ui.theme import PanelColours, readable
+from app.ui.panel_colours import PanelColours
+from app.ui.theme import readable
 
 _METER_W, _METER_H, _GAP = 36, 8, 6
 

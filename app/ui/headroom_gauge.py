@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from app.engine.memory.admission import AMBER_HEADROOM_FRACTION
 from app.engine.memory.units import format_bytes
 from app.ui.memory_breakdown import MemoryBreakdown
-from app.ui.theme import PanelColours
+from app.ui.panel_colours import PanelColours
 
 _VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit", "none": ""}
 

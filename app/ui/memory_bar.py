@@ -23,7 +23,8 @@ from app.ui.memory_breakdown import (
     term_pair,
     term_projected,
 )
-from app.ui.theme import PanelColours, blend
+from app.ui.panel_colours import PanelColours
+from app.ui.theme import blend
 
 _LABEL_W = 38
 _ROW_H = 22

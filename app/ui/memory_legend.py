@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.ui.memory_bar import swatch_pixmap
 from app.ui.memory_breakdown import TERM_KEYS, term_label, term_tooltip
-from app.ui.theme import PanelColours
+from app.ui.panel_colours import PanelColours
 
 _SWATCH = 12
 _NAME_X = 18

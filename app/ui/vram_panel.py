@@ -25,8 +25,8 @@ from app.ui.memory_bar import MemoryBar
 from app.ui.memory_breakdown import DEFAULT_SAFETY_MARGIN, MemoryBreakdown
 from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
+from app.ui.panel_colours import PanelColours
 from app.ui.server_metrics_view import ServerMetricsView
-from app.ui.theme import PanelColours
 from app.ui.what_if import WhatIfControl
 
 _VERDICT = {"ok": "fits", "amber": "tight", "red": "won't fit"}

@@ -7,7 +7,7 @@ made by whoever listens (``app.engine.memory.admission.reproject`` on the pendin
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QSlider, QWidget
 
-from app.ui.theme import PanelColours
+from app.ui.panel_colours import PanelColours
 
 
 class WhatIfControl(QWidget):

@@ -274,7 +274,7 @@ def test_the_memory_panel_reads_in_both_palettes(themed_panel):
 
 
 def test_the_gauge_text_and_verdict_colours_reach_aa_in_both_palettes(qapp):
-    from app.ui.theme import PanelColours
+    from app.ui.panel_colours import PanelColours
 
     for dark, palette in ((False, QStyleFactory.create("Fusion").standardPalette()), (True, dark_palette())):
         colours = PanelColours.from_palette(palette)

@@ -16,7 +16,7 @@ from app.engine.memory.probe import CpuProbe, FakeProbe
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import GiB, MiB, format_bytes
 from app.ui.memory_breakdown import TERM_KEYS, MemoryBreakdown
-from app.ui.theme import PanelColours
+from app.ui.panel_colours import PanelColours
 from app.ui.vram_panel import VramPanel
 from app.workers.memory_monitor import MemoryMonitor
 from tests.helpers import vram_scene
