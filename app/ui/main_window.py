@@ -92,8 +92,8 @@ class MainWindow(QMainWindow):
 
     def _first_layout(self) -> None:
         """Geometry and docks at a first start: ~78 % of the screen, centred; the conversation
-        in the middle; the memory panel closed on a CPU-only machine (its gauge in the status
-        bar opens it) and a narrow column beside the chat on a GPU."""
+        in the middle; the memory panel closed on a CPU-only machine or a small screen (its
+        gauge in the status bar opens it), a narrow column beside the chat on a GPU."""
         screen = self.screen().availableGeometry()
         width = max(min(round(screen.width() * FIRST_SIZE_FRACTION), screen.width()), MINIMUM_SIZE[0])
         height = max(min(round(screen.height() * FIRST_SIZE_FRACTION), screen.height()), MINIMUM_SIZE[1])
@@ -102,9 +102,11 @@ class MainWindow(QMainWindow):
         sidebar = min(max(round(width * SIDEBAR_FRACTION), 200), 280)
         self.splitter.setSizes([sidebar, width - sidebar])
         gpu = getattr(self.chat.worker.probe, "kind", "cpu") == "cuda"
-        self.vram_panel.setVisible(gpu)
-        if gpu:
-            self.resizeDocks([self.vram_panel], [max(round(width * 0.24), 320)], Qt.Orientation.Horizontal)
+        panel = max(round(width * 0.24), self.vram_panel.minimumSizeHint().width())
+        # open beside the chat only where the chat keeps at least half of the window
+        self.vram_panel.setVisible(gpu and width - sidebar - panel >= width // 2)
+        if not self.vram_panel.isHidden():
+            self.resizeDocks([self.vram_panel], [panel], Qt.Orientation.Horizontal)
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:

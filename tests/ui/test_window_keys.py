@@ -3,7 +3,8 @@ is in a menu, its key does what the menu does, Help lists the keys, the first ge
 screen, and typing goes to the composer at launch and after an answer. Keys are pressed for
 real (QTest key events through Qt's shortcut map), no model is loaded."""
 
-from PySide6.QtCore import Qt, QTimer
+import pytest
+from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -165,3 +166,23 @@ def test_the_status_bar_gauge_opens_the_memory_panel(qtbot, make_window):
     assert window.vram_panel.isVisible() and badge.isChecked()
     qtbot.mouseClick(badge, Qt.MouseButton.LeftButton)
     assert not window.vram_panel.isVisible() and not badge.isChecked()
+
+
+@pytest.mark.parametrize("screen_size, opens", [((1920, 1080), True), ((800, 800), False)])
+def test_on_a_gpu_the_memory_panel_opens_beside_the_chat_where_there_is_room(qtbot, make_window, monkeypatch,
+                                                                            screen_size, opens):
+    from types import SimpleNamespace
+
+    from app.engine.memory.probe import CpuProbe
+    from app.ui.main_window import MainWindow
+
+    monkeypatch.setattr(CpuProbe, "kind", "cuda")  # this machine's probe, reporting a GPU
+    screen = SimpleNamespace(availableGeometry=lambda: QRect(0, 0, *screen_size))
+    monkeypatch.setattr(MainWindow, "screen", lambda self: screen)
+    window = make_window()
+    qtbot.wait(50)
+    assert window.width() == max(round(screen_size[0] * 0.78), MINIMUM_SIZE[0])
+    assert window.vram_panel.isVisible() is opens
+    assert window.chat_view.width() >= window.width() // 2
+    if opens:
+        assert window.vram_panel.width() <= 0.3 * window.width()
