@@ -37,8 +37,7 @@ class BackendForm(QWidget):
         self.note.setWordWrap(True)
         self.problem_label = QLabel("")
         self.problem_label.setObjectName("backendProblem")
-        self.problem_label.setWordWrap(True)
-        self.problem_label.setStyleSheet("color: #b42318;")
+        self.problem_label.setWordWrap(True)  # red, from the themed stylesheet
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow(self.tr("Answered by"), self.kind)

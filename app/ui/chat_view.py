@@ -20,6 +20,7 @@ from app.ui.notice import Notice
 from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
+FOLLOW_SLACK_PX = 40  # a user this close to the end is still reading the end: keep following
 
 
 class ChatView(QScrollArea):
@@ -68,8 +69,12 @@ class ChatView(QScrollArea):
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FRAME_MS)
         self._flush_timer.timeout.connect(self.flush)
+        # Follow the end while the user is at it: decided when the user scrolls (valueChanged),
+        # not when the content grows, so a burst or the final render of an answer taller than
+        # the slack is followed, and a user who scrolled up is left where they are.
+        self._following = True
+        self.verticalScrollBar().valueChanged.connect(self._on_vertical_value_changed)
         self.verticalScrollBar().rangeChanged.connect(self._on_vertical_range_changed)
-        self._stick_to_bottom = True
 
     # ----- reading -------------------------------------------------------------------------
     def bubbles(self) -> list[MessageBubble]:
@@ -120,14 +125,14 @@ class ChatView(QScrollArea):
         bubble.pin_requested.connect(self._on_bubble_pin_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
-        self._stick_to_bottom = True
+        self._follow_end()
         self._refresh_actions()
         return bubble
 
     def add_notice(self, text: str, kind: str = "info") -> Notice:
         notice = Notice(text, kind)
         self._layout.insertWidget(self._layout.count() - 1, notice)
-        self._stick_to_bottom = True
+        self._follow_end()
         return notice
 
     @Slot(str, int, int, int)
@@ -193,7 +198,7 @@ class ChatView(QScrollArea):
             raise ValueError("there is no assistant message to continue")
         bubble = self._bubbles[-1]
         bubble.set_status(MessageStatus.STREAMING)
-        self._stick_to_bottom = True
+        self._follow_end()
         return self._open_stream(bubble)
 
     def _open_stream(self, bubble: MessageBubble) -> MessageBubble:
@@ -268,9 +273,17 @@ class ChatView(QScrollArea):
     def _on_bubble_pin_requested(self) -> None:
         self.pin_requested.emit(self._index_of_sender())
 
+    def _follow_end(self) -> None:
+        """Something new to read (a message, a notice, Continue): back to the end, and follow."""
+        self._following = True
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    @Slot(int)
+    def _on_vertical_value_changed(self, value: int) -> None:
+        self._following = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
+
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:
-        bar = self.verticalScrollBar()
-        if self._stick_to_bottom or bar.value() >= bar.maximum() - 40:
-            bar.setValue(maximum)
-        self._stick_to_bottom = False
+        if self._following:
+            self.verticalScrollBar().setValue(maximum)

@@ -1,14 +1,66 @@
-"""The message composer: Enter sends, Shift+Enter inserts a new line; Send / Stop."""
+"""The message composer: Enter sends, Shift+Enter inserts a new line; Send / Stop.
 
-from PySide6.QtCore import Qt, Signal
+Input methods (issue 14, item 4). Text being composed by an IME (the preedit: a Hangul
+syllable still open, a Japanese reading under conversion) is not in the document until the IME
+commits it, so an Enter that arrives while a preedit is open must be read with care:
+
+* a Hangul syllable in progress (Korean IMEs on Windows and macOS pass Enter on before they
+  commit): the syllable is committed first, then the message is sent, whole and once;
+* a conversion in progress (Japanese, Chinese: the IME marks the clause being converted with a
+  background): Enter confirms the conversion, as in every other editor, and sends nothing.
+
+Committing asks the platform input method (QInputMethod.commit, synchronous on IBus, Fcitx,
+Windows and macOS); if none answers, the preedit is committed here and the IME is reset, so its
+own commit cannot add the syllable a second time.
+"""
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QGuiApplication, QInputMethodEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
 
 
+def _marks_conversion(event: QInputMethodEvent) -> bool:
+    """True when the preedit carries a clause highlighted with a background: an IME converting
+    a reading (Japanese kana → kanji, Chinese pinyin → hanzi). Hangul composition is underlined."""
+    return any(attribute.type == QInputMethodEvent.AttributeType.TextFormat
+               and attribute.value.background().style() != Qt.BrushStyle.NoBrush
+               for attribute in event.attributes())
+
+
 class _Editor(QPlainTextEdit):
+    """Signals: submitted() — Enter without Shift, with any open preedit committed first."""
+
     submitted = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.preedit = ""  # what the IME is composing now ("" when nothing)
+        self._converting = False
+
+    def inputMethodEvent(self, event: QInputMethodEvent) -> None:  # noqa: N802 (Qt override)
+        super().inputMethodEvent(event)
+        self.preedit = event.preeditString()
+        self._converting = bool(self.preedit) and _marks_conversion(event)
+
+    def commit_preedit(self) -> None:
+        """Put the open preedit into the text (the platform IME's commit, else our own)."""
+        if not self.preedit:
+            return
+        preedit = self.preedit
+        QGuiApplication.inputMethod().commit()  # a platform IME answers with a commit event now
+        if self.preedit:  # none did (or it ignored us): commit it here and make the IME forget it
+            commit = QInputMethodEvent()
+            commit.setCommitString(preedit)
+            self.inputMethodEvent(commit)
+            QGuiApplication.inputMethod().reset()
 
     def keyPressEvent(self, event):
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and self.preedit:
+            converting = self._converting
+            self.commit_preedit()
+            if converting:
+                return  # Enter confirmed the conversion: it belongs to the IME, nothing is sent
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             self.submitted.emit()
             return
@@ -41,7 +93,7 @@ class Composer(QWidget):
         layout.addWidget(self.stop_button)
         self.editor.submitted.connect(self._on_submitted)
         self.send_button.clicked.connect(self._on_submitted)
-        self.stop_button.clicked.connect(self._on_stop_clicked)
+        self.stop_button.clicked.connect(self.request_stop)
         self._can_send = False
         self._generating = False
         self._stopping = False
@@ -58,12 +110,15 @@ class Composer(QWidget):
         self._can_send = can_send
         self.send_button.setEnabled(can_send and not self._generating)
 
-    def _on_stop_clicked(self) -> None:
+    @Slot()
+    def request_stop(self) -> None:
+        """Stop the answer (the Stop button, Esc): emits stop_requested."""
         # a message sent now goes right after the reply stops (Stop that does not stop, text-generation-webui #1749)
         self._stopping = True
         self.stop_requested.emit()
 
     def _on_submitted(self) -> None:
+        self.editor.commit_preedit()  # the Send button, clicked mid-syllable, sends it too
         text = self.editor.toPlainText().strip()
         if not text or not self._can_send or (self._generating and not self._stopping):
             return

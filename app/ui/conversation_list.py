@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from PySide6.QtCore import QCoreApplication, QLocale, QModelIndex, QPoint, QSize, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence, QPainter, QShortcut
+from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.store import ConversationInfo
+from app.ui.edit_keys import widget_shortcut
 
 SEARCH_DEBOUNCE_MS = 200
 UNDO_MS = 8000
@@ -167,10 +168,9 @@ class ConversationList(QWidget):
         self.list_widget.itemActivated.connect(self._on_item_clicked)
         self.list_widget.itemChanged.connect(self._on_item_changed)
         self.list_widget.customContextMenuRequested.connect(self._on_context_menu_requested)
-        QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
-                  self._on_delete_key_pressed, context=Qt.ShortcutContext.WidgetShortcut)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear,
-                  context=Qt.ShortcutContext.WidgetShortcut)
+        widget_shortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
+                        self._on_delete_key_pressed)
+        widget_shortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear)
         self.set_conversations([], None)
 
     def _build_undo_bar(self) -> QFrame:

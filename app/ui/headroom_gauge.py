@@ -1,17 +1,14 @@
 """Headroom gauge: how much of the device the pending turn's peak leaves free, coloured green,
 amber (< 15 % left) or red (peak ± error over free − safety margin), before the limit is hit."""
 
-from PySide6.QtCore import QCoreApplication, QRectF, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.engine.memory.admission import AMBER_HEADROOM_FRACTION
 from app.engine.memory.units import format_bytes
-from app.ui.memory_breakdown import PANEL_BACKGROUND, MemoryBreakdown
-
-STATE_COLOURS = {"ok": "#1a7f37", "amber": "#9a6700", "red": "#cf222e", "none": "#57606a"}
-"""Text colours per state (Primer palette; all ≥ 4.5:1 on white, WCAG AA)."""
-_FILL_COLOURS = {"ok": "#2da44e", "amber": "#d4a72c", "red": "#cf222e", "none": "#8c959f"}
+from app.ui.memory_breakdown import MemoryBreakdown
+from app.ui.panel_colours import PanelColours
 
 
 def verdict_text(state: str) -> str:
@@ -38,6 +35,13 @@ class HeadroomGauge(QWidget):
         self._font.setBold(True)
         self._cache: QPixmap | None = None
         self._cache_key: tuple | None = None
+        self._colours = PanelColours.from_palette(self.palette())
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._colours = PanelColours.from_palette(self.palette())
+            self.update()
 
     def sizeHint(self) -> QSize:
         return QSize(320, 36)
@@ -68,7 +72,7 @@ class HeadroomGauge(QWidget):
             self.setToolTip(text)
 
     def _key(self) -> tuple:
-        return (self.width(), self.height(), self.devicePixelRatioF(), self.state, self.text,
+        return (self.width(), self.height(), self.devicePixelRatioF(), self._colours, self.state, self.text,
                 round(self._used_fraction * self.width() * 4))
 
     def paintEvent(self, _event) -> None:
@@ -78,7 +82,7 @@ class HeadroomGauge(QWidget):
         if key != self._cache_key:
             self._cache = QPixmap(round(self.width() * dpr), round(self.height() * dpr))
             self._cache.setDevicePixelRatio(dpr)
-            self._cache.fill(QColor(PANEL_BACKGROUND))
+            self._cache.fill(QColor(self._colours.background))
             self._render(QPainter(self._cache))
             self._cache_key = key
         painter = QPainter(self)
@@ -86,21 +90,22 @@ class HeadroomGauge(QWidget):
         painter.end()
 
     def _render(self, painter: QPainter) -> None:
-        colour = QColor(STATE_COLOURS[self.state])
+        colours = self._colours
+        colour = colours.state_text(self.state)
         painter.setFont(self._font)
         painter.setPen(colour)
         painter.drawText(QRectF(0, 0, self.width(), 18), Qt.AlignmentFlag.AlignLeft
                          | Qt.AlignmentFlag.AlignVCenter, self.text)
         track = QRectF(0.5, 21.5, self.width() - 1, 10)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(QPen(QColor("#d0d7de"), 1))
-        painter.setBrush(QColor("#eaeef2"))
+        painter.setPen(QPen(QColor(colours.edge), 1))
+        painter.setBrush(QColor(colours.track))
         painter.drawRoundedRect(track, 4, 4)
         fill = QRectF(track.left(), track.top(), track.width() * self._used_fraction, track.height())
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor(_FILL_COLOURS[self.state]))
+        painter.setBrush(colours.state_fill(self.state))
         painter.drawRoundedRect(fill, 4, 4)
         amber_x = track.left() + track.width() * (1 - AMBER_HEADROOM_FRACTION)
-        painter.setPen(QPen(QColor("#57606a"), 1, Qt.PenStyle.DotLine))
+        painter.setPen(QPen(QColor(colours.muted), 1, Qt.PenStyle.DotLine))
         painter.drawLine(amber_x, track.top() - 2, amber_x, track.bottom() + 2)
         painter.end()

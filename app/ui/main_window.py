@@ -10,12 +10,24 @@ chat's one `notice(text, kind)` signal and is shown here, in the transcript or t
 import asyncio
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QLineEdit,
+    QMainWindow,
+    QPlainTextEdit,
+    QSplitter,
+    QTextEdit,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.chat import open_chat
 from app.core.backend_settings import BackendSettings
+from app.core.conversation import Role
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
@@ -25,14 +37,21 @@ from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
+from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
+from app.ui.window_menus import WindowMenus
 from app.ui.window_state import WindowState
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 # notice kinds shown in the status bar, and for how long (ms); the others go to the transcript
 STATUS_BAR_MS = {"status": 8000, "warning": 15000}
+FIRST_SIZE_FRACTION = 0.78  # of the screen's available width and height, at a first start
+MINIMUM_SIZE = (640, 420)  # px: the composer, a few lines of transcript and the status bar
+SIDEBAR_FRACTION = 0.2  # of the window's width, at a first start (clamped to 200-280 px)
 
 
 class MainWindow(QMainWindow):
@@ -48,7 +67,7 @@ class MainWindow(QMainWindow):
         open conversation and notices already shown (default: session.ini in the config folder)."""
         super().__init__()
         self.setWindowTitle("Headroom")
-        self.resize(1100, 720)
+        self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
         self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
@@ -60,10 +79,35 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
         self._build_toolbar()  # and the Help menu
         self.help_menu = HelpMenu(self, self.chat, self.window_state, self.own_current_task)
+        self.headroom_badge = HeadroomBadge()
+        self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
         self._connect_widgets()
         self.chat.start()
+        first_start = not self.window_state.has_layout()
         self.chat.conversations.reopen(self.window_state.restore_window(self, self.splitter))
+        if first_start:
+            self._first_layout()
+        self.headroom_badge.setChecked(not self.vram_panel.isHidden())
+        self.composer.editor.setFocus(Qt.FocusReason.OtherFocusReason)  # typing goes to the message
+
+    def _first_layout(self) -> None:
+        """Geometry and docks at a first start: ~78 % of the screen, centred; the conversation
+        in the middle; the memory panel closed on a CPU-only machine or a small screen (its
+        gauge in the status bar opens it), a narrow column beside the chat on a GPU."""
+        screen = self.screen().availableGeometry()
+        width = max(min(round(screen.width() * FIRST_SIZE_FRACTION), screen.width()), MINIMUM_SIZE[0])
+        height = max(min(round(screen.height() * FIRST_SIZE_FRACTION), screen.height()), MINIMUM_SIZE[1])
+        self.resize(width, height)
+        self.move(screen.center().x() - width // 2, screen.center().y() - height // 2)
+        sidebar = min(max(round(width * SIDEBAR_FRACTION), 200), 280)
+        self.splitter.setSizes([sidebar, width - sidebar])
+        gpu = getattr(self.chat.worker.probe, "kind", "cpu") == "cuda"
+        panel = max(round(width * 0.24), self.vram_panel.minimumSizeHint().width())
+        # open beside the chat only where the chat keeps at least half of the window
+        self.vram_panel.setVisible(gpu and width - sidebar - panel >= width // 2)
+        if not self.vram_panel.isHidden():
+            self.resizeDocks([self.vram_panel], [panel], Qt.Orientation.Horizontal)
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -90,21 +134,20 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.sidebar)
         splitter.addWidget(column)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([260, 840])
+        splitter.setCollapsible(1, False)  # the conversation never collapses; the sidebar may
         self.setCentralWidget(splitter)
 
     def _build_toolbar(self) -> None:
-        bar = QToolBar(self.tr("Main"))
+        """The menus and their keys (WindowMenus), and a toolbar showing the same actions."""
+        self.menus = menus = WindowMenus(self, self.vram_panel.toggleViewAction())
+        self.new_chat_action, self.open_action = menus.new_chat, menus.open_model
+        self.settings_action, self.memory_action, self.about_action = menus.settings, menus.memory, menus.about
+        bar = QToolBar(translate("MainWindow", "Main"))
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        self.new_chat_action = QAction(self.tr("New chat"), self, shortcut=QKeySequence.StandardKey.New)
-        self.open_action = QAction(self.tr("Open model…"), self, shortcut=QKeySequence.StandardKey.Open)
-        self.settings_action = QAction(self.tr("Settings…"), self)
-        self.memory_action = self.vram_panel.toggleViewAction()
         for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
             bar.addAction(action)
-        self.about_action = self.menuBar().addMenu(self.tr("&Help")).addAction(self.tr("About Headroom"))
 
     # ----- wiring ----------------------------------------------------------------------------
     def _connect_chat(self) -> None:
@@ -153,6 +196,11 @@ class MainWindow(QMainWindow):
         self.open_action.triggered.connect(self._on_open_triggered)
         self.settings_action.triggered.connect(self._on_settings_triggered)
         self.about_action.triggered.connect(self.help_menu._on_about_triggered)
+        self.menus.export.triggered.connect(self._on_export_triggered)
+        self.menus.quit.triggered.connect(self._on_quit_triggered)
+        self.menus.copy_answer.triggered.connect(self._on_copy_answer_triggered)
+        self.menus.find.triggered.connect(self._on_find_triggered)
+        self.menus.stop.triggered.connect(self.composer.request_stop)
         self.composer.send_requested.connect(turns.send)
         self.composer.stop_requested.connect(turns.stop)
         self.attachment_bar.files_chosen.connect(self.chat.attachments.add)
@@ -178,6 +226,9 @@ class MainWindow(QMainWindow):
         self.sidebar.search_changed.connect(chats.search)
         self.sidebar.export_requested.connect(self._on_export_requested)
         self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
+        self.vram_panel.breakdown_changed.connect(self.headroom_badge.set_breakdown)
+        self.memory_action.toggled.connect(self.headroom_badge.setChecked)
+        self.headroom_badge.clicked.connect(self._on_headroom_badge_clicked)
         self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
 
     # ----- the chat's events -----------------------------------------------------------------
@@ -192,11 +243,22 @@ class MainWindow(QMainWindow):
     def _on_reply_started(self, continued: bool) -> None:
         (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
         self.composer.set_generating(True)
+        self.menus.stop.setEnabled(True)
 
     @Slot(object, str)
     def _on_reply_ended(self, status, detail: str) -> None:
         self.chat_view.end_stream(status, detail)
         self.composer.set_generating(False)
+        self.menus.stop.setEnabled(False)
+        self._focus_composer_unless_typing()
+
+    def _focus_composer_unless_typing(self) -> None:
+        """Put the keyboard in the composer, unless the user is typing in another text field
+        (search, an inline edit): an answer that ends must not steal their keys."""
+        focus = QApplication.focusWidget()
+        typing = isinstance(focus, QLineEdit | QPlainTextEdit | QTextEdit) and not focus.isReadOnly()
+        if not typing:
+            self.composer.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
     @Slot(object)
     def _on_turn_planned(self, plan) -> None:
@@ -287,6 +349,53 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), f"conversation{suffix}")
         if path:
             self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
+
+    @Slot()
+    def _on_headroom_badge_clicked(self) -> None:
+        """The status bar's gauge opens or closes the memory panel (the badge follows the
+        panel's visibility, whichever way it changed)."""
+        self.vram_panel.setVisible(not self.vram_panel.isVisible())
+        self.headroom_badge.setChecked(self.vram_panel.isVisible())
+
+    @Slot()
+    def _on_export_triggered(self) -> None:
+        """File → Export: the open conversation, as Markdown or JSON by the chosen filter."""
+        conversation_id = self.chat.conversation_id
+        if conversation_id is None:
+            self.status.showMessage(translate("MainWindow", "Nothing to export yet: this chat has no messages."),
+                                    STATUS_BAR_MS["status"])
+            return
+        markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
+        title = translate("MainWindow", "Export conversation")
+        path, chosen = QFileDialog.getSaveFileName(self, title, "conversation.md", f"{markdown};;{json}")
+        if path:
+            fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
+            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
+
+    @Slot()
+    def _on_quit_triggered(self) -> None:
+        """File → Quit: close the window; the chat shuts down in closeEvent, and the application
+        ends with its last primary window (QGuiApplication.quitOnLastWindowClosed)."""
+        self.close()
+
+    @Slot()
+    def _on_copy_answer_triggered(self) -> None:
+        """Edit → Copy last answer: the last assistant message's markdown source."""
+        answers = [m for m in self.chat.conversation.messages if m.role is Role.ASSISTANT and m.content]
+        if not answers:
+            self.status.showMessage(translate("MainWindow", "No answer to copy yet."), STATUS_BAR_MS["status"])
+            return
+        QGuiApplication.clipboard().setText(answers[-1].content)
+        self.status.showMessage(translate("MainWindow", "Copied the last answer."), STATUS_BAR_MS["status"])
+
+    @Slot()
+    def _on_find_triggered(self) -> None:
+        """Edit → Find: the sidebar's search field, its text selected (the sidebar reopens if
+        it was collapsed)."""
+        if self.splitter.sizes()[0] == 0:
+            self.splitter.setSizes([self.sidebar.sizeHint().width(), max(self.splitter.sizes()[1], 1)])
+        self.sidebar.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.sidebar.search_edit.selectAll()
 
     @Slot(int, int)
     def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:

@@ -18,13 +18,14 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.engine.memory.units import format_bytes
 from app.ui.memory_breakdown import (
-    PANEL_BACKGROUND,
     MemoryBreakdown,
-    term_colour,
     term_label,
+    term_pair,
     term_projected,
     term_tooltip,
 )
+from app.ui.panel_colours import PanelColours
+from app.ui.theme import blend
 
 
 def term_text(key: str, kind: str) -> str:
@@ -46,36 +47,32 @@ _GAP = 18
 _TOP = 4
 _ROWS = (_TOP, _TOP + _ROW_H + _GAP)
 _SPLIT = _ROWS[1] - 3  # the Now row's picture ends here, the Peak row's begins
-_IN_USE = QColor("#d0d7de")
-_MARGIN = QColor("#cf222e")
-_LIMIT = QColor("#cf222e")
-_TEXT = QColor("#1f2328")
-_MUTED = QColor("#57606a")
-_EDGE = QColor("#8c959f")
-_FILL_CACHE: dict[str, tuple[QBrush, ...]] = {}  # immutable brushes, built once per term key
+_FILL_CACHE: dict[tuple[str, PanelColours], tuple[QBrush, ...]] = {}  # immutable brushes per term and palette
 
 
-def _fills(key: str) -> tuple[QBrush, ...]:
-    """A term's fill: solid, or hatched for projected terms and the cached gap."""
-    if key not in _FILL_CACHE:
-        fill = QColor(term_colour(key))
+def _fills(key: str, colours: PanelColours) -> tuple[QBrush, ...]:
+    """A term's fill: solid, or hatched over a pale underlay for projected terms and the cached
+    gap (the underlay is the term's colour faded into the background, light or dark)."""
+    cache_key = (key, colours)
+    if cache_key not in _FILL_CACHE:
+        fill = colours.pair(term_pair(key))
         if key == "free":
-            brushes = (QBrush(QColor("white")),)
+            brushes = (QBrush(fill),)
         elif term_projected(key) or key == "cached":
-            under = fill.lighter(185) if key != "cached" else QColor("#f5f0ff")
+            under = blend(QColor(colours.background), fill, 0.12 if key == "cached" else 0.3)
             brushes = (QBrush(under), QBrush(fill, Qt.BrushStyle.BDiagPattern))
         else:
             brushes = (QBrush(fill),)
-        _FILL_CACHE[key] = brushes
-    return _FILL_CACHE[key]
+        _FILL_CACHE[cache_key] = brushes
+    return _FILL_CACHE[cache_key]
 
 
-def _paint_fill(painter: QPainter, rect: QRectF, key: str) -> None:
-    for brush in _fills(key):
+def _paint_fill(painter: QPainter, rect: QRectF, key: str, colours: PanelColours) -> None:
+    for brush in _fills(key, colours):
         painter.fillRect(rect, brush)
 
 
-def swatch_pixmap(key: str, size: int) -> QPixmap:
+def swatch_pixmap(key: str, size: int, colours: PanelColours) -> QPixmap:
     """A legend swatch drawn like the bar draws the term (a dashed line for the full-context
     marker)."""
     pixmap = QPixmap(size, size)
@@ -83,20 +80,14 @@ def swatch_pixmap(key: str, size: int) -> QPixmap:
     painter = QPainter(pixmap)
     rect = QRectF(0.5, 0.5, size - 1, size - 1)
     if key == "kv_full":
-        painter.setPen(QPen(QColor(term_colour(key)), 2, Qt.PenStyle.DashLine))
+        painter.setPen(QPen(colours.pair(term_pair(key)), 2, Qt.PenStyle.DashLine))
         painter.drawLine(size // 2, 0, size // 2, size)
     else:
-        _paint_fill(painter, rect, key)
-        painter.setPen(QPen(_EDGE, 1))
+        _paint_fill(painter, rect, key, colours)
+        painter.setPen(QPen(QColor(colours.edge), 1))
         painter.drawRect(rect)
     painter.end()
     return pixmap
-
-
-def _text_colour(fill: QColor) -> QColor:
-    """Dark text on light fills, white on dark ones (relative luminance, WCAG)."""
-    r, g, b = (c / 255 for c in (fill.red(), fill.green(), fill.blue()))
-    return _TEXT if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.55 else QColor("white")
 
 
 class MemoryBar(QWidget):
@@ -117,6 +108,13 @@ class MemoryBar(QWidget):
         self._layers: list[QPixmap | None] = [None, None]  # cached Now and Peak row pictures
         self._cache_keys: list[tuple | None] = [None, None]
         self._texts: dict[str, tuple[QStaticText, float, float]] = {}
+        self._colours = PanelColours.from_palette(self.palette())
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._colours = PanelColours.from_palette(self.palette())
+            self.update()
 
     def sizeHint(self) -> QSize:
         return QSize(320, _TOP + 2 * _ROW_H + _GAP + 14)
@@ -146,7 +144,7 @@ class MemoryBar(QWidget):
         """(Now row, Peak row): everything each row's picture depends on — pixel columns and
         the numbers printed on it. Tooltips are worded at hover time, so their numbers need no
         repaint."""
-        bd, base = self._bd, (self.width(), self.height(), self.devicePixelRatioF())
+        bd, base = self._bd, (self.width(), self.height(), self.devicePixelRatioF(), self._colours)
         if bd is None or bd.total <= 0:
             return (*base, None), (*base, None)
         x = self._x(bd)
@@ -187,7 +185,7 @@ class MemoryBar(QWidget):
                 if layer is None or (layer.width(), layer.height()) != size:
                     layer = self._layers[i] = QPixmap(*size)
                     layer.setDevicePixelRatio(dpr)
-                layer.fill(QColor(PANEL_BACKGROUND))
+                layer.fill(QColor(self._colours.background))
                 painter = QPainter(layer)
                 painter.translate(0, -top)
                 self._render(painter, i)
@@ -198,7 +196,7 @@ class MemoryBar(QWidget):
         bd = self._bd
         if bd is not None and bd.total > 0 and self._scale_bytes(bd) > bd.total:
             at = self._x(bd)(bd.total)  # the device ends before the bar does
-            painter.setPen(QPen(_LIMIT, 2))
+            painter.setPen(QPen(QColor(self._colours.error), 2))
             painter.drawLine(at, _ROWS[0] - 2, at, _ROWS[1] + _ROW_H + 2)
         painter.end()
 
@@ -225,10 +223,11 @@ class MemoryBar(QWidget):
     def _render(self, painter: QPainter, row: int) -> None:
         """Row 0 (Now, with the allocator bracket) or row 1 (Peak, with markers)."""
         painter.setFont(self._font)
+        colours = self._colours
         self._hit_list = self._hits[row] = []
         self._labels: list[QRectF] = []  # marker labels placed so far (to avoid overlaps)
         bd = self._bd
-        painter.setPen(_MUTED)
+        painter.setPen(QColor(colours.muted))
         self._text(painter, (self.tr("Now"), self.tr("Peak"))[row], 0, _ROWS[row], _LABEL_W - 4, _ROW_H, "right")
         if bd is None or bd.total <= 0:
             if row == 0:
@@ -249,19 +248,20 @@ class MemoryBar(QWidget):
         """One term from pixel column ``left`` to ``right``; ``key`` also names its tooltip."""
         if right <= left:
             return
+        colours = self._colours
         rect = QRectF(left, y, right - left, _ROW_H)
         if key == "in_use":
-            painter.fillRect(rect, _IN_USE)
+            painter.fillRect(rect, QColor(colours.track))
         else:
-            _paint_fill(painter, rect, key)
-        painter.setPen(QPen(_EDGE, 0))
+            _paint_fill(painter, rect, key, colours)
+        painter.setPen(QPen(QColor(colours.edge), 0))
         painter.drawRect(rect)
         self._hit_list.append((rect, key))
         if not text or not self._fits(text, left, right):
             return
         solid = key == "in_use" or not (term_projected(key) or key in ("cached", "free"))
-        fill = _IN_USE if key == "in_use" else _fills(key)[0].color()
-        painter.setPen(_text_colour(fill) if solid else _TEXT)
+        fill = QColor(colours.track) if key == "in_use" else _fills(key, colours)[0].color()
+        painter.setPen(colours.on_fill(fill) if solid else QColor(colours.text))
         self._text(painter, text, rect.left(), y, rect.width(), _ROW_H)
 
     def _paint_now_row(self, painter, bd, x, y) -> None:
@@ -277,30 +277,31 @@ class MemoryBar(QWidget):
         base = bd.context_overhead + (bd.other_processes or 0)
         left, mid, right = x(base), x(base + bd.allocated), x(base + bd.reserved)
         y += 3
-        painter.setPen(QPen(_TEXT, 1.5))
+        colours = self._colours
+        painter.setPen(QPen(QColor(colours.text), 1.5))
         painter.drawLine(left, y - 3, left, y)
         painter.drawLine(left, y, mid, y)
-        painter.setPen(QPen(QColor(term_colour("cached")), 1, Qt.PenStyle.DashLine))
+        painter.setPen(QPen(colours.pair(term_pair("cached")), 1, Qt.PenStyle.DashLine))
         painter.drawLine(mid, y, right, y)
         painter.drawLine(right, y - 3, right, y)
-        painter.setPen(_MUTED)
+        painter.setPen(QColor(colours.muted))
         text = self.tr("allocated ┄ reserved") if bd.cached else self.tr("allocated = reserved")
         self._text(painter, text, left, y, right - left, _SPLIT - y)
 
     def _paint_peak_row(self, painter, bd, x, y) -> None:
-        used = bd.in_use
+        used, colours = bd.in_use, self._colours
         track = QRectF(x(0), y, x(bd.total) - x(0), _ROW_H)
-        painter.fillRect(track, QColor("white"))
-        painter.setPen(QPen(_EDGE, 0))
+        painter.fillRect(track, QColor(colours.background))
+        painter.setPen(QPen(QColor(colours.edge), 0))
         painter.drawRect(track)
         self._hit_list.append((track, "free_after"))
         self._segment(painter, x(0), x(used), y, "in_use", self.tr("in use {0}").format(format_bytes(used)))
         margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, _ROW_H)
         margin_rect.setRight(x(bd.total))
-        painter.fillRect(margin_rect, QBrush(_MARGIN, Qt.BrushStyle.DiagCrossPattern))
+        painter.fillRect(margin_rect, QBrush(QColor(colours.error), Qt.BrushStyle.DiagCrossPattern))
         self._hit_list.append((margin_rect, "margin"))
         if not bd.has_projection:
-            painter.setPen(_MUTED)
+            painter.setPen(QColor(colours.muted))
             self._text(painter, self.tr("no turn pending"), x(used) + 6, y, x(bd.total) - x(used) - 12,
                        _ROW_H, "left")
             return
@@ -312,15 +313,15 @@ class MemoryBar(QWidget):
         self._labels.append(QRectF(x(start - bd.error_bar) - 1, y + _ROW_H,
                                    x(start + bd.error_bar) - x(start - bd.error_bar) + 2, 2))
         if bd.kv_full_growth is not None:
-            self._marker(painter, x(used + bd.kv_full_growth), y, QColor(term_colour("kv_full")),
+            self._marker(painter, x(used + bd.kv_full_growth), y, colours.pair(term_pair("kv_full")),
                          self.tr("full ctx"), "kv_full")
         if self._what_if_peak is not None:
-            self._marker(painter, x(used + self._what_if_peak), y, _TEXT, self.tr("what if"), "what_if")
+            self._marker(painter, x(used + self._what_if_peak), y, QColor(colours.text), self.tr("what if"), "what_if")
 
     def _whisker(self, painter, left: int, right: int, y: int) -> None:
         """The error bar: a thin range line along the row's lower edge with short caps."""
         y += _ROW_H // 2 + 8
-        painter.setPen(QPen(_TEXT, 1))
+        painter.setPen(QPen(QColor(self._colours.text), 1))
         painter.drawLine(left, y, right, y)
         for end in (left, right):
             painter.drawLine(end, y - 3, end, y)

@@ -31,9 +31,6 @@ from app.engine.memory.sample import MemorySample
 
 DEFAULT_SAFETY_MARGIN = MIN_SAFETY_MARGIN
 """Bytes kept free on top of the projection when no margin function is given."""
-PANEL_BACKGROUND = "#ffffff"
-"""The panel's background; its painted widgets are opaque and fill with it (Qt then skips
-painting the panel beneath them on every update)."""
 
 
 def QT_TRANSLATE_NOOP(_context: str, text: str) -> str:  # noqa: N802 - the name lupdate looks for
@@ -41,71 +38,72 @@ def QT_TRANSLATE_NOOP(_context: str, text: str) -> str:  # noqa: N802 - the name
     return text
 
 
-# key: (label on CUDA, label on CPU, colour, projected?, tooltip on CUDA, tooltip on CPU). The
-# texts are English; the widgets say them through QCoreApplication.translate("MemoryTerms", …).
+# key: (label on CUDA, label on CPU, colour pair in app/ui/theme.py PAIRS ("" = the palette's
+# base colour), projected?, tooltip on CUDA, tooltip on CPU). The texts are English; the widgets
+# say them through QCoreApplication.translate("MemoryTerms", …).
 TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
     ("weights", QT_TRANSLATE_NOOP("MemoryTerms", "Weights"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "Weights (in RSS)"), "#0969da", False,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Weights (in RSS)"), "termWeights", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "Parameters and buffers of the loaded model as allocated after load, bytes "
-                                     "(LoadReport.weight_bytes, from get_memory_footprint)."),
+                                      "(LoadReport.weight_bytes, from get_memory_footprint)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "Parameters and buffers of the loaded model, bytes; on CPU they are part of "
-                                     "the process RSS (LoadReport.weight_bytes, from get_memory_footprint).")),
+                                      "the process RSS (LoadReport.weight_bytes, from get_memory_footprint).")),
     ("kv_now", QT_TRANSLATE_NOOP("MemoryTerms", "KV cache & live tensors"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "Rest of our RSS (KV, runtime)"), "#8250df", False,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Rest of our RSS (KV, runtime)"), "termKv", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "allocated − weights, bytes: the conversation's KV cache plus working "
-                                     "buffers right now (torch.cuda.memory_allocated, sampled ≈4 Hz)."),
+                                      "buffers right now (torch.cuda.memory_allocated, sampled ≈4 Hz)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "process RSS − weights, bytes: KV cache, activations and the Python/torch "
-                                     "runtime (psutil memory_info().rss, sampled ≈4 Hz).")),
+                                      "runtime (psutil memory_info().rss, sampled ≈4 Hz).")),
     ("kv_turn", QT_TRANSLATE_NOOP("MemoryTerms", "KV at end of turn (projected)"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "KV at end of turn (projected)"), "#d1600f", True,
+     QT_TRANSLATE_NOOP("MemoryTerms", "KV at end of turn (projected)"), "termKvTurn", True,
      QT_TRANSLATE_NOOP("MemoryTerms", "KV cache once the pending turn has run to max_new_tokens, bytes; in "
-                                     "brackets what the turn adds (history + prompt + max_new_tokens beyond what "
-                                     "is cached). Per token: Σ layers 2 × KV heads × head_dim × bytes per "
-                                     "element, sliding layers capped at their window "
-                                     "(app.engine.memory.kv_layout.kv_cache_bytes)."),
+                                      "brackets what the turn adds (history + prompt + max_new_tokens beyond what "
+                                      "is cached). Per token: Σ layers 2 × KV heads × head_dim × bytes per "
+                                      "element, sliding layers capped at their window "
+                                      "(app.engine.memory.kv_layout.kv_cache_bytes)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "KV cache once the pending turn has run to max_new_tokens, bytes; in "
-                                     "brackets what the turn adds. Per token: Σ layers 2 × KV heads × head_dim × "
-                                     "bytes per element (app.engine.memory.kv_layout.kv_cache_bytes).")),
+                                      "brackets what the turn adds. Per token: Σ layers 2 × KV heads × head_dim × "
+                                      "bytes per element (app.engine.memory.kv_layout.kv_cache_bytes).")),
     ("prefill", QT_TRANSLATE_NOOP("MemoryTerms", "Prefill spike (projected)"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "Prefill spike (projected)"), "#bf3989", True,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Prefill spike (projected)"), "termPrefill", True,
      QT_TRANSLATE_NOOP("MemoryTerms", "Transient activations of the worst prefill chunk (MLP/attention workspace, "
-                                     "mask, logits), bytes, × the correction measured on earlier turns "
-                                     "(max_memory_allocated). Gone after prefill; the ± error bar (bytes) comes "
-                                     "from how far recent projections were off."),
+                                      "mask, logits), bytes, × the correction measured on earlier turns "
+                                      "(max_memory_allocated). Gone after prefill; the ± error bar (bytes) comes "
+                                      "from how far recent projections were off."),
      QT_TRANSLATE_NOOP("MemoryTerms", "Transient activations of the worst prefill chunk, bytes, × the correction "
-                                     "measured on earlier turns (peak RSS). Gone after prefill; ± is the largest "
-                                     "recent projection error.")),
+                                      "measured on earlier turns (peak RSS). Gone after prefill; ± is the largest "
+                                      "recent projection error.")),
     ("kv_full", QT_TRANSLATE_NOOP("MemoryTerms", "KV at full context"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "KV at full context"), "#8250df", True,
+     QT_TRANSLATE_NOOP("MemoryTerms", "KV at full context"), "termKv", True,
      QT_TRANSLATE_NOOP("MemoryTerms", "KV cache if the conversation fills the whole context window, bytes (dashed "
-                                     "marker on the 'Peak' row: where the bar would end)."),
+                                      "marker on the 'Peak' row: where the bar would end)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "KV cache if the conversation fills the whole context window, bytes (dashed "
-                                     "marker on the 'Peak' row: where the bar would end).")),
+                                      "marker on the 'Peak' row: where the bar would end).")),
     ("cached", QT_TRANSLATE_NOOP("MemoryTerms", "Fragmentation / cached (reserved − allocated)"),
-     "", "#8250df", False,
+     "", "termKv", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "reserved − allocated, bytes: held by PyTorch's caching allocator but by no "
-                                     "tensor. PyTorch can reuse it, other programs cannot; fragmented blocks may "
-                                     "fail a large allocation while memory looks free "
-                                     "(torch.cuda.memory_reserved − memory_allocated)."),
+                                      "tensor. PyTorch can reuse it, other programs cannot; fragmented blocks may "
+                                      "fail a large allocation while memory looks free "
+                                      "(torch.cuda.memory_reserved − memory_allocated)."),
      ""),
     ("other", QT_TRANSLATE_NOOP("MemoryTerms", "Other processes"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "Other programs"), "#6e7781", False,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Other programs"), "termOther", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "Other programs' use of this GPU, bytes (NVML via nvidia-ml-py). 'unknown' "
-                                     "without NVML: then it is counted in CUDA context / overhead."),
+                                      "without NVML: then it is counted in CUDA context / overhead."),
      QT_TRANSLATE_NOOP("MemoryTerms", "System memory used by everything but this process, bytes: total − "
-                                     "available − our RSS (psutil.virtual_memory).")),
+                                      "available − our RSS (psutil.virtual_memory).")),
     ("context", QT_TRANSLATE_NOOP("MemoryTerms", "CUDA context / overhead"),
-     "", "#afb8c1", False,
+     "", "termContext", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "(total − free) − reserved − other processes, bytes: the CUDA context, "
-                                     "cuBLAS/cuDNN workspaces and libraries (torch.cuda.mem_get_info)."),
+                                      "cuBLAS/cuDNN workspaces and libraries (torch.cuda.mem_get_info)."),
      ""),
     ("free", QT_TRANSLATE_NOOP("MemoryTerms", "Free"),
-     QT_TRANSLATE_NOOP("MemoryTerms", "Available"), "#ffffff", False,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Available"), "", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "Free memory the driver reports, bytes (torch.cuda.mem_get_info). "
-                                     "Reserved-but-unused memory is not counted as free (fragmentation: reserved "
-                                     "is not free, dolly #79)."),
+                                      "Reserved-but-unused memory is not counted as free (fragmentation: reserved "
+                                      "is not free, dolly #79)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "Memory the OS can hand out without swapping, bytes "
-                                     "(psutil.virtual_memory().available).")),
+                                      "(psutil.virtual_memory().available).")),
 )
 TERM_KEYS = tuple(term[0] for term in TERMS)
 
@@ -116,7 +114,9 @@ def term_label(key: str, kind: str) -> str:
     return term[1] if kind == "cuda" else term[2]
 
 
-def term_colour(key: str) -> str:
+def term_pair(key: str) -> str:
+    """Name of the term's light/dark colour pair (app.ui.theme.PAIRS); "" for the palette's
+    base colour (free memory)."""
     return TERMS[TERM_KEYS.index(key)][3]
 
 

@@ -11,13 +11,13 @@ from PySide6.QtGui import QColor, QFont, QPainter, QStaticText, QTextOption
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.ui.memory_bar import swatch_pixmap, term_text, term_tip
-from app.ui.memory_breakdown import PANEL_BACKGROUND, TERM_KEYS
+from app.ui.memory_breakdown import TERM_KEYS
+from app.ui.panel_colours import PanelColours
 
 _SWATCH = 12
 _NAME_X = 18
 _VALUE_W = 130
 _PAD = 2
-_TEXT = QColor("#1f2328")
 
 
 class MemoryLegend(QWidget):
@@ -36,7 +36,8 @@ class MemoryLegend(QWidget):
         self._line_h = 17
         self._kind = "cuda"
         self._values = dict.fromkeys(TERM_KEYS, "—")
-        self._swatches = {key: swatch_pixmap(key, _SWATCH) for key in TERM_KEYS}
+        self._colours = PanelColours.from_palette(self.palette())
+        self._swatches = {key: swatch_pixmap(key, _SWATCH, self._colours) for key in TERM_KEYS}
         self._names: dict[str, QStaticText] = {}
         self._value_cache: dict[str, QStaticText] = {}
         self._rows: list[tuple[str, int, int]] = []  # key, top, height, for the current width
@@ -133,9 +134,9 @@ class MemoryLegend(QWidget):
         self._relayout(self.width())
         painter = QPainter(self)
         exposed = event.rect()
-        painter.fillRect(exposed, QColor(PANEL_BACKGROUND))
+        painter.fillRect(exposed, QColor(self._colours.background))
         painter.setFont(self._font)
-        painter.setPen(_TEXT)
+        painter.setPen(QColor(self._colours.text))
         for key, top, height in self._rows:
             if top > exposed.bottom() or top + height < exposed.top():
                 continue
@@ -144,6 +145,13 @@ class MemoryLegend(QWidget):
             value = self._value_static(self._values[key])
             painter.drawStaticText(QPointF(self.width() - value.size().width() - 1, top + 1), value)
         painter.end()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._colours = PanelColours.from_palette(self.palette())
+            self._swatches = {key: swatch_pixmap(key, _SWATCH, self._colours) for key in TERM_KEYS}
+            self.update()
 
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:

@@ -14,7 +14,7 @@ per-model permissions (run the model's own code, load pickle weights) and the co
 from pathlib import Path
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QSize, Qt, Signal, Slot
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -36,13 +36,14 @@ from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
 from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
 from app.engine.loading.fit_plan import PARTIAL
 from app.ui.context_choice import ContextChoice
+from app.ui.theme import pick
 from app.workers.background_jobs import BackgroundJobs
 
 COLUMNS = (QT_TRANSLATE_NOOP("OpenModelDialog", "Model"), QT_TRANSLATE_NOOP("OpenModelDialog", "Found in"),
            QT_TRANSLATE_NOOP("OpenModelDialog", "On disk"), QT_TRANSLATE_NOOP("OpenModelDialog", "Needs"),
            QT_TRANSLATE_NOOP("OpenModelDialog", "Fit"))
 _MODEL, _ORIGIN, _DISK, _NEEDS, _FIT = range(len(COLUMNS))
-VERDICT_COLORS = {FITS: "#1a7f37", TIGHT: "#9a6700", NO_FIT: "#cf222e"}
+VERDICT_PAIRS = {FITS: "success", TIGHT: "warning", NO_FIT: "error"}  # colour pairs, app/ui/theme.py
 # the fit verdicts (app.engine.loading.fit) and where a model was found (catalog origins), as shown
 VERDICT_TEXTS = {FITS: QT_TRANSLATE_NOOP("OpenModelDialog", "fits"),
                  TIGHT: QT_TRANSLATE_NOOP("OpenModelDialog", "tight"),
@@ -51,7 +52,6 @@ ORIGIN_TEXTS = {"recent": QT_TRANSLATE_NOOP("OpenModelDialog", "recent"),
                 "default": QT_TRANSLATE_NOOP("OpenModelDialog", "default"),
                 "HF cache": QT_TRANSLATE_NOOP("OpenModelDialog", "HF cache"),
                 "chosen": QT_TRANSLATE_NOOP("OpenModelDialog", "chosen")}
-REFUSED_COLOR = VERDICT_COLORS[NO_FIT]
 _ENTRY_ROLE = Qt.ItemDataRole.UserRole          # the CatalogEntry, None while reading
 _CANDIDATE_ROLE = Qt.ItemDataRole.UserRole + 1  # the Candidate the row was made from
 ROW_HEIGHT = 26  # px
@@ -229,7 +229,7 @@ class OpenModelDialog(QDialog):
         item.setText(_NEEDS, gib(fit.needed) if fit else "—")
         if entry.refusal:
             item.setText(_FIT, self.tr("✕ cannot open"))
-            item.setForeground(_FIT, QBrush(QColor(REFUSED_COLOR)))
+            item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[NO_FIT], self.palette())))
         elif fit is None:
             item.setText(_FIT, self.tr("unknown"))
         else:
@@ -237,7 +237,7 @@ class OpenModelDialog(QDialog):
             partial = plan is not None and plan.verdict == PARTIAL and fit.context_tokens == plan.context_fit
             verdict = QCoreApplication.translate("OpenModelDialog", VERDICT_TEXTS.get(fit.verdict, fit.verdict))
             item.setText(_FIT, f"● {plan.verdict_text}" if partial else f"● {verdict}")
-            item.setForeground(_FIT, QBrush(QColor(VERDICT_COLORS[TIGHT if partial else fit.verdict])))
+            item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[TIGHT if partial else fit.verdict], self.palette())))
         plan = entry.plan.summary() if entry.plan is not None else ""
         tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", plan, entry.note) if t)
         for column in range(len(COLUMNS)):

@@ -22,8 +22,8 @@ class ServerMetricsView(QWidget):
         self.status.setObjectName("serverStatus")
         self.status.setWordWrap(True)
         self.note = QLabel(self.tr("The model runs on the server; the memory figures below are this computer's."))
+        self.note.setObjectName("serverNote")  # muted, from the themed stylesheet
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #57606a;")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.addWidget(self.title)

@@ -1,8 +1,14 @@
 """Status bar: model, device, attention path, quantization, tok/s, TTFT, load progress, and
-which backend answered the last turn (the local model or a remote server)."""
+which backend answered the last turn (the local model or a remote server).
+
+Its labels elide (ElidedLabel): a long model path or server name shows cut, with the whole text
+in the tooltip, and never makes the window wider than the screen.
+"""
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
+from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
+
+from app.ui.elided_label import ElidedLabel
 
 
 class ModelStatusBar(QStatusBar):
@@ -12,13 +18,13 @@ class ModelStatusBar(QStatusBar):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model_label = QLabel(self.tr("No model loaded"))
+        self.model_label = ElidedLabel(self.tr("No model loaded"))
         self.model_label.setObjectName("modelLabel")
-        self.speed_label = QLabel("")
+        self.speed_label = ElidedLabel("")
         self.speed_label.setObjectName("speedLabel")
-        self.decode_label = QLabel("")
+        self.decode_label = ElidedLabel("")
         self.decode_label.setObjectName("decodeLabel")
-        self.backend_label = QLabel("")
+        self.backend_label = ElidedLabel("")
         self.backend_label.setObjectName("backendLabel")
         self.progress = QProgressBar()
         self.progress.setRange(0, 100)
@@ -86,5 +92,9 @@ class ModelStatusBar(QStatusBar):
         self.decode_label.setToolTip(status.reason)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
+        """The last turn's speed; a turn that produced no token has no TTFT to show."""
+        if new_tokens <= 0:
+            self.speed_label.setText(self.tr("no tokens"))
+            return
         self.speed_label.setText(self.tr("TTFT {0} ms · {1} tok/s · %n tokens", "", new_tokens).format(
             f"{ttft_s * 1000:.0f}", f"{tokens_per_s:.1f}"))

@@ -48,7 +48,25 @@ PAIRS: dict[str, tuple[str, str]] = {
     "userBubbleBorder": ("#c9dcff", "#2d4a73"),
     "plotReserved": ("#8250df", "#a371f7"),
     "plotProjected": ("#d1600f", "#f0883e"),
+    # memory panel: the terms of the stacked bar and legend (fills, ≥ 3:1 on base, WCAG 1.4.11)
+    "termWeights": ("#0969da", "#4493f8"),
+    "termKv": ("#8250df", "#a371f7"),
+    "termKvTurn": ("#d1600f", "#f0883e"),
+    "termPrefill": ("#bf3989", "#db61a2"),
+    "termOther": ("#6e7781", "#8b949e"),
+    "termContext": ("#afb8c1", "#545d68"),
+    # the headroom meter's fill by verdict (its text uses success / warning / error / muted)
+    "fillOk": ("#2da44e", "#2ea043"),
+    "fillAmber": ("#d4a72c", "#bb8009"),
+    "fillRed": ("#cf222e", "#da3633"),
+    "fillNone": ("#8c959f", "#6e7681"),
 }
+
+STATE_PAIRS: dict[str, tuple[str, str]] = {
+    "ok": ("success", "fillOk"), "amber": ("warning", "fillAmber"),
+    "red": ("error", "fillRed"), "none": ("muted", "fillNone"),
+}
+"""Headroom verdict ("ok", "amber", "red", "none") → (text pair, fill pair)."""
 
 _MARKED = re.compile(r"#[0-9a-fA-F]{6}\s*/\*@(\w+)\*/")
 

@@ -6,7 +6,7 @@ pending turn's projection (``show_projection``) and what-if projections (``show_
 machine without CUDA the samples are process RSS against system memory, and the labels say so.
 """
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -22,13 +22,10 @@ from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import format_bytes
 from app.ui.headroom_gauge import HeadroomGauge, verdict_text
 from app.ui.memory_bar import MemoryBar
-from app.ui.memory_breakdown import (
-    DEFAULT_SAFETY_MARGIN,
-    PANEL_BACKGROUND,
-    MemoryBreakdown,
-)
+from app.ui.memory_breakdown import DEFAULT_SAFETY_MARGIN, MemoryBreakdown
 from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
+from app.ui.panel_colours import PanelColours
 from app.ui.server_metrics_view import ServerMetricsView
 from app.ui.what_if import WhatIfControl
 
@@ -40,6 +37,8 @@ class VramPanel(QDockWidget):
         what_if_changed(int context_tokens, int max_new_tokens): the user moved a what-if slider;
             answer with ``show_what_if(reproject(projection, context_tokens=…, max_new_tokens=…))``.
         diagnostics_requested(): "Save diagnostics…" clicked.
+        breakdown_changed(object MemoryBreakdown | None): drawn again (≈4 Hz while sampling), for
+            the compact gauge in the status bar.
 
     ``breakdown`` is the MemoryBreakdown last drawn (None before the first sample); ``legend``
     shows each term's value (keys: memory_breakdown.TERM_KEYS); ``readout.lines()`` the
@@ -48,6 +47,7 @@ class VramPanel(QDockWidget):
 
     what_if_changed = Signal(int, int)
     diagnostics_requested = Signal()
+    breakdown_changed = Signal(object)
 
     def __init__(self, parent=None, *, safety_margin=DEFAULT_SAFETY_MARGIN,
                  history_s: float = 300.0, interval_s: float = 0.25):
@@ -86,9 +86,8 @@ class VramPanel(QDockWidget):
     def _build_body(self) -> QScrollArea:
         body = QWidget()
         body.setObjectName("vramBody")
-        palette = body.palette()  # the painted children fill with the same colour (opaque)
-        palette.setColor(QPalette.ColorRole.Window, QColor(PANEL_BACKGROUND))
-        body.setPalette(palette)
+        # the palette's base colour, as the painted children fill theirs (they are opaque)
+        body.setBackgroundRole(QPalette.ColorRole.Base)
         body.setAutoFillBackground(True)
         layout = QVBoxLayout(body)
         layout.setContentsMargins(10, 8, 10, 8)
@@ -185,6 +184,10 @@ class VramPanel(QDockWidget):
         self.timeline.set_kind(kind)
 
     def _refresh(self) -> None:
+        self._redraw()
+        self.breakdown_changed.emit(self.breakdown)
+
+    def _redraw(self) -> None:
         sample = self._sample
         if sample is None:
             self.breakdown = None
@@ -286,6 +289,13 @@ class _Readout(QWidget):
         self._line_h = QFontMetrics(self._font).height() + 3
         self.setFixedHeight(lines * self._line_h)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
+        self._colours = PanelColours.from_palette(self.palette())
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._colours = PanelColours.from_palette(self.palette())
+            self.update()
 
     def lines(self) -> list[str]:
         return list(self._lines)
@@ -299,9 +309,9 @@ class _Readout(QWidget):
 
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)
-        painter.fillRect(self.rect(), QColor(PANEL_BACKGROUND))
+        painter.fillRect(self.rect(), QColor(self._colours.background))
         painter.setFont(self._font)
-        painter.setPen(QColor("#1f2328"))
+        painter.setPen(QColor(self._colours.text))
         metrics = painter.fontMetrics()
         for i, text in enumerate(self._lines):
             painter.drawText(0, i * self._line_h + metrics.ascent() + 1,

@@ -4,10 +4,10 @@ It only asks (``changed``) and shows what it is given (``show_result``); the pro
 made by whoever listens (``app.engine.memory.admission.reproject`` on the pending turn's projection).
 """
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QSlider, QWidget
 
-from app.ui.headroom_gauge import STATE_COLOURS
+from app.ui.panel_colours import PanelColours
 
 
 class WhatIfControl(QWidget):
@@ -122,8 +122,18 @@ class WhatIfControl(QWidget):
             return  # restyling a label costs a style recomputation: only on change
         self._shown = (text, state)
         self.result_label.setText(text)
-        self.result_label.setStyleSheet(f"color: {STATE_COLOURS.get(state, STATE_COLOURS['none'])};")
         self.result_state = state
+        self._colour_result()
+
+    def _colour_result(self) -> None:
+        colour = PanelColours.from_palette(self.palette()).state_text(
+            self.result_state if self.result_state in ("ok", "amber", "red") else "none")
+        self.result_label.setStyleSheet(f"color: {colour.name()};")
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._colour_result()
 
     def _show_values(self) -> None:
         enabled = self.context_slider.isEnabled()

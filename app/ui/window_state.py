@@ -34,6 +34,11 @@ class WindowState:
         s.setValue("session/conversation_id", -1 if conversation_id is None else int(conversation_id))
         s.sync()
 
+    def has_layout(self) -> bool:
+        """True when an earlier start saved the window's geometry (False: a first start)."""
+        value = self._settings.value("window/geometry")
+        return isinstance(value, QByteArray) and not value.isEmpty()
+
     def restore_window(self, window, splitter) -> int | None:
         """Apply what `save_window` stored (nothing on a first start or from an unreadable file)
         and return the conversation id that was open, or None."""

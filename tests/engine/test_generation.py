@@ -76,3 +76,71 @@ def test_chunked_prefill_matches_one_shot(tiny_loaded, chunk):
         one_shot = prefill(model, ids, DynamicCache(config=model.config), None)
         chunked = prefill(model, ids, DynamicCache(config=model.config), chunk)
     torch.testing.assert_close(chunked, one_shot, rtol=1e-4, atol=1e-4)  # fp32 summation order
+
+
+def test_cpu_chunks_are_sized_to_their_measured_time():
+    from app.engine.local.generation import CPU_CHUNK_SECONDS, next_cpu_chunk
+
+    assert CPU_CHUNK_SECONDS <= 0.8  # Stop lands within ~1 s: one chunk plus an overshoot
+    assert next_cpu_chunk(16, 0.05, 0.05, 256) == 64  # the first chunk: grows, at most 4x per chunk
+    assert next_cpu_chunk(64, 0.05, 0.01, 256) == 256  # never past the planned chunk (the projected spike)
+    assert next_cpu_chunk(256, 12.4, 0.1, 256) == 13  # 256 tokens deep in a 4k prompt under load
+    # 40 tokens in 0.4 s with 0.2 s of overhead: 5 ms a token, 0.4 s of budget left → 80 tokens
+    assert next_cpu_chunk(40, 0.4, 0.2, 256) == int((CPU_CHUNK_SECONDS - 0.2) / 0.005)
+    # overhead-bound (1.5 s per pass): chunks last twice the overhead, not 8 tokens of overhead
+    assert next_cpu_chunk(64, 2.8, 1.5, 256) == int(1.5 / (1.3 / 64))
+
+
+class _SlowPositionsModel(torch.nn.Module):
+    """A stand-in for a causal LM on a busy CPU: a forward pass sleeps 1 ms per token plus 1 ms
+    per token per 128 cached positions (attention grows with the position), so a 256-token
+    chunk at position 1,024 takes ~2.3 s. Records each chunk's (position, tokens)."""
+
+    def __init__(self):
+        super().__init__()
+        self.chunks: list[tuple[int, int]] = []
+
+    def forward(self, input_ids, use_cache=True, logits_to_keep=1, past_key_values=None):
+        import time
+        from types import SimpleNamespace
+
+        position = sum(tokens for _, tokens in self.chunks)
+        tokens = input_ids.shape[1]
+        self.chunks.append((position, tokens))
+        time.sleep(tokens * 0.001 * (1 + position / 128))
+        return SimpleNamespace(logits=torch.zeros((1, 1, 8)))
+
+
+def test_stop_lands_within_a_second_deep_in_a_long_cpu_prefill():
+    import time
+
+    model = _SlowPositionsModel()
+    prefill(model, torch.zeros((1, 1), dtype=torch.long), None, 256, threading.Event())  # imports done
+    model.chunks.clear()
+    ids = torch.zeros((1, 4096), dtype=torch.long)
+    stop = threading.Event()
+    pressed = []
+    # fixed 256-token chunks: Stop at 4.5 s falls in the 5th chunk (4.1-6.4 s) and waits ~1.9 s
+    timer = threading.Timer(4.5, lambda: (pressed.append(time.perf_counter()), stop.set()))
+    timer.start()
+    try:
+        logits = prefill(model, ids, None, 256, stop)
+    finally:
+        timer.cancel()
+    latency = time.perf_counter() - pressed[0]
+    assert logits is None  # stopped, not finished
+    assert latency < 1.25, (latency, model.chunks[-3:])  # chunks of ~CPU_CHUNK_SECONDS (0.75 s)
+    assert model.chunks[0] == (0, 16) and max(tokens for _, tokens in model.chunks) <= 256
+    late = [tokens for position, tokens in model.chunks if position >= 512]
+    assert late and max(late) < 256  # deep in the prompt the chunks shrank
+
+
+def test_sized_cpu_chunks_give_the_one_shot_logits(tiny_loaded):
+    from transformers import DynamicCache
+
+    model = tiny_loaded.model
+    ids = torch.randint(0, 49152, (1, 300), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        one_shot = prefill(model, ids, DynamicCache(config=model.config), None)
+        sized = prefill(model, ids, DynamicCache(config=model.config), 256, threading.Event())
+    torch.testing.assert_close(sized, one_shot, rtol=1e-4, atol=1e-4)

@@ -59,11 +59,19 @@ def test_a_hidden_memory_panel_and_a_new_chat_are_restored_as_such(qtbot, make_w
     db = tmp_path / "chats.sqlite3"
     cats, _ = seed(db)
     window = make_window(store_path=db)
-    window.sidebar.open_requested.emit(cats)
-    window.memory_action.trigger()  # the toolbar's Memory toggle hides the dock
-    assert not window.vram_panel.isVisible()
-    window.new_chat_action.trigger()
+    assert window.chat.worker.probe.kind == "cpu"
+    assert not window.vram_panel.isVisible()  # a first start on a CPU-only machine: closed
+    qtbot.mouseClick(window.headroom_badge, Qt.MouseButton.LeftButton)  # the status bar's gauge opens it
+    assert window.vram_panel.isVisible() and window.memory_action.isChecked()
     window.close()
+
+    shown = make_window(store_path=db)
+    assert shown.vram_panel.isVisible() and shown.headroom_badge.isChecked()  # restored as left
+    shown.sidebar.open_requested.emit(cats)
+    shown.memory_action.trigger()  # the toolbar's Memory toggle hides the dock
+    assert not shown.vram_panel.isVisible() and not shown.headroom_badge.isChecked()
+    shown.new_chat_action.trigger()
+    shown.close()
 
     again = make_window(store_path=db)
     assert not again.vram_panel.isVisible() and not again.memory_action.isChecked()

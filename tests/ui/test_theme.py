@@ -211,3 +211,77 @@ def test_a_message_redraws_in_a_new_palette(qtbot):
     assert dark.code_background in view.code_blocks()[0].styleSheet()
     assert dark.code_background in view.parts()[0].fragments()[0]  # inline code background
     assert view.plain_text() == "Text code\nx = 1"
+
+
+@pytest.fixture(params=sorted(PALETTES))
+def themed_panel(request, qapp, qtbot):
+    """The VRAM panel after five minutes of a session (tests.helpers.vram_scene), docked beside
+    a text field, in the palette `request.param` with the themed stylesheet."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMainWindow, QTextEdit
+
+    from app.ui.vram_panel import VramPanel
+    from tests.helpers import vram_scene
+
+    palette = PALETTES[request.param]()
+    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle("Fusion")
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(stylesheet(palette))
+    window = QMainWindow()
+    window.setCentralWidget(QTextEdit())
+    panel = VramPanel(window)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, panel)
+    window.resize(1000, 1100)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.resizeDocks([panel], [420], Qt.Orientation.Horizontal)
+    *_rest, projection = vram_scene.replay(panel, seconds=60)
+    panel.set_what_if_limits(32_768, 4_096)
+    panel.what_if.set_values(24_000, 2_048)
+    panel.show_what_if(projection)
+    panel.timeline.redraw()
+    yield request.param, panel
+    window.close()
+    qapp.setStyleSheet(old_sheet)
+    qapp.setPalette(old_palette)
+    qapp.setStyle(old_style)
+
+
+def test_the_memory_panel_reads_in_both_palettes(themed_panel):
+    """Every painted part of the panel fills with the palette's base colour, and each
+    text-bearing part reaches AA on it (issue 14, item 3: the panel was hard-coded light)."""
+    from tests.helpers.vram_scene import grab_panel
+
+    name, panel = themed_panel
+    shot = grab_panel(panel).toImage()
+    if folder := os.environ.get("HEADROOM_SCREENSHOT_DIR"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shot.save(str(Path(folder) / f"vram-panel-{name}.png"))
+    body = panel.widget().widget()
+    base = panel.palette().color(QPalette.ColorRole.Base)
+    assert QColor.fromRgb(shot.pixel(2, 2)) == base  # the body's background
+    texts = {"device": panel.device_label, "gauge": panel.gauge, "legend": panel.legend,
+             "readout": panel.readout, "what-if result": panel.what_if.result_label,
+             "timeline legend": panel.timeline.legend}
+    ratios = {key: pixel_contrast(crop(shot, body, widget)) for key, widget in texts.items()}
+    failing = {key: round(ratio, 2) for key, ratio in ratios.items() if ratio < AA_TEXT}
+    assert failing == {}, f"{name}: text below {AA_TEXT}:1 on its background: {failing}"
+    for widget in (panel.gauge, panel.bar, panel.legend, panel.readout):  # opaque painters: no light box
+        colours = Counter(crop(shot, body, widget).pixel(x, 1) for x in range(widget.width()))
+        assert QColor.fromRgb(colours.most_common(1)[0][0]) == base, widget.objectName()
+
+
+def test_the_gauge_text_and_verdict_colours_reach_aa_in_both_palettes(qapp):
+    from app.ui.panel_colours import PanelColours
+
+    for dark, palette in ((False, QStyleFactory.create("Fusion").standardPalette()), (True, dark_palette())):
+        colours = PanelColours.from_palette(palette)
+        assert colours.dark is dark
+        background = QColor(colours.background)
+        for state in ("ok", "amber", "red", "none"):
+            assert contrast_ratio(colours.state_text(state), background) >= AA_TEXT, (dark, state)
+            assert contrast_ratio(colours.state_fill(state), background) >= 2.0, (dark, state)
+        for text in (colours.text, colours.muted, colours.error):
+            assert contrast_ratio(QColor(text), background) >= AA_TEXT, (dark, text)

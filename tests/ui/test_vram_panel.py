@@ -15,8 +15,8 @@ from app.engine.memory.admission import AMBER_HEADROOM_FRACTION, reproject
 from app.engine.memory.probe import CpuProbe, FakeProbe
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import GiB, MiB, format_bytes
-from app.ui.headroom_gauge import _FILL_COLOURS
 from app.ui.memory_breakdown import TERM_KEYS, MemoryBreakdown
+from app.ui.panel_colours import PanelColours
 from app.ui.vram_panel import VramPanel
 from app.workers.memory_monitor import MemoryMonitor
 from tests.helpers import vram_scene
@@ -199,7 +199,7 @@ def test_gauge_turns_amber_then_red_before_the_limit(panel):
     for free, state in cases:
         panel.show_sample(_sample_with_free(free))
         assert panel.gauge_state == state, (format_bytes(free), state)
-        assert _gauge_fill(panel) == _FILL_COLOURS[state]
+        assert _gauge_fill(panel) == PanelColours.from_palette(panel.gauge.palette()).state_fill(state).name()
     assert "won't fit" in panel.gauge.text
     panel.show_projection(None, WEIGHTS)  # nothing pending: the headroom is what is free now
     free = panel.breakdown.free

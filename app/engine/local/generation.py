@@ -27,8 +27,22 @@ from app.engine.local import samplers
 from app.engine.local.detokenize import IncrementalDetokenizer
 
 CUDA_PREFILL_CHUNK = 1024
-CPU_PREFILL_CHUNK = 256  # ~0.3 s per chunk for the 135M default model on 2 cores
 """Default prefill chunk on CUDA, tokens (see `default_prefill_chunk`)."""
+CPU_PREFILL_CHUNK = 256
+"""Largest prefill chunk on the CPU, tokens; each chunk is sized from the time the previous ones
+took (`next_cpu_chunk`), so Stop, polled between chunks, lands within about a second."""
+CPU_CHUNK_SECONDS = 0.75
+"""What one CPU prefill chunk aims to last, seconds. A fixed 256-token chunk lasted up to 12 s
+deep in a 4k-token prompt on the shared 2-core box under load (attention grows with the
+position), so Stop waited that long. Each forward pass also streams all the weights once
+(~0.1 s for the default model on one thread), so shorter chunks cost throughput. Measured on
+that box under load (tests/benchmarks/results/prefill_stop_cpu.json, 3,072-token prompt, one
+thread): Stop 12 s in landed after 2.3 / 3.1 s with 256-token chunks, 0.35 / 1.1 s with sized
+ones; the whole prefill took 41.5 / 43.3 s against 62.9 / 50.3 s."""
+CPU_FIRST_CHUNK = 16
+"""The first CPU chunk, tokens, before any chunk has been timed (the prompt may start deep in a
+cached conversation, where tokens are slowest)."""
+_CPU_MIN_CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,20 @@ def default_prefill_chunk(device: torch.device | str) -> int:
     return CUDA_PREFILL_CHUNK if torch.device(device).type == "cuda" else CPU_PREFILL_CHUNK
 
 
+def next_cpu_chunk(tokens: int, seconds: float, overhead: float, largest: int) -> int:
+    """Tokens for the next CPU prefill chunk after one of `tokens` took `seconds`.
+
+    A chunk lasts about overhead + tokens × cost per token; `overhead` (seconds) is bounded by
+    the fastest chunk so far, the cost per token is read off this one. The next chunk fills
+    CPU_CHUNK_SECONDS, or twice the overhead where the overhead alone is that large (two
+    threads fighting another program for two cores took 1.5 s for 16 tokens: chunks that small
+    would spend most of the prefill on overhead); at most 4× the last (the cost per token grows
+    with the position), between 8 and `largest`."""
+    per_token = max(seconds - overhead, 0.05 * seconds) / tokens
+    budget = max(CPU_CHUNK_SECONDS, 2 * overhead) - overhead
+    return max(_CPU_MIN_CHUNK, min(largest, 4 * tokens, int(budget / max(per_token, 1e-6))))
+
+
 class _StoppedInPrefill(Exception):
     """Internal: Stop arrived between prefill chunks."""
 
@@ -108,24 +136,38 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
             stop_event: threading.Event | None = None, cached_tokens: int = 0) -> torch.Tensor | None:
     """Run `input_ids` (shape (1, n)) through the model into `cache`; return the last
     position's logits, shape (vocab,), float32. With chunk_tokens, the prompt goes in slices
-    of that many tokens, bounding the activation spike by the chunk, not the prompt. Returns
-    None when `stop_event` is set between chunks (Stop during a long paste, text-generation-webui #1749).
+    of at most that many tokens, bounding the activation spike by the chunk, not the prompt. On
+    the CPU with a `stop_event`, slices are sized from the last one's measured time
+    (`next_cpu_chunk`, starting at CPU_FIRST_CHUNK) so that each lasts ~CPU_CHUNK_SECONDS
+    (longer only where a forward pass's own overhead is that large).
+    Returns None when `stop_event` is set between chunks (Stop during a long paste,
+    text-generation-webui #1749).
     cached_tokens: tokens already in the cache; on a static cache with Headroom's attention each
     chunk attends to the filled span only (cached + chunk end), on the flash kernel where it
     applies (`attention.KV_SPAN_KWARG`)."""
     from app.engine.local.attention import KV_SPAN_KWARG
 
     n = input_ids.shape[1]
-    step = chunk_tokens or n
+    largest = chunk_tokens or n
+    timed = bool(chunk_tokens) and stop_event is not None and input_ids.device.type == "cpu"
+    step = min(CPU_FIRST_CHUNK, largest) if timed else largest
     spans = _span_attention(model, cache)
     logits = None
-    for start in range(0, n, step):
+    start, overhead = 0, float("inf")
+    while start < n:
         if stop_event is not None and stop_event.is_set():
             return None
-        extra = {KV_SPAN_KWARG: cached_tokens + min(start + step, n)} if spans else {}
-        out = forward_step(model, input_ids[:, start:start + step], cache, **extra)
+        end = min(start + step, n)
+        extra = {KV_SPAN_KWARG: cached_tokens + end} if spans else {}
+        began = time.perf_counter()
+        out = forward_step(model, input_ids[:, start:end], cache, **extra)
         logits = out.logits[0, -1].float()
         del out
+        if timed:
+            seconds = time.perf_counter() - began
+            overhead = min(overhead, seconds)
+            step = next_cpu_chunk(end - start, seconds, overhead, largest)
+        start = end
     return logits
 
 

@@ -1,0 +1,41 @@
+"""The status bar (trial findings of issue 14): long texts are cut with "…" and never widen the
+window past the screen; a turn without a token shows no TTFT."""
+
+from PySide6.QtWidgets import QApplication
+
+LONG_PATH = "/home/user/models/" + "very-long-folder-name/" * 60 + "Llama-3.1-8B-Instruct-Q4_K_M.gguf"
+
+
+def test_long_texts_are_cut_and_the_window_keeps_its_width(qtbot, make_window):
+    window = make_window()
+    QApplication.processEvents()
+    width, screen = window.width(), window.screen().availableGeometry().width()
+    status = window.status
+    status.model_label.setText(f"Loading {LONG_PATH}")
+    status.backend_label.setText("answered by remote: " + "my-org/" * 40 + "model @ gpu-box:8000")
+    status.showMessage("Could not reach the server: " + "connection refused; " * 80, 8000)
+    qtbot.wait(50)
+    assert window.width() == width
+    assert window.minimumSizeHint().width() <= screen and window.minimumWidth() <= screen
+    shown = status.model_label.shown_text()
+    assert shown.endswith("…") and len(shown) < len(status.model_label.text())
+    assert LONG_PATH in status.model_label.toolTip()  # the whole text, one hover away
+    assert status.model_label.text() == f"Loading {LONG_PATH}"
+
+
+def test_a_short_text_is_shown_whole_with_only_its_details_as_tooltip(qtbot, make_window):
+    window = make_window()
+    window.resize(1200, 700)
+    label = window.status.decode_label
+    label.setText("eager decode")
+    label.setToolTip("CUDA not available")
+    qtbot.wait(20)
+    assert label.shown_text() == "eager decode" and label.toolTip() == "CUDA not available"
+
+
+def test_a_turn_without_a_token_shows_no_ttft(make_window):
+    window = make_window()
+    window.status.show_speed(0.0, 0.0, 0)
+    assert window.status.speed_label.text() == "no tokens"
+    window.status.show_speed(0.25, 10.04, 12)
+    assert window.status.speed_label.text() == "TTFT 250 ms · 10.0 tok/s · 12 tokens"

@@ -1,0 +1,188 @@
+"""Menus and keys (issue 14, item 8) and the window a first start opens (item 2): every command
+is in a menu, its key does what the menu does, Help lists the keys, the first geometry fits the
+screen, and typing goes to the composer at launch and after an answer. Keys are pressed for
+real (QTest key events through Qt's shortcut map), no model is loaded."""
+
+import pytest
+from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from app.core.conversation import Message, MessageStatus, Role
+from app.ui.main_window import MINIMUM_SIZE
+
+
+def press(qtbot, window, sequence: str) -> None:
+    """Type `sequence` (e.g. "Ctrl+Q") into whatever has the keyboard in `window`."""
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=2000)
+    combo = QKeySequence(sequence)[0]
+    target = QApplication.focusWidget() or window
+    qtbot.keyClick(target, combo.key(), combo.keyboardModifiers())
+
+
+def menu_titles(window) -> dict[str, list[str]]:
+    return {menu.title().replace("&", ""): [a.text().replace("&", "") for a in menu.actions() if not a.isSeparator()]
+            for menu in (action.menu() for action in window.menuBar().actions())}
+
+
+def test_every_command_is_in_a_menu_with_its_key(make_window):
+    window = make_window()
+    menus = menu_titles(window)
+    assert menus["File"] == ["New chat", "Open model…", "Export conversation…", "Quit"]
+    assert menus["Edit"] == ["Copy last answer", "Find conversations…", "Stop the answer", "Settings…"]
+    assert menus["Help"] == ["Keyboard shortcuts", "About Headroom"]
+    keys = {a.text().replace("&", ""): a.shortcut().toString() for a in window.menus.keyed_actions()}
+    assert keys["Quit"] == "Ctrl+Q" and keys["Find conversations…"] == "Ctrl+F"
+    assert keys["Settings…"] == "Ctrl+," and keys["Stop the answer"] == "Esc"
+    assert keys["New chat"] == "Ctrl+N" and keys["Open model…"] == "Ctrl+O"
+
+
+def test_help_lists_every_key(qtbot, make_window):
+    window = make_window()
+    press(qtbot, window, "F1")
+    box = window.menus.shortcuts_box
+    assert isinstance(box, QMessageBox) and box.isVisible()
+    listed = box.text()
+    for action in window.menus.keyed_actions():
+        assert action.shortcut().toString(QKeySequence.SequenceFormat.NativeText) in listed, action.text()
+    assert "Shift+Enter" in listed and "Copy last answer" in listed
+    box.close()
+
+
+def test_ctrl_q_closes_the_window_and_the_chat(qtbot, make_window):
+    window = make_window()
+    press(qtbot, window, "Ctrl+Q")
+    assert not window.isVisible() and window.chat.closed
+
+
+def test_ctrl_f_puts_the_keyboard_in_the_search_field(qtbot, make_window):
+    window = make_window()
+    with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
+        window.sidebar.search_edit.setText("cats")
+    window.splitter.setSizes([0, 1000])  # the sidebar collapsed: Find opens it again
+    press(qtbot, window, "Ctrl+F")
+    assert QApplication.focusWidget() is window.sidebar.search_edit
+    assert window.sidebar.search_edit.selectedText() == "cats" and window.splitter.sizes()[0] > 0
+
+
+def test_ctrl_comma_opens_settings(qtbot, make_window):
+    window = make_window()
+    seen = []
+
+    def close_dialog():
+        dialog = QApplication.activeModalWidget()
+        seen.append(type(dialog).__name__)
+        dialog.reject()
+
+    QTimer.singleShot(200, close_dialog)  # Settings runs modal (exec): close it from its own loop
+    press(qtbot, window, "Ctrl+,")
+    assert seen == ["SettingsDialog"]
+
+
+def test_esc_in_a_field_stays_with_the_field(qtbot, make_window, monkeypatch):
+    """The sidebar's Esc (clear the search) and Delete (delete a conversation) work only while
+    their widget has the keyboard, and never make the window's Esc ambiguous."""
+    window = make_window()
+    stops = []
+    monkeypatch.setattr(window.chat.worker, "request_stop", lambda: stops.append(True))
+    window.chat.reply_started.emit(False)
+    press(qtbot, window, "Ctrl+F")
+    qtbot.keyClicks(window.sidebar.search_edit, "cats")
+    press(qtbot, window, "Esc")
+    assert window.sidebar.search_edit.text() == "" and stops == []
+    window.composer.editor.setFocus()
+    with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
+        window.sidebar.search_edit.setText("dogs")
+    press(qtbot, window, "Esc")
+    assert window.sidebar.search_edit.text() == "dogs" and stops == [True]
+
+
+def test_esc_stops_a_streaming_answer_and_only_then(qtbot, make_window, monkeypatch):
+    window = make_window()
+    stops = []
+    monkeypatch.setattr(window.chat.worker, "request_stop", lambda: stops.append(True))
+    press(qtbot, window, "Esc")
+    assert stops == [] and not window.menus.stop.isEnabled()  # nothing streams: Esc is free
+    window.chat.reply_started.emit(False)
+    assert window.composer.stop_button.isVisibleTo(window) and window.menus.stop.isEnabled()
+    press(qtbot, window, "Esc")
+    assert stops == [True]
+    window.chat.reply_ended.emit(MessageStatus.STOPPED, "")
+    assert not window.menus.stop.isEnabled()
+
+
+def test_copy_last_answer_copies_its_markdown_source(qtbot, make_window):
+    window = make_window()
+    press(qtbot, window, "Ctrl+Shift+C")
+    assert "No answer" in window.status.currentMessage()
+    window.chat.conversation.messages.extend([
+        Message(Role.USER, "code?"), Message(Role.ASSISTANT, "```python\nif a < b: pass\n```"),
+        Message(Role.USER, "and?"), Message(Role.ASSISTANT, "Use `x & y`.")])
+    press(qtbot, window, "Ctrl+Shift+C")
+    assert QGuiApplication.clipboard().text() == "Use `x & y`."
+
+
+def test_export_with_nothing_saved_says_so(qtbot, make_window):
+    window = make_window()
+    press(qtbot, window, QKeySequence(QKeySequence.StandardKey.SaveAs).toString())
+    assert "Nothing to export" in window.status.currentMessage()
+
+
+def test_the_first_start_fits_the_screen_and_types_into_the_composer(qtbot, make_window):
+    window = make_window()
+    screen = window.screen().availableGeometry()
+    assert screen.contains(window.frameGeometry()) or window.size() == window.minimumSize()
+    assert window.width() >= min(MINIMUM_SIZE[0], screen.width())
+    assert abs(window.geometry().center().x() - screen.center().x()) <= 2
+    assert 0.7 <= window.width() / screen.width() <= 0.8 or window.width() == MINIMUM_SIZE[0]
+    assert not window.vram_panel.isVisible()  # CPU-only: the panel waits behind the status-bar gauge
+    sidebar = window.splitter.sizes()[0]
+    assert 200 <= sidebar <= 280 and window.chat_view.width() >= window.width() - sidebar - 16
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.composer.editor, timeout=2000)
+    qtbot.keyClicks(QApplication.focusWidget(), "typed at once")
+    assert window.composer.editor.toPlainText() == "typed at once"
+
+
+def test_the_keyboard_returns_to_the_composer_after_an_answer(qtbot, make_window):
+    window = make_window()
+    press(qtbot, window, "Tab")  # the keyboard somewhere else than a text field
+    window.chat.reply_started.emit(False)
+    window.chat.reply_ended.emit(MessageStatus.COMPLETE, "")
+    assert QApplication.focusWidget() is window.composer.editor
+    window.chat.reply_started.emit(False)
+    press(qtbot, window, "Ctrl+F")  # typing a search while it streams: left alone
+    window.chat.reply_ended.emit(MessageStatus.COMPLETE, "")
+    assert QApplication.focusWidget() is window.sidebar.search_edit
+
+
+def test_the_status_bar_gauge_opens_the_memory_panel(qtbot, make_window):
+    window = make_window()
+    badge = window.headroom_badge
+    qtbot.waitUntil(lambda: badge.state != "none", timeout=5000)  # the first memory sample (≈4 Hz)
+    assert badge.text().startswith("Headroom ") and badge.text().endswith("%)")
+    assert not badge.isChecked()
+    qtbot.mouseClick(badge, Qt.MouseButton.LeftButton)
+    assert window.vram_panel.isVisible() and badge.isChecked()
+    qtbot.mouseClick(badge, Qt.MouseButton.LeftButton)
+    assert not window.vram_panel.isVisible() and not badge.isChecked()
+
+
+@pytest.mark.parametrize("screen_size, opens", [((1920, 1080), True), ((800, 800), False)])
+def test_on_a_gpu_the_memory_panel_opens_beside_the_chat_where_there_is_room(qtbot, make_window, monkeypatch,
+                                                                            screen_size, opens):
+    from types import SimpleNamespace
+
+    from app.engine.memory.probe import CpuProbe
+    from app.ui.main_window import MainWindow
+
+    monkeypatch.setattr(CpuProbe, "kind", "cuda")  # this machine's probe, reporting a GPU
+    screen = SimpleNamespace(availableGeometry=lambda: QRect(0, 0, *screen_size))
+    monkeypatch.setattr(MainWindow, "screen", lambda self: screen)
+    window = make_window()
+    qtbot.wait(50)
+    assert window.width() == max(round(screen_size[0] * 0.78), MINIMUM_SIZE[0])
+    assert window.vram_panel.isVisible() is opens
+    assert window.chat_view.width() >= window.width() // 2
+    if opens:
+        assert window.vram_panel.width() <= 0.3 * window.width()
