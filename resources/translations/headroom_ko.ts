@@ -585,6 +585,29 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>HeadroomBadge</name>
+    <message>
+        <source>Memory headroom</source>
+        <translation>메모리 여유</translation>
+    </message>
+    <message>
+        <source>Headroom: no sample</source>
+        <translation>여유: 측정값 없음</translation>
+    </message>
+    <message>
+        <source>Memory left for the next turn. Click to show or hide the memory panel.</source>
+        <translation>다음 턴에 남는 메모리입니다. 클릭하면 메모리 패널을 보이거나 숨깁니다.</translation>
+    </message>
+    <message>
+        <source>Over by {0}</source>
+        <translation>{0} 초과</translation>
+    </message>
+    <message>
+        <source>Headroom {0} ({1:.0%})</source>
+        <translation>여유 {0} ({1:.0%})</translation>
+    </message>
+</context>
+<context>
     <name>HeadroomGauge</name>
     <message>
         <source>fits</source>
@@ -673,28 +696,28 @@ Your chats are saved here.</source>
         <translation>기본</translation>
     </message>
     <message>
-        <source>New chat</source>
-        <translation>새 채팅</translation>
-    </message>
-    <message>
-        <source>Open model…</source>
-        <translation>모델 열기…</translation>
-    </message>
-    <message>
-        <source>Settings…</source>
-        <translation>설정…</translation>
-    </message>
-    <message>
-        <source>&amp;Help</source>
-        <translation>도움말(&amp;H)</translation>
-    </message>
-    <message>
-        <source>About Headroom</source>
-        <translation>Headroom 정보</translation>
-    </message>
-    <message>
         <source>Export conversation</source>
         <translation>대화 내보내기</translation>
+    </message>
+    <message>
+        <source>Nothing to export yet: this chat has no messages.</source>
+        <translation>아직 내보낼 것이 없습니다. 이 채팅에는 메시지가 없습니다.</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown 문서 (*.md)</translation>
+    </message>
+    <message>
+        <source>JSON (*.json)</source>
+        <translation>JSON 파일 (*.json)</translation>
+    </message>
+    <message>
+        <source>No answer to copy yet.</source>
+        <translation>아직 복사할 답변이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Copied the last answer.</source>
+        <translation>마지막 답변을 복사했습니다.</translation>
     </message>
     <message>
         <source>Save diagnostics report</source>
@@ -1123,6 +1146,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>eager decode</source>
         <translation>eager 디코드</translation>
+    </message>
+    <message>
+        <source>no tokens</source>
+        <translation>토큰 없음</translation>
     </message>
     <message numerus="yes">
         <source>TTFT {0} ms · {1} tok/s · %n tokens</source>
@@ -2166,6 +2193,93 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>New tokens</source>
         <translation>새 토큰</translation>
+    </message>
+</context>
+<context>
+    <name>WindowMenus</name>
+    <message>
+        <source>&amp;New chat</source>
+        <translation>새 채팅(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Open model…</source>
+        <translation>모델 열기(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>&amp;Export conversation…</source>
+        <translation>대화 내보내기(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>끝내기(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Copy last answer</source>
+        <translation>마지막 답변 복사(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Find conversations…</source>
+        <translation>대화 찾기(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>&amp;Stop the answer</source>
+        <translation>답변 멈추기(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>설정(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard shortcuts</source>
+        <translation>키보드 단축키(&amp;K)</translation>
+    </message>
+    <message>
+        <source>&amp;About Headroom</source>
+        <translation>Headroom 정보(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>파일(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Edit</source>
+        <translation>편집(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>보기(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>도움말(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Send the message</source>
+        <translation>메시지 보내기</translation>
+    </message>
+    <message>
+        <source>Enter</source>
+        <translation>Enter 키</translation>
+    </message>
+    <message>
+        <source>New line in the message</source>
+        <translation>메시지 안에서 줄 바꿈</translation>
+    </message>
+    <message>
+        <source>Shift+Enter</source>
+        <translation>Shift+Enter 키</translation>
+    </message>
+    <message>
+        <source>Save an edited message</source>
+        <translation>편집한 메시지 저장</translation>
+    </message>
+    <message>
+        <source>Ctrl+Enter</source>
+        <translation>Ctrl+Enter 키</translation>
+    </message>
+    <message>
+        <source>Keyboard shortcuts</source>
+        <translation>키보드 단축키</translation>
     </message>
 </context>
 <context>

@@ -53,12 +53,12 @@ def test_choose_language(setting, system, expected):
 def test_korean_installs_qt_own_catalogue_and_headrooms(korean):
     # a string from Qt's qtbase_ko catalogue (QPlatformTheme's standard button), and one of ours
     assert QCoreApplication.translate("QPlatformTheme", "Cancel") == "취소"
-    assert QCoreApplication.translate("MainWindow", "New chat") == "새 채팅"
+    assert QCoreApplication.translate("WindowMenus", "&New chat") == "새 채팅(&N)"
     assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 3) == "창 안의 턴 3개"
 
 
 def test_english_keeps_the_sources_with_singular_forms(qapp):
-    assert QCoreApplication.translate("MainWindow", "New chat") == "New chat"
+    assert QCoreApplication.translate("WindowMenus", "&New chat") == "&New chat"
     assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 1) == "1 turn in window"
     assert QCoreApplication.translate("TokenMeter", "%n turns in window", None, 2) == "2 turns in window"
 
@@ -143,7 +143,7 @@ def _hangul_font_ok(widget, family: str) -> bool:
 
 def test_the_main_window_speaks_korean(korean, make_window, qtbot):
     window = make_window()
-    assert window.new_chat_action.text() == "새 채팅"
+    assert window.new_chat_action.text() == "새 채팅(&N)"
     assert window.open_action.text() == "모델 열기…"
     assert window.settings_action.text() == "설정…"
     assert window.composer.send_button.text() == "보내기"
