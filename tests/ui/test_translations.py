@@ -144,8 +144,8 @@ def _hangul_font_ok(widget, family: str) -> bool:
 def test_the_main_window_speaks_korean(korean, make_window, qtbot):
     window = make_window()
     assert window.new_chat_action.text() == "새 채팅(&N)"
-    assert window.open_action.text() == "모델 열기…"
-    assert window.settings_action.text() == "설정…"
+    assert window.open_action.text() == "모델 열기(&O)…"
+    assert window.settings_action.text() == "설정(&S)…"
     assert window.composer.send_button.text() == "보내기"
     assert window.composer.editor.placeholderText().startswith("Headroom에 메시지")
     assert window.sidebar.search_edit.placeholderText() == "대화 검색"
