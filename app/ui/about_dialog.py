@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.loading.environment import HEADROOM_LICENCE, LICENCES, Environment
+from app.ui.theme import pick
 
 
 class AboutDialog(QDialog):
@@ -32,7 +33,8 @@ class AboutDialog(QDialog):
         self.rows = rows
         self.licence_rows = [("Headroom", HEADROOM_LICENCE), *LICENCES]
 
-        title = QLabel(f"Headroom <span style='color:#57606a; font-weight:400'>{environment.headroom}</span>")
+        muted = pick("muted", self.palette()).name()  # the version, quieter than the name
+        title = QLabel(f"Headroom <span style='color:{muted}; font-weight:400'>{environment.headroom}</span>")
         title.setTextFormat(Qt.TextFormat.RichText)
         title.setObjectName("aboutTitle")
         tagline = QLabel(self.tr("A desktop chat app for local LLMs that sees an out-of-memory coming before it "
