@@ -43,7 +43,7 @@ PAIRS: dict[str, tuple[str, str]] = {
     "toastText": ("#ffffff", "#1f2328"),
     "toastLink": ("#79c0ff", "#0550ae"),
     "onFill": ("#ffffff", "#ffffff"),
-    "muted": ("#57606a", "#a8b1bb"),
+    "muted": ("#4d5560", "#a8b1bb"),  # light: 4.5:1 in pixels on the user bubble too
     "userBubble": ("#e6f0ff", "#1b2a41"),
     "userBubbleBorder": ("#c9dcff", "#2d4a73"),
     "plotReserved": ("#8250df", "#a371f7"),

@@ -60,6 +60,9 @@ PALETTES = {"light": lambda: QStyleFactory.create("Fusion").standardPalette(), "
 @pytest.fixture(params=sorted(PALETTES))
 def themed(request, qapp, qtbot):
     """A window-like widget (sidebar | chat view over composer) in the palette `request.param`."""
+    from app.ui.fonts import install_hangul_fallback
+
+    install_hangul_fallback(qapp)  # as the app does at start: "KV cache 질문" must not show boxes
     palette = PALETTES[request.param]()
     old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
     qapp.setStyle("Fusion")
@@ -223,6 +226,9 @@ def themed_panel(request, qapp, qtbot):
     from app.ui.vram_panel import VramPanel
     from tests.helpers import vram_scene
 
+    from app.ui.fonts import install_hangul_fallback
+
+    install_hangul_fallback(qapp)  # as the app does at start: "KV cache 질문" must not show boxes
     palette = PALETTES[request.param]()
     old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
     qapp.setStyle("Fusion")
