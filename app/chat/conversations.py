@@ -207,7 +207,9 @@ class ConversationFlow(QObject):
             chat.notes.save()  # notes written before the first message
             self.refresh_sidebar()
         if message.id is None:
-            index = chat.conversation.messages.index(message)
+            # by identity: Message equality ignores ids, and a chat can hold two equal messages
+            # ("ok" sent twice, a repeated answer): list.index would pick the first one's place
+            index = next(i for i, m in enumerate(chat.conversation.messages) if m is message)
             parent = chat.conversation.messages[index - 1].id if index else None
             chat.store.append_message(chat.conversation_id, message, parent_id=parent)
         else:

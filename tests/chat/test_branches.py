@@ -189,3 +189,20 @@ def test_a_summary_that_ends_after_a_switch_is_kept_for_its_own_branch(chat):
     worker.summary_finished.emit(summarized, SummaryState("asked q1 to q3", 5, 8), "ok")
     assert chat.summary == SummaryState()  # another conversation open: left alone …
     assert chat.store.load_conversation(source).summary == SummaryState("asked q1 to q3", 5, 8)  # … saved
+
+
+def test_equal_messages_keep_their_own_places_in_the_tree(chat):
+    """A new trial found "ok" sent twice (and a repeated answer) saved as a second first message:
+    the reply's parent was looked up by equality, which ignores ids. Reopened, the chat must show
+    every turn, in order, as one branch."""
+    cats = chat.conversations
+    for _ in range(2):
+        chat.turns.send("ok")
+        answer(chat, "Sure.")
+    chat.turns.send("Name a fruit.")
+    answer(chat, "Sure.")
+    conversation_id = chat.conversation_id
+    cats.new_conversation()
+    cats.open_conversation(conversation_id)
+    assert contents(chat.conversation.messages) == ["ok", "Sure.", "ok", "Sure.", "Name a fruit.", "Sure."]
+    assert chat.versions == [(1, 1)] * 6
