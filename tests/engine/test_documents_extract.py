@@ -169,3 +169,19 @@ def test_docx_without_text_and_plain_zip(tmp_path):
         z.writestr("a.txt", "hello")
     error = refused(path)
     assert (error.kind, error.detail) == (source.BINARY, "a ZIP archive")
+
+
+def test_text_too_long_to_rank_is_refused_before_the_turn(tmp_path):
+    """A 50 MB text file took a new user's process past 12 GB while the turn was prepared, and
+    Stop could not reach it: text beyond MAX_TEXT_CHARS is refused at attach time, in one line."""
+    from app.engine.documents.extract import MAX_TEXT_CHARS, extract_file
+    from app.engine.documents.source import TOO_LARGE, DocumentError
+
+    big = tmp_path / "log.txt"
+    big.write_text("word " * (MAX_TEXT_CHARS // 5 + 10))  # just over, and under the up-front size check
+    with pytest.raises(DocumentError) as refused:
+        extract_file(big)
+    assert refused.value.kind == TOO_LARGE and "can be attached" in str(refused.value)
+    fits = tmp_path / "notes.txt"
+    fits.write_text("word " * 1000)
+    assert len(extract_file(fits).text) == 5000

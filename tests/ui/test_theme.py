@@ -223,10 +223,9 @@ def themed_panel(request, qapp, qtbot):
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QMainWindow, QTextEdit
 
+    from app.ui.fonts import install_hangul_fallback
     from app.ui.vram_panel import VramPanel
     from tests.helpers import vram_scene
-
-    from app.ui.fonts import install_hangul_fallback
 
     install_hangul_fallback(qapp)  # as the app does at start: "KV cache 질문" must not show boxes
     palette = PALETTES[request.param]()

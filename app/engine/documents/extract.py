@@ -30,6 +30,11 @@ from app.engine.documents.text import extract_text_file
 # 64 MB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
 # millions of tokens, which retrieval can rank but no local context holds (a 100 MB log is refused).
 MAX_FILE_BYTES = 64_000_000
+MAX_TEXT_CHARS = 2_000_000
+"""Text an attachment may bring (~500k tokens, a 600-page book). Ranking a document costs time
+and memory in proportion to its text before the turn can start, and Stop cannot interrupt that:
+a new-user trial saw a 50 MB text file take the process past 12 GB (2 MB of text: 17 s, +335 MB
+on the shared 2-core box)."""
 
 
 def extract_file(path: str | Path, progress: Progress | None = None,
@@ -55,13 +60,27 @@ def extract_file(path: str | Path, progress: Progress | None = None,
             head = f.read(64 << 10)
         report(progress, 0.0)
         if head.startswith(b"%PDF-"):
-            return extract_pdf(path, size, progress, cancel)
+            return _checked(extract_pdf(path, size, progress, cancel), path.name)
         if head.startswith(b"PK\x03\x04") and is_docx(path):
-            return extract_docx(path, size, progress, cancel)
-        return extract_text_file(path, size, progress, cancel)
+            return _checked(extract_docx(path, size, progress, cancel), path.name)
+        if size > 4 * MAX_TEXT_CHARS:  # UTF-8: at most 4 bytes a character
+            raise _too_much_text(path.name, size // 4)
+        return _checked(extract_text_file(path, size, progress, cancel), path.name)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise DocumentError(UNREADABLE, path.name, f"the file cannot be read ({reason})", reason) from None
+
+
+def _checked(document: ExtractedDocument, name: str) -> ExtractedDocument:
+    """`document`, or TOO_LARGE when its text is over MAX_TEXT_CHARS."""
+    if len(document.text) > MAX_TEXT_CHARS:
+        raise _too_much_text(name, len(document.text))
+    return document
+
+
+def _too_much_text(name: str, chars: int) -> DocumentError:
+    return DocumentError(TOO_LARGE, name, f"its text is about {chars:,} characters; up to {MAX_TEXT_CHARS:,} "
+                         "can be attached (split it, or attach the part you need)", str(chars))
 
 
 def _megabytes(size: int) -> str:
