@@ -212,6 +212,9 @@ class ConversationFlow(QObject):
             index = next(i for i, m in enumerate(chat.conversation.messages) if m is message)
             parent = chat.conversation.messages[index - 1].id if index else None
             chat.store.append_message(chat.conversation_id, message, parent_id=parent)
+            # the list follows at once (newest first): reordered now, not under the pointer at the
+            # next click (new-user trial: a message went to the wrong chat)
+            self.refresh_sidebar()
         else:
             chat.store.update_message(message.id, content=message.content, status=message.status,
                                       stats=message.stats)

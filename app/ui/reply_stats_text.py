@@ -9,7 +9,10 @@ translate = QCoreApplication.translate  # lupdate reads translate("Context", "so
 
 
 def stats_line(stats: ReplyStats) -> str:
-    """"12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"."""
+    """"12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"; "no tokens" for an answer stopped
+    or failed before its first token (it has no TTFT or speed to show)."""
+    if stats.new_tokens <= 0:
+        return translate("ReplyStats", "no tokens")
     parts = [translate("ReplyStats", "{0} tokens").format(f"{stats.new_tokens:,}"),
              translate("ReplyStats", "TTFT {0} ms").format(f"{stats.ttft_s * 1000:,.0f}"),
              translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")]

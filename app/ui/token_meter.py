@@ -30,8 +30,11 @@ class TokenMeter(QLabel):
         """`used` prompt tokens of a `budget` (TokenBudget.prompt_tokens: context − max new
         tokens − summary reserve); `window_turns` whole turns in the window; `folded_turns`
         turns folded into the rolling summary."""
-        parts = [self.tr("{0} / {1} tokens in context").format(f"{used:,}", f"{budget:,}"),
-                 self.tr("%n turns in window", "", window_turns)]
+        if budget <= 0:  # max new tokens (+ the summary reserve) take the whole context
+            parts = [self.tr("{0} tokens: no room left beside max new tokens").format(f"{used:,}")]
+        else:
+            parts = [self.tr("{0} / {1} tokens in context").format(f"{used:,}", f"{budget:,}")]
+        parts.append(self.tr("%n turns in window", "", window_turns))
         if folded_turns:
             parts.append(self.tr("%n folded into summary", "", folded_turns))
         if self._pinned_tokens:

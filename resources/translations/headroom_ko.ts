@@ -1734,6 +1734,10 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>ReplyStats</name>
     <message>
+        <source>no tokens</source>
+        <translation>토큰 없음</translation>
+    </message>
+    <message>
         <source>{0} tokens</source>
         <translation>{0} 토큰</translation>
     </message>
@@ -2031,6 +2035,10 @@ so correcting it changes what the assistant remembers.</source>
 </context>
 <context>
     <name>TokenMeter</name>
+    <message>
+        <source>{0} tokens: no room left beside max new tokens</source>
+        <translation>{0} 토큰: 최대 새 토큰 수 때문에 남는 자리가 없음</translation>
+    </message>
     <message>
         <source>{0} / {1} tokens in context</source>
         <translation>컨텍스트 {0} / {1} 토큰</translation>

@@ -113,3 +113,13 @@ def test_each_conversation_keeps_one_cache_key_and_the_worker_hears_switches(cha
     assert fresh not in (started_key, f"stored-{cats}") and chat.cache_key == fresh
     chat.conversations.delete(new_id)
     assert worker.forgotten == [started_key]
+
+
+def test_the_list_reorders_when_a_message_is_sent_not_at_the_next_click(chat):
+    """New-user trial: the sidebar re-sorted when a chat was opened, under the pointer."""
+    seen = chat.recorded
+    older, newer = seed(chat.store, "cats"), seed(chat.store, "dogs")
+    chat.conversations.open_conversation(older)
+    assert [i.id for i in seen.of("conversations_listed")[-1][0]][:2] == [newer, older]
+    chat.turns.send("More about cats")
+    assert [i.id for i in seen.of("conversations_listed")[-1][0]][:2] == [older, newer]

@@ -327,3 +327,10 @@ def test_an_answer_shows_how_it_was_made_small_with_details_on_hover(view):
     assert not streaming.stats_label.isVisibleTo(view)
     view.end_stream()
     assert streaming.stats_label.isVisibleTo(view)
+
+
+def test_an_answer_without_tokens_has_no_speed_line():
+    from app.core.conversation import ReplyStats
+    from app.ui.reply_stats_text import stats_line
+
+    assert stats_line(ReplyStats(812, 812, 0, 0, 6.4, 0.0, "eager", "bfloat16", "cpu")) == "no tokens"

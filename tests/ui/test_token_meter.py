@@ -66,3 +66,13 @@ def test_reset(meter):
     meter.set_counts(1600, 1536, 1, 12)
     meter.reset()
     assert meter.text() == "" and meter.level() == "ok"
+
+
+def test_a_budget_eaten_by_max_new_tokens_is_said_not_shown_negative(qtbot):
+    """New-user trial: a 2,048-token context with max new tokens 2,048 showed "39 / -256 tokens"."""
+    from app.ui.token_meter import TokenMeter
+
+    meter = TokenMeter()
+    qtbot.addWidget(meter)
+    meter.set_counts(39, -256, 1, 0)
+    assert meter.text().startswith("39 tokens: no room left beside max new tokens") and "-256" not in meter.text()
