@@ -134,6 +134,13 @@ class TurnFlow(QObject):
         settings = self._chat.models.turn_settings()
         documents = self._documents
         if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
+            if decision.cause != "memory":
+                # the context itself cannot hold that many new tokens: every later turn would be
+                # refused the same way, so the chat keeps the lower value (memory changes per turn)
+                chat = self._chat
+                generation = replace(chat.settings.generation, max_new_tokens=decision.max_new_tokens_fit)
+                chat.settings = replace(chat.settings, generation=generation)
+                chat.presets.settings_edited()
             self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit),
                              documents=documents)
         elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:

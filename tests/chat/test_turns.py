@@ -109,6 +109,22 @@ def test_a_refused_turn_offers_remedies_and_lowering_max_new_tokens_sends_it_aga
     assert [m.role for m in chat.conversation.messages] == [Role.USER, Role.ASSISTANT]
 
 
+def test_lowering_max_new_tokens_for_the_context_sticks_for_memory_it_does_not(chat):
+    """New-user trial: a 2,048-token context with max new tokens 2,048 was refused turn after
+    turn, because the remedy lowered it for one turn only."""
+    worker = chat.worker
+    chat.turns.send("Hi")
+    worker.turn_refused.emit(worker.last_id, refusal(cause="positions", max_new_tokens_fit=1753))
+    chat.turns.apply_remedy("lower_max_new_tokens", refusal(cause="positions", max_new_tokens_fit=1753))
+    assert worker.requests[-1].settings.max_new_tokens == chat.settings.generation.max_new_tokens == 1753
+    worker.reply_finished.emit(worker.last_id, finished(), record())
+    chat.turns.send("Again")
+    assert worker.requests[-1].settings.max_new_tokens == 1753
+    worker.turn_refused.emit(worker.last_id, refusal(max_new_tokens_fit=100))  # memory: this turn only
+    chat.turns.apply_remedy("lower_max_new_tokens", refusal(max_new_tokens_fit=100))
+    assert worker.requests[-1].settings.max_new_tokens == 100 and chat.settings.generation.max_new_tokens == 1753
+
+
 def test_trim_and_override_remedies(chat):
     worker = chat.worker
     chat.turns.send("x")
