@@ -235,3 +235,18 @@ def test_conversion_dtype_follows_the_placement(monkeypatch):
     for placement, expected in ((turing, "float16"), (ampere, "bfloat16"), (cpu, "bfloat16")):
         monkeypatch.setattr(loader, "detect_placement", lambda *_a, p=placement: p)
         assert loader.conversion_dtype() == expected
+
+
+def test_a_truncated_or_garbled_header_is_said_in_words(tmp_path, tiny_q8):
+    """New-user trial: a damaged header showed the codec's own text ("'utf-8' codec can't
+    decode byte 0xae …")."""
+    data = bytearray(tiny_q8[0].read_bytes())
+    garbled = tmp_path / "garbled.gguf"
+    garbled.write_bytes(bytes(data[:40]) + b"\xae" * 64 + bytes(data[104:]))
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(bytes(data[:60]))
+    for path in (garbled, truncated):
+        with pytest.raises(UnsupportedGguf) as info:
+            read_gguf_header(path)
+        text = str(info.value)
+        assert "damaged GGUF header" in text and "download it again" in text and "codec" not in text

@@ -20,6 +20,7 @@ conversion cannot write tensor by tensor, or a tensor type ``gguf.quants`` canno
 
 from __future__ import annotations
 
+import logging
 import struct
 from collections import Counter
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 _VERSIONS = (2, 3)
 _SCALAR = {0: "<B", 1: "<b", 7: "<?", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 10: "<Q", 11: "<q", 12: "<d"}
@@ -142,7 +145,12 @@ def read_gguf_header(path: Path) -> GgufHeader:
         alignment = int(metadata.get("general.alignment", 32))
         raw, pos = _read_tensor_table(blob, tensor_count, pos)
     except (struct.error, UnicodeDecodeError, IndexError) as exc:
-        raise UnsupportedGguf(f"{path.name}: damaged GGUF header ({exc})") from None
+        # what is wrong, in words a user can act on (the codec's own message goes to the log)
+        what = ("a name or text in it is not valid UTF-8" if isinstance(exc, UnicodeDecodeError)
+                else "it ends before its own tables do")
+        log.info("damaged GGUF header in %s: %s", path.name, exc)
+        raise UnsupportedGguf(f"{path.name}: damaged GGUF header ({what}); the file is probably "
+                              "incomplete or corrupted — download it again") from None
     finally:
         del blob
     data_start = (pos + alignment - 1) // alignment * alignment
