@@ -133,23 +133,27 @@ def test_cpu_load_meter_counts_other_programs_only():
     assert apply_cpu_threads(0, None, seen.append) == seen[0] >= 1
 
 
+class FakeCudaProbe:
+    """A CUDA probe whose free memory a test sets (bytes); 1 GiB allocated, 2 TiB total."""
+
+    kind = "cuda"
+    free = 2**40
+
+    def sample(self):
+        from app.engine.memory.sample import MemorySample
+
+        return MemorySample(0.0, "cuda", "fake", 2**30, 2**30, 2**30, self.free, 2**41)
+
+    def reset_peak(self):
+        pass
+
+
 def test_planner_takes_the_largest_admitted_chunk(tiny_loaded):
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
     from app.engine.local.turn_planner import Foresight
-    from app.engine.memory.sample import MemorySample
 
-    class Probe:
-        kind = "cuda"
-        free = 2**40
-
-        def sample(self):
-            return MemorySample(0.0, "cuda", "fake", 2**30, 2**30, 2**30, self.free, 2**41)
-
-        def reset_peak(self):
-            pass
-
-    probe = Probe()
+    probe = FakeCudaProbe()
     foresight = Foresight(tiny_loaded, probe)
     foresight.static_cache, foresight.chunk_ladder = True, (128, 32, 8)  # a 200-token prompt
     messages = [Message(Role.USER, "word " * 200)]
@@ -174,19 +178,8 @@ def test_a_full_card_gets_an_exact_cache_before_a_refusal(tiny_loaded):
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
     from app.engine.local.turn_planner import Foresight
-    from app.engine.memory.sample import MemorySample
 
-    class Probe:
-        kind = "cuda"
-        free = 2**40
-
-        def sample(self):
-            return MemorySample(0.0, "cuda", "fake", 2**30, 2**30, 2**30, self.free, 2**41)
-
-        def reset_peak(self):
-            pass
-
-    probe = Probe()
+    probe = FakeCudaProbe()
     foresight = Foresight(tiny_loaded, probe)
     foresight.static_cache, foresight.chunk_ladder = True, (256,)
     messages = [Message(Role.USER, "word " * 200)]

@@ -36,11 +36,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
-from transformers import StaticCache
 
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_session import CAPACITY_STEP
-from app.engine.local.static_cache import is_span_cache, new_static_cache
+from app.engine.local.static_cache import capacity_of, is_span_cache, new_static_cache
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +58,6 @@ class DecodeStatus:
     reason: str = ""
     capacities: tuple[int, ...] = ()
     seconds: float = 0.0
-
-
-def static_capacity(cache) -> int | None:
-    """Slots of a StaticCache (tokens), None for any other cache."""
-    if not isinstance(cache, StaticCache) or not cache.layers:
-        return None
-    return int(cache.layers[0].max_cache_len)
 
 
 class CompiledDecode:
@@ -95,7 +87,7 @@ class CompiledDecode:
         capacity compiled, else only the capacities warmed up."""
         if self._compiled is None or not self._ready:
             return False
-        return is_span_cache(cache) or static_capacity(cache) in self._ready
+        return is_span_cache(cache) or capacity_of(cache) in self._ready
 
     def step(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         torch.compiler.cudagraph_mark_step_begin()

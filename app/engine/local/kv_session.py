@@ -71,15 +71,15 @@ class KVSession:
     @property
     def cache_bytes(self) -> int:
         """Bytes held by the cache tensors (keys + values of every layer), 0 when empty."""
-        if self.cache is None:
-            return 0
-        total = 0
-        for layer in getattr(self.cache, "layers", ()):
+        return sum(t.numel() * t.element_size() for _, _, t in self.tensors())
+
+    def tensors(self):
+        """(layer, "keys" or "values", tensor) for every key/value tensor the cache holds."""
+        for layer in getattr(self.cache, "layers", ()) if self.cache is not None else ():
             for name in ("keys", "values"):
                 tensor = getattr(layer, name, None)
-                if isinstance(tensor, torch.Tensor):
-                    total += tensor.numel() * tensor.element_size()
-        return total
+                if isinstance(tensor, torch.Tensor) and tensor.numel():
+                    yield layer, name, tensor
 
     @property
     def is_static(self) -> bool:

@@ -35,23 +35,13 @@ HOST_RESERVE_BYTES = 2 * 2**30
 """Available host memory a parked cache never eats into (the OS, the app, a model on the CPU)."""
 
 
-def session_tensors(session: KVSession):
-    """(layer, name, tensor) for every key/value tensor the session's cache holds."""
-    cache = session.cache
-    for layer in getattr(cache, "layers", ()) if cache is not None else ():
-        for name in ("keys", "values"):
-            tensor = getattr(layer, name, None)
-            if isinstance(tensor, torch.Tensor) and tensor.numel():
-                yield layer, name, tensor
-
-
 def park(session: KVSession, pinned: bool = True) -> None:
     """Move the session's keys and values to host memory (page-locked when they were on CUDA and
     ``pinned``), freeing their device memory; a CPU cache stays where it is. Synchronous. Raises
     what the allocation raises (RuntimeError when pinned memory runs out); the session then still
     holds whatever was not moved, on either side, and stays usable."""
     moved = False
-    for layer, name, tensor in list(session_tensors(session)):
+    for layer, name, tensor in list(session.tensors()):
         if tensor.device.type == "cpu":
             continue
         setattr(layer, name, to_host(tensor, pinned and tensor.device.type == "cuda"))
@@ -64,19 +54,19 @@ def restore(session: KVSession, device: torch.device) -> None:
     """Move a parked session's keys and values back to ``device`` (in place, layer by layer),
     as `to_device` makes them; span layers get their dynamic capacity marked again.
     torch.cuda.OutOfMemoryError propagates; the caller drops the session then."""
-    from app.engine.local.static_cache import _mark_capacity_dynamic
+    from app.engine.local.static_cache import mark_capacity_dynamic
 
     if device.type == "cpu":
         return
     touched = []
-    for layer, name, tensor in list(session_tensors(session)):
+    for layer, name, tensor in list(session.tensors()):
         if tensor.device == device:
             continue
         setattr(layer, name, to_device(tensor, device))
         if layer not in touched:
             touched.append(layer)
     for layer in touched:
-        _mark_capacity_dynamic(layer)
+        mark_capacity_dynamic(layer)
     if touched and device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -104,7 +94,7 @@ def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def parked_bytes(session: KVSession) -> int:
     """Bytes the session's cache holds in host memory."""
-    return sum(t.numel() * t.element_size() for _, _, t in session_tensors(session) if t.device.type == "cpu")
+    return sum(t.numel() * t.element_size() for _, _, t in session.tensors() if t.device.type == "cpu")
 
 
 def available_host_bytes() -> int:
@@ -176,13 +166,6 @@ class SessionPool:
         if key and key == self.active_key:
             self.active.invalidate()
             self.active_key = ""
-
-    def clear(self) -> None:
-        """Drop every parked cache and the active one (model change)."""
-        for session in self._parked.values():
-            session.invalidate()
-        self._parked.clear()
-        self.active.invalidate()
 
     def _park(self, key: str, session: KVSession) -> None:
         size = session.cache_bytes

@@ -30,7 +30,7 @@ class SpanLayer(StaticLayer):
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         super().lazy_initialization(key_states, value_states)
-        _mark_capacity_dynamic(self)
+        mark_capacity_dynamic(self)
 
     def get_mask_sizes(self, *args, **kwargs) -> tuple[int, int]:
         if self.is_initialized:
@@ -48,7 +48,9 @@ class SpanLayer(StaticLayer):
             self.cumulative_length.sub_(-tokens_to_remove)
 
 
-def _mark_capacity_dynamic(layer: StaticLayer) -> None:
+def mark_capacity_dynamic(layer: StaticLayer) -> None:
+    """Mark the capacity dimension of the layer's key/value tensors dynamic for torch.compile
+    (outside a trace): one compiled step then serves every capacity."""
     if not torch.compiler.is_compiling():
         for tensor in (layer.keys, layer.values):
             torch._dynamo.maybe_mark_dynamic(tensor, 2)
@@ -115,4 +117,4 @@ def grow_static_cache(cache: StaticCache, capacity_tokens: int, filled_tokens: i
             setattr(layer, name, new)
             del old
             torch._dynamo.mark_static_address(new)
-        _mark_capacity_dynamic(layer)
+        mark_capacity_dynamic(layer)
