@@ -135,20 +135,22 @@ def check_shape(n, kdim, plan) -> dict:
 
 
 def full_sweep(n, kdim, auto) -> set:
-    """Launch plans around choose_plan's: both kernels, lookups, rounding, tile shapes, split-K."""
-    plans = {auto, Plan(16, 256, auto.split_k, 4, 0, 0), Plan(16, 256, auto.split_k, 4, 1, 1),
-             Plan(16, 256, auto.split_k, 4, 0, 1, True), Plan(16, 256, auto.split_k, 4, 1, 0)}
-    for stages in (2, 3):  # software pipelining of the tuned plan (not yet measured on the H200)
-        plans.add(Plan(**{**auto.__dict__, "stages": stages}))
-    for bn, warps in ((16, 4), (32, 4), (64, 8)):
+    """Launch plans for the register-lookup kernels around sensible tile shapes: 2 (K loop) and
+    4 (the same with the next tile prefetched) over tile shapes and split-K; 2 with Triton's
+    cp.async pipelining; 3 (x-stationary) with one row tile; `auto` (the current choice) too."""
+    plans = {auto}
+    for bn, warps in ((16, 2), (16, 4), (32, 4), (32, 8), (64, 8)):
         for bk in (256, 512):
-            iters = kdim // bk
+            iters, tiles = kdim // bk, -(-n // bn)
             for split in (1, 2, 4, 8, 16):
-                tiles = -(-n // bn)
-                if iters % split or tiles * split < 2 * 132 or tiles * split > 8 * 132:
-                    continue
-                plans.add(Plan(bn, bk, split, warps, 0, 1))
-                plans.add(Plan(bn, bk, split, warps, 0, 0))
+                if iters % split == 0 and 2 * 132 <= tiles * split <= 12 * 132:
+                    plans.add(Plan(bn, bk, split, warps, 0, 4))
+                    if warps == 4 and bn <= 32:
+                        plans.add(Plan(bn, bk, split, warps, 0, 2))
+                    if warps == 4 and bn == 16 and iters // split >= 2:
+                        plans.add(Plan(bn, bk, split, warps, 0, 2, stages=3))
+            if warps == 4 and bn <= 32 and 2 * 132 <= tiles * iters <= 16 * 132:
+                plans.add(Plan(bn, bk, 1, warps, 0, 3))
     return plans
 
 
@@ -181,8 +183,8 @@ def sweep_shape(n, kdim, bw, quick=False) -> dict:
     best = min(ok, key=lambda r: r["us"])
     row.update(plans=results, best=best, auto_us=next((r["us"] for r in ok if r["plan"] == auto.__dict__), None),
                best_fraction_of_copy_bw=best["tb_s"] * 1e12 / bw,
-               lookup_us={lk: min((r["us"] for r in ok if r["plan"]["lookup"] == lk), default=None)
-                          for lk in (0, 1, 2)},
+               kernel_us={kn: min((r["us"] for r in ok if r["plan"]["kernel"] == kn), default=None)
+                          for kn in (0, 1, 2, 3, 4)},
                stages_us={st: min((r["us"] for r in ok if r["plan"]["stages"] == st), default=None)
                           for st in (1, 2, 3)})
     del layers, ts
@@ -355,13 +357,13 @@ def main(argv=None) -> int:
 def print_table(R: dict) -> None:
     bw = R.get("copy_bandwidth_B_s", 0)
     log(f"\ncopy bandwidth {bw / 1e12:.2f} TB/s")
-    log("| N x K | bnb us | bnb TB/s | kernel us (best plan) | TB/s | % copy | lookup 0/1/2 us "
+    log("| N x K | bnb us | bnb TB/s | kernel us (best plan) | TB/s | % copy | kernel 0/1/2/3/4 us "
         "| rel err vs dequant | vs bnb | repeatable |")
     log("|---|---|---|---|---|---|---|---|---|---|")
     for row in R.get("gemv", []):
         n, kd = row["shape"]
         c = R.get("correctness", {}).get(f"{n}x{kd}", {})
-        lk = "/".join(f"{v:.1f}" if v else "-" for v in row["lookup_us"].values())
+        lk = "/".join(f"{v:.1f}" if v else "-" for v in row["kernel_us"].values())
         log(f"| {n}x{kd} | {row['bnb_us']:.1f} | {row['bnb_tb_s']:.2f} | {row['best']['us']:.1f} {row['best']['plan']} "
             f"| {row['best']['tb_s']:.2f} | {100 * row['best_fraction_of_copy_bw']:.0f}% | {lk} "
             f"| {c.get('rel_vs_dequant_fp32', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "

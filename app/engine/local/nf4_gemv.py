@@ -47,7 +47,11 @@ class Plan:
     """Launch shape: BLOCK_N rows × BLOCK_K inputs per tile, SPLIT_K programs per row tile,
     LOOKUP 0 = byte → (hi, lo) fp32 pair table (256 × 8 B, L1-resident), 1 = nibble table
     (16 × 4 B), 2 = select tree over 16 values held in registers (kernel 0 only). kernel 0 reads
-    bytes as (rows, 64-blocks, 32) tiles, 1 reads int32 words (8 codes) as (rows, words) tiles.
+    bytes as (rows, 64-blocks, 32) tiles, 1 reads int32 words (8 codes) as (rows, words) tiles,
+    2 reads words as (rows, 64-blocks, 8) tiles and looks up per-block bf16 tables with `prmt`
+    (no gather; `lookup` is ignored); 3 is kernel 2 with x converted once per program, which
+    walks `row_tiles` row tiles of one BLOCK_K slice (split_k is then K / block_k, whatever given);
+    4 is kernel 2 with the next tile's loads issued before this tile's arithmetic.
     bits: round to bf16 by integer ops instead of the conversion instruction. stages: Triton's
     software pipelining of the K loop (cp.async into shared memory; 1 = none, the measured default)."""
 
@@ -59,6 +63,7 @@ class Plan:
     kernel: int = 0
     bits: bool = False
     stages: int = 1
+    row_tiles: int = 1
 
 
 @dataclass(frozen=True)
@@ -328,27 +333,243 @@ if triton is not None:
                 HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
 
 
+    @triton.jit
+    def _prmt(a, b, sel):
+        """PTX `prmt.b32` (generic mode): byte n of the result is byte sel[4n:4n+3] of {b, a}
+        (bytes 0-3 from a, 4-7 from b). Selectors here never set the sign-replicate bit."""
+        sel = sel + tl.zeros_like(a)  # a constant selector as a tensor operand
+        if _INTERP:
+            r = tl.zeros_like(a)
+            for n in tl.static_range(4):
+                idx = (sel >> (4 * n)) & 7
+                byte = tl.where(idx < 4, a >> (8 * (idx & 3)), b >> (8 * (idx & 3))) & 255
+                r = r | (byte << (8 * n))
+            return r
+        else:
+            return tl.inline_asm_elementwise("prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, sel],
+                                             dtype=tl.int32, is_pure=True, pack=1)
+
+    @triton.jit
+    def _bf16x2(a, b, BITS: tl.constexpr):
+        """int32 holding bf16(a) in the upper half and bf16(b) in the lower (`cvt.rn.bf16x2.f32`)."""
+        if BITS:
+            hi = _bf16_round(a, True).to(tl.int32, bitcast=True)
+            lo = _bf16_round(b, True).to(tl.int32, bitcast=True)
+            return (hi & -65536) | ((lo >> 16) & 65535)
+        else:
+            return tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32,
+                                             is_pure=True, pack=1)
+
+    @triton.jit
+    def _lookup4(t0, t1, t2, t3, sel, half):
+        """Bytes of a 16-entry byte table (t0..t3, entry i in byte i % 4 of t[i // 4]) at the four
+        4-bit indices of sel's low 16 bits: two 8-entry lookups, then per byte the half that
+        index bit 3 names (`half`: 0x3210 | bit 3 of each index moved to bit 2)."""
+        return _prmt(_prmt(t0, t1, sel), _prmt(t2, t3, sel), half)
+
+    @triton.jit
+    def _codebook(code_ptr):
+        """The 16 NF4 code values as scalars (registers shared by the whole program)."""
+        return (tl.load(code_ptr), tl.load(code_ptr + 1), tl.load(code_ptr + 2), tl.load(code_ptr + 3),
+                tl.load(code_ptr + 4), tl.load(code_ptr + 5), tl.load(code_ptr + 6), tl.load(code_ptr + 7),
+                tl.load(code_ptr + 8), tl.load(code_ptr + 9), tl.load(code_ptr + 10), tl.load(code_ptr + 11),
+                tl.load(code_ptr + 12), tl.load(code_ptr + 13), tl.load(code_ptr + 14), tl.load(code_ptr + 15))
+
+    @triton.jit
+    def _block_scale(am_ptr, am2_ptr, code2_ptr, off, blk, NESTED: tl.constexpr):
+        """fp32 absmax of the 64-blocks `blk`, as bitsandbytes computes it."""
+        if NESTED:
+            q = tl.load(am_ptr + blk).to(tl.int32)
+            return _mul_rn(tl.load(code2_ptr + q), tl.load(am2_ptr + blk // 256)) + off
+        else:
+            return tl.load(am_ptr + blk)
+
+    @triton.jit
+    def _block_tables(s, cb, BITS: tl.constexpr):
+        """Per block, the 16 weights bf16(code[i] * s) as byte planes: (l0..l3, h0..h3), entry i's
+        low byte in byte i % 4 of l[i // 4], its high byte likewise in h (shape of s + (1,))."""
+        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15 = cb
+        r0, r1 = _bf16x2(c1 * s, c0 * s, BITS), _bf16x2(c3 * s, c2 * s, BITS)  # entry 2j low, 2j+1 high
+        r2, r3 = _bf16x2(c5 * s, c4 * s, BITS), _bf16x2(c7 * s, c6 * s, BITS)
+        r4, r5 = _bf16x2(c9 * s, c8 * s, BITS), _bf16x2(c11 * s, c10 * s, BITS)
+        r6, r7 = _bf16x2(c13 * s, c12 * s, BITS), _bf16x2(c15 * s, c14 * s, BITS)
+        return (_prmt(r0, r1, 0x6420)[:, :, None], _prmt(r2, r3, 0x6420)[:, :, None],
+                _prmt(r4, r5, 0x6420)[:, :, None], _prmt(r6, r7, 0x6420)[:, :, None],
+                _prmt(r0, r1, 0x7531)[:, :, None], _prmt(r2, r3, 0x7531)[:, :, None],
+                _prmt(r4, r5, 0x7531)[:, :, None], _prmt(r6, r7, 0x7531)[:, :, None])
+
+    @triton.jit
+    def _word_weights(w, tables):
+        """The 8 weights of each int32 word w as four bf16 pairs (p01, p23, p45, p67), the even
+        element in the high half. The word's nibbles, low to high, are elements 1, 0, 3, 2 | 5, 4,
+        7, 6 and serve directly as `prmt` selectors (bit 3 masked, then used to pick the half)."""
+        l0, l1, l2, l3, h0, h1, h2, h3 = tables
+        sel = w & 0x77777777
+        sel_hi = sel >> 16
+        half_lo = ((w >> 1) & 0x4444) | 0x3210
+        half_hi = ((w >> 17) & 0x4444) | 0x3210
+        lo = _lookup4(l0, l1, l2, l3, sel, half_lo)
+        hi = _lookup4(h0, h1, h2, h3, sel, half_lo)
+        lo2 = _lookup4(l0, l1, l2, l3, sel_hi, half_hi)
+        hi2 = _lookup4(h0, h1, h2, h3, sel_hi, half_hi)
+        return _prmt(lo, hi, 0x5140), _prmt(lo, hi, 0x7362), _prmt(lo2, hi2, 0x5140), _prmt(lo2, hi2, 0x7362)
+
+    @triton.jit
+    def _pair_dot(acc, p, x_even, x_odd):
+        """acc + w·x over one bf16 pair p (even element high, odd low); x as fp32.
+        A bf16's fp32 value is its bits in the upper half."""
+        acc += (p & -65536).to(tl.float32, bitcast=True) * x_even
+        acc += (p << 16).to(tl.float32, bitcast=True) * x_odd
+        return acc
+
+    @triton.jit
+    def _x_pairs(x_ptr, idx):
+        """x[2i], x[2i+1] as fp32 for pair indices idx (x read as int32 pairs, even element low)."""
+        xi = tl.load(x_ptr + idx)
+        return (xi << 16).to(tl.float32, bitcast=True), (xi & -65536).to(tl.float32, bitcast=True)
+
+    @triton.jit
+    def _table_tile(w_ptr, am_ptr, am2_ptr, x_ptr, rows, k0, kb, jw, words_per_row, blocks_per_row,
+                    NESTED: tl.constexpr):
+        """The loads of one (rows, BLOCK_K) tile: packed words (BN, NB, 8), absmax codes (or fp32
+        absmax) and their second-level scales (BN, NB), and x as int32 pairs, four (1, NB, 8)."""
+        word = k0 // 8 + kb[:, None] * 8 + jw[None, :]  # (NB, 8) word index in the row
+        w = tl.load(w_ptr + rows[:, None, None] * words_per_row + word[None, :, :])
+        blk = rows[:, None] * blocks_per_row + k0 // 64 + kb[None, :]
+        am = tl.load(am_ptr + blk)
+        am2 = tl.load(am2_ptr + blk // 256) if NESTED else am
+        xw = (word * 4)[None, :, :]  # x pair index of each word's elements 0, 1
+        return w, am, am2, tl.load(x_ptr + xw), tl.load(x_ptr + xw + 1), tl.load(x_ptr + xw + 2), \
+            tl.load(x_ptr + xw + 3)
+
+    @triton.jit
+    def _table_tile_dot(acc, tile, code2_ptr, off, cb, NESTED: tl.constexpr, BITS: tl.constexpr):
+        """acc + the products of one loaded tile (_table_tile)."""
+        w, am, am2, x0, x1, x2, x3 = tile
+        s = _mul_rn(tl.load(code2_ptr + am.to(tl.int32)), am2) + off if NESTED else am
+        p01, p23, p45, p67 = _word_weights(w, _block_tables(s, cb, BITS))
+        acc = _pair_dot(acc, p01, (x0 << 16).to(tl.float32, bitcast=True), (x0 & -65536).to(tl.float32, bitcast=True))
+        acc = _pair_dot(acc, p23, (x1 << 16).to(tl.float32, bitcast=True), (x1 & -65536).to(tl.float32, bitcast=True))
+        acc = _pair_dot(acc, p45, (x2 << 16).to(tl.float32, bitcast=True), (x2 & -65536).to(tl.float32, bitcast=True))
+        acc = _pair_dot(acc, p67, (x3 << 16).to(tl.float32, bitcast=True), (x3 & -65536).to(tl.float32, bitcast=True))
+        return acc
+
+    @triton.jit
+    def _nf4_gemv_table_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
+                               bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
+                               NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
+                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                               BITS: tl.constexpr, STAGES: tl.constexpr, PREFETCH: tl.constexpr):
+        """The same product with the codebook lookup in registers, no memory gather per weight.
+
+        Per (row, 64-block) the 16 possible weights bf16(code[i] * absmax) are computed once (16
+        fp32 multiplies, 8 packed conversions: the exact values bitsandbytes dequantizes to) and
+        held as byte planes; each int32 word of the packed weight (8 codes) is looked up with
+        `prmt` (_word_weights). Tiles (BLOCK_N rows, 64-blocks, 8 words); w_ptr: int32 (N*K/8,).
+        PREFETCH: the next tile's loads are issued before this tile's arithmetic (registers
+        double-buffered), so HBM latency overlaps work instead of stalling each warp."""
+        NB: tl.constexpr = BLOCK_K // 64
+        pid_n = tl.program_id(0)
+        pid_k = tl.program_id(1)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rmask = rows < N
+        rows = tl.where(rmask, rows, 0).to(tl.int64)
+        kb = tl.arange(0, NB)
+        jw = tl.arange(0, 8)
+        words_per_row = WORDS
+        blocks_per_row = BLOCKS
+        off = tl.load(off_ptr)
+        cb = _codebook(code_ptr)
+        acc = tl.zeros((BLOCK_N, NB, 8), dtype=tl.float32)
+        k_first = pid_k * ITERS * BLOCK_K
+        if PREFETCH:
+            tile = _table_tile(w_ptr, am_ptr, am2_ptr, x_ptr, rows, k_first, kb, jw, words_per_row,
+                               blocks_per_row, NESTED)
+            for i in range(0, ITERS):
+                k_next = k_first + tl.minimum(i + 1, ITERS - 1) * BLOCK_K  # the last one reloads itself
+                nxt = _table_tile(w_ptr, am_ptr, am2_ptr, x_ptr, rows, k_next, kb, jw, words_per_row,
+                                  blocks_per_row, NESTED)
+                acc = _table_tile_dot(acc, tile, code2_ptr, off, cb, NESTED, BITS)
+                tile = nxt
+        else:
+            for i in tl.range(0, ITERS, num_stages=STAGES):
+                tile = _table_tile(w_ptr, am_ptr, am2_ptr, x_ptr, rows, k_first + i * BLOCK_K, kb, jw,
+                                   words_per_row, blocks_per_row, NESTED)
+                acc = _table_tile_dot(acc, tile, code2_ptr, off, cb, NESTED, BITS)
+        _finish(tl.sum(tl.sum(acc, axis=2), axis=1), pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr, y_ptr, N,
+                HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
+
+    @triton.jit
+    def _nf4_gemv_xstationary_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
+                                     bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
+                                     NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
+                                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                                     BITS: tl.constexpr, STAGES: tl.constexpr):
+        """Kernel 2's arithmetic with x held still: program (g, s) converts its BLOCK_K slice s of
+        x to fp32 once and walks ITERS row tiles (g*ITERS ...), so no weight pays for unpacking x.
+        SPLIT_K = K / BLOCK_K slices, added by _finish in a fixed order."""
+        NB: tl.constexpr = BLOCK_K // 64
+        pid_g = tl.program_id(0)
+        pid_k = tl.program_id(1)
+        kb = tl.arange(0, NB)
+        jw = tl.arange(0, 8)
+        words_per_row = WORDS
+        blocks_per_row = BLOCKS
+        off = tl.load(off_ptr)
+        cb = _codebook(code_ptr)
+        k0 = pid_k * BLOCK_K
+        word = k0 // 8 + kb[:, None] * 8 + jw[None, :]  # (NB, 8)
+        xw = (word * 4)[None, :, :]
+        xe0, xo0 = _x_pairs(x_ptr, xw)
+        xe1, xo1 = _x_pairs(x_ptr, xw + 1)
+        xe2, xo2 = _x_pairs(x_ptr, xw + 2)
+        xe3, xo3 = _x_pairs(x_ptr, xw + 3)
+        for i in tl.range(0, ITERS, num_stages=STAGES):
+            pid_n = pid_g * ITERS + i
+            rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            rmask = rows < N
+            rows = tl.where(rmask, rows, 0).to(tl.int64)
+            w = tl.load(w_ptr + rows[:, None, None] * words_per_row + word[None, :, :])  # (BN, NB, 8)
+            blk = rows[:, None] * blocks_per_row + k0 // 64 + kb[None, :]
+            s = _block_scale(am_ptr, am2_ptr, code2_ptr, off, blk, NESTED)
+            p01, p23, p45, p67 = _word_weights(w, _block_tables(s, cb, BITS))
+            acc = tl.zeros((BLOCK_N, NB, 8), dtype=tl.float32)
+            acc = _pair_dot(acc, p01, xe0, xo0)
+            acc = _pair_dot(acc, p23, xe1, xo1)
+            acc = _pair_dot(acc, p45, xe2, xo2)
+            acc = _pair_dot(acc, p67, xe3, xo3)
+            if pid_n * BLOCK_N < N:
+                _finish(tl.sum(tl.sum(acc, axis=2), axis=1), pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr,
+                        y_ptr, N, HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
+
+
 def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
     """Run the Triton kernel: x (K,) bf16 contiguous → (N,) bf16. Needs Triton (raises
     RuntimeError without it); K must be a multiple of plan.block_k * plan.split_k."""
     if triton is None:
         raise RuntimeError("Triton is not installed")
-    if t.k % (plan.block_k * plan.split_k):
-        raise ValueError(f"K={t.k} not a multiple of block_k*split_k={plan.block_k * plan.split_k}")
+    tiles = -(-t.n // plan.block_n)
+    grid, iters, split = (tiles, plan.split_k), t.k // (plan.block_k * plan.split_k), plan.split_k
+    if plan.kernel == 3:  # x-stationary: one K slice per program, row tiles in its loop
+        split, iters = t.k // plan.block_k, plan.row_tiles
+        grid = (-(-tiles // iters), split)
+    if t.k % (plan.block_k * split):
+        raise ValueError(f"K={t.k} not a multiple of block_k*split_k={plan.block_k * split}")
     x = x.reshape(-1)
     if x.storage_offset() % 2:  # read as int32 pairs: needs 4-byte alignment
         x = x.clone()
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
-    tiles = -(-t.n // plan.block_n)
-    part = torch.empty(plan.split_k * t.n if plan.split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    kernel, packed = ((_nf4_gemv_kernel, t.packed) if plan.kernel == 0
-                      else (_nf4_gemv_words_kernel, t.packed.view(torch.int32)))
-    kernel[(tiles, plan.split_k)](
+    part = torch.empty(split * t.n if split > 1 else 1, dtype=torch.float32, device=x.device)
+    kernel = (_nf4_gemv_kernel, _nf4_gemv_words_kernel, _nf4_gemv_table_kernel,
+              _nf4_gemv_xstationary_kernel, _nf4_gemv_table_kernel)[plan.kernel]
+    extra = {"PREFETCH": plan.kernel == 4} if plan.kernel in (2, 4) else {}
+    packed = t.packed if plan.kernel == 0 else t.packed.view(torch.int32)
+    kernel[grid](
         x.view(torch.int32), packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
         t.pair_lut, bias if bias is not None else y, part, t.counters, y, t.n, t.k,
-        t.k // (plan.block_k * plan.split_k), t.k // 2, t.k // 8, t.k // 64,
+        iters, t.k // 2, t.k // 8, t.k // 64,
         NESTED=t.nested, HAS_BIAS=bias is not None, LOOKUP=plan.lookup, BLOCK_N=plan.block_n,
-        BLOCK_K=plan.block_k, SPLIT_K=plan.split_k, BITS=INTERPRETED or plan.bits, STAGES=plan.stages,
-        num_warps=plan.num_warps,
+        BLOCK_K=plan.block_k, SPLIT_K=split, BITS=INTERPRETED or plan.bits, STAGES=plan.stages,
+        num_warps=plan.num_warps, **extra,
         enable_fp_fusion=True)  # only acc += w·x contracts (exact products); the absmax multiply is mul.rn
     return y

@@ -35,18 +35,19 @@ def nf4_gemv(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax
              code2: torch.Tensor, offset: torch.Tensor, code: torch.Tensor, pair_lut: torch.Tensor,
              counters: torch.Tensor, bias: torch.Tensor | None, n: int, kk: int, nested: bool,
              block_n: int, block_k: int, split_k: int, num_warps: int, lookup: int, kernel: int,
-             bits: bool, stages: int) -> torch.Tensor:
+             bits: bool, stages: int, row_tiles: int) -> torch.Tensor:
     """(N,) bf16 = W x for x (K,) bf16: the Triton kernel on CUDA, the pure-torch mirror elsewhere."""
     t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, pair_lut, counters, n, kk, nested)
     x = x.contiguous()
     if x.is_cuda and k.triton is not None:
-        return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages), bias)
+        return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages, row_tiles),
+                        bias)
     return k.reference_gemv(x, t, bias)
 
 
 @nf4_gemv.register_fake
 def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias, n, kk, nested,
-      block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages):
+      block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages, row_tiles):
     return x.new_empty((n,), dtype=torch.bfloat16)
 
 
@@ -68,7 +69,7 @@ def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = 
     y = torch.ops.headroom.nf4_gemv(x.reshape(-1), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
                                     t.pair_lut, t.counters, bias, t.n, t.k, t.nested, plan.block_n,
                                     plan.block_k, plan.split_k, plan.num_warps, plan.lookup, plan.kernel,
-                                    plan.bits, plan.stages)
+                                    plan.bits, plan.stages, plan.row_tiles)
     return y.view(*x.shape[:-1], t.n)
 
 
