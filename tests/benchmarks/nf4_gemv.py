@@ -28,6 +28,18 @@ the SASS (cuobjdump of Triton's sm_90 cubin): no overlap of a tile's HBM latency
 previous tile's arithmetic (each program loads, waits, computes; try `stages` 2-3), and about
 6.5 instructions per weight, a third of them the codebook gather (64-bit address + LDG from L1
 per byte); an in-register lookup (PTX `prmt`) and prefetching are the next steps.
+
+Later the same day (results/nf4_gemv_h200_prmt.json, _mma.json): the register lookup (kernel 2:
+per-block bf16 tables as byte planes, 16 `prmt` per 8 weights, no gather) reaches bitsandbytes:
+12.1 / 5.7 / 29.5-31.5 / 33.2 µs vs 10.8 / 7.0 / 29.4 / 30.4 (4.22 vs 3.99 ms per token), bit-identical
+weights, and every tile shape, split-K, prefetching (kernel 4) and cp.async stages land within a few
+µs of each other: the integer pipe is the limit (~4.4 ALU instructions per weight: lookup 2.25,
+bf16→fp32 unpack of weight and x 1.5, selectors 0.6; 64 lanes/clk/SM). Putting the products on the
+tensor cores (kernel 5, tl.dot with x as row 0 of a 16-row operand) removes the unpack but Triton
+moves the looked-up registers to mma operands through shared memory (16-bit stores, barriers):
+31-41 % slower. What would close the gap: mma fed straight from registers (the `prmt` output is a
+bf16x2 A-fragment register; needs PTX mma in the fragment layout, which Triton's inline asm cannot
+express across lanes), or fewer integer operations per weight than an exact bf16 lookup allows.
 """
 
 import argparse
@@ -135,23 +147,17 @@ def check_shape(n, kdim, plan) -> dict:
 
 
 def full_sweep(n, kdim, auto) -> set:
-    """Launch plans for the register-lookup kernels around sensible tile shapes: 2 (K loop) and
-    4 (the same with the next tile prefetched) over tile shapes and split-K; 2 with Triton's
-    cp.async pipelining; 3 (x-stationary) with one row tile; `auto` (the current choice) too."""
-    plans = {auto}
-    for bn, warps in ((16, 2), (16, 4), (32, 4), (32, 8), (64, 8)):
-        for bk in (256, 512):
+    """Launch plans for the register-lookup kernels: 5 (products on the tensor cores) over tile
+    shapes, split-K and warps; 2 (CUDA-core FMA) at the shapes measured best for it; `auto`."""
+    plans = {auto, Plan(32, 256, 4, 4, 0, 2), Plan(16, 512, 2, 4, 0, 2), Plan(16, 512, 1, 4, 0, 2),
+             Plan(32, 256, 8, 4, 0, 2), Plan(16, 512, 8, 4, 0, 2)}
+    for bn, warps in ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8)):
+        for bk in (128, 256, 512):
             iters, tiles = kdim // bk, -(-n // bn)
-            for split in (1, 2, 4, 8, 16):
-                if iters % split == 0 and 2 * 132 <= tiles * split <= 12 * 132:
-                    plans.add(Plan(bn, bk, split, warps, 0, 4))
-                    if warps == 4 and bn <= 32:
-                        plans.add(Plan(bn, bk, split, warps, 0, 2))
-                    if warps == 4 and bn == 16 and iters // split >= 2:
-                        plans.add(Plan(bn, bk, split, warps, 0, 2, stages=3))
-            if warps == 4 and bn <= 32 and 2 * 132 <= tiles * iters <= 16 * 132:
-                plans.add(Plan(bn, bk, 1, warps, 0, 3))
-    return plans
+            for split in (1, 2, 4, 8, 16, 32):
+                if iters % split == 0 and 132 <= tiles * split <= 12 * 132:
+                    plans.add(Plan(bn, bk, split, warps, 0, 5))
+    return {p for p in plans if kdim % (p.block_k * p.split_k) == 0}
 
 
 def sweep_shape(n, kdim, bw, quick=False) -> dict:
@@ -184,7 +190,7 @@ def sweep_shape(n, kdim, bw, quick=False) -> dict:
     row.update(plans=results, best=best, auto_us=next((r["us"] for r in ok if r["plan"] == auto.__dict__), None),
                best_fraction_of_copy_bw=best["tb_s"] * 1e12 / bw,
                kernel_us={kn: min((r["us"] for r in ok if r["plan"]["kernel"] == kn), default=None)
-                          for kn in (0, 1, 2, 3, 4)},
+                          for kn in (0, 1, 2, 3, 4, 5)},
                stages_us={st: min((r["us"] for r in ok if r["plan"]["stages"] == st), default=None)
                           for st in (1, 2, 3)})
     del layers, ts
@@ -357,7 +363,7 @@ def main(argv=None) -> int:
 def print_table(R: dict) -> None:
     bw = R.get("copy_bandwidth_B_s", 0)
     log(f"\ncopy bandwidth {bw / 1e12:.2f} TB/s")
-    log("| N x K | bnb us | bnb TB/s | kernel us (best plan) | TB/s | % copy | kernel 0/1/2/3/4 us "
+    log("| N x K | bnb us | bnb TB/s | kernel us (best plan) | TB/s | % copy | kernel 0-5 us "
         "| rel err vs dequant | vs bnb | repeatable |")
     log("|---|---|---|---|---|---|---|---|---|---|")
     for row in R.get("gemv", []):

@@ -219,7 +219,10 @@ def test_swapped_forward_compiles_in_one_graph():
 @pytest.mark.parametrize("plan", [Plan(16, 128, 1, 4, 0), Plan(8, 64, 2, 4, 1), Plan(4, 128, 4, 4, 2),
                                   Plan(16, 64, 1, 4, 0), Plan(16, 128, 2, 4, 0, kernel=1),
                                   Plan(8, 64, 1, 4, 1, kernel=1), Plan(16, 64, 1, 4, 0, stages=3),
-                                  Plan(8, 128, 1, 4, 0, kernel=1, stages=2)])
+                                  Plan(8, 128, 1, 4, 0, kernel=1, stages=2), Plan(16, 128, 1, 4, 0, kernel=2),
+                                  Plan(8, 64, 2, 4, 0, kernel=2), Plan(8, 256, 1, 4, 0, kernel=3, row_tiles=3),
+                                  Plan(16, 64, 4, 4, 0, kernel=4), Plan(16, 128, 1, 4, 0, kernel=5),
+                                  Plan(32, 64, 2, 4, 0, kernel=5)])
 @pytest.mark.parametrize("nested", [True, False])
 def test_triton_kernel_interpreted_matches_the_mirror(plan, nested):
     layer = FakeLinear4bit(40, 512, seed=9, bias=True, nested=nested)
@@ -241,3 +244,18 @@ def test_a_slower_kernel_is_not_installed(monkeypatch):
     assert len(status.checks) == 2 and "forward" not in model.up.__dict__
     monkeypatch.setattr(hook, "time_per_token", lambda prepared: (3000.0, 3980.0))
     assert hook.install(model, require_cuda=False, require_faster=True).active
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1" or k.triton is None,
+                    reason="needs Triton's interpreter (TRITON_INTERPRET=1)")
+@pytest.mark.parametrize("plan", [Plan(8, 128, 1, 4, 0, kernel=2), Plan(16, 64, 1, 4, 0, kernel=5)])
+def test_register_lookup_gives_bitsandbytes_weights_bit_for_bit(plan):
+    """A one-hot x reads one column of W out exactly: every nibble position of a word, both
+    halves of the prmt table, several blocks."""
+    layer = FakeLinear4bit(24, 256, seed=3, bias=False, nested=True)
+    t = k.tensors_of(layer)
+    w = k.reference_dequantize(t)
+    for j in (0, 1, 2, 3, 4, 5, 6, 7, 63, 64, 129, 255):
+        x = torch.zeros(256, dtype=torch.bfloat16)
+        x[j] = 1
+        assert torch.equal(k.launch(x, t, plan).view(torch.int16), w[:, j].contiguous().view(torch.int16))

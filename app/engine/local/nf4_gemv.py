@@ -20,7 +20,9 @@ accumulates in fp32. Split-K spreads one token over all SMs; the last program of
 torch.compile, captured inside its CUDA graphs); on the CPU, or without Triton, it runs
 `reference_gemv`, the pure-torch mirror of the kernel. `install(model)` (nf4_hook.py) swaps it
 in for decode rows only, and only where it is faster than bitsandbytes (on the H200 it is not
-yet: 5.70 vs 3.98 ms of GEMV per token). Figures: tests/benchmarks/results/nf4_gemv_h200.json.
+yet: the register-lookup kernel 2 is at parity, 4.22 vs 3.99 ms of GEMV per token, bound by the
+integer pipe). Figures: tests/benchmarks/results/nf4_gemv_h200*.json; the analysis in
+tests/benchmarks/nf4_gemv.py.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class Plan:
     2 reads words as (rows, 64-blocks, 8) tiles and looks up per-block bf16 tables with `prmt`
     (no gather; `lookup` is ignored); 3 is kernel 2 with x converted once per program, which
     walks `row_tiles` row tiles of one BLOCK_K slice (split_k is then K / block_k, whatever given);
-    4 is kernel 2 with the next tile's loads issued before this tile's arithmetic.
+    4 is kernel 2 with the next tile's loads issued before this tile's arithmetic; 5 is kernel 2's
+    lookup with the products on the tensor cores (block_n >= 16).
     bits: round to bf16 by integer ops instead of the conversion instruction. stages: Triton's
     software pipelining of the K loop (cp.async into shared memory; 1 = none, the measured default)."""
 
@@ -500,6 +503,73 @@ if triton is not None:
                 HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
 
     @triton.jit
+    def _bf16_halves(p):
+        """An int32 of two bf16 as two bf16 tensors (high half, low half): a register view on the GPU."""
+        if _INTERP:
+            return ((p & -65536).to(tl.float32, bitcast=True).to(tl.bfloat16),
+                    (p << 16).to(tl.float32, bitcast=True).to(tl.bfloat16))
+        else:
+            lo, hi = tl.inline_asm_elementwise("mov.b32 {$0, $1}, $2;", "=h,=h,r", [p],
+                                               dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=1)
+            return hi, lo
+
+    @triton.jit
+    def _word_order(e0, e1, e2, e3, e4, e5, e6, e7, BN: tl.constexpr, BLOCK_K: tl.constexpr):
+        """(BN, NB, 8) tensors for a word's elements 0..7 → (BN, BLOCK_K) in one fixed order;
+        applied to weights and to element indices alike, so products pair up whatever it is."""
+        a = tl.join(tl.join(e0, e1), tl.join(e2, e3))
+        b = tl.join(tl.join(e4, e5), tl.join(e6, e7))
+        return tl.reshape(tl.join(a, b), (BN, BLOCK_K))
+
+    @triton.jit
+    def _nf4_gemv_mma_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
+                             bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
+                             NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
+                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr,
+                             BITS: tl.constexpr, STAGES: tl.constexpr):
+        """Kernel 2's lookups with the products on the tensor cores: the bf16 pairs `prmt` makes
+        are already mma operands, so the integer pipe (the limit of kernels 2-4) only looks up.
+        x is the first of 16 rows of the A operand (the rest zero), the weight tile the B
+        operand, fp32 accumulation (mma m16n8k16); the K order inside a tile is _word_order's."""
+        NB: tl.constexpr = BLOCK_K // 64
+        pid_n = tl.program_id(0)
+        pid_k = tl.program_id(1)
+        rows = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rmask = rows < N
+        rows = tl.where(rmask, rows, 0).to(tl.int64)
+        kb = tl.arange(0, NB)
+        jw = tl.arange(0, 8)
+        words_per_row = WORDS
+        blocks_per_row = BLOCKS
+        off = tl.load(off_ptr)
+        cb = _codebook(code_ptr)
+        e = (kb[:, None] * 64 + jw[None, :] * 8)[None, :, :]  # element 0 of each word in the tile
+        order = _word_order(e, e + 1, e + 2, e + 3, e + 4, e + 5, e + 6, e + 7, 1, BLOCK_K)  # (1, BLOCK_K)
+        first_row = (tl.arange(0, 16) == 0)[:, None]
+        acc = tl.zeros((16, BLOCK_N), dtype=tl.float32)
+        for i in tl.range(0, ITERS, num_stages=STAGES):
+            k0 = (pid_k * ITERS + i) * BLOCK_K
+            word = k0 // 8 + kb[:, None] * 8 + jw[None, :]
+            w = tl.load(w_ptr + rows[:, None, None] * words_per_row + word[None, :, :])  # (BN, NB, 8)
+            blk = rows[:, None] * blocks_per_row + k0 // 64 + kb[None, :]
+            s = _block_scale(am_ptr, am2_ptr, code2_ptr, off, blk, NESTED)
+            p01, p23, p45, p67 = _word_weights(w, _block_tables(s, cb, BITS))
+            e0, e1 = _bf16_halves(p01)
+            e2, e3 = _bf16_halves(p23)
+            e4, e5 = _bf16_halves(p45)
+            e6, e7 = _bf16_halves(p67)
+            wt = _word_order(e0, e1, e2, e3, e4, e5, e6, e7, BLOCK_N, BLOCK_K)  # (BN, BLOCK_K) bf16
+            xk = k0 + order  # (1, BLOCK_K) element index of x; x read as int32 pairs, even element low
+            xv = ((tl.load(x_ptr + xk // 2) >> ((xk % 2) * 16)) << 16).to(tl.float32, bitcast=True)
+            xa = tl.where(first_row, xv, 0.0).to(tl.bfloat16)  # (16, BLOCK_K), x in row 0
+            if _INTERP:  # the interpreter's dot mishandles bf16; the same sum in fp32
+                acc += tl.sum(wt.to(tl.float32)[None, :, :] * xa.to(tl.float32)[:, None, :], axis=2)
+            else:
+                acc = tl.dot(xa, tl.trans(wt), acc)
+        _finish(tl.sum(tl.where(first_row, acc, 0.0), axis=0), pid_n, pid_k, rmask, bias_ptr, part_ptr, cnt_ptr,
+                y_ptr, N, HAS_BIAS, BLOCK_N, SPLIT_K, BITS)
+
+    @triton.jit
     def _nf4_gemv_xstationary_kernel(x_ptr, w_ptr, am_ptr, am2_ptr, code2_ptr, off_ptr, code_ptr, lut_ptr,
                                      bias_ptr, part_ptr, cnt_ptr, y_ptr, N, K, ITERS, HALF_K, WORDS, BLOCKS,
                                      NESTED: tl.constexpr, HAS_BIAS: tl.constexpr, LOOKUP: tl.constexpr,
@@ -561,7 +631,7 @@ def launch(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split * t.n if split > 1 else 1, dtype=torch.float32, device=x.device)
     kernel = (_nf4_gemv_kernel, _nf4_gemv_words_kernel, _nf4_gemv_table_kernel,
-              _nf4_gemv_xstationary_kernel, _nf4_gemv_table_kernel)[plan.kernel]
+              _nf4_gemv_xstationary_kernel, _nf4_gemv_table_kernel, _nf4_gemv_mma_kernel)[plan.kernel]
     extra = {"PREFETCH": plan.kernel == 4} if plan.kernel in (2, 4) else {}
     packed = t.packed if plan.kernel == 0 else t.packed.view(torch.int32)
     kernel[grid](

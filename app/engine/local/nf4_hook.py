@@ -21,12 +21,13 @@ H200_SMS = 132
 REF_TOLERANCE = 4e-3  # rel. L2 vs fp32 W·x on bitsandbytes' own dequantized weights (bf16 output rounding ≈ 1.1e-3)
 BNB_TOLERANCE = 2e-2  # rel. L2 vs bitsandbytes' GEMV, which rounds every product to bf16
 # Fastest launch shapes per (N, K) measured on the H200, 2026-12-01 (tests/benchmarks/nf4_gemv.py,
-# results/nf4_gemv_h200.json: 15.5, 6.8, 45.6, 42.3 µs); other shapes use choose_plan's rule.
+# results/nf4_gemv_h200_mma.json: the register-lookup kernel 2, 12.2 / 5.7 / 31.7 / 33.2 µs);
+# other shapes use choose_plan's rule.
 TUNED: dict[tuple[int, int], Plan] = {
-    (4096, 4096): Plan(32, 256, 4, 4, 0, 0),
-    (1024, 4096): Plan(16, 512, 8, 4, 0, 0),
-    (14336, 4096): Plan(16, 512, 1, 4, 0, 0),
-    (4096, 14336): Plan(64, 256, 8, 8, 0, 0),
+    (4096, 4096): Plan(32, 256, 4, 4, 0, 2),
+    (1024, 4096): Plan(16, 512, 8, 4, 0, 2),
+    (14336, 4096): Plan(16, 512, 1, 4, 0, 2),
+    (4096, 14336): Plan(32, 256, 8, 4, 0, 2),
 }
 
 
@@ -53,15 +54,15 @@ def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias,
 
 def choose_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
     """A launch shape for W (n, kdim): the tuned one if measured, else 16-row tiles of 256
-    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), byte kernel
-    with the byte-pair table (faster than the word kernel in every measured shape)."""
+    inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), register-lookup
+    kernel 2 (faster than the gather kernels 0 and 1 in every measured shape)."""
     if (n, kdim) in TUNED:
         return TUNED[(n, kdim)]
     block_k = next(b for b in (256, 128, 64) if kdim % b == 0)
     tiles, iters, split = -(-n // 16), kdim // block_k, 1
     while tiles * split < 4 * sms and iters % (split * 2) == 0 and iters // (split * 2) >= 2:
         split *= 2
-    return Plan(16, block_k, split, 4, 0, kernel=0)
+    return Plan(16, block_k, split, 4, 0, kernel=2)
 
 
 def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
