@@ -30,6 +30,13 @@ if TYPE_CHECKING:
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+TITLE_CHARS = 60
+
+
+def auto_title(first_message: str) -> str:
+    """A new conversation's title: the first line of its first message, at most TITLE_CHARS."""
+    lines = first_message.strip().splitlines()
+    return lines[0][:TITLE_CHARS] if lines else ""
 
 
 class ConversationFlow(QObject):
@@ -125,7 +132,7 @@ class ConversationFlow(QObject):
         target = siblings[max(0, min(len(siblings) - 1, siblings.index(message.id) + step))]
         if target == message.id:
             return
-        chat.store.set_active_message(chat.conversation_id, tree.newest_leaf(target))
+        chat.store.set_active_message(chat.conversation_id, tree.shown_leaf(target))
         self._adopt(chat.store.load_conversation(chat.conversation_id))
 
     @Slot(int)
@@ -139,10 +146,19 @@ class ConversationFlow(QObject):
         message = chat.conversation.messages[index]
         if chat.conversation_id is None or message.id is None:
             return
-        title = chat.store.load_conversation(chat.conversation_id).info.title
-        title = translate("Conversations", "{0} (branch)").format(title)
+        title = translate("Conversations", "{0} (branch)").format(self._branch_title())
         copy = chat.store.copy_branch(chat.conversation_id, message.id, title)
         self.open_conversation(copy)
+
+    def _branch_title(self) -> str:
+        """What a branch of the open conversation is called: its own title when the user renamed
+        it, else the words of the branch's first message (not those of version 1, which the
+        automatic title was made from)."""
+        chat = self._chat
+        title = chat.store.load_conversation(chat.conversation_id).info.title
+        tree = chat.store.message_tree(chat.conversation_id)
+        first = chat.store.message_text(tree.children(None)[0])
+        return auto_title(chat.conversation.messages[0].content) if title == auto_title(first) else title
 
     def reopen(self, conversation_id: int | None) -> bool:
         """Open the conversation that was open at the last close, when it still exists (it may
@@ -201,7 +217,7 @@ class ConversationFlow(QObject):
         active path, or the final state of an old one)."""
         chat = self._chat
         if chat.conversation_id is None:
-            title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
+            title = auto_title(chat.conversation.messages[0].content)
             chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
             self._cache_keys[chat.conversation_id] = chat.cache_key
             chat.notes.save()  # notes written before the first message

@@ -132,7 +132,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -248,7 +248,9 @@ def test_a_new_version_keeps_the_old_one_and_the_active_path_follows_it(store):
     assert contents(store, cid) == ["q (edited)"] and store.load_conversation(cid).versions == [(2, 2)]
     store.append_message(cid, Message(Role.ASSISTANT, "a3"))  # LAST: after the active path's end
     assert contents(store, cid) == ["q (edited)", "a3"]
-    assert store.load_conversation(cid).info.message_count == 7  # nothing was lost
+    assert len(store.message_tree(cid).parents) == 7  # nothing was lost
+    assert store.load_conversation(cid).info.message_count == 2  # the branch shown is counted
+    assert [i.message_count for i in store.list_conversations()] == [2]
     other = store.create_conversation("other")
     with pytest.raises(KeyError):
         store.append_message(other, Message(Role.USER, "x"), parent_id=q.id)
