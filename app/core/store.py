@@ -412,6 +412,13 @@ class Store:
             return db.execute(
                 "UPDATE messages SET status = 'failed' WHERE status = 'streaming'").rowcount
 
+    def delete_if_empty(self, conversation_id: int) -> bool:
+        """Delete the conversation for good when it holds no message (a first message withdrawn
+        after a refusal); returns whether it did."""
+        with self._tx() as db:
+            return db.execute("DELETE FROM conversations WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages"
+                              " WHERE conversation_id = ?)", (conversation_id, conversation_id)).rowcount > 0
+
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         with self._tx() as db:
             self._touch(db, conversation_id, "title = ?, updated_at = ?", title, time.time())

@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         chat.reply_measured.connect(status.show_speed)
         chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
+        chat.turn_ended.connect(self._on_turn_ended)
         chat.turn_planned.connect(self._on_turn_planned)
         chat.turn_refused.connect(self._on_turn_refused)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
@@ -242,6 +243,7 @@ class MainWindow(QMainWindow):
     @Slot(bool)
     def _on_reply_started(self, continued: bool) -> None:
         (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
+        self.chat_view.set_actions_enabled(False)  # one turn at a time, whichever chat is shown
         self.composer.set_generating(True)
         self.menus.stop.setEnabled(True)
 
@@ -251,6 +253,10 @@ class MainWindow(QMainWindow):
         self.composer.set_generating(False)
         self.menus.stop.setEnabled(False)
         self._focus_composer_unless_typing()
+
+    @Slot(str)
+    def _on_turn_ended(self, _status: str) -> None:
+        self.chat_view.set_actions_enabled(True)
 
     def _focus_composer_unless_typing(self) -> None:
         """Put the keyboard in the composer, unless the user is typing in another text field
