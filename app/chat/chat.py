@@ -38,6 +38,10 @@ class Chat(QObject):
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
+        reply_sources(object): the document excerpts (Citations, text included) the answer that
+            just ended was given (after reply_ended; not emitted when it was given none).
+        message_documents(int index, object documents): the documents (ExtractedDocuments) kept
+            with the message at `index` of the path shown: after it was sent, or one was removed.
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
@@ -72,6 +76,8 @@ class Chat(QObject):
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
     reply_stats = Signal(object)
+    reply_sources = Signal(object)
+    message_documents = Signal(int, object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     turn_refused = Signal(object, object)

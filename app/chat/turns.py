@@ -28,6 +28,7 @@ from app.chat.refusal_text import refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
 from app.core.pinned_notes import with_pinned_notes
+from app.engine.documents.fit import WHOLE
 from app.workers.generation_worker import TurnRequest
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class TurnFlow(QObject):
         self._home = None      # the Conversation it belongs to (chat.conversation while shown)
         self._home_id: int | None = None  # that conversation's id in the store
         self._queued_text: str | None = None
-        self._documents: tuple = ()  # ExtractedDocuments sent with the newest message
+        self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -60,6 +61,7 @@ class TurnFlow(QObject):
         worker.reply_finished.connect(self._on_reply_finished)
         worker.generation_failed.connect(self._on_generation_failed)
         worker.turn_refused.connect(self._on_turn_refused)
+        worker.documents_fitted.connect(self._on_documents_fitted)
 
     @property
     def active(self) -> bool:
@@ -101,33 +103,42 @@ class TurnFlow(QObject):
                           .format(", ".join(reading)), "warning")
             chat.text_withdrawn.emit(text)
             return
-        # kept for this message's remedies after a refusal; not stored with the chat (yet)
-        self._documents = chat.attachments.take() if chat.attachments is not None else ()
+        documents = chat.attachments.take() if chat.attachments is not None else ()
+        self._add_user_message(text, documents)
+        self._start_turn(documents=documents)
+
+    def _add_user_message(self, text: str, documents: tuple) -> None:
+        """The user's message, with the documents it carries, shown and stored."""
+        chat = self._chat
         message = chat.conversation.add(Role.USER, text)
+        message.documents = documents
         chat.message_added.emit(Role.USER, text)
+        if documents:
+            chat.message_documents.emit(len(chat.conversation.messages) - 1, documents)
         chat.conversations.persist(message)
-        self._start_turn(documents=self._documents)
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
-        """A new version of the user message at `index` with `text`, answered again; the old
-        version and what followed it stay (switch back with the version arrows)."""
+        """A new version of the user message at `index` with `text` and the same documents,
+        answered again; the old version and what followed it stay (switch back with the version
+        arrows)."""
         chat = self._chat
         if self._refuse_while_busy():
             return
+        documents = chat.conversation.messages[index].documents
         chat.conversations.cut_to(index)
-        message = chat.conversation.add(Role.USER, text)
-        chat.message_added.emit(Role.USER, text)
-        chat.conversations.persist(message)
-        self._start_turn()
+        self._add_user_message(text, documents)
+        self._start_turn(documents=documents)
 
     @Slot(int)
     def regenerate(self, index: int) -> None:
-        """A new version of the answer at `index`; the old one stays."""
+        """A new version of the answer at `index` (its question's documents sent again); the old one stays."""
         if self._refuse_while_busy():
             return
+        messages = self._chat.conversation.messages
+        question = messages[index - 1] if index > 0 and messages[index - 1].role is Role.USER else None
         self._chat.conversations.cut_to(index)
-        self._start_turn()
+        self._start_turn(documents=question.documents if question is not None else ())
 
     @Slot(int)
     def continue_reply(self, _index: int) -> None:
@@ -195,6 +206,7 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         self._reply, self._home, self._home_id = chat.conversation.messages[-1], chat.conversation, chat.conversation_id
+        self._documents = documents
         chat.reply_started.emit(continue_final)
         chat.conversations.show_versions()
         settings = self._with_notes(settings or chat.models.turn_settings())
@@ -247,6 +259,15 @@ class TurnFlow(QObject):
         self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
         if shown:
             self._chat.reply_stats.emit(reply.stats)
+            if reply.sources:
+                self._chat.reply_sources.emit(reply.sources)
+
+    @Slot(int, object)
+    def _on_documents_fitted(self, request_id: int, fits) -> None:
+        """The excerpts retrieved into this turn's prompt become the answer's sources (a document
+        sent whole has none: all of it was there)."""
+        if request_id == self._active_request and self._reply is not None:
+            self._reply.sources = tuple(c for fit in fits for c in fit.citations if fit.mode != WHOLE)
 
     def _stats(self, finished) -> ReplyStats:
         """The ReplyStats of the answer that just ended (engine ReplyFinished + what answered)."""

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
+from app.core import store_attachments
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -111,7 +112,7 @@ _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
 # v6: each message remembers which of its replies was shown last, so switching back to a version
 # brings back the branch the user was reading under it (NULL: the newest reply, as before).
 _V6 = ["ALTER TABLE messages ADD COLUMN shown_child_id INTEGER REFERENCES messages(id) ON DELETE SET NULL"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -312,9 +313,10 @@ class Store:
             ).lastrowid
 
     def append_message(self, conversation_id: int, message: Message, parent_id: int | None = LAST) -> int:
-        """Commit `message` as a reply to `parent_id` (None: a new first message, a version of the
-        opening one; LAST: the end of the active path) and make it the active message; sets and
-        returns `message.id`. KeyError for an unknown conversation or a parent not in it."""
+        """Commit `message` (with its documents and sources) as a reply to `parent_id` (None: a new
+        first message, a version of the opening one; LAST: the end of the active path) and make it
+        the active message; sets and returns `message.id`. KeyError for an unknown conversation or
+        a parent not in it."""
         with self._tx() as db:
             self._touch(db, conversation_id, "updated_at = ?", time.time())
             if parent_id == LAST:
@@ -323,14 +325,14 @@ class Store:
             elif parent_id is not None and self._conversation_of(parent_id) != conversation_id:
                 raise KeyError(parent_id)
             message.id = db.execute(
-                "INSERT INTO messages"
-                " (conversation_id, position, role, content, status, created_at, parent_id, stats_json)"
-                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ? FROM messages"
-                " WHERE conversation_id = ?",
+                "INSERT INTO messages (conversation_id, position, role, content, status, created_at, parent_id,"
+                " stats_json, sources_json) SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ?, ?"
+                " FROM messages WHERE conversation_id = ?",
                 (conversation_id, Role(message.role).value, message.content,
                  MessageStatus(message.status).value, message.created_at, parent_id,
-                 _stats_json(message.stats), conversation_id),
+                 _stats_json(message.stats), store_attachments.sources_json(message.sources), conversation_id),
             ).lastrowid
+            store_attachments.save_documents(db, message.id, message.documents)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
                        (message.id, conversation_id))
             db.execute("UPDATE messages SET shown_child_id = ? WHERE id = ?", (message.id, parent_id))
@@ -338,15 +340,17 @@ class Store:
 
     def update_message(
         self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
-        stats: ReplyStats | None = None,
+        stats: ReplyStats | None = None, sources: tuple = (),
     ) -> None:
-        """Commit a message's new content, status (e.g. a partial answer, STOPPED) and/or stats."""
+        """Commit a message's new content, status (e.g. a partial answer, STOPPED), stats and/or
+        sources (Citations; () leaves them)."""
         with self._tx() as db:
             row = db.execute(
                 "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
-                " stats_json = COALESCE(?, stats_json) WHERE id = ? RETURNING conversation_id",
+                " stats_json = COALESCE(?, stats_json), sources_json = COALESCE(?, sources_json)"
+                " WHERE id = ? RETURNING conversation_id",
                 (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
-                 message_id),
+                 store_attachments.sources_json(sources), message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
@@ -411,6 +415,14 @@ class Store:
         with self._tx() as db:
             return db.execute(
                 "UPDATE messages SET status = 'failed' WHERE status = 'streaming'").rowcount
+
+    def remove_document(self, message_id: int, index: int) -> str:
+        """Forget the `index`-th document (from 0) attached to message `message_id`, its text
+        included; returns its name. KeyError when there is no such document."""
+        with self._tx() as db:
+            name = store_attachments.remove_document(db, message_id, index)
+            self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
+        return name
 
     def delete_if_empty(self, conversation_id: int) -> bool:
         """Delete the conversation for good when it holds no message (a first message withdrawn
@@ -527,15 +539,18 @@ class Store:
         tree = MessageTree({i: m["parent_id"] for i, m in rows.items()},
                            {i: m["shown_child_id"] for i, m in rows.items() if m["shown_child_id"] is not None})
         path = tree.active_path(row["active_message_id"])
+        documents = store_attachments.documents_of(self._conn, path)
         messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
-                            rows[i]["created_at"], _stats(rows[i]["stats_json"])) for i in path]
+                            rows[i]["created_at"], _stats(rows[i]["stats_json"]), documents.get(i, ()),
+                            store_attachments.sources_from(rows[i]["sources_json"])) for i in path]
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
             json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
-        """A new conversation holding the path to `through_message_id` (copies, one version each),
-        the summary that serves it, the same settings and pinned notes; returns its id. KeyError
+        """A new conversation holding the path to `through_message_id` (copies, one version each,
+        with their documents and sources), the summary that serves it, the same settings and
+        pinned notes; returns its id. KeyError
         when missing."""
         source = self.load_conversation(conversation_id)
         tree = self._tree(conversation_id)
@@ -556,9 +571,10 @@ class Store:
                 m = rows[old]
                 parent = db.execute(
                     "INSERT INTO messages (conversation_id, position, role, content, status, created_at,"
-                    " parent_id, stats_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " parent_id, stats_json, sources_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent,
-                     m["stats_json"])).lastrowid
+                     m["stats_json"], m["sources_json"])).lastrowid
+                store_attachments.copy_documents(db, old, parent)
                 copies.append(parent)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?", (parent, new_id))
             if summary.content:
