@@ -52,6 +52,8 @@ class Chat(QObject):
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
         notes_changed(str text, int tokens): the pinned notes, ≈ their size in tokens.
+        notes_proposed(list[str]): facts a new summary proposes as notes, for the user to
+            accept or dismiss each ([]: none to offer).
         presets_changed(list[Preset], str current): the preset library and the chat's pick ("":
             none, or settings changed since).
         versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
@@ -89,6 +91,7 @@ class Chat(QObject):
     conversation_deleted = Signal(int, str)
     versions_changed = Signal(list)
     notes_changed = Signal(str, int)
+    notes_proposed = Signal(list)
     presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)

@@ -61,6 +61,7 @@ class ConversationFlow(QObject):
     def _reset_conversation(self) -> None:
         chat = self._chat
         chat.turns.discard_queued()  # a message sent while stopping was meant for the chat left
+        chat.notes.forget_proposals()
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
         chat.cache_key = f"new-{next(self._new_keys)}"
         chat.versions, chat.pinned_notes = [], ""
