@@ -157,6 +157,10 @@ def test_a_three_level_branch_survives_a_restart(make_chat):
     again = make_chat(db="restart.sqlite3")
     again.conversations.open_conversation(cid)
     assert contents(again.conversation.messages) == path and again.versions == versions
+    exported = json.loads(again.store.export_json(cid))  # the export holds the branch shown after the restart
+    assert [m["content"] for m in exported["messages"]] == path
+    markdown = again.store.export_markdown(cid)
+    assert "a3 v2" not in markdown and "## Assistant\n\na3\n" in markdown
     again.conversations.switch_version(1, +1)
     assert contents(again.conversation.messages) == ["q1", "a1 v2"]
     assert all(m.status is MessageStatus.COMPLETE and m.role in (Role.USER, Role.ASSISTANT)
