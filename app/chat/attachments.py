@@ -6,8 +6,9 @@ progress; removing it cancels the read). A file that cannot be attached (too lar
 encrypted or image-only PDF, text that is not UTF-8) is said in one error notice and nothing else
 changes. Send takes the documents read so far (TurnFlow.send); the worker fits them into the
 message, whole or retrieved (app.engine.documents.turn), and how each went in is said in the
-transcript. Attachments belong to the message they were sent with; they are not stored with the
-chat yet.
+transcript. Attachments belong to the message they were sent with: the Store keeps them (their
+extracted text) with it, the transcript shows them on it again when the chat is reopened, Edit
+and Regenerate send them again, and `remove_sent` forgets one.
 """
 
 from __future__ import annotations
@@ -87,6 +88,23 @@ class AttachmentFlow(QObject):
         for ticket in list(self._attached):
             self.remove(ticket)
         return documents
+
+    @Slot(int, int)
+    def remove_sent(self, index: int, document_index: int) -> None:
+        """Forget the `document_index`-th document of the message at `index` of the path shown,
+        its stored text included: it is no longer sent when that message is edited or answered
+        again (answers already given keep their sources)."""
+        chat = self._chat
+        message = chat.conversation.messages[index]
+        documents = list(message.documents)
+        if not 0 <= document_index < len(documents):
+            return
+        if message.id is not None:
+            chat.store.remove_document(message.id, document_index)
+        gone = documents.pop(document_index)
+        message.documents = tuple(documents)
+        chat.message_documents.emit(index, message.documents)
+        chat.announce(translate("Attachments", "{0} was removed from this chat").format(gone.name), "status")
 
     # ----- events ------------------------------------------------------------------------------
     @Slot(int, float)

@@ -38,6 +38,10 @@ class Chat(QObject):
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
+        reply_sources(object): the document excerpts (Citations, text included) the answer that
+            just ended was given (after reply_ended; not emitted when it was given none).
+        message_documents(int index, object documents): the documents (ExtractedDocuments) kept
+            with the message at `index` of the path shown: after it was sent, or one was removed.
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
@@ -48,6 +52,8 @@ class Chat(QObject):
         conversations_listed(list[ConversationInfo], object current_id): the sidebar's rows.
         conversation_deleted(int id, str title): deleted, restorable (offer Undo).
         notes_changed(str text, int tokens): the pinned notes, ≈ their size in tokens.
+        notes_proposed(list[str]): facts a new summary proposes as notes, for the user to
+            accept or dismiss each ([]: none to offer).
         presets_changed(list[Preset], str current): the preset library and the chat's pick ("":
             none, or settings changed since).
         versions_changed(list[tuple[int, int]]): per message of the path shown, (its version
@@ -72,6 +78,8 @@ class Chat(QObject):
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
     reply_stats = Signal(object)
+    reply_sources = Signal(object)
+    message_documents = Signal(int, object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     turn_refused = Signal(object, object)
@@ -83,6 +91,7 @@ class Chat(QObject):
     conversation_deleted = Signal(int, str)
     versions_changed = Signal(list)
     notes_changed = Signal(str, int)
+    notes_proposed = Signal(list)
     presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)

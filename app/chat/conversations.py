@@ -30,6 +30,13 @@ if TYPE_CHECKING:
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+TITLE_CHARS = 60
+
+
+def auto_title(first_message: str) -> str:
+    """A new conversation's title: the first line of its first message, at most TITLE_CHARS."""
+    lines = first_message.strip().splitlines()
+    return lines[0][:TITLE_CHARS] if lines else ""
 
 
 class ConversationFlow(QObject):
@@ -53,7 +60,8 @@ class ConversationFlow(QObject):
 
     def _reset_conversation(self) -> None:
         chat = self._chat
-        chat.turns.stop_for_switch()  # a reply in flight is kept, as stopped
+        chat.turns.discard_queued()  # a message sent while stopping was meant for the chat left
+        chat.notes.forget_proposals()
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
         chat.cache_key = f"new-{next(self._new_keys)}"
         chat.versions, chat.pinned_notes = [], ""
@@ -68,20 +76,36 @@ class ConversationFlow(QObject):
 
     @Slot()
     def new_conversation(self) -> None:
-        """Open an empty chat (a reply in flight is stopped and kept)."""
+        """Open an empty chat (a reply being written goes on into its own)."""
+        leaving = self._leaving_reply()
         self._reset_conversation()
         self._activate_cache()
         self.refresh_sidebar()
+        self._say_reply_goes_on(leaving)
+
+    def _leaving_reply(self) -> str | None:
+        """The title of the conversation shown when its reply is still being written (the switch
+        leaves it streaming there), else None."""
+        chat = self._chat
+        if not chat.turns.shown or chat.conversation_id is None:
+            return None
+        return chat.store.load_conversation(chat.conversation_id).info.title
+
+    def _say_reply_goes_on(self, title: str | None) -> None:
+        """A line in the chat now shown: the reply left behind goes on, and why Send waits."""
+        if title is not None:
+            self._chat.announce(translate("Conversations", "The answer in “{0}” is still being written and will be "
+                                          "saved there. Stop ends it; then you can send here.").format(title))
 
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
-        """Open a stored conversation with its own settings and summary; refused (with a notice)
-        while a reply is in flight."""
+        """Open a stored conversation with its own settings and summary. A reply being written
+        goes on into its own conversation; opening that one shows it still streaming."""
         chat = self._chat
-        if chat.turns.active:
-            chat.announce(translate("Conversations", "Stop the current reply before switching conversations."))
-            return
+        if chat.turns.shown and chat.conversation_id == conversation_id:
+            return  # already shown, its reply streaming
         stored = chat.store.load_conversation(conversation_id)
+        leaving = self._leaving_reply()
         self._reset_conversation()
         chat.conversation_id = conversation_id
         chat.cache_key = self._cache_keys.setdefault(conversation_id, f"stored-{conversation_id}")
@@ -95,9 +119,16 @@ class ConversationFlow(QObject):
         preset = stored.settings.get("preset")  # the preset its settings came from, if any
         chat.preset_name = preset if isinstance(preset, str) else ""
         self._activate_cache()
+        home = chat.turns.home_of(conversation_id)
+        if home is not None:  # the reply in flight is written here: its messages, not the store's yet
+            stored.conversation = home
         self._adopt(stored)
+        if home is not None:
+            self.show_versions()
+            chat.reply_started.emit(True)  # the transcript streams into that reply again
         chat.presets.show_presets()
         self.refresh_sidebar()
+        self._say_reply_goes_on(leaving)
 
     def _adopt(self, stored) -> None:
         """Show a StoredConversation's active path, its summary and version numbers."""
@@ -125,7 +156,7 @@ class ConversationFlow(QObject):
         target = siblings[max(0, min(len(siblings) - 1, siblings.index(message.id) + step))]
         if target == message.id:
             return
-        chat.store.set_active_message(chat.conversation_id, tree.newest_leaf(target))
+        chat.store.set_active_message(chat.conversation_id, tree.shown_leaf(target))
         self._adopt(chat.store.load_conversation(chat.conversation_id))
 
     @Slot(int)
@@ -139,10 +170,19 @@ class ConversationFlow(QObject):
         message = chat.conversation.messages[index]
         if chat.conversation_id is None or message.id is None:
             return
-        title = chat.store.load_conversation(chat.conversation_id).info.title
-        title = translate("Conversations", "{0} (branch)").format(title)
+        title = translate("Conversations", "{0} (branch)").format(self._branch_title())
         copy = chat.store.copy_branch(chat.conversation_id, message.id, title)
         self.open_conversation(copy)
+
+    def _branch_title(self) -> str:
+        """What a branch of the open conversation is called: its own title when the user renamed
+        it, else the words of the branch's first message (not those of version 1, which the
+        automatic title was made from)."""
+        chat = self._chat
+        title = chat.store.load_conversation(chat.conversation_id).info.title
+        tree = chat.store.message_tree(chat.conversation_id)
+        first = chat.store.message_text(tree.children(None)[0])
+        return auto_title(chat.conversation.messages[0].content) if title == auto_title(first) else title
 
     def reopen(self, conversation_id: int | None) -> bool:
         """Open the conversation that was open at the last close, when it still exists (it may
@@ -162,6 +202,7 @@ class ConversationFlow(QObject):
         """Delete (restorable for a week); the open conversation closes into an empty chat."""
         chat = self._chat
         title = next((i.title for i in chat.store.list_conversations() if i.id == conversation_id), "")
+        chat.turns.stop_for_delete(conversation_id)
         chat.store.delete_conversation(conversation_id)
         key = self._cache_keys.pop(conversation_id, None)
         if key is not None:
@@ -196,12 +237,16 @@ class ConversationFlow(QObject):
             return False
         return True
 
-    def persist(self, message) -> None:
+    def persist(self, message, conversation: Conversation | None = None, conversation_id: int | None = None) -> None:
         """Commit a message as it completes (a new row, the reply to the message before it on the
-        active path, or the final state of an old one)."""
+        active path, or the final state of an old one). `conversation` / `conversation_id`: where
+        it belongs when that is not the conversation shown (a reply that ended after a switch)."""
         chat = self._chat
+        if conversation is not None and conversation is not chat.conversation:
+            self._persist_elsewhere(message, conversation, conversation_id)
+            return
         if chat.conversation_id is None:
-            title = chat.conversation.messages[0].content.strip().splitlines()[0][:60]
+            title = auto_title(chat.conversation.messages[0].content)
             chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
             self._cache_keys[chat.conversation_id] = chat.cache_key
             chat.notes.save()  # notes written before the first message
@@ -219,6 +264,17 @@ class ConversationFlow(QObject):
             chat.store.update_message(message.id, content=message.content, status=message.status,
                                       stats=message.stats)
         self.show_versions()
+
+    def _persist_elsewhere(self, message, conversation: Conversation, conversation_id: int) -> None:
+        """Commit a message of a conversation that is not shown (see persist)."""
+        store = self._chat.store
+        if message.id is None:
+            index = next(i for i, m in enumerate(conversation.messages) if m is message)
+            parent = conversation.messages[index - 1].id if index else None
+            store.append_message(conversation_id, message, parent_id=parent)
+        else:
+            store.update_message(message.id, content=message.content, status=message.status, stats=message.stats)
+        self.refresh_sidebar()
 
     def show_versions(self) -> None:
         """Recount the versions of each message on the active path (a message not saved yet, the
@@ -264,6 +320,10 @@ class ConversationFlow(QObject):
                 self._adopt(chat.store.load_conversation(chat.conversation_id))
                 return ""
             chat.store.delete_message(message.id)
+            if chat.store.delete_if_empty(chat.conversation_id):  # its first message: no chat is left behind
+                self._cache_keys.pop(chat.conversation_id, None)
+                chat.conversation_id = None
+                self.refresh_sidebar()
         self.cut_to(len(chat.conversation.messages) - 1)
         self.show_versions()
         return message.content

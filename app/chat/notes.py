@@ -1,6 +1,7 @@
 """Pinned notes of the open conversation (issue 17, item 5): kept with the conversation in the
-Store and sent in every prompt (app.core.pinned_notes), edited by the user or pinned from a
-message."""
+Store and sent in every prompt (app.core.pinned_notes), edited by the user, pinned from a
+message, or accepted from what a new summary proposes (app.core.note_proposals: the user
+accepts or dismisses each proposal; nothing is pinned without them)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
+from app.core.note_proposals import propose_notes
 from app.core.pinned_notes import add_note, estimate_tokens
 
 if TYPE_CHECKING:
@@ -15,12 +17,44 @@ if TYPE_CHECKING:
 
 
 class NotesFlow(QObject):
-    """Keeps chat.pinned_notes in step with the Store. No signals of its own: the Chat's
-    notes_changed is emitted here."""
+    """Keeps chat.pinned_notes in step with the Store, and the notes proposed for the open
+    conversation. No signals of its own: the Chat's notes_changed and notes_proposed are
+    emitted here."""
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
         self._chat = chat
+        self.proposals: list[str] = []  # offered, not yet accepted or dismissed
+        self._dismissed: set[str] = set()  # this conversation's, not offered again
+
+    def propose(self, summary: str) -> None:
+        """Offer the facts of a new `summary` of the open conversation as notes to pin."""
+        fresh = propose_notes(summary, self._chat.pinned_notes, self._dismissed)
+        self.proposals = [p for p in self.proposals if p not in fresh] + fresh
+        self._chat.notes_proposed.emit(list(self.proposals))
+
+    @Slot(str)
+    def accept(self, text: str) -> None:
+        """Pin a proposed note (the user accepted it)."""
+        if text in self.proposals:
+            self.proposals.remove(text)
+            self.edit(add_note(self._chat.pinned_notes, text))
+            self._chat.notes_proposed.emit(list(self.proposals))
+
+    @Slot(str)
+    def dismiss(self, text: str) -> None:
+        """Drop a proposed note; it is not proposed again in this conversation."""
+        if text in self.proposals:
+            self.proposals.remove(text)
+            self._dismissed.add(text)
+            self._chat.notes_proposed.emit(list(self.proposals))
+
+    def forget_proposals(self) -> None:
+        """Another conversation opens: the proposals were this one's."""
+        self._dismissed.clear()
+        if self.proposals:
+            self.proposals = []
+            self._chat.notes_proposed.emit([])
 
     @Slot(str)
     def edit(self, text: str) -> None:

@@ -95,8 +95,11 @@ class SummaryFlow(QObject):
             chat.store.save_summary(conversation_id, state, path[folded - 1] if folded else None)
         chat.summarizing_changed.emit(False)
         if conversation_id == here[0] and path[:folded] == here[1][:folded]:
+            new = state.content and state.content != chat.summary.content
             chat.summary = state
             self.show_summary()
+            if new:  # its facts may be pinned, one by one, if the user wants them
+                chat.notes.propose(state.content)
         chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), "status")
 
     @Slot(int, str)

@@ -1,10 +1,17 @@
 """The chat turn, from Send to the transcript: send → the worker's plan and admission decision →
 streaming → finished, refused (with the admission remedies the user may pick) or failed.
 
-Owns the request in flight (its id), a message sent while Stop takes effect (sent as soon as
-the turn ends), the pending turn's TurnPlan, and the per-turn projected vs measured peaks kept
-for the diagnostics report. The conversation itself is the Chat's; only the GUI thread runs this
-code, and the worker only ever sees copies of the messages.
+Owns the request in flight (its id, the reply being written and the conversation it belongs
+to), a message sent while Stop takes effect (sent as soon as the turn ends), the pending turn's
+TurnPlan, and the per-turn projected vs measured peaks kept for the diagnostics report. The
+conversation itself is the Chat's; only the GUI thread runs this code, and the worker only ever
+sees copies of the messages.
+
+The user may open another conversation while a reply is written (new-user trial: switching was
+refused): the reply goes on into its own conversation (its *home*) and is stored there when it
+ends; only the chat shown hears reply_streamed / reply_stats, and opening the home again shows
+the reply still streaming (ConversationFlow.open_conversation). The model answers one turn at a
+time, so the chat shown waits (Stop stays offered) until that reply ends.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from app.chat.refusal_text import refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
 from app.core.pinned_notes import with_pinned_notes
+from app.engine.documents.fit import WHOLE
 from app.workers.generation_worker import TurnRequest
 
 if TYPE_CHECKING:
@@ -40,8 +48,11 @@ class TurnFlow(QObject):
         self._chat = chat
         self._request_ids = itertools.count(1)
         self._active_request: int | None = None
+        self._reply = None     # the Message being written by the request in flight
+        self._home = None      # the Conversation it belongs to (chat.conversation while shown)
+        self._home_id: int | None = None  # that conversation's id in the store
         self._queued_text: str | None = None
-        self._documents: tuple = ()  # ExtractedDocuments sent with the newest message
+        self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -50,11 +61,31 @@ class TurnFlow(QObject):
         worker.reply_finished.connect(self._on_reply_finished)
         worker.generation_failed.connect(self._on_generation_failed)
         worker.turn_refused.connect(self._on_turn_refused)
+        worker.documents_fitted.connect(self._on_documents_fitted)
 
     @property
     def active(self) -> bool:
         """Whether a reply is in flight (planned, streaming or stopping)."""
         return self._active_request is not None
+
+    @property
+    def shown(self) -> bool:
+        """Whether the reply in flight belongs to the conversation shown (False when none is)."""
+        return self.active and self._home is self._chat.conversation
+
+    def home_of(self, conversation_id: int | None):
+        """The Conversation a reply in flight is being written into, when it is `conversation_id`'s
+        (its messages end with that reply); else None."""
+        if self.active and conversation_id is not None and conversation_id == self._home_id:
+            return self._home
+        return None
+
+    def _refuse_while_busy(self) -> bool:
+        """Say why a command that starts a turn waits, when a reply is in flight; returns whether it did."""
+        if self._active_request is None:
+            return False
+        self._chat.announce(translate("Turns", "Wait for the answer being written to end, or stop it."), "status")
+        return True
 
     # ----- commands ----------------------------------------------------------------------------
     @Slot(str)
@@ -72,33 +103,48 @@ class TurnFlow(QObject):
                           .format(", ".join(reading)), "warning")
             chat.text_withdrawn.emit(text)
             return
-        # kept for this message's remedies after a refusal; not stored with the chat (yet)
-        self._documents = chat.attachments.take() if chat.attachments is not None else ()
+        documents = chat.attachments.take() if chat.attachments is not None else ()
+        self._add_user_message(text, documents)
+        self._start_turn(documents=documents)
+
+    def _add_user_message(self, text: str, documents: tuple) -> None:
+        """The user's message, with the documents it carries, shown and stored."""
+        chat = self._chat
         message = chat.conversation.add(Role.USER, text)
+        message.documents = documents
         chat.message_added.emit(Role.USER, text)
+        if documents:
+            chat.message_documents.emit(len(chat.conversation.messages) - 1, documents)
         chat.conversations.persist(message)
-        self._start_turn(documents=self._documents)
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
-        """A new version of the user message at `index` with `text`, answered again; the old
-        version and what followed it stay (switch back with the version arrows)."""
+        """A new version of the user message at `index` with `text` and the same documents,
+        answered again; the old version and what followed it stay (switch back with the version
+        arrows)."""
         chat = self._chat
+        if self._refuse_while_busy():
+            return
+        documents = chat.conversation.messages[index].documents
         chat.conversations.cut_to(index)
-        message = chat.conversation.add(Role.USER, text)
-        chat.message_added.emit(Role.USER, text)
-        chat.conversations.persist(message)
-        self._start_turn()
+        self._add_user_message(text, documents)
+        self._start_turn(documents=documents)
 
     @Slot(int)
     def regenerate(self, index: int) -> None:
-        """A new version of the answer at `index`; the old one stays."""
+        """A new version of the answer at `index` (its question's documents sent again); the old one stays."""
+        if self._refuse_while_busy():
+            return
+        messages = self._chat.conversation.messages
+        question = messages[index - 1] if index > 0 and messages[index - 1].role is Role.USER else None
         self._chat.conversations.cut_to(index)
-        self._start_turn()
+        self._start_turn(documents=question.documents if question is not None else ())
 
     @Slot(int)
     def continue_reply(self, _index: int) -> None:
         """Extend the last (stopped) answer in place (continue after Stop, text-generation-webui #7565)."""
+        if self._refuse_while_busy():
+            return
         self._chat.conversation.messages[-1].status = MessageStatus.STREAMING
         self._start_turn(continue_final=True)
 
@@ -159,6 +205,8 @@ class TurnFlow(QObject):
         messages = copy_messages(chat.conversation.messages)
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
+        self._reply, self._home, self._home_id = chat.conversation.messages[-1], chat.conversation, chat.conversation_id
+        self._documents = documents
         chat.reply_started.emit(continue_final)
         chat.conversations.show_versions()
         settings = self._with_notes(settings or chat.models.turn_settings())
@@ -184,29 +232,42 @@ class TurnFlow(QObject):
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)
-    def _on_turn_planned(self, _request_id: int, plan) -> None:
+    def _on_turn_planned(self, request_id: int, plan) -> None:
         self.last_plan = plan
-        self._chat.turn_planned.emit(plan)
+        if request_id != self._active_request or self.shown:  # the meter and panel show the chat shown
+            self._chat.turn_planned.emit(plan)
 
     @Slot(int, str)
     def _on_token_streamed(self, request_id: int, text: str) -> None:
         if request_id == self._active_request:
-            self._chat.conversation.messages[-1].content += text
-            self._chat.reply_streamed.emit(text)
+            self._reply.content += text
+            if self.shown:
+                self._chat.reply_streamed.emit(text)
 
     @Slot(int, object, object)
     def _on_reply_finished(self, request_id: int, finished, record) -> None:
         if request_id != self._active_request:
             return
         self.turn_records.append(record)
-        self._chat.conversation.messages[-1].stats = self._stats(finished)
+        reply, shown = self._reply, self.shown
+        reply.stats = self._stats(finished)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
             self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
         self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
-        self._chat.reply_stats.emit(self._chat.conversation.messages[-1].stats)
+        if shown:
+            self._chat.reply_stats.emit(reply.stats)
+            if reply.sources:
+                self._chat.reply_sources.emit(reply.sources)
+
+    @Slot(int, object)
+    def _on_documents_fitted(self, request_id: int, fits) -> None:
+        """The excerpts retrieved into this turn's prompt become the answer's sources (a document
+        sent whole has none: all of it was there)."""
+        if request_id == self._active_request and self._reply is not None:
+            self._reply.sources = tuple(c for fit in fits for c in fit.citations if fit.mode != WHOLE)
 
     def _stats(self, finished) -> ReplyStats:
         """The ReplyStats of the answer that just ended (engine ReplyFinished + what answered)."""
@@ -236,21 +297,24 @@ class TurnFlow(QObject):
         if request_id != self._active_request:
             return
         chat = self._chat
-        reply = chat.conversation.messages[-1]
+        reply, home, shown = self._reply, self._home, self.shown
         if reply.id is None:  # a fresh placeholder: nothing ran, nothing to keep
-            chat.conversation.messages.pop()
+            home.messages.remove(reply)
             chat.reply_ended.emit(MessageStatus.FAILED, "")
-            chat.messages_truncated.emit(len(chat.conversation.messages))
-            chat.conversations.show_versions()
+            if shown:
+                chat.messages_truncated.emit(len(home.messages))
+                chat.conversations.show_versions()
         else:  # a refused "continue": the partial answer stays as it was
             reply.status = MessageStatus.STOPPED
             chat.reply_ended.emit(MessageStatus.STOPPED, "")
-        self._active_request = None
+        self._forget_reply()
         log.info("turn refused: %s", decision.reason)
         chat.announce(refusal_line(decision), "error")
         chat.turn_ended.emit("refused")
         if self._queued_text:
             self._send_queued()
+            return
+        if not shown:  # its chat is no longer shown: its message stays, unanswered, with no dialog here
             return
         projection = self.last_plan.projection if self.last_plan is not None else None
         chat.turn_refused.emit(decision, projection)
@@ -258,13 +322,16 @@ class TurnFlow(QObject):
     # ----- ending a turn -----------------------------------------------------------------------
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
         chat = self._chat
-        message = chat.conversation.messages[-1]
+        message, home, home_id = self._reply, self._home, self._home_id
         message.status = status
-        chat.conversations.persist(message)
+        chat.conversations.persist(message, home, home_id)
         chat.reply_ended.emit(status, detail)
-        self._active_request = None
+        self._forget_reply()
         chat.turn_ended.emit(status.value)
         self._send_queued()
+
+    def _forget_reply(self) -> None:
+        self._active_request = self._reply = self._home = self._home_id = None
 
     def _send_queued(self) -> None:
         text, self._queued_text = self._queued_text, None
@@ -280,10 +347,10 @@ class TurnFlow(QObject):
         if self._active_request is not None:
             self._end_turn(MessageStatus.STOPPED)
 
-    def stop_for_switch(self) -> None:
-        """Before the open conversation is replaced: drop a queued message and stop a reply in
-        flight (it ends within one token), keeping its partial answer as stopped."""
-        self.discard_queued()
-        if self._active_request is not None:
+    def stop_for_delete(self, conversation_id: int) -> None:
+        """Before `conversation_id` is deleted: a reply in flight into it stops (within one token)
+        and its partial answer is kept, as stopped (the conversation can still be restored)."""
+        if self.home_of(conversation_id) is not None:
+            self.discard_queued()
             self._chat.worker.request_stop()
             self.keep_partial_as_stopped()

@@ -64,8 +64,11 @@ class Message:
     """One chat message.
 
     `id` is the store's row id (None until persisted); `created_at` is Unix time in seconds;
-    `stats`: how an answer was made (None for user messages and answers from before stats).
-    None of the three takes part in equality, so two messages with the same role, content and
+    `stats`: how an answer was made (None for user messages and answers from before stats);
+    `documents`: the files attached to a user message (app.core.attached_document
+    ExtractedDocuments), sent again when it is edited or answered again; `sources`: the document
+    excerpts an answer was given (app.core.document_prompt Citations, their text included).
+    None of these takes part in equality, so two messages with the same role, content and
     status compare equal whether or not they have been saved.
     """
 
@@ -75,6 +78,8 @@ class Message:
     id: int | None = field(default=None, compare=False)
     created_at: float = field(default_factory=time.time, compare=False)
     stats: ReplyStats | None = field(default=None, compare=False)
+    documents: tuple = field(default=(), compare=False)
+    sources: tuple = field(default=(), compare=False)
 
     def as_chat_dict(self) -> dict[str, str]:
         """The `{"role", "content"}` form that `apply_chat_template` takes."""

@@ -22,7 +22,7 @@ and no more than the KV cache can hold when admission says so (`kv_tokens`). Pur
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from app.core.chunking import Chunk
 from app.core.history import TokenBudget
@@ -34,7 +34,9 @@ DOCUMENT_SHARE = 0.75
 
 @dataclass(frozen=True)
 class Citation:
-    """One excerpt that went into a prompt: `chunk_id` in document `name`, its section and page."""
+    """One excerpt that went into a prompt: `chunk_id` in document `name`, its section and page;
+    `start`/`end`: the character span of the chunk's own text in the document; `text`: what the
+    prompt held (the overlap lead-in included)."""
 
     name: str
     chunk_id: int
@@ -42,6 +44,26 @@ class Citation:
     page: int | None
     start: int
     end: int
+    text: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: object) -> Citation | None:
+        """The citation in `raw` (a dict from to_json); None when it is not usable."""
+        if not isinstance(raw, dict):
+            return None
+        try:
+            citation = cls(**{k: raw[k] for k in ("name", "chunk_id", "heading", "page", "start", "end", "text")
+                              if k in raw})
+        except TypeError:
+            return None
+        numbers_ok = all(isinstance(n, int) and not isinstance(n, bool)
+                         for n in (citation.chunk_id, citation.start, citation.end))
+        texts_ok = all(isinstance(t, str) for t in (citation.name, citation.heading, citation.text))
+        page_ok = citation.page is None or (isinstance(citation.page, int) and not isinstance(citation.page, bool))
+        return citation if numbers_ok and texts_ok and page_ok else None
 
     @property
     def label(self) -> str:
@@ -51,7 +73,7 @@ class Citation:
 
 
 def cite(name: str, chunk: Chunk) -> Citation:
-    return Citation(name, chunk.id, chunk.heading, chunk.page, chunk.start, chunk.end)
+    return Citation(name, chunk.id, chunk.heading, chunk.page, chunk.start, chunk.end, chunk.text)
 
 
 def whole_block(name: str, text: str, pages: int = 0) -> str:

@@ -1,7 +1,9 @@
 """A stored conversation as a file: JSON (format "headroom-conversation") or Markdown. Both hold
-the active branch (the path shown; other versions stay in the database), its summary and its
-pinned notes."""
+the active branch (the path shown; other versions stay in the database), its summary, its
+pinned notes, the documents attached to its messages (their extracted text) and the excerpts
+each answer was given."""
 
+import html
 import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -14,23 +16,34 @@ if TYPE_CHECKING:
 
 def conversation_json(c: "StoredConversation") -> str:
     """JSON, format "headroom-conversation" v1 (times in Unix seconds); "pinned_notes" is absent
-    when there are none."""
+    when there are none, a message's "documents" (name, kind, pages, size_bytes, encoding, text)
+    and "sources" (app.core.document_prompt.Citation fields) when it has none."""
     data = {
         "format": "headroom-conversation", "version": 1, "title": c.info.title,
         "created_at": c.info.created_at, "updated_at": c.info.updated_at,
         "settings": c.settings,
         "summary": {"content": c.summary.content, "folded_through": c.summary.folded_through,
                     "tokens": c.summary.tokens} if c.summary.content else None,
-        "messages": [{"role": m.role.value, "content": m.content, "status": m.status.value,
-                      "created_at": m.created_at} for m in c.conversation.messages],
+        "messages": [_message_json(m) for m in c.conversation.messages],
     }
     if c.pinned_notes:
         data["pinned_notes"] = c.pinned_notes
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
+def _message_json(m) -> dict:
+    data = {"role": m.role.value, "content": m.content, "status": m.status.value, "created_at": m.created_at}
+    if m.documents:
+        data["documents"] = [{"name": d.name, "kind": d.kind, "pages": d.pages, "size_bytes": d.size_bytes,
+                              "encoding": d.encoding, "text": d.text} for d in m.documents]
+    if m.sources:
+        data["sources"] = [s.to_json() for s in m.sources]
+    return data
+
+
 def conversation_markdown(c: "StoredConversation") -> str:
-    """Markdown: a heading per message; unfinished answers are marked."""
+    """Markdown: a heading per message; unfinished answers are marked; an attached document
+    follows its message in a collapsed <details> block, an answer's sources are listed under it."""
     lines = [f"# {c.info.title or 'Untitled conversation'}", "",
              f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
     if c.pinned_notes:
@@ -41,7 +54,23 @@ def conversation_markdown(c: "StoredConversation") -> str:
         lines += [f"## {m.role.value.capitalize()}", "", m.content, ""]
         if m.status is not MessageStatus.COMPLETE:
             lines += [f"_({m.status.value})_", ""]
+        for d in m.documents:
+            fence = "`" * max(3, _longest_run(d.text, "`") + 1)
+            extent = f", {d.pages} pages" if d.pages > 1 else ""
+            lines += ["<details>", f"<summary>Attached: {html.escape(d.name)}{extent}</summary>", "",
+                      fence + "text", d.text.rstrip("\n"), fence, "", "</details>", ""]
+        if m.sources:
+            lines += ["Sources: " + "; ".join(s.label for s in m.sources), ""]
     return "\n".join(lines)
+
+
+def _longest_run(text: str, char: str) -> int:
+    """The longest run of `char` in `text` (a fence must be longer than any inside it)."""
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest
 
 
 def _iso(seconds: float) -> str:

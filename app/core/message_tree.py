@@ -3,9 +3,10 @@ replacing, so every version stays (issue 17, item 1).
 
 Each message has a parent (None: it opened the conversation); siblings are the versions of one
 message, oldest first (ids grow with creation). The *active path* runs from a root to the active
-message and then on down through the newest child at each step, so a version switched to shows
-the latest answer under it. Pure data: the Store builds it from its rows, the chat asks it for
-paths and version numbers.
+message and then on down, at each step through the reply last shown there (`shown`: the version
+the user last looked at, so switching back to a version brings back the branch viewed under it)
+or, where none was recorded, the newest reply. Pure data: the Store builds it from its rows, the
+chat asks it for paths and version numbers.
 """
 
 from collections.abc import Mapping, Sequence
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class MessageTree:
-    """Parent pointers of one conversation's messages: `parents[id]` is the parent's id or None.
+    """Parent pointers of one conversation's messages: `parents[id]` is the parent's id or None;
+    `shown[id]`: the reply to `id` last shown (absent, or not a reply of `id`: the newest one).
     Methods taking an id raise KeyError when it is not in the tree."""
 
     parents: Mapping[int, int | None]
+    shown: Mapping[int, int] = field(default_factory=dict)
     _children: dict[int | None, list[int]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -41,22 +44,24 @@ class MessageTree:
             path.append(parent)
         return path[::-1]
 
-    def newest_leaf(self, message_id: int) -> int:
-        """Follow the newest child from `message_id` down to a message without replies."""
+    def shown_leaf(self, message_id: int) -> int:
+        """Follow the reply last shown (else the newest) from `message_id` down to a message
+        without replies."""
         self.parents[message_id]  # KeyError for an unknown id
         while children := self._children.get(message_id):
-            message_id = children[-1]
+            shown = self.shown.get(message_id)
+            message_id = shown if shown in children else children[-1]
         return message_id
 
     def active_path(self, active_id: int | None) -> list[int]:
-        """The path shown: root → `active_id` → newest children below it. An `active_id` that is
-        None or not in the tree falls back to the newest root's newest leaf ([] when empty)."""
+        """The path shown: root → `active_id` → the replies last shown below it. An `active_id`
+        that is None or not in the tree falls back to the newest root ([] when empty)."""
         if active_id not in self.parents:
             roots = self._children.get(None)
             if not roots:
                 return []
             active_id = roots[-1]
-        return self.path_to(self.newest_leaf(active_id))
+        return self.path_to(self.shown_leaf(active_id))
 
     def versions(self, path: Sequence[int]) -> list[tuple[int, int]]:
         """For each message of `path`: (its number among its versions, from 1; how many there are)."""

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
+from app.core import store_attachments
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -108,7 +109,10 @@ _V3 = [
 _V4 = ["ALTER TABLE conversations ADD COLUMN pinned_notes TEXT NOT NULL DEFAULT ''"]
 # v5: how each answer was made (ReplyStats as JSON; NULL for user messages and older answers).
 _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+# v6: each message remembers which of its replies was shown last, so switching back to a version
+# brings back the branch the user was reading under it (NULL: the newest reply, as before).
+_V6 = ["ALTER TABLE messages ADD COLUMN shown_child_id INTEGER REFERENCES messages(id) ON DELETE SET NULL"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -126,7 +130,8 @@ class NewerSchemaError(StoreError):
 
 @dataclass(frozen=True)
 class ConversationInfo:
-    """A conversation-list row. Times are Unix seconds; `deleted_at` is None unless deleted."""
+    """A conversation-list row. Times are Unix seconds; `deleted_at` is None unless deleted;
+    `message_count`: the messages of the branch shown (other versions are not counted)."""
 
     id: int
     title: str
@@ -308,9 +313,10 @@ class Store:
             ).lastrowid
 
     def append_message(self, conversation_id: int, message: Message, parent_id: int | None = LAST) -> int:
-        """Commit `message` as a reply to `parent_id` (None: a new first message, a version of the
-        opening one; LAST: the end of the active path) and make it the active message; sets and
-        returns `message.id`. KeyError for an unknown conversation or a parent not in it."""
+        """Commit `message` (with its documents and sources) as a reply to `parent_id` (None: a new
+        first message, a version of the opening one; LAST: the end of the active path) and make it
+        the active message; sets and returns `message.id`. KeyError for an unknown conversation or
+        a parent not in it."""
         with self._tx() as db:
             self._touch(db, conversation_id, "updated_at = ?", time.time())
             if parent_id == LAST:
@@ -319,41 +325,47 @@ class Store:
             elif parent_id is not None and self._conversation_of(parent_id) != conversation_id:
                 raise KeyError(parent_id)
             message.id = db.execute(
-                "INSERT INTO messages"
-                " (conversation_id, position, role, content, status, created_at, parent_id, stats_json)"
-                " SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ? FROM messages"
-                " WHERE conversation_id = ?",
+                "INSERT INTO messages (conversation_id, position, role, content, status, created_at, parent_id,"
+                " stats_json, sources_json) SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ?, ?"
+                " FROM messages WHERE conversation_id = ?",
                 (conversation_id, Role(message.role).value, message.content,
                  MessageStatus(message.status).value, message.created_at, parent_id,
-                 _stats_json(message.stats), conversation_id),
+                 _stats_json(message.stats), store_attachments.sources_json(message.sources), conversation_id),
             ).lastrowid
+            store_attachments.save_documents(db, message.id, message.documents)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
                        (message.id, conversation_id))
+            db.execute("UPDATE messages SET shown_child_id = ? WHERE id = ?", (message.id, parent_id))
         return message.id
 
     def update_message(
         self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
-        stats: ReplyStats | None = None,
+        stats: ReplyStats | None = None, sources: tuple = (),
     ) -> None:
-        """Commit a message's new content, status (e.g. a partial answer, STOPPED) and/or stats."""
+        """Commit a message's new content, status (e.g. a partial answer, STOPPED), stats and/or
+        sources (Citations; () leaves them)."""
         with self._tx() as db:
             row = db.execute(
                 "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
-                " stats_json = COALESCE(?, stats_json) WHERE id = ? RETURNING conversation_id",
+                " stats_json = COALESCE(?, stats_json), sources_json = COALESCE(?, sources_json)"
+                " WHERE id = ? RETURNING conversation_id",
                 (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
-                 message_id),
+                 store_attachments.sources_json(sources), message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
             self._touch(db, row[0], "updated_at = ?", time.time())
 
     def set_active_message(self, conversation_id: int, message_id: int) -> None:
-        """Show the path through `message_id` (then the newest replies below it) from now on.
-        KeyError for an unknown conversation or a message not in it."""
+        """Show the path through `message_id` (then the replies last shown below it) from now on;
+        each message on the way to it remembers the reply shown. KeyError for an unknown
+        conversation or a message not in it."""
         with self._tx() as db:
             if self._conversation_of(message_id) != conversation_id:
                 raise KeyError(message_id)
             self._touch(db, conversation_id, "active_message_id = ?", message_id)
+            path = self._tree(conversation_id).path_to(message_id)
+            db.executemany("UPDATE messages SET shown_child_id = ? WHERE id = ?", zip(path[1:], path, strict=False))
 
     def delete_message(self, message_id: int) -> None:
         """Delete a message with every reply below it (and the summaries that folded any); the
@@ -366,14 +378,22 @@ class Store:
             self._touch(db, conversation_id, "updated_at = ?", time.time())
             db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
 
+    def message_text(self, message_id: int) -> str:
+        """The content of any stored message (any version, any branch). KeyError when missing."""
+        row = self._conn.execute("SELECT content FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            raise KeyError(message_id)
+        return row[0]
+
     def message_tree(self, conversation_id: int) -> MessageTree:
         """Every message's parent (all versions, all branches). KeyError for an unknown conversation."""
         self._active(conversation_id)
         return self._tree(conversation_id)
 
     def _tree(self, conversation_id: int) -> MessageTree:
-        return MessageTree({r[0]: r[1] for r in self._conn.execute(
-            "SELECT id, parent_id FROM messages WHERE conversation_id = ?", (conversation_id,))})
+        rows = self._conn.execute("SELECT id, parent_id, shown_child_id FROM messages WHERE conversation_id = ?",
+                                  (conversation_id,)).fetchall()
+        return MessageTree({r[0]: r[1] for r in rows}, {r[0]: r[2] for r in rows if r[2] is not None})
 
     def _active(self, conversation_id: int) -> int | None:
         row = self._conn.execute(
@@ -395,6 +415,21 @@ class Store:
         with self._tx() as db:
             return db.execute(
                 "UPDATE messages SET status = 'failed' WHERE status = 'streaming'").rowcount
+
+    def remove_document(self, message_id: int, index: int) -> str:
+        """Forget the `index`-th document (from 0) attached to message `message_id`, its text
+        included; returns its name. KeyError when there is no such document."""
+        with self._tx() as db:
+            name = store_attachments.remove_document(db, message_id, index)
+            self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
+        return name
+
+    def delete_if_empty(self, conversation_id: int) -> bool:
+        """Delete the conversation for good when it holds no message (a first message withdrawn
+        after a refusal); returns whether it did."""
+        with self._tx() as db:
+            return db.execute("DELETE FROM conversations WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages"
+                              " WHERE conversation_id = ?)", (conversation_id, conversation_id)).rowcount > 0
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         with self._tx() as db:
@@ -470,37 +505,52 @@ class Store:
         ASCII case-insensitive; a full scan, fine for a desktop history; FTS5 would be a v3)."""
         pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self._conn.execute(
-            "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n"
-            " FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = ''"
+            "SELECT c.* FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = ''"
             " OR c.title LIKE ?3 ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
             " WHERE m.conversation_id = c.id AND m.content LIKE ?3 ESCAPE '\\'))"
             " ORDER BY c.updated_at DESC, c.id DESC",
             (include_deleted, search, pattern),
         ).fetchall()
-        return [_info(row) for row in rows]
+        lengths = self._shown_lengths({row["id"]: row["active_message_id"] for row in rows})
+        return [_info(row, lengths[row["id"]]) for row in rows]
+
+    def _shown_lengths(self, actives: dict[int, int | None]) -> dict[int, int]:
+        """Messages on the active path of each conversation in `actives` (id → its active
+        message): what the list counts, not every stored version. One pass over their rows."""
+        parents: dict[int, dict[int, int | None]] = {cid: {} for cid in actives}
+        shown: dict[int, dict[int, int]] = {cid: {} for cid in actives}
+        if actives:
+            for cid, mid, parent, child in self._conn.execute(
+                    "SELECT conversation_id, id, parent_id, shown_child_id FROM messages WHERE conversation_id"
+                    f" IN ({','.join('?' * len(actives))})", list(actives)):
+                parents[cid][mid] = parent
+                if child is not None:
+                    shown[cid][mid] = child
+        return {cid: len(MessageTree(parents[cid], shown[cid]).active_path(active)) for cid, active in actives.items()}
 
     def load_conversation(self, conversation_id: int) -> StoredConversation:
         """The conversation along its active path (see app.core.message_tree), with the summary
         that serves that path and each message's version numbers."""
-        row = self._conn.execute(
-            "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n"
-            " FROM conversations c WHERE id = ?", (conversation_id,),
-        ).fetchone()
+        row = self._conn.execute("SELECT * FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
         if row is None:
             raise KeyError(conversation_id)
         rows = {m["id"]: m for m in self._conn.execute(
             "SELECT * FROM messages WHERE conversation_id = ?", (conversation_id,))}
-        tree = MessageTree({i: m["parent_id"] for i, m in rows.items()})
+        tree = MessageTree({i: m["parent_id"] for i, m in rows.items()},
+                           {i: m["shown_child_id"] for i, m in rows.items() if m["shown_child_id"] is not None})
         path = tree.active_path(row["active_message_id"])
+        documents = store_attachments.documents_of(self._conn, path)
         messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
-                            rows[i]["created_at"], _stats(rows[i]["stats_json"])) for i in path]
+                            rows[i]["created_at"], _stats(rows[i]["stats_json"]), documents.get(i, ()),
+                            store_attachments.sources_from(rows[i]["sources_json"])) for i in path]
         return StoredConversation(
-            _info(row), Conversation(messages), self.summary_for(conversation_id, path),
+            _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
             json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
-        """A new conversation holding the path to `through_message_id` (copies, one version each),
-        the summary that serves it, the same settings and pinned notes; returns its id. KeyError
+        """A new conversation holding the path to `through_message_id` (copies, one version each,
+        with their documents and sources), the summary that serves it, the same settings and
+        pinned notes; returns its id. KeyError
         when missing."""
         source = self.load_conversation(conversation_id)
         tree = self._tree(conversation_id)
@@ -521,9 +571,10 @@ class Store:
                 m = rows[old]
                 parent = db.execute(
                     "INSERT INTO messages (conversation_id, position, role, content, status, created_at,"
-                    " parent_id, stats_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " parent_id, stats_json, sources_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent,
-                     m["stats_json"])).lastrowid
+                     m["stats_json"], m["sources_json"])).lastrowid
+                store_attachments.copy_documents(db, old, parent)
                 copies.append(parent)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?", (parent, new_id))
             if summary.content:
@@ -552,9 +603,9 @@ def _stats(text: str | None) -> ReplyStats | None:
         return None
 
 
-def _info(row: sqlite3.Row) -> ConversationInfo:
+def _info(row: sqlite3.Row, message_count: int) -> ConversationInfo:
     return ConversationInfo(row["id"], row["title"], row["created_at"], row["updated_at"],
-                            row["n"], row["deleted_at"])
+                            message_count, row["deleted_at"])
 
 
 def open_store(path: Path | None = None) -> tuple["Store", str | None]:

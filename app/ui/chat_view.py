@@ -33,7 +33,8 @@ class ChatView(QScrollArea):
     failed assistant message at `index`; version_requested(int index, int step) — show another
     version of the message at `index` (−1 older, +1 newer); branch_requested(int index) — a new
     chat from the conversation up to the message at `index`; pin_requested(int index) — add the
-    message at `index` to the pinned notes.
+    message at `index` to the pinned notes; document_remove_requested(int index, int document) —
+    remove the `document`-th file attached to the message at `index`.
 
     Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
     """
@@ -44,6 +45,7 @@ class ChatView(QScrollArea):
     version_requested = Signal(int, int)
     branch_requested = Signal(int)
     pin_requested = Signal(int)
+    document_remove_requested = Signal(int, int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -97,7 +99,10 @@ class ChatView(QScrollArea):
         block is emptied: call `summary_block.set_summary` afterwards)."""
         self.clear()
         for message in messages:
-            self.add_message(message.role, message.content, message.status).set_stats(message.stats)
+            bubble = self.add_message(message.role, message.content, message.status)
+            bubble.set_stats(message.stats)
+            bubble.documents.set_documents(message.documents)
+            bubble.sources.set_sources(message.sources)
 
     def truncate(self, index: int) -> None:
         """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
@@ -123,6 +128,7 @@ class ChatView(QScrollArea):
         bubble.version_requested.connect(self._on_bubble_version_requested)
         bubble.branch_requested.connect(self._on_bubble_branch_requested)
         bubble.pin_requested.connect(self._on_bubble_pin_requested)
+        bubble.document_remove_requested.connect(self._on_bubble_document_remove_requested)
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
         self._follow_end()
@@ -170,6 +176,18 @@ class ChatView(QScrollArea):
         """How the answer that just ended (the last bubble) was made (a ReplyStats)."""
         if self._bubbles and self._bubbles[-1].role is Role.ASSISTANT:
             self._bubbles[-1].set_stats(stats)
+
+    @Slot(object)
+    def show_reply_sources(self, sources) -> None:
+        """The document excerpts the answer that just ended (the last bubble) was given."""
+        if self._bubbles and self._bubbles[-1].role is Role.ASSISTANT:
+            self._bubbles[-1].sources.set_sources(sources)
+
+    @Slot(int, object)
+    def show_documents(self, index: int, documents) -> None:
+        """The documents kept with the message at `index` (Chat.message_documents)."""
+        if 0 <= index < len(self._bubbles):
+            self._bubbles[index].documents.set_documents(documents)
 
     @Slot(list)
     def set_versions(self, versions: list) -> None:
@@ -272,6 +290,10 @@ class ChatView(QScrollArea):
     @Slot()
     def _on_bubble_pin_requested(self) -> None:
         self.pin_requested.emit(self._index_of_sender())
+
+    @Slot(int)
+    def _on_bubble_document_remove_requested(self, document: int) -> None:
+        self.document_remove_requested.emit(self._index_of_sender(), document)
 
     def _follow_end(self) -> None:
         """Something new to read (a message, a notice, Continue): back to the end, and follow."""

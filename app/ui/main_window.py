@@ -39,6 +39,7 @@ from app.ui.composer import Composer
 from app.ui.conversation_list import ConversationList
 from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
+from app.ui.note_proposals import NoteProposals
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         self.chat_view = ChatView()
         self.chat_bar = ChatBar()
+        self.note_proposals = NoteProposals()
         self.composer = Composer()
         self.attachment_bar = AttachmentBar()
         self.attachment_bar.watch(self.composer.editor.viewport())  # files dropped on the message box
@@ -125,6 +127,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self.chat_view, 1)
+        layout.addWidget(self.note_proposals)
         layout.addWidget(self.chat_bar)
         layout.addWidget(self.attachment_bar)
         layout.addWidget(self.composer)
@@ -160,7 +163,10 @@ class MainWindow(QMainWindow):
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)
         chat.reply_stats.connect(view.show_reply_stats)
+        chat.reply_sources.connect(view.show_reply_sources)
+        chat.message_documents.connect(view.show_documents)
         chat.turn_ended.connect(self.turn_finished)
+        chat.turn_ended.connect(self._on_turn_ended)
         chat.turn_planned.connect(self._on_turn_planned)
         chat.turn_refused.connect(self._on_turn_refused)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
@@ -171,6 +177,7 @@ class MainWindow(QMainWindow):
         chat.conversation_deleted.connect(self.sidebar.show_undo)
         chat.versions_changed.connect(view.set_versions)
         chat.notes_changed.connect(self.chat_bar.show_notes)
+        chat.notes_proposed.connect(self.note_proposals.set_proposals)
         chat.presets_changed.connect(self.chat_bar.set_presets)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
@@ -212,7 +219,10 @@ class MainWindow(QMainWindow):
         self.chat_view.version_requested.connect(chats.switch_version)
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
+        self.chat_view.document_remove_requested.connect(self.chat.attachments.remove_sent)
         self.chat_bar.notes_requested.connect(self._on_notes_requested)
+        self.note_proposals.accepted.connect(self.chat.notes.accept)
+        self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
         self.chat_bar.presets_requested.connect(self._on_presets_requested)
@@ -242,6 +252,7 @@ class MainWindow(QMainWindow):
     @Slot(bool)
     def _on_reply_started(self, continued: bool) -> None:
         (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
+        self.chat_view.set_actions_enabled(False)  # one turn at a time, whichever chat is shown
         self.composer.set_generating(True)
         self.menus.stop.setEnabled(True)
 
@@ -251,6 +262,10 @@ class MainWindow(QMainWindow):
         self.composer.set_generating(False)
         self.menus.stop.setEnabled(False)
         self._focus_composer_unless_typing()
+
+    @Slot(str)
+    def _on_turn_ended(self, _status: str) -> None:
+        self.chat_view.set_actions_enabled(True)
 
     def _focus_composer_unless_typing(self) -> None:
         """Put the keyboard in the composer, unless the user is typing in another text field

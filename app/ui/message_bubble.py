@@ -16,9 +16,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.conversation import MessageStatus, Role
+from app.ui.document_chips import DocumentChips
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
 from app.ui.reply_stats_text import stats_line, stats_tooltip
+from app.ui.sources_line import SourcesLine
 
 _ROLE_TITLES = {Role.USER: QT_TRANSLATE_NOOP("MessageBubble", "You"),
                 Role.ASSISTANT: QT_TRANSLATE_NOOP("MessageBubble", "Assistant"),
@@ -65,7 +67,11 @@ class MessageBubble(QFrame):
     continue_requested() — continue this stopped/failed (last assistant) message;
     version_requested(int step) — show the version `step` away (−1 older, +1 newer);
     branch_requested() — copy the conversation up to this message into a new chat;
-    pin_requested() — add this message to the conversation's pinned notes.
+    pin_requested() — add this message to the conversation's pinned notes;
+    document_remove_requested(int index) — remove the document at `index` from this message.
+
+    Under the text: the documents kept with a user message (`documents`, a DocumentChips) and
+    the excerpts an answer was given (`sources`, a SourcesLine whose links open each one).
 
     Which actions show is decided here from the role, the status and `set_is_last` (set by the
     ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
@@ -80,6 +86,7 @@ class MessageBubble(QFrame):
     version_requested = Signal(int)
     branch_requested = Signal()
     pin_requested = Signal()
+    document_remove_requested = Signal(int)
 
     def __init__(self, role: Role, text: str = "", parent=None):
         super().__init__(parent)
@@ -106,6 +113,8 @@ class MessageBubble(QFrame):
         self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.stats_label.setVisible(False)
         self.stats = None
+        self.documents = DocumentChips()
+        self.sources = SourcesLine()
         self.edit_button = _action_button(self.tr("Edit"), self.tr("Edit this message and get a new answer from here"))
         self.continue_button = _action_button(self.tr("Continue"), self.tr("Continue this answer from where it ended"))
         self.continue_button.setProperty("accent", True)
@@ -142,6 +151,8 @@ class MessageBubble(QFrame):
         layout.addLayout(header_row)
         layout.addWidget(self._body)
         layout.addWidget(self._note)
+        layout.addWidget(self.documents)
+        layout.addWidget(self.sources)
         layout.addWidget(self.stats_label)
         layout.addWidget(self._build_editor())
         self._layout = layout
@@ -150,6 +161,7 @@ class MessageBubble(QFrame):
         self.continue_button.clicked.connect(self.continue_requested)
         self.branch_action.triggered.connect(self.branch_requested)
         self.pin_action.triggered.connect(self.pin_requested)
+        self.documents.remove_requested.connect(self.document_remove_requested)
         self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
         self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
@@ -325,6 +337,7 @@ class MessageBubble(QFrame):
         self.newer_button.setEnabled(self._actions_enabled and number < count)
         for button in (self.edit_button, self.regenerate_button, self.continue_button, self.more_button):
             button.setEnabled(self._actions_enabled)
+        self.documents.set_removable(self._actions_enabled)
         if editing:
             self.save_button.setEnabled(
                 self._actions_enabled and bool(self.editor.toPlainText().strip()))

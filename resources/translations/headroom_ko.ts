@@ -176,6 +176,10 @@
         <translation>읽는 중…</translation>
     </message>
     <message>
+        <source>{0} was removed from this chat</source>
+        <translation>{0}을(를) 이 대화에서 뺐습니다</translation>
+    </message>
+    <message>
         <source>reading {0}%</source>
         <translation>읽는 중 {0}%</translation>
     </message>
@@ -512,8 +516,8 @@ Your chats are saved here.</source>
 <context>
     <name>Conversations</name>
     <message>
-        <source>Stop the current reply before switching conversations.</source>
-        <translation>대화를 바꾸기 전에 현재 답변을 중지하세요.</translation>
+        <source>The answer in “{0}” is still being written and will be saved there. Stop ends it; then you can send here.</source>
+        <translation>“{0}”의 답변을 아직 쓰는 중이며 그 대화에 저장됩니다. 중지하면 끝나고, 그다음 여기서 보낼 수 있습니다.</translation>
     </message>
     <message>
         <source>Stop the current reply before switching versions.</source>
@@ -567,6 +571,29 @@ Your chats are saved here.</source>
     <message>
         <source>Copied</source>
         <translation>복사됨</translation>
+    </message>
+</context>
+<context>
+    <name>DocumentChips</name>
+    <message>
+        <source>{0} pages</source>
+        <translation>{0}쪽</translation>
+    </message>
+    <message>
+        <source>{0} characters</source>
+        <translation>{0}자</translation>
+    </message>
+    <message>
+        <source>Attached to this message; sent again when it is edited or answered again</source>
+        <translation>이 메시지에 첨부됨. 메시지를 고치거나 답변을 다시 받을 때 다시 보냅니다</translation>
+    </message>
+    <message>
+        <source>Remove {0} from this chat</source>
+        <translation>이 대화에서 {0} 빼기</translation>
+    </message>
+    <message>
+        <source>Remove {0}</source>
+        <translation>{0} 빼기</translation>
     </message>
 </context>
 <context>
@@ -1183,6 +1210,37 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Loading cancelled.</source>
         <translation>불러오기를 취소했습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>NoteProposals</name>
+    <message>
+        <source>The summary suggests keeping these as pinned notes:</source>
+        <translation>요약이 다음 내용을 고정 메모로 두자고 제안합니다:</translation>
+    </message>
+    <message>
+        <source>Pin</source>
+        <translation>고정</translation>
+    </message>
+    <message>
+        <source>Keep this in every prompt of this chat</source>
+        <translation>이 대화의 모든 프롬프트에 넣어 둡니다</translation>
+    </message>
+    <message>
+        <source>Pin: {0}</source>
+        <translation>고정: {0}</translation>
+    </message>
+    <message>
+        <source>Dismiss</source>
+        <translation>무시</translation>
+    </message>
+    <message>
+        <source>Do not pin this; it is not suggested again in this chat</source>
+        <translation>고정하지 않습니다. 이 대화에서 다시 제안하지 않습니다</translation>
+    </message>
+    <message>
+        <source>Dismiss: {0}</source>
+        <translation>무시: {0}</translation>
     </message>
 </context>
 <context>
@@ -1961,6 +2019,44 @@ tokens counted by {4}: {5}</source>
     </message>
 </context>
 <context>
+    <name>SourceDialog</name>
+    <message>
+        <source>excerpt {0}</source>
+        <translation>발췌 {0}</translation>
+    </message>
+    <message>
+        <source>page {0}</source>
+        <translation>{0}쪽</translation>
+    </message>
+    <message>
+        <source>characters {0}–{1}</source>
+        <translation>{0}–{1}번째 글자</translation>
+    </message>
+    <message>
+        <source>Source: {0}</source>
+        <translation>출처: {0}</translation>
+    </message>
+    <message>
+        <source>Excerpt text</source>
+        <translation>발췌 본문</translation>
+    </message>
+</context>
+<context>
+    <name>SourcesLine</name>
+    <message>
+        <source>{0}, page {1}</source>
+        <translation>{0}, {1}쪽</translation>
+    </message>
+    <message>
+        <source>Sources: {0}</source>
+        <translation>출처: {0}</translation>
+    </message>
+    <message>
+        <source>The document excerpts this answer was given; click one to read it</source>
+        <translation>이 답변에 주어진 문서 발췌입니다. 누르면 읽을 수 있습니다</translation>
+    </message>
+</context>
+<context>
     <name>Splash</name>
     <message>
         <source>Starting Headroom…</source>
@@ -2076,6 +2172,10 @@ budget left after reserving room for the answer and the summary.</source>
 </context>
 <context>
     <name>Turns</name>
+    <message>
+        <source>Wait for the answer being written to end, or stop it.</source>
+        <translation>쓰고 있는 답변이 끝나기를 기다리거나 중지하세요.</translation>
+    </message>
     <message>
         <source>{0} is still being read: send again when it is ready</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>

@@ -88,3 +88,85 @@ def test_how_each_document_went_in_is_said_in_the_transcript(chat):
     assert retrieved == (f"manual.pdf: too large for this turn ({fits[1].whole_tokens} tokens): retrieving "
                          f"{len(fits[1].chunks)} of {len(large)} excerpts, {fits[1].tokens} tokens", "info")
     assert fits[1].mode == "retrieved" and 0 < fits[1].tokens <= 100
+
+
+def manual_fits(question_terms=("word7",)):
+    """A small note sent whole and a long manual retrieved: DocumentFits as the worker reports them."""
+    def count(text):
+        return len(text.split())
+
+    small = chunk_document("The pass code is 4711.", count, max_tokens=16, overlap_tokens=0)
+    large = chunk_document(" ".join(f"word{i}" for i in range(400)), count, max_tokens=40, overlap_tokens=0)
+    return (fit_document("note.txt", small, 100, ["pass"], count),
+            fit_document("manual.txt", large, 100, list(question_terms), count))
+
+
+def test_attachments_are_stored_with_their_message_and_shown_again_when_the_chat_reopens(qtbot, chat, tmp_path):
+    note = tmp_path / "note.md"
+    note.write_text("# Vault\n\nThe pass code is 4711.\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    chat.turns.send("What is the pass code?")
+    assert chat.recorded.of("message_documents")[-1][0] == 0
+    assert [d.name for d in chat.recorded.of("message_documents")[-1][1]] == ["note.md"]
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    cid = chat.conversation_id
+    chat.conversations.new_conversation()
+    chat.conversations.open_conversation(cid)
+    question = chat.recorded.of("conversation_loaded")[-1][0][0]
+    assert [(d.name, d.kind, d.text) for d in question.documents] == [
+        ("note.md", "markdown", "# Vault\n\nThe pass code is 4711.\n")]
+
+
+def test_edit_and_regenerate_send_the_questions_documents_again(qtbot, chat, tmp_path):
+    note = tmp_path / "note.txt"
+    note.write_text("The pass code is 4711.", encoding="utf-8")
+    attached(qtbot, chat, note)
+    chat.turns.send("What is the pass code?")
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.turns.regenerate(1)
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["note.txt"]
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.turns.edit(0, "Which code opens the vault?")
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["note.txt"]
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    stored = chat.store.load_conversation(chat.conversation_id).conversation.messages
+    assert stored[0].content == "Which code opens the vault?" and [d.name for d in stored[0].documents] == ["note.txt"]
+
+
+def test_a_sent_document_can_be_removed_and_is_not_sent_again(qtbot, chat, tmp_path):
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(f"text of {name}", encoding="utf-8")
+        attached(qtbot, chat, tmp_path / name)
+    chat.turns.send("Compare them")
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.attachments.remove_sent(0, 0)
+    assert [d.name for d in chat.recorded.of("message_documents")[-1][1]] == ["b.txt"]
+    assert chat.recorded.of("notice")[-1] == ("a.txt was removed from this chat", "status")
+    stored = chat.store.load_conversation(chat.conversation_id).conversation.messages[0]
+    assert [d.name for d in stored.documents] == ["b.txt"]
+    chat.turns.regenerate(1)
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["b.txt"]
+
+
+def test_an_answer_keeps_the_excerpts_it_was_given_and_the_export_holds_them_and_the_documents(
+        qtbot, chat, tmp_path):
+    import json
+
+    (tmp_path / "manual.txt").write_text(" ".join(f"word{i}" for i in range(400)), encoding="utf-8")
+    attached(qtbot, chat, tmp_path / "manual.txt")
+    chat.turns.send("What follows word7?")
+    fits = manual_fits()
+    chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    [(sources,)] = chat.recorded.of("reply_sources")
+    assert [(s.name, s.chunk_id) for s in sources] == [("manual.txt", c.id) for c in fits[1].chunks]
+    assert "word7" in "".join(s.text for s in sources)  # the excerpt's text, to show when clicked
+    reloaded = chat.store.load_conversation(chat.conversation_id).conversation.messages[1]
+    assert reloaded.sources == sources
+    exported = json.loads(chat.store.export_json(chat.conversation_id))
+    assert exported["messages"][0]["documents"][0]["name"] == "manual.txt"
+    assert exported["messages"][0]["documents"][0]["text"].startswith("word0 word1")
+    assert [s["chunk_id"] for s in exported["messages"][1]["sources"]] == [c.id for c in fits[1].chunks]
+    markdown = chat.store.export_markdown(chat.conversation_id)
+    assert "<summary>Attached: manual.txt</summary>" in markdown and "word399" in markdown
+    assert f"Sources: manual.txt #{fits[1].chunks[0].id}" in markdown

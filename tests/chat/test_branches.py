@@ -29,7 +29,7 @@ def test_edit_keeps_the_old_version_and_switching_changes_the_next_prompt(chat):
     assert seen.of("versions_changed")[-1] == ([(2, 2), (1, 1)],)  # the reply being written counts
     answer(chat, "Madrid.")
     assert chat.versions == [(2, 2), (1, 1)]
-    assert chat.store.load_conversation(chat.conversation_id).info.message_count == 4  # nothing lost
+    assert len(chat.store.message_tree(chat.conversation_id).parents) == 4  # nothing lost
 
     chat.turns.send("And its population?")
     assert contents(worker.requests[-1].messages) == ["Capital of Spain?", "Madrid.", "And its population?"]
@@ -157,6 +157,10 @@ def test_a_three_level_branch_survives_a_restart(make_chat):
     again = make_chat(db="restart.sqlite3")
     again.conversations.open_conversation(cid)
     assert contents(again.conversation.messages) == path and again.versions == versions
+    exported = json.loads(again.store.export_json(cid))  # the export holds the branch shown after the restart
+    assert [m["content"] for m in exported["messages"]] == path
+    markdown = again.store.export_markdown(cid)
+    assert "a3 v2" not in markdown and "## Assistant\n\na3\n" in markdown
     again.conversations.switch_version(1, +1)
     assert contents(again.conversation.messages) == ["q1", "a1 v2"]
     assert all(m.status is MessageStatus.COMPLETE and m.role in (Role.USER, Role.ASSISTANT)
@@ -206,3 +210,45 @@ def test_equal_messages_keep_their_own_places_in_the_tree(chat):
     cats.open_conversation(conversation_id)
     assert contents(chat.conversation.messages) == ["ok", "Sure.", "ok", "Sure.", "Name a fruit.", "Sure."]
     assert chat.versions == [(1, 1)] * 6
+
+
+def test_switching_back_to_a_version_shows_the_answer_last_viewed_under_it(chat):
+    chat.turns.send("q1")
+    answer(chat, "a1")
+    chat.turns.regenerate(1)
+    answer(chat, "a1 v2")
+    chat.turns.regenerate(1)
+    answer(chat, "a1 v3")
+    chat.conversations.switch_version(1, -1)  # the user reads v2 of the answer
+    assert contents(chat.conversation.messages) == ["q1", "a1 v2"] and chat.versions[1] == (2, 3)
+    chat.turns.edit(0, "q1 asked again")
+    answer(chat, "another answer")
+    chat.conversations.switch_version(0, -1)  # back to the first question: v2 of its answer, not v3
+    assert contents(chat.conversation.messages) == ["q1", "a1 v2"] and chat.versions == [(1, 2), (2, 3)]
+    chat.conversations.switch_version(0, +1)
+    assert contents(chat.conversation.messages) == ["q1 asked again", "another answer"]
+
+
+def test_the_sidebar_counts_the_branch_shown_not_every_version(chat):
+    chat.turns.send("q1")
+    answer(chat, "a1")
+    for text in ("a1 v2", "a1 v3"):
+        chat.turns.regenerate(1)
+        answer(chat, text)
+    infos, _ = chat.recorded.of("conversations_listed")[-1]
+    assert [i.message_count for i in infos] == [2]  # four stored, two shown
+    assert len(chat.store.message_tree(chat.conversation_id).parents) == 4
+
+
+def test_a_branch_is_titled_after_its_own_first_message(chat):
+    chat.turns.send("Capital of France?")
+    answer(chat, "Paris.")
+    chat.turns.edit(0, "Capital of Spain?")
+    answer(chat, "Madrid.")
+    source = chat.conversation_id
+    chat.conversations.branch_to_new_chat(1)
+    assert chat.store.load_conversation(chat.conversation_id).info.title == "Capital of Spain? (branch)"
+    chat.conversations.rename(source, "Capitals")  # a title the user chose is kept
+    chat.conversations.open_conversation(source)
+    chat.conversations.branch_to_new_chat(1)
+    assert chat.store.load_conversation(chat.conversation_id).info.title == "Capitals (branch)"

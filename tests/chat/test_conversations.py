@@ -31,22 +31,67 @@ def test_opening_a_conversation_adopts_its_messages_settings_and_summary(chat):
     assert [i.id for i in infos] == [cats] and current == cats
 
 
-def test_switching_is_refused_while_a_reply_streams_and_new_chat_keeps_the_partial(chat):
+def test_a_reply_goes_on_into_its_own_chat_while_another_is_opened(chat):
     worker, seen = chat.worker, chat.recorded
     cats = seed(chat.store, "cats")
     chat.turns.send("hello")
+    first = chat.conversation_id
+    worker.token_streamed.emit(worker.last_id, "Hi th")
+    chat.conversations.open_conversation(cats)  # allowed: the reply is not stopped
+    assert chat.conversation_id == cats and worker.stops == 0
+    assert seen.of("notice")[-1] == ("The answer in “hello” is still being written and will be saved there. "
+                                     "Stop ends it; then you can send here.", "info")
+    seen.clear()
+    worker.token_streamed.emit(worker.last_id, "ere")
+    assert seen.of("reply_streamed") == []  # nothing of it reaches the chat shown
+    assert [m.content for m in chat.conversation.messages] == ["Tell me about cats", "An answer about cats"]
+    chat.conversations.open_conversation(first)  # back: the reply still streams, with what came meanwhile
+    assert [m.content for m in seen.of("conversation_loaded")[-1][0]] == ["hello", "Hi there"]
+    assert seen.of("reply_started")[-1] == (True,)  # the transcript streams into it again
+    chat.conversations.new_conversation()
+    worker.token_streamed.emit(worker.last_id, ".")
+    worker.reply_finished.emit(worker.last_id, finished("Hi there."), record())
+    assert seen.of("reply_stats") == [] and chat.conversation.messages == []  # the new chat is untouched
+    assert seen.of("turn_ended")[-1] == ("complete",)  # Send is usable again
+    kept = chat.store.load_conversation(first).conversation.messages
+    assert [(m.content, m.status) for m in kept] == [("hello", MessageStatus.COMPLETE),
+                                                     ("Hi there.", MessageStatus.COMPLETE)]
+    assert kept[-1].stats is not None and chat.store.message_tree(first).parents[kept[-1].id] == kept[0].id
+
+
+def test_while_a_reply_is_written_elsewhere_edits_wait_and_deleting_its_chat_stops_it(chat):
+    worker, seen = chat.worker, chat.recorded
+    cats = seed(chat.store, "cats")
+    chat.turns.send("hello")
+    first = chat.conversation_id
     worker.token_streamed.emit(worker.last_id, "Hi th")
     chat.conversations.open_conversation(cats)
-    assert seen.of("notice")[-1] == ("Stop the current reply before switching conversations.", "info")
-    assert chat.conversation_id != cats
-    first = chat.conversation_id
-    chat.conversations.new_conversation()  # stops the reply; its partial answer is kept as stopped
-    assert worker.stops == 1 and chat.conversation_id is None and chat.conversation.messages == []
-    assert seen.names().count("conversation_cleared") == 1
+    chat.turns.regenerate(1)
+    chat.turns.edit(0, "Tell me about lions")
+    assert len(worker.requests) == 1 and seen.of("notice")[-1] == (
+        "Wait for the answer being written to end, or stop it.", "status")
+    assert [m.content for m in chat.conversation.messages] == ["Tell me about cats", "An answer about cats"]
+    chat.conversations.delete(first)  # its reply stops; the partial answer is kept, as stopped
+    assert worker.stops == 1 and not chat.turns.active and chat.conversation_id == cats
     kept = chat.store.load_conversation(first).conversation.messages[-1]
     assert (kept.content, kept.status) == ("Hi th", MessageStatus.STOPPED)
     worker.reply_finished.emit(worker.requests[-1].request_id, finished("Hi th", "stopped"), record())
-    assert chat.conversation.messages == []  # the late end of the old reply changes nothing
+    assert len(chat.conversation.messages) == 2  # the late end of the old reply changes nothing
+
+
+def test_a_reply_refused_after_its_chat_was_left_keeps_the_question_and_opens_no_dialog(chat):
+    from app.engine.memory.admission import AdmissionDecision
+
+    worker, seen = chat.worker, chat.recorded
+    cats = seed(chat.store, "cats")
+    chat.turns.send("hello")
+    first = chat.conversation_id
+    chat.conversations.open_conversation(cats)
+    worker.turn_refused.emit(worker.last_id, AdmissionDecision(False, "memory", "short by 1 MiB"))
+    assert seen.of("turn_refused") == [] and seen.of("messages_truncated") == []
+    assert seen.of("turn_ended")[-1] == ("refused",) and seen.of("notice")[-1][1] == "error"
+    assert [m.content for m in chat.conversation.messages] == ["Tell me about cats", "An answer about cats"]
+    assert [m.content for m in chat.store.load_conversation(first).conversation.messages] == ["hello"]
 
 
 def test_delete_offers_undo_and_restore_brings_it_back(chat):

@@ -71,3 +71,25 @@ def test_summarize_now_asks_the_worker_for_a_summary_only(make_chat):
     worker.summary_finished.emit(request.request_id, SummaryState("q1 was asked.", 1, 5), "history 30 → 9 tokens")
     assert chat.summary == SummaryState("q1 was asked.", 1, 5)
     assert seen.of("summary_changed")[-1][:2] == ("q1 was asked.", 1)
+
+
+def test_a_new_summary_proposes_notes_that_are_pinned_only_when_accepted(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("My name is Ada and I live in Lisbon. My budget is 1,200 euros.")
+    worker.reply_finished.emit(worker.last_id, finished("Noted!"), record())
+    summary = "Her name is Ada and she lives in Lisbon. The budget is 1,200 euros. They said hello."
+    worker.summary_finished.emit(worker.last_id, SummaryState(summary, 1, 20), "kept 20 tokens")
+    assert seen.of("notes_proposed")[-1] == (["Her name is Ada and she lives in Lisbon.",
+                                              "The budget is 1,200 euros."],)
+    assert chat.pinned_notes == ""  # nothing is pinned silently
+    chat.notes.accept("The budget is 1,200 euros.")
+    assert chat.pinned_notes == "The budget is 1,200 euros."
+    assert chat.store.load_conversation(chat.conversation_id).pinned_notes == "The budget is 1,200 euros."
+    chat.notes.dismiss("Her name is Ada and she lives in Lisbon.")
+    assert seen.of("notes_proposed")[-1] == ([],) and chat.pinned_notes == "The budget is 1,200 euros."
+    chat.turns.send("And flights?")
+    worker.reply_finished.emit(worker.last_id, finished("Sure."), record())
+    worker.summary_finished.emit(worker.last_id, SummaryState(summary + " Flights leave at 9.", 3, 24), "kept")
+    assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)  # neither the pinned nor the dismissed
+    chat.conversations.new_conversation()
+    assert seen.of("notes_proposed")[-1] == ([],)  # they were that chat's

@@ -143,9 +143,13 @@ def test_giving_up_on_a_refused_message_puts_it_back_for_the_composer(chat):
     chat.turns.send("Tell me about cats.")
     worker.turn_refused.emit(worker.last_id, refusal(cause="positions", max_new_tokens_fit=None))
     chat.turns.apply_remedy("cancel", None)
-    assert chat.conversation.messages == [] and stored(chat) == []
-    assert seen.of("text_withdrawn") == [("Tell me about cats.",)]
+    assert chat.conversation.messages == [] and seen.of("text_withdrawn") == [("Tell me about cats.",)]
     assert len(worker.requests) == 1
+    # it was a new chat's first message: no empty chat is left behind in the store or the list
+    assert chat.conversation_id is None and chat.store.list_conversations(include_deleted=True) == []
+    assert seen.of("conversations_listed")[-1] == ([], None)
+    chat.turns.send("Tell me about cats, briefly.")  # sent again: a chat of its own again
+    assert [i.title for i in chat.store.list_conversations()] == ["Tell me about cats, briefly."]
 
 
 def test_edit_and_regenerate_forget_what_followed(chat):

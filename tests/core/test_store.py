@@ -132,7 +132,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -248,7 +248,9 @@ def test_a_new_version_keeps_the_old_one_and_the_active_path_follows_it(store):
     assert contents(store, cid) == ["q (edited)"] and store.load_conversation(cid).versions == [(2, 2)]
     store.append_message(cid, Message(Role.ASSISTANT, "a3"))  # LAST: after the active path's end
     assert contents(store, cid) == ["q (edited)", "a3"]
-    assert store.load_conversation(cid).info.message_count == 7  # nothing was lost
+    assert len(store.message_tree(cid).parents) == 7  # nothing was lost
+    assert store.load_conversation(cid).info.message_count == 2  # the branch shown is counted
+    assert [i.message_count for i in store.list_conversations()] == [2]
     other = store.create_conversation("other")
     with pytest.raises(KeyError):
         store.append_message(other, Message(Role.USER, "x"), parent_id=q.id)
@@ -509,3 +511,81 @@ def test_reply_stats_round_trip_and_a_damaged_row_shows_none(store):
     store._conn.execute("UPDATE messages SET stats_json = 'not json' WHERE id = ?", (reply.id,))
     assert store.load_conversation(cid).conversation.messages[1].stats is None
     assert ReplyStats.from_json({**stats.to_json(), "from_the_future": 1}) == stats
+
+
+def _v5_file(path: Path) -> None:
+    """A store as the release before attachments wrote it (schema v5: branches, summaries per
+    branch, pinned notes, answer stats), built with that release's migrations and its rows."""
+    conn = connect(path)
+    assert migrate(conn, target=5) == 5
+    conn.execute("INSERT INTO conversations (id, title, created_at, updated_at, settings_json, active_message_id,"
+                 " pinned_notes) VALUES (3, 'Capitals', 1.0, 9.0, '{\"preset\": \"Precise\"}', 24, 'Be brief.')")
+    stats = json.dumps({"prompt_tokens": 40, "prefilled_tokens": 40, "reused_tokens": 0, "new_tokens": 3,
+                        "ttft_s": 0.2, "tokens_per_s": 11.0, "decode_path": "eager", "kv_precision": "float32",
+                        "backend": "SmolLM2 · cpu"})
+    #   20 q ─ 21 a ─ 22 q2 ─ 23 a2
+    #        └ 24 a (regenerated, active)
+    for mid, parent, role, text, stats_json in [(20, None, "user", "Capital of France?", None),
+                                                (21, 20, "assistant", "Paris.", stats),
+                                                (22, 21, "user", "And Spain?", None),
+                                                (23, 22, "assistant", "Madrid.", None),
+                                                (24, 20, "assistant", "It is Paris.", stats)]:
+        conn.execute("INSERT INTO messages (id, conversation_id, position, role, content, status, created_at,"
+                     " parent_id, stats_json) VALUES (?, 3, ?, ?, ?, 'complete', ?, ?, ?)",
+                     (mid, mid - 20, role, text, float(mid), parent, stats_json))
+    conn.execute("INSERT INTO summaries (conversation_id, through_message_id, content, tokens)"
+                 " VALUES (3, 21, 'Asked about France.', 6)")
+    conn.close()
+
+
+def test_migration_from_the_current_release_loses_nothing_and_new_features_work_on_it(tmp_path):
+    from app.core.attached_document import ExtractedDocument
+
+    path = tmp_path / "headroom.sqlite3"
+    _v5_file(path)
+    with Store(path) as store:
+        assert store.backup_path is not None and ".v5-" in store.backup_path.name
+        loaded = store.load_conversation(3)
+        assert [(m.id, m.content) for m in loaded.conversation.messages] == [(20, "Capital of France?"),
+                                                                            (24, "It is Paris.")]
+        assert loaded.versions == [(1, 1), (2, 2)] and loaded.info.message_count == 2
+        assert loaded.conversation.messages[1].stats.backend == "SmolLM2 · cpu"
+        assert loaded.pinned_notes == "Be brief." and loaded.settings == {"preset": "Precise"}
+        assert all(m.documents == () and m.sources == () for m in loaded.conversation.messages)
+        store.set_active_message(3, 21)  # the older branch with its summary, as it was
+        older = store.load_conversation(3)
+        assert [m.content for m in older.conversation.messages] == ["Capital of France?", "Paris.", "And Spain?",
+                                                                    "Madrid."]
+        assert older.summary == SummaryState("Asked about France.", 1, 6)
+        assert len(store.message_tree(3).parents) == 5
+        question = Message(Role.USER, "And Italy?", documents=(ExtractedDocument("atlas.txt", "text", "Rome."),))
+        store.append_message(3, question)  # what this version adds works on the old file
+        assert store.load_conversation(3).conversation.messages[-1].documents[0].text == "Rome."
+    backup = sqlite3.connect(next(tmp_path.glob("headroom.sqlite3.v5-*.bak")))
+    assert backup.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert backup.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 5
+    backup.close()
+
+
+def test_documents_and_sources_go_with_their_message_into_a_branch_and_can_be_removed(store):
+    from app.core.attached_document import ExtractedDocument
+    from app.core.document_prompt import Citation
+
+    doc = ExtractedDocument("manual.pdf", "pdf", "page one\fpage two", (0, 9), 2048, None)
+    cid = store.create_conversation("t")
+    question = Message(Role.USER, "q", documents=(doc, ExtractedDocument("b.txt", "text", "b", (), 1, "utf-8")))
+    store.append_message(cid, question)
+    source = Citation("manual.pdf", 2, "Intro", 2, 9, 17, "page two")
+    store.append_message(cid, Message(Role.ASSISTANT, "a", sources=(source,)))
+    copy = store.copy_branch(cid, question.id + 1, "t (branch)")
+    branched = store.load_conversation(copy).conversation.messages
+    assert branched[0].documents == question.documents and branched[0].documents[0].pages == 2
+    assert branched[1].sources == (source,)
+    assert store.remove_document(question.id, 0) == "manual.pdf"
+    assert [d.name for d in store.load_conversation(cid).conversation.messages[0].documents] == ["b.txt"]
+    assert [d.name for d in store.load_conversation(copy).conversation.messages[0].documents] == ["manual.pdf",
+                                                                                                  "b.txt"]
+    with pytest.raises(KeyError):
+        store.remove_document(question.id, 5)
+    store._conn.execute("UPDATE messages SET sources_json = '[{\"name\": 3}]' WHERE id = ?", (question.id + 1,))
+    assert store.load_conversation(cid).conversation.messages[1].sources == ()  # damaged: shown without

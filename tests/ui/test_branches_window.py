@@ -1,7 +1,7 @@
 """Versions and branches in the window (issue 17, item 1), with a real (tiny) model: Edit keeps
 the old version, the arrows switch, the engine's next prompt follows, Branch opens a new chat."""
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 
@@ -128,3 +128,41 @@ def test_each_answer_shows_its_stats_and_keeps_them_after_a_restart(qtbot, make_
     again = make_window(store_path=db)
     again.sidebar.open_requested.emit(cid)
     assert again.chat_view.bubbles()[1].stats_label.text() == answer.stats_label.text()
+
+
+def test_another_chat_opens_while_a_reply_streams_and_the_reply_is_kept_in_its_own(
+        qtbot, make_window, tiny_model_dir, tmp_path):
+    from app.ui.notice import Notice
+
+    window = make_window(max_new_tokens=24, temperature=1.0)  # sampled: the tiny model rarely ends early
+    open_and_wait(qtbot, window, tiny_model_dir)
+    send(qtbot, window, "First chat")
+    first = window.chat.conversation_id
+    window.new_chat_action.trigger()
+    send(qtbot, window, "Second chat")
+    second = window.chat.conversation_id
+    window.sidebar.open_requested.emit(first)
+    grabbed = []
+
+    def switch_on_first_token(_text):  # in the GUI thread, before the next token is taken in
+        window.chat.reply_streamed.disconnect(switch_on_first_token)
+        window.sidebar.open_requested.emit(second)
+        QTimer.singleShot(100, lambda: grabbed.append(window.grab()))  # laid out, as the user sees it
+
+    window.chat.reply_streamed.connect(switch_on_first_token)
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        qtbot.keyClicks(window.composer.editor, "Go on")
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: window.chat.conversation_id == second, timeout=30000)
+        assert [b.text for b in window.chat_view.bubbles()][0] == "Second chat"
+        assert window.composer.stop_button.isVisible()  # the model is busy: Stop is offered here
+        assert "still being written" in window.chat_view.findChildren(Notice)[-1].text()
+        assert not window.chat_view.bubbles()[-1].regenerate_button.isEnabled()
+    qtbot.waitUntil(lambda: bool(grabbed))
+    grabbed[0].save(str(tmp_path / "switch_while_streaming.png"))
+    assert window.composer.send_button.isVisible() and window.chat_view.bubbles()[-1].regenerate_button.isEnabled()
+    assert [b.text for b in window.chat_view.bubbles()][0] == "Second chat"
+    kept = window.chat.store.load_conversation(first).conversation.messages
+    assert [m.content for m in kept][:3] == [kept[0].content, kept[1].content, "Go on"] and kept[-1].content
+    window.sidebar.open_requested.emit(first)
+    assert window.chat_view.bubbles()[-1].text == kept[-1].content

@@ -184,7 +184,8 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
     assert window.chat.conversation.messages == [] and window.chat_view.bubbles() == []
     assert window.composer.editor.toPlainText() == "Tell me about cats."
-    assert window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages == []
+    assert window.chat.conversation_id is None and window.chat.store.list_conversations() == []
+    assert window.sidebar.ids() == []  # no empty chat left behind in the list (new-user trial)
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused_again:
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     assert refused_again.args == ["refused"]

@@ -1,17 +1,18 @@
 """What extraction yields, and its one error type.
 
-`ExtractedDocument` is the text of an attached file plus where each page starts, so a chunk can
-be cited by page. `DocumentError` is the only exception extraction raises: `kind` is a stable key
-the window maps to a translated sentence (the engine has no Qt, so no `tr()` here), `str(error)` is
-the same sentence in English, one line, naming the file. No torch, no Qt.
+`ExtractedDocument` (app.core.attached_document, stored with the chat) is the text of an attached
+file plus where each page starts, so a chunk can be cited by page. `DocumentError` is the only
+exception extraction raises: `kind` is a stable key the window maps to a translated sentence (the
+engine has no Qt, so no `tr()` here), `str(error)` is the same sentence in English, one line,
+naming the file. No torch, no Qt.
 """
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from app.core.attached_document import ExtractedDocument as ExtractedDocument  # what extraction yields
 
 # Called with the fraction done, 0.0 … 1.0, after each page or block; from the extracting thread.
 Progress = Callable[[float], None]
@@ -35,35 +36,6 @@ class DocumentError(Exception):
     def __init__(self, kind: str, name: str, message: str, detail: str = ""):
         super().__init__(f"{name}: {message}")
         self.kind, self.name, self.detail = kind, name, detail
-
-
-@dataclass(frozen=True)
-class ExtractedDocument:
-    """Text of one attached file.
-
-    name: file name shown in citations. kind: "text", "markdown", "code", "pdf" or "docx".
-    text: the extracted text, newlines normalised to "\\n". page_starts: character offset in
-    `text` where each page begins (page 1 at index 0); empty for formats without pages.
-    size_bytes: the file's size on disk. encoding: the text encoding used ("utf-8", "utf-8-sig",
-    "utf-16", …) for text files, None for PDF/DOCX.
-    """
-
-    name: str
-    kind: str
-    text: str
-    page_starts: tuple[int, ...] = ()
-    size_bytes: int = 0
-    encoding: str | None = None
-
-    def page_at(self, offset: int) -> int | None:
-        """1-based page holding character `offset`; None for formats without pages."""
-        if not self.page_starts:
-            return None
-        return max(1, bisect.bisect_right(self.page_starts, offset))
-
-    @property
-    def pages(self) -> int:
-        return len(self.page_starts)
 
 
 def check_cancel(cancel: threading.Event | None, name: str) -> None:

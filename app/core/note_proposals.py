@@ -1,0 +1,65 @@
+"""Facts a new summary proposes as pinned notes (issue 17, item 5): the user accepts or dismisses
+each one; nothing is pinned without them.
+
+The proposals are sentences of the summary itself (no second model call: a small local model's
+list of "facts" is less faithful than the summary it just wrote, and the sentence is what the
+prompt already says). A sentence is offered when it is short enough to pin (≤ MAX_NOTE_CHARS, 3+
+words or 8+ characters of a script without spaces) and holds something a later summary may lose:
+a number, a name (a capitalised word after the first), or a word of preference or decision. The
+best MAX_PROPOSALS are offered in the summary's order, leaving out what the notes already hold
+and what the user dismissed. Pure Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MAX_PROPOSALS = 3
+MAX_NOTE_CHARS = 160
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+|^(?:The user said|Earlier in this conversation):\s*", re.IGNORECASE)
+_DECISION = re.compile(r"\b(name|called|prefer|prefers|wants|decided|agreed|always|never|must|deadline|budget|"
+                       r"uses|using|lives|works|born|allergic)\b", re.IGNORECASE)
+
+
+def propose_notes(summary: str, notes: str = "", dismissed: Iterable[str] = (),
+                  limit: int = MAX_PROPOSALS) -> list[str]:
+    """Up to `limit` sentences of `summary` worth pinning (see the module docstring), in the
+    summary's order; none already in `notes` (case-insensitive) or among `dismissed`."""
+    held = _plain(notes)
+    refused = {_plain(d) for d in dismissed}
+    scored = []
+    for order, sentence in enumerate(_sentences(summary)):
+        plain = _plain(sentence)
+        if plain in refused or plain in held or any(plain == _plain(s) for _, _, s in scored):
+            continue
+        score = _worth(sentence)
+        if score > 0:
+            scored.append((score, order, sentence))
+    best = sorted(scored, key=lambda item: (-item[0], item[1]))[:limit]
+    return [sentence for _, _, sentence in sorted(best, key=lambda item: item[1])]
+
+
+def _sentences(summary: str) -> list[str]:
+    out = []
+    for piece in _SENTENCE_END.split(summary):
+        sentence = _LEAD.sub("", piece.strip()).strip()
+        words = sentence.split()
+        long_enough = len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())  # CJK: few spaces
+        if sentence and len(sentence) <= MAX_NOTE_CHARS and long_enough:
+            out.append(sentence)
+    return out
+
+
+def _worth(sentence: str) -> int:
+    """How much a later summary could lose: numbers, names, preferences and decisions."""
+    words = sentence.split()
+    score = 2 * bool(re.search(r"\d", sentence))
+    score += sum(1 for w in words[1:] if w[:1].isupper() and w[:1].isalpha())
+    score += 2 * bool(_DECISION.search(sentence))
+    return score
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".!?。")

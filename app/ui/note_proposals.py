@@ -1,0 +1,65 @@
+"""Above the composer, after a summary: the facts it proposes as pinned notes, each with Pin and
+Dismiss (issue 17, item 5). Nothing is pinned until the user says so; the row hides when none
+is left."""
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+
+class NoteProposals(QWidget):
+    """Signals: accepted(str text) — pin this note; dismissed(str text) — do not."""
+
+    accepted = Signal(str)
+    dismissed = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("noteProposals")
+        self.heading = QLabel(self.tr("The summary suggests keeping these as pinned notes:"))
+        self.heading.setObjectName("noteProposalsHeading")
+        self.heading.setWordWrap(True)
+        self._grid = QGridLayout()
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setHorizontalSpacing(6)
+        self._grid.setVerticalSpacing(2)
+        self._grid.setColumnStretch(0, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 6, 12, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.heading)
+        layout.addLayout(self._grid)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
+        self.rows: list[tuple[QLabel, QToolButton, QToolButton]] = []
+        self.setVisible(False)
+
+    def set_proposals(self, proposals: Sequence[str]) -> None:
+        """One row per proposed note (none: hidden)."""
+        for row in self.rows:
+            for widget in row:
+                self._grid.removeWidget(widget)
+                widget.hide()
+                widget.deleteLater()
+        self.rows = []
+        for line, text in enumerate(proposals):
+            label = QLabel(text)
+            label.setObjectName("noteProposal")
+            label.setWordWrap(True)
+            pin = QToolButton()
+            pin.setObjectName("notePin")
+            pin.setText(self.tr("Pin"))
+            pin.setToolTip(self.tr("Keep this in every prompt of this chat"))
+            pin.setAccessibleName(self.tr("Pin: {0}").format(text))
+            dismiss = QToolButton()
+            dismiss.setObjectName("noteDismiss")
+            dismiss.setText(self.tr("Dismiss"))
+            dismiss.setToolTip(self.tr("Do not pin this; it is not suggested again in this chat"))
+            dismiss.setAccessibleName(self.tr("Dismiss: {0}").format(text))
+            pin.clicked.connect(lambda _checked=False, t=text: self.accepted.emit(t))
+            dismiss.clicked.connect(lambda _checked=False, t=text: self.dismissed.emit(t))
+            self._grid.addWidget(label, line, 0)
+            self._grid.addWidget(pin, line, 1)
+            self._grid.addWidget(dismiss, line, 2)
+            self.rows.append((label, pin, dismiss))
+        self.setVisible(bool(proposals))

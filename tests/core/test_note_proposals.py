@@ -1,0 +1,37 @@
+"""Notes a summary proposes (app.core.note_proposals): its own sentences that hold a number, a
+name or a decision, short enough to pin, none already pinned or dismissed."""
+
+from app.core.note_proposals import MAX_NOTE_CHARS, propose_notes
+
+SUMMARY = ("The user is planning a trip. Her name is Ada and she lives in Lisbon. "
+           "They discussed hotels in general terms. The budget is 1,200 euros for 5 nights. "
+           "The assistant suggested looking at reviews.")
+
+
+def test_the_sentences_with_facts_are_proposed_in_the_summarys_order():
+    assert propose_notes(SUMMARY) == ["Her name is Ada and she lives in Lisbon.",
+                                      "The budget is 1,200 euros for 5 nights."]
+
+
+def test_what_is_pinned_or_dismissed_is_not_proposed_again_and_the_limit_holds():
+    assert propose_notes(SUMMARY, notes="her name is Ada and she lives in Lisbon") == [
+        "The budget is 1,200 euros for 5 nights."]
+    assert propose_notes(SUMMARY, dismissed=["The budget is 1,200 euros for 5 nights."]) == [
+        "Her name is Ada and she lives in Lisbon."]
+    assert propose_notes(SUMMARY, limit=1) == ["Her name is Ada and she lives in Lisbon."]
+
+
+def test_bullets_the_extract_prefix_and_long_or_tiny_sentences():
+    summary = ("- Uses Python 3.12 on Windows.\nThe user said: My deadline is Friday.\nOk.\n"
+               + "A very long sentence about Paris " * 10)
+    proposed = propose_notes(summary)
+    assert proposed == ["Uses Python 3.12 on Windows.", "My deadline is Friday."]
+    assert all(len(p) <= MAX_NOTE_CHARS for p in proposed)
+
+
+def test_korean_sentences_are_proposed_when_they_hold_a_number():
+    assert propose_notes("사용자는 서울에 산다. 예산은 300만 원이다.") == ["예산은 300만 원이다."]
+
+
+def test_a_summary_without_facts_proposes_nothing():
+    assert propose_notes("They talked for a while. It was pleasant.") == []

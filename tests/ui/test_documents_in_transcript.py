@@ -1,0 +1,93 @@
+"""Documents and sources in the transcript (issue 18, items 3-4): the files kept with a sent
+message show under it and can be removed; an answer lists the excerpts it was given, and a
+click opens one with its file, place and text. Light and dark palettes are grabbed."""
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+from app.core.attached_document import ExtractedDocument
+from app.core.conversation import Message, Role
+from app.core.document_prompt import Citation
+from app.ui.chat_view import ChatView
+from app.ui.theme import stylesheet
+from tests.ui.test_theme import dark_palette
+
+MANUAL = ExtractedDocument("manual.pdf", "pdf", "x" * 5000, tuple(range(0, 5000, 16)), 900_000)
+NOTE = ExtractedDocument("note.md", "markdown", "The pass code is 4711.", (), 22, "utf-8")
+SOURCES = (Citation("manual.pdf", 17, "Install > Linux", 12, 40_120, 40_610,
+                    "Run the installer as root. The pass code for the vault is 4711."),
+           Citation("manual.pdf", 18, "Install > Linux", 12, 40_610, 41_002, "Then reboot."),
+           Citation("note.md", 1, "", None, 0, 22, "The pass code is 4711."))
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = ChatView()
+    qtbot.addWidget(widget)
+    widget.resize(640, 420)
+    widget.load_messages([Message(Role.USER, "What is the pass code?", documents=(MANUAL, NOTE)),
+                          Message(Role.ASSISTANT, "It is 4711.", sources=SOURCES)])
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_the_documents_of_a_message_show_under_it_and_can_be_removed(qtbot, view):
+    question = view.bubbles()[0]
+    assert [c.text() for c in question.documents.chips] == ["manual.pdf · 313 pages", "note.md · 22 characters"]
+    assert question.documents.isVisible() and not view.bubbles()[1].documents.isVisible()
+    with qtbot.waitSignal(view.document_remove_requested) as removed:
+        qtbot.mouseClick(question.documents.remove_buttons[1], Qt.MouseButton.LeftButton)
+    assert removed.args == [0, 1]
+    view.show_documents(0, (MANUAL,))
+    QApplication.processEvents()
+    assert [c.text() for c in question.documents.chips] == ["manual.pdf · 313 pages"]
+    view.set_actions_enabled(False)  # while a reply is written
+    assert not question.documents.remove_buttons[0].isEnabled()
+
+
+def test_an_answers_sources_are_links_that_open_the_excerpt(qtbot, view):
+    line = view.bubbles()[1].sources
+    assert line.isVisible() and not view.bubbles()[0].sources.isVisible()
+    assert "manual.pdf #17, page 12" in line.text() and "#18, page 12" in line.text() and "note.md #1" in line.text()
+    line.linkActivated.emit("0")  # what a click on the first link does
+    dialog = line.dialog
+    assert dialog.isVisible() and dialog.windowTitle() == "Source: manual.pdf"
+    assert dialog.place_label.text() == ("manual.pdf · excerpt 17 · Install > Linux · page 12 · "
+                                         "characters 40,120–40,610")
+    assert dialog.text_view.toPlainText() == "Run the installer as root. The pass code for the vault is 4711."
+    assert dialog.text_view.isReadOnly()
+    dialog.reject()
+    view.show_reply_sources(SOURCES[2:])
+    assert "manual.pdf" not in line.text() and "note.md #1" in line.text()
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_documents_and_sources_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name):
+    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
+    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle("Fusion")
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(stylesheet(palette))
+    try:
+        widget = ChatView()
+        qtbot.addWidget(widget)
+        widget.resize(640, 360)
+        widget.load_messages([Message(Role.USER, "What is the pass code?", documents=(MANUAL, NOTE)),
+                              Message(Role.ASSISTANT, "It is 4711.", sources=SOURCES)])
+        widget.show()
+        qtbot.waitExposed(widget)
+        qtbot.wait(50)  # the bodies lay out on the next loop turns
+        widget.grab().save(str(tmp_path / f"documents_{palette_name}.png"))
+        line = widget.bubbles()[1].sources
+        dialog = line.open_source(0)
+        qtbot.waitExposed(dialog)
+        dialog.grab().save(str(tmp_path / f"source_{palette_name}.png"))
+        dialog.reject()
+        chip = widget.bubbles()[0].documents.chips[0]
+        assert chip.palette().color(chip.foregroundRole()) != chip.palette().color(chip.backgroundRole())
+    finally:
+        qapp.setStyleSheet(old_sheet)
+        qapp.setPalette(old_palette)
+        qapp.setStyle(old_style)

@@ -1,0 +1,56 @@
+"""Notes a summary proposes, in the window (issue 17, item 5): shown above the composer, each
+pinned or dismissed by the user, never pinned silently. Light and dark palettes are grabbed."""
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+from app.ui.note_proposals import NoteProposals
+from app.ui.theme import stylesheet
+from tests.ui.test_theme import dark_palette
+
+SUMMARY = "Her name is Ada and she lives in Lisbon. The budget is 1,200 euros. They said hello."
+
+
+def test_pin_and_dismiss_in_the_window(qtbot, make_window):
+    window = make_window()
+    chat = window.chat
+    chat.turns.send("My name is Ada.")  # no model: the turn fails, the chat and its row exist
+    qtbot.waitUntil(lambda: not chat.turns.active, timeout=10000)
+    chat.notes.propose(SUMMARY)
+    QApplication.processEvents()
+    proposals = window.note_proposals
+    assert proposals.isVisible() and [r[0].text() for r in proposals.rows] == [
+        "Her name is Ada and she lives in Lisbon.", "The budget is 1,200 euros."]
+    assert chat.pinned_notes == ""
+    qtbot.mouseClick(proposals.rows[1][1], Qt.MouseButton.LeftButton)  # Pin the budget
+    assert chat.pinned_notes == "The budget is 1,200 euros."
+    assert window.chat_bar.notes_button.text().startswith("Notes · ≈")
+    qtbot.mouseClick(proposals.rows[0][2], Qt.MouseButton.LeftButton)  # Dismiss the name
+    QApplication.processEvents()
+    assert not proposals.isVisible() and chat.pinned_notes == "The budget is 1,200 euros."
+    assert chat.store.load_conversation(chat.conversation_id).pinned_notes == "The budget is 1,200 euros."
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_the_proposals_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name):
+    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
+    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle("Fusion")
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(stylesheet(palette))
+    try:
+        widget = NoteProposals()
+        qtbot.addWidget(widget)
+        widget.set_proposals(["Her name is Ada and she lives in Lisbon.", "The budget is 1,200 euros."])
+        widget.resize(600, widget.sizeHint().height())
+        widget.show()
+        qtbot.waitExposed(widget)
+        qtbot.wait(30)
+        widget.grab().save(str(tmp_path / f"note_proposals_{palette_name}.png"))
+        label = widget.rows[0][0]
+        assert label.palette().color(label.foregroundRole()) != label.palette().color(label.backgroundRole())
+    finally:
+        qapp.setStyleSheet(old_sheet)
+        qapp.setPalette(old_palette)
+        qapp.setStyle(old_style)
