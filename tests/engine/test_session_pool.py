@@ -11,7 +11,7 @@ from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
 from app.engine.events import TurnCompleted
 from app.engine.local.kv_session import KVSession
-from app.engine.local.session_pool import SessionPool, park, parked_bytes, restore, to_device, to_host
+from app.engine.local.session_pool import SessionPool, park, parked_bytes, restore, swap, to_device, to_host
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import pick_probe
 
@@ -148,3 +148,30 @@ def test_parked_and_restored_tensors_are_what_the_compiled_step_was_traced_with(
     host, back = to_host(plain, pinned=False), to_device(plain, CPU)
     assert host.is_inference() and back.is_inference() and back.data_ptr() != plain.data_ptr()
     assert torch.equal(host, plain) and torch.equal(back, plain)
+
+
+def test_swap_refuses_what_does_not_pair_up_and_touches_nothing(tiny_loaded):
+    """A CPU cache is never parked (it stays where it is), so swap has nothing to exchange."""
+    config = tiny_loaded.model.config
+    a, b = _filled_session(config, 5), _filled_session(config, 5)
+    park(b)
+    keys = [t.data_ptr() for _, _, t in a.tensors()]
+    assert not swap(a, b) and not swap(a, KVSession())
+    assert [t.data_ptr() for _, _, t in a.tensors()] == keys
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_switching_back_restores_into_the_same_device_memory(tiny_loaded):
+    gpu = torch.device("cuda")
+    config = tiny_loaded.model.config
+    a, b = _filled_session(config, 5), _filled_session(config, 5)
+    for session in (a, b):
+        restore(session, gpu)
+    park(b)
+    b_values = [t.clone() for _, _, t in b.tensors()]
+    a_values = [t.cpu() for _, _, t in a.tensors()]
+    a_ptrs = [t.data_ptr() for _, _, t in a.tensors()]
+    assert swap(a, b)
+    assert [t.data_ptr() for _, _, t in b.tensors()] == a_ptrs  # b now lives where a lived
+    assert all(torch.equal(t.cpu(), v) for (_, _, t), v in zip(b.tensors(), b_values, strict=True))
+    assert all(t.device.type == "cpu" and torch.equal(t, v) for (_, _, t), v in zip(a.tensors(), a_values, strict=True))
