@@ -326,6 +326,7 @@ def build_wheel(root: Path, dist: Path, run: Run, jobs: int, archs, timeout: flo
     """``pip wheel --no-build-isolation --no-deps`` in ``root``; stdout streamed to the log
     (ninja's progress lines included), its tail kept in the record. Returns the wheel path."""
     env = dict(os.environ, MAX_JOBS=str(jobs), FLASH_ATTN_CUDA_ARCHS=";".join(archs),
+               TORCH_CUDA_ARCH_LIST=";".join(f"{int(a) // 10}.{int(a) % 10}" for a in archs),  # not the GPU's
                FLASH_ATTENTION_FORCE_BUILD="TRUE",  # no attempt to download a prebuilt wheel
                FLASH_ATTENTION_SKIP_CUDA_BUILD="FALSE", NVCC_THREADS=os.environ.get("NVCC_THREADS", "1"),
                FLASH_ATTN_LOCAL_VERSION=f"{LOCAL_VERSION}.sm{'.sm'.join(archs)}", PYTHONUNBUFFERED="1")
@@ -333,7 +334,7 @@ def build_wheel(root: Path, dist: Path, run: Run, jobs: int, archs, timeout: flo
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
            "-w", str(dist), str(root)]
     run.data["build_command"] = " ".join(cmd)
-    run.data["build_env"] = {k: env[k] for k in ("MAX_JOBS", "FLASH_ATTN_CUDA_ARCHS", "NVCC_THREADS",
+    run.data["build_env"] = {k: env[k] for k in ("MAX_JOBS", "FLASH_ATTN_CUDA_ARCHS", "TORCH_CUDA_ARCH_LIST", "NVCC_THREADS",
                                                  "FLASH_ATTENTION_FORCE_BUILD", "FLASH_ATTN_LOCAL_VERSION")}
     run.save()
     tail: list[str] = []

@@ -149,3 +149,28 @@ def test_projection_models_fa2_without_mask_or_workspace():
                                chunk_size=1024)
     assert fa2.mask == 0 and packed.mask == 1024 * 24096
     assert packed.attention_phase > fa2.attention_phase == 1024 * 2 * (3 * 64 + 3 * 8 * 32 // 2)
+
+
+def test_the_decode_step_traces_as_one_graph_through_the_custom_op(monkeypatch):
+    """torch.compile (fullgraph: a graph break raises) through "fa2+static": FA2 is reached as
+    the custom op headroom::fa2_with_kvcache, traced with its fake, and gives eager's logits."""
+    fake = FakeFlashAttn().install(monkeypatch)
+    model = _model()
+    _as_fa2(model, "fa2")
+    ids = torch.randint(3, 97, (1, 10), generator=torch.Generator().manual_seed(3))
+
+    def step(x, cache):
+        return model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[0, -1]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    with torch.inference_mode():
+        eager_cache, compiled_cache = new_static_cache(model.config, 32), new_static_cache(model.config, 32)
+        token = prefill(model, ids, eager_cache, None).argmax().view(1, 1)
+        prefill(model, ids, compiled_cache, None)
+        calls = len(fake.calls)
+        for _ in range(2):
+            expected, got = step(token, eager_cache), compiled(token, compiled_cache)
+            torch.testing.assert_close(got, expected)
+            token = expected.argmax().view(1, 1)
+    assert len(fake.calls) - calls == 2 * 2 * model.config.num_hidden_layers  # eager and compiled, per layer

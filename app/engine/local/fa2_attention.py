@@ -29,7 +29,6 @@ sliding-window layers keep SDPA (app.engine.loading.placement decides before loa
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -92,10 +91,13 @@ def sdpa_phases(active: str) -> AttentionPhases:
     return AttentionPhases(active, active, "transformers' own", "transformers' own")
 
 
-@functools.cache
-def _kvcache_op():
-    """``headroom::fa2_with_kvcache``: flash_attn_with_kvcache as a torch custom op, so
-    torch.compile keeps it inside one graph (fake: a tensor of the query's shape)."""
+def _register_kvcache_op() -> None:
+    """Define ``headroom::fa2_with_kvcache`` once per process: flash_attn_with_kvcache as a torch
+    custom op (fake: a tensor of the query's shape), so torch.compile keeps it inside one graph.
+    Called when the attention is switched on, never while tracing: the traced function reaches
+    the op through ``torch.ops``."""
+    if hasattr(torch.ops.headroom, "fa2_with_kvcache"):
+        return
 
     @torch.library.custom_op("headroom::fa2_with_kvcache", mutates_args=())
     def fa2_with_kvcache(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -109,8 +111,6 @@ def _kvcache_op():
     @fa2_with_kvcache.register_fake
     def _(q, k_cache, v_cache, cache_seqlens, softmax_scale):
         return q.new_empty(q.shape)
-
-    return fa2_with_kvcache
 
 
 def filled_lengths(position_ids: torch.Tensor) -> torch.Tensor:
@@ -148,7 +148,8 @@ def fa2_static_forward(
     seqlens = filled_lengths(position_ids)
     if query.shape[2] == 1 and getattr(module, DECODE_ATTR, "fa2") == "packed":
         return _packed_decode_filled(query, key, value, seqlens, scale), None
-    out = _kvcache_op()(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), seqlens, scale)
+    out = torch.ops.headroom.fa2_with_kvcache(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
+                                              seqlens, scale)
     return out, None
 
 
@@ -166,6 +167,7 @@ def register_fa2_static() -> str:
     function is registered: transformers then builds no mask for it (none is needed)."""
     from transformers import AttentionInterface
 
+    _register_kvcache_op()
     AttentionInterface.register(FA2_STATIC, fa2_static_forward)
     return FA2_STATIC
 
