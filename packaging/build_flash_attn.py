@@ -334,8 +334,9 @@ def build_wheel(root: Path, dist: Path, run: Run, jobs: int, archs, timeout: flo
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-v",
            "-w", str(dist), str(root)]
     run.data["build_command"] = " ".join(cmd)
-    run.data["build_env"] = {k: env[k] for k in ("MAX_JOBS", "FLASH_ATTN_CUDA_ARCHS", "TORCH_CUDA_ARCH_LIST", "NVCC_THREADS",
-                                                 "FLASH_ATTENTION_FORCE_BUILD", "FLASH_ATTN_LOCAL_VERSION")}
+    run.data["build_env"] = {k: env[k] for k in ("MAX_JOBS", "FLASH_ATTN_CUDA_ARCHS", "TORCH_CUDA_ARCH_LIST",
+                                                 "NVCC_THREADS", "FLASH_ATTENTION_FORCE_BUILD",
+                                                 "FLASH_ATTN_LOCAL_VERSION")}
     run.save()
     tail: list[str] = []
     before = set(dist.glob("flash_attn-*.whl"))
