@@ -348,7 +348,8 @@ def build_wheel(root: Path, dist: Path, run: Run, jobs: int, archs, timeout: flo
         tail = (tail + [line])[-TAIL_LINES:]
         if re.match(r"\[\d+/\d+\]", line):  # ninja progress: one line per compiled unit
             run.data["ninja_progress"] = line.split(" ", 1)[0]
-            run.log(line[:200])
+            unit = re.findall(r"[\w.-]+\.(?:cu|cpp|so)\b", line)
+            run.log(run.data["ninja_progress"], unit[-1] if unit else line[:160])
             run.save()
         elif "error" in line.lower() or "warning: " not in line and line.startswith(("Building", "Created", "Saved")):
             run.log(line[:300])
