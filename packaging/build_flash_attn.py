@@ -460,7 +460,9 @@ def main(argv=None) -> int:
     ap.add_argument("--head-dims", default=",".join(map(str, HEAD_DIMS)))
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--archs", default=",".join(ARCHS), help="CUDA archs, e.g. 90 (sm_90 SASS only)")
-    ap.add_argument("--jobs", type=int, default=int(os.environ.get("MAX_JOBS", os.cpu_count() or 4)))
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="parallel compile units (default: all of them at once when the cores are within one of "
+                         "that, else one per core; about 4.2 GB of memory each)")
     ap.add_argument("--timeout", type=float, default=3000, help="seconds before the build is killed")
     ap.add_argument("--patch-only", action="store_true", help="unpack and patch, no build")
     ap.add_argument("--check-host", action="store_true",
@@ -473,6 +475,9 @@ def main(argv=None) -> int:
     head_dims = tuple(int(d) for d in args.head_dims.split(","))
     dtypes = tuple(args.dtypes.split(","))
     archs = tuple(args.archs.split(","))
+    if args.jobs is None:  # one wave: 16 cores take the 17 units (flash_api.cpp is short) at once
+        units, cores = len(kernel_sources(head_dims, dtypes)) + 1, os.cpu_count() or 4
+        args.jobs = units if cores >= units - 1 else cores
     run.data.update(flash_attn=FLASH_VERSION, head_dims=head_dims, dtypes=dtypes, archs=archs,
                     disabled=DISABLED, jobs=args.jobs)
     try:

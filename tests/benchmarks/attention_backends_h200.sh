@@ -48,7 +48,7 @@ if [ "$MODE" = build ]; then
   nvcc --version | tail -2; nproc; free -g | head -2
   rm -rf $W/src $W/dist $W/fa2_build.json
   setsid nohup python3 packaging/build_flash_attn.py --sdist .gpu/fa2/flash_attn-2.8.3.post2.tar.gz \
-    --work $W/src --out $W/dist --record $W/fa2_build.json --jobs "${MAX_JOBS:-16}" > $W/fa2_build.log 2>&1 < /dev/null &
+    --work $W/src --out $W/dist --record $W/fa2_build.json ${MAX_JOBS:+--jobs $MAX_JOBS} > $W/fa2_build.log 2>&1 < /dev/null &
   # the benchmark's model folder meanwhile (GPU + disk; the build takes the CPUs)
   python3 -c "from pathlib import Path; from tests.benchmarks.speed import build_model; build_model(Path('/tmp/llama8b'), False)" \
     > "$OUT/model_build.txt" 2>&1
