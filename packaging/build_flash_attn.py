@@ -9,7 +9,8 @@ builds the wheel with ``pip wheel --no-build-isolation --no-deps`` (offline: no 
 downloads, the installed torch is the one compiled against).
 
 The patch (every edit anchored: a source that differs from flash-attn 2.8.3.post2 is refused,
-never half-patched; the exact diff is written beside the wheel and into the record):
+never half-patched; the exact diff is written beside the wheel and into the record, and the
+default one is committed as packaging/flash_attn-2.8.3.post2-headroom-inference.patch to read):
 
 * setup.py — sources: ``flash_api.cpp`` plus the forward and split-KV forward kernels of the
   chosen head dimensions and dtypes, causal and not (16 of 72 files for 64/128 × bf16/fp16);
