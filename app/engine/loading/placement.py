@@ -203,6 +203,6 @@ def model_attention_shape(config) -> tuple[int | None, bool]:
     try:
         layout = KVLayout.from_config(config, 2)
         return head_dim(text_config(config)), any(layer.window is not None for layer in layout.layers)
-    except (ValueError, TypeError, AttributeError) as exc:
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
         log.info("attention shape unknown: %s", exc)
         return None, False
