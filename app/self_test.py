@@ -11,7 +11,10 @@ imports in a bundle, pyinstaller #9137), so every check runs the real path:
 - a bitsandbytes NF4 `Linear4bit` layer quantizes and multiplies on CUDA (bitsandbytes' native library missing in a
 bundle, pyinstaller #7911), or the line
   says plainly that CUDA is absent and whether bitsandbytes imports;
-- the default model (or --model) answers "What is the capital of France?" greedily with Paris.
+- the default model (or --model) answers "What is the capital of France?" greedily with Paris;
+- on CUDA with FlashAttention-2 in the LoadReport, a prefill and a decode step run under
+  torch.profiler and FA2's own kernels (``flash::flash_fwd…``, not torch SDPA's
+  ``pytorch_flash::…``) must be seen: an import alone proves nothing ("I thought FA2 was on").
 
 Each check prints one line, `PASS|FAIL|SKIP <check>: <detail>`; the exit code is 0 when no
 check failed, 1 otherwise. A failure is one line, never a traceback (--verbose logs it).
@@ -21,11 +24,12 @@ No Qt is imported.
 import logging
 import os
 import platform
+import re
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -149,9 +153,10 @@ def check_4bit_layer() -> CheckResult:
     return CheckResult("PASS" if ok else "FAIL", name, detail)
 
 
-def check_answer(model_path: Path | None, device_preference: str) -> CheckResult:
+def check_answer(model_path: Path | None, device_preference: str, keep: dict | None = None) -> CheckResult:
     """Load the default model (or `model_path`) and answer QUESTION greedily through the
-    app's turn runner; PASS when the answer mentions EXPECTED."""
+    app's turn runner; PASS when the answer mentions EXPECTED. The loaded model is put in
+    ``keep["loaded"]`` for the checks after this one."""
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
     from app.core.paths import default_model_path
@@ -170,6 +175,8 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
         loaded = load_model(path, device_preference=device_preference)
     except ModelLoadError as exc:
         return CheckResult("FAIL", name, str(exc))
+    if keep is not None:
+        keep["loaded"] = loaded
     settings = GenerationSettings(max_new_tokens=24, temperature=0.0)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     answer, outcome = "", "no reply"
@@ -190,6 +197,75 @@ def check_answer(model_path: Path | None, device_preference: str) -> CheckResult
                        f"{QUESTION!r} → {shown!r} ({where})")
 
 
+# FlashAttention-2's own kernels, as the profiler names them ("void flash::flash_fwd_kernel<…>",
+# "…flash_fwd_splitkv_kernel…"); torch SDPA's copy lives in namespace pytorch_flash and is not FA2.
+FA2_KERNEL = re.compile(r"(?<![\w:])flash::(flash_fwd\w*)")
+FA2_PROMPT_TOKENS = 300
+
+
+def fa2_kernels(names: Iterable[str]) -> dict[str, int]:
+    """Launches of FA2's own kernels among profiler kernel names, by kernel (e.g.
+    {"flash_fwd_kernel": 30}); torch SDPA's ``pytorch_flash::`` kernels are not counted."""
+    counts: dict[str, int] = {}
+    for name in names:
+        match = FA2_KERNEL.search(name)
+        if match:
+            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return counts
+
+
+def _profiled_kernels(run: Callable[[], object]) -> list[str]:
+    """Names of the CUDA kernels launched while ``run`` runs (one entry per launch)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def check_flash_attention(loaded) -> CheckResult:
+    """With FlashAttention-2 in the LoadReport, prefill FA2_PROMPT_TOKENS tokens into a static
+    cache through Headroom's own prefill and run one decode step, each under torch.profiler;
+    PASS when FA2's kernels ran in the prefill (and in the decode step when its phase is FA2).
+    SKIP without CUDA or when the LoadReport names another attention (with the reason)."""
+    import torch
+
+    from app.engine.local.generation import forward_step, prefill
+    from app.engine.local.kv_session import KVSession
+
+    name = "FlashAttention-2"
+    if loaded is None:
+        return CheckResult("SKIP", name, "no model loaded (see the check above)")
+    report = loaded.report
+    if not report.device.startswith("cuda"):
+        return CheckResult("SKIP", name, "CUDA not available: FlashAttention-2 not exercised")
+    if not report.attention.startswith("flash_attention_2"):
+        why = [f for f in report.fallbacks if "SDPA attention" in f or "FlashAttention" in f]
+        return CheckResult("SKIP", name, f"attention is {report.attention}" + (f" ({why[0]})" if why else ""))
+    model, session = loaded.model, KVSession()
+    ids = (loaded.tokenizer.encode(" ".join([QUESTION] * 60), add_special_tokens=False) * 2)[:FA2_PROMPT_TOKENS]
+    cache, _ = session.begin_turn(model, ids, 4)
+    x = torch.tensor([ids], device=model.device)
+    step = torch.zeros((1, 1), dtype=torch.long, device=model.device)
+    with torch.inference_mode():
+        in_prefill = fa2_kernels(_profiled_kernels(lambda: prefill(model, x, cache, None)))
+        in_decode = fa2_kernels(_profiled_kernels(lambda: forward_step(model, step, cache)))
+    session.invalidate()
+    decode_fa2 = any(line.startswith("decode: FlashAttention-2") for line in report.attention_phases)
+    shown = (f"prefill of {len(ids)} tokens: {_counts(in_prefill)}; decode step: {_counts(in_decode)} "
+             f"({report.attention})")
+    ok = bool(in_prefill) and (bool(in_decode) or not decode_fa2)
+    return CheckResult("PASS" if ok else "FAIL", name, shown if ok else
+                       f"the LoadReport says FlashAttention-2 but the profiler saw no FA2 kernel where it "
+                       f"should run: {shown}")
+
+
+def _counts(kernels: dict[str, int]) -> str:
+    return ", ".join(f"{k} ×{n}" for k, n in sorted(kernels.items())) or "no FA2 kernel"
+
+
 def run_checks(model_path: Path | None = None, device_preference: str = "auto") -> Iterator[CheckResult]:
     """Every check in order, each result as soon as it is known."""
     yield _guarded("process defaults", check_process_defaults)
@@ -197,7 +273,9 @@ def run_checks(model_path: Path | None = None, device_preference: str = "auto") 
     for model_type in ARCHITECTURES:
         yield _guarded(f"architecture {model_type}", lambda m=model_type: check_architecture(m))
     yield _guarded("4-bit layer", check_4bit_layer)
-    yield _guarded("model answers", lambda: check_answer(model_path, device_preference))
+    kept: dict = {}
+    yield _guarded("model answers", lambda: check_answer(model_path, device_preference, kept))
+    yield _guarded("FlashAttention-2", lambda: check_flash_attention(kept.get("loaded")))
 
 
 def header() -> str:

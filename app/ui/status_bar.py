@@ -65,9 +65,11 @@ class ModelStatusBar(QStatusBar):
         self.model_label.setText(" · ".join(parts))
         # the fallbacks are the loader's English reasons (technical: library and kernel names)
         why = "\n".join(f"• {reason}" for reason in report.fallbacks) or self.tr("• best path active")
+        # the kernel of each phase and why (English from the loader, like the fallbacks)
+        attention = "".join([report.attention, *(f"\n    {line}" for line in report.attention_phases)])
         self.model_label.setToolTip(self.tr(
             "{0}\nattention: {1}\nquantization: {2}\nweights: {3}, compute: {4}\nloaded in {5} s\n{6}").format(
-            report.source, report.attention, report.quantization, report.weight_dtype, report.compute_dtype,
+            report.source, attention, report.quantization, report.weight_dtype, report.compute_dtype,
             f"{report.load_seconds:.1f}", why))
 
     def show_backend(self, report) -> None:

@@ -39,3 +39,22 @@ def test_a_turn_without_a_token_shows_no_ttft(make_window):
     assert window.status.speed_label.text() == "no tokens"
     window.status.show_speed(0.25, 10.04, 12)
     assert window.status.speed_label.text() == "TTFT 250 ms · 10.0 tok/s · 12 tokens"
+
+
+def test_the_model_tooltip_names_the_kernel_of_each_attention_phase(qtbot, make_window):
+    """Issue 19: which kernel runs prefill and decode, and why, one hover away."""
+    from app.engine.loading.loader import LoadReport
+    from app.engine.local.fa2_attention import choose_phases
+
+    phases = choose_phases(None).lines()
+    report = LoadReport(name="llama8b", source="/models/llama8b", device="cuda:0",
+                        attention="flash_attention_2 (flash-attn 2.8.3.post2)", quantization="NF4 4-bit + double quant",
+                        weight_dtype="bfloat16", compute_dtype="bfloat16", weight_bytes=5_700_000_000,
+                        max_positions=131072, has_chat_template=True, load_seconds=4.2, fallbacks=(),
+                        attention_phases=phases)
+    status = make_window().status
+    status.show_report(report)
+    assert "flash_attention_2 (flash-attn 2.8.3.post2)" in status.model_label.text()
+    tip = status.model_label.toolTip()
+    assert f"attention: flash_attention_2 (flash-attn 2.8.3.post2)\n    {phases[0]}\n    {phases[1]}\n" in tip
+    assert phases[0].startswith("prefill: FlashAttention-2") and phases[1].startswith("decode: FlashAttention-2")

@@ -112,7 +112,7 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
         header = read_gguf_header(path)
         config, kind, saved_quant, saved_bytes = header.hf_config(), "gguf", None, 0
         described = header.describe()
-        placement = detect_placement(False, device_preference)
+        placement = detect_placement(False, device_preference, config)
         conversion = conversion_check(header, placement)
     elif path.is_dir() and (path / "config.json").is_file():
         from app.engine.loading.catalog import read_config
@@ -122,7 +122,7 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
         saved = raw.get("quantization_config")
         saved_quant = str(saved.get("quant_method", "quantized")) if isinstance(saved, dict) else None
         saved_bytes = sum(p.stat().st_size for p in path.glob("*.safetensors"))
-        placement = detect_placement(saved_quant is not None, device_preference)
+        placement = detect_placement(saved_quant is not None, device_preference, config)
         described = describe_config(config, raw)
     else:
         raise ValueError(f"{path} is neither a .gguf file nor a folder with config.json")

@@ -23,6 +23,7 @@ from app.engine.loading.folder_trust import check_folder, remote_code_message
 from app.engine.loading.placement import Placement, detect_placement
 from app.engine.local.attention import enable_packed_sdpa
 from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids
+from app.engine.local.fa2_attention import enable_fa2_static
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class LoadReport:
     load_seconds: float
     fallbacks: tuple[str, ...]
     decode_kernel: str = ""  # NF4 decode rows: fused Triton GEMV or bitsandbytes (issue 15)
+    attention_phases: tuple[str, ...] = ()  # the kernel of each phase and why (issue 19)
 
     def summary(self) -> str:
         """One line for the status bar."""
@@ -177,12 +179,20 @@ def _max_positions(config) -> int | None:
     return None
 
 
-def build_report(model, tokenizer, source: Path, placement: Placement, seconds: float) -> LoadReport:
-    """Read back what the loaded model actually uses."""
+def build_report(model, tokenizer, source: Path, placement: Placement, seconds: float,
+                 phases=None) -> LoadReport:
+    """Read back what the loaded model actually uses. phases: the `fa2_attention.AttentionPhases`
+    in force (None: derived from the active implementation)."""
+    from app.engine.local.fa2_attention import FA2_LABEL, attention_label, sdpa_phases
+
     fallbacks = list(placement.reasons)
     active = getattr(model.config, "_attn_implementation", None) or "unknown"
-    if active.split("+")[0] != placement.attention:
+    label = attention_label(active, placement.flash_attn_version)
+    if label.split(" ")[0].split("+")[0] != placement.attention:
         fallbacks.append(f"requested {placement.attention}, transformers activated {active}")
+    if placement.attention == FA2_LABEL and phases is None:
+        fallbacks.append("flash_attention_2 loaded but Headroom's static-cache FA2 path is not active")
+    phases = phases or sdpa_phases(active)
     if not getattr(tokenizer, "chat_template", None):
         fallbacks.append("no chat template (a base model?): prompts use a plain User/Assistant transcript")
     quant = _quantization_name(model)
@@ -191,7 +201,7 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
         name=source.name.removesuffix(CACHE_SUFFIX),
         source=str(source),
         device=str(model.device),
-        attention=active,
+        attention=label,
         quantization=quant,
         weight_dtype=str(model.dtype).removeprefix("torch."),
         compute_dtype=str(compute).removeprefix("torch."),
@@ -200,6 +210,7 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         load_seconds=seconds,
         fallbacks=tuple(fallbacks),
+        attention_phases=phases.lines(),
     )
 
 
@@ -230,7 +241,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
         placement = detect_placement(getattr(config, "quantization_config", None) is not None,
-                                     device_preference)
+                                     device_preference, config)
         report("Loading the tokenizer", 0.8)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
         tokenizer.padding_side = "left"  # generation pads on the left (right padding with FA2, trl #1018)
@@ -241,10 +252,11 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
             use_kernels=False, **_load_kwargs(placement))
         model.eval()
         enable_packed_sdpa(model)  # "sdpa" → "sdpa+gqa-packed" for GQA models (no repeat_kv copy)
+        phases = enable_fa2_static(model)  # "flash_attention_2" → FA2 over the static cache
         nf4 = _install_nf4_gemv(model, placement)
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
-        built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started)
+        built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started, phases)
         if nf4 is not None:
             built = replace(built, decode_kernel=nf4.label())
         loaded = LoadedModel(model, tokenizer, built, fmt,

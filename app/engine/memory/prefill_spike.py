@@ -23,7 +23,10 @@ class PrefillModel:
     """Shapes that set the transient memory of one prefill forward pass.
 
     activation_bytes: compute dtype element size (bf16 2, fp32 4). attn_implementation: "sdpa",
-    "sdpa+gqa-packed" (app.engine.local.attention), "eager" or "flash_attention_2". dequant_bytes:
+    "sdpa+gqa-packed" (app.engine.local.attention), "eager", or any name starting with "flash"
+    (FlashAttention-2: the LoadReport's "flash_attention_2 (flash-attn X)", Headroom's "fa2+static"
+    path, app.engine.local.fa2_attention: no mask is built, nothing is materialized over the
+    cache). dequant_bytes:
     largest weight a 4-bit layer dequantizes per call (0 when not quantized, see
     :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
