@@ -147,16 +147,17 @@ def check_shape(n, kdim, plan) -> dict:
 
 
 def full_sweep(n, kdim, auto) -> set:
-    """Launch plans for the register-lookup kernels: 5 (products on the tensor cores) over tile
-    shapes, split-K and warps; 2 (CUDA-core FMA) at the shapes measured best for it; `auto`."""
-    plans = {auto, Plan(32, 256, 4, 4, 0, 2), Plan(16, 512, 2, 4, 0, 2), Plan(16, 512, 1, 4, 0, 2),
-             Plan(32, 256, 8, 4, 0, 2), Plan(16, 512, 8, 4, 0, 2)}
-    for bn, warps in ((16, 4), (32, 4), (64, 4), (64, 8), (128, 8)):
-        for bk in (128, 256, 512):
+    """Launch plans for the register-lookup kernels 2 (one row per thread) and 6 (two rows per
+    thread sharing x) over tile shapes, split-K and warps, plus `auto` (the current choice)."""
+    plans = {auto}
+    for bn, warps in ((16, 4), (32, 4), (32, 8), (64, 4), (64, 8)):
+        for bk in (256, 512):
             iters, tiles = kdim // bk, -(-n // bn)
-            for split in (1, 2, 4, 8, 16, 32):
+            for split in (1, 2, 4, 8, 16):
                 if iters % split == 0 and 132 <= tiles * split <= 12 * 132:
-                    plans.add(Plan(bn, bk, split, warps, 0, 5))
+                    plans.add(Plan(bn, bk, split, warps, 0, 6))
+                    if bn <= 32 and warps == 4:
+                        plans.add(Plan(bn, bk, split, warps, 0, 2))
     return {p for p in plans if kdim % (p.block_k * p.split_k) == 0}
 
 
@@ -190,7 +191,7 @@ def sweep_shape(n, kdim, bw, quick=False) -> dict:
     row.update(plans=results, best=best, auto_us=next((r["us"] for r in ok if r["plan"] == auto.__dict__), None),
                best_fraction_of_copy_bw=best["tb_s"] * 1e12 / bw,
                kernel_us={kn: min((r["us"] for r in ok if r["plan"]["kernel"] == kn), default=None)
-                          for kn in (0, 1, 2, 3, 4, 5)},
+                          for kn in (0, 1, 2, 3, 4, 5, 6)},
                stages_us={st: min((r["us"] for r in ok if r["plan"]["stages"] == st), default=None)
                           for st in (1, 2, 3)})
     del layers, ts

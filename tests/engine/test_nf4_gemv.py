@@ -222,7 +222,8 @@ def test_swapped_forward_compiles_in_one_graph():
                                   Plan(8, 128, 1, 4, 0, kernel=1, stages=2), Plan(16, 128, 1, 4, 0, kernel=2),
                                   Plan(8, 64, 2, 4, 0, kernel=2), Plan(8, 256, 1, 4, 0, kernel=3, row_tiles=3),
                                   Plan(16, 64, 4, 4, 0, kernel=4), Plan(16, 128, 1, 4, 0, kernel=5),
-                                  Plan(32, 64, 2, 4, 0, kernel=5)])
+                                  Plan(32, 64, 2, 4, 0, kernel=5), Plan(16, 128, 1, 4, 0, kernel=6),
+                                  Plan(8, 64, 2, 4, 0, kernel=6)])
 @pytest.mark.parametrize("nested", [True, False])
 def test_triton_kernel_interpreted_matches_the_mirror(plan, nested):
     layer = FakeLinear4bit(40, 512, seed=9, bias=True, nested=nested)
@@ -248,7 +249,8 @@ def test_a_slower_kernel_is_not_installed(monkeypatch):
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1" or k.triton is None,
                     reason="needs Triton's interpreter (TRITON_INTERPRET=1)")
-@pytest.mark.parametrize("plan", [Plan(8, 128, 1, 4, 0, kernel=2), Plan(16, 64, 1, 4, 0, kernel=5)])
+@pytest.mark.parametrize("plan", [Plan(8, 128, 1, 4, 0, kernel=2), Plan(16, 64, 1, 4, 0, kernel=5),
+                                  Plan(8, 64, 1, 4, 0, kernel=6)])
 def test_register_lookup_gives_bitsandbytes_weights_bit_for_bit(plan):
     """A one-hot x reads one column of W out exactly: every nibble position of a word, both
     halves of the prmt table, several blocks."""
