@@ -19,8 +19,8 @@ accumulates in fp32. Split-K spreads one token over all SMs; the last program of
 `nf4_gemv(x, layer_tensors...)` is the torch custom op ``headroom::nf4_gemv`` (opaque to
 torch.compile, captured inside its CUDA graphs); on the CPU, or without Triton, it runs
 `reference_gemv`, the pure-torch mirror of the kernel. `install(model)` (nf4_hook.py) swaps it
-in for decode rows only, and only where it is faster than bitsandbytes (on the H200 it is not
-yet: the register-lookup kernel 2 is at parity, 4.22 vs 3.99 ms of GEMV per token, bound by the
+in for decode rows only, and only where it is faster than bitsandbytes (on the H200 the
+register-lookup kernels 2 and 6 are 5 % faster, 3.78 vs 3.99 ms of GEMV per token, bound by the
 integer pipe). Figures: tests/benchmarks/results/nf4_gemv_h200*.json; the analysis in
 tests/benchmarks/nf4_gemv.py.
 """
