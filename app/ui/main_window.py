@@ -2,8 +2,8 @@
 
 It builds the widgets and one `Chat` (app.chat: the open chat, its worker and its flows) and
 wires signals both ways — the widgets' requests to the chat's commands, the chat's past-tense
-signals to the widgets — and opens the dialogs: admission remedies, Open model, Settings, and
-the file pickers for export and diagnostics. Every expected error and notice arrives on the
+signals to the widgets. The dialogs it opens for the chat (admission remedies, Open model,
+Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs'. Every expected error and notice arrives on the
 chat's one `notice(text, kind)` signal and is shown here, in the transcript or the status bar.
 """
 
@@ -14,7 +14,6 @@ from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QLineEdit,
     QMainWindow,
     QPlainTextEdit,
@@ -31,7 +30,6 @@ from app.core.conversation import Role
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
-from app.ui.admission_dialog import AdmissionDialog
 from app.ui.attachment_bar import AttachmentBar
 from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
@@ -42,6 +40,7 @@ from app.ui.help_menu import HelpMenu
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
+from app.ui.window_dialogs import WindowDialogs
 from app.ui.window_menus import WindowMenus
 from app.ui.window_state import WindowState
 
@@ -70,10 +69,9 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
-        self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
-        self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
+        self.dialogs = WindowDialogs(self.chat, self)  # admission remedies, Open model, Settings, …
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
@@ -162,7 +160,6 @@ class MainWindow(QMainWindow):
         chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_planned.connect(self._on_turn_planned)
-        chat.turn_refused.connect(self._on_turn_refused)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
         chat.conversation_cleared.connect(self._on_conversation_cleared)
@@ -193,10 +190,10 @@ class MainWindow(QMainWindow):
         """The widgets' requests, and the toolbar and menu actions, to the chat's commands."""
         turns, chats = self.chat.turns, self.chat.conversations
         self.new_chat_action.triggered.connect(chats.new_conversation)
-        self.open_action.triggered.connect(self._on_open_triggered)
-        self.settings_action.triggered.connect(self._on_settings_triggered)
+        self.open_action.triggered.connect(self.dialogs.open_model)
+        self.settings_action.triggered.connect(self.dialogs.settings)
         self.about_action.triggered.connect(self.help_menu._on_about_triggered)
-        self.menus.export.triggered.connect(self._on_export_triggered)
+        self.menus.export.triggered.connect(self.dialogs.export_open)
         self.menus.quit.triggered.connect(self._on_quit_triggered)
         self.menus.copy_answer.triggered.connect(self._on_copy_answer_triggered)
         self.menus.find.triggered.connect(self._on_find_triggered)
@@ -212,10 +209,10 @@ class MainWindow(QMainWindow):
         self.chat_view.version_requested.connect(chats.switch_version)
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
-        self.chat_bar.notes_requested.connect(self._on_notes_requested)
+        self.chat_bar.notes_requested.connect(self.dialogs.notes)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
-        self.chat_bar.presets_requested.connect(self._on_presets_requested)
+        self.chat_bar.presets_requested.connect(self.dialogs.presets)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
@@ -224,12 +221,12 @@ class MainWindow(QMainWindow):
         self.sidebar.delete_requested.connect(chats.delete)
         self.sidebar.restore_requested.connect(chats.restore)
         self.sidebar.search_changed.connect(chats.search)
-        self.sidebar.export_requested.connect(self._on_export_requested)
+        self.sidebar.export_requested.connect(self.dialogs.export_conversation)
         self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
         self.vram_panel.breakdown_changed.connect(self.headroom_badge.set_breakdown)
         self.memory_action.toggled.connect(self.headroom_badge.setChecked)
         self.headroom_badge.clicked.connect(self._on_headroom_badge_clicked)
-        self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
+        self.vram_panel.diagnostics_requested.connect(self.dialogs.diagnostics)
 
     # ----- the chat's events -----------------------------------------------------------------
     @Slot(str, str)
@@ -268,13 +265,6 @@ class MainWindow(QMainWindow):
         self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept),
                                     self.chat.folded_turns())
 
-    @Slot(object, object)
-    def _on_turn_refused(self, decision, projection) -> None:
-        self.admission_dialog = AdmissionDialog(decision, projection, self)
-        self.admission_dialog.remedy_chosen.connect(
-            lambda choice: self.chat.turns.apply_remedy(choice, decision))
-        self.admission_dialog.open()  # window-modal, never blocks the event loop
-
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
         if not self.composer.editor.toPlainText().strip():
@@ -294,83 +284,11 @@ class MainWindow(QMainWindow):
 
     # ----- dialogs ---------------------------------------------------------------------------
     @Slot()
-    def _on_open_triggered(self) -> None:
-        from app.engine.loading.catalog import Catalog
-        from app.ui.open_model_dialog import OpenModelDialog
-
-        chat = self.chat
-        # the open model is freed before the next loads (VRAM kept after unload, bitsandbytes #1611)
-        catalog = Catalog.for_this_machine(
-            chat.device_preference, chat.report.weight_bytes if chat.report else 0,
-            chat.settings.generation.context_tokens)
-        dialog = OpenModelDialog(catalog, chat.settings, self, jobs=chat.jobs)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.model_chosen.connect(chat.models.open_chosen)
-        dialog.open()
-
-    @Slot()
-    def _on_settings_triggered(self) -> None:
-        from app.ui.settings_dialog import SettingsDialog
-
-        settings = self.chat.settings
-        dialog = SettingsDialog(settings.generation, self, settings.backend, self.chat.backend.api_key_stored(),
-                                language=settings.language)
-        if dialog.exec():
-            self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
-                                             dialog.entered_api_key(), dialog.result_language())
-            self.chat.presets.settings_edited()  # still the preset's settings, or now custom
-
-    @Slot()
-    def _on_notes_requested(self) -> None:
-        from app.ui.notes_dialog import NotesDialog
-
-        dialog = self.notes_dialog = NotesDialog(self.chat.pinned_notes, self)
-        dialog.accepted.connect(lambda: self.chat.notes.edit(dialog.notes()))
-        dialog.open()  # window-modal, never blocks the event loop
-
-    @Slot()
-    def _on_presets_requested(self) -> None:
-        from app.ui.presets_dialog import PresetsDialog
-
-        presets = self.chat.presets
-        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self)
-        self.chat.presets_changed.connect(dialog.set_presets)
-        dialog.apply_requested.connect(presets.apply)
-        dialog.save_requested.connect(presets.save_current)
-        dialog.delete_requested.connect(presets.delete)
-        dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
-        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
-        dialog.finished.connect(lambda _result: self.chat.presets_changed.disconnect(dialog.set_presets))
-        dialog.open()
-
-    @Slot(int, str)
-    def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
-        suffix = ".md" if fmt == "markdown" else ".json"
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), f"conversation{suffix}")
-        if path:
-            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
-
-    @Slot()
     def _on_headroom_badge_clicked(self) -> None:
         """The status bar's gauge opens or closes the memory panel (the badge follows the
         panel's visibility, whichever way it changed)."""
         self.vram_panel.setVisible(not self.vram_panel.isVisible())
         self.headroom_badge.setChecked(self.vram_panel.isVisible())
-
-    @Slot()
-    def _on_export_triggered(self) -> None:
-        """File → Export: the open conversation, as Markdown or JSON by the chosen filter."""
-        conversation_id = self.chat.conversation_id
-        if conversation_id is None:
-            self.status.showMessage(translate("MainWindow", "Nothing to export yet: this chat has no messages."),
-                                    STATUS_BAR_MS["status"])
-            return
-        markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
-        title = translate("MainWindow", "Export conversation")
-        path, chosen = QFileDialog.getSaveFileName(self, title, "conversation.md", f"{markdown};;{json}")
-        if path:
-            fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
-            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
 
     @Slot()
     def _on_quit_triggered(self) -> None:
@@ -402,12 +320,6 @@ class MainWindow(QMainWindow):
         projection = self.chat.memory.what_if(context_tokens, max_new_tokens)
         if projection is not None:
             self.vram_panel.show_what_if(projection)
-
-    @Slot()
-    def _on_diagnostics_requested(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save diagnostics report"), "headroom-diagnostics.md")
-        if path:
-            self.save_diagnostics(Path(path))
 
     # ----- public API (application start-up, tests, scripts) ----------------------------------
     def open_model(self, path: Path) -> None:

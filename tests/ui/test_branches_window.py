@@ -56,7 +56,7 @@ def test_pinned_notes_reach_the_prompt_and_the_meter(qtbot, make_window, tiny_mo
     before = window.chat.turns.last_plan.window.prompt_tokens
     window.new_chat_action.trigger()
     qtbot.mouseClick(window.chat_bar.notes_button, Qt.MouseButton.LeftButton)
-    dialog = window.notes_dialog
+    dialog = window.dialogs.notes_dialog
     dialog.editor.setPlainText("The user's name is Ada and she lives in Lisbon.")
     assert "tokens in every prompt" in dialog.size_label.text()
     dialog.accept()
