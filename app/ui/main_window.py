@@ -3,8 +3,9 @@
 It builds the widgets and one `Chat` (app.chat: the open chat, its worker and its flows) and
 wires signals both ways — the widgets' requests to the chat's commands, the chat's past-tense
 signals to the widgets. The dialogs it opens for the chat (admission remedies, Open model,
-Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs'. Every expected error and notice arrives on the
-chat's one `notice(text, kind)` signal and is shown here, in the transcript or the status bar.
+Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs'.
+Every expected error and notice arrives on the chat's one `notice(text, kind)` signal and is
+shown here, in the transcript or the status bar.
 """
 
 import asyncio

@@ -46,7 +46,7 @@ class WindowMenus(QObject):
         self.quit.setMenuRole(QAction.MenuRole.QuitRole)
         self.copy_answer = self._action(self.tr("&Copy last answer"), [QKeySequence("Ctrl+Shift+C")])
         self.find = self._action(self.tr("&Find conversations…"), keys_for(StandardKey.Find, "Ctrl+F"))
-        self.stop = self._action(self.tr("&Stop the answer"), keys_for(StandardKey.Cancel, "Esc"))
+        self.stop = self._action(self.tr("S&top the answer"), keys_for(StandardKey.Cancel, "Esc"))
         self.stop.setEnabled(False)
         self.settings = self._action(self.tr("&Settings…"), keys_for(StandardKey.Preferences, "Ctrl+,"))
         self.settings.setMenuRole(QAction.MenuRole.PreferencesRole)

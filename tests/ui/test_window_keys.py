@@ -186,3 +186,35 @@ def test_on_a_gpu_the_memory_panel_opens_beside_the_chat_where_there_is_room(qtb
     assert window.chat_view.width() >= window.width() // 2
     if opens:
         assert window.vram_panel.width() <= 0.3 * window.width()
+
+
+def mnemonics(menu) -> list[str]:
+    """The access keys of `menu`'s entries (the letter after a single "&"), upper case."""
+    keys = []
+    for action in menu.actions():
+        text = action.text().replace("&&", "")
+        if not action.isSeparator() and "&" in text:
+            keys.append(text[text.index("&") + 1].upper())
+    return keys
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_no_two_entries_of_a_menu_share_an_access_key(request, make_window, language):
+    """Alt+letter must reach one entry: the menu bar's titles, every menu of the window (the
+    menu bar's, each message's ⋯) and the sidebar's right-click menu, in both languages."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    window = make_window()
+    window.chat_view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "hello")])
+    bar = window.menuBar()
+    menus = [action.menu() for action in bar.actions()]
+    menus += [b.more_button.menu() for b in window.chat_view.bubbles()]
+    menus.append(window.sidebar.context_menu(1))
+    assert len(menus) == 7
+    title_keys = [m.title()[m.title().index("&") + 1].upper() for m in menus[:4]]
+    assert len(set(title_keys)) == 4, title_keys
+    for menu in menus:
+        keys = mnemonics(menu)
+        assert len(keys) == len(set(keys)), (menu.title(), [a.text() for a in menu.actions()])
+    edit = mnemonics(menus[1])
+    assert len(edit) == 4  # every Edit entry has one
