@@ -145,7 +145,7 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
+        for action in menus.toolbar_actions():
             bar.addAction(action)
 
     # ----- wiring ----------------------------------------------------------------------------

@@ -10,12 +10,21 @@ Help → Keyboard shortcuts lists the keys read from the actions themselves.
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMessageBox
 
 StandardKey = QKeySequence.StandardKey
+# an access key written after the words, as CJK menus do: "설정(&S)…"
+_TRAILING_ACCESS_KEY = re.compile(r"\s*\(&[^&]\)")
+
+
+def button_text(menu_text: str) -> str:
+    """`menu_text` as a toolbar button says it: no access key ("&Open model…" → "Open model",
+    "모델 열기(&O)…" → "모델 열기") and no ellipsis."""
+    return re.sub(r"&(.)", r"\1", _TRAILING_ACCESS_KEY.sub("", menu_text)).removesuffix("…").strip()
 
 
 def keys_for(standard: StandardKey | None, fallback: str = "") -> list[QKeySequence]:
@@ -78,6 +87,17 @@ class WindowMenus(QObject):
                 menu.addSeparator()
             else:
                 menu.addAction(action)
+
+    def toolbar_actions(self) -> list[QAction]:
+        """The actions the toolbar shows, with short button texts (QAction.iconText): the menu
+        text without its access key; the memory dock's toggle says "Memory" (its menu entry keeps
+        the dock's title, "Memory — RSS / system memory" on a CPU)."""
+        actions = [self.new_chat, self.open_model, self.settings, self.memory]
+        for action in actions[:-1]:
+            action.setIconText(button_text(action.text()))
+        self.memory.setIconText(self.tr("Memory"))
+        self.memory.setToolTip(self.tr("Show or hide the memory panel"))
+        return actions
 
     def keyed_actions(self) -> list[QAction]:
         """The actions that have a key, in menu order."""

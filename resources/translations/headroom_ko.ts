@@ -1015,6 +1015,14 @@ Your chats are saved here.</source>
         <translation>다른 작업</translation>
     </message>
     <message>
+        <source>Copy</source>
+        <translation>복사</translation>
+    </message>
+    <message>
+        <source>Copy this message as Markdown, as it was written</source>
+        <translation>이 메시지를 쓰인 그대로 Markdown으로 복사합니다</translation>
+    </message>
+    <message>
         <source>Branch into a new chat</source>
         <translation>새 채팅으로 분기</translation>
     </message>
@@ -2230,8 +2238,8 @@ budget left after reserving room for the answer and the summary.</source>
         <translation>대화 찾기(&amp;F)…</translation>
     </message>
     <message>
-        <source>&amp;Stop the answer</source>
-        <translation>답변 멈추기(&amp;S)</translation>
+        <source>S&amp;top the answer</source>
+        <translation>답변 멈추기(&amp;T)</translation>
     </message>
     <message>
         <source>&amp;Settings…</source>
@@ -2260,6 +2268,14 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>&amp;Help</source>
         <translation>도움말(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>메모리</translation>
+    </message>
+    <message>
+        <source>Show or hide the memory panel</source>
+        <translation>메모리 패널을 보이거나 숨깁니다</translation>
     </message>
     <message>
         <source>Send the message</source>

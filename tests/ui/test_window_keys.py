@@ -218,3 +218,28 @@ def test_no_two_entries_of_a_menu_share_an_access_key(request, make_window, lang
         assert len(keys) == len(set(keys)), (menu.title(), [a.text() for a in menu.actions()])
     edit = mnemonics(menus[1])
     assert len(edit) == 4  # every Edit entry has one
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_the_toolbar_fits_with_short_button_texts(request, qtbot, make_window, language):
+    """At the default 1100 px, and down to the minimum width, every toolbar button shows in
+    full (nothing behind the » extension button); buttons say the command without its access
+    key, and the memory toggle says "Memory", not the dock's long title."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    from PySide6.QtWidgets import QToolBar, QToolButton
+
+    window = make_window()
+    bar = window.findChild(QToolBar, "mainToolbar")
+    buttons = [bar.widgetForAction(action) for action in bar.actions()]
+    expected = {"en": ["New chat", "Open model", "Settings", "Memory"],
+                "ko": ["새 채팅", "모델 열기", "설정", "메모리"]}
+    assert [b.text() for b in buttons] == expected[language]
+    assert window.memory_action.text() not in ("Memory", "메모리")  # the menu keeps the dock's title
+    for width in (1100, MINIMUM_SIZE[0]):
+        window.resize(width, 720)
+        QApplication.processEvents()
+        extension = next(b for b in bar.findChildren(QToolButton) if b.objectName() == "qt_toolbar_ext_button")
+        assert not extension.isVisible()
+        assert all(b.isVisible() and b.geometry().right() < bar.width() for b in buttons)
+        assert bar.sizeHint().width() <= width // 2  # room to spare for longer translations
