@@ -40,6 +40,10 @@ class Chat(QObject):
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
+        context_counted(int used, int limit, int window_turns, int folded_turns): the next
+            prompt's tokens of the prompt limit, the whole turns it keeps, the turns the summary
+            folds — from each turn's plan, and recounted when the summary, the notes, the
+            version shown or the open conversation change.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
         text_withdrawn(str): a refused message given up on, for the composer.
         messages_truncated(int index): messages from index on are gone.
@@ -74,6 +78,7 @@ class Chat(QObject):
     reply_stats = Signal(object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
+    context_counted = Signal(int, int, int, int)
     turn_refused = Signal(object, object)
     text_withdrawn = Signal(str)
     messages_truncated = Signal(int)
@@ -133,7 +138,7 @@ class Chat(QObject):
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
         self.turns = self.conversations = self.summaries = self.notes = self.presets = None
-        self.models = self.backend = self.memory = self.attachments = None
+        self.models = self.backend = self.memory = self.attachments = self.context = None
         self._closed = False
 
     def start(self) -> None:

@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_planned.connect(self._on_turn_planned)
+        chat.context_counted.connect(self.token_meter.set_counts)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
         chat.conversation_cleared.connect(self._on_conversation_cleared)
@@ -262,9 +263,6 @@ class MainWindow(QMainWindow):
     def _on_turn_planned(self, plan) -> None:
         report = self.chat.report
         self.vram_panel.show_projection(plan.projection, report.weight_bytes if report else 0)
-        window = plan.window
-        self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept),
-                                    self.chat.folded_turns())
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
