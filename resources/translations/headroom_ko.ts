@@ -570,6 +570,81 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>FitText</name>
+    <message>
+        <source>fits</source>
+        <translation>들어감</translation>
+    </message>
+    <message>
+        <source>tight</source>
+        <translation>빠듯함</translation>
+    </message>
+    <message>
+        <source>does not fit</source>
+        <translation>들어가지 않음</translation>
+    </message>
+    <message>
+        <source>fits at full context</source>
+        <translation>전체 컨텍스트에서 들어감</translation>
+    </message>
+    <message>
+        <source>needs its own code to load (trust_remote_code)</source>
+        <translation>불러오려면 모델 자체 코드가 필요함 (trust_remote_code)</translation>
+    </message>
+    <message>
+        <source>pickle weights only (.bin/.pt)</source>
+        <translation>pickle 가중치만 있음 (.bin/.pt)</translation>
+    </message>
+    <message>
+        <source>no weight files in this snapshot</source>
+        <translation>이 스냅샷에는 가중치 파일이 없음</translation>
+    </message>
+    <message>
+        <source>fits with context {0}</source>
+        <translation>컨텍스트 {0}까지 들어감</translation>
+    </message>
+    <message>
+        <source>as saved ({0})</source>
+        <translation>저장된 그대로 ({0})</translation>
+    </message>
+    <message>
+        <source>{0} of {1} GPU memory free</source>
+        <translation>{1} 중 {0} GPU 메모리 여유</translation>
+    </message>
+    <message>
+        <source>{0} of {1} RAM available</source>
+        <translation>{1} 중 {0} RAM 사용 가능</translation>
+    </message>
+    <message>
+        <source>{0}, counting the open model&apos;s {1} freed on load</source>
+        <translation>{0}, 새 모델을 불러올 때 비워지는 현재 모델의 {1} 포함</translation>
+    </message>
+    <message>
+        <source>{0}: weights {1} ({2}) + KV {3} at {4} tokens = {5}; {6}</source>
+        <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
+    </message>
+    <message>
+        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
+        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} KiB (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+    </message>
+    <message>
+        <source>conversion writes {0}, {1} disk free</source>
+        <translation>변환 결과 {0}, 디스크 여유 {1}</translation>
+    </message>
+    <message>
+        <source>{0} — NOT ENOUGH DISK</source>
+        <translation>{0} — 디스크 공간 부족</translation>
+    </message>
+    <message>
+        <source>converted once on first open ({0} to the cache)</source>
+        <translation>처음 열 때 한 번 변환됨 (캐시에 {0})</translation>
+    </message>
+    <message>
+        <source>its config.json could not be read</source>
+        <translation>config.json을 읽을 수 없음</translation>
+    </message>
+</context>
+<context>
     <name>FoldMarker</name>
     <message>
         <source>Show summary</source>
@@ -1239,18 +1314,6 @@ tokens counted by {4}: {5}</source>
         <translation>적합</translation>
     </message>
     <message>
-        <source>fits</source>
-        <translation>들어감</translation>
-    </message>
-    <message>
-        <source>tight</source>
-        <translation>빠듯함</translation>
-    </message>
-    <message>
-        <source>does not fit</source>
-        <translation>들어가지 않음</translation>
-    </message>
-    <message>
         <source>recent</source>
         <translation>최근</translation>
     </message>
@@ -1275,16 +1338,8 @@ tokens counted by {4}: {5}</source>
         <translation>이 컴퓨터: {0} ({1})</translation>
     </message>
     <message>
-        <source>Cannot open: {0}</source>
-        <translation>열 수 없음: {0}</translation>
-    </message>
-    <message>
         <source>Reading the model&apos;s header and planning its fit…</source>
         <translation>모델 헤더를 읽고 메모리 적합성을 계획하는 중…</translation>
-    </message>
-    <message>
-        <source>Cannot open: {0}.</source>
-        <translation>열 수 없음: {0}.</translation>
     </message>
     <message>
         <source>Memory fit not known.</source>
