@@ -35,6 +35,7 @@ from app.ui.attachment_bar import AttachmentBar
 from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
+from app.ui.composer_drafts import ComposerDrafts
 from app.ui.conversation_list import ConversationList
 from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
@@ -82,6 +83,7 @@ class MainWindow(QMainWindow):
         self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
         self._connect_widgets()
+        self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
         self.chat.start()
         first_start = not self.window_state.has_layout()
         self.chat.conversations.reopen(self.window_state.restore_window(self, self.splitter))
@@ -374,6 +376,9 @@ class MainWindow(QMainWindow):
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here
                 task.cancel()
+            kept = {info.id for info in self.chat.store.list_conversations(include_deleted=True)} | {None}
+            drafts = {key: text for key, text in self.drafts.drafts().items() if key in kept}
             self.chat.close()
             self.window_state.save_window(self, self.splitter, self.chat.conversation_id)
+            self.window_state.save_drafts(drafts)  # of conversations that still exist (ids are reused)
         super().closeEvent(event)
