@@ -213,6 +213,7 @@ class MainWindow(QMainWindow):
         self.chat_view.version_requested.connect(chats.switch_version)
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
+        self.chat_view.retry_requested.connect(turns.retry)
         self.chat_bar.notes_requested.connect(self.dialogs.notes)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)

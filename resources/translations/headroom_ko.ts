@@ -1838,6 +1838,17 @@ tokens counted by {4}: {5}</source>
     </message>
 </context>
 <context>
+    <name>RetryNotice</name>
+    <message>
+        <source>Retry</source>
+        <translation>다시 시도</translation>
+    </message>
+    <message>
+        <source>Ask the same question again</source>
+        <translation>같은 질문을 다시 보냅니다</translation>
+    </message>
+</context>
+<context>
     <name>ServerMetricsView</name>
     <message>
         <source>Waiting for the server&apos;s first reading…</source>
@@ -2158,6 +2169,10 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>remote: {0}</source>
         <translation>원격: {0}</translation>
+    </message>
+    <message>
+        <source>The last answer did not finish: Headroom stopped, or the model failed, while it was being written.</source>
+        <translation>마지막 답변이 끝나지 않았습니다. 답변을 쓰는 동안 Headroom이 멈췄거나 모델이 실패했습니다.</translation>
     </message>
 </context>
 <context>
