@@ -3,7 +3,9 @@
 It builds the widgets and one `Chat` (app.chat: the open chat, its worker and its flows) and
 wires signals both ways — the widgets' requests to the chat's commands, the chat's past-tense
 signals to the widgets. The dialogs it opens for the chat (admission remedies, Open model,
-Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs'.
+Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs', the
+memory panel's and the headroom gauge's wiring is MemoryWiring's, the per-chat drafts are
+ComposerDrafts'.
 Every expected error and notice arrives on the chat's one `notice(text, kind)` signal and is
 shown here, in the transcript or the status bar.
 """
@@ -39,6 +41,7 @@ from app.ui.composer_drafts import ComposerDrafts
 from app.ui.conversation_list import ConversationList
 from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
+from app.ui.memory_wiring import MemoryWiring
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
@@ -162,7 +165,6 @@ class MainWindow(QMainWindow):
         chat.reply_measured.connect(status.show_speed)
         chat.reply_stats.connect(view.show_reply_stats)
         chat.turn_ended.connect(self.turn_finished)
-        chat.turn_planned.connect(self._on_turn_planned)
         chat.context_counted.connect(self.token_meter.set_counts)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
@@ -179,16 +181,14 @@ class MainWindow(QMainWindow):
         chat.summarizing_changed.connect(self.chat_bar.set_summarizing)
         chat.load_progressed.connect(status.show_progress)
         chat.load_ended.connect(status.end_progress)
-        chat.model_changed.connect(self._on_model_changed)
+        chat.model_changed.connect(status.show_report)
         chat.model_loaded.connect(self.model_ready)
         chat.load_failed.connect(self.load_failed)
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
-        chat.backend_changed.connect(self.vram_panel.show_remote)
         chat.backend_reported.connect(status.show_backend)
         chat.attachment_changed.connect(self.attachment_bar.show_attachment)
-        chat.monitor.sample_taken.connect(self.vram_panel.show_sample)
-        chat.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
+        self.memory_wiring = MemoryWiring(chat, self.vram_panel, self.headroom_badge, self.memory_action)
 
     def _connect_widgets(self) -> None:
         """The widgets' requests, and the toolbar and menu actions, to the chat's commands."""
@@ -227,10 +227,6 @@ class MainWindow(QMainWindow):
         self.sidebar.restore_requested.connect(chats.restore)
         self.sidebar.search_changed.connect(chats.search)
         self.sidebar.export_requested.connect(self.dialogs.export_conversation)
-        self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
-        self.vram_panel.breakdown_changed.connect(self.headroom_badge.set_breakdown)
-        self.memory_action.toggled.connect(self.headroom_badge.setChecked)
-        self.headroom_badge.clicked.connect(self._on_headroom_badge_clicked)
         self.vram_panel.diagnostics_requested.connect(self.dialogs.diagnostics)
 
     # ----- the chat's events -----------------------------------------------------------------
@@ -262,11 +258,6 @@ class MainWindow(QMainWindow):
         if not typing:
             self.composer.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
-    @Slot(object)
-    def _on_turn_planned(self, plan) -> None:
-        report = self.chat.report
-        self.vram_panel.show_projection(plan.projection, report.weight_bytes if report else 0)
-
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
         if not self.composer.editor.toPlainText().strip():
@@ -277,21 +268,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.token_meter.reset()
 
-    @Slot(object)
-    def _on_model_changed(self, report) -> None:
-        self.vram_panel.show_projection(None, report.weight_bytes if report else 0)
-        if report is not None:
-            self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
-        self.status.show_report(report)
-
-    # ----- dialogs ---------------------------------------------------------------------------
-    @Slot()
-    def _on_headroom_badge_clicked(self) -> None:
-        """The status bar's gauge opens or closes the memory panel (the badge follows the
-        panel's visibility, whichever way it changed)."""
-        self.vram_panel.setVisible(not self.vram_panel.isVisible())
-        self.headroom_badge.setChecked(self.vram_panel.isVisible())
-
+    # ----- menu commands ---------------------------------------------------------------------
     @Slot()
     def _on_quit_triggered(self) -> None:
         """File → Quit: close the window; the chat shuts down in closeEvent, and the application
@@ -316,12 +293,6 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([self.sidebar.sizeHint().width(), max(self.splitter.sizes()[1], 1)])
         self.sidebar.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.sidebar.search_edit.selectAll()
-
-    @Slot(int, int)
-    def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
-        projection = self.chat.memory.what_if(context_tokens, max_new_tokens)
-        if projection is not None:
-            self.vram_panel.show_what_if(projection)
 
     # ----- public API (application start-up, tests, scripts) ----------------------------------
     def open_model(self, path: Path) -> None:
