@@ -1,9 +1,11 @@
 """Open model… as a person uses it: see what is on the machine and whether it fits, open one."""
 
+import os
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 from transformers import BertConfig, LlamaConfig
 
 from app.core.settings import model_key
@@ -180,7 +182,9 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     import re
 
     from app.core.settings import Settings
+    from app.ui.fonts import install_hangul_fallback
 
+    install_hangul_fallback(QApplication.instance())  # as the app does at start: Hangul, not boxes
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model" * 40)
     dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir),
@@ -202,6 +206,10 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     assert note == "참고: GGUF Q4_1." and dialog.tree.topLevelItem(names[real_model_path.name]).text(4) == "● 들어감"
     tip = dialog.tree.topLevelItem(names[real_model_path.name]).toolTip(0)
     assert not english(tip.replace(str(real_model_path), ""))
+    folder = os.environ.get("HEADROOM_SCREENSHOT_DIR")
+    if folder:
+        qtbot.wait(20)  # the layout settles as a person would see it
+        dialog.grab().save(str(Path(folder) / "ko-open-model-light.png"))
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names["broken.gguf"]))
     refusal = dialog.detail.text().splitlines()[1]
     assert refusal == dialog.open_button.toolTip() and "GGUF" in refusal and not english(refusal)
