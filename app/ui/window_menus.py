@@ -109,7 +109,7 @@ class WindowMenus(QObject):
         """(command, key) for every keyed action plus the composer's own keys, as shown in
         Help → Keyboard shortcuts (keys in the platform's native spelling)."""
         # the primary key only: the others are media keys ("New", "Find") few keyboards have
-        rows = [(action.text().replace("&", "").rstrip("…"),
+        rows = [(button_text(action.text()),
                  action.shortcut().toString(QKeySequence.SequenceFormat.NativeText))
                 for action in self.keyed_actions()]
         rows += [(self.tr("Send the message"), self.tr("Enter")),

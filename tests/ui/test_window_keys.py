@@ -218,6 +218,10 @@ def test_no_two_entries_of_a_menu_share_an_access_key(request, make_window, lang
         assert len(keys) == len(set(keys)), (menu.title(), [a.text() for a in menu.actions()])
     edit = mnemonics(menus[1])
     assert len(edit) == 4  # every Edit entry has one
+    # Help → Keyboard shortcuts names the commands without access keys: "새 채팅", not "새 채팅(N)"
+    commands = [command for command, _key in window.menus.shortcut_rows()]
+    assert commands[:2] == {"en": ["New chat", "Open model"], "ko": ["새 채팅", "모델 열기"]}[language]
+    assert not any("&" in command or "(" in command and command.endswith(")") for command in commands)
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
