@@ -44,7 +44,7 @@ class Chat(QObject):
         context_counted(int used, int limit, int window_turns, int folded_turns): the next
             prompt's tokens of the prompt limit, the whole turns it keeps, the turns the summary
             folds — from each turn's plan, and recounted when the summary, the notes, the
-            version shown or the open conversation change.
+            version shown, the open conversation, the settings or the model change.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
         text_withdrawn(str): a refused message given up on, for the composer.
         messages_truncated(int index): messages from index on are gone.

@@ -5,7 +5,8 @@ changes — not only when a turn is planned.
 A turn's plan carries its window; between turns the chat asks the worker to count the window
 the next prompt would keep (GenerationWorker.window_requested: nothing runs, no memory is
 projected) after each turn (the answer is in the next prompt), "Summarize now" or an edited
-summary, a pinned or edited note, a switched message version and an opened conversation.
+summary, a pinned or edited note, a switched message version, an opened conversation, a preset
+or edited settings (system prompt, max new tokens, context) and another model.
 Several changes in one step (opening a conversation changes four things) make one count, on
 the next turn of the event loop.
 """
@@ -42,7 +43,7 @@ class ContextCount(QObject):
         chat.worker.turn_planned.connect(self._on_turn_planned)
         chat.worker.window_counted.connect(self._on_window_counted)
         for changed in (chat.turn_ended, chat.summary_changed, chat.notes_changed, chat.versions_changed,
-                        chat.conversation_loaded):
+                        chat.conversation_loaded, chat.presets_changed, chat.model_changed):
             changed.connect(self._soon.start)
 
     @Slot()

@@ -95,6 +95,20 @@ def test_switching_a_version_recounts_the_path_shown(make_chat):
     assert [m.content for m in request.messages][0] == "Capital of France?"
 
 
+def test_a_preset_or_another_model_recounts_with_the_new_settings(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "Write a function", "def f(): pass", used=30)
+    settle()
+    chat.worker.counts.clear()
+    chat.presets.apply("Code")
+    settle()
+    [request] = chat.worker.counts
+    assert request.settings.system_prompt == chat.presets.library.get("Code").values["system_prompt"]
+    chat.worker.model_changed.emit(report(name="other", max_positions=1024))
+    settle()
+    assert len(chat.worker.counts) == 2  # the other model's tokenizer and context count now
+
+
 def test_stale_answers_and_turns_in_flight_are_not_counted(make_chat):
     chat = chat_with_model(make_chat)
     turn(chat, "q", "a", used=10)
