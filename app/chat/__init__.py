@@ -9,6 +9,7 @@
     backend        settings, local or remote backend, the API key
     memory         the monitor's probe, the "what if" projection, the diagnostics report
     attachments    files attached to the next message, read off the GUI thread
+    context_count  how full the context window is, recounted when the next prompt changes
 
 `open_chat` builds a Chat and its flows; the window wires widgets to them and calls start().
 """
@@ -16,6 +17,7 @@
 from app.chat.attachments import AttachmentFlow
 from app.chat.backend import BackendFlow
 from app.chat.chat import Chat
+from app.chat.context_count import ContextCount
 from app.chat.conversations import ConversationFlow
 from app.chat.memory import MemoryFlow
 from app.chat.models import ModelFlow
@@ -31,7 +33,7 @@ def open_chat(settings, store=None, device_preference: str = "auto", worker=None
               parent=None) -> Chat:
     """A Chat (see Chat.__init__ for the arguments) with its flows attached as chat.turns,
     chat.conversations, chat.summaries, chat.notes, chat.presets, chat.models, chat.backend,
-    chat.memory and chat.attachments; not started."""
+    chat.memory, chat.attachments and chat.context; not started."""
     chat = Chat(settings, store, device_preference, worker, server_monitor, parent)
     chat.turns = TurnFlow(chat)
     chat.conversations = ConversationFlow(chat)
@@ -42,4 +44,5 @@ def open_chat(settings, store=None, device_preference: str = "auto", worker=None
     chat.backend = BackendFlow(chat)
     chat.memory = MemoryFlow(chat)
     chat.attachments = AttachmentFlow(chat)
+    chat.context = ContextCount(chat)
     return chat

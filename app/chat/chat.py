@@ -30,7 +30,8 @@ class Chat(QObject):
     …) and announce(); events go out on these signals, all emitted in the GUI thread:
 
         notice(str text, str kind): every expected error and notice, the one funnel. kind
-            "info" or "error": a line in the transcript; "status": the status bar for 8 s;
+            "info" or "error": a line in the transcript; "retry": an error about the last turn,
+            in the transcript with Retry (chat.turns.retry); "status": the status bar for 8 s;
             "warning": the status bar for 15 s.
         message_added(object Role, str text): a message the user sent.
         reply_started(bool continued): a reply bubble opens (continued: the last one reopens).
@@ -44,6 +45,10 @@ class Chat(QObject):
             with the message at `index` of the path shown: after it was sent, or one was removed.
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
+        context_counted(int used, int limit, int window_turns, int folded_turns): the next
+            prompt's tokens of the prompt limit, the whole turns it keeps, the turns the summary
+            folds — from each turn's plan, and recounted when the summary, the notes, the
+            version shown, the open conversation, the settings or the model change.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
         text_withdrawn(str): a refused message given up on, for the composer.
         messages_truncated(int index): messages from index on are gone.
@@ -82,6 +87,7 @@ class Chat(QObject):
     message_documents = Signal(int, object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
+    context_counted = Signal(int, int, int, int)
     turn_refused = Signal(object, object)
     text_withdrawn = Signal(str)
     messages_truncated = Signal(int)
@@ -142,7 +148,7 @@ class Chat(QObject):
         self.server_monitor = server_monitor or ServerMonitor(parent=self)  # a server's /metrics, ≈1 Hz
         # the flows, set by app.chat.open_chat (each connects itself to the worker's signals)
         self.turns = self.conversations = self.summaries = self.notes = self.presets = None
-        self.models = self.backend = self.memory = self.attachments = None
+        self.models = self.backend = self.memory = self.attachments = self.context = None
         self._closed = False
 
     def start(self) -> None:

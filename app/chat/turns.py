@@ -21,7 +21,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import refusal_line
@@ -62,6 +62,8 @@ class TurnFlow(QObject):
         worker.generation_failed.connect(self._on_generation_failed)
         worker.turn_refused.connect(self._on_turn_refused)
         worker.documents_fitted.connect(self._on_documents_fitted)
+        # queued: said below the transcript the window shows for the same signal
+        chat.conversation_loaded.connect(self._on_conversation_loaded, Qt.ConnectionType.QueuedConnection)
 
     @property
     def active(self) -> bool:
@@ -147,6 +149,24 @@ class TurnFlow(QObject):
             return
         self._chat.conversation.messages[-1].status = MessageStatus.STREAMING
         self._start_turn(continue_final=True)
+
+    @Slot()
+    def retry(self) -> None:
+        """Ask the last question again after its answer failed (or was cut off by a crash): the
+        same user message, not sent twice; the failed answer goes when it has no text, else it
+        stays as an older version. Nothing happens while a reply is in flight or when the last
+        answer did not fail."""
+        chat = self._chat
+        messages = chat.conversation.messages
+        if (self._active_request is not None or len(messages) < 2 or messages[-1].role is not Role.ASSISTANT
+                or messages[-1].status is not MessageStatus.FAILED):
+            return
+        failed = messages[-1]
+        if not failed.content.strip() and failed.id is not None and chat.conversation_id is not None:
+            chat.store.delete_message(failed.id)  # an empty failed answer is not worth a version
+        question = messages[-2] if messages[-2].role is Role.USER else None
+        chat.conversations.cut_to(len(messages) - 1)
+        self._start_turn(documents=question.documents if question is not None else ())  # sent again, as Regenerate
 
     @Slot()
     def summarize_now(self) -> None:
@@ -290,7 +310,7 @@ class TurnFlow(QObject):
         log.warning("reply failed: %s", reason)  # the engine's words stay in the log
         plain = plain_failure(reason, "reply")
         self._end_turn(MessageStatus.FAILED, plain.what)
-        self._chat.announce(plain.line(), "error")
+        self._chat.announce(plain.line(), "retry")
 
     @Slot(int, object)
     def _on_turn_refused(self, request_id: int, decision) -> None:
@@ -318,6 +338,15 @@ class TurnFlow(QObject):
             return
         projection = self.last_plan.projection if self.last_plan is not None else None
         chat.turn_refused.emit(decision, projection)
+
+    @Slot(list)
+    def _on_conversation_loaded(self, _messages: list) -> None:
+        """A conversation whose last answer failed (or was cut off when Headroom stopped) offers Retry."""
+        messages = self._chat.conversation.messages
+        if (self._active_request is None and messages and messages[-1].role is Role.ASSISTANT
+                and messages[-1].status is MessageStatus.FAILED):
+            self._chat.announce(translate("Turns", "The last answer did not finish: Headroom stopped, or the "
+                                                   "model failed, while it was being written."), "retry")
 
     # ----- ending a turn -----------------------------------------------------------------------
     def _end_turn(self, status: MessageStatus, detail: str = "") -> None:

@@ -47,6 +47,11 @@ class Backend(Protocol):
         summary events only (SummaryStarted, then SummaryFinished or SummaryFailed); never raises."""
         ...
 
+    def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
+        """The WindowResult the next turn's prompt would keep of `messages` (None where it cannot
+        be counted yet); nothing runs. Raises ValueError when there is no turn."""
+        ...
+
 
 class RemoteBackends:
     """The worker's remote backends, one per server settings (+ key) seen; a change of URL,

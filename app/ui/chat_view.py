@@ -17,6 +17,7 @@ from app.core.conversation import Message, MessageStatus, Role
 from app.ui.fold_marker import FoldMarker
 from app.ui.message_bubble import MessageBubble
 from app.ui.notice import Notice
+from app.ui.retry_notice import RetryNotice
 from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
@@ -34,7 +35,8 @@ class ChatView(QScrollArea):
     version of the message at `index` (−1 older, +1 newer); branch_requested(int index) — a new
     chat from the conversation up to the message at `index`; pin_requested(int index) — add the
     message at `index` to the pinned notes; document_remove_requested(int index, int document) —
-    remove the `document`-th file attached to the message at `index`.
+    remove the `document`-th file attached to the message at `index`; retry_requested() — Retry
+    on the notice of a failed last turn (a notice of kind "retry").
 
     Actions are disabled while a stream is open and while `set_actions_enabled(False)`.
     """
@@ -46,6 +48,7 @@ class ChatView(QScrollArea):
     branch_requested = Signal(int)
     pin_requested = Signal(int)
     document_remove_requested = Signal(int, int)
+    retry_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -135,8 +138,14 @@ class ChatView(QScrollArea):
         self._refresh_actions()
         return bubble
 
-    def add_notice(self, text: str, kind: str = "info") -> Notice:
-        notice = Notice(text, kind)
+    def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
+        """A notice below the last message: kind "info", "error", or "retry" (an error about the
+        last turn, with a Retry button until another turn starts)."""
+        if kind == "retry":
+            notice = RetryNotice(text)
+            notice.retry_requested.connect(self.retry_requested)
+        else:
+            notice = Notice(text, kind)
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
@@ -204,9 +213,14 @@ class ChatView(QScrollArea):
 
     # ----- streaming -----------------------------------------------------------------------
     def begin_stream(self, initial_text: str = "") -> MessageBubble:
-        """Start a new streaming assistant bubble."""
+        """Start a new streaming assistant bubble (a Retry offered earlier no longer applies)."""
+        self._expire_retries()
         bubble = self.add_message(Role.ASSISTANT, initial_text, MessageStatus.STREAMING)
         return self._open_stream(bubble)
+
+    def _expire_retries(self) -> None:
+        for notice in self._column.findChildren(RetryNotice):
+            notice.expire()
 
     def continue_stream(self) -> MessageBubble:
         """Stream into the last (assistant) bubble after its text: Continue (continue after Stop,
@@ -214,6 +228,7 @@ class ChatView(QScrollArea):
         Raises ValueError when the last bubble is not an assistant message."""
         if not self._bubbles or self._bubbles[-1].role is not Role.ASSISTANT:
             raise ValueError("there is no assistant message to continue")
+        self._expire_retries()
         bubble = self._bubbles[-1]
         bubble.set_status(MessageStatus.STREAMING)
         self._follow_end()

@@ -2,9 +2,12 @@
 
 It builds the widgets and one `Chat` (app.chat: the open chat, its worker and its flows) and
 wires signals both ways — the widgets' requests to the chat's commands, the chat's past-tense
-signals to the widgets — and opens the dialogs: admission remedies, Open model, Settings, and
-the file pickers for export and diagnostics. Every expected error and notice arrives on the
-chat's one `notice(text, kind)` signal and is shown here, in the transcript or the status bar.
+signals to the widgets. The dialogs it opens for the chat (admission remedies, Open model,
+Settings, notes, presets, the file pickers for export and diagnostics) are WindowDialogs', the
+memory panel's and the headroom gauge's wiring is MemoryWiring's, the per-chat drafts are
+ComposerDrafts'.
+Every expected error and notice arrives on the chat's one `notice(text, kind)` signal and is
+shown here, in the transcript or the status bar.
 """
 
 import asyncio
@@ -14,7 +17,6 @@ from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
-    QFileDialog,
     QLineEdit,
     QMainWindow,
     QPlainTextEdit,
@@ -31,18 +33,20 @@ from app.core.conversation import Role
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
-from app.ui.admission_dialog import AdmissionDialog
 from app.ui.attachment_bar import AttachmentBar
 from app.ui.chat_bar import ChatBar
 from app.ui.chat_view import ChatView
 from app.ui.composer import Composer
+from app.ui.composer_drafts import ComposerDrafts
 from app.ui.conversation_list import ConversationList
 from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
+from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
+from app.ui.window_dialogs import WindowDialogs
 from app.ui.window_menus import WindowMenus
 from app.ui.window_state import WindowState
 
@@ -71,10 +75,9 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
-        self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
-        self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
+        self.dialogs = WindowDialogs(self.chat, self)  # admission remedies, Open model, Settings, …
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
@@ -84,6 +87,7 @@ class MainWindow(QMainWindow):
         self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
         self._connect_widgets()
+        self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
         self.chat.start()
         first_start = not self.window_state.has_layout()
         self.chat.conversations.reopen(self.window_state.restore_window(self, self.splitter))
@@ -149,7 +153,7 @@ class MainWindow(QMainWindow):
         bar.setObjectName("mainToolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
-        for action in (self.new_chat_action, self.open_action, self.settings_action, self.memory_action):
+        for action in menus.toolbar_actions():
             bar.addAction(action)
 
     # ----- wiring ----------------------------------------------------------------------------
@@ -167,8 +171,7 @@ class MainWindow(QMainWindow):
         chat.message_documents.connect(view.show_documents)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)
-        chat.turn_planned.connect(self._on_turn_planned)
-        chat.turn_refused.connect(self._on_turn_refused)
+        chat.context_counted.connect(self.token_meter.set_counts)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
         chat.conversation_cleared.connect(self._on_conversation_cleared)
@@ -185,25 +188,23 @@ class MainWindow(QMainWindow):
         chat.summarizing_changed.connect(self.chat_bar.set_summarizing)
         chat.load_progressed.connect(status.show_progress)
         chat.load_ended.connect(status.end_progress)
-        chat.model_changed.connect(self._on_model_changed)
+        chat.model_changed.connect(status.show_report)
         chat.model_loaded.connect(self.model_ready)
         chat.load_failed.connect(self.load_failed)
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
-        chat.backend_changed.connect(self.vram_panel.show_remote)
         chat.backend_reported.connect(status.show_backend)
         chat.attachment_changed.connect(self.attachment_bar.show_attachment)
-        chat.monitor.sample_taken.connect(self.vram_panel.show_sample)
-        chat.server_monitor.metrics_sampled.connect(self.vram_panel.show_server_metrics)
+        self.memory_wiring = MemoryWiring(chat, self.vram_panel, self.headroom_badge, self.memory_action)
 
     def _connect_widgets(self) -> None:
         """The widgets' requests, and the toolbar and menu actions, to the chat's commands."""
         turns, chats = self.chat.turns, self.chat.conversations
         self.new_chat_action.triggered.connect(chats.new_conversation)
-        self.open_action.triggered.connect(self._on_open_triggered)
-        self.settings_action.triggered.connect(self._on_settings_triggered)
+        self.open_action.triggered.connect(self.dialogs.open_model)
+        self.settings_action.triggered.connect(self.dialogs.settings)
         self.about_action.triggered.connect(self.help_menu._on_about_triggered)
-        self.menus.export.triggered.connect(self._on_export_triggered)
+        self.menus.export.triggered.connect(self.dialogs.export_open)
         self.menus.quit.triggered.connect(self._on_quit_triggered)
         self.menus.copy_answer.triggered.connect(self._on_copy_answer_triggered)
         self.menus.find.triggered.connect(self._on_find_triggered)
@@ -220,12 +221,13 @@ class MainWindow(QMainWindow):
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
         self.chat_view.document_remove_requested.connect(self.chat.attachments.remove_sent)
-        self.chat_bar.notes_requested.connect(self._on_notes_requested)
+        self.chat_view.retry_requested.connect(turns.retry)
+        self.chat_bar.notes_requested.connect(self.dialogs.notes)
         self.note_proposals.accepted.connect(self.chat.notes.accept)
         self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
-        self.chat_bar.presets_requested.connect(self._on_presets_requested)
+        self.chat_bar.presets_requested.connect(self.dialogs.presets)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
@@ -234,12 +236,8 @@ class MainWindow(QMainWindow):
         self.sidebar.delete_requested.connect(chats.delete)
         self.sidebar.restore_requested.connect(chats.restore)
         self.sidebar.search_changed.connect(chats.search)
-        self.sidebar.export_requested.connect(self._on_export_requested)
-        self.vram_panel.what_if_changed.connect(self._on_what_if_changed)
-        self.vram_panel.breakdown_changed.connect(self.headroom_badge.set_breakdown)
-        self.memory_action.toggled.connect(self.headroom_badge.setChecked)
-        self.headroom_badge.clicked.connect(self._on_headroom_badge_clicked)
-        self.vram_panel.diagnostics_requested.connect(self._on_diagnostics_requested)
+        self.sidebar.export_requested.connect(self.dialogs.export_conversation)
+        self.vram_panel.diagnostics_requested.connect(self.dialogs.diagnostics)
 
     # ----- the chat's events -----------------------------------------------------------------
     @Slot(str, str)
@@ -275,21 +273,6 @@ class MainWindow(QMainWindow):
         if not typing:
             self.composer.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
-    @Slot(object)
-    def _on_turn_planned(self, plan) -> None:
-        report = self.chat.report
-        self.vram_panel.show_projection(plan.projection, report.weight_bytes if report else 0)
-        window = plan.window
-        self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept),
-                                    self.chat.folded_turns())
-
-    @Slot(object, object)
-    def _on_turn_refused(self, decision, projection) -> None:
-        self.admission_dialog = AdmissionDialog(decision, projection, self)
-        self.admission_dialog.remedy_chosen.connect(
-            lambda choice: self.chat.turns.apply_remedy(choice, decision))
-        self.admission_dialog.open()  # window-modal, never blocks the event loop
-
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
         if not self.composer.editor.toPlainText().strip():
@@ -300,93 +283,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         self.token_meter.reset()
 
-    @Slot(object)
-    def _on_model_changed(self, report) -> None:
-        self.vram_panel.show_projection(None, report.weight_bytes if report else 0)
-        if report is not None:
-            self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
-        self.status.show_report(report)
-
-    # ----- dialogs ---------------------------------------------------------------------------
-    @Slot()
-    def _on_open_triggered(self) -> None:
-        from app.engine.loading.catalog import Catalog
-        from app.ui.open_model_dialog import OpenModelDialog
-
-        chat = self.chat
-        # the open model is freed before the next loads (VRAM kept after unload, bitsandbytes #1611)
-        catalog = Catalog.for_this_machine(
-            chat.device_preference, chat.report.weight_bytes if chat.report else 0,
-            chat.settings.generation.context_tokens)
-        dialog = OpenModelDialog(catalog, chat.settings, self, jobs=chat.jobs)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.model_chosen.connect(chat.models.open_chosen)
-        dialog.open()
-
-    @Slot()
-    def _on_settings_triggered(self) -> None:
-        from app.ui.settings_dialog import SettingsDialog
-
-        settings = self.chat.settings
-        dialog = SettingsDialog(settings.generation, self, settings.backend, self.chat.backend.api_key_stored(),
-                                language=settings.language)
-        if dialog.exec():
-            self.chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
-                                             dialog.entered_api_key(), dialog.result_language())
-            self.chat.presets.settings_edited()  # still the preset's settings, or now custom
-
-    @Slot()
-    def _on_notes_requested(self) -> None:
-        from app.ui.notes_dialog import NotesDialog
-
-        dialog = self.notes_dialog = NotesDialog(self.chat.pinned_notes, self)
-        dialog.accepted.connect(lambda: self.chat.notes.edit(dialog.notes()))
-        dialog.open()  # window-modal, never blocks the event loop
-
-    @Slot()
-    def _on_presets_requested(self) -> None:
-        from app.ui.presets_dialog import PresetsDialog
-
-        presets = self.chat.presets
-        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self)
-        self.chat.presets_changed.connect(dialog.set_presets)
-        dialog.apply_requested.connect(presets.apply)
-        dialog.save_requested.connect(presets.save_current)
-        dialog.delete_requested.connect(presets.delete)
-        dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
-        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
-        dialog.finished.connect(lambda _result: self.chat.presets_changed.disconnect(dialog.set_presets))
-        dialog.open()
-
-    @Slot(int, str)
-    def _on_export_requested(self, conversation_id: int, fmt: str) -> None:
-        suffix = ".md" if fmt == "markdown" else ".json"
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export conversation"), f"conversation{suffix}")
-        if path:
-            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
-
-    @Slot()
-    def _on_headroom_badge_clicked(self) -> None:
-        """The status bar's gauge opens or closes the memory panel (the badge follows the
-        panel's visibility, whichever way it changed)."""
-        self.vram_panel.setVisible(not self.vram_panel.isVisible())
-        self.headroom_badge.setChecked(self.vram_panel.isVisible())
-
-    @Slot()
-    def _on_export_triggered(self) -> None:
-        """File → Export: the open conversation, as Markdown or JSON by the chosen filter."""
-        conversation_id = self.chat.conversation_id
-        if conversation_id is None:
-            self.status.showMessage(translate("MainWindow", "Nothing to export yet: this chat has no messages."),
-                                    STATUS_BAR_MS["status"])
-            return
-        markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
-        title = translate("MainWindow", "Export conversation")
-        path, chosen = QFileDialog.getSaveFileName(self, title, "conversation.md", f"{markdown};;{json}")
-        if path:
-            fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
-            self.chat.conversations.export_conversation(conversation_id, fmt, Path(path))
-
+    # ----- menu commands ---------------------------------------------------------------------
     @Slot()
     def _on_quit_triggered(self) -> None:
         """File → Quit: close the window; the chat shuts down in closeEvent, and the application
@@ -411,18 +308,6 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([self.sidebar.sizeHint().width(), max(self.splitter.sizes()[1], 1)])
         self.sidebar.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.sidebar.search_edit.selectAll()
-
-    @Slot(int, int)
-    def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
-        projection = self.chat.memory.what_if(context_tokens, max_new_tokens)
-        if projection is not None:
-            self.vram_panel.show_what_if(projection)
-
-    @Slot()
-    def _on_diagnostics_requested(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Save diagnostics report"), "headroom-diagnostics.md")
-        if path:
-            self.save_diagnostics(Path(path))
 
     # ----- public API (application start-up, tests, scripts) ----------------------------------
     def open_model(self, path: Path) -> None:
@@ -478,6 +363,9 @@ class MainWindow(QMainWindow):
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here
                 task.cancel()
+            kept = {info.id for info in self.chat.store.list_conversations(include_deleted=True)} | {None}
+            drafts = {key: text for key, text in self.drafts.drafts().items() if key in kept}
             self.chat.close()
             self.window_state.save_window(self, self.splitter, self.chat.conversation_id)
+            self.window_state.save_drafts(drafts)  # of conversations that still exist (ids are reused)
         super().closeEvent(event)

@@ -2,6 +2,7 @@
 inline editor for user messages (edit → save & regenerate, issue 4 item 5)."""
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, Signal, Slot
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -76,7 +77,7 @@ class MessageBubble(QFrame):
     Which actions show is decided here from the role, the status and `set_is_last` (set by the
     ChatView): Edit on user messages; Regenerate on the last assistant message once it is no
     longer streaming; Continue on it as well when it was stopped or failed with some text;
-    the "⋯" menu (Branch into a new chat, Pin to notes) on every settled message; the version
+    the "⋯" menu (Copy, Branch into a new chat, Pin to notes) on every settled message; the version
     switcher "‹ 2 / 3 ›" when `set_version` says there is more than one.
     """
 
@@ -124,6 +125,8 @@ class MessageBubble(QFrame):
         self.more_button.setAccessibleName(self.tr("More actions"))
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.more_button)
+        self.copy_action = menu.addAction(self.tr("Copy"))
+        self.copy_action.setToolTip(self.tr("Copy this message as Markdown, as it was written"))
         self.branch_action = menu.addAction(self.tr("Branch into a new chat"))
         self.branch_action.setToolTip(self.tr("Continue from this message in a chat of its own"))
         self.pin_action = menu.addAction(self.tr("Pin to notes"))
@@ -159,6 +162,7 @@ class MessageBubble(QFrame):
         self.edit_button.clicked.connect(self._on_edit_clicked)
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.continue_button.clicked.connect(self.continue_requested)
+        self.copy_action.triggered.connect(self._on_copy_triggered)
         self.branch_action.triggered.connect(self.branch_requested)
         self.pin_action.triggered.connect(self.pin_requested)
         self.documents.remove_requested.connect(self.document_remove_requested)
@@ -300,6 +304,11 @@ class MessageBubble(QFrame):
         self._body.setVisible(True)
         self._note.setVisible(bool(self._note.text()))
         self._update_actions()
+
+    @Slot()
+    def _on_copy_triggered(self) -> None:
+        """The whole message's Markdown source (not the rendered HTML, nor only the part shown)."""
+        QGuiApplication.clipboard().setText(self.text)
 
     @Slot()
     def _on_edit_clicked(self) -> None:

@@ -30,6 +30,15 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.chat.fit_text import (
+    fit_line,
+    machine_text,
+    notes_line,
+    plan_line,
+    plan_verdict_text,
+    refusal_text,
+    verdict_text,
+)
 from app.core.paths import default_model_path
 from app.core.settings import AUTO_CONTEXT, ModelPermissions, Settings, model_key
 from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
@@ -44,10 +53,7 @@ COLUMNS = (QT_TRANSLATE_NOOP("OpenModelDialog", "Model"), QT_TRANSLATE_NOOP("Ope
            QT_TRANSLATE_NOOP("OpenModelDialog", "Fit"))
 _MODEL, _ORIGIN, _DISK, _NEEDS, _FIT = range(len(COLUMNS))
 VERDICT_PAIRS = {FITS: "success", TIGHT: "warning", NO_FIT: "error"}  # colour pairs, app/ui/theme.py
-# the fit verdicts (app.engine.loading.fit) and where a model was found (catalog origins), as shown
-VERDICT_TEXTS = {FITS: QT_TRANSLATE_NOOP("OpenModelDialog", "fits"),
-                 TIGHT: QT_TRANSLATE_NOOP("OpenModelDialog", "tight"),
-                 NO_FIT: QT_TRANSLATE_NOOP("OpenModelDialog", "does not fit")}
+# where a model was found (catalog origins), as shown
 ORIGIN_TEXTS = {"recent": QT_TRANSLATE_NOOP("OpenModelDialog", "recent"),
                 "default": QT_TRANSLATE_NOOP("OpenModelDialog", "default"),
                 "HF cache": QT_TRANSLATE_NOOP("OpenModelDialog", "HF cache"),
@@ -85,7 +91,7 @@ class OpenModelDialog(QDialog):
         self._jobs = jobs or BackgroundJobs(parent=self)
 
         machine = QLabel(self.tr("This machine: {0} ({1})").format(
-            catalog.machine.describe(), "GPU" if catalog.machine.device == "cuda" else "CPU"))
+            machine_text(catalog.machine), "GPU" if catalog.machine.device == "cuda" else "CPU"))
         machine.setObjectName("openModelMachine")
         machine.setWordWrap(True)
         hint = QLabel(self.tr("Needs = the weights as they would load here + the KV cache of the model's "
@@ -235,11 +241,10 @@ class OpenModelDialog(QDialog):
         else:
             plan = entry.plan
             partial = plan is not None and plan.verdict == PARTIAL and fit.context_tokens == plan.context_fit
-            verdict = QCoreApplication.translate("OpenModelDialog", VERDICT_TEXTS.get(fit.verdict, fit.verdict))
-            item.setText(_FIT, f"● {plan.verdict_text}" if partial else f"● {verdict}")
+            item.setText(_FIT, f"● {plan_verdict_text(plan) if partial else verdict_text(fit.verdict)}")
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[TIGHT if partial else fit.verdict], self.palette())))
-        plan = entry.plan.summary() if entry.plan is not None else ""
-        tip = "\n".join(t for t in (str(entry.path), fit.detail() if fit else "", plan, entry.note) if t)
+        plan = plan_line(entry.plan) if entry.plan is not None else ""
+        tip = "\n".join(t for t in (str(entry.path), fit_line(fit) if fit else "", plan, notes_line(entry)) if t)
         for column in range(len(COLUMNS)):
             item.setToolTip(column, tip)
 
@@ -252,7 +257,7 @@ class OpenModelDialog(QDialog):
         entry = self._items_entry(item) if item is not None else None
         refusal = entry.refusal if entry is not None else ""
         self.open_button.setEnabled(candidate is not None and not refusal)
-        self.open_button.setToolTip(self.tr("Cannot open: {0}").format(refusal) if refusal else "")
+        self.open_button.setToolTip(refusal_text(refusal) if refusal else "")
         for box in (self.trust_code, self.allow_pickle):
             box.setEnabled(candidate is not None and not refusal)
         self.context.setEnabled(entry is not None and not refusal)
@@ -278,13 +283,13 @@ class OpenModelDialog(QDialog):
         if entry is None:
             lines.append(self.tr("Reading the model's header and planning its fit…"))
         elif entry.refusal:
-            lines.append(self.tr("Cannot open: {0}.").format(entry.refusal.rstrip(".")))
+            lines.append(refusal_text(entry.refusal))
         else:
-            lines.append(entry.fit.detail() if entry.fit else self.tr("Memory fit not known."))
+            lines.append(fit_line(entry.fit) if entry.fit else self.tr("Memory fit not known."))
             if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
-                lines.append(self.tr("Plan: {0}").format(entry.plan.summary()))
-            if entry.note:
-                lines.append(self.tr("Note: {0}.").format(entry.note))
+                lines.append(self.tr("Plan: {0}").format(plan_line(entry.plan)))
+            if entry.notes:
+                lines.append(self.tr("Note: {0}.").format(notes_line(entry)))
         self.detail.setText("\n".join(lines))
 
     def permissions_for(self, entry: CatalogEntry | Candidate) -> ModelPermissions:

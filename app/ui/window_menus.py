@@ -10,12 +10,21 @@ Help → Keyboard shortcuts lists the keys read from the actions themselves.
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMessageBox
 
 StandardKey = QKeySequence.StandardKey
+# an access key written after the words, as CJK menus do: "설정(&S)…"
+_TRAILING_ACCESS_KEY = re.compile(r"\s*\(&[^&]\)")
+
+
+def button_text(menu_text: str) -> str:
+    """`menu_text` as a toolbar button says it: no access key ("&Open model…" → "Open model",
+    "모델 열기(&O)…" → "모델 열기") and no ellipsis."""
+    return re.sub(r"&(.)", r"\1", _TRAILING_ACCESS_KEY.sub("", menu_text)).removesuffix("…").strip()
 
 
 def keys_for(standard: StandardKey | None, fallback: str = "") -> list[QKeySequence]:
@@ -46,7 +55,7 @@ class WindowMenus(QObject):
         self.quit.setMenuRole(QAction.MenuRole.QuitRole)
         self.copy_answer = self._action(self.tr("&Copy last answer"), [QKeySequence("Ctrl+Shift+C")])
         self.find = self._action(self.tr("&Find conversations…"), keys_for(StandardKey.Find, "Ctrl+F"))
-        self.stop = self._action(self.tr("&Stop the answer"), keys_for(StandardKey.Cancel, "Esc"))
+        self.stop = self._action(self.tr("S&top the answer"), keys_for(StandardKey.Cancel, "Esc"))
         self.stop.setEnabled(False)
         self.settings = self._action(self.tr("&Settings…"), keys_for(StandardKey.Preferences, "Ctrl+,"))
         self.settings.setMenuRole(QAction.MenuRole.PreferencesRole)
@@ -79,6 +88,17 @@ class WindowMenus(QObject):
             else:
                 menu.addAction(action)
 
+    def toolbar_actions(self) -> list[QAction]:
+        """The actions the toolbar shows, with short button texts (QAction.iconText): the menu
+        text without its access key; the memory dock's toggle says "Memory" (its menu entry keeps
+        the dock's title, "Memory — RSS / system memory" on a CPU)."""
+        actions = [self.new_chat, self.open_model, self.settings, self.memory]
+        for action in actions[:-1]:
+            action.setIconText(button_text(action.text()))
+        self.memory.setIconText(self.tr("Memory"))
+        self.memory.setToolTip(self.tr("Show or hide the memory panel"))
+        return actions
+
     def keyed_actions(self) -> list[QAction]:
         """The actions that have a key, in menu order."""
         actions = (self.new_chat, self.open_model, self.export, self.quit, self.copy_answer, self.find,
@@ -89,7 +109,7 @@ class WindowMenus(QObject):
         """(command, key) for every keyed action plus the composer's own keys, as shown in
         Help → Keyboard shortcuts (keys in the platform's native spelling)."""
         # the primary key only: the others are media keys ("New", "Find") few keyboards have
-        rows = [(action.text().replace("&", "").rstrip("…"),
+        rows = [(button_text(action.text()),
                  action.shortcut().toString(QKeySequence.SequenceFormat.NativeText))
                 for action in self.keyed_actions()]
         rows += [(self.tr("Send the message"), self.tr("Enter")),

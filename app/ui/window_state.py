@@ -1,11 +1,13 @@
 """What the window puts back on the next start: its geometry, docks and toolbar, the sidebar
-splitter, the conversation that was open, and which start-up notices were already shown.
+splitter, the conversation that was open, the composer's unsent drafts, and which start-up
+notices were already shown.
 
 Kept in ``session.ini`` (QSettings, INI format) in the config folder beside settings.json
 (HEADROOM_CONFIG_DIR moves both): the layout is Qt's own byte blobs (saveGeometry / saveState),
 which the settings dataclasses have no business carrying with every request.
 """
 
+import json
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
@@ -54,6 +56,20 @@ class WindowState:
         except (TypeError, ValueError):
             return None
         return conversation_id if conversation_id >= 0 else None
+
+    def save_drafts(self, drafts: dict[int | None, str]) -> None:
+        """Remember the unsent drafts (conversation id → text; None: a new chat)."""
+        as_json = {"new" if key is None else str(key): text for key, text in drafts.items() if text}
+        self._settings.setValue("session/drafts", json.dumps(as_json, ensure_ascii=False))
+        self._settings.sync()
+
+    def drafts(self) -> dict[int | None, str]:
+        """The drafts `save_drafts` stored ({} when none or unreadable)."""
+        try:
+            stored = json.loads(self._settings.value("session/drafts", "{}") or "{}")
+            return {None if key == "new" else int(key): str(text) for key, text in stored.items()}
+        except (TypeError, ValueError, AttributeError):
+            return {}
 
     def shown_notices(self) -> set[str]:
         """Keys of the start-up notices already shown once (app.engine.loading.startup_notices)."""

@@ -72,6 +72,8 @@ class GenerationWorker(QObject):
             one, adopt it. Cancel with request_cancel_load().
         model_change_requested(object): a LoadedModel to adopt, or None to unload.
         turn_requested(object): a TurnRequest.
+        window_requested(object): a TurnRequest to count only: which turns the next prompt keeps
+            and how many tokens they take (nothing runs); answered on window_counted.
         conversation_activated(str, int): the user opened this conversation (its key) — the
             local model makes its kept KV cache active now (parking the previous chat's in host
             memory, at most the given MiB), so the next turn prefills only its new tokens.
@@ -92,6 +94,8 @@ class GenerationWorker(QObject):
         documents_fitted(int, object): request id, tuple of DocumentFit — how each attached
             document went into the prompt (whole or retrieved), before turn_planned.
         turn_planned(int, object): request id, TurnPlan (window, projection, decision).
+        window_counted(int, object): request id, the WindowResult of a window_requested (None
+            when nothing can count it: no model loaded, a server not reached yet, no turn).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
         token_streamed(int, str): request id, new text (never half a character).
         reply_finished(int, object, object): request id, engine ReplyFinished, TurnRecord.
@@ -104,6 +108,7 @@ class GenerationWorker(QObject):
     load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
     turn_requested = Signal(object)
+    window_requested = Signal(object)
     conversation_activated = Signal(str, int)
     conversation_forgotten = Signal(str)
 
@@ -118,6 +123,7 @@ class GenerationWorker(QObject):
     backend_chosen = Signal(int, object)
     documents_fitted = Signal(int, object)
     turn_planned = Signal(int, object)
+    window_counted = Signal(int, object)
     turn_refused = Signal(int, object)
     token_streamed = Signal(int, str)
     reply_finished = Signal(int, object, object)
@@ -144,6 +150,7 @@ class GenerationWorker(QObject):
         self.load_requested.connect(self._on_load_requested)
         self.model_change_requested.connect(self._on_model_change_requested)
         self.turn_requested.connect(self._on_turn_requested)
+        self.window_requested.connect(self._on_window_requested)
         self.conversation_activated.connect(self._on_conversation_activated)
         self.conversation_forgotten.connect(self._on_conversation_forgotten)
 
@@ -222,6 +229,17 @@ class GenerationWorker(QObject):
     def _on_conversation_forgotten(self, key: str) -> None:
         if self._runner is not None:
             self._runner.sessions.forget(key)
+
+    @Slot(object)
+    def _on_window_requested(self, request: TurnRequest) -> None:
+        backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
+        window = None
+        if backend is not None:
+            try:
+                window = backend.count_window(list(request.messages), request.summary, request.settings)
+            except ValueError:  # no turn to count (an empty or fully folded conversation)
+                window = None
+        self.window_counted.emit(request.request_id, window)
 
     @Slot(object)
     def _on_turn_requested(self, request: TurnRequest) -> None:

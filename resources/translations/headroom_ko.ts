@@ -597,6 +597,81 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>FitText</name>
+    <message>
+        <source>fits</source>
+        <translation>들어감</translation>
+    </message>
+    <message>
+        <source>tight</source>
+        <translation>빠듯함</translation>
+    </message>
+    <message>
+        <source>does not fit</source>
+        <translation>들어가지 않음</translation>
+    </message>
+    <message>
+        <source>fits at full context</source>
+        <translation>전체 컨텍스트에서 들어감</translation>
+    </message>
+    <message>
+        <source>needs its own code to load (trust_remote_code)</source>
+        <translation>불러오려면 모델 자체 코드가 필요함 (trust_remote_code)</translation>
+    </message>
+    <message>
+        <source>pickle weights only (.bin/.pt)</source>
+        <translation>pickle 가중치만 있음 (.bin/.pt)</translation>
+    </message>
+    <message>
+        <source>no weight files in this snapshot</source>
+        <translation>이 스냅샷에는 가중치 파일이 없음</translation>
+    </message>
+    <message>
+        <source>fits with context {0}</source>
+        <translation>컨텍스트 {0}까지 들어감</translation>
+    </message>
+    <message>
+        <source>as saved ({0})</source>
+        <translation>저장된 그대로 ({0})</translation>
+    </message>
+    <message>
+        <source>{0} of {1} GPU memory free</source>
+        <translation>{1} 중 {0} GPU 메모리 여유</translation>
+    </message>
+    <message>
+        <source>{0} of {1} RAM available</source>
+        <translation>{1} 중 {0} RAM 사용 가능</translation>
+    </message>
+    <message>
+        <source>{0}, counting the open model&apos;s {1} freed on load</source>
+        <translation>{0}, 새 모델을 불러올 때 비워지는 현재 모델의 {1} 포함</translation>
+    </message>
+    <message>
+        <source>{0}: weights {1} ({2}) + KV {3} at {4} tokens = {5}; {6}</source>
+        <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
+    </message>
+    <message>
+        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
+        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} KiB (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+    </message>
+    <message>
+        <source>conversion writes {0}, {1} disk free</source>
+        <translation>변환 결과 {0}, 디스크 여유 {1}</translation>
+    </message>
+    <message>
+        <source>{0} — NOT ENOUGH DISK</source>
+        <translation>{0} — 디스크 공간 부족</translation>
+    </message>
+    <message>
+        <source>converted once on first open ({0} to the cache)</source>
+        <translation>처음 열 때 한 번 변환됨 (캐시에 {0})</translation>
+    </message>
+    <message>
+        <source>its config.json could not be read</source>
+        <translation>config.json을 읽을 수 없음</translation>
+    </message>
+</context>
+<context>
     <name>FoldMarker</name>
     <message>
         <source>Show summary</source>
@@ -1042,6 +1117,14 @@ Your chats are saved here.</source>
         <translation>다른 작업</translation>
     </message>
     <message>
+        <source>Copy</source>
+        <translation>복사</translation>
+    </message>
+    <message>
+        <source>Copy this message as Markdown, as it was written</source>
+        <translation>이 메시지를 쓰인 그대로 Markdown으로 복사합니다</translation>
+    </message>
+    <message>
         <source>Branch into a new chat</source>
         <translation>새 채팅으로 분기</translation>
     </message>
@@ -1289,18 +1372,6 @@ tokens counted by {4}: {5}</source>
         <translation>적합</translation>
     </message>
     <message>
-        <source>fits</source>
-        <translation>들어감</translation>
-    </message>
-    <message>
-        <source>tight</source>
-        <translation>빠듯함</translation>
-    </message>
-    <message>
-        <source>does not fit</source>
-        <translation>들어가지 않음</translation>
-    </message>
-    <message>
         <source>recent</source>
         <translation>최근</translation>
     </message>
@@ -1325,16 +1396,8 @@ tokens counted by {4}: {5}</source>
         <translation>이 컴퓨터: {0} ({1})</translation>
     </message>
     <message>
-        <source>Cannot open: {0}</source>
-        <translation>열 수 없음: {0}</translation>
-    </message>
-    <message>
         <source>Reading the model&apos;s header and planning its fit…</source>
         <translation>모델 헤더를 읽고 메모리 적합성을 계획하는 중…</translation>
-    </message>
-    <message>
-        <source>Cannot open: {0}.</source>
-        <translation>열 수 없음: {0}.</translation>
     </message>
     <message>
         <source>Memory fit not known.</source>
@@ -1833,6 +1896,17 @@ tokens counted by {4}: {5}</source>
     </message>
 </context>
 <context>
+    <name>RetryNotice</name>
+    <message>
+        <source>Retry</source>
+        <translation>다시 시도</translation>
+    </message>
+    <message>
+        <source>Ask the same question again</source>
+        <translation>같은 질문을 다시 보냅니다</translation>
+    </message>
+</context>
+<context>
     <name>ServerMetricsView</name>
     <message>
         <source>Waiting for the server&apos;s first reading…</source>
@@ -2196,6 +2270,10 @@ budget left after reserving room for the answer and the summary.</source>
         <source>remote: {0}</source>
         <translation>원격: {0}</translation>
     </message>
+    <message>
+        <source>The last answer did not finish: Headroom stopped, or the model failed, while it was being written.</source>
+        <translation>마지막 답변이 끝나지 않았습니다. 답변을 쓰는 동안 Headroom이 멈췄거나 모델이 실패했습니다.</translation>
+    </message>
 </context>
 <context>
     <name>VramPanel</name>
@@ -2330,8 +2408,8 @@ budget left after reserving room for the answer and the summary.</source>
         <translation>대화 찾기(&amp;F)…</translation>
     </message>
     <message>
-        <source>&amp;Stop the answer</source>
-        <translation>답변 멈추기(&amp;S)</translation>
+        <source>S&amp;top the answer</source>
+        <translation>답변 멈추기(&amp;T)</translation>
     </message>
     <message>
         <source>&amp;Settings…</source>
@@ -2360,6 +2438,14 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>&amp;Help</source>
         <translation>도움말(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>메모리</translation>
+    </message>
+    <message>
+        <source>Show or hide the memory panel</source>
+        <translation>메모리 패널을 보이거나 숨깁니다</translation>
     </message>
     <message>
         <source>Send the message</source>

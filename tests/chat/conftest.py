@@ -13,7 +13,8 @@ from app.engine.events import ReplyFinished, TurnRecord
 from tests.helpers.fake_worker import FakeWorker
 
 CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_streamed", "reply_ended", "reply_measured",
-                "turn_ended", "turn_planned", "turn_refused", "text_withdrawn", "messages_truncated",
+                "turn_ended", "turn_planned", "context_counted", "turn_refused", "text_withdrawn",
+                "messages_truncated",
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
                 "versions_changed", "notes_changed", "presets_changed", "summary_changed", "summarizing_changed",
                 "load_progressed", "load_ended", "model_changed", "model_loaded", "load_failed",

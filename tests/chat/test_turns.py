@@ -82,7 +82,7 @@ def test_a_failure_is_a_notice_and_the_reply_is_kept_as_failed(chat):
     worker.token_streamed.emit(worker.last_id, "Hel")
     worker.generation_failed.emit(worker.last_id, "the GPU ran out of memory", "Hel")
     assert seen.of("notice") == [("The model ran out of memory during this answer. Send a shorter message, lower "
-                                  "max new tokens in Settings, or start a new chat.", "error")]
+                                  "max new tokens in Settings, or start a new chat.", "retry")]
     assert seen.of("reply_ended") == [(MessageStatus.FAILED, "The model ran out of memory during this answer.")]
     assert seen.of("turn_ended") == [("failed",)]
     assert stored(chat)[-1].status is MessageStatus.FAILED and "Hel" not in seen.of("notice")[0][0]

@@ -48,7 +48,11 @@ def test_both_backends_satisfy_the_protocol(openai_server, tiny_loaded):
 
 def test_connect_reads_the_server_and_counts_with_the_local_tokenizer(openai_server):
     backend = backend_for(openai_server)
+    settings = GenerationSettings(max_new_tokens=16)
+    assert backend.count_window(QUESTION, SummaryState(), settings) is None  # nothing connects just to count
     report = backend.connect()
+    window = backend.count_window(QUESTION, SummaryState(), settings)
+    assert window == backend.plan(QUESTION, SummaryState(), settings).window and window.prompt_tokens > 5
     assert report.served_models == (openai_server.model,)
     assert report.counting.method == "local tokenizer" and openai_server.model in report.counting.detail
     # transformers serve does not report max_model_len: the local config.json's 8,192 is used

@@ -12,11 +12,13 @@ from app.engine.memory.units import GiB
 class FakeWorker(QObject):
     """GenerationWorker's signals. requests: TurnRequests received; loads: (path, permissions,
     device) received; activations: (conversation key, kept MiB) received; forgotten: keys
-    received; stops / cancels: how often request_stop / request_cancel_load ran."""
+    received; counts: the TurnRequests of window_requested; stops / cancels: how often
+    request_stop / request_cancel_load ran."""
 
     load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
     turn_requested = Signal(object)
+    window_requested = Signal(object)
     conversation_activated = Signal(str, int)
     conversation_forgotten = Signal(str)
 
@@ -31,6 +33,7 @@ class FakeWorker(QObject):
     backend_chosen = Signal(int, object)
     documents_fitted = Signal(int, object)
     turn_planned = Signal(int, object)
+    window_counted = Signal(int, object)
     turn_refused = Signal(int, object)
     token_streamed = Signal(int, str)
     reply_finished = Signal(int, object, object)
@@ -47,6 +50,8 @@ class FakeWorker(QObject):
         self.stops = 0
         self.cancels = 0
         self.turn_requested.connect(self.requests.append)
+        self.counts: list = []
+        self.window_requested.connect(self.counts.append)
         self.load_requested.connect(lambda *args: self.loads.append(args))
         self.activations: list = []
         self.forgotten: list = []

@@ -56,7 +56,7 @@ def test_pinned_notes_reach_the_prompt_and_the_meter(qtbot, make_window, tiny_mo
     before = window.chat.turns.last_plan.window.prompt_tokens
     window.new_chat_action.trigger()
     qtbot.mouseClick(window.chat_bar.notes_button, Qt.MouseButton.LeftButton)
-    dialog = window.notes_dialog
+    dialog = window.dialogs.notes_dialog
     dialog.editor.setPlainText("The user's name is Ada and she lives in Lisbon.")
     assert "tokens in every prompt" in dialog.size_label.text()
     dialog.accept()
@@ -166,3 +166,47 @@ def test_another_chat_opens_while_a_reply_streams_and_the_reply_is_kept_in_its_o
     assert [m.content for m in kept][:3] == [kept[0].content, kept[1].content, "Go on"] and kept[-1].content
     window.sidebar.open_requested.emit(first)
     assert window.chat_view.bubbles()[-1].text == kept[-1].content
+
+
+def test_the_meter_follows_a_pin_a_version_switch_and_summarize_now_at_once(qtbot, make_window, tiny_model_dir):
+    """The line under the composer says what the next prompt holds right after each change,
+    counted by the model's tokenizer, without waiting for the next turn."""
+    from app.core.conversation import Message, Role
+
+    window = make_window(max_new_tokens=4)
+    store, meter = window.chat.store, window.token_meter
+    cid = store.create_conversation("six turns")
+    for i in range(6):
+        store.append_message(cid, Message(Role.USER, f"Fact {i}: item {i} is blue."))
+        store.append_message(cid, Message(Role.ASSISTANT, f"Noted {i}."))
+    last_question = store.load_conversation(cid).conversation.messages[-2].id
+    parent = store.load_conversation(cid).conversation.messages[-3].id
+    store.append_message(cid, Message(Role.USER, "Fact 5, told at length: " + "item five is very blue " * 20),
+                         parent_id=parent)  # a second, much longer version of the last question
+    store.append_message(cid, Message(Role.ASSISTANT, "Noted 5 again."))
+    open_and_wait(qtbot, window, tiny_model_dir)
+
+    def used() -> int:
+        return int(meter.text().split(" / ")[0].replace(",", ""))
+
+    window.sidebar.open_requested.emit(cid)
+    qtbot.waitUntil(lambda: "6 turns in window" in meter.text(), timeout=10000)
+    long_version = used()
+
+    window.chat_view.bubbles()[10].older_button.click()  # the short version of the last question
+    qtbot.waitUntil(lambda: used() < long_version - 50, timeout=10000)
+    assert window.chat.conversation.messages[-2].id == last_question
+    short_version = used()
+
+    window.chat_view.bubbles()[0].pin_action.trigger()
+    qtbot.waitUntil(lambda: "for pinned notes" in meter.text(), timeout=10000)
+    assert used() > short_version  # the note is in every prompt
+    pinned = used()
+
+    with qtbot.waitSignal(window.chat.summarizing_changed, timeout=60000, check_params_cb=lambda busy: not busy):
+        window.chat_bar.summarize_button.click()
+    folded = window.chat.folded_turns()
+    assert folded >= 1
+    qtbot.waitUntil(lambda: f"{folded} folded into summary" in meter.text(), timeout=10000)
+    kept = int(meter.text().split(" · ")[1].split(" turn")[0])
+    assert kept == 6 - folded and used() != pinned

@@ -277,7 +277,7 @@ def test_branch_and_pin_are_offered_on_settled_messages_and_carry_the_index(qtbo
     QApplication.processEvents()
     assert all(b.more_button.isVisible() for b in view.bubbles())
     assert [a.text() for a in view.bubbles()[0].more_button.menu().actions()] == [
-        "Branch into a new chat", "Pin to notes"]
+        "Copy", "Branch into a new chat", "Pin to notes"]
     with qtbot.waitSignal(view.branch_requested) as blocker:
         view.bubbles()[2].branch_action.trigger()
     assert blocker.args == [2]
@@ -287,6 +287,22 @@ def test_branch_and_pin_are_offered_on_settled_messages_and_carry_the_index(qtbo
     streaming = view.begin_stream()
     QApplication.processEvents()
     assert not streaming.more_button.isVisible()
+
+
+def test_copy_puts_the_messages_markdown_source_on_the_clipboard(qtbot, view):
+    from PySide6.QtGui import QGuiApplication
+
+    from app.ui.message_bubble import MAX_SHOWN_CHARS
+
+    source = "**Compare** with `<`:\n\n```c\nif (a < b && c > d) {}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    view.load_messages([Message(Role.USER, "Show me"), Message(Role.ASSISTANT, source)])
+    QGuiApplication.clipboard().setText("before")
+    view.bubbles()[1].copy_action.trigger()
+    assert QGuiApplication.clipboard().text() == source  # Markdown as written: no HTML, no entities
+    huge = "line of a pasted log\n" * (MAX_SHOWN_CHARS // 10)  # longer than the bubble shows
+    view.load_messages([Message(Role.USER, huge)])
+    view.bubbles()[0].copy_action.trigger()
+    assert QGuiApplication.clipboard().text() == huge
 
 
 def test_a_fold_marker_sits_below_the_folded_turns_and_opens_the_summary(qtbot, view):

@@ -145,7 +145,7 @@ def test_refused_turn_offers_remedies_and_lowering_max_new_tokens_runs_it(qtbot,
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
         send(qtbot, window, "What is the capital of France?")
     assert refused.args == ["refused"]
-    dialog = window.admission_dialog
+    dialog = window.dialogs.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
     assert [m.role for m in window.chat.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
     assert "lower_max_new_tokens" in dialog.buttons and "override" in dialog.buttons
@@ -178,7 +178,7 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
         send(qtbot, window, "Tell me about cats.")
     assert refused.args == ["refused"]
-    dialog = window.admission_dialog
+    dialog = window.dialogs.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
     assert set(dialog.buttons) == {"lower_max_new_tokens", "cancel"}  # trimming cannot help
     qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
@@ -189,7 +189,7 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused_again:
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
     assert refused_again.args == ["refused"]
-    dialog = window.admission_dialog
+    dialog = window.dialogs.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
     with qtbot.waitSignal(window.turn_finished, timeout=60000) as answered:
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)

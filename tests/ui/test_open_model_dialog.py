@@ -1,9 +1,11 @@
 """Open model… as a person uses it: see what is on the machine and whether it fits, open one."""
 
+import os
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 from transformers import BertConfig, LlamaConfig
 
 from app.core.settings import model_key
@@ -174,6 +176,45 @@ def standalone(qtbot, catalog, settings=None, **kwargs) -> OpenModelDialog:
     return dialog
 
 
+def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, real_model_path, korean):
+    """The engine's fit data said in the window's language: the machine, the fit, the plan, the
+    notes and a refusal; only units, dtype and format names stay as they are."""
+    import re
+
+    from app.core.settings import Settings
+    from app.ui.fonts import install_hangul_fallback
+
+    install_hangul_fallback(QApplication.instance())  # as the app does at start: Hangul, not boxes
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model" * 40)
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir),
+                        Settings(recent_models=(str(real_model_path), str(broken))))
+    qtbot.waitUntil(lambda: not dialog.reading() and dialog.tree.topLevelItemCount() == 3, timeout=30000)
+    machine = dialog.findChild(type(dialog.detail), "openModelMachine").text()
+    assert machine == "이 컴퓨터: 16.00 GiB 중 8.00 GiB RAM 사용 가능 (CPU)"
+    allowed = {"GiB", "KiB", "RAM", "CPU", "cpu", "GGUF", "float32", "trust_remote_code"}
+
+    def english(text: str) -> set[str]:
+        return set(re.findall(r"[A-Za-z_]{3,}\d*", text)) - allowed
+
+    names = {row[0]: i for i, row in enumerate(rows(dialog))}
+    dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names[real_model_path.name]))
+    path, fit, plan, note = dialog.detail.text().splitlines()
+    assert path == str(real_model_path)
+    assert fit.startswith("들어감: 가중치 0.50 GiB (float32) + KV ") and "토큰" in fit and not english(fit)
+    assert plan.startswith("계획: 전체 컨텍스트에서 들어감 (8,192 / 8,192 토큰), cpu: ") and not english(plan)
+    assert note == "참고: GGUF Q4_1." and dialog.tree.topLevelItem(names[real_model_path.name]).text(4) == "● 들어감"
+    tip = dialog.tree.topLevelItem(names[real_model_path.name]).toolTip(0)
+    assert not english(tip.replace(str(real_model_path), ""))
+    folder = os.environ.get("HEADROOM_SCREENSHOT_DIR")
+    if folder:
+        qtbot.wait(20)  # the layout settles as a person would see it
+        dialog.grab().save(str(Path(folder) / "ko-open-model-light.png"))
+    dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names["broken.gguf"]))
+    refusal = dialog.detail.text().splitlines()[1]
+    assert refusal == dialog.open_button.toolTip() and "GGUF" in refusal and not english(refusal)
+
+
 class Gate:
     """Catalog.describe_candidate held until released, call by call; records the thread of each."""
 
@@ -249,9 +290,9 @@ def test_a_file_that_cannot_be_opened_keeps_open_disabled_and_says_why(qtbot, tm
     qtbot.waitUntil(lambda: not dialog.reading())
     assert rows(dialog)[0][0] == "notes.gguf" and rows(dialog)[0][4] == "✕ cannot open"
     assert not dialog.open_button.isEnabled()
-    reason = "notes.gguf is not a GGUF file (no GGUF magic bytes)"
-    assert dialog.open_button.toolTip() == f"Cannot open: {reason}"
-    assert f"Cannot open: {reason}." in dialog.detail.text()
+    said = "This GGUF file could not be read. The file may be incomplete or damaged; download it again."
+    assert dialog.open_button.toolTip() == said
+    assert dialog.detail.text().splitlines()[1:] == [said]  # under the path, in plain words
     double_click(qtbot, dialog, 0)
     assert chosen == [] and dialog.isVisible()
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(1))  # the tiny model still opens

@@ -186,3 +186,64 @@ def test_on_a_gpu_the_memory_panel_opens_beside_the_chat_where_there_is_room(qtb
     assert window.chat_view.width() >= window.width() // 2
     if opens:
         assert window.vram_panel.width() <= 0.3 * window.width()
+
+
+def mnemonics(menu) -> list[str]:
+    """The access keys of `menu`'s entries (the letter after a single "&"), upper case."""
+    keys = []
+    for action in menu.actions():
+        text = action.text().replace("&&", "")
+        if not action.isSeparator() and "&" in text:
+            keys.append(text[text.index("&") + 1].upper())
+    return keys
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_no_two_entries_of_a_menu_share_an_access_key(request, make_window, language):
+    """Alt+letter must reach one entry: the menu bar's titles, every menu of the window (the
+    menu bar's, each message's ⋯) and the sidebar's right-click menu, in both languages."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    window = make_window()
+    window.chat_view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "hello")])
+    bar = window.menuBar()
+    menus = [action.menu() for action in bar.actions()]
+    menus += [b.more_button.menu() for b in window.chat_view.bubbles()]
+    menus.append(window.sidebar.context_menu(1))
+    assert len(menus) == 7
+    title_keys = [m.title()[m.title().index("&") + 1].upper() for m in menus[:4]]
+    assert len(set(title_keys)) == 4, title_keys
+    for menu in menus:
+        keys = mnemonics(menu)
+        assert len(keys) == len(set(keys)), (menu.title(), [a.text() for a in menu.actions()])
+    edit = mnemonics(menus[1])
+    assert len(edit) == 4  # every Edit entry has one
+    # Help → Keyboard shortcuts names the commands without access keys: "새 채팅", not "새 채팅(N)"
+    commands = [command for command, _key in window.menus.shortcut_rows()]
+    assert commands[:2] == {"en": ["New chat", "Open model"], "ko": ["새 채팅", "모델 열기"]}[language]
+    assert not any("&" in command or "(" in command and command.endswith(")") for command in commands)
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_the_toolbar_fits_with_short_button_texts(request, qtbot, make_window, language):
+    """At the default 1100 px, and down to the minimum width, every toolbar button shows in
+    full (nothing behind the » extension button); buttons say the command without its access
+    key, and the memory toggle says "Memory", not the dock's long title."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    from PySide6.QtWidgets import QToolBar, QToolButton
+
+    window = make_window()
+    bar = window.findChild(QToolBar, "mainToolbar")
+    buttons = [bar.widgetForAction(action) for action in bar.actions()]
+    expected = {"en": ["New chat", "Open model", "Settings", "Memory"],
+                "ko": ["새 채팅", "모델 열기", "설정", "메모리"]}
+    assert [b.text() for b in buttons] == expected[language]
+    assert window.memory_action.text() not in ("Memory", "메모리")  # the menu keeps the dock's title
+    for width in (1100, MINIMUM_SIZE[0]):
+        window.resize(width, 720)
+        QApplication.processEvents()
+        extension = next(b for b in bar.findChildren(QToolButton) if b.objectName() == "qt_toolbar_ext_button")
+        assert not extension.isVisible()
+        assert all(b.isVisible() and b.geometry().right() < bar.width() for b in buttons)
+        assert bar.sizeHint().width() <= width // 2  # room to spare for longer translations

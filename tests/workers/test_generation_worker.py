@@ -167,6 +167,30 @@ def test_prompt_beyond_the_context_is_refused_not_crashed(qtbot, worker, tiny_lo
     assert over > 1000
 
 
+def test_a_window_is_counted_as_the_turn_would_plan_it_and_nothing_runs(qtbot, worker, tiny_loaded):
+    settings = GenerationSettings(system_prompt="Be brief.", max_new_tokens=16)
+    chat = (Message(Role.USER, "Capital of France?"), Message(Role.ASSISTANT, "Paris."),
+            Message(Role.USER, "And of Spain?"), Message(Role.ASSISTANT, "Madrid."))
+    with qtbot.waitSignal(worker.window_counted, timeout=10000) as blocker:
+        worker.window_requested.emit(request(1, settings, chat))
+    assert blocker.args == [1, None]  # no model: nothing counts
+    adopt(qtbot, worker, tiny_loaded)
+    streamed = []
+    worker.token_streamed.connect(lambda *args: streamed.append(args))
+    with qtbot.waitSignal(worker.window_counted, timeout=10000) as blocker:
+        worker.window_requested.emit(request(2, settings, chat))
+    rid, window = blocker.args
+    # the count the next turn's plan makes (its window, before the new message), by the tokenizer
+    foresight = worker._runner.foresight
+    assert rid == 2 and window == foresight.plan(list(chat), SummaryState(), "Be brief.", 16).window
+    assert window.fits and len(window.kept) == 2 and window.prompt_tokens == foresight.count_tokens(
+        list(window.messages)) > 20
+    assert streamed == []
+    with qtbot.waitSignal(worker.window_counted, timeout=10000) as blocker:
+        worker.window_requested.emit(request(3, settings, ()))
+    assert blocker.args == [3, None]  # no turn to count
+
+
 def test_unload_releases_the_model(qtbot, worker, tiny_model_dir):
     from app.engine.loading.loader import load_model
 

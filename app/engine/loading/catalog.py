@@ -23,6 +23,37 @@ RECENT, DEFAULT, HF_CACHE, CHOSEN = "recent", "default", "HF cache", "chosen"
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
+# what stands out about a listed model (EntryNote.kind)
+REMOTE_CODE, PICKLE_ONLY, NO_WEIGHTS = "remote code", "pickle only", "no weights"
+GGUF, CONVERSION, UNREADABLE, REFUSED = "gguf", "conversion", "unreadable", "refused"
+
+
+@dataclass(frozen=True)
+class EntryNote:
+    """One thing that stands out about a listed model, for the window to say in its language.
+    kind: REMOTE_CODE (needs trust_remote_code), PICKLE_ONLY (.bin/.pt weights only),
+    NO_WEIGHTS (no weight files), GGUF (value: its quantization, "Q4_1"), CONVERSION (value:
+    bytes the first open writes to the cache), UNREADABLE (value: why config.json could not be
+    read, one line) or REFUSED (value: why it cannot be opened at all, one line)."""
+
+    kind: str
+    value: str | int = ""
+
+    def text(self) -> str:
+        """In English, for logs and tests: "GGUF Q4_1", "pickle weights only (.bin/.pt)"."""
+        fixed = {REMOTE_CODE: "needs its own code to load (trust_remote_code)",
+                 PICKLE_ONLY: "pickle weights only (.bin/.pt)", NO_WEIGHTS: "no weight files in this snapshot"}
+        if self.kind in fixed:
+            return fixed[self.kind]
+        if self.kind == GGUF:
+            return f"GGUF {self.value}"
+        if self.kind == CONVERSION:
+            return f"converted once on first open ({gib(int(self.value))} to the cache)"
+        if self.kind == UNREADABLE:
+            return f"config.json unreadable: {self.value}"
+        return str(self.value)
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """One model that can be opened.
@@ -31,7 +62,7 @@ class CatalogEntry:
     origins: where it was found (RECENT, DEFAULT, HF_CACHE, CHOSEN), first one first.
     disk_bytes: size on disk (the .gguf file; a folder's files, each blob once). fit: at the
     model's context setting, for "auto" at the context the plan says fits; None when the config
-    could not be read (see note). note: one line on what stands out (or "").
+    could not be read (see notes). notes: what stands out (EntryNote; `note` says them in English).
     plan: the fit plan (app.engine.loading.fit_plan: verdict, context that fits, conversion), or
     None where fit is None. A GGUF is planned from its header; nothing is converted to list it.
     refusal: why this path cannot be opened at all ("" when it can): a file that is not a GGUF or
@@ -44,10 +75,15 @@ class CatalogEntry:
     disk_bytes: int
     model_type: str = ""
     fit: MemoryFit | None = None
-    note: str = ""
+    notes: tuple[EntryNote, ...] = ()
     architectures: tuple[str, ...] = field(default=(), compare=False)
     plan: Any = field(default=None, compare=False)
     refusal: str = ""
+
+    @property
+    def note(self) -> str:
+        """The notes in English, one line ("" when none)."""
+        return "; ".join(note.text() for note in self.notes)
 
 
 @dataclass(frozen=True)
@@ -225,16 +261,17 @@ class Catalog:
         folder = _config_folder(path)
         if folder is None:
             why = "no config.json: not a model folder" if path.is_dir() else "not a .gguf file or a model folder"
-            return CatalogEntry(name, path, (origin,), size, note=why, refusal=why)
+            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(REFUSED, why),), refusal=why)
         try:
             config, raw = read_config(folder)
             plan = self._plan(path, "hf", config, raw, folder)
             fit = self._fit(config, raw, folder, _fit_context(context, plan))
         except Exception as exc:  # noqa: BLE001 - any config a listing cannot read is one note
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            return CatalogEntry(name, path, (origin,), size, note=f"config.json unreadable: {reason}")
+            log.info("%s: config.json unreadable: %s", path, reason)
+            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(UNREADABLE, reason),))
         return CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
-                            _note(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
+                            _notes(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
 
     def _describe_gguf(self, path: Path, origin: str, name: str, size: int, context: int) -> CatalogEntry:
         """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
@@ -248,11 +285,12 @@ class Catalog:
             fit = project_fit(config, self.placement_for(False), self.machine, _fit_context(context, plan))
         except Exception as exc:  # noqa: BLE001 - unsupported or damaged: one note, never raised
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            return CatalogEntry(name, path, (origin,), size, note=reason, refusal=reason)
-        note = f"GGUF {header.quantization}"
+            log.info("%s cannot be opened: %s", path, reason)
+            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(REFUSED, reason),), refusal=reason)
+        notes = (EntryNote(GGUF, header.quantization),)
         if plan.conversion:
-            note += f"; converted once on first open ({gib(plan.conversion['output_bytes'])} to the cache)"
-        return CatalogEntry(name, path, (origin,), size, header.model_type, fit, note,
+            notes += (EntryNote(CONVERSION, plan.conversion["output_bytes"]),)
+        return CatalogEntry(name, path, (origin,), size, header.model_type, fit, notes,
                             tuple(config.architectures or ()), plan)
 
     def _plan(self, path: Path, kind: str, config: Any, raw: dict, folder: Path | None, header=None):
@@ -315,18 +353,16 @@ def _config_folder(path: Path) -> Path | None:
     return None
 
 
-def _note(raw: dict, folder: Path) -> str:
+def _notes(raw: dict, folder: Path) -> tuple[EntryNote, ...]:
     from app.engine.loading.folder_trust import needs_remote_code, weight_files
 
-    notes = []
-    if needs_remote_code(raw):
-        notes.append("needs its own code to load (trust_remote_code)")
+    notes = [EntryNote(REMOTE_CODE)] if needs_remote_code(raw) else []
     try:
         files = weight_files(folder)
     except OSError:
-        return "; ".join(notes)
+        return tuple(notes)
     if files.pickle and not files.safetensors:
-        notes.append("pickle weights only (.bin/.pt)")
+        notes.append(EntryNote(PICKLE_ONLY))
     elif not files.safetensors and not files.pickle:
-        notes.append("no weight files in this snapshot")
-    return "; ".join(notes)
+        notes.append(EntryNote(NO_WEIGHTS))
+    return tuple(notes)

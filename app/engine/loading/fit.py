@@ -103,13 +103,20 @@ def _mlp_params(cfg: Any, hidden: int, layer: int) -> int:
     return matrices * hidden * (experts * expert_inter + shared) + hidden * experts  # + router
 
 
+NF4, DENSE, SAVED = "nf4", "dense", "saved"  # how the weights load (WeightProjection.method)
+
+
 @dataclass(frozen=True)
 class WeightProjection:
-    """Bytes the weights will hold once loaded, and in what form ("NF4 + bfloat16", "float32",
-    "as saved (bitsandbytes)")."""
+    """Bytes the weights will hold once loaded, and in what form: `method` NF4 (linear layers
+    4-bit, the rest in `dtype`), DENSE (all in `dtype`) or SAVED (as the folder stores them,
+    `dtype` naming its quantization method); `form` says it in English ("NF4 + bfloat16",
+    "float32", "as saved (bitsandbytes)") for logs and the --plan output."""
 
     bytes: int
     form: str
+    method: str = DENSE
+    dtype: str = ""
 
 
 def project_weights(params: ParameterCount, placement: Placement, saved_quantization: str | None = None,
@@ -119,11 +126,11 @@ def project_weights(params: ParameterCount, placement: Placement, saved_quantiza
     dtype = str(placement.compute_dtype).removeprefix("torch.")
     size = dtype_nbytes(placement.compute_dtype)
     if saved_quantization:
-        return WeightProjection(saved_weight_bytes, f"as saved ({saved_quantization})")
+        return WeightProjection(saved_weight_bytes, f"as saved ({saved_quantization})", SAVED, saved_quantization)
     if placement.quantize_4bit:
         nf4 = round(params.linear * NF4_BYTES_PER_PARAM) + (params.embedding + params.other) * size
-        return WeightProjection(nf4, f"NF4 + {dtype}")
-    return WeightProjection(params.total * size, dtype)
+        return WeightProjection(nf4, f"NF4 + {dtype}", NF4, dtype)
+    return WeightProjection(params.total * size, dtype, DENSE, dtype)
 
 
 @dataclass(frozen=True)

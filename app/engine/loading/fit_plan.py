@@ -57,6 +57,8 @@ class FitPlan:
     context_fit: int
     verdict: str
     conversion: dict[str, Any] | None = None
+    weights_method: str = "dense"  # WeightProjection.method and .dtype (weights_form says both in English)
+    weights_dtype: str = ""
 
     @property
     def needed_full_context(self) -> int:
@@ -174,7 +176,8 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
         kv_bytes_per_token=KVLayout.from_config(config, element).bytes_per_token,
         prefill_chunk_tokens=chunk, trained_context=trained, kv_bytes_full_context=full.kv_bytes,
         prefill_spike_full_context=full.prefill_spike, free_bytes=free, total_bytes=total,
-        margin_bytes=margin, context_fit=fit, verdict=verdict, conversion=conversion)
+        margin_bytes=margin, context_fit=fit, verdict=verdict, conversion=conversion,
+        weights_method=weights.method, weights_dtype=weights.dtype)
 
 
 def describe_config(config: Any, raw: dict) -> dict[str, Any]:

@@ -8,7 +8,7 @@ keeps the measured calibration of the prefill model up to date after every turn.
 from dataclasses import dataclass
 
 from app.core.conversation import Message
-from app.core.history import SummaryState, TokenBudget, select_window, summary_reserve
+from app.core.history import SummaryState, TokenBudget, WindowResult, select_window, summary_reserve
 from app.engine.events import TurnPlan, window_refusal
 from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.kv_session import common_prefix, round_capacity
@@ -114,6 +114,24 @@ class Foresight:
         return TokenBudget.for_model(self.max_positions, context, max_new_tokens, summary_reserve(context))
 
     # ----- planning ---------------------------------------------------------------------------
+    def window(self, messages: list[Message], summary: SummaryState, system_prompt: str, max_new_tokens: int,
+               context_setting: int = 0, fold_at: float = 1.0, keep_turns: int = 1) -> WindowResult:
+        """The turns a prompt of `messages` keeps (select_window against this model's budget,
+        counted with its tokenizer); no memory is sampled or projected. Raises ValueError when
+        there is no turn to keep (app.core.history.select_window)."""
+        budget = self.budget(context_setting, max_new_tokens)
+        policy = dict(count_tokens=self.count_tokens, system_allowed=self.loaded.prompt_format.system_role,
+                      fold_at=fold_at, keep_turns=keep_turns, estimate_tokens=self.estimate_tokens)
+        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
+        if context_setting <= 0 and not window.fits:
+            # "auto" shrank the context to what memory allows at full length; a turn that alone
+            # overflows it is judged by memory admission (numbers, remedies, send anyway), not
+            # refused for positions the model does have
+            budget = self.budget(self.max_positions, max_new_tokens)
+            window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
+                                   **policy)
+        return window
+
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
              cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0,
@@ -131,18 +149,8 @@ class Foresight:
         summary (select_window).
         """
         fmt = self.loaded.prompt_format
-        budget = self.budget(context_setting, max_new_tokens)
-        policy = dict(count_tokens=self.count_tokens, system_allowed=fmt.system_role, fold_at=fold_at,
-                      keep_turns=keep_turns, estimate_tokens=self.estimate_tokens)
-        window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
-        auto = context_setting <= 0
-        if auto and not window.fits:
-            # "auto" shrank the context to what memory allows at full length; a turn that alone
-            # overflows it is judged by memory admission (numbers, remedies, send anyway), not
-            # refused for positions the model does have
-            budget = self.budget(self.max_positions, max_new_tokens)
-            window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget,
-                                   **policy)
+        window = self.window(messages, summary, system_prompt, max_new_tokens, context_setting, fold_at, keep_turns)
+        budget, auto = window.budget, context_setting <= 0
         sample = self.probe.sample()
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)

@@ -148,6 +148,13 @@ class TurnRunner:
         if ok:
             yield from self._summarize(plan, summary, settings, stop_event)
 
+    def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
+        """The window the next turn's prompt would keep of `messages` (a WindowResult: tokens
+        used, the limit, the turns kept), counted with this model's tokenizer and the turn's own
+        policy; nothing runs, no memory is projected. Raises ValueError when there is no turn."""
+        return self.foresight.window(messages, summary, settings.system_prompt, settings.max_new_tokens,
+                                     settings.context_tokens, settings.summary_fold_at, settings.summary_keep_turns)
+
     def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                       stop_event: threading.Event) -> Iterator[TurnEvent]:
         """Fold every turn but the newest `settings.summary_keep_turns` into the summary now

@@ -162,6 +162,18 @@ class RemoteBackend:
                                            self.report.counting.system_role, self._write_summary),
                             summary, settings)
 
+    def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
+        """The window the next turn would keep (TurnRunner.count_window), against the server's
+        context; None before the server was reached (nothing connects just to count) or when
+        counting needs the server and it fails (logged). Raises ValueError when there is no turn."""
+        if self.report is None:
+            return None
+        try:
+            return self.plan(messages, summary, settings).window
+        except RemoteError as exc:
+            log.info("cannot count the next prompt: %s", exc)
+            return None
+
     def plan(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
              continue_final: bool = False) -> TurnPlan:
         """The window against the server's context (same policy as the local Foresight.plan);

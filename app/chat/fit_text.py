@@ -1,0 +1,120 @@
+"""Whether a model fits, said in the window's language: the engine's fit data (app.engine.loading:
+MemoryFit, FitPlan, MachineMemory, EntryNote — numbers and kinds, no Qt) turned into the lines
+the Open model dialog shows. The engine keeps its own English lines (MemoryFit.detail,
+FitPlan.summary) for the log and `python -m app --plan`; the window uses these instead.
+
+Sizes are GiB with two decimals and token counts are grouped ("8,192"), as everywhere in the
+window; dtype names (bfloat16, float32) and quantization names (Q4_1, bitsandbytes) are the
+field's words and are not translated. A model that cannot be opened at all is said by
+app.chat.error_text (its plain-language load failures).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+
+from app.chat.error_text import plain_failure
+from app.engine.loading.catalog import CONVERSION, GGUF, NO_WEIGHTS, PICKLE_ONLY, REFUSED, REMOTE_CODE, UNREADABLE
+from app.engine.loading.fit import FITS, NF4, NO_FIT, SAVED, TIGHT, gib
+from app.engine.loading.fit_plan import FULL, PARTIAL
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+# MemoryFit.verdict (the listing's, at the chosen context) and FitPlan.verdict (the plan's)
+VERDICTS = {FITS: QT_TRANSLATE_NOOP("FitText", "fits"), TIGHT: QT_TRANSLATE_NOOP("FitText", "tight"),
+            NO_FIT: QT_TRANSLATE_NOOP("FitText", "does not fit"),
+            FULL: QT_TRANSLATE_NOOP("FitText", "fits at full context")}
+_NOTES = {REMOTE_CODE: QT_TRANSLATE_NOOP("FitText", "needs its own code to load (trust_remote_code)"),
+          PICKLE_ONLY: QT_TRANSLATE_NOOP("FitText", "pickle weights only (.bin/.pt)"),
+          NO_WEIGHTS: QT_TRANSLATE_NOOP("FitText", "no weight files in this snapshot")}
+
+
+def verdict_text(verdict: str) -> str:
+    """A fit or plan verdict ("fits", "tight", "does not fit", "fits at full context")."""
+    return translate("FitText", VERDICTS[verdict]) if verdict in VERDICTS else verdict
+
+
+def plan_verdict_text(plan) -> str:
+    """A FitPlan's verdict, with the context that fits when only part of it does."""
+    if plan.verdict == PARTIAL:
+        return translate("FitText", "fits with context {0}").format(f"{plan.context_fit:,}")
+    return verdict_text(plan.verdict)
+
+
+def weights_text(method: str, dtype: str) -> str:
+    """How the weights load: "NF4 + bfloat16", "float32", "as saved (bitsandbytes)"."""
+    if method == NF4:
+        return f"NF4 + {dtype}"
+    if method == SAVED:
+        return translate("FitText", "as saved ({0})").format(dtype)
+    return dtype
+
+
+def machine_text(machine) -> str:
+    """A MachineMemory: "18.35 GiB of 23.54 GiB RAM available" (+ the open model's bytes that
+    its unload frees)."""
+    if machine.device == "cuda":
+        text = translate("FitText", "{0} of {1} GPU memory free")
+    else:
+        text = translate("FitText", "{0} of {1} RAM available")
+    text = text.format(gib(machine.free), gib(machine.total))
+    if machine.reclaimable:
+        text = translate("FitText", "{0}, counting the open model's {1} freed on load").format(
+            text, gib(machine.reclaimable))
+    return text
+
+
+def fit_line(fit) -> str:
+    """A MemoryFit in one sentence with every term: "fits: weights 0.50 GiB (float32) + KV
+    0.35 GiB at 8,192 tokens = 0.85 GiB; 18.35 GiB of 23.54 GiB RAM available"."""
+    return translate("FitText", "{0}: weights {1} ({2}) + KV {3} at {4} tokens = {5}; {6}").format(
+        verdict_text(fit.verdict), gib(fit.weights.bytes), weights_text(fit.weights.method, fit.weights.dtype),
+        gib(fit.kv_bytes), f"{fit.context_tokens:,}", gib(fit.needed), machine_text(fit.machine))
+
+
+def plan_line(plan) -> str:
+    """A FitPlan in one sentence (the model's name left to the line above it): "fits at full
+    context (8,192 of 8,192 tokens) on cpu: weights … + KV 45 KiB/token (0.35 GiB at full
+    context) + prefill 0.03 GiB + margin 0.47 GiB vs 18.35 GiB free", and the conversion's
+    disk when a GGUF is converted at its first open."""
+    tokens = plan.trained_context if plan.verdict == FULL else plan.context_fit
+    line = translate("FitText", "{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token "
+                                "({7} at full context) + prefill {8} + margin {9} vs {10} free").format(
+        plan_verdict_text(plan), f"{tokens:,}", f"{plan.trained_context:,}", plan.device,
+        gib(plan.weights_bytes), weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype),
+        f"{plan.kv_bytes_per_token / 1024:,.0f}", gib(plan.kv_bytes_full_context),
+        gib(plan.prefill_spike_full_context), gib(plan.margin_bytes), gib(plan.free_bytes))
+    conversion = plan.conversion
+    if conversion:
+        disk = translate("FitText", "conversion writes {0}, {1} disk free").format(
+            gib(conversion["output_bytes"]), gib(conversion["free_disk_bytes"]))
+        if not conversion["enough_disk"]:
+            disk = translate("FitText", "{0} — NOT ENOUGH DISK").format(disk)
+        line = f"{line}; {disk}"
+    return line
+
+
+def note_text(note) -> str:
+    """One EntryNote: what stands out about a listed model."""
+    if note.kind in _NOTES:
+        return translate("FitText", _NOTES[note.kind])
+    if note.kind == GGUF:
+        return f"GGUF {note.value}"
+    if note.kind == CONVERSION:
+        return translate("FitText", "converted once on first open ({0} to the cache)").format(gib(int(note.value)))
+    if note.kind == UNREADABLE:
+        return translate("FitText", "its config.json could not be read")
+    if note.kind == REFUSED:
+        return refusal_text(str(note.value))
+    return str(note.value)
+
+
+def notes_line(entry) -> str:
+    """A CatalogEntry's notes, one line ("" when none)."""
+    return "; ".join(note_text(note) for note in entry.notes)
+
+
+def refusal_text(reason: str) -> str:
+    """Why a listed file cannot be opened (CatalogEntry.refusal, the engine's English reason):
+    what happened and what to do, in one line."""
+    return plain_failure(reason, "load").line()

@@ -1,0 +1,64 @@
+"""A draft per chat: what was typed in the composer and not sent stays with its conversation.
+
+Switching to another conversation (or to a new chat) puts the composer's text aside under the
+conversation it was typed in and brings back the one kept for the conversation opened; the
+drafts are kept in the window's WindowState at close, so they come back after a restart. A new
+chat's draft is kept as well (under "new") until that chat gets its id with its first message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Slot
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+    from app.ui.composer import Composer
+
+NEW_CHAT = None  # the key of a chat not saved yet
+
+
+class ComposerDrafts(QObject):
+    """Keeps the `composer`'s text per conversation of `chat`. No signals; connects itself to
+    the chat's conversation_cleared, conversation_loaded and conversations_listed."""
+
+    def __init__(self, chat: Chat, composer: Composer, drafts: dict[int | None, str] | None = None):
+        """drafts: conversation id (None: a new chat) → text, as `drafts()` returned them."""
+        super().__init__(composer)
+        self._chat = chat
+        self._editor = composer.editor
+        self._drafts = {key: text for key, text in (drafts or {}).items() if text}
+        self._key: int | None = NEW_CHAT  # the conversation whose draft the composer holds
+        chat.conversation_cleared.connect(self._on_switched)
+        chat.conversation_loaded.connect(self._on_switched)
+        chat.conversations_listed.connect(self._on_conversations_listed)
+
+    def drafts(self) -> dict[int | None, str]:
+        """Every unsent draft, the open conversation's included (id → text; None: a new chat)."""
+        drafts = dict(self._drafts)
+        drafts.pop(self._key, None)
+        text = self._editor.toPlainText()
+        if text.strip():
+            drafts[self._key] = text
+        return drafts
+
+    @Slot()
+    @Slot(list)
+    def _on_switched(self, *_args) -> None:
+        """Another conversation (or an empty chat) is open: the text typed so far stays with
+        the one it was typed in, and the opened one's draft comes back."""
+        text = self._editor.toPlainText()
+        if text.strip():
+            self._drafts[self._key] = text
+        else:
+            self._drafts.pop(self._key, None)
+        self._key = self._chat.conversation_id
+        self._editor.setPlainText(self._drafts.pop(self._key, ""))
+        self._editor.moveCursor(self._editor.textCursor().MoveOperation.End)
+
+    @Slot(list, object)
+    def _on_conversations_listed(self, _rows: list, current_id) -> None:
+        """A new chat got its id with its first message: its draft is that conversation's now."""
+        if self._key is NEW_CHAT and current_id is not None and current_id == self._chat.conversation_id:
+            self._key = current_id

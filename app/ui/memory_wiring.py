@@ -1,0 +1,63 @@
+"""The memory panel and the status bar's headroom gauge, kept in step with the open chat.
+
+The chat's memory events go to the panel (samples from the monitor, each turn's projected peak,
+the loaded model's weights, a remote server's metrics), the panel's breakdown to the compact
+gauge, and the gauge's clicks and the View menu's toggle open and close the panel. The what-if
+sliders ask the chat for a projection. Nothing here decides anything: the panel and the gauge
+draw what they receive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Slot
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction
+
+    from app.chat.chat import Chat
+    from app.ui.headroom_badge import HeadroomBadge
+    from app.ui.vram_panel import VramPanel
+
+
+class MemoryWiring(QObject):
+    """Connects `chat` to `panel` (the memory dock) and `badge` (the gauge in the status bar);
+    `toggle` is the panel's View-menu action. No signals."""
+
+    def __init__(self, chat: Chat, panel: VramPanel, badge: HeadroomBadge, toggle: QAction):
+        super().__init__(panel)
+        self._chat, self._panel, self._badge = chat, panel, badge
+        chat.turn_planned.connect(self._on_turn_planned)
+        chat.model_changed.connect(self._on_model_changed)
+        chat.backend_changed.connect(panel.show_remote)
+        chat.monitor.sample_taken.connect(panel.show_sample)
+        chat.server_monitor.metrics_sampled.connect(panel.show_server_metrics)
+        panel.what_if_changed.connect(self._on_what_if_changed)
+        panel.breakdown_changed.connect(badge.set_breakdown)
+        toggle.toggled.connect(badge.setChecked)
+        badge.clicked.connect(self._on_badge_clicked)
+
+    @Slot(object)
+    def _on_turn_planned(self, plan) -> None:
+        report = self._chat.report
+        self._panel.show_projection(plan.projection, report.weight_bytes if report else 0)
+
+    @Slot(object)
+    def _on_model_changed(self, report) -> None:
+        self._panel.show_projection(None, report.weight_bytes if report else 0)
+        if report is not None:
+            self._panel.set_what_if_limits(report.max_positions or 2048, 32768)
+
+    @Slot(int, int)
+    def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
+        projection = self._chat.memory.what_if(context_tokens, max_new_tokens)
+        if projection is not None:
+            self._panel.show_what_if(projection)
+
+    @Slot()
+    def _on_badge_clicked(self) -> None:
+        """The status bar's gauge opens or closes the memory panel (the badge follows the
+        panel's visibility, whichever way it changed)."""
+        self._panel.setVisible(not self._panel.isVisible())
+        self._badge.setChecked(self._panel.isVisible())

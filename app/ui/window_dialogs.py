@@ -1,0 +1,130 @@
+"""The dialogs the main window opens for the open chat: admission remedies after a refused turn,
+Open model, Settings, pinned notes, presets, and the file pickers for export and diagnostics.
+
+Each dialog is built when it is asked for, over the window, and its answer goes straight to the
+chat's flows; nothing here reads the window. Expected failures and notices go through the
+chat's one notice funnel. The last admission, notes and presets dialogs stay reachable
+(`admission_dialog`, `notes_dialog`, `presets_dialog`) for the tests and the flows that update
+an open one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from app.ui.admission_dialog import AdmissionDialog
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+# lupdate reads translate("Context", "source") calls; the texts keep the catalogue's "MainWindow"
+# context they had when the window opened these dialogs itself
+translate = QCoreApplication.translate
+
+
+class WindowDialogs(QObject):
+    """Opens the chat's dialogs over `parent` (a QWidget, normally the main window). No signals;
+    it connects itself to the chat's turn_refused and offers the admission remedies there."""
+
+    def __init__(self, chat: Chat, parent: QWidget):
+        super().__init__(parent)
+        self._chat = chat
+        self._parent = parent
+        self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
+        self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
+        chat.turn_refused.connect(self._on_turn_refused)
+
+    @Slot(object, object)
+    def _on_turn_refused(self, decision, projection) -> None:
+        self.admission_dialog = AdmissionDialog(decision, projection, self._parent)
+        self.admission_dialog.remedy_chosen.connect(
+            lambda choice: self._chat.turns.apply_remedy(choice, decision))
+        self.admission_dialog.open()  # window-modal, never blocks the event loop
+
+    @Slot()
+    def open_model(self) -> None:
+        """File → Open model: the models this machine has and whether they fit."""
+        from app.engine.loading.catalog import Catalog
+        from app.ui.open_model_dialog import OpenModelDialog
+
+        chat = self._chat
+        # the open model is freed before the next loads (VRAM kept after unload, bitsandbytes #1611)
+        catalog = Catalog.for_this_machine(
+            chat.device_preference, chat.report.weight_bytes if chat.report else 0,
+            chat.settings.generation.context_tokens)
+        dialog = OpenModelDialog(catalog, chat.settings, self._parent, jobs=chat.jobs)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.model_chosen.connect(chat.models.open_chosen)
+        dialog.open()
+
+    @Slot()
+    def settings(self) -> None:
+        """Edit → Settings: adopted for new chats and the open conversation."""
+        from app.ui.settings_dialog import SettingsDialog
+
+        chat = self._chat
+        settings = chat.settings
+        dialog = SettingsDialog(settings.generation, self._parent, settings.backend, chat.backend.api_key_stored(),
+                                language=settings.language)
+        if dialog.exec():
+            chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
+                                        dialog.entered_api_key(), dialog.result_language())
+            chat.presets.settings_edited()  # still the preset's settings, or now custom
+
+    @Slot()
+    def notes(self) -> None:
+        from app.ui.notes_dialog import NotesDialog
+
+        dialog = self.notes_dialog = NotesDialog(self._chat.pinned_notes, self._parent)
+        dialog.accepted.connect(lambda: self._chat.notes.edit(dialog.notes()))
+        dialog.open()  # window-modal, never blocks the event loop
+
+    @Slot()
+    def presets(self) -> None:
+        from app.ui.presets_dialog import PresetsDialog
+
+        chat, presets = self._chat, self._chat.presets
+        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self._parent)
+        chat.presets_changed.connect(dialog.set_presets)
+        dialog.apply_requested.connect(presets.apply)
+        dialog.save_requested.connect(presets.save_current)
+        dialog.delete_requested.connect(presets.delete)
+        dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
+        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
+        dialog.finished.connect(lambda _result: chat.presets_changed.disconnect(dialog.set_presets))
+        dialog.open()
+
+    @Slot(int, str)
+    def export_conversation(self, conversation_id: int, fmt: str) -> None:
+        """The sidebar's Export: conversation `conversation_id` as `fmt` ("markdown" or "json")."""
+        suffix = ".md" if fmt == "markdown" else ".json"
+        title = translate("MainWindow", "Export conversation")
+        path, _ = QFileDialog.getSaveFileName(self._parent, title, f"conversation{suffix}")
+        if path:
+            self._chat.conversations.export_conversation(conversation_id, fmt, Path(path))
+
+    @Slot()
+    def export_open(self) -> None:
+        """File → Export: the open conversation, as Markdown or JSON by the chosen filter."""
+        chat = self._chat
+        if chat.conversation_id is None:
+            chat.announce(translate("MainWindow", "Nothing to export yet: this chat has no messages."), "status")
+            return
+        markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
+        title = translate("MainWindow", "Export conversation")
+        path, chosen = QFileDialog.getSaveFileName(self._parent, title, "conversation.md", f"{markdown};;{json}")
+        if path:
+            fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
+            chat.conversations.export_conversation(chat.conversation_id, fmt, Path(path))
+
+    @Slot()
+    def diagnostics(self) -> None:
+        """The memory panel's Save diagnostics: memory_summary, LoadReport, projected vs measured peaks."""
+        path, _ = QFileDialog.getSaveFileName(self._parent, translate("MainWindow", "Save diagnostics report"),
+                                              "headroom-diagnostics.md")
+        if path:
+            self._chat.memory.save_diagnostics(Path(path))

@@ -1,0 +1,136 @@
+"""The context meter's numbers (app.chat.context_count): from each turn's plan, and recounted by
+the worker right after Summarize now, a pinned note and a switched version — not only at the
+next turn."""
+
+from types import SimpleNamespace
+
+from PySide6.QtWidgets import QApplication
+
+from app.core.history import SummaryState, TokenBudget, WindowResult, group_turns
+from app.core.pinned_notes import NOTES_HEADER
+from tests.chat.conftest import finished, record, report
+
+
+def window(messages, used, limit=400, kept=None):
+    """A WindowResult keeping the newest `kept` turns of `messages` (all by default)."""
+    turns = group_turns(messages)
+    kept = len(turns) if kept is None else kept
+    return WindowResult(True, (), tuple(turns[len(turns) - kept:]), tuple(turns[:len(turns) - kept]), used, limit,
+                        0, TokenBudget(512, 16, 96))
+
+
+def chat_with_model(make_chat):
+    chat = make_chat()
+    chat.report = report()
+    return chat
+
+
+def turn(chat, text, answer, used):
+    """Send `text`; the worker plans it (`used` tokens) and answers `answer`."""
+    worker = chat.worker
+    chat.turns.send(text)
+    plan = SimpleNamespace(window=window(chat.conversation.messages[:-1], used), projection=None)
+    worker.turn_planned.emit(worker.last_id, plan)
+    worker.token_streamed.emit(worker.last_id, answer)
+    worker.reply_finished.emit(worker.last_id, finished(answer), record())
+
+
+def settle():
+    QApplication.processEvents()  # recounts wait for the event loop's next turn
+
+
+def test_a_turn_is_counted_from_its_plan_then_with_its_answer(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "What is a KV cache?", "Keys and values kept per token.", used=40)
+    assert chat.recorded.of("context_counted") == [(40, 400, 1, 0)]
+    settle()
+    [request] = chat.worker.counts  # one count, though the turn's end changed several things
+    assert [m.content for m in request.messages] == ["What is a KV cache?", "Keys and values kept per token."]
+    chat.worker.window_counted.emit(request.request_id, window(chat.conversation.messages, 49))
+    assert chat.recorded.of("context_counted")[-1] == (49, 400, 1, 0)
+
+
+def test_pinning_a_note_recounts_at_once_with_the_note_in_the_prompt(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "My flight leaves at 9:40.", "Noted.", used=30)
+    settle()
+    chat.worker.counts.clear()
+    chat.notes.pin(0)
+    settle()
+    [request] = chat.worker.counts
+    assert f"{NOTES_HEADER}\nMy flight leaves at 9:40." in request.settings.system_prompt
+    assert [m.content for m in request.messages] == ["My flight leaves at 9:40.", "Noted."]
+    chat.worker.window_counted.emit(request.request_id, window(chat.conversation.messages, 52))
+    assert chat.recorded.of("context_counted")[-1] == (52, 400, 1, 0)
+
+
+def test_summarize_now_recounts_when_the_summary_arrives(make_chat):
+    chat = chat_with_model(make_chat)
+    for i in range(3):
+        turn(chat, f"q{i}", f"a{i}", used=20 * (i + 1))
+    settle()
+    chat.worker.counts.clear()
+    chat.turns.summarize_now()
+    summary_request = chat.worker.requests[-1]
+    settle()
+    assert chat.worker.counts == []  # nothing changed yet
+    chat.worker.summary_finished.emit(summary_request.request_id, SummaryState("q0, q1 were asked.", 3, 6), "ok")
+    settle()
+    [request] = chat.worker.counts
+    assert request.summary == SummaryState("q0, q1 were asked.", 3, 6)
+    chat.worker.window_counted.emit(request.request_id, window(chat.conversation.messages, 31, kept=1))
+    assert chat.recorded.of("context_counted")[-1] == (31, 400, 1, 2)  # 2 turns folded
+
+
+def test_switching_a_version_recounts_the_path_shown(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "Capital of France?", "Paris.", used=25)
+    chat.turns.edit(0, "Capital of Spain?")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished("Madrid."), record())
+    settle()
+    chat.worker.counts.clear()
+    chat.conversations.switch_version(0, -1)
+    settle()
+    [request] = chat.worker.counts  # one count for the four changes switching makes
+    assert [m.content for m in request.messages][0] == "Capital of France?"
+
+
+def test_a_preset_or_another_model_recounts_with_the_new_settings(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "Write a function", "def f(): pass", used=30)
+    settle()
+    chat.worker.counts.clear()
+    chat.presets.apply("Code")
+    settle()
+    [request] = chat.worker.counts
+    assert request.settings.system_prompt == chat.presets.library.get("Code").values["system_prompt"]
+    chat.worker.model_changed.emit(report(name="other", max_positions=1024))
+    settle()
+    assert len(chat.worker.counts) == 2  # the other model's tokenizer and context count now
+
+
+def test_stale_answers_and_turns_in_flight_are_not_counted(make_chat):
+    chat = chat_with_model(make_chat)
+    turn(chat, "q", "a", used=10)
+    chat.notes.edit("one")
+    settle()
+    chat.notes.edit("two")
+    settle()
+    first, second = chat.worker.counts
+    chat.worker.window_counted.emit(first.request_id, window(chat.conversation.messages, 11))
+    assert chat.recorded.of("context_counted")[-1] == (10, 400, 1, 0)  # the stale answer is dropped
+    chat.turns.send("next")
+    chat.worker.window_counted.emit(second.request_id, window(chat.conversation.messages, 12))
+    assert chat.recorded.of("context_counted")[-1] == (10, 400, 1, 0)  # a turn in flight counts itself
+    chat.notes.edit("three")
+    settle()
+    assert len(chat.worker.counts) == 2
+
+
+def test_without_a_model_nothing_is_asked(make_chat):
+    chat = make_chat()
+    chat.turns.send("q")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished("a"), record())
+    chat.notes.pin(0)
+    settle()
+    assert chat.worker.counts == []

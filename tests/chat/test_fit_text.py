@@ -1,0 +1,68 @@
+"""The engine's fit data said by the window (app.chat.fit_text): in English the lines read as
+the engine's own (MemoryFit.detail, FitPlan.summary, EntryNote.text), so nothing is lost in the
+translation's source; Korean is checked in tests/ui/test_open_model_dialog.py."""
+
+from dataclasses import replace
+
+import pytest
+from transformers import LlamaConfig
+
+from app.chat import fit_text
+from app.engine.loading.catalog import (
+    CONVERSION,
+    GGUF,
+    NO_WEIGHTS,
+    PICKLE_ONLY,
+    REMOTE_CODE,
+    UNREADABLE,
+    CatalogEntry,
+    EntryNote,
+)
+from app.engine.loading.fit import MachineMemory, project_fit
+from app.engine.loading.fit_plan import build_plan
+from app.engine.loading.placement import choose_placement
+from app.engine.memory.units import GiB
+
+CPU = choose_placement(False, None, False, (False, "no CUDA"))
+NF4 = choose_placement(True, (9, 0), False, (True, ""))  # an H200 with bitsandbytes
+LLAMA = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                    num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048)
+
+
+@pytest.mark.parametrize(("placement", "machine", "saved"), [
+    (CPU, MachineMemory("cpu", 6 * GiB, 16 * GiB), None),
+    (NF4, MachineMemory("cuda", 3 * GiB, 80 * GiB, reclaimable=GiB), None),
+    (NF4, MachineMemory("cuda", GiB // 2, 80 * GiB), None),
+    (CPU, MachineMemory("cpu", 6 * GiB, 16 * GiB), "bitsandbytes"),
+])
+def test_the_fit_line_says_what_the_engine_says(placement, machine, saved):
+    fit = project_fit(LLAMA, placement, machine, 1024, saved, 700_000_000)
+    assert fit_text.fit_line(fit) == fit.detail()
+    assert fit_text.machine_text(machine) == machine.describe()
+
+
+@pytest.mark.parametrize("free", [80 * GiB, 2 * GiB, GiB // 4])
+def test_the_plan_line_says_what_the_engine_says_without_the_name(free):
+    plan = build_plan("/models/tiny-llama", "hf", {}, LLAMA, NF4, free=free, total=80 * GiB)
+    assert plan.summary() == f"tiny-llama: {fit_text.plan_line(plan)}"
+    converted = replace(plan, conversion={"output_bytes": 2 * GiB, "free_disk_bytes": GiB, "enough_disk": False,
+                                          "folder": "/cache"})
+    assert converted.summary() == f"tiny-llama: {fit_text.plan_line(converted)}"
+    assert fit_text.plan_line(converted).endswith("; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK")
+
+
+def test_notes_say_what_the_engine_says():
+    notes = (EntryNote(REMOTE_CODE), EntryNote(PICKLE_ONLY), EntryNote(NO_WEIGHTS), EntryNote(GGUF, "Q4_1"),
+             EntryNote(CONVERSION, 3 * GiB))
+    entry = CatalogEntry("m", "/m", ("chosen",), 0, notes=notes)
+    assert fit_text.notes_line(entry) == entry.note
+    # an unreadable config's reason is the reader's English: the window says what it means
+    assert fit_text.note_text(EntryNote(UNREADABLE, "Expecting value: line 1 column 1")) == (
+        "its config.json could not be read")
+
+
+def test_a_refusal_is_said_in_plain_words():
+    assert fit_text.refusal_text("notes.gguf is not a GGUF file (no GGUF magic bytes)") == (
+        "This GGUF file could not be read. The file may be incomplete or damaged; download it again.")
+    assert fit_text.refusal_text("no config.json: not a model folder").startswith(
+        "This is not a model Headroom can open.")
