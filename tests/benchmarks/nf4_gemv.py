@@ -38,7 +38,8 @@ bf16→fp32 unpack of weight and x 1.5, selectors 0.6; 64 lanes/clk/SM). Putting
 tensor cores (kernel 5, tl.dot with x as row 0 of a 16-row operand) removes the unpack but Triton
 moves the looked-up registers to mma operands through shared memory (16-bit stores, barriers):
 31-41 % slower. Two rows per thread sharing the x conversion (kernel 6) take 26.7 / 30.0 µs on
-the large shapes: 3.78 vs 3.99 ms per token, 5 % ahead of bitsandbytes. What would close the gap: mma fed straight from registers (the `prmt` output is a
+the large shapes: 3.78 vs 3.99 ms per token, 5 % ahead of bitsandbytes.
+What would close the gap: mma fed straight from registers (the `prmt` output is a
 bf16x2 A-fragment register; needs PTX mma in the fragment layout, which Triton's inline asm cannot
 express across lanes), or fewer integer operations per weight than an exact bf16 lookup allows.
 """
