@@ -11,7 +11,7 @@
 # `build` starts the wheel build, writes the 8B model folder meanwhile and waits for the build up
 # to BUILD_WAIT seconds; `bench` waits for a build still running, installs the wheel, runs the
 # CLI self-test's FA2 check and the benchmark. Each copies its records to $OUT (the wheel too when
-# it is under 16 MiB: keep it in .gpu/fa2/ and a later session's `bench` alone installs it).
+# it is under 16 MiB, as fa2_wheel.tar: keep that in .gpu/fa2/ and a later session's `bench` alone installs it).
 # The machine goes back 30 s after a call: send `bench` right after `build` (a build still running
 # and the 8B folder in /tmp are lost with the machine; on a fresh one `bench` rebuilds the folder).
 set -u
@@ -37,8 +37,9 @@ wait_build() {  # $1: seconds at most; returns 0 once the record says done
 collect() {
   cp $W/fa2_build.json $W/fa2_build.log "$OUT/" 2>/dev/null
   cp $W/dist/*.patch "$OUT/" 2>/dev/null
-  for whl in $W/dist/flash_attn-*.whl; do  # bring the wheel back when it fits (16 MiB a file)
-    [ -f "$whl" ] && [ "$(stat -c %s "$whl")" -le 16000000 ] && cp "$whl" "$OUT/"
+  for whl in $W/dist/flash_attn-*.whl; do  # bring the wheel back when it fits (16 MiB a file), in a
+    # tar: its name has a '+' (local version), which the device's return path leaves out
+    [ -f "$whl" ] && [ "$(stat -c %s "$whl")" -le 16000000 ] && tar -C "$(dirname "$whl")" -cf "$OUT/fa2_wheel.tar" "$(basename "$whl")"
   done
   python3 -c "import json;d=json.load(open('$W/fa2_build.json'));print({k:d.get(k) for k in
     ('stage','error','elapsed_s','build_seconds','cu_files_before','cu_files_after','wheel_bytes','ninja_progress','verify')})"
@@ -65,7 +66,8 @@ if [ -f $W/fa2_build.json ]; then  # this machine built it (the `build` command)
   echo "build rc=$rc at $((SECONDS - T0)) s"; collect
   [ $rc = 0 ] && WHEEL=$(ls $W/dist/flash_attn-*.whl | head -1)
 else  # a fresh machine: a wheel brought back by an earlier `build` and carried in .gpu/fa2/
-  WHEEL=$(ls .gpu/fa2/flash_attn-*.whl 2>/dev/null | head -1)
+  [ -f .gpu/fa2/fa2_wheel.tar ] && mkdir -p $W/dist && tar -C $W/dist -xf .gpu/fa2/fa2_wheel.tar
+  WHEEL=$(ls .gpu/fa2/flash_attn-*.whl $W/dist/flash_attn-*.whl 2>/dev/null | head -1)
   echo "no build on this machine; carried wheel: ${WHEEL:-none}"
 fi
 if [ -n "$WHEEL" ]; then
