@@ -76,7 +76,8 @@ class _Loaded:
     """A loaded model as the FA2 check sees it: a tiny CPU model on "fa2+static" (fake flash_attn)
     whose LoadReport says CUDA and FlashAttention-2."""
 
-    def __init__(self, monkeypatch, attention="flash_attention_2 (flash-attn 2.8.3.post2)", fallbacks=()):
+    def __init__(self, monkeypatch, attention="flash_attention_2 (flash-attn 2.8.3.post2)", fallbacks=(),
+                 decode="fa2"):
         from types import SimpleNamespace
 
         from transformers import AutoModelForCausalLM, LlamaConfig
@@ -89,7 +90,7 @@ class _Loaded:
             vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
             num_key_value_heads=2), dtype=torch.float32).eval()
         self.model.config._attn_implementation = fa.FA2_LABEL
-        phases = fa.enable_fa2_static(self.model)
+        phases = fa.enable_fa2_static(self.model, decode)
         self.tokenizer = type("Tok", (), {"encode": lambda self, text, add_special_tokens=False: [5, 6, 7] * 50})()
         self.report = SimpleNamespace(device="cuda:0", attention=attention, fallbacks=fallbacks,
                                       attention_phases=phases.lines())
@@ -115,6 +116,11 @@ def test_the_fa2_check_passes_only_when_its_kernels_ran(monkeypatch, seen, statu
                                         "flash_fwd_splitkv_kernel ×1")
     else:
         assert "the LoadReport says FlashAttention-2 but the profiler saw no FA2 kernel" in result.detail
+
+
+def test_with_the_packed_decode_only_the_prefill_must_run_fa2(monkeypatch):
+    monkeypatch.setattr(self_test, "_profiled_kernels", lambda run: (run(), [FA2_FWD])[1])
+    assert self_test.check_flash_attention(_Loaded(monkeypatch, decode="packed")).status == "PASS"
 
 
 def test_the_fa2_check_says_why_it_is_skipped(monkeypatch):

@@ -46,15 +46,15 @@ from app.engine.local.attention import enable_packed_sdpa
 from tests.benchmarks.memory_foresight import CARD_BYTES, Bench, MiB
 from tests.benchmarks.speed import build_model, decode_speed, eager_speed, log, versions
 
-BACKENDS = ("fa2", "sdpa", "eager")
+BACKENDS = ("fa2", "fa2-packed", "sdpa", "eager")  # fa2-packed: FA2 prefill, Headroom's packed decode (the app's default)
 PROMPTS = (1024, 4096, 16384, 32768)
 TTFT_NEW = 16  # answer tokens of a TTFT turn (the first one is what TTFT measures)
 
 
 def use_backend(model, backend: str, fa2_version: str | None, decode: str = "fa2") -> tuple[str, tuple[str, ...]]:
     """Switch the loaded model's attention; returns (LoadReport label, phase lines)."""
-    if backend == "fa2":
-        phases = fa.choose_phases(decode)
+    if backend in ("fa2", "fa2-packed"):
+        phases = fa.choose_phases("packed" if backend == "fa2-packed" else decode)
         fa.switch_to_fa2_static(model, phases)
     elif backend == "sdpa":
         model.set_attn_implementation("sdpa")
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
         log(R["self_test_fa2"])
     save()
 
-    backends = [b for b in args.backends.split(",") if b != "fa2" or fa2_version]
+    backends = [b for b in args.backends.split(",") if not b.startswith("fa2") or fa2_version]
     if "fa2" in args.backends and "fa2" not in backends:
         R["fa2_skipped"] = f"flash_attn {R['versions']['flash_attn']}"
     weights = torch.cuda.memory_allocated() if torch.cuda.is_available() else 0

@@ -46,7 +46,7 @@ def test_the_model_tooltip_names_the_kernel_of_each_attention_phase(qtbot, make_
     from app.engine.loading.loader import LoadReport
     from app.engine.local.fa2_attention import choose_phases
 
-    phases = choose_phases(None).lines()
+    phases = choose_phases("fa2").lines()
     report = LoadReport(name="llama8b", source="/models/llama8b", device="cuda:0",
                         attention="flash_attention_2 (flash-attn 2.8.3.post2)", quantization="NF4 4-bit + double quant",
                         weight_dtype="bfloat16", compute_dtype="bfloat16", weight_bytes=5_700_000_000,
