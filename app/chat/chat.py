@@ -12,7 +12,7 @@ worker's signals, and tell the window what changed through the Chat's past-tense
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
 
 from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
@@ -195,6 +195,9 @@ class Chat(QObject):
         if self.thread is not None:
             self.thread.quit()
             self.thread.wait()
+        # what the worker said before it stopped (a summary just written, a reply's end) is
+        # still queued for this thread: take it in while the store is open, not after
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.MetaCall)
         self.turns.keep_partial_as_stopped()
         self.store.purge_deleted(older_than_s=PURGE_DELETED_AFTER_S)
         self.store.close()

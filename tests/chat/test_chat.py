@@ -64,3 +64,25 @@ def test_two_chats_with_real_threads_open_and_close_in_one_process(qapp, qtlog, 
         gc.collect()
     bad = (QtMsgType.QtWarningMsg, QtMsgType.QtCriticalMsg, QtMsgType.QtFatalMsg)
     assert [r.message for r in qtlog.records if r.type in bad] == []
+
+
+def test_a_summary_finished_just_before_quit_is_saved_not_lost_on_a_closed_store(make_chat, tmp_path):
+    """Ctrl+Q while a summary is written (new-user trial): the worker's summary_finished is still
+    queued when the window closes; it must be taken in before the store closes (it used to reach
+    a closed database: a traceback, and the app stayed up without a window)."""
+    import threading
+
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+
+    chat = make_chat(db="quit.sqlite3")
+    cid = chat.store.create_conversation("summarized")
+    chat.store.append_message(cid, Message(Role.USER, "Hi"))
+    chat.conversations.open_conversation(cid)
+    state = SummaryState("The user said hi.", folded_through=0, tokens=9)
+    emitter = threading.Thread(target=lambda: chat.worker.summary_finished.emit(1, state, "ok"))
+    emitter.start()  # from another thread: queued for the GUI thread, not yet delivered
+    emitter.join()
+    chat.close()
+    stored = Store(tmp_path / "quit.sqlite3").load_conversation(cid)
+    assert stored.summary.content == "The user said hi."
