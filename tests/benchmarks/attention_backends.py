@@ -46,7 +46,8 @@ from app.engine.local.attention import enable_packed_sdpa
 from tests.benchmarks.memory_foresight import CARD_BYTES, Bench, MiB
 from tests.benchmarks.speed import build_model, decode_speed, eager_speed, log, versions
 
-BACKENDS = ("fa2", "fa2-packed", "sdpa", "eager")  # fa2-packed: FA2 prefill, Headroom's packed decode (the app's default)
+# fa2-packed: FA2 prefill with Headroom's packed decode (the app's default with FA2 installed)
+BACKENDS = ("fa2", "fa2-packed", "sdpa", "eager")
 PROMPTS = (1024, 4096, 16384, 32768)
 TTFT_NEW = 16  # answer tokens of a TTFT turn (the first one is what TTFT measures)
 
