@@ -201,6 +201,7 @@ class MainWindow(QMainWindow):
         """The widgets' requests, and the toolbar and menu actions, to the chat's commands."""
         turns, chats = self.chat.turns, self.chat.conversations
         self.new_chat_action.triggered.connect(chats.new_conversation)
+        self.new_chat_action.triggered.connect(self.composer.editor.setFocus)
         self.open_action.triggered.connect(self.dialogs.open_model)
         self.settings_action.triggered.connect(self.dialogs.settings)
         self.about_action.triggered.connect(self.help_menu._on_about_triggered)
@@ -232,6 +233,7 @@ class MainWindow(QMainWindow):
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
         self.sidebar.open_requested.connect(chats.open_conversation)
         self.sidebar.new_requested.connect(chats.new_conversation)
+        self.sidebar.new_requested.connect(self.composer.editor.setFocus)  # type the new chat's first message
         self.sidebar.rename_requested.connect(chats.rename)
         self.sidebar.delete_requested.connect(chats.delete)
         self.sidebar.restore_requested.connect(chats.restore)

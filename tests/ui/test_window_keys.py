@@ -247,3 +247,16 @@ def test_the_toolbar_fits_with_short_button_texts(request, qtbot, make_window, l
         assert not extension.isVisible()
         assert all(b.isVisible() and b.geometry().right() < bar.width() for b in buttons)
         assert bar.sizeHint().width() <= width // 2  # room to spare for longer translations
+
+
+def test_a_new_chat_puts_the_keyboard_in_the_composer(qtbot, make_window):
+    """New-user trial: after "+ New chat" typing went nowhere (the button kept the focus)."""
+    window = make_window()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.composer.editor, timeout=2000)  # active
+    window.sidebar.search_edit.setFocus()
+    assert QApplication.focusWidget() is window.sidebar.search_edit
+    window.sidebar.new_requested.emit()
+    assert QApplication.focusWidget() is window.composer.editor
+    window.sidebar.search_edit.setFocus()
+    window.new_chat_action.trigger()
+    assert QApplication.focusWidget() is window.composer.editor
