@@ -334,7 +334,8 @@ class TurnFlow(QObject):
             chat.reply_ended.emit(MessageStatus.STOPPED, "")
         self._forget_reply()
         log.info("turn refused: %s", decision.reason)
-        chat.announce(refusal_line(decision), "refused")
+        # "refused" goes when a remedy runs the turn; about a chat no longer shown it stays an error
+        chat.announce(refusal_line(decision), "refused" if shown else "error")
         chat.turn_ended.emit("refused")
         if self._queued_text:
             self._send_queued()
