@@ -95,8 +95,7 @@ def remedy_labels(decision) -> dict[str, str]:
     lowered = lowered_max_new_tokens(decision)
     if lowered is not None and lowered < decision.max_new_tokens_fit:  # kept below the fit: say why
         offers["lower_max_new_tokens"] = translate(
-            "Refusal", "Lower max new tokens to {0} (leaves the conversation room in the {1}-token context)").format(
-            _n(lowered), _n(decision.context_limit))
+            "Refusal", "Lower max new tokens to {0}, leaving room for the chat").format(_n(lowered))
     elif lowered is not None:
         offers["lower_max_new_tokens"] = translate("Refusal", "Lower max new tokens to {0}").format(_n(lowered))
     if decision.cause == "memory" and decision.facts.get("chunk_tokens"):

@@ -1860,8 +1860,8 @@ tokens counted by {4}: {5}</source>
         <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
     </message>
     <message>
-        <source>Lower max new tokens to {0} (leaves the conversation room in the {1}-token context)</source>
-        <translation>최대 새 토큰 수를 {0}(으)로 낮추기({1} 토큰 컨텍스트에 대화가 들어갈 자리를 남깁니다)</translation>
+        <source>Lower max new tokens to {0}, leaving room for the chat</source>
+        <translation>최대 새 토큰 수를 {0}(으)로 낮추고 대화할 자리 남기기</translation>
     </message>
     <message>
         <source>Lower max new tokens to {0}</source>

@@ -46,7 +46,7 @@ def test_lowering_max_new_tokens_for_the_context_keeps_room_for_the_conversation
     assert decision.max_new_tokens_fit == 2048 - 64 - 229 == 1755
     assert lowered_max_new_tokens(decision) == 512
     assert remedy_labels(decision)["lower_max_new_tokens"] == (
-        "Lower max new tokens to 512 (leaves the conversation room in the 2,048-token context)")
+        "Lower max new tokens to 512, leaving room for the chat")
     small = AdmissionDecision(False, "positions", "", context_limit=512, max_new_tokens_fit=400)
     assert lowered_max_new_tokens(small) == 256  # a small context: half, still a sensible answer
     memory = AdmissionDecision(False, "memory", "", context_limit=2048, max_new_tokens_fit=1755)
