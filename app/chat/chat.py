@@ -30,7 +30,8 @@ class Chat(QObject):
     …) and announce(); events go out on these signals, all emitted in the GUI thread:
 
         notice(str text, str kind): every expected error and notice, the one funnel. kind
-            "info" or "error": a line in the transcript; "retry": an error about the last turn,
+            "info" or "error": a line in the transcript; "refused": why a turn was not started,
+            in the transcript as an error until the turn runs after all; "retry": an error about the last turn,
             in the transcript with Retry (chat.turns.retry); "status": the status bar for 8 s;
             "warning": the status bar for 15 s.
         message_added(object Role, str text): a message the user sent.

@@ -172,7 +172,17 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return PlainError(translate("PlainError", "There is no model at {0}.").format(
                           message.removeprefix("no model at ")),
                           translate("PlainError", "Pick another one in Open model."))
-    if "is not a .gguf file or a model folder" in message or "no config.json" in message:
+    if "no config.json next to it" in message:  # e.g. model.safetensors alone: weights, no config
+        return PlainError(translate("PlainError", "There is no config.json next to this file, and it is not "
+                                                     "a .gguf file."),
+                          translate("PlainError", "Headroom opens a model folder with a config.json, or a "
+                                                     ".gguf file: pick the folder, or add its config.json."))
+    if "no config.json" in message:
+        return PlainError(translate("PlainError", "This folder has no config.json."),
+                          translate("PlainError", "Headroom opens a model folder with a config.json, or a "
+                                                     ".gguf file."))
+    # before the GGUF wording below: "not a .gguf file" is no damaged GGUF
+    if "not a .gguf file or a model folder" in message:
         return PlainError(translate("PlainError", "This is not a model Headroom can open."),
                           translate("PlainError", "Pick a .gguf file or a model folder "
                                                      "with a config.json."))

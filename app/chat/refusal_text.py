@@ -68,6 +68,23 @@ def refusal_line(decision) -> str:
         refusal_reason(decision), refusal_advice(decision)).strip()
 
 
+def lowered_max_new_tokens(decision) -> int | None:
+    """The max new tokens (tokens) that the "lower_max_new_tokens" remedy sets; None when it is not offered.
+
+    Refused for memory: max_new_tokens_fit, for this turn only (free memory changes per turn).
+    Refused because the context cannot hold the prompt plus max new tokens ("positions", "message"):
+    the chat keeps the value for every later turn, so it is at most a quarter of the context
+    (at least min(256, half of it) on a small context): the fit alone (everything this one message
+    leaves) would leave the history budget near zero and older turns would drop out silently
+    (new-user trial: 2,048 context, Code preset's 2,048 new tokens, lowered to 1,755 → "37 / 37 tokens").
+    """
+    fit = decision.max_new_tokens_fit
+    if not fit or decision.cause == "memory" or decision.context_limit <= 0:
+        return fit
+    context = decision.context_limit
+    return max(1, min(fit, max(context // 4, min(256, context // 2))))
+
+
 def remedy_labels(decision) -> dict[str, str]:
     """The remedies offered as buttons, by choice key ("trim", "lower_max_new_tokens",
     "chunked"), in the order offered."""
@@ -75,9 +92,12 @@ def remedy_labels(decision) -> dict[str, str]:
     if decision.trim_tokens is not None:
         offers["trim"] = translate(
             "Refusal", "Trim older turns (drop at least {0} tokens)").format(_n(decision.trim_tokens))
-    if decision.max_new_tokens_fit is not None:
+    lowered = lowered_max_new_tokens(decision)
+    if lowered is not None and lowered < decision.max_new_tokens_fit:  # kept below the fit: say why
         offers["lower_max_new_tokens"] = translate(
-            "Refusal", "Lower max new tokens to {0}").format(_n(decision.max_new_tokens_fit))
+            "Refusal", "Lower max new tokens to {0}, leaving room for the chat").format(_n(lowered))
+    elif lowered is not None:
+        offers["lower_max_new_tokens"] = translate("Refusal", "Lower max new tokens to {0}").format(_n(lowered))
     if decision.cause == "memory" and decision.facts.get("chunk_tokens"):
         offers["chunked"] = translate("Refusal", "Prefill in {0}-token chunks").format(
             _n(decision.facts["chunk_tokens"]))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat.error_text import plain_failure
-from app.chat.refusal_text import refusal_line
+from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
 from app.core.pinned_notes import with_pinned_notes
@@ -199,16 +199,21 @@ class TurnFlow(QObject):
         "override"; anything else gives up) and send it again."""
         settings = self._chat.models.turn_settings()
         documents = self._documents
-        if choice == "lower_max_new_tokens" and decision.max_new_tokens_fit:
+        lowered = lowered_max_new_tokens(decision) if choice == "lower_max_new_tokens" else None
+        if lowered:
             if decision.cause != "memory":
                 # the context itself cannot hold that many new tokens: every later turn would be
-                # refused the same way, so the chat keeps the lower value (memory changes per turn)
+                # refused the same way, so the chat keeps the lower value (memory changes per turn);
+                # at most a quarter of the context, so the history keeps room (lowered_max_new_tokens)
                 chat = self._chat
-                generation = replace(chat.settings.generation, max_new_tokens=decision.max_new_tokens_fit)
+                generation = replace(chat.settings.generation, max_new_tokens=lowered)
                 chat.settings = replace(chat.settings, generation=generation)
                 chat.presets.settings_edited()
-            self._start_turn(settings=replace(settings, max_new_tokens=decision.max_new_tokens_fit),
-                             documents=documents)
+                chat.announce(translate("Turns", "Max new tokens is now {0} (Settings), so the conversation "
+                                                 "keeps {1} tokens of the {2}-token context.").format(
+                    f"{lowered:,}", f"{decision.context_limit - lowered:,}", f"{decision.context_limit:,}"),
+                    "status")
+            self._start_turn(settings=replace(settings, max_new_tokens=lowered), documents=documents)
         elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:
             # a smaller context for this turn: the oldest turns leave the window (and are summarized)
             context = len(self.last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
@@ -329,7 +334,8 @@ class TurnFlow(QObject):
             chat.reply_ended.emit(MessageStatus.STOPPED, "")
         self._forget_reply()
         log.info("turn refused: %s", decision.reason)
-        chat.announce(refusal_line(decision), "error")
+        # "refused" goes when a remedy runs the turn; about a chat no longer shown it stays an error
+        chat.announce(refusal_line(decision), "refused" if shown else "error")
         chat.turn_ended.emit("refused")
         if self._queued_text:
             self._send_queued()

@@ -139,13 +139,15 @@ class ChatView(QScrollArea):
         return bubble
 
     def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
-        """A notice below the last message: kind "info", "error", or "retry" (an error about the
-        last turn, with a Retry button until another turn starts)."""
+        """A notice below the last message: kind "info", "error", "refused" (why a turn was not
+        started, until a remedy runs it) or "retry" (an error about the last turn, with a Retry
+        button until another turn starts)."""
         if kind == "retry":
             notice = RetryNotice(text)
             notice.retry_requested.connect(self.retry_requested)
-        else:
-            notice = Notice(text, kind)
+        else:  # "refused" looks like an error and goes when the turn then runs (begin_stream)
+            notice = Notice(text, "error" if kind == "refused" else kind)
+            notice.setProperty("refused", kind == "refused")
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
@@ -215,8 +217,20 @@ class ChatView(QScrollArea):
     def begin_stream(self, initial_text: str = "") -> MessageBubble:
         """Start a new streaming assistant bubble (a Retry offered earlier no longer applies)."""
         self._expire_retries()
+        self._remove_refusals()
         bubble = self.add_message(Role.ASSISTANT, initial_text, MessageStatus.STREAMING)
         return self._open_stream(bubble)
+
+    def _remove_refusals(self) -> None:
+        """A refusal below the last message goes when its turn runs after all (a remedy was picked):
+        new-user trial, "This turn was not started" stayed between the question and its answer."""
+        after = self._layout.indexOf(self._bubbles[-1]) if self._bubbles else -1
+        for index in reversed(range(after + 1, self._layout.count())):
+            widget = self._layout.itemAt(index).widget()
+            if isinstance(widget, Notice) and widget.property("refused"):
+                self._layout.takeAt(index)
+                widget.hide()
+                widget.deleteLater()
 
     def _expire_retries(self) -> None:
         for notice in self._column.findChildren(RetryNotice):

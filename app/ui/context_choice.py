@@ -1,6 +1,11 @@
 """The context length of one model, as the open-model dialog offers it: "auto" (the largest
 context the fit plan says fits here, capped by the model's trained context) or a custom number of
 tokens between MIN_USEFUL_CONTEXT and the trained context, with what the plan says beside it.
+
+Max new tokens is reserved out of the context on every turn (app.core.history.TokenBudget), so a
+context that leaves less than half of itself beside max new tokens gets a warning here; the value is
+not clamped behind the user's back (the turn is refused, and its "Lower max new tokens" remedy keeps
+at most a quarter of the context: app.chat.refusal_text.lowered_max_new_tokens).
 """
 
 from PySide6.QtCore import Signal, Slot
@@ -27,6 +32,7 @@ class ContextChoice(QWidget):
         self._fits: int | None = None
         self._trained: int | None = None
         self._default = AUTO_CONTEXT
+        self._max_new_tokens = 0  # the chat's max new tokens, for the warning (0: none)
         self.caption = QLabel(self.tr("Context:"))
         self.auto = QRadioButton()
         self.auto.setObjectName("contextAuto")
@@ -60,6 +66,20 @@ class ContextChoice(QWidget):
     def value(self) -> int:
         """The chosen context: AUTO_CONTEXT (0) or the custom tokens."""
         return self.tokens.value() if self.custom.isChecked() else AUTO_CONTEXT
+
+    def set_max_new_tokens(self, tokens: int) -> None:
+        """The chat's max new tokens (tokens): a context that leaves the conversation less than
+        half of itself beside it is warned about."""
+        self._max_new_tokens = tokens
+        self._show_note()
+
+    def _effective(self) -> int | None:
+        """The context the model would run with, tokens (None: not known yet)."""
+        if self.custom.isChecked():
+            return self.tokens.value()
+        if self._default > 0:
+            return min(self._default, self._trained) if self._trained else self._default
+        return self._fits or self._trained
 
     def show_model(self, fits: int | None, trained: int | None, chosen: int, default_setting: int = AUTO_CONTEXT,
                    reading: bool = False) -> None:
@@ -101,6 +121,11 @@ class ContextChoice(QWidget):
         if self.custom.isChecked() and fits is not None and self.tokens.value() > fits:
             lines.append(self.tr("A turn that fills more than {0} tokens will be refused for memory "
                                  "(or sent anyway at your risk).").format(f"{fits:,}"))
+        context = self._effective()
+        if context and self._max_new_tokens * 2 > context:
+            lines.append(self.tr("Max new tokens ({0}) leaves the conversation {1} of these {2} tokens: lower it "
+                                 "in Settings, or choose a larger context.").format(
+                f"{self._max_new_tokens:,}", f"{max(context - self._max_new_tokens, 0):,}", f"{context:,}"))
         self.note.setText(" ".join(lines))
 
     @Slot(bool)

@@ -119,6 +119,7 @@ class OpenModelDialog(QDialog):
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context = ContextChoice()
+        self.context.set_max_new_tokens(settings.generation.max_new_tokens)
         # the same words as ENABLE_CODE / ENABLE_PICKLE, which the loader's refusals quote
         self.trust_code = QCheckBox(self.tr("Run this model's own code") + " (trust_remote_code)")
         self.trust_code.setToolTip(self.tr("Runs Python files shipped with this model when it loads. "

@@ -33,10 +33,13 @@ class SettingsDialog(QDialog):
 
     backend: the conversation's BackendSettings (None: no backend section); `result_backend()`
     and `entered_api_key()` return the edits (see BackendForm). key_stored: a key is on file.
+    model_context: the open model's own context in tokens (set in Open model; 0: none), which is
+    in effect instead of Context window: said below it (new-user trial: "auto" was shown while
+    the model ran with its own 2,048).
     """
 
     def __init__(self, settings: GenerationSettings, parent=None, backend: BackendSettings | None = None,
-                 key_stored: bool = False, language: str = "auto"):
+                 key_stored: bool = False, language: str = "auto", model_context: int = 0):
         super().__init__(parent)
         self._settings = settings  # fields without a control here are kept as they are
         self.setWindowTitle(self.tr("Generation settings"))
@@ -66,6 +69,11 @@ class SettingsDialog(QDialog):
                                                "it are folded into a summary. Smaller = less KV cache memory. Auto: "
                                                "the largest context whose KV cache fits this machine beside the "
                                                "model."))
+        self.context_note = QLabel(self.tr("The open model uses its own context: {0} tokens (Open model). This "
+                                           "setting applies to models without their own.").format(f"{model_context:,}"))
+        self.context_note.setObjectName("modelContextNote")
+        self.context_note.setWordWrap(True)
+        self.context_note.setVisible(model_context > 0)
         self._build_sampler_controls(settings, language)
         self._build_summary_controls(settings)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
@@ -83,6 +91,8 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Repetition penalty"), self.repetition_penalty)
         form.addRow(self.tr("Seed"), self.seed)
         form.addRow(self.tr("Context window"), self.context_tokens)
+        if model_context > 0:
+            form.addRow("", self.context_note)
         form.addRow(self.tr("CPU threads"), self.cpu_threads)
         form.addRow(self.tr("Recent chats' KV caches"), self.kept_chat_cache)
         form.addRow(self.tr("Summarize from"), self.summary_fold_at)

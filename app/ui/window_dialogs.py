@@ -68,8 +68,9 @@ class WindowDialogs(QObject):
 
         chat = self._chat
         settings = chat.settings
+        own = settings.own_context(chat.model_path) if chat.model_path and not settings.backend.is_remote else 0
         dialog = SettingsDialog(settings.generation, self._parent, settings.backend, chat.backend.api_key_stored(),
-                                language=settings.language)
+                                language=settings.language, model_context=own)
         if dialog.exec():
             chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
                                         dialog.entered_api_key(), dialog.result_language())

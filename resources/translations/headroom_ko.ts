@@ -436,6 +436,10 @@
         <source>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</source>
         <translation>{0} 토큰을 넘게 채우는 턴은 메모리 때문에 거절됩니다(위험을 감수하고 그래도 보낼 수는 있습니다).</translation>
     </message>
+    <message>
+        <source>Max new tokens ({0}) leaves the conversation {1} of these {2} tokens: lower it in Settings, or choose a larger context.</source>
+        <translation>최대 새 토큰 수({0})를 빼면 이 {2} 토큰 중 대화에 남는 것은 {1} 토큰입니다. 설정에서 낮추거나 더 큰 컨텍스트를 고르세요.</translation>
+    </message>
 </context>
 <context>
     <name>ConversationList</name>
@@ -1619,6 +1623,22 @@ tokens counted by {4}: {5}</source>
         <translation>‘모델 열기’에서 다른 모델을 고르세요.</translation>
     </message>
     <message>
+        <source>There is no config.json next to this file, and it is not a .gguf file.</source>
+        <translation>이 파일 옆에 config.json이 없고, .gguf 파일도 아닙니다.</translation>
+    </message>
+    <message>
+        <source>Headroom opens a model folder with a config.json, or a .gguf file: pick the folder, or add its config.json.</source>
+        <translation>Headroom은 config.json이 있는 모델 폴더나 .gguf 파일을 엽니다. 폴더를 고르거나 config.json을 넣어 주세요.</translation>
+    </message>
+    <message>
+        <source>This folder has no config.json.</source>
+        <translation>이 폴더에는 config.json이 없습니다.</translation>
+    </message>
+    <message>
+        <source>Headroom opens a model folder with a config.json, or a .gguf file.</source>
+        <translation>Headroom은 config.json이 있는 모델 폴더나 .gguf 파일을 엽니다.</translation>
+    </message>
+    <message>
         <source>This is not a model Headroom can open.</source>
         <translation>Headroom이 열 수 있는 모델이 아닙니다.</translation>
     </message>
@@ -1840,6 +1860,10 @@ tokens counted by {4}: {5}</source>
         <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
     </message>
     <message>
+        <source>Lower max new tokens to {0}, leaving room for the chat</source>
+        <translation>최대 새 토큰 수를 {0}(으)로 낮추고 대화할 자리 남기기</translation>
+    </message>
+    <message>
         <source>Lower max new tokens to {0}</source>
         <translation>최대 새 토큰 수를 {0}(으)로 낮추기</translation>
     </message>
@@ -1962,6 +1986,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Cap the context window below the model&apos;s own: older turns beyond it are folded into a summary. Smaller = less KV cache memory. Auto: the largest context whose KV cache fits this machine beside the model.</source>
         <translation>컨텍스트 창을 모델 자체 한도보다 작게 제한합니다. 이를 넘는 이전 턴은 요약으로 접힙니다. 작을수록 KV 캐시 메모리가 적게 듭니다. 자동: 모델과 함께 이 컴퓨터에 KV 캐시가 들어가는 가장 큰 컨텍스트.</translation>
+    </message>
+    <message>
+        <source>The open model uses its own context: {0} tokens (Open model). This setting applies to models without their own.</source>
+        <translation>열린 모델은 자체 컨텍스트 {0} 토큰을 씁니다(모델 열기에서 설정). 이 설정은 자체 컨텍스트가 없는 모델에 적용됩니다.</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -2261,6 +2289,10 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
         <translation>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</translation>
+    </message>
+    <message>
+        <source>Max new tokens is now {0} (Settings), so the conversation keeps {1} tokens of the {2}-token context.</source>
+        <translation>최대 새 토큰 수가 이제 {0}입니다(설정). {2} 토큰 컨텍스트 중 {1} 토큰이 대화에 남습니다.</translation>
     </message>
     <message>
         <source>max new tokens reached</source>

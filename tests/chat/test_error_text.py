@@ -53,6 +53,10 @@ def test_expected_failures_say_what_happened_and_what_to_do(exc, during, what, t
     ("cannot convert bad.gguf: not a GGUF file", "load", "This GGUF file could not be read.", "download it again"),
     ("no model at /models/gone", "load", "There is no model at /models/gone.", "Open model"),
     ("notes.txt is not a .gguf file or a model folder", "load", "not a model Headroom can open", ".gguf file"),
+    ("model.safetensors is not a .gguf file or a model folder (no config.json next to it)", "load",
+     "no config.json next to this file", "model folder with a config.json"),
+    ("/m/weights is not a Hugging Face model folder (no config.json)", "load", "This folder has no config.json.",
+     ".gguf file"),
     (remote_code_message("phi-x"), "load", "needs to run Python code", "Run this model's own code"),
     ("cannot load weird: KeyError: 'lm_head'", "load", "The model could not be opened (KeyError).", "log"),
     # generation_failed reasons (app.engine.events.describe_failure, remote errors)

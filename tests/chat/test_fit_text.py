@@ -65,4 +65,18 @@ def test_a_refusal_is_said_in_plain_words():
     assert fit_text.refusal_text("notes.gguf is not a GGUF file (no GGUF magic bytes)") == (
         "This GGUF file could not be read. The file may be incomplete or damaged; download it again.")
     assert fit_text.refusal_text("no config.json: not a model folder").startswith(
-        "This is not a model Headroom can open.")
+        "This folder has no config.json.")
+
+
+def test_a_weights_file_without_config_json_is_said_so_not_a_damaged_gguf(tmp_path):
+    """New-user trial: typing model.safetensors (weights, no config.json beside it) said "This GGUF file
+    could not be read ... download it again"."""
+    from app.engine.loading.catalog import Catalog
+    from app.engine.loading.fit import MachineMemory
+
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\0" * 64)
+    entry = Catalog(MachineMemory("cpu", 1 << 30, 1 << 30), None).describe(weights)  # refused before placement
+    line = fit_text.refusal_text(entry.refusal)
+    assert line.startswith("There is no config.json next to this file, and it is not a .gguf file.")
+    assert "GGUF file could not be read" not in line and "download" not in line

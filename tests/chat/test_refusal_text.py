@@ -1,7 +1,7 @@
 """A refused turn said from its numbers (app/chat/refusal_text.py): the same facts as the
 engine's English reason, one line for the transcript, and the remedies as button labels."""
 
-from app.chat.refusal_text import other_remedies, refusal_line, refusal_reason, remedy_labels
+from app.chat.refusal_text import lowered_max_new_tokens, other_remedies, refusal_line, refusal_reason, remedy_labels
 from app.core.history import TokenBudget, WindowResult
 from app.engine.events import window_refusal
 from app.engine.memory.admission import AdmissionDecision, admit_turn
@@ -36,6 +36,21 @@ def test_a_positions_refusal_says_its_tokens():
                                         "than the context limit of 4,096 tokens; the prompt may use at most 3,584.")
     assert remedy_labels(decision) == {"trim": "Trim older turns (drop at least 416 tokens)",
                                        "lower_max_new_tokens": "Lower max new tokens to 96"}
+
+
+def test_lowering_max_new_tokens_for_the_context_keeps_room_for_the_conversation():
+    """The fit alone (1,755 of a 2,048 context) would leave history ~nothing once kept: a quarter is offered."""
+    budget = TokenBudget.for_model(2048, 2048, 256, 64)
+    window = WindowResult(False, (), (), (), 229, budget.prompt_tokens, 0, budget)
+    decision = window_refusal(window, 2048)
+    assert decision.max_new_tokens_fit == 2048 - 64 - 229 == 1755
+    assert lowered_max_new_tokens(decision) == 512
+    assert remedy_labels(decision)["lower_max_new_tokens"] == (
+        "Lower max new tokens to 512, leaving room for the chat")
+    small = AdmissionDecision(False, "positions", "", context_limit=512, max_new_tokens_fit=400)
+    assert lowered_max_new_tokens(small) == 256  # a small context: half, still a sensible answer
+    memory = AdmissionDecision(False, "memory", "", context_limit=2048, max_new_tokens_fit=1755)
+    assert lowered_max_new_tokens(memory) == 1755  # this turn only: the whole fit
 
 
 def test_a_message_too_long_says_how_much_to_shorten():

@@ -101,7 +101,7 @@ def test_a_refused_turn_offers_remedies_and_lowering_max_new_tokens_sends_it_aga
     worker.turn_refused.emit(worker.last_id, decision)
     assert [m.role for m in chat.conversation.messages] == [Role.USER]  # nothing ran, nothing lost
     assert seen.of("messages_truncated") == [(1,)]
-    assert seen.of("notice") == [("This turn was not started: short by 120 MiB", "error")]
+    assert seen.of("notice") == [("This turn was not started: short by 120 MiB", "refused")]
     assert seen.of("turn_ended") == [("refused",)]
     assert seen.of("turn_refused") == [(decision, "the projection")]
     chat.turns.apply_remedy("lower_max_new_tokens", decision)
@@ -123,6 +123,23 @@ def test_lowering_max_new_tokens_for_the_context_sticks_for_memory_it_does_not(c
     worker.turn_refused.emit(worker.last_id, refusal(max_new_tokens_fit=100))  # memory: this turn only
     chat.turns.apply_remedy("lower_max_new_tokens", refusal(max_new_tokens_fit=100))
     assert worker.requests[-1].settings.max_new_tokens == 100 and chat.settings.generation.max_new_tokens == 1753
+
+
+def test_lowering_max_new_tokens_for_the_context_leaves_the_conversation_room(chat):
+    """New-user trial: 2,048-token context, max new tokens 2,048; "hi" fit with 1,755, and keeping 1,755
+    left every chat a 37-token history budget. The chat keeps a quarter of the context instead and says so."""
+    worker, seen = chat.worker, chat.recorded
+    decision = refusal(cause="positions", max_new_tokens_fit=1755, context_limit=2048)
+    chat.turns.send("hi")
+    worker.turn_refused.emit(worker.last_id, decision)
+    chat.turns.apply_remedy("lower_max_new_tokens", decision)
+    assert worker.requests[-1].settings.max_new_tokens == chat.settings.generation.max_new_tokens == 512
+    assert seen.of("notice")[-1] == ("Max new tokens is now 512 (Settings), so the conversation keeps 1,536 "
+                                     "tokens of the 2,048-token context.", "status")
+    long_message = refusal(cause="positions", max_new_tokens_fit=300, context_limit=2048)
+    worker.turn_refused.emit(worker.last_id, long_message)
+    chat.turns.apply_remedy("lower_max_new_tokens", long_message)  # a long message: its fit is lower still
+    assert chat.settings.generation.max_new_tokens == 300
 
 
 def test_trim_and_override_remedies(chat):

@@ -172,6 +172,25 @@ def test_truncate_drops_bubbles_and_notices_below(view):
         view.truncate(-1)
 
 
+def test_a_refusal_notice_goes_when_its_turn_runs_after_all(view):
+    """New-user trial: after the remedy ran, "This turn was not started" stayed between the question
+    and its answer. Older notices and a refusal above the last message stay."""
+    kept = view.add_notice("Loaded SmolLM2")
+    view.add_message(Role.USER, "hi")
+    refused = view.add_notice("This turn was not started. The new message needs 110 tokens.", "refused")
+    QApplication.processEvents()
+    assert refused.isVisible() and refused.property("kind") == "error"  # styled as an error
+    view.begin_stream()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert view.findChildren(Notice) == [kept]
+    view.end_stream(MessageStatus.COMPLETE)
+    older = view.add_notice("This turn was not started: short by 120 MiB", "refused")
+    view.add_message(Role.USER, "next")
+    view.begin_stream()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    assert view.findChildren(Notice) == [kept, older]  # about another turn: it stays
+
+
 def test_truncate_keeps_notices_above(view):
     view.truncate(4)
     notice = view.add_notice("Loaded SmolLM2")

@@ -301,6 +301,25 @@ def test_a_file_that_cannot_be_opened_keeps_open_disabled_and_says_why(qtbot, tm
     assert chosen and chosen[0][0] == str(dialog.entries()[1].path) and chosen[0][2] == 0
 
 
+def test_a_context_that_cannot_hold_max_new_tokens_is_warned_about(qtbot, tmp_path, tiny_model_dir):
+    """New-user trial: a custom 2,048 context with the Code preset's 2,048 max new tokens left no room,
+    and nothing said so before the first turn was refused."""
+    from app.core.settings import GenerationSettings, Settings
+
+    settings = Settings(GenerationSettings(max_new_tokens=300))
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir), settings)
+    qtbot.waitUntil(lambda: not dialog.reading())
+    assert dialog.context.note.text() == (
+        "Trained for 512 tokens. The plan fits 512 here. Max new tokens (300) leaves the conversation 212 of "
+        "these 512 tokens: lower it in Settings, or choose a larger context.")
+    dialog.context.custom.click()
+    dialog.context.tokens.setValue(384)
+    qtbot.waitUntil(lambda: not dialog.reading())  # the fit at 384 tokens
+    assert "leaves the conversation 84 of these 384 tokens" in dialog.context.note.text()
+    dialog.context.set_max_new_tokens(128)  # half of 384 or less: room enough, no warning
+    assert dialog.context.note.text() == "Trained for 512 tokens. The plan fits 512 here."
+
+
 def test_a_custom_context_resizes_the_kv_need_and_goes_with_the_model(qtbot, tmp_path, tiny_model_dir):
     dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
     qtbot.waitUntil(lambda: not dialog.reading())
@@ -313,7 +332,9 @@ def test_a_custom_context_resizes_the_kv_need_and_goes_with_the_model(qtbot, tmp
     capped = dialog.current_entry()
     assert capped.fit.context_tokens == 384
     assert full.fit.needed - capped.fit.needed == 128 * full.plan.kv_bytes_per_token
-    assert dialog.context.note.text() == "Trained for 512 tokens. The plan fits 512 here."
+    assert dialog.context.note.text() == (  # the default 512 max new tokens fill a 384-token context
+        "Trained for 512 tokens. The plan fits 512 here. Max new tokens (512) leaves the conversation 0 of these "
+        "384 tokens: lower it in Settings, or choose a larger context.")
     with qtbot.waitSignal(dialog.model_chosen) as chosen:
         dialog.open_button.click()
     assert chosen.args[0] == str(full.path) and chosen.args[2] == 384

@@ -37,3 +37,18 @@ def test_the_kept_chat_caches_are_a_setting(qtbot):
     assert dialog.kept_chat_cache.value() == 1024
     dialog.kept_chat_cache.setValue(0)
     assert dialog.kept_chat_cache.text() == "keep none" and dialog.result_settings().kept_chat_cache_mib == 0
+
+
+def test_the_open_models_own_context_is_said_beside_context_window(qtbot):
+    """New-user trial: Settings showed "Context window: auto" while the model ran with its own 2,048."""
+    dialog = SettingsDialog(GenerationSettings(context_tokens=0), model_context=2048)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.context_note.isVisible()
+    assert dialog.context_note.text() == ("The open model uses its own context: 2,048 tokens (Open model). This "
+                                          "setting applies to models without their own.")
+    assert dialog.result_settings().context_tokens == 0  # the global setting is not changed by showing it
+    plain = SettingsDialog(GenerationSettings(context_tokens=0))
+    qtbot.addWidget(plain)
+    plain.show()
+    assert not plain.context_note.isVisible()

@@ -260,7 +260,8 @@ class Catalog:
             return self._describe_gguf(path, origin, name, size, context)
         folder = _config_folder(path)
         if folder is None:
-            why = "no config.json: not a model folder" if path.is_dir() else "not a .gguf file or a model folder"
+            why = ("no config.json: not a model folder" if path.is_dir()
+                   else f"{path.name} is not a .gguf file or a model folder (no config.json next to it)")
             return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(REFUSED, why),), refusal=why)
         try:
             config, raw = read_config(folder)

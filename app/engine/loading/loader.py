@@ -132,7 +132,7 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
         path = path.parent  # the open dialog offers a folder's config.json
     if path.is_file():
         if path.suffix.lower() != ".gguf":
-            raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder")
+            raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder (no config.json next to it)")
         dtype = conversion_dtype(device_preference)
         return cached_conversion(path, dtype) or convert_gguf(path, progress, cancel, dtype)
     if not (path / "config.json").is_file():
