@@ -41,6 +41,7 @@ from typing import Any, Self
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
+from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_PRECISIONS, valid_kv_precision
 from app.core.message_tree import MessageTree
 from app.core.paths import data_dir
 
@@ -108,7 +109,9 @@ _V3 = [
 _V4 = ["ALTER TABLE conversations ADD COLUMN pinned_notes TEXT NOT NULL DEFAULT ''"]
 # v5: how each answer was made (ReplyStats as JSON; NULL for user messages and older answers).
 _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+# v6: the conversation's KV cache precision, "16-bit", "8-bit" or "auto" (issue 16, app.core.kv_precision).
+_V6 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT '16-bit'"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -145,6 +148,7 @@ class StoredConversation:
     versions: list[tuple[int, int]] = field(default_factory=list)
     """Per message of the active path: (its version number from 1, how many versions)."""
     pinned_notes: str = ""
+    kv_precision: str = DEFAULT_KV_PRECISION
 
 
 def default_db_path() -> Path:
@@ -405,6 +409,14 @@ class Store:
         with self._tx() as db:
             self._touch(db, conversation_id, "pinned_notes = ?, updated_at = ?", notes, time.time())
 
+    def set_kv_precision(self, conversation_id: int, precision: str) -> None:
+        """The conversation's KV cache precision ("16-bit", "8-bit" or "auto"). ValueError for
+        another value, KeyError for an unknown conversation."""
+        if precision not in KV_PRECISIONS:
+            raise ValueError(f"unknown KV precision {precision!r}")
+        with self._tx() as db:
+            self._touch(db, conversation_id, "kv_precision = ?", precision)
+
     def update_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
         with self._tx() as db:
             self._touch(db, conversation_id, "settings_json = ?", json.dumps(settings))
@@ -496,7 +508,8 @@ class Store:
                             rows[i]["created_at"], _stats(rows[i]["stats_json"])) for i in path]
         return StoredConversation(
             _info(row), Conversation(messages), self.summary_for(conversation_id, path),
-            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
+            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"],
+            valid_kv_precision(row["kv_precision"]))
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
         """A new conversation holding the path to `through_message_id` (copies, one version each),

@@ -16,7 +16,7 @@ from app.chat.refusal_text import other_remedies, refusal_advice, refusal_reason
 from app.engine.memory.admission import AdmissionDecision, TurnProjection
 from app.engine.memory.units import format_bytes
 
-CHOICES = ("trim", "lower_max_new_tokens", "chunked", "override", "cancel")
+CHOICES = ("trim", "lower_max_new_tokens", "kv8", "chunked", "override", "cancel")
 """What ``AdmissionDialog.choice()`` can return."""
 
 
@@ -152,7 +152,7 @@ class AdmissionDialog(QDialog):
         return button
 
     def choice(self) -> str:
-        """The remedy picked: "trim", "lower_max_new_tokens", "chunked", "override" or
+        """The remedy picked: "trim", "lower_max_new_tokens", "kv8", "chunked", "override" or
         "cancel" (also for Esc or closing the window)."""
         return self._choice
 

@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         chat.versions_changed.connect(view.set_versions)
         chat.notes_changed.connect(self.chat_bar.show_notes)
         chat.presets_changed.connect(self.chat_bar.set_presets)
+        chat.kv_precision_changed.connect(self.chat_bar.set_kv_precision)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(view.summary_block.set_summarizing)
@@ -215,6 +216,7 @@ class MainWindow(QMainWindow):
         self.chat_bar.notes_requested.connect(self._on_notes_requested)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
+        self.chat_bar.kv_precision_chosen.connect(self.chat.conversations.set_kv_precision)
         self.chat_bar.presets_requested.connect(self._on_presets_requested)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
@@ -264,6 +266,8 @@ class MainWindow(QMainWindow):
     def _on_turn_planned(self, plan) -> None:
         report = self.chat.report
         self.vram_panel.show_projection(plan.projection, report.weight_bytes if report else 0)
+        if report is not None:
+            self.vram_panel.show_kv_dtype("int8" if getattr(plan, "kv_bits", 16) == 8 else report.compute_dtype)
         window = plan.window
         self.token_meter.set_counts(window.prompt_tokens, window.limit_tokens, len(window.kept),
                                     self.chat.folded_turns())
@@ -288,6 +292,8 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_model_changed(self, report) -> None:
         self.vram_panel.show_projection(None, report.weight_bytes if report else 0)
+        self.vram_panel.show_kv_dtype(report.compute_dtype if report is not None else "")
+        self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed"))
         if report is not None:
             self.vram_panel.set_what_if_limits(report.max_positions or 2048, 32768)
         self.status.show_report(report)
