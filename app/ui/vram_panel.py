@@ -58,6 +58,7 @@ class VramPanel(QDockWidget):
         self.breakdown: MemoryBreakdown | None = None
         self._sample: MemorySample | None = None
         self._projection: TurnProjection | None = None
+        self._kv_dtype = ""  # the open chat's KV cache dtype, said beside the device
         self._what_if: TurnProjection | None = None
         self._weights = 0
         self._margin = safety_margin
