@@ -72,8 +72,9 @@ def test_lower_max_new_tokens_is_offered_when_it_fits(qtbot, card):
     decision, projection = refuse_memory(card, prompt=20_000, new=30_000, chunk=1_024)
     assert decision.max_new_tokens_fit is not None
     dialog = open_dialog(qtbot, decision, projection)
+    lower_needed = format_bytes(decision.facts["lower_needed"])
     assert dialog.buttons["lower_max_new_tokens"].text() == (
-        f"Lower max new tokens to {decision.max_new_tokens_fit:,} — needs {format_bytes(decision.facts['lower_needed'])}")
+        f"Lower max new tokens to {decision.max_new_tokens_fit:,} — needs {lower_needed}")
     with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
     assert blocker.args == ["lower_max_new_tokens"]
