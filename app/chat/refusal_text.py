@@ -87,8 +87,8 @@ def remedy_labels(decision) -> dict[str, str]:
             "Refusal", "Lower max new tokens to {0}").format(_n(decision.max_new_tokens_fit)) + _needs(
             decision, "lower_needed")
     if getattr(decision, "kv8_needed_bytes", None) is not None:
-        offers["kv8"] = translate("Refusal", "Switch this chat to 8-bit KV cache — needs {0}; its history "
-                                  "is read again once").format(format_bytes(decision.kv8_needed_bytes))
+        offers["kv8"] = translate("Refusal", "Switch this chat to 8-bit KV cache — needs {0}").format(
+            format_bytes(decision.kv8_needed_bytes))
     if decision.cause == "memory" and decision.facts.get("chunk_tokens"):
         offers["chunked"] = translate("Refusal", "Prefill in {0}-token chunks").format(
             _n(decision.facts["chunk_tokens"]))

@@ -127,6 +127,11 @@ class AdmissionDialog(QDialog):
             button = self._button(key, text)
             button.setObjectName("remedyButton")
             button.setDefault(i == 0)
+            if key == "kv8":
+                button.setToolTip(self.tr("From now on this chat keeps its keys and values in 8 bits: about half "
+                                          "the memory of 16-bit, with a small loss of precision. Its cached "
+                                          "history is dropped: this answer reads the whole history again once. "
+                                          "Change it back in the chat bar (KV cache)."))
             column.addWidget(button)
         row = QHBoxLayout()
         row.addStretch(1)

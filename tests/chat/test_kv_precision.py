@@ -58,5 +58,5 @@ def test_each_memory_remedy_says_what_it_would_need(qapp):
     assert list(labels) == ["trim", "lower_max_new_tokens", "kv8"]
     assert labels["trim"] == "Trim older turns (drop at least 500 tokens) — needs 2.50 GiB"
     assert labels["lower_max_new_tokens"] == "Lower max new tokens to 100 — needs 5.50 GiB"
-    assert labels["kv8"] == "Switch this chat to 8-bit KV cache — needs 4.50 GiB; its history is read again once"
+    assert labels["kv8"] == "Switch this chat to 8-bit KV cache — needs 4.50 GiB"
     assert other_remedies(decision) == ["Close other programs using this device, or load a smaller model."]

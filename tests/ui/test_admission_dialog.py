@@ -98,8 +98,8 @@ def test_switching_to_8bit_kv_is_offered_with_its_need(qtbot, card):
     offered = replace(decision, kv8_needed_bytes=5 * 2**30)
     dialog = open_dialog(qtbot, offered, projection)
     assert list(dialog.buttons)[:3] == ["trim", "kv8", "chunked"]
-    assert dialog.buttons["kv8"].text() == ("Switch this chat to 8-bit KV cache — needs 5.00 GiB; its history is "
-                                            "read again once")
+    assert dialog.buttons["kv8"].text() == "Switch this chat to 8-bit KV cache — needs 5.00 GiB"
+    assert "reads the whole history again once" in dialog.buttons["kv8"].toolTip()
     with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
         qtbot.mouseClick(dialog.buttons["kv8"], Qt.MouseButton.LeftButton)
     assert blocker.args == ["kv8"] and dialog.choice() == "kv8" in CHOICES
