@@ -273,3 +273,24 @@ def test_a_precision_switch_counts_the_dropped_cache_as_free(tiny_loaded):
     tight = _foresight(tiny_loaded, need8 - held // 2)
     assert not _plan(tight, KV_8).admitted
     assert _plan(tight, KV_8, held_bits=16, held_bytes=held).admitted
+
+
+def test_auto_context_is_wider_for_a_chat_that_may_run_8bit(tiny_loaded):
+    """The tiny model with 32 layers, so that its KV cache, not its logits, sets the context."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory.context_fit import context_cost
+    from app.engine.memory.probe import FakeProbe
+
+    config = type(tiny_loaded.model.config).from_dict(tiny_loaded.model.config.to_dict() | {"num_hidden_layers": 32})
+    deep = replace(tiny_loaded, model=SimpleNamespace(device=tiny_loaded.model.device, config=config))
+    roomy = Foresight(deep, FakeProbe(total=4 * GiB, context_overhead=0))
+    room = context_cost(roomy.prefill_model, 300, roomy.chunk).total  # 16-bit: 300 tokens fit
+    tight = Foresight(deep, FakeProbe(total=4 * GiB, allocated=4 * GiB - 256 * MiB - room, context_overhead=0))
+    assert tight.auto_context == 300 < tight.auto_context_kv8
+    assert context_cost(tight.prefill_model_kv8, tight.auto_context_kv8, tight.chunk).total <= room
+    assert tight.budget(0, 64).context_tokens == 300
+    assert tight.budget(0, 64, kv_bits=8).context_tokens == tight.auto_context_kv8
+    assert tight.budget(400, 64, kv_bits=8).context_tokens == 400  # an explicit setting wins

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, select_window, summary_reserve
-from app.core.kv_precision import KV_16, kv_bits_choices
+from app.core.kv_precision import KV_16, KV_AUTO, kv_bits_choices
 from app.engine.events import TurnPlan, window_refusal
 from app.engine.local.attention import PACKED_SDPA
 from app.engine.local.chat_format import encode_prompt, render_prompt
@@ -75,9 +75,13 @@ class Foresight:
         self.baseline_allocated = sample.allocated
         # "auto" context: the largest that fits what is free with the weights resident
         # (app.engine.memory.context_fit; the plan before loading used the same arithmetic)
-        self.auto_context = auto_context(
-            largest_context(self.prefill_model, sample.free - self.safety_margin(sample),
-                            self.max_positions, self.chunk), self.max_positions)
+        room = sample.free - self.safety_margin(sample)
+        self.auto_context = auto_context(largest_context(self.prefill_model, room, self.max_positions, self.chunk),
+                                         self.max_positions)
+        # the same with 8-bit KV: a chat that may run 8-bit gets the larger window (issue 16)
+        self.auto_context_kv8 = auto_context(largest_context(
+            self.prefill_model_kv8, room, self.max_positions, self.chunk), self.max_positions
+        ) if self.prefill_model_kv8 is not None else self.auto_context
 
     # ----- tokens ---------------------------------------------------------------------------
     def count_tokens(self, messages: list[dict]) -> int:
@@ -113,16 +117,18 @@ class Foresight:
             total += n + TEMPLATE_TOKENS_PER_MESSAGE
         return total
 
-    def context_tokens(self, context_setting: int) -> int:
+    def context_tokens(self, context_setting: int, kv_bits: int = 16) -> int:
         """The context in force: min(model positions, setting); a setting ≤ 0 means "auto", the
-        largest context that fits here (at least MIN_USEFUL_CONTEXT, so admission can refuse
-        with its own reasons rather than a zero budget)."""
+        largest context that fits here with a KV cache of ``kv_bits`` (at least
+        MIN_USEFUL_CONTEXT, so admission can refuse with its own reasons rather than a zero
+        budget)."""
         if context_setting > 0:
             return min(self.max_positions, context_setting)
-        return min(self.max_positions, max(self.auto_context, MIN_USEFUL_CONTEXT))
+        fitting = self.auto_context_kv8 if kv_bits == 8 else self.auto_context
+        return min(self.max_positions, max(fitting, MIN_USEFUL_CONTEXT))
 
-    def budget(self, context_setting: int, max_new_tokens: int) -> TokenBudget:
-        context = self.context_tokens(context_setting)
+    def budget(self, context_setting: int, max_new_tokens: int, kv_bits: int = 16) -> TokenBudget:
+        context = self.context_tokens(context_setting, kv_bits)
         return TokenBudget.for_model(self.max_positions, context, max_new_tokens, summary_reserve(context))
 
     # ----- planning ---------------------------------------------------------------------------
@@ -150,7 +156,11 @@ class Foresight:
         (``decision.kv8_needed_bytes``).
         """
         fmt = self.loaded.prompt_format
-        budget = self.budget(context_setting, max_new_tokens)
+        # a chat that may run 8-bit is windowed to what fits at 8-bit ("auto": the wider of the two)
+        widest = 16 if kv_precision == KV_16 or not self.kv8_available else 8
+        if kv_precision == KV_AUTO and self.auto_context_kv8 <= self.auto_context:
+            widest = 16
+        budget = self.budget(context_setting, max_new_tokens, widest)
         policy = dict(count_tokens=self.count_tokens, system_allowed=fmt.system_role, fold_at=fold_at,
                       keep_turns=keep_turns, estimate_tokens=self.estimate_tokens)
         window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
@@ -218,7 +228,7 @@ class Foresight:
         if released_bytes:
             sample = replace(sample, allocated=sample.allocated - released_bytes, free=sample.free + released_bytes)
         targets: tuple[int | None, ...] = (None,)
-        if not model.dynamic_cache:  # KVSession preallocates the whole capacity: project all of it
+        if self.static_cache or not model.dynamic_cache:  # KVSession preallocates the whole capacity
             need = prompt_tokens + max_new_tokens
             targets = (held_capacity,) if held_capacity >= need else tuple(dict.fromkeys(
                 (round_capacity(need), need)))
