@@ -16,9 +16,12 @@ perplexity of the text under each, and its relative change; for "int8" and "fp8"
 for the model in float32 (the app's CPU dtype) and bfloat16 (the GPU compute dtype).
 Done when (issue 16): agreement ≥ 99 %, perplexity within 1 %.
 
-``--noise-chunk N`` adds a row "16-bit, chunk N": the same 16-bit cache prefilled in chunks of N
-instead of ``--chunk`` — the agreement that rounding alone (another summation order) leaves, the
-floor under which no KV format can be judged (in bfloat16 it is far below 100 %).
+``--floor`` measures instead what bfloat16 itself costs: the float32 model with a 16-bit (float32)
+cache as the reference, against the bfloat16 model with its 16-bit (bf16) cache and with an int8
+cache — how far the GPU's compute dtype alone moves the answer, beside what int8 adds to it.
+(Prefilling in other chunk sizes changes no logit on the CPU: no floor there.)
+
+    python -m tests.benchmarks.kv8_quality --floor --texts en --out results/kv8_quality_cpu_floor.json
 
     python -m tests.benchmarks.kv8_quality            # writes results/kv8_quality_cpu.json
     python -m tests.benchmarks.kv8_quality --write-texts
@@ -106,10 +109,32 @@ def compare(reference, quantized, targets) -> dict:
                 max_abs_logit_diff=round((reference - quantized).abs().max().item(), 4))
 
 
+def write_floor(args, model, tokenizer, name: str) -> None:
+    """--floor: float32 16-bit logits against bfloat16 16-bit and bfloat16 int8, per text."""
+    import torch
+
+    rows = []
+    for lang in args.texts.split(","):
+        text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
+        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:args.tokens]])
+        model.to(torch.float32)
+        reference = run_text(model, ids, 16, "int8", args.chunk, args.decode)
+        model.to(torch.bfloat16)
+        for label, bits in (("bfloat16, 16-bit KV", 16), ("bfloat16, int8 KV", 8)):
+            row = dict(text=lang, against="float32, 16-bit KV", run=label, tokens=ids.shape[1],
+                       **compare(reference, run_text(model, ids, bits, "int8", args.chunk, args.decode), ids[0, 1:]))
+            rows.append(row)
+            print(f"{lang} {label:20} vs float32 16-bit: agreement {row['agreement']:.4f} "
+                  f"ppl {row['perplexity_16']:.3f} -> {row['perplexity_8']:.3f}")
+    args.out.write_text(json.dumps(dict(benchmark="kv8_quality --floor", model=name, torch=torch.__version__,
+                                        chunk=args.chunk, decode_steps=args.decode, rows=rows), indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
 def verdicts(rows: list[dict]) -> dict:
     """"dtype/format" → whether every text meets the bars (agreement ≥ 99 %, perplexity within
-    1 %); the 16-bit noise rows are not judged."""
-    keys = dict.fromkeys(f"{r['dtype']}/{r['format']}" for r in rows if not r["format"].startswith("16-bit"))
+    1 %)."""
+    keys = dict.fromkeys(f"{r['dtype']}/{r['format']}" for r in rows)
     return {key: all(r["agreement"] >= 0.99 and abs(r["perplexity_change"]) <= 0.01
                      for r in rows if f"{r['dtype']}/{r['format']}" == key) for key in keys}
 
@@ -121,7 +146,8 @@ def main() -> None:
     parser.add_argument("--decode", type=int, default=64)
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--formats", default="int8,fp8")
-    parser.add_argument("--noise-chunk", type=int, default=0, help="add the 16-bit rounding floor (chunk N)")
+    parser.add_argument("--texts", default="en,ko")
+    parser.add_argument("--floor", action="store_true", help="bf16 16-bit and bf16 int8 against float32 16-bit")
     parser.add_argument("--write-texts", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS / "kv8_quality_cpu.json")
     args = parser.parse_args()
@@ -136,23 +162,20 @@ def main() -> None:
     model, tokenizer = loaded.model, loaded.tokenizer
     print(f"model {loaded.report.name}, attention {model.config._attn_implementation}")
     rows = []
+    if args.floor:
+        return write_floor(args, model, tokenizer, loaded.report.name)
     for dtype_name in args.dtypes.split(","):
         model.to(getattr(torch, dtype_name))
-        for lang in ("en", "ko"):
+        for lang in args.texts.split(","):
             text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
             ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:args.tokens]])
             targets = ids[0, 1:]
             began = time.perf_counter()
             reference = run_text(model, ids, 16, "int8", args.chunk, args.decode)
             seconds_16 = time.perf_counter() - began
-            formats = [f for f in args.formats.split(",") if f]
-            for fmt in formats + (["noise"] if args.noise_chunk else []):
+            for fmt in args.formats.split(","):
                 began = time.perf_counter()
-                if fmt == "noise":
-                    quantized = run_text(model, ids, 16, "int8", args.noise_chunk, args.decode)
-                    fmt = f"16-bit, chunk {args.noise_chunk}"
-                else:
-                    quantized = run_text(model, ids, 8, fmt, args.chunk, args.decode)
+                quantized = run_text(model, ids, 8, fmt, args.chunk, args.decode)
                 row = dict(dtype=dtype_name, text=lang, format=fmt, tokens=ids.shape[1],
                            seconds_16=round(seconds_16, 2), seconds_8=round(time.perf_counter() - began, 2),
                            **compare(reference, quantized, targets))
