@@ -16,6 +16,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
 
 from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
+from app.core.kv_precision import DEFAULT_KV_PRECISION
 from app.core.settings import Settings
 from app.core.store import Store, open_store
 from app.workers.background_jobs import BackgroundJobs
@@ -75,6 +76,8 @@ class Chat(QObject):
         backend_reported(object): the LoadReport or RemoteReport of what answered a turn.
         attachment_changed(int id, str name, str status): a file attached to the next message
             is being read ("reading 40%"), ready, or gone (status "").
+        kv_precision_changed(str): the open chat's KV cache precision ("16-bit", "8-bit",
+            "auto"; app.core.kv_precision), on open, on a new chat and when it is changed.
     """
 
     notice = Signal(str, str)
@@ -112,6 +115,7 @@ class Chat(QObject):
     backend_changed = Signal(object)
     backend_reported = Signal(object)
     attachment_changed = Signal(int, str, str)
+    kv_precision_changed = Signal(str)
 
     def __init__(self, settings: Settings, store: Store | None = None, device_preference: str = "auto",
                  worker=None, server_monitor: ServerMonitor | None = None, parent=None):
@@ -132,6 +136,7 @@ class Chat(QObject):
         self.summary = SummaryState()
         self.versions: list[tuple[int, int]] = []  # per message of the path: (number, of how many)
         self.pinned_notes = ""  # kept in every prompt of this conversation
+        self.kv_precision = DEFAULT_KV_PRECISION  # this conversation's KV cache precision
         self.preset_name = ""  # the preset this conversation's settings came from
         self.report = None  # LoadReport of the loaded model, None while none is
         self.model_path = None  # the path it was opened from (its per-model settings' key)

@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation
 from app.core.history import SummaryState
+from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_8, KV_16, KV_AUTO, valid_kv_precision
 from app.core.settings import GenerationSettings
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ class ConversationFlow(QObject):
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
         chat.cache_key = f"new-{next(self._new_keys)}"
         chat.versions, chat.pinned_notes = [], ""
+        chat.kv_precision = DEFAULT_KV_PRECISION
         chat.conversation_cleared.emit()
+        chat.kv_precision_changed.emit(chat.kv_precision)
         chat.notes.show_notes()
 
     def _activate_cache(self) -> None:
@@ -135,6 +138,8 @@ class ConversationFlow(QObject):
         chat = self._chat
         chat.conversation, chat.summary, chat.versions = stored.conversation, stored.summary, stored.versions
         chat.pinned_notes = stored.pinned_notes
+        chat.kv_precision = stored.kv_precision
+        chat.kv_precision_changed.emit(chat.kv_precision)
         chat.conversation_loaded.emit(chat.conversation.messages)
         chat.summaries.show_summary()
         chat.notes.show_notes()
@@ -192,6 +197,27 @@ class ConversationFlow(QObject):
         self.open_conversation(conversation_id)
         return True
 
+    @Slot(str)
+    def set_kv_precision(self, precision: str) -> None:
+        """Keep the open chat's KV cache in ``precision`` ("16-bit", "8-bit" or "auto") from its
+        next turn on, stored with the conversation. The cache it holds in the other precision is
+        dropped at that turn, which then reads the whole history again once (said in a notice)."""
+        chat = self._chat
+        precision = valid_kv_precision(precision)
+        if precision == chat.kv_precision:
+            return
+        chat.kv_precision = precision
+        if chat.conversation_id is not None:
+            chat.store.set_kv_precision(chat.conversation_id, precision)
+        chat.kv_precision_changed.emit(precision)
+        names = {KV_16: translate("Conversations", "16-bit"), KV_8: translate("Conversations", "8-bit"),
+                 KV_AUTO: translate("Conversations", "auto (8-bit only when 16-bit does not fit)")}
+        text = translate("Conversations", "KV cache for this chat: {0}.").format(names[precision])
+        if chat.conversation.messages:
+            text += " " + translate("Conversations", "Its cached history is dropped when the precision changes: "
+                                    "the next answer reads the whole history again once.")
+        chat.announce(text, "status")
+
     @Slot(int, str)
     def rename(self, conversation_id: int, title: str) -> None:
         self._chat.store.rename_conversation(conversation_id, title)
@@ -248,6 +274,8 @@ class ConversationFlow(QObject):
         if chat.conversation_id is None:
             title = auto_title(chat.conversation.messages[0].content)
             chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
+            if chat.kv_precision != DEFAULT_KV_PRECISION:  # chosen before the first message
+                chat.store.set_kv_precision(chat.conversation_id, chat.kv_precision)
             self._cache_keys[chat.conversation_id] = chat.cache_key
             chat.notes.save()  # notes written before the first message
             self.refresh_sidebar()

@@ -85,19 +85,30 @@ def lowered_max_new_tokens(decision) -> int | None:
     return max(1, min(fit, max(context // 4, min(256, context // 2))))
 
 
+def _needs(decision, key: str) -> str:
+    """" — needs 5.20 GiB" when admission projected the remedy's memory (facts[key]), else ""."""
+    needed = decision.facts.get(key)
+    return " — " + translate("Refusal", "needs {0}").format(format_bytes(needed)) if needed else ""
+
+
 def remedy_labels(decision) -> dict[str, str]:
-    """The remedies offered as buttons, by choice key ("trim", "lower_max_new_tokens",
-    "chunked"), in the order offered."""
+    """The remedies offered as buttons, by choice key ("trim", "lower_max_new_tokens", "kv8",
+    "chunked"), in the order offered; a memory remedy says what it would need."""
     offers = {}
     if decision.trim_tokens is not None:
         offers["trim"] = translate(
-            "Refusal", "Trim older turns (drop at least {0} tokens)").format(_n(decision.trim_tokens))
+            "Refusal", "Trim older turns (drop at least {0} tokens)").format(_n(decision.trim_tokens)) + _needs(
+            decision, "trim_needed")
     lowered = lowered_max_new_tokens(decision)
     if lowered is not None and lowered < decision.max_new_tokens_fit:  # kept below the fit: say why
         offers["lower_max_new_tokens"] = translate(
             "Refusal", "Lower max new tokens to {0}, leaving room for the chat").format(_n(lowered))
     elif lowered is not None:
-        offers["lower_max_new_tokens"] = translate("Refusal", "Lower max new tokens to {0}").format(_n(lowered))
+        offers["lower_max_new_tokens"] = translate("Refusal", "Lower max new tokens to {0}").format(
+            _n(lowered)) + _needs(decision, "lower_needed")
+    if getattr(decision, "kv8_needed_bytes", None) is not None:
+        offers["kv8"] = translate("Refusal", "Switch this chat to 8-bit KV cache — needs {0}").format(
+            format_bytes(decision.kv8_needed_bytes))
     if decision.cause == "memory" and decision.facts.get("chunk_tokens"):
         offers["chunked"] = translate("Refusal", "Prefill in {0}-token chunks").format(
             _n(decision.facts["chunk_tokens"]))
@@ -110,4 +121,4 @@ def other_remedies(decision) -> list[str]:
         return [translate("Refusal", "Close other programs using this device, or load a smaller model.")]
     if decision.reason_kind:
         return []
-    return [r for r in decision.remedies if not r.startswith(("trim", "lower", "prefill in"))]
+    return [r for r in decision.remedies if not r.startswith(("trim", "lower", "prefill in", "switch this chat"))]

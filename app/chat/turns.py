@@ -27,6 +27,7 @@ from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
+from app.core.kv_precision import KV_8
 from app.core.pinned_notes import with_pinned_notes
 from app.engine.documents.fit import WHOLE
 from app.workers.generation_worker import TurnRequest
@@ -196,7 +197,8 @@ class TurnFlow(QObject):
 
     def apply_remedy(self, choice: str, decision) -> None:
         """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
-        "override"; anything else gives up) and send it again."""
+        "kv8": this chat's KV cache in 8 bits from now on, "override"; anything else gives up) and
+        send it again."""
         settings = self._chat.models.turn_settings()
         documents = self._documents
         lowered = lowered_max_new_tokens(decision) if choice == "lower_max_new_tokens" else None
@@ -219,6 +221,9 @@ class TurnFlow(QObject):
             context = len(self.last_plan.prompt_ids) - decision.trim_tokens + settings.max_new_tokens
             self._start_turn(settings=replace(settings, context_tokens=max(context, settings.max_new_tokens + 1)),
                              documents=documents)
+        elif choice == "kv8" and decision.kv8_needed_bytes is not None:
+            self._chat.conversations.set_kv_precision(KV_8)
+            self._start_turn(documents=documents)
         elif choice == "override":
             self._start_turn(override_memory=True, documents=documents)
         else:
@@ -237,7 +242,7 @@ class TurnFlow(QObject):
         settings = self._with_notes(settings or chat.models.turn_settings())
         request = TurnRequest(next(self._request_ids), messages, chat.summary, settings, continue_final,
                               override_memory, backend=chat.settings.backend, conversation_key=chat.cache_key,
-                              documents=documents)
+                              documents=documents, kv_precision=chat.kv_precision)
         self._active_request = request.request_id
         chat.summaries.expect(request.request_id)
         chat.worker.turn_requested.emit(request)
@@ -303,6 +308,8 @@ class TurnFlow(QObject):
         else:
             report = chat.report
             kv = report.compute_dtype if report is not None else ""
+            if self.last_plan is not None and getattr(self.last_plan, "kv_bits", 16) == 8:
+                kv = "int8"
             backend = f"{report.name} · {report.device}" if report is not None else ""
         return ReplyStats(finished.prompt_tokens, finished.prefill_tokens, finished.reused_tokens,
                           finished.new_tokens, finished.ttft_s, finished.decode_tokens_per_s,

@@ -42,6 +42,7 @@ from app.core import store_attachments
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
+from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_PRECISIONS, valid_kv_precision
 from app.core.message_tree import MessageTree
 from app.core.paths import data_dir
 
@@ -112,7 +113,9 @@ _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
 # v6: each message remembers which of its replies was shown last, so switching back to a version
 # brings back the branch the user was reading under it (NULL: the newest reply, as before).
 _V6 = ["ALTER TABLE messages ADD COLUMN shown_child_id INTEGER REFERENCES messages(id) ON DELETE SET NULL"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7]
+# v8: the conversation's KV cache precision, "16-bit", "8-bit" or "auto" (issue 16, app.core.kv_precision).
+_V8 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT '16-bit'"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -150,6 +153,7 @@ class StoredConversation:
     versions: list[tuple[int, int]] = field(default_factory=list)
     """Per message of the active path: (its version number from 1, how many versions)."""
     pinned_notes: str = ""
+    kv_precision: str = DEFAULT_KV_PRECISION
 
 
 def default_db_path() -> Path:
@@ -440,6 +444,14 @@ class Store:
         with self._tx() as db:
             self._touch(db, conversation_id, "pinned_notes = ?, updated_at = ?", notes, time.time())
 
+    def set_kv_precision(self, conversation_id: int, precision: str) -> None:
+        """The conversation's KV cache precision ("16-bit", "8-bit" or "auto"). ValueError for
+        another value, KeyError for an unknown conversation."""
+        if precision not in KV_PRECISIONS:
+            raise ValueError(f"unknown KV precision {precision!r}")
+        with self._tx() as db:
+            self._touch(db, conversation_id, "kv_precision = ?", precision)
+
     def update_settings(self, conversation_id: int, settings: dict[str, Any]) -> None:
         with self._tx() as db:
             self._touch(db, conversation_id, "settings_json = ?", json.dumps(settings))
@@ -545,7 +557,8 @@ class Store:
                             store_attachments.sources_from(rows[i]["sources_json"])) for i in path]
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
-            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"])
+            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"],
+            valid_kv_precision(row["kv_precision"]))
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
         """A new conversation holding the path to `through_message_id` (copies, one version each,

@@ -54,7 +54,9 @@ class TurnPlan:
     prompt_ids: token ids to prefill (empty when the window does not fit). decision: admission
     (memory and positions, prompt + max_new_tokens beyond the model's positions, transformers #530). projection: the
     projected peak (None when the window does not fit). capacity_tokens: slots of the static KV
-    cache the turn runs with (CUDA), None for a dynamic cache or a refused window.
+    cache the turn runs with (CUDA), None for a dynamic cache or a refused window. kv_bits: the
+    KV cache precision the turn runs with (16 = the compute dtype, 8 = 8-bit codes with scales,
+    issue 16) — the chat's choice, or what "auto" picked.
     """
 
     window: WindowResult
@@ -63,6 +65,7 @@ class TurnPlan:
     decision: AdmissionDecision
     sample: MemorySample
     capacity_tokens: int | None = None
+    kv_bits: int = 16
 
     @property
     def admitted(self) -> bool:

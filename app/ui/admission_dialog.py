@@ -16,7 +16,7 @@ from app.chat.refusal_text import other_remedies, refusal_advice, refusal_reason
 from app.engine.memory.admission import AdmissionDecision, TurnProjection
 from app.engine.memory.units import format_bytes
 
-CHOICES = ("trim", "lower_max_new_tokens", "chunked", "override", "cancel")
+CHOICES = ("trim", "lower_max_new_tokens", "kv8", "chunked", "override", "cancel")
 """What ``AdmissionDialog.choice()`` can return."""
 
 
@@ -127,6 +127,11 @@ class AdmissionDialog(QDialog):
             button = self._button(key, text)
             button.setObjectName("remedyButton")
             button.setDefault(i == 0)
+            if key == "kv8":
+                button.setToolTip(self.tr("From now on this chat keeps its keys and values in 8 bits: about half "
+                                          "the memory of 16-bit, with a small loss of precision. Its cached "
+                                          "history is dropped: this answer reads the whole history again once. "
+                                          "Change it back in the chat bar (KV cache)."))
             column.addWidget(button)
         row = QHBoxLayout()
         row.addStretch(1)
@@ -152,7 +157,7 @@ class AdmissionDialog(QDialog):
         return button
 
     def choice(self) -> str:
-        """The remedy picked: "trim", "lower_max_new_tokens", "chunked", "override" or
+        """The remedy picked: "trim", "lower_max_new_tokens", "kv8", "chunked", "override" or
         "cancel" (also for Esc or closing the window)."""
         return self._choice
 

@@ -1,9 +1,10 @@
-"""The bar above the composer with what shapes the whole chat (issue 17): its preset, its pinned
-notes and "Summarize now"."""
+"""The bar above the composer with what shapes the whole chat (issue 17): its preset, its KV cache
+precision (issue 16), its pinned notes and "Summarize now"."""
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
+from app.core.kv_precision import KV_8, KV_16, KV_AUTO
 from app.ui.presets_dialog import display_name
 
 _MANAGE = "\0manage"  # the combo's last item: not a preset name (names are printable text)
@@ -20,9 +21,11 @@ def _bar_button(text: str, tooltip: str) -> QToolButton:
 class ChatBar(QWidget):
     """Signals: preset_chosen(str name) — give the chat this preset; presets_requested() — open
     the presets dialog; notes_requested() — open the pinned notes; summarize_requested() — fold
-    the older turns into the summary now."""
+    the older turns into the summary now; kv_precision_chosen(str) — keep this chat's KV cache in
+    "16-bit", "8-bit" or "auto" (app.core.kv_precision)."""
 
     preset_chosen = Signal(str)
+    kv_precision_chosen = Signal(str)
     presets_requested = Signal()
     notes_requested = Signal()
     summarize_requested = Signal()
@@ -43,6 +46,18 @@ class ChatBar(QWidget):
         self.preset_combo.setMinimumContentsLength(12)
         label = QLabel(self.tr("Preset"))
         label.setBuddy(self.preset_combo)
+        self.kv_combo = QComboBox()
+        self.kv_combo.setObjectName("kvPrecisionCombo")
+        self.kv_combo.setAccessibleName(self.tr("KV cache"))
+        self.kv_combo.setToolTip(self.tr(
+            "How this chat keeps its KV cache (the model's memory of the conversation). 8-bit takes about half "
+            "the memory of 16-bit, so about twice the context fits, with a small loss of precision; auto uses "
+            "8-bit only when a turn would not fit in 16-bit. A change drops the cache: the next answer reads "
+            "the whole history again once."))
+        for text, value in ((self.tr("16-bit"), KV_16), (self.tr("8-bit"), KV_8), (self.tr("auto"), KV_AUTO)):
+            self.kv_combo.addItem(text, value)
+        kv_label = QLabel(self.tr("KV cache"))
+        kv_label.setBuddy(self.kv_combo)
         # never what decides the window's minimum width (a narrow window clips the bar instead)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._layout = QHBoxLayout(self)
@@ -50,10 +65,14 @@ class ChatBar(QWidget):
         self._layout.setSpacing(6)
         self._layout.addWidget(label)
         self._layout.addWidget(self.preset_combo)
+        self._layout.addSpacing(12)
+        self._layout.addWidget(kv_label)
+        self._layout.addWidget(self.kv_combo)
         self._layout.addStretch(1)
         self._layout.addWidget(self.notes_button)
         self._layout.addWidget(self.summarize_button)
         self.preset_combo.activated.connect(self._on_preset_activated)
+        self.kv_combo.activated.connect(self._on_kv_activated)
         self.notes_button.clicked.connect(self.notes_requested)
         self.summarize_button.clicked.connect(self.summarize_requested)
 
@@ -83,6 +102,23 @@ class ChatBar(QWidget):
             self.presets_requested.emit()
         elif name and name != self._current:
             self.preset_chosen.emit(name)
+
+    @Slot(str)
+    def set_kv_precision(self, precision: str) -> None:
+        """Show the open chat's KV cache precision ("16-bit", "8-bit" or "auto")."""
+        self.kv_combo.setCurrentIndex(max(self.kv_combo.findData(precision), 0))
+
+    @Slot(bool)
+    def set_kv8_available(self, available: bool) -> None:
+        """8-bit needs Headroom's own attention; a model without it keeps 16-bit (said in the tip)."""
+        for index in (self.kv_combo.findData(KV_8), self.kv_combo.findData(KV_AUTO)):
+            item = self.kv_combo.model().item(index)
+            if item is not None:
+                item.setEnabled(available)
+
+    @Slot(int)
+    def _on_kv_activated(self, index: int) -> None:
+        self.kv_precision_chosen.emit(self.kv_combo.itemData(index))
 
     @Slot(str, int)
     def show_notes(self, notes: str, tokens: int) -> None:

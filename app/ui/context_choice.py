@@ -82,13 +82,15 @@ class ContextChoice(QWidget):
         return self._fits or self._trained
 
     def show_model(self, fits: int | None, trained: int | None, chosen: int, default_setting: int = AUTO_CONTEXT,
-                   reading: bool = False) -> None:
-        """Show one model without emitting changed. fits: tokens the fit plan says fit here (None:
+                   reading: bool = False, fits_kv8: int | None = None) -> None:
+        """Show one model without emitting changed. fits_kv8: tokens that fit with an 8-bit KV cache
+        (issue 16; None: unknown or not possible for this model). fits: tokens the fit plan says fit here (None:
         unknown); trained: the model's trained context (None: unknown, custom is offered once it
         is); chosen: this model's own setting (AUTO_CONTEXT or tokens); default_setting: the
         Settings dialog's context, which "auto" follows when it is set; reading: the plan is on
         its way."""
         self._fits, self._trained, self._default = fits, trained, default_setting
+        self._fits_kv8 = fits_kv8
         for widget in (self.auto, self.custom, self.tokens):
             widget.blockSignals(True)
         if default_setting > 0:
@@ -118,6 +120,10 @@ class ContextChoice(QWidget):
         if fits is not None:
             lines.append(self.tr("The plan fits {0} here.").format(f"{fits:,}") if fits
                          else self.tr("The plan fits no useful context here."))
+            kv8 = getattr(self, "_fits_kv8", None)
+            if kv8 and fits < trained and kv8 > fits:
+                lines.append(self.tr("With an 8-bit KV cache (chosen per chat) {0} fit.").format(
+                    f"{min(kv8, trained):,}"))
         if self.custom.isChecked() and fits is not None and self.tokens.value() > fits:
             lines.append(self.tr("A turn that fills more than {0} tokens will be refused for memory "
                                  "(or sent anyway at your risk).").format(f"{fits:,}"))

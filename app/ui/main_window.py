@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)
         chat.context_counted.connect(self.token_meter.set_counts)
+        chat.model_changed.connect(self._on_model_changed_kv)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
         chat.conversation_cleared.connect(self._on_conversation_cleared)
@@ -182,6 +183,7 @@ class MainWindow(QMainWindow):
         chat.notes_changed.connect(self.chat_bar.show_notes)
         chat.notes_proposed.connect(self.note_proposals.set_proposals)
         chat.presets_changed.connect(self.chat_bar.set_presets)
+        chat.kv_precision_changed.connect(self.chat_bar.set_kv_precision)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(view.summary_block.set_summarizing)
@@ -228,6 +230,7 @@ class MainWindow(QMainWindow):
         self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
+        self.chat_bar.kv_precision_chosen.connect(self.chat.conversations.set_kv_precision)
         self.chat_bar.presets_requested.connect(self.dialogs.presets)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
@@ -274,6 +277,11 @@ class MainWindow(QMainWindow):
         typing = isinstance(focus, QLineEdit | QPlainTextEdit | QTextEdit) and not focus.isReadOnly()
         if not typing:
             self.composer.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    @Slot(object)
+    def _on_model_changed_kv(self, report) -> None:
+        """8-bit KV is offered where Headroom's packed attention runs (not on FA2 or eager)."""
+        self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed"))
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:

@@ -42,10 +42,13 @@ class MemoryWiring(QObject):
     def _on_turn_planned(self, plan) -> None:
         report = self._chat.report
         self._panel.show_projection(plan.projection, report.weight_bytes if report else 0)
+        if report is not None:
+            self._panel.show_kv_dtype("int8" if getattr(plan, "kv_bits", 16) == 8 else report.compute_dtype)
 
     @Slot(object)
     def _on_model_changed(self, report) -> None:
         self._panel.show_projection(None, report.weight_bytes if report else 0)
+        self._panel.show_kv_dtype(report.compute_dtype if report is not None else "")
         if report is not None:
             self._panel.set_what_if_limits(report.max_positions or 2048, 32768)
 

@@ -271,7 +271,7 @@ class OpenModelDialog(QDialog):
         plan = entry.plan if entry is not None else None
         self.context.show_model(plan.context_fit if plan else None, plan.trained_context if plan else None,
                                 self.context_for(key), self._settings.generation.context_tokens,
-                                reading=entry is None)
+                                reading=entry is None, fits_kv8=plan.context_fit_kv8 if plan else None)
         permissions = self.permissions_for(candidate)
         for box, value in ((self.trust_code, permissions.trust_remote_code),
                            (self.allow_pickle, permissions.allow_pickle)):

@@ -58,6 +58,7 @@ class VramPanel(QDockWidget):
         self.breakdown: MemoryBreakdown | None = None
         self._sample: MemorySample | None = None
         self._projection: TurnProjection | None = None
+        self._kv_dtype = ""  # the open chat's KV cache dtype, said beside the device
         self._what_if: TurnProjection | None = None
         self._weights = 0
         self._margin = safety_margin
@@ -137,6 +138,12 @@ class VramPanel(QDockWidget):
         if projection is not None:
             b = projection.basis
             self.what_if.sync_to(b.resident_tokens + b.prompt_tokens, b.max_new_tokens)
+        self._refresh()
+
+    def show_kv_dtype(self, dtype: str) -> None:
+        """The KV cache dtype the open chat runs with ("bfloat16", "float32", "int8" for 8-bit
+        KV; "" when unknown), said beside the device."""
+        self._kv_dtype = dtype
         self._refresh()
 
     def set_what_if_limits(self, max_context: int, max_new_tokens_max: int) -> None:
@@ -221,7 +228,8 @@ class VramPanel(QDockWidget):
 
     def _device_text(self, bd: MemoryBreakdown) -> str:
         what = self.tr("VRAM") if bd.kind == "cuda" else self.tr("RSS / system memory")
-        return f"<b>{what}</b> · {bd.device_name} · {format_bytes(bd.total)}"
+        text = f"<b>{what}</b> · {bd.device_name} · {format_bytes(bd.total)}"
+        return text + " · " + self.tr("KV cache {0}").format(self._kv_dtype) if self._kv_dtype else text
 
     def _values(self, bd: MemoryBreakdown) -> dict[str, str]:
         def projected(nbytes: int | None) -> str:

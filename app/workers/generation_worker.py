@@ -27,6 +27,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Message
 from app.core.history import SummaryState
+from app.core.kv_precision import KV_16
 from app.core.secrets import load_api_key
 from app.core.settings import GenerationSettings
 from app.engine import events as ev
@@ -49,7 +50,9 @@ class TurnRequest:
     conversation_key: the conversation whose kept KV cache the turn uses (the chat layer's key;
     "" = whatever cache is active).
     documents: ExtractedDocuments attached to the new user message (local model only).
-    summarize_only: no reply; fold the older turns into the summary now ("Summarize now")."""
+    summarize_only: no reply; fold the older turns into the summary now ("Summarize now").
+    kv_precision: the conversation's KV cache precision, "16-bit", "8-bit" or "auto"
+    (app.core.kv_precision; local model only)."""
 
     request_id: int
     messages: tuple[Message, ...]
@@ -61,6 +64,7 @@ class TurnRequest:
     conversation_key: str = ""
     documents: tuple = ()
     summarize_only: bool = False
+    kv_precision: str = KV_16
 
 
 class GenerationWorker(QObject):
@@ -253,6 +257,8 @@ class GenerationWorker(QObject):
                 self.generation_failed.emit(rid, "no model is loaded", "")
             return
         extra = {}
+        if backend is self._runner and request.kv_precision != KV_16:
+            extra["kv_precision"] = request.kv_precision
         if request.documents:
             if backend is not self._runner:
                 self.generation_failed.emit(rid, "attached documents are read by the local model only", "")

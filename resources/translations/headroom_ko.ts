@@ -123,6 +123,10 @@
         <translation>초과분</translation>
     </message>
     <message>
+        <source>From now on this chat keeps its keys and values in 8 bits: about half the memory of 16-bit, with a small loss of precision. Its cached history is dropped: this answer reads the whole history again once. Change it back in the chat bar (KV cache).</source>
+        <translation>이제부터 이 대화는 키와 값을 8비트로 보관합니다. 16비트의 절반 정도 메모리를 쓰며 정밀도가 약간 떨어집니다. 캐시된 기록은 버려지므로 이번 답변은 전체 기록을 한 번 다시 읽습니다. 채팅 막대의 KV 캐시에서 되돌릴 수 있습니다.</translation>
+    </message>
+    <message>
         <source>Send anyway</source>
         <translation>그래도 보내기</translation>
     </message>
@@ -321,6 +325,26 @@
         <translation>프리셋은 이 채팅의 시스템 프롬프트와 샘플링을 정합니다</translation>
     </message>
     <message>
+        <source>KV cache</source>
+        <translation>KV 캐시</translation>
+    </message>
+    <message>
+        <source>How this chat keeps its KV cache (the model&apos;s memory of the conversation). 8-bit takes about half the memory of 16-bit, so about twice the context fits, with a small loss of precision; auto uses 8-bit only when a turn would not fit in 16-bit. A change drops the cache: the next answer reads the whole history again once.</source>
+        <translation>이 대화가 KV 캐시(대화에 대한 모델의 기억)를 보관하는 방식입니다. 8비트는 16비트의 절반 정도 메모리를 써서 약 두 배의 컨텍스트가 들어가며, 정밀도가 약간 떨어집니다. 자동은 16비트로 들어가지 않는 턴에서만 8비트를 씁니다. 바꾸면 캐시가 버려지고 다음 답변이 전체 기록을 한 번 다시 읽습니다.</translation>
+    </message>
+    <message>
+        <source>16-bit</source>
+        <translation>16비트</translation>
+    </message>
+    <message>
+        <source>8-bit</source>
+        <translation>8비트</translation>
+    </message>
+    <message>
+        <source>auto</source>
+        <translation>자동</translation>
+    </message>
+    <message>
         <source>Custom settings</source>
         <translation>사용자 설정</translation>
     </message>
@@ -433,6 +457,10 @@
         <translation>계획상 이 컴퓨터에는 쓸 만한 컨텍스트가 들어가지 않습니다.</translation>
     </message>
     <message>
+        <source>With an 8-bit KV cache (chosen per chat) {0} fit.</source>
+        <translation>8비트 KV 캐시(대화마다 선택)로는 {0}이(가) 들어갑니다.</translation>
+    </message>
+    <message>
         <source>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</source>
         <translation>{0} 토큰을 넘게 채우는 턴은 메모리 때문에 거절됩니다(위험을 감수하고 그래도 보낼 수는 있습니다).</translation>
     </message>
@@ -534,6 +562,26 @@ Your chats are saved here.</source>
     <message>
         <source>{0} (branch)</source>
         <translation>{0} (분기)</translation>
+    </message>
+    <message>
+        <source>16-bit</source>
+        <translation>16비트</translation>
+    </message>
+    <message>
+        <source>8-bit</source>
+        <translation>8비트</translation>
+    </message>
+    <message>
+        <source>auto (8-bit only when 16-bit does not fit)</source>
+        <translation>자동(16비트로 들어가지 않을 때만 8비트)</translation>
+    </message>
+    <message>
+        <source>KV cache for this chat: {0}.</source>
+        <translation>이 대화의 KV 캐시: {0}.</translation>
+    </message>
+    <message>
+        <source>Its cached history is dropped when the precision changes: the next answer reads the whole history again once.</source>
+        <translation>정밀도를 바꾸면 캐시된 기록이 버려집니다. 다음 답변은 전체 기록을 한 번 다시 읽습니다.</translation>
     </message>
     <message>
         <source>Could not export to {0}: {1}</source>
@@ -1856,6 +1904,10 @@ tokens counted by {4}: {5}</source>
         <translation>이번 턴을 시작하지 않았습니다. {0} {1}</translation>
     </message>
     <message>
+        <source>needs {0}</source>
+        <translation>필요 {0}</translation>
+    </message>
+    <message>
         <source>Trim older turns (drop at least {0} tokens)</source>
         <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
     </message>
@@ -1866,6 +1918,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Lower max new tokens to {0}</source>
         <translation>최대 새 토큰 수를 {0}(으)로 낮추기</translation>
+    </message>
+    <message>
+        <source>Switch this chat to 8-bit KV cache — needs {0}</source>
+        <translation>이 대화를 8비트 KV 캐시로 전환 — 필요 {0}</translation>
     </message>
     <message>
         <source>Prefill in {0}-token chunks</source>
@@ -2344,6 +2400,10 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>RSS / system memory</source>
         <translation>RSS / 시스템 메모리</translation>
+    </message>
+    <message>
+        <source>KV cache {0}</source>
+        <translation>KV 캐시 {0}</translation>
     </message>
     <message>
         <source>unknown</source>

@@ -11,6 +11,11 @@ sliding window, Qwen2.5-7B; built in bf16 on the GPU, saved, reopened by
     app: a warm-up turn after load, then ``Foresight.end_measurement`` after every turn. Error =
     |projected − measured| / measured for the peak (the issue's definition) and, stricter, for
     the growth above what was allocated before the turn. Target ≤ 5 %.
+``--kv-dtype int8`` (issue 16) projects, admits and runs every turn with the KV cache in 8 bits
+(app.engine.local.kv_quant); the card then also reports ``admitted_vs_bf16_limit``, the
+admitted prompt + answer over the bf16 KV limit of the same card (target ≥ 1.8×, ≥ 98k tokens
+for Llama-3-8B), beside "vs limit" over the 8-bit physical limit.
+
 (b) simulated 12 GiB card (``torch.cuda.set_per_process_memory_fraction``): the largest prompt +
     64-token answer that ``admit_turn`` admits (free memory from the probe, capped at the card:
     min(driver free, cap − reserved)) and that then completes, vs the physical KV limit
@@ -193,7 +198,7 @@ class CappedProbe:
 class Bench:
     """One model's measurements; every turn goes through Foresight + stream_reply."""
 
-    def __init__(self, name: str, loaded, chunk: int, tiny: bool, seed: int = 0):
+    def __init__(self, name: str, loaded, chunk: int, tiny: bool, seed: int = 0, kv_bits: int = 16):
         import torch
 
         from app.engine.local import generation
@@ -219,6 +224,7 @@ class Bench:
         # rounded up to 2,048-token steps or exact when memory is tight), as the window runs turns
         self.foresight = Foresight(loaded, pick_probe(), prefill_chunk_tokens=chunk or None)
         self.foresight.prefill_model = replace(self.foresight.prefill_model, dynamic_cache=not self.static)
+        self.kv_bits = kv_bits  # 8: the KV cache in 8 bits (issue 16), projected and run so
         self.weights_allocated = self.foresight.baseline_allocated
         self.baseline = self.weights_allocated
 
@@ -238,11 +244,11 @@ class Bench:
         sample = fs.probe.sample()
         capacity = prompt + max_new
         if self.chunk:
-            projection = fs.project(prompt, max_new, 0, sample)
+            projection = fs.project(prompt, max_new, 0, sample, kv_bits=self.kv_bits)
             decision = admit_turn(projection, sample.free, fs.safety_margin(sample), fs.max_positions,
                                   prompt, max_new, None)
         else:
-            projection, decision, chosen = fs.admit(prompt, 0, max_new, 0, sample)
+            projection, decision, chosen = fs.admit(prompt, 0, max_new, 0, sample, kv_bits=self.kv_bits)
             capacity = chosen or capacity
         row = dict(prompt=prompt, max_new=max_new, admitted=decision.admitted, cause=decision.cause,
                    chunk=projection.basis.chunk_size, capacity=capacity,
@@ -262,7 +268,8 @@ class Bench:
         kwargs = {}
         session = None
         if self.session_cls is not None:
-            session = self.session_cls(capacity_tokens=capacity, static=True)
+            session = self.session_cls(capacity_tokens=capacity, static=True,
+                                       **({"kv_bits": 8} if self.kv_bits == 8 else {}))
             kwargs["session"] = session
         prompt_ids = self.ids(prompt)
         finished, error = None, None
@@ -317,7 +324,11 @@ class Bench:
     def kv_bytes_per_token(self) -> int:
         from app.engine.memory.kv_layout import kv_cache_bytes
 
-        return kv_cache_bytes(self.foresight.prefill_model.layout, 1)
+        return kv_cache_bytes(self.model().layout, 1)
+
+    def model(self):
+        """The PrefillModel of this run's KV precision."""
+        return self.foresight.prefill_model if self.kv_bits == 16 else self.foresight.model_for(8)
 
     def simulate_card(self, cap: int) -> None:
         from app.engine.memory.probe import CpuProbe, pick_probe
@@ -338,8 +349,8 @@ class Bench:
 
         def ok(p: int) -> bool:
             if not self.chunk:  # the app's choice of chunk and capacity
-                return fs.admit(p, 0, max_new, 0, sample)[1].admitted
-            proj = fs.project(p, max_new, 0, sample)
+                return fs.admit(p, 0, max_new, 0, sample, kv_bits=self.kv_bits)[1].admitted
+            proj = fs.project(p, max_new, 0, sample, kv_bits=self.kv_bits)
             return admit_turn(proj, sample.free, fs.safety_margin(sample), fs.max_positions, p,
                               max_new, None).admitted
 
@@ -354,8 +365,10 @@ class Bench:
     def card(self, cap: int, deadline: float, physical_probes: int) -> dict:
         """(b): largest admitted prompt + SIM_NEW answer, run it; then (optionally) bisect the
         largest that physically completes, admission bypassed."""
+        from app.engine.memory.kv_layout import kv_cache_bytes
+
         kv_tok = self.kv_bytes_per_token()
-        windowed = any(layer.window is not None for layer in self.foresight.prefill_model.layout.layers)
+        windowed = any(layer.window is not None for layer in self.model().layout.layers)
         card_cap = getattr(self.foresight.probe, "cap", cap)
         limit = None if windowed else max((card_cap - self.weights_allocated) // kv_tok, 1)
         admitted = self.largest_admitted(SIM_NEW)
@@ -366,6 +379,9 @@ class Bench:
                    max_positions=self.foresight.max_positions)
         if limit:
             res["admitted_vs_kv_limit"] = (admitted + SIM_NEW) / limit
+        bf16_tok = kv_cache_bytes(self.foresight.prefill_model.layout, 1)
+        bf16_limit = None if windowed else max((card_cap - self.weights_allocated) // bf16_tok, 1)
+        res["bf16_kv_limit_tokens"] = bf16_limit
         run = self.turn(admitted, SIM_NEW, admit=True) if admitted else None
         if run is not None and not run["admitted"]:  # free memory moved by a few bytes: re-ask
             admitted = self.largest_admitted(SIM_NEW)
@@ -373,6 +389,8 @@ class Bench:
             if limit:
                 res["admitted_vs_kv_limit"] = (admitted + SIM_NEW) / limit
             run = self.turn(admitted, SIM_NEW, admit=True)
+        if bf16_limit:
+            res["admitted_vs_bf16_limit"] = res["admitted_total_tokens"] / bf16_limit
         res["admitted_run"] = run
         res["admitted_completed"] = bool(run and run["started"] and not run["oom"])
         log(self.name, "b", {k: res[k] for k in ("largest_admitted_prompt", "admitted_completed")},
@@ -451,7 +469,7 @@ def worker_main(args) -> None:
     tiny = args.cpu_smoke
     deadline = args.deadline_epoch
     part_path = Path(args.part)
-    part = dict(model=args.worker, pid=os.getpid(), chunk=args.chunk)
+    part = dict(model=args.worker, pid=os.getpid(), chunk=args.chunk, kv_dtype=args.kv_dtype)
 
     def save():
         tmp = part_path.with_suffix(".tmp")
@@ -466,7 +484,7 @@ def worker_main(args) -> None:
                             ("num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                              "hidden_size", "intermediate_size", "vocab_size", "sliding_window",
                              "max_position_embeddings")})
-        bench = Bench(args.worker, loaded, args.chunk, tiny)
+        bench = Bench(args.worker, loaded, args.chunk, tiny, kv_bits=8 if args.kv_dtype == "int8" else 16)
         part.update(weights_allocated=bench.weights_allocated, static_cache=bench.static,
                     allocator=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
         log(args.worker, "loaded", loaded.report.summary(), "static cache" if bench.static else "dynamic cache")
@@ -593,7 +611,7 @@ def orchestrate(args) -> int:
                "--part", str(work / f"{name}.json"), "--lock", str(work / "folder.lock"),
                "--deadline-epoch", str(deadline - 15), "--chunk", str(args.chunk),
                "--soak-turns", str(args.soak_turns), "--physical-probes", str(args.physical_probes),
-               "--phases", args.phases]
+               "--phases", args.phases, "--kv-dtype", args.kv_dtype]
         if args.cpu_smoke:
             cmd.append("--cpu-smoke")
         logs[name] = open(work / f"{name}.log", "w")
@@ -623,7 +641,7 @@ def orchestrate(args) -> int:
         command=" ".join(["python3", "-m", "tests.benchmarks.memory_foresight", *sys.argv[1:]]),
         device_command=os.environ.get("HEADROOM_DEVICE_COMMAND", ""),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        wall_s=time.time() - started, cpu_smoke=args.cpu_smoke, chunk_tokens=args.chunk,
+        wall_s=time.time() - started, cpu_smoke=args.cpu_smoke, chunk_tokens=args.chunk, kv_dtype=args.kv_dtype,
         phases=args.phases,
         card_bytes=CARD_BYTES, targets=dict(projection_error=0.05, admitted_vs_kv_limit=0.90,
                                             soak_turns=args.soak_turns),
@@ -633,6 +651,7 @@ def orchestrate(args) -> int:
         models=parts, plain_recipe=baseline)
     result["summary"] = summarize(result)
     name = "memory_foresight_cpu_smoke" if args.cpu_smoke else "memory_foresight_h200"
+    name += "_kv8" if args.kv_dtype == "int8" else ""
     name = f"{name}{'_' + args.tag if args.tag else ''}.json"
     (out / name).write_text(json.dumps(result, indent=1, default=str))
     with open(out / "memory_foresight_logs.txt", "w") as fh:
@@ -661,6 +680,7 @@ def summarize(result: dict) -> dict:
             admitted_completed=card.get("admitted_completed"),
             physical_kv_limit_tokens=card.get("physical_kv_limit_tokens"),
             admitted_vs_kv_limit=card.get("admitted_vs_kv_limit"),
+            admitted_vs_bf16_limit=card.get("admitted_vs_bf16_limit"), kv_dtype=part.get("kv_dtype"),
             completed_vs_kv_limit=card.get("completed_vs_kv_limit"),
             soak=soak or None, error=part.get("error"))
     base = result.get("plain_recipe") or {}
@@ -707,6 +727,10 @@ def print_table(result: dict) -> None:
               f"{c['physical_kv_limit_tokens'] or 'window':>8} {c['admitted_total_tokens']:>9} "
               f"{str(c['admitted_completed']):>9} {pct(c.get('admitted_vs_kv_limit')):>8} "
               f"{(probed + 16) if probed else '—':>10} {pct(c.get('completed_vs_kv_limit')):>8}")
+        if c.get("admitted_vs_bf16_limit") is not None:  # --kv-dtype int8: the multiple of the 16-bit limit
+            print(f"{'':<11} 8-bit KV: {c['admitted_total_tokens']:,} tokens = "
+                  f"{c['admitted_vs_bf16_limit']:.2f}× the bf16 KV limit of {c['bf16_kv_limit_tokens']:,} "
+                  f"(target ≥ 1.80×)")
     p = result["summary"].get("plain_recipe")
     if p:
         total = (p["max_prompt_ok"] or 0) + p["answer_tokens"]
@@ -738,6 +762,8 @@ def main(argv=None) -> int:
     parser.add_argument("--budget-s", type=float, default=420.0, help="wall-clock budget of the whole run")
     parser.add_argument("--phases", default="abc", help="a projection, b card, c soak; b and c in this order")
     parser.add_argument("--tag", default="", help="suffix of the result file name")
+    parser.add_argument("--kv-dtype", choices=("bf16", "int8"), default="bf16",
+                        help="KV cache: the compute dtype (16-bit) or 8-bit codes with scales (issue 16)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--part", help=argparse.SUPPRESS)
     parser.add_argument("--lock", help=argparse.SUPPRESS)

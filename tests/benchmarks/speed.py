@@ -9,6 +9,11 @@ figures sit beside ours:
     python3 -m tests.benchmarks.speed --baseline $OUT/baseline.json --out $OUT
 
 `--tiny` runs the same code on a 2-layer model on the CPU in a few seconds (smoke test).
+
+`--kv-dtype bf16,int8` (issue 16) measures only decode at 4k and 32k depth (256 new tokens, the
+second reply of a session, compiled path) for each KV cache precision in the same process, then
+stops: writes speed_h200_kv8.json (speed_cpu_tiny_kv8.json with --tiny). The first int8 reply
+compiles the 8-bit step (a recompile: the cache's dtype differs), the second is measured.
 Prints a table and writes speed_<machine>.json (machine, command, versions, figures).
 """
 
@@ -132,17 +137,42 @@ def reply(loaded, prompt_ids, new, session=None, decoder=None, chunk=None, tempe
                                threading.Event(), (), chunk, session=session, decoder=decoder))
 
 
-def decode_speed(loaded, decoder, context: int, new: int, vocab: int, temperature: float = 0.0) -> dict:
+def decode_speed(loaded, decoder, context: int, new: int, vocab: int, temperature: float = 0.0,
+                 kv_bits: int = 16, static: bool | None = None) -> dict:
     """Decode tok/s of the second of two replies on one session (the first records the graph);
-    temperature 0 = greedy, else top-p 0.95 sampling on the device (the app's default path)."""
+    temperature 0 = greedy, else top-p 0.95 sampling on the device (the app's default path);
+    kv_bits 8: the session's KV cache in 8 bits (issue 16)."""
     prompt = random_ids(context, vocab, seed=context)
-    session = KVSession(capacity_tokens=round_capacity(context + new))
+    session = KVSession(capacity_tokens=round_capacity(context + new), static=static, kv_bits=kv_bits)
     first = reply(loaded, prompt, new, session, decoder, temperature=temperature)
     second = reply(loaded, prompt, new, session, decoder, temperature=temperature)
     return {"context": context, "temperature": temperature, "new_tokens": second.new_tokens,
             "capacity": session.capacity_tokens,
             "tok_s": second.decode_tokens_per_s, "first_run_tok_s": first.decode_tokens_per_s,
-            "path": second.decode_path, "cache_bytes": session.cache_bytes}
+            "path": second.decode_path, "cache_bytes": session.cache_bytes, "kv_bits": kv_bits,
+            "first_run_s": first.ttft_s + first.new_tokens / max(first.decode_tokens_per_s, 1e-9)}
+
+
+def kv_depths(loaded, decoder, dtypes: list[str], tiny: bool) -> list[dict]:
+    """Decode at 4k and 32k depth (tokens already in the cache) for each KV dtype ("bf16" = the
+    compute dtype, "int8" = 8-bit KV), one after the other on the same compiled decoder."""
+    depths, new = ((4096, 32768), 256) if not tiny else ((256, 1024), 16)
+    rows = []
+    for dtype in dtypes:
+        for depth in depths:
+            row = decode_speed(loaded, decoder, depth, new, loaded.model.config.vocab_size,
+                               kv_bits=8 if dtype == "int8" else 16, static=True)  # as on CUDA, also --tiny
+            row["kv_dtype"] = dtype
+            rows.append(row)
+            log("kv depth", dtype, depth, f"{row['tok_s']:.1f} tok/s", row["path"])
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    for row in rows:
+        same = [r for r in rows if r["context"] == row["context"] and r["kv_bits"] == 16]
+        if same and row["kv_bits"] == 8:
+            row["vs_16bit"] = row["tok_s"] / max(same[0]["tok_s"], 1e-9)
+    return rows
 
 
 def eager_speed(loaded, context: int, new: int, vocab: int, static: bool) -> dict:
@@ -255,6 +285,8 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
+    ap.add_argument("--kv-dtype", default=None,
+                    help="comma list of bf16,int8: only decode at 4k/32k depth per KV dtype (issue 16)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     R: dict = {"command": "python3 -m tests.benchmarks.speed " + " ".join(argv or sys.argv[1:]),
@@ -262,6 +294,8 @@ def main(argv=None) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = "speed_cpu_tiny.json" if args.tiny else "speed_h200.json"
+    if args.kv_dtype:
+        name = name.replace(".json", "_kv8.json")
 
     def save():
         (out_dir / name).write_text(json.dumps(R, indent=1, default=str))
@@ -286,6 +320,15 @@ def main(argv=None) -> int:
                     "statuses": [s.state for s in statuses]}
     log("warm-up", R["warm_up"])
     save()
+
+    if args.kv_dtype:
+        R["decode_kv"] = kv_depths(loaded, decoder, args.kv_dtype.split(","), args.tiny)
+        R["total_s"] = time.perf_counter() - t0
+        save()
+        for row in R["decode_kv"]:
+            print(f"{row['kv_dtype']:>5} depth {row['context']:>6}: {row['tok_s']:7.1f} tok/s  {row['path']:<8} "
+                  f"cache {row['cache_bytes'] / 2**30:.2f} GiB  vs 16-bit {row.get('vs_16bit', 1.0):.3f}")
+        return 0
 
     ctx1, ctx4, new = (1024, 3840, 256) if not args.tiny else (64, 200, 16)
     R["decode"] = [decode_speed(loaded, decoder, c, new, vocab) for c in (ctx1, ctx4)]

@@ -23,7 +23,10 @@ def test_a_memory_refusal_says_its_bytes_and_what_to_do():
     assert line.startswith("This turn was not started. " + reason) and "\n" not in line
     assert "Trim older turns" in line
     labels = remedy_labels(decision)
-    assert labels["trim"] == f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+    trim_needed = decision.facts["trim_needed"]  # the trimmed turn's own projection: it fits
+    assert trim_needed <= card.free < decision.needed_bytes
+    assert labels["trim"] == (f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+                              f" — needs {format_bytes(trim_needed)}")
     assert labels["chunked"] == "Prefill in 1,024-token chunks"  # the engine's remedy, from facts
     assert other_remedies(decision) == ["Close other programs using this device, or load a smaller model."]
 

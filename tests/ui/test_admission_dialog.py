@@ -56,8 +56,8 @@ def test_memory_refusal_offers_its_remedies_and_a_risky_override(qtbot, card):
     assert decision.trim_tokens is not None and decision.max_new_tokens_fit is None
     dialog = open_dialog(qtbot, decision, projection)
     assert set(dialog.buttons) == {"trim", "chunked", "override", "cancel"}
-    assert dialog.buttons["trim"].text() == \
-        f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+    assert dialog.buttons["trim"].text() == (f"Trim older turns (drop at least {decision.trim_tokens:,} tokens)"
+                                             f" — needs {format_bytes(decision.facts['trim_needed'])}")
     assert dialog.buttons["chunked"].text() == "Prefill in 1,024-token chunks"
     override = dialog.buttons["override"]
     assert override.text() == "Send anyway" and override.objectName() == "riskyButton"
@@ -72,8 +72,9 @@ def test_lower_max_new_tokens_is_offered_when_it_fits(qtbot, card):
     decision, projection = refuse_memory(card, prompt=20_000, new=30_000, chunk=1_024)
     assert decision.max_new_tokens_fit is not None
     dialog = open_dialog(qtbot, decision, projection)
-    assert dialog.buttons["lower_max_new_tokens"].text() == \
-        f"Lower max new tokens to {decision.max_new_tokens_fit:,}"
+    lower_needed = format_bytes(decision.facts["lower_needed"])
+    assert dialog.buttons["lower_max_new_tokens"].text() == (
+        f"Lower max new tokens to {decision.max_new_tokens_fit:,} — needs {lower_needed}")
     with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
         qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
     assert blocker.args == ["lower_max_new_tokens"]
@@ -88,6 +89,20 @@ def test_each_button_is_the_choice(qtbot, card, choice):
         qtbot.mouseClick(dialog.buttons[choice], Qt.MouseButton.LeftButton)
     assert blocker.args == [choice] and dialog.choice() == choice in CHOICES
     assert not dialog.isVisible()
+
+
+def test_switching_to_8bit_kv_is_offered_with_its_need(qtbot, card):
+    from dataclasses import replace
+
+    decision, projection = refuse_memory(card)
+    offered = replace(decision, kv8_needed_bytes=5 * 2**30)
+    dialog = open_dialog(qtbot, offered, projection)
+    assert list(dialog.buttons)[:3] == ["trim", "kv8", "chunked"]
+    assert dialog.buttons["kv8"].text() == "Switch this chat to 8-bit KV cache — needs 5.00 GiB"
+    assert "reads the whole history again once" in dialog.buttons["kv8"].toolTip()
+    with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
+        qtbot.mouseClick(dialog.buttons["kv8"], Qt.MouseButton.LeftButton)
+    assert blocker.args == ["kv8"] and dialog.choice() == "kv8" in CHOICES
 
 
 def test_escape_cancels(qtbot, card):

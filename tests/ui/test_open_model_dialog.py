@@ -411,8 +411,10 @@ def test_a_context_above_what_fits_is_said_beside_the_choice(qtbot, qapp, tmp_pa
         assert dialog.context.auto.text() == f"Auto: fits {fits} tokens"
         dialog.context.custom.click()
         dialog.context.tokens.setValue(65536)
+        assert plan.context_fit < plan.context_fit_kv8 < 131072  # 8-bit KV: more fits (issue 16)
         assert dialog.context.note.text() == (
-            f"Trained for 131,072 tokens. The plan fits {fits} here. A turn that fills more than {fits} "
+            f"Trained for 131,072 tokens. The plan fits {fits} here. With an 8-bit KV cache (chosen per chat) "
+            f"{plan.context_fit_kv8:,} fit. A turn that fills more than {fits} "
             "tokens will be refused for memory (or sent anyway at your risk).")
         qtbot.waitUntil(lambda: not dialog.reading())
         assert dialog.current_entry().fit.context_tokens == 65536

@@ -36,7 +36,9 @@ FULL, PARTIAL, NO_FIT = "fits at full context", "fits with context", "does not f
 @dataclass(frozen=True)
 class FitPlan:
     """The plan for one model on this machine (see the module doc). context_fit: largest context
-    that fits (0: none); verdict text carries N for PARTIAL. conversion: None for an HF folder or a
+    that fits (0: none) with a 16-bit KV cache; context_fit_kv8 / kv8_bytes_per_token: the same
+    with an 8-bit KV cache (issue 16; None when the model's attention cannot read 8-bit KV);
+    verdict text carries N for PARTIAL. conversion: None for an HF folder or a
     converted GGUF, else {"output_bytes", "free_disk_bytes", "enough_disk", "folder"}."""
 
     source: str
@@ -59,6 +61,8 @@ class FitPlan:
     conversion: dict[str, Any] | None = None
     weights_method: str = "dense"  # WeightProjection.method and .dtype (weights_form says both in English)
     weights_dtype: str = ""
+    kv8_bytes_per_token: int | None = None
+    context_fit_kv8: int | None = None
 
     @property
     def needed_full_context(self) -> int:
@@ -89,7 +93,9 @@ class FitPlan:
                 f"{self.device}: weights {_g(self.weights_bytes)} ({self.weights_form}) + KV "
                 f"{self.kv_bytes_per_token / 1024:,.0f} KiB/token ({_g(self.kv_bytes_full_context)} at full "
                 f"context) + prefill {_g(self.prefill_spike_full_context)} + margin "
-                f"{_g(self.margin_bytes)} vs {_g(self.free_bytes)} free{disk}")
+                f"{_g(self.margin_bytes)} vs {_g(self.free_bytes)} free{disk}"
+                + (f"; with 8-bit KV {min(self.context_fit_kv8, self.trained_context):,} tokens fit"
+                   if self.context_fit_kv8 is not None else ""))
 
 
 def _g(n: int) -> str:
@@ -169,6 +175,12 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
     budget = free - margin - weights.bytes
     fit = largest_context(model, budget, trained, chunk) if budget > 0 else 0
     verdict = FULL if fit >= trained else PARTIAL if fit >= MIN_USEFUL_CONTEXT else NO_FIT
+    kv8 = fit8 = None
+    if attention == "sdpa+gqa-packed":  # 8-bit KV is read by Headroom's attention only
+        model8 = PrefillModel.from_config(config, element, attn_implementation=attention,
+                                          quantized_4bit=placement.quantize_4bit, kv_bits=8)
+        kv8 = model8.layout.bytes_per_token
+        fit8 = largest_context(model8, budget, trained, chunk) if budget > 0 else 0
     return FitPlan(
         source=source, kind=kind, model=described, device=placement.device,
         compute_dtype=str(placement.compute_dtype).removeprefix("torch."), weights_form=weights.form,
@@ -177,7 +189,8 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
         prefill_chunk_tokens=chunk, trained_context=trained, kv_bytes_full_context=full.kv_bytes,
         prefill_spike_full_context=full.prefill_spike, free_bytes=free, total_bytes=total,
         margin_bytes=margin, context_fit=fit, verdict=verdict, conversion=conversion,
-        weights_method=weights.method, weights_dtype=weights.dtype)
+        weights_method=weights.method, weights_dtype=weights.dtype,
+        kv8_bytes_per_token=kv8, context_fit_kv8=fit8)
 
 
 def describe_config(config: Any, raw: dict) -> dict[str, Any]:

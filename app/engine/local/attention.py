@@ -29,6 +29,16 @@ first chunk of an empty cache, ``causal_lower_right`` for later chunks (the chun
 the last ``c`` of ``kv_span`` positions). Where flash does not apply (the CPU, other dtypes) the
 packed masked path runs over the span.
 
+8-bit KV (issue 16): a static cache of `static_cache.QuantizedSpanLayer`s hands this function
+packed byte tensors (8-bit codes and one float32 scale per vector of the Hadamard-rotated keys and
+values, app.engine.local.kv_quant). The query is rotated the same way (dot products unchanged)
+and the output rotated back. A decode step folds the scales into the two products — scores =
+(q · codesᵀ) × key scale, out = (probs × value scale) · codes — so the cache is read as bytes and
+never dequantized as a whole; a prefill chunk dequantizes the filled span of one layer to the
+compute dtype (a transient of span × Hkv × (dk + dv) × dtype bytes, counted by
+app.engine.memory.prefill_spike) and runs the usual path on it. Float tensors (16-bit KV) take
+exactly the code below as before.
+
 The result is the same attention as ``sdpa`` and ``eager`` (tests/engine/test_attention.py);
 it is reported as "sdpa+gqa-packed"; the span path's kernel is torch SDPA's own flash kernel.
 """
@@ -36,6 +46,8 @@ it is reported as "sdpa+gqa-packed"; the span path's kernel is torch SDPA's own 
 from __future__ import annotations
 
 import torch
+
+from app.engine.local import kv_quant
 
 PACKED_SDPA = "sdpa+gqa-packed"
 """The attention implementation name registered with transformers and shown in the LoadReport."""
@@ -106,6 +118,16 @@ def gqa_packed_sdpa_forward(
     hkv = key.shape[1]
     groups = hq // hkv if hkv else 1
     span = kwargs.pop(KV_SPAN_KWARG, None)
+    if kv_quant.is_packed(key):  # 8-bit KV: dequantized on read, in the rotated basis
+        if c == 1 and _can_pack_decode(query, key, value, attention_mask, groups, kwargs):
+            return _packed_decode_8bit(query, key, value, attention_mask, scaling, groups), None
+        if span is not None and c > 1 and _can_slice_span(module, key, span, c, kwargs):
+            key, value = key[:, :, :span], value[:, :, :span]  # only the filled span
+            kwargs[KV_SPAN_KWARG] = span
+        out, _ = gqa_packed_sdpa_forward(
+            module, kv_quant.rotate(query), kv_quant.dequantize(key, query.dtype),
+            kv_quant.dequantize(value, query.dtype), attention_mask, dropout, scaling, is_causal, **kwargs)
+        return kv_quant.rotate(out), None
     if span is not None and c > 1 and _can_slice_span(module, key, span, c, kwargs):
         key, value = key[:, :, :span], value[:, :, :span]
         if attention_mask is not None and attention_mask.dim() == 4:
@@ -207,6 +229,28 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
     out = torch.matmul(probs, value)  # (B, Hkv, g, dv)
     return out.reshape(b, hq, 1, value.shape[-1]).transpose(1, 2).contiguous()
+
+
+def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int) -> torch.Tensor:
+    """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): each
+    vector's scale is constant along head_dim, so it multiplies the scores (keys) or the
+    probabilities (values) instead of the cache: the codes are cast to the compute dtype (exact:
+    int8 and e4m3 values are bf16 values) and never scaled as a whole. Returns (B, 1, Hq, dv)."""
+    b, hq, _, d = query.shape
+    scale = scaling if scaling is not None else d ** -0.5
+    key_codes, key_scale = kv_quant.unpack(key)
+    value_codes, value_scale = kv_quant.unpack(value)
+    q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
+    scores = torch.matmul(q, key_codes.to(q.dtype).transpose(2, 3)).float()
+    scores = scores * (key_scale.transpose(2, 3) * scale)  # (B, Hkv, g, S) float32
+    if attention_mask is not None:
+        if attention_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attention_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attention_mask
+    probs = torch.softmax(scores, dim=-1) * value_scale.transpose(2, 3)
+    out = torch.matmul(probs.to(query.dtype), value_codes.to(query.dtype))  # (B, Hkv, g, dv)
+    return kv_quant.rotate(out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous())
 
 
 def register_packed_sdpa() -> str:

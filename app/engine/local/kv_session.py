@@ -10,6 +10,9 @@ On CUDA the cache is a preallocated transformers `StaticCache` of ``capacity_tok
 (admission decides the size; it is only ever resized between turns), so decode allocates
 nothing, cannot fragment memory mid-answer, and can run as one captured CUDA graph
 (`app.engine.local.compiled_decode`). On the CPU it is a `DynamicCache` (fast tests, no waste).
+With 8-bit KV (``kv_bits=8``, issue 16) the cache is always a static one of 8-bit layers
+(`static_cache.QuantizedSpanLayer`), on the CPU too; changing the precision drops the cache, so
+the next turn prefills the whole prompt once.
 
 No Qt here, and no module-level state: the session is a plain object owned by its caller.
 """
@@ -44,7 +47,8 @@ class KVSession:
     capacity_tokens: slots of the preallocated StaticCache (CUDA, or ``static=True``); None lets
     the first turn pick ``round_capacity(prompt + max_new_tokens)``; a turn that needs more slots
     grows the cache, keeping its tokens. static: None = StaticCache on CUDA and DynamicCache on
-    the CPU; True/False forces one (tests use True on the CPU).
+    the CPU; True/False forces one (tests use True on the CPU). kv_bits: 16 (the compute dtype)
+    or 8 (8-bit keys and values in a static cache; see `set_kv_bits`).
 
     Read by the memory projection: ``cached_tokens`` (tokens whose KV is held) and
     ``cache_bytes`` (bytes the cache tensors occupy: the whole capacity for a static cache).
@@ -52,9 +56,10 @@ class KVSession:
     ``notes`` records each growth and why a cache was rebuilt (resize, uncroppable layer).
     """
 
-    def __init__(self, capacity_tokens: int | None = None, static: bool | None = None):
+    def __init__(self, capacity_tokens: int | None = None, static: bool | None = None, kv_bits: int = 16):
         self.capacity_tokens = capacity_tokens
         self.static = static
+        self.kv_bits = kv_bits
         self.cache = None
         self.token_ids: list[int] = []
         self.last_reused_tokens = 0
@@ -90,6 +95,21 @@ class KVSession:
         """Forget the cache: call on edit, regenerate, summary, model change. Drops every tensor."""
         self.cache = None
         self.token_ids = []
+
+    def set_kv_bits(self, kv_bits: int) -> bool:
+        """Hold keys and values in ``kv_bits`` (16 or 8) from the next turn on. A cache held in
+        the other precision is dropped now (the next turn prefills everything once); returns
+        whether one was. ValueError for other bits."""
+        if kv_bits not in (8, 16):
+            raise ValueError(f"KV cache of {kv_bits} bits: 16 or 8")
+        if kv_bits == self.kv_bits:
+            return False
+        dropped = self.cache is not None
+        if dropped:
+            self.notes.append(f"KV {self.kv_bits}-bit -> {kv_bits}-bit: cache dropped, re-prefilled")
+        self.invalidate()
+        self.kv_bits = kv_bits
+        return dropped
 
     def reserve(self, capacity_tokens: int) -> None:
         """Set the capacity for the next turn (between turns only). A held static cache of
@@ -162,6 +182,8 @@ class KVSession:
 
     # ----- internals ---------------------------------------------------------------------------
     def _wants_static(self, model) -> bool:
+        if self.kv_bits == 8:
+            return True  # 8-bit layers exist only in the static cache
         if self.static is not None:
             return self.static
         return model.device.type == "cuda"
@@ -170,5 +192,5 @@ class KVSession:
         if self._wants_static(model):
             from app.engine.local.static_cache import new_static_cache
 
-            return new_static_cache(model.config, self.capacity_tokens)
+            return new_static_cache(model.config, self.capacity_tokens, self.kv_bits)
         return DynamicCache(config=model.config)

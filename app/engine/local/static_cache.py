@@ -12,6 +12,11 @@ first steps (milliseconds, no recompile).
 `grow_static_cache` replaces each layer's tensors by larger ones holding the same first
 ``filled`` tokens, one layer at a time, so the transient is the new cache plus one old layer
 (`growth_transient_bytes`), never old plus new in full; nothing is re-prefilled.
+
+8-bit KV (issue 16): `QuantizedSpanLayer` keeps each key and value vector as 8-bit codes plus its
+own scale (app.engine.local.kv_quant), quantized once as it is written; ``update`` returns the
+packed byte tensors and the attention dequantizes them on read. Growing, parking and restoring
+copy the packed tensors like any others.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from __future__ import annotations
 import torch
 from transformers import StaticCache
 from transformers.cache_utils import StaticLayer
+
+from app.engine.local import kv_quant
 
 
 class SpanLayer(StaticLayer):
@@ -48,6 +55,53 @@ class SpanLayer(StaticLayer):
             self.cumulative_length.sub_(-tokens_to_remove)
 
 
+class QuantizedSpanLayer(SpanLayer):
+    """A SpanLayer holding 8-bit keys and values: keys (batch, kv_heads, capacity, head_dim +
+    kv_quant.SCALE_BYTES) in ``kv_quant.storage_dtype(kv_format)``, values alike; each written
+    vector is quantized once with its own scale (never re-quantized). ``update`` returns the
+    packed tensors; only Headroom's attention ("sdpa+gqa-packed") reads them."""
+
+    kv_format = kv_quant.KV8_FORMAT
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        # StaticLayer.lazy_initialization with packed byte tensors instead of compute-dtype ones
+        self.device = key_states.device
+        self.batch_size, self.num_heads = key_states.shape[:2]
+        self.k_head_dim, self.v_head_dim = key_states.shape[-1], value_states.shape[-1]
+        dtype = kv_quant.storage_dtype(self.kv_format)
+        shape = (self.batch_size, self.num_heads, self.max_cache_len)
+        self.keys = torch.zeros((*shape, kv_quant.packed_dim(self.k_head_dim)), dtype=dtype, device=self.device)
+        self.values = torch.zeros((*shape, kv_quant.packed_dim(self.v_head_dim)), dtype=dtype, device=self.device)
+        self.cumulative_length = self.cumulative_length.to(self.device)
+        if not torch.compiler.is_compiling():
+            for tensor in (self.keys, self.values, self.cumulative_length):
+                torch._dynamo.mark_static_address(tensor)
+        self.is_initialized = True
+        mark_capacity_dynamic(self)
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Quantize key_states / value_states (batch, kv_heads, n, head_dim) and write them at
+        the fill position; returns the whole packed keys and values (capacity long)."""
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n = key_states.shape[-2]
+        position = torch.arange(n, device=self.device) + self.cumulative_length
+        self.cumulative_length.add_(n)
+        self.keys.index_copy_(2, position, kv_quant.quantize(key_states, self.kv_format))
+        self.values.index_copy_(2, position, kv_quant.quantize(value_states, self.kv_format))
+        return self.keys, self.values
+
+
+class Fp8SpanLayer(QuantizedSpanLayer):
+    """A QuantizedSpanLayer in float8 e4m3 (kept for the quality comparison, see kv_quant)."""
+
+    kv_format = "fp8"
+
+
+_LAYER_FOR_FORMAT = {"int8": QuantizedSpanLayer, "fp8": Fp8SpanLayer}
+
+
 def mark_capacity_dynamic(layer: StaticLayer) -> None:
     """Mark the capacity dimension of the layer's key/value tensors dynamic for torch.compile
     (outside a trace): one compiled step then serves every capacity."""
@@ -56,15 +110,29 @@ def mark_capacity_dynamic(layer: StaticLayer) -> None:
             torch._dynamo.maybe_mark_dynamic(tensor, 2)
 
 
-def new_static_cache(config, capacity_tokens: int) -> StaticCache:
+def new_static_cache(config, capacity_tokens: int, kv_bits: int = 16,
+                     kv_format: str = kv_quant.KV8_FORMAT) -> StaticCache:
     """A transformers StaticCache of ``capacity_tokens`` slots whose full-attention layers are
     `SpanLayer`s (sliding-window layers are left as transformers builds them). Allocates nothing
-    until the first prefill (transformers' lazy initialization)."""
+    until the first prefill (transformers' lazy initialization). kv_bits 8: the full-attention
+    layers are `QuantizedSpanLayer`s in ``kv_format`` (sliding layers stay 16-bit); their keys
+    and values must be read by Headroom's attention. ValueError for other bits or formats."""
+    if kv_bits not in (8, 16):
+        raise ValueError(f"KV cache of {kv_bits} bits: 16 or 8")
+    if kv_format not in _LAYER_FOR_FORMAT:
+        raise ValueError(f"unknown KV format {kv_format!r}")
+    span_class = SpanLayer if kv_bits == 16 else _LAYER_FOR_FORMAT[kv_format]
     cache = StaticCache(config=config, max_cache_len=capacity_tokens)
     for layer in cache.layers:
         if type(layer) is StaticLayer:
-            layer.__class__ = SpanLayer
+            layer.__class__ = span_class
     return cache
+
+
+def kv_bits_of(cache) -> int:
+    """8 when any layer of ``cache`` holds 8-bit keys and values, else 16."""
+    layers = getattr(cache, "layers", ())
+    return 8 if any(isinstance(layer, QuantizedSpanLayer) for layer in layers) else 16
 
 
 def capacity_of(cache) -> int | None:

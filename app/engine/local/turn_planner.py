@@ -5,14 +5,23 @@ counts tokens with the model's own prompt format, reads the device through a Mem
 keeps the measured calibration of the prefill model up to date after every turn.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window, summary_reserve
+from app.core.kv_precision import KV_16, KV_AUTO, kv_bits_choices
 from app.engine.events import TurnPlan, window_refusal
+from app.engine.local.attention import PACKED_SDPA
 from app.engine.local.chat_format import encode_prompt, render_prompt
 from app.engine.local.kv_session import common_prefix, round_capacity
-from app.engine.memory.admission import AdmissionDecision, TurnProjection, admit_turn, project_turn_peak, safety_margin
+from app.engine.memory.admission import (
+    AdmissionDecision,
+    TurnProjection,
+    admit_turn,
+    project_turn_peak,
+    safety_margin,
+    with_kv8_remedy,
+)
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, auto_context, largest_context
 from app.engine.memory.model_config import model_max_positions
@@ -49,10 +58,13 @@ class Foresight:
         self.chunk_ladder = ((self.chunk,) if prefill_chunk_tokens or not self.static_cache
                              else CUDA_CHUNK_LADDER)
         report = loaded.report
+        shape = dict(attn_implementation=report.attention, quantized_4bit="4-bit" in report.quantization)
         self.prefill_model = PrefillModel.from_config(
-            loaded.model.config, dtype_nbytes(report.compute_dtype),
-            attn_implementation=report.attention,
-            quantized_4bit="4-bit" in report.quantization, dynamic_cache=not self.static_cache)
+            loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **shape)
+        # 8-bit keys and values (issue 16) are read by Headroom's attention only
+        self.prefill_model_kv8 = PrefillModel.from_config(
+            loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **shape
+        ) if report.attention == PACKED_SDPA else None
         self.calibration = Calibration()
         self._recent_ids: dict[tuple, tuple[int, ...]] = {}
         self._content_tokens: dict[str, int] = {}
@@ -63,9 +75,13 @@ class Foresight:
         self.baseline_allocated = sample.allocated
         # "auto" context: the largest that fits what is free with the weights resident
         # (app.engine.memory.context_fit; the plan before loading used the same arithmetic)
-        self.auto_context = auto_context(
-            largest_context(self.prefill_model, sample.free - self.safety_margin(sample),
-                            self.max_positions, self.chunk), self.max_positions)
+        room = sample.free - self.safety_margin(sample)
+        self.auto_context = auto_context(largest_context(self.prefill_model, room, self.max_positions, self.chunk),
+                                         self.max_positions)
+        # the same with 8-bit KV: a chat that may run 8-bit gets the larger window (issue 16)
+        self.auto_context_kv8 = auto_context(largest_context(
+            self.prefill_model_kv8, room, self.max_positions, self.chunk), self.max_positions
+        ) if self.prefill_model_kv8 is not None else self.auto_context
 
     # ----- tokens ---------------------------------------------------------------------------
     def count_tokens(self, messages: list[dict]) -> int:
@@ -101,25 +117,32 @@ class Foresight:
             total += n + TEMPLATE_TOKENS_PER_MESSAGE
         return total
 
-    def context_tokens(self, context_setting: int) -> int:
+    def context_tokens(self, context_setting: int, kv_bits: int = 16) -> int:
         """The context in force: min(model positions, setting); a setting ≤ 0 means "auto", the
-        largest context that fits here (at least MIN_USEFUL_CONTEXT, so admission can refuse
-        with its own reasons rather than a zero budget)."""
+        largest context that fits here with a KV cache of ``kv_bits`` (at least
+        MIN_USEFUL_CONTEXT, so admission can refuse with its own reasons rather than a zero
+        budget)."""
         if context_setting > 0:
             return min(self.max_positions, context_setting)
-        return min(self.max_positions, max(self.auto_context, MIN_USEFUL_CONTEXT))
+        fitting = self.auto_context_kv8 if kv_bits == 8 else self.auto_context
+        return min(self.max_positions, max(fitting, MIN_USEFUL_CONTEXT))
 
-    def budget(self, context_setting: int, max_new_tokens: int) -> TokenBudget:
-        context = self.context_tokens(context_setting)
+    def budget(self, context_setting: int, max_new_tokens: int, kv_bits: int = 16) -> TokenBudget:
+        context = self.context_tokens(context_setting, kv_bits)
         return TokenBudget.for_model(self.max_positions, context, max_new_tokens, summary_reserve(context))
 
     # ----- planning ---------------------------------------------------------------------------
     def window(self, messages: list[Message], summary: SummaryState, system_prompt: str, max_new_tokens: int,
-               context_setting: int = 0, fold_at: float = 1.0, keep_turns: int = 1) -> WindowResult:
+               context_setting: int = 0, fold_at: float = 1.0, keep_turns: int = 1,
+               kv_precision: str = KV_16) -> WindowResult:
         """The turns a prompt of `messages` keeps (select_window against this model's budget,
-        counted with its tokenizer); no memory is sampled or projected. Raises ValueError when
-        there is no turn to keep (app.core.history.select_window)."""
-        budget = self.budget(context_setting, max_new_tokens)
+        counted with its tokenizer); no memory is sampled or projected. A chat that may run 8-bit
+        KV is windowed to what fits at 8-bit ("auto": the wider of the two). Raises ValueError
+        when there is no turn to keep (app.core.history.select_window)."""
+        widest = 16 if kv_precision == KV_16 or not self.kv8_available else 8
+        if kv_precision == KV_AUTO and self.auto_context_kv8 <= self.auto_context:
+            widest = 16
+        budget = self.budget(context_setting, max_new_tokens, widest)
         policy = dict(count_tokens=self.count_tokens, system_allowed=self.loaded.prompt_format.system_role,
                       fold_at=fold_at, keep_turns=keep_turns, estimate_tokens=self.estimate_tokens)
         window = select_window(messages, system_prompt=system_prompt, summary=summary, budget=budget, **policy)
@@ -135,7 +158,8 @@ class Foresight:
     def plan(self, messages: list[Message], summary: SummaryState, system_prompt: str,
              max_new_tokens: int, context_setting: int = 0, continue_final: bool = False,
              cached_ids: list[int] | tuple[int, ...] = (), held_capacity: int = 0,
-             fold_at: float = 1.0, keep_turns: int = 1) -> TurnPlan:
+             fold_at: float = 1.0, keep_turns: int = 1, kv_precision: str = KV_16,
+             held_kv_bits: int = 16, held_bytes: int = 0) -> TurnPlan:
         """Select the window, render it, project the peak and decide admission.
 
         cached_ids: token ids whose KV the session already holds (KV reuse); the common prefix
@@ -147,9 +171,16 @@ class Foresight:
         ``plan.projection.basis.chunk_size`` is the chunk that runs, ``plan.capacity_tokens`` the
         static cache's slots. fold_at, keep_turns: when older turns leave the window for the
         summary (select_window).
+        kv_precision: the chat's KV cache precision ("16-bit", "8-bit", "auto":
+        app.core.kv_precision); held_kv_bits / held_bytes: the precision and bytes of the cache
+        the session holds now. A turn in another precision drops that cache (its bytes count as
+        free, nothing is resident) and prefills everything; ``plan.kv_bits`` says which runs.
+        A 16-bit turn refused for memory offers 8-bit KV when that would fit
+        (``decision.kv8_needed_bytes``).
         """
         fmt = self.loaded.prompt_format
-        window = self.window(messages, summary, system_prompt, max_new_tokens, context_setting, fold_at, keep_turns)
+        window = self.window(messages, summary, system_prompt, max_new_tokens, context_setting, fold_at, keep_turns,
+                             kv_precision)
         budget, auto = window.budget, context_setting <= 0
         sample = self.probe.sample()
         if not window.fits:
@@ -160,13 +191,38 @@ class Foresight:
         else:  # counted while the window was chosen
             ids = self.prompt_ids(list(window.messages))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)
-        projection, decision, capacity = self.admit(len(ids), resident, max_new_tokens, held_capacity, sample,
-                                                    None if auto else budget.context_tokens)
-        return TurnPlan(window, ids, projection, decision, sample, capacity)
+        context = None if auto else budget.context_tokens
+
+        def admit(bits: int):
+            if bits == held_kv_bits:
+                return self.admit(len(ids), resident, max_new_tokens, held_capacity, sample, context, kv_bits=bits)
+            return self.admit(len(ids), 0, max_new_tokens, 0, sample, context, kv_bits=bits, released_bytes=held_bytes)
+
+        for bits in kv_bits_choices(kv_precision, held_kv_bits, self.kv8_available):
+            projection, decision, capacity = admit(bits)
+            if decision.admitted or decision.cause != "memory":
+                break
+        if bits == 16 and self.kv8_available and decision.cause == "memory" and not decision.admitted:
+            decision = with_kv8_remedy(decision, admit(8)[1])
+        return TurnPlan(window, ids, projection, decision, sample, capacity, bits)
+
+    @property
+    def kv8_available(self) -> bool:
+        """8-bit KV can run for this model (its attention is Headroom's "sdpa+gqa-packed")."""
+        return self.prefill_model_kv8 is not None
+
+    def model_for(self, kv_bits: int) -> PrefillModel:
+        """The memory model of a turn with a KV cache of ``kv_bits`` (16 or 8). ValueError for 8
+        when this model cannot run 8-bit KV."""
+        if kv_bits == 16:
+            return self.prefill_model
+        if kv_bits == 8 and self.prefill_model_kv8 is not None:
+            return self.prefill_model_kv8
+        raise ValueError(f"no {kv_bits}-bit KV cache for this model")
 
     def admit(self, prompt_tokens: int, resident_tokens: int, max_new_tokens: int, held_capacity: int,
-              sample: MemorySample, context_tokens: int | None = None
-              ) -> tuple[TurnProjection, AdmissionDecision, int | None]:
+              sample: MemorySample, context_tokens: int | None = None, kv_bits: int = 16,
+              released_bytes: int = 0) -> tuple[TurnProjection, AdmissionDecision, int | None]:
         """Project and admit a turn of ``prompt_tokens`` (``resident_tokens`` of them cached) as
         it would run: returns (projection, decision, static-cache capacity in tokens or None).
 
@@ -174,9 +230,15 @@ class Foresight:
         chat grows rarely; when memory does not admit that, exactly prompt + max_new_tokens
         slots are tried (the last up-to-2,047 tokens matter on a full card). For each capacity
         the prefill chunks of ``chunk_ladder`` are tried largest first. Without an admitted
-        combination the last one tried is returned, refused with its numbers."""
+        combination the last one tried is returned, refused with its numbers.
+        kv_bits: the KV precision (8-bit always runs in a static cache); released_bytes: cache
+        bytes dropped before the turn (a precision switch), counted out of allocated and into
+        free (the caching allocator hands them out again)."""
+        model = self.model_for(kv_bits)
+        if released_bytes:
+            sample = replace(sample, allocated=sample.allocated - released_bytes, free=sample.free + released_bytes)
         targets: tuple[int | None, ...] = (None,)
-        if self.static_cache:  # KVSession preallocates the whole capacity: project all of it
+        if self.static_cache or not model.dynamic_cache:  # KVSession preallocates the whole capacity
             need = prompt_tokens + max_new_tokens
             targets = (held_capacity,) if held_capacity >= need else tuple(dict.fromkeys(
                 (round_capacity(need), need)))
@@ -184,11 +246,11 @@ class Foresight:
             kv_new_tokens = max_new_tokens if target is None else target - prompt_tokens
             if target is not None and resident_tokens and target > held_capacity:
                 # growth copies layer by layer: one old layer's KV on top of the new capacity
-                layers = max(len(self.prefill_model.layout.layers), 1)
+                layers = max(len(model.layout.layers), 1)
                 kv_new_tokens += -(-held_capacity // layers)
             for chunk in self.chunk_ladder:
                 projection = self.project(prompt_tokens - resident_tokens, kv_new_tokens, resident_tokens, sample,
-                                          chunk=chunk)
+                                          chunk=chunk, kv_bits=kv_bits)
                 decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
                                       prompt_tokens, max_new_tokens, context_tokens)
                 if decision.admitted:
@@ -197,11 +259,12 @@ class Foresight:
 
     def project(self, prompt_tokens: int, max_new_tokens: int, resident_tokens: int = 0,
                 sample: MemorySample | None = None, full_context_tokens: int | None = None,
-                chunk: int | None = None) -> TurnProjection:
-        """Projection of a turn prefilled in ``chunk``-token slices (None = ``self.chunk``)."""
+                chunk: int | None = None, kv_bits: int = 16) -> TurnProjection:
+        """Projection of a turn prefilled in ``chunk``-token slices (None = ``self.chunk``) with a
+        KV cache of ``kv_bits``."""
         sample = sample or self.probe.sample()
         return project_turn_peak(
-            self.prefill_model, self.calibration, now_allocated=sample.allocated,
+            self.model_for(kv_bits), self.calibration, now_allocated=sample.allocated,
             prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens, resident_tokens=resident_tokens,
             chunk_size=chunk or self.chunk, full_context_tokens=full_context_tokens or self.max_positions)
 
@@ -222,7 +285,7 @@ class Foresight:
             as_ran = project_turn_peak(
                 b.model, self.calibration, now_allocated=b.now_allocated, prompt_tokens=prefilled,
                 # a static cache holds its whole capacity whatever was generated
-                max_new_tokens=b.max_new_tokens if self.static_cache else generated,
+                max_new_tokens=generated if b.model.dynamic_cache else b.max_new_tokens,
                 resident_tokens=b.resident_tokens, chunk_size=b.chunk_size,
                 full_context_tokens=b.full_context_tokens)
             self.calibration = self.calibration.updated(as_ran, peak)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from app.core.conversation import Message
 from app.core.history import SummaryState
+from app.core.kv_precision import KV_16
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     DocumentsFitted,
@@ -113,20 +114,24 @@ class TurnRunner:
     def run_turn(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                  stop_event: threading.Event, continue_final: bool = False,
                  override_memory: bool = False, conversation_key: str = "",
-                 documents=()) -> Iterator[TurnEvent]:
+                 documents=(), kv_precision: str = KV_16) -> Iterator[TurnEvent]:
         """Plan, admit, stream and summarize one turn of the conversation ``conversation_key``
         (its kept KV cache is used; "" = the active cache). Never raises for a failed generation:
         the stream always ends with TurnRefused, TurnFailed or TurnCompleted (a stream that hangs when generation
         dies, transformers #22576), followed by
         the summary events when turns were evicted. documents: ExtractedDocuments attached to the
-        newest user message, fitted into it (app.engine.documents.turn) and said in DocumentsFitted."""
+        newest user message, fitted into it (app.engine.documents.turn) and said in DocumentsFitted.
+        kv_precision: the conversation's KV cache precision (app.core.kv_precision); the plan
+        says which precision runs (``plan.kv_bits``) and a switch drops the chat's cache first."""
         self.activate(conversation_key, settings.kept_chat_cache_mib)
 
         def plan_turn(messages):
+            session = self.session
             return self.foresight.plan(messages, summary, settings.system_prompt, settings.max_new_tokens,
-                                       settings.context_tokens, continue_final, self.session.token_ids,
-                                       self.session.capacity_tokens or 0, settings.summary_fold_at,
-                                       settings.summary_keep_turns)
+                                       settings.context_tokens, continue_final, session.token_ids,
+                                       session.capacity_tokens or 0, settings.summary_fold_at,
+                                       settings.summary_keep_turns, kv_precision, session.kv_bits,
+                                       session.cache_bytes)
 
         try:
             plan = plan_turn(messages)
@@ -181,6 +186,8 @@ class TurnRunner:
             self.cpu_threads = apply_cpu_threads(settings.cpu_threads, self.cpu_meter)
         partial: list[str] = []
         error = outcome = None
+        if self.session.set_kv_bits(plan.kv_bits):
+            release_memory()  # the cache in the other precision is gone before the new one fills
         foresight.begin_measurement()
         try:
             for event in generation.stream_reply(

@@ -16,7 +16,7 @@ Pure functions; no torch, no Qt. All sizes are bytes (int), all lengths tokens (
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.engine.memory.calibration import Calibration
@@ -173,12 +173,15 @@ class AdmissionDecision:
     shortfall_bytes: needed − free (0 unless refused for memory). trim_tokens: fewest prompt
     tokens to drop so the turn fits (None: trimming alone cannot help). max_new_tokens_fit:
     largest max_new_tokens that fits with the prompt as is (None: not even 1).
+    kv8_needed_bytes: what the same turn needs with the chat's KV cache in 8 bits, when that
+    fits and is offered as a remedy ("switch this chat to 8-bit KV", issue 16); None otherwise.
 
     `reason` and `remedies` are English sentences (logs, diagnostics, the headless CLI). A UI
     that speaks another language says them from reason_kind (which sentence: "fits",
     "fits_server", "positions", "memory", or "message": the newest message alone is too long)
     and facts (the numbers in it by name: tokens or bytes; chunk_tokens when chunked prefill
-    would fit), so the engine stays free of Qt and of translation.
+    would fit; trim_needed / lower_needed: bytes the trim and lower-max-new-tokens remedies
+    would need), so the engine stays free of Qt and of translation.
     """
 
     admitted: bool
@@ -193,6 +196,7 @@ class AdmissionDecision:
     remedies: tuple[str, ...] = ()
     reason_kind: str = ""
     facts: Mapping[str, int] = field(default_factory=dict, compare=False)
+    kv8_needed_bytes: int | None = None
 
 
 def context_limit(model_max_positions: int, context_setting: int | None) -> int:
@@ -281,11 +285,14 @@ def _refuse_memory(projection: TurnProjection, needed: int, free: int, margin: i
     fit_new = _largest_fitting(
         1, b.max_new_tokens - 1, lambda m: fits(reproject(projection, max_new_tokens=m)))
     remedies = []
-    if trim is not None:
-        remedies.append(f"trim at least {trim:,} tokens of history (or summarize it)")
-    if fit_new is not None:
-        remedies.append(f"lower max_new_tokens to {fit_new:,}")
     facts = dict(needed=needed, free=free, shortfall=needed - free)
+    if trim is not None:
+        facts["trim_needed"] = _needed(reproject(projection, context_tokens=kept), margin)
+        remedies.append(f"trim at least {trim:,} tokens of history (or summarize it): needs "
+                        f"{format_bytes(facts['trim_needed'])}")
+    if fit_new is not None:
+        facts["lower_needed"] = _needed(reproject(projection, max_new_tokens=fit_new), margin)
+        remedies.append(f"lower max_new_tokens to {fit_new:,}: needs {format_bytes(facts['lower_needed'])}")
     if (b.chunk_size is None or b.chunk_size > 1024) and b.prompt_tokens > 1024 and fits(
             reproject(projection, chunk_size=1024)):
         remedies.append("prefill in 1,024-token chunks")
@@ -299,3 +306,15 @@ def _refuse_memory(projection: TurnProjection, needed: int, free: int, margin: i
               f"but {format_bytes(free)} is free: short by {format_bytes(shortfall)}")
     return AdmissionDecision(False, "memory", reason, needed, free, shortfall, limit, trim,
                              fit_new, tuple(remedies), reason_kind="memory", facts=facts)
+
+
+def with_kv8_remedy(decision: AdmissionDecision, kv8: AdmissionDecision) -> AdmissionDecision:
+    """``decision`` (refused for memory with a 16-bit KV cache) offering "switch this chat to
+    8-bit KV" when ``kv8``, the same turn admitted with 8-bit keys and values, fits; unchanged
+    otherwise. The remedy goes before the last (advice-only) one."""
+    if decision.admitted or decision.cause != "memory" or not kv8.admitted:
+        return decision
+    offer = (f"switch this chat to 8-bit KV: needs {format_bytes(kv8.needed_bytes)} "
+             f"(its cache is rebuilt once)")
+    remedies = (*decision.remedies[:-1], offer, *decision.remedies[-1:])
+    return replace(decision, remedies=remedies, kv8_needed_bytes=kv8.needed_bytes)

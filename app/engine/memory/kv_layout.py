@@ -11,12 +11,17 @@ PagedAttention", §3). GQA (Ainslie et al. 2023) and MQA (Shazeer 2019) shrink
 the window (Mistral 7B paper's rolling buffer; transformers ``DynamicSlidingWindowLayer`` keeps
 ``sliding_window - 1``, ``StaticSlidingWindowLayer`` ``sliding_window``; we count the window,
 one token conservative). Which layer slides follows transformers ``get_layer_types_and_kwargs``.
+
+8-bit KV (issue 16, app.engine.local.kv_quant): full-attention layers then hold 1 byte per number
+plus one float32 scale per key or value vector (``KV8_SCALE_BYTES``): Llama-3-8B 32 × 8 × 2 ×
+(128 + 4) = 67,584 B per token against 131,072 in bf16 (0.516×). Sliding-window layers stay in
+the compute dtype (app.engine.local.static_cache quantizes only the full-attention layers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
@@ -26,14 +31,18 @@ _FULL = "full_attention"
 _WINDOWED_TYPES = {"sliding_attention", "hybrid_sliding", "reference_sliding_attention"}
 _CHUNKED_TYPES = {"chunked_attention"}
 _NO_KV_TYPES = {"conv", "linear_attention", "dummy", "moe", "mlp", "mamba"}
+KV8_SCALE_BYTES = 4
+"""float32 scale per key or value vector of an 8-bit layer (mirrors kv_quant.SCALE_BYTES)."""
+KV_BITS = (16, 8)
 
 
 @dataclass(frozen=True)
 class LayerKV:
     """What one decoder layer caches per token.
 
-    kv_heads × (key_dim + value_dim) × element_bytes bytes per token, for at most ``window``
-    tokens (None: every token). ``kind`` is the transformers layer type.
+    kv_heads × ((key_dim + value_dim) × element_bytes + 2 × scale_bytes) bytes per token, for
+    at most ``window`` tokens (None: every token). ``kind`` is the transformers layer type;
+    scale_bytes is 0 for a 16-bit layer, KV8_SCALE_BYTES for an 8-bit one.
     """
 
     kind: str
@@ -42,10 +51,16 @@ class LayerKV:
     value_dim: int
     element_bytes: int
     window: int | None = None
+    scale_bytes: int = 0
 
     @property
     def bytes_per_token(self) -> int:
-        return self.kv_heads * (self.key_dim + self.value_dim) * self.element_bytes
+        return self.kv_heads * ((self.key_dim + self.value_dim) * self.element_bytes + 2 * self.scale_bytes)
+
+    @property
+    def quantized(self) -> bool:
+        """Keys and values held as 8-bit codes with scales (dequantized when attention reads them)."""
+        return self.scale_bytes > 0
 
     def cached_tokens(self, tokens: int) -> int:
         """Tokens this layer holds for a context of ``tokens`` tokens."""
@@ -68,8 +83,13 @@ class KVLayout:
         """Bytes one token adds once every sliding window is full (full-attention layers only)."""
         return sum(layer.bytes_per_token for layer in self.layers if layer.window is None)
 
+    @property
+    def kv_bits(self) -> int:
+        """8 when any layer holds 8-bit keys and values, else 16."""
+        return 8 if any(layer.quantized for layer in self.layers) else 16
+
     @classmethod
-    def from_config(cls, config: Any, cache_dtype_bytes: int) -> KVLayout:
+    def from_config(cls, config: Any, cache_dtype_bytes: int, kv_bits: int = 16) -> KVLayout:
         """Layout from a transformers PretrainedConfig (or any object with its attributes).
 
         Honours text_config nesting, ``num_key_value_heads`` (GQA/MQA, default
@@ -77,8 +97,12 @@ class KVLayout:
         (else hidden_size // num_attention_heads), MLA latents (DeepSeek ``kv_lora_rank``),
         ``per_layer_config`` overrides, ``layer_types``, Mistral ``sliding_window`` on every
         layer, Qwen2 ``use_sliding_window``/``max_window_layers`` and Gemma
-        ``sliding_window_pattern``. Raises ValueError when layers or heads are missing.
+        ``sliding_window_pattern``. kv_bits 8: full-attention layers hold 1-byte codes plus
+        KV8_SCALE_BYTES per vector (cache_dtype_bytes then applies to sliding layers only).
+        Raises ValueError when layers or heads are missing, or kv_bits is not 16 or 8.
         """
+        if kv_bits not in KV_BITS:
+            raise ValueError(f"KV cache of {kv_bits} bits: 16 or 8")
         cfg = text_config(config)
         n_layers = config_attr(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
         if not n_layers:
@@ -93,7 +117,16 @@ class KVLayout:
             _layer_kv("dummy" if mode == "reuse" else kind, lc, cache_dtype_bytes)
             for kind, lc, mode in zip(types, layer_cfgs, sharing, strict=False)
         )
+        if kv_bits == 8:
+            layers = tuple(_quantized(layer) for layer in layers)
         return cls(layers)
+
+
+def _quantized(layer: LayerKV) -> LayerKV:
+    """The layer with 8-bit keys and values, when it is a full-attention layer with a cache."""
+    if layer.window is not None or not layer.kv_heads or layer.kind != _FULL:
+        return layer
+    return replace(layer, element_bytes=1, scale_bytes=KV8_SCALE_BYTES)
 
 
 def _layer_types(cfg: Any, layer_cfgs: Sequence[Any]) -> list[str]:
@@ -138,13 +171,15 @@ def _layer_kv(kind: str, cfg: Any, element_bytes: int) -> LayerKV:
     return LayerKV(kind, kv_heads(cfg), dim, dim, element_bytes, window)
 
 
-def kv_bytes_per_token(config: Any, cache_dtype_bytes: int) -> int:
+def kv_bytes_per_token(config: Any, cache_dtype_bytes: int, kv_bits: int = 16) -> int:
     """Bytes of KV cache one token adds (all layers) while the context is within every window:
-    Σ_layers 2 × num_key_value_heads × head_dim × cache_dtype_bytes.
+    Σ_layers 2 × num_key_value_heads × head_dim × cache_dtype_bytes (16-bit), or
+    Σ_layers 2 × num_key_value_heads × (head_dim + KV8_SCALE_BYTES) (8-bit).
 
-    Llama-3-8B at bf16: 32 × 2 × 8 × 128 × 2 = 131,072 B (H200 README measured 139 KB/token).
+    Llama-3-8B at bf16: 32 × 2 × 8 × 128 × 2 = 131,072 B (H200 README measured 139 KB/token);
+    at 8-bit 32 × 2 × 8 × 132 = 67,584 B.
     """
-    return KVLayout.from_config(config, cache_dtype_bytes).bytes_per_token
+    return KVLayout.from_config(config, cache_dtype_bytes, kv_bits).bytes_per_token
 
 
 def kv_cache_bytes(layout: KVLayout, tokens: int) -> int:

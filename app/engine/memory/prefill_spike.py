@@ -52,10 +52,13 @@ class PrefillModel:
     def from_config(
         cls, config: Any, activation_bytes: int, cache_dtype_bytes: int | None = None, *,
         attn_implementation: str = "sdpa", quantized_4bit: bool = False, dynamic_cache: bool = True,
+        kv_bits: int = 16,
     ) -> PrefillModel:
-        """Build from a config. cache_dtype_bytes defaults to activation_bytes."""
+        """Build from a config. cache_dtype_bytes defaults to activation_bytes. kv_bits 8: the
+        full-attention layers hold 8-bit keys and values (kv_layout), in a static cache."""
         cfg = text_config(config)
-        layout = KVLayout.from_config(config, cache_dtype_bytes or activation_bytes)
+        layout = KVLayout.from_config(config, cache_dtype_bytes or activation_bytes, kv_bits)
+        dynamic_cache = dynamic_cache and kv_bits == 16
         hidden = config_attr(cfg, "hidden_size", "n_embd", "d_model")
         heads = config_attr(cfg, "num_attention_heads", "n_head", "num_heads")
         mla = bool(getattr(cfg, "kv_lora_rank", None) and getattr(cfg, "qk_rope_head_dim", None))
@@ -123,6 +126,8 @@ def prefill_breakdown(
       bool mask into a c·span·b float one and, with a mask, expands GQA heads to
       H·(dk+dv)·span·b (``use_gqa_in_sdpa`` needs mask None, transformers
       integrations/sdpa_attention.py); eager holds that expansion and scores H·c·span·(2b + 4).
+      An 8-bit layer adds its span dequantized to the compute dtype, Hkv·(dk+dv)·span·b, and the
+      chunk's float32 copies while it is quantized, 2·Hkv·(dk+dv)·c·4 (app.engine.local.attention).
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
@@ -176,6 +181,14 @@ def _mask_bytes(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> 
 
 
 def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
+    if layer.quantized:  # the filled span dequantized for the chunk, plus quantizing the chunk
+        dims = layer.kv_heads * (layer.key_dim + layer.value_dim)
+        dequant = dims * (_span(layer, c, total_len) * model.activation_bytes + 2 * c * 4)
+        return dequant + _float_workspace(model, layer, c, total_len)
+    return _float_workspace(model, layer, c, total_len)
+
+
+def _float_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
     span = _span(layer, c, total_len)
     cat_copy = layer.bytes_per_token * (span - c) if model.dynamic_cache else 0
     if model.attn_implementation.startswith("flash"):

@@ -1,0 +1,30 @@
+"""A conversation's KV cache precision (issue 16): "16-bit", "8-bit" or "auto". Pure Python.
+
+"16-bit" keeps keys and values in the model's compute dtype (bf16 on a GPU, as before issue 16);
+"8-bit" keeps them as 8-bit codes with one scale per vector (app.engine.local.kv_quant), about
+half the bytes, so about twice the context fits; "auto" runs 16-bit while the turn fits and
+8-bit when only 8-bit fits (and stays 8-bit while that chat's cache is 8-bit). Stored with the
+conversation (app.core.store, column ``kv_precision``).
+"""
+
+KV_16 = "16-bit"
+KV_8 = "8-bit"
+KV_AUTO = "auto"
+KV_PRECISIONS = (KV_16, KV_8, KV_AUTO)
+DEFAULT_KV_PRECISION = KV_16
+
+
+def valid_kv_precision(value: object) -> str:
+    """``value`` when it is one of KV_PRECISIONS, else the default (a damaged or newer row)."""
+    return value if value in KV_PRECISIONS else DEFAULT_KV_PRECISION
+
+
+def kv_bits_choices(precision: str, held_bits: int, kv8_available: bool) -> tuple[int, ...]:
+    """KV bits to try for a turn, in order, the first admitted one runs: "16-bit" (16,);
+    "8-bit" (8,); "auto" (16, 8), or (8,) while the chat's cache is already 8-bit (no flapping
+    back and forth, each switch re-prefills the chat). Without 8-bit support: (16,)."""
+    if not kv8_available or precision == KV_16:
+        return (16,)
+    if precision == KV_8 or held_bits == 8:
+        return (8,)
+    return (16, 8)

@@ -1,0 +1,66 @@
+"""The chat bar's KV cache choice (issue 16): 16-bit / 8-bit / auto for the open chat."""
+
+import pytest
+from PySide6.QtGui import QPalette
+
+from app.core.kv_precision import KV_8, KV_16, KV_AUTO
+from app.ui.chat_bar import ChatBar
+
+
+@pytest.fixture
+def bar(qtbot):
+    widget = ChatBar()
+    qtbot.addWidget(widget)
+    widget.resize(720, widget.sizeHint().height())
+    widget.show()
+    return widget
+
+
+def test_the_choice_is_shown_and_picked(bar, qtbot):
+    combo = bar.kv_combo
+    assert [combo.itemText(i) for i in range(combo.count())] == ["16-bit", "8-bit", "auto"]
+    assert combo.currentData() == KV_16 and combo.accessibleName() == "KV cache"
+    bar.set_kv_precision(KV_AUTO)
+    assert combo.currentText() == "auto"
+    with qtbot.waitSignal(bar.kv_precision_chosen) as blocker:
+        combo.activated.emit(combo.findData(KV_8))
+    assert blocker.args == [KV_8]
+    assert "half" in combo.toolTip() and "reads the whole history again" in combo.toolTip()
+
+
+def test_8bit_is_not_offered_for_a_model_that_cannot_read_it(bar):
+    model = bar.kv_combo.model()
+    bar.set_kv8_available(False)
+    assert [model.item(i).isEnabled() for i in range(3)] == [True, False, False]
+    bar.set_kv8_available(True)
+    assert all(model.item(i).isEnabled() for i in range(3))
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_choice_reads_in_both_palettes(qapp, qtbot, scheme, tmp_path):
+    """Grabbed in the app's stylesheet over Fusion's light and a dark desktop palette (the PNGs
+    land beside the test's folder for a look); the combo's text keeps AA contrast."""
+    from PySide6.QtWidgets import QStyleFactory
+
+    from app.ui.theme import AA_TEXT, contrast_ratio, stylesheet
+    from tests.ui.test_theme import dark_palette
+
+    palette = dark_palette() if scheme == "dark" else QStyleFactory.create("Fusion").standardPalette()
+    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle("Fusion")
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(stylesheet(palette))
+    try:
+        bar = ChatBar()
+        qtbot.addWidget(bar)
+        bar.resize(720, bar.sizeHint().height())
+        bar.set_kv_precision(KV_8)
+        bar.show()
+        bar.grab().save(str(tmp_path.parent / f"chat_bar_kv_{scheme}.png"))
+        combo = bar.kv_combo.palette()
+        assert contrast_ratio(combo.color(QPalette.ColorRole.ButtonText), combo.color(QPalette.ColorRole.Button)) \
+            >= AA_TEXT
+    finally:
+        qapp.setStyle(old_style)
+        qapp.setPalette(old_palette)
+        qapp.setStyleSheet(old_sheet)
