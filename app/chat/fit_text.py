@@ -91,6 +91,9 @@ def plan_line(plan) -> str:
         if not conversion["enough_disk"]:
             disk = translate("FitText", "{0} — NOT ENOUGH DISK").format(disk)
         line = f"{line}; {disk}"
+    if getattr(plan, "context_fit_kv8", None) is not None:
+        line = f"{line}; " + translate("FitText", "with 8-bit KV {0} tokens fit").format(
+            f"{min(plan.context_fit_kv8, plan.trained_context):,}")
     return line
 
 

@@ -715,6 +715,10 @@ Your chats are saved here.</source>
         <translation>{0} — 디스크 공간 부족</translation>
     </message>
     <message>
+        <source>with 8-bit KV {0} tokens fit</source>
+        <translation>8비트 KV로는 {0}토큰이 들어갑니다</translation>
+    </message>
+    <message>
         <source>converted once on first open ({0} to the cache)</source>
         <translation>처음 열 때 한 번 변환됨 (캐시에 {0})</translation>
     </message>

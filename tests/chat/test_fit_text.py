@@ -48,7 +48,7 @@ def test_the_plan_line_says_what_the_engine_says_without_the_name(free):
     converted = replace(plan, conversion={"output_bytes": 2 * GiB, "free_disk_bytes": GiB, "enough_disk": False,
                                           "folder": "/cache"})
     assert converted.summary() == f"tiny-llama: {fit_text.plan_line(converted)}"
-    assert fit_text.plan_line(converted).endswith("; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK")
+    assert "; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK" in fit_text.plan_line(converted)
 
 
 def test_notes_say_what_the_engine_says():
