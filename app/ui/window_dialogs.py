@@ -10,10 +10,11 @@ an open one.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QStandardPaths, Qt, Slot
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.ui.admission_dialog import AdmissionDialog
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
 # lupdate reads translate("Context", "source") calls; the texts keep the catalogue's "MainWindow"
 # context they had when the window opened these dialogs itself
 translate = QCoreApplication.translate
+
+
+
+def export_suggestion(title: str) -> Path:
+    """Where Export proposes to write: the user's documents folder, the chat's title as the file
+    name (characters that file systems refuse replaced, at most 80), ".md"."""
+    folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
+    name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80].strip() or "conversation"
+    return Path(folder) / f"{name}.md"
 
 
 class WindowDialogs(QObject):
@@ -117,7 +127,8 @@ class WindowDialogs(QObject):
             return
         markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
         title = translate("MainWindow", "Export conversation")
-        path, chosen = QFileDialog.getSaveFileName(self._parent, title, "conversation.md", f"{markdown};;{json}")
+        path, chosen = QFileDialog.getSaveFileName(self._parent, title, str(export_suggestion(
+            chat.store.load_conversation(chat.conversation_id).info.title)), f"{markdown};;{json}")
         if path:
             fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
             chat.conversations.export_conversation(chat.conversation_id, fmt, Path(path))

@@ -207,3 +207,22 @@ def test_a_missing_path_keeps_the_open_model(qtbot, make_window, tmp_path, tiny_
     assert window.chat.report is report  # checked before unloading: nothing to reopen
     notices = [n.text() for n in window.chat_view.findChildren(type(window.chat_view.add_notice("x")))]
     assert f"There is no model at {tmp_path / 'nowhere'}. Pick another one in Open model." in notices
+
+
+def test_export_proposes_the_chats_title_in_the_documents_folder(qtbot, make_window, monkeypatch):
+    """New-user trial: Export offered conversation.md in the current folder (the repository)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from app.core.conversation import Message, Role
+    from app.ui.window_dialogs import export_suggestion
+
+    window = make_window()
+    store = window.chat.store
+    cid = store.create_conversation('Plans: "Q3" / budget?')
+    store.append_message(cid, Message(Role.USER, "Hello"))
+    window.sidebar.open_requested.emit(cid)
+    offered = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (offered.append(a[2]), ("", ""))[1])
+    window.dialogs.export_open()
+    assert offered and offered[0].endswith("/Plans Q3 budget.md") and "/" in offered[0]
+    assert export_suggestion("...").name == "conversation.md"
