@@ -94,7 +94,7 @@ class CodeBlockView(QFrame):
         header = QHBoxLayout()
         header.setContentsMargins(8, 2, 2, 0)
         header.addWidget(self.language_label, 1)
-        header.addWidget(self.copy_button)
+        header.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignRight)  # right, also without a language
         layout = QVBoxLayout(self)
         layout.setContentsMargins(1, 1, 1, 1)
         layout.setSpacing(0)

@@ -225,3 +225,17 @@ def test_code_is_highlighted_when_first_painted_not_when_loaded(qtbot):
         assert "color:" in blocks[0].text_view.toHtml() and blocks[0].plain_text() == blocks[0].code
     finally:
         CodeBlockView.highlight_now = original
+
+
+@pytest.mark.parametrize("language", ["python", ""])
+def test_copy_sits_at_the_right_with_or_without_a_language(qtbot, language):
+    """New-user trial: a code block without a language showed its Copy button centred."""
+    from app.ui.code_block_view import CodeBlockView
+
+    block = CodeBlockView()
+    qtbot.addWidget(block)
+    block.resize(500, 120)
+    block.set_code("x = 1\n", language, TextColours.from_palette(block.palette()))
+    block.show()
+    qtbot.waitExposed(block)
+    assert block.width() - block.copy_button.geometry().right() <= 8
