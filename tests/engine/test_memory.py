@@ -550,3 +550,18 @@ def test_engine_memory_modules_never_import_qt():
     # the projection math is pure: importing it must not pull in torch either
     code = f"import sys, {PROJECTION_MODULES}; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_error_bar_of_a_huge_turn_does_not_refuse_a_short_one(l3_nf4):
+    """A 16k eager prefill projected 121.9 GB and measured 100.5 GB (attention_backends_h200.json):
+    its 21 GB error must scale down to a short turn, not refuse every prompt on a 12 GiB card."""
+    big = _turn(l3_nf4, Calibration(), 16_000)
+    measured_growth = round((big.kv_for_turn + big.prefill_spike) / 1.213)  # 21.3 % over
+    cal = Calibration().updated(big, big.now_allocated + measured_growth)
+    abs_error = cal.recent_abs_errors[-1]
+    assert abs_error == big.kv_for_turn + big.prefill_spike - measured_growth
+    assert cal.error_bar(big.kv_for_turn, big.prefill_spike) == abs_error  # the same turn again
+    small = _turn(l3_nf4, cal, 500)
+    growth = small.kv_for_turn + small.prefill_spike
+    assert small.error_bar_bytes == round(cal.recent_errors[-1] * growth)  # its rate, not 21 GB
+    assert small.error_bar_bytes < abs_error / 10

@@ -30,10 +30,13 @@ class Calibration:
     Turns whose growth is below ``min_signal_bytes`` carry too little signal and are ignored.
     Immutable: :meth:`updated` returns a new Calibration.
 
-    The error *bar* (:meth:`error_bar`) is kept in bytes, not as a fraction of the whole turn:
-    the KV term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json)
-    and the observed absolute errors were 20–45 MB at every prompt length, so a relative bar
-    learnt on a short turn (11 % of 0.3 GB) must not be stretched over a 6 GB one.
+    The error *bar* (:meth:`error_bar`) bounds each recent error both ways: what turn i implies
+    for a new turn is min(its absolute error, its relative error × the new turn's growth). The
+    KV term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json) and
+    the observed absolute errors were 20–45 MB at every prompt length, so a relative bar learnt
+    on a short turn (11 % of 0.3 GB) must not be stretched over a 6 GB one; and an absolute
+    error learnt on a huge turn (21 GB off a 100 GB eager prefill, attention_backends_h200.json)
+    must not refuse a short one (it refused every prompt on the 12 GiB card).
     """
 
     correction: float = 1.0
@@ -50,12 +53,15 @@ class Calibration:
 
     def error_bar(self, kv_bytes: int, spike_bytes: int) -> int:
         """Bytes to add to a projection of ``kv_bytes`` + ``spike_bytes``: ``prior_error`` of the
-        growth before any measurement; after, the largest recent absolute error, at least
-        ``floor`` of the spike plus ``kv_floor`` of the KV."""
+        growth before any measurement; after, the largest of what each recent turn implies
+        (min(absolute error, relative error × this growth)), at least ``floor`` of the spike
+        plus ``kv_floor`` of the KV."""
+        growth = kv_bytes + spike_bytes
         if not self.recent_abs_errors:
-            return round(max(self.prior_error, self.floor) * (kv_bytes + spike_bytes))
-        return max(max(self.recent_abs_errors),
-                   round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
+            return round(max(self.prior_error, self.floor) * growth)
+        implied = (min(abs_error, round(rel_error * growth))
+                   for abs_error, rel_error in zip(self.recent_abs_errors, self.recent_errors))
+        return max(max(implied), round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
 
     @property
     def relative_error(self) -> float:
