@@ -15,7 +15,7 @@ the same model is switched to it and measured through the app's objects (memory_
 
 (a) TTFT and peak memory above the weights for 1k / 4k / 16k / 32k-token prompts (each turn
     projected first: the projection of the backend that runs, beside the measured peak);
-(b) decode tok/s at 1k and 4k context: compiled CUDA-graph step (fa2, sdpa) and eager-static;
+(b) decode tok/s at 1k, 4k and 16k context: compiled CUDA-graph step (fa2, sdpa), eager-static at 1k;
 (c) the simulated 12 GiB card (``set_per_process_memory_fraction``): the largest prompt + 64
     answer tokens admitted, run to completion, vs the physical KV limit.
 
@@ -111,11 +111,12 @@ def ttft_rows(bench: Bench, prompts) -> list[dict]:
 
 
 def decode_rows(loaded, backend: str, compile_decode: bool, tiny: bool) -> dict:
-    """Decode tok/s at 1k and 4k context: the compiled step (fa2 and sdpa) and eager-static."""
+    """Decode tok/s at 1k, 4k and 16k context (the compiled step: fa2 and sdpa) and eager-static at 1k.
+    16k is where the attention's share of the step shows (issue 12: 130-136 tok/s at 16-21k)."""
     from app.engine.local.compiled_decode import warm_up
 
     vocab = loaded.model.config.vocab_size
-    ctx, new = ((64, 200), 16) if tiny else ((1024, 3840), 128)
+    ctx, new = ((64, 200), 16) if tiny else ((1024, 3840, 16256), 128)
     out: dict = {"eager_static": eager_speed(loaded, ctx[0], 32 if not tiny else 8, vocab, static=True)}
     if compile_decode and backend != "eager":
         t = time.perf_counter()

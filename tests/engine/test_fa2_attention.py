@@ -71,6 +71,28 @@ def test_static_cache_prefill_and_decode_match_eager(monkeypatch, decode, chunk)
     assert int(last["cache_seqlens"][0]) == (26 if decode == "fa2" else 23)
 
 
+@pytest.mark.parametrize("decode", ["fa2", "packed"])
+def test_an_8bit_cache_matches_headroom_sdpa_on_the_same_cache(monkeypatch, decode):
+    """8-bit KV with FA2 loaded (found on the H200: FA2 was handed the int8 cache, "query and key
+    must have the same dtype"): prefill chunks run FA2 over the dequantized span, decode runs the
+    packed 8-bit decode; the logits are those of Headroom's SDPA path on an 8-bit cache."""
+    from app.engine.local.attention import enable_packed_sdpa
+
+    fake = FakeFlashAttn().install(monkeypatch)
+    ids = torch.randint(3, 97, (1, 23), generator=torch.Generator().manual_seed(1))
+    reference = _model("sdpa")
+    enable_packed_sdpa(reference)
+    expected = _run(reference, ids, 7, new_static_cache(reference.config, 64, kv_bits=8))
+    model = _model()
+    _as_fa2(model, decode)
+    got = _run(model, ids, 7, new_static_cache(model.config, 64, kv_bits=8))
+    torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+    layers = model.config.num_hidden_layers
+    assert len(fake.calls) == layers * 4  # the prefill chunks only; decode is never FA2's here
+    assert all(call["k_cache"].dtype == torch.float32 for call in fake.calls)
+    assert [int(c["cache_seqlens"][0]) for c in fake.calls[::layers]] == [7, 14, 21, 23]
+
+
 def test_dynamic_cache_works_too(monkeypatch):
     """Keys of exactly the filled length (a DynamicCache): the same call, the same answer."""
     FakeFlashAttn().install(monkeypatch)

@@ -294,3 +294,19 @@ def test_auto_context_is_wider_for_a_chat_that_may_run_8bit(tiny_loaded):
     assert tight.budget(0, 64).context_tokens == 300
     assert tight.budget(0, 64, kv_bits=8).context_tokens == tight.auto_context_kv8
     assert tight.budget(400, 64, kv_bits=8).context_tokens == 400  # an explicit setting wins
+
+
+@pytest.mark.parametrize("fmt", ["int8", "fp8"])
+def test_write_packed_is_quantize_written_in_place(fmt):
+    """The cache's write (codes and scale through views of the buffer) stores exactly the bytes
+    `quantize` packs, at the given positions, leaving the other slots alone."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, 3, 64, dtype=torch.bfloat16).transpose(1, 2)  # (B, H=3, n=2, d), strided
+    dtype = kv_quant.storage_dtype(fmt)
+    buffer = torch.full((1, 3, 8, kv_quant.packed_dim(64)), 7, dtype=dtype)
+    index = torch.tensor([2, 5])
+    kv_quant.write_packed(buffer, 2, index, x[:, :, :2], fmt)
+    expected = torch.full_like(buffer, 7)
+    expected.index_copy_(2, index, kv_quant.quantize(x[:, :, :2], fmt))
+    assert torch.equal(buffer, expected)
+    assert not torch.equal(buffer[:, :, 2], torch.full_like(buffer[:, :, 2], 7))

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
+from app.engine.local import kv_quant
+
 FA2_STATIC = "fa2+static"
 """The attention implementation registered with transformers. Its name holds no "flash": any
 name that does is taken by transformers for its own FA2 path (``is_flash_attention_requested``)."""
@@ -140,7 +142,7 @@ def fa2_static_forward(
     """
     from app.engine.local.attention import KV_SPAN_KWARG
 
-    kwargs.pop(KV_SPAN_KWARG, None)  # the filled length is read from the positions instead
+    span = kwargs.pop(KV_SPAN_KWARG, None)  # the filled length is read from the positions instead
     position_ids = kwargs.get("position_ids")
     if attention_mask is not None or position_ids is None or dropout or kwargs.get("softcap") \
             or getattr(module, "sliding_window", None) or kwargs.get("sliding_window"):
@@ -148,11 +150,32 @@ def fa2_static_forward(
                          "attention, no softcap or dropout")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     seqlens = filled_lengths(position_ids)
+    if kv_quant.is_packed(key):
+        return _packed_8bit(query, key, value, seqlens, scale, span), None
     if query.shape[2] == 1 and getattr(module, DECODE_ATTR, "fa2") == "packed":
         return _packed_decode_filled(query, key, value, seqlens, scale), None
     out = torch.ops.headroom.fa2_with_kvcache(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
                                               seqlens, scale)
     return out, None
+
+
+def _packed_8bit(query, key, value, seqlens: torch.Tensor, scale: float, span: int | None) -> torch.Tensor:
+    """8-bit KV (issue 16): FA2 reads 16-bit keys and values only. Decode runs Headroom's packed
+    8-bit decode over keys [0, seqlens); a prefill chunk runs FA2 over the filled span (``span``
+    tokens, else the whole cache) dequantized to the compute dtype, in the rotated basis, as
+    Headroom's SDPA path does (prefill_spike counts that span for every attention)."""
+    from app.engine.local.attention import _packed_decode_8bit
+
+    if query.shape[2] == 1:
+        groups = query.shape[1] // key.shape[1]
+        valid = torch.arange(key.shape[2], device=key.device).view(1, 1, 1, -1) < seqlens.view(-1, 1, 1, 1)
+        return _packed_decode_8bit(query, key, value, valid, scale, groups)
+    if span is not None:
+        key, value = key[:, :, :span], value[:, :, :span]
+    k = kv_quant.dequantize(key, query.dtype).transpose(1, 2)
+    v = kv_quant.dequantize(value, query.dtype).transpose(1, 2)
+    out = torch.ops.headroom.fa2_with_kvcache(kv_quant.rotate(query).transpose(1, 2), k, v, seqlens, scale)
+    return kv_quant.rotate(out)
 
 
 def _packed_decode_filled(query, key, value, seqlens: torch.Tensor, scale: float) -> torch.Tensor:

@@ -88,10 +88,10 @@ def rotate(x: torch.Tensor) -> torch.Tensor:
     return torch.matmul(blocks, _hadamard(block, x.device)).reshape(x.shape).to(x.dtype)
 
 
-def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
-    """x (..., d) float → packed (..., d + SCALE_BYTES) in ``storage_dtype(fmt)``: d codes of
-    ``rotate(x)``, then the float32 scale's bytes. One scale per vector along the last
-    dimension. ValueError for an unknown format."""
+def quantize_parts(x: torch.Tensor, fmt: str = KV8_FORMAT) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (..., d) float → (codes (..., d) in ``storage_dtype(fmt)``, scale (..., 1) float32): the
+    codes of ``rotate(x)`` and one scale per vector along the last dimension. ValueError for an
+    unknown format."""
     if fmt not in _MAX_CODE:
         raise ValueError(f"unknown KV format {fmt!r} (one of {', '.join(FORMATS)})")
     wide = rotate(x.float())
@@ -101,7 +101,28 @@ def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
         codes = scaled.round().clamp(-127, 127).to(torch.int8)
     else:
         codes = scaled.to(torch.float8_e4m3fn).view(torch.uint8)
-    return torch.cat([codes, scale.view(codes.dtype)], dim=-1)
+    return codes, scale
+
+
+def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
+    """x (..., d) float → packed (..., d + SCALE_BYTES) in ``storage_dtype(fmt)``: d codes of
+    ``rotate(x)``, then the float32 scale's bytes. ValueError for an unknown format. (The cache
+    writes with `write_packed`, which needs no byte view of a computed tensor.)"""
+    codes, scale = quantize_parts(x, fmt)
+    scale_bytes = scale.reshape(-1).view(codes.dtype).reshape(*scale.shape[:-1], SCALE_BYTES)
+    return torch.cat([codes, scale_bytes], dim=-1)
+
+
+def write_packed(packed: torch.Tensor, dim: int, index: torch.Tensor, x: torch.Tensor,
+                 fmt: str = KV8_FORMAT) -> None:
+    """Quantize x (..., d) and write it into the packed buffer (..., d + SCALE_BYTES) at ``index``
+    along ``dim`` (index_copy_), codes and scale each through a view of ``packed``: the float32
+    view is taken of the buffer, never of a computed tensor, because Inductor (torch 2.11) fails
+    to lower a float→int8 view of one ("self.stride(-1) must be 1 to view Float as Char", H200)."""
+    codes, scale = quantize_parts(x, fmt)
+    d = codes.shape[-1]
+    packed[..., :d].index_copy_(dim, index, codes)
+    packed[..., d:].view(torch.float32).index_copy_(dim, index, scale)
 
 
 def unpack(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
