@@ -106,33 +106,49 @@ def quantize_parts(x: torch.Tensor, fmt: str = KV8_FORMAT) -> tuple[torch.Tensor
 
 def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
     """x (..., d) float → packed (..., d + SCALE_BYTES) in ``storage_dtype(fmt)``: d codes of
-    ``rotate(x)``, then the float32 scale's bytes. ValueError for an unknown format. (The cache
-    writes with `write_packed`, which needs no byte view of a computed tensor.)"""
+    ``rotate(x)``, then the float32 scale's bytes. ValueError for an unknown format."""
     codes, scale = quantize_parts(x, fmt)
-    scale_bytes = scale.reshape(-1).view(codes.dtype).reshape(*scale.shape[:-1], SCALE_BYTES)
-    return torch.cat([codes, scale_bytes], dim=-1)
-
-
-def write_packed(packed: torch.Tensor, dim: int, index: torch.Tensor, x: torch.Tensor,
-                 fmt: str = KV8_FORMAT) -> None:
-    """Quantize x (..., d) and write it into the packed buffer (..., d + SCALE_BYTES) at ``index``
-    along ``dim`` (index_copy_), codes and scale each through a view of ``packed``: the float32
-    view is taken of the buffer, never of a computed tensor, because Inductor (torch 2.11) fails
-    to lower a float→int8 view of one ("self.stride(-1) must be 1 to view Float as Char", H200)."""
-    codes, scale = quantize_parts(x, fmt)
-    d = codes.shape[-1]
-    packed[..., :d].index_copy_(dim, index, codes)
-    packed[..., d:].view(torch.float32).index_copy_(dim, index, scale)
+    return torch.cat([codes, scale_to_bytes(scale, codes.dtype)], dim=-1)
 
 
 def unpack(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """packed (..., d + SCALE_BYTES) → (codes (..., d) as float32-castable values, scale (..., 1)
-    float32), both views of ``packed`` (no copy); fp8 codes are viewed as float8_e4m3fn."""
+    """packed (..., d + SCALE_BYTES) → (codes (..., d), a view of ``packed``, as float32-castable
+    values (fp8 codes viewed as float8_e4m3fn); scale (..., 1) float32)."""
     d = packed.shape[-1] - SCALE_BYTES
     codes = packed[..., :d]
     if packed.dtype == torch.uint8:
         codes = codes.view(torch.float8_e4m3fn)
-    return codes, packed[..., d:].view(torch.float32)
+    return codes, scale_from_bytes(packed[..., d:])
+
+
+# The scale's bytes are made and read with integer arithmetic, never with a dtype view (a
+# float32 ↔ int8 ``view`` of a computed tensor): Inductor in torch 2.11 fails to lower one when
+# the scale's (size-1) last dimension is laid out with a stride other than 1 ("self.stride(-1)
+# must be 1 to view Float as Char", H200, 2026-12-02), both for a view in the write and for the
+# view-inverse of an in-place write through a float32 view of the buffer.
+
+def scale_to_bytes(scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """scale (..., 1) float32, positive and normal (≥ 2**-126) → (..., 4) ``dtype`` (int8 or
+    uint8): its IEEE-754 bits, little-endian, from frexp: scale = m·2**e, m in [0.5, 1) →
+    biased exponent e + 126, fraction (2m − 1)·2**23 (exact integers)."""
+    mantissa, exponent = torch.frexp(scale)
+    fraction = ((mantissa * 2 - 1) * 2 ** 23).to(torch.int32)
+    bits = (exponent.to(torch.int32) + 126) * 2 ** 23 + fraction
+    octets = torch.cat([(bits >> shift) & 255 for shift in (0, 8, 16, 24)], dim=-1)
+    if dtype == torch.int8:
+        octets = ((octets + 128) & 255) - 128  # two's complement of 128…255
+    return octets.to(dtype)
+
+
+def scale_from_bytes(raw: torch.Tensor) -> torch.Tensor:
+    """(..., 4) int8 or uint8 bytes made by `scale_to_bytes` → the scale (..., 1) float32:
+    (1 + fraction·2**-23)·2**(exponent − 127) (exact on the CPU; torch.ldexp's power of two on
+    CUDA is exact for these integer exponents too, and at worst an ulp off)."""
+    octets = raw.to(torch.int32) & 255
+    bits = (octets[..., 0:1] | (octets[..., 1:2] << 8) | (octets[..., 2:3] << 16)
+            | (octets[..., 3:4] << 24))
+    fraction = (bits & (2 ** 23 - 1)).to(torch.float32)
+    return torch.ldexp(1 + fraction * 2.0 ** -23, (bits >> 23) - 127)
 
 
 def dequantize(packed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -88,8 +88,8 @@ class QuantizedSpanLayer(SpanLayer):
         n = key_states.shape[-2]
         position = torch.arange(n, device=self.device) + self.cumulative_length
         self.cumulative_length.add_(n)
-        kv_quant.write_packed(self.keys, 2, position, key_states, self.kv_format)
-        kv_quant.write_packed(self.values, 2, position, value_states, self.kv_format)
+        self.keys.index_copy_(2, position, kv_quant.quantize(key_states, self.kv_format))
+        self.values.index_copy_(2, position, kv_quant.quantize(value_states, self.kv_format))
         return self.keys, self.values
 
 
