@@ -1177,6 +1177,10 @@ Your chats are saved here.</source>
         <translation>복사</translation>
     </message>
     <message>
+        <source>Copy this message as you typed it</source>
+        <translation>이 메시지를 입력한 그대로 복사합니다</translation>
+    </message>
+    <message>
         <source>Copy this message as Markdown, as it was written</source>
         <translation>이 메시지를 쓰인 그대로 Markdown으로 복사합니다</translation>
     </message>
