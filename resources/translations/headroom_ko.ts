@@ -703,8 +703,8 @@ Your chats are saved here.</source>
         <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
     </message>
     <message>
-        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
-        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} KiB (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
+        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
     </message>
     <message>
         <source>conversion writes {0}, {1} disk free</source>
@@ -1258,8 +1258,8 @@ Your chats are saved here.</source>
         <translation>취소</translation>
     </message>
     <message>
-        <source>{0} MiB weights</source>
-        <translation>가중치 {0} MiB</translation>
+        <source>{0} weights</source>
+        <translation>가중치 {0}</translation>
     </message>
     <message>
         <source>no chat template</source>
