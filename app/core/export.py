@@ -5,10 +5,11 @@ each answer was given."""
 
 import html
 import json
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from app.core.conversation import MessageStatus
+from app.core.conversation import MessageStatus, Role
 
 if TYPE_CHECKING:
     from app.core.store import StoredConversation
@@ -43,7 +44,8 @@ def _message_json(m) -> dict:
 
 def conversation_markdown(c: "StoredConversation") -> str:
     """Markdown: a heading per message; unfinished answers are marked; an attached document
-    follows its message in a collapsed <details> block, an answer's sources are listed under it."""
+    follows its message in a collapsed <details> block, an answer's sources are listed under it.
+    A user's message reads as typed (`_as_typed`); answers are Markdown already."""
     lines = [f"# {c.info.title or 'Untitled conversation'}", "",
              f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
     if c.pinned_notes:
@@ -51,7 +53,8 @@ def conversation_markdown(c: "StoredConversation") -> str:
     if c.summary.content:
         lines += ["> **Summary of earlier turns:** " + c.summary.content, ""]
     for m in c.conversation.messages:
-        lines += [f"## {m.role.value.capitalize()}", "", m.content, ""]
+        content = _as_typed(m.content) if m.role is Role.USER else m.content
+        lines += [f"## {m.role.value.capitalize()}", "", content, ""]
         if m.status is not MessageStatus.COMPLETE:
             lines += [f"_({m.status.value})_", ""]
         for d in m.documents:
@@ -62,6 +65,22 @@ def conversation_markdown(c: "StoredConversation") -> str:
         if m.sources:
             lines += ["Sources: " + "; ".join(s.label for s in m.sources), ""]
     return "\n".join(lines)
+
+
+_MARKDOWN_WOULD_CHANGE = re.compile(
+    r"[\\`*_\[\]<>&#|~\n\t]|  |^\s|\s$|^(?:[-+=>]|\d{1,9}[.)])(?:\s|$)|^-{3,}")
+"""Something a Markdown reader would not show as typed: markup characters, entities, line breaks
+(joined into one line), runs of spaces, a line starting like a list, quote or rule."""
+
+
+def _as_typed(text: str) -> str:
+    """`text` so that a Markdown reader shows exactly what was typed: as it is when nothing in
+    it is markup, else in a fence (longer than any backtick run inside it) that keeps every
+    character."""
+    if not _MARKDOWN_WOULD_CHANGE.search(text):
+        return text
+    fence = "`" * max(3, _longest_run(text, "`") + 1)
+    return f"{fence}text\n{text}\n{fence}"
 
 
 def _longest_run(text: str, char: str) -> int:

@@ -27,7 +27,9 @@ from app.ui.theme import TextColours
 
 class MarkdownView(QWidget):
     """`set_markdown(text, final)` shows `text`; when it extends the text shown, only the new
-    part costs work. final=False while a reply streams (an open code block is not highlighted)."""
+    part costs work. final=False while a reply streams (an open code block is not highlighted).
+    `set_plain(text)` shows `text` as typed instead (a user's message: "a &amp; b", "<div>",
+    "# not a heading" stay as they are), in one ProseView with the same font and colours."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -42,6 +44,7 @@ class MarkdownView(QWidget):
         self._colours = TextColours.from_palette(self.palette())
         self.markdown = ""
         self._final = True
+        self._plain = False
 
     # ----- reading -------------------------------------------------------------------------
     def parts(self) -> list[ProseView | CodeBlockView]:
@@ -57,7 +60,17 @@ class MarkdownView(QWidget):
                          for w in self._widgets)
 
     # ----- showing -------------------------------------------------------------------------
+    def set_plain(self, text: str) -> None:
+        """Show `text` verbatim: nothing is parsed, whitespace and line breaks are kept, long
+        lines wrap."""
+        self.markdown, self._final, self._plain = text, True, True
+        self._settled_text, self._settled_blocks = "", []
+        if text:
+            self._widget_at(0, ProseView).show_plain(text)
+        self._drop_from(1 if text else 0)
+
     def set_markdown(self, text: str, final: bool = True) -> None:
+        self._plain = False
         if not text.startswith(self._settled_text):
             self._settled_text, self._settled_blocks = "", []
         self.markdown, self._final = text, final
@@ -90,10 +103,14 @@ class MarkdownView(QWidget):
                 widget.show_fragments(content)
             else:
                 widget.set_code(content[0], content[1], self._colours, content[2])
-        for widget in self._widgets[len(groups):]:
+        self._drop_from(len(groups))
+
+    def _drop_from(self, position: int) -> None:
+        """Remove the widgets from `position` on."""
+        for widget in self._widgets[position:]:
             widget.hide()
             widget.deleteLater()
-        del self._widgets[len(groups):]
+        del self._widgets[position:]
 
     def _widget_at(self, position: int, kind: type) -> ProseView | CodeBlockView:
         if position < len(self._widgets) and type(self._widgets[position]) is kind:
@@ -121,4 +138,7 @@ class MarkdownView(QWidget):
                     widget.hide()
                     widget.deleteLater()
                 self._widgets = []
-                self.set_markdown(self.markdown, self._final)
+                if self._plain:
+                    self.set_plain(self.markdown)
+                else:
+                    self.set_markdown(self.markdown, self._final)

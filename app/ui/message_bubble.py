@@ -57,7 +57,8 @@ a new-user test); the message itself is kept, stored and sent whole."""
 class MessageBubble(QFrame):
     """Shows one message; `set_text` shows the new text (called once per frame at most).
 
-    The body is a `MarkdownView` while the reply streams and after it ends (one renderer: the
+    A user's message is shown as typed (plain text, never Markdown). An answer's body is a
+    `MarkdownView` while the reply streams and after it ends (one renderer: the
     end of a stream only highlights a code block that was still open); it renders incrementally,
     so a flush costs time in proportion to the new text, not to the reply. A note under the body
     shows "…" while the first token is awaited, "(no text)", or how much of a huge message is
@@ -126,7 +127,8 @@ class MessageBubble(QFrame):
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(self.more_button)
         self.copy_action = menu.addAction(self.tr("Copy"))
-        self.copy_action.setToolTip(self.tr("Copy this message as Markdown, as it was written"))
+        self.copy_action.setToolTip(self.tr("Copy this message as you typed it") if role is Role.USER
+                                    else self.tr("Copy this message as Markdown, as it was written"))
         self.branch_action = menu.addAction(self.tr("Branch into a new chat"))
         self.branch_action.setToolTip(self.tr("Continue from this message in a chat of its own"))
         self.pin_action = menu.addAction(self.tr("Pin to notes"))
@@ -216,7 +218,10 @@ class MessageBubble(QFrame):
     def _render(self) -> None:
         streaming = self.status is MessageStatus.STREAMING
         shown = self.text[:MAX_SHOWN_CHARS]
-        self._body.set_markdown(shown, final=not streaming)
+        if self.role is Role.USER:  # the user's own words, as typed: never read as Markdown
+            self._body.set_plain(shown)
+        else:
+            self._body.set_markdown(shown, final=not streaming)
         if len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS
             note = self.tr("… %Ln more characters not shown here (the whole message is kept and sent)", "",
@@ -307,7 +312,8 @@ class MessageBubble(QFrame):
 
     @Slot()
     def _on_copy_triggered(self) -> None:
-        """The whole message's Markdown source (not the rendered HTML, nor only the part shown)."""
+        """The whole message as written: a user's text as typed, an answer's Markdown source (not
+        the rendered HTML, nor only the part shown)."""
         QGuiApplication.clipboard().setText(self.text)
 
     @Slot()

@@ -42,8 +42,9 @@ from app.chat.fit_text import (
 from app.core.paths import default_model_path
 from app.core.settings import AUTO_CONTEXT, ModelPermissions, Settings, model_key
 from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
-from app.engine.loading.fit import FITS, NO_FIT, TIGHT, gib
+from app.engine.loading.fit import FITS, NO_FIT, TIGHT
 from app.engine.loading.fit_plan import PARTIAL
+from app.engine.memory.units import format_bytes
 from app.ui.context_choice import ContextChoice
 from app.ui.theme import pick
 from app.workers.background_jobs import BackgroundJobs
@@ -216,7 +217,7 @@ class OpenModelDialog(QDialog):
         self._asked[ticket] = key
 
     def _reading_item(self, candidate: Candidate) -> QTreeWidgetItem:
-        size = gib(candidate.disk_bytes) if candidate.disk_bytes is not None else "…"
+        size = format_bytes(candidate.disk_bytes) if candidate.disk_bytes is not None else "…"
         origins = " · ".join(QCoreApplication.translate("OpenModelDialog", ORIGIN_TEXTS.get(o, o))
                              for o in candidate.origins)
         item = QTreeWidgetItem([candidate.name, origins, size, "…", self.tr("reading…")])
@@ -232,8 +233,8 @@ class OpenModelDialog(QDialog):
         """Show `entry` in its row (the plan arrived)."""
         fit = entry.fit
         item.setData(_MODEL, _ENTRY_ROLE, entry)
-        item.setText(_DISK, gib(entry.disk_bytes))
-        item.setText(_NEEDS, gib(fit.needed) if fit else "—")
+        item.setText(_DISK, format_bytes(entry.disk_bytes))
+        item.setText(_NEEDS, format_bytes(fit.needed) if fit else "—")
         if entry.refusal:
             item.setText(_FIT, self.tr("✕ cannot open"))
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[NO_FIT], self.palette())))

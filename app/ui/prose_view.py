@@ -66,6 +66,15 @@ class ProseView(QTextBrowser):
     def fragments(self) -> list[str]:
         return list(self._fragments)
 
+    def show_plain(self, text: str) -> None:
+        """Show `text` exactly as written: no markup is read, spaces, tabs and line breaks stay
+        (the user's own message). Replaces any fragments shown."""
+        if not self._fragments and self.toPlainText() == text:
+            return
+        self.setPlainText(text)
+        self.document().setDocumentMargin(0)
+        self._fragments, self._ends = [], []
+
     def show_fragments(self, fragments: list[str]) -> None:
         """Show `fragments` in order; those equal to the ones shown at the same place stay."""
         keep = 0

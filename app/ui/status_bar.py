@@ -8,6 +8,7 @@ in the tooltip, and never makes the window wider than the screen.
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
 
+from app.engine.memory.units import format_bytes
 from app.ui.elided_label import ElidedLabel
 
 
@@ -59,7 +60,7 @@ class ModelStatusBar(QStatusBar):
         parts = [report.name, report.device, report.attention]  # LoadReport.summary(), said here
         if report.quantization != "none":
             parts.append(report.quantization)
-        parts += [report.compute_dtype, self.tr("{0} MiB weights").format(f"{report.weight_bytes / 2**20:,.0f}")]
+        parts += [report.compute_dtype, self.tr("{0} weights").format(format_bytes(report.weight_bytes))]
         if not report.has_chat_template:
             parts.append(self.tr("no chat template"))
         self.model_label.setText(" · ".join(parts))

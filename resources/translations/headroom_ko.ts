@@ -703,8 +703,8 @@ Your chats are saved here.</source>
         <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
     </message>
     <message>
-        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6} KiB/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
-        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} KiB (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
+        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
     </message>
     <message>
         <source>conversion writes {0}, {1} disk free</source>
@@ -1177,6 +1177,10 @@ Your chats are saved here.</source>
         <translation>복사</translation>
     </message>
     <message>
+        <source>Copy this message as you typed it</source>
+        <translation>이 메시지를 입력한 그대로 복사합니다</translation>
+    </message>
+    <message>
         <source>Copy this message as Markdown, as it was written</source>
         <translation>이 메시지를 쓰인 그대로 Markdown으로 복사합니다</translation>
     </message>
@@ -1254,8 +1258,8 @@ Your chats are saved here.</source>
         <translation>취소</translation>
     </message>
     <message>
-        <source>{0} MiB weights</source>
-        <translation>가중치 {0} MiB</translation>
+        <source>{0} weights</source>
+        <translation>가중치 {0}</translation>
     </message>
     <message>
         <source>no chat template</source>
@@ -1333,6 +1337,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>The default model is not installed yet ({0}). Run `python -m app.install_model`, or open a model with Open model…</source>
         <translation>기본 모델이 아직 설치되지 않았습니다({0}). `python -m app.install_model`을 실행하거나 모델 열기…로 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>Max new tokens was {0}, more than this model&apos;s {1}-token context can hold beside a message; it is now {2} (Settings), so the conversation keeps {3} tokens.</source>
+        <translation>최대 새 토큰 수(설정값 {0})가 이 모델의 {1} 토큰 컨텍스트에 메시지와 함께 담기에는 너무 큽니다. 이제 {2}입니다(설정). 대화에 {3} 토큰이 남습니다.</translation>
     </message>
     <message>
         <source>Opening {0}…</source>

@@ -3,6 +3,8 @@ open replacing an older one, and reopening the previous model after a failed or 
 
 from dataclasses import replace
 
+import pytest
+
 from app.core.settings import ModelPermissions
 from tests.chat.conftest import finished, record, report
 
@@ -156,3 +158,78 @@ def test_start_up_opens_the_model_asked_for_and_says_when_there_is_none(chat, tm
     chat.models.open_at_start(None, tmp_path / "not-installed.gguf")
     assert len(chat.worker.loads) == 1
     assert "The default model is not installed yet" in chat.recorded.of("notice")[-1][0]
+
+
+# ----- max new tokens held to what the open model's context allows ---------------------------------
+def open_sized(chat, tmp_path, max_positions=2048, name="model"):
+    """Open a model (a folder) whose LoadReport says `max_positions`."""
+    path = tmp_path / name
+    path.mkdir(exist_ok=True)
+    chat.models.open_model(path)
+    loaded = report(max_positions=max_positions)
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+    return path
+
+
+LOWERED_1755 = ("Max new tokens was 1,755, more than this model's 2,048-token context can hold beside a message; "
+                "it is now 512 (Settings), so the conversation keeps 1,536 tokens.", "info")
+
+
+def test_a_saved_max_new_tokens_the_context_cannot_hold_is_lowered_when_the_model_opens(make_chat, tmp_path):
+    """New-user trial: 1,755 new tokens saved, a 2,048-token model, every message refused ("37 /
+    37 tokens") with only a warning in Open model."""
+    from app.core.settings import load_settings
+
+    chat = make_chat(max_new_tokens=1755)
+    open_sized(chat, tmp_path)
+    assert chat.settings.generation.max_new_tokens == 512 and load_settings().generation.max_new_tokens == 512
+    assert chat.recorded.of("notice") == [LOWERED_1755]
+    chat.turns.send("Hello")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 512
+    open_sized(chat, tmp_path, name="again")  # nothing more to say the next time
+    assert chat.recorded.of("notice") == [LOWERED_1755]
+
+
+@pytest.mark.parametrize(("saved", "max_positions", "own_context", "kept"), [
+    (32768, 8192, 0, 2048),   # more than the whole context
+    (1755, 8192, 0, 1755),    # fits beside a message: kept
+    (7168, 8192, 0, 7168),    # the most an 8,192-token context allows (512 reserve, 512 prompt)
+    (7169, 8192, 0, 2048),
+    (1755, 8192, 1024, 256),  # the context set for this model decides, not the trained one
+    (64, 512, 0, 64),
+])
+def test_the_limit_follows_the_context_the_model_runs_with(make_chat, tmp_path, saved, max_positions, own_context,
+                                                          kept):
+    chat = make_chat(max_new_tokens=saved)
+    path = tmp_path / "model"
+    chat.settings = chat.settings.with_context(path, own_context)
+    open_sized(chat, tmp_path, max_positions)
+    assert chat.settings.generation.max_new_tokens == kept
+    assert bool(chat.recorded.of("notice")) is (kept != saved)
+
+
+def test_settings_a_preset_or_a_stored_chat_cannot_bring_it_back(make_chat, tmp_path):
+    chat = make_chat(max_new_tokens=256)
+    open_sized(chat, tmp_path)
+    generation = replace(chat.settings.generation, max_new_tokens=4000)
+    chat.backend.apply_settings(generation, chat.settings.backend)  # the Settings dialog
+    assert chat.settings.generation.max_new_tokens == 512 and "was 4,000" in chat.recorded.of("notice")[-1][0]
+    chat.presets.apply("Code")  # 2,048 new tokens
+    assert chat.settings.generation.max_new_tokens == 512 and "was 2,048" in chat.recorded.of("notice")[-1][0]
+    chat.turns.send("Hello")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished(), record())
+    stored = chat.conversation_id
+    assert chat.store.load_conversation(stored).settings["max_new_tokens"] == 512  # kept with the chat
+    chat.store.update_settings(stored, {**chat.store.load_conversation(stored).settings, "max_new_tokens": 3000})
+    chat.conversations.new_conversation()
+    chat.conversations.open_conversation(stored)
+    assert chat.settings.generation.max_new_tokens == 512 and "was 3,000" in chat.recorded.of("notice")[-1][0]
+
+
+def test_a_turn_never_runs_with_more_new_tokens_than_the_context_allows(make_chat, tmp_path):
+    chat = make_chat(max_new_tokens=256)
+    open_sized(chat, tmp_path)
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, max_new_tokens=9000))
+    chat.turns.send("Hello")  # set behind every check: the turn still gets what fits
+    assert chat.worker.requests[-1].settings.max_new_tokens == 512

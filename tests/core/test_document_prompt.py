@@ -5,9 +5,12 @@ import pytest
 from app.core.chunking import Chunk
 from app.core.document_prompt import (
     DOCUMENT_SHARE,
+    EXCERPTS_MAX_TOKENS,
+    EXCERPTS_MIN_TOKENS,
     Citation,
     cite,
     document_budget,
+    excerpt_budget,
     excerpts_block,
     whole_block,
     with_document,
@@ -59,3 +62,13 @@ def test_document_budget_takes_the_room_left_capped_by_share_and_kv():
     assert document_budget(TokenBudget(2048, 512, 256), 80, share=1.0) == 2048 - 512 - 256 - 80
     with pytest.raises(ValueError):
         document_budget(budget, 100, share=0)
+
+
+def test_excerpts_take_what_the_window_leaves_within_their_bounds():
+    assert (EXCERPTS_MIN_TOKENS, EXCERPTS_MAX_TOKENS) == (1024, 2048)
+    assert excerpt_budget(4992, 6500) == 2048  # a new chat on SmolLM2: the cap
+    assert excerpt_budget(4992, 1500) == 1500  # a longer chat: only what no turn needs
+    assert excerpt_budget(4992, 40) == 1024  # a full window: older turns leave for the least
+    assert excerpt_budget(4992, -40) == 1024
+    assert excerpt_budget(300, 6500) == 300  # never past the document's own budget
+    assert excerpt_budget(4992, 6500, high=10_000) == 4992 and excerpt_budget(4992, 0, low=0) == 0

@@ -120,6 +120,30 @@ def test_exports(store):
         ("user", "Capital of France?", "complete"), ("assistant", "Paris", "stopped")]
 
 
+PLAIN_TYPED = ["Capital of France?", "Qu'est-ce que c'est? 50% off, -5 degrees: yes!", "서울은 어디? (수도)"]
+MARKUP_TYPED = ["a &amp; b", "<div>x</div>", "*not italic*", "# not a heading", "1) x", "- no list",
+                "two  spaces", "line\nbreak", "```\nfence inside\n```", " lead", "---", "back\\slash"]
+
+
+@pytest.mark.parametrize("typed", PLAIN_TYPED + MARKUP_TYPED)
+def test_a_markdown_export_shows_a_users_message_as_typed(store, typed):
+    """What a Markdown reader (CommonMark, as GitHub's) shows of the exported user message is
+    exactly what was typed: plain prose stays as it is, anything it would change is fenced."""
+    from markdown_it import MarkdownIt
+
+    cid = store.create_conversation("Typed", {})
+    store.append_message(cid, Message(Role.USER, typed))
+    tokens = MarkdownIt("commonmark").parse(store.export_markdown(cid))
+    at = next(i for i, t in enumerate(tokens) if t.type == "inline" and t.content == "User") + 2
+    if typed in MARKUP_TYPED:
+        assert tokens[at].type == "fence" and tokens[at].info == "text"
+        assert tokens[at].content == typed + "\n"
+    else:  # plain prose is left as it is
+        assert tokens[at].type == "paragraph_open"
+        inline = tokens[at + 1]
+        assert [c.type for c in inline.children] == ["text"] and inline.content == typed
+
+
 def test_migration_from_v1_keeps_data(tmp_path):
     path = tmp_path / "old.sqlite3"
     conn = connect(path)

@@ -75,6 +75,23 @@ def test_two_attachments_share_the_budget_small_one_whole(tmp_path):
     assert all(c.name == "log.pdf" for c in prepared.citations) and prepared.citations
 
 
+def test_the_room_for_excerpts_is_shared_like_the_budget(tmp_path):
+    text, starts = long_pdf_text()
+    doc = ExtractedDocument("log.pdf", "pdf", text, starts)
+    one = prepare_attachment(doc, words, max_tokens=64, overlap_tokens=8)
+    two = prepare_attachment(ExtractedDocument("log2.pdf", "pdf", text, starts), words, max_tokens=64,
+                             overlap_tokens=8)
+    question = "Where is the spare key for the Thornbury pump house?"
+    little = compose_message(question, [one], 2000, words, excerpt_tokens=200)
+    more = compose_message(question, [one], 2000, words, excerpt_tokens=900)
+    assert len(little.fits[0].chunks) < len(more.fits[0].chunks)
+    assert little.tokens <= 200 - WRAPPER_TOKENS < more.tokens <= 900 - WRAPPER_TOKENS
+    assert "behind the fuse box" in little.text and "behind the fuse box" in more.text
+    both = compose_message(question, [one, two], 2000, words, excerpt_tokens=900)
+    assert both.tokens <= 900 and all(f.chunks for f in both.fits)  # each got its share of the room
+    assert all("behind the fuse box" in f.block for f in both.fits)
+
+
 def test_negative_budget_raises():
     with pytest.raises(ValueError):
         compose_message("x", [], -1, words)

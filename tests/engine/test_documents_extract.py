@@ -80,8 +80,8 @@ def test_a_100_mb_file_is_refused_before_it_is_read(tmp_path):
     calls = []
     error = refused(path, progress=calls.append)
     assert error.kind == source.TOO_LARGE and error.detail == "100000000"
-    assert "the file is 100 MB; files up to 64 MB can be attached" in str(error)
-    assert calls == [] and MAX_FILE_BYTES == 64_000_000
+    assert "the file is 95 MiB; files up to 64 MiB can be attached" in str(error)
+    assert calls == [] and MAX_FILE_BYTES == 64 * 2**20
 
 
 def test_missing_file_and_folder_are_unreadable(tmp_path):

@@ -73,12 +73,41 @@ def test_large_document_is_retrieved_within_budget_with_the_fact_cited(question,
     assert fit.saved_tokens == fit.whole_tokens - fit.tokens > 1000
 
 
-def test_only_matching_chunks_are_sent_and_a_no_match_query_takes_the_start():
+def test_the_hits_come_first_then_their_surroundings_fill_the_room_and_a_no_match_query_takes_the_start():
+    """New-user trial: one chunk held the question's words and it was all that was sent (1 of
+    118 excerpts) while the turn had room for dozens."""
     chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    diesel = [c.id for c in chunks if "diesel" in c.text]
+    assert len(diesel) == 1  # one chunk holds the word: it used to be all that was sent
     fit = fit_document("manual.md", chunks, 2000, query_terms("diesel"), words)
-    assert fit.mode == RETRIEVED and all("diesel" in c.text for c in fit.chunks)
+    ids = [c.id for c in fit.chunks]
+    assert fit.mode == RETRIEVED and diesel[0] in ids and fit.tokens <= 2000
+    assert len(ids) > 10 and ids == list(range(ids[0], ids[-1] + 1))  # one run around the hit
+    nearest_left_out = min(abs(c.id - diesel[0]) for c in chunks if c.id not in ids)
+    assert max(abs(i - diesel[0]) for i in ids) <= nearest_left_out  # nearest first, both sides
+    assert 2000 - fit.tokens < max(c.tokens for c in chunks) + 10  # the room is used
+    bounded = fit_document("manual.md", chunks, 2000, query_terms("diesel"), words, excerpt_tokens=500)
+    assert diesel[0] in [c.id for c in bounded.chunks] and 300 < bounded.tokens <= 500
+    small = fit_document("manual.md", chunks, 2000, query_terms("diesel"), words, excerpt_tokens=110)
+    assert [c.id for c in small.chunks] == diesel  # room for one: the hit, not its context
     fit = fit_document("manual.md", chunks, 300, query_terms("zebra"), words)
     assert fit.chunks and fit.chunks[0].id == 1 and fit.tokens <= 300
+
+
+def test_the_context_is_dropped_before_a_hit_when_the_count_runs_over():
+    """The exact count of the block can exceed the sum of the parts (overlaps, joins): what is
+    dropped then is the farthest context, never a chunk that matched."""
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+    counted = []
+
+    def generous(text: str) -> int:  # counts every block tried 5 % over its words
+        counted.append(text)
+        return words(text) + (words(text) // 20 if text.startswith("Attached") else 0)
+
+    fit = fit_document("manual.md", chunks, 1200, query_terms("diesel litres"), generous)
+    hit = next(c.id for c in chunks if "diesel" in c.text)
+    assert hit in [c.id for c in fit.chunks] and fit.tokens <= 1200
+    assert len([t for t in counted if t.startswith("Attached")]) > 2  # some context was dropped
 
 
 def test_a_long_paragraph_overlaps_at_sentences_and_adjacent_chunks_print_it_once():

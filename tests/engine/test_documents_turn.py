@@ -44,3 +44,56 @@ def test_a_document_larger_than_the_turn_leaves_is_retrieved_within_the_budget(t
     assert fit.mode == RETRIEVED and fit.whole_tokens > 444 and 0 < fit.tokens <= 444 * 3 // 4
     assert "The pass code is 4711." in prompt and "(chosen for this question)" in prompt
     assert len(plan.prompt_ids) <= 444 and plan.admitted
+
+
+
+def vault_manual(sections: int = 300) -> ExtractedDocument:
+    """~100 KB of look-alike sections with one that holds the pass code, in the middle."""
+    parts = [f"## Section {i}\n\nThe weather report for day {i} says rain and wind over the hills, "
+             f"with {i % 17} millimetres by the evening and a cold night after.\n\n" for i in range(sections)]
+    parts.insert(sections // 2, "## Vault\n\nThe pass code for the vault is 4711.\n\n")
+    return ExtractedDocument("manual.md", "markdown", "".join(parts))
+
+
+def planned(runner, messages, documents):
+    """The DocumentsFitted and TurnPlanned of a turn; nothing is generated."""
+    fitted = None
+    turn = runner.run_turn(messages, SummaryState(), GenerationSettings(), threading.Event(), documents=documents)
+    for event in turn:
+        if isinstance(event, DocumentsFitted):
+            fitted = event.fits
+        if isinstance(event, TurnPlanned):
+            turn.close()
+            return fitted, event.plan
+    raise AssertionError("no plan")
+
+
+def test_the_excerpt_that_matches_brings_its_surroundings_on_the_default_model(real_loaded):
+    """New-user trial: a question whose words one chunk holds sent 1 excerpt of 118 while the
+    turn had room for far more; the chunks around it now fill that room, up to EXCERPTS_MAX_TOKENS."""
+    from app.core.document_prompt import EXCERPTS_MAX_TOKENS
+
+    ((fit,), plan) = planned(TurnRunner(real_loaded, CpuProbe()),
+                             [Message(Role.USER, "What is the pass code for the vault?")], (vault_manual(),))
+    ids = [c.id for c in fit.chunks]
+    vault = next(c.id for c in fit.chunks if "4711" in c.text)
+    assert fit.mode == RETRIEVED and len(ids) >= 12 and fit.total_chunks > 100
+    assert ids == list(range(ids[0], ids[-1] + 1)) and ids[0] < vault < ids[-1]  # one run around it
+    assert EXCERPTS_MAX_TOKENS - 2 * max(c.tokens for c in fit.chunks) < fit.tokens <= EXCERPTS_MAX_TOKENS
+    assert plan.admitted and len(plan.prompt_ids) <= plan.window.limit_tokens
+
+
+def test_excerpts_take_the_room_the_window_leaves_and_push_no_turn_out(real_loaded):
+    """Before, every chunk sharing a word with the recent turns ("day") was a hit, and the
+    excerpts took 3/4 of the prompt, pushing 9 of 11 turns out of a long chat."""
+    runner = TurnRunner(real_loaded, CpuProbe())
+    answer = "It rained, and the wind was strong over the hills all day long. " * 40  # ~560 tokens
+    history = [m for n in range(9) for m in (Message(Role.USER, f"Tell me about day {n}."),
+                                               Message(Role.ASSISTANT, answer))]
+    messages = [*history, Message(Role.USER, "What is the pass code for the vault?")]
+    alone = runner.foresight.plan(messages, SummaryState(), "", GenerationSettings().max_new_tokens, 0)
+    room = alone.window.limit_tokens - alone.window.prompt_tokens
+    assert alone.window.fits and not alone.window.evicted and 1100 < room < 2000
+    ((fit,), plan) = planned(runner, messages, (vault_manual(),))
+    assert "4711" in fit.block and len(fit.chunks) > 5 and room - 300 < fit.tokens <= room
+    assert not plan.window.evicted and len(plan.window.kept) == 10  # the excerpts took only the room left

@@ -195,7 +195,7 @@ def test_the_old_float32_folder_beside_the_gguf_is_replaced(tmp_path):
     assert not legacy.exists() and mine.exists()  # only the folder Headroom made goes
     # the plan is the first line, before the conversion reads anything
     assert stages[0].startswith("Plan: m.gguf: fits at full context (512 of 512 tokens) on cpu")
-    assert stages[1].startswith("conversion writes 0.00 GiB to ")
+    assert stages[1].startswith("conversion writes 210 KiB to ")  # not "0.00 GiB"
     assert loaded.report.name == "m.gguf" and loaded.report.weight_dtype == "float32"  # CPU upcasts
 
 

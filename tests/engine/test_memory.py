@@ -194,6 +194,16 @@ def test_dtype_and_format_helpers():
     assert format_bytes(712 * MiB) == "712 MiB" and format_bytes(3.2 * GiB) == "3.20 GiB"
 
 
+@pytest.mark.parametrize(("nbytes", "text"), [
+    (0, "0 B"), (300, "300 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (4608, "4.5 KiB"), (45 * 1024, "45 KiB"),
+    (1024 * 1024 - 1, "1.0 MiB"), (int(1.5 * MiB), "1.5 MiB"), (94 * MiB, "94 MiB"), (GiB - 1, "1.00 GiB"),
+    (int(0.73 * GiB), "748 MiB"), (80 * GiB, "80.00 GiB"), (3 * 2**40, "3.00 TiB"), (-300 * MiB, "-300 MiB"),
+])
+def test_format_bytes_picks_the_unit_a_size_reaches(nbytes, text):
+    """A small file or a tiny model is never "0.00 GiB" (new-user trial: "On disk 0.00 GiB")."""
+    assert format_bytes(nbytes) == text
+
+
 # --------------------------------------------------------------------------- prefill spike
 
 

@@ -70,7 +70,8 @@ def test_hf_cache_lists_causal_lms_with_size_and_fit(fake_cache):
     assert fit.weights.bytes == TINY_PARAMS * 4 == 12_879_104 and fit.weights.form == "float32"
     assert fit.kv_bytes == TINY_KV == 262_144 and fit.context_tokens == 512
     assert fit.needed == TINY_NEEDED and fit.verdict == FITS
-    assert fit.detail() == ("fits: weights 0.01 GiB (float32) + KV 0.00 GiB at 512 tokens = 0.01 GiB; "
+    # sizes in the unit they reach: a tiny model's KV is 256 KiB, not "0.00 GiB"
+    assert fit.detail() == ("fits: weights 12 MiB (float32) + KV 256 KiB at 512 tokens = 13 MiB; "
                             "8.00 GiB of 16.00 GiB RAM available")
 
 
@@ -121,8 +122,8 @@ def test_default_and_recent_models_come_first_and_merge_with_the_cache(fake_cach
     # dequantized), KV 30 layers × 3 heads × 128 × 4 B × 8,192 positions
     assert default.fit.weights.bytes == 134_515_008 * 4
     assert default.fit.kv_bytes == 30 * 3 * 128 * 4 * 8192 == 377_487_360
-    assert default.fit.detail() == ("fits: weights 0.50 GiB (float32) + KV 0.35 GiB at 8,192 tokens = "
-                                    "0.85 GiB; 8.00 GiB of 16.00 GiB RAM available")
+    assert default.fit.detail() == ("fits: weights 513 MiB (float32) + KV 360 MiB at 8,192 tokens = "
+                                    "873 MiB; 8.00 GiB of 16.00 GiB RAM available")
 
 
 def test_projected_weights_match_the_loaded_default_model(real_loaded, real_model_path):
@@ -171,7 +172,7 @@ def test_unconverted_gguf_is_planned_from_its_header(tmp_path, monkeypatch):
     # 107,456 parameters in float32 + KV 2 layers × 2 heads × 32 × 4 B × 512 positions
     assert (entry.fit.weights.bytes, entry.fit.kv_bytes) == (107_456 * 4, 2 * 2 * 32 * 4 * 512)
     assert entry.plan.verdict == "fits at full context" and entry.plan.conversion["output_bytes"] == 107_456 * 2
-    assert entry.note == "GGUF Q8_0; converted once on first open (0.00 GiB to the cache)"
+    assert entry.note == "GGUF Q8_0; converted once on first open (210 KiB to the cache)"
     assert not (tmp_path / "cache").exists()  # listing converts nothing
 
 

@@ -369,3 +369,46 @@ def test_an_answer_without_tokens_has_no_speed_line():
     from app.ui.reply_stats_text import stats_line
 
     assert stats_line(ReplyStats(812, 812, 0, 0, 6.4, 0.0, "eager", "bfloat16", "cpu")) == "no tokens"
+
+
+TYPED = ["a &amp; b", "<div>hi</div>", "*not italic* and __not bold__", "# not a heading",
+         "1) x\n2) y", "- not a bullet", "> not a quote", "[link](http://example.com)",
+         "two  spaces,\ttab\n\n\nthree breaks", "    four spaces in front", "```\nnot code\n```"]
+
+
+def _blocks(document):
+    block = document.begin()
+    while block.isValid():
+        yield block
+        block = block.next()
+
+
+def test_a_user_message_is_shown_and_copied_as_typed_never_as_markdown(qtbot, view):
+    from PySide6.QtGui import QGuiApplication
+
+    view.load_messages([Message(Role.USER, text) for text in TYPED])
+    for bubble, text in zip(view.bubbles(), TYPED, strict=True):
+        assert bubble.shown_text() == text  # "&amp;" stays "&amp;", "<div>" stays, breaks kept
+        (prose,) = bubble._body.parts()
+        for block in _blocks(prose.document()):
+            assert block.textList() is None and block.blockFormat().headingLevel() == 0
+            assert block.blockFormat().indent() == 0 and not block.charFormat().fontItalic()
+            for fragment in (it.fragment() for it in block):
+                assert not fragment.charFormat().fontItalic() and not fragment.charFormat().isAnchor()
+        bubble.copy_action.trigger()
+        assert QGuiApplication.clipboard().text() == text
+    assert view.bubbles()[0].copy_action.toolTip() == "Copy this message as you typed it"
+    view.load_messages([Message(Role.ASSISTANT, "a &amp; b *italic*\n# heading")])  # answers: Markdown
+    assert view.bubbles()[0].shown_text() == "a & b italic\nheading"
+
+
+def test_a_long_typed_line_wraps_inside_the_column(qtbot, view):
+    line = "x" * 3000 + " " + "word " * 400
+    view.load_messages([Message(Role.USER, line)])
+    QApplication.processEvents()
+    bubble = view.bubbles()[0]
+    (prose,) = bubble._body.parts()
+    assert bubble.width() <= view.width()
+    assert prose.document().size().width() <= prose.width() + 1
+    assert prose.height() > 10 * prose.fontMetrics().lineSpacing()  # wrapped onto many lines
+    assert bubble.shown_text() == line

@@ -173,17 +173,21 @@ def test_memory_panel_is_live_and_diagnostics_are_saved(qtbot, make_window, tiny
 def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_back(qtbot, make_window,
                                                                                  tiny_model_dir):
     """A refusal the user cancels returns the text to the composer; history keeps no orphan."""
-    window = make_window(max_new_tokens=500)  # tiny model: 512 positions, reserve 64
+    # tiny model: 512 positions, reserve 64; 300 new tokens leave 148 for a message (500 would be
+    # lowered when the model opens: app.core.new_tokens)
+    window = make_window(max_new_tokens=300)
     open_and_wait(qtbot, window, tiny_model_dir)
+    assert window.chat.settings.generation.max_new_tokens == 300
+    message = "Tell me about cats and how they sleep. " * 20  # ~180 tokens
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused:
-        send(qtbot, window, "Tell me about cats.")
+        send(qtbot, window, message)
     assert refused.args == ["refused"]
     dialog = window.dialogs.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
     assert set(dialog.buttons) == {"lower_max_new_tokens", "cancel"}  # trimming cannot help
     qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
     assert window.chat.conversation.messages == [] and window.chat_view.bubbles() == []
-    assert window.composer.editor.toPlainText() == "Tell me about cats."
+    assert window.composer.editor.toPlainText() == message.strip()
     assert window.chat.conversation_id is None and window.chat.store.list_conversations() == []
     assert window.sidebar.ids() == []  # no empty chat left behind in the list (new-user trial)
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as refused_again:

@@ -71,7 +71,10 @@ def double_click(qtbot, dialog, row):
 
 
 def gib(n):
-    return f"{n / GiB:.2f} GiB"
+    """A size as the dialog shows it (app.engine.memory.units.format_bytes)."""
+    from app.engine.memory.units import format_bytes
+
+    return format_bytes(n)
 
 
 def test_dialog_lists_the_machines_models_with_fit_and_opens_one(qtbot, make_window, machine_cache,
@@ -82,13 +85,14 @@ def test_dialog_lists_the_machines_models_with_fit_and_opens_one(qtbot, make_win
     assert rows(dialog) == [
         # 134.5 M parameters in float32 + KV at 8,192 tokens + the prefill spike + the margin
         # (256 MiB) need more than the 1 GiB free of 4 GiB: auto lists it at the 5,301 tokens that fit
-        ["SmolLM2-135M-Instruct.Q4_1.gguf", "default", gib(real_model_path.stat().st_size), "0.73 GiB",
+        ["SmolLM2-135M-Instruct.Q4_1.gguf", "default", "94 MiB", "746 MiB",
          "● fits with context 5,301"],
-        ["HuggingFaceTB/tiny-llama", "HF cache", gib(tiny_size), "0.01 GiB", "● fits"],
+        ["HuggingFaceTB/tiny-llama", "HF cache", gib(tiny_size), "13 MiB", "● fits"],
         # 8.03 B parameters × 4 B + 32 layers × 8 heads × 256 × 4 B × 8,192 tokens
         ["meta-llama/Meta-Llama-3-8B-Instruct", "HF cache", "14.96 GiB", "31.92 GiB", "● does not fit"],
-        ["org/tiny-pickle", "HF cache", gib(folder_disk_bytes(machine_cache["pickle"])), "0.01 GiB", "● fits"],
+        ["org/tiny-pickle", "HF cache", gib(folder_disk_bytes(machine_cache["pickle"])), "13 MiB", "● fits"],
     ]  # the encoder is not a causal LM: not listed
+    assert not [cell for row in rows(dialog) for cell in row if cell.startswith("0.")]  # never "0.00 GiB"
     assert "1.00 GiB of 4.00 GiB RAM available" in dialog.findChild(type(dialog.detail), "openModelMachine").text()
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(2))
     assert "weights 29.92 GiB (float32) + KV 2.00 GiB at 8,192 tokens = 31.92 GiB" in dialog.detail.text()
@@ -192,7 +196,7 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     qtbot.waitUntil(lambda: not dialog.reading() and dialog.tree.topLevelItemCount() == 3, timeout=30000)
     machine = dialog.findChild(type(dialog.detail), "openModelMachine").text()
     assert machine == "이 컴퓨터: 16.00 GiB 중 8.00 GiB RAM 사용 가능 (CPU)"
-    allowed = {"GiB", "KiB", "RAM", "CPU", "cpu", "GGUF", "float32", "trust_remote_code"}
+    allowed = {"GiB", "MiB", "KiB", "RAM", "CPU", "cpu", "GGUF", "float32", "trust_remote_code"}
 
     def english(text: str) -> set[str]:
         return set(re.findall(r"[A-Za-z_]{3,}\d*", text)) - allowed
@@ -201,7 +205,7 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names[real_model_path.name]))
     path, fit, plan, note = dialog.detail.text().splitlines()
     assert path == str(real_model_path)
-    assert fit.startswith("들어감: 가중치 0.50 GiB (float32) + KV ") and "토큰" in fit and not english(fit)
+    assert fit.startswith("들어감: 가중치 513 MiB (float32) + KV ") and "토큰" in fit and not english(fit)
     assert plan.startswith("계획: 전체 컨텍스트에서 들어감 (8,192 / 8,192 토큰), cpu: ") and not english(plan)
     assert note == "참고: GGUF Q4_1." and dialog.tree.topLevelItem(names[real_model_path.name]).text(4) == "● 들어감"
     tip = dialog.tree.topLevelItem(names[real_model_path.name]).toolTip(0)
@@ -259,7 +263,7 @@ def test_plans_are_read_off_the_gui_thread_while_rows_say_reading(qtbot, monkeyp
     assert gate.threads[0] != threading.get_ident()
     gate.release_all()
     qtbot.waitUntil(lambda: not dialog.reading())
-    assert rows(dialog)[0][3:] == ["0.01 GiB", "● fits"]
+    assert rows(dialog)[0][3:] == ["13 MiB", "● fits"]
     assert dialog.context.auto.text() == "Auto: fits 512 tokens"  # the tiny model's whole context
 
 
@@ -275,7 +279,7 @@ def test_an_answer_for_a_row_that_changed_is_dropped(qtbot, monkeypatch, tmp_pat
     assert rows(dialog)[0][1:] == ["chosen", "…", "…", "reading…"] and dialog.entries() == []
     gate.release(1)
     qtbot.waitUntil(lambda: not dialog.reading())
-    assert rows(dialog)[0][3:] == ["0.01 GiB", "● fits"] and len(gate.threads) == 2
+    assert rows(dialog)[0][3:] == ["13 MiB", "● fits"] and len(gate.threads) == 2
     assert [e.origins for e in dialog.entries()] == [("chosen",)]
 
 

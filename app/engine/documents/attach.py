@@ -6,9 +6,11 @@
     prepared.citations   # the excerpts it holds (chunk ids, headings, pages), for the transcript
 
 `budget_tokens` comes from app.core.document_prompt.document_budget (prompt budget, history and
-what admission lets the KV cache take). Several attachments share it: the smallest are placed
-first, each given an equal share of what is left; a document that fits its share goes whole, a
-larger one is retrieved into its share, and what a document leaves unused passes on to the next.
+what admission lets the KV cache take); `excerpt_tokens` (document_prompt.excerpt_budget) bounds
+what the excerpts of a document too large to go whole may take. Several attachments share both:
+the smallest are placed first, each given an equal share of what is left; a document that fits
+its share goes whole, a larger one is retrieved into its share, and what a document leaves
+unused passes on to the next.
 Pure functions, no Qt, no torch (BM25 through numpy); nothing here touches the chat or the store.
 """
 
@@ -74,23 +76,28 @@ def prepare_attachment(doc: ExtractedDocument, count_tokens: CountText, *,
 
 
 def compose_message(message: str, attachments: Sequence[Attachment], budget_tokens: int,
-                    count_tokens: CountText, recent_turns: Sequence[str] = ()) -> PreparedMessage:
+                    count_tokens: CountText, recent_turns: Sequence[str] = (),
+                    excerpt_tokens: int | None = None) -> PreparedMessage:
     """The message with each attachment whole or retrieved (see the module docstring). The query
     for retrieval is the message (weighted double) plus `recent_turns` (the last few messages'
-    text). Raises ValueError on a negative budget."""
+    text). `excerpt_tokens`: what retrieved excerpts may take, all attachments together (None:
+    the budget). Raises ValueError on a negative budget."""
     if budget_tokens < 0:
         raise ValueError(f"negative document budget: {budget_tokens}")
     if not attachments:
         return PreparedMessage(message, (), 0, budget_tokens)
     query = query_terms(message, recent_turns)
     left = max(0, budget_tokens - WRAPPER_TOKENS)
+    excerpts_left = left if excerpt_tokens is None else max(0, min(excerpt_tokens, budget_tokens) - WRAPPER_TOKENS)
     order = sorted(range(len(attachments)), key=lambda i: attachments[i].whole_tokens)
     fits: dict[int, DocumentFit] = {}
     for n, i in enumerate(order):
         a = attachments[i]
-        share = left // (len(order) - n)
-        fits[i] = fit_document(a.name, a.chunks, share, query, count_tokens, a.pages, a.index, a.whole_tokens)
+        share, excerpts = left // (len(order) - n), excerpts_left // (len(order) - n)
+        fits[i] = fit_document(a.name, a.chunks, share, query, count_tokens, a.pages, a.index, a.whole_tokens,
+                               excerpt_tokens=excerpts)
         left -= fits[i].tokens
+        excerpts_left = max(0, excerpts_left - fits[i].tokens)
     ordered = tuple(fits[i] for i in range(len(attachments)))
     text = with_document(message, [f.block for f in ordered if f.block])
     return PreparedMessage(text, ordered, sum(f.tokens for f in ordered), budget_tokens)

@@ -26,10 +26,11 @@ from app.engine.documents.source import (
     report,
 )
 from app.engine.documents.text import extract_text_file
+from app.engine.memory.units import MiB, format_bytes
 
-# 64 MB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
+# 64 MiB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
 # millions of tokens, which retrieval can rank but no local context holds (a 100 MB log is refused).
-MAX_FILE_BYTES = 64_000_000
+MAX_FILE_BYTES = 64 * MiB
 MAX_TEXT_CHARS = 2_000_000
 """Text an attachment may bring (~500k tokens, a 600-page book). Ranking a document costs time
 and memory in proportion to its text before the turn can start, and Stop cannot interrupt that:
@@ -54,8 +55,8 @@ def extract_file(path: str | Path, progress: Progress | None = None,
             raise DocumentError(UNREADABLE, path.name, "not a file that can be read")
         size = path.stat().st_size
         if size > max_bytes:
-            raise DocumentError(TOO_LARGE, path.name, f"the file is {_megabytes(size)}; files up to "
-                                f"{_megabytes(max_bytes)} can be attached", str(size))
+            raise DocumentError(TOO_LARGE, path.name, f"the file is {format_bytes(size)}; files up to "
+                                f"{format_bytes(max_bytes)} can be attached", str(size))
         with path.open("rb") as f:
             head = f.read(64 << 10)
         report(progress, 0.0)
@@ -82,6 +83,3 @@ def _too_much_text(name: str, chars: int) -> DocumentError:
     return DocumentError(TOO_LARGE, name, f"its text is about {chars:,} characters; up to {MAX_TEXT_CHARS:,} "
                          "can be attached (split it, or attach the part you need)", str(chars))
 
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.0f} MB" if size >= 10e6 else f"{size / 1e6:.1f} MB"

@@ -6,12 +6,15 @@
     fit.citations
 
 Whole: the document's text (the chunks' own spans, which tile it) rendered by `whole_block`, if
-its exact token count is ≤ the budget. Retrieved: chunks that share a term with the query are
-taken in BM25 order (ties in document order), each while its tokens plus its citation line still
-fit (a query sharing no term takes the chunks from the start: "summarise this"); the chosen
-ones are printed in document order by `excerpts_block`, counted exactly, and the lowest-ranked
-are dropped until the count fits. The block is never longer than the budget; with a
-budget too small for any chunk the fit is "retrieved" with no chunks and an empty block.
+its exact token count is ≤ the budget. Retrieved, into `excerpt_tokens` (≤ the budget): chunks
+that share a term with the query are taken in BM25 order (ties in document order), then the
+chunks around them, nearest first, each while its tokens plus its citation line still fit. So
+a question whose words one chunk holds gets that chunk with its surroundings, not one excerpt
+and an empty budget (new-user trial: 1 of 118 excerpts sent with room for dozens). A query
+sharing no term takes the chunks from the start ("summarise this"). The chosen ones are printed
+in document order by `excerpts_block`, counted exactly, and the last taken (the farthest
+context first) are dropped until the count fits. The block is never longer than the limit; with
+a limit too small for any chunk the fit is "retrieved" with no chunks and an empty block.
 No torch, no Qt.
 """
 
@@ -57,9 +60,10 @@ class DocumentFit:
 
 def fit_document(name: str, chunks: Sequence[Chunk], budget_tokens: int, query: Sequence[str],
                  count_tokens: Callable[[str], int], pages: int = 0, index: ChunkIndex | None = None,
-                 whole_tokens: int | None = None) -> DocumentFit:
+                 whole_tokens: int | None = None, excerpt_tokens: int | None = None) -> DocumentFit:
     """Whole if the whole block is ≤ `budget_tokens`, else the best chunks for `query` (terms from
-    app.engine.documents.rank.query_terms). `index`: the chunks' BM25 index if already built;
+    app.engine.documents.rank.query_terms) and their surroundings in min(budget_tokens,
+    excerpt_tokens) tokens (None: the budget). `index`: the chunks' BM25 index if already built;
     `whole_tokens`: the whole block's count if already known. Calls `count_tokens` on the whole
     block (unless given), on each chunk's citation line and on each block tried. Raises
     ValueError on a negative budget."""
@@ -73,27 +77,44 @@ def fit_document(name: str, chunks: Sequence[Chunk], budget_tokens: int, query: 
                            len(chunks), {})
     scores = (index or ChunkIndex(chunks)).scores(query)
     by_id = {c.id: s for c, s in zip(chunks, scores, strict=True)}
-    matching = [c for c in chunks if by_id[c.id] > 0]
-    ranked = sorted(matching or chunks, key=lambda c: (-by_id[c.id], c.id))
-    header = count_tokens(excerpts_block(name, [], len(chunks)))
+    hits = sorted((c for c in chunks if by_id[c.id] > 0), key=lambda c: (-by_id[c.id], c.id))
+    ranked = hits + _nearest_first(chunks, hits) if hits else list(chunks)
+    limit = budget_tokens if excerpt_tokens is None else max(0, min(budget_tokens, excerpt_tokens))
     chosen: list[Chunk] = []
-    used = header
+    used = count_tokens(excerpts_block(name, [], len(chunks)))
     for chunk in ranked:
-        if used + chunk.tokens > budget_tokens:
+        if used + chunk.tokens > limit:
             continue  # cannot fit even without its citation line: skip counting that line
         cost = chunk.tokens + _citation_tokens(chunk, count_tokens)
-        if used + cost <= budget_tokens:
+        if used + cost <= limit:
             chosen.append(chunk)
             used += cost
     while chosen:
         block = excerpts_block(name, chosen, len(chunks))
         tokens = count_tokens(block)
-        if tokens <= budget_tokens:
+        if tokens <= limit:
             kept = tuple(sorted(chosen, key=lambda c: c.id))
             return DocumentFit(name, RETRIEVED, kept, block, tokens, whole_tokens, budget_tokens,
                                len(chunks), by_id)
-        chosen.pop()  # the lowest-ranked of those chosen
+        chosen.pop()  # the last taken: the farthest context, else the lowest-ranked hit
     return DocumentFit(name, RETRIEVED, (), "", 0, whole_tokens, budget_tokens, len(chunks), by_id)
+
+
+def _nearest_first(chunks: Sequence[Chunk], hits: Sequence[Chunk]) -> list[Chunk]:
+    """The chunks that are not `hits`, by their distance (in chunks) to the nearest hit, ties in
+    document order: the context of every hit grows one chunk at a time on both sides. O(n log n)."""
+    hit_ids = {c.id for c in hits}
+    count = len(chunks)
+    distance = [count] * count
+    for order in (range(count), range(count - 1, -1, -1)):  # the nearest hit before, then after
+        last = None
+        for i in order:
+            if chunks[i].id in hit_ids:
+                last = i
+            if last is not None:
+                distance[i] = min(distance[i], abs(i - last))
+    nearest = sorted(range(count), key=lambda i: (distance[i], i))
+    return [chunks[i] for i in nearest if chunks[i].id not in hit_ids]
 
 
 def _citation_tokens(chunk: Chunk, count_tokens: Callable[[str], int]) -> int:

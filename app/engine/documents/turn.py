@@ -7,7 +7,8 @@ documents may then take app.core.document_prompt.document_budget of it: what the
 leaves after the system prompt and the user's message (older turns leave the window to make
 room, as they always do), at most DOCUMENT_SHARE of it, and no more than admission lets the KV
 cache take (app.engine.documents.kv_budget). Each goes in whole when it fits, else as the
-excerpts BM25 ranks best for the message (app.engine.documents.attach.compose_message). The
+excerpts BM25 ranks best for the message and the chunks around them, in the room the window
+leaves (document_prompt.excerpt_budget; app.engine.documents.attach.compose_message). The
 caller plans the turn again with the returned messages. Chunking runs here, in the worker's
 thread, with the model's own tokenizer (about as long as tokenizing the document twice). No Qt.
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from app.core.conversation import Message, Role
-from app.core.document_prompt import document_budget
+from app.core.document_prompt import document_budget, excerpt_budget
 from app.engine.documents.attach import PreparedMessage, compose_message, prepare_attachment
 from app.engine.documents.kv_budget import kv_document_tokens
 from app.engine.documents.source import ExtractedDocument
@@ -51,5 +52,6 @@ def fit_documents(foresight, messages: Sequence[Message], documents: Sequence[Ex
             plan.projection, sample.free, sample.total, foresight.safety_margin(sample), room))
     attachments = [prepare_attachment(doc, count_text) for doc in documents]
     recent = [m.content for m in messages[-1 - RECENT_TURN_MESSAGES:-1]]
-    prepared = compose_message(question, attachments, room, count_text, recent)
+    excerpts = excerpt_budget(room, plan.window.limit_tokens - plan.window.prompt_tokens)
+    prepared = compose_message(question, attachments, room, count_text, recent, excerpt_tokens=excerpts)
     return [*messages[:-1], replace(messages[-1], content=prepared.text)], prepared

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from app.core.settings import model_key
-from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, gib, machine_memory, project_fit
+from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
+from app.engine.memory.units import format_bytes
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class EntryNote:
         if self.kind == GGUF:
             return f"GGUF {self.value}"
         if self.kind == CONVERSION:
-            return f"converted once on first open ({gib(int(self.value))} to the cache)"
+            return f"converted once on first open ({format_bytes(int(self.value))} to the cache)"
         if self.kind == UNREADABLE:
             return f"config.json unreadable: {self.value}"
         return str(self.value)

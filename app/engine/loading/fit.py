@@ -5,7 +5,7 @@ CUDA with bitsandbytes, the compute dtype without it, float32 on the CPU) + the 
 model's default context (app.engine.memory.kv_layout.kv_cache_bytes), against the free memory of the
 device it would run on (``torch.cuda.mem_get_info`` on CUDA, fragmentation: reserved is not free, dolly #79; available
 RAM via psutil
-on the CPU). All sizes are bytes; the text shows GiB.
+on the CPU). All sizes are bytes; the text shows them with format_bytes (adaptive binary units).
 
 Parameters are counted from the config (no model is instantiated), for decoder-only
 transformers: embeddings, attention (GQA, MLA), gated or plain MLP, mixture-of-experts and
@@ -22,7 +22,7 @@ from app.engine.loading.placement import Placement
 from app.engine.memory.admission import context_limit, safety_margin
 from app.engine.memory.kv_layout import KVLayout, kv_cache_bytes
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
-from app.engine.memory.units import GiB, dtype_nbytes
+from app.engine.memory.units import dtype_nbytes, format_bytes
 
 # NF4 with double quantization (Dettmers et al. 2023, "QLoRA", §2): 4 bits per weight, one 8-bit
 # absmax per 64-weight block, one fp32 constant per 256 blocks = 4.127 bits per parameter.
@@ -146,8 +146,9 @@ class MachineMemory:
 
     def describe(self) -> str:
         where = "GPU memory free" if self.device == "cuda" else "RAM available"
-        freed = f", counting the open model's {gib(self.reclaimable)} freed on load" if self.reclaimable else ""
-        return f"{gib(self.free)} of {gib(self.total)} {where}{freed}"
+        freed = (f", counting the open model's {format_bytes(self.reclaimable)} freed on load"
+                 if self.reclaimable else "")
+        return f"{format_bytes(self.free)} of {format_bytes(self.total)} {where}{freed}"
 
 
 def machine_memory(device: str, reclaimable: int = 0) -> MachineMemory:
@@ -182,13 +183,13 @@ class MemoryFit:
         return self.weights.bytes + self.kv_bytes
 
     def summary(self) -> str:
-        """Short cell text: "0.85 GiB of 21.30 GiB"."""
-        return f"{gib(self.needed)} of {gib(self.machine.free)}"
+        """Short cell text: "870 MiB of 21.30 GiB"."""
+        return f"{format_bytes(self.needed)} of {format_bytes(self.machine.free)}"
 
     def detail(self) -> str:
         """One sentence with every term."""
-        return (f"{self.verdict}: weights {gib(self.weights.bytes)} ({self.weights.form}) + KV "
-                f"{gib(self.kv_bytes)} at {self.context_tokens:,} tokens = {gib(self.needed)}; "
+        return (f"{self.verdict}: weights {format_bytes(self.weights.bytes)} ({self.weights.form}) + KV "
+                f"{format_bytes(self.kv_bytes)} at {self.context_tokens:,} tokens = {format_bytes(self.needed)}; "
                 f"{self.machine.describe()}")
 
 
@@ -205,11 +206,6 @@ def project_fit(config: Any, placement: Placement, machine: MachineMemory, conte
     margin = safety_margin(machine.total) + round(FIT_SLACK_FRACTION * needed)
     verdict = NO_FIT if needed > machine.free else TIGHT if needed + margin > machine.free else FITS
     return MemoryFit(verdict, weights, kv, context, margin, machine)
-
-
-def gib(n: int) -> str:
-    """Bytes as GiB with two decimals: "0.85 GiB"."""
-    return f"{n / GiB:.2f} GiB"
 
 
 PlacementFor = Callable[[bool], Placement]

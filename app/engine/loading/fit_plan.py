@@ -28,7 +28,7 @@ from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, context_cost, larg
 from app.engine.memory.kv_layout import KVLayout
 from app.engine.memory.model_config import model_max_positions
 from app.engine.memory.prefill_spike import PrefillModel
-from app.engine.memory.units import GiB, dtype_nbytes
+from app.engine.memory.units import dtype_nbytes, format_bytes
 
 FULL, PARTIAL, NO_FIT = "fits at full context", "fits with context", "does not fit"
 
@@ -79,27 +79,24 @@ class FitPlan:
         return data
 
     def summary(self) -> str:
-        """One line: "SmolLM2…gguf: fits at full context (8,192 tokens) on cpu: weights 0.50 GiB
-        (float32) + KV 0.18 GiB + prefill 0.05 GiB + margin 0.47 GiB of 20.9 GiB free"."""
+        """One line: "SmolLM2…gguf: fits at full context (8,192 tokens) on cpu: weights 513 MiB
+        (float32) + KV 45 KiB/token (360 MiB at full context) + prefill 31 MiB + margin 480 MiB vs
+        20.90 GiB free"."""
         name = Path(self.source).name
         disk = ""
         if self.conversion:
             c = self.conversion
-            disk = (f"; conversion writes {c['output_bytes'] / GiB:.2f} GiB, "
-                    f"{c['free_disk_bytes'] / GiB:.2f} GiB disk free"
+            disk = (f"; conversion writes {format_bytes(c['output_bytes'])}, "
+                    f"{format_bytes(c['free_disk_bytes'])} disk free"
                     + ("" if c["enough_disk"] else " — NOT ENOUGH DISK"))
         tokens = self.context_fit if self.verdict != FULL else self.trained_context
         return (f"{name}: {self.verdict_text} ({tokens:,} of {self.trained_context:,} tokens) on "
-                f"{self.device}: weights {_g(self.weights_bytes)} ({self.weights_form}) + KV "
-                f"{self.kv_bytes_per_token / 1024:,.0f} KiB/token ({_g(self.kv_bytes_full_context)} at full "
-                f"context) + prefill {_g(self.prefill_spike_full_context)} + margin "
-                f"{_g(self.margin_bytes)} vs {_g(self.free_bytes)} free{disk}"
+                f"{self.device}: weights {format_bytes(self.weights_bytes)} ({self.weights_form}) + KV "
+                f"{format_bytes(self.kv_bytes_per_token)}/token ({format_bytes(self.kv_bytes_full_context)} at full "
+                f"context) + prefill {format_bytes(self.prefill_spike_full_context)} + margin "
+                f"{format_bytes(self.margin_bytes)} vs {format_bytes(self.free_bytes)} free{disk}"
                 + (f"; with 8-bit KV {min(self.context_fit_kv8, self.trained_context):,} tokens fit"
                    if self.context_fit_kv8 is not None else ""))
-
-
-def _g(n: int) -> str:
-    return f"{n / GiB:.2f} GiB"
 
 
 def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0) -> FitPlan:

@@ -34,7 +34,7 @@ import numpy as np
 
 from app.core.paths import cache_dir
 from app.engine.loading.gguf_header import GgufHeader, GgufTensor, read_gguf_header
-from app.engine.memory.units import GiB, MiB
+from app.engine.memory.units import GiB, MiB, format_bytes
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +101,8 @@ class DiskCheck:
         return self.free >= self.needed
 
     def describe(self) -> str:
-        return (f"conversion writes {self.output / GiB:.2f} GiB to {self.folder.parent.parent}; "
-                f"{self.free / GiB:.2f} GiB free there")
+        return (f"conversion writes {format_bytes(self.output)} to {self.folder.parent.parent}; "
+                f"{format_bytes(self.free)} free there")
 
 
 def check_disk(header: GgufHeader, dtype: str = "bfloat16") -> DiskCheck:
@@ -126,8 +126,8 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
     disk = check_disk(header, dtype)
     if not disk.enough:
         raise ConversionRefused(f"not enough disk space to convert {gguf.name}: it needs "
-                                f"{disk.needed / GiB:.2f} GiB in {disk.folder.parent.parent}, "
-                                f"{disk.free / GiB:.2f} GiB free")
+                                f"{format_bytes(disk.needed)} in {disk.folder.parent.parent}, "
+                                f"{format_bytes(disk.free)} free")
     report(disk.describe(), 0.0)
     home = disk.folder.parent  # renamed into place as a whole: there is no half-written folder
     tmp_home = home.with_name(f"{home.name}.partial-{os.getpid()}")

@@ -24,6 +24,7 @@ from app.engine.loading.placement import Placement, detect_placement
 from app.engine.local.attention import enable_packed_sdpa
 from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids
 from app.engine.local.fa2_attention import enable_fa2_static
+from app.engine.memory.units import format_bytes
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class LoadReport:
         """One line for the status bar."""
         quant = "" if self.quantization == "none" else f" · {self.quantization}"
         return (f"{self.name} · {self.device} · {self.attention}{quant} · "
-                f"{self.compute_dtype} · {self.weight_bytes / 2**20:,.0f} MiB weights")
+                f"{self.compute_dtype} · {format_bytes(self.weight_bytes)} weights")
 
 
 @dataclass
