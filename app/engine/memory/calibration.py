@@ -60,7 +60,7 @@ class Calibration:
         if not self.recent_abs_errors:
             return round(max(self.prior_error, self.floor) * growth)
         implied = (min(abs_error, round(rel_error * growth))
-                   for abs_error, rel_error in zip(self.recent_abs_errors, self.recent_errors, strict=True))
+                   for abs_error, rel_error in zip(self.recent_abs_errors, self.recent_errors, strict=False))
         return max(max(implied), round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
 
     @property
