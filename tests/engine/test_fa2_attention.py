@@ -118,7 +118,7 @@ def test_the_kv_span_kwarg_is_accepted_and_what_fa2_does_not_do_is_refused(monke
 
 
 def test_phases_choice_and_setting():
-    assert fa.choose_phases(None).decode.startswith("packed GQA")  # the measured decode by default
+    assert fa.choose_phases(None).decode.startswith("FlashAttention-2 split-KV")  # faster compiled
     assert fa.choose_phases(" FA2 ").decode.startswith("FlashAttention-2 split-KV")
     assert fa.choose_phases(" Packed ").decode.startswith("packed GQA")
     assert all(line.startswith(("prefill: FlashAttention-2", "decode: ")) for line in fa.choose_phases("").lines())
