@@ -281,9 +281,10 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
 
 
 NF4_GEMV_OPT_IN = "HEADROOM_NF4_GEMV"
-"""Set to 1 to try the fused NF4 GEMV (issue 15). Off by default: on the H200 it measured 5.70 ms
-of GEMV per 8B token against bitsandbytes' 3.98 ms (tests/benchmarks/results/nf4_gemv_h200.json),
-so loading would only spend time on its self-check to fall back."""
+"""Set to 1 to try the fused NF4 GEMV (issue 15). Off by default: on the H200 its best kernels
+take 3.78 ms of GEMV per 8B token against bitsandbytes' 3.99 ms (tests/benchmarks/results/
+nf4_gemv_h200_prmt.json), a 5 % gain not yet measured on the chat path, while loading would spend
+the self-check and timing on every NF4 model (their load-time cost is not measured either)."""
 
 
 def _install_nf4_gemv(model, placement: Placement):
@@ -297,7 +298,7 @@ def _install_nf4_gemv(model, placement: Placement):
     if not nf4_layers(model):
         return None
     if os.environ.get(NF4_GEMV_OPT_IN) != "1":
-        return Nf4GemvStatus(False, f"fused NF4 GEMV off: slower than bitsandbytes on the H200; "
+        return Nf4GemvStatus(False, f"fused NF4 GEMV off: 5 % ahead of bitsandbytes on the H200, not yet measured in the chat; "
                                     f"{NF4_GEMV_OPT_IN}=1 tries it")
     return install(model)
 
