@@ -280,8 +280,10 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_model_changed_kv(self, report) -> None:
-        """8-bit KV is offered where Headroom's packed attention runs (not on FA2 or eager)."""
-        self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed"))
+        """8-bit KV is offered where Headroom's own attention runs: its packed SDPA or its FA2 path
+        (as Foresight.prefill_model_kv8 decides), not transformers' eager."""
+        self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed")
+                                        or report.attention.startswith("flash_attention_2"))
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:

@@ -91,6 +91,8 @@ def test_an_8bit_cache_matches_headroom_sdpa_on_the_same_cache(monkeypatch, deco
     assert len(fake.calls) == layers * 4  # the prefill chunks only; decode is never FA2's here
     assert all(call["k_cache"].dtype == torch.float32 for call in fake.calls)
     assert [int(c["cache_seqlens"][0]) for c in fake.calls[::layers]] == [7, 14, 21, 23]
+    # only the filled span is dequantized, never the whole 64-slot cache
+    assert [c["k_cache"].shape[1] for c in fake.calls[::layers]] == [7, 14, 21, 23]
 
 
 def test_dynamic_cache_works_too(monkeypatch):

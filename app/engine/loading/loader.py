@@ -298,8 +298,8 @@ def _install_nf4_gemv(model, placement: Placement):
     if not nf4_layers(model):
         return None
     if os.environ.get(NF4_GEMV_OPT_IN) != "1":
-        return Nf4GemvStatus(False, f"fused NF4 GEMV off: 5 % ahead of bitsandbytes on the H200, not yet measured in the chat; "
-                                    f"{NF4_GEMV_OPT_IN}=1 tries it")
+        return Nf4GemvStatus(False, "fused NF4 GEMV off: 5 % ahead of bitsandbytes on the H200, not yet "
+                                    f"measured in the chat; {NF4_GEMV_OPT_IN}=1 tries it")
     return install(model)
 
 

@@ -76,7 +76,8 @@ def choose_phases(decode_setting: str | None) -> AttentionPhases:
     setting = (decode_setting or "fa2").strip().lower()
     if setting == "packed":
         return AttentionPhases(FA2_PREFILL_KERNEL, "packed GQA matmul (Headroom)", FA2_PREFILL_REASON,
-                               f"two batched matmuls over the filled length, fused in the compiled step ({DECODE_OPT_IN}=packed)")
+                               "two batched matmuls over the filled length, fused in the compiled step "
+                               f"({DECODE_OPT_IN}=packed)")
     if setting != "fa2":
         raise ValueError(f"{DECODE_OPT_IN} must be 'fa2' or 'packed', not {decode_setting!r}")
     return AttentionPhases(FA2_PREFILL_KERNEL, "FlashAttention-2 split-KV (flash_attn_with_kvcache)",
@@ -163,7 +164,7 @@ def fa2_static_forward(
 def _packed_8bit(query, key, value, seqlens: torch.Tensor, scale: float, span: int | None) -> torch.Tensor:
     """8-bit KV (issue 16): FA2 reads 16-bit keys and values only. Decode runs Headroom's packed
     8-bit decode over keys [0, seqlens); a prefill chunk runs FA2 over the filled span (``span``
-    tokens, else the whole cache) dequantized to the compute dtype, in the rotated basis, as
+    tokens, else the largest filled length) dequantized to the compute dtype, in the rotated basis, as
     Headroom's SDPA path does (prefill_spike counts that span for every attention)."""
     from app.engine.local.attention import _packed_decode_8bit
 
@@ -171,8 +172,9 @@ def _packed_8bit(query, key, value, seqlens: torch.Tensor, scale: float, span: i
         groups = query.shape[1] // key.shape[1]
         valid = torch.arange(key.shape[2], device=key.device).view(1, 1, 1, -1) < seqlens.view(-1, 1, 1, 1)
         return _packed_decode_8bit(query, key, value, valid, scale, groups)
-    if span is not None:
-        key, value = key[:, :, :span], value[:, :, :span]
+    if span is None:  # one host sync per layer and chunk (prefill is not compiled)
+        span = int(seqlens.max())
+    key, value = key[:, :, :span], value[:, :, :span]
     k = kv_quant.dequantize(key, query.dtype).transpose(1, 2)
     v = kv_quant.dequantize(value, query.dtype).transpose(1, 2)
     out = torch.ops.headroom.fa2_with_kvcache(kv_quant.rotate(query).transpose(1, 2), k, v, seqlens, scale)
