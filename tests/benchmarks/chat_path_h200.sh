@@ -11,11 +11,19 @@
 # on PYTHONPATH too (e.g. cp -r .venv/lib/python3.*/site-packages/platformdirs <copy>/.vendor/).
 # Device time: about 9 minutes (llama.cpp build ≈ 300 s on 12 cores, overlapped); WITH_LLAMA=0
 # leaves llama.cpp out (about 5 minutes).
+# WITH_FA2=1 installs the FlashAttention-2 wheel that attention_backends_h200.sh brought back
+# (.gpu/fa2/fa2_wheel.tar, carried) first, so the chat runs as a user with FA2 installed would
+# (FA2 prefill and split-KV decode).
 set -u
 G=${1:?folder with llama.cpp-src.tar.xz and lc_build_and_prep.sh}
 : "${OUT:?}"
 T0=$SECONDS
 export PYTHONUNBUFFERED=1
+if [ "${WITH_FA2:-0}" = 1 ]; then
+  mkdir -p /tmp/fa2whl && tar -C /tmp/fa2whl -xf .gpu/fa2/fa2_wheel.tar \
+    && python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/fa2whl/flash_attn-*.whl \
+    && python3 -c "import flash_attn; print('flash_attn', flash_attn.__version__)" || exit 1
+fi
 rm -rf "${HOME}/.cache/headroom/torchinductor" /tmp/torchinductor_* /tmp/warm.done
 timeout "${HEADROOM_LIMIT:-420}" python3 -m tests.benchmarks.chat_path --out "$OUT" --warm-up-done /tmp/warm.done \
   > "$OUT/chat_path_log.txt" 2>&1 &
