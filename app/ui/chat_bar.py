@@ -108,6 +108,11 @@ class ChatBar(QWidget):
         """Show the open chat's KV cache precision ("16-bit", "8-bit" or "auto")."""
         self.kv_combo.setCurrentIndex(max(self.kv_combo.findData(precision), 0))
 
+    def set_full_precision_bits(self, bits: int) -> None:
+        """Name the full-precision entry after the model's compute dtype: 16-bit (bf16 / fp16 on
+        a GPU) or 32-bit (float32 on the CPU). The stored choice stays "16-bit" (full precision)."""
+        self.kv_combo.setItemText(self.kv_combo.findData(KV_16), self.tr("{bits}-bit").format(bits=bits))
+
     @Slot(bool)
     def set_kv8_available(self, available: bool) -> None:
         """8-bit needs Headroom's own attention; a model without it keeps 16-bit (said in the tip)."""

@@ -284,6 +284,7 @@ class MainWindow(QMainWindow):
         (as Foresight.prefill_model_kv8 decides), not transformers' eager."""
         self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed")
                                         or report.attention.startswith("flash_attention_2"))
+        self.chat_bar.set_full_precision_bits(32 if report is not None and report.compute_dtype == "float32" else 16)
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:

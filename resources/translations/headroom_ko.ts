@@ -353,6 +353,10 @@
         <translation>프리셋 관리…</translation>
     </message>
     <message>
+        <source>{bits}-bit</source>
+        <translation>{bits}비트</translation>
+    </message>
+    <message>
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
     </message>

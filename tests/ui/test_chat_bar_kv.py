@@ -28,6 +28,14 @@ def test_the_choice_is_shown_and_picked(bar, qtbot):
     assert "half" in combo.toolTip() and "reads the whole history again" in combo.toolTip()
 
 
+def test_full_precision_is_named_after_the_compute_dtype(bar):
+    """On the CPU the KV cache is float32: the entry must not say 16-bit (new-user trial)."""
+    bar.set_full_precision_bits(32)
+    assert bar.kv_combo.itemText(0) == "32-bit" and bar.kv_combo.itemData(0) == KV_16
+    bar.set_full_precision_bits(16)
+    assert bar.kv_combo.itemText(0) == "16-bit"
+
+
 def test_8bit_is_not_offered_for_a_model_that_cannot_read_it(bar):
     model = bar.kv_combo.model()
     bar.set_kv8_available(False)

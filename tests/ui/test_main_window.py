@@ -84,6 +84,7 @@ def test_conversations_survive_a_restart_of_the_window(qtbot, make_window, tiny_
     db = tmp_path / "chats.sqlite3"
     window = make_window(max_new_tokens=6, store_path=db)
     open_and_wait(qtbot, window, tiny_model_dir)
+    assert window.chat_bar.kv_combo.itemText(0) == "32-bit"  # float32 on the CPU, not "16-bit"
     with qtbot.waitSignal(window.turn_finished, timeout=30000):
         send(qtbot, window, "Remember the word zebra")
     answer = window.chat.conversation.messages[-1].content
