@@ -86,7 +86,7 @@ class TurnRunner:
     def warm_up(self, on_status=None, kv_precision: str = KV_16):
         """After load: one measured prefill to calibrate the projection, then compile the decode
         step for every cache capacity, once per KV precision of `warm_up_kv_bits(kv_precision)`
-        (the open chat's; CUDA; H200, 8B NF4: 84 s per precision with a cold Inductor cache,
+        (the open chat's; CUDA; H200, 8B NF4: 84 s for one precision with a cold Inductor cache,
         20 s with a warm one, tests/benchmarks/results/chat_path_h200.json). Until it is ready
         decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.local.compiled_decode import warm_up
@@ -119,6 +119,7 @@ class TurnRunner:
         if bits is None or self.decoder is None or not self.decoder.missing(bits):
             return None
         warm_up(self.loaded, on_status=on_status, kv_bits=(bits,), decoder=self.decoder, **self._compile_options)
+        release_memory()  # the scratch cache's blocks go back before the next turn is projected
         return self.decoder.status
 
     def calibrate(self, prompt_tokens: int = CALIBRATION_PROMPT_TOKENS) -> None:
