@@ -50,6 +50,8 @@ class ModelFlow(QObject):
         worker.load_failed.connect(self._on_load_failed)
         worker.load_cancelled.connect(self._on_load_cancelled)
         worker.decode_status_changed.connect(chat.decode_status_changed)
+        # the open chat's KV precision decides which decode steps the warm-up after a load compiles
+        chat.kv_precision_changed.connect(worker.kv_precision_chosen)
 
     @property
     def loading(self) -> bool:

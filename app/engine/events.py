@@ -29,7 +29,9 @@ class ReplyFinished:
     prefill_tokens: prompt tokens run through the model this turn (those after the prefix
     already in the session's KV cache). reused_tokens: prompt tokens served from that cache.
     cached_tokens: tokens the session's cache holds after the turn. decode_path: "compiled"
-    (CUDA graph), "eager-static" (preallocated cache) or "eager" (dynamic cache).
+    (CUDA graph), "eager-static" (preallocated cache) or "eager" (dynamic cache), followed by
+    the reason in brackets when the step is compiled for another KV format only
+    ("eager-static (8-bit KV step not compiled yet)").
     ttft_s: seconds from the start of the turn to the first new token.
     decode_tokens_per_s: new tokens after the first over the seconds they took.
     """

@@ -87,10 +87,13 @@ class ModelStatusBar(QStatusBar):
             self.backend_label.setToolTip(report.source if report is not None else "")
 
     def show_decode_status(self, status) -> None:
-        """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason)."""
-        text = {"compiling": self.tr("optimizing decode…"), "ready": self.tr("compiled decode"),
-                "failed": self.tr("eager decode (compile failed)"), "eager": self.tr("eager decode")
-                }.get(status.state, "")
+        """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason);
+        while compiling, the KV precisions being compiled ("optimizing decode for 8-bit KV…")."""
+        names = {16: self.tr("16-bit"), 8: self.tr("8-bit")}
+        compiling = " + ".join(names.get(bits, f"{bits}-bit") for bits in status.compiling_kv_bits)
+        text = {"compiling": self.tr("optimizing decode for {0} KV…").format(compiling),
+                "ready": self.tr("compiled decode"), "failed": self.tr("eager decode (compile failed)"),
+                "eager": self.tr("eager decode")}.get(status.state, "")
         self.decode_label.setText(text)
         self.decode_label.setToolTip(status.reason)
 

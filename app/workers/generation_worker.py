@@ -82,6 +82,8 @@ class GenerationWorker(QObject):
             local model makes its kept KV cache active now (parking the previous chat's in host
             memory, at most the given MiB), so the next turn prefills only its new tokens.
         conversation_forgotten(str): the conversation was deleted; its kept cache is dropped.
+        kv_precision_chosen(str): the open chat's KV cache precision ("16-bit", "8-bit",
+            "auto"): which KV precisions the decode warm-up after the next load compiles.
     Signals out:
         load_progressed(str, float): stage text, fraction 0..1 of the load in progress.
         model_loaded(object): the LoadReport of a model load_requested opened (after model_changed).
@@ -91,7 +93,9 @@ class GenerationWorker(QObject):
         probe_changed(object): the MemoryProbe of the device the adopted model is on (the same
             object the turn planner samples).
         decode_status_changed(object): DecodeStatus of the compiled decode step ("compiling"
-            while optimizing in the background, then "ready", "failed" or "eager" with a reason).
+            while optimizing in the background, then "ready", "failed" or "eager" with a reason):
+            after a load, and after a turn that decoded eagerly because its KV precision's step
+            was not compiled yet (it is compiled then, so the next turn is not).
         foresight_changed(object): ForesightSnapshot for the "what if" view (None after unload).
         backend_chosen(int, object): request id, the report of what answers it (LoadReport for
             the local model, RemoteReport for a server), before its first other event.
@@ -115,6 +119,7 @@ class GenerationWorker(QObject):
     window_requested = Signal(object)
     conversation_activated = Signal(str, int)
     conversation_forgotten = Signal(str)
+    kv_precision_chosen = Signal(str)
 
     load_progressed = Signal(str, float)
     model_loaded = Signal(object)
@@ -137,16 +142,19 @@ class GenerationWorker(QObject):
     summary_failed = Signal(int, str)
 
     def __init__(self, probe_factory=probe_for, api_key_lookup=load_api_key, remote_transport=None,
-                 device_preference: str = "auto"):
+                 device_preference: str = "auto", decode_compiler=None):
         """probe_factory(device) → MemoryProbe for a torch device string ("cuda:0", "cpu") or a
         device preference ("auto", "cpu"; the probe before any model is loaded);
         api_key_lookup(base_url) → the stored API key or "" (app.core.secrets);
-        remote_transport: an httpx transport for the remote backend (tests)."""
+        remote_transport: an httpx transport for the remote backend (tests);
+        decode_compiler: replaces torch.compile for the decode step (tests, see TurnRunner)."""
         super().__init__()
         self._runner: tr.TurnRunner | None = None
         self._remotes = RemoteBackends(api_key_lookup, remote_transport)
         self._probe_factory = probe_factory
+        self._decode_compiler = decode_compiler
         self.probe = probe_factory(device_preference)  # replaced by each adopted model's
+        self._kv_precision = KV_16  # the open chat's, for the warm-up after a load
         self._stop = threading.Event()
         self._loads = LoadTickets()
         # counted in the emitting (GUI) thread, so a Cancel reaches loads still in the queue
@@ -157,6 +165,7 @@ class GenerationWorker(QObject):
         self.window_requested.connect(self._on_window_requested)
         self.conversation_activated.connect(self._on_conversation_activated)
         self.conversation_forgotten.connect(self._on_conversation_forgotten)
+        self.kv_precision_chosen.connect(self._on_kv_precision_chosen)
 
     def request_stop(self) -> None:
         """Thread-safe: ends the current reply or summary before its next decode step."""
@@ -213,7 +222,7 @@ class GenerationWorker(QObject):
         release_memory()
         if loaded is not None:
             self.probe = self._probe_factory(loaded.report.device)
-            self._runner = tr.TurnRunner(loaded, self.probe)
+            self._runner = tr.TurnRunner(loaded, self.probe, self._decode_compiler)
             self.probe_changed.emit(self.probe)
         self.model_changed.emit(loaded.report if loaded is not None else None)
         self.foresight_changed.emit(self._runner.foresight.snapshot() if self._runner else None)
@@ -222,7 +231,11 @@ class GenerationWorker(QObject):
         if self._runner is not None:
             # In this thread: CUDA graphs belong to the thread that captured them. Turns sent
             # meanwhile queue behind it; the window stays usable and shows "optimizing".
-            self._runner.warm_up(self.decode_status_changed.emit)
+            self._runner.warm_up(self.decode_status_changed.emit, self._kv_precision)
+
+    @Slot(str)
+    def _on_kv_precision_chosen(self, precision: str) -> None:
+        self._kv_precision = precision
 
     @Slot(str, int)
     def _on_conversation_activated(self, key: str, kept_cache_mib: int) -> None:
@@ -296,3 +309,7 @@ class GenerationWorker(QObject):
                     self.summary_finished.emit(rid, state, verdict.reason)
                 case ev.SummaryFailed(reason=reason):
                     self.summary_failed.emit(rid, reason)
+        if backend is self._runner:
+            # The turn decoded eagerly for lack of its KV precision's compiled step: compile it
+            # now, in this thread (as the warm-up); sends meanwhile queue behind it.
+            self._runner.compile_missing(self.decode_status_changed.emit)

@@ -1306,8 +1306,16 @@ tokens counted by {4}: {5}</source>
         <translation>로컬 모델 답변</translation>
     </message>
     <message>
-        <source>optimizing decode…</source>
-        <translation>디코드 최적화 중…</translation>
+        <source>16-bit</source>
+        <translation>16비트</translation>
+    </message>
+    <message>
+        <source>8-bit</source>
+        <translation>8비트</translation>
+    </message>
+    <message>
+        <source>optimizing decode for {0} KV…</source>
+        <translation>{0} KV 디코드 최적화 중…</translation>
     </message>
     <message>
         <source>compiled decode</source>

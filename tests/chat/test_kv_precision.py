@@ -31,6 +31,8 @@ def test_the_choice_goes_with_each_turn_and_is_stored_with_the_chat(chat, tmp_pa
     assert chat.kv_precision == KV_8 and seen.of("kv_precision_changed")[-1] == (KV_8,)
     with Store(chat.store.path) as again:  # on disk, for the next launch
         assert again.load_conversation(first).kv_precision == KV_8
+    # the worker hears each change: the open chat's precision decides what the warm-up compiles
+    assert worker.kv_precisions == [KV_AUTO, KV_8, KV_16, KV_8, KV_16, KV_16, KV_8]  # opening: reset, then its own
 
 
 def test_switching_to_8bit_is_a_remedy_of_a_memory_refusal(chat):

@@ -12,7 +12,8 @@ from app.engine.memory.units import GiB
 class FakeWorker(QObject):
     """GenerationWorker's signals. requests: TurnRequests received; loads: (path, permissions,
     device) received; activations: (conversation key, kept MiB) received; forgotten: keys
-    received; counts: the TurnRequests of window_requested; stops / cancels: how often
+    received; kv_precisions: the open chat's KV precisions received (kv_precision_chosen);
+    counts: the TurnRequests of window_requested; stops / cancels: how often
     request_stop / request_cancel_load ran."""
 
     load_requested = Signal(str, object, str)
@@ -21,6 +22,7 @@ class FakeWorker(QObject):
     window_requested = Signal(object)
     conversation_activated = Signal(str, int)
     conversation_forgotten = Signal(str)
+    kv_precision_chosen = Signal(str)
 
     load_progressed = Signal(str, float)
     model_loaded = Signal(object)
@@ -57,6 +59,8 @@ class FakeWorker(QObject):
         self.forgotten: list = []
         self.conversation_activated.connect(lambda *args: self.activations.append(args))
         self.conversation_forgotten.connect(self.forgotten.append)
+        self.kv_precisions: list = []
+        self.kv_precision_chosen.connect(self.kv_precisions.append)
 
     def request_stop(self) -> None:
         self.stops += 1

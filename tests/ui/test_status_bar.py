@@ -58,3 +58,20 @@ def test_the_model_tooltip_names_the_kernel_of_each_attention_phase(qtbot, make_
     tip = status.model_label.toolTip()
     assert f"attention: flash_attention_2 (flash-attn 2.8.3.post2)\n    {phases[0]}\n    {phases[1]}\n" in tip
     assert phases[0].startswith("prefill: FlashAttention-2") and phases[1].startswith("decode: FlashAttention-2")
+
+
+def test_the_decode_status_names_the_kv_precisions_being_compiled(make_window):
+    """Issue 16 meets issue 12: a compile of the 8-bit KV step after a turn is named as such."""
+    from app.engine.local.compiled_decode import DecodeStatus
+
+    # no resize + wait here: with them, test_korean_screenshots_light_and_dark later segfaulted
+    # in QWidget.grab() when run after tests/workers and tests/chat (a Qt crash, not this code)
+    status = make_window().status
+    status.show_decode_status(DecodeStatus("compiling", "optimizing decode for 8-bit KV (2048 tokens)",
+                                           kv_bits=(16,), compiling_kv_bits=(8,)))
+    assert status.decode_label.text() == "optimizing decode for 8-bit KV…"
+    assert "optimizing decode for 8-bit KV (2048 tokens)" in status.decode_label.toolTip()
+    status.show_decode_status(DecodeStatus("compiling", compiling_kv_bits=(8, 16)))
+    assert status.decode_label.text() == "optimizing decode for 8-bit + 16-bit KV…"
+    status.show_decode_status(DecodeStatus("ready", "compiled decode for 16-bit and 8-bit KV", kv_bits=(16, 8)))
+    assert status.decode_label.text() == "compiled decode"

@@ -9,6 +9,7 @@ from PySide6.QtCore import QThread
 
 from app.core.conversation import Message, Role
 from app.core.history import SummaryState
+from app.core.kv_precision import KV_8
 from app.core.settings import GenerationSettings
 from app.engine import events as ev
 from app.engine.memory.probe import CpuProbe, FakeProbe
@@ -289,3 +290,55 @@ def test_the_probe_is_chosen_from_the_preference_then_from_the_adopted_models_de
 
     cuda = "cuda" if torch.cuda.is_available() else "cpu"  # no CUDA: a CUDA string gives the CPU probe
     assert [probe_for(d).kind for d in ("cpu", "cuda:0", "cuda", "auto")] == ["cpu", cuda, cuda, cuda]
+
+
+def start_compiling_worker():
+    """A worker whose decode step "compiles" on the CPU (the identity for torch.compile)."""
+    worker = GenerationWorker(decode_compiler=lambda fn: fn)
+    thread = QThread()
+    worker.moveToThread(thread)
+    thread.start()
+    return worker, thread
+
+
+def test_an_8bit_turn_decodes_eagerly_and_its_step_compiles_before_the_next_turn(qtbot, tiny_loaded):
+    """Issue 16 meets issue 12: the warm-up of a 16-bit chat compiles 16-bit KV only; an 8-bit
+    turn then runs eagerly (never compiling inside it) and says why, the worker compiles the
+    8-bit step right after it, and a turn sent meanwhile waits in the queue and runs compiled."""
+    worker, thread = start_compiling_worker()
+    happened = []
+    worker.decode_status_changed.connect(
+        lambda s: happened.append((s.state, s.compiling_kv_bits, s.kv_bits)))
+    worker.reply_finished.connect(lambda rid, finished, _record: happened.append((rid, finished.decode_path)))
+    try:
+        adopt(qtbot, worker, tiny_loaded)
+        qtbot.waitUntil(lambda: len(happened) == 2, timeout=30000)
+        assert happened == [("compiling", (16,), ()), ("ready", (), (16,))]
+        settings = GenerationSettings(system_prompt="", max_new_tokens=4, temperature=0.0)
+        worker.turn_requested.emit(request(1, settings, kv_precision=KV_8))
+        worker.turn_requested.emit(request(2, settings, kv_precision=KV_8))  # queued behind turn 1
+        qtbot.waitUntil(lambda: len(happened) == 6, timeout=60000)
+        assert happened[2:] == [(1, "eager-static (8-bit KV step not compiled yet)"),
+                                ("compiling", (8,), (16,)), ("ready", (), (16, 8)), (2, "compiled")]
+    finally:
+        thread.quit()
+        thread.wait(5000)
+
+
+def test_the_warm_up_compiles_the_open_chats_8bit_step_first(qtbot, tiny_loaded):
+    worker, thread = start_compiling_worker()
+    statuses = []
+    worker.decode_status_changed.connect(statuses.append)
+    try:
+        worker.kv_precision_chosen.emit(KV_8)  # the open chat's, before the model arrives
+        adopt(qtbot, worker, tiny_loaded)
+        qtbot.waitUntil(lambda: len(statuses) == 2, timeout=30000)
+        assert [(s.state, s.compiling_kv_bits) for s in statuses] == [("compiling", (8, 16)), ("ready", ())]
+        assert statuses[-1].kv_bits == (16, 8)
+        with qtbot.waitSignal(worker.reply_finished, timeout=30000) as done:
+            worker.turn_requested.emit(request(1, GenerationSettings(max_new_tokens=4, temperature=0.0),
+                                               kv_precision=KV_8))
+        assert done.args[1].decode_path == "compiled" and len(statuses) == 2  # nothing compiled after it
+    finally:
+        thread.quit()
+        thread.wait(5000)

@@ -8,18 +8,24 @@ before every step so a replay may overwrite the previous step's outputs (without
 output is "overwritten by a later run", ../shared/gpu/README.md). Measured there for the
 Llama-3-8B shape in NF4: eager 16.1 tok/s, static cache 34.8, this path 178.5.
 
-`warm_up(loaded)` compiles once after load, off the GUI thread, and reports "compiling" →
-"ready" or "failed" (with the reason) through a callback and the returned
+`warm_up(loaded, kv_bits=...)` compiles once per KV format after load, off the GUI thread, and
+reports "compiling" → "ready" or "failed" (with the reason) through a callback and the returned
 `CompiledDecode.status`. Until it is ready, or when compiling fails, or on the CPU, generation
 decodes eagerly; `ReplyFinished.decode_path` says which path ran.
 
-One compile serves every cache capacity (issue 12): sessions build their caches with
-`static_cache.new_static_cache`, whose layers expose the capacity only as a dynamic tensor
-dimension, so the step is traced once with a symbolic capacity (``dynamic=None`` honours the
-dimension marked dynamic and keeps every other shape static). With CUDA graphs, the first steps
-at a capacity not seen before record one more graph (milliseconds; still the compiled path);
-nothing recompiles when a chat grows. Caches of plain `StaticCache` layers (no symbolic
-capacity) still run compiled only at capacities warmed up explicitly.
+One compile per KV format serves every cache capacity (issues 12 and 16): sessions build their
+caches with `static_cache.new_static_cache`, whose layers expose the capacity only as a dynamic
+tensor dimension, so the step is traced once per format with a symbolic capacity (``dynamic=None``
+honours the dimension marked dynamic and keeps every other shape static). With CUDA graphs, the
+first steps at a capacity not seen before record one more graph (milliseconds; still the
+compiled path); nothing recompiles when a chat grows. A cache of another format (16-bit vs 8-bit
+keys and values, `static_cache.kv_format_of`) is another graph: Dynamo would recompile inside the
+turn (≈50 s for the 8B on an H200, cold Inductor cache), so readiness is kept per format and
+`can_run` is False for a format not warmed up: that turn decodes eagerly, its
+``decode_path`` says why ("eager-static (8-bit KV step not compiled yet)"), and the caller
+compiles the format after the turn (`missing`, then `warm_up(..., kv_bits=(8,), decoder=...)`).
+Caches of plain `StaticCache` layers (no symbolic capacity) still run compiled only at
+capacities warmed up explicitly.
 CUDA-graph trees are per thread: warm up in the thread that will generate, or the first steps
 in another thread record the graph again (about a second, not a recompile).
 Inductor's on-disk caches go to the user cache folder (`inductor_cache_dir`), so a second launch
@@ -38,8 +44,9 @@ from dataclasses import dataclass
 import torch
 
 from app.engine.local.generation import cache_kwarg
+from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
-from app.engine.local.static_cache import capacity_of, is_span_cache, new_static_cache
+from app.engine.local.static_cache import KV16_FORMAT, capacity_of, is_span_cache, kv_format_of, new_static_cache
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +56,41 @@ WARM_UP_STEPS = 3  # 1: compile + eager warm-up run, 2: CUDA-graph record, 3: fi
 
 @dataclass(frozen=True)
 class DecodeStatus:
-    """state: "eager" (nothing compiled: CPU, or not warmed up), "compiling", "ready" or
-    "failed". reason: one line for the user (why eager, or why compiling failed).
-    capacities: static-cache sizes (tokens) warmed up (every size runs compiled once one is
-    ready, see the module docstring). seconds: warm-up time."""
+    """state: "eager" (nothing compiled: CPU, or not warmed up), "compiling", "ready" (a step is
+    compiled for at least one KV format) or "failed" (none is). reason: one line for the user
+    (why eager, what is compiled, what failed). capacities: static-cache sizes (tokens) warmed
+    up (every size runs compiled once one is ready, see the module docstring). seconds: warm-up
+    time. kv_bits: the KV precisions (16, 8) whose step is compiled and ready. compiling_kv_bits:
+    while "compiling", those being compiled now, in order."""
 
     state: str
     reason: str = ""
     capacities: tuple[int, ...] = ()
     seconds: float = 0.0
+    kv_bits: tuple[int, ...] = ()
+    compiling_kv_bits: tuple[int, ...] = ()
+
+
+def kv_format_for(kv_bits: int) -> str:
+    """The cache format a session of ``kv_bits`` (16 or 8) builds (`new_static_cache`)."""
+    return KV16_FORMAT if kv_bits == 16 else KV8_FORMAT
+
+
+def _bits_of(kv_format: str) -> int:
+    return 16 if kv_format == KV16_FORMAT else 8
+
+
+def _bits_label(kv_bits) -> str:
+    """(16, 8) -> "16-bit and 8-bit KV"."""
+    return " and ".join(f"{bits}-bit" for bits in kv_bits) + " KV"
 
 
 class CompiledDecode:
     """The compiled decode step of one loaded model; pass it to generation as ``decoder=``.
 
     status: the latest DecodeStatus. can_run(cache) -> bool: a compiled step is ready for this
-    cache's shape. step(input_ids (1, 1) long, cache) -> last-position logits (vocab,) float32,
-    valid until the next step (CUDA-graph output buffer).
+    cache's format and shape. step(input_ids (1, 1) long, cache) -> last-position logits (vocab,)
+    float32, valid until the next step (CUDA-graph output buffer).
     """
 
     def __init__(self, model, compiler: Callable | None = None):
@@ -73,7 +98,8 @@ class CompiledDecode:
         self.status = DecodeStatus("eager", "not warmed up yet")
         self._compiler = compiler or _reduce_overhead
         self._compiled = None
-        self._ready: set[int] = set()
+        self._ready: set[tuple[str, int]] = set()  # (KV format, capacity) compiled and warmed up
+        self._failed: dict[str, str] = {}  # KV format -> why its compile failed (not retried)
         self._lock = threading.Lock()
         self._cache_kw = cache_kwarg(type(model))
 
@@ -82,25 +108,55 @@ class CompiledDecode:
                          **{self._cache_kw: cache})
         return out.logits[0, -1].float()
 
+    @property
+    def ready_kv_bits(self) -> tuple[int, ...]:
+        """KV precisions (16, 8) whose step is compiled, largest first."""
+        return tuple(sorted({_bits_of(fmt) for fmt, _ in self._ready}, reverse=True))
+
+    @property
+    def capacities(self) -> tuple[int, ...]:
+        return tuple(sorted({capacity for _, capacity in self._ready}))
+
     def can_run(self, cache) -> bool:
-        """A compiled step is ready for ``cache``: any capacity of a span cache once one
-        capacity compiled, else only the capacities warmed up."""
+        """A compiled step is ready for ``cache``: its KV format was warmed up (any capacity of a
+        span cache, else only the capacities warmed up). Never compiles."""
         if self._compiled is None or not self._ready:
             return False
-        return is_span_cache(cache) or capacity_of(cache) in self._ready
+        fmt = kv_format_of(cache)
+        if is_span_cache(cache):
+            return any(ready == fmt for ready, _ in self._ready)
+        return (fmt, capacity_of(cache)) in self._ready
+
+    def eager_reason(self, cache) -> str:
+        """Why a span cache decodes eagerly while the step is compiled for another KV format:
+        "8-bit KV step not compiled yet" or "8-bit KV step failed to compile"; "" when the step
+        runs, when nothing is compiled at all (``status`` says why) or for other caches."""
+        if not self._ready or not is_span_cache(cache) or self.can_run(cache):
+            return ""
+        fmt = kv_format_of(cache)
+        state = "failed to compile" if fmt in self._failed else "not compiled yet"
+        return f"{_bits_label((_bits_of(fmt),))} step {state}"
+
+    def missing(self, kv_bits: int) -> bool:
+        """The step for ``kv_bits`` KV is worth compiling now: this decoder compiles (a step is
+        ready for another format) and this format is neither compiled nor failed."""
+        fmt = kv_format_for(kv_bits)
+        return (bool(self._ready) and fmt not in self._failed
+                and not any(ready == fmt for ready, _ in self._ready))
 
     def step(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         torch.compiler.cudagraph_mark_step_begin()
         return self._compiled(input_ids, cache)
 
-    def compile_capacity(self, capacity: int) -> None:
-        """Compile, warm up and record the step for a StaticCache of ``capacity`` tokens, on a
-        scratch cache that is freed afterwards. Raises whatever torch.compile raises."""
+    def compile_capacity(self, capacity: int, kv_bits: int = 16) -> None:
+        """Compile, warm up and record the step for a span cache of ``capacity`` tokens holding
+        ``kv_bits`` KV (16 or 8), on a scratch cache that is freed afterwards. Raises whatever
+        torch.compile raises."""
         model = self.model
         with self._lock, torch.inference_mode():
             if self._compiled is None:
                 self._compiled = self._compiler(self._forward)
-            cache = new_static_cache(model.config, capacity)
+            cache = new_static_cache(model.config, capacity, kv_bits)
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
@@ -108,8 +164,9 @@ class CompiledDecode:
                 self.step(token, cache)
             if model.device.type == "cuda":
                 torch.cuda.synchronize()
+            fmt = kv_format_of(cache)
             del cache, prompt, token
-            self._ready.add(capacity)
+            self._ready.add((fmt, capacity))
 
 
 def _reduce_overhead(fn: Callable) -> Callable:
@@ -141,20 +198,26 @@ def inductor_cache_dir() -> str:
 def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
             on_status: Callable[[DecodeStatus], None] | None = None,
             decoder: CompiledDecode | None = None, compiler: Callable | None = None,
-            require_cuda: bool = True) -> CompiledDecode:
-    """Compile the decode step of ``loaded.model`` for static caches of ``capacities`` tokens.
+            require_cuda: bool = True, kv_bits: Iterable[int] = (16,)) -> CompiledDecode:
+    """Compile the decode step of ``loaded.model`` for span caches of ``capacities`` tokens
+    holding keys and values in each of ``kv_bits`` (16, 8; compiled in that order: the open
+    chat's first).
 
-    Blocking (one compile: 80.6 s for an 8B NF4 model on an H200 with a cold Inductor cache,
-    19.0 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other capacities only
-    record CUDA graphs): call it from a worker thread after load. Reports
-    DecodeStatus("compiling") then "ready" or "failed" (reason = exception type and first
-    line) via ``on_status`` and returns the decoder (pass an existing one to add capacities).
-    On the CPU (require_cuda) nothing is compiled: status "eager" with the reason. Never raises
-    for a compile failure; generation then stays eager.
+    Blocking (one compile per KV format: 80.6 s for an 8B NF4 model on an H200 with a cold
+    Inductor cache, 19.0 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other
+    capacities only record CUDA graphs): call it from the thread that will generate. Reports
+    DecodeStatus("compiling", compiling_kv_bits=...) then "ready" (at least one format
+    compiled; a format that failed is named in the reason and decodes eagerly) or "failed"
+    (none) via ``on_status`` and returns the decoder (pass an existing one to add formats or
+    capacities; those already compiled or failed are skipped). On the CPU (require_cuda)
+    nothing is compiled: status "eager" with the reason. Never raises for a compile failure.
     """
     model = loaded.model
     decoder = decoder or CompiledDecode(model, compiler)
     capacities = tuple(sorted(set(int(c) for c in capacities)))
+    todo = tuple(bits for bits in dict.fromkeys(int(b) for b in kv_bits)
+                 if kv_format_for(bits) not in decoder._failed
+                 and any((kv_format_for(bits), c) not in decoder._ready for c in capacities))
 
     def report(status: DecodeStatus) -> None:
         decoder.status = status
@@ -164,31 +227,38 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
     if require_cuda and model.device.type != "cuda":
         report(DecodeStatus("eager", "no CUDA device: decode runs eagerly (CUDA graphs need a GPU)"))
         return decoder
+    if not todo:
+        return decoder
     if require_cuda:
         inductor_cache_dir()
-    report(DecodeStatus("compiling", f"optimizing decode for {', '.join(map(str, capacities))} tokens",
-                        tuple(sorted(decoder._ready))))
+    report(DecodeStatus("compiling", f"optimizing decode for {_bits_label(todo)} "
+                        f"({', '.join(map(str, capacities))} tokens)",
+                        decoder.capacities, 0.0, decoder.ready_kv_bits, todo))
     started = time.perf_counter()
-    failure = None
-    for capacity in capacities:
-        if capacity in decoder._ready:
-            continue
-        try:
-            decoder.compile_capacity(capacity)
-        except Exception as exc:  # any compile/capture failure: stay eager, say why
-            log.warning("compiled decode failed for %d tokens", capacity, exc_info=exc)
-            lines = str(exc).strip().splitlines()
-            failure = f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__
-            break
+    for bits in todo:
+        for capacity in capacities:
+            if (kv_format_for(bits), capacity) in decoder._ready:
+                continue
+            try:
+                decoder.compile_capacity(capacity, bits)
+            except Exception as exc:  # any compile/capture failure: this format stays eager, say why
+                log.warning("compiled decode failed for %d-bit KV, %d tokens", bits, capacity, exc_info=exc)
+                lines = str(exc).strip().splitlines()
+                decoder._failed[kv_format_for(bits)] = (f"{type(exc).__name__}: {lines[0][:200]}" if lines
+                                                        else type(exc).__name__)
+                break
     seconds = time.perf_counter() - started
-    ready = tuple(sorted(decoder._ready))
-    if failure is not None:
-        if not ready:
-            decoder._compiled = None
-        report(DecodeStatus("failed", f"compiled decode unavailable, eager fallback ({failure})",
-                            ready, seconds))
-    else:
-        report(DecodeStatus("ready", "compiled decode for every cache size (torch.compile "
-                            "reduce-overhead, CUDA graphs)",
-                            ready, seconds))
+    ready = decoder.ready_kv_bits
+    failures = "; ".join(f"{_bits_label((_bits_of(fmt),))}: {why}" for fmt, why in decoder._failed.items()
+                         if _bits_of(fmt) not in ready)  # a format ready at one capacity runs at all
+    if not ready:
+        decoder._compiled = None
+        report(DecodeStatus("failed", f"compiled decode unavailable, eager fallback ({failures})",
+                            (), seconds))
+        return decoder
+    reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile "
+              "reduce-overhead, CUDA graphs)")
+    if failures:
+        reason += f"; eager fallback for {failures}"
+    report(DecodeStatus("ready", reason, decoder.capacities, seconds, ready))
     return decoder

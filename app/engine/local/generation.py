@@ -227,7 +227,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     prompt tokens after the common prefix with its cache are prefilled (ReplyFinished
     .prefill_tokens counts them). Without one, a throwaway session is used.
     decoder: an `app.engine.local.compiled_decode.CompiledDecode`; its compiled step runs when it is
-    ready for the session's static cache, else decode is eager.
+    ready for the session's static cache (its capacity and KV format), else decode is eager;
+    nothing is compiled here.
     prefill_chunk_tokens: None = `default_prefill_chunk(model.device)`; 0 = one shot.
     capacity_tokens: slots for a static cache that must grow this turn (the plan's; default:
     rounded up to a multiple of CAPACITY_STEP).
@@ -263,6 +264,9 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             raise _StoppedInPrefill
         compiled = decoder is not None and decoder.can_run(cache)
         path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
+        why = decoder.eager_reason(cache) if decoder is not None and not compiled else ""
+        if why:  # the step is compiled for another KV format; this one compiles after the turn
+            path += f" ({why})"
         seen = samplers.seen_mask(prompt_ids, logits) if params.repetition_penalty != 1.0 else None
         ahead = _OneStepAhead(decoder, cache, params, model.device, params.seed, seen) if compiled else None
         step = torch.zeros((1, 1), dtype=torch.long, device=model.device)

@@ -71,7 +71,16 @@ def packed_format(tensor: torch.Tensor) -> str:
 @functools.lru_cache(maxsize=16)
 def _hadamard(block: int, device: torch.device) -> torch.Tensor:
     """Sylvester's Hadamard matrix of order ``block`` (a power of two) / sqrt(block), float32:
-    symmetric and orthonormal, so it is its own inverse."""
+    symmetric and orthonormal, so it is its own inverse. Kept: built as a normal tensor even
+    under inference mode (the generation path), so a later forward outside it (autograd
+    recording, as in tests) can still use it; traced as is by torch.compile."""
+    if torch.compiler.is_compiling():
+        return _sylvester(block, device)
+    with torch.inference_mode(False):
+        return _sylvester(block, device)
+
+
+def _sylvester(block: int, device: torch.device) -> torch.Tensor:
     h = torch.ones((1, 1), device=device)
     while h.shape[0] < block:
         h = torch.cat((torch.cat((h, h), 1), torch.cat((h, -h), 1)), 0)

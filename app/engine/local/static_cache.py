@@ -135,6 +135,20 @@ def kv_bits_of(cache) -> int:
     return 8 if any(isinstance(layer, QuantizedSpanLayer) for layer in layers) else 16
 
 
+KV16_FORMAT = "16-bit"
+"""`kv_format_of` a cache whose keys and values are in the compute dtype (bf16, fp16, fp32)."""
+
+
+def kv_format_of(cache) -> str:
+    """How ``cache`` holds keys and values: the 8-bit format of its QuantizedSpanLayers
+    (kv_quant: "int8", "fp8"), else KV16_FORMAT. A decode step compiled for one format does
+    not serve another (the layer classes and tensor dtypes differ: Dynamo would recompile)."""
+    for layer in getattr(cache, "layers", ()):
+        if isinstance(layer, QuantizedSpanLayer):
+            return layer.kv_format
+    return KV16_FORMAT
+
+
 def capacity_of(cache) -> int | None:
     """Slots of a StaticCache (tokens), None for any other cache."""
     if not isinstance(cache, StaticCache) or not cache.layers:

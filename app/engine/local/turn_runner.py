@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from app.core.conversation import Message
 from app.core.history import SummaryState
-from app.core.kv_precision import KV_16
+from app.core.kv_precision import KV_8, KV_16
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     DocumentsFitted,
@@ -43,7 +43,9 @@ class TurnRunner:
 
     kind = "local"
 
-    def __init__(self, loaded, probe: MemoryProbe):
+    def __init__(self, loaded, probe: MemoryProbe, decode_compiler=None):
+        """decode_compiler: replaces torch.compile for the decode step (tests: ``lambda fn: fn``,
+        then it also "compiles" on the CPU); None = torch.compile reduce-overhead, CUDA only."""
         from app.engine.local.session_pool import SessionPool
 
         self.loaded = loaded
@@ -53,6 +55,9 @@ class TurnRunner:
         # the caches of recently used conversations parked in host memory.
         self.sessions = SessionPool()
         self.decoder = None  # a CompiledDecode once warm_up ran (CUDA); eager until then
+        self._compile_options = dict(compiler=decode_compiler, require_cuda=decode_compiler is None)
+        # the KV precision of the latest turn that decoded eagerly for lack of its compiled step
+        self.uncompiled_kv_bits: int | None = None
         self.cpu_meter = None  # CPU models: how many cores other programs keep busy
         self.cpu_threads = None  # intra-op threads of the latest CPU turn
         if loaded.model.device.type == "cpu":
@@ -78,15 +83,43 @@ class TurnRunner:
         """The LoadReport of the model that answers (the backend protocol's report)."""
         return self.loaded.report
 
-    def warm_up(self, on_status=None):
+    def warm_up(self, on_status=None, kv_precision: str = KV_16):
         """After load: one measured prefill to calibrate the projection, then compile the decode
-        step once for every cache capacity (CUDA; H200, 8B NF4: 84 s with a cold Inductor cache,
+        step for every cache capacity, once per KV precision of `warm_up_kv_bits(kv_precision)`
+        (the open chat's; CUDA; H200, 8B NF4: 84 s for one precision with a cold Inductor cache,
         20 s with a warm one, tests/benchmarks/results/chat_path_h200.json). Until it is ready
         decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.local.compiled_decode import warm_up
 
         self.calibrate()
-        self.decoder = warm_up(self.loaded, on_status=on_status)
+        self.decoder = warm_up(self.loaded, on_status=on_status, kv_bits=self.warm_up_kv_bits(kv_precision),
+                               decoder=self.decoder, **self._compile_options)
+        return self.decoder.status
+
+    def warm_up_kv_bits(self, kv_precision: str) -> tuple[int, ...]:
+        """The KV precisions whose decode step the warm-up compiles, the open chat's first: 16
+        always; 8 too when the chat is "8-bit", or "auto" and the model's whole context does not
+        fit at 16-bit here (`Foresight.auto_context`, the fit plan's arithmetic: "auto" will then
+        switch to 8-bit on a long chat) — when this model can run 8-bit KV at all."""
+        foresight = self.foresight
+        if not foresight.kv8_available or kv_precision == KV_16:
+            return (16,)
+        if kv_precision == KV_8:
+            return (8, 16)
+        return (16, 8) if foresight.auto_context < foresight.max_positions else (16,)
+
+    def compile_missing(self, on_status=None):
+        """After a turn that decoded eagerly because its KV precision's step was not compiled:
+        compile it now (blocking: one compile, see `warm_up`; in the generating thread, CUDA
+        graphs are per thread), so the next turn runs compiled. Returns the new DecodeStatus,
+        None when nothing was missing."""
+        from app.engine.local.compiled_decode import warm_up
+
+        bits, self.uncompiled_kv_bits = self.uncompiled_kv_bits, None
+        if bits is None or self.decoder is None or not self.decoder.missing(bits):
+            return None
+        warm_up(self.loaded, on_status=on_status, kv_bits=(bits,), decoder=self.decoder, **self._compile_options)
+        release_memory()  # the scratch cache's blocks go back before the next turn is projected
         return self.decoder.status
 
     def calibrate(self, prompt_tokens: int = CALIBRATION_PROMPT_TOKENS) -> None:
@@ -188,6 +221,8 @@ class TurnRunner:
         error = outcome = None
         if self.session.set_kv_bits(plan.kv_bits):
             release_memory()  # the cache in the other precision is gone before the new one fills
+        if self.decoder is not None and self.decoder.missing(plan.kv_bits):
+            self.uncompiled_kv_bits = plan.kv_bits  # decodes eagerly now; compile_missing after the turn
         foresight.begin_measurement()
         try:
             for event in generation.stream_reply(
