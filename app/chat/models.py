@@ -22,7 +22,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
 from app.core.history import DEFAULT_MODEL_CONTEXT
-from app.core.new_tokens import fitted_new_tokens
+from app.core.new_tokens import conversation_tokens, fitted_new_tokens
 from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class ModelFlow(QObject):
         chat.announce(translate("Models", "Max new tokens was {0}, more than this model's {1}-token context can "
                                           "hold beside a message; it is now {2} (Settings), so the conversation "
                                           "keeps {3} tokens.").format(
-            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{context - lowered:,}"), "info")
+            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{conversation_tokens(lowered, context):,}"), "info")
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on

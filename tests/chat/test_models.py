@@ -174,8 +174,9 @@ def open_sized(chat, tmp_path, max_positions=2048, name="model"):
     return path
 
 
+# the conversation keeps 2,048 − 512 new − 256 summary reserve, as the token meter says
 LOWERED_1755 = ("Max new tokens was 1,755, more than this model's 2,048-token context can hold beside a message; "
-                "it is now 512 (Settings), so the conversation keeps 1,536 tokens.", "info")
+                "it is now 512 (Settings), so the conversation keeps 1,280 tokens.", "info")
 
 
 def test_a_saved_max_new_tokens_the_context_cannot_hold_is_lowered_when_the_model_opens(make_chat, tmp_path):
@@ -235,3 +236,19 @@ def test_a_turn_never_runs_with_more_new_tokens_than_the_context_allows(make_cha
     chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, max_new_tokens=9000))
     chat.turns.send("Hello")  # set behind every check: the turn still gets what fits
     assert chat.worker.requests[-1].settings.max_new_tokens == 512
+
+
+def test_the_lowered_notice_says_the_budget_the_token_meter_shows(make_chat, tmp_path):
+    """New-user trial: "…now 2,048 (Settings), so the conversation keeps 6,144 tokens" while the
+    token line under the composer said "… / 5,632": the summary reserve was left out."""
+    from app.core.history import TokenBudget, summary_reserve
+
+    chat = make_chat(max_new_tokens=256)
+    open_sized(chat, tmp_path, max_positions=8192)
+    generation = replace(chat.settings.generation, max_new_tokens=32768)
+    chat.backend.apply_settings(generation, chat.settings.backend)  # Settings → OK
+    meter = TokenBudget.for_model(8192, None, 2048, summary_reserve(8192)).prompt_tokens  # the engine's budget
+    assert meter == 5632
+    assert chat.recorded.of("notice")[-1] == (
+        "Max new tokens was 32,768, more than this model's 8,192-token context can hold beside a message; "
+        "it is now 2,048 (Settings), so the conversation keeps 5,632 tokens.", "info")
