@@ -65,7 +65,8 @@ def test_the_conversation_list_shows_the_title_as_typed(qtbot, make_window):
     assert tooltip_reads(item.toolTip()).split("\n")[0] == TITLE
     window.sidebar.show_undo(conversation_id, TITLE)
     assert tooltip_reads(window.sidebar.undo_label.toolTip()) == TITLE
-    window.sidebar.search_edit.setText(TITLE)
+    with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
+        window.sidebar.search_edit.setText(TITLE)
     window.sidebar.set_conversations([], None)  # nothing matches
     assert window.sidebar.empty_label.textFormat() == Qt.TextFormat.PlainText
     assert one_line(window.sidebar.empty_label)
