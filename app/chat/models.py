@@ -22,7 +22,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
 from app.core.history import DEFAULT_MODEL_CONTEXT
-from app.core.new_tokens import fitted_new_tokens
+from app.core.new_tokens import conversation_tokens, fitted_new_tokens
 from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class ModelFlow(QObject):
         chat.announce(translate("Models", "Max new tokens was {0}, more than this model's {1}-token context can "
                                           "hold beside a message; it is now {2} (Settings), so the conversation "
                                           "keeps {3} tokens.").format(
-            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{context - lowered:,}"), "info")
+            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{conversation_tokens(lowered, context):,}"), "info")
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
@@ -148,7 +148,7 @@ class ModelFlow(QObject):
         chat.worker.request_stop()  # a reply in flight ends before the model goes
         chat.can_send_changed.emit(False)
         self._fraction = 0.0
-        chat.load_progressed.emit(translate("Models", "Opening {0}…").format(path.name), 0.0)
+        chat.load_progressed.emit(self._loading_line(path), 0.0)
         chat.worker.load_requested.emit(str(path), chat.settings.permissions_for(path), chat.device_preference)
 
     def cancel_load(self) -> bool:
@@ -176,6 +176,14 @@ class ModelFlow(QObject):
         return Path(previous)
 
     @staticmethod
+    def _loading_line(path: Path, stage: str = "Ready") -> str:
+        """The progress line: which model loads, then the loader's stage. Its last stage,
+        "Ready", is not said: the window is not ready until model_loaded (a first start read
+        "Ready" beside the bar while the model was still being adopted)."""
+        loading = translate("Models", "Loading {0}…").format(path.name)
+        return loading if stage == "Ready" else f"{loading} · {load_stage_text(stage)}"
+
+    @staticmethod
     def _reopening(text: str, previous: Path | None) -> str:
         """`text`, then that the previous model opens again (when there is one)."""
         if previous is None:
@@ -187,7 +195,7 @@ class ModelFlow(QObject):
     def _on_load_progressed(self, text: str, fraction: float) -> None:
         if len(self._loads) == 1:  # not the stages of a load already replaced
             self._fraction = fraction
-            self._chat.load_progressed.emit(load_stage_text(text), fraction)
+            self._chat.load_progressed.emit(self._loading_line(self._loads[0], text), fraction)
 
     @Slot(object)
     def _on_model_changed(self, report) -> None:

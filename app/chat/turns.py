@@ -28,6 +28,7 @@ from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.history import group_turns
 from app.core.kv_precision import KV_8
+from app.core.new_tokens import conversation_tokens
 from app.core.pinned_notes import with_pinned_notes
 from app.engine.documents.fit import WHOLE
 from app.workers.generation_worker import TurnRequest
@@ -213,7 +214,8 @@ class TurnFlow(QObject):
                 chat.presets.settings_edited()
                 chat.announce(translate("Turns", "Max new tokens is now {0} (Settings), so the conversation "
                                                  "keeps {1} tokens of the {2}-token context.").format(
-                    f"{lowered:,}", f"{decision.context_limit - lowered:,}", f"{decision.context_limit:,}"),
+                    f"{lowered:,}", f"{conversation_tokens(lowered, decision.context_limit):,}",
+                    f"{decision.context_limit:,}"),
                     "status")
             self._start_turn(settings=replace(settings, max_new_tokens=lowered), documents=documents)
         elif choice == "trim" and decision.trim_tokens and self.last_plan is not None:

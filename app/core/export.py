@@ -45,8 +45,9 @@ def _message_json(m) -> dict:
 def conversation_markdown(c: "StoredConversation") -> str:
     """Markdown: a heading per message; unfinished answers are marked; an attached document
     follows its message in a collapsed <details> block, an answer's sources are listed under it.
-    A user's message reads as typed (`_as_typed`); answers are Markdown already."""
-    lines = [f"# {c.info.title or 'Untitled conversation'}", "",
+    A user's message reads as typed (`_as_typed`), and so does the title (`_escaped`); answers are
+    Markdown already."""
+    lines = [f"# {_escaped(c.info.title) or 'Untitled conversation'}", "",
              f"_Exported from Headroom; started {_iso(c.info.created_at)}._", ""]
     if c.pinned_notes:
         lines += ["> **Pinned notes:** " + c.pinned_notes.replace("\n", "\n> "), ""]
@@ -81,6 +82,16 @@ def _as_typed(text: str) -> str:
         return text
     fence = "`" * max(3, _longest_run(text, "`") + 1)
     return f"{fence}text\n{text}\n{fence}"
+
+
+_MARKUP_CHARACTER = re.compile(r"([\\`*_\[\]<>&#|~])")
+
+
+def _escaped(text: str) -> str:
+    """`text` on one line (a heading) that a Markdown reader shows as typed: each markup
+    character backslash-escaped (CommonMark escapes any ASCII punctuation; "\\&" is no entity,
+    "\\<" no HTML), line breaks as spaces. A heading cannot hold a fence as `_as_typed` uses."""
+    return _MARKUP_CHARACTER.sub(r"\\\1", " ".join(text.splitlines()))
 
 
 def _longest_run(text: str, char: str) -> int:

@@ -9,7 +9,7 @@ tokens saved, a 2,048-token context, "37 / 37 tokens" left for the conversation)
 
 from __future__ import annotations
 
-from app.core.history import summary_reserve
+from app.core.history import TokenBudget, summary_reserve
 
 MIN_PROMPT_TOKENS = 512
 """Prompt tokens a turn needs besides its answer, at most: a system prompt, a message of a few
@@ -35,3 +35,10 @@ def fitted_new_tokens(max_new_tokens: int, context_tokens: int) -> int:
     if max_new_tokens <= max_new_tokens_allowed(context_tokens):
         return max_new_tokens
     return min(lowered_new_tokens(context_tokens), max_new_tokens_allowed(context_tokens))
+
+
+def conversation_tokens(max_new_tokens: int, context_tokens: int) -> int:
+    """Tokens left for the system prompt and the conversation (may be ≤ 0) when a context of
+    `context_tokens` keeps `max_new_tokens` for the answer and the summary reserve: the engine's
+    TokenBudget.prompt_tokens, the budget the token meter under the composer shows."""
+    return TokenBudget(context_tokens, max_new_tokens, summary_reserve(context_tokens)).prompt_tokens

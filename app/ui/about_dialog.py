@@ -103,6 +103,7 @@ def _add_section(grid: QGridLayout, heading: str, rows: list[tuple[str, str]]) -
         name_label, value_label = QLabel(name), QLabel(value)
         name_label.setObjectName("aboutName")
         value_label.setObjectName("aboutValue")
+        value_label.setTextFormat(Qt.TextFormat.PlainText)  # paths and versions show literally
         value_label.setWordWrap(True)
         value_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid.addWidget(name_label, row, 0, Qt.AlignmentFlag.AlignTop)

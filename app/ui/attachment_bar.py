@@ -61,7 +61,7 @@ class AttachmentBar(QWidget):
             chip.setAccessibleName(self.tr("Attachment {0}").format(name))
             chip.clicked.connect(lambda: self.remove_requested.emit(attachment_id))
             self._row.insertWidget(self._row.count() - 1, chip)
-        chip.setText(f"{name} · {status}  ✕")
+        chip.setText(f"{name.replace('&', '&&')} · {status}  ✕")  # "&" in a file name is no access key
 
     # ----- drops -------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)

@@ -4,7 +4,7 @@
 
 from dataclasses import replace
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
 
 from app.core.backend_settings import LOCAL, REMOTE, BackendSettings, BackendSettingsError
@@ -37,6 +37,7 @@ class BackendForm(QWidget):
         self.note.setWordWrap(True)
         self.problem_label = QLabel("")
         self.problem_label.setObjectName("backendProblem")
+        self.problem_label.setTextFormat(Qt.TextFormat.PlainText)  # server error text shows literally
         self.problem_label.setWordWrap(True)  # red, from the themed stylesheet
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)

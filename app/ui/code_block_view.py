@@ -82,6 +82,7 @@ class CodeBlockView(QFrame):
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.language_label = QLabel()
         self.language_label.setObjectName("codeBlockLanguage")
+        self.language_label.setTextFormat(Qt.TextFormat.PlainText)  # the fence info string, as written
         self.copy_button = QToolButton()
         self.copy_button.setObjectName("codeBlockCopy")
         self.copy_button.setText(self.tr("Copy"))

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.core.store import ConversationInfo
 from app.ui.edit_keys import widget_shortcut
+from app.ui.plain_text import plain_tooltip
 
 SEARCH_DEBOUNCE_MS = 200
 UNDO_MS = 8000
@@ -80,7 +81,7 @@ class _UndoLabel(QLabel):
     def set_title(self, title: str) -> None:
         self._title = title
         self.setText(self._template().format(title))
-        self.setToolTip(title)
+        self.setToolTip(plain_tooltip(title))
 
     def minimumSizeHint(self) -> QSize:
         return QSize(40, super().minimumSizeHint().height())
@@ -143,6 +144,7 @@ class ConversationList(QWidget):
         self.list_widget.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.empty_label = QLabel()
         self.empty_label.setObjectName("conversationListEmpty")
+        self.empty_label.setTextFormat(Qt.TextFormat.PlainText)  # the search as typed
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
         self.empty_label.setWordWrap(True)
         layout = QVBoxLayout(self)
@@ -286,9 +288,9 @@ class ConversationList(QWidget):
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                       | Qt.ItemFlag.ItemIsEditable)
         updated = QLocale().toString(datetime.fromtimestamp(info.updated_at), QLocale.FormatType.ShortFormat)
-        item.setToolTip("\n".join((display_title(info.title),
+        item.setToolTip(plain_tooltip("\n".join((display_title(info.title),
                                    self.tr("%n messages · last used {0}", "", info.message_count).format(updated),
-                                   self.tr("F2 to rename · right-click for more"))))
+                                   self.tr("F2 to rename · right-click for more")))))
         if not info.title.strip():
             font = item.font()
             font.setItalic(True)

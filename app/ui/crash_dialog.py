@@ -27,6 +27,7 @@ class CrashDialog(QDialog):
         self.title.setObjectName("crashTitle")
         self.summary = QLabel()
         self.summary.setObjectName("crashSummary")
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)  # exception text shows literally
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         text = self.tr("Headroom keeps running and your conversations are saved. If this keeps happening, "

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
+from app.ui.plain_text import plain_tooltip
+
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
@@ -43,11 +45,12 @@ class DocumentChips(QWidget):
         for index, document in enumerate(documents):
             chip = QLabel(f"{document.name} · {document_extent(document)}")
             chip.setObjectName("documentChip")
+            chip.setTextFormat(Qt.TextFormat.PlainText)  # a file name shows literally
             chip.setToolTip(self.tr("Attached to this message; sent again when it is edited or answered again"))
             remove = QToolButton()
             remove.setObjectName("documentRemove")
             remove.setText("✕")
-            remove.setToolTip(self.tr("Remove {0} from this chat").format(document.name))
+            remove.setToolTip(plain_tooltip(self.tr("Remove {0} from this chat").format(document.name)))
             remove.setAccessibleName(self.tr("Remove {0}").format(document.name))
             remove.setCursor(Qt.CursorShape.PointingHandCursor)
             remove.clicked.connect(lambda _checked=False, i=index: self.remove_requested.emit(i))

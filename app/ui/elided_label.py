@@ -5,6 +5,8 @@ path or server name made the window wider than the screen)."""
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
+from app.ui.plain_text import plain_tooltip
+
 MIN_CHARS = "Mmmmmm…"  # the narrowest it gets: a few characters and the ellipsis
 
 
@@ -56,5 +58,6 @@ class ElidedLabel(QLabel):
             super().setText(shown)
         cut = shown != self._full
         tip = "\n".join(t for t in ((self._full if cut else ""), self._details) if t)
+        tip = plain_tooltip(tip)
         if tip != super().toolTip():
             super().setToolTip(tip)

@@ -20,6 +20,7 @@ from app.core.conversation import MessageStatus, Role
 from app.ui.document_chips import DocumentChips
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
+from app.ui.plain_text import plain_tooltip
 from app.ui.reply_stats_text import stats_line, stats_tooltip
 from app.ui.sources_line import SourcesLine
 
@@ -101,12 +102,14 @@ class MessageBubble(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._header = QLabel(_translated(_ROLE_TITLES[role]))
         self._header.setObjectName("bubbleHeader")
+        self._header.setTextFormat(Qt.TextFormat.PlainText)  # an error detail shows literally
         self._header.setWordWrap(True)
         self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._body = MarkdownView()
         self._body.setAccessibleName(self.tr("Message text"))
         self._note = QLabel()
         self._note.setObjectName("bubbleNote")
+        self._note.setTextFormat(Qt.TextFormat.PlainText)
         self._note.setWordWrap(True)
         self._note.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._note.setVisible(False)
@@ -254,7 +257,7 @@ class MessageBubble(QFrame):
         elif tag:
             title = self.tr("{0} — {1}").format(title, _translated(tag))
         self._header.setText(title)
-        self._header.setToolTip(detail)
+        self._header.setToolTip(plain_tooltip(detail))
         self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
             self._render()

@@ -11,5 +11,6 @@ class Notice(QLabel):
         super().__init__(text, parent)
         self.setObjectName("notice")
         self.setProperty("kind", kind)
+        self.setTextFormat(Qt.TextFormat.PlainText)  # titles and file names show literally
         self.setWordWrap(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

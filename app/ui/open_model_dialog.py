@@ -117,6 +117,7 @@ class OpenModelDialog(QDialog):
         self.empty.setWordWrap(True)
         self.detail = QLabel()
         self.detail.setObjectName("openModelDetail")
+        self.detail.setTextFormat(Qt.TextFormat.PlainText)  # model paths show literally
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context = ContextChoice()

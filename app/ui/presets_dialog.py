@@ -43,6 +43,7 @@ class PresetsDialog(QDialog):
         self.list.setObjectName("presetList")
         self.list.setAccessibleName(self.tr("Presets"))
         self.description = QLabel()
+        self.description.setTextFormat(Qt.TextFormat.PlainText)  # preset names and prompts show literally
         self.description.setWordWrap(True)
         self.description.setObjectName("presetDescription")
         self.apply_button = QPushButton(self.tr("Use in this chat"))

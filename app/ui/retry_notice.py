@@ -17,6 +17,7 @@ class RetryNotice(QWidget):
         self.label = QLabel(text)
         self.label.setObjectName("notice")  # styled as an error notice
         self.label.setProperty("kind", "error")
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # error text shows literally
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.retry_button = QPushButton(self.tr("Retry"))

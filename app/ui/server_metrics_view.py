@@ -2,6 +2,9 @@
 (vLLM's Prometheus /metrics), or, plainly, that it says nothing. Draws what it receives.
 """
 
+import html
+
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QVBoxLayout, QWidget
 
 
@@ -20,6 +23,7 @@ class ServerMetricsView(QWidget):
         self.kv_bar.setTextVisible(False)
         self.status = QLabel(self.tr("Waiting for the server's first reading…"))
         self.status.setObjectName("serverStatus")
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # the server's reason shows literally
         self.status.setWordWrap(True)
         self.note = QLabel(self.tr("The model runs on the server; the memory figures below are this computer's."))
         self.note.setObjectName("serverNote")  # muted, from the themed stylesheet
@@ -34,7 +38,7 @@ class ServerMetricsView(QWidget):
 
     def set_server(self, display: str) -> None:
         """`display`: "model @ host:port"; resets to waiting for a reading."""
-        self.title.setText(f"<b>{self.remote_server_text()}</b> · {display}")
+        self.title.setText(f"<b>{html.escape(self.remote_server_text())}</b> · {html.escape(display)}")
         self.kv_bar.setVisible(False)
         self.status.setText(self.tr("Waiting for the server's first reading…"))
 

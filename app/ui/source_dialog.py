@@ -1,7 +1,7 @@
 """One document excerpt an answer was given, opened from its sources line (issue 18, item 3):
 where it comes from (file, excerpt number, section, page, characters) and its text."""
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
@@ -27,6 +27,7 @@ class SourceDialog(QDialog):
         self.setWindowTitle(self.tr("Source: {0}").format(citation.name))
         self.place_label = QLabel(source_place(citation))
         self.place_label.setObjectName("sourcePlace")
+        self.place_label.setTextFormat(Qt.TextFormat.PlainText)  # a file name shows literally
         self.place_label.setWordWrap(True)
         self.text_view = QPlainTextEdit(citation.text)
         self.text_view.setObjectName("sourceText")

@@ -31,7 +31,9 @@ class ModelStatusBar(QStatusBar):
         self.progress.setRange(0, 100)
         self.progress.setMaximumWidth(180)
         self.progress.setTextVisible(False)
+        self.progress.setAccessibleName(self.tr("Model loading progress"))
         self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button.setToolTip(self.tr("Stop loading this model"))
         self.cancel_button.clicked.connect(self.cancel_load_requested)
         self.addWidget(self.model_label, 1)
         self.addPermanentWidget(self.progress)
@@ -39,20 +41,33 @@ class ModelStatusBar(QStatusBar):
         self.addPermanentWidget(self.backend_label)
         self.addPermanentWidget(self.decode_label)
         self.addPermanentWidget(self.speed_label)
+        self._report = None
         self.end_progress()
 
     def show_progress(self, text: str, fraction: float) -> None:
+        """A load runs: `text` (which model, which stage) beside the bar until end_progress;
+        a report arriving meanwhile waits (the old model's None would say "No model loaded")."""
+        self._loading = True
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
         self.progress.setValue(int(fraction * 100))
         self.model_label.setText(text)
+        self.model_label.setToolTip("")
 
     def end_progress(self) -> None:
+        """No load runs: the bar goes and the label shows the model open now."""
+        self._loading = False
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
+        self._show_report(self._report)
 
     def show_report(self, report) -> None:
-        """report: an engine LoadReport, or None when no model is loaded."""
+        """report: an engine LoadReport, or None when no model is loaded (shown once no load runs)."""
+        self._report = report
+        if not self._loading:
+            self._show_report(report)
+
+    def _show_report(self, report) -> None:
         if report is None:
             self.model_label.setText(self.tr("No model loaded"))
             self.model_label.setToolTip("")

@@ -1258,8 +1258,16 @@ Your chats are saved here.</source>
         <translation>불러온 모델 없음</translation>
     </message>
     <message>
+        <source>Model loading progress</source>
+        <translation>모델 불러오기 진행률</translation>
+    </message>
+    <message>
         <source>Cancel</source>
         <translation>취소</translation>
+    </message>
+    <message>
+        <source>Stop loading this model</source>
+        <translation>이 모델 불러오기를 멈춥니다</translation>
     </message>
     <message>
         <source>{0} weights</source>
@@ -1355,12 +1363,12 @@ tokens counted by {4}: {5}</source>
         <translation>최대 새 토큰 수(설정값 {0})가 이 모델의 {1} 토큰 컨텍스트에 메시지와 함께 담기에는 너무 큽니다. 이제 {2}입니다(설정). 대화에 {3} 토큰이 남습니다.</translation>
     </message>
     <message>
-        <source>Opening {0}…</source>
-        <translation>{0} 여는 중…</translation>
-    </message>
-    <message>
         <source>Cancelling after the current step…</source>
         <translation>현재 단계가 끝나면 취소합니다…</translation>
+    </message>
+    <message>
+        <source>Loading {0}…</source>
+        <translation>{0} 불러오는 중…</translation>
     </message>
     <message>
         <source>Reopening {0}.</source>

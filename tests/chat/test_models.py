@@ -27,14 +27,16 @@ def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_rep
     assert path == str(model) and permissions.allow_pickle and device == "auto"
     assert worker.stops == 1  # a reply in flight ends before the model goes
     assert seen.of("can_send_changed")[-1] == (False,)
-    assert seen.of("load_progressed") == [("Opening tiny…", 0.0)] and chat.models.loading
+    assert seen.of("load_progressed") == [("Loading tiny…", 0.0)] and chat.models.loading
     worker.load_progressed.emit("Loading weights (cpu, sdpa)", 0.85)
+    assert seen.of("load_progressed")[-1] == ("Loading tiny… · Loading weights (cpu, sdpa)", 0.85)
     worker.model_changed.emit(None)  # the worker freed the old model first
     loaded = report()
+    worker.load_progressed.emit("Ready", 1.0)  # the loader is done, the worker not yet
+    assert seen.of("load_progressed")[-1] == ("Loading tiny…", 1.0)
     worker.model_changed.emit(loaded)
     worker.model_loaded.emit(loaded)
     assert chat.report is loaded and seen.of("model_loaded") == [(loaded,)]
-    assert seen.of("load_progressed")[-1] == ("Loading weights (cpu, sdpa)", 0.85)
     assert seen.of("load_ended") == [()] and not chat.models.loading
     assert seen.of("can_send_changed")[-1] == (True,)
     assert chat.settings.last_model_path == str(model) and chat.settings.recent_models[0].endswith("tiny")
@@ -82,7 +84,7 @@ def test_a_newer_open_replaces_the_load_in_progress(chat, tmp_path):
     chat.models.open_model(second)
     assert worker.cancels == 1 and len(worker.loads) == 2
     worker.load_progressed.emit("Loading the tokenizer", 0.8)  # the replaced load's: not shown
-    assert seen.of("load_progressed")[-1] == ("Opening second…", 0.0)
+    assert seen.of("load_progressed")[-1] == ("Loading second…", 0.0)
     worker.load_cancelled.emit()  # the first one, replaced: no notice, no reopen
     assert seen.of("notice") == [] and seen.of("load_ended") == [] and len(worker.loads) == 2
     loaded = report("second")
@@ -172,8 +174,9 @@ def open_sized(chat, tmp_path, max_positions=2048, name="model"):
     return path
 
 
+# the conversation keeps 2,048 − 512 new − 256 summary reserve, as the token meter says
 LOWERED_1755 = ("Max new tokens was 1,755, more than this model's 2,048-token context can hold beside a message; "
-                "it is now 512 (Settings), so the conversation keeps 1,536 tokens.", "info")
+                "it is now 512 (Settings), so the conversation keeps 1,280 tokens.", "info")
 
 
 def test_a_saved_max_new_tokens_the_context_cannot_hold_is_lowered_when_the_model_opens(make_chat, tmp_path):
@@ -233,3 +236,19 @@ def test_a_turn_never_runs_with_more_new_tokens_than_the_context_allows(make_cha
     chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, max_new_tokens=9000))
     chat.turns.send("Hello")  # set behind every check: the turn still gets what fits
     assert chat.worker.requests[-1].settings.max_new_tokens == 512
+
+
+def test_the_lowered_notice_says_the_budget_the_token_meter_shows(make_chat, tmp_path):
+    """New-user trial: "…now 2,048 (Settings), so the conversation keeps 6,144 tokens" while the
+    token line under the composer said "… / 5,632": the summary reserve was left out."""
+    from app.core.history import TokenBudget, summary_reserve
+
+    chat = make_chat(max_new_tokens=256)
+    open_sized(chat, tmp_path, max_positions=8192)
+    generation = replace(chat.settings.generation, max_new_tokens=32768)
+    chat.backend.apply_settings(generation, chat.settings.backend)  # Settings → OK
+    meter = TokenBudget.for_model(8192, None, 2048, summary_reserve(8192)).prompt_tokens  # the engine's budget
+    assert meter == 5632
+    assert chat.recorded.of("notice")[-1] == (
+        "Max new tokens was 32,768, more than this model's 8,192-token context can hold beside a message; "
+        "it is now 2,048 (Settings), so the conversation keeps 5,632 tokens.", "info")

@@ -134,7 +134,7 @@ def test_lowering_max_new_tokens_for_the_context_leaves_the_conversation_room(ch
     worker.turn_refused.emit(worker.last_id, decision)
     chat.turns.apply_remedy("lower_max_new_tokens", decision)
     assert worker.requests[-1].settings.max_new_tokens == chat.settings.generation.max_new_tokens == 512
-    assert seen.of("notice")[-1] == ("Max new tokens is now 512 (Settings), so the conversation keeps 1,536 "
+    assert seen.of("notice")[-1] == ("Max new tokens is now 512 (Settings), so the conversation keeps 1,280 "
                                      "tokens of the 2,048-token context.", "status")
     long_message = refusal(cause="positions", max_new_tokens_fit=300, context_limit=2048)
     worker.turn_refused.emit(worker.last_id, long_message)

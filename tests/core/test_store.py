@@ -144,6 +144,22 @@ def test_a_markdown_export_shows_a_users_message_as_typed(store, typed):
         assert [c.type for c in inline.children] == ["text"] and inline.content == typed
 
 
+@pytest.mark.parametrize("title", ["Capitals", "a &amp; b <div> *x*", "C# ## and F#", "[link](http://a) `code`",
+                                   "under_score_ | ~strike~", "back\\slash", "서울 <b>굵게</b>"])
+def test_a_markdown_export_shows_the_title_as_typed(store, title):
+    """New-user trial: the heading `# <title>` was not escaped, so a viewer showed a chat titled
+    `a &amp; b <div> *x*` as "a & b", HTML and italics."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    cid = store.create_conversation(title, {})
+    shown = MarkdownIt("commonmark").render(store.export_markdown(cid)).split("\n")[0]
+    assert shown.startswith("<h1>") and shown.endswith("</h1>")
+    inner = shown.removeprefix("<h1>").removesuffix("</h1>")
+    assert "<" not in inner and html.unescape(inner) == title  # text only, no markup made of it
+
+
 def test_migration_from_v1_keeps_data(tmp_path):
     path = tmp_path / "old.sqlite3"
     conn = connect(path)

@@ -75,3 +75,43 @@ def test_the_decode_status_names_the_kv_precisions_being_compiled(make_window):
     assert status.decode_label.text() == "optimizing decode for 8-bit + 16-bit KV…"
     status.show_decode_status(DecodeStatus("ready", "compiled decode for 16-bit and 8-bit KV", kv_bits=(16, 8)))
     assert status.decode_label.text() == "compiled decode"
+
+
+def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_path):
+    """New-user trial: the first start showed "Ready" (or "No model loaded") beside a bare bar."""
+    from app.engine.loading.loader import LoadReport
+
+    window = make_window()
+    window.resize(1000, 700)
+    chat, status = window.chat, window.status
+    chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf…", 0.0)
+    chat.model_changed.emit(None)  # the worker frees the old model first: not "No model loaded"
+    assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf…"
+    chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer", 0.3)
+    qtbot.wait(20)
+    assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer"
+    assert status.progress.isVisible() and status.cancel_button.isVisible()
+    status.grab().save(str(tmp_path / "status_loading.png"))
+    report = LoadReport(name="SmolLM2-135M-Instruct.Q4_1.gguf", source="/m", device="cpu", attention="sdpa",
+                        quantization="none", weight_dtype="float32", compute_dtype="float32", weight_bytes=10 ** 8,
+                        max_positions=8192, has_chat_template=True, load_seconds=1.0, fallbacks=())
+    chat.model_changed.emit(report)  # adopted; the load ends right after
+    assert status.model_label.text().startswith("Loading SmolLM2")
+    chat.load_ended.emit()
+    assert status.model_label.text().startswith("SmolLM2-135M-Instruct.Q4_1.gguf · cpu · sdpa")
+    assert not status.progress.isVisible()
+
+
+def test_the_loading_line_is_korean_in_korean(qtbot, korean, make_window, tmp_path):
+    from pathlib import Path
+
+    from app.chat.models import ModelFlow
+
+    line = ModelFlow._loading_line(Path("/m/SmolLM2-135M-Instruct.Q4_1.gguf"), "Loading the tokenizer")
+    assert line == "SmolLM2-135M-Instruct.Q4_1.gguf 불러오는 중… · 토크나이저를 불러오는 중"
+    assert ModelFlow._loading_line(Path("/m/tiny"), "Ready") == "tiny 불러오는 중…"
+    window = make_window()
+    window.resize(1000, 700)
+    window.chat.load_progressed.emit(line, 0.3)
+    qtbot.wait(20)
+    window.status.grab().save(str(tmp_path / "status_loading_ko.png"))
