@@ -91,7 +91,7 @@ def test_records_as_the_turn_runner_makes_them_count_as_admitted(no_cuda):
     assert record.admitted and failed.error_fraction is None
     text = build_report(None, [], [record, failed], now=NOW)
     assert "| 1 | 100 | 20 | 2.00 GiB | 2.00 GiB | +0.0% | yes | oom |" in text
-    assert "| 2 | 0 | 0 | — | 0 KiB | — | yes | failed |" in text
+    assert "| 2 | 0 | 0 | — | 0 B | — | yes | failed |" in text
 
 
 def test_cuda_report_embeds_memory_summary(monkeypatch):
