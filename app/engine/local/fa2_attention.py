@@ -152,41 +152,38 @@ def fa2_static_forward(
                          "attention, no softcap or dropout")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     seqlens = filled_lengths(position_ids)
-    if kv_quant.is_packed(key):
-        return _packed_8bit(query, key, value, seqlens, scale, span), None
-    if query.shape[2] == 1 and getattr(module, DECODE_ATTR, "fa2") == "packed":
+    packed_kv = kv_quant.is_packed(key)  # 8-bit KV (issue 16): FA2 reads 16-bit keys only
+    if query.shape[2] == 1 and (packed_kv or getattr(module, DECODE_ATTR, "fa2") == "packed"):
         return _packed_decode_filled(query, key, value, seqlens, scale), None
+    if packed_kv:
+        return _fa2_over_dequantized_span(query, key, value, seqlens, scale, span), None
     out = torch.ops.headroom.fa2_with_kvcache(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
                                               seqlens, scale)
     return out, None
 
 
-def _packed_8bit(query, key, value, seqlens: torch.Tensor, scale: float, span: int | None) -> torch.Tensor:
-    """8-bit KV (issue 16): FA2 reads 16-bit keys and values only. Decode runs Headroom's packed
-    8-bit decode over keys [0, seqlens); a prefill chunk runs FA2 over the filled span (``span``
-    tokens, else the largest filled length) dequantized to the compute dtype, in the rotated basis, as
-    Headroom's SDPA path does (prefill_spike counts that span for every attention)."""
-    from app.engine.local.attention import _packed_decode_8bit
-
-    if query.shape[2] == 1:
-        groups = query.shape[1] // key.shape[1]
-        valid = torch.arange(key.shape[2], device=key.device).view(1, 1, 1, -1) < seqlens.view(-1, 1, 1, 1)
-        return _packed_decode_8bit(query, key, value, valid, scale, groups)
+def _fa2_over_dequantized_span(query, key, value, seqlens: torch.Tensor, scale: float,
+                               span: int | None) -> torch.Tensor:
+    """A prefill chunk over an 8-bit cache: FA2 over the filled span (``span`` tokens, else the
+    largest filled length) dequantized to the compute dtype, in the rotated basis, as Headroom's
+    SDPA path does (prefill_spike counts that span for every attention)."""
     if span is None:  # one host sync per layer and chunk (prefill is not compiled)
         span = int(seqlens.max())
-    key, value = key[:, :, :span], value[:, :, :span]
-    k = kv_quant.dequantize(key, query.dtype).transpose(1, 2)
-    v = kv_quant.dequantize(value, query.dtype).transpose(1, 2)
+    k = kv_quant.dequantize(key[:, :, :span], query.dtype).transpose(1, 2)
+    v = kv_quant.dequantize(value[:, :, :span], query.dtype).transpose(1, 2)
     out = torch.ops.headroom.fa2_with_kvcache(kv_quant.rotate(query).transpose(1, 2), k, v, seqlens, scale)
     return kv_quant.rotate(out)
 
 
 def _packed_decode_filled(query, key, value, seqlens: torch.Tensor, scale: float) -> torch.Tensor:
-    """Headroom's packed GQA decode (app.engine.local.attention) over keys [0, seqlens)."""
-    from app.engine.local.attention import _packed_decode
+    """Headroom's packed GQA decode (app.engine.local.attention) over keys [0, seqlens): the
+    8-bit one for a packed 8-bit cache."""
+    from app.engine.local.attention import _packed_decode, _packed_decode_8bit
 
     groups = query.shape[1] // key.shape[1]
     valid = torch.arange(key.shape[2], device=key.device).view(1, 1, 1, -1) < seqlens.view(-1, 1, 1, 1)
+    if kv_quant.is_packed(key):
+        return _packed_decode_8bit(query, key, value, valid, scale, groups)
     return _packed_decode(query, key, value, valid, 0.0, scale, groups)
 
 

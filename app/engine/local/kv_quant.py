@@ -97,10 +97,10 @@ def rotate(x: torch.Tensor) -> torch.Tensor:
     return torch.matmul(blocks, _hadamard(block, x.device)).reshape(x.shape).to(x.dtype)
 
 
-def quantize_parts(x: torch.Tensor, fmt: str = KV8_FORMAT) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (..., d) float → (codes (..., d) in ``storage_dtype(fmt)``, scale (..., 1) float32): the
-    codes of ``rotate(x)`` and one scale per vector along the last dimension. ValueError for an
-    unknown format."""
+def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
+    """x (..., d) float → packed (..., d + SCALE_BYTES) in ``storage_dtype(fmt)``: d codes of
+    ``rotate(x)``, then the float32 scale's bytes. One scale per vector along the last
+    dimension. ValueError for an unknown format."""
     if fmt not in _MAX_CODE:
         raise ValueError(f"unknown KV format {fmt!r} (one of {', '.join(FORMATS)})")
     wide = rotate(x.float())
@@ -110,13 +110,6 @@ def quantize_parts(x: torch.Tensor, fmt: str = KV8_FORMAT) -> tuple[torch.Tensor
         codes = scaled.round().clamp(-127, 127).to(torch.int8)
     else:
         codes = scaled.to(torch.float8_e4m3fn).view(torch.uint8)
-    return codes, scale
-
-
-def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
-    """x (..., d) float → packed (..., d + SCALE_BYTES) in ``storage_dtype(fmt)``: d codes of
-    ``rotate(x)``, then the float32 scale's bytes. ValueError for an unknown format."""
-    codes, scale = quantize_parts(x, fmt)
     return torch.cat([codes, scale_to_bytes(scale, codes.dtype)], dim=-1)
 
 
