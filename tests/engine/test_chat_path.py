@@ -15,6 +15,7 @@ from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads, choose
 from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
 from app.engine.local.kv_session import KVSession, common_prefix
 from app.engine.local.static_cache import capacity_of, grow_static_cache, is_span_cache, new_static_cache
+from tests.helpers.dynamo_graphs import counting_compiler
 
 TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
          {"role": "user", "content": "What is the capital of France?"}]
@@ -36,14 +37,7 @@ def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
     """Three caches of different capacities run the compiled step; dynamo traces one graph (a
     capacity guard would trace one per capacity) and the answers equal the eager ones."""
     graphs = []
-
-    def counting(fn):
-        def backend(gm, example_inputs):
-            graphs.append(gm)
-            return gm.forward
-        return torch.compile(fn, backend=backend, dynamic=None)
-
-    decoder = warm_up(tiny_loaded, (64,), compiler=counting, require_cuda=False)
+    decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
     assert decoder.status.state == "ready" and len(graphs) == 1
     params = SamplingParams(max_new_tokens=6, temperature=0)
     for capacity in (64, 128, 320):

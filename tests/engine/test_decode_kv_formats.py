@@ -21,6 +21,7 @@ from app.engine.local.static_cache import KV16_FORMAT, kv_format_of, new_static_
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import FakeProbe
 from app.engine.memory.units import GiB
+from tests.helpers.dynamo_graphs import counting_compiler
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 PARAMS = SamplingParams(max_new_tokens=6, temperature=0)
@@ -31,14 +32,7 @@ def traces():
     """A compiler whose Dynamo backend records every graph it is given (one per trace)."""
     torch._dynamo.reset()
     graphs = []
-
-    def counting(fn):
-        def backend(gm, example_inputs):
-            graphs.append(gm)
-            return gm.forward
-        return torch.compile(fn, backend=backend, dynamic=None)
-
-    yield counting, graphs
+    yield counting_compiler(graphs), graphs
     torch._dynamo.reset()
 
 
