@@ -1,12 +1,20 @@
-"""The decode step captured as CUDA graphs by `torch.compile(mode="reduce-overhead")` (issue 5,
-item 3).
+"""The decode step compiled by Inductor and captured as one CUDA graph per cache (issue 5,
+item 3; issue 12).
 
 transformers does not compile bitsandbytes 4-bit models in `generate()` (its bnb quantizer says
 `is_compileable = False`), so Headroom compiles its own decode step: one token through the
-model over a preallocated `StaticCache`, with `torch.compiler.cudagraph_mark_step_begin()`
-before every step so a replay may overwrite the previous step's outputs (without it the graph
-output is "overwritten by a later run", ../shared/gpu/README.md). Measured there for the
-Llama-3-8B shape in NF4: eager 16.1 tok/s, static cache 34.8, this path 178.5.
+model over a preallocated `StaticCache`. ``torch.compile`` (Inductor, no CUDA graphs of its own)
+makes the kernels; `CapturedStep` records them once per cache as a CUDA graph
+(``torch.cuda.CUDAGraph``) and every later step of that cache is one replay. Measured there for
+the Llama-3-8B shape in NF4: eager 16.1 tok/s, static cache 34.8, the compiled step 178.5.
+
+Why not ``mode="reduce-overhead"`` (its CUDA-graph trees, used until 2026-12-02): every new
+cache (a new chat, a growth, a chat restored from host memory) recorded another graph in the
+tree, 0.07-0.17 s inside the turn (~1 s for some growths, chat_path_h200.json turn 4), each
+recording kept its own pool, and every step checked its inputs against the recordings kept.
+Captured by hand on the H200 (tests/benchmarks/results/decode_anatomy_h200_reduce_overhead.json): 15 ms per
+capture, the step replays in 5.92 ms at 21k tokens. Only one graph is kept: the one of the cache
+decoding now; another cache captures again (one eager Inductor step, ~16 ms, then the capture).
 
 `warm_up(loaded, kv_bits=...)` compiles once per KV format after load, off the GUI thread, and
 reports "compiling" → "ready" or "failed" (with the reason) through a callback and the returned
@@ -16,18 +24,15 @@ decodes eagerly; `ReplyFinished.decode_path` says which path ran.
 One compile per KV format serves every cache capacity (issues 12 and 16): sessions build their
 caches with `static_cache.new_static_cache`, whose layers expose the capacity only as a dynamic
 tensor dimension, so the step is traced once per format with a symbolic capacity (``dynamic=None``
-honours the dimension marked dynamic and keeps every other shape static). With CUDA graphs, the
-first steps at a capacity not seen before record one more graph (milliseconds; still the
-compiled path); nothing recompiles when a chat grows. A cache of another format (16-bit vs 8-bit
-keys and values, `static_cache.kv_format_of`) is another graph: Dynamo would recompile inside the
+honours the dimension marked dynamic and keeps every other shape static); nothing recompiles
+when a chat grows. A cache of another format (16-bit vs 8-bit keys and values,
+`static_cache.kv_format_of`) is another graph: Dynamo would recompile inside the
 turn (≈50 s for the 8B on an H200, cold Inductor cache), so readiness is kept per format and
 `can_run` is False for a format not warmed up: that turn decodes eagerly, its
 ``decode_path`` says why ("eager-static (8-bit KV step not compiled yet)"), and the caller
 compiles the format after the turn (`missing`, then `warm_up(..., kv_bits=(8,), decoder=...)`).
 Caches of plain `StaticCache` layers (no symbolic capacity) still run compiled only at
 capacities warmed up explicitly.
-CUDA-graph trees are per thread: warm up in the thread that will generate, or the first steps
-in another thread record the graph again (about a second, not a recompile).
 Inductor's on-disk caches go to the user cache folder (`inductor_cache_dir`), so a second launch
 loads the compiled kernels instead of generating them again.
 """
@@ -39,7 +44,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -51,7 +56,7 @@ from app.engine.local.static_cache import KV16_FORMAT, capacity_of, is_span_cach
 log = logging.getLogger(__name__)
 
 WARM_UP_PROMPT_TOKENS = 8
-WARM_UP_STEPS = 3  # 1: compile + eager warm-up run, 2: CUDA-graph record, 3: first replay
+WARM_UP_STEPS = 3  # 1: compile and run + CUDA-graph capture, 2 and 3: replays
 
 
 @dataclass(frozen=True)
@@ -96,12 +101,15 @@ class CompiledDecode:
     def __init__(self, model, compiler: Callable | None = None):
         self.model = model
         self.status = DecodeStatus("eager", "not warmed up yet")
-        self._compiler = compiler or _reduce_overhead
+        self._compiler = compiler or _inductor
         self._compiled = None
         self._ready: set[tuple[str, int]] = set()  # (KV format, capacity) compiled and warmed up
         self._failed: dict[str, str] = {}  # KV format -> why its compile failed (not retried)
         self._lock = threading.Lock()
         self._cache_kw = cache_kwarg(type(model))
+        self.captures = model.device.type == "cuda"  # CUDA graphs exist on CUDA only
+        self._graph: CapturedStep | None = None  # the cache decoding now, captured
+        self._capture_failed = ""  # why capturing failed (then never tried again)
 
     def _forward(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1,
@@ -145,8 +153,25 @@ class CompiledDecode:
                 and not any(ready == fmt for ready, _ in self._ready))
 
     def step(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
-        torch.compiler.cudagraph_mark_step_begin()
-        return self._compiled(input_ids, cache)
+        """One decode step: a replay of the cache's CUDA graph, or, for a cache not captured yet,
+        Inductor's kernels run once and the graph captured for the next steps. Off CUDA (or when
+        a capture failed) the compiled function runs as it is."""
+        if not self.captures or self._capture_failed:
+            return self._compiled(input_ids, cache)
+        graph = self._graph
+        if graph is not None and graph.serves(cache):
+            return graph.replay(input_ids)
+        self._graph = graph = None  # the old graph's memory goes back before the new capture
+        logits = self._compiled(input_ids, cache)  # this token's step; any recompile happens here
+        try:
+            self._graph = CapturedStep(self._compiled, input_ids, cache)
+        except Exception as exc:  # a capture failure costs speed, never the answer
+            log.warning("CUDA-graph capture of the decode step failed; Inductor kernels run without it",
+                        exc_info=exc)
+            self._capture_failed = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+            self.status = replace(self.status, reason=f"{self.status.reason}; CUDA-graph capture failed "
+                                  f"({self._capture_failed}), compiled kernels run without a graph")
+        return logits
 
     def compile_capacity(self, capacity: int, kv_bits: int = 16) -> None:
         """Compile, warm up and record the step for a span cache of ``capacity`` tokens holding
@@ -165,13 +190,67 @@ class CompiledDecode:
             if model.device.type == "cuda":
                 torch.cuda.synchronize()
             fmt = kv_format_of(cache)
+            self._graph = None  # the scratch cache's graph: its memory goes with the cache
             del cache, prompt, token
             self._ready.add((fmt, capacity))
 
 
-def _reduce_overhead(fn: Callable) -> Callable:
-    # dynamic=None: only the dimensions marked dynamic (the cache capacity) are symbolic
-    return torch.compile(fn, mode="reduce-overhead", dynamic=None)
+def _inductor(fn: Callable) -> Callable:
+    # dynamic=None: only the dimensions marked dynamic (the cache capacity) are symbolic; no
+    # CUDA graphs here (CapturedStep captures them, one per cache)
+    return torch.compile(fn, dynamic=None)
+
+
+def _cache_tensors(cache) -> tuple[torch.Tensor, ...]:
+    """Every tensor a decode step reads or writes in ``cache``: each layer's keys, values and
+    fill counter (a growth or a restore replaces them, and the graph holds their addresses)."""
+    return tuple(t for layer in cache.layers
+                 for t in (layer.keys, layer.values, getattr(layer, "cumulative_length", None))
+                 if isinstance(t, torch.Tensor))
+
+
+def _layout(tensors) -> tuple:
+    """Address and shape of each tensor: what a captured graph was recorded for (a freed cache's
+    memory may come back at the same address with another capacity)."""
+    return tuple((t.data_ptr(), tuple(t.shape)) for t in tensors)
+
+
+class CapturedStep:
+    """The compiled decode step of one cache recorded as a CUDA graph.
+
+    Built right after ``compiled(input_ids, cache)`` ran for real (so nothing compiles or
+    autotunes while capturing): the capture records the same call on a side stream and runs
+    nothing. The graph holds the addresses of its token buffer (1, 1) long, of the cache's
+    tensors and of its logits output (vocab,) float32; `serves(cache)` is True while the cache's
+    tensors have the addresses and shapes it was recorded for; `replay(input_ids)` copies the
+    token in, replays, and returns the logits (overwritten by the next replay).
+    capture_error_mode "thread_local": another thread asking the driver something (the VRAM
+    panel) does not spoil the capture. Raises what the
+    capture raises (the caller falls back to the compiled function)."""
+
+    def __init__(self, compiled: Callable, input_ids: torch.Tensor, cache):
+        self.tensors = _cache_tensors(cache)
+        self._layout = _layout(self.tensors)
+        self.input_ids = input_ids.clone()
+        self.graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream(device=input_ids.device)
+        stream.wait_stream(torch.cuda.current_stream(input_ids.device))
+        with torch.cuda.stream(stream):
+            self.graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                self.logits = compiled(self.input_ids, cache)
+            finally:
+                self.graph.capture_end()
+        torch.cuda.current_stream(input_ids.device).wait_stream(stream)
+
+    def serves(self, cache) -> bool:
+        return _layout(_cache_tensors(cache)) == self._layout
+
+    def replay(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if input_ids is not self.input_ids:
+            self.input_ids.copy_(input_ids)
+        self.graph.replay()
+        return self.logits
 
 
 def inductor_cache_dir() -> str:
@@ -205,7 +284,7 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
 
     Blocking (one compile per KV format: 80.6 s for an 8B NF4 model on an H200 with a cold
     Inductor cache, 19.0 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other
-    capacities only record CUDA graphs): call it from the thread that will generate. Reports
+    capacities only capture a CUDA graph, on their first step): call it from the thread that will generate. Reports
     DecodeStatus("compiling", compiling_kv_bits=...) then "ready" (at least one format
     compiled; a format that failed is named in the reason and decodes eagerly) or "failed"
     (none) via ``on_status`` and returns the decoder (pass an existing one to add formats or
@@ -256,8 +335,8 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
         report(DecodeStatus("failed", f"compiled decode unavailable, eager fallback ({failures})",
                             (), seconds))
         return decoder
-    reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile "
-              "reduce-overhead, CUDA graphs)")
+    reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile, "
+              "one CUDA graph per cache)")
     if failures:
         reason += f"; eager fallback for {failures}"
     report(DecodeStatus("ready", reason, decoder.capacities, seconds, ready))

@@ -5,7 +5,7 @@
 replaces each layer's forward with one that sends a single row (M == 1: a decode step, batch 1)
 to the custom op ``headroom::nf4_gemv`` and everything else (prefill chunks) to bitsandbytes'
 own forward, unchanged. The op is opaque to torch.compile and captured inside the
-"reduce-overhead" CUDA graphs of compiled_decode. When Triton or CUDA is missing, a layer is
+CUDA graph compiled_decode captures. When Triton or CUDA is missing, a layer is
 not NF4/bf16, or the self-check disagrees, nothing is swapped and `Nf4GemvStatus.reason` says
 why (the loader puts it in LoadReport.fallbacks). `uninstall(model)` restores bitsandbytes.
 """

@@ -6,8 +6,8 @@ transformers' `StaticCache` reports its capacity to the attention mask as the Py
 capacity is its own compile (≈50 s each for the Llama-3-8B shape in NF4 on an H200, issue 12).
 `SpanLayer` reads the mask size off its key tensor instead and marks the capacity dimension of its
 tensors dynamic, so `torch.compile` traces one graph with a symbolic capacity that serves every
-cache size; with ``mode="reduce-overhead"`` each new size only records another CUDA graph on its
-first steps (milliseconds, no recompile).
+cache size; each new cache only captures its own CUDA graph on its first step
+(`compiled_decode.CapturedStep`, milliseconds, no recompile).
 
 `grow_static_cache` replaces each layer's tensors by larger ones holding the same first
 ``filled`` tokens, one layer at a time, so the transient is the new cache plus one old layer

@@ -45,7 +45,7 @@ class TurnRunner:
 
     def __init__(self, loaded, probe: MemoryProbe, decode_compiler=None):
         """decode_compiler: replaces torch.compile for the decode step (tests: ``lambda fn: fn``,
-        then it also "compiles" on the CPU); None = torch.compile reduce-overhead, CUDA only."""
+        then it also "compiles" on the CPU); None = torch.compile (Inductor) with a CUDA graph per cache, CUDA only."""
         from app.engine.local.session_pool import SessionPool
 
         self.loaded = loaded

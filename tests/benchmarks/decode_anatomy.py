@@ -1,0 +1,198 @@
+"""Where a chat turn's decode time goes on the app path (issues 12 and 16): the window's
+`TurnRunner`, default settings, Llama-3-8B shape in NF4 (random init, `speed.build_model`).
+
+Per depth (a new chat whose first message is that long, then a short second turn, then the same
+with greedy sampling): decode tok/s, the largest gap between two streamed tokens (a CUDA-graph
+recording for a new cache shows there), and, on the chat's own cache, the compiled step alone
+(CUDA events over back-to-back replays) and the default sampler alone, so that
+
+    1 / tok/s  ≈  step + sampler + what the host adds.
+
+Then the 8-bit KV step: its warm-up, and the same turns at 4k and 16k (issue 16: ≥ 0.95× 16-bit
+at 4k). With ``--profile`` the warm-up runs under cProfile and its 40 costliest functions are kept.
+
+    python3 -m tests.benchmarks.decode_anatomy --out $OUT       # H200
+    python3 -m tests.benchmarks.decode_anatomy --tiny --out /tmp/da  # CPU smoke test
+
+Writes decode_anatomy_<machine>.json and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+from app.core.conversation import Message, Role
+from app.core.history import SummaryState
+from app.core.kv_precision import KV_8, KV_16
+from app.core.settings import GenerationSettings
+from app.engine import events as ev
+from app.engine.loading.loader import load_model
+from app.engine.local.generation import SamplingParams, sample_token
+from app.engine.local.turn_runner import TurnRunner
+from app.engine.memory.probe import pick_probe
+from tests.benchmarks.chat_path import compile_breakdown
+from tests.benchmarks.speed import build_model, log, sync, versions, words
+
+
+def turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettings, key: str,
+         kv_precision: str = KV_16) -> dict:
+    """One turn as the window sends it; tok/s, TTFT, decode path and the largest gap (s) between
+    two streamed pieces after the first."""
+    stamps, row = [], {}
+    for event in runner.run_turn(messages, SummaryState(), settings, threading.Event(),
+                                 conversation_key=key, kv_precision=kv_precision):
+        if isinstance(event, ev.TextDelta):
+            stamps.append(time.perf_counter())
+        elif isinstance(event, ev.TurnCompleted):
+            f = event.finished
+            row.update(tok_s=f.decode_tokens_per_s, ttft_s=f.ttft_s, path=f.decode_path,
+                       prompt=f.prompt_tokens, new=f.new_tokens, text=f.text)
+        elif isinstance(event, (ev.TurnRefused, ev.TurnFailed)):
+            row["error"] = getattr(getattr(event, "decision", None), "reason", None) or event.reason
+    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    row["max_gap_s"] = max(gaps) if gaps else 0.0
+    row["capacity"] = runner.session.capacity_tokens
+    messages.append(Message(Role.ASSISTANT, row.pop("text", "")))
+    return row
+
+
+def step_ms(runner: TurnRunner, steps: int) -> float | None:
+    """The compiled step alone on the open chat's cache: ``steps`` back-to-back replays timed
+    with CUDA events (the keys and values they write are cropped off afterwards)."""
+    session, decoder = runner.session, runner.decoder
+    cache = session.cache
+    if cache is None or decoder is None or not decoder.can_run(cache) or not torch.cuda.is_available():
+        return None
+    spare = session.capacity_tokens - session.cached_tokens - 2
+    steps = min(steps, spare)
+    if steps < 8:
+        return None
+    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
+    with torch.inference_mode():
+        decoder.step(token, cache)  # a first replay (records when the cache is new)
+        sync()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps - 1):
+            decoder.step(token, cache)
+        end.record()
+        sync()
+        cache.crop(-steps)  # the fill counter back to the chat's tokens
+    return start.elapsed_time(end) / (steps - 1)
+
+
+def sampler_ms(vocab: int, params: SamplingParams, calls: int = 50) -> float:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    logits = torch.randn(vocab, device=device)
+    sample_token(logits, params, None, None)
+    sync()
+    t = time.perf_counter()
+    for _ in range(calls):
+        sample_token(logits, params, None, None)
+    sync()
+    return (time.perf_counter() - t) / calls * 1e3
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
+    ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
+    ap.add_argument("--profile", action="store_true", help="run the warm-up under cProfile")
+    ap.add_argument("--depths", default="1024,4096,16384,21000", help="16-bit chats, prompt tokens")
+    ap.add_argument("--kv8-depths", default="1024,4096,16384", help="8-bit chats ('' = none)")
+    args = ap.parse_args(argv)
+    R: dict = {"command": "python3 -m tests.benchmarks.decode_anatomy " + " ".join(argv or sys.argv[1:]),
+               "versions": versions(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ("decode_anatomy_cpu_tiny.json" if args.tiny else "decode_anatomy_h200.json")
+
+    def save():
+        path.write_text(json.dumps(R, indent=1, default=str))
+
+    folder = Path(args.model_dir + ("-tiny" if args.tiny else ""))
+    build_model(folder, args.tiny)
+    loaded = load_model(folder)
+    R["load_report"] = loaded.report.summary()
+    runner = TurnRunner(loaded, pick_probe())
+    profile = cProfile.Profile() if args.profile else None
+    t = time.perf_counter()
+    if profile:
+        profile.enable()
+    status = runner.warm_up()
+    R["warm_up"] = {"seconds": time.perf_counter() - t, "state": status.state, "reason": status.reason,
+                    "compile_times": compile_breakdown()}
+    if profile:
+        profile.disable()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(40)
+        R["warm_up"]["profile_top40"] = text.getvalue()[-12000:]
+    log("warm-up", R["warm_up"]["seconds"], status.reason)
+    save()
+    vocab = loaded.model.config.vocab_size
+    settings = GenerationSettings(max_new_tokens=256 if not args.tiny else 16)
+    greedy = replace(settings, temperature=0.0)
+    R["sampler_ms"] = {"default": sampler_ms(vocab, SamplingParams(temperature=settings.temperature,
+                                                                   top_p=settings.top_p, top_k=settings.top_k,
+                                                                   min_p=settings.min_p)),
+                       "greedy": sampler_ms(vocab, SamplingParams(temperature=0.0))}
+    log("sampler", R["sampler_ms"])
+    depths = tuple(int(n) for n in args.depths.split(",") if n) if not args.tiny else (64, 256)
+    kv8_depths = tuple(int(n) for n in args.kv8_depths.split(",") if n) if not args.tiny else (64,)
+    R["kv16"] = []
+    for n in depths:
+        key = f"d{n}"
+        runner.activate(key, settings.kept_chat_cache_mib)
+        messages = [Message(Role.USER, words(n - 40, 11 + n, vocab))]
+        row = {"depth": n, "first": turn(runner, messages, settings, key)}
+        messages.append(Message(Role.USER, words(300, 12 + n, vocab)))
+        row["second"] = turn(runner, messages, settings, key)
+        messages.append(Message(Role.USER, words(300, 13 + n, vocab)))
+        row["greedy"] = turn(runner, messages, greedy, key)
+        row["step_ms"] = step_ms(runner, 64)
+        R["kv16"].append(row)
+        log(json.dumps(row, default=str))
+        save()
+    from app.engine.local.compiled_decode import warm_up
+
+    t = time.perf_counter()
+    try:
+        warm_up(loaded, kv_bits=(8,), decoder=runner.decoder)
+    except Exception as exc:
+        R["kv8_warm_up_error"] = repr(exc)
+    R["kv8_warm_up_s"] = time.perf_counter() - t
+    R["kv8_status"] = runner.decoder.status.reason if runner.decoder else None
+    log("kv8 warm-up", R["kv8_warm_up_s"], R["kv8_status"])
+    R["kv8"] = []
+    for n in kv8_depths:
+        key = f"k8-{n}"
+        runner.activate(key, settings.kept_chat_cache_mib)
+        messages = [Message(Role.USER, words(n - 40, 21 + n, vocab))]
+        row = {"depth": n, "first": turn(runner, messages, settings, key, KV_8)}
+        messages.append(Message(Role.USER, words(300, 22 + n, vocab)))
+        row["second"] = turn(runner, messages, settings, key, KV_8)
+        row["step_ms"] = step_ms(runner, 64)
+        R["kv8"].append(row)
+        log(json.dumps(row, default=str))
+        save()
+    save()
+    print(json.dumps({k: v for k, v in R.items() if k != "warm_up"}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""CompiledDecode keeps one captured CUDA graph: the cache decoding now (issue 12).
+
+CUDA graphs need a GPU; here a stand-in capture records what the decoder asks of it, on the real
+tiny model and its span caches, so the bookkeeping is what is tested: capture once per cache, a
+replay per later step, a new capture when the cache's tensors change (growth, another chat), and a
+failed capture that leaves the compiled function running."""
+
+import pytest
+import torch
+
+from app.engine.local import compiled_decode
+from app.engine.local.compiled_decode import CompiledDecode, _cache_tensors, _layout
+from app.engine.local.generation import cache_kwarg
+from app.engine.local.static_cache import grow_static_cache, new_static_cache
+
+
+class FakeCapture:
+    """CapturedStep's interface without CUDA: remembers the cache's tensor addresses as the real
+    one does; replays by running the compiled function (what the graph would do)."""
+
+    made: list = []
+
+    def __init__(self, compiled, input_ids, cache):
+        self.compiled, self.cache = compiled, cache
+        self.layout = _layout(_cache_tensors(cache))
+        self.replays = 0
+        FakeCapture.made.append(self)
+
+    def serves(self, cache) -> bool:
+        return _layout(_cache_tensors(cache)) == self.layout
+
+    def replay(self, input_ids):
+        self.replays += 1
+        return self.compiled(input_ids, self.cache)
+
+
+@pytest.fixture
+def decoder(tiny_loaded, monkeypatch):
+    FakeCapture.made = []
+    monkeypatch.setattr(compiled_decode, "CapturedStep", FakeCapture)
+    calls = []
+
+    def compiler(fn):
+        def run(input_ids, cache):
+            calls.append(cache)
+            return fn(input_ids, cache)
+        return run
+
+    dec = CompiledDecode(tiny_loaded.model, compiler)
+    dec._compiled = dec._compiler(dec._forward)
+    dec.captures = True
+    dec.calls = calls
+    return dec
+
+
+def _prefilled(model, capacity=64, tokens=5):
+    cache = new_static_cache(model.config, capacity)
+    with torch.inference_mode():
+        model(input_ids=torch.arange(1, tokens + 1).view(1, -1), use_cache=True,
+              **{cache_kwarg(type(model)): cache})
+    return cache
+
+
+def test_one_capture_per_cache_then_replays(decoder, tiny_loaded):
+    cache = _prefilled(tiny_loaded.model)
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        for _ in range(4):
+            decoder.step(token, cache)
+    assert len(FakeCapture.made) == 1
+    assert FakeCapture.made[0].replays == 3
+    assert int(cache.layers[0].cumulative_length) == 5 + 4  # every step wrote its token once
+
+
+def test_a_grown_cache_or_another_chat_is_captured_again(decoder, tiny_loaded):
+    cache = _prefilled(tiny_loaded.model)
+    other = _prefilled(tiny_loaded.model)
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        decoder.step(token, cache)
+        decoder.step(token, other)  # another chat: its own tensors
+        decoder.step(token, other)
+        grow_static_cache(other, 128, int(other.layers[0].cumulative_length))
+        decoder.step(token, other)  # grown: new tensors, the old graph would write freed memory
+    assert len(FakeCapture.made) == 3
+    assert [c.replays for c in FakeCapture.made] == [0, 1, 0]
+    assert decoder._graph is FakeCapture.made[-1]
+
+
+def test_a_failed_capture_keeps_the_compiled_step_and_says_why(decoder, tiny_loaded, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(compiled_decode, "CapturedStep", broken)
+    decoder.status = compiled_decode.DecodeStatus("ready", "compiled decode for 16-bit KV")
+    cache = _prefilled(tiny_loaded.model)
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        first = decoder.step(token, cache)
+        decoder.step(token, cache)
+    assert first.shape == (tiny_loaded.model.config.vocab_size,)
+    assert len(decoder.calls) == 2  # both steps ran the compiled function; no second capture tried
+    assert "CUDA-graph capture failed (RuntimeError: operation not permitted" in decoder.status.reason
+    assert decoder.status.state == "ready"
+
+
+def test_cache_tensors_are_every_layers_keys_values_and_counter(tiny_loaded):
+    cache = _prefilled(tiny_loaded.model)
+    tensors = _cache_tensors(cache)
+    assert len(tensors) == 3 * len(cache.layers)
+    assert tensors[0] is cache.layers[0].keys and tensors[2] is cache.layers[0].cumulative_length
