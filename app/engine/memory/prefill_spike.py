@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.memory import kv_layout
 from app.engine.memory.kv_layout import KVLayout, LayerKV
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
 
@@ -126,8 +127,12 @@ def prefill_breakdown(
       bool mask into a c·span·b float one and, with a mask, expands GQA heads to
       H·(dk+dv)·span·b (``use_gqa_in_sdpa`` needs mask None, transformers
       integrations/sdpa_attention.py); eager holds that expansion and scores H·c·span·(2b + 4).
-      An 8-bit layer adds its span dequantized to the compute dtype, Hkv·(dk+dv)·span·b, and the
-      chunk's float32 copies while it is quantized, 2·Hkv·(dk+dv)·c·4 (app.engine.local.attention).
+      An 8-bit layer's workspace is instead that of the blockwise attention
+      (app.engine.local.attention.blockwise_8bit_prefill): one block of the past and the chunk's
+      own keys dequantized to the compute dtype, Hkv·(dk+dv)·(min(span − c, B) + c)·b with
+      B = kv_layout.KV8_PREFILL_BLOCK; the merge's float32 sum, one piece and two log-sum-exps,
+      c·H·dv·(4 + b) + 2·c·H·4; and the chunk's float32 copies while it is quantized,
+      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static.
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
@@ -181,11 +186,20 @@ def _mask_bytes(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> 
 
 
 def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
-    if layer.quantized:  # the filled span dequantized for the chunk, plus quantizing the chunk
-        dims = layer.kv_heads * (layer.key_dim + layer.value_dim)
-        dequant = dims * (_span(layer, c, total_len) * model.activation_bytes + 2 * c * 4)
-        return dequant + _float_workspace(model, layer, c, total_len)
+    if layer.quantized:
+        return _blockwise_8bit_workspace(model, layer, c, total_len)
     return _float_workspace(model, layer, c, total_len)
+
+
+def _blockwise_8bit_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
+    """An 8-bit layer: one past block plus the chunk's own keys dequantized, the float32 merge
+    (sum, one piece, log-sum-exps), and the chunk's float32 copies while it is quantized."""
+    b, heads = model.activation_bytes, model.num_attention_heads
+    dims = layer.kv_heads * (layer.key_dim + layer.value_dim)
+    block = min(_span(layer, c, total_len) - c, kv_layout.KV8_PREFILL_BLOCK)
+    dequantized = dims * (block + c) * b
+    merge = c * heads * layer.value_dim * (4 + b) + 2 * c * heads * 4
+    return dequantized + merge + 2 * dims * c * 4
 
 
 def _float_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
