@@ -223,9 +223,11 @@ def _sdpa_lse_applies(query: torch.Tensor, key: torch.Tensor, groups: int) -> bo
     d = query.shape[-1]
     if d % 8:  # SDPA pads such heads before its flash kernel; the raw kernel here is not padded
         return False
-    probe = query.new_empty((query.shape[0], key.shape[1], 1, d))  # as the keys will be: dequantized
+    # keys as a past block will be: dequantized, unmasked, not causal (torch refuses is_causal for
+    # c queries over other than c keys; the own-chunk call is square, which it takes)
+    probe = query.new_empty((query.shape[0], key.shape[1], 1, d))
     try:
-        return can_use_flash_attention(SDPAParams(query, probe, probe, None, 0.0, True, groups > 1), False)
+        return can_use_flash_attention(SDPAParams(query, probe, probe, None, 0.0, False, groups > 1), False)
     except (RuntimeError, TypeError):
         return False
 
