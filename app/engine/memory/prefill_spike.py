@@ -132,7 +132,9 @@ def prefill_breakdown(
       own keys dequantized to the compute dtype, Hkv·(dk+dv)·(min(span − c, B) + c)·b with
       B = kv_layout.KV8_PREFILL_BLOCK; the merge's float32 sum, one piece and two log-sum-exps,
       c·H·dv·(4 + b) + 2·c·H·4; and the chunk's float32 copies while it is quantized,
-      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static.
+      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static. (Counted
+      from the code, not yet checked against a measured peak: tests/benchmarks/kv8_blockwise.py
+      measures one layer call on CUDA.)
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
