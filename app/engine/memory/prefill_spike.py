@@ -18,6 +18,11 @@ from app.engine.memory import kv_layout
 from app.engine.memory.kv_layout import KVLayout, LayerKV
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
 
+PREFILL_DEQUANT_SLICE_BYTES = 32 * 2**20
+"""Largest slice of a 4-bit weight dequantized at once by Headroom's sliced NF4 prefill
+(app.engine.local.nf4_prefill): a 14336 × 4096 bf16 weight goes in 4 slices of 3,584 rows."""
+ABSMAX_BLOCK = 64  # weights per fp32 block scale (bitsandbytes' blocksize, the loader's)
+
 
 @dataclass(frozen=True)
 class PrefillModel:
@@ -29,7 +34,7 @@ class PrefillModel:
     path, app.engine.local.fa2_attention: no mask is built, nothing is materialized over the
     cache). dequant_bytes:
     largest weight a 4-bit layer dequantizes per call (0 when not quantized, see
-    :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
+    :func:`dequant_workspace_bytes`; one slice when the prefill is sliced). dynamic_cache: KV grows by
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
     during prefill); False for a preallocated StaticCache. attn_kv_dims: dk + dv per head as the
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
@@ -53,10 +58,12 @@ class PrefillModel:
     def from_config(
         cls, config: Any, activation_bytes: int, cache_dtype_bytes: int | None = None, *,
         attn_implementation: str = "sdpa", quantized_4bit: bool = False, dynamic_cache: bool = True,
-        kv_bits: int = 16,
+        kv_bits: int = 16, nf4_prefill_sliced: bool = False,
     ) -> PrefillModel:
         """Build from a config. cache_dtype_bytes defaults to activation_bytes. kv_bits 8: the
-        full-attention layers hold 8-bit keys and values (kv_layout), in a static cache."""
+        full-attention layers hold 8-bit keys and values (kv_layout), in a static cache.
+        nf4_prefill_sliced: the 4-bit layers' prefill runs in slices (app.engine.local.nf4_prefill,
+        the LoadReport says so), so one slice is dequantized at a time, not a whole weight."""
         cfg = text_config(config)
         layout = KVLayout.from_config(config, cache_dtype_bytes or activation_bytes, kv_bits)
         dynamic_cache = dynamic_cache and kv_bits == 16
@@ -73,7 +80,8 @@ class PrefillModel:
             num_attention_heads=heads, attn_kv_dims=dims,
             vocab_size=config_attr(cfg, "vocab_size", default=0), activation_bytes=activation_bytes,
             attn_implementation=attn_implementation,
-            dequant_bytes=dequant_workspace_bytes(config, activation_bytes) if quantized_4bit else 0,
+            dequant_bytes=(dequant_workspace_bytes(config, activation_bytes, sliced=nf4_prefill_sliced)
+                           if quantized_4bit else 0),
             dynamic_cache=dynamic_cache, gqa=(not mla and kv_heads(cfg) != heads),
             kv_expanded_always=mla,
         )
@@ -96,15 +104,24 @@ class PrefillBreakdown:
                 + self.dequant + self.window_overhang)
 
 
-def dequant_workspace_bytes(config: Any, compute_dtype_bytes: int) -> int:
-    """Largest decoder weight a bitsandbytes 4-bit layer dequantizes to the compute dtype on each
-    prefill call: max(hidden × intermediate, hidden × heads × head_dim) × bytes. lm_head stays
-    unquantized. Llama-3-8B bf16: 14336 × 4096 × 2 = 117 MB (H200 README, "up to ~117 MB")."""
+def dequant_workspace_bytes(config: Any, compute_dtype_bytes: int, sliced: bool = False) -> int:
+    """Bytes a 4-bit layer dequantizes per prefill call, for its largest decoder weight of
+    E = max(hidden × intermediate, hidden × heads × head_dim) elements (lm_head stays unquantized).
+
+    bitsandbytes: the whole weight in the compute dtype, E × bytes; Llama-3-8B bf16
+    14336 × 4096 × 2 = 117 MB (H200 README, "up to ~117 MB"). sliced (app.engine.local.nf4_prefill):
+    one slice, min(E × bytes, PREFILL_DEQUANT_SLICE_BYTES), plus the weight's fp32 absmax
+    (E / 64 × 4, double quantization undone once per call; counted for every 4-bit model, the
+    loader always double-quantizes): Llama-3-8B 32 MiB + 3.67 MB = 37.2 MB."""
     cfg = text_config(config)
     hidden = config_attr(cfg, "hidden_size", "n_embd", "d_model")
     inter = config_attr(cfg, "intermediate_size", "n_inner", default=4 * hidden)
     heads = config_attr(cfg, "num_attention_heads", "n_head", "num_heads")
-    return max(hidden * inter, hidden * heads * head_dim(cfg)) * compute_dtype_bytes
+    elements = max(hidden * inter, hidden * heads * head_dim(cfg))
+    whole = elements * compute_dtype_bytes
+    if not sliced:
+        return whole
+    return min(whole, PREFILL_DEQUANT_SLICE_BYTES) + elements // ABSMAX_BLOCK * 4
 
 
 def prefill_breakdown(
