@@ -74,25 +74,34 @@ def test_static_cache_prefill_and_decode_match_eager(monkeypatch, decode, chunk)
 @pytest.mark.parametrize("decode", ["fa2", "packed"])
 def test_an_8bit_cache_matches_headroom_sdpa_on_the_same_cache(monkeypatch, decode):
     """8-bit KV with FA2 loaded (found on the H200: FA2 was handed the int8 cache, "query and key
-    must have the same dtype"): prefill chunks run FA2 over the dequantized span, decode runs the
-    packed 8-bit decode; the logits are those of Headroom's SDPA path on an 8-bit cache."""
-    from app.engine.local.attention import enable_packed_sdpa
+    must have the same dtype"): a prefill chunk runs FA2 over its own keys (causal) and over the
+    past one dequantized block at a time (no mask), merged by FA2's log-sum-exp; decode runs the
+    packed 8-bit decode; the logits are those of Headroom's SDPA path on an 8-bit cache (whose
+    blockwise prefill matches the whole-span one, tests/engine/test_kv8.py)."""
+    from app.engine.local import attention
+    from app.engine.memory import kv_layout
 
+    monkeypatch.setattr(kv_layout, "KV8_PREFILL_BLOCK", 5)
     fake = FakeFlashAttn().install(monkeypatch)
     ids = torch.randint(3, 97, (1, 23), generator=torch.Generator().manual_seed(1))
     reference = _model("sdpa")
-    enable_packed_sdpa(reference)
+    attention.enable_packed_sdpa(reference)
     expected = _run(reference, ids, 7, new_static_cache(reference.config, 64, kv_bits=8))
+    assert fake.calls == []  # the SDPA path runs torch's kernels
     model = _model()
     _as_fa2(model, decode)
     got = _run(model, ids, 7, new_static_cache(model.config, 64, kv_bits=8))
     torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
-    layers = model.config.num_hidden_layers
-    assert len(fake.calls) == layers * 4  # the prefill chunks only; decode is never FA2's here
     assert all(call["k_cache"].dtype == torch.float32 for call in fake.calls)
-    assert [int(c["cache_seqlens"][0]) for c in fake.calls[::layers]] == [7, 14, 21, 23]
-    # only the filled span is dequantized, never the whole 64-slot cache
-    assert [c["k_cache"].shape[1] for c in fake.calls[::layers]] == [7, 14, 21, 23]
+    # chunks of 7, 7, 7, 2 tokens after 0, 7, 14, 21 cached: (keys, causal) of each FA2 call,
+    # the own chunk first, then blocks of at most 5 keys; decode is never FA2's here
+    per_chunk = [[(7, True)], [(7, True), (5, False), (2, False)],
+                 [(7, True), (5, False), (5, False), (4, False)],
+                 [(2, True)] + [(5, False)] * 4 + [(1, False)]]
+    layers = model.config.num_hidden_layers
+    expected_calls = [call for chunk in per_chunk for _ in range(layers) for call in chunk]
+    assert [(c["k_cache"].shape[1], c["causal"]) for c in fake.calls] == expected_calls
+    assert all(int(c["cache_seqlens"][0]) == c["k_cache"].shape[1] for c in fake.calls)
 
 
 def test_dynamic_cache_works_too(monkeypatch):

@@ -193,14 +193,106 @@ def test_sliding_layers_stay_16bit():
     assert (full.element_bytes, full.scale_bytes) == (1, 4)
 
 
-def test_prefill_spike_counts_the_dequantized_span():
-    config = llama3_8b()
-    bf16 = PrefillModel.from_config(config, 2, attn_implementation="sdpa+gqa-packed", dynamic_cache=False)
+def test_prefill_spike_counts_one_block_not_the_span():
+    """Llama-3-8B in bf16, a 1,024-token chunk at the end of a 98k-token prompt: the 8-bit
+    attention phase is the chunk's activations plus one 4,096-key block and the chunk's own keys
+    dequantized, the float32 merge and the chunk's quantization — 113.5 MB, where dequantizing the
+    whole span alone was 401 MB — and it stays the same at any longer span."""
+    config = llama3_8b(max_position_embeddings=131_072)
     int8 = PrefillModel.from_config(config, 2, attn_implementation="sdpa+gqa-packed", kv_bits=8)
     assert not int8.dynamic_cache
-    extra = prefill_breakdown(int8, 32_768, 0, 1024).total - prefill_breakdown(bf16, 32_768, 0, 1024).total
-    span_bf16 = 8 * 256 * 32_768 * 2  # one layer's keys and values over the span, in bf16
-    assert span_bf16 <= extra <= span_bf16 + 8 * 256 * 1024 * 8
+    c, dims = 1024, 8 * (128 + 128)  # Hkv × (dk + dv)
+    activations = c * 2 * (3 * 4096 + 3 * 32 * 256 // 2)
+    block_and_own = dims * (4096 + c) * 2
+    merge = c * 32 * 128 * (4 + 2) + 2 * c * 32 * 4
+    quantize = 2 * dims * c * 4
+    at_98k = prefill_breakdown(int8, 98_304, 0, c)
+    assert at_98k.attention_phase == activations + block_and_own + merge + quantize == 113_508_352
+    assert dims * 98_304 * 2 == 402_653_184  # what the whole-span dequant used to add
+    assert prefill_breakdown(int8, 131_072, 0, c).attention_phase == at_98k.attention_phase
+    # a span shorter than one block: only that much of the past is dequantized
+    short = prefill_breakdown(int8, 1024 + 100, 0, c).attention_phase
+    assert at_98k.attention_phase - short == dims * (4096 - 100) * 2
+
+
+# --------------------------------------------------------------------------- blockwise prefill
+
+
+def _reference_attention(query, key, value, scale):
+    """Causal attention of the c queries at the end of the keys, float32, GQA expanded."""
+    c, span, groups = query.shape[2], key.shape[2], query.shape[1] // key.shape[1]
+    k, v = key.float().repeat_interleave(groups, 1), value.float().repeat_interleave(groups, 1)
+    allowed = torch.arange(span).view(1, -1) <= (span - c + torch.arange(c)).view(-1, 1)
+    out = torch.nn.functional.scaled_dot_product_attention(query.float(), k, v, attn_mask=allowed, scale=scale)
+    return out.transpose(1, 2)
+
+
+@pytest.mark.parametrize("block", [3, 8, 21, 4096])
+def test_blockwise_prefill_is_attention_over_the_dequantized_span(monkeypatch, block):
+    """Past blocks of 3 / 8 / 21 keys (several, exact multiple of 21 past keys, or one block)
+    and the chunk's own 7 keys, merged by log-sum-exp: the attention over the whole span."""
+    from app.engine.local import attention
+    from app.engine.memory import kv_layout
+
+    monkeypatch.setattr(kv_layout, "KV8_PREFILL_BLOCK", block)
+    torch.manual_seed(5)
+    b, hkv, g, d, cap, span, c = 1, 2, 4, 16, 40, 28, 7
+    query = torch.randn(b, hkv * g, c, d)
+    packed_k = kv_quant.quantize(torch.randn(b, hkv, cap, d) * 2)
+    packed_v = kv_quant.quantize(torch.randn(b, hkv, cap, d))
+    got = attention.blockwise_8bit_prefill(query, packed_k, packed_v, span, None, attention._sdpa_with_lse)
+    deq_k = kv_quant.dequantize(packed_k[:, :, :span], torch.float32)
+    deq_v = kv_quant.dequantize(packed_v[:, :, :span], torch.float32)
+    expected = kv_quant.rotate(_reference_attention(kv_quant.rotate(query), deq_k, deq_v, d ** -0.5))
+    assert got.shape == (b, c, hkv * g, d)
+    torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
+
+
+@torch.inference_mode()
+def _prefill_logits(model, ids, chunk, capacity=64):
+    cache = new_static_cache(model.config, capacity, 8)
+    return prefill(model, ids, cache, chunk)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_blockwise_8bit_prefill_matches_the_whole_span_path(monkeypatch, dtype):
+    """A 48-token prompt in 16-token chunks with 5-key blocks (up to 7 blocks per chunk): the same
+    logits as dequantizing the whole span (the path kept where no kernel gives a log-sum-exp),
+    and no dequantization ever sees more than one block or the chunk."""
+    from app.engine.local import attention
+    from app.engine.memory import kv_layout
+
+    model = _model().to(dtype)
+    ids = torch.randint(3, 97, (1, 48), generator=torch.Generator().manual_seed(6))
+    monkeypatch.setattr(attention, "_sdpa_lse_applies", lambda *_: False)
+    whole_span = _prefill_logits(model, ids, 16)
+    monkeypatch.undo()
+
+    monkeypatch.setattr(kv_layout, "KV8_PREFILL_BLOCK", 5)
+    seen, whole = [], []
+    eager = kv_quant.dequantize_eager
+    monkeypatch.setattr(kv_quant, "dequantize_eager", lambda p, dt: seen.append(p.shape[2]) or eager(p, dt))
+    monkeypatch.setattr(kv_quant, "dequantize", lambda *a: whole.append(a) or pytest.fail("whole span"))
+    blockwise = _prefill_logits(model, ids, 16)
+    spread = whole_span.abs().max()
+    tolerance = 1e-5 if dtype == torch.float32 else 2 ** -7  # bf16: two units of its last place
+    assert (blockwise - whole_span).abs().max() <= tolerance * spread
+    assert torch.equal(blockwise.argmax(), whole_span.argmax())
+    # per chunk, keys then values: own 16 keys, then the past in blocks of 5
+    per_chunk = [[16], [16, 5, 5, 5, 1], [16] + [5] * 6 + [2]]
+    layers = model.config.num_hidden_layers
+    assert seen == [n for sizes in per_chunk for _ in range(layers) for n in sizes for _ in range(2)]
+    assert max(seen) == 16 and whole == []
+
+
+@pytest.mark.parametrize("fmt", ["int8", "fp8"])
+def test_eager_dequantize_reads_the_same_values_in_two_kernels(fmt):
+    packed = kv_quant.quantize(torch.randn(1, 2, 37, 16) * 3, fmt)
+    block = packed[:, :, 5:21]  # a block of the cache: a strided view at an offset
+    assert torch.equal(kv_quant.dequantize_eager(block, torch.float32), kv_quant.dequantize(block, torch.float32))
+    assert torch.equal(kv_quant.dequantize_eager(block, torch.bfloat16), kv_quant.dequantize(block, torch.bfloat16))
+    odd = kv_quant.quantize(torch.randn(3, 2), fmt)[1:]  # rows of 6 bytes: no float32 view, the general path
+    assert torch.equal(kv_quant.dequantize_eager(odd, torch.float32), kv_quant.dequantize(odd, torch.float32))
 
 
 # --------------------------------------------------------------------------- the choice

@@ -16,8 +16,9 @@ import torch
 
 
 class FakeFlashAttn(types.ModuleType):
-    """Install with `install(monkeypatch)`; ``calls`` lists (q, k_cache, v_cache, cache_seqlens)
-    of each call, tensors as received."""
+    """Install with `install(monkeypatch)`; ``calls`` lists (q, k_cache, v_cache, cache_seqlens,
+    causal) of each call, tensors as received. ``return_softmax_lse`` adds FA2's (B, Hq, c)
+    float32 log-sum-exp of the scaled scores."""
 
     def __init__(self, version: str = "2.8.3.post2", head_dims=None):
         super().__init__("flash_attn")
@@ -30,7 +31,7 @@ class FakeFlashAttn(types.ModuleType):
             self.headroom_build = build
 
     def flash_attn_with_kvcache(self, q, k_cache, v_cache, cache_seqlens=None, softmax_scale=None,
-                                causal=False, **_):
+                                causal=False, return_softmax_lse=False, **_):
         assert q.stride(-1) == 1 and k_cache.stride(-1) == 1 and v_cache.stride(-1) == 1
         assert cache_seqlens.dtype == torch.int32
         self.calls.append({"q": q, "k_cache": k_cache, "v_cache": v_cache, "cache_seqlens": cache_seqlens,
@@ -39,6 +40,7 @@ class FakeFlashAttn(types.ModuleType):
         groups = hq // k_cache.shape[2]
         scale = softmax_scale if softmax_scale is not None else d ** -0.5
         out = torch.empty(b, c, hq, d, dtype=q.dtype)
+        lse = torch.empty(b, hq, c, dtype=torch.float32)  # FA2: (batch, heads, seqlen_q), float32
         for i in range(b):
             n = int(cache_seqlens[i])
             k = k_cache[i, :n].float().repeat_interleave(groups, dim=1)  # (n, Hq, d)
@@ -48,7 +50,8 @@ class FakeFlashAttn(types.ModuleType):
                 allowed = torch.arange(n).view(1, -1) <= (n - c + torch.arange(c)).view(-1, 1)
                 scores = scores.masked_fill(~allowed, float("-inf"))
             out[i] = torch.einsum("hcn,nhd->chd", scores.softmax(-1), v).to(q.dtype)
-        return out
+            lse[i] = scores.logsumexp(-1)
+        return (out, lse) if return_softmax_lse else out
 
     def install(self, monkeypatch) -> FakeFlashAttn:
         monkeypatch.setitem(sys.modules, "flash_attn", self)

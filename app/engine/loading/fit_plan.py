@@ -162,9 +162,10 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
     attention = placement.attention
     if attention == "sdpa" and uses_gqa(config):
         attention = "sdpa+gqa-packed"  # what loader.enable_packed_sdpa switches a GQA model to
+    sliced = placement.quantize_4bit and placement.device == "cuda"  # the loader's nf4_prefill
     model = PrefillModel.from_config(config, element, attn_implementation=attention,
                                      quantized_4bit=placement.quantize_4bit,
-                                     dynamic_cache=placement.device != "cuda")
+                                     dynamic_cache=placement.device != "cuda", nf4_prefill_sliced=sliced)
     chunk = default_prefill_chunk(placement.device)
     trained = model_max_positions(config)
     margin = safety_margin(total)
@@ -175,7 +176,8 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
     kv8 = fit8 = None
     if attention == "sdpa+gqa-packed":  # 8-bit KV is read by Headroom's attention only
         model8 = PrefillModel.from_config(config, element, attn_implementation=attention,
-                                          quantized_4bit=placement.quantize_4bit, kv_bits=8)
+                                          quantized_4bit=placement.quantize_4bit, kv_bits=8,
+                                          nf4_prefill_sliced=sliced)
         kv8 = model8.layout.bytes_per_token
         fit8 = largest_context(model8, budget, trained, chunk) if budget > 0 else 0
     return FitPlan(

@@ -63,6 +63,7 @@ class LoadReport:
     fallbacks: tuple[str, ...]
     decode_kernel: str = ""  # NF4 decode rows: fused Triton GEMV or bitsandbytes (issue 15)
     attention_phases: tuple[str, ...] = ()  # the kernel of each phase and why (issue 19)
+    nf4_prefill_sliced: bool = False  # 4-bit prefill dequantizes one slice at a time (nf4_prefill, issue 16)
 
     def summary(self) -> str:
         """One line for the status bar."""
@@ -255,11 +256,14 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         enable_packed_sdpa(model)  # "sdpa" → "sdpa+gqa-packed" for GQA models (no repeat_kv copy)
         phases = enable_fa2_static(model)  # "flash_attention_2" → FA2 over the static cache
         nf4 = _install_nf4_gemv(model, placement)
+        sliced = _install_nf4_prefill(model, placement)  # after the GEMV: it keeps the decode rows
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
         built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started, phases)
         if nf4 is not None:
             built = replace(built, decode_kernel=nf4.label())
+        if sliced:
+            built = replace(built, nf4_prefill_sliced=True)
         loaded = LoadedModel(model, tokenizer, built, fmt,
                              stop_token_ids(tokenizer, model.generation_config, fmt))
         report("Ready", 1.0)
@@ -301,6 +305,19 @@ def _install_nf4_gemv(model, placement: Placement):
         return Nf4GemvStatus(False, "fused NF4 GEMV off: 5 % ahead of bitsandbytes on the H200, not yet "
                                     f"measured in the chat; {NF4_GEMV_OPT_IN}=1 tries it")
     return install(model)
+
+
+def _install_nf4_prefill(model, placement: Placement) -> bool:
+    """Dequantize 4-bit weights one slice at a time in prefill (app.engine.local.nf4_prefill) on
+    CUDA; True when any layer was sliced. The CPU keeps bitsandbytes' forward (its CPU backend
+    repacks the weight; Headroom never quantizes on the CPU)."""
+    if placement.device != "cuda":
+        return False
+    from app.engine.local import nf4_prefill
+
+    status = nf4_prefill.install(model)
+    log.info("%s", status.label())
+    return status.active
 
 
 def _report_plan(path: Path, device_preference: str, report: Progress) -> None:

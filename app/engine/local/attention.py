@@ -34,10 +34,12 @@ packed byte tensors (8-bit codes and one float32 scale per vector of the Hadamar
 values, app.engine.local.kv_quant). The query is rotated the same way (dot products unchanged)
 and the output rotated back. A decode step folds the scales into the two products — scores =
 (q · codesᵀ) × key scale, out = (probs × value scale) · codes — so the cache is read as bytes and
-never dequantized as a whole; a prefill chunk dequantizes the filled span of one layer to the
-compute dtype (a transient of span × Hkv × (dk + dv) × dtype bytes, counted by
-app.engine.memory.prefill_spike) and runs the usual path on it. Float tensors (16-bit KV) take
-exactly the code below as before.
+never dequantized as a whole. A prefill chunk attends to the past in blocks of
+``KV8_PREFILL_BLOCK`` keys (`blockwise_8bit_prefill`): each block is dequantized alone, attended
+without a mask by a kernel that also returns the log-sum-exp, and the pieces are merged by it
+(the split-K merge of FlashAttention / FlashDecoding), so the transient is one block, not the
+span (at 98k tokens of Llama-3-8B: 16 MiB instead of 401 MB per layer call; counted by
+app.engine.memory.prefill_spike). Float tensors (16-bit KV) take exactly the code below as before.
 
 The result is the same attention as ``sdpa`` and ``eager`` (tests/engine/test_attention.py);
 it is reported as "sdpa+gqa-packed"; the span path's kernel is torch SDPA's own flash kernel.
@@ -45,9 +47,12 @@ it is reported as "sdpa+gqa-packed"; the span path's kernel is torch SDPA's own 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from app.engine.local import kv_quant
+from app.engine.memory import kv_layout
 
 PACKED_SDPA = "sdpa+gqa-packed"
 """The attention implementation name registered with transformers and shown in the LoadReport."""
@@ -122,7 +127,10 @@ def gqa_packed_sdpa_forward(
         if c == 1 and _can_pack_decode(query, key, value, attention_mask, groups, kwargs):
             return _packed_decode_8bit(query, key, value, attention_mask, scaling, groups), None
         if span is not None and c > 1 and _can_slice_span(module, key, span, c, kwargs):
-            key, value = key[:, :, :span], value[:, :, :span]  # only the filled span
+            if _sdpa_lse_applies(query, key, groups):
+                return blockwise_8bit_prefill(query, key, value, span, scaling, _sdpa_with_lse), None
+            # no kernel with a log-sum-exp here (CUDA float32, say): the whole span, dequantized
+            key, value = key[:, :, :span], value[:, :, :span]
             kwargs[KV_SPAN_KWARG] = span
         out, _ = gqa_packed_sdpa_forward(
             module, kv_quant.rotate(query), kv_quant.dequantize(key, query.dtype),
@@ -156,6 +164,83 @@ def gqa_packed_sdpa_forward(
         pieces.append(out.view(b, hq, n, value.shape[-1]))
     out = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
     return out.transpose(1, 2).contiguous(), None
+
+
+AttendWithLSE = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool, float],
+                         tuple[torch.Tensor, torch.Tensor]]
+"""(query (B, Hq, n, d), key (B, Hkv, m, d), value (B, Hkv, m, dv), causal, scale) →
+(out (B, Hq, n, dv), lse (B, Hq, n) float32: the natural log of Σ exp(scale · q·k) per query).
+Hkv divides Hq (GQA heads shared as in `repeat_kv`); causal is only asked for with n == m."""
+
+
+def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
+                           scaling: float | None, attend: AttendWithLSE) -> torch.Tensor:
+    """A prefill chunk over packed 8-bit keys and values, never dequantizing more than one block.
+
+    query (B, Hq, c, d) in the compute dtype, the chunk at positions [span − c, span); key/value
+    packed (B, Hkv, S ≥ span, d + SCALE_BYTES). The chunk's own c keys are attended causally
+    (square), the past [0, span − c) in blocks of ``kv_layout.KV8_PREFILL_BLOCK`` keys without
+    a mask (every past key is visible to every query of the chunk). Pieces are merged by their
+    log-sum-exp in float32: with L = logaddexp(L₁, L₂), out = out₁·e^(L₁−L) + out₂·e^(L₂−L).
+    Transient: one block's K/V in the compute dtype (Hkv·(dk+dv)·block·b), the chunk's own K/V
+    (Hkv·(dk+dv)·c·b), the float32 sum (c·Hq·dv·4) and one piece (c·Hq·dv·b) — what
+    app.engine.memory.prefill_spike counts. Returns (B, c, Hq, dv) in the original basis."""
+    d = query.shape[-1]
+    scale = scaling if scaling is not None else d ** -0.5
+    c, dtype = query.shape[2], query.dtype
+    past = span - c
+    q = kv_quant.rotate(query)
+    out, lse = attend(q, kv_quant.dequantize_eager(key[:, :, past:span], dtype),
+                      kv_quant.dequantize_eager(value[:, :, past:span], dtype), True, scale)
+    total = out.float()
+    del out
+    block = kv_layout.KV8_PREFILL_BLOCK
+    for start in range(0, past, block):
+        end = min(start + block, past)
+        piece, piece_lse = attend(q, kv_quant.dequantize_eager(key[:, :, start:end], dtype),
+                                  kv_quant.dequantize_eager(value[:, :, start:end], dtype), False, scale)
+        merged = torch.logaddexp(lse, piece_lse)
+        total.mul_(torch.exp(lse - merged).unsqueeze(-1))
+        total.addcmul_(piece, torch.exp(piece_lse - merged).unsqueeze(-1))
+        lse = merged
+        del piece
+    out = total.to(dtype).transpose(1, 2).contiguous()
+    del total  # before the rotation's float32 copies
+    return kv_quant.rotate(out)
+
+
+def _sdpa_lse_applies(query: torch.Tensor, key: torch.Tensor, groups: int) -> bool:
+    """torch has a flash kernel returning the log-sum-exp for these inputs (GQA included): on the
+    CPU always, on CUDA when its flash kernel takes the dtype and head size."""
+    if query.shape[1] != groups * key.shape[1]:
+        return False
+    if query.device.type == "cpu":
+        return True
+    if query.device.type != "cuda":
+        return False
+    from torch.backends.cuda import SDPAParams, can_use_flash_attention
+
+    d = query.shape[-1]
+    if d % 8:  # SDPA pads such heads before its flash kernel; the raw kernel here is not padded
+        return False
+    # keys as a past block will be: dequantized, unmasked, not causal (torch refuses is_causal for
+    # c queries over other than c keys; the own-chunk call is square, which it takes)
+    probe = query.new_empty((query.shape[0], key.shape[1], 1, d))
+    try:
+        return can_use_flash_attention(SDPAParams(query, probe, probe, None, 0.0, False, groups > 1), False)
+    except (RuntimeError, TypeError):
+        return False
+
+
+def _sdpa_with_lse(query, key, value, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """`AttendWithLSE` on torch's flash kernels (``aten._scaled_dot_product_flash_attention`` on
+    CUDA, its ``_for_cpu`` twin on the CPU); both take GQA keys as they are."""
+    if query.device.type == "cpu":
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, causal,
+                                                                          scale=scale)
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention(query, key, value, 0.0, causal, False,
+                                                                  scale=scale)[:2]
+    return out, lse[..., :query.shape[2]]  # (B, Hq, n); the slice is a no-op view unless padded
 
 
 def _can_slice_span(module, key, span, c: int, kwargs) -> bool:

@@ -156,23 +156,38 @@ def fa2_static_forward(
     if query.shape[2] == 1 and (packed_kv or getattr(module, DECODE_ATTR, "fa2") == "packed"):
         return _packed_decode_filled(query, key, value, seqlens, scale), None
     if packed_kv:
-        return _fa2_over_dequantized_span(query, key, value, seqlens, scale, span), None
+        return _fa2_blockwise_8bit(query, key, value, seqlens, scale, span), None
     out = torch.ops.headroom.fa2_with_kvcache(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
                                               seqlens, scale)
     return out, None
 
 
-def _fa2_over_dequantized_span(query, key, value, seqlens: torch.Tensor, scale: float,
-                               span: int | None) -> torch.Tensor:
-    """A prefill chunk over an 8-bit cache: FA2 over the filled span (``span`` tokens, else the
-    largest filled length) dequantized to the compute dtype, in the rotated basis, as Headroom's
-    SDPA path does (prefill_spike counts that span for every attention)."""
-    if span is None:  # one host sync per layer and chunk (prefill is not compiled)
+def _fa2_blockwise_8bit(query, key, value, seqlens: torch.Tensor, scale: float,
+                        span: int | None) -> torch.Tensor:
+    """A prefill chunk over an 8-bit cache: Headroom's blockwise attention
+    (app.engine.local.attention.blockwise_8bit_prefill: one block of the past dequantized at a
+    time, merged by log-sum-exp) with FA2 as the kernel. ``span``: the filled length after the
+    chunk, else read from ``seqlens`` (one host sync per layer and chunk; prefill is not
+    compiled); unpadded rows all fill the same span. Returns (B, c, Hq, dv)."""
+    from app.engine.local.attention import blockwise_8bit_prefill
+
+    if span is None:
         span = int(seqlens.max())
-    k = kv_quant.dequantize(key[:, :, :span], query.dtype).transpose(1, 2)
-    v = kv_quant.dequantize(value[:, :, :span], query.dtype).transpose(1, 2)
-    out = torch.ops.headroom.fa2_with_kvcache(kv_quant.rotate(query).transpose(1, 2), k, v, seqlens, scale)
-    return kv_quant.rotate(out)
+    return blockwise_8bit_prefill(query, key, value, span, scale, _fa2_with_lse)
+
+
+def _fa2_with_lse(query, key, value, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """attention.AttendWithLSE on FlashAttention-2: ``flash_attn_with_kvcache`` over the given
+    keys (all of them), GQA inside the kernel, ``return_softmax_lse``. query (B, Hq, n, d),
+    key/value (B, Hkv, m, d) → (out (B, Hq, n, dv), lse (B, Hq, n) float32). Called directly, not
+    through the custom op: prefill runs eagerly."""
+    from flash_attn import flash_attn_with_kvcache
+
+    lengths = torch.full((query.shape[0],), key.shape[2], dtype=torch.int32, device=query.device)
+    out, lse = flash_attn_with_kvcache(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
+                                       cache_seqlens=lengths, softmax_scale=scale, causal=causal,
+                                       return_softmax_lse=True)
+    return out.transpose(1, 2), lse
 
 
 def _packed_decode_filled(query, key, value, seqlens: torch.Tensor, scale: float) -> torch.Tensor:

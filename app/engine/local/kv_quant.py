@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import torch
 
@@ -158,6 +159,26 @@ def dequantize(packed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     still in the rotated basis (``rotate`` of it gives the original vectors back)."""
     codes, scale = unpack(packed)
     return (codes.float() * scale).to(dtype)
+
+
+def dequantize_eager(packed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`dequantize` for code that runs eagerly (the blockwise prefill, once per block of the past):
+    the scale is read through a float32 view of its four bytes, so the whole thing is two kernels
+    (codes × scale, the cast) instead of the twenty-odd small ones of `scale_from_bytes` — the
+    launches, not the bytes, are what a block costs. The same values (the bits are the scale's).
+    Falls back to `dequantize` where the view does not apply: while torch.compile traces (the
+    Inductor failure noted above), a big-endian host, or bytes not 4-aligned in memory."""
+    d = packed.shape[-1] - SCALE_BYTES
+    if torch.compiler.is_compiling() or sys.byteorder != "little":
+        return dequantize(packed, dtype)
+    try:
+        scale = packed[..., d:].view(torch.float32)  # (..., 1)
+    except RuntimeError:  # a storage offset or stride not a multiple of 4 bytes
+        return dequantize(packed, dtype)
+    codes = packed[..., :d]
+    if packed.dtype == torch.uint8:  # float8 does not promote: widen it first
+        codes = codes.view(torch.float8_e4m3fn).float()
+    return (codes * scale).to(dtype)
 
 
 def packed_dim(head_dim: int) -> int:

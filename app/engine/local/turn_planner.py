@@ -59,11 +59,12 @@ class Foresight:
         self.chunk_ladder = ((self.chunk,) if prefill_chunk_tokens or not self.static_cache
                              else CUDA_CHUNK_LADDER)
         report = loaded.report
-        shape = dict(attn_implementation=report.attention, quantized_4bit="4-bit" in report.quantization)
+        shape = dict(attn_implementation=report.attention, quantized_4bit="4-bit" in report.quantization,
+                     nf4_prefill_sliced=report.nf4_prefill_sliced)
         self.prefill_model = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **shape)
         # 8-bit keys and values (issue 16) are read by Headroom's attention only: its packed SDPA,
-        # or its FA2 path (packed 8-bit decode, FA2 over the dequantized span for prefill)
+        # or its FA2 path (packed 8-bit decode, FA2 over one dequantized block at a time for prefill)
         self.prefill_model_kv8 = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **shape
         ) if report.attention == PACKED_SDPA or report.attention.startswith(FA2_LABEL) else None

@@ -34,6 +34,12 @@ _NO_KV_TYPES = {"conv", "linear_attention", "dummy", "moe", "mlp", "mamba"}
 KV8_SCALE_BYTES = 4
 """float32 scale per key or value vector of an 8-bit layer (mirrors kv_quant.SCALE_BYTES)."""
 KV_BITS = (16, 8)
+KV8_PREFILL_BLOCK = 4096
+"""Keys per block when a prefill chunk attends to the past of an 8-bit layer: one block at a
+time is dequantized to the compute dtype (app.engine.local.attention.blockwise_8bit_prefill), so
+the transient is Hkv × (dk + dv) × 4,096 × 2 B = 16 MiB for Llama-3-8B in bf16, whatever the
+span; app.engine.memory.prefill_spike counts the same block. Shared from here because the
+memory arithmetic may not import the engine's torch code."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.engine.memory import kv_layout
 from app.engine.memory.kv_layout import KVLayout, LayerKV
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, text_config
+
+PREFILL_DEQUANT_SLICE_BYTES = 32 * 2**20
+"""Largest slice of a 4-bit weight dequantized at once by Headroom's sliced NF4 prefill
+(app.engine.local.nf4_prefill): a 14336 × 4096 bf16 weight goes in 4 slices of 3,584 rows."""
+ABSMAX_BLOCK = 64  # weights per fp32 block scale (bitsandbytes' blocksize, the loader's)
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,7 @@ class PrefillModel:
     path, app.engine.local.fa2_attention: no mask is built, nothing is materialized over the
     cache). dequant_bytes:
     largest weight a 4-bit layer dequantizes per call (0 when not quantized, see
-    :func:`dequant_workspace_bytes`). dynamic_cache: KV grows by
+    :func:`dequant_workspace_bytes`; one slice when the prefill is sliced). dynamic_cache: KV grows by
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
     during prefill); False for a preallocated StaticCache. attn_kv_dims: dk + dv per head as the
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
@@ -52,10 +58,12 @@ class PrefillModel:
     def from_config(
         cls, config: Any, activation_bytes: int, cache_dtype_bytes: int | None = None, *,
         attn_implementation: str = "sdpa", quantized_4bit: bool = False, dynamic_cache: bool = True,
-        kv_bits: int = 16,
+        kv_bits: int = 16, nf4_prefill_sliced: bool = False,
     ) -> PrefillModel:
         """Build from a config. cache_dtype_bytes defaults to activation_bytes. kv_bits 8: the
-        full-attention layers hold 8-bit keys and values (kv_layout), in a static cache."""
+        full-attention layers hold 8-bit keys and values (kv_layout), in a static cache.
+        nf4_prefill_sliced: the 4-bit layers' prefill runs in slices (app.engine.local.nf4_prefill,
+        the LoadReport says so), so one slice is dequantized at a time, not a whole weight."""
         cfg = text_config(config)
         layout = KVLayout.from_config(config, cache_dtype_bytes or activation_bytes, kv_bits)
         dynamic_cache = dynamic_cache and kv_bits == 16
@@ -72,7 +80,8 @@ class PrefillModel:
             num_attention_heads=heads, attn_kv_dims=dims,
             vocab_size=config_attr(cfg, "vocab_size", default=0), activation_bytes=activation_bytes,
             attn_implementation=attn_implementation,
-            dequant_bytes=dequant_workspace_bytes(config, activation_bytes) if quantized_4bit else 0,
+            dequant_bytes=(dequant_workspace_bytes(config, activation_bytes, sliced=nf4_prefill_sliced)
+                           if quantized_4bit else 0),
             dynamic_cache=dynamic_cache, gqa=(not mla and kv_heads(cfg) != heads),
             kv_expanded_always=mla,
         )
@@ -95,15 +104,24 @@ class PrefillBreakdown:
                 + self.dequant + self.window_overhang)
 
 
-def dequant_workspace_bytes(config: Any, compute_dtype_bytes: int) -> int:
-    """Largest decoder weight a bitsandbytes 4-bit layer dequantizes to the compute dtype on each
-    prefill call: max(hidden × intermediate, hidden × heads × head_dim) × bytes. lm_head stays
-    unquantized. Llama-3-8B bf16: 14336 × 4096 × 2 = 117 MB (H200 README, "up to ~117 MB")."""
+def dequant_workspace_bytes(config: Any, compute_dtype_bytes: int, sliced: bool = False) -> int:
+    """Bytes a 4-bit layer dequantizes per prefill call, for its largest decoder weight of
+    E = max(hidden × intermediate, hidden × heads × head_dim) elements (lm_head stays unquantized).
+
+    bitsandbytes: the whole weight in the compute dtype, E × bytes; Llama-3-8B bf16
+    14336 × 4096 × 2 = 117 MB (H200 README, "up to ~117 MB"). sliced (app.engine.local.nf4_prefill):
+    one slice, min(E × bytes, PREFILL_DEQUANT_SLICE_BYTES), plus the weight's fp32 absmax
+    (E / 64 × 4, double quantization undone once per call; counted for every 4-bit model, the
+    loader always double-quantizes): Llama-3-8B 32 MiB + 3.67 MB = 37.2 MB."""
     cfg = text_config(config)
     hidden = config_attr(cfg, "hidden_size", "n_embd", "d_model")
     inter = config_attr(cfg, "intermediate_size", "n_inner", default=4 * hidden)
     heads = config_attr(cfg, "num_attention_heads", "n_head", "num_heads")
-    return max(hidden * inter, hidden * heads * head_dim(cfg)) * compute_dtype_bytes
+    elements = max(hidden * inter, hidden * heads * head_dim(cfg))
+    whole = elements * compute_dtype_bytes
+    if not sliced:
+        return whole
+    return min(whole, PREFILL_DEQUANT_SLICE_BYTES) + elements // ABSMAX_BLOCK * 4
 
 
 def prefill_breakdown(
@@ -126,8 +144,14 @@ def prefill_breakdown(
       bool mask into a c·span·b float one and, with a mask, expands GQA heads to
       H·(dk+dv)·span·b (``use_gqa_in_sdpa`` needs mask None, transformers
       integrations/sdpa_attention.py); eager holds that expansion and scores H·c·span·(2b + 4).
-      An 8-bit layer adds its span dequantized to the compute dtype, Hkv·(dk+dv)·span·b, and the
-      chunk's float32 copies while it is quantized, 2·Hkv·(dk+dv)·c·4 (app.engine.local.attention).
+      An 8-bit layer's workspace is instead that of the blockwise attention
+      (app.engine.local.attention.blockwise_8bit_prefill): one block of the past and the chunk's
+      own keys dequantized to the compute dtype, Hkv·(dk+dv)·(min(span − c, B) + c)·b with
+      B = kv_layout.KV8_PREFILL_BLOCK; the merge's float32 sum, one piece and two log-sum-exps,
+      c·H·dv·(4 + b) + 2·c·H·4; and the chunk's float32 copies while it is quantized,
+      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static. (Counted
+      from the code, not yet checked against a measured peak: tests/benchmarks/kv8_blockwise.py
+      measures one layer call on CUDA.)
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
@@ -181,11 +205,20 @@ def _mask_bytes(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> 
 
 
 def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
-    if layer.quantized:  # the filled span dequantized for the chunk, plus quantizing the chunk
-        dims = layer.kv_heads * (layer.key_dim + layer.value_dim)
-        dequant = dims * (_span(layer, c, total_len) * model.activation_bytes + 2 * c * 4)
-        return dequant + _float_workspace(model, layer, c, total_len)
+    if layer.quantized:
+        return _blockwise_8bit_workspace(model, layer, c, total_len)
     return _float_workspace(model, layer, c, total_len)
+
+
+def _blockwise_8bit_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
+    """An 8-bit layer: one past block plus the chunk's own keys dequantized, the float32 merge
+    (sum, one piece, log-sum-exps), and the chunk's float32 copies while it is quantized."""
+    b, heads = model.activation_bytes, model.num_attention_heads
+    dims = layer.kv_heads * (layer.key_dim + layer.value_dim)
+    block = min(_span(layer, c, total_len) - c, kv_layout.KV8_PREFILL_BLOCK)
+    dequantized = dims * (block + c) * b
+    merge = c * heads * layer.value_dim * (4 + b) + 2 * c * heads * 4
+    return dequantized + merge + 2 * dims * c * 4
 
 
 def _float_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
