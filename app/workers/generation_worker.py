@@ -229,7 +229,7 @@ class GenerationWorker(QObject):
 
     def _warm_up(self) -> None:
         if self._runner is not None:
-            # In this thread: CUDA graphs belong to the thread that captured them. Turns sent
+            # In this thread, the one that generates: no two threads touch the model. Turns sent
             # meanwhile queue behind it; the window stays usable and shows "optimizing".
             self._runner.warm_up(self.decode_status_changed.emit, self._kv_precision)
 
