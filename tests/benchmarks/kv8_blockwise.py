@@ -91,7 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-smoke", action="store_true", help="small sizes on the CPU, logic check")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--out", help="JSON path (default results/kv8_blockwise_<device>.json)")
+    parser.add_argument("--out", help="JSON path or folder (default results/kv8_blockwise_<device>.json)")
     args = parser.parse_args()
     if args.cpu_smoke:
         device, spans, chunks = torch.device("cpu"), (1_000, 9_000), (64,)
@@ -105,7 +105,9 @@ def main() -> None:
         print(f"{r['span']:>7} {r['chunk']:>5} {r['blocks']:>6} {'yes' if r['blockwise_applies'] else 'no':>4}"
               f" {r['rel_error']:>8.1e} {r['blockwise_transient_bytes'] / 1e6:>9.1f}"
               f" {r['whole_span_transient_bytes'] / 1e6:>9.1f} {r['blockwise_ms']:>9.2f} {r['whole_span_ms']:>9.2f}")
-    out = Path(args.out) if args.out else RESULTS / f"kv8_blockwise_{device.type}.json"
+    out = Path(args.out) if args.out else RESULTS
+    if out.is_dir():  # a folder ($OUT on the device): the default name inside it
+        out = out / f"kv8_blockwise_{device.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(device=torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
                                    torch=torch.__version__, block=kv_layout.KV8_PREFILL_BLOCK, rows=rows),
