@@ -317,22 +317,24 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
 
 
 def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int) -> torch.Tensor:
-    """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): each
-    vector's scale is constant along head_dim, so it multiplies the scores (keys) or the
-    probabilities (values) instead of the cache: the codes are cast to the compute dtype (exact:
-    int8 and e4m3 values are bf16 values) and never scaled as a whole. Returns (B, 1, Hq, dv)."""
+    """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): the g query
+    rows of each KV head, rotated into the cache's basis, go to ``headroom::kv8_decode``
+    (app.engine.local.kv8_decode: each code read once, never cast as a whole cache); a mask that
+    is not boolean (an additive bias) takes the torch products below, each vector's scale folded
+    into the scores (keys) or the probabilities (values). Returns (B, 1, Hq, dv)."""
+    from app.engine.local.kv8_decode import kv8_decode
+
     b, hq, _, d = query.shape
     scale = scaling if scaling is not None else d ** -0.5
+    q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
+    if attention_mask is None or attention_mask.dtype == torch.bool:
+        valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
+        out = kv8_decode(q, key, value, valid, float(scale))
+        return kv_quant.rotate(out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous())
     key_codes, key_scale = kv_quant.unpack(key)
     value_codes, value_scale = kv_quant.unpack(value)
-    q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
     scores = torch.matmul(q, key_codes.to(q.dtype).transpose(2, 3)).float()
-    scores = scores * (key_scale.transpose(2, 3) * scale)  # (B, Hkv, g, S) float32
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            scores = scores.masked_fill(attention_mask.logical_not(), float("-inf"))
-        else:
-            scores = scores + attention_mask
+    scores = scores * (key_scale.transpose(2, 3) * scale) + attention_mask  # (B, Hkv, g, S) float32
     probs = torch.softmax(scores, dim=-1) * value_scale.transpose(2, 3)
     out = torch.matmul(probs.to(query.dtype), value_codes.to(query.dtype))  # (B, Hkv, g, dv)
     return kv_quant.rotate(out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous())
