@@ -4,6 +4,9 @@ against 16-bit, the bytes the memory model counts, and the per-chat choice in pl
 Tiny random GQA models from configs (no download), float32 on the CPU.
 """
 
+import importlib.util
+import os
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig
@@ -283,6 +286,33 @@ def test_blockwise_8bit_prefill_matches_the_whole_span_path(monkeypatch, dtype):
     layers = model.config.num_hidden_layers
     assert seen == [n for sizes in per_chunk for _ in range(layers) for n in sizes for _ in range(2)]
     assert max(seen) == 16 and whole == []
+
+
+_KERNEL = (os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available())
+
+
+@pytest.mark.skipif(not _KERNEL or importlib.util.find_spec("triton") is None,
+                    reason="needs Triton: CUDA, or TRITON_INTERPRET=1")
+def test_the_8bit_kernel_prefills_and_decodes_as_the_torch_paths(monkeypatch):
+    """The model over an 8-bit cache with app.engine.local.kv8_attention's kernel (prefill chunks
+    and decode steps) against the same model on the torch paths (blockwise prefill, blockwise
+    decode): the same logits to float32 noise. On the CPU the kernel runs in Triton's interpreter
+    (float32: its bf16 casts are emulated wrongly there)."""
+    from app.engine.local import kv8_attention
+
+    model = _model()
+    ids = torch.randint(3, 97, (1, 40), generator=torch.Generator().manual_seed(8))
+    torch_paths, _ = _logits(model, ids, 8)
+    monkeypatch.setattr(kv8_attention, "triton_applies", lambda query, key: key.dtype == torch.int8)
+    monkeypatch.setattr(kv8_attention, "triton_failure", "")
+    calls = []
+    attend = kv8_attention._attend
+    monkeypatch.setattr(kv8_attention, "_attend", lambda *a: calls.append(a[0].shape) or attend(*a))
+    kernel, _ = _logits(model, ids, 8)
+    assert kv8_attention.triton_failure == ""
+    layers = model.config.num_hidden_layers
+    assert len(calls) == layers * (3 + 4)  # 3 prefill chunks of 16, 16 and 8 tokens, 4 decode steps
+    assert (kernel - torch_paths).abs().max() < 1e-4 * torch_paths.abs().max()
 
 
 @pytest.mark.parametrize("fmt", ["int8", "fp8"])

@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 import torch
 
-from app.engine.local import kv_quant
+from app.engine.local import kv8_attention, kv_quant
 from app.engine.memory import kv_layout
 
 PACKED_SDPA = "sdpa+gqa-packed"
@@ -190,6 +190,9 @@ def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.
     c, dtype = query.shape[2], query.dtype
     past = span - c
     q = kv_quant.rotate(query)
+    fused = kv8_attention.kv8_prefill(q, key, value, span, scale)  # CUDA: one kernel, codes read once
+    if fused is not None:
+        return kv_quant.rotate(fused)
     out, lse = attend(q, kv_quant.dequantize_eager(key[:, :, past:span], dtype),
                       kv_quant.dequantize_eager(value[:, :, past:span], dtype), True, scale)
     total = out.float()
@@ -319,17 +322,15 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
 def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int) -> torch.Tensor:
     """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): the g query
     rows of each KV head, rotated into the cache's basis, go to ``headroom::kv8_decode``
-    (app.engine.local.kv8_decode: each code read once, never cast as a whole cache); a mask that
+    (app.engine.local.kv8_attention: each code read once, never cast as a whole cache); a mask that
     is not boolean (an additive bias) takes the torch products below, each vector's scale folded
     into the scores (keys) or the probabilities (values). Returns (B, 1, Hq, dv)."""
-    from app.engine.local.kv8_decode import kv8_decode
-
     b, hq, _, d = query.shape
     scale = scaling if scaling is not None else d ** -0.5
     q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
     if attention_mask is None or attention_mask.dtype == torch.bool:
         valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
-        out = kv8_decode(q, key, value, valid, float(scale))
+        out = kv8_attention.kv8_decode(q, key, value, valid, float(scale))
         return kv_quant.rotate(out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous())
     key_codes, key_scale = kv_quant.unpack(key)
     value_codes, value_scale = kv_quant.unpack(value)

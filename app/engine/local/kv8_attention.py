@@ -1,0 +1,259 @@
+"""Attention over the 8-bit KV cache that reads each code once, for decode and prefill
+(issue 16, item 1).
+
+The 8-bit cache keeps each key and value vector as ``head_dim`` int8 codes and its float32 scale
+(app.engine.local.kv_quant). The first decode path cast the codes to bf16 and multiplied with
+``torch.matmul``; Inductor lowers that to an ``aten.bmm`` on a materialized bf16 copy of the
+whole cache (checked with ``torch._inductor.utils.run_and_get_code``: a (B, Hkv, S, d) bf16
+buffer before ``extern_kernels.bmm``), so every step wrote and re-read 2 bytes per code besides
+reading the byte itself — more traffic than a 16-bit cache, and a transient of
+2 · Hkv · S · d bytes per layer (200 MB at 97.5k tokens for Llama-3-8B; the 8-bit card's peak
+ran 160 MB over its projection, H200, 2026-12-02, tests/benchmarks/results/
+memory_foresight_h200_kv8.json). The first prefill path dequantized the past one block of
+4,096 keys at a time and merged the blocks by log-sum-exp (attention.blockwise_8bit_prefill):
+bounded memory, but ~20 launches per block; a 97.5k-token prompt in 128-token chunks took 137 s
+to its first token on that card.
+
+One Triton kernel serves both (CUDA, Triton, int8 codes): flash attention (Dao et al. 2022)
+with the split-KV of Flash-Decoding (Dao et al. 2023) over packed rows. The g query heads that
+share a KV head become g rows per query token (row r = query r // g, head r % g), so a KV head's
+codes are read once for all its query heads; a program takes a tile of rows and a span of keys,
+casts the codes to the compute dtype in registers (exact: |code| ≤ 127), folds each vector's
+scale into the scores (keys) or the probabilities (values), keeps an online softmax in float32,
+and writes its partial output, maximum and sum; `_merge_splits` combines the spans by their
+maxima. Row r of a chunk whose first query is at position ``first`` sees keys [0, first + r // g
++ 1) (causal); a decode step's one query sees its ``valid`` keys.
+
+* ``headroom::kv8_decode`` (query (B, Hkv, g, d), valid (B, S) bool or None): the decode step,
+  opaque to torch.compile and captured in its CUDA graph (compiled_decode).
+* `kv8_prefill` (query (B, Hq, c, d) at positions [span − c, span)): a prefill chunk, eager.
+* Anywhere the kernel does not apply (CPU, fp8 codes, no Triton): `reference`, the same math in
+  torch over blocks of REFERENCE_BLOCK keys (decode; prefill keeps the blockwise path).
+
+All take queries already rotated into the cache's basis and return outputs in that basis (the
+caller rotates). key/value: (B, Hkv, S, d + 4) int8 or uint8. Outputs in the query's dtype. A
+kernel that fails to build or launch (a Triton too old or too new) is not tried again:
+`triton_failure` says why, and the torch paths run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from app.engine.local import kv_quant
+
+log = logging.getLogger(__name__)
+
+try:  # Triton ships with torch on CUDA; absent on CPU-only installs (CI)
+    import triton
+    import triton.language as tl
+except Exception:  # noqa: BLE001 - any import failure means "no Triton"
+    triton = tl = None
+
+REFERENCE_BLOCK = 8192
+"""Keys per block of the torch path: its transient is 2 · g · REFERENCE_BLOCK · d bytes."""
+BLOCK_N = 64
+"""Keys per tile of the Triton kernel (rows per tile: 16 for a decode step, whose g query rows
+are padded for ``tl.dot``, 64 for a prefill chunk)."""
+
+
+def reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
+              scale: float) -> torch.Tensor:
+    """The attention of `kv8_decode` in torch, block by block (see the module docstring for the
+    shapes). Scores in float32 for every key (g · S floats), the codes cast one block at a time."""
+    b, h, g, d = query.shape
+    span = key.shape[2]
+    scores = torch.empty((b, h, g, span), dtype=torch.float32, device=query.device)
+    for start in range(0, span, REFERENCE_BLOCK):
+        codes, key_scale = kv_quant.unpack(key[:, :, start:start + REFERENCE_BLOCK])
+        part = torch.matmul(query, codes.to(query.dtype).transpose(2, 3)).float()
+        scores[..., start:start + codes.shape[2]] = part * (key_scale.transpose(2, 3) * scale)
+    if valid is not None:
+        scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    out = torch.zeros((b, h, g, value.shape[-1] - kv_quant.SCALE_BYTES), dtype=torch.float32,
+                      device=query.device)
+    for start in range(0, span, REFERENCE_BLOCK):
+        codes, value_scale = kv_quant.unpack(value[:, :, start:start + REFERENCE_BLOCK])
+        weights = probs[..., start:start + codes.shape[2]] * value_scale.transpose(2, 3)
+        out += torch.matmul(weights.to(query.dtype), codes.to(query.dtype)).float()
+    return out.to(query.dtype)
+
+
+def triton_applies(query: torch.Tensor, key: torch.Tensor) -> bool:
+    """The Triton kernel takes these inputs: CUDA, Triton present and not failed, int8 codes, a
+    power-of-two head_dim of 16-256, bf16 or fp16 queries."""
+    d = query.shape[-1]
+    return (triton is not None and not triton_failure and query.is_cuda and key.dtype == torch.int8
+            and 16 <= d <= 256 and d & (d - 1) == 0 and query.dtype in (torch.bfloat16, torch.float16)
+            and key.stride(-1) == 1)
+
+
+triton_failure = ""
+"""Why the Triton kernel failed once (then only the torch paths run), or ""."""
+
+
+def splits_for(span: int, programs: int, sms: int = 132) -> int:
+    """Key spans per row tile: enough programs to fill about two waves of ``sms`` streaming
+    multiprocessors, each span at least 4 tiles of keys."""
+    most = max(1, -(-span // (4 * BLOCK_N)))
+    return max(1, min(most, -(-2 * sms // max(programs, 1))))
+
+
+if triton is not None:
+    @triton.jit
+    def _attend_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr,
+                       rows, first, span, split_len, heads, splits, row_tiles, scale,
+                       stride_qb, stride_qh, stride_qr,
+                       stride_kb, stride_kh, stride_ks,
+                       stride_vb, stride_vh, stride_vs, stride_valid,
+                       G: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+                       HAS_VALID: tl.constexpr, DIRECT: tl.constexpr):
+        bh = tl.program_id(0)
+        tile = tl.program_id(1)
+        split = tl.program_id(2)
+        b = bh // heads
+        h = bh % heads
+        r = tile * ROWS + tl.arange(0, ROWS)
+        dims = tl.arange(0, D)
+        q = tl.load(q_ptr + b * stride_qb + h * stride_qh + r[:, None] * stride_qr + dims[None, :],
+                    mask=(r < rows)[:, None], other=0.0)
+        limit = first + r // G + 1  # row r sees keys [0, limit)
+        last = tl.minimum(tile * ROWS + ROWS, rows) - 1
+        start = split * split_len
+        end = tl.minimum(tl.minimum(start + split_len, span), first + last // G + 1)
+        m_i = tl.full([ROWS], -1.0e30, tl.float32)
+        l_i = tl.zeros([ROWS], tl.float32)
+        acc = tl.zeros([ROWS, D], tl.float32)
+        k_base = k_ptr + b * stride_kb + h * stride_kh
+        v_base = v_ptr + b * stride_vb + h * stride_vh
+        for n0 in tl.range(0, split_len, BLOCK):  # split_len: a multiple of BLOCK
+            keys = start + n0 + tl.arange(0, BLOCK)
+            inside = keys < end
+            codes = tl.load(k_base + keys[:, None] * stride_ks + dims[None, :], mask=inside[:, None], other=0)
+            k_scale = _scale(k_base + keys * stride_ks + D, inside)
+            s = tl.dot(q, tl.trans(codes.to(q.dtype)))  # (ROWS, BLOCK) float32
+            s = s * (k_scale * scale)[None, :]
+            seen = inside[None, :] & (keys[None, :] < limit[:, None])
+            if HAS_VALID:
+                seen = seen & (tl.load(valid_ptr + b * stride_valid + keys, mask=inside, other=0) != 0)[None, :]
+            s = tl.where(seen, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v_codes = tl.load(v_base + keys[:, None] * stride_vs + dims[None, :], mask=inside[:, None], other=0)
+            v_scale = _scale(v_base + keys * stride_vs + D, inside)
+            acc = acc * alpha[:, None] + tl.dot((p * v_scale[None, :]).to(q.dtype), v_codes.to(q.dtype))
+            m_i = m_new
+        if DIRECT:  # one span of keys: the output itself, (B, Hkv, rows, D) contiguous
+            done = acc / tl.maximum(l_i, 1.0e-30)[:, None]
+            tl.store(out_ptr + (bh * rows + r[:, None]) * D + dims[None, :], done.to(q.dtype),
+                     mask=(r < rows)[:, None])
+        else:
+            part = ((bh * row_tiles + tile) * splits + split) * ROWS + tl.arange(0, ROWS)
+            tl.store(acc_ptr + part[:, None] * D + dims[None, :], acc)
+            tl.store(max_ptr + part, m_i)
+            tl.store(sum_ptr + part, l_i)
+
+    @triton.jit
+    def _scale(ptr, inside):
+        """The float32 scale whose 4 little-endian bytes start at ``ptr`` (one per key)."""
+        b0 = tl.load(ptr, mask=inside, other=0).to(tl.int32) & 255
+        b1 = tl.load(ptr + 1, mask=inside, other=0).to(tl.int32) & 255
+        b2 = tl.load(ptr + 2, mask=inside, other=0).to(tl.int32) & 255
+        b3 = tl.load(ptr + 3, mask=inside, other=0).to(tl.int32) & 255
+        return (b0 | (b1 << 8) | (b2 << 16) | (b3 << 24)).to(tl.float32, bitcast=True)
+
+
+def _merge_splits(acc: torch.Tensor, maxima: torch.Tensor, sums: torch.Tensor) -> torch.Tensor:
+    """acc (..., splits, rows, d), maxima and sums (..., splits, rows) float32 → (..., rows, d):
+    each split's partial output weighted by exp(its max − the overall max), over the weighted
+    sums."""
+    top = maxima.amax(dim=-2, keepdim=True)
+    weight = torch.exp(maxima - top)
+    total = (sums * weight).sum(dim=-2)
+    return (acc * weight[..., None]).sum(dim=-3) / total.clamp_min(1e-30)[..., None]
+
+
+def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid, first: int, span: int,
+            groups: int, scale: float) -> torch.Tensor:
+    """q_rows (B, Hkv, R, d) contiguous: row r is query r // groups (at position first + r //
+    groups) of the head r % groups of its KV head; keys [0, span), and ``valid`` (B, S) bool when
+    given. Returns (B, Hkv, R, d) in the queries' dtype. Memory: the output, plus, when the keys
+    are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d)."""
+    b, h, rows, d = q_rows.shape
+    tile_rows = 16 if rows <= 16 else 64
+    row_tiles = -(-rows // tile_rows)
+    splits = splits_for(span, b * h * row_tiles)
+    split_len = -(-span // splits)
+    split_len = -(-split_len // BLOCK_N) * BLOCK_N
+    direct = splits == 1
+    out = torch.empty_like(q_rows)
+    shape = (b * h, row_tiles, splits, tile_rows) if not direct else (1,)
+    acc = torch.empty((*shape, d) if not direct else shape, dtype=torch.float32, device=q_rows.device)
+    maxima = torch.empty(shape, dtype=torch.float32, device=q_rows.device)
+    sums = torch.empty_like(maxima)
+    has_valid = valid is not None
+    valid = valid.to(torch.uint8) if has_valid else maxima  # any pointer when unused
+    _attend_kernel[(b * h, row_tiles, splits)](
+        q_rows, key, value, valid, out, acc, maxima, sums, rows, first, span, split_len, h, splits, row_tiles,
+        float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
+        key.stride(0), key.stride(1), key.stride(2),
+        value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
+        G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct, num_warps=4)
+    if direct:
+        return out
+    merged = _merge_splits(acc, maxima, sums).reshape(b, h, row_tiles * tile_rows, d)
+    return merged[:, :, :rows].to(q_rows.dtype)
+
+
+def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
+    """`_attend`, or None when the kernel fails to build or launch (then never tried again)."""
+    global triton_failure
+    try:
+        return _attend(query, *args)
+    except Exception as exc:  # a Triton that cannot build it: the torch paths answer instead
+        triton_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+        log.warning("8-bit KV attention kernel failed; torch paths from now on", exc_info=exc)
+        return None
+
+
+def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
+                scale: float) -> torch.Tensor | None:
+    """A prefill chunk: query (B, Hq, c, d) rotated, at positions [span − c, span), causal over
+    keys [0, span) of the packed cache (the chunk's own keys already written). Returns (B, c,
+    Hq, d) in the rotated basis, or None where the kernel does not apply (the caller's blockwise
+    path runs). Transient: the packed rows and the output (2 · c·Hq·d bytes each), plus the
+    split partials when c is small (float32, a few MB)."""
+    if not triton_applies(query, key):
+        return None
+    b, hq, c, d = query.shape
+    h = key.shape[1]
+    groups = hq // h
+    rows = query.reshape(b, h, groups, c, d).transpose(2, 3).reshape(b, h, c * groups, d)
+    out = _guarded(rows, key, value, None, span - c, span, groups, scale)
+    if out is None:
+        return None
+    return out.reshape(b, h, c, groups, d).permute(0, 2, 1, 3, 4).reshape(b, c, hq, d)
+
+
+@torch.library.custom_op("headroom::kv8_decode", mutates_args=())
+def kv8_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
+               scale: float) -> torch.Tensor:
+    """(B, Hkv, g, d) attention output of one query token per sequence over the packed 8-bit
+    cache (module docstring): the Triton kernel where `triton_applies`, else `reference`."""
+    query = query.contiguous()
+    if triton_applies(query, key) and value.stride(-1) == 1:
+        g = query.shape[2]  # one query token: its g rows see every valid key
+        out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], g, scale)
+        if out is not None:
+            return out
+    return reference(query, key, value, valid, scale)
+
+
+@kv8_decode.register_fake
+def _(query, key, value, valid, scale):
+    return torch.empty_like(query, memory_format=torch.contiguous_format)

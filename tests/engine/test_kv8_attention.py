@@ -1,0 +1,149 @@
+"""The 8-bit decode attention (app.engine.local.kv8_attention) against the products it replaced.
+
+The Triton kernel runs where Triton can: on CUDA, or on the CPU under Triton's interpreter
+(``TRITON_INTERPRET=1`` with triton installed, as checked by hand on this 2-core box); CI has
+neither, and runs the torch path."""
+
+import os
+
+import pytest
+import torch
+
+from app.engine.local import kv8_attention as kd
+from app.engine.local import kv_quant
+
+
+def _old_products(q, key, value, valid, scale):
+    """The decode of attention.py before kv8_decode, verbatim in its math: the whole cache cast."""
+    key_codes, key_scale = kv_quant.unpack(key)
+    value_codes, value_scale = kv_quant.unpack(value)
+    scores = torch.matmul(q, key_codes.to(q.dtype).transpose(2, 3)).float()
+    scores = scores * (key_scale.transpose(2, 3) * scale)
+    if valid is not None:
+        scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
+    probs = torch.softmax(scores, dim=-1) * value_scale.transpose(2, 3)
+    return torch.matmul(probs.to(q.dtype), value_codes.to(q.dtype))
+
+
+def _case(span=300, heads=2, groups=4, d=64, dtype=torch.float32, filled=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, heads, groups, d, generator=g).to(dtype)
+    key = kv_quant.quantize(torch.randn(1, heads, span, d, generator=g) * 2)
+    value = kv_quant.quantize(torch.randn(1, heads, span, d, generator=g))
+    valid = None
+    if filled is not None:
+        valid = (torch.arange(span) < filled).view(1, span)
+    return q, key, value, valid
+
+
+@pytest.mark.parametrize("filled", [None, 1, 137, 300])
+def test_reference_in_blocks_is_the_whole_cache_products(filled, monkeypatch):
+    monkeypatch.setattr(kd, "REFERENCE_BLOCK", 64)  # five blocks, the last one partial
+    q, key, value, valid = _case(filled=filled)
+    got = kd.reference(q, key, value, valid, 0.125)
+    want = _old_products(q, key, value, valid, 0.125)
+    assert got.shape == (1, 2, 4, 64)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_reference_casts_one_block_at_a_time(monkeypatch):
+    monkeypatch.setattr(kd, "REFERENCE_BLOCK", 64)
+    seen = []
+    unpack = kv_quant.unpack
+
+    def spy(packed):
+        seen.append(packed.shape[2])
+        return unpack(packed)
+
+    monkeypatch.setattr(kv_quant, "unpack", spy)
+    kd.reference(*_case(), 0.125)
+    assert max(seen) == 64 and sum(seen) == 2 * 300
+
+
+def test_the_op_serves_the_cpu_and_the_model_path():
+    q, key, value, valid = _case(filled=200)
+    got = torch.ops.headroom.kv8_decode(q, key, value, valid, 0.125)
+    torch.testing.assert_close(got, _old_products(q, key, value, valid, 0.125), rtol=1e-5, atol=1e-5)
+    assert not kd.triton_applies(q, key)  # the CPU: torch path
+
+
+def test_splits_fill_the_gpu_and_keep_four_tiles_each():
+    assert kd.splits_for(64, 8) == 1
+    assert kd.splits_for(4096, 8) == 16  # 4096 keys / (4 × 64)
+    assert kd.splits_for(100_000, 8) == 33  # two waves of 132 SMs over 8 heads
+    assert kd.splits_for(100_000, 264) == 1
+
+
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1" and kd.triton is not None
+_CUDA = torch.cuda.is_available() and kd.triton is not None
+needs_triton = pytest.mark.skipif(not (_INTERPRETED or _CUDA), reason="needs Triton: CUDA, or TRITON_INTERPRET=1")
+DEVICE = "cuda" if _CUDA else "cpu"
+# the interpreter emulates bf16 casts wrongly (numpy has no bf16): fp16 there, bf16 on CUDA
+DTYPE = torch.bfloat16 if _CUDA else torch.float16
+
+
+@pytest.fixture
+def kernel_everywhere(monkeypatch):
+    """On the CPU under the interpreter, let the Triton path run (it checks for CUDA)."""
+    if not _CUDA:
+        monkeypatch.setattr(kd, "triton_applies", lambda query, key: key.dtype == torch.int8)
+    monkeypatch.setattr(kd, "triton_failure", "")
+
+
+@needs_triton
+@pytest.mark.parametrize("filled", [None, 1, 150, 299])
+def test_triton_decode_matches_the_reference(filled, kernel_everywhere):
+    q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=filled, seed=3)
+    q, key, value = q.to(DEVICE), key.to(DEVICE), value.to(DEVICE)
+    valid = None if valid is None else valid.to(DEVICE)
+    got = kd.kv8_decode(q, key, value, valid, 0.125).float()
+    assert kd.triton_failure == ""
+    want = kd.reference(q, key, value, valid, 0.125).float()
+    assert (got - want).abs().max() < 2e-2  # half-precision outputs; the kernel keeps scores in float32
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
+
+
+def _causal_reference(query, key, value, span, scale):
+    """Float32 attention of the chunk at [span − c, span) over the dequantized keys, GQA expanded."""
+    b, hq, c, d = query.shape
+    k = kv_quant.dequantize(key[:, :, :span], torch.float32)
+    v = kv_quant.dequantize(value[:, :, :span], torch.float32)
+    groups = hq // key.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = query.float() @ k.transpose(2, 3) * scale
+    position = torch.arange(span - c, span).view(-1, 1)
+    scores = scores.masked_fill(torch.arange(span).view(1, -1) > position, float("-inf"))
+    return (scores.softmax(-1) @ v).transpose(1, 2)  # (B, c, Hq, d)
+
+
+@needs_triton
+@pytest.mark.parametrize("span,chunk", [(40, 40), (300, 24), (300, 5)])
+def test_triton_prefill_is_causal_attention_over_the_cache(span, chunk, kernel_everywhere):
+    g = torch.Generator().manual_seed(5)
+    heads, groups, d = 2, 4, 32
+    query = torch.randn(1, heads * groups, chunk, d, generator=g).to(DTYPE)
+    key = kv_quant.quantize(torch.randn(1, heads, span + 7, d, generator=g))  # capacity beyond the span
+    value = kv_quant.quantize(torch.randn(1, heads, span + 7, d, generator=g))
+    got = kd.kv8_prefill(query.to(DEVICE), key.to(DEVICE), value.to(DEVICE), span, d ** -0.5)
+    assert got is not None and kd.triton_failure == ""
+    want = _causal_reference(query, key, value, span, d ** -0.5)
+    assert got.shape == want.shape == (1, chunk, heads * groups, d)
+    assert (got.float().cpu() - want).abs().max() < 2e-2
+
+
+def test_prefill_leaves_the_cpu_to_the_blockwise_path():
+    q, key, value, _ = _case()
+    assert kd.kv8_prefill(q.view(1, 8, 1, 64).expand(1, 8, 3, 64), key, value, 300, 0.1) is None
+
+
+def test_a_kernel_that_fails_is_not_tried_again(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("PassManager::run failed")
+
+    monkeypatch.setattr(kd, "_attend", broken)
+    monkeypatch.setattr(kd, "triton_failure", "")
+    monkeypatch.setattr(kd, "triton", object())  # "present"
+    q, key, value, valid = _case(filled=100)
+    assert kd._guarded(q, key, value, valid, 299, 300, 4, 0.125) is None
+    assert kd.triton_failure == "RuntimeError: PassManager::run failed"
+    assert not kd.triton_applies(q.cuda() if torch.cuda.is_available() else q, key)
