@@ -53,6 +53,7 @@ class TurnFlow(QObject):
         self._reply = None     # the Message being written by the request in flight
         self._home = None      # the Conversation it belongs to (chat.conversation while shown)
         self._home_id: int | None = None  # that conversation's id in the store
+        self._earlier_stats = None  # a continued answer's ReplyStats before this part
         self._queued_text: str | None = None
         self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
@@ -238,6 +239,8 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         self._reply, self._home, self._home_id = chat.conversation.messages[-1], chat.conversation, chat.conversation_id
+        # Continue extends an answer: its stats so far, to which the continuation's are added
+        self._earlier_stats = self._reply.stats if continue_final else None
         self._documents = documents
         chat.reply_started.emit(continue_final)
         chat.conversations.show_versions()
@@ -283,6 +286,8 @@ class TurnFlow(QObject):
         self.turn_records.append(record)
         reply, shown = self._reply, self.shown
         reply.stats = self._stats(finished)
+        if self._earlier_stats is not None:  # the line under a continued answer counts all of it
+            reply.stats = self._earlier_stats.continued_by(reply.stats)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
             self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
         else:

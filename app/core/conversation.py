@@ -26,7 +26,10 @@ class ReplyStats:
     ran through the model and `reused` came from the KV cache, and the `new` ones generated;
     ttft_s: seconds to the first new token; tokens_per_s: decode speed after it; decode_path:
     "compiled", "eager-static", "eager" or "remote"; kv_precision: the KV cache's dtype ("" when
-    a server keeps it); backend: what answered, in a few words."""
+    a server keeps it); backend: what answered, in a few words.
+    continued_tokens: for an answer extended with Continue, the new tokens of its last part (0:
+    made in one go); new_tokens then counts the whole answer, while the prompt, TTFT and speed
+    are the last part's (see :meth:`continued_by`)."""
 
     prompt_tokens: int
     prefilled_tokens: int
@@ -37,6 +40,15 @@ class ReplyStats:
     decode_path: str = ""
     kv_precision: str = ""
     backend: str = ""
+    continued_tokens: int = 0
+
+    def continued_by(self, part: "ReplyStats") -> "ReplyStats":
+        """The stats of this answer after Continue added `part` (the continuation's own stats):
+        new_tokens in total, continued_tokens = part's, the rest from `part`. A part without
+        tokens (stopped at once) leaves the answer, and so its stats, as they were."""
+        if part.new_tokens <= 0:
+            return self
+        return replace(part, new_tokens=self.new_tokens + part.new_tokens, continued_tokens=part.new_tokens)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,7 +65,7 @@ class ReplyStats:
         except TypeError:
             return None
         numbers = (stats.prompt_tokens, stats.prefilled_tokens, stats.reused_tokens, stats.new_tokens,
-                   stats.ttft_s, stats.tokens_per_s)
+                   stats.ttft_s, stats.tokens_per_s, stats.continued_tokens)
         if not all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
             return None
         return stats

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from app.core.backend_settings import BackendSettings
+from app.core.last_folders import LastFolders
 from app.core.paths import config_dir
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ class Settings:
     backend: BackendSettings = BackendSettings()  # for new conversations (each keeps its own)
     language: str = "auto"  # the window's language: "auto" (the system's), "en" or "ko"
     model_contexts: tuple[ModelContext, ...] = ()
+    last_folders: LastFolders = LastFolders()  # where each kind of file dialog starts
 
     def context_for(self, path: str | Path) -> int:
         """This model's context setting in tokens: its own if set, else the global
@@ -226,7 +228,8 @@ def load_settings(path: Path | None = None) -> Settings:
                         model_permissions=_model_permissions(raw.get("model_permissions")),
                         backend=BackendSettings.from_json(raw.get("backend")),
                         model_contexts=_model_contexts(raw.get("model_contexts")),
-                        language=_language(raw.get("language")))
+                        language=_language(raw.get("language")),
+                        last_folders=LastFolders.from_json(raw.get("last_folders")))
     except FileNotFoundError:
         return Settings()
     except (ValueError, TypeError, AttributeError) as exc:

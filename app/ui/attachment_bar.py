@@ -3,7 +3,10 @@
 dropped onto the composer (or onto this row) are attached too."""
 
 from PySide6.QtCore import QEvent, QObject, Signal, Slot
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QWidget
+
+from app.core.last_folders import ATTACH
+from app.ui.file_pickers import open_paths
 
 
 def dropped_files(event) -> list[str]:
@@ -23,9 +26,11 @@ class AttachmentBar(QWidget):
     files_chosen = Signal(list)
     remove_requested = Signal(int)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, folders=None):
+        """folders: the chat's FileFolders, where Attach… starts (None: the home folder)."""
         super().__init__(parent)
         self.setObjectName("attachmentBar")
+        self._folders = folders
         self.chips: dict[int, QToolButton] = {}
         self.attach_button = QPushButton(self.tr("Attach…"))
         self.attach_button.setObjectName("attachButton")
@@ -86,8 +91,8 @@ class AttachmentBar(QWidget):
 
     @Slot()
     def _on_attach_clicked(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, self.tr("Attach files to the next message"), "",
-                                                self.tr("Documents (*.txt *.md *.pdf *.docx *.py *.json *.csv "
-                                                        "*.log *.html *.xml *.yaml *.yml *.toml);;All files (*)"))
+        paths = open_paths(self, self._folders, ATTACH, self.tr("Attach files to the next message"),
+                           self.tr("Documents (*.txt *.md *.pdf *.docx *.py *.json *.csv "
+                                   "*.log *.html *.xml *.yaml *.yml *.toml);;All files (*)"))
         if paths:
             self.files_chosen.emit(paths)

@@ -2,7 +2,9 @@
 
 Lists recent models, the installed default and the local Hugging Face cache
 (app.engine.loading.catalog), each with its projected memory against what this machine has free
-(app.engine.loading.fit) and its fit plan; "Browse…" adds any folder or .gguf file. Finding the
+(app.engine.loading.fit) and its fit plan; "Model file…" adds a .gguf file (or, picked inside a
+model folder, that folder: config.json, *.safetensors) and "Model folder…" a model folder, each
+in the platform's own dialog (no native dialog picks files and folders at once). Finding the
 models and reading each one's config or GGUF header run on BackgroundJobs (the first header
 takes seconds): a row says "reading…" until its plan arrives, and an answer for a row that
 changed since it was asked (browsed again, another context) is dropped. A file that cannot be
@@ -39,6 +41,7 @@ from app.chat.fit_text import (
     refusal_text,
     verdict_text,
 )
+from app.core.last_folders import MODEL
 from app.core.paths import default_model_path
 from app.core.settings import AUTO_CONTEXT, ModelPermissions, Settings, model_key
 from app.engine.loading.catalog import CHOSEN, Candidate, Catalog, CatalogEntry
@@ -64,6 +67,16 @@ _CANDIDATE_ROLE = Qt.ItemDataRole.UserRole + 1  # the Candidate the row was made
 ROW_HEIGHT = 26  # px
 
 
+def model_path_for(picked: Path) -> Path:
+    """What a picked path opens as: a file inside a model folder (config.json, a .safetensors
+    shard, its tokenizer…) opens that folder; a .gguf file, a folder, or a file with no
+    config.json beside it stays as picked (the catalog then says why it cannot open)."""
+    picked = Path(picked)
+    if picked.is_file() and picked.suffix.lower() != ".gguf" and (picked.parent / "config.json").is_file():
+        return picked.parent
+    return picked
+
+
 class OpenModelDialog(QDialog):
     """Pick a model to open; nothing is loaded here.
 
@@ -76,9 +89,10 @@ class OpenModelDialog(QDialog):
     model_chosen = Signal(str, object, int)
 
     def __init__(self, catalog: Catalog, settings: Settings, parent=None,
-                 default_path: Path | None = None, jobs: BackgroundJobs | None = None):
+                 default_path: Path | None = None, jobs: BackgroundJobs | None = None, folders=None):
         """jobs: where listing and describing run (the chat's; default: the dialog's own, whose
-        running job is waited for when the dialog closes)."""
+        running job is waited for when the dialog closes). folders: the chat's FileFolders
+        (app.chat.file_folders), where the pickers start; None: the home folder."""
         super().__init__(parent)
         self.setObjectName("openModelDialog")
         self.setWindowTitle(self.tr("Open model"))
@@ -88,6 +102,7 @@ class OpenModelDialog(QDialog):
         self._contexts: dict[str, int] = {}   # model key → context chosen here
         self._asked: dict[int, str] = {}      # ticket → model key of a description awaited
         self._settings = settings
+        self._folders = folders
         self._own_jobs = jobs is None
         self._jobs = jobs or BackgroundJobs(parent=self)
 
@@ -129,13 +144,19 @@ class OpenModelDialog(QDialog):
         self.allow_pickle = QCheckBox(self.tr("Allow pickle weights (.bin / .pt) for this model"))
         self.allow_pickle.setToolTip(self.tr("Pickle files can run arbitrary code when loaded. Safetensors are "
                                              "always used when the folder has them."))
-        self.browse_button = QPushButton(self.tr("Browse…"))
+        self.file_button = QPushButton(self.tr("Model file…"))
+        self.file_button.setToolTip(self.tr("A .gguf file, or any file inside a model folder (config.json, "
+                                            "*.safetensors): that folder is added."))
+        self.folder_button = QPushButton(self.tr("Model folder…"))
+        self.folder_button.setToolTip(self.tr("A Hugging Face model folder: config.json with its "
+                                              "*.safetensors weights."))
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.open_button = self.buttons.button(QDialogButtonBox.StandardButton.Open)
 
         row = QHBoxLayout()
-        row.addWidget(self.browse_button)
+        row.addWidget(self.file_button)
+        row.addWidget(self.folder_button)
         row.addStretch(1)
         row.addWidget(self.buttons)
         layout = QVBoxLayout(self)
@@ -154,7 +175,8 @@ class OpenModelDialog(QDialog):
         self.context.changed.connect(self._on_context_changed)
         self.trust_code.toggled.connect(self._on_permission_toggled)
         self.allow_pickle.toggled.connect(self._on_permission_toggled)
-        self.browse_button.clicked.connect(self._on_browse_clicked)
+        self.file_button.clicked.connect(self._on_file_clicked)
+        self.folder_button.clicked.connect(self._on_folder_clicked)
         self.buttons.accepted.connect(self._on_open_clicked)
         self.buttons.rejected.connect(self.reject)
         self._jobs.job_finished.connect(self._on_job_finished)
@@ -183,10 +205,9 @@ class OpenModelDialog(QDialog):
         return item.data(_MODEL, _CANDIDATE_ROLE) if item is not None else None
 
     def add_path(self, path: Path) -> Candidate:
-        """List `path` (folder, config.json or .gguf) first and select it; its plan follows."""
-        path = Path(path)
-        if path.is_file() and path.name == "config.json":
-            path = path.parent
+        """List `path` (a folder, a file inside a model folder, or a .gguf) first and select it;
+        its plan follows (model_path_for)."""
+        path = model_path_for(Path(path))
         candidate = Candidate(path.name, path, (CHOSEN,))
         for item in self._items():
             if model_key(item.data(_MODEL, _CANDIDATE_ROLE).path) == model_key(path):
@@ -317,8 +338,8 @@ class OpenModelDialog(QDialog):
                 self._describe(candidate)
             if self.tree.currentItem() is None and self.tree.topLevelItemCount():
                 self.tree.setCurrentItem(self.tree.topLevelItem(0))
-            self.empty.setText(self.tr("No models found on this machine yet. Use “Browse…” to pick a model "
-                                       "folder or a .gguf file."))
+            self.empty.setText(self.tr("No models found on this machine yet. Use “Model file…” to pick a "
+                                       ".gguf file, or “Model folder…” to pick a model folder."))
             self._show(self.tree.currentItem())
             return
         key = self._asked.pop(ticket, None)
@@ -371,12 +392,28 @@ class OpenModelDialog(QDialog):
         self._describe(candidate)  # "Needs" follows the context; an older answer is dropped
 
     @Slot()
-    def _on_browse_clicked(self) -> None:
-        dialog = QFileDialog(self, self.tr("Open model — an HF folder's config.json, or a .gguf file"))
-        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-        dialog.setNameFilter(self.tr("GGUF models (*.gguf);;Model config (config.json)"))
-        if dialog.exec():
-            self.add_path(Path(dialog.selectedFiles()[0]))
+    def _on_file_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Open model file"), str(self._start_folder()),
+            self.tr("Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)"))
+        if path:
+            self._add_picked(Path(path))
+
+    @Slot()
+    def _on_folder_clicked(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, self.tr("Open model folder"), str(self._start_folder()))
+        if path:
+            self._add_picked(Path(path))
+
+    def _start_folder(self) -> Path:
+        return self._folders.start(MODEL) if self._folders is not None else Path.home()
+
+    def _add_picked(self, picked: Path) -> None:
+        """List a picked file or folder; the next picker starts where its siblings are (a GGUF's
+        folder, a model folder's parent)."""
+        candidate = self.add_path(picked)
+        if self._folders is not None:
+            self._folders.remember(MODEL, candidate.path.parent)
 
     @Slot()
     def _on_open_clicked(self) -> None:

@@ -5,7 +5,6 @@ from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
@@ -14,6 +13,9 @@ from PySide6.QtWidgets import (
     QPushButton,
     QVBoxLayout,
 )
+
+from app.core.last_folders import PRESETS
+from app.ui.file_pickers import open_path, save_path
 
 
 def display_name(preset) -> str:
@@ -35,8 +37,10 @@ class PresetsDialog(QDialog):
     import_requested = Signal(str)
     export_requested = Signal(str, list)
 
-    def __init__(self, presets: list, current: str, parent=None):
+    def __init__(self, presets: list, current: str, parent=None, folders=None):
+        """folders: the chat's FileFolders, where import and export start (None: home)."""
         super().__init__(parent)
+        self._folders = folders
         self.setObjectName("presetsDialog")
         self.setWindowTitle(self.tr("Presets"))
         self.list = QListWidget()
@@ -121,14 +125,14 @@ class PresetsDialog(QDialog):
 
     @Slot()
     def _on_import_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, self.tr("Import presets"), "", self.tr("Presets (*.json)"))
+        path = open_path(self, self._folders, PRESETS, self.tr("Import presets"), self.tr("Presets (*.json)"))
         if path:
             self.import_requested.emit(path)
 
     @Slot()
     def _on_export_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, self.tr("Export presets"), "presets.json",
-                                              self.tr("Presets (*.json)"))
+        path, _ = save_path(self, self._folders, PRESETS, self.tr("Export presets"), "presets.json",
+                            self.tr("Presets (*.json)"))
         if path:
             self.export_requested.emit(path, [self.selected()] if self.selected() else [])
 

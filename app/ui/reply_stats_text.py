@@ -10,19 +10,26 @@ translate = QCoreApplication.translate  # lupdate reads translate("Context", "so
 
 def stats_line(stats: ReplyStats) -> str:
     """"12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"; "no tokens" for an answer stopped
-    or failed before its first token (it has no TTFT or speed to show)."""
+    or failed before its first token (it has no TTFT or speed to show). An answer extended with
+    Continue counts all its tokens and says that its TTFT and speed are the last part's:
+    "120 tokens · last part: 40 tokens, TTFT 250 ms, 10.0 tok/s · compiled"."""
     if stats.new_tokens <= 0:
         return translate("ReplyStats", "no tokens")
-    parts = [translate("ReplyStats", "{0} tokens").format(f"{stats.new_tokens:,}"),
-             translate("ReplyStats", "TTFT {0} ms").format(f"{stats.ttft_s * 1000:,.0f}"),
-             translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")]
+    total = translate("ReplyStats", "{0} tokens").format(f"{stats.new_tokens:,}")
+    ttft = translate("ReplyStats", "TTFT {0} ms").format(f"{stats.ttft_s * 1000:,.0f}")
+    speed = translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")
+    if stats.continued_tokens:
+        parts = [total, translate("ReplyStats", "last part: {0} tokens, {1}, {2}").format(
+            f"{stats.continued_tokens:,}", ttft, speed)]
+    else:
+        parts = [total, ttft, speed]
     if stats.decode_path:
         parts.append(stats.decode_path)
     return " · ".join(parts)
 
 
 def stats_tooltip(stats: ReplyStats) -> str:
-    """Every field, one per line."""
+    """Every field, one per line; for a continued answer, which of them are its last part's."""
     lines = [
         translate("ReplyStats", "Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)").format(
             f"{stats.prompt_tokens:,}", f"{stats.prefilled_tokens:,}", f"{stats.reused_tokens:,}"),
@@ -31,6 +38,10 @@ def stats_tooltip(stats: ReplyStats) -> str:
         translate("ReplyStats", "Decode: {0} tokens/s").format(f"{stats.tokens_per_s:.1f}")
         + (f" ({stats.decode_path})" if stats.decode_path else ""),
     ]
+    if stats.continued_tokens:  # the whole answer first, then its last part
+        lines[0:2] = [translate("ReplyStats", "Answer: {0} new tokens, {1} of them in the last part (Continue)")
+                      .format(f"{stats.new_tokens:,}", f"{stats.continued_tokens:,}"),
+                      translate("ReplyStats", "Last part:"), lines[0]]
     if stats.kv_precision:
         lines.append(translate("ReplyStats", "KV cache precision: {0}").format(stats.kv_precision))
     if stats.backend:

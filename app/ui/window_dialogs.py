@@ -2,10 +2,11 @@
 Open model, Settings, pinned notes, presets, and the file pickers for export and diagnostics.
 
 Each dialog is built when it is asked for, over the window, and its answer goes straight to the
-chat's flows; nothing here reads the window. Expected failures and notices go through the
-chat's one notice funnel. The last admission, notes and presets dialogs stay reachable
-(`admission_dialog`, `notes_dialog`, `presets_dialog`) for the tests and the flows that update
-an open one.
+chat's flows; nothing here reads the window. File pickers start in the folder last used for their
+kind of file (`folders`, app.chat.file_folders), never in the working directory. Expected
+failures and notices go through the chat's one notice funnel. The last admission, notes and
+presets dialogs stay reachable (`admission_dialog`, `notes_dialog`, `presets_dialog`) for the
+tests and the flows that update an open one.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, QStandardPaths, Qt, Slot
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
+from PySide6.QtWidgets import QWidget
 
+from app.chat.file_folders import FileFolders
+from app.core.last_folders import DIAGNOSTICS, EXPORT
 from app.ui.admission_dialog import AdmissionDialog
+from app.ui.file_pickers import save_path
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -27,13 +31,11 @@ if TYPE_CHECKING:
 translate = QCoreApplication.translate
 
 
-
-def export_suggestion(title: str) -> Path:
-    """Where Export proposes to write: the user's documents folder, the chat's title as the file
-    name (characters that file systems refuse replaced, at most 80), ".md"."""
-    folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
+def export_name(title: str, suffix: str = ".md") -> str:
+    """The file name Export proposes: the chat's title (characters that file systems refuse
+    replaced, at most 80) + `suffix`; "conversation" for a title with nothing usable."""
     name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80].strip() or "conversation"
-    return Path(folder) / f"{name}.md"
+    return f"{name}{suffix}"
 
 
 class WindowDialogs(QObject):
@@ -46,6 +48,7 @@ class WindowDialogs(QObject):
         self._parent = parent
         self.admission_dialog: AdmissionDialog | None = None  # the last refusal's remedies
         self.notes_dialog = self.presets_dialog = None  # the last pinned-notes / presets dialog opened
+        self.folders = FileFolders(chat)  # where each kind of file picker starts
         chat.turn_refused.connect(self._on_turn_refused)
 
     @Slot(object, object)
@@ -66,7 +69,7 @@ class WindowDialogs(QObject):
         catalog = Catalog.for_this_machine(
             chat.device_preference, chat.report.weight_bytes if chat.report else 0,
             chat.settings.generation.context_tokens)
-        dialog = OpenModelDialog(catalog, chat.settings, self._parent, jobs=chat.jobs)
+        dialog = OpenModelDialog(catalog, chat.settings, self._parent, jobs=chat.jobs, folders=self.folders)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.model_chosen.connect(chat.models.open_chosen)
         dialog.open()
@@ -99,7 +102,8 @@ class WindowDialogs(QObject):
         from app.ui.presets_dialog import PresetsDialog
 
         chat, presets = self._chat, self._chat.presets
-        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self._parent)
+        dialog = self.presets_dialog = PresetsDialog(list(presets.library.all), presets.current(), self._parent,
+                                                     folders=self.folders)
         chat.presets_changed.connect(dialog.set_presets)
         dialog.apply_requested.connect(presets.apply)
         dialog.save_requested.connect(presets.save_current)
@@ -114,7 +118,8 @@ class WindowDialogs(QObject):
         """The sidebar's Export: conversation `conversation_id` as `fmt` ("markdown" or "json")."""
         suffix = ".md" if fmt == "markdown" else ".json"
         title = translate("MainWindow", "Export conversation")
-        path, _ = QFileDialog.getSaveFileName(self._parent, title, f"conversation{suffix}")
+        name = export_name(self._chat.store.load_conversation(conversation_id).info.title, suffix)
+        path, _ = save_path(self._parent, self.folders, EXPORT, title, name)
         if path:
             self._chat.conversations.export_conversation(conversation_id, fmt, Path(path))
 
@@ -127,8 +132,8 @@ class WindowDialogs(QObject):
             return
         markdown, json = translate("MainWindow", "Markdown (*.md)"), translate("MainWindow", "JSON (*.json)")
         title = translate("MainWindow", "Export conversation")
-        path, chosen = QFileDialog.getSaveFileName(self._parent, title, str(export_suggestion(
-            chat.store.load_conversation(chat.conversation_id).info.title)), f"{markdown};;{json}")
+        name = export_name(chat.store.load_conversation(chat.conversation_id).info.title)
+        path, chosen = save_path(self._parent, self.folders, EXPORT, title, name, f"{markdown};;{json}")
         if path:
             fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
             chat.conversations.export_conversation(chat.conversation_id, fmt, Path(path))
@@ -136,7 +141,7 @@ class WindowDialogs(QObject):
     @Slot()
     def diagnostics(self) -> None:
         """The memory panel's Save diagnostics: memory_summary, LoadReport, projected vs measured peaks."""
-        path, _ = QFileDialog.getSaveFileName(self._parent, translate("MainWindow", "Save diagnostics report"),
-                                              "headroom-diagnostics.md")
+        path, _ = save_path(self._parent, self.folders, DIAGNOSTICS,
+                            translate("MainWindow", "Save diagnostics report"), "headroom-diagnostics.md")
         if path:
             self._chat.memory.save_diagnostics(Path(path))

@@ -1480,6 +1480,22 @@ tokens counted by {4}: {5}</source>
         <translation>이 컴퓨터: {0} ({1})</translation>
     </message>
     <message>
+        <source>Model file…</source>
+        <translation>모델 파일…</translation>
+    </message>
+    <message>
+        <source>A .gguf file, or any file inside a model folder (config.json, *.safetensors): that folder is added.</source>
+        <translation>.gguf 파일, 또는 모델 폴더 안의 아무 파일(config.json, *.safetensors): 그 폴더가 추가됩니다.</translation>
+    </message>
+    <message>
+        <source>Model folder…</source>
+        <translation>모델 폴더…</translation>
+    </message>
+    <message>
+        <source>A Hugging Face model folder: config.json with its *.safetensors weights.</source>
+        <translation>Hugging Face 모델 폴더: config.json과 *.safetensors 가중치가 든 폴더.</translation>
+    </message>
+    <message>
         <source>Reading the model&apos;s header and planning its fit…</source>
         <translation>모델 헤더를 읽고 메모리 적합성을 계획하는 중…</translation>
     </message>
@@ -1488,8 +1504,16 @@ tokens counted by {4}: {5}</source>
         <translation>메모리 적합성을 알 수 없습니다.</translation>
     </message>
     <message>
-        <source>No models found on this machine yet. Use “Browse…” to pick a model folder or a .gguf file.</source>
-        <translation>이 컴퓨터에서 아직 모델을 찾지 못했습니다. “찾아보기…”로 모델 폴더나 .gguf 파일을 고르세요.</translation>
+        <source>Open model file</source>
+        <translation>모델 파일 열기</translation>
+    </message>
+    <message>
+        <source>Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)</source>
+        <translation>모델 (*.gguf config.json *.safetensors);;GGUF 모델 (*.gguf);;모든 파일 (*)</translation>
+    </message>
+    <message>
+        <source>Open model folder</source>
+        <translation>모델 폴더 열기</translation>
     </message>
     <message>
         <source>Run this model&apos;s own code</source>
@@ -1516,10 +1540,6 @@ tokens counted by {4}: {5}</source>
         <translation>pickle 파일은 불러올 때 임의의 코드를 실행할 수 있습니다. 폴더에 safetensors가 있으면 항상 그것을 씁니다.</translation>
     </message>
     <message>
-        <source>Browse…</source>
-        <translation>찾아보기…</translation>
-    </message>
-    <message>
         <source>reading…</source>
         <translation>읽는 중…</translation>
     </message>
@@ -1540,16 +1560,12 @@ tokens counted by {4}: {5}</source>
         <translation>참고: {0}.</translation>
     </message>
     <message>
+        <source>No models found on this machine yet. Use “Model file…” to pick a .gguf file, or “Model folder…” to pick a model folder.</source>
+        <translation>이 컴퓨터에서 아직 모델을 찾지 못했습니다. “모델 파일…”로 .gguf 파일을, “모델 폴더…”로 모델 폴더를 고르세요.</translation>
+    </message>
+    <message>
         <source>Could not look for models: {0}</source>
         <translation>모델을 찾지 못했습니다: {0}</translation>
-    </message>
-    <message>
-        <source>Open model — an HF folder&apos;s config.json, or a .gguf file</source>
-        <translation>모델 열기 — HF 폴더의 config.json 또는 .gguf 파일</translation>
-    </message>
-    <message>
-        <source>GGUF models (*.gguf);;Model config (config.json)</source>
-        <translation>GGUF 모델 (*.gguf);;모델 설정 (config.json)</translation>
     </message>
 </context>
 <context>
@@ -1983,6 +1999,10 @@ tokens counted by {4}: {5}</source>
         <translation>초당 {0} 토큰</translation>
     </message>
     <message>
+        <source>last part: {0} tokens, {1}, {2}</source>
+        <translation>마지막 부분: {0} 토큰, {1}, {2}</translation>
+    </message>
+    <message>
         <source>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</source>
         <translation>프롬프트: {0} 토큰 (프리필 {1}, KV 캐시에서 재사용 {2})</translation>
     </message>
@@ -1997,6 +2017,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Decode: {0} tokens/s</source>
         <translation>디코드: 초당 {0} 토큰</translation>
+    </message>
+    <message>
+        <source>Answer: {0} new tokens, {1} of them in the last part (Continue)</source>
+        <translation>답변: 새 토큰 {0}개, 그중 {1}개는 마지막 부분(이어 쓰기)</translation>
+    </message>
+    <message>
+        <source>Last part:</source>
+        <translation>마지막 부분:</translation>
     </message>
     <message>
         <source>KV cache precision: {0}</source>

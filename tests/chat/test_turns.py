@@ -196,3 +196,34 @@ def test_each_answer_keeps_how_it_was_made(chat):
     stats = ReplyStats(40, 8, 32, 3, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu")
     assert seen.of("reply_stats") == [(stats,)] and chat.conversation.messages[-1].stats == stats
     assert stored(chat)[-1].stats == stats and stored(chat)[0].stats is None
+
+
+def test_a_continued_answer_counts_all_its_tokens_and_keeps_the_last_parts_speed(chat):
+    from app.core.conversation import ReplyStats
+    from app.engine.events import ReplyFinished
+    from tests.chat.conftest import report
+
+    worker, seen = chat.worker, chat.recorded
+    worker.model_changed.emit(report(name="SmolLM2"))
+    chat.turns.send("Write a poem")
+    worker.reply_finished.emit(worker.last_id, ReplyFinished(
+        "Roses", "length", prompt_tokens=40, prefill_tokens=40, new_tokens=80, ttft_s=0.5,
+        decode_tokens_per_s=9.0, decode_path="eager"), record("length"))
+    chat.turns.continue_reply(1)
+    worker.reply_finished.emit(worker.last_id, ReplyFinished(
+        " are red", "eos", prompt_tokens=120, prefill_tokens=1, new_tokens=30, ttft_s=0.125,
+        decode_tokens_per_s=12.5, reused_tokens=119, decode_path="eager-static"), record())
+    whole = ReplyStats(120, 1, 119, 110, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu",
+                       continued_tokens=30)
+    assert seen.of("reply_stats")[-1] == (whole,) and stored(chat)[-1].stats == whole
+    chat.turns.continue_reply(1)  # a second Continue adds to the total; one stopped at once changes nothing
+    worker.reply_finished.emit(worker.last_id, ReplyFinished(
+        "", "stopped", prompt_tokens=150, prefill_tokens=1, new_tokens=0, ttft_s=0.0,
+        decode_tokens_per_s=0.0, reused_tokens=149), record())
+    assert chat.conversation.messages[-1].stats == whole
+    chat.turns.continue_reply(1)
+    worker.reply_finished.emit(worker.last_id, ReplyFinished(
+        " and blue", "eos", prompt_tokens=150, prefill_tokens=1, new_tokens=5, ttft_s=0.25,
+        decode_tokens_per_s=11.0, reused_tokens=149, decode_path="eager-static"), record())
+    stats = chat.conversation.messages[-1].stats
+    assert (stats.new_tokens, stats.continued_tokens, stats.tokens_per_s) == (115, 5, 11.0)

@@ -371,6 +371,20 @@ def test_an_answer_without_tokens_has_no_speed_line():
     assert stats_line(ReplyStats(812, 812, 0, 0, 6.4, 0.0, "eager", "bfloat16", "cpu")) == "no tokens"
 
 
+def test_a_continued_answer_counts_all_its_tokens_and_says_the_speed_is_the_last_parts(view):
+    from app.core.conversation import ReplyStats
+
+    stats = ReplyStats(852, 1, 851, 1_052, 0.125, 9.5, "compiled", "bfloat16", "Llama-3-8B · cuda:0",
+                       continued_tokens=40)
+    view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hello!", stats=stats)])
+    answer = view.bubbles()[1]
+    assert answer.stats_label.text() == "1,052 tokens · last part: 40 tokens, TTFT 125 ms, 9.5 tok/s · compiled"
+    assert answer.stats_label.toolTip().splitlines()[:5] == [
+        "Answer: 1,052 new tokens, 40 of them in the last part (Continue)", "Last part:",
+        "Prompt: 852 tokens (1 prefilled, 851 reused from the KV cache)", "Time to first token: 125 ms",
+        "Decode: 9.5 tokens/s (compiled)"]
+
+
 TYPED = ["a &amp; b", "<div>hi</div>", "*not italic* and __not bold__", "# not a heading",
          "1) x\n2) y", "- not a bullet", "> not a quote", "[link](http://example.com)",
          "two  spaces,\ttab\n\n\nthree breaks", "    four spaces in front", "```\nnot code\n```"]

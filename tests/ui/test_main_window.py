@@ -214,20 +214,40 @@ def test_a_missing_path_keeps_the_open_model(qtbot, make_window, tmp_path, tiny_
     assert f"There is no model at {tmp_path / 'nowhere'}. Pick another one in Open model." in notices
 
 
-def test_export_proposes_the_chats_title_in_the_documents_folder(qtbot, make_window, monkeypatch):
-    """New-user trial: Export offered conversation.md in the current folder (the repository)."""
+def test_export_proposes_the_chats_title_in_the_documents_folder_then_the_last_export_folder(
+        qtbot, make_window, monkeypatch, tmp_path):
+    """New-user trial: Export offered conversation.md in the current folder (the repository); a
+    product trial: it then kept offering Documents, not the folder the user exported to."""
+    from pathlib import Path
+
     from PySide6.QtWidgets import QFileDialog
 
+    from app.chat.file_folders import documents_folder
     from app.core.conversation import Message, Role
-    from app.ui.window_dialogs import export_suggestion
+    from app.core.last_folders import start_folder
+    from app.core.settings import load_settings
+    from app.ui.window_dialogs import export_name
 
     window = make_window()
     store = window.chat.store
     cid = store.create_conversation('Plans: "Q3" / budget?')
     store.append_message(cid, Message(Role.USER, "Hello"))
     window.sidebar.open_requested.emit(cid)
+    chosen = tmp_path / "exports" / "plans.md"
+    chosen.parent.mkdir()
     offered = []
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (offered.append(a[2]), ("", ""))[1])
+
+    def pick(_parent, _title, proposed, _filters=""):
+        offered.append(Path(proposed))
+        return str(chosen), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", pick)
     window.dialogs.export_open()
-    assert offered and offered[0].endswith("/Plans Q3 budget.md") and "/" in offered[0]
-    assert export_suggestion("...").name == "conversation.md"
+    assert offered[0] == start_folder("", documents_folder(), Path.home()) / "Plans Q3 budget.md"
+    assert chosen.read_text(encoding="utf-8").count("Hello") == 1
+    window.dialogs.export_open()  # the next export starts where the last one went
+    assert offered[1] == chosen.parent / "Plans Q3 budget.md"
+    window.dialogs.export_conversation(cid, "json")  # the sidebar's Export too, with the title
+    assert offered[2] == chosen.parent / "Plans Q3 budget.json"
+    assert load_settings().last_folders.export == str(chosen.parent)  # and the next run
+    assert export_name("...") == "conversation.md"

@@ -143,6 +143,78 @@ def test_browse_adds_a_folder_first_and_selected(qtbot, make_window, machine_cac
     dialog.reject()
 
 
+class FakeFolders:
+    """FileFolders' two calls: the start folder asked for and each folder remembered."""
+
+    def __init__(self, start: Path):
+        self.started, self.remembered, self._start = [], [], start
+
+    def start(self, kind):
+        self.started.append(kind)
+        return self._start
+
+    def remember(self, kind, picked):
+        self.remembered.append((kind, Path(picked)))
+
+
+def test_a_model_folder_can_be_picked_as_a_folder_or_by_a_file_inside_it(qtbot, monkeypatch, tmp_path,
+                                                                         tiny_model_dir, real_model_path):
+    """Product trial: the picker took files only, while a transformers model is a folder."""
+    import shutil
+
+    from PySide6.QtWidgets import QFileDialog
+
+    models = tmp_path / "models"
+    folder = shutil.copytree(tiny_model_dir, models / "tiny-llama")
+    folders = FakeFolders(models)
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir), folders=folders)
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory",
+                        lambda _parent, _title, start: (asked.append(start), str(folder))[1])
+    qtbot.mouseClick(dialog.folder_button, Qt.MouseButton.LeftButton)
+    assert asked == [str(models)] and folders.started == ["model"]
+    assert dialog.current_candidate().path == folder and rows(dialog)[0][:2] == ["tiny-llama", "chosen"]
+    assert folders.remembered == [("model", models)]  # next time: where its sibling models are
+    qtbot.waitUntil(lambda: dialog.current_entry() is not None, timeout=30000)
+    assert rows(dialog)[0][4] == "● fits" and dialog.open_button.isEnabled()
+
+    weights = next(folder.glob("*.safetensors"))
+    for picked, listed in ((weights, folder), (folder / "config.json", folder), (real_model_path, real_model_path)):
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, p=picked: (str(p), ""))
+        qtbot.mouseClick(dialog.file_button, Qt.MouseButton.LeftButton)
+        assert dialog.current_candidate().path == listed  # a file inside a model folder: that folder
+    assert folders.remembered[-1] == ("model", real_model_path.parent)  # a GGUF's own folder
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    dialog.reject()
+
+
+def test_a_picked_file_or_folder_that_is_no_model_says_why_and_cannot_be_opened(qtbot, monkeypatch, tmp_path,
+                                                                               tiny_model_dir):
+    from PySide6.QtWidgets import QFileDialog
+
+    from app.ui.open_model_dialog import model_path_for
+
+    weights_only = tmp_path / "weights-only"
+    weights_only.mkdir()
+    (weights_only / "model.safetensors").write_bytes(b"\0" * 64)
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    for picked, why in ((weights_only / "model.safetensors", "There is no config.json next to this file"),
+                        (weights_only, "This folder has no config.json.")):
+        assert model_path_for(picked) == picked  # no config.json beside it: kept as picked, refused
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, p=picked: str(p))
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, p=picked: (str(p), ""))
+        qtbot.mouseClick(dialog.folder_button if picked.is_dir() else dialog.file_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.current_entry() is not None, timeout=30000)
+        assert rows(dialog)[0][4] == "✕ cannot open" and not dialog.open_button.isEnabled()
+        assert why in dialog.detail.text()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a: "")  # cancelled: nothing changes
+    qtbot.mouseClick(dialog.folder_button, Qt.MouseButton.LeftButton)
+    assert dialog.current_candidate().path == weights_only
+    dialog.reject()
+
+
 def test_nothing_found_says_how_to_pick_a_model(qtbot, tmp_path):
     from app.core.settings import Settings
 
@@ -156,7 +228,7 @@ def test_nothing_found_says_how_to_pick_a_model(qtbot, tmp_path):
     qtbot.waitUntil(lambda: not dialog.reading())
     assert dialog.entries() == []
     assert dialog.empty.isVisible() and not dialog.tree.isVisible()
-    assert "Browse…" in dialog.empty.text()
+    assert "Model file…" in dialog.empty.text() and "Model folder…" in dialog.empty.text()
     assert not dialog.open_button.isEnabled() and not dialog.allow_pickle.isEnabled()
 
 

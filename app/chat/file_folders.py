@@ -1,0 +1,47 @@
+"""The folder each kind of file dialog starts in, remembered across runs (app.core.last_folders).
+
+The window's pickers ask `start(kind)` before they open and tell `remember(kind, path)` what the
+user picked; the folder goes into the chat's settings and settings.json at once, so the next
+run starts there too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QStandardPaths
+
+from app.core.last_folders import start_folder
+from app.core.settings import save_settings
+
+if TYPE_CHECKING:
+    from app.chat.chat import Chat
+
+
+def documents_folder() -> str:
+    """The user's Documents folder as the platform names it ("" when it has none)."""
+    return QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+
+
+class FileFolders:
+    """Start folders for the chat's file dialogs (kinds: app.core.last_folders). No signals."""
+
+    def __init__(self, chat: Chat):
+        self._chat = chat
+
+    def start(self, kind: str) -> Path:
+        """Where a `kind` dialog opens: the folder last used for it, else Documents, else home."""
+        return start_folder(self._chat.settings.last_folders.folder(kind), documents_folder(), Path.home())
+
+    def remember(self, kind: str, picked: str | Path) -> None:
+        """`picked` (a file, or a folder that exists) was chosen in a `kind` dialog: the next one
+        starts in its folder. Saved to settings.json when it changed."""
+        picked = Path(picked)
+        folder = picked if picked.is_dir() else picked.parent
+        chat = self._chat
+        folders = chat.settings.last_folders.with_folder(kind, folder)
+        if folders != chat.settings.last_folders:
+            chat.settings = replace(chat.settings, last_folders=folders)
+            save_settings(chat.settings)

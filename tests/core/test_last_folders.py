@@ -1,0 +1,31 @@
+"""Where file dialogs start: the last folder used per kind, else Documents, else home."""
+
+from pathlib import Path
+
+import pytest
+
+from app.core.last_folders import LastFolders, start_folder
+from app.core.settings import Settings, load_settings, save_settings
+
+
+def test_each_kind_remembers_its_own_folder_and_survives_a_restart(tmp_path):
+    folders = LastFolders().with_folder("export", tmp_path / "out").with_folder("attach", tmp_path)
+    assert (folders.folder("export"), folders.folder("attach"), folders.folder("model")) == (
+        str(tmp_path / "out"), str(tmp_path), "")
+    with pytest.raises(ValueError, match="unknown kind"):
+        folders.with_folder("music", tmp_path)
+    path = tmp_path / "settings.json"
+    save_settings(Settings(last_folders=folders), path)
+    assert load_settings(path).last_folders == folders
+    path.write_text('{"last_folders": {"export": 3, "attach": "/x", "music": "/y"}}', encoding="utf-8")
+    assert load_settings(path).last_folders == LastFolders(attach="/x")  # the usable part is kept
+    path.write_text('{"last_folders": "nonsense"}', encoding="utf-8")
+    assert load_settings(path).last_folders == LastFolders()
+
+
+def test_a_dialog_starts_in_the_first_folder_that_still_exists(tmp_path):
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    assert start_folder(str(tmp_path), documents) == tmp_path
+    assert start_folder(str(tmp_path / "deleted"), documents) == documents  # the drive is gone
+    assert start_folder("", "", tmp_path / "none") == Path.home()
