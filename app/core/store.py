@@ -422,9 +422,12 @@ class Store:
 
     def remove_document(self, message_id: int, index: int) -> str:
         """Forget the `index`-th document (from 0) attached to message `message_id`, its text
-        included; returns its name. KeyError when there is no such document."""
+        included, and the text of its excerpts in the sources of the answers to that message
+        (store_attachments.forget_cited_text); returns its name. KeyError when there is no such
+        document."""
         with self._tx() as db:
             name = store_attachments.remove_document(db, message_id, index)
+            store_attachments.forget_cited_text(db, message_id, name)
             self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
         return name
 
