@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.core.conversation import Role
+from app.core.document_prompt import without_document
 from app.engine.documents.extract import extract_file
 from app.engine.documents.fit import WHOLE
 from app.engine.documents.source import DocumentError, ExtractedDocument
@@ -93,7 +95,8 @@ class AttachmentFlow(QObject):
     def remove_sent(self, index: int, document_index: int) -> None:
         """Forget the `document_index`-th document of the message at `index` of the path shown,
         its stored text included: it is no longer sent when that message is edited or answered
-        again (answers already given keep their sources)."""
+        again, and the answers to it keep their sources' places but not its words (the user
+        removes a file for privacy: Store.remove_document; the answer text stays)."""
         chat = self._chat
         message = chat.conversation.messages[index]
         documents = list(message.documents)
@@ -104,7 +107,20 @@ class AttachmentFlow(QObject):
         gone = documents.pop(document_index)
         message.documents = tuple(documents)
         chat.message_documents.emit(index, message.documents)
+        self._forget_cited_text(index + 1, gone.name)
         chat.announce(translate("Attachments", "{0} was removed from this chat").format(gone.name), "status")
+
+    def _forget_cited_text(self, index: int, name: str) -> None:
+        """The answer shown at `index` (the reply to the message a document was removed from)
+        drops the words of that document's excerpts, as the Store did."""
+        messages = self._chat.conversation.messages
+        if index >= len(messages) or messages[index].role is not Role.ASSISTANT:
+            return
+        answer = messages[index]
+        sources = without_document(answer.sources, name)
+        if sources != answer.sources:
+            answer.sources = sources
+            self._chat.message_sources.emit(index, sources)
 
     # ----- events ------------------------------------------------------------------------------
     @Slot(int, float)

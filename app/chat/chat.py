@@ -45,6 +45,9 @@ class Chat(QObject):
             just ended was given (after reply_ended; not emitted when it was given none).
         message_documents(int index, object documents): the documents (ExtractedDocuments) kept
             with the message at `index` of the path shown: after it was sent, or one was removed.
+        message_sources(int index, object sources): the excerpts (Citations) of the answer at
+            `index` of the path shown changed: a document they came from was removed, so its
+            excerpts keep only where they were (Citation.removed).
         turn_ended(str): "complete", "stopped", "failed" or "refused"; Send is usable again.
         turn_planned(object TurnPlan): the pending turn's window, projection and decision.
         context_counted(int used, int limit, int window_turns, int folded_turns): the next
@@ -89,6 +92,7 @@ class Chat(QObject):
     reply_stats = Signal(object)
     reply_sources = Signal(object)
     message_documents = Signal(int, object)
+    message_sources = Signal(int, object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     context_counted = Signal(int, int, int, int)

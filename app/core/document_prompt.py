@@ -24,7 +24,7 @@ least EXCERPTS_MIN_TOKENS and at most EXCERPTS_MAX_TOKENS (`excerpt_budget`). Pu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from app.core.chunking import Chunk
 from app.core.history import TokenBudget
@@ -47,7 +47,8 @@ EXCERPTS_MIN_TOKENS = 1024
 class Citation:
     """One excerpt that went into a prompt: `chunk_id` in document `name`, its section and page;
     `start`/`end`: the character span of the chunk's own text in the document; `text`: what the
-    prompt held (the overlap lead-in included)."""
+    prompt held (the overlap lead-in included). `removed`: the user removed the document since,
+    so its words (`text`, `heading`) are gone and only where the excerpt was is kept."""
 
     name: str
     chunk_id: int
@@ -56,6 +57,7 @@ class Citation:
     start: int
     end: int
     text: str = ""
+    removed: bool = False
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -66,21 +68,34 @@ class Citation:
         if not isinstance(raw, dict):
             return None
         try:
-            citation = cls(**{k: raw[k] for k in ("name", "chunk_id", "heading", "page", "start", "end", "text")
-                              if k in raw})
+            citation = cls(**{k: raw[k] for k in ("name", "chunk_id", "heading", "page", "start", "end", "text",
+                                                  "removed") if k in raw})
         except TypeError:
             return None
         numbers_ok = all(isinstance(n, int) and not isinstance(n, bool)
                          for n in (citation.chunk_id, citation.start, citation.end))
         texts_ok = all(isinstance(t, str) for t in (citation.name, citation.heading, citation.text))
         page_ok = citation.page is None or (isinstance(citation.page, int) and not isinstance(citation.page, bool))
-        return citation if numbers_ok and texts_ok and page_ok else None
+        removed_ok = isinstance(citation.removed, bool)
+        return citation if numbers_ok and texts_ok and page_ok and removed_ok else None
+
+    def without_text(self) -> Citation:
+        """This excerpt once its document was removed: its words (text, section heading) dropped."""
+        return replace(self, heading="", text="", removed=True)
 
     @property
     def label(self) -> str:
-        """"manual.pdf #17, Install > Linux, page 12" (parts that are unknown are left out)."""
-        parts = [f"{self.name} #{self.chunk_id}", self.heading, f"page {self.page}" if self.page else ""]
+        """"manual.pdf #17, Install > Linux, page 12" (parts that are unknown are left out; ", removed
+        attachment" once its document was removed)."""
+        parts = [f"{self.name} #{self.chunk_id}", self.heading, f"page {self.page}" if self.page else "",
+                 "removed attachment" if self.removed else ""]
         return ", ".join(p for p in parts if p)
+
+
+def without_document(sources: Sequence[Citation], name: str) -> tuple[Citation, ...]:
+    """`sources` with the excerpts of document `name` reduced to where they were
+    (Citation.without_text), in the same order: what an answer keeps once that file is removed."""
+    return tuple(c.without_text() if c.name == name and not c.removed else c for c in sources)
 
 
 def cite(name: str, chunk: Chunk) -> Citation:

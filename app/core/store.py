@@ -320,9 +320,10 @@ class Store:
         """Commit `message` (with its documents and sources) as a reply to `parent_id` (None: a new
         first message, a version of the opening one; LAST: the end of the active path) and make it
         the active message; sets and returns `message.id`. KeyError for an unknown conversation or
-        a parent not in it."""
+        a parent not in it. A user's message makes the conversation the newest; an answer does
+        not (see list_conversations)."""
         with self._tx() as db:
-            self._touch(db, conversation_id, "updated_at = ?", time.time())
+            self._touch(db, conversation_id, *_used_now(message.role))
             if parent_id == LAST:
                 path = self._tree(conversation_id).active_path(self._active(conversation_id))
                 parent_id = path[-1] if path else None
@@ -347,18 +348,19 @@ class Store:
         stats: ReplyStats | None = None, sources: tuple = (),
     ) -> None:
         """Commit a message's new content, status (e.g. a partial answer, STOPPED), stats and/or
-        sources (Citations; () leaves them)."""
+        sources (Citations; () leaves them). An answer's does not make its conversation the
+        newest (see list_conversations)."""
         with self._tx() as db:
             row = db.execute(
                 "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
                 " stats_json = COALESCE(?, stats_json), sources_json = COALESCE(?, sources_json)"
-                " WHERE id = ? RETURNING conversation_id",
+                " WHERE id = ? RETURNING conversation_id, role",
                 (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
                  store_attachments.sources_json(sources), message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
-            self._touch(db, row[0], "updated_at = ?", time.time())
+            self._touch(db, row[0], *_used_now(row[1]))
 
     def set_active_message(self, conversation_id: int, message_id: int) -> None:
         """Show the path through `message_id` (then the replies last shown below it) from now on;
@@ -422,9 +424,12 @@ class Store:
 
     def remove_document(self, message_id: int, index: int) -> str:
         """Forget the `index`-th document (from 0) attached to message `message_id`, its text
-        included; returns its name. KeyError when there is no such document."""
+        included, and the text of its excerpts in the sources of the answers to that message
+        (store_attachments.forget_cited_text); returns its name. KeyError when there is no such
+        document."""
         with self._tx() as db:
             name = store_attachments.remove_document(db, message_id, index)
+            store_attachments.forget_cited_text(db, message_id, name)
             self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
         return name
 
@@ -513,8 +518,11 @@ class Store:
     def list_conversations(
         self, search: str = "", include_deleted: bool = False,
     ) -> list[ConversationInfo]:
-        """Newest first. `search` matches a substring of the title or of any message (SQL LIKE:
-        ASCII case-insensitive; a full scan, fine for a desktop history; FTS5 would be a v3)."""
+        """Newest first, by the user's last use (a message sent, a rename, notes, a file removed):
+        an answer that ends does not move its conversation, so the sidebar does not reorder by
+        itself while the user reads or clicks it (product trial). `search` matches a substring
+        of the title or of any message (SQL LIKE: ASCII case-insensitive; a full scan, fine for a
+        desktop history; FTS5 would be a v3)."""
         pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self._conn.execute(
             "SELECT c.* FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = ''"
@@ -614,6 +622,14 @@ def _stats(text: str | None) -> ReplyStats | None:
         return ReplyStats.from_json(json.loads(text)) if text else None
     except ValueError:
         return None
+
+
+def _used_now(role: Role | str) -> tuple:
+    """The `_touch` arguments for committing a message of `role`: the user's (or the system's)
+    makes the conversation the newest; an answer leaves its place (still checks it exists)."""
+    if Role(role) is Role.ASSISTANT:
+        return ("updated_at = updated_at",)
+    return ("updated_at = ?", time.time())
 
 
 def _info(row: sqlite3.Row, message_count: int) -> ConversationInfo:

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from app.core.attached_document import ExtractedDocument
-from app.core.document_prompt import Citation
+from app.core.document_prompt import Citation, without_document
 
 # v7: attachments stored with the message they were sent with; each answer's sources.
 V7 = [
@@ -65,6 +65,23 @@ def remove_document(db: sqlite3.Connection, message_id: int, index: int) -> str:
         raise KeyError((message_id, index))
     db.execute("DELETE FROM attachments WHERE id = ?", (rows[index][0],))
     return rows[index][1]
+
+
+def forget_cited_text(db: sqlite3.Connection, message_id: int, name: str) -> int:
+    """Drop the words of the excerpts of document `name` from the sources of every answer to
+    message `message_id` (all its versions): they keep only where each excerpt was
+    (Citation.without_text). Returns how many answers changed. By name: a message's documents
+    are told apart by name in the sources, so a second file of the same name loses its
+    excerpts' text too (privacy first)."""
+    changed = 0
+    for answer_id, text in db.execute("SELECT id, sources_json FROM messages WHERE parent_id = ?"
+                                      " AND sources_json IS NOT NULL", (message_id,)).fetchall():
+        sources = sources_from(text)
+        kept = without_document(sources, name)
+        if kept != sources:
+            db.execute("UPDATE messages SET sources_json = ? WHERE id = ?", (sources_json(kept), answer_id))
+            changed += 1
+    return changed
 
 
 def copy_documents(db: sqlite3.Connection, from_message_id: int, to_message_id: int) -> None:

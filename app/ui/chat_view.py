@@ -195,6 +195,12 @@ class ChatView(QScrollArea):
             self._bubbles[-1].sources.set_sources(sources)
 
     @Slot(int, object)
+    def show_sources(self, index: int, sources) -> None:
+        """The excerpts of the answer at `index` changed (Chat.message_sources: a file removed)."""
+        if 0 <= index < len(self._bubbles):
+            self._bubbles[index].sources.set_sources(sources)
+
+    @Slot(int, object)
     def show_documents(self, index: int, documents) -> None:
         """The documents kept with the message at `index` (Chat.message_documents)."""
         if 0 <= index < len(self._bubbles):

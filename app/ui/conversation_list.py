@@ -4,13 +4,31 @@ and an Undo bar shown for `UNDO_MS` after a delete.
 
 The widget only asks: every change goes out as a `*_requested` signal, and the window answers
 with `set_conversations` (and `show_undo` once a delete is done).
+
+The rows never move under the pointer (product trial: a click landed on the chat that had just
+moved there): while the pointer is over the list, a refresh that shows the same conversations
+updates their titles and the selection in place and keeps their order; the new order is shown
+when the pointer leaves. A refresh that adds or drops rows (a first message sent, a delete, an
+undo, a search) is the user's own doing and shows at once. The scroll position is kept.
 """
 
 import time
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from PySide6.QtCore import QCoreApplication, QLocale, QModelIndex, QPoint, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QLocale,
+    QModelIndex,
+    QObject,
+    QPoint,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -127,6 +145,8 @@ class ConversationList(QWidget):
         self._current_id: int | None = None
         self._undo_id: int | None = None
         self._last_search = ""
+        self._hovered = False  # the pointer is over the list: rows keep their places
+        self._deferred: tuple | None = None  # set_conversations' arguments, shown when it leaves
         self.new_button = QPushButton("+  " + untitled())
         self.new_button.setObjectName("newChatButton")
         self.new_button.setToolTip(self.tr("Start a new conversation (Ctrl+N)"))
@@ -170,6 +190,7 @@ class ConversationList(QWidget):
         self.list_widget.itemActivated.connect(self._on_item_clicked)
         self.list_widget.itemChanged.connect(self._on_item_changed)
         self.list_widget.customContextMenuRequested.connect(self._on_context_menu_requested)
+        self.list_widget.installEventFilter(self)
         widget_shortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
                         self._on_delete_key_pressed)
         widget_shortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear)
@@ -195,9 +216,17 @@ class ConversationList(QWidget):
     def set_conversations(self, infos: Sequence[ConversationInfo], current_id: int | None,
                           now: float | None = None) -> None:
         """Show `infos` (newest first, as `Store.list_conversations` returns them) under age
-        headings relative to `now` (Unix seconds; default: the clock) and select `current_id`."""
+        headings relative to `now` (Unix seconds; default: the clock) and select `current_id`.
+        While the pointer is over the list and the conversations are the same ones, only their
+        titles and the selection change now; their new order shows when the pointer leaves."""
         now = time.time() if now is None else now
         self._current_id = current_id
+        if self._hovered and {info.id for info in infos} == set(self.ids()):
+            self._deferred = (list(infos), current_id, now)
+            self._update_in_place(infos, current_id)
+            return
+        self._deferred = None
+        scrolled = self.list_widget.verticalScrollBar().value()
         self.list_widget.blockSignals(True)
         self.list_widget.clear()
         group = None
@@ -214,6 +243,29 @@ class ConversationList(QWidget):
             self.list_widget.clearSelection()
         self.list_widget.blockSignals(False)
         self._update_empty_state(bool(infos))
+        self.list_widget.doItemsLayout()  # the scroll range of the new rows, to scroll back into
+        self.list_widget.verticalScrollBar().setValue(scrolled)
+
+    def _update_in_place(self, infos: Sequence[ConversationInfo], current_id: int | None) -> None:
+        """New titles and tooltips on the rows shown, in their present order; `current_id` selected."""
+        self.list_widget.blockSignals(True)
+        for info in infos:
+            self._dress_item(self.item_for(info.id), info)
+        current = self.item_for(current_id) if current_id is not None else None
+        self.list_widget.setCurrentItem(current)
+        if current is None:
+            self.list_widget.clearSelection()
+        self.list_widget.blockSignals(False)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Track the pointer over the list; when it leaves, show the order held back meanwhile."""
+        if watched is self.list_widget and event.type() == QEvent.Type.Enter:
+            self._hovered = True
+        elif watched is self.list_widget and event.type() == QEvent.Type.Leave:
+            self._hovered = False
+            if self._deferred is not None:
+                self.set_conversations(*self._deferred)
+        return super().eventFilter(watched, event)
 
     @Slot(int, str)
     def show_undo(self, conversation_id: int, title: str) -> None:
@@ -282,20 +334,24 @@ class ConversationList(QWidget):
         return item
 
     def _conversation_item(self, info: ConversationInfo) -> QListWidgetItem:
-        item = QListWidgetItem(display_title(info.title))
+        item = QListWidgetItem()
         item.setData(ID_ROLE, info.id)
-        item.setData(TITLE_ROLE, info.title)
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
                       | Qt.ItemFlag.ItemIsEditable)
+        self._dress_item(item, info)
+        return item
+
+    def _dress_item(self, item: QListWidgetItem, info: ConversationInfo) -> None:
+        """`item` shows `info`: its title (italic when untitled), a tooltip with count and last use."""
+        item.setText(display_title(info.title))
+        item.setData(TITLE_ROLE, info.title)
         updated = QLocale().toString(datetime.fromtimestamp(info.updated_at), QLocale.FormatType.ShortFormat)
         item.setToolTip(plain_tooltip("\n".join((display_title(info.title),
                                    self.tr("%n messages · last used {0}", "", info.message_count).format(updated),
                                    self.tr("F2 to rename · right-click for more")))))
-        if not info.title.strip():
-            font = item.font()
-            font.setItalic(True)
-            item.setFont(font)
-        return item
+        font = item.font()
+        font.setItalic(not info.title.strip())
+        item.setFont(font)
 
     def _update_empty_state(self, has_rows: bool) -> None:
         search = self.search_edit.text().strip()

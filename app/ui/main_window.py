@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
         chat.reply_stats.connect(view.show_reply_stats)
         chat.reply_sources.connect(view.show_reply_sources)
         chat.message_documents.connect(view.show_documents)
+        chat.message_sources.connect(view.show_sources)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)
         chat.context_counted.connect(self.token_meter.set_counts)

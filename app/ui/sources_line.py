@@ -1,5 +1,6 @@
 """Under an answer: the document excerpts its prompt held, each a link ("Sources: manual.pdf #17,
-page 12 · #18"); clicking one opens it in a SourceDialog (issue 18, item 3)."""
+page 12 · #18"); clicking one opens it in a SourceDialog (issue 18, item 3). The excerpts of a
+file the user removed since are only named: "vault.txt (removed attachment)"."""
 
 import html
 from collections.abc import Sequence
@@ -28,10 +29,16 @@ class SourcesLine(QLabel):
 
     def set_sources(self, sources: Sequence) -> None:
         """Citations, in the order the prompt held them (none: hidden). A document's name is
-        written once, before its first excerpt."""
+        written once, before its first excerpt. A removed document's excerpts (Citation.removed:
+        their text is gone) are one plain "name (removed attachment)", not links."""
         self.sources = tuple(sources)
         links, named = [], set()
         for index, citation in enumerate(self.sources):
+            if citation.removed:
+                if citation.name not in named:
+                    named.add(citation.name)
+                    links.append(html.escape(self.tr("{0} (removed attachment)").format(citation.name)))
+                continue
             text = f"#{citation.chunk_id}"
             if citation.name not in named:
                 named.add(citation.name)

@@ -2262,6 +2262,10 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>SourcesLine</name>
     <message>
+        <source>{0} (removed attachment)</source>
+        <translation>{0} (삭제된 첨부 파일)</translation>
+    </message>
+    <message>
         <source>{0}, page {1}</source>
         <translation>{0}, {1}쪽</translation>
     </message>

@@ -170,3 +170,29 @@ def test_an_answer_keeps_the_excerpts_it_was_given_and_the_export_holds_them_and
     markdown = chat.store.export_markdown(chat.conversation_id)
     assert "<summary>Attached: manual.txt</summary>" in markdown and "word399" in markdown
     assert f"Sources: manual.txt #{fits[1].chunks[0].id}" in markdown
+
+
+def test_removing_a_sent_file_drops_its_excerpts_text_from_the_answer_shown_and_stored(qtbot, chat, tmp_path):
+    """Product trial: a file removed for privacy still showed its words under the answer it fed.
+    The answer's text stays; its sources only name the file as removed, shown and stored."""
+    (tmp_path / "note.txt").write_text("The pass code is 4711.", encoding="utf-8")
+    (tmp_path / "manual.txt").write_text(" ".join(f"word{i}" for i in range(400)), encoding="utf-8")
+    attached(qtbot, chat, tmp_path / "note.txt")
+    attached(qtbot, chat, tmp_path / "manual.txt")
+    chat.turns.send("What follows word7?")
+    fits = manual_fits()
+    chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
+    chat.worker.token_streamed.emit(chat.worker.last_id, "word8.")
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    assert "word12 word13" in chat.store.export_json(chat.conversation_id)  # before: the excerpt text is kept
+    chat.attachments.remove_sent(0, 1)  # manual.txt
+    [(index, sources)] = chat.recorded.of("message_sources")
+    assert index == 1 and sources == chat.conversation.messages[1].sources
+    assert [(s.name, s.chunk_id, s.removed, s.text, s.heading) for s in sources] == [
+        ("manual.txt", c.id, True, "", "") for c in fits[1].chunks]
+    stored = chat.store.load_conversation(chat.conversation_id).conversation.messages
+    assert stored[1].content == "word8." and stored[1].sources == sources  # the answer stays
+    assert "word12 word13" not in chat.store.export_json(chat.conversation_id)
+    assert "word12 word13" not in chat.store.export_markdown(chat.conversation_id)
+    chat.attachments.remove_sent(0, 0)  # note.txt was sent whole: no excerpt, nothing to change
+    assert len(chat.recorded.of("message_sources")) == 1

@@ -168,3 +168,22 @@ def test_the_list_reorders_when_a_message_is_sent_not_at_the_next_click(chat):
     assert [i.id for i in seen.of("conversations_listed")[-1][0]][:2] == [newer, older]
     chat.turns.send("More about cats")
     assert [i.id for i in seen.of("conversations_listed")[-1][0]][:2] == [older, newer]
+
+
+def test_an_answer_that_ends_does_not_move_its_chat_in_the_list(chat):
+    """Product trial: the chat that just answered jumped to the top of the list, under the
+    pointer. The list follows what the user does (send, rename), not answers ending."""
+    seen, worker = chat.recorded, chat.worker
+    cats, dogs = seed(chat.store, "cats"), seed(chat.store, "dogs")
+    chat.conversations.open_conversation(cats)
+    chat.turns.send("More about cats")  # the user's own action: cats goes to the top
+    assert [i.id for i in seen.of("conversations_listed")[-1][0]] == [cats, dogs]
+    chat.conversations.open_conversation(dogs)  # while the answer is written in cats
+    chat.conversations.rename(dogs, "Dogs, renamed")  # the user's own action: dogs to the top
+    assert [i.id for i in seen.of("conversations_listed")[-1][0]] == [dogs, cats]
+    worker.token_streamed.emit(worker.last_id, "Cats purr.")
+    worker.reply_finished.emit(worker.last_id, finished("Cats purr."), record())
+    infos, current = seen.of("conversations_listed")[-1]
+    assert [i.id for i in infos] == [dogs, cats] and current == dogs  # the answer moved nothing
+    assert [i.message_count for i in infos] == [2, 4]  # the count did follow
+    assert chat.store.load_conversation(cats).conversation.messages[-1].content == "Cats purr."

@@ -629,3 +629,33 @@ def test_documents_and_sources_go_with_their_message_into_a_branch_and_can_be_re
         store.remove_document(question.id, 5)
     store._conn.execute("UPDATE messages SET sources_json = '[{\"name\": 3}]' WHERE id = ?", (question.id + 1,))
     assert store.load_conversation(cid).conversation.messages[1].sources == ()  # damaged: shown without
+
+
+def test_removing_a_document_drops_its_excerpts_text_from_the_answers_for_good(tmp_path):
+    """Product trial: a file removed for privacy left its words in the sources under earlier
+    answers. They go (every version of the answer), the excerpts of another file stay, and the
+    file on disk no longer holds the words once the store is closed."""
+    from app.core.attached_document import ExtractedDocument
+    from app.core.document_prompt import Citation
+
+    path = tmp_path / "headroom.sqlite3"
+    secret = Citation("vault.txt", 3, "Codes", 2, 40, 80, "The vault code is 4711-SECRET.")
+    other = Citation("manual.pdf", 1, "Intro", None, 0, 20, "Read me first.")
+    with Store(path) as store:
+        cid = store.create_conversation("t")
+        question = Message(Role.USER, "code?", documents=(ExtractedDocument("manual.pdf", "pdf", "Read me first."),
+                                                         ExtractedDocument("vault.txt", "text", "x 4711-SECRET")))
+        store.append_message(cid, question)
+        store.append_message(cid, Message(Role.ASSISTANT, "It is 4711.", sources=(other, secret)))
+        store.append_message(cid, Message(Role.ASSISTANT, "4711.", sources=(secret,)), parent_id=question.id)
+        assert store.remove_document(question.id, 1) == "vault.txt"
+    with Store(path) as store:  # reopened: what was committed
+        tree = store.message_tree(cid)
+        answers = [store.load_conversation(cid).conversation.messages[1]]
+        store.set_active_message(cid, tree.children(question.id)[0])
+        answers.append(store.load_conversation(cid).conversation.messages[1])
+        assert sorted(a.content for a in answers) == ["4711.", "It is 4711."]  # the answers' own text stays
+        gone = Citation("vault.txt", 3, "", 2, 40, 80, "", removed=True)
+        assert {a.content: a.sources for a in answers} == {"It is 4711.": (other, gone), "4711.": (gone,)}
+        assert gone.label == "vault.txt #3, page 2, removed attachment"
+    assert b"SECRET" not in path.read_bytes()

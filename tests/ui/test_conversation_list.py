@@ -4,8 +4,9 @@ import time
 from datetime import datetime
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QAbstractItemView, QLineEdit
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QEnterEvent
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QLineEdit
 
 from app.core.store import ConversationInfo
 from app.ui import conversation_list
@@ -245,3 +246,65 @@ def test_refresh_keeps_selection_and_drops_it_when_current_is_gone(sidebar):
     sidebar.set_conversations(infos()[2:], None, now=NOW)
     assert sidebar.list_widget.selectedItems() == []
     assert sidebar.current_id() is None
+
+
+def hover(qtbot, widget, conversation_id):
+    """The pointer moves onto the row of `conversation_id` (an Enter event, as the window system sends)."""
+    rect = widget.list_widget.visualItemRect(widget.item_for(conversation_id))
+    qtbot.mouseMove(widget.list_widget.viewport(), rect.center())
+    QApplication.sendEvent(widget.list_widget, QEnterEvent(QPointF(rect.center()), QPointF(rect.center()),
+                                                           QPointF(rect.center())))
+
+
+def leave(widget):
+    QApplication.sendEvent(widget.list_widget, QEvent(QEvent.Type.Leave))
+
+
+def test_an_answer_ending_elsewhere_does_not_move_the_rows_under_the_pointer(qtbot, sidebar):
+    """Product trial: the chat that had just answered jumped to the top as the user clicked, so
+    the click opened the wrong chat. While the pointer is over the list, the rows stay; the new
+    order shows when it leaves; the open chat stays selected throughout."""
+    before_ids, before_rows = sidebar.ids(), texts(sidebar)
+    answered = [i for i in infos() if i.id == 4][0]  # "Trip plan: Lisbon" answered just now
+    newer = [ConversationInfo(4, "Trip plan: Lisbon and Porto", answered.created_at, NOW, 24)] + [
+        i for i in infos() if i.id != 4]
+    hover(qtbot, sidebar, 5)
+    row = sidebar.list_widget.row(sidebar.item_for(5))
+    sidebar.set_conversations(newer, 7, now=NOW)
+    assert sidebar.ids() == before_ids and sidebar.list_widget.item(row).data(conversation_list.ID_ROLE) == 5
+    assert texts(sidebar) == [t.replace("Trip plan: Lisbon", "Trip plan: Lisbon and Porto") for t in before_rows]
+    assert "24 messages" in sidebar.item_for(4).toolTip()  # what the row says is current
+    assert sidebar.list_widget.currentItem() is sidebar.item_for(7) and sidebar.current_id() == 7
+    click(qtbot, sidebar, 5)  # lands on the chat that was under the pointer
+    assert sidebar.current_id() == 5
+    sidebar.set_conversations(newer, 5, now=NOW)  # the window's answer to that open
+    assert sidebar.ids() == before_ids and sidebar.list_widget.currentItem() is sidebar.item_for(5)
+    leave(sidebar)
+    assert sidebar.ids() == [4, 7, 6, 5, 2, 1]
+    assert sidebar.list_widget.currentItem() is sidebar.item_for(5) and sidebar.current_id() == 5
+    assert sidebar.headings() == ["Today", "Yesterday", "Previous 30 days", "August 2026"]
+
+
+def test_rows_added_or_dropped_while_hovered_show_at_once(qtbot, sidebar):
+    """A delete (or a first message, an undo, a search) is the user's own doing: shown at once."""
+    hover(qtbot, sidebar, 5)
+    sidebar.set_conversations([i for i in infos() if i.id != 5], 7, now=NOW)
+    assert sidebar.ids() == [7, 6, 4, 2, 1]
+    leave(sidebar)
+    assert sidebar.ids() == [7, 6, 4, 2, 1]
+
+
+def test_a_refresh_keeps_the_scroll_position(qtbot):
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.resize(260, 300)
+    many = [ConversationInfo(i, f"Chat {i}", NOW - i * 60, NOW - i * 60, 2) for i in range(60, 0, -1)]
+    widget.set_conversations(many, 30, now=NOW)
+    widget.show()
+    qtbot.waitExposed(widget)
+    bar = widget.list_widget.verticalScrollBar()
+    bar.setValue(bar.maximum() // 2)
+    middle = bar.value()
+    assert middle > 0
+    widget.set_conversations(many, 31, now=NOW)
+    assert bar.value() == middle

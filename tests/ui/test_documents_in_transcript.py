@@ -2,14 +2,18 @@
 message show under it and can be removed; an answer lists the excerpts it was given, and a
 click opens one with its file, place and text. Light and dark palettes are grabbed."""
 
+import os
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
 from app.core.attached_document import ExtractedDocument
 from app.core.conversation import Message, Role
-from app.core.document_prompt import Citation
+from app.core.document_prompt import Citation, without_document
 from app.ui.chat_view import ChatView
+from app.ui.fonts import install_hangul_fallback
 from app.ui.theme import stylesheet
 from tests.ui.test_theme import dark_palette
 
@@ -88,6 +92,50 @@ def test_documents_and_sources_read_in_both_palettes(qtbot, qapp, tmp_path, pale
         chip = widget.bubbles()[0].documents.chips[0]
         assert chip.palette().color(chip.foregroundRole()) != chip.palette().color(chip.backgroundRole())
     finally:
+        qapp.setStyleSheet(old_sheet)
+        qapp.setPalette(old_palette)
+        qapp.setStyle(old_style)
+
+
+def test_a_removed_files_excerpts_are_named_as_removed_not_linked_nor_readable(qtbot, view):
+    """Product trial: removing a file for privacy left its excerpts readable under the answer."""
+    line = view.bubbles()[1].sources
+    view.show_sources(1, without_document(SOURCES, "note.md"))
+    assert line.text() == ('Sources: <a href="0">manual.pdf #17, page 12</a> · <a href="1">#18, page 12</a>'
+                           " · note.md (removed attachment)")
+    assert "4711" not in "".join(c.text for c in line.sources[2:])
+    view.show_sources(1, without_document(without_document(SOURCES, "note.md"), "manual.pdf"))
+    assert line.text() == "Sources: manual.pdf (removed attachment) · note.md (removed attachment)"
+    assert line.isVisible()
+    view.load_messages([Message(Role.USER, "What is the pass code?", documents=(MANUAL,)),  # reopened
+                        Message(Role.ASSISTANT, "It is 4711.", sources=without_document(SOURCES, "note.md"))])
+    assert view.bubbles()[1].sources.text().endswith(" · note.md (removed attachment)")
+    assert view.bubbles()[1].text == "It is 4711."  # the answer itself stays
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_removed_sources_read_in_both_palettes_and_in_korean(qtbot, qapp, korean, tmp_path, palette_name):
+    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
+    old_style, old_palette, old_sheet, old_font = qapp.style().name(), qapp.palette(), qapp.styleSheet(), qapp.font()
+    install_hangul_fallback(qapp)  # as the app does at start: Hangul, not boxes
+    qapp.setStyle("Fusion")
+    qapp.setPalette(palette)
+    qapp.setStyleSheet(stylesheet(palette))
+    try:
+        widget = ChatView()
+        qtbot.addWidget(widget)
+        widget.resize(640, 300)
+        widget.load_messages([Message(Role.USER, "비밀번호가 뭐예요?", documents=(MANUAL,)),
+                              Message(Role.ASSISTANT, "4711입니다.", sources=without_document(SOURCES, "note.md"))])
+        widget.show()
+        qtbot.waitExposed(widget)
+        qtbot.wait(50)
+        line = widget.bubbles()[1].sources
+        assert line.text().endswith(" · note.md (삭제된 첨부 파일)") and line.text().startswith("출처: ")
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        widget.grab().save(str(folder / f"ko-removed-source-{palette_name}.png"))
+    finally:
+        qapp.setFont(old_font)
         qapp.setStyleSheet(old_sheet)
         qapp.setPalette(old_palette)
         qapp.setStyle(old_style)
