@@ -88,6 +88,7 @@ def kernel_everywhere(monkeypatch):
     if not _CUDA:
         monkeypatch.setattr(kd, "triton_applies", lambda query, key: key.dtype == torch.int8)
     monkeypatch.setattr(kd, "triton_failure", "")
+    monkeypatch.setattr(kd, "_checked", set())
 
 
 @needs_triton
@@ -142,8 +143,24 @@ def test_a_kernel_that_fails_is_not_tried_again(monkeypatch):
 
     monkeypatch.setattr(kd, "_attend", broken)
     monkeypatch.setattr(kd, "triton_failure", "")
+    monkeypatch.setattr(kd, "_checked", set())
     monkeypatch.setattr(kd, "triton", object())  # "present"
     q, key, value, valid = _case(filled=100)
     assert kd._guarded(q, key, value, valid, 299, 300, 4, 0.125) is None
     assert kd.triton_failure == "RuntimeError: PassManager::run failed"
     assert not kd.triton_applies(q.cuda() if torch.cuda.is_available() else q, key)
+
+
+def test_a_kernel_that_disagrees_on_its_first_use_is_not_used(monkeypatch):
+    monkeypatch.setattr(kd, "triton_failure", "")
+    monkeypatch.setattr(kd, "_checked", set())
+    monkeypatch.setattr(kd, "self_check", lambda *a: 0.5)
+    monkeypatch.setattr(kd, "_attend", lambda *a: pytest.fail("the kernel ran after failing its check"))
+    q, key, value, valid = _case(filled=100)
+    assert kd._guarded(q, key, value, valid, 299, 300, 4, 0.125) is None
+    assert kd.triton_failure == "self-check: relative error 0.5 against the torch path"
+
+
+@needs_triton
+def test_the_self_check_passes_on_the_real_kernel(kernel_everywhere):
+    assert kd.self_check(torch.device(DEVICE), DTYPE, 64) < 1e-2

@@ -211,14 +211,45 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
 
 
 def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
-    """`_attend`, or None when the kernel fails to build or launch (then never tried again)."""
+    """`_attend`, or None when the kernel fails to build or launch, or disagrees with `reference`
+    on its first use on a device (`self_check`): then it is never tried again."""
     global triton_failure
     try:
+        if query.device not in _checked and not _capturing(query.device):
+            _checked.add(query.device)
+            error = self_check(query.device, query.dtype, query.shape[-1])
+            if error > SELF_CHECK_TOLERANCE:
+                triton_failure = f"self-check: relative error {error:.2g} against the torch path"
+                log.warning("8-bit KV attention kernel disagrees with torch (%s); torch paths from now on",
+                            triton_failure)
+                return None
         return _attend(query, *args)
     except Exception as exc:  # a Triton that cannot build it: the torch paths answer instead
         triton_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
         log.warning("8-bit KV attention kernel failed; torch paths from now on", exc_info=exc)
         return None
+
+
+SELF_CHECK_TOLERANCE = 2e-2
+"""Largest relative L2 error of the kernel against `reference` (half-precision outputs: ~1e-3)."""
+_checked: set = set()  # devices whose kernel was checked
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
+    """Relative L2 error of the kernel against `reference` on one random decode step (4 query rows
+    over 300 keys, 2 KV heads, some keys masked) on ``device``. Raises what the kernel raises."""
+    g = torch.Generator().manual_seed(0)
+    query = torch.randn(1, 2, 4, head_dim, generator=g).to(device, dtype)
+    key = kv_quant.quantize(torch.randn(1, 2, 300, head_dim, generator=g) * 2).to(device)
+    value = kv_quant.quantize(torch.randn(1, 2, 300, head_dim, generator=g)).to(device)
+    valid = (torch.arange(300) < 263).view(1, 300).to(device)
+    got = _attend(query, key, value, valid, 299, 300, 4, head_dim ** -0.5).float()
+    want = reference(query, key, value, valid, head_dim ** -0.5).float()
+    return float((got - want).norm() / want.norm().clamp_min(1e-30))
 
 
 def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
