@@ -189,6 +189,9 @@ def main(argv=None) -> int:
         R["kv8"].append(row)
         log(json.dumps(row, default=str))
         save()
+    sixteen = {row["depth"]: row["second"].get("tok_s") for row in R["kv16"]}
+    R["kv8_vs_kv16"] = {row["depth"]: row["second"].get("tok_s", 0) / sixteen[row["depth"]]
+                        for row in R["kv8"] if sixteen.get(row["depth"])}
     save()
     print(json.dumps({k: v for k, v in R.items() if k != "warm_up"}, indent=1, default=str))
     return 0
