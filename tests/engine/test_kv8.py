@@ -449,3 +449,18 @@ def test_the_cache_write_and_read_trace_without_a_byte_view():
     for graph in (write.graph, read.graph):
         assert [n for n in graph.nodes if n.target == torch.ops.aten.view.dtype] == []
     assert any(n.target == torch.ops.aten.frexp.Tensor for n in write.graph.nodes)
+
+
+@pytest.mark.parametrize("attention,offered", [("sdpa+gqa-packed", True), ("fa2+static", True),
+                                               ("flash_attention_2 (flash-attn 2.8.3)", True),
+                                               ("sdpa", False), ("eager", False)])
+def test_8bit_is_offered_where_headroom_attention_reads_it(tiny_loaded, attention, offered):
+    """Whatever name the report gives Headroom's FA2 path (the LoadReport's "flash_attention_2
+    (…)" or the registered "fa2+static", as the memory benchmark reports it), 8-bit KV is there."""
+    from dataclasses import replace
+
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory.probe import FakeProbe
+
+    loaded = replace(tiny_loaded, report=replace(tiny_loaded.report, attention=attention))
+    assert Foresight(loaded, FakeProbe(total=4 * GiB)).kv8_available is offered
