@@ -171,11 +171,11 @@ if triton is not None:
 def _merge_splits(acc: torch.Tensor, maxima: torch.Tensor, sums: torch.Tensor) -> torch.Tensor:
     """acc (..., splits, rows, d), maxima and sums (..., splits, rows) float32 → (..., rows, d):
     each split's partial output weighted by exp(its max − the overall max), over the weighted
-    sums."""
+    sums. Scales ``acc`` in place (no copy of the partials)."""
     top = maxima.amax(dim=-2, keepdim=True)
     weight = torch.exp(maxima - top)
     total = (sums * weight).sum(dim=-2)
-    return (acc * weight[..., None]).sum(dim=-3) / total.clamp_min(1e-30)[..., None]
+    return acc.mul_(weight[..., None]).sum(dim=-3).div_(total.clamp_min(1e-30)[..., None])  # acc is scratch
 
 
 def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid, first: int, span: int,

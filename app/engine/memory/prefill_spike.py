@@ -153,7 +153,11 @@ def prefill_breakdown(
       on the H200 (Llama-3-8B NF4, 8-bit KV, the app's chunk ladder,
       tests/benchmarks/results/memory_foresight_h200_kv8.json): peak within 0.3-1.7 % at 1k-32k
       prompts; at 97.5k in 128-token chunks the peak ran 160 MB (1.3 %) over this projection, inside
-      the error bar and margin.
+      the error bar and margin (the decode step then cast the whole cache to bf16, since replaced by
+      app.engine.local.kv8_attention). Where that module's Triton kernel attends the chunk (CUDA),
+      its transient — the packed query rows, the output and its permuted copy (3·c·H·dv·b), plus
+      float32 partials of ~10 MB when a short chunk splits the keys — stays below these terms, which
+      are kept as the bound.
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
