@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtWidgets import QApplication
 
 from app.core.attached_document import ExtractedDocument
 from app.core.conversation import Message, Role
 from app.core.document_prompt import Citation, without_document
 from app.ui.chat_view import ChatView
 from app.ui.fonts import install_hangul_fallback
-from app.ui.theme import stylesheet
-from tests.ui.test_theme import dark_palette
+from tests.helpers.palettes import fusion_palette
 
 MANUAL = ExtractedDocument("manual.pdf", "pdf", "x" * 5000, tuple(range(0, 5000, 16)), 900_000)
 NOTE = ExtractedDocument("note.md", "markdown", "The pass code is 4711.", (), 22, "utf-8")
@@ -69,12 +68,7 @@ def test_an_answers_sources_are_links_that_open_the_excerpt(qtbot, view):
 
 @pytest.mark.parametrize("palette_name", ["light", "dark"])
 def test_documents_and_sources_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name):
-    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
-    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(stylesheet(palette))
-    try:
+    with fusion_palette(qapp, palette_name):
         widget = ChatView()
         qtbot.addWidget(widget)
         widget.resize(640, 360)
@@ -91,10 +85,6 @@ def test_documents_and_sources_read_in_both_palettes(qtbot, qapp, tmp_path, pale
         dialog.reject()
         chip = widget.bubbles()[0].documents.chips[0]
         assert chip.palette().color(chip.foregroundRole()) != chip.palette().color(chip.backgroundRole())
-    finally:
-        qapp.setStyleSheet(old_sheet)
-        qapp.setPalette(old_palette)
-        qapp.setStyle(old_style)
 
 
 def test_a_removed_files_excerpts_are_named_as_removed_not_linked_nor_readable(qtbot, view):
@@ -115,13 +105,8 @@ def test_a_removed_files_excerpts_are_named_as_removed_not_linked_nor_readable(q
 
 @pytest.mark.parametrize("palette_name", ["light", "dark"])
 def test_removed_sources_read_in_both_palettes_and_in_korean(qtbot, qapp, korean, tmp_path, palette_name):
-    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
-    old_style, old_palette, old_sheet, old_font = qapp.style().name(), qapp.palette(), qapp.styleSheet(), qapp.font()
-    install_hangul_fallback(qapp)  # as the app does at start: Hangul, not boxes
-    qapp.setStyle("Fusion")
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(stylesheet(palette))
-    try:
+    with fusion_palette(qapp, palette_name):
+        install_hangul_fallback(qapp)  # as the app does at start: Hangul, not boxes
         widget = ChatView()
         qtbot.addWidget(widget)
         widget.resize(640, 300)
@@ -134,8 +119,3 @@ def test_removed_sources_read_in_both_palettes_and_in_korean(qtbot, qapp, korean
         assert line.text().endswith(" · note.md (삭제된 첨부 파일)") and line.text().startswith("출처: ")
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         widget.grab().save(str(folder / f"ko-removed-source-{palette_name}.png"))
-    finally:
-        qapp.setFont(old_font)
-        qapp.setStyleSheet(old_sheet)
-        qapp.setPalette(old_palette)
-        qapp.setStyle(old_style)
