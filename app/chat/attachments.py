@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.document_refusal import refusal_reason
 from app.core.conversation import Role
 from app.core.document_prompt import without_document
 from app.engine.documents.extract import extract_file
@@ -138,7 +139,8 @@ class AttachmentFlow(QObject):
         if isinstance(result, DocumentError):
             self._attached.pop(ticket)
             self._chat.attachment_changed.emit(ticket, attachment.name, "")
-            self._chat.announce(translate("Attachments", "Could not attach {0}").format(str(result)), "error")
+            self._chat.announce(translate("Attachments", "Could not attach {0}: {1}").format(
+                result.name, refusal_reason(result)), "error")
             return
         attachment.document = result
         pages = translate("Attachments", ", {0} pages").format(result.pages) if result.pages > 1 else ""

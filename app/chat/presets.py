@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, Slot
 
 from app.core.backend_settings import conversation_settings
 from app.core.presets import (
@@ -32,6 +32,30 @@ _SAVED_FIELDS = tuple(name for name in PRESET_FIELDS if name != "cpu_threads")
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+# The built-ins' names and descriptions (app.core.presets.BUILTIN_PRESETS, stored in English, no
+# Qt there), marked here so lupdate puts them in the catalogue; display_* translate them.
+BUILTIN_TEXTS = (
+    QT_TRANSLATE_NOOP("Presets", "Balanced"), QT_TRANSLATE_NOOP("Presets", "Today's defaults: varied but on topic."),
+    QT_TRANSLATE_NOOP("Presets", "Precise"),
+    QT_TRANSLATE_NOOP("Presets", "Nearly greedy: facts, extraction, short exact answers."),
+    QT_TRANSLATE_NOOP("Presets", "Creative"),
+    QT_TRANSLATE_NOOP("Presets", "Stories and brainstorming: more varied words, fewer repeats."),
+    QT_TRANSLATE_NOOP("Presets", "Code"),
+    QT_TRANSLATE_NOOP("Presets", "Programming: low temperature, long replies, no penalty on repeated tokens."),
+    QT_TRANSLATE_NOOP("Presets", "한국어 도우미"),
+    QT_TRANSLATE_NOOP("Presets", "Answers in natural Korean whatever the question's language."),
+)
+
+
+def display_name(preset: Preset) -> str:
+    """A built-in's name in the window's language (stored in English); a user's as written."""
+    return translate("Presets", preset.name) if preset.builtin else preset.name
+
+
+def display_description(preset: Preset) -> str:
+    """A built-in's description in the window's language; a user's as written."""
+    return translate("Presets", preset.description) if preset.builtin else preset.description
 
 
 class PresetFlow(QObject):
@@ -79,7 +103,7 @@ class PresetFlow(QObject):
         chat.preset_name = preset.name
         self.save_pick()
         self.show_presets()
-        chat.announce(translate("Presets", "Preset: {0}").format(name), "status")
+        chat.announce(translate("Presets", "Preset: {0}").format(display_name(preset)), "status")
         chat.models.fit_max_new_tokens(save_defaults=False)  # e.g. Code's 2,048 on a 2,048-token model
 
     def settings_edited(self) -> None:

@@ -14,6 +14,13 @@ KV_PRECISIONS = (KV_16, KV_8, KV_AUTO)
 DEFAULT_KV_PRECISION = KV_16
 
 
+def kv8_supported(attention: str) -> bool:
+    """Whether a model loaded with `attention` (LoadReport.attention) can keep an 8-bit KV cache:
+    only where Headroom's own attention runs, its packed SDPA ("...gqa-packed") or its FA2 path
+    ("flash_attention_2..."), as Foresight.prefill_model_kv8 decides; not transformers' eager."""
+    return attention.endswith("gqa-packed") or attention.startswith("flash_attention_2")
+
+
 def valid_kv_precision(value: object) -> str:
     """``value`` when it is one of KV_PRECISIONS, else the default (a damaged or newer row)."""
     return value if value in KV_PRECISIONS else DEFAULT_KV_PRECISION

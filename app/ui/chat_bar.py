@@ -4,8 +4,8 @@ precision (issue 16), its pinned notes and "Summarize now"."""
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
+from app.chat.presets import display_name
 from app.core.kv_precision import KV_8, KV_16, KV_AUTO
-from app.ui.presets_dialog import display_name
 
 _MANAGE = "\0manage"  # the combo's last item: not a preset name (names are printable text)
 

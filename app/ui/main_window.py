@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from app.chat import open_chat
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Role
+from app.core.kv_precision import kv8_supported
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
@@ -283,8 +284,7 @@ class MainWindow(QMainWindow):
     def _on_model_changed_kv(self, report) -> None:
         """8-bit KV is offered where Headroom's own attention runs: its packed SDPA or its FA2 path
         (as Foresight.prefill_model_kv8 decides), not transformers' eager."""
-        self.chat_bar.set_kv8_available(report is None or report.attention.endswith("gqa-packed")
-                                        or report.attention.startswith("flash_attention_2"))
+        self.chat_bar.set_kv8_available(report is None or kv8_supported(report.attention))
         self.chat_bar.set_full_precision_bits(32 if report is not None and report.compute_dtype == "float32" else 16)
 
     @Slot(str)

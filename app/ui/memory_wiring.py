@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
+from app.core.kv_precision import KV_8, kv8_supported
+
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
 
@@ -28,8 +30,10 @@ class MemoryWiring(QObject):
     def __init__(self, chat: Chat, panel: VramPanel, badge: HeadroomBadge, toggle: QAction):
         super().__init__(panel)
         self._chat, self._panel, self._badge = chat, panel, badge
+        self._planned_kv_bits = 0  # the last turn plan's KV bits for this chat; 0 before one
         chat.turn_planned.connect(self._on_turn_planned)
         chat.model_changed.connect(self._on_model_changed)
+        chat.kv_precision_changed.connect(self._on_kv_precision_changed)
         chat.backend_changed.connect(panel.show_remote)
         chat.monitor.sample_taken.connect(panel.show_sample)
         chat.server_monitor.metrics_sampled.connect(panel.show_server_metrics)
@@ -42,15 +46,35 @@ class MemoryWiring(QObject):
     def _on_turn_planned(self, plan) -> None:
         report = self._chat.report
         self._panel.show_projection(plan.projection, report.weight_bytes if report else 0)
-        if report is not None:
-            self._panel.show_kv_dtype("int8" if getattr(plan, "kv_bits", 16) == 8 else report.compute_dtype)
+        self._planned_kv_bits = getattr(plan, "kv_bits", 16)
+        self._show_kv_dtype()
 
     @Slot(object)
     def _on_model_changed(self, report) -> None:
         self._panel.show_projection(None, report.weight_bytes if report else 0)
-        self._panel.show_kv_dtype(report.compute_dtype if report is not None else "")
+        self._planned_kv_bits = 0
+        self._show_kv_dtype()
         if report is not None:
             self._panel.set_what_if_limits(report.max_positions or 2048, 32768)
+
+    @Slot(str)
+    def _on_kv_precision_changed(self, _precision: str) -> None:
+        """Another chat opened (a restored one at start too) or the chat's KV precision changed:
+        its next turn runs with it, so the panel says it now, not after that turn."""
+        self._planned_kv_bits = 0
+        self._show_kv_dtype()
+
+    def _show_kv_dtype(self) -> None:
+        """The KV dtype of the open chat: the last turn plan's bits, else its chosen precision
+        ("8-bit" → int8 where the model supports it; "16-bit" and "auto" start in the compute
+        dtype), as the chat bar's KV combo says."""
+        report = self._chat.report
+        if report is None:
+            self._panel.show_kv_dtype("")
+            return
+        bits = self._planned_kv_bits or (8 if self._chat.kv_precision == KV_8 and kv8_supported(report.attention)
+                                         else 16)
+        self._panel.show_kv_dtype("int8" if bits == 8 else report.compute_dtype)
 
     @Slot(int, int)
     def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:

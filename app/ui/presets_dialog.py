@@ -1,7 +1,7 @@
 """Manage presets (issue 17, item 2): the built-ins and the user's own, save the chat's settings as
 a preset, remove one, import and export JSON files."""
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -14,13 +14,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from app.chat.presets import display_description, display_name
 from app.core.last_folders import PRESETS
 from app.ui.file_pickers import open_path, save_path
-
-
-def display_name(preset) -> str:
-    """A built-in's name in the window's language (stored in English); a user's as written."""
-    return QCoreApplication.translate("Presets", preset.name) if preset.builtin else preset.name
 
 
 class PresetsDialog(QDialog):
@@ -141,6 +137,5 @@ def _describe(preset) -> str:
     """The description, then the settings it sets ("temperature 0.2 · top-k 20 · …")."""
     values = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in preset.values.items() if k != "system_prompt")
     prompt = preset.values.get("system_prompt")
-    parts = [QCoreApplication.translate("Presets", preset.description) if preset.builtin else preset.description,
-             values, f"“{prompt}”" if prompt else ""]
+    parts = [display_description(preset), values, f"“{prompt}”" if prompt else ""]
     return "\n".join(p for p in parts if p)

@@ -14,11 +14,16 @@ from __future__ import annotations
 import logging
 from importlib import resources
 
-from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QLibraryInfo, QLocale, QTranslator
 
 log = logging.getLogger(__name__)
 
 TRANSLATED = ("ko",)  # languages with a catalogue; the setting's values are core.settings.LANGUAGES
+
+# Qt's own strings that qtbase_ko lacks: Qt 6.11's non-native file dialog gave these labels
+# mnemonics ("Look in:" became "&Look in:"); the Korean Qt catalogue still has only the old
+# sources. Headroom's catalogue carries them; installed after Qt's, it is asked first.
+QT_GAPS = (QT_TRANSLATE_NOOP("QFileDialog", "&Look in:"), QT_TRANSLATE_NOOP("QFileDialog", "Files of &type:"))
 
 
 def choose_language(setting: str, ui_languages: list[str] | None = None) -> str:

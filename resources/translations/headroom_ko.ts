@@ -188,10 +188,6 @@
         <translation>읽는 중 {0}%</translation>
     </message>
     <message>
-        <source>Could not attach {0}</source>
-        <translation>{0}을(를) 첨부하지 못했습니다</translation>
-    </message>
-    <message>
         <source>, {0} pages</source>
         <translation>, {0}쪽</translation>
     </message>
@@ -201,7 +197,7 @@
     </message>
     <message>
         <source>Could not attach {0}: {1}</source>
-        <translation>{0}을(를) 첨부하지 못했습니다: {1}</translation>
+        <translation>{0} 첨부 실패: {1}</translation>
     </message>
     <message>
         <source>{0}: whole file, {1} tokens</source>
@@ -650,6 +646,113 @@ Your chats are saved here.</source>
     <message>
         <source>Remove {0}</source>
         <translation>{0} 빼기</translation>
+    </message>
+</context>
+<context>
+    <name>DocumentRefusal</name>
+    <message>
+        <source>a PNG image</source>
+        <translation>PNG 이미지</translation>
+    </message>
+    <message>
+        <source>a JPEG image</source>
+        <translation>JPEG 이미지</translation>
+    </message>
+    <message>
+        <source>a GIF image</source>
+        <translation>GIF 이미지</translation>
+    </message>
+    <message>
+        <source>a ZIP archive</source>
+        <translation>ZIP 압축 파일</translation>
+    </message>
+    <message>
+        <source>a gzip archive</source>
+        <translation>gzip 압축 파일</translation>
+    </message>
+    <message>
+        <source>a 7-Zip archive</source>
+        <translation>7-Zip 압축 파일</translation>
+    </message>
+    <message>
+        <source>a Linux program</source>
+        <translation>Linux 실행 파일</translation>
+    </message>
+    <message>
+        <source>a Windows program</source>
+        <translation>Windows 실행 파일</translation>
+    </message>
+    <message>
+        <source>an old Office file</source>
+        <translation>이전 형식의 Office 파일</translation>
+    </message>
+    <message>
+        <source>a GGUF model</source>
+        <translation>GGUF 모델</translation>
+    </message>
+    <message>
+        <source>an SQLite database</source>
+        <translation>SQLite 데이터베이스</translation>
+    </message>
+    <message>
+        <source>an MP3 file</source>
+        <translation>MP3 파일</translation>
+    </message>
+    <message>
+        <source>binary data</source>
+        <translation>바이너리 데이터</translation>
+    </message>
+    <message>
+        <source>not a text file (looks like {0})</source>
+        <translation>텍스트 파일이 아닙니다({0}인 것 같습니다)</translation>
+    </message>
+    <message>
+        <source>the file is {0}; files up to {1} can be attached</source>
+        <translation>파일 크기가 {0}입니다. {1}까지 첨부할 수 있습니다</translation>
+    </message>
+    <message>
+        <source>its text is about {0} characters; up to {1} can be attached (split it, or attach the part you need)</source>
+        <translation>텍스트가 약 {0}자입니다. {1}자까지 첨부할 수 있습니다(나누거나 필요한 부분만 첨부하세요)</translation>
+    </message>
+    <message>
+        <source>not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and attach it again</source>
+        <translation>UTF-8 텍스트가 아닙니다({0}인 것 같습니다, {1}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
+    </message>
+    <message>
+        <source>this PDF is AES-encrypted and the cryptography package is missing</source>
+        <translation>AES로 암호화된 PDF인데 cryptography 패키지가 없습니다</translation>
+    </message>
+    <message>
+        <source>this PDF is protected by a password; open it in a PDF reader, save an unprotected copy and attach that</source>
+        <translation>암호로 보호된 PDF입니다. PDF 뷰어에서 열어 보호되지 않은 사본으로 저장한 뒤 그 파일을 첨부하세요</translation>
+    </message>
+    <message>
+        <source>this PDF has no text layer ({0} pages of images or blank pages); Headroom does not read scanned pages</source>
+        <translation>텍스트 레이어가 없는 PDF입니다(이미지 또는 빈 페이지 {0}쪽). Headroom은 스캔한 페이지를 읽지 않습니다</translation>
+    </message>
+    <message>
+        <source>the file has no text</source>
+        <translation>텍스트가 없는 파일입니다</translation>
+    </message>
+    <message>
+        <source>the file cannot be read ({0})</source>
+        <translation>파일을 읽을 수 없습니다({0})</translation>
+    </message>
+    <message>
+        <source>not a file that can be read</source>
+        <translation>읽을 수 있는 파일이 아닙니다</translation>
+    </message>
+    <message>
+        <source>reading was cancelled</source>
+        <translation>읽기를 취소했습니다</translation>
+    </message>
+    <message>
+        <source>this DOCX expands to more than 256 MiB of XML</source>
+        <translation>압축을 풀면 XML이 256 MiB를 넘는 DOCX입니다</translation>
+    </message>
+    <message>
+        <source>this {0} cannot be read ({1})</source>
+        <translation>이 {0} 파일을 읽을 수 없습니다({1})</translation>
     </message>
 </context>
 <context>
@@ -1830,6 +1933,46 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>Presets</name>
     <message>
+        <source>Balanced</source>
+        <translation>균형</translation>
+    </message>
+    <message>
+        <source>Today&apos;s defaults: varied but on topic.</source>
+        <translation>기본 설정: 다양하지만 주제를 벗어나지 않습니다.</translation>
+    </message>
+    <message>
+        <source>Precise</source>
+        <translation>정확</translation>
+    </message>
+    <message>
+        <source>Nearly greedy: facts, extraction, short exact answers.</source>
+        <translation>거의 탐욕적 디코딩: 사실 확인, 정보 추출, 짧고 정확한 답.</translation>
+    </message>
+    <message>
+        <source>Creative</source>
+        <translation>창의</translation>
+    </message>
+    <message>
+        <source>Stories and brainstorming: more varied words, fewer repeats.</source>
+        <translation>이야기와 브레인스토밍: 더 다양한 단어, 반복은 적게.</translation>
+    </message>
+    <message>
+        <source>Code</source>
+        <translation>코드</translation>
+    </message>
+    <message>
+        <source>Programming: low temperature, long replies, no penalty on repeated tokens.</source>
+        <translation>프로그래밍: 낮은 온도, 긴 답변, 반복 토큰에 벌점 없음.</translation>
+    </message>
+    <message>
+        <source>한국어 도우미</source>
+        <translation>한국어 도우미</translation>
+    </message>
+    <message>
+        <source>Answers in natural Korean whatever the question&apos;s language.</source>
+        <translation>질문이 어떤 언어이든 자연스러운 한국어로 답합니다.</translation>
+    </message>
+    <message>
         <source>Your presets could not be read: {0}</source>
         <translation>프리셋을 읽지 못했습니다: {0}</translation>
     </message>
@@ -1911,6 +2054,17 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Export presets</source>
         <translation>프리셋 내보내기</translation>
+    </message>
+</context>
+<context>
+    <name>QFileDialog</name>
+    <message>
+        <source>&amp;Look in:</source>
+        <translation>다음에서 찾기(&amp;L):</translation>
+    </message>
+    <message>
+        <source>Files of &amp;type:</source>
+        <translation>파일 형식(&amp;T):</translation>
     </message>
 </context>
 <context>

@@ -196,3 +196,23 @@ def test_removing_a_sent_file_drops_its_excerpts_text_from_the_answer_shown_and_
     assert "word12 word13" not in chat.store.export_markdown(chat.conversation_id)
     chat.attachments.remove_sent(0, 0)  # note.txt was sent whole: no excerpt, nothing to change
     assert len(chat.recorded.of("message_sources")) == 1
+
+
+def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
+    from app.chat.document_refusal import LOOKS_LIKE, refusal_reason
+    from app.engine.documents import source
+    from app.engine.documents.extract import extract_file
+    from app.engine.documents.text import _MAGIC
+
+    assert {what for _magic, what in _MAGIC} | {"binary data"} == set(LOOKS_LIKE)  # each one translatable
+    big = tmp_path / "huge.txt"
+    big.write_text("x" * 300, encoding="utf-8")
+    try:
+        extract_file(big, max_bytes=100)
+    except source.DocumentError as error:
+        assert refusal_reason(error) == "the file is 300 B; files up to 100 B can be attached"
+        assert str(error) == "huge.txt: the file is 300 B; files up to 100 B can be attached"  # the log's line
+    lines = {refusal_reason(source.DocumentError(kind, "f", "engine line", "x")) for kind in
+             (source.BINARY, source.NOT_UTF8, source.ENCRYPTED, source.NO_TEXT_LAYER, source.DAMAGED, source.EMPTY,
+              source.UNREADABLE, source.CANCELLED)}
+    assert len(lines) == 8 and "engine line" not in lines

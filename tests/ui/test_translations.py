@@ -263,3 +263,45 @@ def test_startup_notices_in_english_say_exactly_the_engines_text(env, make_windo
     fields = dict(headroom="0", python="3", torch="2", transformers=None, pyside6=None, bitsandbytes=None) | env
     (notice,) = startup_notices(Environment(**fields))
     assert window.help_menu.notice_text(notice) == notice.text
+
+
+def test_korean_file_dialog_labels_that_qtbase_ko_lacks(korean):
+    from PySide6.QtWidgets import QFileDialog, QLabel
+
+    dialog = QFileDialog(None, "Open", "", "Text (*.txt)")
+    dialog.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # Qt's own, as on most Linux desktops
+    labels = {label.objectName(): label.text() for label in dialog.findChildren(QLabel)}
+    assert labels["lookInLabel"] == "다음에서 찾기(&L):"  # Qt 6.11's "&Look in:" (qtbase_ko has "Look in:")
+    assert labels["fileTypeLabel"] == "파일 형식(&T):"
+    assert labels["fileNameLabel"] == "파일 이름(&N):"  # this one from qtbase_ko itself
+    dialog.deleteLater()
+
+
+def test_korean_attachment_refusal_reads_as_one_korean_sentence(korean, tmp_path):
+    from app.chat.document_refusal import refusal_reason
+    from app.engine.documents.extract import extract_file
+    from app.engine.documents.source import DocumentError
+
+    blob = tmp_path / "broken.gguf"
+    blob.write_bytes(b"\x00\x01" * 100)
+    try:
+        extract_file(blob)
+    except DocumentError as error:
+        line = QCoreApplication.translate("Attachments", "Could not attach {0}: {1}").format(
+            error.name, refusal_reason(error))
+    assert line == "broken.gguf 첨부 실패: 텍스트 파일이 아닙니다(바이너리 데이터인 것 같습니다)"
+    try:
+        extract_file(blob, max_bytes=100)
+    except DocumentError as error:
+        assert refusal_reason(error) == "파일 크기가 200 B입니다. 100 B까지 첨부할 수 있습니다"
+
+
+def test_korean_builtin_presets_have_korean_names_and_descriptions(korean):
+    from app.chat.presets import display_description, display_name
+    from app.core.presets import BUILTIN_PRESETS
+
+    for preset in BUILTIN_PRESETS:  # every built-in is marked for the catalogue and translated
+        assert display_description(preset) != preset.description, preset.name
+        assert any("\uac00" <= c <= "\ud7a3" for c in display_name(preset) + display_description(preset))
+    assert display_description(BUILTIN_PRESETS[0]) == "기본 설정: 다양하지만 주제를 벗어나지 않습니다."
+    assert display_name(BUILTIN_PRESETS[0]) == "균형"

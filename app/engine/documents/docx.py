@@ -54,10 +54,12 @@ def extract_docx(path: Path, size: int, progress: Progress | None = None,
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             info = z.getinfo(BODY_PART)
             if info.file_size > MAX_PART_BYTES:
-                raise DocumentError(DAMAGED, name, "this DOCX expands to more than 256 MiB of XML", "zip bomb")
+                raise DocumentError(DAMAGED, name, "this DOCX expands to more than 256 MiB of XML", "zip bomb",
+                                    format="DOCX")
             root = ElementTree.fromstring(z.read(info))
     except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as exc:
-        raise DocumentError(DAMAGED, name, f"this DOCX cannot be read ({exc})", str(exc)) from None
+        raise DocumentError(DAMAGED, name, f"this DOCX cannot be read ({exc})", str(exc),
+                            format="DOCX") from None
     body = root.find(f"{_W}body")
     blocks = list(body) if body is not None else []
     lines: list[str] = []

@@ -56,7 +56,8 @@ def extract_file(path: str | Path, progress: Progress | None = None,
         size = path.stat().st_size
         if size > max_bytes:
             raise DocumentError(TOO_LARGE, path.name, f"the file is {format_bytes(size)}; files up to "
-                                f"{format_bytes(max_bytes)} can be attached", str(size))
+                                f"{format_bytes(max_bytes)} can be attached", str(size),
+                                bytes=size, limit_bytes=max_bytes)
         with path.open("rb") as f:
             head = f.read(64 << 10)
         report(progress, 0.0)
@@ -81,5 +82,6 @@ def _checked(document: ExtractedDocument, name: str) -> ExtractedDocument:
 
 def _too_much_text(name: str, chars: int) -> DocumentError:
     return DocumentError(TOO_LARGE, name, f"its text is about {chars:,} characters; up to {MAX_TEXT_CHARS:,} "
-                         "can be attached (split it, or attach the part you need)", str(chars))
+                         "can be attached (split it, or attach the part you need)", str(chars),
+                         chars=chars, limit_chars=MAX_TEXT_CHARS)
 

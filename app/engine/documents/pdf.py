@@ -62,10 +62,11 @@ def extract_pdf(path: Path, size: int, progress: Progress | None = None,
             report(progress, _READ_SHARE + (1 - _READ_SHARE) * (i + 1) / max(count, 1))
     except DependencyError:
         raise DocumentError(ENCRYPTED, name, "this PDF is AES-encrypted and the cryptography "
-                            "package is missing") from None
+                            "package is missing", "cryptography") from None
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:  # pypdf raises these on bad files
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DocumentError(DAMAGED, name, f"this PDF cannot be read ({reason})", reason) from None
+        raise DocumentError(DAMAGED, name, f"this PDF cannot be read ({reason})", reason,
+                            format="PDF") from None
     if not any(len(p.strip()) >= MIN_PAGE_CHARS for p in parts):
         raise DocumentError(NO_TEXT_LAYER, name, f"this PDF has no text layer ({count} pages of images "
                             "or blank pages); Headroom does not read scanned pages", str(count))

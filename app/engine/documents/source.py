@@ -31,11 +31,14 @@ CANCELLED = "cancelled"
 
 class DocumentError(Exception):
     """A file that cannot be attached. `kind`: one of the constants above; `name`: the file's name;
-    `detail`: a short fact for the message (an encoding guess, a size, a page count), may be ""."""
+    `message`: the English reason (logs, the CLI); `detail`: a short fact for the message (an
+    encoding guess, a size, a page count), may be ""; `facts`: the numbers and names the window
+    needs to say the reason in its own language (app.chat.document_refusal), e.g. TOO_LARGE
+    {"bytes": 104857600, "limit_bytes": 67108864} or {"chars": ..., "limit_chars": ...}."""
 
-    def __init__(self, kind: str, name: str, message: str, detail: str = ""):
+    def __init__(self, kind: str, name: str, message: str, detail: str = "", **facts):
         super().__init__(f"{name}: {message}")
-        self.kind, self.name, self.detail = kind, name, detail
+        self.kind, self.name, self.detail, self.facts = kind, name, detail, facts
 
 
 def check_cancel(cancel: threading.Event | None, name: str) -> None:

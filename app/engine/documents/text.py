@@ -90,7 +90,7 @@ def decode(data: bytes, name: str) -> tuple[str, str]:
     except UnicodeDecodeError as exc:
         guess = _guess_encoding(data)
         raise DocumentError(NOT_UTF8, name, f"not UTF-8 text (looks like {guess}, byte {exc.start}); "
-                            "save it as UTF-8 and attach it again", guess) from None
+                            "save it as UTF-8 and attach it again", guess, byte=exc.start) from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DocumentError(EMPTY, name, "the file has no text")

@@ -1,0 +1,91 @@
+"""Why a file cannot be attached, said in the window's language: an engine DocumentError (kind,
+detail, facts: app.engine.documents.source, no Qt) turned into the reason the error notice shows.
+The engine keeps its own English line (str(error)) for the log.
+
+Sizes are in the unit they reach (app.engine.memory.units.format_bytes: "100 MiB"), counts are
+grouped ("2,000,000"); encoding names (cp949) and the OS's or pypdf's own words are facts and
+stay as they come.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+
+from app.engine.documents.source import (
+    BINARY,
+    CANCELLED,
+    DAMAGED,
+    EMPTY,
+    ENCRYPTED,
+    NO_TEXT_LAYER,
+    NOT_UTF8,
+    TOO_LARGE,
+    UNREADABLE,
+    DocumentError,
+)
+from app.engine.memory.units import format_bytes
+
+translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+# What a binary file looks like (app.engine.documents.text.binary_kind's phrases)
+LOOKS_LIKE = {
+    "a PNG image": QT_TRANSLATE_NOOP("DocumentRefusal", "a PNG image"),
+    "a JPEG image": QT_TRANSLATE_NOOP("DocumentRefusal", "a JPEG image"),
+    "a GIF image": QT_TRANSLATE_NOOP("DocumentRefusal", "a GIF image"),
+    "a ZIP archive": QT_TRANSLATE_NOOP("DocumentRefusal", "a ZIP archive"),
+    "a gzip archive": QT_TRANSLATE_NOOP("DocumentRefusal", "a gzip archive"),
+    "a 7-Zip archive": QT_TRANSLATE_NOOP("DocumentRefusal", "a 7-Zip archive"),
+    "a Linux program": QT_TRANSLATE_NOOP("DocumentRefusal", "a Linux program"),
+    "a Windows program": QT_TRANSLATE_NOOP("DocumentRefusal", "a Windows program"),
+    "an old Office file": QT_TRANSLATE_NOOP("DocumentRefusal", "an old Office file"),
+    "a GGUF model": QT_TRANSLATE_NOOP("DocumentRefusal", "a GGUF model"),
+    "an SQLite database": QT_TRANSLATE_NOOP("DocumentRefusal", "an SQLite database"),
+    "an MP3 file": QT_TRANSLATE_NOOP("DocumentRefusal", "an MP3 file"),
+    "binary data": QT_TRANSLATE_NOOP("DocumentRefusal", "binary data"),
+}
+
+
+def refusal_reason(error: DocumentError) -> str:
+    """The reason `error` gives, one line in the window's language ("not a text file (looks like
+    binary data)"); an unknown kind falls back to the engine's English line."""
+    facts, detail = error.facts, error.detail
+    if error.kind == BINARY:
+        what = translate("DocumentRefusal", LOOKS_LIKE[detail]) if detail in LOOKS_LIKE else detail
+        return translate("DocumentRefusal", "not a text file (looks like {0})").format(what)
+    if error.kind == TOO_LARGE and "limit_bytes" in facts:
+        return translate("DocumentRefusal", "the file is {0}; files up to {1} can be attached").format(
+            format_bytes(facts["bytes"]), format_bytes(facts["limit_bytes"]))
+    if error.kind == TOO_LARGE and "limit_chars" in facts:
+        return translate("DocumentRefusal", "its text is about {0} characters; up to {1} can be attached "
+                         "(split it, or attach the part you need)").format(f"{facts['chars']:,}",
+                                                                          f"{facts['limit_chars']:,}")
+    if error.kind == NOT_UTF8:
+        return translate("DocumentRefusal", "not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and "
+                         "attach it again").format(detail, f"{facts.get('byte', 0):,}")
+    if error.kind == ENCRYPTED:
+        if detail == "cryptography":
+            return translate("DocumentRefusal", "this PDF is AES-encrypted and the cryptography package is missing")
+        return translate("DocumentRefusal", "this PDF is protected by a password; open it in a PDF reader, save "
+                         "an unprotected copy and attach that")
+    if error.kind == NO_TEXT_LAYER:
+        return translate("DocumentRefusal", "this PDF has no text layer ({0} pages of images or blank pages); "
+                         "Headroom does not read scanned pages").format(detail)
+    if error.kind == DAMAGED:
+        return _damaged(error)
+    if error.kind == EMPTY:
+        return translate("DocumentRefusal", "the file has no text")
+    if error.kind == UNREADABLE:
+        if detail:
+            return translate("DocumentRefusal", "the file cannot be read ({0})").format(detail)
+        return translate("DocumentRefusal", "not a file that can be read")
+    if error.kind == CANCELLED:
+        return translate("DocumentRefusal", "reading was cancelled")
+    return str(error).removeprefix(f"{error.name}: ")
+
+
+def _damaged(error: DocumentError) -> str:
+    """A PDF or DOCX that cannot be read; detail: the reader's own words, or "zip bomb"."""
+    if error.detail == "zip bomb":
+        return translate("DocumentRefusal", "this DOCX expands to more than 256 MiB of XML")
+    return translate("DocumentRefusal", "this {0} cannot be read ({1})").format(
+        error.facts.get("format", "file"), error.detail)

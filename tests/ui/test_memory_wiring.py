@@ -1,0 +1,70 @@
+"""The memory panel follows the open chat: its KV dtype is the chat's KV precision from the moment
+the chat is open (a chat restored at start included), not only after a turn ran."""
+
+from dataclasses import dataclass
+
+from app.core.conversation import Message, Role
+from app.core.store import Store
+from app.engine.loading.loader import LoadReport
+from app.engine.memory.probe import FakeProbe
+from app.engine.memory.units import GiB
+
+REPORT = LoadReport(name="SmolLM2-135M-Instruct", source="/m", device="cpu", attention="sdpa+gqa-packed",
+                    quantization="none", weight_dtype="float32", compute_dtype="float32", weight_bytes=10 ** 8,
+                    max_positions=8192, has_chat_template=True, load_seconds=1.0, fallbacks=())
+
+
+@dataclass
+class Plan:  # what MemoryWiring reads of a TurnPlanned
+    kv_bits: int
+    projection: object = None
+
+
+def kv_shown(window) -> str:
+    """The panel's device line, drawn from a sample: what a person reads ("… · KV cache int8")."""
+    window.vram_panel.show_sample(FakeProbe(32 * GiB, allocated=GiB, kind="cpu", device_name="CPU").sample())
+    return window.vram_panel.device_label.text()
+
+
+def model_loaded(window, report=REPORT):
+    window.chat.report = report
+    window.chat.model_changed.emit(report)
+
+
+def test_a_chat_restored_with_8bit_kv_shows_int8_in_the_panel(qtbot, make_window, tmp_path):
+    db = tmp_path / "chats.sqlite3"
+    with Store(db) as store:
+        cid = store.create_conversation("Long one")
+        store.append_message(cid, Message(Role.USER, "Hello"))
+        store.set_kv_precision(cid, "8-bit")
+    window = make_window(store_path=db)
+    window.chat.conversations.open_conversation(cid)
+    window.close()
+
+    again = make_window(store_path=db)  # a restart: the chat comes back, then the model loads
+    assert again.chat.conversation_id == cid and again.chat_bar.kv_combo.currentData() == "8-bit"
+    model_loaded(again)
+    assert kv_shown(again).endswith("KV cache int8")
+    again.chat.conversations.set_kv_precision("16-bit")  # the combo changed: said at once
+    assert kv_shown(again).endswith("KV cache float32")
+
+
+def test_the_last_turn_plan_decides_and_a_new_chat_starts_from_its_precision(qtbot, make_window):
+    window = make_window()
+    model_loaded(window)
+    assert kv_shown(window).endswith("KV cache float32")  # 16-bit by default: the compute dtype
+    window.chat.conversations.set_kv_precision("auto")
+    assert kv_shown(window).endswith("KV cache float32")  # auto starts in 16 bits
+    window.memory_wiring._on_turn_planned(Plan(kv_bits=8))  # auto went to 8 bits for this turn
+    assert kv_shown(window).endswith("KV cache int8")
+    window.chat.conversations.new_conversation()  # back to the default precision
+    assert kv_shown(window).endswith("KV cache float32")
+
+
+def test_8bit_on_a_model_without_headrooms_attention_stays_in_the_compute_dtype(qtbot, make_window):
+    from dataclasses import replace
+
+    window = make_window()
+    model_loaded(window, replace(REPORT, attention="eager"))
+    window.chat.conversations.set_kv_precision("8-bit")
+    assert kv_shown(window).endswith("KV cache float32")  # the turn runs 16-bit (kv_bits_choices)
