@@ -95,7 +95,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
                 return 1
             case ev.TurnCompleted(finished=f):
                 sys.stdout.write("\n")
-                print(f"[{f.new_tokens} tokens, TTFT {f.ttft_s * 1000:.0f} ms, "
+                print(f"[{f.new_tokens} tokens, TTFT {f.ttft_s * 1000:,.0f} ms, "
                       f"{f.decode_tokens_per_s:.1f} tok/s, {f.stop_reason}]", file=sys.stderr)
     return 0
 

@@ -37,6 +37,9 @@ class Chat(QObject):
             "warning": the status bar for 15 s.
         message_added(object Role, str text): a message the user sent.
         reply_started(bool continued): a reply bubble opens (continued: the last one reopens).
+        reply_prefill_progressed(int done_tokens, int total_tokens): the prompt of the reply being
+            written is being read (a long prefill only): tokens read so far of those to read;
+            reply_streamed follows once it is read.
         reply_streamed(str): new reply text.
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
@@ -86,6 +89,7 @@ class Chat(QObject):
     notice = Signal(str, str)
     message_added = Signal(object, str)
     reply_started = Signal(bool)
+    reply_prefill_progressed = Signal(int, int)
     reply_streamed = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)

@@ -9,9 +9,10 @@ sees copies of the messages.
 
 The user may open another conversation while a reply is written (new-user trial: switching was
 refused): the reply goes on into its own conversation (its *home*) and is stored there when it
-ends; only the chat shown hears reply_streamed / reply_stats, and opening the home again shows
-the reply still streaming (ConversationFlow.open_conversation). The model answers one turn at a
-time, so the chat shown waits (Stop stays offered) until that reply ends.
+ends; only the chat shown hears reply_prefill_progressed / reply_streamed / reply_stats, and
+opening the home again shows the reply still streaming (ConversationFlow.open_conversation). The
+model answers one turn at a time, so the chat shown waits (Stop stays offered) until that reply
+ends.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class TurnFlow(QObject):
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
         worker.turn_planned.connect(self._on_turn_planned)
+        worker.prefill_progressed.connect(self._on_prefill_progressed)
         worker.token_streamed.connect(self._on_token_streamed)
         worker.reply_finished.connect(self._on_reply_finished)
         worker.generation_failed.connect(self._on_generation_failed)
@@ -271,6 +273,11 @@ class TurnFlow(QObject):
         self.last_plan = plan
         if request_id != self._active_request or self.shown:  # the meter and panel show the chat shown
             self._chat.turn_planned.emit(plan)
+
+    @Slot(int, int, int)
+    def _on_prefill_progressed(self, request_id: int, done_tokens: int, total_tokens: int) -> None:
+        if request_id == self._active_request and self.shown:
+            self._chat.reply_prefill_progressed.emit(done_tokens, total_tokens)
 
     @Slot(int, str)
     def _on_token_streamed(self, request_id: int, text: str) -> None:

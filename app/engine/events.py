@@ -1,8 +1,8 @@
 """The turn vocabulary: what a backend yields for one chat turn, whichever engine answers.
 
 A turn is DocumentsFitted (when documents are attached), TurnPlanned, then TurnRefused, or
-TextDelta… and TurnCompleted or TurnFailed, then the summary events when turns were evicted
-(app.engine.summary_flow). The local backend
+PrefillProgress… (a long prompt only), TextDelta… and TurnCompleted or TurnFailed, then the
+summary events when turns were evicted (app.engine.summary_flow). The local backend
 (app.engine.local.turn_runner), the remote one (app.engine.remote.backend), the generation
 worker, the headless runs and the window all speak it. Pure Python: no torch, no Qt.
 """
@@ -19,6 +19,19 @@ class TextDelta:
     """New text to append to the reply; never ends inside a multi-byte character."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class PrefillProgress:
+    """The prompt is being read: `done_tokens` of the `total_tokens` this turn prefills (those
+    after the prefix already in the KV cache) have gone through the model. Yielded between prefill
+    chunks once the prefill has run long enough to matter (app.engine.local.generation
+    .PREFILL_PROGRESS_AFTER_S), after each chunk but the last; the first TextDelta (or
+    ReplyFinished) follows the last chunk. On CUDA a chunk counts once its kernels are queued
+    (no sync just to report progress)."""
+
+    done_tokens: int
+    total_tokens: int
 
 
 @dataclass(frozen=True)
@@ -178,7 +191,7 @@ class SummaryFailed:
     reason: str
 
 
-TurnEvent = (TurnPlanned | TurnRefused | TextDelta | TurnCompleted | TurnFailed | SummaryStarted
+TurnEvent = (TurnPlanned | TurnRefused | PrefillProgress | TextDelta | TurnCompleted | TurnFailed | SummaryStarted
              | SummaryFinished | SummaryFailed)
 
 

@@ -261,6 +261,12 @@ class ChatView(QScrollArea):
         self._refresh_actions()
         return bubble
 
+    def show_prefill_progress(self, done_tokens: int, total_tokens: int) -> None:
+        """The streaming answer's prompt is being read: `done_tokens` of `total_tokens` (shown under
+        it until its first text arrives)."""
+        if self._streaming is not None:
+            self._streaming.set_prefill_progress(done_tokens, total_tokens)
+
     def append_stream(self, text: str) -> None:
         """Buffer streamed text; it reaches the screen on the next frame."""
         self._pending += text

@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
         chat.notice.connect(self._on_notice)
         chat.message_added.connect(view.add_message)
         chat.reply_started.connect(self._on_reply_started)
+        chat.reply_prefill_progressed.connect(view.show_prefill_progress)
         chat.reply_streamed.connect(view.append_stream)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)

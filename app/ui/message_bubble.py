@@ -62,8 +62,9 @@ class MessageBubble(QFrame):
     `MarkdownView` while the reply streams and after it ends (one renderer: the
     end of a stream only highlights a code block that was still open); it renders incrementally,
     so a flush costs time in proportion to the new text, not to the reply. A note under the body
-    shows "…" while the first token is awaited, "(no text)", or how much of a huge message is
-    not laid out.
+    shows "…" while the first token is awaited (how much of the prompt has been read, when a
+    long prefill reports it: `set_prefill_progress`), "(no text)", or how much of a huge message
+    is not laid out.
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
@@ -174,6 +175,7 @@ class MessageBubble(QFrame):
         self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
         self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
+        self._prefill: tuple[int, int] | None = None  # (tokens read, tokens to read) of a long prefill
         self.set_text(text)
 
     def _build_editor(self) -> QWidget:
@@ -210,6 +212,7 @@ class MessageBubble(QFrame):
     # ----- content -------------------------------------------------------------------------
     def set_text(self, text: str) -> None:
         self.text = text
+        self._prefill = None  # new text: the prompt has been read
         self._render()
         self._update_actions()
 
@@ -218,14 +221,26 @@ class MessageBubble(QFrame):
         note = self._note.text() if not self._note.isHidden() else ""
         return "\n".join(part for part in (self._body.plain_text(), note) if part)
 
+    def set_prefill_progress(self, done_tokens: int, total_tokens: int) -> None:
+        """While this answer streams and before its next text: how much of the prompt the model has
+        read, in the note under the text ("Reading the prompt… 1,200 / 5,200 tokens"). New text or
+        the end of the stream takes it away."""
+        self._prefill = (done_tokens, total_tokens)
+        self._render_note()
+
     def _render(self) -> None:
-        streaming = self.status is MessageStatus.STREAMING
         shown = self.text[:MAX_SHOWN_CHARS]
         if self.role is Role.USER:  # the user's own words, as typed: never read as Markdown
             self._body.set_plain(shown)
         else:
-            self._body.set_markdown(shown, final=not streaming)
-        if len(self.text) > MAX_SHOWN_CHARS:
+            self._body.set_markdown(shown, final=self.status is not MessageStatus.STREAMING)
+        self._render_note()
+
+    def _render_note(self) -> None:
+        if self._prefill is not None and self.status is MessageStatus.STREAMING:
+            note = self.tr("Reading the prompt… {0} / {1} tokens").format(
+                f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
+        elif len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS
             note = self.tr("… %Ln more characters not shown here (the whole message is kept and sent)", "",
                            hidden)
@@ -250,6 +265,8 @@ class MessageBubble(QFrame):
     def set_status(self, status: MessageStatus, detail: str = "") -> None:
         was_streaming = self.status is MessageStatus.STREAMING
         self.status = MessageStatus(status)
+        if self.status is not MessageStatus.STREAMING:
+            self._prefill = None  # a reply stopped while its prompt was read
         tag = _STATUS_TAGS.get(self.status)
         title = _translated(_ROLE_TITLES[self.role])
         if tag and detail:

@@ -4,6 +4,7 @@ details for its tooltip. Text only, no widget."""
 from PySide6.QtCore import QCoreApplication
 
 from app.core.conversation import ReplyStats
+from app.ui.duration_text import duration_text
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -16,7 +17,7 @@ def stats_line(stats: ReplyStats) -> str:
     if stats.new_tokens <= 0:
         return translate("ReplyStats", "no tokens")
     total = translate("ReplyStats", "{0} tokens").format(f"{stats.new_tokens:,}")
-    ttft = translate("ReplyStats", "TTFT {0} ms").format(f"{stats.ttft_s * 1000:,.0f}")
+    ttft = translate("ReplyStats", "TTFT {0}").format(duration_text(stats.ttft_s))
     speed = translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")
     if stats.continued_tokens:
         parts = [total, translate("ReplyStats", "last part: {0} tokens, {1}, {2}").format(
@@ -34,7 +35,7 @@ def stats_tooltip(stats: ReplyStats) -> str:
         translate("ReplyStats", "Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)").format(
             f"{stats.prompt_tokens:,}", f"{stats.prefilled_tokens:,}", f"{stats.reused_tokens:,}"),
         translate("ReplyStats", "Answer: {0} new tokens").format(f"{stats.new_tokens:,}"),
-        translate("ReplyStats", "Time to first token: {0} ms").format(f"{stats.ttft_s * 1000:,.0f}"),
+        translate("ReplyStats", "Time to first token: {0}").format(duration_text(stats.ttft_s)),
         translate("ReplyStats", "Decode: {0} tokens/s").format(f"{stats.tokens_per_s:.1f}")
         + (f" ({stats.decode_path})" if stats.decode_path else ""),
     ]

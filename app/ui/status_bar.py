@@ -9,6 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
 
 from app.engine.memory.units import format_bytes
+from app.ui.duration_text import duration_text
 from app.ui.elided_label import ElidedLabel
 
 
@@ -117,5 +118,5 @@ class ModelStatusBar(QStatusBar):
         if new_tokens <= 0:
             self.speed_label.setText(self.tr("no tokens"))
             return
-        self.speed_label.setText(self.tr("TTFT {0} ms · {1} tok/s · %n tokens", "", new_tokens).format(
-            f"{ttft_s * 1000:.0f}", f"{tokens_per_s:.1f}"))
+        self.speed_label.setText(self.tr("TTFT {0} · {1} tok/s · %n tokens", "", new_tokens).format(
+            duration_text(ttft_s), f"{tokens_per_s:.1f}"))

@@ -105,6 +105,8 @@ class GenerationWorker(QObject):
         window_counted(int, object): request id, the WindowResult of a window_requested (None
             when nothing can count it: no model loaded, a server not reached yet, no turn).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
+        prefill_progressed(int, int, int): request id, prompt tokens read so far, tokens to read
+            (a prefill of more than one chunk only; before the first token_streamed).
         token_streamed(int, str): request id, new text (never half a character).
         reply_finished(int, object, object): request id, engine ReplyFinished, TurnRecord.
         generation_failed(int, str, str): request id, one-line reason, partial answer text.
@@ -134,6 +136,7 @@ class GenerationWorker(QObject):
     turn_planned = Signal(int, object)
     window_counted = Signal(int, object)
     turn_refused = Signal(int, object)
+    prefill_progressed = Signal(int, int, int)
     token_streamed = Signal(int, str)
     reply_finished = Signal(int, object, object)
     generation_failed = Signal(int, str, str)
@@ -291,6 +294,8 @@ class GenerationWorker(QObject):
             match event:
                 case TextDelta(text=text):
                     self.token_streamed.emit(rid, text)
+                case ev.PrefillProgress(done_tokens=done, total_tokens=total):
+                    self.prefill_progressed.emit(rid, done, total)
                 case ev.DocumentsFitted(fits=fits):
                     self.documents_fitted.emit(rid, fits)
                 case ev.TurnPlanned(plan=plan):

@@ -34,10 +34,10 @@
 <context>
     <name>ModelStatusBar</name>
     <message numerus="yes">
-        <source>TTFT {0} ms · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · %n tokens</source>
         <translation>
-            <numerusform>TTFT {0} ms · {1} tok/s · %n token</numerusform>
-            <numerusform>TTFT {0} ms · {1} tok/s · %n tokens</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · %n token</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · %n tokens</numerusform>
         </translation>
     </message>
 </context>

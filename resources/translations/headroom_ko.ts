@@ -756,6 +756,21 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>Duration</name>
+    <message>
+        <source>{0} ms</source>
+        <translation>{0} ms</translation>
+    </message>
+    <message>
+        <source>{0} s</source>
+        <translation>{0}초</translation>
+    </message>
+    <message>
+        <source>{0} min {1} s</source>
+        <translation>{0}분 {1}초</translation>
+    </message>
+</context>
+<context>
     <name>FitText</name>
     <message>
         <source>fits</source>
@@ -1316,6 +1331,10 @@ Your chats are saved here.</source>
         <translation>다음 버전 보기</translation>
     </message>
     <message>
+        <source>Reading the prompt… {0} / {1} tokens</source>
+        <translation>프롬프트 읽는 중… {0} / {1} 토큰</translation>
+    </message>
+    <message>
         <source>The answers below stay as the older version. {0}</source>
         <translation>아래 답변들은 이전 버전으로 남습니다. {0}</translation>
     </message>
@@ -1445,9 +1464,9 @@ tokens counted by {4}: {5}</source>
         <translation>토큰 없음</translation>
     </message>
     <message numerus="yes">
-        <source>TTFT {0} ms · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · %n tokens</source>
         <translation>
-            <numerusform>TTFT {0} ms · {1} tok/s · %n 토큰</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · %n 토큰</numerusform>
         </translation>
     </message>
 </context>
@@ -2145,10 +2164,6 @@ tokens counted by {4}: {5}</source>
         <translation>{0} 토큰</translation>
     </message>
     <message>
-        <source>TTFT {0} ms</source>
-        <translation>TTFT {0} ms</translation>
-    </message>
-    <message>
         <source>{0} tok/s</source>
         <translation>초당 {0} 토큰</translation>
     </message>
@@ -2165,8 +2180,12 @@ tokens counted by {4}: {5}</source>
         <translation>답변: 새 토큰 {0}개</translation>
     </message>
     <message>
-        <source>Time to first token: {0} ms</source>
-        <translation>첫 토큰까지 시간: {0} ms</translation>
+        <source>TTFT {0}</source>
+        <translation>TTFT {0}</translation>
+    </message>
+    <message>
+        <source>Time to first token: {0}</source>
+        <translation>첫 토큰까지 시간: {0}</translation>
     </message>
     <message>
         <source>Decode: {0} tokens/s</source>

@@ -227,3 +227,20 @@ def test_a_continued_answer_counts_all_its_tokens_and_keeps_the_last_parts_speed
         decode_tokens_per_s=11.0, reused_tokens=149, decode_path="eager-static"), record())
     stats = chat.conversation.messages[-1].stats
     assert (stats.new_tokens, stats.continued_tokens, stats.tokens_per_s) == (115, 5, 11.0)
+
+
+def test_a_long_prefill_reports_its_progress_to_the_chat_shown_only(chat):
+    """Product trial: a 5,200-token file showed "…" for 2.5 minutes; the worker's progress reaches
+    the chat shown, on its own signal."""
+    from tests.chat.test_conversations import seed
+
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("Summarize the attached file")
+    rid = worker.last_id
+    worker.prefill_progressed.emit(rid, 1200, 5200)
+    worker.prefill_progressed.emit(rid + 99, 10, 20)  # another request's: ignored
+    assert seen.of("reply_prefill_progressed") == [(1200, 5200)]
+    assert chat.conversation.messages[-1].content == ""  # not in the reply's text
+    chat.conversations.open_conversation(seed(chat.store, "cats"))  # another chat shown: not told
+    worker.prefill_progressed.emit(rid, 2400, 5200)
+    assert seen.of("reply_prefill_progressed") == [(1200, 5200)]

@@ -144,3 +144,60 @@ def test_sized_cpu_chunks_give_the_one_shot_logits(tiny_loaded):
         one_shot = prefill(model, ids, DynamicCache(config=model.config), None)
         sized = prefill(model, ids, DynamicCache(config=model.config), 256, threading.Event())
     torch.testing.assert_close(sized, one_shot, rtol=1e-4, atol=1e-4)
+
+
+def _reply_events(loaded, prompt_ids, chunk):
+    from app.engine.local.generation import stream_reply
+
+    params = SamplingParams(max_new_tokens=3, temperature=0)
+    return list(stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, frozenset(), threading.Event(),
+                             (), chunk))
+
+
+def test_a_long_cpu_prefill_reports_progress_in_order_before_the_first_token(tiny_loaded, monkeypatch):
+    """Product trial: a 5,200-token file showed "…" for 2.5 minutes. Progress comes between the
+    CPU's sized chunks (the first CPU_FIRST_CHUNK tokens), never inside the text."""
+    from app.engine.events import PrefillProgress
+    from app.engine.local import generation
+
+    monkeypatch.setattr(generation, "PREFILL_PROGRESS_AFTER_S", 0.0)  # the tiny model is fast
+    prompt = torch.randint(0, 49152, (300,), generator=torch.Generator().manual_seed(2)).tolist()
+    events = _reply_events(tiny_loaded, prompt, 256)
+    progress = [e for e in events if isinstance(e, PrefillProgress)]
+    assert progress and all(isinstance(e, PrefillProgress) for e in events[:len(progress)])  # before any text
+    assert progress[0].done_tokens == generation.CPU_FIRST_CHUNK
+    done = [p.done_tokens for p in progress]
+    assert done == sorted(set(done)) and done[-1] < 300  # rising; the last chunk is followed by the answer
+    assert {p.total_tokens for p in progress} == {300}
+    assert events[-1].prefill_tokens == 300
+
+
+def test_a_short_or_one_shot_prefill_reports_no_progress(tiny_loaded, monkeypatch):
+    from app.engine.events import PrefillProgress
+    from app.engine.local import generation
+
+    prompt = list(range(100, 140))
+    assert not any(isinstance(e, PrefillProgress) for e in _reply_events(tiny_loaded, prompt, 256))  # < 0.5 s
+    monkeypatch.setattr(generation, "PREFILL_PROGRESS_AFTER_S", 0.0)
+    assert not any(isinstance(e, PrefillProgress) for e in _reply_events(tiny_loaded, prompt, 0))  # one chunk
+
+
+class _FixedTimeModel(_SlowPositionsModel):
+    """Each forward pass lasts 0.2 s, whatever its tokens."""
+
+    def forward(self, input_ids, use_cache=True, logits_to_keep=1, past_key_values=None):
+        import time
+        from types import SimpleNamespace
+
+        self.chunks.append((0, input_ids.shape[1]))
+        time.sleep(0.2)
+        return SimpleNamespace(logits=torch.zeros((1, 1, 8)))
+
+
+def test_progress_starts_once_the_prefill_has_run_half_a_second():
+    from app.engine.local.generation import PREFILL_PROGRESS_AFTER_S, prefill_steps
+
+    assert PREFILL_PROGRESS_AFTER_S == 0.5
+    steps = prefill_steps(_FixedTimeModel(), torch.zeros((1, 40), dtype=torch.long), None, 8)
+    done = [p.done_tokens for p in steps]  # chunks end at 0.2, 0.4, 0.6, 0.8 and 1.0 s
+    assert done[-2:] == [24, 32] and done[0] >= 16  # (16 only when the box is slow)

@@ -37,6 +37,7 @@ class FakeWorker(QObject):
     turn_planned = Signal(int, object)
     window_counted = Signal(int, object)
     turn_refused = Signal(int, object)
+    prefill_progressed = Signal(int, int, int)
     token_streamed = Signal(int, str)
     reply_finished = Signal(int, object, object)
     generation_failed = Signal(int, str, str)

@@ -342,3 +342,24 @@ def test_the_warm_up_compiles_the_open_chats_8bit_step_first(qtbot, tiny_loaded)
     finally:
         thread.quit()
         thread.wait(5000)
+
+
+def test_a_long_prefill_is_reported_before_the_first_token(qtbot, worker, tiny_loaded, monkeypatch):
+    """The TurnRunner's PrefillProgress events become prefill_progressed, all before token_streamed."""
+    from app.engine.local import generation
+
+    monkeypatch.setattr(generation, "PREFILL_PROGRESS_AFTER_S", 0.0)  # the tiny model is fast
+    adopt(qtbot, worker, tiny_loaded)
+    seen = []
+    worker.prefill_progressed.connect(lambda rid, done, total: seen.append(("progress", rid, done, total)))
+    worker.token_streamed.connect(lambda rid, _text: seen.append(("token", rid)))
+    long_message = (Message(Role.USER, " ".join(f"word{i}" for i in range(80))),)  # ~280 tokens
+    settings = GenerationSettings(system_prompt="", max_new_tokens=4, temperature=0.0)
+    with qtbot.waitSignal(worker.reply_finished, timeout=30000) as blocker:
+        worker.turn_requested.emit(request(7, settings, long_message))
+    finished = blocker.args[1]
+    qtbot.waitUntil(lambda: ("token", 7) in seen or not finished.text, timeout=2000)
+    progress = [e for e in seen if e[0] == "progress"]
+    assert len(progress) >= 2 and {(rid, total) for _, rid, _, total in progress} == {(7, finished.prefill_tokens)}
+    assert seen[:len(progress)] == progress  # every progress before the first token
+    assert progress[-1][2] < finished.prefill_tokens

@@ -17,12 +17,12 @@ import functools
 import inspect
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import torch
 
-from app.engine.events import ReplyFinished, TextDelta
+from app.engine.events import PrefillProgress, ReplyFinished, TextDelta
 from app.engine.local import samplers
 from app.engine.local.detokenize import IncrementalDetokenizer
 
@@ -43,6 +43,10 @@ CPU_FIRST_CHUNK = 16
 """The first CPU chunk, tokens, before any chunk has been timed (the prompt may start deep in a
 cached conversation, where tokens are slowest)."""
 _CPU_MIN_CHUNK = 8
+PREFILL_PROGRESS_AFTER_S = 0.5
+"""A prefill reports its progress (PrefillProgress) once it has run this long, seconds: a short
+prompt's (0.1-0.3 s on the CPU, first chunk CPU_FIRST_CHUNK tokens) would only flash in the
+answer bubble; a 5,200-token file took 2.5 min on the CPU (product trial)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,23 @@ class _StoppedInPrefill(Exception):
 def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
             stop_event: threading.Event | None = None, cached_tokens: int = 0) -> torch.Tensor | None:
     """Run `input_ids` (shape (1, n)) through the model into `cache`; return the last
-    position's logits, shape (vocab,), float32. With chunk_tokens, the prompt goes in slices
+    position's logits, shape (vocab,), float32, or None when stopped (see `prefill_steps`, which
+    this runs to the end without its progress events)."""
+    steps = prefill_steps(model, input_ids, cache, chunk_tokens, stop_event, cached_tokens)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def prefill_steps(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
+                  stop_event: threading.Event | None = None,
+                  cached_tokens: int = 0) -> Generator[PrefillProgress, None, torch.Tensor | None]:
+    """Run `input_ids` (shape (1, n)) through the model into `cache`, yielding PrefillProgress
+    (tokens of this prefill done, n) after each chunk but the last once the prefill has run
+    PREFILL_PROGRESS_AFTER_S, and return the last position's logits, shape (vocab,), float32
+    (``logits = yield from prefill_steps(...)``). With chunk_tokens, the prompt goes in slices
     of at most that many tokens, bounding the activation spike by the chunk, not the prompt. On
     the CPU with a `stop_event`, slices are sized from the last one's measured time
     (`next_cpu_chunk`, starting at CPU_FIRST_CHUNK) so that each lasts ~CPU_CHUNK_SECONDS
@@ -144,7 +164,8 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
     text-generation-webui #1749).
     cached_tokens: tokens already in the cache; on a static cache with Headroom's attention each
     chunk attends to the filled span only (cached + chunk end), on the flash kernel where it
-    applies (`attention.KV_SPAN_KWARG`)."""
+    applies (`attention.KV_SPAN_KWARG`).
+    Progress costs no device sync: on CUDA a chunk counts once its kernels are queued."""
     from app.engine.local.attention import KV_SPAN_KWARG
 
     n = input_ids.shape[1]
@@ -154,6 +175,7 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
     spans = _span_attention(model, cache)
     logits = None
     start, overhead = 0, float("inf")
+    began_prefill = time.perf_counter()
     while start < n:
         if stop_event is not None and stop_event.is_set():
             return None
@@ -168,6 +190,8 @@ def prefill(model, input_ids: torch.Tensor, cache, chunk_tokens: int | None,
             overhead = min(overhead, seconds)
             step = next_cpu_chunk(end - start, seconds, overhead, largest)
         start = end
+        if start < n and time.perf_counter() - began_prefill >= PREFILL_PROGRESS_AFTER_S:
+            yield PrefillProgress(start, n)
     return logits
 
 
@@ -220,8 +244,10 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
                  stop_ids: frozenset[int], stop_event: threading.Event,
                  stop_strings: tuple[str, ...] = (),
                  prefill_chunk_tokens: int | None = None, *, session=None,
-                 decoder=None, capacity_tokens: int | None = None) -> Iterator[TextDelta | ReplyFinished]:
-    """Generate a reply to `prompt_ids`, yielding TextDelta pieces and one ReplyFinished.
+                 decoder=None, capacity_tokens: int | None = None,
+                 ) -> Iterator[PrefillProgress | TextDelta | ReplyFinished]:
+    """Generate a reply to `prompt_ids`, yielding TextDelta pieces and one ReplyFinished; before
+    them, PrefillProgress between the prefill's chunks when it runs long (`prefill_steps`).
 
     session: an `app.engine.local.kv_session.KVSession` kept by the caller between turns; only the
     prompt tokens after the common prefix with its cache are prefilled (ReplyFinished
@@ -256,7 +282,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
         cache, reused = session.begin_turn(model, prompt_ids, params.max_new_tokens, capacity_tokens)
         fed = list(prompt_ids)
         new_ids = torch.tensor([prompt_ids[reused:]], dtype=torch.long, device=model.device)
-        logits = prefill(model, new_ids, cache, chunk or None, stop_event, reused)
+        logits = yield from prefill_steps(model, new_ids, cache, chunk or None, stop_event, reused)
         del new_ids
         if logits is None:  # stopped during prefill: nothing generated, the cache is partial
             stop_reason = "stopped"
@@ -341,7 +367,7 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
 def stream_chat_reply(loaded, messages: list[dict], params: SamplingParams,
                       stop_event: threading.Event, continue_final: bool = False,
                       prefill_chunk_tokens: int | None = None, *, session=None,
-                      decoder=None) -> Iterator[TextDelta | ReplyFinished]:
+                      decoder=None) -> Iterator[PrefillProgress | TextDelta | ReplyFinished]:
     """Render `messages` with the model's prompt format and stream the reply.
 
     `loaded` is an `app.engine.loading.loader.LoadedModel`; messages are {"role", "content"} dicts.

@@ -14,6 +14,7 @@ from app.core.kv_precision import KV_8, KV_16
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     DocumentsFitted,
+    PrefillProgress,
     ReplyFinished,
     SummaryFailed,
     TextDelta,
@@ -231,6 +232,8 @@ class TurnRunner:
                     session=self.session, decoder=self.decoder, capacity_tokens=plan.capacity_tokens):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)
+                    yield event
+                elif isinstance(event, PrefillProgress):
                     yield event
                 elif isinstance(event, ReplyFinished):
                     peak = foresight.end_measurement(plan.projection, event.prefill_tokens, event.new_tokens)
