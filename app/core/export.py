@@ -44,7 +44,8 @@ def _message_json(m) -> dict:
 
 def conversation_markdown(c: "StoredConversation") -> str:
     """Markdown: a heading per message; unfinished answers are marked; an attached document
-    follows its message in a collapsed <details> block, an answer's sources are listed under it.
+    follows its message in a collapsed <details> block, an answer's sources are listed under it (a
+    removed file once).
     A user's message reads as typed (`_as_typed`), and so does the title (`_escaped`); answers are
     Markdown already."""
     lines = [f"# {_escaped(c.info.title) or 'Untitled conversation'}", "",
@@ -64,8 +65,21 @@ def conversation_markdown(c: "StoredConversation") -> str:
             lines += ["<details>", f"<summary>Attached: {html.escape(d.name)}{extent}</summary>", "",
                       fence + "text", d.text.rstrip("\n"), fence, "", "</details>", ""]
         if m.sources:
-            lines += ["Sources: " + "; ".join(s.label for s in m.sources), ""]
+            lines += ["Sources: " + "; ".join(_source_labels(m.sources)), ""]
     return "\n".join(lines)
+
+
+def _source_labels(sources) -> list[str]:
+    """Each excerpt's label ("manual.pdf #17, page 12"), in order; a removed file's excerpts (their
+    text is gone) are one "big.txt (removed attachment)" where its first was, as the window shows."""
+    labels, removed = [], set()
+    for citation in sources:
+        if not citation.removed:
+            labels.append(citation.label)
+        elif citation.name not in removed:
+            removed.add(citation.name)
+            labels.append(f"{citation.name} (removed attachment)")
+    return labels
 
 
 _MARKDOWN_WOULD_CHANGE = re.compile(

@@ -1,9 +1,13 @@
 """The row above the composer: "Attach…", and one chip per file attached to the next message
 ("report.pdf · reading 40%", "report.pdf · 12,345 characters, 3 pages"), each removable. Files
-dropped onto the composer (or onto this row) are attached too."""
+dropped onto the composer (or onto this row) are attached too.
 
-from PySide6.QtCore import QEvent, QObject, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QToolButton, QWidget
+After Attach… (files chosen or not), a drop, or removing the chip that had the keyboard, the
+keyboard goes back to the message box: left on the button, the next Space would open the file
+dialog again instead of typing a space."""
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
+from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QPushButton, QToolButton, QWidget
 
 from app.core.last_folders import ATTACH
 from app.ui.file_pickers import open_paths
@@ -31,6 +35,7 @@ class AttachmentBar(QWidget):
         super().__init__(parent)
         self.setObjectName("attachmentBar")
         self._folders = folders
+        self._editor: QWidget | None = None  # the message box (watch), where typing goes
         self.chips: dict[int, QToolButton] = {}
         self.attach_button = QPushButton(self.tr("Attach…"))
         self.attach_button.setObjectName("attachButton")
@@ -44,11 +49,18 @@ class AttachmentBar(QWidget):
         self.attach_button.clicked.connect(self._on_attach_clicked)
         self.setAcceptDrops(True)
 
-    def watch(self, widget: QWidget) -> None:
-        """Accept files dropped onto `widget` (the composer's editor viewport) as attachments;
-        plain text dropped there still goes into the text."""
-        widget.setAcceptDrops(True)
-        widget.installEventFilter(self)
+    def watch(self, editor: QAbstractScrollArea) -> None:
+        """Accept files dropped onto `editor` (the composer's message box) as attachments; plain
+        text dropped there still goes into the text. The keyboard returns to `editor` after
+        attaching."""
+        self._editor = editor
+        editor.viewport().setAcceptDrops(True)
+        editor.viewport().installEventFilter(self)
+
+    def _return_keyboard(self) -> None:
+        """Put the keyboard back in the message box (none watched: nothing to do)."""
+        if self._editor is not None:
+            self._editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
     @Slot(int, str, str)
     def show_attachment(self, attachment_id: int, name: str, status: str) -> None:
@@ -57,6 +69,8 @@ class AttachmentBar(QWidget):
         if not status:
             if chip is not None:
                 self.chips.pop(attachment_id)
+                if chip.hasFocus():  # else the keyboard would be left on a deleted widget
+                    self._return_keyboard()
                 chip.deleteLater()
             return
         if chip is None:
@@ -76,6 +90,7 @@ class AttachmentBar(QWidget):
                 event.acceptProposedAction()
                 if event.type() == QEvent.Type.Drop:
                     self.files_chosen.emit(files)
+                    self._return_keyboard()
                 return True
         return super().eventFilter(watched, event)
 
@@ -88,6 +103,7 @@ class AttachmentBar(QWidget):
         if files:
             event.acceptProposedAction()
             self.files_chosen.emit(files)
+            self._return_keyboard()
 
     @Slot()
     def _on_attach_clicked(self) -> None:
@@ -96,3 +112,4 @@ class AttachmentBar(QWidget):
                                    "*.log *.html *.xml *.yaml *.yml *.toml);;All files (*)"))
         if paths:
             self.files_chosen.emit(paths)
+        self._return_keyboard()

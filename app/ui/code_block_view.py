@@ -58,6 +58,7 @@ class _CodeText(QTextBrowser):
         self.document().setUndoRedoEnabled(False)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
         self.horizontalScrollBar().rangeChanged.connect(self._fit_height)
+        self._fit_height()  # one line tall until text comes (an empty document never signals a new size)
 
     def loadResource(self, kind, url):  # noqa: N802 (Qt override)
         return None

@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         self.note_proposals = NoteProposals()
         self.composer = Composer()
         self.attachment_bar = AttachmentBar(folders=self.dialogs.folders)  # Attach… starts where it last went
-        self.attachment_bar.watch(self.composer.editor.viewport())  # files dropped on the message box
+        self.attachment_bar.watch(self.composer.editor)  # files dropped on the message box
         self.token_meter = TokenMeter()
         self.sidebar = ConversationList()
         self.status = ModelStatusBar()

@@ -67,7 +67,9 @@ def normalise(text: str) -> str:
 
 def split_blocks(text: str) -> list[Block]:
     """Top-level blocks of `text`: runs of prose and each top-level code block (fenced, or
-    indented by four spaces). An unclosed fence runs to the end (a reply still streaming)."""
+    indented by four spaces). An unclosed fence runs to the end (a reply still streaming). A code
+    block with nothing but blank lines is left out: an empty box with a Copy button for nothing
+    (a fence just opened while streaming, or one closed with nothing inside) says nothing."""
     text = normalise(text)
     if _MAYBE_CODE.search(text) is None:  # no fence, no indented line: one prose block, no parse
         return [Block("prose", text)] if text.strip() else []
@@ -81,9 +83,11 @@ def split_blocks(text: str) -> list[Block]:
         prose = "\n".join(lines[prose_from:start])
         if prose.strip():
             blocks.append(Block("prose", prose))
+        prose_from = end
+        if not token.content.strip():
+            continue
         language = token.info.strip().split(" ")[0] if token.type == "fence" else ""
         blocks.append(Block("code", token.content.removesuffix("\n"), language))
-        prose_from = end
     rest = "\n".join(lines[prose_from:])
     if rest.strip():
         blocks.append(Block("prose", rest))

@@ -4,17 +4,21 @@ which backend answers (local model or a remote OpenAI-compatible server)."""
 
 from dataclasses import replace
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QPlainTextEdit,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
+    QWidget,
 )
 
 from app.core.backend_settings import BackendSettings
@@ -80,7 +84,6 @@ class SettingsDialog(QDialog):
                                    | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
-        outer = QVBoxLayout(self)
         form = QFormLayout()
         form.addRow(self.tr("System prompt"), self.system_prompt)
         form.addRow(self.tr("Max new tokens"), self.max_new_tokens)
@@ -99,13 +102,40 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Keep verbatim"), self.summary_keep_turns)
         form.addRow(self.tr("Language"), self.language)
         form.addRow("", self.language_note)
-        outer.addLayout(form)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
         group = QGroupBox(self.tr("Backend (this conversation)"))
         QVBoxLayout(group).addWidget(self.backend_form)
         group.setVisible(backend is not None)
-        outer.addWidget(group)
+        page = QWidget()
+        content = QVBoxLayout(page)
+        content.setContentsMargins(0, 0, 0, 0)
+        content.addLayout(form)
+        content.addWidget(group)
+        self._scroll = QScrollArea()  # on a short screen the fields scroll; OK and Cancel stay in view
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._scroll.setWidget(page)
+        self._scroll.setMinimumWidth(page.minimumSizeHint().width()  # the fields never scroll sideways
+                                     + self._scroll.verticalScrollBar().sizeHint().width())
+        self._buttons = buttons
+        outer = QVBoxLayout(self)
+        outer.addWidget(self._scroll)
         outer.addWidget(buttons)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Open tall enough for every line of the word-wrapped notes (context, language, backend):
+        Qt gives a layout no minimum height for word-wrapped labels and opens a window at most 2/3
+        of the screen tall, so the form squeezed the notes' first and last lines away. At most
+        9/10 of the screen; a shorter screen scrolls the fields."""
+        if not event.spontaneous():
+            outer = self.layout()
+            margins = outer.contentsMargins()
+            width = max(self.width(), self.minimumSizeHint().width())
+            fields = self._scroll.widget().heightForWidth(width - margins.left() - margins.right())
+            wanted = margins.top() + fields + outer.spacing() + self._buttons.sizeHint().height() + margins.bottom()
+            self.resize(width, min(wanted, self.screen().availableGeometry().height() * 9 // 10))
+        super().showEvent(event)
 
     def _build_sampler_controls(self, settings: GenerationSettings, language: str) -> None:
         self.top_k = QSpinBox()

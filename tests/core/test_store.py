@@ -659,3 +659,22 @@ def test_removing_a_document_drops_its_excerpts_text_from_the_answers_for_good(t
         assert {a.content: a.sources for a in answers} == {"It is 4711.": (other, gone), "4711.": (gone,)}
         assert gone.label == "vault.txt #3, page 2, removed attachment"
     assert b"SECRET" not in path.read_bytes()
+
+
+def test_a_markdown_export_names_a_removed_file_once_and_json_keeps_each_excerpt(store):
+    """Product trial: the export listed "big.txt #381, removed attachment; …" 13 times where the
+    window shows one "big.txt (removed attachment)"."""
+    from app.core.document_prompt import Citation
+
+    cid = store.create_conversation("t")
+    store.append_message(cid, Message(Role.USER, "sum it up"))
+    big = [Citation("big.txt", n, "", None, n * 100, n * 100 + 90, "", removed=True) for n in range(381, 394)]
+    kept = Citation("manual.pdf", 17, "", 12, 0, 20, "Read me first.")
+    store.append_message(cid, Message(Role.ASSISTANT, "It says …", sources=(*big[:5], kept, *big[5:])))
+    md = store.export_markdown(cid)
+    assert "Sources: big.txt (removed attachment); manual.pdf #17, page 12\n" in md
+    assert md.count("big.txt") == 1
+    data = json.loads(store.export_json(cid))
+    assert [(s["name"], s["chunk_id"], s["removed"]) for s in data["messages"][1]["sources"]] == \
+        [("big.txt", n, True) for n in range(381, 386)] + [("manual.pdf", 17, False)] + \
+        [("big.txt", n, True) for n in range(386, 394)]

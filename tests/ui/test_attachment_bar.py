@@ -4,10 +4,12 @@ read, send, and read in the transcript how it went into the turn."""
 import os
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QPlainTextEdit
+from PySide6.QtWidgets import QApplication, QPlainTextEdit, QVBoxLayout, QWidget
 
+from app.ui import attachment_bar
 from app.ui.attachment_bar import AttachmentBar
 
 
@@ -30,12 +32,53 @@ def test_files_dropped_on_the_message_box_are_attached_and_text_is_not(qtbot, tm
     target = QPlainTextEdit()
     qtbot.addWidget(bar)
     qtbot.addWidget(target)
-    bar.watch(target.viewport())
+    bar.watch(target)
     with qtbot.waitSignal(bar.files_chosen) as chosen:
         assert drop(bar, target.viewport(), tmp_path / "a.pdf", tmp_path / "b.md")
     assert chosen.args == [[str(tmp_path / "a.pdf"), str(tmp_path / "b.md")]]
     with qtbot.assertNotEmitted(bar.files_chosen):
         assert not drop(bar, target.viewport(), text="plain words")  # text still goes into the editor
+
+
+def bar_over_a_message_box(qtbot):
+    """An active window with the bar above a message box it watches, as in the main window."""
+    window = QWidget()
+    bar, editor = AttachmentBar(), QPlainTextEdit()
+    layout = QVBoxLayout(window)
+    layout.addWidget(bar)
+    layout.addWidget(editor)
+    bar.watch(editor)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=2000)
+    return window, bar, editor
+
+
+@pytest.mark.parametrize("picked", [["/tmp/a.txt"], []], ids=["file chosen", "cancelled"])
+def test_after_attach_the_keyboard_types_into_the_message_not_the_button(qtbot, monkeypatch, picked):
+    _window, bar, editor = bar_over_a_message_box(qtbot)
+    dialogs = []
+    monkeypatch.setattr(attachment_bar, "open_paths", lambda *args: dialogs.append(args) or picked)
+    bar.attach_button.setFocus()
+    qtbot.keyClick(bar.attach_button, Qt.Key.Key_Space)  # Attach… from the keyboard
+    assert len(dialogs) == 1
+    qtbot.keyClicks(QApplication.focusWidget(), "a b")  # the user goes on typing
+    assert editor.toPlainText() == "a b"
+    assert len(dialogs) == 1  # the space did not open the dialog again
+
+
+def test_a_drop_or_removing_the_focused_chip_leaves_the_keyboard_in_the_message_box(qtbot, tmp_path):
+    _window, bar, editor = bar_over_a_message_box(qtbot)
+    bar.attach_button.setFocus()
+    assert drop(bar, editor.viewport(), tmp_path / "a.txt")
+    assert QApplication.focusWidget() is editor
+    bar.show_attachment(1, "a.txt", "12 characters")
+    qtbot.waitUntil(bar.chips[1].isVisible)
+    bar.chips[1].setFocus()  # Tab to the chip, Space removes it
+    assert bar.chips[1].hasFocus()
+    bar.show_attachment(1, "a.txt", "")
+    assert QApplication.focusWidget() is editor
 
 
 def test_chips_show_each_attachment_and_remove_it_on_click(qtbot):

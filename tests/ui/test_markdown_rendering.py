@@ -5,7 +5,7 @@ width of the chat column."""
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor, QTextListFormat
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QToolButton
 
 from app.core.conversation import MessageStatus, Role
 from app.ui.chat_view import ChatView
@@ -239,3 +239,37 @@ def test_copy_sits_at_the_right_with_or_without_a_language(qtbot, language):
     block.show()
     qtbot.waitExposed(block)
     assert block.width() - block.copy_button.geometry().right() <= 8
+
+
+@pytest.mark.parametrize("text", ["Answer:\n```", "Answer:\n```python\n", "Answer:\n```\n\n```",
+                                  "Answer:\n```\n  \n\n```"])
+def test_an_empty_or_just_opened_fence_draws_no_box_and_no_copy(render, text):
+    view = render(text)
+    assert view.code_blocks() == []
+    assert view.findChildren(QToolButton) == []  # no Copy for nothing
+    assert view.sizeHint().height() < 3 * view.fontMetrics().lineSpacing()  # the one line of prose
+
+
+def test_a_fence_streamed_before_its_code_shows_the_box_only_once_code_comes(qtbot):
+    chat = ChatView()
+    qtbot.addWidget(chat)
+    chat.resize(600, 600)
+    bubble = chat.begin_stream()
+    chat.append_stream("Here:\n```python\n")
+    chat.flush()
+    assert bubble._body.code_blocks() == []
+    chat.append_stream("print(1)\n")
+    chat.flush()
+    [code] = bubble._body.code_blocks()
+    assert code.plain_text() == "print(1)"
+    chat.end_stream()
+
+
+def test_an_empty_code_block_widget_is_one_line_tall(qtbot):
+    from app.ui.code_block_view import CodeBlockView
+
+    block = CodeBlockView()
+    qtbot.addWidget(block)
+    block.set_code("", "", TextColours.from_palette(block.palette()))
+    line = block.text_view.fontMetrics().lineSpacing()
+    assert block.text_view.height() < 2 * line + 2 * 6 + 4  # one line and the document margins

@@ -1,7 +1,16 @@
 """The Settings dialog edits what it shows and keeps every other setting as it was."""
 
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QWidget
+
+from app.core.backend_settings import BackendSettings
 from app.core.settings import GenerationSettings
+from app.ui.fonts import install_hangul_fallback
 from app.ui.settings_dialog import SettingsDialog
+from tests.helpers.palettes import fusion_palette
 
 
 def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot):
@@ -52,3 +61,27 @@ def test_the_open_models_own_context_is_said_beside_context_window(qtbot):
     qtbot.addWidget(plain)
     plain.show()
     assert not plain.context_note.isVisible()
+
+
+@pytest.mark.parametrize("language,palette_name", [("en", "light"), ("ko", "dark")])
+def test_the_context_note_shows_all_its_lines_at_the_default_size(qtbot, qapp, request, tmp_path,
+                                                                  language, palette_name):
+    """Product trial: the word-wrapped note lost its first and last lines, squeezed by the form."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    with fusion_palette(qapp, palette_name):
+        install_hangul_fallback(qapp)  # Hangul, not boxes, in the PNG
+        parent = QWidget()  # as Edit → Settings opens it: over the window, with the backend form
+        qtbot.addWidget(parent)
+        dialog = SettingsDialog(GenerationSettings(context_tokens=0), parent, BackendSettings(),
+                                model_context=2048)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        dialog.grab().save(str(folder / f"settings-context-note-{language}-{palette_name}.png"))
+        for note in (dialog.context_note, dialog.language_note):
+            lines = note.heightForWidth(note.contentsRect().width()) // note.fontMetrics().lineSpacing()
+            assert lines >= 1
+            assert note.height() >= note.heightForWidth(note.width()), note.text()  # every line, whole
+        assert "2,048" in dialog.context_note.text()
