@@ -109,3 +109,30 @@ def test_cache_tensors_are_every_layers_keys_values_and_counter(tiny_loaded):
     tensors = _cache_tensors(cache)
     assert len(tensors) == 3 * len(cache.layers)
     assert tensors[0] is cache.layers[0].keys and tensors[2] is cache.layers[0].cumulative_length
+
+
+def test_a_captured_step_does_not_keep_its_caches_memory(tiny_loaded, monkeypatch):
+    """The real CapturedStep (its CUDA calls stood in for): once the cache is dropped, grown or
+    parked, its old tensors are freed, not held by the graph until the next step."""
+    import contextlib
+    import weakref
+
+    class Stub:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Stub)
+    monkeypatch.setattr(torch.cuda, "Stream", Stub)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: Stub())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    cache = _prefilled(tiny_loaded.model)
+    keys = weakref.ref(cache.layers[0].keys)
+    compiled = CompiledDecode(tiny_loaded.model)._forward
+    with torch.inference_mode():
+        step = compiled_decode.CapturedStep(compiled, torch.tensor([[7]]), cache)
+    assert step.serves(cache)
+    grow_static_cache(cache, 128, int(cache.layers[0].cumulative_length))
+    assert keys() is None and not step.serves(cache)

@@ -225,12 +225,13 @@ class CapturedStep:
     tensors have the addresses and shapes it was recorded for; `replay(input_ids)` copies the
     token in, replays, and returns the logits (overwritten by the next replay).
     capture_error_mode "thread_local": another thread asking the driver something (the VRAM
-    panel) does not spoil the capture. Raises what the
-    capture raises (the caller falls back to the compiled function)."""
+    panel) does not spoil the capture. Raises what the capture raises (the caller falls back to
+    the compiled function)."""
 
     def __init__(self, compiled: Callable, input_ids: torch.Tensor, cache):
-        self.tensors = _cache_tensors(cache)
-        self._layout = _layout(self.tensors)
+        # addresses and shapes only: holding the tensors would keep a grown or parked cache's
+        # old memory alive until the next step (a growth must never hold old and new in full)
+        self._layout = _layout(_cache_tensors(cache))
         self.input_ids = input_ids.clone()
         self.graph = torch.cuda.CUDAGraph()
         stream = torch.cuda.Stream(device=input_ids.device)

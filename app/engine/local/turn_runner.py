@@ -111,8 +111,8 @@ class TurnRunner:
 
     def compile_missing(self, on_status=None):
         """After a turn that decoded eagerly because its KV precision's step was not compiled:
-        compile it now (blocking: one compile, see `warm_up`; in the generating thread, CUDA
-        graphs are per thread), so the next turn runs compiled. Returns the new DecodeStatus,
+        compile it now (blocking: one compile, see `warm_up`; in the generating thread), so the
+        next turn runs compiled. Returns the new DecodeStatus,
         None when nothing was missing."""
         from app.engine.local.compiled_decode import warm_up
 
