@@ -34,8 +34,10 @@ packed byte tensors (8-bit codes and one float32 scale per vector of the Hadamar
 values, app.engine.local.kv_quant). The query is rotated the same way (dot products unchanged)
 and the output rotated back. A decode step folds the scales into the two products — scores =
 (q · codesᵀ) × key scale, out = (probs × value scale) · codes — so the cache is read as bytes and
-never dequantized as a whole. A prefill chunk attends to the past in blocks of
-``KV8_PREFILL_BLOCK`` keys (`blockwise_8bit_prefill`): each block is dequantized alone, attended
+never dequantized as a whole; on CUDA both decode and prefill run app.engine.local.kv8_attention's
+Triton kernel, which reads each code once. Elsewhere (or when that kernel does not apply) a
+prefill chunk attends to the past in blocks of ``KV8_PREFILL_BLOCK`` keys
+(`blockwise_8bit_prefill`): each block is dequantized alone, attended
 without a mask by a kernel that also returns the log-sum-exp, and the pieces are merged by it
 (the split-K merge of FlashAttention / FlashDecoding), so the transient is one block, not the
 span (at 98k tokens of Llama-3-8B: 16 MiB instead of 401 MB per layer call; counted by
@@ -176,6 +178,8 @@ Hkv divides Hq (GQA heads shared as in `repeat_kv`); causal is only asked for wi
 def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
                            scaling: float | None, attend: AttendWithLSE) -> torch.Tensor:
     """A prefill chunk over packed 8-bit keys and values, never dequantizing more than one block.
+    Where kv8_attention's kernel applies (CUDA, int8) the chunk goes to it whole instead (one
+    launch, nothing dequantized); ``attend`` runs only for the blocks here.
 
     query (B, Hq, c, d) in the compute dtype, the chunk at positions [span − c, span); key/value
     packed (B, Hkv, S ≥ span, d + SCALE_BYTES). The chunk's own c keys are attended causally

@@ -191,13 +191,15 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     split_len = -(-span // splits)
     split_len = -(-split_len // BLOCK_N) * BLOCK_N
     direct = splits == 1
-    out = torch.empty_like(q_rows)
-    shape = (b * h, row_tiles, splits, tile_rows) if not direct else (1,)
-    acc = torch.empty((*shape, d) if not direct else shape, dtype=torch.float32, device=q_rows.device)
-    maxima = torch.empty(shape, dtype=torch.float32, device=q_rows.device)
-    sums = torch.empty_like(maxima)
+    out = torch.empty(q_rows.shape, dtype=q_rows.dtype, device=q_rows.device)  # contiguous, as stored
+    acc = maxima = sums = out  # the split partials, when there are splits (unused pointers otherwise)
+    if not direct:
+        shape = (b * h, row_tiles, splits, tile_rows)
+        acc = torch.empty((*shape, d), dtype=torch.float32, device=q_rows.device)
+        maxima = torch.empty(shape, dtype=torch.float32, device=q_rows.device)
+        sums = torch.empty_like(maxima)
     has_valid = valid is not None
-    valid = valid.to(torch.uint8) if has_valid else maxima  # any pointer when unused
+    valid = valid.to(torch.uint8) if has_valid else out  # any pointer when unused
     _attend_kernel[(b * h, row_tiles, splits)](
         q_rows, key, value, valid, out, acc, maxima, sums, rows, first, span, split_len, h, splits, row_tiles,
         float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
