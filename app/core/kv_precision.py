@@ -16,9 +16,11 @@ DEFAULT_KV_PRECISION = KV_16
 
 def kv8_supported(attention: str) -> bool:
     """Whether a model loaded with `attention` (LoadReport.attention) can keep an 8-bit KV cache:
-    only where Headroom's own attention runs, its packed SDPA ("...gqa-packed") or its FA2 path
-    ("flash_attention_2..."), as Foresight.prefill_model_kv8 decides; not transformers' eager."""
-    return attention.endswith("gqa-packed") or attention.startswith("flash_attention_2")
+    only where Headroom's own attention runs, its packed SDPA ("sdpa+gqa-packed") or its FA2 path
+    ("flash_attention_2 (flash-attn X)" in the LoadReport, "fa2+static" as registered); not
+    transformers' eager or plain SDPA. The one rule the window and Foresight both apply."""
+    return (attention.endswith("gqa-packed") or attention.startswith("flash_attention_2")
+            or attention == "fa2+static")
 
 
 def valid_kv_precision(value: object) -> str:

@@ -464,3 +464,14 @@ def test_8bit_is_offered_where_headroom_attention_reads_it(tiny_loaded, attentio
 
     loaded = replace(tiny_loaded, report=replace(tiny_loaded.report, attention=attention))
     assert Foresight(loaded, FakeProbe(total=4 * GiB)).kv8_available is offered
+
+
+def test_the_8bit_rule_knows_the_engine_names():
+    """app.core's kv8_supported holds the names as strings (core imports no engine code): they
+    must stay the names the engine registers and reports."""
+    from app.core.kv_precision import kv8_supported
+    from app.engine.local.attention import PACKED_SDPA
+    from app.engine.local.fa2_attention import FA2_LABEL, FA2_STATIC
+
+    assert kv8_supported(PACKED_SDPA) and kv8_supported(FA2_STATIC)
+    assert kv8_supported(f"{FA2_LABEL} (flash-attn 2.8.3)") and not kv8_supported("sdpa")

@@ -9,11 +9,9 @@ from dataclasses import dataclass, replace
 
 from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window, summary_reserve
-from app.core.kv_precision import KV_16, KV_AUTO, kv_bits_choices
+from app.core.kv_precision import KV_16, KV_AUTO, kv8_supported, kv_bits_choices
 from app.engine.events import TurnPlan, window_refusal
-from app.engine.local.attention import PACKED_SDPA
 from app.engine.local.chat_format import encode_prompt, render_prompt
-from app.engine.local.fa2_attention import FA2_LABEL, FA2_STATIC
 from app.engine.local.kv_session import common_prefix, round_capacity
 from app.engine.memory.admission import (
     AdmissionDecision,
@@ -67,7 +65,7 @@ class Foresight:
         # or its FA2 path (packed 8-bit decode, FA2 over one dequantized block at a time for prefill)
         self.prefill_model_kv8 = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **shape
-        ) if report.attention in (PACKED_SDPA, FA2_STATIC) or report.attention.startswith(FA2_LABEL) else None
+        ) if kv8_supported(report.attention) else None
         self.calibration = Calibration()
         self._recent_ids: dict[tuple, tuple[int, ...]] = {}
         self._content_tokens: dict[str, int] = {}
