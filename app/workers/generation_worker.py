@@ -106,7 +106,8 @@ class GenerationWorker(QObject):
             when nothing can count it: no model loaded, a server not reached yet, no turn).
         turn_refused(int, object): request id, AdmissionDecision — the turn did not start.
         prefill_progressed(int, int, int): request id, prompt tokens read so far, tokens to read
-            (a prefill of more than one chunk only; before the first token_streamed).
+            (a prefill that runs long, generation.PREFILL_PROGRESS_AFTER_S; before the first
+            token_streamed).
         token_streamed(int, str): request id, new text (never half a character).
         reply_finished(int, object, object): request id, engine ReplyFinished, TurnRecord.
         generation_failed(int, str, str): request id, one-line reason, partial answer text.
