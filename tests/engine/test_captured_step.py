@@ -136,3 +136,40 @@ def test_a_captured_step_does_not_keep_its_caches_memory(tiny_loaded, monkeypatc
     assert step.serves(cache)
     grow_static_cache(cache, 128, int(cache.layers[0].cumulative_length))
     assert keys() is None and not step.serves(cache)
+
+
+def test_a_restored_chat_is_captured_before_its_turn_and_nothing_runs(decoder, tiny_loaded):
+    """prepare(): the graph of a chat switched back to is recorded when the chat is opened, so
+    its first token is a replay; recording runs nothing (the cache keeps its fill)."""
+    from app.engine.local.static_cache import kv_format_of
+
+    cache = _prefilled(tiny_loaded.model)
+    other = _prefilled(tiny_loaded.model)
+    decoder._ready.add((kv_format_of(cache), 64))
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        decoder.step(token, cache)
+        ran = len(decoder.calls)
+        assert decoder.prepare(other)
+        assert len(decoder.calls) == ran  # recorded, not run
+        assert int(other.layers[0].cumulative_length) == 5
+        assert decoder.prepare(other)  # already served: no second capture
+        decoder.step(token, other)
+    assert len(FakeCapture.made) == 2
+    assert FakeCapture.made[1].replays == 1 and decoder._graph is FakeCapture.made[1]
+
+
+def test_prepare_leaves_what_it_cannot_serve_to_the_next_step(decoder, tiny_loaded, monkeypatch):
+    cache = _prefilled(tiny_loaded.model)
+    assert not decoder.prepare(cache)  # no KV format compiled: that turn decodes eagerly anyway
+    assert FakeCapture.made == []
+    from app.engine.local.static_cache import kv_format_of
+
+    decoder._ready.add((kv_format_of(cache), 64))
+
+    def broken(*args):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(compiled_decode, "CapturedStep", broken)
+    assert not decoder.prepare(cache)
+    assert decoder._capture_failed == ""  # a failed early capture does not turn graphs off

@@ -175,3 +175,23 @@ def test_switching_back_restores_into_the_same_device_memory(tiny_loaded):
     assert [t.data_ptr() for _, _, t in b.tensors()] == a_ptrs  # b now lives where a lived
     assert all(torch.equal(t.cpu(), v) for (_, _, t), v in zip(b.tensors(), b_values, strict=True))
     assert all(t.device.type == "cpu" and torch.equal(t, v) for (_, _, t), v in zip(a.tensors(), a_values, strict=True))
+
+
+def test_opening_a_parked_chat_records_its_decode_graph_then(runner):
+    """The restored cache's CUDA graph is captured when the chat is opened (not in its next turn's
+    TTFT); a chat that was not parked, or a new one, has nothing to capture."""
+    prepared = []
+
+    class Decoder:
+        def prepare(self, cache):
+            prepared.append(cache)
+            return True
+
+    a = [Message(Role.USER, "Tell me about the river Seine and the bridges of Paris.")]
+    turn(runner, a, "a")
+    runner.decoder = Decoder()
+    runner.activate("b", 4096)
+    runner.activate("b", 4096)
+    assert prepared == []
+    restored = runner.activate("a", 4096)
+    assert prepared == [restored.cache] and restored.cached_tokens > 20

@@ -74,10 +74,15 @@ class TurnRunner:
     def activate(self, conversation_key: str, kept_cache_mib: int | None = None):
         """Make ``conversation_key``'s cache the active one (parking the previous chat's in host
         memory, restoring this one's if it was parked); "" keeps the active cache. Returns the
-        session. Call it when the user opens a conversation, so the copy back to the device is
-        done before the next turn (TTFT after a switch, issue 12 item 5)."""
+        session. Call it when the user opens a conversation, so the copy back to the device, and
+        the capture of the decode step's CUDA graph for the restored cache, are done before the
+        next turn (TTFT after a switch, issue 12 item 5)."""
         budget = None if kept_cache_mib is None else kept_cache_mib * 2**20
-        return self.sessions.activate(conversation_key, self.loaded.model.device, budget)
+        restoring = self.sessions.is_parked(conversation_key)
+        session = self.sessions.activate(conversation_key, self.loaded.model.device, budget)
+        if restoring and session.cache is not None and session.cached_tokens and self.decoder is not None:
+            self.decoder.prepare(session.cache)  # its CUDA graph, so the first token replays at once
+        return session
 
     @property
     def report(self):
