@@ -9,7 +9,9 @@ recording for a new cache shows there), and, on the chat's own cache, the compil
     1 / tok/s  ≈  step + sampler + what the host adds.
 
 Then the 8-bit KV step: its warm-up, and the same turns at 4k and 16k (issue 16: ≥ 0.95× 16-bit
-at 4k). With ``--profile`` the warm-up runs under cProfile and its 40 costliest functions are kept.
+at 4k). With ``--profile`` the warm-up runs under cProfile and its 40 costliest functions are kept;
+with ``--kernels`` each depth keeps the step's kernels by GPU time (torch.profiler). ``--depths ''``
+measures 8-bit only and compiles only the 8-bit step.
 
     python3 -m tests.benchmarks.decode_anatomy --out $OUT       # H200
     python3 -m tests.benchmarks.decode_anatomy --tiny --out /tmp/da  # CPU smoke test
@@ -94,6 +96,35 @@ def step_ms(runner: TurnRunner, steps: int) -> float | None:
     return start.elapsed_time(end) / (steps - 1)
 
 
+def kernel_table(runner: TurnRunner, calls: int = 3, top: int = 30) -> dict | None:
+    """What one compiled step runs on the GPU, kernel by kernel, on the open chat's cache: the
+    compiled function called ``calls`` times outside its CUDA graph under torch.profiler (the
+    same kernels the graph replays, each traced). Returns the ``top`` kernels by GPU time as
+    {"name", "count", "us"} per step, the step's kernel total (µs) and kernel count."""
+    from torch.profiler import ProfilerActivity, profile
+
+    session, decoder = runner.session, runner.decoder
+    cache = session.cache
+    if cache is None or decoder is None or not decoder.can_run(cache) or not torch.cuda.is_available():
+        return None
+    if session.capacity_tokens - session.cached_tokens - 2 < calls + 1:
+        return None
+    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
+    with torch.inference_mode():
+        decoder._compiled(token, cache)  # kernels loaded and autotuned before tracing
+        sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                decoder._compiled(token, cache)
+            sync()
+        cache.crop(-(calls + 1))
+    rows = [(e.key, e.count / calls, e.device_time_total / calls) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    rows.sort(key=lambda r: -r[2])
+    return {"kernels_per_step": sum(r[1] for r in rows), "us_per_step": sum(r[2] for r in rows),
+            "top": [{"name": name[:120], "count": count, "us": us} for name, count, us in rows[:top]]}
+
+
 def sampler_ms(vocab: int, params: SamplingParams, calls: int = 50) -> float:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     logits = torch.randn(vocab, device=device)
@@ -112,6 +143,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
     ap.add_argument("--profile", action="store_true", help="run the warm-up under cProfile")
+    ap.add_argument("--kernels", action="store_true", help="per depth, the step's kernels (torch.profiler)")
     ap.add_argument("--depths", default="1024,4096,16384,21000", help="16-bit chats, prompt tokens")
     ap.add_argument("--kv8-depths", default="1024,4096,16384", help="8-bit chats ('' = none)")
     args = ap.parse_args(argv)
@@ -133,7 +165,15 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     if profile:
         profile.enable()
-    status = runner.warm_up()
+    depths = tuple(int(n) for n in args.depths.split(",") if n) if not args.tiny else (64, 256)
+    if depths:
+        status = runner.warm_up()
+    else:  # 8-bit rows only: compile the 8-bit step alone (the 16-bit one would cost a minute)
+        from app.engine.local.compiled_decode import warm_up as compile_step
+
+        runner.calibrate()
+        runner.decoder = compile_step(loaded, kv_bits=(8,), decoder=runner.decoder)
+        status = runner.decoder.status
     R["warm_up"] = {"seconds": time.perf_counter() - t, "state": status.state, "reason": status.reason,
                     "compile_times": compile_breakdown()}
     if profile:
@@ -151,7 +191,6 @@ def main(argv=None) -> int:
                                                                    min_p=settings.min_p)),
                        "greedy": sampler_ms(vocab, SamplingParams(temperature=0.0))}
     log("sampler", R["sampler_ms"])
-    depths = tuple(int(n) for n in args.depths.split(",") if n) if not args.tiny else (64, 256)
     kv8_depths = tuple(int(n) for n in args.kv8_depths.split(",") if n) if not args.tiny else (64,)
     R["kv16"] = []
     for n in depths:
@@ -164,6 +203,8 @@ def main(argv=None) -> int:
         messages.append(Message(Role.USER, words(300, 13 + n, vocab)))
         row["greedy"] = turn(runner, messages, greedy, key)
         row["step_ms"] = step_ms(runner, 64)
+        if args.kernels:
+            row["kernels"] = kernel_table(runner)
         R["kv16"].append(row)
         log(json.dumps(row, default=str))
         save()
@@ -186,6 +227,8 @@ def main(argv=None) -> int:
         messages.append(Message(Role.USER, words(300, 22 + n, vocab)))
         row["second"] = turn(runner, messages, settings, key, KV_8)
         row["step_ms"] = step_ms(runner, 64)
+        if args.kernels:
+            row["kernels"] = kernel_table(runner)
         R["kv8"].append(row)
         log(json.dumps(row, default=str))
         save()
