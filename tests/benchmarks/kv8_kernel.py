@@ -1,0 +1,142 @@
+"""The 8-bit KV attention kernel alone (issue 16): agreement with the torch path and GPU time per
+layer, against the app's 16-bit decode attention over the same keys.
+
+Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), at 4k, 32k and 97.5k keys:
+
+* decode: ``kv8_attention.kv8_decode`` vs ``attention._packed_decode`` (the 16-bit step's
+  attention) and vs the same 8-bit call with the query rotation and the rotation back
+  (``attention._packed_decode_8bit``, what the 8-bit step runs per layer). Each is recorded
+  as a CUDA graph of ``REPEAT`` calls and replayed, timed with CUDA events: GPU time, as inside
+  the compiled step's graph (an eager Python loop measures the launches instead: ~300 µs).
+* prefill: ``kv8_prefill`` for a 4,096- and a 128-token chunk ending at the span (eager, events).
+
+Relative L2 errors against ``kv8_attention.reference`` (decode) and a float32 causal attention of
+the chunk's last 64 queries (prefill).
+
+    python3 -m tests.benchmarks.kv8_kernel --out $OUT     # CUDA; writes kv8_kernel_<gpu>.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import torch
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.local import attention, kv8_attention, kv_quant
+
+REPEAT = 20
+KV_HEADS, GROUPS, HEAD_DIM = 8, 4, 128
+
+
+def graph_us(fn, repeat: int = REPEAT, replays: int = 10) -> float:
+    """GPU µs per call of ``fn``: ``repeat`` calls captured in one CUDA graph, replayed."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        graph.capture_begin(capture_error_mode="thread_local")
+        for _ in range(repeat):
+            fn()
+        graph.capture_end()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / (replays * repeat)
+
+
+def event_ms(fn, calls: int = 5) -> float:
+    fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def relative(got: torch.Tensor, want: torch.Tensor) -> float:
+    return float((got.float() - want.float()).norm() / want.float().norm())
+
+
+def measure(span: int, g: torch.Generator) -> dict:
+    """One row of the table for ``span`` keys (see the module docstring)."""
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    scale = HEAD_DIM ** -0.5
+    kf = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g) * 2
+    vf = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g)
+    key, value = kv_quant.quantize(kf), kv_quant.quantize(vf)
+    k16, v16 = kf.to(dt), vf.to(dt)
+    del kf, vf
+    q = torch.randn(1, KV_HEADS, GROUPS, HEAD_DIM, device=dev, dtype=dt, generator=g)
+    q_heads = q.reshape(1, KV_HEADS * GROUPS, 1, HEAD_DIM)
+    mask = (torch.arange(span, device=dev) < span - 7).view(1, 1, 1, span)
+    valid = mask[:, 0, 0, :]
+    row = {"span": span,
+           "decode_rel_err": relative(kv8_attention.kv8_decode(q, key, value, valid, scale),
+                                      kv8_attention.reference(q, key, value, valid, scale)),
+           "kv8_decode_us": graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale)),
+           "kv8_layer_attention_us": graph_us(lambda: attention._packed_decode_8bit(
+               q_heads, key, value, mask, scale, GROUPS)),
+           "kv16_layer_attention_us": graph_us(lambda: attention._packed_decode(
+               q_heads, k16, v16, mask, 0.0, scale, GROUPS)),
+           "kv8_bytes_read_mb": 2 * key.numel() / 1e6, "kv16_bytes_read_mb": 2 * k16.numel() * 2 / 1e6}
+    row["kv8_decode_tb_s"] = row["kv8_bytes_read_mb"] / row["kv8_decode_us"] / 1e6
+    for chunk in (4096, 128):
+        if chunk <= span:
+            row.update(prefill_row(chunk, span, key, value, g))
+    row["triton_failure"] = kv8_attention.triton_failure
+    return row
+
+
+def prefill_row(chunk: int, span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Generator) -> dict:
+    dev, scale = key.device, HEAD_DIM ** -0.5
+    qp = torch.randn(1, KV_HEADS * GROUPS, chunk, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
+    out = kv8_attention.kv8_prefill(qp, key, value, span, scale)
+    k = kv_quant.dequantize(key, torch.float32).repeat_interleave(GROUPS, 1)
+    v = kv_quant.dequantize(value, torch.float32).repeat_interleave(GROUPS, 1)
+    scores = qp[:, :, -64:].float() @ k.transpose(2, 3) * scale
+    position = torch.arange(span - 64, span, device=dev).view(-1, 1)
+    scores = scores.masked_fill(torch.arange(span, device=dev).view(1, -1) > position, float("-inf"))
+    want = (scores.softmax(-1) @ v).transpose(1, 2)
+    return {f"prefill_{chunk}_rel_err": relative(out[:, -64:], want),
+            f"prefill_{chunk}_ms": event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
+    ap.add_argument("--spans", default="4096,32768,97536")
+    args = ap.parse_args(argv)
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    R = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+         "self_check": kv8_attention.self_check(dev, dt, HEAD_DIM), "rows": []}
+    g = torch.Generator(device=dev).manual_seed(0)
+    for span in (int(s) for s in args.spans.split(",")):
+        row = measure(span, g)
+        R["rows"].append(row)
+        print(json.dumps(row))
+        torch.cuda.empty_cache()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "kv8_kernel_h200.json").write_text(json.dumps(R, indent=1))
+    print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv8 TB/s':>9}")
+    for row in R["rows"]:
+        print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "
+              f"{row['kv16_layer_attention_us']:>14.1f} {row['kv8_decode_tb_s']:>9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
