@@ -475,3 +475,35 @@ def test_the_8bit_rule_knows_the_engine_names():
 
     assert kv8_supported(PACKED_SDPA) and kv8_supported(FA2_STATIC)
     assert kv8_supported(f"{FA2_LABEL} (flash-attn 2.8.3)") and not kv8_supported("sdpa")
+
+
+@pytest.mark.parametrize("made_eagerly", [True, False])
+def test_the_compiled_rotation_and_packing_write_what_the_eager_ones_write(made_eagerly, monkeypatch):
+    """Under torch.compile (the decode step) rotate is a product-and-sum Inductor fuses and the
+    codes and scale bytes are joined by padding, not a cat; the Hadamard matrix is the one made
+    eagerly (an input, not a construction in the graph), or built in the graph when none was."""
+    monkeypatch.setattr(kv_quant, "_HADAMARD", {})
+    x = torch.randn(1, 2, 3, 64, generator=torch.Generator().manual_seed(4)) * 3
+    if made_eagerly:
+        kv_quant.rotate(x)
+        assert list(kv_quant._HADAMARD) == [(64, "cpu", None)]
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(lambda t: (kv_quant.rotate(t), kv_quant.quantize(t)), backend=record, fullgraph=True)
+    torch._dynamo.reset()
+    rotated, packed = compiled(x)
+    targets = {node.target for node in graphs[0].graph.nodes}
+    assert torch.matmul not in targets  # no cuBLAS launch per rotation
+    assert (torch.ones in targets) != made_eagerly  # the matrix is built in the graph only as a fallback
+    assert torch.allclose(rotated, kv_quant.rotate(x), atol=1e-5)
+    assert kv_quant.rotate(rotated).sub(x).abs().max() < 1e-4  # still its own inverse
+    want = kv_quant.quantize(x)
+    assert packed.shape == want.shape == (1, 2, 3, 64 + kv_quant.SCALE_BYTES) and packed.dtype == torch.int8
+    codes, scale = kv_quant.unpack(packed)
+    want_codes, want_scale = kv_quant.unpack(want)
+    assert torch.allclose(scale, want_scale, rtol=1e-6)
+    assert (codes.int() - want_codes.int()).abs().max() <= 1  # a rounding tie may fall either way

@@ -20,7 +20,7 @@ share a KV head become g rows per query token (row r = query r // g, head r % g)
 codes are read once for all its query heads; a program takes a tile of rows and a span of keys,
 casts the codes to the compute dtype in registers (exact: |code| ≤ 127), folds each vector's
 scale into the scores (keys) or the probabilities (values), keeps an online softmax in float32,
-and writes its partial output, maximum and sum; `_merge_splits` combines the spans by their
+and writes its partial output, maximum and sum; `_merge_kernel` combines the spans by their
 maxima. Row r of a chunk whose first query is at position ``first`` sees keys [0, first + r // g
 + 1) (causal); a decode step's one query sees its ``valid`` keys.
 
@@ -103,7 +103,11 @@ def splits_for(span: int, programs: int, sms: int = 132) -> int:
 
 
 if triton is not None:
-    @triton.jit
+    # rows, first and span change with every prefill chunk: specializing on their values (Triton's
+    # default: equal to 1, divisible by 16) compiled a new kernel for the first chunks of a chat,
+    # ~1 s each inside the TTFT (H200: 1.65 s for a 4k prompt at 8-bit, 0.19 s at 16-bit,
+    # results/decode_anatomy_h200_kv8.json); they only bound masks, never address memory
+    @triton.jit(do_not_specialize=["rows", "first", "span"])
     def _attend_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr,
                        rows, first, span, split_len, heads, splits, row_tiles, scale,
                        stride_qb, stride_qh, stride_qr,
@@ -159,6 +163,32 @@ if triton is not None:
             tl.store(sum_ptr + part, l_i)
 
     @triton.jit
+    def _merge_kernel(acc_ptr, max_ptr, sum_ptr, out_ptr, rows, row_tiles, splits,
+                      ROWS: tl.constexpr, D: tl.constexpr):
+        """The split partials into the output, one launch: program (bh, tile) weights each
+        split's partial rows by exp(its max − the overall max), divides by the weighted sums and
+        stores the tile's real rows in the output's dtype."""
+        bh = tl.program_id(0)
+        tile = tl.program_id(1)
+        r = tl.arange(0, ROWS)
+        dims = tl.arange(0, D)
+        first_part = (bh * row_tiles + tile) * splits * ROWS
+        top = tl.full([ROWS], -1.0e30, tl.float32)
+        for split in tl.range(0, splits):
+            top = tl.maximum(top, tl.load(max_ptr + first_part + split * ROWS + r))
+        total = tl.zeros([ROWS], tl.float32)
+        merged = tl.zeros([ROWS, D], tl.float32)
+        for split in tl.range(0, splits):
+            part = first_part + split * ROWS + r
+            weight = tl.exp(tl.load(max_ptr + part) - top)
+            total += tl.load(sum_ptr + part) * weight
+            merged += tl.load(acc_ptr + part[:, None] * D + dims[None, :]) * weight[:, None]
+        row = tile * ROWS + r
+        done = merged / tl.maximum(total, 1.0e-30)[:, None]
+        tl.store(out_ptr + (bh * rows + row[:, None]) * D + dims[None, :], done.to(out_ptr.dtype.element_ty),
+                 mask=(row < rows)[:, None])
+
+    @triton.jit
     def _scale(ptr, inside):
         """The float32 scale whose 4 little-endian bytes start at ``ptr`` (one per key)."""
         b0 = tl.load(ptr, mask=inside, other=0).to(tl.int32) & 255
@@ -166,16 +196,6 @@ if triton is not None:
         b2 = tl.load(ptr + 2, mask=inside, other=0).to(tl.int32) & 255
         b3 = tl.load(ptr + 3, mask=inside, other=0).to(tl.int32) & 255
         return (b0 | (b1 << 8) | (b2 << 16) | (b3 << 24)).to(tl.float32, bitcast=True)
-
-
-def _merge_splits(acc: torch.Tensor, maxima: torch.Tensor, sums: torch.Tensor) -> torch.Tensor:
-    """acc (..., splits, rows, d), maxima and sums (..., splits, rows) float32 → (..., rows, d):
-    each split's partial output weighted by exp(its max − the overall max), over the weighted
-    sums. Scales ``acc`` in place (no copy of the partials)."""
-    top = maxima.amax(dim=-2, keepdim=True)
-    weight = torch.exp(maxima - top)
-    total = (sums * weight).sum(dim=-2)
-    return acc.mul_(weight[..., None]).sum(dim=-3).div_(total.clamp_min(1e-30)[..., None])  # acc is scratch
 
 
 def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid, first: int, span: int,
@@ -199,17 +219,21 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         maxima = torch.empty(shape, dtype=torch.float32, device=q_rows.device)
         sums = torch.empty_like(maxima)
     has_valid = valid is not None
-    valid = valid.to(torch.uint8) if has_valid else out  # any pointer when unused
+    if has_valid and valid.dtype == torch.bool:
+        valid = valid.view(torch.uint8)  # the same bytes, no copy (Triton loads bool as bytes)
+    if has_valid and valid.stride(-1) != 1:
+        valid = valid.contiguous()
+    valid = valid if has_valid else out  # any pointer when unused
     _attend_kernel[(b * h, row_tiles, splits)](
         q_rows, key, value, valid, out, acc, maxima, sums, rows, first, span, split_len, h, splits, row_tiles,
         float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
         G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct, num_warps=4)
-    if direct:
-        return out
-    merged = _merge_splits(acc, maxima, sums).reshape(b, h, row_tiles * tile_rows, d)
-    return merged[:, :, :rows].to(q_rows.dtype)
+    if not direct:
+        _merge_kernel[(b * h, row_tiles)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
+                                          num_warps=4)
+    return out
 
 
 def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:

@@ -30,7 +30,6 @@ Bytes per vector: head_dim + 4, e.g. 132 for head_dim 128 against 256 in bf16 (0
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 
@@ -69,16 +68,26 @@ def packed_format(tensor: torch.Tensor) -> str:
     raise ValueError(f"not a packed 8-bit KV tensor: {tensor.dtype}")
 
 
-@functools.lru_cache(maxsize=16)
+_HADAMARD: dict[tuple[int, str, int | None], torch.Tensor] = {}
+"""Hadamard matrices made so far, by (order, device type, device index)."""
+
+
 def _hadamard(block: int, device: torch.device) -> torch.Tensor:
     """Sylvester's Hadamard matrix of order ``block`` (a power of two) / sqrt(block), float32:
-    symmetric and orthonormal, so it is its own inverse. Kept: built as a normal tensor even
-    under inference mode (the generation path), so a later forward outside it (autograd
-    recording, as in tests) can still use it; traced as is by torch.compile."""
-    if torch.compiler.is_compiling():
+    symmetric and orthonormal, so it is its own inverse. Made once per device, eagerly (the
+    prefill that precedes any decode step), as a normal tensor even under inference mode (so a
+    later forward outside it, autograd recording as in tests, can still use it). torch.compile
+    reads the kept tensor as a constant input: tracing the construction instead put a few
+    kernels per rotation, four rotations per layer, into every compiled decode step."""
+    key = (block, device.type, device.index)
+    kept = _HADAMARD.get(key)
+    if kept is not None:
+        return kept
+    if torch.compiler.is_compiling():  # never made eagerly on this device: built in the graph
         return _sylvester(block, device)
     with torch.inference_mode(False):
-        return _sylvester(block, device)
+        _HADAMARD[key] = _sylvester(block, device)
+    return _HADAMARD[key]
 
 
 def _sylvester(block: int, device: torch.device) -> torch.Tensor:
@@ -95,7 +104,14 @@ def rotate(x: torch.Tensor) -> torch.Tensor:
     d = x.shape[-1]
     block = d & -d
     blocks = x.float().reshape(*x.shape[:-1], d // block, block)
-    return torch.matmul(blocks, _hadamard(block, x.device)).reshape(x.shape).to(x.dtype)
+    hadamard = _hadamard(block, x.device)
+    if torch.compiler.is_compiling():
+        # the decode step (a token's few vectors): a product-and-sum Inductor fuses with what
+        # reads and writes the vectors, instead of a cuBLAS launch per rotation (four per layer)
+        rotated = (blocks.unsqueeze(-1) * hadamard).sum(dim=-2)
+    else:
+        rotated = torch.matmul(blocks, hadamard)
+    return rotated.reshape(x.shape).to(x.dtype)
 
 
 def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
@@ -111,7 +127,12 @@ def quantize(x: torch.Tensor, fmt: str = KV8_FORMAT) -> torch.Tensor:
         codes = scaled.round().clamp(-127, 127).to(torch.int8)
     else:
         codes = scaled.to(torch.float8_e4m3fn).view(torch.uint8)
-    return torch.cat([codes, scale_to_bytes(scale, codes.dtype)], dim=-1)
+    octets = scale_to_bytes(scale, codes.dtype)
+    if torch.compiler.is_compiling():  # the same bytes as the cat, in a kernel Inductor fuses
+        d = codes.shape[-1]
+        return (torch.nn.functional.pad(codes, (0, SCALE_BYTES))
+                + torch.nn.functional.pad(octets, (d, 0)))  # codes then scale, zeros elsewhere
+    return torch.cat([codes, octets], dim=-1)
 
 
 def unpack(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
