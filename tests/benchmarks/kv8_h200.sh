@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # 8-bit KV on the H200 (issue 16, item 5), from the project copy on the device, environment as for
-# the earlier runs (PYTHONPATH with the .whl packages: bitsandbytes …; $OUT set; FlashAttention-2 not
-# installed, or the 16-bit rows measure FA2's decode):
-#   bash tests/benchmarks/kv8_h200.sh card <path of plain_recipe_baseline.py>   # ≈ 5 min
-#   bash tests/benchmarks/kv8_h200.sh speed                                     # ≈ 4 min
-#   bash tests/benchmarks/kv8_h200.sh all <path of plain_recipe_baseline.py>    # both, ≈ 9.5 min
+# the earlier runs (PYTHONPATH with the .whl packages: bitsandbytes …, and the checkout; $OUT set;
+# FlashAttention-2 not installed, or the 16-bit rows measure FA2's decode). One part per device
+# call (each fits a 10-minute call; `all` did not, 2026-12-02):
+#   bash tests/benchmarks/kv8_h200.sh kernel                                    # ≈ 1 min
+#   bash tests/benchmarks/kv8_h200.sh speed                                     # ≈ 6 min
+#   bash tests/benchmarks/kv8_h200.sh card <path of plain_recipe_baseline.py>   # ≈ 6 min
+# kernel: the 8-bit attention alone (kv8_kernel.py): agreement with the torch path, GPU µs per
+#   layer inside CUDA graphs against the 16-bit decode attention, prefill chunk times.
+# speed: the window's TurnRunner, default settings, chats at 4k and 32k tokens in 16-bit then in
+#   8-bit KV, compiled path, same process, each step's kernels kept (target: 8-bit ≥ 0.95× 16-bit
+#   at 4k): decode_anatomy.py, writes $OUT/decode_anatomy_h200.json. Last runs (2026-12-02,
+#   results/decode_anatomy_h200_kv16.json and _kv8.json, two processes): 16-bit 177.9 / 122.8
+#   tok/s at 4k / 32k, 8-bit 88.7 / 72.9 (0.50× / 0.59×), the 8-bit step compiled in 190 s.
 # card: Llama-3-8B shape in NF4 on the simulated 12 GiB card with the KV cache in 8 bits, the
 #   app's own chunk ladder and capacity rounding (--chunk 0): (a) projection error at 1k-32k
 #   prompts (target ≤ 5 %), (b) largest prompt + 64-token answer admitted and completed, as a
@@ -12,9 +20,6 @@
 #   Writes $OUT/memory_foresight_h200_kv8_kv8.json. Last run: 97,559 tokens = 1.78× (2026-12-02,
 #   results/memory_foresight_h200_kv8.json). The bf16 figure of the same protocol:
 #   results/memory_foresight_h200_app_settings_ladder128.json (91 %).
-# speed: the window's TurnRunner, default settings, chats at 4k and 32k tokens in 16-bit then in
-#   8-bit KV, compiled path, same process (target: 8-bit ≥ 0.95× 16-bit at 4k): decode_anatomy.py,
-#   writes $OUT/decode_anatomy_h200.json. The 8-bit step compiles in its own warm-up (≈ 50 s cold).
 set -u
 : "${OUT:?}"
 export PYTHONUNBUFFERED=1
@@ -23,11 +28,11 @@ card() {
     --kv-dtype int8 --baseline "${2:?plain_recipe_baseline.py}" --tag kv8 --out "$OUT" --budget-s "$(( ${1:-420} - 30 ))"
 }
 speed() {
-  timeout "${1:-300}" python3 -m tests.benchmarks.decode_anatomy --out "$OUT" --depths 4096,32768 \
-    --kv8-depths 4096,32768
+  timeout "${1:-420}" python3 -m tests.benchmarks.decode_anatomy --out "$OUT" --depths 4096,32768 \
+    --kv8-depths 4096,32768 --kernels
 }
-case "${1:?card, speed or all}" in
+case "${1:?kernel, speed or card}" in
+  kernel) timeout 120 python3 -m tests.benchmarks.kv8_kernel --out "$OUT" ;;
+  speed) speed 420 ;;
   card) card 420 "${2:-}" ;;
-  speed) speed 300 ;;
-  all) speed 240; card 330 "${2:-}" ;;
 esac
