@@ -13,7 +13,11 @@ Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), at 4k, 32k 
 Relative L2 errors against ``kv8_attention.reference`` (decode) and a float32 causal attention of
 the chunk's last 64 queries (prefill).
 
-    python3 -m tests.benchmarks.kv8_kernel --out $OUT     # CUDA; writes kv8_kernel_<gpu>.json
+    python3 -m tests.benchmarks.kv8_kernel --out $OUT          # CUDA; writes kv8_kernel_h200.json
+    python3 -m tests.benchmarks.kv8_kernel --out $OUT --sweep  # + the decode op over split choices
+
+``--sweep``: kv8_decode's GPU µs for each (SPLIT_WAVES, MIN_SPLIT_TILES, num_stages of the key
+loop) in ``SWEEP``, at each span, to pick the constants of kv8_attention (not tuned on 2026-12-02).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import app  # noqa: F401  (offline, allocator settings before torch)
 from app.engine.local import attention, kv8_attention, kv_quant
 
 REPEAT = 20
+SWEEP = [(waves, tiles) for waves in (2, 4, 8, 16) for tiles in (1, 2, 4)]
 KV_HEADS, GROUPS, HEAD_DIM = 8, 4, 128
 
 
@@ -100,6 +105,25 @@ def measure(span: int, g: torch.Generator) -> dict:
     return row
 
 
+def sweep(span: int, g: torch.Generator) -> list[dict]:
+    """kv8_decode's GPU µs at ``span`` keys for each (waves, tiles) of SWEEP."""
+    dev, scale = torch.device("cuda"), HEAD_DIM ** -0.5
+    key = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g))
+    value = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g))
+    q = torch.randn(1, KV_HEADS, GROUPS, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
+    valid = (torch.arange(span, device=dev) < span - 7).view(1, span)
+    rows, kept = [], (kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES)
+    try:
+        for waves, tiles in SWEEP:
+            kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = waves, tiles
+            us = graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale))
+            rows.append({"waves": waves, "tiles": tiles, "splits": kv8_attention.splits_for(span, KV_HEADS),
+                         "us": us, "tb_s": 2 * key.numel() / 1e6 / us})
+    finally:
+        kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = kept
+    return rows
+
+
 def prefill_row(chunk: int, span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Generator) -> dict:
     dev, scale = key.device, HEAD_DIM ** -0.5
     qp = torch.randn(1, KV_HEADS * GROUPS, chunk, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
@@ -118,6 +142,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--spans", default="4096,32768,97536")
+    ap.add_argument("--sweep", action="store_true", help="kv8_decode over SWEEP's split choices")
     args = ap.parse_args(argv)
     dev, dt = torch.device("cuda"), torch.bfloat16
     R = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -128,12 +153,17 @@ def main(argv=None) -> int:
             row = measure(span, g)
         except Exception as exc:  # keep the rows measured so far
             row = {"span": span, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        if args.sweep and "error" not in row:
+            row["sweep"] = sweep(span, g)
         R["rows"].append(row)
         print(json.dumps(row))
         torch.cuda.empty_cache()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "kv8_kernel_h200.json").write_text(json.dumps(R, indent=1))
+    for row in (r for r in R["rows"] if r.get("sweep")):
+        best = min(row["sweep"], key=lambda r: r["us"])
+        print(f"span {row['span']}: best split choice {best}")
     print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv8 TB/s':>9}")
     for row in (r for r in R["rows"] if "error" not in r):
         print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "

@@ -95,11 +95,20 @@ triton_failure = ""
 """Why the Triton kernel failed once (then only the torch paths run), or ""."""
 
 
+SPLIT_WAVES = 2
+"""Programs per streaming multiprocessor the key splits aim at (`splits_for`)."""
+MIN_SPLIT_TILES = 4
+"""Fewest tiles of BLOCK_N keys one split takes (`splits_for`). Both as first written, not tuned:
+on the H200 the decode kernel reads its codes at 0.33 / 0.67 / 0.79 TB/s at 4k / 32k / 97.5k keys,
+slower than the 16-bit attention over twice the bytes (results/kv8_kernel_h200.json);
+``kv8_kernel.py --sweep`` measures other choices."""
+
+
 def splits_for(span: int, programs: int, sms: int = 132) -> int:
-    """Key spans per row tile: enough programs to fill about two waves of ``sms`` streaming
-    multiprocessors, each span at least 4 tiles of keys."""
-    most = max(1, -(-span // (4 * BLOCK_N)))
-    return max(1, min(most, -(-2 * sms // max(programs, 1))))
+    """Key spans per row tile: enough programs for about SPLIT_WAVES per each of ``sms`` streaming
+    multiprocessors, each span at least MIN_SPLIT_TILES tiles of keys."""
+    most = max(1, -(-span // (MIN_SPLIT_TILES * BLOCK_N)))
+    return max(1, min(most, -(-SPLIT_WAVES * sms // max(programs, 1))))
 
 
 if triton is not None:
