@@ -140,6 +140,11 @@ if triton is not None:
         m_i = tl.full([ROWS], -1.0e30, tl.float32)
         l_i = tl.zeros([ROWS], tl.float32)
         acc = tl.zeros([ROWS, D], tl.float32)
+        # a packed row is head_dim + 4 bytes, a multiple of 4: written as one (an exact identity
+        # here), Triton's alignment analysis sees it and reads codes four bytes at a time (a row
+        # stride of unknown alignment means one byte per load) and each scale as one float32
+        stride_ks = (stride_ks // 4) * 4
+        stride_vs = (stride_vs // 4) * 4
         k_base = k_ptr + b * stride_kb + h * stride_kh
         v_base = v_ptr + b * stride_vb + h * stride_vh
         for n0 in tl.range(0, split_len, BLOCK):  # split_len: a multiple of BLOCK
@@ -199,12 +204,9 @@ if triton is not None:
 
     @triton.jit
     def _scale(ptr, inside):
-        """The float32 scale whose 4 little-endian bytes start at ``ptr`` (one per key)."""
-        b0 = tl.load(ptr, mask=inside, other=0).to(tl.int32) & 255
-        b1 = tl.load(ptr + 1, mask=inside, other=0).to(tl.int32) & 255
-        b2 = tl.load(ptr + 2, mask=inside, other=0).to(tl.int32) & 255
-        b3 = tl.load(ptr + 3, mask=inside, other=0).to(tl.int32) & 255
-        return (b0 | (b1 << 8) | (b2 << 16) | (b3 << 24)).to(tl.float32, bitcast=True)
+        """The float32 scale whose 4 little-endian bytes start at ``ptr`` (one per key; 4-byte
+        aligned: the packed rows are a multiple of 4 bytes from an aligned allocation)."""
+        return tl.load(ptr.to(tl.pointer_type(tl.float32)), mask=inside, other=0.0)
 
 
 def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid, first: int, span: int,
