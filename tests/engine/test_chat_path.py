@@ -39,6 +39,10 @@ def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
     graphs = []
     decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
     assert decoder.status.state == "ready" and len(graphs) == 1
+    assert decoder.regional and "one decoder layer compiled for all" in decoder.status.reason
+    # the graph is one layer's: its parameters are one layer's, the cache tensors one layer's
+    params = [n for n in graphs[0].graph.nodes if n.op == "placeholder" and "_parameters_" in n.name]
+    assert len(params) == len(dict(tiny_loaded.model.model.layers[0].named_parameters()))
     params = SamplingParams(max_new_tokens=6, temperature=0)
     for capacity in (64, 128, 320):
         session = KVSession(capacity_tokens=capacity, static=True)
@@ -47,6 +51,56 @@ def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
         eager = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=capacity, static=True))
         assert eager.decode_path == "eager-static" and done.text == eager.text and done.new_tokens == 6
     assert len(graphs) == 1
+
+
+def test_a_layer_step_that_disagrees_gives_way_to_the_whole_forward(tiny_loaded, fresh_dynamo):
+    """The warm-up checks the layer-at-a-time step against the model's own forward; a step that
+    disagrees (here a compiler that spoils every layer's output) is set aside with the reason and
+    the whole forward is compiled, so answers stay the model's."""
+    def spoiling(fn):
+        if fn.__name__ != "_layer_step":
+            return fn
+        return lambda *args: fn(*args) * 1.5
+
+    decoder = warm_up(tiny_loaded, (64,), compiler=spoiling, require_cuda=False)
+    assert decoder.status.state == "ready" and not decoder.regional
+    assert "its logits differ from the model's forward" in decoder.regional_failure
+    assert "the whole forward compiled: its logits differ" in decoder.status.reason
+    params = SamplingParams(max_new_tokens=6, temperature=0)
+    done = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=64, static=True), decoder=decoder)
+    eager = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=64, static=True))
+    assert done.decode_path == "compiled" and done.text == eager.text
+
+
+def test_a_layer_step_that_cannot_run_gives_way_to_the_whole_forward(tiny_loaded, fresh_dynamo):
+    def failing(fn):
+        if fn.__name__ != "_layer_step":
+            return fn
+
+        def step(*args):
+            raise TypeError("unexpected keyword argument 'cache'")
+        return step
+
+    decoder = warm_up(tiny_loaded, (64,), compiler=failing, require_cuda=False)
+    assert decoder.status.state == "ready" and not decoder.regional
+    assert decoder.regional_failure == "TypeError: unexpected keyword argument 'cache'"
+
+
+def test_which_models_compile_one_layer_for_all():
+    from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
+
+    from app.engine.local.compiled_decode import regional_reason
+
+    small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2)
+    llama = LlamaForCausalLM(LlamaConfig(**small))
+    assert regional_reason(llama) == ""
+    assert regional_reason(MistralForCausalLM(MistralConfig(**small, sliding_window=16))) == "sliding-window attention"
+    assert regional_reason(MistralForCausalLM(MistralConfig(**small, sliding_window=None))) == ""
+    llama.model.layers[1].forward = lambda *a, **k: None  # a hook of its own (accelerate's, say)
+    assert regional_reason(llama) == "decoder layers with a forward of their own (hooks)"
+    llama.config.model_type = "gemma"
+    assert regional_reason(llama) == "gemma layers are not known to be alike"
 
 
 def test_grow_static_cache_keeps_every_token(tiny_loaded):

@@ -17,7 +17,7 @@ from app.engine.events import ReplyFinished, TurnCompleted
 from app.engine.local.compiled_decode import warm_up
 from app.engine.local.generation import SamplingParams, stream_chat_reply
 from app.engine.local.kv_session import KVSession
-from app.engine.local.static_cache import KV16_FORMAT, kv_format_of, new_static_cache
+from app.engine.local.static_cache import KV16_FORMAT, QuantizedSpanLayer, kv_format_of, new_static_cache
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import FakeProbe
 from app.engine.memory.units import GiB
@@ -80,11 +80,14 @@ def test_an_8bit_turn_never_compiles_inside_and_its_step_compiles_after(tiny_loa
 
 
 def test_a_format_that_fails_to_compile_stays_eager_and_the_other_runs(tiny_loaded):
+    def eight_bit(arg) -> bool:  # a cache (whole-model step) or a cache layer (one decoder layer)
+        return isinstance(arg, QuantizedSpanLayer) or (hasattr(arg, "layers") and kv_format_of(arg) != KV16_FORMAT)
+
     def compiler(fn):
-        def step(input_ids, cache):
-            if kv_format_of(cache) != KV16_FORMAT:
+        def step(*args):
+            if any(eight_bit(arg) for arg in args):
                 raise RuntimeError("no kernel for int8\nlong traceback")
-            return fn(input_ids, cache)
+            return fn(*args)
         return step
 
     decoder = warm_up(tiny_loaded, (64,), compiler=compiler, require_cuda=False, kv_bits=(8, 16))

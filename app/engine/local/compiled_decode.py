@@ -35,15 +35,27 @@ Caches of plain `StaticCache` layers (no symbolic capacity) still run compiled o
 capacities warmed up explicitly.
 Inductor's on-disk caches go to the user cache folder (`inductor_cache_dir`), so a second launch
 loads the compiled kernels instead of generating them again.
+
+One decoder layer is compiled for all of them (regional compilation, issue 12 item 3): the
+warm-up spent its time tracing and lowering the same layer 32 times (H200, 8B: Dynamo 11.7 s,
+AOT + Inductor 60 s of a 78 s warm-up, results/decode_anatomy_h200_kv16.json). The model's own
+forward runs around the layers, each decoder layer's forward replaced for the step by
+`_layer_step` over its own cache layer (`_LayerCache`: the layer index is never read, so no guard
+tells the layers apart, and the capacity stays dynamic), all inside the captured CUDA graph.
+Models whose layers are not known to be alike (`regional_reason`), or whose layer-at-a-time step
+fails its warm-up check (capture, or logits against the model's own forward), compile the whole
+forward as before; the status says which.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -57,6 +69,13 @@ log = logging.getLogger(__name__)
 
 WARM_UP_PROMPT_TOKENS = 8
 WARM_UP_STEPS = 3  # 1: compile and run + CUDA-graph capture, 2 and 3: replays
+REGIONAL_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+"""Model types whose decode step compiles one decoder layer for all (`regional_reason`): their
+forward is embeddings → alike decoder layers → norm → head, each layer reading the cache only
+through ``cache.update``."""
+REGIONAL_CHECK_TOLERANCE = 2e-2
+"""Largest relative L2 difference of the layer-at-a-time step's logits from the model's own eager
+forward at warm-up (bf16 rounding differs by ~1e-3); above it the whole forward is compiled."""
 
 
 @dataclass(frozen=True)
@@ -110,11 +129,48 @@ class CompiledDecode:
         self.captures = model.device.type == "cuda"  # CUDA graphs exist on CUDA only
         self._graph: CapturedStep | None = None  # the cache decoding now, captured
         self._capture_failed = ""  # why capturing failed (then never tried again)
+        # one decoder layer compiled for all of them ("" = possible), else the whole forward
+        self.regional_failure = regional_reason(model)
+        self._layer_compiled: Callable | None = None
+        self._takes_cache_position = "cache_position" in inspect.signature(type(model).forward).parameters
+
+    @property
+    def regional(self) -> bool:
+        """The step compiles one decoder layer, run for every layer (`_regional_forward`)."""
+        return self._layer_compiled is not None
 
     def _forward(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1,
                          **{self._cache_kw: cache})
         return out.logits[0, -1].float()
+
+    def _regional_forward(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
+        """`_forward` with each decoder layer's forward replaced, for this call, by the one compiled
+        layer step (`_layer_step`): the model's own code runs around the layers eagerly (inside
+        the CUDA graph when captured, so only its kernels replay). The positions are given, read
+        on the device from the fill counter, so no host read of the cache's length breaks the
+        capture."""
+        counter = cache.layers[0].cumulative_length
+        positions = (counter.reshape(-1)[:1] + torch.arange(input_ids.shape[1], device=input_ids.device)).view(1, -1)
+        extra = {"position_ids": positions}
+        if self._takes_cache_position:  # transformers before 5.2x
+            extra["cache_position"] = positions[0]
+        with self._layers_compiled(cache):
+            out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1,
+                             **{self._cache_kw: cache}, **extra)
+        return out.logits[0, -1].float()
+
+    @contextmanager
+    def _layers_compiled(self, cache):
+        layers = self.model.model.layers
+        for index, layer in enumerate(layers):
+            cache_layer = cache.layers[getattr(getattr(layer, "self_attn", None), "layer_idx", index)]
+            layer.forward = _LayerCall(self._layer_compiled, type(layer).forward, layer, cache_layer)
+        try:
+            yield
+        finally:
+            for layer in layers:
+                del layer.forward  # the class's forward again (prefill, eager decode)
 
     @property
     def ready_kv_bits(self) -> tuple[int, ...]:
@@ -131,6 +187,8 @@ class CompiledDecode:
         if self._compiled is None or not self._ready:
             return False
         fmt = kv_format_of(cache)
+        if self.regional and not is_span_cache(cache):
+            return False  # the layer step writes through SpanLayer.update
         if is_span_cache(cache):
             return any(ready == fmt for ready, _ in self._ready)
         return (fmt, capacity_of(cache)) in self._ready
@@ -204,19 +262,117 @@ class CompiledDecode:
         model = self.model
         with self._lock, torch.inference_mode():
             if self._compiled is None:
-                self._compiled = self._compiler(self._forward)
+                self._compiled = self._build()
             cache = new_static_cache(model.config, capacity, kv_bits)
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
-            for _ in range(WARM_UP_STEPS):
-                self.step(token, cache)
+            failure = ""
+            try:
+                for _ in range(WARM_UP_STEPS):
+                    self.step(token, cache)
+            except Exception as exc:  # a layer step that cannot run: the whole forward may
+                if not self.regional:
+                    raise
+                failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
             if model.device.type == "cuda":
                 torch.cuda.synchronize()
             fmt = kv_format_of(cache)
             self._graph = None  # the scratch cache's graph: its memory goes with the cache
             del cache, prompt, token
-            self._ready.add((fmt, capacity))
+            if self.regional and not failure:
+                failure = self._regional_check(capacity, kv_bits)
+        if failure:  # the whole forward, compiled as before (its own warm-up)
+            log.warning("layer-at-a-time decode step set aside: %s", failure)
+            self.regional_failure, self._layer_compiled, self._compiled = failure, None, None
+            self._capture_failed = ""
+            self.compile_capacity(capacity, kv_bits)
+            return
+        self._ready.add((fmt, capacity))
+
+    def _build(self) -> Callable:
+        """The step's function: one compiled decoder layer inside the model's own forward
+        (`_regional_forward`), or, where the model's layers are not known to be alike or that
+        failed, the whole forward compiled."""
+        if not self.regional_failure:
+            self._layer_compiled = self._compiler(_layer_step)
+            return self._regional_forward
+        return self._compiler(self._forward)
+
+    def _regional_check(self, capacity: int, kv_bits: int) -> str:
+        """Why the layer-at-a-time step cannot stand: its CUDA-graph capture failed during the
+        warm-up, or its logits differ from the model's own eager forward on a fresh scratch cache
+        by more than REGIONAL_CHECK_TOLERANCE; "" when it stands."""
+        if self._capture_failed:
+            return f"CUDA-graph capture failed ({self._capture_failed})"
+        model = self.model
+        prompt = torch.arange(1, WARM_UP_PROMPT_TOKENS + 1, device=model.device).view(1, -1)
+        token = torch.full((1, 1), 3, dtype=torch.long, device=model.device)
+        logits = []
+        for run in (self._compiled, self._forward):
+            cache = new_static_cache(model.config, capacity, kv_bits)
+            model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+            logits.append(run(token, cache).clone())
+            del cache
+        got, want = logits
+        error = float((got - want).norm() / want.norm().clamp_min(1e-30))
+        if not error <= REGIONAL_CHECK_TOLERANCE:  # NaN included
+            return f"its logits differ from the model's forward (relative error {error:.2g})"
+        return ""
+
+
+def regional_reason(model) -> str:
+    """Why the decode step of ``model`` cannot compile one decoder layer for all (issue 12, item
+    3: Dynamo and Inductor then work on one layer, not 32), or "" when it can: a model type of
+    REGIONAL_MODEL_TYPES with one kind of decoder layer, every layer full attention (a sliding
+    window masks each layer its own way)."""
+    config = model.config
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    if config.model_type not in REGIONAL_MODEL_TYPES:
+        return f"{config.model_type} layers are not known to be alike"
+    if not layers or len({type(layer) for layer in layers}) != 1:
+        return "decoder layers of more than one kind"
+    if any("forward" in vars(layer) for layer in layers):
+        return "decoder layers with a forward of their own (hooks)"
+    if any(kind != "full_attention" for kind in (getattr(config, "layer_types", None) or ())) or (
+            getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)):
+        return "sliding-window attention"
+    return ""
+
+
+class _LayerCache:
+    """One cache layer as its decoder layer sees the whole cache: ``update`` writes this layer.
+    The layer index transformers passes is never read, so Dynamo keeps no guard on it and one
+    compiled layer serves every layer."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        return self.layer.update(key_states, value_states)
+
+
+def _layer_step(forward: Callable, layer, hidden_states: torch.Tensor, cache_layer, cache_kw: str,
+                args: tuple, kwargs: dict):
+    """One decoder layer's forward over its own cache layer: what `CompiledDecode` compiles.
+    Parameters, cache tensors and activations are inputs (torch.compile's inlined modules), the
+    capacity a dynamic dimension, so the first layer's compile serves all layers and capacities."""
+    return forward(layer, hidden_states, *args, **{cache_kw: _LayerCache(cache_layer)}, **kwargs)
+
+
+class _LayerCall:
+    """A decoder layer's forward for one regional step: its own cache layer, the compiled step."""
+
+    def __init__(self, compiled: Callable, forward: Callable, layer, cache_layer):
+        self.compiled, self.forward, self.layer, self.cache_layer = compiled, forward, layer, cache_layer
+
+    def __call__(self, hidden_states: torch.Tensor, *args, **kwargs):
+        cache_kw = "cache" if "cache" in kwargs else "past_key_values"
+        kwargs.pop(cache_kw, None)
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and not torch.compiler.is_compiling():
+            torch._dynamo.maybe_mark_dynamic(mask, mask.dim() - 1)  # its last dimension is the capacity
+        return self.compiled(self.forward, self.layer, hidden_states, self.cache_layer, cache_kw, args, kwargs)
 
 
 def _inductor(fn: Callable) -> Callable:
@@ -360,7 +516,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
         report(DecodeStatus("failed", f"compiled decode unavailable, eager fallback ({failures})",
                             (), seconds))
         return decoder
-    reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile, "
+    how = ("one decoder layer compiled for all" if decoder.regional
+           else f"the whole forward compiled: {decoder.regional_failure}")
+    reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile, {how}; "
               "one CUDA graph per cache)")
     if failures:
         reason += f"; eager fallback for {failures}"
