@@ -463,8 +463,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
     holding keys and values in each of ``kv_bits`` (16, 8; compiled in that order: the open
     chat's first).
 
-    Blocking (one compile per KV format: 57.2 s for an 8B NF4 model on an H200 with a cold
-    Inductor cache, 14.4 s with a warm one, tests/benchmarks/results/chat_path_h200.json; other
+    Blocking (one compile per KV format; the whole forward of an 8B NF4 model took 57.2 s on an
+    H200 with a cold Inductor cache, 14.4 s with a warm one, tests/benchmarks/results/
+    chat_path_h200.json; one layer for all is not yet measured there; other
     capacities only capture a CUDA graph, on their first step): call it off the GUI thread. Reports
     DecodeStatus("compiling", compiling_kv_bits=...) then "ready" (at least one format
     compiled; a format that failed is named in the reason and decodes eagerly) or "failed"
