@@ -99,6 +99,9 @@ def test_which_models_compile_one_layer_for_all():
     assert regional_reason(MistralForCausalLM(MistralConfig(**small, sliding_window=None))) == ""
     llama.model.layers[1].forward = lambda *a, **k: None  # a hook of its own (accelerate's, say)
     assert regional_reason(llama) == "decoder layers with a forward of their own (hooks)"
+    del llama.model.layers[1].forward
+    llama.config.rope_scaling = {"rope_type": "dynamic", "factor": 2.0}
+    assert regional_reason(llama) == "dynamic RoPE"  # reads the positions on the host
     llama.config.model_type = "gemma"
     assert regional_reason(llama) == "gemma layers are not known to be alike"
 
@@ -251,3 +254,42 @@ def test_a_full_card_gets_an_exact_cache_before_a_refusal(tiny_loaded):
     events = list(stream_reply(tiny_loaded.model, tiny_loaded.tokenizer, ids, SamplingParams(max_new_tokens=4),
                                frozenset(), threading.Event(), session=session, capacity_tokens=54))
     assert events[-1].new_tokens == 4 and capacity_of(session.cache) == 54
+
+
+def test_a_format_whose_layer_step_fails_takes_every_format_to_the_whole_forward(tiny_loaded, fresh_dynamo):
+    """16-bit passes the layer-at-a-time check, 8-bit does not: both formats are compiled again as
+    the whole forward during the warm-up, so no turn of either compiles inside it."""
+    from app.engine.local.static_cache import QuantizedSpanLayer
+
+    graphs = []
+    counting = counting_compiler(graphs)
+
+    def compiler(fn):
+        compiled = counting(fn)
+        if fn.__name__ != "_layer_step":
+            return compiled
+        return lambda *args: compiled(*args) * (1.5 if isinstance(args[3], QuantizedSpanLayer) else 1.0)
+
+    decoder = warm_up(tiny_loaded, (64,), compiler=compiler, require_cuda=False, kv_bits=(16, 8))
+    assert decoder.status.state == "ready" and decoder.status.kv_bits == (16, 8) and not decoder.regional
+    traced = len(graphs)
+    params = SamplingParams(max_new_tokens=4, temperature=0)
+    done = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=64, static=True), decoder=decoder)
+    assert done.decode_path == "compiled" and len(graphs) == traced  # nothing traced inside the turn
+
+
+def test_the_layers_get_their_own_forward_back_even_after_an_error(tiny_loaded):
+    from app.engine.local.compiled_decode import CompiledDecode
+
+    decoder = CompiledDecode(tiny_loaded.model, compiler=lambda fn: fn)
+    decoder._layer_compiled = lambda *args: None
+    layers = tiny_loaded.model.model.layers
+    hook = layers[0].forward = lambda *a, **k: "hooked"  # an instance forward someone installed
+    cache = new_static_cache(tiny_loaded.model.config, 64)
+    cache.layers = cache.layers[:1]  # the second layer has no cache layer: patching fails halfway
+    try:
+        with pytest.raises(IndexError), decoder._layers_compiled(cache):
+            pass
+        assert vars(layers[0])["forward"] is hook and "forward" not in vars(layers[1])
+    finally:
+        del layers[0].forward

@@ -195,3 +195,24 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
     ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     assert len(re.findall(r"ld\.global\.b8", ptx)) <= 4  # the valid mask
     assert re.search(r"cp\.async\.\w+\.shared\.global \[[^]]*\], \[[^]]*\], 0x4", ptx)
+
+
+def test_rows_the_kernel_cannot_read_in_words_are_left_to_torch():
+    _, key, _, _ = _case(d=64)
+    assert kd.word_aligned(key)
+    shifted = torch.empty(key.numel() + 1, dtype=torch.int8)[1:].view(key.shape)  # one byte off
+    assert not kd.word_aligned(shifted)
+    assert not kd.word_aligned(key[..., 1:])  # rows of 67 bytes
+
+
+def test_a_launch_a_capture_cannot_take_does_not_turn_the_kernel_off(monkeypatch):
+    def refused(*args):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(kd, "_attend", refused)
+    monkeypatch.setattr(kd, "_capturing", lambda device: True)
+    monkeypatch.setattr(kd, "triton_failure", "")
+    q, key, value, valid = _case(filled=100)
+    with pytest.raises(RuntimeError, match="capturing"):
+        kd._guarded(q, key, value, valid, 299, 300, 4, 0.125)
+    assert kd.triton_failure == ""

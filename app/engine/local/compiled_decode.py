@@ -54,6 +54,7 @@ import logging
 import os
 import threading
 import time
+import types
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -132,6 +133,7 @@ class CompiledDecode:
         # one decoder layer compiled for all of them ("" = possible), else the whole forward
         self.regional_failure = regional_reason(model)
         self._layer_compiled: Callable | None = None
+        self._layer_code = None  # this decoder's copy of _layer_step's code (Dynamo's cache key)
         self._takes_cache_position = "cache_position" in inspect.signature(type(model).forward).parameters
 
     @property
@@ -153,7 +155,7 @@ class CompiledDecode:
         counter = cache.layers[0].cumulative_length
         positions = (counter.reshape(-1)[:1] + torch.arange(input_ids.shape[1], device=input_ids.device)).view(1, -1)
         extra = {"position_ids": positions}
-        if self._takes_cache_position:  # transformers before 5.2x
+        if self._takes_cache_position:  # models whose forward still takes it (no Llama-family in 5.17+)
             extra["cache_position"] = positions[0]
         with self._layers_compiled(cache):
             out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1,
@@ -162,15 +164,21 @@ class CompiledDecode:
 
     @contextmanager
     def _layers_compiled(self, cache):
+        """Each decoder layer's forward is `_LayerCall` over its cache layer for the block; after
+        it (also after an error, even halfway through patching) every layer has what it had.
+        Single-threaded, like the model itself: the generating thread only."""
         layers = self.model.model.layers
-        for index, layer in enumerate(layers):
-            cache_layer = cache.layers[getattr(getattr(layer, "self_attn", None), "layer_idx", index)]
-            layer.forward = _LayerCall(self._layer_compiled, type(layer).forward, layer, cache_layer)
+        saved = [(layer, vars(layer).get("forward")) for layer in layers]
         try:
+            for index, layer in enumerate(layers):
+                cache_layer = cache.layers[getattr(getattr(layer, "self_attn", None), "layer_idx", index)]
+                layer.forward = _LayerCall(self._layer_compiled, type(layer).forward, layer, cache_layer)
             yield
         finally:
-            for layer in layers:
-                del layer.forward  # the class's forward again (prefill, eager decode)
+            for layer, own in saved:
+                vars(layer).pop("forward", None)  # the class's forward again (prefill, eager decode)
+                if own is not None:
+                    layer.forward = own
 
     @property
     def ready_kv_bits(self) -> tuple[int, ...]:
@@ -267,7 +275,7 @@ class CompiledDecode:
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
-            failure = ""
+            failure, graphs_before = "", self._layer_graphs()
             try:
                 for _ in range(WARM_UP_STEPS):
                     self.step(token, cache)
@@ -281,43 +289,74 @@ class CompiledDecode:
             self._graph = None  # the scratch cache's graph: its memory goes with the cache
             del cache, prompt, token
             if self.regional and not failure:
-                failure = self._regional_check(capacity, kv_bits)
-        if failure:  # the whole forward, compiled as before (its own warm-up)
+                failure = self._regional_check(capacity, kv_bits, graphs_before)
+        if failure:  # the whole forward, compiled as before (its own warm-up), for every format
             log.warning("layer-at-a-time decode step set aside: %s", failure)
+            ready = sorted(self._ready) + [(fmt, capacity)]
+            self._ready.clear()
             self.regional_failure, self._layer_compiled, self._compiled = failure, None, None
-            self._capture_failed = ""
-            self.compile_capacity(capacity, kv_bits)
+            self._capture_failed, self._graph = "", None
+            for ready_fmt, ready_capacity in dict.fromkeys(ready):
+                self.compile_capacity(ready_capacity, _bits_of(ready_fmt))
             return
         self._ready.add((fmt, capacity))
 
     def _build(self) -> Callable:
         """The step's function: one compiled decoder layer inside the model's own forward
         (`_regional_forward`), or, where the model's layers are not known to be alike or that
-        failed, the whole forward compiled."""
+        failed, the whole forward compiled. The layer step compiled is this decoder's own copy
+        of `_layer_step` (a code object of its own), so Dynamo's cache of graphs, and its limit
+        of recompiles per code object, are this model's, not shared with models loaded before."""
         if not self.regional_failure:
-            self._layer_compiled = self._compiler(_layer_step)
+            self._layer_code = _layer_step.__code__.replace()
+            self._layer_compiled = self._compiler(types.FunctionType(
+                self._layer_code, _layer_step.__globals__, "_layer_step"))
             return self._regional_forward
         return self._compiler(self._forward)
 
-    def _regional_check(self, capacity: int, kv_bits: int) -> str:
-        """Why the layer-at-a-time step cannot stand: its CUDA-graph capture failed during the
-        warm-up, or its logits differ from the model's own eager forward on a fresh scratch cache
-        by more than REGIONAL_CHECK_TOLERANCE; "" when it stands."""
+    def _layer_graphs(self) -> int | None:
+        """How many graphs Dynamo holds for this decoder's layer step (None when not known)."""
+        code = self._layer_code
+        if code is None:
+            return None
+        try:
+            return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(code))
+        except Exception:  # a private helper: gone in some torch, then not checked
+            return None
+
+    def _regional_check(self, capacity: int, kv_bits: int, graphs_before: int | None) -> str:
+        """Why the layer-at-a-time step cannot stand, "" when it stands: its CUDA-graph capture
+        failed during the warm-up; Dynamo traced more than one graph for this format (a guard
+        told the layers apart: past its recompile limit the other layers would run eagerly);
+        or three steps (a real one, then replays of its graph where there are graphs) differ
+        from the model's own eager forward on a twin scratch cache by more than
+        REGIONAL_CHECK_TOLERANCE (a host value baked into the capture shows on the replays)."""
         if self._capture_failed:
             return f"CUDA-graph capture failed ({self._capture_failed})"
+        graphs = self._layer_graphs()
+        if graphs is not None and graphs_before is not None and graphs - graphs_before > 1:
+            return f"the layers were compiled apart ({graphs - graphs_before} graphs for one KV format)"
         model = self.model
         prompt = torch.arange(1, WARM_UP_PROMPT_TOKENS + 1, device=model.device).view(1, -1)
-        token = torch.full((1, 1), 3, dtype=torch.long, device=model.device)
-        logits = []
-        for run in (self._compiled, self._forward):
-            cache = new_static_cache(model.config, capacity, kv_bits)
-            model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
-            logits.append(run(token, cache).clone())
-            del cache
-        got, want = logits
-        error = float((got - want).norm() / want.norm().clamp_min(1e-30))
-        if not error <= REGIONAL_CHECK_TOLERANCE:  # NaN included
-            return f"its logits differ from the model's forward (relative error {error:.2g})"
+        caches = []
+        for _ in range(2):
+            caches.append(new_static_cache(model.config, capacity, kv_bits))
+            model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: caches[-1]})
+        errors = []
+        try:
+            for token_id in (3, 5, 7):
+                token = torch.full((1, 1), token_id, dtype=torch.long, device=model.device)
+                got = self.step(token, caches[0]).clone()
+                want = self._forward(token, caches[1])
+                errors.append(float((got - want).norm() / want.norm().clamp_min(1e-30)))
+        finally:
+            self._graph = None  # the twin cache's graph goes with it
+            del caches
+        if self._capture_failed:
+            return f"CUDA-graph capture failed ({self._capture_failed})"
+        if not all(error <= REGIONAL_CHECK_TOLERANCE for error in errors):  # NaN included
+            worst = max(errors, key=lambda error: float("inf") if error != error else error)
+            return f"its logits differ from the model's forward (relative error {worst:.2g})"
         return ""
 
 
@@ -334,6 +373,10 @@ def regional_reason(model) -> str:
         return "decoder layers of more than one kind"
     if any("forward" in vars(layer) for layer in layers):
         return "decoder layers with a forward of their own (hooks)"
+    rope = getattr(config, "rope_scaling", None) or getattr(config, "rope_parameters", None) or {}
+    rope_type = str(rope.get("rope_type", rope.get("type", "default"))) if isinstance(rope, dict) else "default"
+    if "dynamic" in rope_type or rope_type == "longrope":  # they read the positions on the host
+        return f"{rope_type} RoPE"
     if any(kind != "full_attention" for kind in (getattr(config, "layer_types", None) or ())) or (
             getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)):
         return "sliding-window attention"
@@ -390,9 +433,9 @@ def _cache_tensors(cache) -> tuple[torch.Tensor, ...]:
 
 
 def _layout(tensors) -> tuple:
-    """Address and shape of each tensor: what a captured graph was recorded for (a freed cache's
-    memory may come back at the same address with another capacity)."""
-    return tuple((t.data_ptr(), tuple(t.shape)) for t in tensors)
+    """Address, shape and dtype of each tensor: what a captured graph was recorded for (a freed
+    cache's memory may come back at the same address with another capacity, or another format)."""
+    return tuple((t.data_ptr(), tuple(t.shape), t.dtype) for t in tensors)
 
 
 class CapturedStep:

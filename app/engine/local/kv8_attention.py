@@ -84,11 +84,18 @@ def reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid
 
 def triton_applies(query: torch.Tensor, key: torch.Tensor) -> bool:
     """The Triton kernel takes these inputs: CUDA, Triton present and not failed, int8 codes, a
-    power-of-two head_dim of 16-256, bf16 or fp16 queries."""
+    power-of-two head_dim of 16-256, bf16 or fp16 queries, packed rows it can read in 4-byte
+    words (`word_aligned`)."""
     d = query.shape[-1]
     return (triton is not None and not triton_failure and query.is_cuda and key.dtype == torch.int8
             and 16 <= d <= 256 and d & (d - 1) == 0 and query.dtype in (torch.bfloat16, torch.float16)
-            and key.stride(-1) == 1)
+            and word_aligned(key))
+
+
+def word_aligned(packed: torch.Tensor) -> bool:
+    """Rows contiguous, each starting on a 4-byte boundary: what the kernel's word loads and its
+    float32 scale loads assume (a misaligned load is a sticky CUDA error)."""
+    return packed.stride(-1) == 1 and packed.stride(2) % 4 == 0 and packed.data_ptr() % 4 == 0
 
 
 triton_failure = ""
@@ -262,6 +269,8 @@ def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
                 return None
         return _attend(query, *args)
     except Exception as exc:  # a Triton that cannot build it: the torch paths answer instead
+        if _capturing(query.device):
+            raise  # a capture that cannot take the launch fails; the kernel itself may be fine
         triton_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
         log.warning("8-bit KV attention kernel failed; torch paths from now on", exc_info=exc)
         return None
@@ -296,7 +305,7 @@ def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, spa
     Hq, d) in the rotated basis, or None where the kernel does not apply (the caller's blockwise
     path runs). Transient: the packed rows and the output (2 · c·Hq·d bytes each), plus the
     split partials when c is small (float32, a few MB)."""
-    if not triton_applies(query, key):
+    if not (triton_applies(query, key) and word_aligned(value)):
         return None
     b, hq, c, d = query.shape
     h = key.shape[1]
@@ -314,7 +323,7 @@ def kv8_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, vali
     """(B, Hkv, g, d) attention output of one query token per sequence over the packed 8-bit
     cache (module docstring): the Triton kernel where `triton_applies`, else `reference`."""
     query = query.contiguous()
-    if triton_applies(query, key) and value.stride(-1) == 1:
+    if triton_applies(query, key) and word_aligned(value):
         g = query.shape[2]  # one query token: its g rows see every valid key
         out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], g, scale)
         if out is not None:
