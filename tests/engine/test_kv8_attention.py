@@ -166,7 +166,8 @@ def test_the_self_check_passes_on_the_real_kernel(kernel_everywhere):
     assert kd.self_check(torch.device(DEVICE), DTYPE, 64) < 1e-2
 
 
-@pytest.mark.skipif(kd.triton is None, reason="needs Triton (compiles for sm_90 without a GPU)")
+@pytest.mark.skipif(kd.triton is None or _INTERPRETED,
+                    reason="needs Triton, not its interpreter (compiles for sm_90 without a GPU)")
 def test_the_decode_kernel_reads_codes_in_words_not_bytes():
     """Compiled for Hopper (sm_90) here, no GPU needed: the packed rows' stride is a multiple of 4
     bytes and the kernel says so, so codes and scales are read in 4-byte words (pipelined into
