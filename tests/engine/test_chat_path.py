@@ -293,3 +293,20 @@ def test_the_layers_get_their_own_forward_back_even_after_an_error(tiny_loaded):
         assert vars(layers[0])["forward"] is hook and "forward" not in vars(layers[1])
     finally:
         del layers[0].forward
+
+
+def test_each_loaded_model_compiles_its_own_copy_of_the_step(tiny_loaded):
+    """Dynamo keeps graphs, and its limit of 8 recompiles, per code object: two decoders (two
+    model loads) compile different code objects, for the layer step and for the whole forward."""
+    from app.engine.local.compiled_decode import CompiledDecode
+
+    seen = []
+    decoders = [CompiledDecode(tiny_loaded.model, compiler=lambda fn: seen.append(fn) or fn) for _ in range(2)]
+    for decoder in decoders:
+        decoder._build()
+        decoder.regional_failure = "whole forward asked for"
+        decoder._build()
+    layer_codes = {id(fn.__code__) for fn in seen[0::2]}
+    forward_codes = {id(fn.__func__.__code__) for fn in seen[1::2]}
+    assert len(layer_codes) == 2 and len(forward_codes) == 2
+    assert [fn.__name__ for fn in seen] == ["_layer_step", "_forward"] * 2

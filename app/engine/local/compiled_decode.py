@@ -304,15 +304,14 @@ class CompiledDecode:
     def _build(self) -> Callable:
         """The step's function: one compiled decoder layer inside the model's own forward
         (`_regional_forward`), or, where the model's layers are not known to be alike or that
-        failed, the whole forward compiled. The layer step compiled is this decoder's own copy
-        of `_layer_step` (a code object of its own), so Dynamo's cache of graphs, and its limit
-        of recompiles per code object, are this model's, not shared with models loaded before."""
+        failed, the whole forward compiled. Either is this decoder's own copy of the function (a
+        code object of its own), so Dynamo's cache of graphs, and its limit of recompiles per code
+        object (8), are this model's, not shared with the models loaded before it in the process."""
         if not self.regional_failure:
             self._layer_code = _layer_step.__code__.replace()
-            self._layer_compiled = self._compiler(types.FunctionType(
-                self._layer_code, _layer_step.__globals__, "_layer_step"))
+            self._layer_compiled = self._compiler(_own_copy(_layer_step, self._layer_code))
             return self._regional_forward
-        return self._compiler(self._forward)
+        return self._compiler(types.MethodType(_own_copy(CompiledDecode._forward), self))
 
     def _layer_graphs(self) -> int | None:
         """How many graphs Dynamo holds for this decoder's layer step (None when not known)."""
@@ -358,6 +357,11 @@ class CompiledDecode:
             worst = max(errors, key=lambda error: float("inf") if error != error else error)
             return f"its logits differ from the model's forward (relative error {worst:.2g})"
         return ""
+
+
+def _own_copy(function: Callable, code: types.CodeType | None = None) -> Callable:
+    """``function`` with a copy of its code object: Dynamo keys its compiled graphs by code."""
+    return types.FunctionType(code or function.__code__.replace(), function.__globals__, function.__name__)
 
 
 def regional_reason(model) -> str:
