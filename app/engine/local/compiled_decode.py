@@ -308,8 +308,9 @@ class CompiledDecode:
         code object of its own), so Dynamo's cache of graphs, and its limit of recompiles per code
         object (8), are this model's, not shared with the models loaded before it in the process."""
         if not self.regional_failure:
-            self._layer_code = _layer_step.__code__.replace()
-            self._layer_compiled = self._compiler(_own_copy(_layer_step, self._layer_code))
+            layer_step = _own_copy(_layer_step)
+            self._layer_code = layer_step.__code__
+            self._layer_compiled = self._compiler(layer_step)
             return self._regional_forward
         return self._compiler(types.MethodType(_own_copy(CompiledDecode._forward), self))
 
@@ -330,8 +331,6 @@ class CompiledDecode:
         or three steps (a real one, then replays of its graph where there are graphs) differ
         from the model's own eager forward on a twin scratch cache by more than
         REGIONAL_CHECK_TOLERANCE (a host value baked into the capture shows on the replays)."""
-        if self._capture_failed:
-            return f"CUDA-graph capture failed ({self._capture_failed})"
         graphs = self._layer_graphs()
         if graphs is not None and graphs_before is not None and graphs - graphs_before > 1:
             return f"the layers were compiled apart ({graphs - graphs_before} graphs for one KV format)"
@@ -359,9 +358,9 @@ class CompiledDecode:
         return ""
 
 
-def _own_copy(function: Callable, code: types.CodeType | None = None) -> Callable:
+def _own_copy(function: Callable) -> Callable:
     """``function`` with a copy of its code object: Dynamo keys its compiled graphs by code."""
-    return types.FunctionType(code or function.__code__.replace(), function.__globals__, function.__name__)
+    return types.FunctionType(function.__code__.replace(), function.__globals__, function.__name__)
 
 
 def regional_reason(model) -> str:
