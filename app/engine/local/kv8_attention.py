@@ -105,10 +105,10 @@ triton_failure = ""
 SPLIT_WAVES = 2
 """Programs per streaming multiprocessor the key splits aim at (`splits_for`)."""
 MIN_SPLIT_TILES = 4
-"""Fewest tiles of BLOCK_N keys one split takes (`splits_for`). Both as first written, not tuned:
-on the H200 the decode kernel reads its codes at 0.33 / 0.67 / 0.79 TB/s at 4k / 32k / 97.5k keys,
-slower than the 16-bit attention over twice the bytes (results/kv8_kernel_h200.json);
-``kv8_kernel.py --sweep`` measures other choices."""
+"""Fewest tiles of BLOCK_N keys one split takes (`splits_for`). Both measured on the H200
+(``kv8_kernel.py --sweep``, results/kv8_kernel_h200.json, 2026-12-02): within 1 % of the best of 12
+choices at 4k, 32k and 97.5k keys (20 / 64 / 141 µs per layer, 0.43 / 1.09 / 1.46 TB/s of codes);
+more programs per SM only added merge work."""
 
 
 def splits_for(span: int, programs: int, sms: int = 132) -> int:
@@ -119,11 +119,12 @@ def splits_for(span: int, programs: int, sms: int = 132) -> int:
 
 
 if triton is not None:
-    # rows, first and span change with every prefill chunk: specializing on their values (Triton's
-    # default: equal to 1, divisible by 16) compiled a new kernel for the first chunks of a chat,
-    # ~1 s each inside the TTFT (H200: 1.65 s for a 4k prompt at 8-bit, 0.19 s at 16-bit,
-    # results/decode_anatomy_h200_kv8.json); they only bound masks, never address memory
-    @triton.jit(do_not_specialize=["rows", "first", "span"])
+    # The integers that change with every prefill chunk and span are not specialized on (Triton's
+    # default: equal to 1, divisible by 16): that compiled a new kernel for each of the first
+    # chunks of a chat, ~1 s each inside the TTFT (H200: 1.65-1.9 s for the first two turns at 4k
+    # at 8-bit, 0.19 / 0.11 s at 16-bit, results/decode_anatomy_h200_kv8.json). They bound loops
+    # and masks; the strides, fixed for a model, stay specialized.
+    @triton.jit(do_not_specialize=["rows", "first", "span", "split_len", "splits", "row_tiles"])
     def _attend_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr,
                        rows, first, span, split_len, heads, splits, row_tiles, scale,
                        stride_qb, stride_qh, stride_qr,
@@ -183,7 +184,7 @@ if triton is not None:
             tl.store(max_ptr + part, m_i)
             tl.store(sum_ptr + part, l_i)
 
-    @triton.jit
+    @triton.jit(do_not_specialize=["rows", "row_tiles", "splits"])
     def _merge_kernel(acc_ptr, max_ptr, sum_ptr, out_ptr, rows, row_tiles, splits,
                       ROWS: tl.constexpr, D: tl.constexpr):
         """The split partials into the output, one launch: program (bh, tile) weights each
@@ -286,16 +287,36 @@ def _capturing(device: torch.device) -> bool:
 
 
 def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
-    """Relative L2 error of the kernel against `reference` on one random decode step (4 query rows
-    over 300 keys, 2 KV heads, some keys masked) on ``device``. Raises what the kernel raises."""
+    """Worst relative L2 error of the kernel against `reference` on ``device`` over the four
+    launches a chat makes: a decode step over 300 keys with some masked (keys split over
+    programs) and over 8 (one span), a prefill chunk of 8 tokens after 292 keys (split) and of 8
+    tokens alone (one span). Each compiles a variant of the kernel (tile rows, mask, merge), here
+    at load rather than inside a turn's TTFT. 2 KV heads of 4 query heads; raises what the
+    kernel raises."""
     g = torch.Generator().manual_seed(0)
-    query = torch.randn(1, 2, 4, head_dim, generator=g).to(device, dtype)
+    groups, scale = 4, head_dim ** -0.5
     key = kv_quant.quantize(torch.randn(1, 2, 300, head_dim, generator=g) * 2).to(device)
     value = kv_quant.quantize(torch.randn(1, 2, 300, head_dim, generator=g)).to(device)
-    valid = (torch.arange(300) < 263).view(1, 300).to(device)
-    got = _attend(query, key, value, valid, 299, 300, 4, head_dim ** -0.5).float()
-    want = reference(query, key, value, valid, head_dim ** -0.5).float()
-    return float((got - want).norm() / want.norm().clamp_min(1e-30))
+    worst = 0.0
+    for span in (300, 8):
+        keys, values = key[:, :, :span], value[:, :, :span]
+        query = torch.randn(1, 2, groups, head_dim, generator=g).to(device, dtype)  # a decode step
+        valid = (torch.arange(span) < span - 37 * (span > 37)).view(1, span).to(device)
+        got = _attend(query, keys, values, valid, span - 1, span, groups, scale)
+        worst = max(worst, _relative_error(got, reference(query, keys, values, valid, scale)))
+        chunk = torch.randn(1, 2, 8 * groups, head_dim, generator=g).to(device, dtype)  # 8 tokens
+        got = _attend(chunk, keys, values, None, span - 8, span, groups, scale)
+        for t in range(8):  # token t sees keys [0, span - 8 + t]
+            rows = slice(t * groups, (t + 1) * groups)
+            seen = (torch.arange(span) <= span - 8 + t).view(1, span).to(device)
+            want = reference(chunk[:, :, rows], keys, values, seen, scale)
+            worst = max(worst, _relative_error(got[:, :, rows], want))
+    return worst
+
+
+def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    want = want.float()
+    return float((got.float() - want).norm() / want.norm().clamp_min(1e-30))
 
 
 def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
