@@ -10,7 +10,7 @@ the Llama-3-8B shape in NF4: eager 16.1 tok/s, static cache 34.8, the compiled s
 
 Why not ``mode="reduce-overhead"`` (its CUDA-graph trees, used until 2026-12-02): every new
 cache (a new chat, a growth, a chat restored from host memory) recorded another graph in the
-tree, 0.07-0.17 s inside the turn (~1 s for some growths, chat_path_h200.json turn 4), each
+tree, 0.07-0.17 s inside the turn (~1 s for some growths, H200, 8B), each
 recording kept its own pool, and every step checked its inputs against the recordings kept.
 Captured by hand on the H200 (tests/benchmarks/results/decode_anatomy_h200_reduce_overhead.json): 15 ms per
 capture, the step replays in 5.92 ms at 21k tokens. Only one graph is kept: the one of the cache
@@ -253,7 +253,7 @@ class CompiledDecode:
         user switched back to, whose cache was restored into new device memory, so that its first
         token replays at once instead of paying one eager Inductor step and a capture inside the
         turn (~16 + 15 ms on the 8B, H200; the 1.39× first-turn TTFT of
-        tests/benchmarks/results/chat_path_h200.json). The capture records the step and runs
+        tests/benchmarks/results/chat_path_h200_fa2.json). The capture records the step and runs
         nothing, so the cache is left as it was. Only for a cache that already decoded with this
         compiled step's kernels (any restored chat); a capture that fails here is logged and
         left to the next step (which captures after a real step, as always). Returns True when a
@@ -530,9 +530,10 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
     holding keys and values in each of ``kv_bits`` (16, 8; compiled in that order: the open
     chat's first).
 
-    Blocking (one compile per KV format; the whole forward of an 8B NF4 model took 57.2 s on an
-    H200 with a cold Inductor cache, 14.4 s with a warm one, tests/benchmarks/results/
-    chat_path_h200.json; one layer for all is not yet measured there; other
+    Blocking (one compile per KV format; for an 8B NF4 model on an H200, one decoder layer for
+    all took 7.5 s with a cold Inductor cache and 3.4 s with a warm one, the 8-bit format 8.3 s
+    more, tests/benchmarks/results/chat_path_h200.json and decode_anatomy_h200.json; the whole
+    forward 57.2 / 14.4 s, chat_path_h200_fa2.json; other
     capacities only capture a CUDA graph, on their first step): call it off the GUI thread. Reports
     DecodeStatus("compiling", compiling_kv_bits=...) then "ready" (at least one format
     compiled; a format that failed is named in the reason and decodes eagerly) or "failed"

@@ -92,9 +92,9 @@ class TurnRunner:
     def warm_up(self, on_status=None, kv_precision: str = KV_16):
         """After load: one measured prefill to calibrate the projection, then compile the decode
         step for every cache capacity, once per KV precision of `warm_up_kv_bits(kv_precision)`
-        (the open chat's; CUDA; H200, 8B NF4, the whole forward compiled: 58 s for one precision
-        with a cold Inductor cache, 15 s with a warm one, tests/benchmarks/results/
-        chat_path_h200.json; see compiled_decode for one layer compiled for all). Until it is ready
+        (the open chat's; CUDA; H200, 8B NF4, one decoder layer compiled for all: 7.5 s for one
+        precision with a cold Inductor cache, 3.4 s with a warm one, tests/benchmarks/results/
+        chat_path_h200.json; the whole forward, for other models: 58 / 15 s). Until it is ready
         decode runs eagerly; on the CPU it reports why it stays eager."""
         from app.engine.local.compiled_decode import warm_up
 
