@@ -104,6 +104,22 @@ def test_triton_decode_matches_the_reference(filled, kernel_everywhere):
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
 
 
+@needs_triton
+@pytest.mark.parametrize("merge_splits", [32, 2])
+def test_many_splits_merge_to_the_reference(merge_splits, kernel_everywhere, monkeypatch):
+    """Keys split in tiles of 64 (five splits over 299 keys), merged in one pass or two splits
+    at a time (the merge's loop with its running maximum)."""
+    monkeypatch.setattr(kd, "MIN_SPLIT_TILES", 1)
+    monkeypatch.setattr(kd, "MERGE_SPLITS", merge_splits)
+    assert kd.splits_for(299, 2) == 5
+    q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=250, seed=4)
+    got = kd.kv8_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE), 0.125).float().cpu()
+    assert kd.triton_failure == ""
+    want = kd.reference(q, key, value, valid, 0.125).float()
+    assert (got - want).abs().max() < 2e-2
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
+
+
 def _causal_reference(query, key, value, span, scale):
     """Float32 attention of the chunk at [span − c, span) over the dequantized keys, GQA expanded."""
     b, hq, c, d = query.shape
@@ -196,6 +212,29 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
     ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     assert len(re.findall(r"ld\.global\.b8", ptx)) <= 4  # the valid mask
     assert re.search(r"cp\.async\.\w+\.shared\.global \[[^]]*\], \[[^]]*\], 0x4", ptx)
+
+
+@pytest.mark.skipif(kd.triton is None or _INTERPRETED,
+                    reason="needs Triton, not its interpreter (compiles for sm_90 without a GPU)")
+def test_the_merge_compiles_for_hopper_with_one_store_per_row():
+    """The merge, one program per row, compiled for sm_90: its partials come in vector loads and
+    the row goes out in one store (the interpreter does not check what Triton lowers)."""
+    import re
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = {"acc_ptr": "*fp32", "max_ptr": "*fp32", "sum_ptr": "*fp32", "out_ptr": "*bf16",
+           "rows": "i32", "row_tiles": "i32", "splits": "i32"}
+    consts = {"ROWS": 16, "D": 128, "SPLITS": 16}
+    sig.update({name: "constexpr" for name in consts})
+    names = list(sig)
+    source = ASTSource(fn=kd._merge_kernel, signature=sig,
+                       constexprs={(names.index(n),): v for n, v in consts.items()},
+                       attrs={(names.index(n),): [["tt.divisibility", 16]] for n in names if sig[n].startswith("*")})
+    ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2}).asm["ptx"]
+    assert re.search(r"ld\.global(\.\w+)*\.v4", ptx)
+    assert len(re.findall(r"st\.global", ptx)) == 1
 
 
 def test_rows_the_kernel_cannot_read_in_words_are_left_to_torch():

@@ -102,6 +102,9 @@ triton_failure = ""
 """Why the Triton kernel failed once (then only the torch paths run), or ""."""
 
 
+MERGE_SPLITS = 32
+"""Splits the merge reads at once per row (a power of two; more splits loop): 32 × d float32 per
+program."""
 SPLIT_WAVES = 2
 """Programs per streaming multiprocessor the key splits aim at (`splits_for`)."""
 MIN_SPLIT_TILES = 4
@@ -186,29 +189,36 @@ if triton is not None:
 
     @triton.jit(do_not_specialize=["rows", "row_tiles", "splits"])
     def _merge_kernel(acc_ptr, max_ptr, sum_ptr, out_ptr, rows, row_tiles, splits,
-                      ROWS: tl.constexpr, D: tl.constexpr):
-        """The split partials into the output, one launch: program (bh, tile) weights each
-        split's partial rows by exp(its max − the overall max), divides by the weighted sums and
-        stores the tile's real rows in the output's dtype."""
+                      ROWS: tl.constexpr, D: tl.constexpr, SPLITS: tl.constexpr):
+        """The split partials into the output: program (bh, row) takes one real row of one
+        (batch, KV head) and SPLITS of its splits at a time (all of them in one pass when
+        ``splits`` ≤ SPLITS), weights each split's partial row by exp(its max − the overall
+        max), divides by the weighted sum and stores the row in the output's dtype. One program
+        per row, not per tile of rows looping over the splits: that one was latency-bound,
+        12.7 µs per layer for 8 programs at 4k keys, more than the attention itself (H200,
+        results/decode_anatomy_h200_whole_forward_kernels.json)."""
         bh = tl.program_id(0)
-        tile = tl.program_id(1)
-        r = tl.arange(0, ROWS)
+        row = tl.program_id(1)
+        tile = row // ROWS
         dims = tl.arange(0, D)
-        first_part = (bh * row_tiles + tile) * splits * ROWS
-        top = tl.full([ROWS], -1.0e30, tl.float32)
-        for split in tl.range(0, splits):
-            top = tl.maximum(top, tl.load(max_ptr + first_part + split * ROWS + r))
-        total = tl.zeros([ROWS], tl.float32)
-        merged = tl.zeros([ROWS, D], tl.float32)
-        for split in tl.range(0, splits):
-            part = first_part + split * ROWS + r
-            weight = tl.exp(tl.load(max_ptr + part) - top)
-            total += tl.load(sum_ptr + part) * weight
-            merged += tl.load(acc_ptr + part[:, None] * D + dims[None, :]) * weight[:, None]
-        row = tile * ROWS + r
-        done = merged / tl.maximum(total, 1.0e-30)[:, None]
-        tl.store(out_ptr + (bh * rows + row[:, None]) * D + dims[None, :], done.to(out_ptr.dtype.element_ty),
-                 mask=(row < rows)[:, None])
+        first_part = (bh * row_tiles + tile) * splits * ROWS + row % ROWS
+        top = tl.full([], -1.0e30, tl.float32)
+        total = tl.zeros([], tl.float32)
+        merged = tl.zeros([D], tl.float32)
+        for start in tl.range(0, splits, SPLITS):
+            s = start + tl.arange(0, SPLITS)
+            inside = s < splits
+            part = first_part + s * ROWS
+            maxima = tl.load(max_ptr + part, mask=inside, other=-1.0e30)
+            new_top = tl.maximum(top, tl.max(maxima, 0))
+            rescale = tl.exp(top - new_top)
+            weight = tl.where(inside, tl.exp(maxima - new_top), 0.0)
+            total = total * rescale + tl.sum(tl.load(sum_ptr + part, mask=inside, other=0.0) * weight, 0)
+            acc = tl.load(acc_ptr + part[:, None] * D + dims[None, :], mask=inside[:, None], other=0.0)
+            merged = merged * rescale + tl.sum(acc * weight[:, None], 0)
+            top = new_top
+        done = merged / tl.maximum(total, 1.0e-30)
+        tl.store(out_ptr + (bh * rows + row) * D + dims, done.to(out_ptr.dtype.element_ty))
 
     @triton.jit
     def _scale(ptr, inside):
@@ -250,8 +260,8 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
         G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct, num_warps=4)
     if not direct:
-        _merge_kernel[(b * h, row_tiles)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
-                                          num_warps=4)
+        _merge_kernel[(b * h, rows)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
+                                     SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS), num_warps=2)
     return out
 
 
