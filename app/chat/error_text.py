@@ -232,8 +232,14 @@ _STAGES = (
 
 
 def summary_verdict_text(verdict: str) -> str:
-    """The summary's verdict (app.core.history.SummaryVerdict.reason) in the window's language;
-    a verdict of another shape is returned as it is."""
+    """The summary's verdict (app.core.history.SummaryVerdict.reason) in the window's language,
+    with what was left out of it as repetition (app.core.repetition.Cleaned.describe); a verdict
+    of another shape is returned as it is."""
+    left_out = _LEFT_OUT.search(verdict)
+    if left_out:
+        parts = [_translated(template).format(*match.groups())
+                 for pattern, template in _LEFT_OUT_PARTS for match in [pattern.search(left_out.group(1))] if match]
+        return f"{summary_verdict_text(verdict[:left_out.start()])} ({', '.join(parts)})"
     for pattern, template in _VERDICTS:
         match = pattern.search(verdict)
         if match:
@@ -241,6 +247,11 @@ def summary_verdict_text(verdict: str) -> str:
     return verdict
 
 
+_LEFT_OUT = re.compile(r" \((left out [^()]+)\)$")
+_LEFT_OUT_PARTS = (
+    (re.compile(r"(\d+) repeated sentences?"), QT_TRANSLATE_NOOP("PlainError", "repeated sentences left out: {0}")),
+    (re.compile(r"a loop of (\d+) characters"), QT_TRANSLATE_NOOP("PlainError", "a loop of {0} characters cut")),
+)
 _VERDICTS = (
     (re.compile(r"kept an extract: history (\d+) → (\d+) tokens"),
      QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept an extract "

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.core.conversation import Message, Role
+from app.core.repetition import without_repeats
 
 ChatDict = dict[str, str]
 CountTokens = Callable[[list[ChatDict]], int]
@@ -354,7 +355,9 @@ def plan_summary(
 def finish_summary(
     plan: SummaryPlan, text: str, count_tokens: CountTokens,
 ) -> tuple[SummaryState, SummaryVerdict]:
-    """Fold the generated `text` in. Accepted → new summary. Rejected → an extractive fallback
+    """Fold the generated `text` in, each sentence once and without a phrase loop at its end
+    (`repetition.without_repeats`: greedy decoding of a small model loops; what it left out is
+    said in the verdict). Accepted → new summary. Rejected → an extractive fallback
     (the previous summary plus the first sentence of each folded user message, the facts a
     small model most often fails to carry over; the newest of them that fit the cap and shrink
     the history), else the previous summary. Either way `folded_through` advances to `plan.fold_through`:
@@ -367,8 +370,11 @@ def finish_summary(
         tokens = count_tokens(frame) - plan.base_tokens
         return tokens, accept_summary(plan.old_history_tokens, tokens, tokens, plan.cap_tokens)
 
-    text = text.strip()
+    cleaned = without_repeats(text)
+    text = cleaned.text
     new, verdict = judge(text)
+    if cleaned.changed:
+        verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
         firsts = _folded_firsts(plan)
         # the newest first sentences that fit: a shorter extract beats losing the folded turns

@@ -6,8 +6,9 @@ list of "facts" is less faithful than the summary it just wrote, and the sentenc
 prompt already says). A sentence is offered when it is short enough to pin (≤ MAX_NOTE_CHARS, 3+
 words or 8+ characters of a script without spaces) and holds something a later summary may lose:
 a number, a name (a capitalised word after the first), or a word of preference or decision. The
-best MAX_PROPOSALS are offered in the summary's order, leaving out what the notes already hold
-and what the user dismissed. Pure Python.
+best MAX_PROPOSALS are offered in the summary's order, leaving out what the notes already hold,
+what the user dismissed and what says nearly the same as a better one (`_alike`: a summary
+that circles back restates a fact in other words). Pure Python.
 """
 
 from __future__ import annotations
@@ -37,8 +38,21 @@ def propose_notes(summary: str, notes: str = "", dismissed: Iterable[str] = (),
         score = _worth(sentence)
         if score > 0:
             scored.append((score, order, sentence))
-    best = sorted(scored, key=lambda item: (-item[0], item[1]))[:limit]
+    best: list[tuple[int, int, str]] = []
+    for item in sorted(scored, key=lambda item: (-item[0], item[1])):
+        if len(best) < limit and not any(_alike(item[2], chosen) for _, _, chosen in best):
+            best.append(item)
     return [sentence for _, _, sentence in sorted(best, key=lambda item: item[1])]
+
+
+def _alike(a: str, b: str) -> bool:
+    """Nearly the same fact: the words of one hold the other's, or they share 70 % of their
+    words (compared without case or punctuation)."""
+    words_a, words_b = (set(re.findall(r"\w+", s.lower())) for s in (a, b))
+    if not words_a or not words_b:
+        return False
+    shared = len(words_a & words_b)
+    return shared == min(len(words_a), len(words_b)) or shared >= 0.7 * len(words_a | words_b)
 
 
 def _sentences(summary: str) -> list[str]:

@@ -396,3 +396,24 @@ def test_an_extract_too_long_for_the_cap_keeps_the_newest_first_sentences():
     assert verdict.accepted and "kept the last" in verdict.reason and state.tokens <= plan.cap_tokens
     assert state.content.startswith("The user said: ") and "m14_0" in state.content  # the newest folded
     assert "m0_0" not in state.content  # the oldest did not fit
+
+
+def test_a_summary_that_repeats_itself_is_kept_once():
+    """Greedy decoding of a small model loops: the same sentence again and again, or a phrase to
+    the token cap. The summary keeps each sentence once and stops before the loop; the verdict
+    says what was left out."""
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=30)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    looping = "Minji is a nurse. She likes tea. Minji is a nurse. minji is a nurse! She likes tea."
+    state, verdict = finish_summary(plan, looping, count_words)
+    assert verdict.accepted and state.content == "Minji is a nurse. She likes tea."
+    assert verdict.reason == "history 256 → 11 tokens (left out 3 repeated sentences)"  # + the header
+    run_on = "Minji lives in Busan and she likes tea and she likes tea and she likes tea and she likes tea and she"
+    state, verdict = finish_summary(plan, run_on, count_words)
+    assert verdict.accepted and state.content == "Minji lives in Busan and she likes tea"
+    assert verdict.reason.endswith(f"(left out a loop of {len(run_on) - len(state.content) - 1} characters)")
+    plain = "Minji works at the hospital in Busan and moved to Busan for the hospital job."
+    state, verdict = finish_summary(plan, plain, count_words)
+    assert state.content == plain and "left out" not in verdict.reason

@@ -35,3 +35,10 @@ def test_korean_sentences_are_proposed_when_they_hold_a_number():
 
 def test_a_summary_without_facts_proposes_nothing():
     assert propose_notes("They talked for a while. It was pleasant.") == []
+
+
+def test_a_fact_restated_in_other_words_is_offered_once():
+    summary = ("Minji is a nurse in Busan. Minji is a nurse. The nurse Minji lives in Busan. "
+               "She prefers green tea. Her budget is 300,000 won.")
+    notes = propose_notes(summary)  # the three sentences about Minji: the one that says most
+    assert notes == ["The nurse Minji lives in Busan.", "She prefers green tea.", "Her budget is 300,000 won."]
