@@ -98,7 +98,8 @@ def test_summary_verdicts_are_said_from_their_numbers():
     assert summary_verdict_text("summary is 300 tokens, cap is 200") == (
         "too long (300 tokens, cap 200); kept the previous one")
     # what the repetition guard left out (app.core.repetition) is said after the verdict
-    assert summary_verdict_text("history 812 → 410 tokens (left out 2 repeated sentences and a loop of 61 characters)"
-                                ) == "history 812 → 410 tokens (repeated sentences left out: 2, a loop of 61 characters cut)"
+    verdict = "history 812 → 410 tokens (left out 2 repeated sentences and a loop of 61 characters)"
+    assert summary_verdict_text(verdict) == (
+        "history 812 → 410 tokens (repeated sentences left out: 2, a loop of 61 characters cut)")
     assert summary_verdict_text("history 812 → 410 tokens (left out 1 repeated sentence)") == (
         "history 812 → 410 tokens (repeated sentences left out: 1)")

@@ -257,6 +257,41 @@ def test_planner_takes_the_largest_admitted_chunk(tiny_loaded):
     assert roomy.capacity_tokens == tight.capacity_tokens == 2048  # rounded up: rarely grows
 
 
+def test_nf4_weights_are_dequantized_whole_unless_memory_needs_slices(tiny_loaded, monkeypatch):
+    """A sliced NF4 prefill costs a launch pair and a Python call per slice: each chunk is tried
+    with whole weights first, and slices are admitted only when the whole weight's transient
+    does not fit. The runner then switches the layers (nf4_prefill.set_sliced) for the turn and
+    back after it; HEADROOM_NF4_PREFILL=sliced always slices."""
+    from dataclasses import replace
+
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory import prefill_spike
+
+    monkeypatch.setattr(prefill_spike, "PREFILL_DEQUANT_SLICE_BYTES", 1024)  # the tiny weights: 4 slices
+    loaded = replace(tiny_loaded, report=replace(tiny_loaded.report, quantization="NF4 4-bit + double quant",
+                                                 nf4_prefill_sliced=True))
+    probe = FakeCudaProbe()
+    foresight = Foresight(loaded, probe)
+    foresight.static_cache, foresight.chunk_ladder = True, (128, 32)
+    whole, sliced = foresight.dequant_variants(16)
+    assert not whole.nf4_sliced and sliced.nf4_sliced and whole.dequant_bytes > sliced.dequant_bytes
+    messages = [Message(Role.USER, "word " * 200)]
+    roomy = foresight.plan(messages, SummaryState(), "", 64)
+    assert roomy.projection.basis.chunk_size == 128 and not roomy.projection.basis.model.nf4_sliced
+    margin = foresight.safety_margin(probe.sample())
+
+    def needed(model, chunk):
+        p = foresight.project(len(roomy.prompt_ids), roomy.projection.basis.max_new_tokens, chunk=chunk, model=model)
+        return p.growth + p.error_bar_bytes + margin
+    probe.free = (needed(whole, 128) + needed(sliced, 128)) // 2
+    tight = foresight.plan(messages, SummaryState(), "", 64)
+    assert tight.admitted and tight.projection.basis.chunk_size == 128 and tight.projection.basis.model.nf4_sliced
+    monkeypatch.setenv("HEADROOM_NF4_PREFILL", "sliced")
+    assert Foresight(loaded, FakeCudaProbe()).dequant_variants(16) == (sliced,)
+
+
 def test_a_full_card_gets_an_exact_cache_before_a_refusal(tiny_loaded):
     """The static cache is rounded up to 2,048-token steps only while memory admits it; when the
     rounding alone does not fit, exactly prompt + max_new_tokens slots are admitted, and the turn
@@ -345,3 +380,27 @@ def test_each_loaded_model_compiles_its_own_copy_of_the_step(tiny_loaded):
     forward_codes = {id(fn.__func__.__code__) for fn in seen[1::2]}
     assert len(layer_codes) == 2 and len(forward_codes) == 2
     assert [fn.__name__ for fn in seen] == ["_layer_step", "_forward"] * 2
+
+
+def test_the_turn_runs_its_nf4_prefill_as_admitted_and_slices_again_after(tiny_loaded, monkeypatch):
+    from dataclasses import replace
+
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.settings import GenerationSettings
+    from app.engine.events import TurnCompleted
+    from app.engine.local import nf4_prefill
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory import prefill_spike
+    from app.engine.memory.probe import CpuProbe
+
+    monkeypatch.setattr(prefill_spike, "PREFILL_DEQUANT_SLICE_BYTES", 1024)
+    switched = []
+    monkeypatch.setattr(nf4_prefill, "set_sliced", lambda model, sliced: switched.append(sliced))
+    loaded = replace(tiny_loaded, report=replace(tiny_loaded.report, quantization="NF4 4-bit + double quant",
+                                                 nf4_prefill_sliced=True))
+    runner = TurnRunner(loaded, CpuProbe())
+    events = list(runner.run_turn([Message(Role.USER, "Hello there")], SummaryState(),
+                                  GenerationSettings(max_new_tokens=3, temperature=0.0), threading.Event()))
+    assert isinstance(events[-1], TurnCompleted)
+    assert switched[-2:] == [False, True]  # whole weights for the turn (room), sliced again after

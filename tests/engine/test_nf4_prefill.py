@@ -101,7 +101,17 @@ def test_install_slices_only_large_weights_and_keeps_decode_rows():
         out = big(x)
     assert calls == [(1, 1, 128)]  # three rows: the sliced path
     assert rel(out, original(x)) < 4e-3 and float(out.float().abs().mean()) > 1.0
+    # a turn admitted with the whole weight's transient: the previous forward, whole
+    assert sp.set_sliced(model, False) == 1
+    with torch.no_grad():
+        whole = big(x)
+    assert calls == [(1, 1, 128), (1, 3, 128)] and torch.equal(whole, original(x))
+    assert sp.set_sliced(model, True) == 1
+    with torch.no_grad():
+        big(x)
+    assert calls == [(1, 1, 128), (1, 3, 128)]  # sliced again
     assert sp.uninstall(model) == 1 and big.forward is decode_wrapper and "_headroom_nf4_prefill" not in big.__dict__
+    assert "_headroom_nf4_sliced" not in big.__dict__ and sp.set_sliced(model, False) == 0
 
 
 def test_not_sliced_where_the_layout_does_not_allow_it():

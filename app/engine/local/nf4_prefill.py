@@ -16,7 +16,10 @@ rows [n0, n1) are exactly the packed bytes [n0·K/2, n1·K/2) and the absmax blo
 a single row (M == 1: a decode step) goes to whatever forward the layer had (bitsandbytes'
 GEMV, or the fused NF4 GEMV of nf4_hook when that was installed first), and so does everything
 while torch.compile traces (the compiled decode step never sees the prefill branch).
-`uninstall(model)` puts the previous forward back.
+`uninstall(model)` puts the previous forward back. `set_sliced(model, False)` lets the wrapped
+layers run bitsandbytes' whole-weight prefill (fewer launches and no Python per slice) for a turn
+whose projection was admitted with the whole weight's transient (app.engine.local.turn_planner:
+slices only when memory demands them, as prefill chunks).
 """
 
 from __future__ import annotations
@@ -159,7 +162,7 @@ def _swap(layer, require_cuda: bool, budget: int) -> None:
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if (torch.compiler.is_compiling() or x.numel() == x.shape[-1] or (require_cuda and not x.is_cuda)
-                or getattr(qs, "packing_format_for_cpu", False)):
+                or getattr(qs, "packing_format_for_cpu", False) or not layer._headroom_nf4_sliced):
             return previous(x)
         if bnb:
             absmax, dequantize = bnb_absmax(qs), bnb_dequantizer(qs, k)
@@ -173,6 +176,7 @@ def _swap(layer, require_cuda: bool, budget: int) -> None:
         return out.to(x.dtype)
 
     layer._headroom_nf4_prefill = (previous, rows)
+    layer._headroom_nf4_sliced = True
     layer.forward = forward
 
 
@@ -212,6 +216,19 @@ def install(model, require_cuda: bool = True, budget: int = PREFILL_DEQUANT_SLIC
     return Nf4PrefillStatus(count, tuple((n, k, r) for (n, k), r in sorted(shapes.items())))
 
 
+def set_sliced(model, sliced: bool) -> int:
+    """Slice the prefill of ``model``'s wrapped 4-bit layers (True, as installed) or let them
+    dequantize whole weights (False, bitsandbytes' own path); returns how many layers."""
+    from app.engine.local.nf4_hook import nf4_layers
+
+    count = 0
+    for layer in nf4_layers(model):
+        if "_headroom_nf4_prefill" in layer.__dict__:
+            layer._headroom_nf4_sliced = bool(sliced)
+            count += 1
+    return count
+
+
 def uninstall(model) -> int:
     """Give every sliced layer its previous forward back; returns how many."""
     from app.engine.local.nf4_hook import nf4_layers
@@ -219,6 +236,7 @@ def uninstall(model) -> int:
     count = 0
     for layer in nf4_layers(model):
         state = layer.__dict__.pop("_headroom_nf4_prefill", None)
+        layer.__dict__.pop("_headroom_nf4_sliced", None)
         if state is not None:
             layer.forward = state[0]
             if getattr(layer.forward, "__func__", None) is type(layer).forward:

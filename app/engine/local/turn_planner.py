@@ -5,6 +5,7 @@ counts tokens with the model's own prompt format, reads the device through a Mem
 keeps the measured calibration of the prefill model up to date after every turn.
 """
 
+import os
 from dataclasses import dataclass, replace
 
 from app.core.conversation import Message
@@ -66,6 +67,18 @@ class Foresight:
         self.prefill_model_kv8 = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **shape
         ) if kv8_supported(report.attention) else None
+        # A sliced NF4 prefill (nf4_prefill) can run whole weights too: one dequantize and one
+        # GEMM per layer instead of a launch pair and a Python call per slice. admit() tries the
+        # whole weights first for each chunk and slices only when memory demands it
+        # (HEADROOM_NF4_PREFILL=sliced: always slice, to compare).
+        self.prefill_models_whole: dict[int, PrefillModel] = {}
+        if report.nf4_prefill_sliced and os.environ.get("HEADROOM_NF4_PREFILL", "auto") != "sliced":
+            whole = dict(shape, nf4_prefill_sliced=False)
+            self.prefill_models_whole[16] = PrefillModel.from_config(
+                loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **whole)
+            if self.prefill_model_kv8 is not None:
+                self.prefill_models_whole[8] = PrefillModel.from_config(
+                    loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **whole)
         self.calibration = Calibration()
         self._recent_ids: dict[tuple, tuple[int, ...]] = {}
         self._content_tokens: dict[str, int] = {}
@@ -230,7 +243,9 @@ class Foresight:
         A static cache (CUDA) is sized ``round_capacity(prompt + max_new_tokens)`` so a growing
         chat grows rarely; when memory does not admit that, exactly prompt + max_new_tokens
         slots are tried (the last up-to-2,047 tokens matter on a full card). For each capacity
-        the prefill chunks of ``chunk_ladder`` are tried largest first. Without an admitted
+        the prefill chunks of ``chunk_ladder`` are tried largest first, each with the NF4
+        weights dequantized whole and then in slices (`prefill_models_whole`; the projection's
+        ``basis.model.nf4_sliced`` says which was admitted). Without an admitted
         combination the last one tried is returned, refused with its numbers.
         kv_bits: the KV precision (8-bit always runs in a static cache); released_bytes: cache
         bytes dropped before the turn (a precision switch), counted out of allocated and into
@@ -250,22 +265,29 @@ class Foresight:
                 layers = max(len(model.layout.layers), 1)
                 kv_new_tokens += -(-held_capacity // layers)
             for chunk in self.chunk_ladder:
-                projection = self.project(prompt_tokens - resident_tokens, kv_new_tokens, resident_tokens, sample,
-                                          chunk=chunk, kv_bits=kv_bits)
-                decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
-                                      prompt_tokens, max_new_tokens, context_tokens)
-                if decision.admitted:
-                    return projection, decision, target
+                for variant in self.dequant_variants(kv_bits):
+                    projection = self.project(prompt_tokens - resident_tokens, kv_new_tokens, resident_tokens,
+                                              sample, chunk=chunk, kv_bits=kv_bits, model=variant)
+                    decision = admit_turn(projection, sample.free, self.safety_margin(sample), self.max_positions,
+                                          prompt_tokens, max_new_tokens, context_tokens)
+                    if decision.admitted:
+                        return projection, decision, target
         return projection, decision, target
+
+    def dequant_variants(self, kv_bits: int) -> tuple[PrefillModel, ...]:
+        """The memory models a turn of ``kv_bits`` may run with, fastest first: NF4 weights
+        dequantized whole (when the prefill can also be sliced), then the model's own."""
+        whole = self.prefill_models_whole.get(kv_bits)
+        return (whole, self.model_for(kv_bits)) if whole is not None else (self.model_for(kv_bits),)
 
     def project(self, prompt_tokens: int, max_new_tokens: int, resident_tokens: int = 0,
                 sample: MemorySample | None = None, full_context_tokens: int | None = None,
-                chunk: int | None = None, kv_bits: int = 16) -> TurnProjection:
+                chunk: int | None = None, kv_bits: int = 16, model: PrefillModel | None = None) -> TurnProjection:
         """Projection of a turn prefilled in ``chunk``-token slices (None = ``self.chunk``) with a
-        KV cache of ``kv_bits``."""
+        KV cache of ``kv_bits``; ``model``: one of `dequant_variants` (None: the model's own)."""
         sample = sample or self.probe.sample()
         return project_turn_peak(
-            self.model_for(kv_bits), self.calibration, now_allocated=sample.allocated,
+            model or self.model_for(kv_bits), self.calibration, now_allocated=sample.allocated,
             prompt_tokens=prompt_tokens, max_new_tokens=max_new_tokens, resident_tokens=resident_tokens,
             chunk_size=chunk or self.chunk, full_context_tokens=full_context_tokens or self.max_positions)
 

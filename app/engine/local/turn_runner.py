@@ -230,6 +230,8 @@ class TurnRunner:
             release_memory()  # the cache in the other precision is gone before the new one fills
         if self.decoder is not None and self.decoder.missing(plan.kv_bits):
             self.uncompiled_kv_bits = plan.kv_bits  # decodes eagerly now; compile_missing after the turn
+        # the NF4 prefill as admitted: whole weights where memory allows, slices where it does not
+        self._slice_nf4_prefill(plan.projection is None or plan.projection.basis.model.nf4_sliced)
         foresight.begin_measurement()
         try:
             for event in generation.stream_reply(
@@ -252,6 +254,8 @@ class TurnRunner:
             log.error("generation failed\n%s", traceback.format_exc())
             outcome = "oom" if type(exc).__name__ == "OutOfMemoryError" else "failed"
             error = describe_failure(exc)
+        finally:
+            self._slice_nf4_prefill(True)  # summaries and calibration are projected sliced
         if error is None:
             return True
         # Outside the except block the exception and its frames (inputs, logits, cache) are gone,
@@ -264,6 +268,12 @@ class TurnRunner:
         yield TurnFailed(error, "".join(partial), TurnRecord(
             len(plan.prompt_ids), 0, 0, plan.projection.peak, now.peak, outcome, admitted=plan.admitted))
         return False
+
+    def _slice_nf4_prefill(self, sliced: bool) -> None:
+        if self.loaded.report.nf4_prefill_sliced:
+            from app.engine.local import nf4_prefill
+
+            nf4_prefill.set_sliced(self.loaded.model, sliced)
 
     def _summarize(self, plan: TurnPlan, summary: SummaryState, settings: GenerationSettings,
                    stop_event: threading.Event):

@@ -38,7 +38,8 @@ class PrefillModel:
     torch.cat (one layer's old cache is briefly duplicated, sliding layers overhang their window
     during prefill); False for a preallocated StaticCache. attn_kv_dims: dk + dv per head as the
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
-    whose latent is expanded to every head on each call.
+    whose latent is expanded to every head on each call. nf4_sliced: dequant_bytes is one slice
+    (app.engine.local.nf4_prefill runs), not a whole weight; a turn planned with this model runs so.
     """
 
     layout: KVLayout
@@ -53,6 +54,7 @@ class PrefillModel:
     dynamic_cache: bool = True
     gqa: bool = False
     kv_expanded_always: bool = False
+    nf4_sliced: bool = False
 
     @classmethod
     def from_config(
@@ -83,7 +85,7 @@ class PrefillModel:
             dequant_bytes=(dequant_workspace_bytes(config, activation_bytes, sliced=nf4_prefill_sliced)
                            if quantized_4bit else 0),
             dynamic_cache=dynamic_cache, gqa=(not mla and kv_heads(cfg) != heads),
-            kv_expanded_always=mla,
+            kv_expanded_always=mla, nf4_sliced=quantized_4bit and nf4_prefill_sliced,
         )
 
 
