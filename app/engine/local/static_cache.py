@@ -26,6 +26,7 @@ from transformers import StaticCache
 from transformers.cache_utils import StaticLayer
 
 from app.engine.local import kv_quant
+from app.engine.local.kv8_append import kv8_append
 
 
 class SpanLayer(StaticLayer):
@@ -85,11 +86,8 @@ class QuantizedSpanLayer(SpanLayer):
         the fill position; returns the whole packed keys and values (capacity long)."""
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        n = key_states.shape[-2]
-        position = torch.arange(n, device=self.device) + self.cumulative_length
-        self.cumulative_length.add_(n)
-        self.keys.index_copy_(2, position, kv_quant.quantize(key_states, self.kv_format))
-        self.values.index_copy_(2, position, kv_quant.quantize(value_states, self.kv_format))
+        kv8_append(key_states, value_states, self.keys, self.values, self.cumulative_length)
+        self.cumulative_length.add_(key_states.shape[-2])
         return self.keys, self.values
 
 
