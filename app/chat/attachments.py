@@ -8,7 +8,10 @@ changes. Send takes the documents read so far (TurnFlow.send); the worker fits t
 message, whole or retrieved (app.engine.documents.turn), and how each went in is said in the
 transcript. Attachments belong to the message they were sent with: the Store keeps them (their
 extracted text) with it, the transcript shows them on it again when the chat is reopened, Edit
-and Regenerate send them again, and `remove_sent` forgets one.
+and Regenerate send them again, and `remove_sent` forgets one; `undo_remove` puts the last one
+removed back exactly (store, transcript, sources, exports) while the offer lasts: the window
+offers Undo for a few seconds, and opening another chat ends the offer. The removal itself is
+done at once, so a quit or a crash meanwhile keeps the file removed, as the user asked.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
 from app.chat.document_refusal import refusal_reason
-from app.core.conversation import Role
+from app.core.conversation import Message, Role
 from app.core.document_prompt import without_document
 from app.engine.documents.extract import extract_file
 from app.engine.documents.fit import WHOLE
@@ -32,6 +35,18 @@ if TYPE_CHECKING:
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+@dataclass
+class _Removal:
+    """A sent document removed, with what `undo_remove` needs to put it back."""
+    conversation_id: int | None
+    message: Message  # the very message it was removed from (an edit since replaces it)
+    document_index: int
+    document: ExtractedDocument
+    answer: Message | None  # the answer shown under it, and its sources before
+    answer_sources: tuple
+    stored: object | None  # the Store's RemovedDocument (None for a message never stored)
 
 
 @dataclass
@@ -51,8 +66,13 @@ def read_document(path: Path, progress=None, cancel: threading.Event | None = No
 
 
 class AttachmentFlow(QObject):
-    """The attachments of the message being written, keyed by their read's ticket. No signals
-    of its own: the Chat's attachment_changed and notice are emitted here."""
+    """The attachments of the message being written, keyed by their read's ticket. The Chat's
+    attachment_changed and notice are emitted here. Signals: removal_undoable(str name) — a sent
+    file was removed and `undo_remove` can bring it back; removal_final() — it no longer can
+    (another chat opened, or it was undone)."""
+
+    removal_undoable = Signal(str)
+    removal_final = Signal()
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -62,6 +82,9 @@ class AttachmentFlow(QObject):
         chat.jobs.job_failed.connect(self._on_job_failed)
         chat.jobs.job_progressed.connect(self._on_job_progressed)
         chat.worker.documents_fitted.connect(self._on_documents_fitted)
+        chat.conversation_cleared.connect(self.end_undo)
+        chat.conversation_loaded.connect(self.end_undo)
+        self._removal: _Removal | None = None
 
     @property
     def reading(self) -> list[str]:
@@ -103,25 +126,60 @@ class AttachmentFlow(QObject):
         documents = list(message.documents)
         if not 0 <= document_index < len(documents):
             return
-        if message.id is not None:
-            chat.store.remove_document(message.id, document_index)
+        stored = chat.store.remove_document(message.id, document_index) if message.id is not None else None
         gone = documents.pop(document_index)
+        answer = self._answer_to(index)
+        self._removal = _Removal(chat.conversation_id, message, document_index, gone, answer,
+                                 answer.sources if answer is not None else (), stored)
         message.documents = tuple(documents)
         chat.message_documents.emit(index, message.documents)
-        self._forget_cited_text(index + 1, gone.name)
-        chat.announce(translate("Attachments", "{0} was removed from this chat").format(gone.name), "status")
+        if answer is not None:
+            sources = without_document(answer.sources, gone.name)
+            if sources != answer.sources:
+                answer.sources = sources
+                chat.message_sources.emit(index + 1, sources)
+        self.removal_undoable.emit(gone.name)
 
-    def _forget_cited_text(self, index: int, name: str) -> None:
-        """The answer shown at `index` (the reply to the message a document was removed from)
-        drops the words of that document's excerpts, as the Store did."""
-        messages = self._chat.conversation.messages
-        if index >= len(messages) or messages[index].role is not Role.ASSISTANT:
+    @Slot()
+    def undo_remove(self) -> None:
+        """Put the document removed last back where it was, in the Store and on screen, with the
+        words of its excerpts under the answer; nothing when the offer has ended or the message
+        is no longer in the chat shown (an edit replaced it)."""
+        chat, removal = self._chat, self._removal
+        self.end_undo()
+        if removal is None or removal.conversation_id != chat.conversation_id:
             return
-        answer = messages[index]
-        sources = without_document(answer.sources, name)
-        if sources != answer.sources:
-            answer.sources = sources
-            self._chat.message_sources.emit(index, sources)
+        messages = chat.conversation.messages
+        index = next((i for i, m in enumerate(messages) if m is removal.message), None)
+        if index is None:
+            return
+        if removal.stored is not None:
+            try:
+                chat.store.restore_document(removal.stored)
+            except KeyError:  # the message was deleted meanwhile: nothing to put it back on
+                return
+        documents = list(removal.message.documents)
+        documents.insert(min(removal.document_index, len(documents)), removal.document)
+        removal.message.documents = tuple(documents)
+        chat.message_documents.emit(index, removal.message.documents)
+        if removal.answer is not None and self._answer_to(index) is removal.answer:
+            removal.answer.sources = removal.answer_sources
+            chat.message_sources.emit(index + 1, removal.answer_sources)
+        chat.announce(translate("Attachments", "{0} is back in this chat").format(removal.document.name), "status")
+
+    @Slot()
+    def end_undo(self) -> None:
+        """The last removal can no longer be undone (its words leave memory too)."""
+        if self._removal is not None:
+            self._removal = None
+            self.removal_final.emit()
+
+    def _answer_to(self, index: int) -> Message | None:
+        """The answer shown right after the message at `index`, if any."""
+        messages = self._chat.conversation.messages
+        if index + 1 < len(messages) and messages[index + 1].role is Role.ASSISTANT:
+            return messages[index + 1]
+        return None
 
     # ----- events ------------------------------------------------------------------------------
     @Slot(int, float)

@@ -422,16 +422,22 @@ class Store:
             return db.execute(
                 "UPDATE messages SET status = 'failed' WHERE status = 'streaming'").rowcount
 
-    def remove_document(self, message_id: int, index: int) -> str:
+    def remove_document(self, message_id: int, index: int) -> store_attachments.RemovedDocument:
         """Forget the `index`-th document (from 0) attached to message `message_id`, its text
         included, and the text of its excerpts in the sources of the answers to that message
-        (store_attachments.forget_cited_text); returns its name. KeyError when there is no such
-        document."""
+        (store_attachments.forget_cited_text); returns what restore_document needs (its
+        `name`, the row). KeyError when there is no such document."""
         with self._tx() as db:
-            name = store_attachments.remove_document(db, message_id, index)
-            store_attachments.forget_cited_text(db, message_id, name)
+            removed = store_attachments.remove_document(db, message_id, index)
             self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
-        return name
+        return removed
+
+    def restore_document(self, removed: store_attachments.RemovedDocument) -> None:
+        """Undo remove_document: the document back in its place, the answers' sources as they
+        were. KeyError when the message was deleted since."""
+        with self._tx() as db:
+            store_attachments.restore_document(db, removed)
+            self._touch(db, self._conversation_of(removed.message_id), "updated_at = ?", time.time())
 
     def delete_if_empty(self, conversation_id: int) -> bool:
         """Delete the conversation for good when it holds no message (a first message withdrawn

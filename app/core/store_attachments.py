@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from app.core.attached_document import ExtractedDocument
 from app.core.document_prompt import Citation, without_document
@@ -57,14 +58,48 @@ def documents_of(conn: sqlite3.Connection, message_ids: Sequence[int]) -> dict[i
     return {message_id: tuple(documents) for message_id, documents in found.items()}
 
 
-def remove_document(db: sqlite3.Connection, message_id: int, index: int) -> str:
-    """Delete the `index`-th document (from 0) of message `message_id`; returns its name.
+@dataclass(frozen=True)
+class RemovedDocument:
+    """A document taken off its message, with what putting it back exactly takes (Undo):
+    its attachments row, id included (its place among the message's documents), and the
+    sources_json each answer to the message had before its excerpts' words were dropped."""
+
+    message_id: int
+    name: str
+    row: tuple  # (id, message_id, name, kind, text, page_starts_json, size_bytes, encoding)
+    answer_sources: tuple[tuple[int, str | None], ...]  # (answer id, sources_json before)
+
+
+_ROW = "id, message_id, name, kind, text, page_starts_json, size_bytes, encoding"
+
+
+def remove_document(db: sqlite3.Connection, message_id: int, index: int) -> RemovedDocument:
+    """Delete the `index`-th document (from 0) of message `message_id` and the words of its
+    excerpts in the answers' sources (forget_cited_text); returns what restore_document needs.
     KeyError when there is no such document."""
-    rows = db.execute("SELECT id, name FROM attachments WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
+    rows = db.execute(f"SELECT {_ROW} FROM attachments WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
     if not 0 <= index < len(rows):
         raise KeyError((message_id, index))
-    db.execute("DELETE FROM attachments WHERE id = ?", (rows[index][0],))
-    return rows[index][1]
+    row = tuple(rows[index])
+    answers = tuple((r[0], r[1]) for r in db.execute(
+        "SELECT id, sources_json FROM messages WHERE parent_id = ? AND sources_json IS NOT NULL", (message_id,)))
+    db.execute("DELETE FROM attachments WHERE id = ?", (row[0],))
+    forget_cited_text(db, message_id, row[2])
+    return RemovedDocument(message_id, row[2], row, answers)
+
+
+def restore_document(db: sqlite3.Connection, removed: RemovedDocument) -> None:
+    """Put back what remove_document took: the row under its old id (so it keeps its place
+    among the message's documents; a newer attachment that took that id meanwhile was the last
+    one anyway, and the row then goes last under a new id) and the answers' sources as they
+    were. KeyError when the message is gone."""
+    if db.execute("SELECT 1 FROM messages WHERE id = ?", (removed.message_id,)).fetchone() is None:
+        raise KeyError(removed.message_id)
+    taken = db.execute("SELECT 1 FROM attachments WHERE id = ?", (removed.row[0],)).fetchone() is not None
+    row = (None, *removed.row[1:]) if taken else removed.row
+    db.execute(f"INSERT INTO attachments ({_ROW}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+    db.executemany("UPDATE messages SET sources_json = ? WHERE id = ?",
+                   [(text, answer_id) for answer_id, text in removed.answer_sources])
 
 
 def forget_cited_text(db: sqlite3.Connection, message_id: int, name: str) -> int:

@@ -10,9 +10,12 @@ class WidgetKeys(QObject):
     """An event filter on `widget` that calls `slot` for `keys` while the widget has focus.
 
     It accepts the ShortcutOverride event for those keys, so the widget's key wins over a
-    window-wide shortcut on the same key (Esc also stops a streaming answer); two shortcuts on
-    one key would be ambiguous to Qt and neither would fire. (A QShortcut cannot do this, and
-    PySide6's QShortcut(keys, parent, callable, context=…) ignores `context` besides.) No signals."""
+    window-wide shortcut on the same key; two shortcuts on one key would be ambiguous to Qt and
+    neither would fire. (A QShortcut cannot do this, and PySide6's QShortcut(keys, parent,
+    callable, context=…) ignores `context` besides.) Except while the window has an enabled
+    action on that key: Esc stops a streaming answer wherever the keyboard is (a trial's Esc did
+    nothing with the keyboard in the empty search field); the widget's key works again once the
+    action is off. No signals."""
 
     def __init__(self, keys: QKeySequence, widget, slot):
         super().__init__(widget)
@@ -24,9 +27,17 @@ class WidgetKeys(QObject):
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         return (Qt.Key(event.key()), modifiers) in self._combos
 
+    @staticmethod
+    def _window_takes(widget, event) -> bool:
+        """Whether `widget`'s window has an enabled action bound to the key of `event`."""
+        pressed = QKeySequence(event.keyCombination())
+        return any(action.isEnabled() and pressed in action.shortcuts() for action in widget.window().actions())
+
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
         kind = event.type()
         if kind == QEvent.Type.ShortcutOverride and self._matches(event):
+            if self._window_takes(watched, event):
+                return False  # the window's action fires as a shortcut
             event.accept()  # deliver it to the widget as a key press, not as a shortcut
             return True
         if kind == QEvent.Type.KeyPress and self._matches(event):

@@ -46,6 +46,7 @@ from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
+from app.ui.undo_notice import UndoNotice
 from app.ui.vram_panel import VramPanel
 from app.ui.window_dialogs import WindowDialogs
 from app.ui.window_menus import WindowMenus
@@ -127,6 +128,8 @@ class MainWindow(QMainWindow):
         self.sidebar = ConversationList()
         self.status = ModelStatusBar()
         self.setStatusBar(self.status)
+        self.undo_notice = UndoNotice()  # "Removed big.txt · Undo", beside the model's name
+        self.status.insertPermanentWidget(0, self.undo_notice)
         column = QWidget()
         layout = QVBoxLayout(column)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -227,6 +230,10 @@ class MainWindow(QMainWindow):
         self.chat_view.branch_requested.connect(chats.branch_to_new_chat)
         self.chat_view.pin_requested.connect(self.chat.notes.pin)
         self.chat_view.document_remove_requested.connect(self.chat.attachments.remove_sent)
+        self.chat.attachments.removal_undoable.connect(self.undo_notice.offer)
+        self.chat.attachments.removal_final.connect(self.undo_notice.withdraw)
+        self.undo_notice.undo_requested.connect(self.chat.attachments.undo_remove)
+        self.undo_notice.expired.connect(self.chat.attachments.end_undo)
         self.chat_view.retry_requested.connect(turns.retry)
         self.chat_bar.notes_requested.connect(self.dialogs.notes)
         self.note_proposals.accepted.connect(self.chat.notes.accept)

@@ -26,6 +26,20 @@ TRANSLATED = ("ko",)  # languages with a catalogue; the setting's values are cor
 QT_GAPS = (QT_TRANSLATE_NOOP("QFileDialog", "&Look in:"), QT_TRANSLATE_NOOP("QFileDialog", "Files of &type:"))
 
 
+def file_type_names() -> tuple[str, ...]:
+    """The non-native file dialog's Type column for what is not a file (Qt's
+    QAbstractFileIconProvider::type: a folder, a drive, a link, anything else), in the window's
+    language. qtbase_ko has none of them, so Headroom's catalogue carries them under Qt's context
+    and disambiguation (pyside6-lupdate reads the third argument of translate() as the
+    disambiguation; QT_TRANSLATE_NOOP3 it does not read). A file's type is its MIME comment,
+    which the system's shared-mime-info translates ("일반 텍스트 문서")."""
+    translate = QCoreApplication.translate
+    return (translate("QAbstractFileIconProvider", "Folder", "All other platforms"),
+            translate("QAbstractFileIconProvider", "Drive"),
+            translate("QAbstractFileIconProvider", "Shortcut", "All other platforms"),
+            translate("QAbstractFileIconProvider", "Unknown"))
+
+
 def choose_language(setting: str, ui_languages: list[str] | None = None) -> str:
     """The language to show: `setting` when it names one ("en", "ko"), else the first of the
     system's UI languages (QLocale.uiLanguages, e.g. ["ko-KR", "en-US"]) that Headroom

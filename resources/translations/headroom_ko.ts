@@ -180,10 +180,6 @@
         <translation>읽는 중…</translation>
     </message>
     <message>
-        <source>{0} was removed from this chat</source>
-        <translation>{0}을(를) 이 대화에서 뺐습니다</translation>
-    </message>
-    <message>
         <source>reading {0}%</source>
         <translation>읽는 중 {0}%</translation>
     </message>
@@ -198,6 +194,10 @@
     <message>
         <source>Could not attach {0}: {1}</source>
         <translation>{0} 첨부 실패: {1}</translation>
+    </message>
+    <message>
+        <source>{0} is back in this chat</source>
+        <translation>{0}을(를) 이 대화에 되돌렸습니다</translation>
     </message>
     <message>
         <source>{0}: whole file, {1} tokens</source>
@@ -2076,6 +2076,27 @@ tokens counted by {4}: {5}</source>
     </message>
 </context>
 <context>
+    <name>QAbstractFileIconProvider</name>
+    <message>
+        <source>Folder</source>
+        <comment>All other platforms</comment>
+        <translation>폴더</translation>
+    </message>
+    <message>
+        <source>Drive</source>
+        <translation>드라이브</translation>
+    </message>
+    <message>
+        <source>Shortcut</source>
+        <comment>All other platforms</comment>
+        <translation>바로 가기</translation>
+    </message>
+    <message>
+        <source>Unknown</source>
+        <translation>알 수 없음</translation>
+    </message>
+</context>
+<context>
     <name>QFileDialog</name>
     <message>
         <source>&amp;Look in:</source>
@@ -2598,6 +2619,21 @@ budget left after reserving room for the answer and the summary.</source>
     <message>
         <source>The last answer did not finish: Headroom stopped, or the model failed, while it was being written.</source>
         <translation>마지막 답변이 끝나지 않았습니다. 답변을 쓰는 동안 Headroom이 멈췄거나 모델이 실패했습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>UndoNotice</name>
+    <message>
+        <source>Undo</source>
+        <translation>실행 취소</translation>
+    </message>
+    <message>
+        <source>Put the removed file back</source>
+        <translation>뺀 파일을 되돌립니다</translation>
+    </message>
+    <message>
+        <source>Removed {0}</source>
+        <translation>{0}을(를) 뺐습니다</translation>
     </message>
 </context>
 <context>

@@ -139,9 +139,11 @@ def test_a_sent_document_can_be_removed_and_is_not_sent_again(qtbot, chat, tmp_p
         attached(qtbot, chat, tmp_path / name)
     chat.turns.send("Compare them")
     chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    offers = []
+    chat.attachments.removal_undoable.connect(offers.append)
     chat.attachments.remove_sent(0, 0)
     assert [d.name for d in chat.recorded.of("message_documents")[-1][1]] == ["b.txt"]
-    assert chat.recorded.of("notice")[-1] == ("a.txt was removed from this chat", "status")
+    assert offers == ["a.txt"]  # the window says it, with Undo
     stored = chat.store.load_conversation(chat.conversation_id).conversation.messages[0]
     assert [d.name for d in stored.documents] == ["b.txt"]
     chat.turns.regenerate(1)
@@ -216,3 +218,47 @@ def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
              (source.BINARY, source.NOT_UTF8, source.ENCRYPTED, source.NO_TEXT_LAYER, source.DAMAGED, source.EMPTY,
               source.UNREADABLE, source.CANCELLED)}
     assert len(lines) == 8 and "engine line" not in lines
+
+
+def test_undo_puts_a_removed_file_back_exactly_on_screen_in_the_store_and_the_export(qtbot, chat, tmp_path):
+    """Product trial: ✕ on a sent file removed it with no way back. Undo (offered by the window
+    for a few seconds) restores its place among the message's documents, its excerpts' words
+    under the answer (shown and stored), the export, and what Regenerate sends; opening another
+    chat ends the offer, and an Undo then does nothing."""
+    for name in ("note.txt", "manual.txt"):
+        text = "The pass code is 4711." if name == "note.txt" else " ".join(f"word{i}" for i in range(400))
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        attached(qtbot, chat, tmp_path / name)
+    chat.turns.send("What follows word7?")
+    fits = manual_fits()
+    chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    question, answer = chat.conversation.messages
+    documents, sources = question.documents, answer.sources
+    exported = chat.store.export_json(chat.conversation_id)
+    assert [d.name for d in documents] == ["note.txt", "manual.txt"] and "word12 word13" in exported
+    ended = []
+    chat.attachments.removal_final.connect(lambda: ended.append(True))
+    chat.attachments.remove_sent(0, 0)
+    chat.attachments.remove_sent(0, 0)  # both gone; the last one (manual.txt) can be undone
+    assert question.documents == () and all(s.removed for s in answer.sources)
+    assert "word12 word13" not in chat.store.export_json(chat.conversation_id)
+    chat.attachments.undo_remove()
+    assert question.documents == documents[1:] and answer.sources == sources
+    assert chat.recorded.of("message_documents")[-1] == (0, documents[1:])
+    assert chat.recorded.of("message_sources")[-1] == (1, sources)
+    assert chat.recorded.of("notice")[-1] == ("manual.txt is back in this chat", "status")
+    stored = chat.store.load_conversation(chat.conversation_id).conversation.messages
+    assert stored[0].documents == documents[1:] and stored[1].sources == sources
+    assert "word12 word13" in chat.store.export_json(chat.conversation_id)
+    assert ended == [True]
+    chat.attachments.undo_remove()  # once only: note.txt stays removed
+    assert question.documents == documents[1:]
+    chat.turns.regenerate(1)
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["manual.txt"]
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.attachments.remove_sent(0, 0)
+    chat.conversations.new_conversation()  # another chat: the offer ends
+    assert ended == [True, True]
+    chat.attachments.undo_remove()
+    assert chat.conversation.messages == []

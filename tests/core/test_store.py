@@ -621,7 +621,7 @@ def test_documents_and_sources_go_with_their_message_into_a_branch_and_can_be_re
     branched = store.load_conversation(copy).conversation.messages
     assert branched[0].documents == question.documents and branched[0].documents[0].pages == 2
     assert branched[1].sources == (source,)
-    assert store.remove_document(question.id, 0) == "manual.pdf"
+    assert store.remove_document(question.id, 0).name == "manual.pdf"
     assert [d.name for d in store.load_conversation(cid).conversation.messages[0].documents] == ["b.txt"]
     assert [d.name for d in store.load_conversation(copy).conversation.messages[0].documents] == ["manual.pdf",
                                                                                                   "b.txt"]
@@ -648,7 +648,7 @@ def test_removing_a_document_drops_its_excerpts_text_from_the_answers_for_good(t
         store.append_message(cid, question)
         store.append_message(cid, Message(Role.ASSISTANT, "It is 4711.", sources=(other, secret)))
         store.append_message(cid, Message(Role.ASSISTANT, "4711.", sources=(secret,)), parent_id=question.id)
-        assert store.remove_document(question.id, 1) == "vault.txt"
+        assert store.remove_document(question.id, 1).name == "vault.txt"
     with Store(path) as store:  # reopened: what was committed
         tree = store.message_tree(cid)
         answers = [store.load_conversation(cid).conversation.messages[1]]
@@ -678,3 +678,40 @@ def test_a_markdown_export_names_a_removed_file_once_and_json_keeps_each_excerpt
     assert [(s["name"], s["chunk_id"], s["removed"]) for s in data["messages"][1]["sources"]] == \
         [("big.txt", n, True) for n in range(381, 386)] + [("manual.pdf", 17, False)] + \
         [("big.txt", n, True) for n in range(386, 394)]
+
+
+def test_a_removed_document_is_restored_exactly(store):
+    """Undo of a removal: the document is back in its place among the message's documents, every
+    answer's sources hold their excerpts' words again, and the export is as before; a message
+    deleted meanwhile is a KeyError."""
+    from app.core.attached_document import ExtractedDocument
+    from app.core.document_prompt import Citation
+
+    docs = (ExtractedDocument("a.txt", "text", "alpha", (), 5, "utf-8"),
+            ExtractedDocument("vault.pdf", "pdf", "code\fSECRET-9", (0, 5), 900, None),
+            ExtractedDocument("c.txt", "text", "gamma", (), 5, "utf-8"))
+    secret = Citation("vault.pdf", 1, "Codes", 2, 5, 13, "SECRET-9")
+    cid = store.create_conversation("t")
+    question = Message(Role.USER, "code?", documents=docs)
+    store.append_message(cid, question)
+    store.append_message(cid, Message(Role.ASSISTANT, "It is 4711.", sources=(secret,)))
+    store.append_message(cid, Message(Role.ASSISTANT, "4711.", sources=(secret,)), parent_id=question.id)
+    def exported():
+        whole = json.loads(store.export_json(cid))
+        del whole["updated_at"]  # the removal and its undo are changes to the chat
+        return whole, store.export_markdown(cid)
+
+    before = exported()
+    removed = store.remove_document(question.id, 1)
+    assert removed.name == "vault.pdf" and "SECRET-9" not in store.export_json(cid)
+    store.restore_document(removed)
+    assert store.load_conversation(cid).conversation.messages[0].documents == docs
+    assert exported() == before
+    again = store.remove_document(question.id, 2)  # the newest row: its id is free to take again
+    store.append_message(cid, Message(Role.USER, "more", documents=(docs[0],)))
+    store.restore_document(again)  # its id taken meanwhile: it goes last, where it was
+    assert store.load_conversation(cid).conversation.messages[0].documents == docs
+    removed = store.remove_document(question.id, 0)
+    store._conn.execute("DELETE FROM messages WHERE id = ?", (question.id,))
+    with pytest.raises(KeyError):
+        store.restore_document(removed)

@@ -277,6 +277,40 @@ def test_korean_file_dialog_labels_that_qtbase_ko_lacks(korean):
     dialog.deleteLater()
 
 
+def test_korean_file_dialog_type_column_is_korean(qtbot, korean, tmp_path):
+    """Product trial: the Korean file dialog's Type column said "Folder". Qt's
+    QAbstractFileIconProvider::type strings (context and disambiguation as Qt's) come from
+    Headroom's catalogue, qtbase_ko lacking them; a .txt file's type is its MIME comment, which
+    the system's shared-mime-info translates. The list is grabbed."""
+    from PySide6.QtCore import QMimeDatabase
+    from PySide6.QtWidgets import QApplication, QFileDialog, QFileSystemModel, QTreeView
+
+    from app.ui.fonts import install_hangul_fallback
+    from app.ui.translations import file_type_names
+
+    assert file_type_names() == ("폴더", "드라이브", "바로 가기", "알 수 없음")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "readme.txt").write_text("hello", encoding="utf-8")
+    install_hangul_fallback(QApplication.instance())
+    dialog = QFileDialog(None, "Open", str(tmp_path), "")
+    dialog.setOption(QFileDialog.Option.DontUseNativeDialog, True)  # Qt's own, as on most Linux desktops
+    dialog.setViewMode(QFileDialog.ViewMode.Detail)
+    qtbot.addWidget(dialog)
+    dialog.resize(720, 360)
+    dialog.show()
+    model = dialog.findChild(QFileSystemModel)
+    root = model.index(str(tmp_path))
+    qtbot.waitUntil(lambda: model.rowCount(root) == 2, timeout=5000)
+    types = {model.fileName(model.index(row, 0, root)): model.type(model.index(row, 0, root)) for row in range(2)}
+    assert types["notes"] == "폴더"
+    if QMimeDatabase().mimeTypeForName("text/plain").comment() != "text/plain":  # a system MIME database
+        assert types["readme.txt"] == "일반 텍스트 문서"
+    assert model.headerData(2, Qt.Orientation.Horizontal) == "형식"
+    qtbot.wait(100)
+    folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+    dialog.findChild(QTreeView).window().grab().save(str(folder / "ko-file-dialog-types.png"))
+
+
 def test_korean_attachment_refusal_reads_as_one_korean_sentence(korean, tmp_path):
     from app.chat.document_refusal import refusal_reason
     from app.engine.documents.extract import extract_file

@@ -6,7 +6,7 @@ real (QTest key events through Qt's shortcut map), no model is loaded."""
 import pytest
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from app.core.conversation import Message, MessageStatus, Role
 from app.ui.main_window import MINIMUM_SIZE
@@ -97,13 +97,12 @@ def test_ctrl_comma_opens_settings(qtbot, make_window):
     assert seen == ["SettingsDialog"]
 
 
-def test_esc_in_a_field_stays_with_the_field(qtbot, make_window, monkeypatch):
-    """The sidebar's Esc (clear the search) and Delete (delete a conversation) work only while
-    their widget has the keyboard, and never make the window's Esc ambiguous."""
+def test_esc_in_a_field_stays_with_the_field_while_nothing_streams(qtbot, make_window, monkeypatch):
+    """The sidebar's Esc (clear the search) and Delete (delete a conversation) work while their
+    widget has the keyboard, and never make the window's Esc ambiguous."""
     window = make_window()
     stops = []
     monkeypatch.setattr(window.chat.worker, "request_stop", lambda: stops.append(True))
-    window.chat.reply_started.emit(False)
     press(qtbot, window, "Ctrl+F")
     qtbot.keyClicks(window.sidebar.search_edit, "cats")
     press(qtbot, window, "Esc")
@@ -111,8 +110,47 @@ def test_esc_in_a_field_stays_with_the_field(qtbot, make_window, monkeypatch):
     window.composer.editor.setFocus()
     with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
         window.sidebar.search_edit.setText("dogs")
+    window.chat.reply_started.emit(False)
     press(qtbot, window, "Esc")
     assert window.sidebar.search_edit.text() == "dogs" and stops == [True]
+
+
+def test_esc_stops_a_streaming_answer_wherever_the_keyboard_is(qtbot, make_window, monkeypatch):
+    """Product trial: "Esc did not stop one answer" (the Stop button did). The empty search
+    field took Esc for itself (clearing nothing). While an answer streams, Esc stops it from
+    every widget that can hold the keyboard: the search field (empty or not: its text stays),
+    the composer, the transcript's buttons, an open message editor; once stopped, the field's
+    Esc works again."""
+    window = make_window()
+    window.chat_view.load_messages([Message(Role.USER, "hi"),
+                                    Message(Role.ASSISTANT, "hello\n\n```python\nx = 1\n```")])
+    stops = []
+    monkeypatch.setattr(window.chat.worker, "request_stop", lambda: stops.append(True))
+    window.chat.reply_started.emit(False)
+    window.chat_view.bubbles()[0].begin_edit()
+    missed = []
+    for text in ("", "cats"):
+        if text:
+            with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
+                window.sidebar.search_edit.setText(text)
+        for widget in window.findChildren(QWidget):
+            if not widget.isVisible() or widget.focusPolicy() == Qt.FocusPolicy.NoFocus:
+                continue
+            widget.setFocus()
+            if QApplication.focusWidget() is not widget:
+                continue
+            before = len(stops)
+            press(qtbot, window, "Esc")
+            if len(stops) == before:
+                missed.append(f"{type(widget).__name__} {widget.objectName()}")
+            window.composer.set_generating(True)  # as if the answer were still streaming
+    assert missed == [] and len(stops) > 10
+    assert window.sidebar.search_edit.text() == "cats" and window.chat_view.bubbles()[0].editor.isVisible()
+    window.chat.reply_ended.emit(MessageStatus.STOPPED, "")
+    window.sidebar.search_edit.setFocus()
+    with qtbot.waitSignal(window.sidebar.search_changed):  # debounced: settled before the window closes
+        press(qtbot, window, "Esc")
+    assert window.sidebar.search_edit.text() == ""
 
 
 def test_esc_stops_a_streaming_answer_and_only_then(qtbot, make_window, monkeypatch):
