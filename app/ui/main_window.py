@@ -87,6 +87,7 @@ class MainWindow(QMainWindow):
         self.headroom_badge = HeadroomBadge()
         self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
+        self._on_model_changed_kv(None)  # named for this machine's device before any model loads
         self._connect_widgets()
         self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
         self.chat.start()
@@ -286,7 +287,14 @@ class MainWindow(QMainWindow):
         """8-bit KV is offered where Headroom's own attention runs: its packed SDPA or its FA2 path
         (as Foresight.prefill_model_kv8 decides), not transformers' eager."""
         self.chat_bar.set_kv8_available(report is None or kv8_supported(report.attention))
-        self.chat_bar.set_full_precision_bits(32 if report is not None and report.compute_dtype == "float32" else 16)
+        self.chat_bar.set_full_precision_bits(self._full_precision_bits(report))
+
+    def _full_precision_bits(self, report) -> int:
+        """The KV cache's full precision in bits: the model's compute dtype once loaded; before
+        (a first start loading), the device the model will go to: float32 on the CPU, 16-bit on CUDA."""
+        if report is not None:
+            return 32 if report.compute_dtype == "float32" else 16
+        return 16 if getattr(self.chat.worker.probe, "kind", "cpu") == "cuda" else 32
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
