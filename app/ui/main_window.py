@@ -44,6 +44,7 @@ from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
 from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
+from app.ui.quit_question import QuitQuestion
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.vram_panel import VramPanel
@@ -76,6 +77,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
+        self.quit_question: QuitQuestion | None = None  # open while asking whether to quit mid-answer
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
         self.dialogs = WindowDialogs(self.chat, self)  # admission remedies, Open model, Settings, …
@@ -309,9 +311,28 @@ class MainWindow(QMainWindow):
     # ----- menu commands ---------------------------------------------------------------------
     @Slot()
     def _on_quit_triggered(self) -> None:
-        """File → Quit: close the window; the chat shuts down in closeEvent, and the application
-        ends with its last primary window (QGuiApplication.quitOnLastWindowClosed)."""
-        self.close()
+        """File → Quit: close the window, asking first while an answer is being written; the
+        chat shuts down in closeEvent, and the application ends with its last primary window
+        (QGuiApplication.quitOnLastWindowClosed)."""
+        if not self._asked_before_quitting():
+            self.close()
+
+    def _asked_before_quitting(self) -> bool:
+        """While an answer is being written, ask whether to quit anyway (QuitQuestion, window-
+        modal: the answer keeps streaming meanwhile; Quit closes the window, Cancel nothing).
+        Returns whether the question is open; False (quit at once) when nothing is generating."""
+        if not self.chat.turns.active or self._closed:
+            return False
+        if self.quit_question is None:
+            self.quit_question = QuitQuestion(self)
+            self.quit_question.quit_confirmed.connect(self.close)  # a close() call: not asked again
+            self.quit_question.destroyed.connect(self._on_quit_question_destroyed)
+            self.quit_question.open()
+        return True
+
+    @Slot()
+    def _on_quit_question_destroyed(self) -> None:
+        self.quit_question = None
 
     @Slot()
     def _on_copy_answer_triggered(self) -> None:
@@ -381,7 +402,12 @@ class MainWindow(QMainWindow):
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
-        stopped) and remember the layout and the open conversation."""
+        stopped) and remember the layout and the open conversation. The window's own close
+        button (a spontaneous event, from the window system) asks first while an answer is being
+        written; close() called by the app (Quit after its question, tests, scripts) does not."""
+        if event.spontaneous() and self._asked_before_quitting():
+            event.ignore()
+            return
         if not self._closed:  # a second close (tests, quit after close) finds everything done
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here
