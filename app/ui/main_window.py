@@ -235,6 +235,7 @@ class MainWindow(QMainWindow):
         self.note_proposals.accepted.connect(self.chat.notes.accept)
         self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
+        self.chat_bar.cancel_summary_requested.connect(turns.stop)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
         self.chat_bar.kv_precision_chosen.connect(self.chat.conversations.set_kv_precision)
         self.chat_bar.presets_requested.connect(self.dialogs.presets)
