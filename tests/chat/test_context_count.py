@@ -157,3 +157,21 @@ def test_a_model_opened_with_a_custom_context_recounts_with_that_context(make_ch
     chat.worker.window_counted.emit(chat.worker.counts[-1].request_id, window(chat.conversation.messages, 12,
                                                                               limit=2048 - 16))
     assert chat.recorded.of("context_counted")[-1] == (12, 2032, 1, 0)
+
+
+def test_a_context_edited_in_settings_recounts_with_that_context(make_chat, tmp_path):
+    """The Settings dialog's context (for models without their own): the meter follows at once."""
+    from dataclasses import replace
+
+    chat = chat_with_model(make_chat)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    chat.model_path = folder
+    turn(chat, "q", "a", used=10)
+    settle()
+    chat.worker.counts.clear()
+    settings = chat.settings
+    chat.backend.apply_settings(replace(settings.generation, context_tokens=300), settings.backend)
+    chat.presets.settings_edited()  # as WindowDialogs.settings does after the dialog
+    settle()
+    assert chat.worker.counts and chat.worker.counts[-1].settings.context_tokens == 300
