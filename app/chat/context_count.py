@@ -6,7 +6,8 @@ A turn's plan carries its window; between turns the chat asks the worker to coun
 the next prompt would keep (GenerationWorker.window_requested: nothing runs, no memory is
 projected) after each turn (the answer is in the next prompt), "Summarize now" or an edited
 summary, a pinned or edited note, a switched message version, an opened conversation, a preset
-or edited settings (system prompt, max new tokens, context) and another model.
+or edited settings (system prompt, max new tokens, context) and another model (again once it has
+loaded: the context set for it, Settings.context_for, needs its path).
 Several changes in one step (opening a conversation changes four things) make one count, on
 the next turn of the event loop.
 """
@@ -43,8 +44,8 @@ class ContextCount(QObject):
         chat.worker.turn_planned.connect(self._on_turn_planned)
         chat.worker.window_counted.connect(self._on_window_counted)
         for changed in (chat.turn_ended, chat.summary_changed, chat.notes_changed, chat.versions_changed,
-                        chat.conversation_loaded, chat.presets_changed, chat.model_changed):
-            changed.connect(self._soon.start)
+                        chat.conversation_loaded, chat.presets_changed, chat.model_changed, chat.model_loaded):
+            changed.connect(self._soon.start)  # model_loaded: its path, so its own context, is known only then
 
     @Slot()
     def recount(self) -> None:

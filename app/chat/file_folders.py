@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QStandardPaths
 
-from app.core.last_folders import start_folder
+from app.core.last_folders import MODEL, start_folder
+from app.core.paths import models_dir
 from app.core.settings import save_settings
 
 if TYPE_CHECKING:
@@ -32,8 +33,11 @@ class FileFolders:
         self._chat = chat
 
     def start(self, kind: str) -> Path:
-        """Where a `kind` dialog opens: the folder last used for it, else Documents, else home."""
-        return start_folder(self._chat.settings.last_folders.folder(kind), documents_folder(), Path.home())
+        """Where a `kind` dialog opens: the folder last used for it, else (model pickers) the
+        user data folder's models folder where `python -m app.install_model` puts models, else
+        Documents, else home."""
+        first = (models_dir(),) if kind == MODEL else ()
+        return start_folder(self._chat.settings.last_folders.folder(kind), *first, documents_folder(), Path.home())
 
     def remember(self, kind: str, picked: str | Path) -> None:
         """`picked` (a file, or a folder that exists) was chosen in a `kind` dialog: the next one

@@ -1,8 +1,14 @@
 """The bar above the composer with what shapes the whole chat (issue 17): its preset, its KV cache
-precision (issue 16), its pinned notes and "Summarize now"."""
+precision (issue 16), its pinned notes and "Summarize now".
+
+While a summary is being written its progress shows here, beside the button that asked for it,
+with Stop: the "Earlier in this conversation" block that receives the summary sits at the top of
+the transcript, out of view in a long chat (product trial), while this bar is always in view
+above the composer.
+"""
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.chat.presets import display_name
 from app.core.kv_precision import KV_8, KV_16, KV_AUTO
@@ -21,14 +27,16 @@ def _bar_button(text: str, tooltip: str) -> QToolButton:
 class ChatBar(QWidget):
     """Signals: preset_chosen(str name) — give the chat this preset; presets_requested() — open
     the presets dialog; notes_requested() — open the pinned notes; summarize_requested() — fold
-    the older turns into the summary now; kv_precision_chosen(str) — keep this chat's KV cache in
-    "16-bit", "8-bit" or "auto" (app.core.kv_precision)."""
+    the older turns into the summary now; cancel_summary_requested() — stop the summary being
+    written; kv_precision_chosen(str) — keep this chat's KV cache in "16-bit", "8-bit" or "auto"
+    (app.core.kv_precision)."""
 
     preset_chosen = Signal(str)
     kv_precision_chosen = Signal(str)
     presets_requested = Signal()
     notes_requested = Signal()
     summarize_requested = Signal()
+    cancel_summary_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -38,6 +46,17 @@ class ChatBar(QWidget):
         self.summarize_button = _bar_button(
             self.tr("Summarize now"), self.tr("Fold the older turns into the summary now; the last turns stay as "
                                               "they are (Settings: keep the last turns verbatim)"))
+        self.summary_stop_button = _bar_button(
+            self.tr("Stop"), self.tr("Stop writing the summary; the turns stay in the window for now"))
+        self.summary_busy = QProgressBar()
+        self.summary_busy.setObjectName("chatBarBusy")
+        self.summary_busy.setRange(0, 0)  # indeterminate: a summary's length is not known ahead
+        self.summary_busy.setTextVisible(False)
+        self.summary_busy.setAccessibleName(self.tr("Summarizing earlier turns…"))
+        self.summary_busy_label = QLabel(self.tr("Summarizing earlier turns…"))
+        self.summary_busy_label.setObjectName("chatBarBusyLabel")
+        em = self.fontMetrics().averageCharWidth()
+        self.summary_busy.setFixedSize(8 * em, max(em // 2, 4))
         self.preset_combo = QComboBox()
         self.preset_combo.setObjectName("presetCombo")
         self.preset_combo.setAccessibleName(self.tr("Preset"))
@@ -70,11 +89,16 @@ class ChatBar(QWidget):
         self._layout.addWidget(self.kv_combo)
         self._layout.addStretch(1)
         self._layout.addWidget(self.notes_button)
+        self._layout.addWidget(self.summary_busy)
+        self._layout.addWidget(self.summary_busy_label)
         self._layout.addWidget(self.summarize_button)
+        self._layout.addWidget(self.summary_stop_button)
         self.preset_combo.activated.connect(self._on_preset_activated)
         self.kv_combo.activated.connect(self._on_kv_activated)
         self.notes_button.clicked.connect(self.notes_requested)
         self.summarize_button.clicked.connect(self.summarize_requested)
+        self.summary_stop_button.clicked.connect(self.cancel_summary_requested)
+        self.set_summarizing(False)
 
     @Slot(list, str)
     def set_presets(self, presets: list, current: str) -> None:
@@ -136,5 +160,8 @@ class ChatBar(QWidget):
 
     @Slot(bool)
     def set_summarizing(self, summarizing: bool) -> None:
-        """While a summary is being written "Summarize now" waits."""
-        self.summarize_button.setEnabled(not summarizing)
+        """While a summary is being written "Summarize now" gives way to a busy bar, what is
+        happening and Stop."""
+        self.summarize_button.setVisible(not summarizing)
+        for widget in (self.summary_busy, self.summary_busy_label, self.summary_stop_button):
+            widget.setVisible(summarizing)

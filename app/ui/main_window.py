@@ -44,6 +44,7 @@ from app.ui.headroom_badge import HeadroomBadge
 from app.ui.help_menu import HelpMenu
 from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
+from app.ui.quit_question import QuitQuestion
 from app.ui.status_bar import ModelStatusBar
 from app.ui.token_meter import TokenMeter
 from app.ui.undo_notice import UndoNotice
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
+        self.quit_question: QuitQuestion | None = None  # open while asking whether to quit mid-answer
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
         self.dialogs = WindowDialogs(self.chat, self)  # admission remedies, Open model, Settings, …
@@ -88,6 +90,7 @@ class MainWindow(QMainWindow):
         self.headroom_badge = HeadroomBadge()
         self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
+        self._on_model_changed_kv(None)  # named for this machine's device before any model loads
         self._connect_widgets()
         self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
         self.chat.start()
@@ -239,6 +242,7 @@ class MainWindow(QMainWindow):
         self.note_proposals.accepted.connect(self.chat.notes.accept)
         self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
+        self.chat_bar.cancel_summary_requested.connect(turns.stop)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
         self.chat_bar.kv_precision_chosen.connect(self.chat.conversations.set_kv_precision)
         self.chat_bar.presets_requested.connect(self.dialogs.presets)
@@ -293,7 +297,14 @@ class MainWindow(QMainWindow):
         """8-bit KV is offered where Headroom's own attention runs: its packed SDPA or its FA2 path
         (as Foresight.prefill_model_kv8 decides), not transformers' eager."""
         self.chat_bar.set_kv8_available(report is None or kv8_supported(report.attention))
-        self.chat_bar.set_full_precision_bits(32 if report is not None and report.compute_dtype == "float32" else 16)
+        self.chat_bar.set_full_precision_bits(self._full_precision_bits(report))
+
+    def _full_precision_bits(self, report) -> int:
+        """The KV cache's full precision in bits: the model's compute dtype once loaded; before
+        (a first start loading), the device the model will go to: float32 on the CPU, 16-bit on CUDA."""
+        if report is not None:
+            return 32 if report.compute_dtype == "float32" else 16
+        return 16 if getattr(self.chat.worker.probe, "kind", "cpu") == "cuda" else 32
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
@@ -308,9 +319,28 @@ class MainWindow(QMainWindow):
     # ----- menu commands ---------------------------------------------------------------------
     @Slot()
     def _on_quit_triggered(self) -> None:
-        """File → Quit: close the window; the chat shuts down in closeEvent, and the application
-        ends with its last primary window (QGuiApplication.quitOnLastWindowClosed)."""
-        self.close()
+        """File → Quit: close the window, asking first while an answer is being written; the
+        chat shuts down in closeEvent, and the application ends with its last primary window
+        (QGuiApplication.quitOnLastWindowClosed)."""
+        if not self._asked_before_quitting():
+            self.close()
+
+    def _asked_before_quitting(self) -> bool:
+        """While an answer is being written, ask whether to quit anyway (QuitQuestion, window-
+        modal: the answer keeps streaming meanwhile; Quit closes the window, Cancel nothing).
+        Returns whether the question is open; False (quit at once) when nothing is generating."""
+        if not self.chat.turns.active or self._closed:
+            return False
+        if self.quit_question is None:
+            self.quit_question = QuitQuestion(self)
+            self.quit_question.quit_confirmed.connect(self.close)  # a close() call: not asked again
+            self.quit_question.destroyed.connect(self._on_quit_question_destroyed)
+            self.quit_question.open()
+        return True
+
+    @Slot()
+    def _on_quit_question_destroyed(self) -> None:
+        self.quit_question = None
 
     @Slot()
     def _on_copy_answer_triggered(self) -> None:
@@ -380,7 +410,12 @@ class MainWindow(QMainWindow):
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
-        stopped) and remember the layout and the open conversation."""
+        stopped) and remember the layout and the open conversation. The window's own close
+        button (a spontaneous event, from the window system) asks first while an answer is being
+        written; close() called by the app (Quit after its question, tests, scripts) does not."""
+        if event.spontaneous() and self._asked_before_quitting():
+            event.ignore()
+            return
         if not self._closed:  # a second close (tests, quit after close) finds everything done
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here

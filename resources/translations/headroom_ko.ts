@@ -313,6 +313,18 @@
         <translation>오래된 턴을 지금 요약으로 접습니다. 마지막 턴들은 그대로 둡니다(설정: 원문 유지 턴 수)</translation>
     </message>
     <message>
+        <source>Stop</source>
+        <translation>중지</translation>
+    </message>
+    <message>
+        <source>Stop writing the summary; the turns stay in the window for now</source>
+        <translation>요약 작성을 멈춥니다. 턴은 당분간 창에 남습니다</translation>
+    </message>
+    <message>
+        <source>Summarizing earlier turns…</source>
+        <translation>이전 턴을 요약하는 중…</translation>
+    </message>
+    <message>
         <source>Preset</source>
         <translation>프리셋</translation>
     </message>
@@ -1925,6 +1937,14 @@ tokens counted by {4}: {5}</source>
         <translation>계획: {0}</translation>
     </message>
     <message>
+        <source>repeated sentences left out: {0}</source>
+        <translation>반복된 문장 {0}개 제외</translation>
+    </message>
+    <message>
+        <source>a loop of {0} characters cut</source>
+        <translation>반복 구간 {0}자 잘라냄</translation>
+    </message>
+    <message>
         <source>the model&apos;s summary was not usable; kept an extract (history {0} → {1} tokens)</source>
         <translation>모델이 쓴 요약을 쓸 수 없어 발췌본을 남겼습니다 (기록 {0} → {1} 토큰)</translation>
     </message>
@@ -2105,6 +2125,25 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Files of &amp;type:</source>
         <translation>파일 형식(&amp;T):</translation>
+    </message>
+</context>
+<context>
+    <name>QuitQuestion</name>
+    <message>
+        <source>Quit Headroom</source>
+        <translation>Headroom 끝내기</translation>
+    </message>
+    <message>
+        <source>An answer is still being written. Quit anyway?</source>
+        <translation>아직 답변을 작성하는 중입니다. 그래도 끝낼까요?</translation>
+    </message>
+    <message>
+        <source>The answer so far is kept, marked as stopped.</source>
+        <translation>지금까지 쓴 답변은 ‘중지됨’으로 표시되어 남습니다.</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>끝내기</translation>
     </message>
 </context>
 <context>

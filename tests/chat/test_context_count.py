@@ -134,3 +134,44 @@ def test_without_a_model_nothing_is_asked(make_chat):
     chat.notes.pin(0)
     settle()
     assert chat.worker.counts == []
+
+
+def test_a_model_opened_with_a_custom_context_recounts_with_that_context(make_chat, tmp_path):
+    """Product trial: the meter kept the previous context after a model opened with a Custom
+    context, until the next turn. The worker announces the model (model_changed) before the
+    chat knows its path (model_loaded): the count made then used the old model's context."""
+    chat = chat_with_model(make_chat)
+    turn(chat, "q", "a", used=10)
+    settle()
+    chat.worker.counts.clear()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    chat.models.open_chosen(str(folder), chat.settings.permissions_for(folder), 2048)
+    chat.worker.model_changed.emit(None)  # the open model is freed first
+    settle()
+    chat.worker.model_changed.emit(report(name="model", max_positions=8192))
+    settle()  # queued across threads: the recount may run before model_loaded arrives
+    chat.worker.model_loaded.emit(report(name="model", max_positions=8192))
+    settle()
+    assert chat.worker.counts and chat.worker.counts[-1].settings.context_tokens == 2048
+    chat.worker.window_counted.emit(chat.worker.counts[-1].request_id, window(chat.conversation.messages, 12,
+                                                                              limit=2048 - 16))
+    assert chat.recorded.of("context_counted")[-1] == (12, 2032, 1, 0)
+
+
+def test_a_context_edited_in_settings_recounts_with_that_context(make_chat, tmp_path):
+    """The Settings dialog's context (for models without their own): the meter follows at once."""
+    from dataclasses import replace
+
+    chat = chat_with_model(make_chat)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    chat.model_path = folder
+    turn(chat, "q", "a", used=10)
+    settle()
+    chat.worker.counts.clear()
+    settings = chat.settings
+    chat.backend.apply_settings(replace(settings.generation, context_tokens=300), settings.backend)
+    chat.presets.settings_edited()  # as WindowDialogs.settings does after the dialog
+    settle()
+    assert chat.worker.counts and chat.worker.counts[-1].settings.context_tokens == 300

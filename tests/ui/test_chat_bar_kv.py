@@ -72,3 +72,16 @@ def test_the_choice_reads_in_both_palettes(qapp, qtbot, scheme, tmp_path):
         qapp.setStyle(old_style)
         qapp.setPalette(old_palette)
         qapp.setStyleSheet(old_sheet)
+
+
+def test_the_full_precision_entry_is_right_before_any_model_loads(make_window, monkeypatch):
+    """First start on the CPU: while the model loads the entry said "16-bit", then "32-bit" once
+    loaded (product trial). The device is known before the load: float32 on the CPU."""
+    window = make_window()
+    assert window.chat.report is None and window.chat.worker.probe.kind == "cpu"
+    assert window.chat_bar.kv_combo.itemText(0) == "32-bit"
+    window.chat.model_changed.emit(None)  # a load starts: the open model is freed first
+    assert window.chat_bar.kv_combo.itemText(0) == "32-bit"
+    monkeypatch.setattr(window.chat.worker.probe, "kind", "cuda")  # bf16 / fp16 on a GPU
+    window.chat.model_changed.emit(None)
+    assert window.chat_bar.kv_combo.itemText(0) == "16-bit"

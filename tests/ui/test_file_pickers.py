@@ -45,3 +45,22 @@ def test_attach_diagnostics_and_presets_each_start_in_their_last_folder(qtbot, m
     remembered = load_settings().last_folders  # in settings.json: the next run starts there too
     assert (remembered.attach, remembered.diagnostics, remembered.presets) == (str(notes), str(reports),
                                                                                 str(reports))
+
+
+def test_the_model_pickers_start_in_the_models_folder_the_first_time(qtbot, make_window, monkeypatch, tmp_path):
+    """Product trial: "Model folder…" and "Model file…" first opened in Documents, not where
+    `python -m app.install_model` keeps models; after a pick they start where the user went."""
+    from app.core.last_folders import MODEL
+    from app.core.paths import models_dir
+
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path / "data"))
+    window = make_window()
+    folders = window.dialogs.folders
+    assert folders.start(MODEL) == start_folder("", documents_folder(), Path.home())  # no models folder yet: as before
+    models_dir().mkdir(parents=True)
+    assert folders.start(MODEL) == models_dir() == tmp_path / "data" / "models"
+    assert folders.start("attach") != models_dir()  # only the model pickers
+    elsewhere = tmp_path / "my-models"
+    elsewhere.mkdir()
+    folders.remember(MODEL, elsewhere)
+    assert folders.start(MODEL) == elsewhere and load_settings().last_folders.model == str(elsewhere)

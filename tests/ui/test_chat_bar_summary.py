@@ -1,0 +1,55 @@
+""""Summarize now" shows its progress where the user is looking (product trial: in a long chat
+the progress was at the top of the transcript, out of view): in the chat bar above the composer,
+beside the button that asked for it, with Stop."""
+
+from PySide6.QtCore import QRect, Qt
+
+from app.core.conversation import Message, Role
+from app.core.store import Store
+
+
+def long_chat(store_path, turns=30) -> int:
+    with Store(store_path) as store:
+        cid = store.create_conversation("A long chat")
+        for i in range(turns):
+            store.append_message(cid, Message(Role.USER, f"Question {i}: what about step {i}?"))
+            store.append_message(cid, Message(Role.ASSISTANT, f"Answer {i}. " + "More detail here. " * 12))
+    return cid
+
+
+def in_view(window, widget) -> bool:
+    """Whether `widget` is shown and lies wholly inside the window (not scrolled away, not clipped)."""
+    if not widget.isVisible():
+        return False
+    top_left = widget.mapTo(window, widget.rect().topLeft())
+    return window.rect().contains(QRect(top_left, widget.size()))
+
+
+def test_summary_progress_is_in_view_in_a_long_chat_and_stop_stops_it(qtbot, make_window, tmp_path, monkeypatch):
+    db = tmp_path / "long.sqlite3"
+    cid = long_chat(db)
+    window = make_window(store_path=db)
+    window.resize(900, 640)
+    window.sidebar.open_requested.emit(cid)
+    view = window.chat_view
+    qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum() > 0, timeout=5000)
+    bar = window.chat_bar
+    assert not bar.summary_busy.isVisible() and bar.summarize_button.isVisible()
+
+    window.chat.summarizing_changed.emit(True)  # the worker started writing the summary
+    qtbot.wait(50)
+    block = view.summary_block  # where the summary lands: at the top, scrolled out of view
+    block_top = block.mapTo(view.viewport(), block.rect().topLeft())
+    assert block_top.y() + block.height() < 0
+    for widget in (bar.summary_busy, bar.summary_busy_label, bar.summary_stop_button):
+        assert in_view(window, widget), widget.objectName()
+    assert bar.summary_busy_label.text() == "Summarizing earlier turns…"
+    assert not bar.summarize_button.isVisible()
+
+    stops = []
+    monkeypatch.setattr(window.chat.worker, "request_stop", lambda: stops.append(1))
+    qtbot.mouseClick(bar.summary_stop_button, Qt.MouseButton.LeftButton)
+    assert stops == [1]
+    window.chat.summarizing_changed.emit(False)
+    assert bar.summarize_button.isVisible() and not bar.summary_busy.isVisible()
+    assert not bar.summary_stop_button.isVisible()
