@@ -32,7 +32,7 @@ speed() {
     --kv8-depths 4096,32768 --kernels
 }
 case "${1:?kernel, speed or card}" in
-  kernel) timeout 120 python3 -m tests.benchmarks.kv8_kernel --out "$OUT" --sweep ;;
+  kernel) timeout 150 python3 -m tests.benchmarks.kv8_kernel --out "$OUT" --sweep --prefill-sweep ;;
   speed) speed 420 ;;
   card) card 420 "${2:-}" ;;
 esac

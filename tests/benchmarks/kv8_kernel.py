@@ -16,8 +16,13 @@ the chunk's last 64 queries (prefill).
     python3 -m tests.benchmarks.kv8_kernel --out $OUT          # CUDA; writes kv8_kernel_h200.json
     python3 -m tests.benchmarks.kv8_kernel --out $OUT --sweep  # + the decode op over split choices
 
-``--sweep``: kv8_decode's GPU µs for each (SPLIT_WAVES, MIN_SPLIT_TILES, num_stages of the key
-loop) in ``SWEEP``, at each span, to pick the constants of kv8_attention (not tuned on 2026-12-02).
+``--sweep``: kv8_decode's GPU µs for each (SPLIT_WAVES, MIN_SPLIT_TILES) in ``SWEEP``, at each
+span, to pick the constants of kv8_attention (measured 2026-12-02: the defaults are within 1 %).
+
+``--prefill-sweep``: kv8_prefill's ms for a 4,096-token chunk ending at each span for each
+(PREFILL_ROWS, PREFILL_WARPS) in ``PREFILL_SWEEP``, beside torch's flash SDPA over the same span
+in bf16 (`attention._flash_span`, the 16-bit prefill): the 8-bit prefill of a 32k prompt took
+5.3 s to its first token against 1.7 s at 16-bit (results/decode_anatomy_h200_whole_forward_kernels.json).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from app.engine.local import attention, kv8_attention, kv_quant
 
 REPEAT = 20
 SWEEP = [(waves, tiles) for waves in (2, 4, 8, 16) for tiles in (1, 2, 4)]
+PREFILL_SWEEP = [(rows, warps) for rows in (64, 128) for warps in (4, 8)]
 KV_HEADS, GROUPS, HEAD_DIM = 8, 4, 128
 
 
@@ -138,11 +144,34 @@ def prefill_row(chunk: int, span: int, key: torch.Tensor, value: torch.Tensor, g
             f"prefill_{chunk}_ms": event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))}
 
 
+def prefill_sweep(span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Generator, chunk: int = 4096) -> dict:
+    """ms of kv8_prefill for each PREFILL_SWEEP choice, and of the 16-bit flash prefill."""
+    dev, scale = key.device, HEAD_DIM ** -0.5
+    qp = torch.randn(1, KV_HEADS * GROUPS, chunk, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
+    k16 = kv_quant.dequantize(key[:, :, :span], torch.bfloat16).contiguous()
+    v16 = kv_quant.dequantize(value[:, :, :span], torch.bfloat16).contiguous()
+    out = {"chunk": chunk, "flash_bf16_ms": event_ms(lambda: attention._flash_span(qp, k16, v16, scale, GROUPS)),
+           "kv8": []}
+    kept = kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS
+    try:
+        for rows, warps in PREFILL_SWEEP:
+            kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS = rows, warps
+            try:
+                ms = event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))
+            except Exception as exc:  # a choice that does not build (registers, shared memory)
+                ms = f"{type(exc).__name__}: {exc}"[:200]
+            out["kv8"].append({"rows": rows, "warps": warps, "ms": ms})
+    finally:
+        kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS = kept
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--spans", default="4096,32768,97536")
     ap.add_argument("--sweep", action="store_true", help="kv8_decode over SWEEP's split choices")
+    ap.add_argument("--prefill-sweep", action="store_true", help="kv8_prefill over PREFILL_SWEEP, beside flash")
     args = ap.parse_args(argv)
     dev, dt = torch.device("cuda"), torch.bfloat16
     R = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -155,6 +184,11 @@ def main(argv=None) -> int:
             row = {"span": span, "error": f"{type(exc).__name__}: {exc}"[:500]}
         if args.sweep and "error" not in row:
             row["sweep"] = sweep(span, g)
+        if args.prefill_sweep and "error" not in row:
+            key = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device="cuda", generator=g) * 2)
+            value = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device="cuda", generator=g))
+            row["prefill_sweep"] = prefill_sweep(span, key, value, g)
+            del key, value
         R["rows"].append(row)
         print(json.dumps(row))
         torch.cuda.empty_cache()
@@ -164,6 +198,12 @@ def main(argv=None) -> int:
     for row in (r for r in R["rows"] if r.get("sweep")):
         best = min(row["sweep"], key=lambda r: r["us"])
         print(f"span {row['span']}: best split choice {best}")
+    for row in (r for r in R["rows"] if r.get("prefill_sweep")):
+        p = row["prefill_sweep"]
+        timed = [c for c in p["kv8"] if isinstance(c["ms"], float)]
+        best = min(timed, key=lambda c: c["ms"]) if timed else None
+        print(f"span {row['span']}: prefill of {p['chunk']} tokens, flash bf16 {p['flash_bf16_ms']:.2f} ms, "
+              f"8-bit {[(c['rows'], c['warps'], c['ms']) for c in p['kv8']]}, best {best}")
     print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv8 TB/s':>9}")
     for row in (r for r in R["rows"] if "error" not in r):
         print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "

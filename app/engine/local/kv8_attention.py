@@ -102,6 +102,11 @@ triton_failure = ""
 """Why the Triton kernel failed once (then only the torch paths run), or ""."""
 
 
+PREFILL_ROWS = 64
+PREFILL_WARPS = 4
+"""Query rows per tile and warps per program of a prefill chunk (more than 16 rows), as first
+written; ``kv8_kernel.py --prefill-sweep`` measures other choices against torch's flash SDPA
+over the same span in bf16 (the 16-bit prefill)."""
 MERGE_SPLITS = 32
 """Splits the merge reads at once per row (a power of two; more splits loop): 32 × d float32 per
 program."""
@@ -158,7 +163,10 @@ if triton is not None:
         stride_vs = (stride_vs // 4) * 4
         k_base = k_ptr + b * stride_kb + h * stride_kh
         v_base = v_ptr + b * stride_vb + h * stride_vh
-        for n0 in tl.range(0, split_len, BLOCK):  # split_len: a multiple of BLOCK
+        # only the tiles of keys some row of this tile sees: a causal prefill tile stops at its
+        # last row's position instead of loading the rest of the span masked (about half the
+        # work of a chunk that starts the cache; not yet measured)
+        for n0 in tl.range(0, tl.minimum(split_len, end - start), BLOCK):  # split_len: a multiple of BLOCK
             keys = start + n0 + tl.arange(0, BLOCK)
             inside = keys < end
             codes = tl.load(k_base + keys[:, None] * stride_ks + dims[None, :], mask=inside[:, None], other=0)
@@ -234,7 +242,7 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     given. Returns (B, Hkv, R, d) in the queries' dtype. Memory: the output, plus, when the keys
     are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d)."""
     b, h, rows, d = q_rows.shape
-    tile_rows = 16 if rows <= 16 else 64
+    tile_rows = 16 if rows <= 16 else PREFILL_ROWS
     row_tiles = -(-rows // tile_rows)
     splits = splits_for(span, b * h * row_tiles)
     split_len = -(-span // splits)
@@ -258,7 +266,8 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
-        G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct, num_warps=4)
+        G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct,
+        num_warps=4 if rows <= 16 else PREFILL_WARPS)
     if not direct:
         _merge_kernel[(b * h, rows)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
                                      SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS), num_warps=2)
