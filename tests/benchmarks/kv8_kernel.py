@@ -20,7 +20,7 @@ the chunk's last 64 queries (prefill).
 span, to pick the constants of kv8_attention (measured 2026-12-02: the defaults are within 1 %).
 
 ``--prefill-sweep``: kv8_prefill's ms for a 4,096-token chunk ending at each span for each
-(PREFILL_ROWS, PREFILL_WARPS) in ``PREFILL_SWEEP``, beside torch's flash SDPA over the same span
+(PREFILL_ROWS, PREFILL_BLOCK_N, PREFILL_WARPS) in ``PREFILL_SWEEP``, beside torch's flash SDPA over the same span
 in bf16 (`attention._flash_span`, the 16-bit prefill): the 8-bit prefill of a 32k prompt took
 5.3 s to its first token against 1.7 s at 16-bit (results/decode_anatomy_h200_whole_forward_kernels.json).
 """
@@ -39,7 +39,7 @@ from app.engine.local import attention, kv8_attention, kv_quant
 
 REPEAT = 20
 SWEEP = [(waves, tiles) for waves in (2, 4, 8, 16) for tiles in (1, 2, 4)]
-PREFILL_SWEEP = [(rows, warps) for rows in (64, 128) for warps in (4, 8)]
+PREFILL_SWEEP = [(rows, block, warps) for rows in (64, 128) for block in (64, 128) for warps in (4, 8)]
 KV_HEADS, GROUPS, HEAD_DIM = 8, 4, 128
 
 
@@ -152,17 +152,17 @@ def prefill_sweep(span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Ge
     v16 = kv_quant.dequantize(value[:, :, :span], torch.bfloat16).contiguous()
     out = {"chunk": chunk, "flash_bf16_ms": event_ms(lambda: attention._flash_span(qp, k16, v16, scale, GROUPS)),
            "kv8": []}
-    kept = kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS
+    kept = kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS
     try:
-        for rows, warps in PREFILL_SWEEP:
-            kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS = rows, warps
+        for rows, block, warps in PREFILL_SWEEP:
+            kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS = rows, block, warps
             try:
                 ms = event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))
             except Exception as exc:  # a choice that does not build (registers, shared memory)
                 ms = f"{type(exc).__name__}: {exc}"[:200]
-            out["kv8"].append({"rows": rows, "warps": warps, "ms": ms})
+            out["kv8"].append({"rows": rows, "block": block, "warps": warps, "ms": ms})
     finally:
-        kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_WARPS = kept
+        kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS = kept
     return out
 
 
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
         timed = [c for c in p["kv8"] if isinstance(c["ms"], float)]
         best = min(timed, key=lambda c: c["ms"]) if timed else None
         print(f"span {row['span']}: prefill of {p['chunk']} tokens, flash bf16 {p['flash_bf16_ms']:.2f} ms, "
-              f"8-bit {[(c['rows'], c['warps'], c['ms']) for c in p['kv8']]}, best {best}")
+              f"8-bit {[(c['rows'], c['block'], c['warps'], c['ms']) for c in p['kv8']]}, best {best}")
     print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv8 TB/s':>9}")
     for row in (r for r in R["rows"] if "error" not in r):
         print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "

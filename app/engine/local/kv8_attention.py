@@ -103,9 +103,10 @@ triton_failure = ""
 
 
 PREFILL_ROWS = 64
+PREFILL_BLOCK_N = 64
 PREFILL_WARPS = 4
-"""Query rows per tile and warps per program of a prefill chunk (more than 16 rows), as first
-written; ``kv8_kernel.py --prefill-sweep`` measures other choices against torch's flash SDPA
+"""Query rows and keys per tile, and warps per program, of a prefill chunk (more than 16 rows),
+as first written; ``kv8_kernel.py --prefill-sweep`` measures other choices against torch's flash SDPA
 over the same span in bf16 (the 16-bit prefill)."""
 MERGE_SPLITS = 32
 """Splits the merge reads at once per row (a power of two; more splits loop): 32 × d float32 per
@@ -242,11 +243,12 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     given. Returns (B, Hkv, R, d) in the queries' dtype. Memory: the output, plus, when the keys
     are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d)."""
     b, h, rows, d = q_rows.shape
-    tile_rows = 16 if rows <= 16 else PREFILL_ROWS
+    decode = rows <= 16
+    tile_rows, block = (16, BLOCK_N) if decode else (PREFILL_ROWS, PREFILL_BLOCK_N)
     row_tiles = -(-rows // tile_rows)
     splits = splits_for(span, b * h * row_tiles)
     split_len = -(-span // splits)
-    split_len = -(-split_len // BLOCK_N) * BLOCK_N
+    split_len = -(-split_len // block) * block
     direct = splits == 1
     out = torch.empty(q_rows.shape, dtype=q_rows.dtype, device=q_rows.device)  # contiguous, as stored
     acc = maxima = sums = out  # the split partials, when there are splits (unused pointers otherwise)
@@ -266,8 +268,8 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
-        G=groups, ROWS=tile_rows, D=d, BLOCK=BLOCK_N, HAS_VALID=has_valid, DIRECT=direct,
-        num_warps=4 if rows <= 16 else PREFILL_WARPS)
+        G=groups, ROWS=tile_rows, D=d, BLOCK=block, HAS_VALID=has_valid, DIRECT=direct,
+        num_warps=4 if decode else PREFILL_WARPS)
     if not direct:
         _merge_kernel[(b * h, rows)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
                                      SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS), num_warps=2)
