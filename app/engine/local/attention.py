@@ -196,6 +196,7 @@ def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.
     q = kv_quant.rotate(query)
     fused = kv8_attention.kv8_prefill(q, key, value, span, scale)  # CUDA: one kernel, codes read once
     if fused is not None:
+        del q  # before the rotation back: the kernel path's transient is 3 · c·Hq·dv·b at most
         return kv_quant.rotate(fused)
     out, lse = attend(q, kv_quant.dequantize_eager(key[:, :, past:span], dtype),
                       kv_quant.dequantize_eager(value[:, :, past:span], dtype), True, scale)

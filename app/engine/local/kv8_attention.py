@@ -354,6 +354,7 @@ def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, spa
     groups = hq // h
     rows = query.reshape(b, h, groups, c, d).transpose(2, 3).reshape(b, h, c * groups, d)
     out = _guarded(rows, key, value, None, span - c, span, groups, scale)
+    del rows  # before the permuted copy: query, output and that copy are the transient
     if out is None:
         return None
     return out.reshape(b, h, c, groups, d).permute(0, 2, 1, 3, 4).reshape(b, c, hq, d)

@@ -97,17 +97,37 @@ def _sylvester(block: int, device: torch.device) -> torch.Tensor:
     return h / math.sqrt(block)
 
 
+ROTATE_PIECE_ELEMENTS = 1 << 21
+"""Largest piece `rotate` computes in float32 at once outside torch.compile (8 MiB): a whole
+16k-token prefill chunk's query is 67M numbers, whose two float32 copies were 537 MB."""
+
+
 def rotate(x: torch.Tensor) -> torch.Tensor:
     """x (..., d) → x·H in x's dtype (computed in float32), H block-diagonal of normalized
     Hadamard blocks of the largest power of two dividing d (d itself for 64 or 128). Its own
-    inverse: rotate(rotate(x)) == x up to rounding."""
+    inverse: rotate(rotate(x)) == x up to rounding. Transient outside torch.compile: the result
+    (contiguous) plus two float32 pieces of at most ROTATE_PIECE_ELEMENTS numbers."""
+    if torch.compiler.is_compiling():
+        # the decode step (a token's few vectors): a product-and-sum Inductor fuses with what
+        # reads and writes the vectors, instead of a cuBLAS launch per rotation (four per layer)
+        return _rotated(x, product_sum=True)
+    if x.numel() <= ROTATE_PIECE_ELEMENTS or x.dim() < 2:
+        return _rotated(x)
+    lead = max(range(x.dim() - 1), key=lambda dim: x.shape[dim])  # the longest dimension but the last
+    step = max(1, ROTATE_PIECE_ELEMENTS * x.shape[lead] // x.numel())
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[lead], step):
+        n = min(step, x.shape[lead] - start)
+        out.narrow(lead, start, n).copy_(_rotated(x.narrow(lead, start, n)))
+    return out
+
+
+def _rotated(x: torch.Tensor, product_sum: bool = False) -> torch.Tensor:
     d = x.shape[-1]
     block = d & -d
     blocks = x.float().reshape(*x.shape[:-1], d // block, block)
     hadamard = _hadamard(block, x.device)
-    if torch.compiler.is_compiling():
-        # the decode step (a token's few vectors): a product-and-sum Inductor fuses with what
-        # reads and writes the vectors, instead of a cuBLAS launch per rotation (four per layer)
+    if product_sum:
         rotated = (blocks.unsqueeze(-1) * hadamard).sum(dim=-2)
     else:
         rotated = torch.matmul(blocks, hadamard)

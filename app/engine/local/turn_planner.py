@@ -42,6 +42,15 @@ TEMPLATE_TOKENS_PER_MESSAGE = 5  # ChatML / Llama-3 headers and end-of-turn toke
 MAX_KEPT_CONTENT_COUNTS = 4096  # message texts whose token count is kept for estimates
 
 
+def kv8_kernel_runs(device) -> bool:
+    """An 8-bit prefill chunk on ``device`` goes to kv8_attention's Triton kernel (CUDA, Triton
+    importable and not failed), so its memory is that path's (prefill_spike)."""
+    from app.engine.local import kv8_attention
+
+    on_cuda = getattr(device, "type", device) == "cuda"
+    return on_cuda and kv8_attention.triton is not None and not kv8_attention.triton_failure
+
+
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
@@ -64,8 +73,9 @@ class Foresight:
             loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **shape)
         # 8-bit keys and values (issue 16) are read by Headroom's attention only: its packed SDPA,
         # or its FA2 path (packed 8-bit decode, FA2 over one dequantized block at a time for prefill)
+        kv8_shape = dict(shape, kv_bits=8, kv8_kernel=kv8_kernel_runs(device))
         self.prefill_model_kv8 = PrefillModel.from_config(
-            loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **shape
+            loaded.model.config, dtype_nbytes(report.compute_dtype), **kv8_shape
         ) if kv8_supported(report.attention) else None
         # A sliced NF4 prefill (nf4_prefill) can run whole weights too: one dequantize and one
         # GEMM per layer instead of a launch pair and a Python call per slice. admit() tries the
@@ -78,7 +88,7 @@ class Foresight:
                 loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **whole)
             if self.prefill_model_kv8 is not None:
                 self.prefill_models_whole[8] = PrefillModel.from_config(
-                    loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8, **whole)
+                    loaded.model.config, dtype_nbytes(report.compute_dtype), **dict(kv8_shape, **whole))
         self.calibration = Calibration()
         self._recent_ids: dict[tuple, tuple[int, ...]] = {}
         self._content_tokens: dict[str, int] = {}

@@ -40,6 +40,8 @@ class PrefillModel:
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
     whose latent is expanded to every head on each call. nf4_sliced: dequant_bytes is one slice
     (app.engine.local.nf4_prefill runs), not a whole weight; a turn planned with this model runs so.
+    kv8_kernel: an 8-bit layer's prefill chunk is attended by app.engine.local.kv8_attention's
+    Triton kernel (CUDA), not the blockwise torch path (see `prefill_breakdown`).
     """
 
     layout: KVLayout
@@ -55,12 +57,13 @@ class PrefillModel:
     gqa: bool = False
     kv_expanded_always: bool = False
     nf4_sliced: bool = False
+    kv8_kernel: bool = False
 
     @classmethod
     def from_config(
         cls, config: Any, activation_bytes: int, cache_dtype_bytes: int | None = None, *,
         attn_implementation: str = "sdpa", quantized_4bit: bool = False, dynamic_cache: bool = True,
-        kv_bits: int = 16, nf4_prefill_sliced: bool = False,
+        kv_bits: int = 16, nf4_prefill_sliced: bool = False, kv8_kernel: bool = False,
     ) -> PrefillModel:
         """Build from a config. cache_dtype_bytes defaults to activation_bytes. kv_bits 8: the
         full-attention layers hold 8-bit keys and values (kv_layout), in a static cache.
@@ -86,6 +89,7 @@ class PrefillModel:
                            if quantized_4bit else 0),
             dynamic_cache=dynamic_cache, gqa=(not mla and kv_heads(cfg) != heads),
             kv_expanded_always=mla, nf4_sliced=quantized_4bit and nf4_prefill_sliced,
+            kv8_kernel=kv8_kernel and kv_bits == 8,
         )
 
 
@@ -151,15 +155,18 @@ def prefill_breakdown(
       own keys dequantized to the compute dtype, Hkv·(dk+dv)·(min(span − c, B) + c)·b with
       B = kv_layout.KV8_PREFILL_BLOCK; the merge's float32 sum, one piece and two log-sum-exps,
       c·H·dv·(4 + b) + 2·c·H·4; and the chunk's float32 copies while it is quantized,
-      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static. Measured
-      on the H200 (Llama-3-8B NF4, 8-bit KV, the app's chunk ladder,
-      tests/benchmarks/results/memory_foresight_h200_kv8.json): peak within 0.3-1.7 % at 1k-32k
-      prompts; at 97.5k in 128-token chunks the peak ran 160 MB (1.3 %) over this projection, inside
-      the error bar and margin (the decode step then cast the whole cache to bf16, since replaced by
-      app.engine.local.kv8_attention). Where that module's Triton kernel attends the chunk (CUDA),
-      its transient — the packed query rows, the output and its permuted copy (3·c·H·dv·b), plus
-      float32 partials of ~10 MB when a short chunk splits the keys — stays below these terms, which
-      are kept as the bound.
+      2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static.
+      Where app.engine.local.kv8_attention's Triton kernel attends the chunk (CUDA,
+      ``model.kv8_kernel``) the workspace is instead the larger of two phases that follow each
+      other: the cache write's float32 copies of the chunk's keys and values while they are
+      quantized (2·Hkv·(dk+dv)·c·4, as above), and the attention's rotated query, packed rows
+      (freed before the next copy), output and permuted output, 3·c·H·dv·b, plus the float32
+      partials when a short chunk (c·H ≤ kv_layout.KV8_SPLIT_PARTIAL_ROWS / 2) splits its keys,
+      KV8_SPLIT_PARTIAL_ROWS·dv·4. The blockwise terms summed both phases, and the rotation's
+      two whole float32 copies and a query kept alive made the kernel path 7·c·H·dv·b: the 8-bit
+      peak ran 149 / 137 MB over the projection at 16k / 32k prompts (H200, Llama-3-8B NF4,
+      tests/benchmarks/results/memory_foresight_h200_kv8.json, 2026-12-02); kv_quant.rotate now
+      works in pieces and the copies are freed in order (this term not yet measured).
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
@@ -213,9 +220,21 @@ def _mask_bytes(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> 
 
 
 def _attention_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
+    if layer.quantized and model.kv8_kernel:
+        return _kv8_kernel_workspace(model, layer, c)
     if layer.quantized:
         return _blockwise_8bit_workspace(model, layer, c, total_len)
     return _float_workspace(model, layer, c, total_len)
+
+
+def _kv8_kernel_workspace(model: PrefillModel, layer: LayerKV, c: int) -> int:
+    """An 8-bit layer whose chunk the Triton kernel attends: the cache write's float32 copies,
+    then the attention's three query-sized tensors and a short chunk's split partials."""
+    b, heads = model.activation_bytes, model.num_attention_heads
+    quantize = 2 * layer.kv_heads * (layer.key_dim + layer.value_dim) * c * 4
+    partials = (kv_layout.KV8_SPLIT_PARTIAL_ROWS * layer.value_dim * 4
+                if 2 * c * heads <= kv_layout.KV8_SPLIT_PARTIAL_ROWS else 0)
+    return max(quantize, 3 * c * heads * layer.value_dim * b + partials)
 
 
 def _blockwise_8bit_workspace(model: PrefillModel, layer: LayerKV, c: int, total_len: int) -> int:
