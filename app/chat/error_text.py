@@ -256,11 +256,19 @@ _VERDICTS = (
     (re.compile(r"kept an extract: history (\d+) → (\d+) tokens"),
      QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept an extract "
                        "(history {0} → {1} tokens)")),
+    (re.compile(r"kept the last (\d+) of (\d+) messages: history (\d+) → (\d+) tokens"),
+     QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept what the last {0} of {1} messages "
+                       "said (history {2} → {3} tokens)")),
     (re.compile(r"^history (\d+) → (\d+) tokens$"), QT_TRANSLATE_NOOP("PlainError", "history {0} → {1} tokens")),
     (re.compile(r"^summary cancelled$"), QT_TRANSLATE_NOOP("PlainError", "cancelled")),
     (re.compile(r"^empty summary$"), QT_TRANSLATE_NOOP("PlainError", "the model wrote nothing; kept the previous one")),
     (re.compile(r"^summary is (\d+) tokens, cap is (\d+)$"),
      QT_TRANSLATE_NOOP("PlainError", "too long ({0} tokens, cap {1}); kept the previous one")),
+    (re.compile(r"^the model repeated the conversation instead of summarizing it \((\d+) of (\d+) lines\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model copied the conversation instead of summarizing it; kept the "
+                       "previous one")),
+    (re.compile(r"^the model repeated itself \((\d+) repeated sentences, (\d+) kept\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model repeated itself; kept the previous one")),
     (re.compile(r"^history does not shrink \((\d+) → (\d+) tokens\)$"),
      QT_TRANSLATE_NOOP("PlainError", "it would not shorten the history ({0} → {1} tokens); kept the previous one")),
 )

@@ -53,7 +53,8 @@ def conversation_markdown(c: "StoredConversation") -> str:
     if c.pinned_notes:
         lines += ["> **Pinned notes:** " + c.pinned_notes.replace("\n", "\n> "), ""]
     if c.summary.content:
-        lines += ["> **Summary of earlier turns:** " + c.summary.content, ""]
+        quoted = c.summary.content.replace("\n", "\n> ")  # every line of it inside the quote
+        lines += ["> **Summary of earlier turns:** " + quoted, ""]
     for m in c.conversation.messages:
         content = _as_typed(m.content) if m.role is Role.USER else m.content
         lines += [f"## {m.role.value.capitalize()}", "", content, ""]

@@ -12,6 +12,7 @@ Counts are assumed monotone (adding a message never lowers the count); the searc
 binary searches that rely on it, and every returned prompt is re-checked against its limit.
 """
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -373,7 +374,10 @@ def finish_summary(
     cleaned = without_repeats(text)
     text = cleaned.text
     new, verdict = judge(text)
-    if cleaned.changed:
+    untrusted = _untrusted(text, cleaned.sentences_dropped)
+    if untrusted:
+        verdict = SummaryVerdict(False, untrusted)
+    elif cleaned.changed:
         verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
         firsts = _folded_firsts(plan)
@@ -387,6 +391,26 @@ def finish_summary(
                 True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
     return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
+
+
+_ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:|(?:Previous summary|New turns)\s*:\s*$)",
+                        re.IGNORECASE)
+
+
+def _untrusted(text: str, repeats: int) -> str:
+    """Why a generated summary is not one, or "": most of its lines echo the request (the
+    transcript's "User: …" / "Assistant: …" lines or the request's own headings — a small
+    model copies the turns instead of summarizing them; a trial's SmolLM2-135M summary did,
+    and kept none of the facts), or most of its sentences were repeats (a loop: what is left is
+    no more trustworthy). The extract of what the user said is kept instead."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    echoed = sum(bool(_ECHO_LINE.match(line)) for line in lines)
+    if lines and echoed * 2 >= len(lines):
+        return f"the model repeated the conversation instead of summarizing it ({echoed} of {len(lines)} lines)"
+    sentences = max(len(re.findall(r"[.!?。！？]+(?:\s|$)|\n+", text)), 1)
+    if repeats > sentences:
+        return f"the model repeated itself ({repeats} repeated sentences, {sentences} kept)"
+    return ""
 
 
 def _folded_firsts(plan: SummaryPlan) -> list[str]:

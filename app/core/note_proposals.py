@@ -19,7 +19,8 @@ from collections.abc import Iterable
 MAX_PROPOSALS = 3
 MAX_NOTE_CHARS = 160
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+|^(?:The user said|Earlier in this conversation):\s*", re.IGNORECASE)
+_LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+|^(?:The user said|Earlier in this conversation|User|Assistant):\s*",
+                   re.IGNORECASE)
 _DECISION = re.compile(r"\b(name|called|prefer|prefers|wants|decided|agreed|always|never|must|deadline|budget|"
                        r"uses|using|lives|works|born|allergic)\b", re.IGNORECASE)
 
@@ -61,7 +62,8 @@ def _sentences(summary: str) -> list[str]:
         sentence = _LEAD.sub("", piece.strip()).strip()
         words = sentence.split()
         long_enough = len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())  # CJK: few spaces
-        if sentence and len(sentence) <= MAX_NOTE_CHARS and long_enough:
+        asked = sentence.endswith(("?", "？"))  # a question is not a fact to keep
+        if sentence and len(sentence) <= MAX_NOTE_CHARS and long_enough and not asked:
             out.append(sentence)
     return out
 

@@ -1949,6 +1949,10 @@ tokens counted by {4}: {5}</source>
         <translation>모델이 쓴 요약을 쓸 수 없어 발췌본을 남겼습니다 (기록 {0} → {1} 토큰)</translation>
     </message>
     <message>
+        <source>the model&apos;s summary was not usable; kept what the last {0} of {1} messages said (history {2} → {3} tokens)</source>
+        <translation>모델의 요약을 쓸 수 없어 최근 메시지 {1}개 중 {0}개의 내용을 남겼습니다(기록 {2} → {3} 토큰)</translation>
+    </message>
+    <message>
         <source>history {0} → {1} tokens</source>
         <translation>기록 {0} → {1} 토큰</translation>
     </message>
@@ -1963,6 +1967,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>too long ({0} tokens, cap {1}); kept the previous one</source>
         <translation>너무 깁니다 ({0} 토큰, 상한 {1}). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model copied the conversation instead of summarizing it; kept the previous one</source>
+        <translation>모델이 요약 대신 대화를 그대로 옮겨 써서 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model repeated itself; kept the previous one</source>
+        <translation>모델이 같은 말을 반복해서 이전 요약을 유지했습니다</translation>
     </message>
     <message>
         <source>it would not shorten the history ({0} → {1} tokens); kept the previous one</source>

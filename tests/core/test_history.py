@@ -406,10 +406,10 @@ def test_a_summary_that_repeats_itself_is_kept_once():
     budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=30)
     plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
                         count_tokens=count_words)
-    looping = "Minji is a nurse. She likes tea. Minji is a nurse. minji is a nurse! She likes tea."
+    looping = "Minji is a nurse. She likes tea. She lives in Busan. minji is a nurse! She likes tea."
     state, verdict = finish_summary(plan, looping, count_words)
-    assert verdict.accepted and state.content == "Minji is a nurse. She likes tea."
-    assert verdict.reason == "history 256 → 11 tokens (left out 3 repeated sentences)"  # + the header
+    assert verdict.accepted and state.content == "Minji is a nurse. She likes tea. She lives in Busan."
+    assert verdict.reason == "history 256 → 15 tokens (left out 2 repeated sentences)"  # + the header
     run_on = "Minji lives in Busan and she likes tea and she likes tea and she likes tea and she likes tea and she"
     state, verdict = finish_summary(plan, run_on, count_words)
     assert verdict.accepted and state.content == "Minji lives in Busan and she likes tea"
@@ -417,3 +417,25 @@ def test_a_summary_that_repeats_itself_is_kept_once():
     plain = "Minji works at the hospital in Busan and moved to Busan for the hospital job."
     state, verdict = finish_summary(plan, plain, count_words)
     assert state.content == plain and "left out" not in verdict.reason
+
+
+def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extract():
+    """A small model may copy the request's transcript ("User: …" / "Assistant: …") instead of
+    summarizing it (a trial: SmolLM2-135M kept none of the facts), or loop so that most of what it
+    wrote was repeats: neither is trusted; the extract of what the user said is kept."""
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=60)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    echo = ("New turns:\nUser: what is the code?\n\nAssistant: It is a set of laws.\n\n"
+            "User: who leads it?\nMira leads it.")
+    state, verdict = finish_summary(plan, echo, count_words)
+    assert verdict.accepted and "repeated the conversation instead of summarizing it (4 of 5 lines)" in verdict.reason
+    assert state.content.startswith("The user said: ")  # the newest folded user messages that fit
+    loop = "Alex lives in Lisbon. " + "Alex lives in Lisbon and likes tea. " * 4
+    state, verdict = finish_summary(plan, loop, count_words)
+    assert "the model repeated itself (3 repeated sentences, 2 kept)" in verdict.reason
+    assert state.content.startswith("The user said: ")
+    fine = "Alex lives in Lisbon. He is a nurse. They meet on Friday at 6 pm at the harbour cafe."
+    state, verdict = finish_summary(plan, fine, count_words)
+    assert verdict.accepted and state.content == fine

@@ -42,3 +42,8 @@ def test_a_fact_restated_in_other_words_is_offered_once():
                "She prefers green tea. Her budget is 300,000 won.")
     notes = propose_notes(summary)  # the three sentences about Minji: the one that says most
     assert notes == ["The nurse Minji lives in Busan.", "She prefers green tea.", "Her budget is 300,000 won."]
+
+
+def test_transcript_labels_are_not_kept_and_questions_are_not_offered():
+    summary = "User: What is the name of the person who leads Falcon?\nAssistant: Mira Kovacs leads Project Falcon."
+    assert propose_notes(summary) == ["Mira Kovacs leads Project Falcon."]

@@ -118,6 +118,9 @@ def test_exports(store):
     assert data["summary"] == {"content": "greetings", "folded_through": 1, "tokens": 5}
     assert [(m["role"], m["content"], m["status"]) for m in data["messages"]] == [
         ("user", "Capital of France?", "complete"), ("assistant", "Paris", "stopped")]
+    store.save_summary(cid, SummaryState("Alex lives in Lisbon.\n\nHe is a nurse.", 1, 9))
+    md = store.export_markdown(cid)  # every line of a summary inside its quote
+    assert "> **Summary of earlier turns:** Alex lives in Lisbon.\n> \n> He is a nurse.\n\n## User" in md
 
 
 PLAIN_TYPED = ["Capital of France?", "Qu'est-ce que c'est? 50% off, -5 degrees: yes!", "서울은 어디? (수도)"]
