@@ -132,7 +132,7 @@ class MainWindow(QMainWindow):
         self.status = ModelStatusBar()
         self.setStatusBar(self.status)
         self.undo_notice = UndoNotice()  # "Removed big.txt · Undo", beside the model's name
-        self.status.insertPermanentWidget(0, self.undo_notice)
+        self.status.add_notice(self.undo_notice)
         column = QWidget()
         layout = QVBoxLayout(column)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -36,7 +36,7 @@ class ModelStatusBar(QStatusBar):
         self.cancel_button = QPushButton(self.tr("Cancel"))
         self.cancel_button.setToolTip(self.tr("Stop loading this model"))
         self.cancel_button.clicked.connect(self.cancel_load_requested)
-        self.addWidget(self.model_label, 1)
+        self.addWidget(self.model_label, 1)  # the one normal widget: temporary messages cover it
         self.addPermanentWidget(self.progress)
         self.addPermanentWidget(self.cancel_button)
         self.addPermanentWidget(self.backend_label)
@@ -44,6 +44,12 @@ class ModelStatusBar(QStatusBar):
         self.addPermanentWidget(self.speed_label)
         self._report = None
         self.end_progress()
+
+    def add_notice(self, widget) -> None:
+        """``widget`` (an undo notice) first among the permanent widgets, right of the model's
+        name, where temporary messages do not cover it. Qt counts the normal widgets first: the
+        model label is index 0, so the first permanent slot is 1 (0 warned "Index out of range")."""
+        self.insertPermanentWidget(1, widget)
 
     def show_progress(self, text: str, fraction: float) -> None:
         """A load runs: `text` (which model, which stage) beside the bar until end_progress;

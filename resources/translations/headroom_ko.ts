@@ -1478,7 +1478,7 @@ tokens counted by {4}: {5}</source>
     <message numerus="yes">
         <source>TTFT {0} · {1} tok/s · %n tokens</source>
         <translation>
-            <numerusform>TTFT {0} · {1} tok/s · %n 토큰</numerusform>
+            <numerusform>TTFT {0} · 초당 {1} 토큰 · %n 토큰</numerusform>
         </translation>
     </message>
 </context>
