@@ -144,6 +144,7 @@ class ConversationFlow(QObject):
         chat.conversation_loaded.emit(chat.conversation.messages)
         chat.summaries.show_summary()
         chat.notes.show_notes()
+        chat.notes.restore_proposals()
         chat.versions_changed.emit(list(chat.versions))
 
     @Slot(int, int)

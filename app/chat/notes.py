@@ -26,6 +26,9 @@ class NotesFlow(QObject):
         self._chat = chat
         self.proposals: list[str] = []  # offered, not yet accepted or dismissed
         self._dismissed: set[str] = set()  # this conversation's, not offered again
+        # conversations left with proposals undecided: shown again when they are opened again
+        # (this session; a trial's proposals were gone after a switch and back)
+        self._kept: dict[int, tuple[list[str], set[str]]] = {}
 
     def propose(self, summary: str) -> None:
         """Offer the facts of a new `summary` of the open conversation as notes to pin."""
@@ -50,11 +53,22 @@ class NotesFlow(QObject):
             self._chat.notes_proposed.emit(list(self.proposals))
 
     def forget_proposals(self) -> None:
-        """Another conversation opens: the proposals were this one's."""
-        self._dismissed.clear()
+        """Another conversation opens: the proposals were this one's, kept for when it opens again."""
+        leaving = self._chat.conversation_id
+        if leaving is not None and (self.proposals or self._dismissed):
+            self._kept[leaving] = (self.proposals, self._dismissed)
+        self._dismissed = set()
         if self.proposals:
             self.proposals = []
             self._chat.notes_proposed.emit([])
+
+    def restore_proposals(self) -> None:
+        """The open conversation's undecided proposals (and what was dismissed), when it had some."""
+        kept = self._kept.pop(self._chat.conversation_id, None)
+        if kept is not None:
+            self.proposals, self._dismissed = kept
+            if self.proposals:
+                self._chat.notes_proposed.emit(list(self.proposals))
 
     @Slot(str)
     def edit(self, text: str) -> None:

@@ -91,5 +91,10 @@ def test_a_new_summary_proposes_notes_that_are_pinned_only_when_accepted(chat):
     worker.reply_finished.emit(worker.last_id, finished("Sure."), record())
     worker.summary_finished.emit(worker.last_id, SummaryState(summary + " Flights leave at 9.", 3, 24), "kept")
     assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)  # neither the pinned nor the dismissed
+    first = chat.conversation_id
     chat.conversations.new_conversation()
     assert seen.of("notes_proposed")[-1] == ([],)  # they were that chat's
+    chat.conversations.open_conversation(first)  # back to it: the undecided one is offered again
+    assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)
+    worker.summary_finished.emit(worker.last_id, SummaryState(summary + " Flights leave at 9.", 3, 24), "kept")
+    assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)  # the dismissed one stays dismissed
