@@ -175,11 +175,11 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
     verdict = FULL if fit >= trained else PARTIAL if fit >= MIN_USEFUL_CONTEXT else NO_FIT
     kv8 = fit8 = None
     if attention == "sdpa+gqa-packed":  # 8-bit KV is read by Headroom's attention only
-        from app.engine.local.turn_planner import kv8_kernel_runs
+        from app.engine.local.kv8_attention import kernel_runs_on
 
         model8 = PrefillModel.from_config(config, element, attn_implementation=attention,
                                           quantized_4bit=placement.quantize_4bit, kv_bits=8,
-                                          nf4_prefill_sliced=sliced, kv8_kernel=kv8_kernel_runs(placement.device))
+                                          nf4_prefill_sliced=sliced, kv8_kernel=kernel_runs_on(placement.device))
         kv8 = model8.layout.bytes_per_token
         fit8 = largest_context(model8, budget, trained, chunk) if budget > 0 else 0
     return FitPlan(

@@ -92,6 +92,13 @@ def triton_applies(query: torch.Tensor, key: torch.Tensor) -> bool:
             and word_aligned(key))
 
 
+def kernel_runs_on(device) -> bool:
+    """An 8-bit prefill chunk on ``device`` (a torch.device or "cuda" / "cpu") goes to this
+    module's kernel: CUDA, Triton importable and not failed. Its memory is that path's
+    (app.engine.memory.prefill_spike, PrefillModel.kv8_kernel)."""
+    return getattr(device, "type", device) == "cuda" and triton is not None and not triton_failure
+
+
 def word_aligned(packed: torch.Tensor) -> bool:
     """Rows contiguous, each starting on a 4-byte boundary: what the kernel's word loads and its
     float32 scale loads assume (a misaligned load is a sticky CUDA error)."""

@@ -25,7 +25,7 @@ from app.engine.memory.admission import (
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, auto_context, largest_context
 from app.engine.memory.model_config import model_max_positions
-from app.engine.memory.prefill_spike import PrefillModel
+from app.engine.memory.prefill_spike import PrefillModel, dequant_workspace_bytes
 from app.engine.memory.probe import MemoryProbe
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import dtype_nbytes
@@ -42,19 +42,11 @@ TEMPLATE_TOKENS_PER_MESSAGE = 5  # ChatML / Llama-3 headers and end-of-turn toke
 MAX_KEPT_CONTENT_COUNTS = 4096  # message texts whose token count is kept for estimates
 
 
-def kv8_kernel_runs(device) -> bool:
-    """An 8-bit prefill chunk on ``device`` goes to kv8_attention's Triton kernel (CUDA, Triton
-    importable and not failed), so its memory is that path's (prefill_spike)."""
-    from app.engine.local import kv8_attention
-
-    on_cuda = getattr(device, "type", device) == "cuda"
-    return on_cuda and kv8_attention.triton is not None and not kv8_attention.triton_failure
-
-
 class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
     def __init__(self, loaded, probe: MemoryProbe, prefill_chunk_tokens: int | None = None):
+        from app.engine.local import kv8_attention
         from app.engine.local.generation import default_prefill_chunk
 
         self.loaded = loaded
@@ -73,9 +65,9 @@ class Foresight:
             loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **shape)
         # 8-bit keys and values (issue 16) are read by Headroom's attention only: its packed SDPA,
         # or its FA2 path (packed 8-bit decode, FA2 over one dequantized block at a time for prefill)
-        kv8_shape = dict(shape, kv_bits=8, kv8_kernel=kv8_kernel_runs(device))
         self.prefill_model_kv8 = PrefillModel.from_config(
-            loaded.model.config, dtype_nbytes(report.compute_dtype), **kv8_shape
+            loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8,
+            kv8_kernel=kv8_attention.kernel_runs_on(device), **shape
         ) if kv8_supported(report.attention) else None
         # A sliced NF4 prefill (nf4_prefill) can run whole weights too: one dequantize and one
         # GEMM per layer instead of a launch pair and a Python call per slice. admit() tries the
@@ -83,12 +75,10 @@ class Foresight:
         # (HEADROOM_NF4_PREFILL=sliced: always slice, to compare).
         self.prefill_models_whole: dict[int, PrefillModel] = {}
         if report.nf4_prefill_sliced and os.environ.get("HEADROOM_NF4_PREFILL", "auto") != "sliced":
-            whole = dict(shape, nf4_prefill_sliced=False)
-            self.prefill_models_whole[16] = PrefillModel.from_config(
-                loaded.model.config, dtype_nbytes(report.compute_dtype), dynamic_cache=not self.static_cache, **whole)
-            if self.prefill_model_kv8 is not None:
-                self.prefill_models_whole[8] = PrefillModel.from_config(
-                    loaded.model.config, dtype_nbytes(report.compute_dtype), **dict(kv8_shape, **whole))
+            whole = dequant_workspace_bytes(loaded.model.config, dtype_nbytes(report.compute_dtype))
+            self.prefill_models_whole = {
+                bits: replace(model, dequant_bytes=whole, nf4_sliced=False)
+                for bits, model in ((16, self.prefill_model), (8, self.prefill_model_kv8)) if model is not None}
         self.calibration = Calibration()
         self._recent_ids: dict[tuple, tuple[int, ...]] = {}
         self._content_tokens: dict[str, int] = {}
