@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.core.conversation import Message, Role
-from app.core.repetition import without_repeats
+from app.core.repetition import Cleaned, without_repeats
 
 ChatDict = dict[str, str]
 CountTokens = Callable[[list[ChatDict]], int]
@@ -374,7 +374,7 @@ def finish_summary(
     cleaned = without_repeats(text)
     text = cleaned.text
     new, verdict = judge(text)
-    untrusted = _untrusted(text, cleaned.sentences_dropped)
+    untrusted = _untrusted(cleaned)
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
     elif cleaned.changed:
@@ -397,19 +397,19 @@ _ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:|(?:Previous 
                         re.IGNORECASE)
 
 
-def _untrusted(text: str, repeats: int) -> str:
+def _untrusted(cleaned: Cleaned) -> str:
     """Why a generated summary is not one, or "": most of its lines echo the request (the
     transcript's "User: …" / "Assistant: …" lines or the request's own headings — a small
     model copies the turns instead of summarizing them; a trial's SmolLM2-135M summary did,
     and kept none of the facts), or most of its sentences were repeats (a loop: what is left is
     no more trustworthy). The extract of what the user said is kept instead."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in cleaned.text.splitlines() if line.strip()]
     echoed = sum(bool(_ECHO_LINE.match(line)) for line in lines)
     if lines and echoed * 2 >= len(lines):
         return f"the model repeated the conversation instead of summarizing it ({echoed} of {len(lines)} lines)"
-    sentences = max(len(re.findall(r"[.!?。！？]+(?:\s|$)|\n+", text)), 1)
-    if repeats > sentences:
-        return f"the model repeated itself ({repeats} repeated sentences, {sentences} kept)"
+    if cleaned.sentences_dropped > cleaned.sentences_kept:
+        return (f"the model repeated itself ({cleaned.sentences_dropped} repeated sentences, "
+                f"{cleaned.sentences_kept} kept)")
     return ""
 
 

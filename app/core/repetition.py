@@ -25,11 +25,13 @@ phrases were said before: a phrase said twice in a text that goes on is not a lo
 @dataclass(frozen=True)
 class Cleaned:
     """text: what was said once; sentences_dropped: repeated sentences left out; loop_cut: the
-    characters of a phrase loop cut from the end (0 when none)."""
+    characters of a phrase loop cut from the end (0 when none); sentences_kept: the sentences
+    said once (before the loop cut)."""
 
     text: str
     sentences_dropped: int = 0
     loop_cut: int = 0
+    sentences_kept: int = 0
 
     @property
     def changed(self) -> bool:
@@ -58,10 +60,11 @@ def without_repeats(text: str) -> Cleaned:
         seen.add(plain)
         kept.append(sentence)
     deduped = "".join(kept).strip()
+    said = len(seen - {""})
     cut = loop_start(deduped)
     if cut is None:
-        return Cleaned(deduped, dropped)
-    return Cleaned(deduped[:cut].rstrip(" ,;:-"), dropped, len(deduped) - cut)
+        return Cleaned(deduped, dropped, 0, said)
+    return Cleaned(deduped[:cut].rstrip(" ,;:-"), dropped, len(deduped) - cut, said)
 
 
 def loop_start(text: str) -> int | None:

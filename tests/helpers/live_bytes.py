@@ -19,7 +19,7 @@ class LiveBytes(TorchDispatchMode):
         self.live = 0
         self.peak = 0
         self._holders: dict[int, list] = {}  # storage address -> weak refs of tensors on it
-        self._known = set()
+        self._nbytes: dict[int, int] = {}  # storage address -> its size
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -31,10 +31,8 @@ class LiveBytes(TorchDispatchMode):
             ptr = t.untyped_storage().data_ptr()
             if ptr in self._holders:
                 self._holders[ptr].append(weakref.ref(t, lambda _, p=ptr: self._release(p)))
-            elif ptr not in before and ptr not in self._known and t.untyped_storage().nbytes():
-                self._known.add(ptr)
+            elif ptr not in before and t.untyped_storage().nbytes():
                 self._holders[ptr] = [weakref.ref(t, lambda _, p=ptr: self._release(p))]
-                self._nbytes = getattr(self, "_nbytes", {})
                 self._nbytes[ptr] = t.untyped_storage().nbytes()
                 self.live += self._nbytes[ptr]
                 self.peak = max(self.peak, self.live)
@@ -45,5 +43,4 @@ class LiveBytes(TorchDispatchMode):
         if holders is None or any(ref() is not None for ref in holders):
             return
         del self._holders[ptr]
-        self._known.discard(ptr)
         self.live -= self._nbytes.pop(ptr)
