@@ -96,7 +96,8 @@ def measure(span: int, g: torch.Generator) -> dict:
     valid = mask[:, 0, 0, :]
     row = {"span": span,
            "decode_rel_err": relative(kv8_attention.kv8_decode(q, key, value, valid, scale),
-                                      kv8_attention.reference(q, key, value, valid, scale)),
+                                      kv_quant.rotate(kv8_attention.reference(kv_quant.rotate(q), key, value,
+                                                                              valid, scale))),
            "kv8_decode_us": graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale)),
            "kv8_layer_attention_us": graph_us(lambda: attention._packed_decode_8bit(
                q_heads, key, value, mask, scale, GROUPS)),

@@ -62,8 +62,9 @@ def test_reference_casts_one_block_at_a_time(monkeypatch):
 
 def test_the_op_serves_the_cpu_and_the_model_path():
     q, key, value, valid = _case(filled=200)
-    got = torch.ops.headroom.kv8_decode(q, key, value, valid, 0.125)
-    torch.testing.assert_close(got, _old_products(q, key, value, valid, 0.125), rtol=1e-5, atol=1e-5)
+    got = torch.ops.headroom.kv8_decode(q, key, value, valid, 0.125)  # query and output in the model's basis
+    want = kv_quant.rotate(_old_products(kv_quant.rotate(q), key, value, valid, 0.125))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert not kd.triton_applies(q, key)  # the CPU: torch path
 
 
@@ -97,9 +98,9 @@ def test_triton_decode_matches_the_reference(filled, kernel_everywhere):
     q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=filled, seed=3)
     q, key, value = q.to(DEVICE), key.to(DEVICE), value.to(DEVICE)
     valid = None if valid is None else valid.to(DEVICE)
-    got = kd.kv8_decode(q, key, value, valid, 0.125).float()
+    got = kd.kv8_decode(q, key, value, valid, 0.125).float()  # rotates in and out inside the kernels
     assert kd.triton_failure == ""
-    want = kd.reference(q, key, value, valid, 0.125).float()
+    want = kv_quant.rotate(kd.reference(kv_quant.rotate(q), key, value, valid, 0.125)).float()
     assert (got - want).abs().max() < 2e-2  # half-precision outputs; the kernel keeps scores in float32
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
 
@@ -115,7 +116,7 @@ def test_many_splits_merge_to_the_reference(merge_splits, kernel_everywhere, mon
     q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=250, seed=4)
     got = kd.kv8_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE), 0.125).float().cpu()
     assert kd.triton_failure == ""
-    want = kd.reference(q, key, value, valid, 0.125).float()
+    want = kv_quant.rotate(kd.reference(kv_quant.rotate(q), key, value, valid, 0.125)).float()
     assert (got - want).abs().max() < 2e-2
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
 
@@ -196,13 +197,13 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
 
     sig = {name: "*i8" for name in ("k_ptr", "v_ptr")}
     sig = {"q_ptr": "*bf16", **sig, "valid_ptr": "*u8", "out_ptr": "*bf16", "acc_ptr": "*fp32",
-           "max_ptr": "*fp32", "sum_ptr": "*fp32"}
+           "max_ptr": "*fp32", "sum_ptr": "*fp32", "signs_ptr": "*bf16"}
     sig.update({name: "i32" for name in ("rows", "first", "span", "split_len", "heads", "splits", "row_tiles")})
-    sig["scale"] = "fp32"
+    sig["scale"] = sig["rot_scale"] = "fp32"
     strides = ("stride_qb", "stride_qh", "stride_qr", "stride_kb", "stride_kh", "stride_ks",
                "stride_vb", "stride_vh", "stride_vs", "stride_valid")
     sig.update({name: "i32" for name in strides})
-    consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False}
+    consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False, "ROTATE": True}
     sig.update({name: "constexpr" for name in consts})
     aligned = {n for n in sig if sig[n].startswith("*")} | set(strides) - {"stride_ks", "stride_vs"} | {"split_len"}
     names = list(sig)
@@ -216,17 +217,19 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
 
 @pytest.mark.skipif(kd.triton is None or _INTERPRETED,
                     reason="needs Triton, not its interpreter (compiles for sm_90 without a GPU)")
-def test_the_merge_compiles_for_hopper_with_one_store_per_row():
+@pytest.mark.parametrize("rotate", [False, True])
+def test_the_merge_compiles_for_hopper_with_one_store_per_row(rotate):
     """The merge, one program per row, compiled for sm_90: its partials come in vector loads and
-    the row goes out in one store (the interpreter does not check what Triton lowers)."""
+    the row goes out in one store, or one per ROTATE_COLUMNS slice when it rotates the row back
+    (the interpreter does not check what Triton lowers)."""
     import re
 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    sig = {"acc_ptr": "*fp32", "max_ptr": "*fp32", "sum_ptr": "*fp32", "out_ptr": "*bf16",
-           "rows": "i32", "row_tiles": "i32", "splits": "i32"}
-    consts = {"ROWS": 16, "D": 128, "SPLITS": 16}
+    sig = {"acc_ptr": "*fp32", "max_ptr": "*fp32", "sum_ptr": "*fp32", "out_ptr": "*bf16", "signs_ptr": "*bf16",
+           "rows": "i32", "row_tiles": "i32", "splits": "i32", "rot_scale": "fp32"}
+    consts = {"ROWS": 16, "D": 128, "SPLITS": 16, "ROTATE": rotate}
     sig.update({name: "constexpr" for name in consts})
     names = list(sig)
     source = ASTSource(fn=kd._merge_kernel, signature=sig,
@@ -234,7 +237,7 @@ def test_the_merge_compiles_for_hopper_with_one_store_per_row():
                        attrs={(names.index(n),): [["tt.divisibility", 16]] for n in names if sig[n].startswith("*")})
     ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 2}).asm["ptx"]
     assert re.search(r"ld\.global(\.\w+)*\.v4", ptx)
-    assert len(re.findall(r"st\.global", ptx)) == 1
+    assert len(re.findall(r"st\.global", ptx)) == (128 // kd.ROTATE_COLUMNS if rotate else 1)
 
 
 def test_rows_the_kernel_cannot_read_in_words_are_left_to_torch():

@@ -326,17 +326,18 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
 
 def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int) -> torch.Tensor:
     """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): the g query
-    rows of each KV head, rotated into the cache's basis, go to ``headroom::kv8_decode``
-    (app.engine.local.kv8_attention: each code read once, never cast as a whole cache); a mask that
-    is not boolean (an additive bias) takes the torch products below, each vector's scale folded
-    into the scores (keys) or the probabilities (values). Returns (B, 1, Hq, dv)."""
+    rows of each KV head go to ``headroom::kv8_decode`` (app.engine.local.kv8_attention: each code
+    read once, never cast as a whole cache; it rotates the query into the cache's basis and the
+    output back itself, inside its kernels); a mask that is not boolean (an additive bias) takes
+    the torch products below, each vector's scale folded into the scores (keys) or the
+    probabilities (values). Returns (B, 1, Hq, dv)."""
     b, hq, _, d = query.shape
     scale = scaling if scaling is not None else d ** -0.5
-    q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
     if attention_mask is None or attention_mask.dtype == torch.bool:
         valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
-        out = kv8_attention.kv8_decode(q, key, value, valid, float(scale))
-        return kv_quant.rotate(out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous())
+        out = kv8_attention.kv8_decode(query.reshape(b, key.shape[1], groups, d), key, value, valid, float(scale))
+        return out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous()
+    q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
     key_codes, key_scale = kv_quant.unpack(key)
     value_codes, value_scale = kv_quant.unpack(value)
     scores = torch.matmul(q, key_codes.to(q.dtype).transpose(2, 3)).float()

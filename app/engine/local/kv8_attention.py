@@ -42,7 +42,7 @@ import logging
 
 import torch
 
-from app.engine.local import kv_quant
+from app.engine.local import kv8_append, kv_quant
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +112,15 @@ triton_failure = ""
 PREFILL_ROWS = 64
 PREFILL_BLOCK_N = 64
 PREFILL_WARPS = 4
-"""Query rows and keys per tile, and warps per program, of a prefill chunk (more than 16 rows),
-as first written; ``kv8_kernel.py --prefill-sweep`` measures other choices against torch's flash SDPA
-over the same span in bf16 (the 16-bit prefill)."""
+"""Query rows and keys per tile, and warps per program, of a prefill chunk (more than 16 rows).
+``kv8_kernel.py --prefill-sweep`` on the H200 (results/kv8_kernel_h200.json, 2026-12-02, a 4,096-token
+chunk): 1.07 / 13.4 / 41.4 ms per layer at 4k / 32k / 97.5k keys; the best of 8 choices, 128 rows,
+64 keys, 8 warps, 1.01 / 11.8 / 36.5 (6-12 % less), kept out because 128-row tiles double the
+partials a short chunk splits into (kv_layout.KV8_SPLIT_PARTIAL_ROWS), which the 12 GiB card pays
+at its limit; torch's flash SDPA over the same span in bf16 takes 0.33 / 5.9 / 18.2."""
+ROTATE_COLUMNS = 32
+"""Columns of the ±1 Hadamard signs a decode kernel holds at once while rotating (ROTATE_COLUMNS × d
+of the query's dtype)."""
 MERGE_SPLITS = 32
 """Splits the merge reads at once per row (a power of two; more splits loop): 32 × d float32 per
 program."""
@@ -135,19 +141,21 @@ def splits_for(span: int, programs: int, sms: int = 132) -> int:
 
 
 if triton is not None:
+    _ROTATE_COLUMNS = tl.constexpr(ROTATE_COLUMNS)
+
     # The integers that change with every prefill chunk and span are not specialized on (Triton's
     # default: equal to 1, divisible by 16): that compiled a new kernel for each of the first
     # chunks of a chat, ~1 s each inside the TTFT (H200: 1.65-1.9 s for the first two turns at 4k
     # at 8-bit, 0.19 / 0.11 s at 16-bit, results/decode_anatomy_h200_kv8.json). They bound loops
     # and masks; the strides, fixed for a model, stay specialized.
     @triton.jit(do_not_specialize=["rows", "first", "span", "split_len", "splits", "row_tiles"])
-    def _attend_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr,
-                       rows, first, span, split_len, heads, splits, row_tiles, scale,
+    def _attend_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr, signs_ptr,
+                       rows, first, span, split_len, heads, splits, row_tiles, scale, rot_scale,
                        stride_qb, stride_qh, stride_qr,
                        stride_kb, stride_kh, stride_ks,
                        stride_vb, stride_vh, stride_vs, stride_valid,
                        G: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
-                       HAS_VALID: tl.constexpr, DIRECT: tl.constexpr):
+                       HAS_VALID: tl.constexpr, DIRECT: tl.constexpr, ROTATE: tl.constexpr):
         bh = tl.program_id(0)
         tile = tl.program_id(1)
         split = tl.program_id(2)
@@ -155,8 +163,11 @@ if triton is not None:
         h = bh % heads
         r = tile * ROWS + tl.arange(0, ROWS)
         dims = tl.arange(0, D)
-        q = tl.load(q_ptr + b * stride_qb + h * stride_qh + r[:, None] * stride_qr + dims[None, :],
-                    mask=(r < rows)[:, None], other=0.0)
+        q_rows = q_ptr + b * stride_qb + h * stride_qh + r[:, None] * stride_qr
+        if ROTATE:  # the query into the cache's basis here, not in a kernel of its own (`_rotated`)
+            q = _rotated(q_rows, signs_ptr, rot_scale, (r < rows)[:, None], ROWS, D)
+        else:
+            q = tl.load(q_rows + dims[None, :], mask=(r < rows)[:, None], other=0.0)
         limit = first + r // G + 1  # row r sees keys [0, limit)
         last = tl.minimum(tile * ROWS + ROWS, rows) - 1
         start = split * split_len
@@ -194,9 +205,16 @@ if triton is not None:
             acc = acc * alpha[:, None] + tl.dot((p * v_scale[None, :]).to(q.dtype), v_codes.to(q.dtype))
             m_i = m_new
         if DIRECT:  # one span of keys: the output itself, (B, Hkv, rows, D) contiguous
-            done = acc / tl.maximum(l_i, 1.0e-30)[:, None]
-            tl.store(out_ptr + (bh * rows + r[:, None]) * D + dims[None, :], done.to(q.dtype),
-                     mask=(r < rows)[:, None])
+            done = (acc / tl.maximum(l_i, 1.0e-30)[:, None]).to(q.dtype)
+            out_rows = out_ptr + (bh * rows + r[:, None]) * D
+            if ROTATE:  # back out of the cache's basis, a slice of output columns at a time
+                for c in tl.static_range(0, D, _ROTATE_COLUMNS):
+                    cols = c + tl.arange(0, _ROTATE_COLUMNS)
+                    signs = tl.load(signs_ptr + dims[:, None] * D + cols[None, :])
+                    part = tl.dot(done, signs) * rot_scale
+                    tl.store(out_rows + cols[None, :], part.to(q.dtype), mask=(r < rows)[:, None])
+            else:
+                tl.store(out_rows + dims[None, :], done, mask=(r < rows)[:, None])
         else:
             part = ((bh * row_tiles + tile) * splits + split) * ROWS + tl.arange(0, ROWS)
             tl.store(acc_ptr + part[:, None] * D + dims[None, :], acc)
@@ -204,15 +222,16 @@ if triton is not None:
             tl.store(sum_ptr + part, l_i)
 
     @triton.jit(do_not_specialize=["rows", "row_tiles", "splits"])
-    def _merge_kernel(acc_ptr, max_ptr, sum_ptr, out_ptr, rows, row_tiles, splits,
-                      ROWS: tl.constexpr, D: tl.constexpr, SPLITS: tl.constexpr):
+    def _merge_kernel(acc_ptr, max_ptr, sum_ptr, out_ptr, signs_ptr, rows, row_tiles, splits, rot_scale,
+                      ROWS: tl.constexpr, D: tl.constexpr, SPLITS: tl.constexpr, ROTATE: tl.constexpr):
         """The split partials into the output: program (bh, row) takes one real row of one
         (batch, KV head) and SPLITS of its splits at a time (all of them in one pass when
         ``splits`` ≤ SPLITS), weights each split's partial row by exp(its max − the overall
         max), divides by the weighted sum and stores the row in the output's dtype. One program
         per row, not per tile of rows looping over the splits: that one was latency-bound,
         12.7 µs per layer for 8 programs at 4k keys, more than the attention itself (H200,
-        results/decode_anatomy_h200_whole_forward_kernels.json)."""
+        results/decode_anatomy_h200_whole_forward_kernels.json). ROTATE: the row goes back out of
+        the cache's basis before it is stored (`_rotated`)."""
         bh = tl.program_id(0)
         row = tl.program_id(1)
         tile = row // ROWS
@@ -233,8 +252,31 @@ if triton is not None:
             acc = tl.load(acc_ptr + part[:, None] * D + dims[None, :], mask=inside[:, None], other=0.0)
             merged = merged * rescale + tl.sum(acc * weight[:, None], 0)
             top = new_top
-        done = merged / tl.maximum(total, 1.0e-30)
-        tl.store(out_ptr + (bh * rows + row) * D + dims, done.to(out_ptr.dtype.element_ty))
+        done = (merged / tl.maximum(total, 1.0e-30)).to(out_ptr.dtype.element_ty)
+        out_row = out_ptr + (bh * rows + row) * D
+        if ROTATE:  # x·H for one row: a product-and-sum over a slice of H's columns at a time
+            done = done.to(tl.float32)
+            for c in tl.static_range(0, D, _ROTATE_COLUMNS):
+                cols = c + tl.arange(0, _ROTATE_COLUMNS)
+                signs = tl.load(signs_ptr + dims[:, None] * D + cols[None, :]).to(tl.float32)
+                part = tl.sum(done[:, None] * signs, 0) * rot_scale
+                tl.store(out_row + cols, part.to(out_ptr.dtype.element_ty))
+        else:
+            tl.store(out_row + dims, done)
+
+    @triton.jit
+    def _rotated(q_rows, signs_ptr, rot_scale, mask, ROWS: tl.constexpr, D: tl.constexpr):
+        """(ROWS, D) queries at ``q_rows + dims`` times H = signs · rot_scale (`rotation_signs`),
+        rounded to the queries' dtype as `kv_quant.rotate` rounds: the ±1 products are exact on
+        the tensor cores, summed in float32, then scaled. ROTATE_COLUMNS inputs at a time keep the
+        signs tile small (ROTATE_COLUMNS × D)."""
+        dims = tl.arange(0, D)
+        rotated = tl.zeros([ROWS, D], tl.float32)
+        for c in tl.static_range(0, D, _ROTATE_COLUMNS):
+            cols = c + tl.arange(0, _ROTATE_COLUMNS)
+            part = tl.load(q_rows + cols[None, :], mask=mask, other=0.0)
+            rotated += tl.dot(part, tl.load(signs_ptr + cols[:, None] * D + dims[None, :]))
+        return (rotated * rot_scale).to(q_rows.dtype.element_ty)
 
     @triton.jit
     def _scale(ptr, inside):
@@ -244,13 +286,18 @@ if triton is not None:
 
 
 def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid, first: int, span: int,
-            groups: int, scale: float) -> torch.Tensor:
+            groups: int, scale: float, rotate: bool = False) -> torch.Tensor:
     """q_rows (B, Hkv, R, d) contiguous: row r is query r // groups (at position first + r //
     groups) of the head r % groups of its KV head; keys [0, span), and ``valid`` (B, S) bool when
     given. Returns (B, Hkv, R, d) in the queries' dtype. Memory: the output, plus, when the keys
-    are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d)."""
+    are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d).
+    rotate (a decode step, R ≤ 16): the queries come in the model's basis and the output goes
+    back to it (`kv_quant.rotate` on each side, done inside the kernels: two launches per layer
+    fewer); otherwise both are in the cache's basis."""
     b, h, rows, d = q_rows.shape
     decode = rows <= 16
+    assert decode or not rotate, "only a decode step's rows are rotated in the kernel"
+    signs, rot_scale = rotation_signs(d, q_rows.device, q_rows.dtype) if rotate else (q_rows, 1.0)
     tile_rows, block = (16, BLOCK_N) if decode else (PREFILL_ROWS, PREFILL_BLOCK_N)
     row_tiles = -(-rows // tile_rows)
     splits = splits_for(span, b * h * row_tiles)
@@ -271,16 +318,35 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         valid = valid.contiguous()
     valid = valid if has_valid else out  # any pointer when unused
     _attend_kernel[(b * h, row_tiles, splits)](
-        q_rows, key, value, valid, out, acc, maxima, sums, rows, first, span, split_len, h, splits, row_tiles,
-        float(scale), q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
+        q_rows, key, value, valid, out, acc, maxima, sums, signs, rows, first, span, split_len, h, splits,
+        row_tiles, float(scale), rot_scale, q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
-        G=groups, ROWS=tile_rows, D=d, BLOCK=block, HAS_VALID=has_valid, DIRECT=direct,
+        G=groups, ROWS=tile_rows, D=d, BLOCK=block, HAS_VALID=has_valid, DIRECT=direct, ROTATE=rotate,
         num_warps=4 if decode else PREFILL_WARPS)
     if not direct:
-        _merge_kernel[(b * h, rows)](acc, maxima, sums, out, rows, row_tiles, splits, ROWS=tile_rows, D=d,
-                                     SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS), num_warps=2)
+        _merge_kernel[(b * h, rows)](acc, maxima, sums, out, signs, rows, row_tiles, splits, rot_scale,
+                                     ROWS=tile_rows, D=d, SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS),
+                                     ROTATE=rotate, num_warps=2)
     return out
+
+
+_SIGNS: dict[tuple[int, str, int | None, torch.dtype], tuple[torch.Tensor, float]] = {}
+
+
+def rotation_signs(head_dim: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
+    """(signs, scale) with signs · scale == the (d, d) matrix H of `kv_quant.rotate`: signs
+    (head_dim, head_dim) of 0 and ±1 in ``dtype`` (exact in bf16 and fp16), scale = 1 / sqrt(Hadamard
+    block) in float32. Made once per device and dtype, eagerly (the first decode step runs before
+    any CUDA-graph capture)."""
+    key = (head_dim, device.type, device.index, dtype)
+    kept = _SIGNS.get(key)
+    if kept is None:
+        block = head_dim & -head_dim
+        with torch.inference_mode(False):
+            signs = (kv8_append.rotation(head_dim, device) * block ** 0.5).round().to(dtype).contiguous()
+        kept = _SIGNS[key] = (signs, block ** -0.5)
+    return kept
 
 
 def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
@@ -316,8 +382,8 @@ def _capturing(device: torch.device) -> bool:
 
 def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
     """Worst relative L2 error of the kernel against `reference` on ``device`` over the four
-    launches a chat makes: a decode step over 300 keys with some masked (keys split over
-    programs) and over 8 (one span), a prefill chunk of 8 tokens after 292 keys (split) and of 8
+    launches a chat makes: a decode step (rotating in the kernel) over 300 keys with some masked
+    (keys split over programs) and over 8 (one span), a prefill chunk of 8 tokens after 292 keys (split) and of 8
     tokens alone (one span). Each compiles a variant of the kernel (tile rows, mask, merge), here
     at load rather than inside a turn's TTFT. 2 KV heads of 4 query heads; raises what the
     kernel raises."""
@@ -330,8 +396,9 @@ def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float
         keys, values = key[:, :, :span], value[:, :, :span]
         query = torch.randn(1, 2, groups, head_dim, generator=g).to(device, dtype)  # a decode step
         valid = (torch.arange(span) < span - 37 * (span > 37)).view(1, span).to(device)
-        got = _attend(query, keys, values, valid, span - 1, span, groups, scale)
-        worst = max(worst, _relative_error(got, reference(query, keys, values, valid, scale)))
+        got = _attend(query, keys, values, valid, span - 1, span, groups, scale, True)
+        want = kv_quant.rotate(reference(kv_quant.rotate(query), keys, values, valid, scale))
+        worst = max(worst, _relative_error(got, want))
         chunk = torch.randn(1, 2, 8 * groups, head_dim, generator=g).to(device, dtype)  # 8 tokens
         got = _attend(chunk, keys, values, None, span - 8, span, groups, scale)
         for t in range(8):  # token t sees keys [0, span - 8 + t]
@@ -371,14 +438,15 @@ def kv8_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, spa
 def kv8_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
                scale: float) -> torch.Tensor:
     """(B, Hkv, g, d) attention output of one query token per sequence over the packed 8-bit
-    cache (module docstring): the Triton kernel where `triton_applies`, else `reference`."""
+    cache (module docstring), query and output in the model's basis: the Triton kernel, which
+    rotates both itself, where `triton_applies`, else `reference` between two `kv_quant.rotate`."""
     query = query.contiguous()
     if triton_applies(query, key) and word_aligned(value):
         g = query.shape[2]  # one query token: its g rows see every valid key
-        out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], g, scale)
+        out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], g, scale, True)
         if out is not None:
             return out
-    return reference(query, key, value, valid, scale)
+    return kv_quant.rotate(reference(kv_quant.rotate(query), key, value, valid, scale))
 
 
 @kv8_decode.register_fake
