@@ -106,6 +106,35 @@ def test_triton_decode_matches_the_reference(filled, kernel_everywhere):
 
 
 @needs_triton
+@pytest.mark.parametrize("filled", [None, 150])
+@pytest.mark.parametrize("span", [299, 40])
+def test_the_kernel_reads_a_16_bit_cache_as_the_torch_products_do(span, filled, kernel_everywhere, monkeypatch):
+    """kv16_decode: keys split over programs (299) or one span (40), some masked or none."""
+    monkeypatch.setattr(kd, "kv16_applies", lambda q, k, v: True)
+    q, key, value, valid = _case(span=span, d=64, dtype=DTYPE, filled=filled and min(filled, span - 3), seed=6)
+    key, value = kv_quant.dequantize(key, DTYPE), kv_quant.dequantize(value, DTYPE)
+    valid = None if valid is None else valid.to(DEVICE)
+    got = kd.kv16_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid, 0.125).float().cpu()
+    assert kd.triton_failure == ""
+    scores = (q.float() @ key.float().transpose(2, 3)) * 0.125
+    if valid is not None:
+        scores = scores.masked_fill(~valid.cpu()[:, None, None, :], float("-inf"))
+    want = scores.softmax(-1) @ value.float()
+    assert (got - want).abs().max() < 2e-2
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
+
+
+def test_a_16_bit_decode_without_the_kernel_is_the_torch_products():
+    q, key, value, valid = _case(filled=200)
+    key, value = kv_quant.dequantize(key, torch.float32), kv_quant.dequantize(value, torch.float32)
+    assert not kd.kv16_applies(q, key, value)  # the CPU
+    scores = (q @ key.transpose(2, 3)) * 0.125
+    want = scores.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1) @ value
+    torch.testing.assert_close(torch.ops.headroom.kv16_decode(q, key, value, valid, 0.125), want,
+                               rtol=1e-5, atol=1e-5)
+
+
+@needs_triton
 @pytest.mark.parametrize("merge_splits", [32, 2])
 def test_many_splits_merge_to_the_reference(merge_splits, kernel_everywhere, monkeypatch):
     """Keys split in tiles of 64 (five splits over 299 keys), merged in one pass or two splits
@@ -203,7 +232,8 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
     strides = ("stride_qb", "stride_qh", "stride_qr", "stride_kb", "stride_kh", "stride_ks",
                "stride_vb", "stride_vh", "stride_vs", "stride_valid")
     sig.update({name: "i32" for name in strides})
-    consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False, "ROTATE": True}
+    consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False, "ROTATE": True,
+              "QUANT": True}
     sig.update({name: "constexpr" for name in consts})
     aligned = {n for n in sig if sig[n].startswith("*")} | set(strides) - {"stride_ks", "stride_vs"} | {"split_len"}
     names = list(sig)

@@ -309,11 +309,19 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
     matrix-vector products, memory-bound on reading K and V once: written out, as transformers'
     ``eager_attention_forward`` does (scores in the compute dtype, softmax in float32), it runs
     as cuBLAS batched GEMMs that spread over the cache length, fused by inductor when compiled.
-    ``dropout`` is ignored (inference only).
+    On CUDA with Triton a boolean or absent mask goes instead to ``headroom::kv16_decode``, the
+    8-bit cache's split-KV kernel reading 16-bit keys: one launch and a merge instead of three
+    (app.engine.local.kv8_attention). ``dropout`` is ignored (inference only).
     """
     b, hq, _, d = query.shape
     scale = scaling if scaling is not None else d ** -0.5
-    scores = torch.matmul(query.reshape(b, key.shape[1], groups, d), key.transpose(2, 3)) * scale
+    packed = query.reshape(b, key.shape[1], groups, d)
+    boolean = attention_mask is None or attention_mask.dtype == torch.bool
+    if boolean and kv8_attention.kv16_applies(packed, key, value):
+        valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
+        out = kv8_attention.kv16_decode(packed, key, value, valid, float(scale))  # the split-KV kernel
+        return out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous()
+    scores = torch.matmul(packed, key.transpose(2, 3)) * scale
     if attention_mask is not None:
         if attention_mask.dtype == torch.bool:
             scores = scores.masked_fill(attention_mask.logical_not(), float("-inf"))

@@ -39,6 +39,7 @@ kernel that fails to build or launch (a Triton too old or too new) is not tried 
 from __future__ import annotations
 
 import logging
+import os
 
 import torch
 
@@ -67,19 +68,26 @@ def reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid
     span = key.shape[2]
     scores = torch.empty((b, h, g, span), dtype=torch.float32, device=query.device)
     for start in range(0, span, REFERENCE_BLOCK):
-        codes, key_scale = kv_quant.unpack(key[:, :, start:start + REFERENCE_BLOCK])
+        codes, key_scale = _unpacked(key[:, :, start:start + REFERENCE_BLOCK])
         part = torch.matmul(query, codes.to(query.dtype).transpose(2, 3)).float()
         scores[..., start:start + codes.shape[2]] = part * (key_scale.transpose(2, 3) * scale)
     if valid is not None:
         scores = scores.masked_fill(~valid[:, None, None, :], float("-inf"))
     probs = torch.softmax(scores, dim=-1)
-    out = torch.zeros((b, h, g, value.shape[-1] - kv_quant.SCALE_BYTES), dtype=torch.float32,
-                      device=query.device)
+    value_dim = value.shape[-1] - (kv_quant.SCALE_BYTES if kv_quant.is_packed(value) else 0)
+    out = torch.zeros((b, h, g, value_dim), dtype=torch.float32, device=query.device)
     for start in range(0, span, REFERENCE_BLOCK):
-        codes, value_scale = kv_quant.unpack(value[:, :, start:start + REFERENCE_BLOCK])
+        codes, value_scale = _unpacked(value[:, :, start:start + REFERENCE_BLOCK])
         weights = probs[..., start:start + codes.shape[2]] * value_scale.transpose(2, 3)
         out += torch.matmul(weights.to(query.dtype), codes.to(query.dtype)).float()
     return out.to(query.dtype)
+
+
+def _unpacked(block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes, scale (…, n, 1)) of a packed block; a 16-bit block is its own codes, scale 1."""
+    if kv_quant.is_packed(block):
+        return kv_quant.unpack(block)
+    return block, torch.ones(1, 1, 1, 1, dtype=torch.float32, device=block.device)
 
 
 def triton_applies(query: torch.Tensor, key: torch.Tensor) -> bool:
@@ -155,7 +163,8 @@ if triton is not None:
                        stride_kb, stride_kh, stride_ks,
                        stride_vb, stride_vh, stride_vs, stride_valid,
                        G: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
-                       HAS_VALID: tl.constexpr, DIRECT: tl.constexpr, ROTATE: tl.constexpr):
+                       HAS_VALID: tl.constexpr, DIRECT: tl.constexpr, ROTATE: tl.constexpr,
+                       QUANT: tl.constexpr = True):
         bh = tl.program_id(0)
         tile = tl.program_id(1)
         split = tl.program_id(2)
@@ -178,8 +187,9 @@ if triton is not None:
         # a packed row is head_dim + 4 bytes, a multiple of 4: written as one (an exact identity
         # here), Triton's alignment analysis sees it and reads codes four bytes at a time (a row
         # stride of unknown alignment means one byte per load) and each scale as one float32
-        stride_ks = (stride_ks // 4) * 4
-        stride_vs = (stride_vs // 4) * 4
+        if QUANT:
+            stride_ks = (stride_ks // 4) * 4
+            stride_vs = (stride_vs // 4) * 4
         k_base = k_ptr + b * stride_kb + h * stride_kh
         v_base = v_ptr + b * stride_vb + h * stride_vh
         # only the tiles of keys some row of this tile sees: a causal prefill tile stops at its
@@ -189,9 +199,11 @@ if triton is not None:
             keys = start + n0 + tl.arange(0, BLOCK)
             inside = keys < end
             codes = tl.load(k_base + keys[:, None] * stride_ks + dims[None, :], mask=inside[:, None], other=0)
-            k_scale = _scale(k_base + keys * stride_ks + D, inside)
             s = tl.dot(q, tl.trans(codes.to(q.dtype)))  # (ROWS, BLOCK) float32
-            s = s * (k_scale * scale)[None, :]
+            if QUANT:
+                s = s * (_scale(k_base + keys * stride_ks + D, inside) * scale)[None, :]
+            else:  # a 16-bit cache: the keys themselves
+                s = s * scale
             seen = inside[None, :] & (keys[None, :] < limit[:, None])
             if HAS_VALID:
                 seen = seen & (tl.load(valid_ptr + b * stride_valid + keys, mask=inside, other=0) != 0)[None, :]
@@ -201,8 +213,9 @@ if triton is not None:
             p = tl.exp(s - m_new[:, None])
             l_i = l_i * alpha + tl.sum(p, 1)
             v_codes = tl.load(v_base + keys[:, None] * stride_vs + dims[None, :], mask=inside[:, None], other=0)
-            v_scale = _scale(v_base + keys * stride_vs + D, inside)
-            acc = acc * alpha[:, None] + tl.dot((p * v_scale[None, :]).to(q.dtype), v_codes.to(q.dtype))
+            if QUANT:
+                p = p * _scale(v_base + keys * stride_vs + D, inside)[None, :]
+            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v_codes.to(q.dtype))
             m_i = m_new
         if DIRECT:  # one span of keys: the output itself, (B, Hkv, rows, D) contiguous
             done = (acc / tl.maximum(l_i, 1.0e-30)[:, None]).to(q.dtype)
@@ -323,7 +336,7 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
         G=groups, ROWS=tile_rows, D=d, BLOCK=block, HAS_VALID=has_valid, DIRECT=direct, ROTATE=rotate,
-        num_warps=4 if decode else PREFILL_WARPS)
+        QUANT=kv_quant.is_packed(key), num_warps=4 if decode else PREFILL_WARPS)
     if not direct:
         _merge_kernel[(b * h, rows)](acc, maxima, sums, out, signs, rows, row_tiles, splits, rot_scale,
                                      ROWS=tile_rows, D=d, SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS),
@@ -381,12 +394,12 @@ def _capturing(device: torch.device) -> bool:
 
 
 def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
-    """Worst relative L2 error of the kernel against `reference` on ``device`` over the four
-    launches a chat makes: a decode step (rotating in the kernel) over 300 keys with some masked
-    (keys split over programs) and over 8 (one span), a prefill chunk of 8 tokens after 292 keys (split) and of 8
-    tokens alone (one span). Each compiles a variant of the kernel (tile rows, mask, merge), here
-    at load rather than inside a turn's TTFT. 2 KV heads of 4 query heads; raises what the
-    kernel raises."""
+    """Worst relative L2 error of the kernel against `reference` on ``device`` over the six
+    launches a chat makes: a decode step (rotating in the kernel; and over a 16-bit cache) over
+    300 keys with some masked (keys split over programs) and over 8 (one span), a prefill chunk of
+    8 tokens after 292 keys (split) and of 8 tokens alone (one span). Each compiles a variant of
+    the kernel (tile rows, mask, merge, codes or 16-bit), here at load rather than inside a turn's
+    TTFT. 2 KV heads of 4 query heads; raises what the kernel raises."""
     g = torch.Generator().manual_seed(0)
     groups, scale = 4, head_dim ** -0.5
     key = kv_quant.quantize(torch.randn(1, 2, 300, head_dim, generator=g) * 2).to(device)
@@ -399,6 +412,9 @@ def self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float
         got = _attend(query, keys, values, valid, span - 1, span, groups, scale, True)
         want = kv_quant.rotate(reference(kv_quant.rotate(query), keys, values, valid, scale))
         worst = max(worst, _relative_error(got, want))
+        keys16, values16 = kv_quant.dequantize(keys, dtype), kv_quant.dequantize(values, dtype)  # a 16-bit cache
+        got = _attend(query, keys16, values16, valid, span - 1, span, groups, scale)
+        worst = max(worst, _relative_error(got, reference(query, keys16, values16, valid, scale)))
         chunk = torch.randn(1, 2, 8 * groups, head_dim, generator=g).to(device, dtype)  # 8 tokens
         got = _attend(chunk, keys, values, None, span - 8, span, groups, scale)
         for t in range(8):  # token t sees keys [0, span - 8 + t]
@@ -450,5 +466,43 @@ def kv8_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, vali
 
 
 @kv8_decode.register_fake
+def _(query, key, value, valid, scale):
+    return torch.empty_like(query, memory_format=torch.contiguous_format)
+
+
+KV16_KERNEL = os.environ.get("HEADROOM_KV16_DECODE", "kernel") != "torch"
+"""Whether a 16-bit decode step goes to the split-KV kernel (`kv16_decode`) where it applies;
+HEADROOM_KV16_DECODE=torch keeps torch's products (benchmarks compare the two)."""
+
+
+def kv16_applies(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> bool:
+    """`kv16_decode`'s kernel takes these: CUDA, Triton present and not failed, a 16-bit cache of the
+    query's dtype (bf16 or fp16), one power-of-two head_dim of 16-256 for queries, keys and values,
+    rows contiguous."""
+    d = query.shape[-1]
+    return (KV16_KERNEL and triton is not None and not triton_failure and query.is_cuda
+            and query.dtype in (torch.bfloat16, torch.float16) and key.dtype == value.dtype == query.dtype
+            and 16 <= d <= 256 and d & (d - 1) == 0 and key.shape[-1] == value.shape[-1] == d
+            and key.stride(-1) == 1 and value.stride(-1) == 1)
+
+
+@torch.library.custom_op("headroom::kv16_decode", mutates_args=())
+def kv16_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
+                scale: float) -> torch.Tensor:
+    """(B, Hkv, g, d) attention output of one query token per sequence over a 16-bit cache (B, Hkv,
+    S, d): the split-KV kernel of `kv8_decode` reading the keys and values as they are (no scales,
+    no rotation), where `kv16_applies`; else `reference`. Why: torch's products (two batched GEMMs
+    and a softmax, attention._packed_decode) cost three launches per layer and read the cache at
+    ~1.5 TB/s; the 8-bit kernel's split over all SMs did the same attention in fewer µs while reading
+    half the bytes (results/kv8_kernel_h200.json)."""
+    query = query.contiguous()
+    if kv16_applies(query, key, value):
+        out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], query.shape[2], scale)
+        if out is not None:
+            return out
+    return reference(query, key, value, valid, scale)
+
+
+@kv16_decode.register_fake
 def _(query, key, value, valid, scale):
     return torch.empty_like(query, memory_format=torch.contiguous_format)
