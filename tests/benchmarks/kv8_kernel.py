@@ -3,9 +3,10 @@ layer, against the app's 16-bit decode attention over the same keys.
 
 Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), at 4k, 32k and 97.5k keys:
 
-* decode: ``kv8_attention.kv8_decode`` vs ``attention._packed_decode`` (the 16-bit step's
-  attention) and vs the same 8-bit call with the query rotation and the rotation back
-  (``attention._packed_decode_8bit``, what the 8-bit step runs per layer). Each is recorded
+* decode: ``kv8_attention.kv8_decode`` (which rotates the query in and the output back inside
+  its kernels) vs ``attention._packed_decode`` (the 16-bit step's attention: the same split-KV
+  kernel over 16-bit keys, ``kv16_decode``, and, as "kv16 torch", torch's products with the
+  kernel turned off) and vs ``attention._packed_decode_8bit``, what the 8-bit step runs per layer. Each is recorded
   as a CUDA graph of ``REPEAT`` calls and replayed, timed with CUDA events: GPU time, as inside
   the compiled step's graph (an eager Python loop measures the launches instead: ~300 µs).
 * prefill: ``kv8_prefill`` for a 4,096- and a 128-token chunk ending at the span (eager, events).
@@ -81,6 +82,16 @@ def relative(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got.float() - want.float()).norm() / want.float().norm())
 
 
+def torch_products_us(fn) -> float:
+    """graph_us of a 16-bit decode with the split-KV kernel turned off (torch's products)."""
+    kept = kv8_attention.KV16_KERNEL
+    kv8_attention.KV16_KERNEL = False
+    try:
+        return graph_us(fn)
+    finally:
+        kv8_attention.KV16_KERNEL = kept
+
+
 def measure(span: int, g: torch.Generator) -> dict:
     """One row of the table for ``span`` keys (see the module docstring)."""
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -102,6 +113,8 @@ def measure(span: int, g: torch.Generator) -> dict:
            "kv8_layer_attention_us": graph_us(lambda: attention._packed_decode_8bit(
                q_heads, key, value, mask, scale, GROUPS)),
            "kv16_layer_attention_us": graph_us(lambda: attention._packed_decode(
+               q_heads, k16, v16, mask, 0.0, scale, GROUPS)),
+           "kv16_torch_layer_attention_us": torch_products_us(lambda: attention._packed_decode(
                q_heads, k16, v16, mask, 0.0, scale, GROUPS)),
            "kv8_bytes_read_mb": 2 * key.numel() / 1e6, "kv16_bytes_read_mb": 2 * k16.numel() * 2 / 1e6}
     row["kv8_decode_tb_s"] = row["kv8_bytes_read_mb"] / row["kv8_decode_us"]  # MB/µs = TB/s
@@ -205,10 +218,12 @@ def main(argv=None) -> int:
         best = min(timed, key=lambda c: c["ms"]) if timed else None
         print(f"span {row['span']}: prefill of {p['chunk']} tokens, flash bf16 {p['flash_bf16_ms']:.2f} ms, "
               f"8-bit {[(c['rows'], c['block'], c['warps'], c['ms']) for c in p['kv8']]}, best {best}")
-    print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv8 TB/s':>9}")
+    print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv16 torch µs':>14} "
+          f"{'kv8 TB/s':>9}")
     for row in (r for r in R["rows"] if "error" not in r):
         print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "
-              f"{row['kv16_layer_attention_us']:>14.1f} {row['kv8_decode_tb_s']:>9.2f}")
+              f"{row['kv16_layer_attention_us']:>14.1f} {row['kv16_torch_layer_attention_us']:>14.1f} "
+              f"{row['kv8_decode_tb_s']:>9.2f}")
     return 0
 
 
