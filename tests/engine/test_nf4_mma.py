@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from app.engine.local import nf4_gemv as k
+from app.engine.local import nf4_hook as hook
 from app.engine.local import nf4_mma as mma
 from tests.engine.test_nf4_gemv import FakeLinear4bit
 
@@ -201,6 +202,59 @@ def test_launch_shapes_cover_k_once_per_warp():
 
 def test_unavailable_without_cuda():
     assert mma.unavailable_reason(torch.device("cpu")) == "no CUDA device"
+
+
+# ----------------------------------------------------------------------------- nf4_hook's choice
+class TwoShapes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = FakeLinear4bit(64, 256, seed=31)
+        self.down = FakeLinear4bit(32, 512, seed=32)
+
+
+def test_install_keeps_the_fastest_kernel_per_shape(monkeypatch):
+    """With the CUDA kernel available (here: pretended; the op runs the CPU mirror) both kernels
+    are self-checked on every shape and each shape gets its fastest."""
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    model = TwoShapes()
+
+    def time_per_token(prepared, plans):
+        assert [kernel.kernel for kernel in plans[(64, 256)]] == [hook.MMA_KERNEL, 2]
+        fast = {(64, 256): hook.MMA_KERNEL, (32, 512): 2}
+        return {shape: {None: 50.0, **{p: 10.0 if p.kernel == fast[shape] else 20.0 for p in ps}}
+                for shape, ps in plans.items()}
+
+    monkeypatch.setattr(hook, "time_per_token", time_per_token)
+    status = hook.install(model, require_cuda=False, require_faster=True)
+    assert status.active and status.layers == 2 and len(status.checks) == 2 and len(status.mma_checks) == 2
+    assert set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "Triton")}
+    assert model.up._headroom_nf4_gemv == hook.mma_plan(64, 256) and model.down._headroom_nf4_gemv.kernel == 2
+    assert status.mma_reason == "32x512: Triton is faster"
+    assert status.label() == "fused NF4 GEMV (CUDA mma + Triton) on 2 layers"
+    x = torch.randn(1, 256).bfloat16()
+    with torch.inference_mode():
+        assert torch.equal(model.up(x)[0], k.reference_gemv(x[0], k.tensors_of(model.up)))
+
+
+def test_a_disagreeing_cuda_kernel_is_dropped_and_said_why(monkeypatch):
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    real = hook.self_check
+    monkeypatch.setattr(hook, "self_check", lambda layer, t, plan: (0.5, 0.5) if plan.kernel == hook.MMA_KERNEL
+                        else real(layer, t, plan))
+    model = TwoShapes()
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert status.active and {name for _, _, name in status.kernels} == {"Triton"}
+    assert status.mma_reason.startswith("NF4 GEMV (CUDA mma) disagrees with bitsandbytes on 64x256")
+    assert len(status.mma_checks) == 1  # dropped after its first shape
+
+
+def test_without_triton_the_cuda_kernel_alone_is_used(monkeypatch):
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    monkeypatch.setattr(hook, "unavailable_reason", lambda device, require_cuda=True: "Triton is not installed")
+    model = TwoShapes()
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert status.active and set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "CUDA mma")}
+    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 2
 
 
 # ----------------------------------------------------------------------------- NVRTC, offline
