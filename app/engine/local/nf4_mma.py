@@ -1,6 +1,60 @@
 """NF4 GEMV on the tensor cores, fed from registers (issue 15): CUDA C compiled at run time by NVRTC.
 
-DOCSTRING_PLACEHOLDER
+Same contract as nf4_gemv's Triton kernels (bitsandbytes' bytes as stored, weights bit-identical
+to `dequantize_4bit`: ``bf16_rn(code[nibble] * absmax)`` with the nested absmax ``code2[q] *
+absmax2 + offset`` as a multiply then an add; y = bf16_rn(W x (+ bias)) summed in fp32), but the
+looked-up bf16 pairs go straight into ``mma.sync.m16n8k16`` as A fragments. The Triton kernels are
+bound by the integer pipe at ~4.4 instructions a weight (lookup 2.25, bf16→fp32 unpack of weight
+and x 1.5, selectors 0.6); the tensor core takes the unpack and the FMAs away, which Triton cannot
+express (it routes dot operands through shared memory; kernel 5 in nf4_gemv).
+
+Layout. One warp owns 16 output rows (the M of the mma); lane t has g = t // 4, c = t % 4. Any
+permutation of k applied to both operands leaves the dot product alone, so within a 256-input
+super-tile S lane c owns the whole 64-block c of rows g and g+8 (32 bytes each: two 16-byte
+loads a row), and mma tile j (0..15) maps the lane's A slots {2c, 2c+1} to k = 256S + 64c + 4j +
+{0, 1} and slots {2c+8, 2c+9} to + {2, 3}: the A registers of tile j are bytes 2j and 2j+1 of the
+lane's block. B is x in all 8 columns: b0, b1 = x[k0 .. k0+3], k0 = 256S + 64c + 4j, one 16-byte
+load per two tiles, the same for every g; so every column of D is W x and lanes c == 0 hold the
+rows (d0: row g, d2: row g+8). The lookup: per (row, 64-block) the 16 weights bf16(code[i] *
+absmax) (16 `mul.rn`, 8 `cvt.rn.bf16x2`) as byte planes (4 registers of low bytes, 4 of high);
+four codes (16 bits of a word) are looked up by `prmt` over entries 0-7 with the raw codes (a
+code >= 8 has the sign-replicate bit set and reads garbage there) and over entries 8-15 with
+codes ^ 0x8888, a third `prmt` picks per byte by code bit 3, the same for the high plane, and two
+`prmt` interleave low and high bytes into the two bf16x2 fragment registers: 8 `prmt` per 4
+weights. Shifts run as IMAD.HI on the FMA pipe (a multiplier from a kernel argument, so ptxas
+keeps the multiply). tests/engine/test_nf4_mma.py emulates one warp instruction by instruction
+(the fragments assembled by the PTX ISA's layout) against bitsandbytes' weights, bit for bit.
+
+Work split: grid (ceil(N/16) row tiles, split_k), warps a block along K too; each warp walks
+K / 256 / (warps * split_k) super-tiles, loading the next while it computes the current one. The
+block adds its warps in shared memory in a fixed order; with split_k > 1 the last block of a row
+tile (an atomic counter, reset by that block) adds the partials in a fixed order: one launch,
+bitwise repeatable, no host sync, CUDA-graph safe. Rows past N are clamped on load, not stored.
+
+Inner loop per super-tile and lane (2 rows x 64 weights = 128), sm_90 SASS of NVRTC 13.0
+(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass):
+
+    | class                                   | nested | plain | per weight |
+    |-----------------------------------------|--------|-------|------------|
+    | PRMT (lookup 256, tables 16)            |    272 |   272 | 2.13       |
+    | LOP3 (code ^ 0x8888, pick; 1 other)     |     33 |    33 | 0.26       |
+    | SHF, IADD3, LEA, ISETP, VIADD (address) |     17 |    17 | 0.13       |
+    | integer pipe in all                     |    322 |   322 | 2.52       |
+    | IMAD (64 IMAD.HI shifts, moves, address)|     97 |    92 | 0.76       |
+    | FMUL + FADD (tables, nested absmax)     |     36 |    32 | 0.28       |
+    | F2FP.BF16.F32.PACK_AB                   |     16 |    16 | 0.125      |
+    | HMMA.16816.F32.BF16                     |     16 |    16 | 1 per 8    |
+    | LDG (4x16 B weights, 8x16 B x, absmax)  |     18 |    14 |            |
+    | all                                     |    511 |   496 | 4.0        |
+
+against ~4.4 integer-pipe instructions a weight for Triton's kernels 2/6: at 64 integer lanes a
+clock an SM that bounds the kernel at ~25 weights a clock an SM (~3 TB/s of NF4 bytes on an H200
+at 1.75 GHz), where the HBM needs ~33. Not yet measured on a GPU: tests/benchmarks/nf4_gemv.py
+--cuda-only times it beside bitsandbytes and Triton's tuned plans.
+
+Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
+here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
+no headers: compiled to a cubin for the device's sm once per process and device.
 """
 
 from __future__ import annotations
@@ -60,6 +114,12 @@ __device__ __forceinline__ u16 bf16(float v) {
 __device__ __forceinline__ float ld_cg(const float* p) {  // L2, not a stale L1 line
     float v;
     asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) {  // read once: first out of L1, x stays
+    uint4 v;
+    asm("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
 __device__ __forceinline__ void mma(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
@@ -123,8 +183,8 @@ __device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ a
     Loads v;
     const uint4* pa = r.wa + 8 * st;  // 128 bytes (four 64-blocks) a super-tile
     const uint4* pb = r.wb + 8 * st;
-    v.a0 = __ldg(pa); v.a1 = __ldg(pa + 1);
-    v.b0 = __ldg(pb); v.b1 = __ldg(pb + 1);
+    v.a0 = ld_stream(pa); v.a1 = ld_stream(pa + 1);
+    v.b0 = ld_stream(pb); v.b1 = ld_stream(pb + 1);
     if (NESTED) {
         v.qa = __ldg(r.qa + 4 * st); v.qb = __ldg(r.qb + 4 * st);
         v.sa = __ldg(absmax2 + ((r.ba + 4 * st) >> 8)); v.sb = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
@@ -341,11 +401,14 @@ def launch_shapes(n: int, k: int) -> list[tuple[int, int]]:
     return [(w, s) for w in (1, 2, 4, 8) for s in range(1, steps + 1) if steps % (w * s) == 0]
 
 
-def choose_launch(n: int, k: int, sms: int = 132) -> tuple[int, int]:
-    """(warps, split_k) for W (n, k): the fewest K parts (warps x split) that give about 16 warps
-    per SM, warps in the block first (their sum is a shared-memory add, no partials)."""
+def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tuple[int, int]:
+    """(warps, split_k) for W (n, k): the most K parts (warps x split_k) that still fit one wave of
+    ``warps_per_sm`` warps on every SM (126 registers a thread allow 16), so each warp walks as
+    many super-tiles as it can (its next one loads while it computes), warps within the block
+    first (their sum is a shared-memory add, no partials in memory)."""
     tiles, steps = -(-n // ROWS_PER_WARP), k // SUPER_TILE
-    parts = next((p for p in range(1, steps + 1) if steps % p == 0 and tiles * p >= 16 * sms), steps)
+    fits = [p for p in range(1, steps + 1) if steps % p == 0 and tiles * p <= warps_per_sm * sms]
+    parts = max(fits, default=1)
     warps = max(w for w in (1, 2, 4, 8) if parts % w == 0)
     return warps, parts // warps
 
