@@ -335,12 +335,16 @@ def cuda_check_shape(n: int, kdim: int) -> dict:
                   | set(torch.randint(0, kdim, (9,), generator=g).tolist()))
     out: dict = {"auto_plan": auto.__dict__, "split_plan": split.__dict__, "probe_columns": len(cols)}
     for name, plan in (("auto", auto), ("split", split)):
-        bad = 0
+        bad, examples = 0, []
         for j in cols:
             x = torch.zeros(1, kdim, dtype=torch.bfloat16, device="cuda")
             x[0, j] = 1
-            bad += int((hook.run(x, t, plan)[0].view(torch.int16) != w[:, j].view(torch.int16)).sum())
+            got, want = hook.run(x, t, plan)[0].view(torch.int16), w[:, j].view(torch.int16)
+            rows = (got != want).nonzero().flatten()
+            bad += rows.numel()
+            examples += [(int(r), j, hex(int(got[r]) & 0xFFFF), hex(int(want[r]) & 0xFFFF)) for r in rows[:4]]
         out[f"probe_mismatched_weights_{name}"] = bad
+        out[f"probe_mismatch_examples_{name}"] = examples[:12]  # (row, column, got, bitsandbytes)
     out["dequant_bit_identical"] = out["probe_mismatched_weights_auto"] == 0 == out["probe_mismatched_weights_split"]
     for trial in range(3):
         x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
@@ -401,11 +405,46 @@ def cuda_time_shape(n: int, kdim: int, bw: float) -> dict:
     return row
 
 
+def cuda_install() -> dict:
+    """nf4_hook.install on the seven bitsandbytes Linear4bit of one Llama-3-8B layer (q, k, v, o,
+    gate, up, down; real modules, quantized by Params4bit): which kernel each shape keeps and why,
+    install's own timings (one layer a shape: weights partly in L2), and the decode row of every
+    swapped layer against bitsandbytes' forward."""
+    import bitsandbytes as bnb
+
+    dims = ((4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336))
+    layers = []
+    for i, (n, kdim) in enumerate(dims):
+        g = torch.Generator().manual_seed(i)
+        lin = bnb.nn.Linear4bit(kdim, n, bias=False, compute_dtype=torch.bfloat16, quant_type="nf4",
+                                compress_statistics=True)
+        w = (torch.randn(n, kdim, generator=g) * 0.02).to(torch.bfloat16)
+        lin.weight = bnb.nn.Params4bit(w, requires_grad=False, quant_type="nf4", compress_statistics=True,
+                                       blocksize=64)
+        layers.append(lin.cuda())
+    model = torch.nn.ModuleList(layers)
+    t = time.perf_counter()
+    status = hook.install(model)
+    row = {"install_s": time.perf_counter() - t, "status": status.__dict__, "label": status.label()}
+    errs = []
+    with torch.inference_mode():
+        for lin in layers:
+            x = torch.randn(1, 1, lin.in_features, device="cuda").to(torch.bfloat16)
+            errs.append(rel(lin(x), type(lin).forward(lin, x)))
+    row["rel_vs_bnb_forward"] = errs
+    row["swapped"] = [getattr(lin, "_headroom_nf4_gemv", None).__dict__ if "forward" in lin.__dict__ else None
+                      for lin in layers]
+    hook.uninstall(model)
+    return row
+
+
 def cuda_stages(R: dict, stage, bw: float) -> None:
-    """The CUDA mma kernel: compile, correctness and timing per Llama-3-8B shape, ms per token."""
+    """The CUDA mma kernel: compile, correctness and timing per Llama-3-8B shape, ms per token,
+    then nf4_hook.install's choice on real Linear4bit modules."""
     stage("cuda_compile", cuda_compile)
     stage("cuda_correctness", lambda: {f"{n}x{kd}": cuda_check_shape(n, kd) for n, kd in SHAPES})
     stage("cuda_gemv", lambda: [cuda_time_shape(n, kd, bw) for n, kd in SHAPES])
+    stage("cuda_install", cuda_install)
     rows = {tuple(r["shape"]): r for r in R.get("cuda_gemv", [])}
 
     def per_token(pick):
@@ -442,6 +481,9 @@ def print_cuda_table(R: dict) -> None:
             f"| {c.get('rel_vs_dequant_fp32_auto', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "
             f"| {c.get('repeatable_auto')}/{c.get('repeatable_split')} |")
     log(f"GEMV per token (32 layers x 7 linears), ms: {R.get('cuda_per_token_gemv_ms')}")
+    inst = R.get("cuda_install", {})
+    log(f"install on one 8B layer: {inst.get('label')}; kernels {inst.get('status', {}).get('kernels')}; "
+        f"mma_reason {inst.get('status', {}).get('mma_reason')!r}; rel vs bnb forward {inst.get('rel_vs_bnb_forward')}")
     if R.get("errors"):
         log("errors in stages:", list(R["errors"]))
 

@@ -37,6 +37,7 @@ TUNED: dict[tuple[int, int], Plan] = {
 MMA_KERNEL = 7  # Plan.kernel of the CUDA mma kernel (nf4_mma): block_n 16 rows a warp, block_k 256,
 # num_warps warps a block, split_k blocks along K. Measured launch shapes per (N, K) go here.
 MMA_TUNED: dict[tuple[int, int], Plan] = {}
+BNB = "bitsandbytes"  # Nf4GemvStatus.kernels' name for a shape that keeps bitsandbytes' GEMV
 
 
 def kernel_name(plan: Plan) -> str:
@@ -121,9 +122,6 @@ class Nf4GemvStatus:
             return f"bitsandbytes GEMV ({self.reason})"
         names = " + ".join(sorted({name for _, _, name in self.kernels if name != BNB}))
         return f"fused NF4 GEMV ({names}) on {self.layers} layers"
-
-
-BNB = "bitsandbytes"
 
 
 def nf4_layers(model) -> list:
