@@ -295,12 +295,23 @@ def loop_mix(sass: str, function: str) -> collections.Counter:
 ALU = ("PRMT", "LOP3", "SHF", "IADD3", "LEA", "ISETP", "VIADD", "SEL", "BFE", "BFI")
 
 
-def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
-    cubin, log = mma.compile_cubin("90", _nvrtc(), ("--ptxas-options=-v",))
+def _compiled(arch: str) -> tuple[bytes, str]:
+    cubin, log = mma.compile_cubin(arch, _nvrtc(), ("--ptxas-options=-v",))
     for name in mma.KERNELS.values():
         props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in props and "0 bytes stack frame" in props, props
         assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 128  # 16 warps per SM
+    return cubin, log
+
+
+@pytest.mark.parametrize("arch", ["80", "86", "89", "120"])
+def test_source_compiles_for_other_gpus_without_spills(arch):
+    """Ampere (A100, RTX 30), Ada (RTX 40), consumer Blackwell (RTX 50): bf16 mma needs sm_80."""
+    _compiled(arch)
+
+
+def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
+    cubin, _ = _compiled("90")
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("no cuobjdump to read the SASS")

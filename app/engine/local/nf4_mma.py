@@ -347,12 +347,12 @@ def compile_cubin(arch: str, library: ctypes.CDLL | None = None,
 
 
 def _nvrtc_check(lib):
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
     def check(result: int) -> None:
         if result != 0:
-            msg = ctypes.c_char_p(lib.nvrtcGetErrorString(result)) if hasattr(lib, "nvrtcGetErrorString") else None
-            raise CompileError(f"NVRTC error {result}: {msg.value.decode() if msg and msg.value else ''}")
+            raise CompileError(f"NVRTC error {result}: {(lib.nvrtcGetErrorString(result) or b'').decode()}")
 
-    lib.nvrtcGetErrorString.restype = ctypes.c_void_p
     return check
 
 
