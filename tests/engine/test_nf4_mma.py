@@ -196,11 +196,11 @@ def test_launch_shapes_cover_k_once_per_warp():
             assert covered == list(range(steps))
         warps, split = mma.choose_launch(n, kdim)
         assert (warps, split) in mma.launch_shapes(n, kdim)
-        parts, tiles = warps * split, -(-n // 16)
-        assert tiles * parts <= 16 * 132  # one wave at 16 warps per SM ...
-        assert all(tiles * p > 16 * 132 for p in range(parts + 1, steps + 1) if steps % p == 0)  # ... and full
+        assert -(-n // 16) * warps * split <= 16 * 132  # Llama-3-8B: one wave of 16 warps an SM each
     assert [mma.choose_launch(n, kd) for n, kd in ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336))] \
-        == [(8, 1), (8, 2), (2, 1), (8, 1)]
+        == [(8, 1), (8, 2), (2, 1), (8, 1)]  # 2, 1, 8, 7 super-tiles a warp
+    assert mma.choose_launch(3584, 18944) == (1, 37)  # Qwen2-7B down: 4 waves of 2 beat 1 wave of 37
+    assert mma.choose_launch(65536, 4096) == (1, 1)  # more row tiles than a wave: K whole
     assert mma.shape_reason(4096, 4160) and not mma.shape_reason(4100, 4096)
 
 

@@ -377,7 +377,7 @@ def unavailable_reason(device: torch.device) -> str:
         import torch.cuda._utils as cu
 
         if not hasattr(cu, "_cuda_load_module"):
-            return f"torch {torch.__version__} has no torch.cuda._compile_kernel (needs >= 2.8)"
+            return f"torch {torch.__version__} has no torch.cuda._utils._cuda_load_module (torch >= 2.8 has)"
         if torch.cuda.get_device_capability(device) < (8, 0):
             return "GPU older than Ampere (bf16 mma needs sm_80)"
         _kernels(device.index if device.index is not None else torch.cuda.current_device())
@@ -402,13 +402,15 @@ def launch_shapes(n: int, k: int) -> list[tuple[int, int]]:
 
 
 def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tuple[int, int]:
-    """(warps, split_k) for W (n, k): the most K parts (warps x split_k) that still fit one wave of
-    ``warps_per_sm`` warps on every SM (126 registers a thread allow 16), so each warp walks as
-    many super-tiles as it can (its next one loads while it computes), warps within the block
-    first (their sum is a shared-memory add, no partials in memory)."""
-    tiles, steps = -(-n // ROWS_PER_WARP), k // SUPER_TILE
-    fits = [p for p in range(1, steps + 1) if steps % p == 0 and tiles * p <= warps_per_sm * sms]
-    parts = max(fits, default=1)
+    """(warps, split_k) for W (n, k). K is cut into p parts (p dividing the K/256 super-tiles,
+    p = warps x split_k); the p with the least waves x (super-tiles a warp + 1) wins, a wave being
+    ``warps_per_sm`` warps on every SM (126 registers a thread allow 16) and the + 1 the first
+    load that no computation hides. Warps within the block first (their sum is a shared-memory
+    add, no partials in memory). Llama-3-8B: (8, 1), (8, 2), (2, 1), (8, 1) for q/o, k/v, gate/up,
+    down."""
+    tiles, steps, wave = -(-n // ROWS_PER_WARP), k // SUPER_TILE, warps_per_sm * sms
+    parts = min((p for p in range(1, steps + 1) if steps % p == 0),
+                key=lambda p: (-(-tiles * p // wave)) * (steps // p + 1))
     warps = max(w for w in (1, 2, 4, 8) if parts % w == 0)
     return warps, parts // warps
 
