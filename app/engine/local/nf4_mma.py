@@ -71,7 +71,7 @@ from app.engine.local.nf4_gemv import Nf4Tensors
 
 ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
 SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
-MAX_WARPS = 8  # per block (__launch_bounds__(256, 2) below: at most 128 registers a thread)
+WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
 KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
 OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
@@ -308,10 +308,10 @@ def nvrtc_library() -> ctypes.CDLL:
     for name in filter(None, candidates):
         if "builtins" in name or ".alt." in name:
             continue
-        for builtins in sorted(glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*"))):
-            if ".alt." not in builtins:  # NVRTC opens it by name at compile time: load it first
-                ctypes.CDLL(builtins)
         try:
+            for builtins in sorted(glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*"))):
+                if ".alt." not in builtins:  # NVRTC opens it by name at compile time: load it first
+                    ctypes.CDLL(builtins)
             return ctypes.CDLL(name)
         except OSError as exc:
             tried.append(str(exc))
@@ -391,6 +391,8 @@ def shape_reason(n: int, k: int) -> str:
     """"" when (n, k) suits the kernel, else why not: K must be a multiple of 256 (a warp step)."""
     if k % SUPER_TILE:
         return f"in_features {k} is not a multiple of {SUPER_TILE}"
+    if n * k // 64 >= 2**31:  # block indices are 32-bit in the kernel
+        return f"{n}x{k} has more than 2^31 absmax blocks"
     return ""
 
 
@@ -398,7 +400,7 @@ def launch_shapes(n: int, k: int) -> list[tuple[int, int]]:
     """Every (warps per block, split_k) the kernel accepts for (n, k): warps in 1, 2, 4, 8 and
     split_k dividing the K/256 super-tiles so that each warp walks the same number of them."""
     steps = k // SUPER_TILE
-    return [(w, s) for w in (1, 2, 4, 8) for s in range(1, steps + 1) if steps % (w * s) == 0]
+    return [(w, s) for w in WARPS for s in range(1, steps + 1) if steps % (w * s) == 0]
 
 
 def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tuple[int, int]:
@@ -411,7 +413,7 @@ def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tup
     tiles, steps, wave = -(-n // ROWS_PER_WARP), k // SUPER_TILE, warps_per_sm * sms
     parts = min((p for p in range(1, steps + 1) if steps % p == 0),
                 key=lambda p: (-(-tiles * p // wave)) * (steps // p + 1))
-    warps = max(w for w in (1, 2, 4, 8) if parts % w == 0)
+    warps = max(w for w in WARPS if parts % w == 0)
     return warps, parts // warps
 
 
@@ -425,7 +427,7 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     if not (warps and split_k):
         warps, split_k = choose_launch(t.n, t.k)
     steps = t.k // SUPER_TILE
-    if warps not in (1, 2, 4, 8) or steps % (warps * split_k):
+    if warps not in WARPS or steps % (warps * split_k):
         raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={t.k}")
     x = x.reshape(-1)
     if x.dtype != torch.bfloat16:
