@@ -17,6 +17,17 @@ On the H200 (one run, stages in priority order, each stage's failure recorded, a
 Prints a table; writes nf4_gemv_h200.json to --out. `--gemv-only` stops after the kernel
 stages; `--quick` times only the tuned plans at 1-3 pipeline stages.
 
+The CUDA mma kernel (app/engine/local/nf4_mma.py; in the default run after the Triton stages):
+
+    python3 -m tests.benchmarks.nf4_gemv --out $OUT --cuda-only     # < 150 s, nf4_gemv_h200_cuda.json
+
+NVRTC compile time, registers and spills, the inner loop's SASS mix; per shape one-hot probes
+(x = e_j reads column j of W: every probed weight bit for bit vs bitsandbytes' dequantize_4bit,
+under the chosen launch and under the widest split-K), rel. error vs fp32 W x and vs
+bitsandbytes' GEMV, a bias, bitwise repeatability over 20 launches; µs per call in a CUDA graph
+over rotating weight copies for bitsandbytes, Triton's tuned plan and a sweep of the kernel's
+launch shapes (warps per block x split_k), TB/s, and ms of GEMV per 8B token for each.
+
 Measured 2026-12-01 (results/nf4_gemv_h200*.json; copy bandwidth 4.25 TB/s): the kernel is
 correct (rel. error 1.7e-3 vs fp32 W·x on bitsandbytes' dequantized weights, i.e. the bf16
 output rounding; 99.99-100 % of outputs equal the rounded fp32 reference; bitsandbytes' own GEMV
@@ -58,6 +69,7 @@ import torch
 import app  # noqa: F401  (offline, allocator settings before torch)
 from app.engine.local import nf4_gemv as k
 from app.engine.local import nf4_hook as hook
+from app.engine.local import nf4_mma
 from app.engine.local.nf4_gemv import Plan
 
 # (N out, K in); per layer: q and o, k and v, gate and up, down
@@ -260,12 +272,230 @@ def profile_fresh(loaded, decoder, context: int, vocab: int) -> list[dict]:
              "cpu_ms": e.cpu_time_total / 1e3} for e in rows]
 
 
+# ----------------------------------------------------------------------------- the CUDA mma kernel
+def cuda_compile() -> dict:
+    """NVRTC compile of nf4_mma.SOURCE for this GPU (seconds, ptxas registers and spills), the
+    first use (compile + module load, cached afterwards), and the inner loop's SASS mix when
+    Triton's bundled cuobjdump is there."""
+    import re
+    import subprocess
+    import tempfile
+
+    major, minor = torch.cuda.get_device_capability()
+    t = time.perf_counter()
+    cubin, text = nf4_mma.compile_cubin(f"{major}{minor}", options=("--ptxas-options=-v",))
+    row = {"arch": f"sm_{major}{minor}", "nvrtc_compile_s": time.perf_counter() - t, "cubin_bytes": len(cubin),
+           "ptxas": [line.strip() for line in text.splitlines() if "registers" in line or "spill" in line]}
+    t = time.perf_counter()
+    row["unavailable_reason"] = nf4_mma.unavailable_reason(torch.device("cuda"))
+    row["first_use_s"] = time.perf_counter() - t
+    row["registers"] = [int(r) for r in re.findall(r"Used (\d+) registers", text)]
+    row["spill_bytes"] = [int(a) + int(b) for a, b in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads",
+                                                                  text)]
+    try:
+        import triton
+
+        tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "k.cubin").write_bytes(cubin)
+            sass = subprocess.run([str(tool), "-sass", str(Path(tmp) / "k.cubin")], capture_output=True, text=True,
+                                  check=True, timeout=60).stdout
+        from tests.engine.test_nf4_mma import loop_mix
+
+        row["loop_mix_per_super_tile"] = {name: dict(loop_mix(sass, name)) for name in nf4_mma.KERNELS.values()}
+    except Exception as exc:  # noqa: BLE001 - the mix is a nicety; the compile above is the point
+        row["loop_mix_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return row
+
+
+def mma_launches(n: int, kdim: int) -> list[Plan]:
+    """The auto plan plus the launch shapes (warps 2-8, split_k) giving 2-64 warps per SM."""
+    auto = hook.mma_plan(n, kdim)
+    tiles = -(-n // 16)
+    plans = {auto} | {Plan(16, 256, s, w, 0, hook.MMA_KERNEL) for w, s in nf4_mma.launch_shapes(n, kdim)
+                      if w >= 2 and 2 * 132 <= tiles * w * s <= 64 * 132}
+    return sorted(plans, key=lambda p: (p.num_warps * p.split_k, p.num_warps))
+
+
+def cuda_check_shape(n: int, kdim: int) -> dict:
+    """The CUDA kernel on one shape: one-hot probes x = e_j read columns of W out exactly (every
+    weight bit for bit vs bitsandbytes' dequantize_4bit), under the auto plan and the largest
+    split_k; rel. error on random x vs fp32 W x and vs bitsandbytes' GEMV; a bf16 bias; bitwise
+    repeatability over 20 launches."""
+    import bitsandbytes.functional as F
+
+    layer = make_layer(n, kdim, seed=n + kdim + 1)
+    t = k.tensors_of(layer)
+    w = F.dequantize_4bit(layer.weight.data, layer.weight.quant_state)  # (N, K) bf16
+    auto = hook.mma_plan(n, kdim)
+    widest = max(nf4_mma.launch_shapes(n, kdim), key=lambda ws: (ws[1], ws[0]))
+    split = Plan(16, 256, widest[1], widest[0], 0, hook.MMA_KERNEL)
+    g = torch.Generator().manual_seed(n)
+    cols = sorted({0, 1, 2, 3, 4, 7, 8, 63, 64, 65, 255, 256, 257, kdim // 2, kdim - 1}
+                  | set(torch.randint(0, kdim, (9,), generator=g).tolist()))
+    out: dict = {"auto_plan": auto.__dict__, "split_plan": split.__dict__, "probe_columns": len(cols)}
+    for name, plan in (("auto", auto), ("split", split)):
+        bad, examples = 0, []
+        for j in cols:
+            x = torch.zeros(1, kdim, dtype=torch.bfloat16, device="cuda")
+            x[0, j] = 1
+            got, want = hook.run(x, t, plan)[0].view(torch.int16), w[:, j].view(torch.int16)
+            rows = (got != want).nonzero().flatten()
+            bad += rows.numel()
+            examples += [(int(r), j, hex(int(got[r]) & 0xFFFF), hex(int(want[r]) & 0xFFFF)) for r in rows[:4]]
+        out[f"probe_mismatched_weights_{name}"] = bad
+        out[f"probe_mismatch_examples_{name}"] = examples[:12]  # (row, column, got, bitsandbytes)
+    out["dequant_bit_identical"] = out["probe_mismatched_weights_auto"] == 0 == out["probe_mismatched_weights_split"]
+    for trial in range(3):
+        x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
+        ref = x.float() @ w.float().T
+        for name, plan in (("auto", auto), ("split", split)):
+            y = hook.run(x, t, plan)
+            runs = [hook.run(x, t, plan) for _ in range(20)]
+            key = f"rel_vs_dequant_fp32_{name}"
+            out[key] = max(out.get(key, 0.0), rel(y, ref))
+            out[f"repeatable_{name}"] = out.get(f"repeatable_{name}", True) and all(torch.equal(r, y) for r in runs)
+            out[f"finite_{name}"] = out.get(f"finite_{name}", True) and bool(torch.isfinite(y).all())
+        theirs = bnb_gemv(layer, x)
+        out["rel_vs_bnb_gemv"] = max(out.get("rel_vs_bnb_gemv", 0.0), rel(hook.run(x, t, auto), theirs))
+        out["bnb_rel_vs_dequant_fp32"] = max(out.get("bnb_rel_vs_dequant_fp32", 0.0), rel(theirs, ref))
+        if trial == 0:
+            out["equal_to_rounded_ref"] = float((hook.run(x, t, auto) == ref.to(torch.bfloat16)).float().mean())
+            bias = torch.randn(n, device="cuda").to(torch.bfloat16)
+            out["rel_with_bias"] = rel(hook.run(x, t, auto, bias), ref + bias.float())
+    out["counters_reset"] = int(t.counters.abs().sum()) == 0
+    return out
+
+
+def cuda_time_shape(n: int, kdim: int, bw: float) -> dict:
+    """µs per call in a CUDA graph over rotating weight copies (as sweep_shape): bitsandbytes, the
+    Triton TUNED plan, and the CUDA kernel's launch shapes (mma_launches)."""
+    copies = max(4, -(-400 * 2**20 // (n * kdim // 2)))
+    layers = [make_layer(n, kdim, seed=i) for i in range(copies)]
+    ts = [k.tensors_of(lay) for lay in layers]
+    x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
+    nbytes = n * kdim // 2 + n * kdim // 64 + 2 * kdim + 2 * n + 4 * (n * kdim // 16384)
+    row: dict = {"shape": [n, kdim], "copies": copies, "bytes_per_call": nbytes, "errors": {}}
+
+    pairs = list(zip(layers, ts, strict=True))
+
+    def timed(name, fn):
+        try:
+            us = graph_time_us([lambda lay=lay, t=t: fn(lay, t) for lay, t in pairs])
+            row[name] = {"us": us, "tb_s": nbytes / us / 1e6, "fraction_of_copy_bw": nbytes / us / 1e6 * 1e12 / bw}
+        except Exception as exc:  # noqa: BLE001 - one launch shape failing must not lose the others
+            row["errors"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+    timed("bnb", lambda lay, t: bnb_gemv(lay, x))
+    triton_plan = hook.choose_plan(n, kdim)
+    row["triton_plan"] = triton_plan.__dict__
+    timed("triton", lambda lay, t: hook.run(x, t, triton_plan))
+    row["mma"] = []
+    for plan in mma_launches(n, kdim):
+        name = f"mma_w{plan.num_warps}_s{plan.split_k}"
+        timed(name, lambda lay, t, plan=plan: hook.run(x, t, plan))
+        if name in row:
+            row["mma"].append({"warps": plan.num_warps, "split_k": plan.split_k, **row.pop(name),
+                               "auto": plan == hook.mma_plan(n, kdim)})
+    if row["mma"]:
+        row["mma_best"] = min(row["mma"], key=lambda r: r["us"])
+        row["mma_auto"] = next((r for r in row["mma"] if r["auto"]), None)
+    del layers, ts, pairs[:]
+    torch.cuda.empty_cache()
+    return row
+
+
+def cuda_install() -> dict:
+    """nf4_hook.install on the seven bitsandbytes Linear4bit of one Llama-3-8B layer (q, k, v, o,
+    gate, up, down; real modules, quantized by Params4bit): which kernel each shape keeps and why,
+    install's own timings (one layer a shape: weights partly in L2), and the decode row of every
+    swapped layer against bitsandbytes' forward."""
+    import bitsandbytes as bnb
+
+    dims = ((4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096), (4096, 14336))
+    layers = []
+    for i, (n, kdim) in enumerate(dims):
+        g = torch.Generator().manual_seed(i)
+        lin = bnb.nn.Linear4bit(kdim, n, bias=False, compute_dtype=torch.bfloat16, quant_type="nf4",
+                                compress_statistics=True)
+        w = (torch.randn(n, kdim, generator=g) * 0.02).to(torch.bfloat16)
+        lin.weight = bnb.nn.Params4bit(w, requires_grad=False, quant_type="nf4", compress_statistics=True,
+                                       blocksize=64)
+        layers.append(lin.cuda())
+    model = torch.nn.ModuleList(layers)
+    t = time.perf_counter()
+    status = hook.install(model)
+    row = {"install_s": time.perf_counter() - t, "status": status.__dict__, "label": status.label()}
+    errs = []
+    with torch.inference_mode():
+        for lin in layers:
+            x = torch.randn(1, 1, lin.in_features, device="cuda").to(torch.bfloat16)
+            errs.append(rel(lin(x), type(lin).forward(lin, x)))
+    row["rel_vs_bnb_forward"] = errs
+    row["swapped"] = [getattr(lin, "_headroom_nf4_gemv", None).__dict__ if "forward" in lin.__dict__ else None
+                      for lin in layers]
+    hook.uninstall(model)
+    return row
+
+
+def cuda_stages(R: dict, stage, bw: float) -> None:
+    """The CUDA mma kernel: compile, correctness and timing per Llama-3-8B shape, ms per token,
+    then nf4_hook.install's choice on real Linear4bit modules."""
+    stage("cuda_compile", cuda_compile)
+    stage("cuda_correctness", lambda: {f"{n}x{kd}": cuda_check_shape(n, kd) for n, kd in SHAPES})
+    stage("cuda_gemv", lambda: [cuda_time_shape(n, kd, bw) for n, kd in SHAPES])
+    stage("cuda_install", cuda_install)
+    rows = {tuple(r["shape"]): r for r in R.get("cuda_gemv", [])}
+
+    def per_token(pick):
+        try:
+            return 32 * sum(PER_LAYER[s] * pick(rows[s]) for s in SHAPES) / 1e3
+        except (KeyError, TypeError):
+            return None
+    R["cuda_per_token_gemv_ms"] = {"bnb": per_token(lambda r: r["bnb"]["us"]),
+                                   "triton_tuned": per_token(lambda r: r["triton"]["us"]),
+                                   "mma_auto": per_token(lambda r: r["mma_auto"]["us"]),
+                                   "mma_best": per_token(lambda r: r["mma_best"]["us"]),
+                                   "mma_best_plans": {f"{n}x{kd}": (r["mma_best"]["warps"], r["mma_best"]["split_k"])
+                                                      for (n, kd), r in rows.items() if "mma_best" in r}}
+
+
+def print_cuda_table(R: dict) -> None:
+    comp = R.get("cuda_compile", {})
+    log(f"\nCUDA mma: {comp.get('arch')} NVRTC {comp.get('nvrtc_compile_s', float('nan')):.2f}s, registers "
+        f"{comp.get('registers')}, spills {comp.get('spill_bytes')}, reason {comp.get('unavailable_reason')!r}")
+    log("| N x K | bnb us | Triton us | mma auto us (w, s) | mma best us (w, s) | best TB/s | % copy "
+        "| dequant bits | rel vs fp32 | rel vs bnb | repeatable |")
+    log("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in R.get("cuda_gemv", []):
+        n, kd = row["shape"]
+        c = R.get("cuda_correctness", {}).get(f"{n}x{kd}", {})
+        auto, best = row.get("mma_auto") or {}, row.get("mma_best") or {}
+
+        def us(r):
+            return f"{r['us']:.1f}" if r and "us" in r else "-"
+        log(f"| {n}x{kd} | {us(row.get('bnb'))} | {us(row.get('triton'))} "
+            f"| {us(auto)} ({auto.get('warps')}, {auto.get('split_k')}) | {us(best)} ({best.get('warps')}, "
+            f"{best.get('split_k')}) | {best.get('tb_s', float('nan')):.2f} "
+            f"| {100 * best.get('fraction_of_copy_bw', float('nan')):.0f}% | {c.get('dequant_bit_identical')} "
+            f"| {c.get('rel_vs_dequant_fp32_auto', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "
+            f"| {c.get('repeatable_auto')}/{c.get('repeatable_split')} |")
+    log(f"GEMV per token (32 layers x 7 linears), ms: {R.get('cuda_per_token_gemv_ms')}")
+    inst = R.get("cuda_install", {})
+    log(f"install on one 8B layer: {inst.get('label')}; kernels {inst.get('status', {}).get('kernels')}; "
+        f"mma_reason {inst.get('status', {}).get('mma_reason')!r}; rel vs bnb forward {inst.get('rel_vs_bnb_forward')}")
+    if R.get("errors"):
+        log("errors in stages:", list(R["errors"]))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--budget-s", type=float, default=400)
     ap.add_argument("--gemv-only", action="store_true", help="kernel sweep + correctness, no 8B model")
     ap.add_argument("--quick", action="store_true", help="only the tuned plans, at 1-3 pipeline stages")
+    ap.add_argument("--cuda-only", action="store_true",
+                    help="only the CUDA mma kernel (nf4_mma) beside bitsandbytes and Triton's tuned plans")
     ap.add_argument("--copy-bw", type=float, default=0, help="HBM copy B/s measured before (skips measuring)")
     ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
     args = ap.parse_args(argv)
@@ -280,7 +510,8 @@ def main(argv=None) -> int:
 
     def save():
         R["elapsed_s"] = time.perf_counter() - t0
-        (out / "nf4_gemv_h200.json").write_text(json.dumps(R, indent=1, default=str))
+        name = "nf4_gemv_h200_cuda.json" if args.cuda_only else "nf4_gemv_h200.json"
+        (out / name).write_text(json.dumps(R, indent=1, default=str))
 
     def stage(name, fn):
         try:
@@ -296,6 +527,12 @@ def main(argv=None) -> int:
     else:
         stage("copy_bandwidth_B_s", copy_bandwidth)
     bw = R.get("copy_bandwidth_B_s", 4.3e12)
+    if args.cuda_only:
+        cuda_stages(R, stage, bw)
+        R["total_s"] = time.perf_counter() - t0
+        save()
+        print_cuda_table(R)
+        return 0
     stage("gemv", lambda: [sweep_shape(n, kd, bw, args.quick) for n, kd in SHAPES])
     for row in R.get("gemv", []):
         hook.TUNED[tuple(row["shape"])] = Plan(**row["best"]["plan"])
@@ -307,9 +544,11 @@ def main(argv=None) -> int:
             "kernel": 32 * sum(PER_LAYER[s] * gemv[s]["best"]["us"] for s in SHAPES) / 1e3,
             "bnb": 32 * sum(PER_LAYER[s] * gemv[s]["bnb_us"] for s in SHAPES) / 1e3}
     save()
+    cuda_stages(R, stage, bw)
 
     if args.gemv_only:
         print_table(R)
+        print_cuda_table(R)
         return 0
     from app.engine.loading.loader import load_model
     from app.engine.local.compiled_decode import warm_up

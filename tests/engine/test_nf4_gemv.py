@@ -239,12 +239,22 @@ def test_triton_kernel_interpreted_matches_the_mirror(plan, nested):
 
 def test_a_slower_kernel_is_not_installed(monkeypatch):
     model = TinyModel()
-    monkeypatch.setattr(hook, "time_per_token", lambda prepared: (5700.0, 3980.0))
+    def timed(ours: dict):
+        def time_per_token(prepared, plans):
+            assert set(plans) == {(128, 64), (64, 128)} and all(len(p) == 1 for p in plans.values())
+            return {shape: {None: 1990.0, p[0]: ours[shape]} for shape, p in plans.items()}
+        return time_per_token
+
+    monkeypatch.setattr(hook, "time_per_token", timed({(128, 64): 2850.0, (64, 128): 2850.0}))
     status = hook.install(model, require_cuda=False, require_faster=True)
     assert not status.active and "slower than bitsandbytes here (5.70 vs 3.98 ms per token)" in status.reason
     assert len(status.checks) == 2 and "forward" not in model.up.__dict__
-    monkeypatch.setattr(hook, "time_per_token", lambda prepared: (3000.0, 3980.0))
-    assert hook.install(model, require_cuda=False, require_faster=True).active
+    monkeypatch.setattr(hook, "time_per_token", timed({(128, 64): 1500.0, (64, 128): 2850.0}))
+    status = hook.install(model, require_cuda=False, require_faster=True)
+    assert status.active and status.layers == 1 and "forward" in model.up.__dict__  # the faster shape only
+    assert "forward" not in model.down.__dict__ and status.label() == "fused NF4 GEMV (Triton) on 1 layers"
+    assert set(status.kernels) == {(128, 64, "Triton"), (64, 128, "bitsandbytes")}
+    assert (128, 64, "Triton", 1500.0) in status.timings
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1" or k.triton is None,

@@ -22,7 +22,8 @@ torch.compile, captured inside its CUDA graphs); on the CPU, or without Triton, 
 in for decode rows only, and only where it is faster than bitsandbytes (on the H200 the
 register-lookup kernels 2 and 6 are 5 % faster, 3.78 vs 3.99 ms of GEMV per token, bound by the
 integer pipe). Figures: tests/benchmarks/results/nf4_gemv_h200*.json; the analysis in
-tests/benchmarks/nf4_gemv.py.
+tests/benchmarks/nf4_gemv.py. nf4_mma.py is the same product in CUDA C with the lookups fed
+straight into the tensor cores (Plan.kernel 7 in nf4_hook).
 """
 
 from __future__ import annotations

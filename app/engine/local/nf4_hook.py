@@ -1,13 +1,17 @@
 """Swap the fused NF4 GEMV in for decode rows of every bitsandbytes 4-bit linear (issue 15).
 
 `install(model)` finds every `Linear4bit` (any `nn.Linear` whose weight carries a
-`quant_state`), checks the kernel against bitsandbytes on one layer of each distinct shape, and
-replaces each layer's forward with one that sends a single row (M == 1: a decode step, batch 1)
-to the custom op ``headroom::nf4_gemv`` and everything else (prefill chunks) to bitsandbytes'
-own forward, unchanged. The op is opaque to torch.compile and captured inside the
-CUDA graph compiled_decode captures. When Triton or CUDA is missing, a layer is
-not NF4/bf16, or the self-check disagrees, nothing is swapped and `Nf4GemvStatus.reason` says
-why (the loader puts it in LoadReport.fallbacks). `uninstall(model)` restores bitsandbytes.
+`quant_state`), checks the candidate kernels against bitsandbytes on one layer of each distinct
+shape — the CUDA mma kernel (nf4_mma, Plan.kernel == MMA_KERNEL) and the Triton kernel
+(nf4_gemv) — times the ones that pass against bitsandbytes per shape, and replaces each layer's
+forward with one that sends a single row (M == 1: a decode step, batch 1) to the custom op
+``headroom::nf4_gemv`` with the fastest plan of its shape, and everything else (prefill chunks)
+to bitsandbytes' own forward, unchanged. Shapes where bitsandbytes is fastest keep it. The op is
+opaque to torch.compile and captured inside the CUDA graph compiled_decode captures. When CUDA
+and both kernels are missing, a layer is not NF4/bf16, or no candidate passes the self-check,
+nothing is swapped and `Nf4GemvStatus.reason` says why (the loader puts it in
+LoadReport.fallbacks); `Nf4GemvStatus.mma_reason` says why the CUDA kernel is not used.
+`uninstall(model)` restores bitsandbytes.
 """
 
 from dataclasses import dataclass
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from app.engine.local import nf4_gemv as k
+from app.engine.local import nf4_mma
 from app.engine.local.nf4_gemv import Nf4Tensors, Plan, Unsupported
 
 H200_SMS = 132
@@ -29,6 +34,14 @@ TUNED: dict[tuple[int, int], Plan] = {
     (14336, 4096): Plan(16, 512, 1, 4, 0, 6),
     (4096, 14336): Plan(64, 512, 4, 4, 0, 6),
 }
+MMA_KERNEL = 7  # Plan.kernel of the CUDA mma kernel (nf4_mma): block_n 16 rows a warp, block_k 256,
+# num_warps warps a block, split_k blocks along K. Measured launch shapes per (N, K) go here.
+MMA_TUNED: dict[tuple[int, int], Plan] = {}
+BNB = "bitsandbytes"  # Nf4GemvStatus.kernels' name for a shape that keeps bitsandbytes' GEMV
+
+
+def kernel_name(plan: Plan) -> str:
+    return "CUDA mma" if plan.kernel == MMA_KERNEL else "Triton"
 
 
 @torch.library.custom_op("headroom::nf4_gemv", mutates_args=())
@@ -37,9 +50,12 @@ def nf4_gemv(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax
              counters: torch.Tensor, bias: torch.Tensor | None, n: int, kk: int, nested: bool,
              block_n: int, block_k: int, split_k: int, num_warps: int, lookup: int, kernel: int,
              bits: bool, stages: int, row_tiles: int) -> torch.Tensor:
-    """(N,) bf16 = W x for x (K,) bf16: the Triton kernel on CUDA, the pure-torch mirror elsewhere."""
+    """(N,) bf16 = W x for x (K,) bf16: on CUDA the CUDA mma kernel (kernel == MMA_KERNEL) or the
+    Triton kernel, the pure-torch mirror elsewhere."""
     t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, pair_lut, counters, n, kk, nested)
     x = x.contiguous()
+    if x.is_cuda and kernel == MMA_KERNEL:
+        return nf4_mma.launch(x, t, bias, num_warps, split_k)
     if x.is_cuda and k.triton is not None:
         return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages, row_tiles),
                         bias)
@@ -65,6 +81,15 @@ def choose_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
     return Plan(16, block_k, split, 4, 0, kernel=2)
 
 
+def mma_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
+    """The CUDA mma kernel's launch shape for W (n, kdim): measured (MMA_TUNED) or
+    nf4_mma.choose_launch's rule. kdim must suit the kernel (nf4_mma.shape_reason)."""
+    if (n, kdim) in MMA_TUNED:
+        return MMA_TUNED[(n, kdim)]
+    warps, split = nf4_mma.choose_launch(n, kdim, sms)
+    return Plan(nf4_mma.ROWS_PER_WARP, nf4_mma.SUPER_TILE, split, warps, 0, MMA_KERNEL)
+
+
 def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
     """The op on one row: x (..., K) with one row → (..., N) bf16."""
     y = torch.ops.headroom.nf4_gemv(x.reshape(-1), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code,
@@ -76,17 +101,27 @@ def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = 
 
 @dataclass(frozen=True)
 class Nf4GemvStatus:
-    """active: decode rows use the kernel. reason: why not (one line), "" when active.
-    layers: layers swapped. checks: (N, K, rel. error vs dequantized fp32, vs bitsandbytes GEMV)."""
+    """active: decode rows of some layers use a fused kernel. reason: why none does (one line),
+    "" when active. layers: layers swapped. checks / mma_checks: (N, K, rel. error vs dequantized
+    fp32, vs bitsandbytes GEMV) of the Triton / CUDA mma kernel per shape checked. kernels: (N, K,
+    "CUDA mma" | "Triton" | "bitsandbytes") what decode rows of each shape run. mma_reason: why the
+    CUDA mma kernel runs on no shape or not on all ("" when it runs everywhere). timings: (N, K,
+    kernel, µs per token over that shape's layers) as install timed them."""
 
     active: bool
     reason: str = ""
     layers: int = 0
     checks: tuple[tuple[int, int, float, float], ...] = ()
+    mma_checks: tuple[tuple[int, int, float, float], ...] = ()
+    kernels: tuple[tuple[int, int, str], ...] = ()
+    mma_reason: str = ""
+    timings: tuple[tuple[int, int, str, float], ...] = ()
 
     def label(self) -> str:
-        return (f"fused NF4 GEMV (Triton) on {self.layers} layers" if self.active
-                else f"bitsandbytes GEMV ({self.reason})")
+        if not self.active:
+            return f"bitsandbytes GEMV ({self.reason})"
+        names = " + ".join(sorted({name for _, _, name in self.kernels if name != BNB}))
+        return f"fused NF4 GEMV ({names}) on {self.layers} layers"
 
 
 def nf4_layers(model) -> list:
@@ -157,75 +192,124 @@ def _graph_us(fn, calls: int = 3) -> float:
     return sorted(times)[2]
 
 
-def time_per_token(prepared) -> tuple[float, float]:
-    """(kernel, bitsandbytes) µs for one decode row through every layer in ``prepared``
-    [(layer, Nf4Tensors)]: per shape, a CUDA graph over up to 32 distinct layers (weights read
-    from HBM, not L2), scaled by that shape's layer count."""
+def time_per_token(prepared, plans: dict[tuple[int, int], list[Plan]]) -> dict[tuple[int, int], dict]:
+    """µs for one decode row through every layer in ``prepared`` [(layer, Nf4Tensors)], per shape
+    {(N, K): {None: bitsandbytes, plan: that plan, ...}} for the candidate ``plans`` of each shape:
+    a CUDA graph over up to 32 distinct layers (weights read from HBM, not L2), scaled by the
+    shape's layer count. A plan that cannot be captured or replayed times as inf."""
     by_shape: dict[tuple[int, int], list] = {}
     for layer, t in prepared:
         by_shape.setdefault((t.n, t.k), []).append((layer, t))
-    ours = theirs = 0.0
+    out: dict[tuple[int, int], dict] = {}
     with torch.inference_mode():
         for (n, kdim), group in by_shape.items():
             sample = group[:32]
             x = torch.randn(1, kdim, device=sample[0][1].packed.device).to(torch.bfloat16)
-            plan = choose_plan(n, kdim)
-            ours += len(group) * _graph_us(
-                lambda s=sample, p=plan, x=x: [run(x, t, p, lay.bias) for lay, t in s], len(sample))
-            theirs += len(group) * _graph_us(lambda s=sample, x=x: [lay.forward(x) for lay, _ in s], len(sample))
-    return ours, theirs
+            row = out[(n, kdim)] = {None: len(group) * _graph_us(
+                lambda s=sample, x=x: [lay.forward(x) for lay, _ in s], len(sample))}
+            for plan in plans.get((n, kdim), ()):
+                try:
+                    row[plan] = len(group) * _graph_us(
+                        lambda s=sample, p=plan, x=x: [run(x, t, p, lay.bias) for lay, t in s], len(sample))
+                except Exception:  # noqa: BLE001 - a kernel that cannot be graphed is not a candidate
+                    row[plan] = float("inf")
+    return out
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:160] if text else ''}"
+
+
+def _check_candidates(shapes: dict, plans: dict, check: bool):
+    """Self-check every candidate plan on one layer of its shape. Returns (passing plans per shape,
+    Triton checks, mma checks, {kernel name: why it is out}); a kernel that fails on one shape is
+    dropped on all (a kernel that is wrong somewhere is not trusted anywhere)."""
+    checks: dict[str, list] = {"Triton": [], "CUDA mma": []}
+    out: dict[str, str] = {}
+    for (n, kdim), (layer, t) in shapes.items() if check else ():
+        for plan in plans[(n, kdim)]:
+            name = kernel_name(plan)
+            if name in out:
+                continue
+            try:
+                e_ref, e_bnb = self_check(layer, t, plan)
+            except Exception as exc:  # noqa: BLE001 - a kernel that cannot run is a fallback, not a crash
+                out[name] = f"NF4 GEMV ({name}) failed on {n}x{kdim}: {_first_line(exc)}"
+                continue
+            checks[name].append((n, kdim, e_ref, e_bnb))
+            if not (e_ref <= REF_TOLERANCE and e_bnb <= BNB_TOLERANCE):
+                out[name] = (f"NF4 GEMV ({name}) disagrees with bitsandbytes on {n}x{kdim} (rel. error "
+                             f"{e_ref:.1e} vs dequantized weights, {e_bnb:.1e} vs its GEMV)")
+    passing = {shape: [p for p in ps if kernel_name(p) not in out] for shape, ps in plans.items()}
+    return passing, tuple(checks["Triton"]), tuple(checks["CUDA mma"]), out
 
 
 def install(model, require_cuda: bool = True, check: bool = True,
             require_faster: bool | None = None) -> Nf4GemvStatus:
-    """Swap the kernel in for decode rows of every NF4 layer of ``model``; never raises for an
-    unsupported model (returns an inactive status with the reason). require_cuda=False also
-    swaps on the CPU (the op then runs the pure-torch mirror: tests only). require_faster
-    (default: on CUDA) times both on the model's own layers and keeps bitsandbytes unless the
-    kernel is faster per token: on the H200 by 5 % (3.78 vs 3.99 ms, results/nf4_gemv_h200.json)."""
+    """Swap a fused kernel in for decode rows of the NF4 layers of ``model``; never raises for an
+    unsupported model (returns an inactive status with the reason). Candidates per shape: the CUDA
+    mma kernel (nf4_mma, where NVRTC builds it and K % 256 == 0) and the Triton kernel.
+    require_cuda=False also swaps on the CPU (the op then runs the pure-torch mirror: tests only).
+    require_faster (default: on CUDA) times the candidates and bitsandbytes per shape on the
+    model's own layers and gives each shape the fastest (bitsandbytes keeps a shape it wins);
+    without it the first candidate that passes the self-check (CUDA mma before Triton) is used."""
     layers = nf4_layers(model)
     if not layers:
         return Nf4GemvStatus(False, "no 4-bit layers")
-    reason = unavailable_reason(layers[0].weight.device, require_cuda)
-    if reason:
-        return Nf4GemvStatus(False, reason)
+    device = layers[0].weight.device
+    triton_reason = unavailable_reason(device, require_cuda)
+    mma_reason = nf4_mma.unavailable_reason(device)
+    if triton_reason and mma_reason:
+        reason = triton_reason if triton_reason == mma_reason else f"{triton_reason}; {mma_reason}"
+        return Nf4GemvStatus(False, reason, mma_reason=mma_reason)
     try:
         prepared = [(layer, k.tensors_of(layer)) for layer in layers]
     except Unsupported as exc:
-        return Nf4GemvStatus(False, str(exc))
-    checks, seen = [], set()
-    for layer, t in prepared if check else ():
-        if (t.n, t.k) in seen:
-            continue
-        seen.add((t.n, t.k))
-        try:
-            e_ref, e_bnb = self_check(layer, t, choose_plan(t.n, t.k))
-        except Exception as exc:  # noqa: BLE001 - a kernel that cannot run is a fallback, not a crash
-            return Nf4GemvStatus(False, f"NF4 GEMV failed on {t.n}x{t.k}: {type(exc).__name__}: "
-                                        f"{str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ''}")
-        checks.append((t.n, t.k, e_ref, e_bnb))
-        if not (e_ref <= REF_TOLERANCE and e_bnb <= BNB_TOLERANCE):
-            return Nf4GemvStatus(False, f"NF4 GEMV disagrees with bitsandbytes on {t.n}x{t.k} (rel. error "
-                                        f"{e_ref:.1e} vs dequantized weights, {e_bnb:.1e} vs its GEMV)",
-                                 checks=tuple(checks))
+        return Nf4GemvStatus(False, str(exc), mma_reason=mma_reason)
+    shapes: dict[tuple[int, int], tuple] = {}
+    for layer, t in prepared:
+        shapes.setdefault((t.n, t.k), (layer, t))
+    plans = {shape: ([mma_plan(*shape)] if not mma_reason and not nf4_mma.shape_reason(*shape) else [])
+             + ([] if triton_reason else [choose_plan(*shape)]) for shape in shapes}
+    plans, checks, mma_checks, out = _check_candidates(shapes, plans, check)
+    base = {"checks": checks, "mma_checks": mma_checks}
+    mma_reason = mma_reason or out.get("CUDA mma", "")
+    if not any(plans.values()):
+        reason = next(iter(out.values()), "no shape suits a fused kernel")
+        return Nf4GemvStatus(False, reason, mma_reason=mma_reason or "no shape has K % 256 == 0", **base)
     if require_faster is None:
         require_faster = prepared[0][1].packed.is_cuda
+    chosen, timings = {shape: (ps[0] if ps else None) for shape, ps in plans.items()}, ()
     if require_faster:
         try:
-            ours, theirs = time_per_token(prepared)
+            times = time_per_token(prepared, plans)
         except Exception as exc:  # noqa: BLE001 - a graph that cannot be timed is a fallback
-            return Nf4GemvStatus(False, f"NF4 GEMV could not be timed: {type(exc).__name__}", checks=tuple(checks))
-        if not ours < theirs:
+            return Nf4GemvStatus(False, f"NF4 GEMV could not be timed: {type(exc).__name__}", mma_reason=mma_reason,
+                                 **base)
+        chosen = {shape: min(row, key=lambda p, row=row: row[p]) for shape, row in times.items()}
+        timings = tuple((n, kd, kernel_name(p) if p else BNB, us) for (n, kd), row in times.items()
+                        for p, us in row.items())
+        if not any(chosen.values()):
+            ours = sum(min((us for p, us in row.items() if p), default=row[None]) for row in times.values())
+            theirs = sum(row[None] for row in times.values())
             return Nf4GemvStatus(False, f"fused NF4 GEMV slower than bitsandbytes here ({ours / 1e3:.2f} vs "
-                                        f"{theirs / 1e3:.2f} ms per token)", checks=tuple(checks))
+                                        f"{theirs / 1e3:.2f} ms per token)", mma_reason=mma_reason or
+                                 "slower than bitsandbytes on every shape", timings=timings, **base)
+    kernels = tuple((n, kd, kernel_name(p) if p else BNB) for (n, kd), p in chosen.items())
+    if not mma_reason:
+        mma_reason = "; ".join(f"{n}x{kd}: {nf4_mma.shape_reason(n, kd) or name + ' is faster'}"
+                               for n, kd, name in kernels if name != "CUDA mma")
+    swapped = 0
     for layer, t in prepared:
-        _swap(layer, t, require_cuda)
-    return Nf4GemvStatus(True, "", len(prepared), tuple(checks))
+        if chosen[(t.n, t.k)] is not None:
+            _swap(layer, t, chosen[(t.n, t.k)], require_cuda)
+            swapped += 1
+    return Nf4GemvStatus(True, "", swapped, kernels=kernels, mma_reason=mma_reason, timings=timings, **base)
 
 
-def _swap(layer, t: Nf4Tensors, require_cuda: bool) -> None:
+def _swap(layer, t: Nf4Tensors, plan: Plan, require_cuda: bool) -> None:
     original = type(layer).forward.__get__(layer)
-    plan = choose_plan(t.n, t.k)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if (x.is_cuda or not require_cuda) and x.dtype == torch.bfloat16 and x.numel() == x.shape[-1]:

@@ -1,0 +1,449 @@
+"""NF4 GEMV on the tensor cores, fed from registers (issue 15): CUDA C compiled at run time by NVRTC.
+
+Same contract as nf4_gemv's Triton kernels (bitsandbytes' bytes as stored, weights bit-identical
+to `dequantize_4bit`: ``bf16_rn(code[nibble] * absmax)`` with the nested absmax ``code2[q] *
+absmax2 + offset`` as a multiply then an add; y = bf16_rn(W x (+ bias)) summed in fp32), but the
+looked-up bf16 pairs go straight into ``mma.sync.m16n8k16`` as A fragments. The Triton kernels are
+bound by the integer pipe at ~4.4 instructions a weight (lookup 2.25, bf16→fp32 unpack of weight
+and x 1.5, selectors 0.6); the tensor core takes the unpack and the FMAs away, which Triton cannot
+express (it routes dot operands through shared memory; kernel 5 in nf4_gemv).
+
+Layout. One warp owns 16 output rows (the M of the mma); lane t has g = t // 4, c = t % 4. Any
+permutation of k applied to both operands leaves the dot product alone, so within a 256-input
+super-tile S lane c owns the whole 64-block c of rows g and g+8 (32 bytes each: two 16-byte
+loads a row), and mma tile j (0..15) maps the lane's A slots {2c, 2c+1} to k = 256S + 64c + 4j +
+{0, 1} and slots {2c+8, 2c+9} to + {2, 3}: the A registers of tile j are bytes 2j and 2j+1 of the
+lane's block. B is x in all 8 columns: b0, b1 = x[k0 .. k0+3], k0 = 256S + 64c + 4j, one 16-byte
+load per two tiles, the same for every g; so every column of D is W x and lanes c == 0 hold the
+rows (d0: row g, d2: row g+8). The lookup: per (row, 64-block) the 16 weights bf16(code[i] *
+absmax) (16 `mul.rn`, 8 `cvt.rn.bf16x2`) as byte planes (4 registers of low bytes, 4 of high);
+four codes (16 bits of a word) are looked up by `prmt` over entries 0-7 with the raw codes (a
+code >= 8 has the sign-replicate bit set and reads garbage there) and over entries 8-15 with
+codes ^ 0x8888, a third `prmt` picks per byte by code bit 3, the same for the high plane, and two
+`prmt` interleave low and high bytes into the two bf16x2 fragment registers: 8 `prmt` per 4
+weights. Shifts run as IMAD.HI on the FMA pipe (a multiplier from a kernel argument, so ptxas
+keeps the multiply). tests/engine/test_nf4_mma.py emulates one warp instruction by instruction
+(the fragments assembled by the PTX ISA's layout) against bitsandbytes' weights, bit for bit.
+
+Work split: grid (ceil(N/16) row tiles, split_k), warps a block along K too; each warp walks
+K / 256 / (warps * split_k) super-tiles, loading the next while it computes the current one. The
+block adds its warps in shared memory in a fixed order; with split_k > 1 the last block of a row
+tile (an atomic counter, reset by that block) adds the partials in a fixed order: one launch,
+bitwise repeatable, no host sync, CUDA-graph safe. Rows past N are clamped on load, not stored.
+
+Inner loop per super-tile and lane (2 rows x 64 weights = 128), sm_90 SASS of NVRTC 13.0
+(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass):
+
+    | class                                   | nested | plain | per weight |
+    |-----------------------------------------|--------|-------|------------|
+    | PRMT (lookup 256, tables 16)            |    272 |   272 | 2.13       |
+    | LOP3 (code ^ 0x8888, pick; 1 other)     |     33 |    33 | 0.26       |
+    | SHF, IADD3, LEA, ISETP, VIADD (address) |     17 |    17 | 0.13       |
+    | integer pipe in all                     |    322 |   322 | 2.52       |
+    | IMAD (64 IMAD.HI shifts, moves, address)|     97 |    92 | 0.76       |
+    | FMUL + FADD (tables, nested absmax)     |     36 |    32 | 0.28       |
+    | F2FP.BF16.F32.PACK_AB                   |     16 |    16 | 0.125      |
+    | HMMA.16816.F32.BF16                     |     16 |    16 | 1 per 8    |
+    | LDG (4x16 B weights, 8x16 B x, absmax)  |     18 |    14 |            |
+    | all                                     |    511 |   496 | 4.0        |
+
+against ~4.4 integer-pipe instructions a weight for Triton's kernels 2/6: at 64 integer lanes a
+clock an SM that bounds the kernel at ~25 weights a clock an SM (~3 TB/s of NF4 bytes on an H200
+at 1.75 GHz), where the HBM needs ~33. Not yet measured on a GPU: tests/benchmarks/nf4_gemv.py
+--cuda-only times it beside bitsandbytes and Triton's tuned plans.
+
+Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
+here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
+no headers: compiled to a cubin for the device's sm once per process and device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+from functools import cache
+
+import torch
+
+from app.engine.local.nf4_gemv import Nf4Tensors
+
+ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
+SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
+WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
+KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
+BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
+OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
+
+SOURCE = r"""
+// NF4 GEMV, y = W x, one warp per 16 rows on mma.m16n8k16 (nf4_mma.py's docstring has the layout).
+// No headers: NVRTC's built-ins and inline PTX only.
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+struct Tables { u32 l0, l1, l2, l3, h0, h1, h2, h3; };  // entry i's low byte in byte i%4 of l[i/4]
+struct Loads { uint4 a0, a1, b0, b1; u32 qa, qb; float sa, sb; };  // rows g, g+8: 32 code bytes each
+
+__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 sel) {
+    u32 d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+__device__ __forceinline__ float mul_rn(float a, float b) {  // never contracted into an FMA
+    float d;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+__device__ __forceinline__ float add_rn(float a, float b) {
+    float d;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+__device__ __forceinline__ u32 bf16x2(float hi, float lo) {  // {bf16(lo) low half, bf16(hi) high half}
+    u32 d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+__device__ __forceinline__ u16 bf16(float v) {
+    u16 d;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(d) : "f"(v));
+    return d;
+}
+__device__ __forceinline__ float ld_cg(const float* p) {  // L2, not a stale L1 line
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint4 ld_stream(const uint4* p) {  // read once: first out of L1, x stays
+    uint4 v;
+    asm("ld.global.nc.L1::evict_first.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ void mma(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The 16 weights of one 64-block, bf16(code[i] * s), as byte planes.
+__device__ __forceinline__ Tables tables(const float* cb, float s) {
+    u32 r[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r[i] = bf16x2(mul_rn(cb[2 * i + 1], s), mul_rn(cb[2 * i], s));
+    Tables t;
+    t.l0 = prmt(r[0], r[1], 0x6420); t.h0 = prmt(r[0], r[1], 0x7531);
+    t.l1 = prmt(r[2], r[3], 0x6420); t.h1 = prmt(r[2], r[3], 0x7531);
+    t.l2 = prmt(r[4], r[5], 0x6420); t.h2 = prmt(r[4], r[5], 0x7531);
+    t.l3 = prmt(r[6], r[7], 0x6420); t.h3 = prmt(r[6], r[7], 0x7531);
+    return t;
+}
+
+// Four codes (the nibbles of sel's low 16 bits: bytes B0, B1 hold elements 0 | 1, 2 | 3, the first
+// of each pair in the high nibble) → two bf16x2: e01 = {w0 low, w1 high}, e23 = {w2, w3}.
+// sel indexes entries 0-7 (a code >= 8 reads a sign-replicated byte there, replaced by the pick),
+// selx = sel ^ 0x8888 entries 8-15; pick: per byte n, n | (code bit 3 → bit 2).
+__device__ __forceinline__ void lookup4(u32 sel, u32 selx, u32 pick, const Tables& t, u32& e01, u32& e23) {
+    u32 lo = prmt(prmt(t.l0, t.l1, sel), prmt(t.l2, t.l3, selx), pick);
+    u32 hi = prmt(prmt(t.h0, t.h1, sel), prmt(t.h2, t.h3, selx), pick);
+    e01 = prmt(lo, hi, 0x4051);
+    e23 = prmt(lo, hi, 0x6273);
+}
+
+// v >> s on the FMA pipe (IMAD.HI), the integer pipe being the limit: m = 2^(32-s) comes from a kernel
+// argument, so ptxas cannot turn the multiply back into a shift.
+__device__ __forceinline__ u32 shr(u32 v, u32 m) {
+    u32 d;
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(v), "r"(m));
+    return d;
+}
+
+// Constants from kernel arguments (see shr): 2^16, 2^31, and the pick base 0x32103210 in a register
+// (one LOP3 then does and + or).
+struct Consts { u32 m16, m1, pick; };
+
+// One word of 8 codes (elements 0..7 of the word) → e[0..3] = bf16x2 of elements 01, 23, 45, 67.
+__device__ __forceinline__ void lookup8(u32 w, const Tables& t, const Consts& k, u32* e) {
+    u32 wx = w ^ 0x88888888u;
+    u32 pick = (shr(w, k.m1) & 0x44444444u) | k.pick;
+    lookup4(w, wx, pick, t, e[0], e[1]);
+    lookup4(shr(w, k.m16), shr(wx, k.m16), shr(pick, k.m16), t, e[2], e[3]);
+}
+
+// Row pointers of one lane: rows g and g+8 of its tile, from its 64-block c on (clamped to row n-1).
+struct Rows {
+    const uint4* wa; const uint4* wb; const u8* qa; const u8* qb; const float* fa; const float* fb; int ba, bb;
+};
+
+template <bool NESTED>
+__device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ absmax2, int st) {
+    Loads v;
+    const uint4* pa = r.wa + 8 * st;  // 128 bytes (four 64-blocks) a super-tile
+    const uint4* pb = r.wb + 8 * st;
+    v.a0 = ld_stream(pa); v.a1 = ld_stream(pa + 1);
+    v.b0 = ld_stream(pb); v.b1 = ld_stream(pb + 1);
+    if (NESTED) {
+        v.qa = __ldg(r.qa + 4 * st); v.qb = __ldg(r.qb + 4 * st);
+        v.sa = __ldg(absmax2 + ((r.ba + 4 * st) >> 8)); v.sb = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
+    } else {
+        v.sa = __ldg(r.fa + 4 * st); v.sb = __ldg(r.fb + 4 * st);
+        v.qa = v.qb = 0;
+    }
+    return v;
+}
+
+template <bool NESTED>
+__device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __restrict__ xs,
+                                     const float* __restrict__ code2, float offset, const float* cb,
+                                     const Consts& k) {
+    float sa = v.sa, sb = v.sb;
+    if (NESTED) {  // absmax = code2[q] * absmax2 + offset: multiply, then add (two roundings)
+        sa = add_rn(mul_rn(__ldg(code2 + v.qa), sa), offset);
+        sb = add_rn(mul_rn(__ldg(code2 + v.qb), sb), offset);
+    }
+    Tables ta = tables(cb, sa), tb = tables(cb, sb);
+    const u32 wa[8] = {v.a0.x, v.a0.y, v.a0.z, v.a0.w, v.a1.x, v.a1.y, v.a1.z, v.a1.w};
+    const u32 wb[8] = {v.b0.x, v.b0.y, v.b0.z, v.b0.w, v.b1.x, v.b1.y, v.b1.z, v.b1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {  // word i: mma tiles 2i and 2i+1
+        u32 ea[4], eb[4];
+        lookup8(wa[i], ta, k, ea);
+        lookup8(wb[i], tb, k, eb);
+        uint4 xv = __ldg(xs + i);  // x[8i .. 8i+7] of this lane's 64-block
+        mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);
+        mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);
+    }
+}
+
+// Grid (ceil(n/16), split); block 32*warps threads. Warp w of block (t, s) adds rows 16t..16t+15
+// over super-tiles [(s*warps + w)*iters, +iters) of 256 inputs; the block sums its warps in order;
+// with split > 1 the last block of row tile t (counters[t]) sums the split partials in order.
+template <bool NESTED>
+__device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* __restrict__ w,
+                                     const void* __restrict__ absmax, const float* __restrict__ absmax2,
+                                     const float* __restrict__ code2, const float* __restrict__ offset,
+                                     const float* __restrict__ code, const void* __restrict__ bias,
+                                     float* part, int* counters, u16* y, int n, int k, int iters,
+                                     int bias_kind, Consts kc) {
+    __shared__ float red[8][16];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const int warps = blockDim.x >> 5, tile = blockIdx.x;
+    const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);
+    Rows r;
+    r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
+    r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;
+    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)absmax + r.bb;
+    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)absmax + r.bb;
+    float cb[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
+    const float off = NESTED ? __ldg(offset) : 0.f;
+    const int st0 = (blockIdx.y * warps + warp) * iters;
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    for (int i = 0; i < iters; ++i) {
+        if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
+        step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
+        cur = nxt;
+    }
+    if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
+    __syncthreads();
+    if (warp != 0) return;
+    const int row = tile * 16 + lane;
+    const bool mine = lane < 16 && row < n;
+    float sum = 0.f;
+    if (lane < 16) {
+        sum = red[0][lane];
+        for (int i = 1; i < warps; ++i) sum += red[i][lane];
+    }
+    float b = 0.f;
+    if (mine && bias_kind == 1) b = __uint_as_float((u32)((const u16*)bias)[row] << 16);
+    if (mine && bias_kind == 2) b = ((const float*)bias)[row];
+    if (gridDim.y == 1) {
+        if (mine) y[row] = bf16(sum + b);
+        return;
+    }
+    if (mine) part[(long long)blockIdx.y * n + row] = sum;
+    __threadfence();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0) last = atomicAdd(counters + tile, 1) == (int)gridDim.y - 1;
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (!last) return;
+    __threadfence();
+    if (mine) {
+        float total = 0.f;
+        for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * n + row);
+        y[row] = bf16(total + b);
+    }
+    if (lane == 0) counters[tile] = 0;  // ready for the next call (and CUDA graph replay)
+}
+
+#define ARGS const uint4* x, const uint4* w, const void* absmax, const float* absmax2, const float* code2, \
+    const float* offset, const float* code, const void* bias, float* part, int* counters, u16* y, int n, \
+    int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
+#define PASS x, w, absmax, absmax2, code2, offset, code, bias, part, counters, y, n, k, iters, bias_kind, \
+    Consts{m16, m1, pick}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_nested(ARGS) { gemv<true>(PASS); }
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_plain(ARGS) { gemv<false>(PASS); }
+"""
+
+
+class CompileError(RuntimeError):
+    """NVRTC missing or rejecting the source; str(exc) says why (first line: the cause)."""
+
+
+def nvrtc_library() -> ctypes.CDLL:
+    """NVRTC: $HEADROOM_NVRTC (a path), else the one torch's CUDA build names (libnvrtc.so.<major>,
+    already loaded by torch or on the loader path), else a pip wheel's (site-packages/nvidia/*/lib).
+    Raises CompileError when there is none."""
+    major = (torch.version.cuda or "").split(".")[0]
+    candidates = [os.environ.get("HEADROOM_NVRTC", "")] + ([f"libnvrtc.so.{major}"] if major else [])
+    for base in sys.path:
+        candidates += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so.*")))
+    tried = []
+    for name in filter(None, candidates):
+        if "builtins" in name or ".alt." in name:
+            continue
+        try:
+            for builtins in sorted(glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*"))):
+                if ".alt." not in builtins:  # NVRTC opens it by name at compile time: load it first
+                    ctypes.CDLL(builtins)
+            return ctypes.CDLL(name)
+        except OSError as exc:
+            tried.append(str(exc))
+    raise CompileError(f"NVRTC not found ({'; '.join(tried[:2]) or 'no libnvrtc'})")
+
+
+def compile_cubin(arch: str, library: ctypes.CDLL | None = None,
+                  options: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """(cubin for sm_<arch>, NVRTC's log) of SOURCE. arch: "90" for the H100/H200. options: more
+    NVRTC flags (e.g. "--ptxas-options=-v" puts registers and spills in the log). Raises
+    CompileError with NVRTC's log when the source does not compile."""
+    lib = library or nvrtc_library()
+    prog = ctypes.c_void_p()
+    check = _nvrtc_check(lib)
+    check(lib.nvrtcCreateProgram(ctypes.byref(prog), SOURCE.encode(), b"nf4_mma.cu", 0, None, None))
+    try:
+        opts = [f"--gpu-architecture=sm_{arch}", "--fmad=false", "-std=c++17", *options]
+        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+        res = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if res != 0:
+            raise CompileError(f"NVRTC could not compile the NF4 mma kernel: {log.strip()}")
+        check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)))
+        cubin = ctypes.create_string_buffer(size.value)
+        check(lib.nvrtcGetCUBIN(prog, cubin))
+        return cubin.raw, log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def _nvrtc_check(lib):
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def check(result: int) -> None:
+        if result != 0:
+            raise CompileError(f"NVRTC error {result}: {(lib.nvrtcGetErrorString(result) or b'').decode()}")
+
+    return check
+
+
+@cache
+def _kernels(device_index: int) -> dict:
+    """{nested: kernel} compiled for and loaded on one device (once per process)."""
+    from torch.cuda._utils import _cuda_load_module
+
+    major, minor = torch.cuda.get_device_capability(device_index)
+    cubin, _ = compile_cubin(f"{major}{minor}")
+    with torch.cuda.device(device_index):
+        loaded = _cuda_load_module(cubin, list(KERNELS.values()))
+    return {nested: loaded[name] for nested, name in KERNELS.items()}
+
+
+def unavailable_reason(device: torch.device) -> str:
+    """"" when the kernel can run on ``device``, else why not (one line): no CUDA, a GPU before
+    Ampere (bf16 mma needs sm_80), torch without its NVRTC loader, NVRTC missing, a compile error."""
+    if device.type != "cuda":
+        return "no CUDA device"
+    try:
+        import torch.cuda._utils as cu
+
+        if not hasattr(cu, "_cuda_load_module"):
+            return f"torch {torch.__version__} has no torch.cuda._utils._cuda_load_module (torch >= 2.8 has)"
+        if torch.cuda.get_device_capability(device) < (8, 0):
+            return "GPU older than Ampere (bf16 mma needs sm_80)"
+        _kernels(device.index if device.index is not None else torch.cuda.current_device())
+    except Exception as exc:  # noqa: BLE001 - any failure to build the kernel is a reason, not a crash
+        first = str(exc).strip().splitlines()
+        return f"CUDA mma kernel unavailable: {type(exc).__name__}: {' '.join(first[:3])[:200]}"
+    return ""
+
+
+def shape_reason(n: int, k: int) -> str:
+    """"" when (n, k) suits the kernel, else why not: K must be a multiple of 256 (a warp step)."""
+    if k % SUPER_TILE:
+        return f"in_features {k} is not a multiple of {SUPER_TILE}"
+    if n * k // 64 >= 2**31:  # block indices are 32-bit in the kernel
+        return f"{n}x{k} has more than 2^31 absmax blocks"
+    return ""
+
+
+def launch_shapes(n: int, k: int) -> list[tuple[int, int]]:
+    """Every (warps per block, split_k) the kernel accepts for (n, k): warps in 1, 2, 4, 8 and
+    split_k dividing the K/256 super-tiles so that each warp walks the same number of them."""
+    steps = k // SUPER_TILE
+    return [(w, s) for w in WARPS for s in range(1, steps + 1) if steps % (w * s) == 0]
+
+
+def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tuple[int, int]:
+    """(warps, split_k) for W (n, k). K is cut into p parts (p dividing the K/256 super-tiles,
+    p = warps x split_k); the p with the least waves x (super-tiles a warp + 1) wins, a wave being
+    ``warps_per_sm`` warps on every SM (126 registers a thread allow 16) and the + 1 the first
+    load that no computation hides. Warps within the block first (their sum is a shared-memory
+    add, no partials in memory). Llama-3-8B: (8, 1), (8, 2), (2, 1), (8, 1) for q/o, k/v, gate/up,
+    down."""
+    tiles, steps, wave = -(-n // ROWS_PER_WARP), k // SUPER_TILE, warps_per_sm * sms
+    parts = min((p for p in range(1, steps + 1) if steps % p == 0),
+                key=lambda p: (-(-tiles * p // wave)) * (steps // p + 1))
+    warps = max(w for w in WARPS if parts % w == 0)
+    return warps, parts // warps
+
+
+def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, warps: int = 0,
+           split_k: int = 0) -> torch.Tensor:
+    """y (N,) bf16 = W x (+ bias) for x (K,) bf16 on the tensor cores; warps/split_k 0: choose_launch.
+    Raises ValueError for a shape the kernel does not take (shape_reason, or warps*split_k not
+    dividing K/256), CompileError when it cannot be built here."""
+    if shape_reason(t.n, t.k):
+        raise ValueError(shape_reason(t.n, t.k))
+    if not (warps and split_k):
+        warps, split_k = choose_launch(t.n, t.k)
+    steps = t.k // SUPER_TILE
+    if warps not in WARPS or steps % (warps * split_k):
+        raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={t.k}")
+    x = x.reshape(-1)
+    if x.dtype != torch.bfloat16:
+        raise ValueError(f"x must be bfloat16, got {x.dtype}")
+    if not x.is_contiguous() or x.data_ptr() % 16:  # read as uint4: 16-byte alignment
+        x = x.clone(memory_format=torch.contiguous_format)
+    if t.packed.data_ptr() % 16:
+        raise ValueError("packed weight is not 16-byte aligned")
+    kind = BIAS_NONE
+    if bias is not None:
+        kind = BIAS_BF16 if bias.dtype == torch.bfloat16 else BIAS_FP32
+        bias = bias.contiguous() if kind == BIAS_BF16 else bias.float().contiguous()
+    y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
+    part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
+    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
+    kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
+           args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
+                 part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
+    return y

@@ -1,0 +1,340 @@
+"""The CUDA NF4 mma GEMV (issue 15) without a GPU.
+
+1. A pure-torch emulation of what one warp of SOURCE computes, instruction by instruction: the
+   loads (which bytes, which absmax, which x), `prmt` with its sign-replicate mode, `mul.hi`,
+   the byte-plane tables, and `mma.m16n8k16` assembled from the 32 lanes' registers by the PTX
+   ISA's fragment layout (not by the kernel's own mapping). It must give bitsandbytes' weights
+   bit for bit at the right k and W x to the bf16 rounding, so the mapping is proven before a GPU
+   sees it.
+2. The real source through NVRTC for sm_90 (where libnvrtc is found: a CUDA torch, a pip
+   nvidia-cuda-nvrtc wheel, or $HEADROOM_NVRTC): no spills, the HMMA in the SASS, and the inner
+   loop's instruction mix (cuobjdump from Triton's bundle or $HEADROOM_CUOBJDUMP).
+"""
+
+import collections
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from app.engine.local import nf4_gemv as k
+from app.engine.local import nf4_hook as hook
+from app.engine.local import nf4_mma as mma
+from tests.engine.test_nf4_gemv import FakeLinear4bit
+
+M32 = 0xFFFFFFFF
+M16, M1, PICK = (v & M32 for v in mma.OPAQUE)
+
+
+# ----------------------------------------------------------------------------- PTX, emulated
+def prmt(a, b, sel):
+    """prmt.b32 (default mode) on int64 tensors of u32: byte n of the result is byte sel[4n+2:4n]
+    of {b, a}; with sel bit 4n+3 set it is that byte's sign bit replicated (0x00 or 0xFF)."""
+    a, b, sel = torch.broadcast_tensors(torch.as_tensor(a), torch.as_tensor(b), torch.as_tensor(sel))
+    src = torch.stack([(a >> (8 * i)) & 255 for i in range(4)] + [(b >> (8 * i)) & 255 for i in range(4)], -1)
+    out = torch.zeros_like(a)
+    for n in range(4):
+        nib = (sel >> (4 * n)) & 15
+        byte = src.gather(-1, (nib & 7).unsqueeze(-1)).squeeze(-1)
+        byte = torch.where((nib & 8) != 0, torch.where(byte >= 128, 255, 0), byte)
+        out = out | (byte << (8 * n))
+    return out
+
+
+def shr(v, m):
+    """mul.hi.u32 v, m."""
+    return (v * m) >> 32
+
+
+def bf16_bits(v: torch.Tensor) -> torch.Tensor:
+    """cvt.rn.bf16.f32 as int64 bits."""
+    return v.to(torch.bfloat16).view(torch.int16).long() & 0xFFFF
+
+
+def tables(cb, s):
+    """SOURCE's tables(): (l0..l3, h0..h3) for block scales s (any shape)."""
+    r = [bf16_bits(cb[2 * i] * s) | (bf16_bits(cb[2 * i + 1] * s) << 16) for i in range(8)]
+    return ([prmt(r[2 * i], r[2 * i + 1], 0x6420) for i in range(4)],
+            [prmt(r[2 * i], r[2 * i + 1], 0x7531) for i in range(4)])
+
+
+def lookup4(sel, selx, pick, t):
+    (l0, l1, l2, l3), (h0, h1, h2, h3) = t
+    lo = prmt(prmt(l0, l1, sel), prmt(l2, l3, selx), pick)
+    hi = prmt(prmt(h0, h1, sel), prmt(h2, h3, selx), pick)
+    return prmt(lo, hi, 0x4051), prmt(lo, hi, 0x6273)
+
+
+def lookup8(w, t):
+    wx = w ^ 0x88888888
+    pick = (shr(w, M1) & 0x44444444) | PICK
+    return (*lookup4(w, wx, pick, t), *lookup4(shr(w, M16), shr(wx, M16), shr(pick, M16), t))
+
+
+def halves(r):
+    """u32 registers of two bf16 → (..., 2) fp64 values (low half first)."""
+    bits = torch.stack([r & 0xFFFF, r >> 16], -1).to(torch.int32) << 16
+    return bits.view(torch.float32).double()
+
+
+def _fragment_index():
+    """Flat indices into A (16x16), B (16x8), D (16x8) of each lane's registers, by the PTX ISA's
+    layout for mma.m16n8k16 (lane = 4*group + t): a0 = A[group][2t, 2t+1], a1 = A[group+8][..],
+    a2, a3 = the same at columns + 8; b0 = B[2t, 2t+1][group], b1 = rows + 8;
+    d0, d1 = D[group][2t, 2t+1], d2, d3 = D[group+8][..]."""
+    lane = torch.arange(32)
+    g, t = lane // 4, lane % 4
+    a = torch.stack([torch.stack([row * 16 + col, row * 16 + col + 1], -1) for row, col in
+                     ((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))])  # (4, 32, 2)
+    b = torch.stack([torch.stack([row * 8 + g, (row + 1) * 8 + g], -1) for row in (2 * t, 2 * t + 8)])
+    d = torch.stack([row * 8 + col for row, col in ((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t),
+                                                    (g + 8, 2 * t + 1))])  # (4, 32)
+    return a, b, d
+
+
+A_IDX, B_IDX, D_IDX = _fragment_index()
+
+
+def mma_16816(a, b, d):
+    """mma.sync.m16n8k16.row.col.f32.bf16 on emulated registers: a (4, 32), b (2, 32) u32,
+    d (4, 32) fp64 → d (4, 32). Sums in fp64 (products of bf16 are exact)."""
+    A = torch.zeros(256, dtype=torch.float64).index_put_((A_IDX.reshape(-1),), halves(a).reshape(-1))
+    B = torch.zeros(128, dtype=torch.float64).index_put_((B_IDX.reshape(-1),), halves(b).reshape(-1))
+    D = torch.zeros(128, dtype=torch.float64).index_put_((D_IDX.reshape(-1),), d.reshape(-1))
+    D = (A.view(16, 16) @ B.view(16, 8) + D.view(16, 8)).reshape(-1)
+    return D[D_IDX]
+
+
+# ----------------------------------------------------------------------------- one warp, emulated
+def warp_fragments(t, tile, st):
+    """The A registers warp `tile` builds in super-tile `st` (SOURCE's load() and step()):
+    16 mma tiles x (4, 32) u32, and the x element each lane's uint4 of x starts at (16, 32)."""
+    lane = torch.arange(32)
+    g, c = lane // 4, lane % 4
+    ra = torch.clamp(tile * 16 + g, max=t.n - 1)
+    rb = torch.clamp(tile * 16 + g + 8, max=t.n - 1)
+    words, scale = t.packed.view(torch.int32).long() & M32, k.reference_absmax(t)
+    ta = tables(t.code, scale[ra * (t.k // 64) + 4 * st + c])
+    tb = tables(t.code, scale[rb * (t.k // 64) + 4 * st + c])
+    frags, xs = [], []
+    for i in range(8):  # word i of each lane's 32-byte block: the row's bytes 4i .. 4i+3
+        ea = lookup8(words[ra * (t.k // 8) + 32 * st + 8 * c + i], ta)
+        eb = lookup8(words[rb * (t.k // 8) + 32 * st + 8 * c + i], tb)
+        frags += [torch.stack([ea[0], eb[0], ea[1], eb[1]]), torch.stack([ea[2], eb[2], ea[3], eb[3]])]
+        xs += [256 * st + 64 * c + 8 * i] * 2
+    return frags, xs
+
+
+def warp_rows(frags, x_bits):
+    """(16,) fp64 row sums of one warp as lanes c == 0 store them (d0: row g, d2: row g+8);
+    frags from warp_fragments (all super-tiles), x_bits (K/2,) int64: x as u32 pairs of bf16."""
+    d = torch.zeros(4, 32, dtype=torch.float64)
+    for j, (a, x0) in enumerate(frags):
+        xv = x_bits[x0 // 2 + torch.arange(4)[:, None]]  # the lane's uint4 of x: (4, 32)
+        half = j % 2  # tile 2i takes xv.x, xv.y; tile 2i+1 xv.z, xv.w
+        d = mma_16816(a, xv[2 * half:2 * half + 2], d)
+    assert torch.equal(d[0], d[1]) and torch.equal(d[2], d[3])  # every column of D is W x
+    c0 = torch.arange(32) % 4 == 0
+    return torch.cat([d[0][c0], d[2][c0]])  # rows g = 0..7, then 8..15
+
+
+def emulated(t):
+    """x → y (N,) fp64 of the emulated kernel for layer t (fragments built once)."""
+    frags = [[f for st in range(t.k // 256) for f in zip(*warp_fragments(t, tile, st), strict=True)]
+             for tile in range(-(-t.n // 16))]
+
+    def gemv(x):
+        x_bits = x.view(torch.int32).long() & M32
+        return torch.cat([warp_rows(f, x_bits) for f in frags])[:t.n]
+    return gemv
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_emulated_warp_reads_every_weight_at_its_k_bit_for_bit(nested):
+    """x = e_j reads column j of W: each weight is looked up exactly (all 16 codes in both
+    nibbles occur) and multiplied by the x element of its own k; rows past N are clamped."""
+    layer = FakeLinear4bit(24, 512, seed=21, nested=nested)
+    t = k.tensors_of(layer)
+    w = k.reference_dequantize(t).double()
+    assert set(t.packed.reshape(-1).tolist()) >= set(range(0, 256, 17))  # codes 0..15 high and low
+    gemv = emulated(t)
+    for j in (0, 1, 2, 3, 4, 7, 8, 63, 64, 65, 130, 255, 256, 300, 511):
+        x = torch.zeros(512, dtype=torch.bfloat16)
+        x[j] = 1
+        assert torch.equal(gemv(x), w[:, j]), j
+
+
+def test_emulated_warp_computes_w_x():
+    layer = FakeLinear4bit(40, 768, seed=22)
+    t = k.tensors_of(layer)
+    x = torch.randn(768, generator=torch.Generator().manual_seed(23)).bfloat16()
+    exact = k.reference_dequantize(t).double() @ x.double()
+    y = emulated(t)(x)
+    assert float((y - exact).abs().max()) < 1e-9 * float(exact.abs().max())  # exact products, fp64 sums
+    assert torch.equal(y.to(torch.bfloat16), k.reference_gemv(x, t))
+
+
+def test_prmt_emulation_follows_the_ptx_manual():
+    a, b = torch.tensor([0x33221100]), torch.tensor([0x77665544])
+    assert prmt(a, b, 0x3210).item() == 0x33221100 and prmt(a, b, 0x7654).item() == 0x77665544
+    assert prmt(a, b, 0x0415).item() == 0x00441155
+    assert prmt(torch.tensor([0x00008000]), b, 0x0009).item() == 0x000000FF  # sign of byte 1
+    assert shr(torch.tensor([0xF0000001]), M1).item() == 0x78000000
+
+
+def test_launch_shapes_cover_k_once_per_warp():
+    for n, kdim in ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336)):
+        steps = kdim // 256
+        for warps, split in mma.launch_shapes(n, kdim):
+            iters = steps // (warps * split)
+            covered = sorted((s * warps + w) * iters + i for s in range(split) for w in range(warps)
+                             for i in range(iters))
+            assert covered == list(range(steps))
+        warps, split = mma.choose_launch(n, kdim)
+        assert (warps, split) in mma.launch_shapes(n, kdim)
+        assert -(-n // 16) * warps * split <= 16 * 132  # Llama-3-8B: one wave of 16 warps an SM each
+    assert [mma.choose_launch(n, kd) for n, kd in ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336))] \
+        == [(8, 1), (8, 2), (2, 1), (8, 1)]  # 2, 1, 8, 7 super-tiles a warp
+    assert mma.choose_launch(3584, 18944) == (1, 37)  # Qwen2-7B down: 4 waves of 2 beat 1 wave of 37
+    assert mma.choose_launch(65536, 4096) == (1, 1)  # more row tiles than a wave: K whole
+    assert mma.shape_reason(4096, 4160) and not mma.shape_reason(4100, 4096)
+
+
+def test_unavailable_without_cuda():
+    assert mma.unavailable_reason(torch.device("cpu")) == "no CUDA device"
+
+
+# ----------------------------------------------------------------------------- nf4_hook's choice
+class TwoShapes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = FakeLinear4bit(64, 256, seed=31)
+        self.down = FakeLinear4bit(32, 512, seed=32)
+
+
+def test_install_keeps_the_fastest_kernel_per_shape(monkeypatch):
+    """With the CUDA kernel available (here: pretended; the op runs the CPU mirror) both kernels
+    are self-checked on every shape and each shape gets its fastest."""
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    model = TwoShapes()
+
+    def time_per_token(prepared, plans):
+        assert [kernel.kernel for kernel in plans[(64, 256)]] == [hook.MMA_KERNEL, 2]
+        fast = {(64, 256): hook.MMA_KERNEL, (32, 512): 2}
+        return {shape: {None: 50.0, **{p: 10.0 if p.kernel == fast[shape] else 20.0 for p in ps}}
+                for shape, ps in plans.items()}
+
+    monkeypatch.setattr(hook, "time_per_token", time_per_token)
+    status = hook.install(model, require_cuda=False, require_faster=True)
+    assert status.active and status.layers == 2 and len(status.checks) == 2 and len(status.mma_checks) == 2
+    assert set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "Triton")}
+    assert model.up._headroom_nf4_gemv == hook.mma_plan(64, 256) and model.down._headroom_nf4_gemv.kernel == 2
+    assert status.mma_reason == "32x512: Triton is faster"
+    assert status.label() == "fused NF4 GEMV (CUDA mma + Triton) on 2 layers"
+    x = torch.randn(1, 256).bfloat16()
+    with torch.inference_mode():
+        assert torch.equal(model.up(x)[0], k.reference_gemv(x[0], k.tensors_of(model.up)))
+
+
+def test_a_disagreeing_cuda_kernel_is_dropped_and_said_why(monkeypatch):
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    real = hook.self_check
+    monkeypatch.setattr(hook, "self_check", lambda layer, t, plan: (0.5, 0.5) if plan.kernel == hook.MMA_KERNEL
+                        else real(layer, t, plan))
+    model = TwoShapes()
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert status.active and {name for _, _, name in status.kernels} == {"Triton"}
+    assert status.mma_reason.startswith("NF4 GEMV (CUDA mma) disagrees with bitsandbytes on 64x256")
+    assert len(status.mma_checks) == 1  # dropped after its first shape
+
+
+def test_without_triton_the_cuda_kernel_alone_is_used(monkeypatch):
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    monkeypatch.setattr(hook, "unavailable_reason", lambda device, require_cuda=True: "Triton is not installed")
+    model = TwoShapes()
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert status.active and set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "CUDA mma")}
+    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 2
+
+
+# ----------------------------------------------------------------------------- NVRTC, offline
+def _nvrtc():
+    try:
+        return mma.nvrtc_library()
+    except mma.CompileError as exc:
+        pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
+
+
+def _cuobjdump():
+    found = [os.environ.get("HEADROOM_CUOBJDUMP", ""), shutil.which("cuobjdump") or ""]
+    try:
+        import triton
+
+        found.append(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
+    except ImportError:
+        pass
+    found += glob.glob("/tmp/tritonsite/triton/backends/nvidia/bin/cuobjdump")
+    return next((p for p in found if p and os.access(p, os.X_OK)), None)
+
+
+def loop_mix(sass: str, function: str) -> collections.Counter:
+    """Opcode counts (without modifiers) of the longest loop (a backward branch) of ``function``."""
+    body = sass.split(f"Function : {function}")[1].split("Function : ")[0]
+    ins = [(int(addr, 16), text.strip()) for addr, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", body)]
+    backward = [(int(m.group(1), 16), addr) for addr, text in ins
+                if (m := re.search(r"\bBRA\s+0x([0-9a-f]+)", text)) and int(m.group(1), 16) < addr]
+    lo, hi = max(backward, key=lambda r: r[1] - r[0])
+    return collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", text).split()[0].split(".")[0]
+                               for addr, text in ins if lo <= addr <= hi)
+
+
+ALU = ("PRMT", "LOP3", "SHF", "IADD3", "LEA", "ISETP", "VIADD", "SEL", "BFE", "BFI")
+
+
+def _compiled(arch: str) -> tuple[bytes, str]:
+    cubin, log = mma.compile_cubin(arch, _nvrtc(), ("--ptxas-options=-v",))
+    for name in mma.KERNELS.values():
+        props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
+        assert "0 bytes spill stores, 0 bytes spill loads" in props and "0 bytes stack frame" in props, props
+        assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 128  # 16 warps per SM
+    return cubin, log
+
+
+@pytest.mark.parametrize("arch", ["80", "86", "89", "120"])
+def test_source_compiles_for_other_gpus_without_spills(arch):
+    """Ampere (A100, RTX 30), Ada (RTX 40), consumer Blackwell (RTX 50): bf16 mma needs sm_80."""
+    _compiled(arch)
+
+
+def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
+    cubin, _ = _compiled("90")
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("no cuobjdump to read the SASS")
+    (tmp_path / "k.cubin").write_bytes(cubin)
+    sass = subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True,
+                          check=True).stdout
+    for name in mma.KERNELS.values():
+        mix = loop_mix(sass, name)  # one super-tile per lane: 2 rows x 64 weights
+        assert mix["HMMA"] == 16 and mix["PRMT"] == 272 and mix["F2FP"] == 16, mix
+        assert sum(mix[op] for op in ALU) / 128 < 2.7, mix  # integer pipe per weight (Triton: ~4.4)
+
+
+def test_the_emulation_mirrors_the_source():
+    """The emulated lines above, as they stand in SOURCE (a change to one must reach the other)."""
+    for line in ("t.l0 = prmt(r[0], r[1], 0x6420); t.h0 = prmt(r[0], r[1], 0x7531);",
+                 "r[i] = bf16x2(mul_rn(cb[2 * i + 1], s), mul_rn(cb[2 * i], s));",
+                 "u32 lo = prmt(prmt(t.l0, t.l1, sel), prmt(t.l2, t.l3, selx), pick);",
+                 "e01 = prmt(lo, hi, 0x4051);", "e23 = prmt(lo, hi, 0x6273);",
+                 "u32 wx = w ^ 0x88888888u;", "u32 pick = (shr(w, k.m1) & 0x44444444u) | k.pick;",
+                 "lookup4(shr(w, k.m16), shr(wx, k.m16), shr(pick, k.m16), t, e[2], e[3]);",
+                 "mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);", "mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);",
+                 "const uint4* pa = r.wa + 8 * st;", "r.wa = w + (long long)ra * (k / 32) + 2 * c;",
+                 "r.ba = ra * (k / 64) + c;", "x + 32 * (st0 + i) + 8 * c",
+                 "const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);",
+                 "if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }"):
+        assert line in mma.SOURCE, line
