@@ -837,8 +837,20 @@ Your chats are saved here.</source>
         <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
     </message>
     <message>
-        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
-        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+        <source>fits at the chosen context ({0} of {1} tokens)</source>
+        <translation>선택한 컨텍스트에서 들어감 ({0} / {1} 토큰)</translation>
+    </message>
+    <message>
+        <source>the chosen {0} tokens do not fit ({1} of {2} tokens fit)</source>
+        <translation>선택한 {0} 토큰은 들어가지 않음 ({2} 토큰 중 {1} 토큰까지 들어감)</translation>
+    </message>
+    <message>
+        <source>{0} ({1} of {2} tokens)</source>
+        <translation>{0} ({1} / {2} 토큰)</translation>
+    </message>
+    <message>
+        <source>{0} on {1}: weights {2} ({3}) + KV {4}/token ({5} at full context) + prefill {6} + margin {7} vs {8} free</source>
+        <translation>{0}, {1}: 가중치 {2} ({3}) + KV 토큰당 {4} (전체 컨텍스트에서 {5}) + 프리필 {6} + 안전 여유 {7}, 남은 메모리 {8}</translation>
     </message>
     <message>
         <source>conversion writes {0}, {1} disk free</source>

@@ -286,6 +286,14 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     if folder:
         qtbot.wait(20)  # the layout settles as a person would see it
         dialog.grab().save(str(Path(folder) / "ko-open-model-light.png"))
+    dialog.context.custom.click()  # a custom context: the plan line speaks of it (trial 5)
+    dialog.context.tokens.setValue(4096)
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    plan = dialog.detail.text().splitlines()[2]
+    assert plan.startswith("계획: 선택한 컨텍스트에서 들어감 (4,096 / 8,192 토큰), cpu: ") and not english(plan)
+    if folder:
+        qtbot.wait(20)
+        dialog.grab().save(str(Path(folder) / "ko-open-model-custom-light.png"))
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names["broken.gguf"]))
     refusal = dialog.detail.text().splitlines()[1]
     assert refusal == dialog.open_button.toolTip() and "GGUF" in refusal and not english(refusal)
@@ -401,12 +409,18 @@ def test_a_custom_context_resizes_the_kv_need_and_goes_with_the_model(qtbot, tmp
     qtbot.waitUntil(lambda: not dialog.reading())
     full = dialog.current_entry()
     assert full.fit.context_tokens == 512 and not dialog.context.tokens.isEnabled()
+    assert dialog.detail.text().splitlines()[2].startswith("Plan: fits at full context (512 of 512 tokens) on cpu: ")
     dialog.context.custom.click()
     dialog.context.tokens.setValue(384)
     assert dialog.context.tokens.isEnabled() and dialog.context.tokens.maximum() == 512
     qtbot.waitUntil(lambda: not dialog.reading())
     capped = dialog.current_entry()
     assert capped.fit.context_tokens == 384
+    # trial 5: the plan line spoke of the full context while the fit line used the chosen one
+    fit, plan = dialog.detail.text().splitlines()[1:3]
+    assert " at 384 tokens = " in fit
+    assert plan.startswith("Plan: fits at the chosen context (384 of 512 tokens) on cpu: ")
+    assert "(384 of 512 tokens)" in dialog.tree.currentItem().toolTip(0)
     assert full.fit.needed - capped.fit.needed == 128 * full.plan.kv_bytes_per_token
     assert dialog.context.note.text() == (  # the default 512 max new tokens fill a 384-token context
         "Trained for 512 tokens. The plan fits 512 here. Max new tokens (512) leaves the conversation 0 of these "
@@ -495,6 +509,8 @@ def test_a_context_above_what_fits_is_said_beside_the_choice(qtbot, qapp, tmp_pa
             "tokens will be refused for memory (or sent anyway at your risk).")
         qtbot.waitUntil(lambda: not dialog.reading())
         assert dialog.current_entry().fit.context_tokens == 65536
+        assert dialog.detail.text().splitlines()[2].startswith(
+            f"Plan: the chosen 65,536 tokens do not fit ({fits} of 131,072 tokens fit) on cpu: ")
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         qtbot.wait(20)  # the layout settles as a person would see it
