@@ -49,6 +49,7 @@ from app.engine.loading.fit import FITS, NO_FIT, TIGHT
 from app.engine.loading.fit_plan import PARTIAL
 from app.engine.memory.units import format_bytes
 from app.ui.context_choice import ContextChoice
+from app.ui.file_dialog_locale import file_dialogs_in_window_language
 from app.ui.theme import pick
 from app.workers.background_jobs import BackgroundJobs
 
@@ -394,15 +395,17 @@ class OpenModelDialog(QDialog):
 
     @Slot()
     def _on_file_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Open model file"), str(self._start_folder()),
-            self.tr("Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)"))
+        with file_dialogs_in_window_language(self):
+            path, _ = QFileDialog.getOpenFileName(
+                self, self.tr("Open model file"), str(self._start_folder()),
+                self.tr("Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)"))
         if path:
             self._add_picked(Path(path))
 
     @Slot()
     def _on_folder_clicked(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, self.tr("Open model folder"), str(self._start_folder()))
+        with file_dialogs_in_window_language(self):
+            path = QFileDialog.getExistingDirectory(self, self.tr("Open model folder"), str(self._start_folder()))
         if path:
             self._add_picked(Path(path))
 

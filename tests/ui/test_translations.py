@@ -311,6 +311,76 @@ def test_korean_file_dialog_type_column_is_korean(qtbot, korean, tmp_path):
     dialog.findChild(QTreeView).window().grab().save(str(folder / "ko-file-dialog-types.png"))
 
 
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_korean_file_dialog_sizes_and_dates_are_korean(qtbot, qapp, korean, tmp_path, palette):
+    """Trial 5: Qt's file dialog Size column said "118 bytes" in Korean. QFileSystemModel writes
+    sizes and dates with QLocale::system() (English or C here), not with a translation; the
+    pickers' dialogs write them with the window's QLocale (app.ui.file_dialog_locale). The
+    dialog is opened the way the window opens it (file_pickers.open_path, Qt's static function,
+    modal) and read and grabbed from a timer while it runs."""
+    from PySide6.QtCore import QDateTime, QLocale, QTimer
+    from PySide6.QtWidgets import QFileDialog, QTreeView, QWidget
+
+    from app.ui.file_pickers import open_path
+    from tests.ui.test_theme import PALETTES
+
+    assert QLocale.system().language() != QLocale.Language.Korean  # what the trial's machine had
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "short.txt").write_bytes(b"x" * 118)
+    (tmp_path / "long.txt").write_bytes(b"x" * 5000)
+    install_hangul_fallback(qapp)
+    old = qapp.style().name(), qapp.palette()
+    qapp.setStyle(QStyleFactory.create("Fusion"))
+    qapp.setPalette(PALETTES[palette]())
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    seen = {}
+
+    class Folders:  # the chat's FileFolders, starting in tmp_path
+        start = staticmethod(lambda _kind: tmp_path)
+        remember = staticmethod(lambda _kind, _path: None)
+
+    polls = []
+
+    def read_and_close():
+        dialog = next((d for d in window.findChildren(QFileDialog) if d.isVisible()), None)
+        polls.append(dialog)
+        if dialog is None or len(polls) > 100:  # 10 s: give up rather than hang the suite
+            if dialog is not None:
+                dialog.reject()
+            return
+        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+        dialog.resize(820, 320)
+        tree = dialog.findChild(QTreeView)
+        model, root = tree.model(), tree.rootIndex()
+        if model.rowCount(root) < 3 or "short.txt" not in {model.index(r, 0, root).data() for r in range(3)}:
+            return
+        seen.update({model.index(r, 0, root).data(): [model.index(r, c, root).data() for c in (1, 3)]
+                     for r in range(model.rowCount(root))})
+        metrics = tree.fontMetrics()  # the Korean size and date are not cut off (Qt sizes them for English)
+        seen["fits"] = [tree.header().sectionSize(c) > metrics.horizontalAdvance(seen["short.txt"][i])
+                        for i, c in enumerate((1, 3))]
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        dialog.grab().save(str(folder / f"ko-file-dialog-sizes-{palette}.png"))
+        dialog.reject()
+
+    timer = QTimer()
+    timer.timeout.connect(read_and_close)
+    timer.start(100)
+    try:
+        assert open_path(window, Folders(), "attach", "열기") == ""  # closed without a pick
+    finally:
+        timer.stop()
+        qapp.setPalette(old[1])
+        qapp.setStyle(old[0])
+    stamp = QDateTime.fromSecsSinceEpoch(int((tmp_path / "short.txt").stat().st_mtime))
+    assert seen["short.txt"] == ["118 바이트", QLocale().toString(stamp, QLocale.FormatType.ShortFormat)]
+    assert seen["long.txt"][0] == "4.88 KiB" and seen["notes"][0] == ""  # a folder has no size, as in Qt
+    assert seen["fits"] == [True, True]
+    assert "오후" in seen["short.txt"][1] or "오전" in seen["short.txt"][1]
+
+
 def test_korean_attachment_refusal_reads_as_one_korean_sentence(korean, tmp_path):
     from app.chat.document_refusal import refusal_reason
     from app.engine.documents.extract import extract_file
