@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
 from app.engine.memory.units import format_bytes
 from app.ui.duration_text import duration_text
 from app.ui.elided_label import ElidedLabel
+from app.ui.reply_stats_text import decode_path_text
 
 
 class ModelStatusBar(QStatusBar):
@@ -113,9 +114,10 @@ class ModelStatusBar(QStatusBar):
         while compiling, the KV precisions being compiled ("optimizing decode for 8-bit KV…")."""
         names = {16: self.tr("16-bit"), 8: self.tr("8-bit")}
         compiling = " + ".join(names.get(bits, f"{bits}-bit") for bits in status.compiling_kv_bits)
+        eager = decode_path_text("eager")  # the names the answers' stats line uses
         text = {"compiling": self.tr("optimizing decode for {0} KV…").format(compiling),
-                "ready": self.tr("compiled decode"), "failed": self.tr("eager decode (compile failed)"),
-                "eager": self.tr("eager decode")}.get(status.state, "")
+                "ready": decode_path_text("compiled"), "failed": self.tr("{0} (compile failed)").format(eager),
+                "eager": eager}.get(status.state, "")
         self.decode_label.setText(text)
         self.decode_label.setToolTip(status.reason)
 

@@ -638,6 +638,45 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>DecodePath</name>
+    <message>
+        <source>compiled decode</source>
+        <translation>컴파일된 디코드</translation>
+    </message>
+    <message>
+        <source>eager decode</source>
+        <translation>즉시 실행 디코드</translation>
+    </message>
+    <message>
+        <source>eager decode, static KV cache</source>
+        <translation>즉시 실행 디코드, 고정 크기 KV 캐시</translation>
+    </message>
+    <message>
+        <source>eager decode, growing KV cache</source>
+        <translation>즉시 실행 디코드, 늘어나는 KV 캐시</translation>
+    </message>
+    <message>
+        <source>decoded by the server</source>
+        <translation>서버에서 디코드</translation>
+    </message>
+    <message>
+        <source>{0}-bit</source>
+        <translation>{0}비트</translation>
+    </message>
+    <message>
+        <source>{0} KV step not compiled yet</source>
+        <translation>{0} KV 단계가 아직 컴파일되지 않음</translation>
+    </message>
+    <message>
+        <source>{0} KV step failed to compile</source>
+        <translation>{0} KV 단계 컴파일 실패</translation>
+    </message>
+    <message>
+        <source>{0} ({1})</source>
+        <translation>{0} ({1})</translation>
+    </message>
+</context>
+<context>
     <name>DocumentChips</name>
     <message>
         <source>{0} pages</source>
@@ -1472,16 +1511,8 @@ tokens counted by {4}: {5}</source>
         <translation>{0} KV 디코드 최적화 중…</translation>
     </message>
     <message>
-        <source>compiled decode</source>
-        <translation>컴파일된 디코드</translation>
-    </message>
-    <message>
-        <source>eager decode (compile failed)</source>
-        <translation>eager 디코드 (컴파일 실패)</translation>
-    </message>
-    <message>
-        <source>eager decode</source>
-        <translation>eager 디코드</translation>
+        <source>{0} (compile failed)</source>
+        <translation>{0} (컴파일 실패)</translation>
     </message>
     <message>
         <source>no tokens</source>

@@ -77,6 +77,48 @@ def test_the_decode_status_names_the_kv_precisions_being_compiled(make_window):
     assert status.decode_label.text() == "compiled decode"
 
 
+DECODES = [  # (ReplyStats.decode_path, the DecodeStatus state shown before such a turn)
+    ("compiled", "ready"), ("eager-static", "eager"), ("eager", "eager"),
+    ("eager-static (8-bit KV step not compiled yet)", "eager")]
+
+
+def decode_names(status):
+    """For each of DECODES: the path's name in an answer's stats line, the status bar's label, and
+    the path's name in the stats tooltip."""
+    from app.core.conversation import ReplyStats
+    from app.engine.local.compiled_decode import DecodeStatus
+    from app.ui.reply_stats_text import stats_line, stats_tooltip
+
+    names = []
+    for path, state in DECODES:
+        stats = ReplyStats(40, 40, 0, 12, 0.25, 10.0, path, "bfloat16", "cpu")
+        status.show_decode_status(DecodeStatus(state, "why"))
+        decode = next(line for line in stats_tooltip(stats).splitlines() if "10.0" in line)
+        names.append((stats_line(stats).split(" · ")[-1], status.decode_label.text(), decode))
+    return names
+
+
+def test_a_decode_path_has_one_name_in_the_answers_and_the_status_bar(make_window):
+    """Trial 5: the answer said "eager-static" while the status bar said "eager decode"."""
+    names = decode_names(make_window().status)
+    assert [line for line, _, _ in names] == ["compiled decode", "eager decode", "eager decode",
+                                             "eager decode (8-bit KV step not compiled yet)"]
+    assert [bar for _, bar, _ in names] == ["compiled decode", "eager decode", "eager decode", "eager decode"]
+    assert [tip for _, _, tip in names] == [  # the tooltip says which KV cache the eager decode wrote
+        "Decode: 10.0 tokens/s (compiled decode)", "Decode: 10.0 tokens/s (eager decode, static KV cache)",
+        "Decode: 10.0 tokens/s (eager decode, growing KV cache)",
+        "Decode: 10.0 tokens/s (eager decode, static KV cache (8-bit KV step not compiled yet))"]
+
+
+def test_in_korean_the_decode_paths_are_named_in_korean(make_window, korean):
+    names = decode_names(make_window().status)
+    assert names[0][:2] == ("컴파일된 디코드", "컴파일된 디코드")
+    assert names[1][:2] == names[2][:2] == ("즉시 실행 디코드", "즉시 실행 디코드")
+    assert names[3][0] == "즉시 실행 디코드 (8비트 KV 단계가 아직 컴파일되지 않음)"
+    for shown in names:
+        assert "eager" not in " ".join(shown) and "static" not in " ".join(shown)
+
+
 def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_path):
     """New-user trial: the first start showed "Ready" (or "No model loaded") beside a bare bar."""
     from app.engine.loading.loader import LoadReport

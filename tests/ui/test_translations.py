@@ -20,10 +20,11 @@ from PySide6.QtWidgets import QAbstractButton, QLabel, QStyleFactory
 
 from app.chat.error_text import plain_failure
 from app.core.backend_settings import BackendSettings
-from app.core.conversation import MessageStatus, Role
+from app.core.conversation import MessageStatus, ReplyStats, Role
 from app.core.settings import GenerationSettings
 from app.core.store import ConversationInfo
 from app.engine.loading.startup_notices import startup_notices
+from app.engine.local.compiled_decode import DecodeStatus
 from app.ui.fonts import install_hangul_fallback
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.theme import stylesheet
@@ -216,9 +217,13 @@ def _korean_window(make_window, qtbot):
                                      "kv = 2 * layers * kv_heads * head_dim * tokens * 2\n```")
     view.add_message(Role.USER, "32k 토큰이면요?")
     view.add_message(Role.ASSISTANT, "약 4 GiB로 늘어나", MessageStatus.STOPPED)
+    # trial 5: the decode path said "eager-static" in English under the answer
+    view.show_reply_stats(ReplyStats(40, 40, 0, 12, 0.26, 10.4, "eager-static (8-bit KV step not compiled yet)",
+                                     "bfloat16", "cpu"))
     view.add_notice(plain_failure("no model is loaded").line(), "error")
     window.token_meter.set_counts(812, 1536, 4, 3)
     window.status.show_speed(0.26, 10.4, 42)
+    window.status.show_decode_status(DecodeStatus("eager", "not warmed up yet"))
     qtbot.waitUntil(lambda: window.vram_panel.breakdown is not None, timeout=5000)
     qtbot.wait(400)  # the transcript lays its bubbles out after the show
     return window
