@@ -325,6 +325,10 @@
         <translation>이전 턴을 요약하는 중…</translation>
     </message>
     <message>
+        <source>The model writes the summary: on a CPU this takes a minute or two, on a GPU seconds.</source>
+        <translation>요약은 모델이 직접 씁니다. CPU에서는 1~2분, GPU에서는 몇 초가 걸립니다.</translation>
+    </message>
+    <message>
         <source>Preset</source>
         <translation>프리셋</translation>
     </message>
@@ -367,6 +371,10 @@
     <message>
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
+    </message>
+    <message>
+        <source>Summarizing earlier turns… {0}</source>
+        <translation>이전 턴을 요약하는 중… {0}</translation>
     </message>
 </context>
 <context>
