@@ -215,6 +215,10 @@ class AttachmentFlow(QObject):
 
     @Slot(int, object)
     def _on_documents_fitted(self, _request_id: int, fits) -> None:
+        """Say how each document went in, on the question they were sent with (the turn's: the
+        last user message of the path shown)."""
+        messages = self._chat.conversation.messages
+        index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.USER), -1)
         for fit in fits:
             if fit.mode == WHOLE:
                 line = translate("Attachments", "{0}: whole file, {1} tokens").format(fit.name, f"{fit.tokens:,}")
@@ -225,4 +229,4 @@ class AttachmentFlow(QObject):
             else:
                 line = translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
                                  "an excerpt").format(fit.name, f"{fit.whole_tokens:,}")
-            self._chat.announce(line, "info")
+            self._chat.document_noted.emit(index, fit.name, line)
