@@ -57,8 +57,9 @@ class _DialogWatcher(QObject):
 
 def widen_columns(dialog: QFileDialog) -> None:
     """Qt sizes the Size and Date columns for English samples ("128.88 GB", "10/29/81
-    02:02PM"); Korean ones are wider ("1,023 바이트", "81. 10. 29. 오후 12:02") and were cut off.
-    Each column gets at least its widest sample in the window's language."""
+    02:02PM"), then restores the widths the last file dialog closed with; "93.46 MiB" was cut to
+    "93.…MiB" (trial 5) and Korean ones are wider still ("1023 바이트", "81. 10. 29. 오후 12:02").
+    Each column gets at least its widest sample in the window's language, in the list's font."""
     tree = dialog.findChild(QTreeView, "treeView")
     if tree is None:
         return

@@ -523,3 +523,59 @@ def test_a_context_above_what_fits_is_said_beside_the_choice(qtbot, qapp, tmp_pa
         qapp.setStyleSheet(old[2])
         qapp.setPalette(old[1])
         qapp.setStyle(old[0])
+
+
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_the_model_file_pickers_size_and_date_columns_fit_their_text(qtbot, qapp, tmp_path, tiny_model_dir,
+                                                                     palette):
+    """Trial 5: "Model file…" showed "93.…MiB" in Qt's own file dialog: Qt sizes its Size column
+    for "128.88 GB" and restores the widths the last dialog closed with. The column is widened to
+    its content as the dialog shows, whatever was restored (a narrow one is saved first here)."""
+    import os
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QFileDialog, QTreeView
+
+    from tests.helpers.palettes import fusion_palette
+
+    models = tmp_path / "models"
+    models.mkdir()
+    for name, size in (("SmolLM2-135M-Instruct.Q4_1.gguf", 98_000_000), ("qwen2.5-0.5b-q8_0.gguf", 537_000_000),
+                       ("Meta-Llama-3-8B-Instruct.F16.gguf", 16_060_522_496)):
+        with open(models / name, "wb") as file:
+            file.truncate(size)  # sparse: only the size is read
+    seen = []
+
+    def look_and_close(narrow: bool):
+        dialog = next((d for d in dialog_owner.findChildren(QFileDialog) if d.isVisible()), None)
+        if dialog is None:
+            return
+        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+        tree = dialog.findChild(QTreeView)
+        if tree.model().rowCount(tree.rootIndex()) < 3 and len(seen) < 50:
+            seen.append(None)
+            return
+        header = tree.header()
+        if narrow:  # as a dialog closed with a narrow Size column: Qt saves it and restores it next time
+            header.resizeSection(1, 30)
+            header.resizeSection(3, 40)
+        else:
+            seen.append({c: (header.sectionSize(c), tree.sizeHintForColumn(c)) for c in (1, 3)})
+            folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+            dialog.grab().save(str(folder / f"model-file-picker-{palette}.png"))
+        dialog.reject()
+
+    with fusion_palette(qapp, palette):
+        dialog_owner = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir), folders=FakeFolders(models))
+        for narrow in (True, False):
+            timer = QTimer()
+            timer.timeout.connect(lambda narrow=narrow: look_and_close(narrow))
+            timer.start(100)
+            try:
+                dialog_owner.file_button.click()  # modal until look_and_close rejects it
+            finally:
+                timer.stop()
+    widths = seen[-1]
+    assert widths[1][1] > 30 and widths[3][1] > 40  # the content needs more than was restored
+    for column, (width, needed) in widths.items():
+        assert width >= needed, (column, width, needed)
