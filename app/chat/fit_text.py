@@ -76,11 +76,13 @@ def fit_line(fit) -> str:
 
 def plan_head(plan, chosen: int | None = None) -> str:
     """The plan's verdict with its tokens, at the context the model will open with (chosen,
-    tokens; None or the trained context: the plan's own verdict): "fits at full context (8,192
-    of 8,192 tokens)", "fits at the chosen context (4,096 of 8,192 tokens)", "the chosen 65,536
-    tokens do not fit (31,587 of 131,072 tokens fit)"."""
+    tokens; None, the trained context or the context the plan fits: the plan's own verdict):
+    "fits at full context (8,192 of 8,192 tokens)", "fits with context 5,301 (5,301 of 8,192
+    tokens)", "fits at the chosen context (4,096 of 8,192 tokens)", "the chosen 65,536 tokens
+    do not fit (31,587 of 131,072 tokens fit)"."""
     trained = f"{plan.trained_context:,}"
-    if chosen and chosen < plan.trained_context and plan.verdict in (FULL, PARTIAL):
+    auto = plan.verdict == PARTIAL and chosen == plan.context_fit  # what "auto" opens with: the plan's words
+    if chosen and chosen < plan.trained_context and plan.verdict in (FULL, PARTIAL) and not auto:
         if chosen <= plan.context_fit:
             return translate("FitText", "fits at the chosen context ({0} of {1} tokens)").format(
                 f"{chosen:,}", trained)

@@ -64,7 +64,9 @@ def test_the_plan_line_speaks_of_the_chosen_context():
     fit = f"{tight.context_fit:,}"
     assert fit_text.plan_line(tight, 2000).startswith(f"the chosen 2,000 tokens do not fit ({fit} of 2,048 tokens fit)")
     assert fit_text.plan_line(tight, 256).startswith("fits at the chosen context (256 of 2,048 tokens)")
-    assert fit_text.plan_line(tight, tight.context_fit).startswith(f"fits at the chosen context ({fit} of 2,048")
+    # auto opens a partial fit at the context that fits: the plan's own words
+    assert fit_text.plan_line(tight, tight.context_fit) == fit_text.plan_line(tight)
+    assert fit_text.plan_line(tight).startswith(f"fits with context {fit} ({fit} of 2,048 tokens) on cuda: ")
 
 
 def test_notes_say_what_the_engine_says():

@@ -99,6 +99,8 @@ def test_dialog_lists_the_machines_models_with_fit_and_opens_one(qtbot, make_win
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(3))
     assert "pickle weights only" in dialog.detail.text()
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(0))
+    # auto opens it at what fits: the plan says so in its own words, not "the chosen context"
+    assert "\nPlan: fits with context 5,301 (5,301 of 8,192 tokens) on cpu: " in dialog.detail.text()
     dialog.grab().save(str(SCREENSHOT))
 
     with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
