@@ -1960,6 +1960,10 @@ tokens counted by {4}: {5}</source>
         <translation>{0} ({1})</translation>
     </message>
     <message>
+        <source>Opening the model file</source>
+        <translation>모델 파일을 여는 중</translation>
+    </message>
+    <message>
         <source>Loading the tokenizer</source>
         <translation>토크나이저를 불러오는 중</translation>
     </message>

@@ -1,6 +1,7 @@
 """The status bar (trial findings of issue 14): long texts are cut with "…" and never widen the
 window past the screen; a turn without a token shows no TTFT."""
 
+import pytest
 from PySide6.QtWidgets import QApplication
 
 LONG_PATH = "/home/user/models/" + "very-long-folder-name/" * 60 + "Llama-3.1-8B-Instruct-Q4_K_M.gguf"
@@ -129,10 +130,14 @@ def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_p
     chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf…", 0.0)
     chat.model_changed.emit(None)  # the worker frees the old model first: not "No model loaded"
     assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf…"
+    assert status.progress.maximum() == 0  # busy, not an empty box (trial 5)
+    chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Reading the GGUF tokenizer", 0.02)
+    assert status.progress.maximum() == 0  # 2 % for seconds: still busy
     chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer", 0.3)
     qtbot.wait(20)
     assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer"
     assert status.progress.isVisible() and status.cancel_button.isVisible()
+    assert (status.progress.maximum(), status.progress.value()) == (100, 30)
     status.grab().save(str(tmp_path / "status_loading.png"))
     report = LoadReport(name="SmolLM2-135M-Instruct.Q4_1.gguf", source="/m", device="cpu", attention="sdpa",
                         quantization="none", weight_dtype="float32", compute_dtype="float32", weight_bytes=10 ** 8,
@@ -157,3 +162,30 @@ def test_the_loading_line_is_korean_in_korean(qtbot, korean, make_window, tmp_pa
     window.chat.load_progressed.emit(line, 0.3)
     qtbot.wait(20)
     window.status.grab().save(str(tmp_path / "status_loading_ko.png"))
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_a_load_says_its_first_phase_at_once_with_a_moving_bar_in_korean(qtbot, qapp, korean, make_window,
+                                                                           tmp_path, palette_name):
+    """Trial 5: early in the first load the status bar said only "Loading …gguf…" beside an
+    empty box, for seconds."""
+    import os
+    from pathlib import Path
+
+    from app.chat.models import OPENING, ModelFlow
+    from app.ui.fonts import install_hangul_fallback
+    from tests.helpers.palettes import fusion_palette
+
+    line = ModelFlow._loading_line(Path("/m/SmolLM2-135M-Instruct.Q4_1.gguf"), OPENING)
+    assert line == "SmolLM2-135M-Instruct.Q4_1.gguf 불러오는 중… · 모델 파일을 여는 중"
+    with fusion_palette(qapp, palette_name):
+        install_hangul_fallback(qapp)
+        window = make_window()
+        window.resize(1000, 700)
+        window.show()
+        window.chat.load_progressed.emit(line, 0.0)
+        status = window.status
+        assert status.model_label.text() == line and status.progress.maximum() == 0
+        qtbot.wait(120)  # the busy bar moves
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        status.grab().save(str(folder / f"ko-status-loading-{palette_name}.png"))
