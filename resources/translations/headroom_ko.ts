@@ -2678,9 +2678,10 @@ so correcting it changes what the assistant remembers.</source>
         <translation>고정 메모 ≈{0}</translation>
     </message>
     <message>
-        <source>Tokens the next prompt takes (system prompt, summary, recent turns) out of the
-budget left after reserving room for the answer and the summary.</source>
-        <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴)가 차지하는 토큰 수 /
+        <source>Tokens the next prompt takes (system prompt, summary, recent turns, files attached
+to the next message) out of the budget left after reserving room for the answer
+and the summary.</source>
+        <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴, 다음 메시지에 첨부한 파일)가 차지하는 토큰 수 /
 답변과 요약을 위한 자리를 뺀 뒤 남은 예산.</translation>
     </message>
     <message>
