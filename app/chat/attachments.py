@@ -69,10 +69,12 @@ class AttachmentFlow(QObject):
     """The attachments of the message being written, keyed by their read's ticket. The Chat's
     attachment_changed and notice are emitted here. Signals: removal_undoable(str name) — a sent
     file was removed and `undo_remove` can bring it back; removal_final() — it no longer can
-    (another chat opened, or it was undone)."""
+    (another chat opened, or it was undone); ready_changed() — the documents read for the next
+    message changed (one read, or one removed): the next prompt's count changes with them."""
 
     removal_undoable = Signal(str)
     removal_final = Signal()
+    ready_changed = Signal()
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -91,6 +93,11 @@ class AttachmentFlow(QObject):
         """Names of the files still being read."""
         return [a.name for a in self._attached.values() if a.document is None]
 
+    @property
+    def ready(self) -> tuple[ExtractedDocument, ...]:
+        """The documents read so far for the next message (what Send would take), in order."""
+        return tuple(a.document for a in self._attached.values() if a.document is not None)
+
     @Slot(list)
     def add(self, paths: list) -> None:
         """Start reading each file at `paths`; each shows as "reading…" until it is ready."""
@@ -107,6 +114,8 @@ class AttachmentFlow(QObject):
         if attachment is not None:
             attachment.cancel.set()
             self._chat.attachment_changed.emit(ticket, attachment.name, "")
+            if attachment.document is not None:
+                self.ready_changed.emit()
 
     def take(self) -> tuple[ExtractedDocument, ...]:
         """The documents read, for the message being sent; the attachments are cleared."""
@@ -204,6 +213,7 @@ class AttachmentFlow(QObject):
         pages = translate("Attachments", ", {0} pages").format(result.pages) if result.pages > 1 else ""
         size = translate("Attachments", "{0} characters{1}").format(f"{len(result.text):,}", pages)
         self._chat.attachment_changed.emit(ticket, attachment.name, size)
+        self.ready_changed.emit()
 
     @Slot(int, str)
     def _on_job_failed(self, ticket: int, reason: str) -> None:
@@ -215,6 +225,10 @@ class AttachmentFlow(QObject):
 
     @Slot(int, object)
     def _on_documents_fitted(self, _request_id: int, fits) -> None:
+        """Say how each document went in, on the question they were sent with (the turn's: the
+        last user message of the path shown)."""
+        messages = self._chat.conversation.messages
+        index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.USER), -1)
         for fit in fits:
             if fit.mode == WHOLE:
                 line = translate("Attachments", "{0}: whole file, {1} tokens").format(fit.name, f"{fit.tokens:,}")
@@ -225,4 +239,4 @@ class AttachmentFlow(QObject):
             else:
                 line = translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
                                  "an excerpt").format(fit.name, f"{fit.whole_tokens:,}")
-            self._chat.announce(line, "info")
+            self._chat.document_noted.emit(index, fit.name, line)

@@ -48,6 +48,9 @@ class Chat(QObject):
             just ended was given (after reply_ended; not emitted when it was given none).
         message_documents(int index, object documents): the documents (ExtractedDocuments) kept
             with the message at `index` of the path shown: after it was sent, or one was removed.
+        document_noted(int index, str name, str line): how the document `name` of the message
+            at `index` went into the turn being run ("report.pdf: whole file, 812 tokens"), for
+            the transcript; it belongs to that file and goes when the file is removed.
         message_sources(int index, object sources): the excerpts (Citations) of the answer at
             `index` of the path shown changed: a document they came from was removed, so its
             excerpts keep only where they were (Citation.removed).
@@ -96,6 +99,7 @@ class Chat(QObject):
     reply_stats = Signal(object)
     reply_sources = Signal(object)
     message_documents = Signal(int, object)
+    document_noted = Signal(int, str, str)
     message_sources = Signal(int, object)
     turn_ended = Signal(str)
     turn_planned = Signal(object)

@@ -6,8 +6,11 @@ A turn's plan carries its window; between turns the chat asks the worker to coun
 the next prompt would keep (GenerationWorker.window_requested: nothing runs, no memory is
 projected) after each turn (the answer is in the next prompt), "Summarize now" or an edited
 summary, a pinned or edited note, a switched message version, an opened conversation, a preset
-or edited settings (system prompt, max new tokens, context) and another model (again once it has
-loaded: the context set for it, Settings.context_for, needs its path).
+or edited settings (system prompt, max new tokens, context), another model (again once it has
+loaded: the context set for it, Settings.context_for, needs its path) and a file attached to the
+message being written (once read) or removed from it: the count includes what the attached files
+would add to the turn (the worker tokenizes each once; never on the GUI thread, never per
+keystroke).
 Several changes in one step (opening a conversation changes four things) make one count, on
 the next turn of the event loop.
 """
@@ -46,6 +49,7 @@ class ContextCount(QObject):
         for changed in (chat.turn_ended, chat.summary_changed, chat.notes_changed, chat.versions_changed,
                         chat.conversation_loaded, chat.presets_changed, chat.model_changed, chat.model_loaded):
             changed.connect(self._soon.start)  # model_loaded: its path, so its own context, is known only then
+        chat.attachments.ready_changed.connect(self._soon.start)
 
     @Slot()
     def recount(self) -> None:
@@ -60,7 +64,7 @@ class ContextCount(QObject):
         settings = chat.models.turn_settings()
         settings = replace(settings, system_prompt=with_pinned_notes(settings.system_prompt, chat.pinned_notes))
         request = TurnRequest(next(self._ids), copy_messages(chat.conversation.messages), chat.summary, settings,
-                              backend=chat.settings.backend)
+                              backend=chat.settings.backend, documents=chat.attachments.ready)
         self._asked = request.request_id
         chat.worker.window_requested.emit(request)
 

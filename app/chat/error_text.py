@@ -220,6 +220,7 @@ def load_stage_text(stage: str) -> str:
 
 
 _STAGES = (
+    (re.compile(r"^Opening the model file$"), QT_TRANSLATE_NOOP("PlainError", "Opening the model file")),
     (re.compile(r"^Loading the tokenizer$"), QT_TRANSLATE_NOOP("PlainError", "Loading the tokenizer")),
     (re.compile(r"^Loading weights \((.+)\)$"), QT_TRANSLATE_NOOP("PlainError", "Loading weights ({0})")),
     (re.compile(r"^Ready$"), QT_TRANSLATE_NOOP("PlainError", "Ready")),

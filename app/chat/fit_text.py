@@ -74,15 +74,34 @@ def fit_line(fit) -> str:
         format_bytes(fit.kv_bytes), f"{fit.context_tokens:,}", format_bytes(fit.needed), machine_text(fit.machine))
 
 
-def plan_line(plan) -> str:
+def plan_head(plan, chosen: int | None = None) -> str:
+    """The plan's verdict with its tokens, at the context the model will open with (chosen,
+    tokens; None, the trained context or the context the plan fits: the plan's own verdict):
+    "fits at full context (8,192 of 8,192 tokens)", "fits with context 5,301 (5,301 of 8,192
+    tokens)", "fits at the chosen context (4,096 of 8,192 tokens)", "the chosen 65,536 tokens
+    do not fit (31,587 of 131,072 tokens fit)"."""
+    trained = f"{plan.trained_context:,}"
+    auto = plan.verdict == PARTIAL and chosen == plan.context_fit  # what "auto" opens with: the plan's words
+    if chosen and chosen < plan.trained_context and plan.verdict in (FULL, PARTIAL) and not auto:
+        if chosen <= plan.context_fit:
+            return translate("FitText", "fits at the chosen context ({0} of {1} tokens)").format(
+                f"{chosen:,}", trained)
+        if plan.verdict == PARTIAL:
+            return translate("FitText", "the chosen {0} tokens do not fit ({1} of {2} tokens fit)").format(
+                f"{chosen:,}", f"{plan.context_fit:,}", trained)
+    tokens = plan.trained_context if plan.verdict == FULL else plan.context_fit
+    return translate("FitText", "{0} ({1} of {2} tokens)").format(plan_verdict_text(plan), f"{tokens:,}", trained)
+
+
+def plan_line(plan, chosen: int | None = None) -> str:
     """A FitPlan in one sentence (the model's name left to the line above it): "fits at full
     context (8,192 of 8,192 tokens) on cpu: weights … + KV 45 KiB/token (360 MiB at full
     context) + prefill 31 MiB + margin 480 MiB vs 18.35 GiB free", and the conversion's
-    disk when a GGUF is converted at its first open."""
-    tokens = plan.trained_context if plan.verdict == FULL else plan.context_fit
-    line = translate("FitText", "{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token "
-                                "({7} at full context) + prefill {8} + margin {9} vs {10} free").format(
-        plan_verdict_text(plan), f"{tokens:,}", f"{plan.trained_context:,}", plan.device,
+    disk when a GGUF is converted at its first open. chosen: the context the model opens with
+    (tokens; None: the plan's own), which the verdict speaks of (plan_head)."""
+    line = translate("FitText", "{0} on {1}: weights {2} ({3}) + KV {4}/token "
+                                "({5} at full context) + prefill {6} + margin {7} vs {8} free").format(
+        plan_head(plan, chosen), plan.device,
         format_bytes(plan.weights_bytes), weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype),
         format_bytes(plan.kv_bytes_per_token), format_bytes(plan.kv_bytes_full_context),
         format_bytes(plan.prefill_spike_full_context), format_bytes(plan.margin_bytes), format_bytes(plan.free_bytes))

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 log = logging.getLogger(__name__)
+OPENING = "Opening the model file"  # the progress line's first stage (app.chat.error_text.load_stage_text)
 
 
 class ModelFlow(QObject):
@@ -148,7 +149,9 @@ class ModelFlow(QObject):
         chat.worker.request_stop()  # a reply in flight ends before the model goes
         chat.can_send_changed.emit(False)
         self._fraction = 0.0
-        chat.load_progressed.emit(self._loading_line(path), 0.0)
+        # a phase from the start: the worker's first report comes only after it has freed the open
+        # model, imported the loader and read the model's header (seconds on a first load; trial 5)
+        chat.load_progressed.emit(self._loading_line(path, OPENING), 0.0)
         chat.worker.load_requested.emit(str(path), chat.settings.permissions_for(path), chat.device_preference)
 
     def cancel_load(self) -> bool:

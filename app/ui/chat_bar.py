@@ -4,10 +4,11 @@ precision (issue 16), its pinned notes and "Summarize now".
 While a summary is being written its progress shows here, beside the button that asked for it,
 with Stop: the "Earlier in this conversation" block that receives the summary sits at the top of
 the transcript, out of view in a long chat (product trial), while this bar is always in view
-above the composer.
+above the composer. The seconds since it started count up beside it: on a CPU the model takes
+one to two minutes to write one (trial 5: 65–120 s with nothing moving but the busy bar).
 """
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QElapsedTimer, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.chat.presets import display_name
@@ -55,6 +56,12 @@ class ChatBar(QWidget):
         self.summary_busy.setAccessibleName(self.tr("Summarizing earlier turns…"))
         self.summary_busy_label = QLabel(self.tr("Summarizing earlier turns…"))
         self.summary_busy_label.setObjectName("chatBarBusyLabel")
+        self.summary_busy_label.setToolTip(self.tr("The model writes the summary: on a CPU this takes a minute "
+                                                   "or two, on a GPU seconds."))
+        self._summary_clock = QElapsedTimer()
+        self._summary_ticks = QTimer(self)
+        self._summary_ticks.setInterval(1000)
+        self._summary_ticks.timeout.connect(self._show_summary_seconds)
         em = self.fontMetrics().averageCharWidth()
         self.summary_busy.setFixedSize(8 * em, max(em // 2, 4))
         self.preset_combo = QComboBox()
@@ -165,3 +172,24 @@ class ChatBar(QWidget):
         self.summarize_button.setVisible(not summarizing)
         for widget in (self.summary_busy, self.summary_busy_label, self.summary_stop_button):
             widget.setVisible(summarizing)
+        if summarizing and not self._summary_ticks.isActive():
+            self._summary_clock.start()
+            self._summary_ticks.start()
+        elif not summarizing:
+            self._summary_ticks.stop()
+        self._show_summary_seconds()
+
+    def summary_seconds(self) -> int:
+        """Whole seconds since the summary being written started (0 when none is)."""
+        return self._summary_clock.elapsed() // 1000 if self._summary_ticks.isActive() else 0
+
+    @Slot()
+    def _show_summary_seconds(self) -> None:
+        seconds = self.summary_seconds()
+        if seconds <= 0:
+            self.summary_busy_label.setText(self.tr("Summarizing earlier turns…"))
+            return
+        minutes, rest = divmod(seconds, 60)
+        count = (QCoreApplication.translate("Duration", "{0} min {1} s").format(minutes, rest) if minutes
+                 else QCoreApplication.translate("Duration", "{0} s").format(rest))
+        self.summary_busy_label.setText(self.tr("Summarizing earlier turns… {0}").format(count))

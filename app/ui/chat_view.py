@@ -202,9 +202,24 @@ class ChatView(QScrollArea):
 
     @Slot(int, object)
     def show_documents(self, index: int, documents) -> None:
-        """The documents kept with the message at `index` (Chat.message_documents)."""
+        """The documents kept with the message at `index` (Chat.message_documents); the notes on
+        how a file of it went into its turn show while the file is there (removed: hidden; back
+        with Undo: shown again)."""
         if 0 <= index < len(self._bubbles):
-            self._bubbles[index].documents.set_documents(documents)
+            bubble = self._bubbles[index]
+            bubble.documents.set_documents(documents)
+            names = {document.name for document in documents}
+            for notice in self._column.findChildren(Notice):
+                question, name = getattr(notice, "document", (None, ""))
+                if question is bubble:
+                    notice.setVisible(name in names)
+
+    @Slot(int, str, str)
+    def add_document_note(self, index: int, name: str, text: str) -> None:
+        """A notice on how the file `name` of the message at `index` went into the turn
+        (Chat.document_noted): "report.pdf: whole file, 812 tokens"."""
+        notice = self.add_notice(text, "info")
+        notice.document = (self._bubbles[index] if 0 <= index < len(self._bubbles) else None, name)
 
     @Slot(list)
     def set_versions(self, versions: list) -> None:

@@ -2,8 +2,9 @@
 (app.chat.file_folders) and remembering where the user went.
 
 Thin wrappers over QFileDialog's static functions, so each platform shows its native dialog
-(Windows, macOS, GTK/KDE portals). `folders` is the chat's FileFolders; None (a widget on its
-own, in tests) starts in the home folder and remembers nothing.
+(Windows, macOS, GTK/KDE portals); Qt's own dialog, where no native one is, writes sizes and
+dates in the window's language (app.ui.file_dialog_locale). `folders` is the chat's FileFolders;
+None (a widget on its own, in tests) starts in the home folder and remembers nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QWidget
+
+from app.ui.file_dialog_locale import file_dialogs_in_window_language
 
 
 def _start(folders, kind: str) -> Path:
@@ -25,21 +28,24 @@ def _remember(folders, kind: str, path: str) -> None:
 def save_path(parent: QWidget, folders, kind: str, title: str, name: str, filters: str = "") -> tuple[str, str]:
     """Ask where to save; the dialog proposes `name` (a file name) in the `kind` start folder.
     Returns (path, chosen filter); ("", "") when cancelled."""
-    path, chosen = QFileDialog.getSaveFileName(parent, title, str(_start(folders, kind) / name), filters)
+    with file_dialogs_in_window_language(parent):
+        path, chosen = QFileDialog.getSaveFileName(parent, title, str(_start(folders, kind) / name), filters)
     _remember(folders, kind, path)
     return path, chosen
 
 
 def open_paths(parent: QWidget, folders, kind: str, title: str, filters: str = "") -> list[str]:
     """Ask for existing files; [] when cancelled."""
-    paths, _ = QFileDialog.getOpenFileNames(parent, title, str(_start(folders, kind)), filters)
+    with file_dialogs_in_window_language(parent):
+        paths, _ = QFileDialog.getOpenFileNames(parent, title, str(_start(folders, kind)), filters)
     _remember(folders, kind, paths[0] if paths else "")
     return paths
 
 
 def open_path(parent: QWidget, folders, kind: str, title: str, filters: str = "") -> str:
     """Ask for one existing file; "" when cancelled."""
-    path, _ = QFileDialog.getOpenFileName(parent, title, str(_start(folders, kind)), filters)
+    with file_dialogs_in_window_language(parent):
+        path, _ = QFileDialog.getOpenFileName(parent, title, str(_start(folders, kind)), filters)
     _remember(folders, kind, path)
     return path
 
@@ -47,6 +53,7 @@ def open_path(parent: QWidget, folders, kind: str, title: str, filters: str = ""
 def open_folder(parent: QWidget, folders, kind: str, title: str) -> str:
     """Ask for an existing folder (the native folder chooser); "" when cancelled. The next
     dialog of this kind starts in it."""
-    path = QFileDialog.getExistingDirectory(parent, title, str(_start(folders, kind)))
+    with file_dialogs_in_window_language(parent):
+        path = QFileDialog.getExistingDirectory(parent, title, str(_start(folders, kind)))
     _remember(folders, kind, path)
     return path

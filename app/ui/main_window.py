@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
         chat.reply_stats.connect(view.show_reply_stats)
         chat.reply_sources.connect(view.show_reply_sources)
         chat.message_documents.connect(view.show_documents)
+        chat.document_noted.connect(view.add_document_note)
         chat.message_sources.connect(view.show_sources)
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)

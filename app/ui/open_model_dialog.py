@@ -49,6 +49,7 @@ from app.engine.loading.fit import FITS, NO_FIT, TIGHT
 from app.engine.loading.fit_plan import PARTIAL
 from app.engine.memory.units import format_bytes
 from app.ui.context_choice import ContextChoice
+from app.ui.file_dialog_locale import file_dialogs_in_window_language
 from app.ui.theme import pick
 from app.workers.background_jobs import BackgroundJobs
 
@@ -267,7 +268,7 @@ class OpenModelDialog(QDialog):
             partial = plan is not None and plan.verdict == PARTIAL and fit.context_tokens == plan.context_fit
             item.setText(_FIT, f"● {plan_verdict_text(plan) if partial else verdict_text(fit.verdict)}")
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[TIGHT if partial else fit.verdict], self.palette())))
-        plan = plan_line(entry.plan) if entry.plan is not None else ""
+        plan = plan_line(entry.plan, fit.context_tokens if fit else None) if entry.plan is not None else ""
         tip = "\n".join(t for t in (str(entry.path), fit_line(fit) if fit else "", plan, notes_line(entry)) if t)
         for column in range(len(COLUMNS)):
             item.setToolTip(column, tip)
@@ -311,7 +312,8 @@ class OpenModelDialog(QDialog):
         else:
             lines.append(fit_line(entry.fit) if entry.fit else self.tr("Memory fit not known."))
             if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
-                lines.append(self.tr("Plan: {0}").format(plan_line(entry.plan)))
+                chosen = entry.fit.context_tokens if entry.fit else None  # what the fit line sizes, too
+                lines.append(self.tr("Plan: {0}").format(plan_line(entry.plan, chosen)))
             if entry.notes:
                 lines.append(self.tr("Note: {0}.").format(notes_line(entry)))
         self.detail.setText("\n".join(lines))
@@ -393,15 +395,17 @@ class OpenModelDialog(QDialog):
 
     @Slot()
     def _on_file_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Open model file"), str(self._start_folder()),
-            self.tr("Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)"))
+        with file_dialogs_in_window_language(self):
+            path, _ = QFileDialog.getOpenFileName(
+                self, self.tr("Open model file"), str(self._start_folder()),
+                self.tr("Models (*.gguf config.json *.safetensors);;GGUF models (*.gguf);;All files (*)"))
         if path:
             self._add_picked(Path(path))
 
     @Slot()
     def _on_folder_clicked(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, self.tr("Open model folder"), str(self._start_folder()))
+        with file_dialogs_in_window_language(self):
+            path = QFileDialog.getExistingDirectory(self, self.tr("Open model folder"), str(self._start_folder()))
         if path:
             self._add_picked(Path(path))
 

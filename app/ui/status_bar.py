@@ -11,6 +11,12 @@ from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
 from app.engine.memory.units import format_bytes
 from app.ui.duration_text import duration_text
 from app.ui.elided_label import ElidedLabel
+from app.ui.reply_stats_text import decode_path_text
+
+# A load's first steps (freeing the open model, the fit plan, a GGUF's tokenizer) report 0–2 %
+# for seconds each: the bar moves (busy) until the loader's fraction says more (trial 5: an
+# empty box early in the first load).
+BUSY_BELOW = 0.05
 
 
 class ModelStatusBar(QStatusBar):
@@ -53,11 +59,14 @@ class ModelStatusBar(QStatusBar):
 
     def show_progress(self, text: str, fraction: float) -> None:
         """A load runs: `text` (which model, which stage) beside the bar until end_progress;
-        a report arriving meanwhile waits (the old model's None would say "No model loaded")."""
+        a report arriving meanwhile waits (the old model's None would say "No model loaded").
+        Below BUSY_BELOW the bar runs busy instead of standing empty."""
         self._loading = True
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
-        self.progress.setValue(int(fraction * 100))
+        busy = fraction < BUSY_BELOW
+        self.progress.setRange(0, 0 if busy else 100)
+        self.progress.setValue(0 if busy else int(fraction * 100))
         self.model_label.setText(text)
         self.model_label.setToolTip("")
 
@@ -113,9 +122,10 @@ class ModelStatusBar(QStatusBar):
         while compiling, the KV precisions being compiled ("optimizing decode for 8-bit KV…")."""
         names = {16: self.tr("16-bit"), 8: self.tr("8-bit")}
         compiling = " + ".join(names.get(bits, f"{bits}-bit") for bits in status.compiling_kv_bits)
+        eager = decode_path_text("eager")  # the names the answers' stats line uses
         text = {"compiling": self.tr("optimizing decode for {0} KV…").format(compiling),
-                "ready": self.tr("compiled decode"), "failed": self.tr("eager decode (compile failed)"),
-                "eager": self.tr("eager decode")}.get(status.state, "")
+                "ready": decode_path_text("compiled"), "failed": self.tr("{0} (compile failed)").format(eager),
+                "eager": eager}.get(status.state, "")
         self.decode_label.setText(text)
         self.decode_label.setToolTip(status.reason)
 

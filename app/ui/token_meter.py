@@ -72,8 +72,9 @@ class TokenMeter(QLabel):
             self.style().polish(self)
 
     def _tooltip(self, used: int, budget: int, level: str) -> str:
-        base = self.tr("Tokens the next prompt takes (system prompt, summary, recent turns) out of the\n"
-                       "budget left after reserving room for the answer and the summary.")
+        base = self.tr("Tokens the next prompt takes (system prompt, summary, recent turns, files attached\n"
+                       "to the next message) out of the budget left after reserving room for the answer\n"
+                       "and the summary.")
         if level == "over":
             return base + "\n" + self.tr("The newest message does not fit: shorten it or raise the context size.")
         if level == "warn":

@@ -77,7 +77,8 @@ class GenerationWorker(QObject):
         model_change_requested(object): a LoadedModel to adopt, or None to unload.
         turn_requested(object): a TurnRequest.
         window_requested(object): a TurnRequest to count only: which turns the next prompt keeps
-            and how many tokens they take (nothing runs); answered on window_counted.
+            and how many tokens they take, its documents (attached to the message being written)
+            included (nothing runs); answered on window_counted.
         conversation_activated(str, int): the user opened this conversation (its key) — the
             local model makes its kept KV cache active now (parking the previous chat's in host
             memory, at most the given MiB), so the next turn prefills only its new tokens.
@@ -255,9 +256,11 @@ class GenerationWorker(QObject):
     def _on_window_requested(self, request: TurnRequest) -> None:
         backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
         window = None
+        # documents attached to the message being written: read by the local model only
+        extra = {"documents": request.documents} if request.documents and backend is self._runner else {}
         if backend is not None:
             try:
-                window = backend.count_window(list(request.messages), request.summary, request.settings)
+                window = backend.count_window(list(request.messages), request.summary, request.settings, **extra)
             except ValueError:  # no turn to count (an empty or fully folded conversation)
                 window = None
         self.window_counted.emit(request.request_id, window)

@@ -325,6 +325,10 @@
         <translation>이전 턴을 요약하는 중…</translation>
     </message>
     <message>
+        <source>The model writes the summary: on a CPU this takes a minute or two, on a GPU seconds.</source>
+        <translation>요약은 모델이 직접 씁니다. CPU에서는 1~2분, GPU에서는 몇 초가 걸립니다.</translation>
+    </message>
+    <message>
         <source>Preset</source>
         <translation>프리셋</translation>
     </message>
@@ -367,6 +371,10 @@
     <message>
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
+    </message>
+    <message>
+        <source>Summarizing earlier turns… {0}</source>
+        <translation>이전 턴을 요약하는 중… {0}</translation>
     </message>
 </context>
 <context>
@@ -638,6 +646,45 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>DecodePath</name>
+    <message>
+        <source>compiled decode</source>
+        <translation>컴파일된 디코드</translation>
+    </message>
+    <message>
+        <source>eager decode</source>
+        <translation>즉시 실행 디코드</translation>
+    </message>
+    <message>
+        <source>eager decode, static KV cache</source>
+        <translation>즉시 실행 디코드, 고정 크기 KV 캐시</translation>
+    </message>
+    <message>
+        <source>eager decode, growing KV cache</source>
+        <translation>즉시 실행 디코드, 늘어나는 KV 캐시</translation>
+    </message>
+    <message>
+        <source>decoded by the server</source>
+        <translation>서버에서 디코드</translation>
+    </message>
+    <message>
+        <source>{0}-bit</source>
+        <translation>{0}비트</translation>
+    </message>
+    <message>
+        <source>{0} KV step not compiled yet</source>
+        <translation>{0} KV 단계가 아직 컴파일되지 않음</translation>
+    </message>
+    <message>
+        <source>{0} KV step failed to compile</source>
+        <translation>{0} KV 단계 컴파일 실패</translation>
+    </message>
+    <message>
+        <source>{0} ({1})</source>
+        <translation>{0} ({1})</translation>
+    </message>
+</context>
+<context>
     <name>DocumentChips</name>
     <message>
         <source>{0} pages</source>
@@ -837,8 +884,20 @@ Your chats are saved here.</source>
         <translation>{0}: 가중치 {1} ({2}) + KV {3} ({4} 토큰 기준) = {5}; {6}</translation>
     </message>
     <message>
-        <source>{0} ({1} of {2} tokens) on {3}: weights {4} ({5}) + KV {6}/token ({7} at full context) + prefill {8} + margin {9} vs {10} free</source>
-        <translation>{0} ({1} / {2} 토큰), {3}: 가중치 {4} ({5}) + KV 토큰당 {6} (전체 컨텍스트에서 {7}) + 프리필 {8} + 안전 여유 {9}, 남은 메모리 {10}</translation>
+        <source>fits at the chosen context ({0} of {1} tokens)</source>
+        <translation>선택한 컨텍스트에서 들어감 ({0} / {1} 토큰)</translation>
+    </message>
+    <message>
+        <source>the chosen {0} tokens do not fit ({1} of {2} tokens fit)</source>
+        <translation>선택한 {0} 토큰은 들어가지 않음 ({2} 토큰 중 {1} 토큰까지 들어감)</translation>
+    </message>
+    <message>
+        <source>{0} ({1} of {2} tokens)</source>
+        <translation>{0} ({1} / {2} 토큰)</translation>
+    </message>
+    <message>
+        <source>{0} on {1}: weights {2} ({3}) + KV {4}/token ({5} at full context) + prefill {6} + margin {7} vs {8} free</source>
+        <translation>{0}, {1}: 가중치 {2} ({3}) + KV 토큰당 {4} (전체 컨텍스트에서 {5}) + 프리필 {6} + 안전 여유 {7}, 남은 메모리 {8}</translation>
     </message>
     <message>
         <source>conversion writes {0}, {1} disk free</source>
@@ -1460,16 +1519,8 @@ tokens counted by {4}: {5}</source>
         <translation>{0} KV 디코드 최적화 중…</translation>
     </message>
     <message>
-        <source>compiled decode</source>
-        <translation>컴파일된 디코드</translation>
-    </message>
-    <message>
-        <source>eager decode (compile failed)</source>
-        <translation>eager 디코드 (컴파일 실패)</translation>
-    </message>
-    <message>
-        <source>eager decode</source>
-        <translation>eager 디코드</translation>
+        <source>{0} (compile failed)</source>
+        <translation>{0} (컴파일 실패)</translation>
     </message>
     <message>
         <source>no tokens</source>
@@ -1907,6 +1958,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>{0} ({1})</source>
         <translation>{0} ({1})</translation>
+    </message>
+    <message>
+        <source>Opening the model file</source>
+        <translation>모델 파일을 여는 중</translation>
     </message>
     <message>
         <source>Loading the tokenizer</source>
@@ -2623,9 +2678,10 @@ so correcting it changes what the assistant remembers.</source>
         <translation>고정 메모 ≈{0}</translation>
     </message>
     <message>
-        <source>Tokens the next prompt takes (system prompt, summary, recent turns) out of the
-budget left after reserving room for the answer and the summary.</source>
-        <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴)가 차지하는 토큰 수 /
+        <source>Tokens the next prompt takes (system prompt, summary, recent turns, files attached
+to the next message) out of the budget left after reserving room for the answer
+and the summary.</source>
+        <translation>다음 프롬프트(시스템 프롬프트, 요약, 최근 턴, 다음 메시지에 첨부한 파일)가 차지하는 토큰 수 /
 답변과 요약을 위한 자리를 뺀 뒤 남은 예산.</translation>
     </message>
     <message>

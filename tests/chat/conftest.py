@@ -20,7 +20,8 @@ CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_prefill_progr
                 "versions_changed", "notes_changed", "presets_changed", "summary_changed", "summarizing_changed",
                 "load_progressed", "load_ended", "model_changed", "model_loaded", "load_failed",
                 "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported", "reply_stats",
-                "attachment_changed", "reply_sources", "message_documents", "message_sources", "notes_proposed")
+                "attachment_changed", "reply_sources", "message_documents", "document_noted", "message_sources",
+                "notes_proposed")
 
 
 class Recorder:

@@ -74,7 +74,11 @@ def test_removing_an_attachment_cancels_its_read_and_drops_it(qtbot, chat, tmp_p
     assert chat.worker.requests[-1].documents == ()
 
 
-def test_how_each_document_went_in_is_said_in_the_transcript(chat):
+def test_how_each_document_went_in_is_said_on_its_question(chat):
+    """Said on the question the files went with (the last user message of the path: the
+    transcript drops a note when its file is removed, trial 5)."""
+    from app.core.conversation import Message, Role
+
     def count(text):
         return len(text.split())
 
@@ -82,11 +86,14 @@ def test_how_each_document_went_in_is_said_in_the_transcript(chat):
     large = chunk_document(" ".join(f"word{i}" for i in range(400)), count, max_tokens=40, overlap_tokens=0)
     fits = (fit_document("note.txt", small, 100, ["pass"], count),
             fit_document("manual.pdf", large, 100, ["word7"], count))
+    chat.conversation.messages[:] = [Message(Role.USER, "Hi"), Message(Role.ASSISTANT, "Hello"),
+                                     Message(Role.USER, "What is the code?")]
     chat.worker.documents_fitted.emit(1, fits)
-    whole, retrieved = chat.recorded.of("notice")
-    assert whole == (f"note.txt: whole file, {fits[0].tokens} tokens", "info")
-    assert retrieved == (f"manual.pdf: too large for this turn ({fits[1].whole_tokens} tokens): retrieving "
-                         f"{len(fits[1].chunks)} of {len(large)} excerpts, {fits[1].tokens} tokens", "info")
+    whole, retrieved = chat.recorded.of("document_noted")
+    assert whole == (2, "note.txt", f"note.txt: whole file, {fits[0].tokens} tokens")
+    assert retrieved == (2, "manual.pdf", f"manual.pdf: too large for this turn ({fits[1].whole_tokens} tokens): "
+                         f"retrieving {len(fits[1].chunks)} of {len(large)} excerpts, {fits[1].tokens} tokens")
+    assert chat.recorded.of("notice") == []
     assert fits[1].mode == "retrieved" and 0 < fits[1].tokens <= 100
 
 

@@ -175,3 +175,27 @@ def test_a_context_edited_in_settings_recounts_with_that_context(make_chat, tmp_
     chat.presets.settings_edited()  # as WindowDialogs.settings does after the dialog
     settle()
     assert chat.worker.counts and chat.worker.counts[-1].settings.context_tokens == 300
+
+
+def test_a_file_attached_to_the_next_message_is_counted_with_it(qtbot, make_chat, tmp_path):
+    """Trial 5: the meter left out the files attached to the message being written. Once a file
+    is read the next prompt is counted with it (the worker tokenizes it), and again when it goes;
+    reading progress and typing do not recount."""
+    chat = chat_with_model(make_chat)
+    turn(chat, "What is a KV cache?", "Keys and values kept per token.", used=40)
+    settle()
+    chat.worker.counts.clear()
+    note = tmp_path / "note.md"
+    note.write_text("# Vault\n\nThe pass code is 4711.\n", encoding="utf-8")
+    chat.attachments.add([str(note)])
+    qtbot.waitUntil(lambda: not chat.attachments.reading)
+    settle()
+    [request] = chat.worker.counts
+    assert [d.name for d in request.documents] == ["note.md"]
+    assert [m.content for m in request.messages] == ["What is a KV cache?", "Keys and values kept per token."]
+    chat.worker.window_counted.emit(request.request_id, window(chat.conversation.messages, 70))
+    assert chat.recorded.of("context_counted")[-1] == (70, 400, 1, 0)
+    ticket = chat.recorded.of("attachment_changed")[-1][0]
+    chat.attachments.remove(ticket)
+    settle()
+    assert len(chat.worker.counts) == 2 and chat.worker.counts[-1].documents == ()

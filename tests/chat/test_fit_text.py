@@ -51,6 +51,24 @@ def test_the_plan_line_says_what_the_engine_says_without_the_name(free):
     assert "; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK" in fit_text.plan_line(converted)
 
 
+def test_the_plan_line_speaks_of_the_chosen_context():
+    """Trial 5: a Custom context was chosen and the plan line still said "fits at full context"."""
+    roomy = build_plan("/models/tiny-llama", "hf", {}, LLAMA, NF4, free=80 * GiB, total=80 * GiB)
+    assert roomy.verdict == "fits at full context" and roomy.trained_context == 2048
+    assert fit_text.plan_line(roomy, 1024).startswith("fits at the chosen context (1,024 of 2,048 tokens) on cuda: ")
+    for own in (None, 0, 2048):  # auto, or the whole trained context: the plan's own words
+        assert fit_text.plan_line(roomy, own) == fit_text.plan_line(roomy)
+        assert fit_text.plan_line(roomy, own).startswith("fits at full context (2,048 of 2,048 tokens) on cuda: ")
+    tight = build_plan("/m", "hf", {}, LLAMA, NF4, free=2 * GiB + 13 * GiB // 32, total=80 * GiB)
+    assert tight.verdict == "fits with context" and 256 < tight.context_fit < 2000
+    fit = f"{tight.context_fit:,}"
+    assert fit_text.plan_line(tight, 2000).startswith(f"the chosen 2,000 tokens do not fit ({fit} of 2,048 tokens fit)")
+    assert fit_text.plan_line(tight, 256).startswith("fits at the chosen context (256 of 2,048 tokens)")
+    # auto opens a partial fit at the context that fits: the plan's own words
+    assert fit_text.plan_line(tight, tight.context_fit) == fit_text.plan_line(tight)
+    assert fit_text.plan_line(tight).startswith(f"fits with context {fit} ({fit} of 2,048 tokens) on cuda: ")
+
+
 def test_notes_say_what_the_engine_says():
     notes = (EntryNote(REMOTE_CODE), EntryNote(PICKLE_ONLY), EntryNote(NO_WEIGHTS), EntryNote(GGUF, "Q4_1"),
              EntryNote(CONVERSION, 3 * GiB))

@@ -27,7 +27,8 @@ def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_rep
     assert path == str(model) and permissions.allow_pickle and device == "auto"
     assert worker.stops == 1  # a reply in flight ends before the model goes
     assert seen.of("can_send_changed")[-1] == (False,)
-    assert seen.of("load_progressed") == [("Loading tiny…", 0.0)] and chat.models.loading
+    # a phase from the start (trial 5: the first seconds named none)
+    assert seen.of("load_progressed") == [("Loading tiny… · Opening the model file", 0.0)] and chat.models.loading
     worker.load_progressed.emit("Loading weights (cpu, sdpa)", 0.85)
     assert seen.of("load_progressed")[-1] == ("Loading tiny… · Loading weights (cpu, sdpa)", 0.85)
     worker.model_changed.emit(None)  # the worker freed the old model first
@@ -84,7 +85,7 @@ def test_a_newer_open_replaces_the_load_in_progress(chat, tmp_path):
     chat.models.open_model(second)
     assert worker.cancels == 1 and len(worker.loads) == 2
     worker.load_progressed.emit("Loading the tokenizer", 0.8)  # the replaced load's: not shown
-    assert seen.of("load_progressed")[-1] == ("Loading second…", 0.0)
+    assert seen.of("load_progressed")[-1] == ("Loading second… · Opening the model file", 0.0)
     worker.load_cancelled.emit()  # the first one, replaced: no notice, no reopen
     assert seen.of("notice") == [] and seen.of("load_ended") == [] and len(worker.loads) == 2
     loaded = report("second")

@@ -95,3 +95,27 @@ def test_the_room_for_excerpts_is_shared_like_the_budget(tmp_path):
 def test_negative_budget_raises():
     with pytest.raises(ValueError):
         compose_message("x", [], -1, words)
+
+
+@pytest.mark.parametrize("budget", [0, 40, 120, 400, 5000])
+def test_composed_tokens_counts_what_compose_message_gives_without_chunking(budget):
+    """The context meter's estimate (before the message is written) against the real thing: equal
+    for documents that go whole, an upper bound of at most the excerpt share for one retrieved."""
+    from app.engine.documents.attach import composed_tokens
+
+    text, starts = long_pdf_text(8)
+    documents = [prepare_attachment(ExtractedDocument("note.txt", "text", "Gate code is 2291."), words),
+                 prepare_attachment(ExtractedDocument("memo.md", "markdown", "Lunch at noon. " * 12), words),
+                 prepare_attachment(ExtractedDocument("log.pdf", "pdf", text, starts), words)]
+    for excerpts in (None, 60):
+        prepared = compose_message("Where is the key?", documents, budget, words, excerpt_tokens=excerpts)
+        estimate = composed_tokens([d.whole_tokens for d in documents], budget, excerpts)
+        whole = sum(f.tokens for f in prepared.fits if f.mode == WHOLE)
+        retrieved = [f for f in prepared.fits if f.mode != WHOLE]
+        if not retrieved:
+            assert estimate == prepared.tokens == whole
+        else:
+            assert prepared.tokens <= estimate <= whole + sum(f.budget_tokens for f in retrieved)
+    assert composed_tokens([], 100) == 0
+    with pytest.raises(ValueError):
+        composed_tokens([5], -1)

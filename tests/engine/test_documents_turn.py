@@ -55,10 +55,11 @@ def vault_manual(sections: int = 300) -> ExtractedDocument:
     return ExtractedDocument("manual.md", "markdown", "".join(parts))
 
 
-def planned(runner, messages, documents):
+def planned(runner, messages, documents, settings=None):
     """The DocumentsFitted and TurnPlanned of a turn; nothing is generated."""
     fitted = None
-    turn = runner.run_turn(messages, SummaryState(), GenerationSettings(), threading.Event(), documents=documents)
+    turn = runner.run_turn(messages, SummaryState(), settings or GenerationSettings(), threading.Event(),
+                           documents=documents)
     for event in turn:
         if isinstance(event, DocumentsFitted):
             fitted = event.fits
@@ -97,3 +98,34 @@ def test_excerpts_take_the_room_the_window_leaves_and_push_no_turn_out(real_load
     ((fit,), plan) = planned(runner, messages, (vault_manual(),))
     assert "4711" in fit.block and len(fit.chunks) > 5 and room - 300 < fit.tokens <= room
     assert not plan.window.evicted and len(plan.window.kept) == 10  # the excerpts took only the room left
+
+
+def test_the_next_prompt_is_counted_with_the_attached_documents_as_the_turn_sends_them(tiny_loaded, monkeypatch):
+    """Trial 5: the context meter left out the files attached to the message being written.
+    count_window counts ≈ what the turn adds for them (a small note whole, a long manual as the
+    excerpts it may take), each document tokenized once."""
+    from app.engine.documents import turn as documents_turn
+
+    history = [Message(Role.USER, "Capital of France?"), Message(Role.ASSISTANT, "Paris.")]
+    note = ExtractedDocument("note.txt", "text", "The pass code is 4711.\nKeep it safe.\n")
+    filler = "".join(f"Section {i}\n\nThe weather report for day {i} says rain and wind.\n\n" for i in range(60))
+    manual = ExtractedDocument("manual.md", "markdown", filler + "Vault\n\nThe pass code is 4711.\n\n" + filler)
+    runner = TurnRunner(tiny_loaded, CpuProbe())
+    counted_calls = []
+    whole = documents_turn.whole_tokens
+    monkeypatch.setattr(documents_turn, "whole_tokens", lambda f, d: (counted_calls.append(d.name), whole(f, d))[1])
+    plain = runner.count_window(history, SummaryState(), SETTINGS)
+    rows = []
+    for documents in ((note,), (manual,)):
+        counted = runner.count_window(history, SummaryState(), SETTINGS, documents=documents)
+        fits, plan = planned(runner, [*history, Message(Role.USER, "?")], documents, SETTINGS)
+        sent = plan.window.prompt_tokens  # the turn: its documents, the question "?" and the turns kept
+        rows.append((counted.prompt_tokens, sent, fits[0].mode))
+        assert counted.limit_tokens == plain.limit_tokens and counted.prompt_tokens <= counted.limit_tokens
+    (note_counted, note_sent, note_mode), (manual_counted, manual_sent, manual_mode) = rows
+    assert note_mode == WHOLE and manual_mode == RETRIEVED
+    assert note_counted > plain.prompt_tokens + 10
+    assert abs(note_counted - note_sent) <= 12, rows  # the question and its template are not written yet
+    assert manual_counted > plain.prompt_tokens + 100 and abs(manual_counted - manual_sent) <= 40, rows
+    runner.count_window(history, SummaryState(), SETTINGS, documents=(note, manual))
+    assert sorted(counted_calls) == ["manual.md", "note.txt"]  # once each: the meter recounts often

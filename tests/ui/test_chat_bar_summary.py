@@ -2,6 +2,7 @@
 the progress was at the top of the transcript, out of view): in the chat bar above the composer,
 beside the button that asked for it, with Stop."""
 
+import pytest
 from PySide6.QtCore import QRect, Qt
 
 from app.core.conversation import Message, Role
@@ -53,3 +54,67 @@ def test_summary_progress_is_in_view_in_a_long_chat_and_stop_stops_it(qtbot, mak
     window.chat.summarizing_changed.emit(False)
     assert bar.summarize_button.isVisible() and not bar.summary_busy.isVisible()
     assert not bar.summary_stop_button.isVisible()
+
+
+class Clock:
+    """QElapsedTimer's part the chat bar reads, at a fixed time (milliseconds)."""
+
+    def __init__(self, elapsed_ms: int):
+        self.elapsed_ms = elapsed_ms
+
+    def start(self) -> None:
+        pass
+
+    def elapsed(self) -> int:
+        return self.elapsed_ms
+
+
+def test_the_summary_progress_counts_the_seconds_while_it_is_written(qtbot, make_window):
+    """Trial 5: on the CPU a summary took 65–120 s with nothing moving but the busy bar."""
+    bar = make_window().chat_bar
+    label = bar.summary_busy_label
+    bar.set_summarizing(True)
+    assert label.text() == "Summarizing earlier turns…"
+    qtbot.waitUntil(lambda: label.text() == "Summarizing earlier turns… 1 s", timeout=3000)  # ticking
+    bar.set_summarizing(False)
+    assert bar.summary_seconds() == 0 and not label.isVisible()
+    bar.set_summarizing(True)  # the next summary counts from 0 again
+    assert label.text() == "Summarizing earlier turns…"
+    bar._summary_clock = Clock(65_400)
+    bar._show_summary_seconds()
+    assert label.text() == "Summarizing earlier turns… 1 min 5 s" and bar.summary_seconds() == 65
+    bar.set_summarizing(False)
+
+
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_in_korean_the_summary_progress_counts_in_korean(qtbot, qapp, make_window, korean, palette, tmp_path):
+    import os
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QStyleFactory
+
+    from app.ui.fonts import install_hangul_fallback
+    from app.ui.theme import stylesheet
+    from tests.ui.test_theme import PALETTES
+
+    install_hangul_fallback(qapp)
+    old = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle(QStyleFactory.create("Fusion"))
+    qapp.setPalette(PALETTES[palette]())
+    qapp.setStyleSheet(stylesheet(qapp.palette()))
+    try:
+        window = make_window()
+        window.resize(900, 640)
+        bar = window.chat_bar
+        bar.set_summarizing(True)
+        bar._summary_clock = Clock(65_000)
+        bar._show_summary_seconds()
+        assert bar.summary_busy_label.text() == "이전 턴을 요약하는 중… 1분 5초"
+        qtbot.wait(50)
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        bar.grab().save(str(folder / f"ko-summary-progress-{palette}.png"))
+        bar.set_summarizing(False)
+    finally:
+        qapp.setStyleSheet(old[2])
+        qapp.setPalette(old[1])
+        qapp.setStyle(old[0])

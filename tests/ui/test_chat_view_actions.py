@@ -351,10 +351,10 @@ def test_an_answer_shows_how_it_was_made_small_with_details_on_hover(view):
     QApplication.processEvents()
     answer = view.bubbles()[1]
     assert answer.stats_label.isVisible() and not view.bubbles()[0].stats_label.isVisible()
-    assert answer.stats_label.text() == "12 tokens · TTFT 250 ms · 10.0 tok/s · compiled"
+    assert answer.stats_label.text() == "12 tokens · TTFT 250 ms · 10.0 tok/s · compiled decode"
     assert answer.stats_label.toolTip().splitlines() == [
         "Prompt: 812 tokens (40 prefilled, 772 reused from the KV cache)", "Answer: 12 new tokens",
-        "Time to first token: 250 ms", "Decode: 10.0 tokens/s (compiled)", "KV cache precision: bfloat16",
+        "Time to first token: 250 ms", "Decode: 10.0 tokens/s (compiled decode)", "KV cache precision: bfloat16",
         "Answered by: Llama-3-8B · cuda:0"]
     streaming = view.begin_stream()
     QApplication.processEvents()
@@ -378,11 +378,11 @@ def test_a_continued_answer_counts_all_its_tokens_and_says_the_speed_is_the_last
                        continued_tokens=40)
     view.load_messages([Message(Role.USER, "hi"), Message(Role.ASSISTANT, "Hello!", stats=stats)])
     answer = view.bubbles()[1]
-    assert answer.stats_label.text() == "1,052 tokens · last part: 40 tokens, TTFT 125 ms, 9.5 tok/s · compiled"
+    assert answer.stats_label.text() == "1,052 tokens · last part: 40 tokens, TTFT 125 ms, 9.5 tok/s · compiled decode"
     assert answer.stats_label.toolTip().splitlines()[:5] == [
         "Answer: 1,052 new tokens, 40 of them in the last part (Continue)", "Last part:",
         "Prompt: 852 tokens (1 prefilled, 851 reused from the KV cache)", "Time to first token: 125 ms",
-        "Decode: 9.5 tokens/s (compiled)"]
+        "Decode: 9.5 tokens/s (compiled decode)"]
 
 
 TYPED = ["a &amp; b", "<div>hi</div>", "*not italic* and __not bold__", "# not a heading",

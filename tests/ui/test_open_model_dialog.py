@@ -99,6 +99,8 @@ def test_dialog_lists_the_machines_models_with_fit_and_opens_one(qtbot, make_win
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(3))
     assert "pickle weights only" in dialog.detail.text()
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(0))
+    # auto opens it at what fits: the plan says so in its own words, not "the chosen context"
+    assert "\nPlan: fits with context 5,301 (5,301 of 8,192 tokens) on cpu: " in dialog.detail.text()
     dialog.grab().save(str(SCREENSHOT))
 
     with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
@@ -286,6 +288,14 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     if folder:
         qtbot.wait(20)  # the layout settles as a person would see it
         dialog.grab().save(str(Path(folder) / "ko-open-model-light.png"))
+    dialog.context.custom.click()  # a custom context: the plan line speaks of it (trial 5)
+    dialog.context.tokens.setValue(4096)
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    plan = dialog.detail.text().splitlines()[2]
+    assert plan.startswith("계획: 선택한 컨텍스트에서 들어감 (4,096 / 8,192 토큰), cpu: ") and not english(plan)
+    if folder:
+        qtbot.wait(20)
+        dialog.grab().save(str(Path(folder) / "ko-open-model-custom-light.png"))
     dialog.tree.setCurrentItem(dialog.tree.topLevelItem(names["broken.gguf"]))
     refusal = dialog.detail.text().splitlines()[1]
     assert refusal == dialog.open_button.toolTip() and "GGUF" in refusal and not english(refusal)
@@ -401,12 +411,18 @@ def test_a_custom_context_resizes_the_kv_need_and_goes_with_the_model(qtbot, tmp
     qtbot.waitUntil(lambda: not dialog.reading())
     full = dialog.current_entry()
     assert full.fit.context_tokens == 512 and not dialog.context.tokens.isEnabled()
+    assert dialog.detail.text().splitlines()[2].startswith("Plan: fits at full context (512 of 512 tokens) on cpu: ")
     dialog.context.custom.click()
     dialog.context.tokens.setValue(384)
     assert dialog.context.tokens.isEnabled() and dialog.context.tokens.maximum() == 512
     qtbot.waitUntil(lambda: not dialog.reading())
     capped = dialog.current_entry()
     assert capped.fit.context_tokens == 384
+    # trial 5: the plan line spoke of the full context while the fit line used the chosen one
+    fit, plan = dialog.detail.text().splitlines()[1:3]
+    assert " at 384 tokens = " in fit
+    assert plan.startswith("Plan: fits at the chosen context (384 of 512 tokens) on cpu: ")
+    assert "(384 of 512 tokens)" in dialog.tree.currentItem().toolTip(0)
     assert full.fit.needed - capped.fit.needed == 128 * full.plan.kv_bytes_per_token
     assert dialog.context.note.text() == (  # the default 512 max new tokens fill a 384-token context
         "Trained for 512 tokens. The plan fits 512 here. Max new tokens (512) leaves the conversation 0 of these "
@@ -495,6 +511,8 @@ def test_a_context_above_what_fits_is_said_beside_the_choice(qtbot, qapp, tmp_pa
             "tokens will be refused for memory (or sent anyway at your risk).")
         qtbot.waitUntil(lambda: not dialog.reading())
         assert dialog.current_entry().fit.context_tokens == 65536
+        assert dialog.detail.text().splitlines()[2].startswith(
+            f"Plan: the chosen 65,536 tokens do not fit ({fits} of 131,072 tokens fit) on cpu: ")
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         qtbot.wait(20)  # the layout settles as a person would see it
@@ -507,3 +525,59 @@ def test_a_context_above_what_fits_is_said_beside_the_choice(qtbot, qapp, tmp_pa
         qapp.setStyleSheet(old[2])
         qapp.setPalette(old[1])
         qapp.setStyle(old[0])
+
+
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_the_model_file_pickers_size_and_date_columns_fit_their_text(qtbot, qapp, tmp_path, tiny_model_dir,
+                                                                     palette):
+    """Trial 5: "Model file…" showed "93.…MiB" in Qt's own file dialog: Qt sizes its Size column
+    for "128.88 GB" and restores the widths the last dialog closed with. The column is widened to
+    its content as the dialog shows, whatever was restored (a narrow one is saved first here)."""
+    import os
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QFileDialog, QTreeView
+
+    from tests.helpers.palettes import fusion_palette
+
+    models = tmp_path / "models"
+    models.mkdir()
+    for name, size in (("SmolLM2-135M-Instruct.Q4_1.gguf", 98_000_000), ("qwen2.5-0.5b-q8_0.gguf", 537_000_000),
+                       ("Meta-Llama-3-8B-Instruct.F16.gguf", 16_060_522_496)):
+        with open(models / name, "wb") as file:
+            file.truncate(size)  # sparse: only the size is read
+    seen = []
+
+    def look_and_close(narrow: bool):
+        dialog = next((d for d in dialog_owner.findChildren(QFileDialog) if d.isVisible()), None)
+        if dialog is None:
+            return
+        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+        tree = dialog.findChild(QTreeView)
+        if tree.model().rowCount(tree.rootIndex()) < 3 and len(seen) < 50:
+            seen.append(None)
+            return
+        header = tree.header()
+        if narrow:  # as a dialog closed with a narrow Size column: Qt saves it and restores it next time
+            header.resizeSection(1, 30)
+            header.resizeSection(3, 40)
+        else:
+            seen.append({c: (header.sectionSize(c), tree.sizeHintForColumn(c)) for c in (1, 3)})
+            folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+            dialog.grab().save(str(folder / f"model-file-picker-{palette}.png"))
+        dialog.reject()
+
+    with fusion_palette(qapp, palette):
+        dialog_owner = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir), folders=FakeFolders(models))
+        for narrow in (True, False):
+            timer = QTimer()
+            timer.timeout.connect(lambda narrow=narrow: look_and_close(narrow))
+            timer.start(100)
+            try:
+                dialog_owner.file_button.click()  # modal until look_and_close rejects it
+            finally:
+                timer.stop()
+    widths = seen[-1]
+    assert widths[1][1] > 30 and widths[3][1] > 40  # the content needs more than was restored
+    for column, (width, needed) in widths.items():
+        assert width >= needed, (column, width, needed)

@@ -1,6 +1,7 @@
 """The status bar (trial findings of issue 14): long texts are cut with "…" and never widen the
 window past the screen; a turn without a token shows no TTFT."""
 
+import pytest
 from PySide6.QtWidgets import QApplication
 
 LONG_PATH = "/home/user/models/" + "very-long-folder-name/" * 60 + "Llama-3.1-8B-Instruct-Q4_K_M.gguf"
@@ -77,6 +78,48 @@ def test_the_decode_status_names_the_kv_precisions_being_compiled(make_window):
     assert status.decode_label.text() == "compiled decode"
 
 
+DECODES = [  # (ReplyStats.decode_path, the DecodeStatus state shown before such a turn)
+    ("compiled", "ready"), ("eager-static", "eager"), ("eager", "eager"),
+    ("eager-static (8-bit KV step not compiled yet)", "eager")]
+
+
+def decode_names(status):
+    """For each of DECODES: the path's name in an answer's stats line, the status bar's label, and
+    the path's name in the stats tooltip."""
+    from app.core.conversation import ReplyStats
+    from app.engine.local.compiled_decode import DecodeStatus
+    from app.ui.reply_stats_text import stats_line, stats_tooltip
+
+    names = []
+    for path, state in DECODES:
+        stats = ReplyStats(40, 40, 0, 12, 0.25, 10.0, path, "bfloat16", "cpu")
+        status.show_decode_status(DecodeStatus(state, "why"))
+        decode = next(line for line in stats_tooltip(stats).splitlines() if "10.0" in line)
+        names.append((stats_line(stats).split(" · ")[-1], status.decode_label.text(), decode))
+    return names
+
+
+def test_a_decode_path_has_one_name_in_the_answers_and_the_status_bar(make_window):
+    """Trial 5: the answer said "eager-static" while the status bar said "eager decode"."""
+    names = decode_names(make_window().status)
+    assert [line for line, _, _ in names] == ["compiled decode", "eager decode", "eager decode",
+                                             "eager decode (8-bit KV step not compiled yet)"]
+    assert [bar for _, bar, _ in names] == ["compiled decode", "eager decode", "eager decode", "eager decode"]
+    assert [tip for _, _, tip in names] == [  # the tooltip says which KV cache the eager decode wrote
+        "Decode: 10.0 tokens/s (compiled decode)", "Decode: 10.0 tokens/s (eager decode, static KV cache)",
+        "Decode: 10.0 tokens/s (eager decode, growing KV cache)",
+        "Decode: 10.0 tokens/s (eager decode, static KV cache (8-bit KV step not compiled yet))"]
+
+
+def test_in_korean_the_decode_paths_are_named_in_korean(make_window, korean):
+    names = decode_names(make_window().status)
+    assert names[0][:2] == ("컴파일된 디코드", "컴파일된 디코드")
+    assert names[1][:2] == names[2][:2] == ("즉시 실행 디코드", "즉시 실행 디코드")
+    assert names[3][0] == "즉시 실행 디코드 (8비트 KV 단계가 아직 컴파일되지 않음)"
+    for shown in names:
+        assert "eager" not in " ".join(shown) and "static" not in " ".join(shown)
+
+
 def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_path):
     """New-user trial: the first start showed "Ready" (or "No model loaded") beside a bare bar."""
     from app.engine.loading.loader import LoadReport
@@ -87,10 +130,14 @@ def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_p
     chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf…", 0.0)
     chat.model_changed.emit(None)  # the worker frees the old model first: not "No model loaded"
     assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf…"
+    assert status.progress.maximum() == 0  # busy, not an empty box (trial 5)
+    chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Reading the GGUF tokenizer", 0.02)
+    assert status.progress.maximum() == 0  # 2 % for seconds: still busy
     chat.load_progressed.emit("Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer", 0.3)
     qtbot.wait(20)
     assert status.model_label.text() == "Loading SmolLM2-135M-Instruct.Q4_1.gguf… · Loading the tokenizer"
     assert status.progress.isVisible() and status.cancel_button.isVisible()
+    assert (status.progress.maximum(), status.progress.value()) == (100, 30)
     status.grab().save(str(tmp_path / "status_loading.png"))
     report = LoadReport(name="SmolLM2-135M-Instruct.Q4_1.gguf", source="/m", device="cpu", attention="sdpa",
                         quantization="none", weight_dtype="float32", compute_dtype="float32", weight_bytes=10 ** 8,
@@ -115,3 +162,30 @@ def test_the_loading_line_is_korean_in_korean(qtbot, korean, make_window, tmp_pa
     window.chat.load_progressed.emit(line, 0.3)
     qtbot.wait(20)
     window.status.grab().save(str(tmp_path / "status_loading_ko.png"))
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_a_load_says_its_first_phase_at_once_with_a_moving_bar_in_korean(qtbot, qapp, korean, make_window,
+                                                                           tmp_path, palette_name):
+    """Trial 5: early in the first load the status bar said only "Loading …gguf…" beside an
+    empty box, for seconds."""
+    import os
+    from pathlib import Path
+
+    from app.chat.models import OPENING, ModelFlow
+    from app.ui.fonts import install_hangul_fallback
+    from tests.helpers.palettes import fusion_palette
+
+    line = ModelFlow._loading_line(Path("/m/SmolLM2-135M-Instruct.Q4_1.gguf"), OPENING)
+    assert line == "SmolLM2-135M-Instruct.Q4_1.gguf 불러오는 중… · 모델 파일을 여는 중"
+    with fusion_palette(qapp, palette_name):
+        install_hangul_fallback(qapp)
+        window = make_window()
+        window.resize(1000, 700)
+        window.show()
+        window.chat.load_progressed.emit(line, 0.0)
+        status = window.status
+        assert status.model_label.text() == line and status.progress.maximum() == 0
+        qtbot.wait(120)  # the busy bar moves
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        status.grab().save(str(folder / f"ko-status-loading-{palette_name}.png"))

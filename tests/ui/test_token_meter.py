@@ -76,3 +76,39 @@ def test_a_budget_eaten_by_max_new_tokens_is_said_not_shown_negative(qtbot):
     qtbot.addWidget(meter)
     meter.set_counts(39, -256, 1, 0)
     assert meter.text().startswith("39 tokens: no room left beside max new tokens") and "-256" not in meter.text()
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_a_file_attached_to_the_next_message_shows_in_the_count(qtbot, qapp, make_window, tiny_model_dir, tmp_path,
+                                                               palette_name):
+    """Trial 5: the token line left out the attached files. With the tiny model: after a turn,
+    attaching a note raises the count by ≈ its tokens; removing it puts the count back."""
+    import os
+    from pathlib import Path
+
+    from tests.helpers.palettes import fusion_palette
+
+    def used() -> int:
+        return int(window.token_meter.text().split(" / ")[0].replace(",", ""))
+
+    with fusion_palette(qapp, palette_name):
+        window = make_window(max_new_tokens=4)
+        window.resize(900, 600)
+        with qtbot.waitSignal(window.model_ready, timeout=60000):
+            window.open_model(tiny_model_dir)
+        with qtbot.waitSignal(window.turn_finished, timeout=60000):
+            window.chat.turns.send("Hello there")
+        qtbot.waitUntil(lambda: window.token_meter.text() != "" and not window.chat.turns.active, timeout=10000)
+        qtbot.wait(200)  # the recount after the turn
+        before = used()
+        note = tmp_path / "note.txt"
+        note.write_text("The pass code is 4711. Keep it safe and tell nobody.\n" * 4, encoding="utf-8")
+        window.chat.attachments.add([str(note)])
+        qtbot.waitUntil(lambda: used() > before + 40, timeout=10000)
+        with_note = used()
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        window.grab().save(str(folder / f"meter-with-attachment-{palette_name}.png"))
+        [ticket] = list(window.attachment_bar.chips)
+        window.chat.attachments.remove(ticket)
+        qtbot.waitUntil(lambda: used() == before, timeout=10000)
+    assert before + 40 < with_note < before + 120  # four lines of ~13 tokens, with the file's header

@@ -20,10 +20,11 @@ from PySide6.QtWidgets import QAbstractButton, QLabel, QStyleFactory
 
 from app.chat.error_text import plain_failure
 from app.core.backend_settings import BackendSettings
-from app.core.conversation import MessageStatus, Role
+from app.core.conversation import MessageStatus, ReplyStats, Role
 from app.core.settings import GenerationSettings
 from app.core.store import ConversationInfo
 from app.engine.loading.startup_notices import startup_notices
+from app.engine.local.compiled_decode import DecodeStatus
 from app.ui.fonts import install_hangul_fallback
 from app.ui.settings_dialog import SettingsDialog
 from app.ui.theme import stylesheet
@@ -216,9 +217,13 @@ def _korean_window(make_window, qtbot):
                                      "kv = 2 * layers * kv_heads * head_dim * tokens * 2\n```")
     view.add_message(Role.USER, "32k 토큰이면요?")
     view.add_message(Role.ASSISTANT, "약 4 GiB로 늘어나", MessageStatus.STOPPED)
+    # trial 5: the decode path said "eager-static" in English under the answer
+    view.show_reply_stats(ReplyStats(40, 40, 0, 12, 0.26, 10.4, "eager-static (8-bit KV step not compiled yet)",
+                                     "bfloat16", "cpu"))
     view.add_notice(plain_failure("no model is loaded").line(), "error")
     window.token_meter.set_counts(812, 1536, 4, 3)
     window.status.show_speed(0.26, 10.4, 42)
+    window.status.show_decode_status(DecodeStatus("eager", "not warmed up yet"))
     qtbot.waitUntil(lambda: window.vram_panel.breakdown is not None, timeout=5000)
     qtbot.wait(400)  # the transcript lays its bubbles out after the show
     return window
@@ -309,6 +314,76 @@ def test_korean_file_dialog_type_column_is_korean(qtbot, korean, tmp_path):
     qtbot.wait(100)
     folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
     dialog.findChild(QTreeView).window().grab().save(str(folder / "ko-file-dialog-types.png"))
+
+
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_korean_file_dialog_sizes_and_dates_are_korean(qtbot, qapp, korean, tmp_path, palette):
+    """Trial 5: Qt's file dialog Size column said "118 bytes" in Korean. QFileSystemModel writes
+    sizes and dates with QLocale::system() (English or C here), not with a translation; the
+    pickers' dialogs write them with the window's QLocale (app.ui.file_dialog_locale). The
+    dialog is opened the way the window opens it (file_pickers.open_path, Qt's static function,
+    modal) and read and grabbed from a timer while it runs."""
+    from PySide6.QtCore import QDateTime, QLocale, QTimer
+    from PySide6.QtWidgets import QFileDialog, QTreeView, QWidget
+
+    from app.ui.file_pickers import open_path
+    from tests.ui.test_theme import PALETTES
+
+    assert QLocale.system().language() != QLocale.Language.Korean  # what the trial's machine had
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "short.txt").write_bytes(b"x" * 118)
+    (tmp_path / "long.txt").write_bytes(b"x" * 5000)
+    install_hangul_fallback(qapp)
+    old = qapp.style().name(), qapp.palette()
+    qapp.setStyle(QStyleFactory.create("Fusion"))
+    qapp.setPalette(PALETTES[palette]())
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    seen = {}
+
+    class Folders:  # the chat's FileFolders, starting in tmp_path
+        start = staticmethod(lambda _kind: tmp_path)
+        remember = staticmethod(lambda _kind, _path: None)
+
+    polls = []
+
+    def read_and_close():
+        dialog = next((d for d in window.findChildren(QFileDialog) if d.isVisible()), None)
+        polls.append(dialog)
+        if dialog is None or len(polls) > 100:  # 10 s: give up rather than hang the suite
+            if dialog is not None:
+                dialog.reject()
+            return
+        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+        dialog.resize(820, 320)
+        tree = dialog.findChild(QTreeView)
+        model, root = tree.model(), tree.rootIndex()
+        if model.rowCount(root) < 3 or "short.txt" not in {model.index(r, 0, root).data() for r in range(3)}:
+            return
+        seen.update({model.index(r, 0, root).data(): [model.index(r, c, root).data() for c in (1, 3)]
+                     for r in range(model.rowCount(root))})
+        metrics = tree.fontMetrics()  # the Korean size and date are not cut off (Qt sizes them for English)
+        seen["fits"] = [tree.header().sectionSize(c) > metrics.horizontalAdvance(seen["short.txt"][i])
+                        for i, c in enumerate((1, 3))]
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        dialog.grab().save(str(folder / f"ko-file-dialog-sizes-{palette}.png"))
+        dialog.reject()
+
+    timer = QTimer()
+    timer.timeout.connect(read_and_close)
+    timer.start(100)
+    try:
+        assert open_path(window, Folders(), "attach", "열기") == ""  # closed without a pick
+    finally:
+        timer.stop()
+        qapp.setPalette(old[1])
+        qapp.setStyle(old[0])
+    stamp = QDateTime.fromSecsSinceEpoch(int((tmp_path / "short.txt").stat().st_mtime))
+    assert seen["short.txt"] == ["118 바이트", QLocale().toString(stamp, QLocale.FormatType.ShortFormat)]
+    assert seen["long.txt"][0] == "4.88 KiB" and seen["notes"][0] == ""  # a folder has no size, as in Qt
+    assert seen["fits"] == [True, True]
+    assert "오후" in seen["short.txt"][1] or "오전" in seen["short.txt"][1]
 
 
 def test_korean_attachment_refusal_reads_as_one_korean_sentence(korean, tmp_path):

@@ -83,3 +83,33 @@ def test_the_undo_notice_reads_in_english_and_korean(request, qtbot, qapp, make_
         assert notice.undo_button.width() >= notice.undo_button.sizeHint().width()  # not cut
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         window.grab().save(str(folder / f"undo-remove-{language}-{palette_name}.png"))
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_a_files_whole_file_note_goes_with_the_file_and_comes_back_with_undo(qtbot, qapp, make_window, tmp_path,
+                                                                           palette_name):
+    """Trial 5: the "whole file" note stayed in the transcript after its file was removed."""
+    from app.ui.notice import Notice
+
+    with fusion_palette(qapp, palette_name):
+        window, _cid = window_with_a_sent_file(make_window)
+        window.resize(900, 520)
+        window.show()
+        chat, view = window.chat, window.chat_view
+        chat.document_noted.emit(0, "manual.pdf", "manual.pdf: too large for this turn (220,000 tokens): "
+                                                  "retrieving 3 of 900 excerpts, 1,200 tokens")
+        chat.document_noted.emit(0, "note.md", "note.md: whole file, 8 tokens")
+
+        def notes():
+            return [n.text() for n in view.findChildren(Notice) if n.isVisible()]
+
+        qtbot.waitUntil(lambda: len(notes()) == 2)
+        qtbot.mouseClick(view.bubbles()[0].documents.remove_buttons[1], Qt.MouseButton.LeftButton)  # note.md
+        assert notes() == ["manual.pdf: too large for this turn (220,000 tokens): retrieving 3 of 900 excerpts, "
+                           "1,200 tokens"]
+        qtbot.wait(50)
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        window.grab().save(str(folder / f"document-note-removed-{palette_name}.png"))
+        qtbot.mouseClick(window.undo_notice.undo_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: len(notes()) == 2)  # back with its file
+        assert notes()[1] == "note.md: whole file, 8 tokens"

@@ -103,6 +103,29 @@ def compose_message(message: str, attachments: Sequence[Attachment], budget_toke
     return PreparedMessage(text, ordered, sum(f.tokens for f in ordered), budget_tokens)
 
 
+def composed_tokens(whole_tokens: Sequence[int], budget_tokens: int, excerpt_tokens: int | None = None) -> int:
+    """≈ the tokens `compose_message` gives attachments whose whole blocks take `whole_tokens`,
+    without chunking or ranking them: the same order, shares and bounds; one that goes whole
+    counts its whole block, one retrieved counts the excerpt share it may fill (its excerpts take
+    at most that). For the context meter, before the message is written. Raises ValueError on a
+    negative budget."""
+    if budget_tokens < 0:
+        raise ValueError(f"negative document budget: {budget_tokens}")
+    if not whole_tokens:
+        return 0
+    left = max(0, budget_tokens - WRAPPER_TOKENS)
+    excerpts_left = left if excerpt_tokens is None else max(0, min(excerpt_tokens, budget_tokens) - WRAPPER_TOKENS)
+    total = 0
+    ordered = sorted(whole_tokens)
+    for n, whole in enumerate(ordered):
+        share, excerpts = left // (len(ordered) - n), excerpts_left // (len(ordered) - n)
+        tokens = whole if whole <= share else min(share, excerpts)
+        total += tokens
+        left -= tokens
+        excerpts_left = max(0, excerpts_left - tokens)
+    return total
+
+
 def describe_fit(fit: DocumentFit) -> str:
     """One English line for logs and the status line ("report.pdf: whole file, 812 tokens";
     "manual.pdf: too large for this turn (251,310 tokens): 18 of 1,044 excerpts, 4,960 tokens").

@@ -19,13 +19,32 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from app.core.conversation import Message, Role
-from app.core.document_prompt import document_budget, excerpt_budget
-from app.engine.documents.attach import PreparedMessage, compose_message, prepare_attachment
+from app.core.document_prompt import document_budget, excerpt_budget, whole_block
+from app.engine.documents.attach import PreparedMessage, compose_message, composed_tokens, prepare_attachment
 from app.engine.documents.kv_budget import kv_document_tokens
 from app.engine.documents.source import ExtractedDocument
 from app.engine.events import TurnPlan
 
 RECENT_TURN_MESSAGES = 4  # earlier messages whose words also rank the excerpts ("and the next step?")
+
+
+def whole_tokens(foresight, document: ExtractedDocument) -> int:
+    """Tokens of `document`'s whole block with the loaded model's tokenizer (what pasting it
+    costs; prepare_attachment counts the same). Tokenizes the whole text: cache it."""
+    return len(foresight.loaded.tokenizer.encode(whole_block(document.name, document.text, document.pages),
+                                                 add_special_tokens=False))
+
+
+def document_tokens(foresight, wholes: Sequence[int], window, system_prompt: str) -> int:
+    """≈ the tokens fit_documents gives attached documents (their whole blocks take `wholes`
+    tokens) in a turn whose window without them is `window` (a WindowResult): the same room and
+    excerpt bounds, the user's message not written yet and no memory projected (admission may
+    give them less). For the context meter between turns."""
+    if not wholes:
+        return 0
+    base = foresight.count_tokens([{"role": "system", "content": system_prompt}, {"role": "user", "content": ""}])
+    room = document_budget(window.budget, base)
+    return composed_tokens(wholes, room, excerpt_budget(room, window.limit_tokens - window.prompt_tokens))
 
 
 def fit_documents(foresight, messages: Sequence[Message], documents: Sequence[ExtractedDocument],

@@ -7,6 +7,7 @@ import logging
 import threading
 import traceback
 from collections.abc import Iterator
+from dataclasses import replace
 
 from app.core.conversation import Message
 from app.core.history import SummaryState
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 # The warm-up prefill after load (tokens): long enough that the spike carries signal, short
 # enough to take well under a second on a GPU (memory benchmark protocol uses 2,048).
 CALIBRATION_PROMPT_TOKENS = 2048
+DOCUMENTS_COUNTED = 16  # attached documents whose token counts are kept (count_window)
 
 
 class TurnRunner:
@@ -59,6 +61,7 @@ class TurnRunner:
         self._compile_options = dict(compiler=decode_compiler, require_cuda=decode_compiler is None)
         # the KV precision of the latest turn that decoded eagerly for lack of its compiled step
         self.uncompiled_kv_bits: int | None = None
+        self._document_tokens: dict[tuple, int] = {}  # attached documents' whole-block tokens (count_window)
         self.cpu_meter = None  # CPU models: how many cores other programs keep busy
         self.cpu_threads = None  # intra-op threads of the latest CPU turn
         if loaded.model.device.type == "cpu":
@@ -193,12 +196,45 @@ class TurnRunner:
         if ok:
             yield from self._summarize(plan, summary, settings, stop_event)
 
-    def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
+    def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
+                     documents=()):
         """The window the next turn's prompt would keep of `messages` (a WindowResult: tokens
         used, the limit, the turns kept), counted with this model's tokenizer and the turn's own
-        policy; nothing runs, no memory is projected. Raises ValueError when there is no turn."""
-        return self.foresight.window(messages, summary, settings.system_prompt, settings.max_new_tokens,
-                                     settings.context_tokens, settings.summary_fold_at, settings.summary_keep_turns)
+        policy; nothing runs, no memory is projected. documents: the ExtractedDocuments attached
+        to the message being written: prompt_tokens counts ≈ what they would add
+        (app.engine.documents.turn.document_tokens) and the window keeps the turns that fit beside
+        them; each document is tokenized once (kept per document). Raises ValueError when there is
+        no turn."""
+        def window(max_new_tokens: int):
+            return self.foresight.window(messages, summary, settings.system_prompt, max_new_tokens,
+                                         settings.context_tokens, settings.summary_fold_at,
+                                         settings.summary_keep_turns)
+
+        plain = window(settings.max_new_tokens)
+        if not documents:
+            return plain
+        from app.engine.documents.turn import document_tokens
+
+        added = document_tokens(self.foresight, [self._whole_tokens(d) for d in documents], plain,
+                                settings.system_prompt)
+        if added <= 0:
+            return plain
+        beside = window(settings.max_new_tokens + added)  # the budget less what they take
+        # the last exchange is an older turn for the next prompt: it may leave for them (kept: none)
+        return replace(beside, prompt_tokens=min(beside.prompt_tokens + added, plain.limit_tokens),
+                       limit_tokens=plain.limit_tokens, budget=plain.budget)
+
+    def _whole_tokens(self, document) -> int:
+        """The whole-block tokens of an attached document, counted once per document (the
+        meter recounts whenever the next prompt changes; a document's text never does)."""
+        key = (document.name, len(document.text), hash(document.text))
+        if key not in self._document_tokens:
+            from app.engine.documents.turn import whole_tokens
+
+            if len(self._document_tokens) >= DOCUMENTS_COUNTED:
+                self._document_tokens.clear()
+            self._document_tokens[key] = whole_tokens(self.foresight, document)
+        return self._document_tokens[key]
 
     def summarize_now(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                       stop_event: threading.Event) -> Iterator[TurnEvent]:
