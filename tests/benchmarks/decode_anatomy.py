@@ -160,6 +160,9 @@ def main(argv=None) -> int:
     build_model(folder, args.tiny)
     loaded = load_model(folder)
     R["load_report"] = loaded.report.summary()
+    R["load_seconds"] = loaded.report.load_seconds  # includes the NF4 GEMV's self-check and timing when on
+    R["decode_kernel"] = loaded.report.decode_kernel  # NF4 decode rows: which GEMV (issue 15)
+    print("decode kernel:", R["decode_kernel"], "| load", round(R["load_seconds"], 1), "s", flush=True)
     runner = TurnRunner(loaded, pick_probe())
     profile = cProfile.Profile() if args.profile else None
     t = time.perf_counter()
