@@ -25,6 +25,7 @@ import argparse
 import cProfile
 import io
 import json
+import logging
 import os
 import pstats
 import sys
@@ -158,6 +159,8 @@ def main(argv=None) -> int:
 
     folder = Path(args.model_dir + ("-tiny" if args.tiny else ""))
     build_model(folder, args.tiny)
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("app.engine.loading.loader").setLevel(logging.INFO)  # the NF4 GEMV's choice per shape
     loaded = load_model(folder)
     R["load_report"] = loaded.report.summary()
     R["load_seconds"] = loaded.report.load_seconds  # includes the NF4 GEMV's self-check and timing when on
