@@ -117,6 +117,7 @@ def test_dynamic_cache_works_too(monkeypatch):
 
 def test_the_kv_span_kwarg_is_accepted_and_what_fa2_does_not_do_is_refused(monkeypatch):
     FakeFlashAttn().install(monkeypatch)
+    fa._register_kvcache_op()  # what switching the attention on does (alone, no earlier test did it)
     module = _model().model.layers[0].self_attn
     q, k = torch.randn(1, 8, 3, 16), torch.randn(1, 2, 10, 16)
     pos = torch.arange(5, 8).view(1, 3)

@@ -388,7 +388,7 @@ def test_calibration_ema_with_noise_stays_within_error_bar(l3_nf4):
         p = _turn(l3_nf4, cal, 6_000)
         cal = cal.updated(p, p.now_allocated + p.kv_for_turn + round(r * p.raw_prefill_spike))
     assert 0.9 <= cal.correction <= 1.1
-    assert 0.03 <= cal.relative_error <= 0.1
+    assert 0.03 <= cal.relative_error <= 0.2  # of the spike: ±10 % noise and the EMA's lag, up to ~2 × 10 %
     assert len(cal.recent_errors) == cal.window
 
 
@@ -572,6 +572,28 @@ def test_error_bar_of_a_huge_turn_does_not_refuse_a_short_one(l3_nf4):
     assert abs_error == big.kv_for_turn + big.prefill_spike - measured_growth
     assert cal.error_bar(big.kv_for_turn, big.prefill_spike) == abs_error  # the same turn again
     small = _turn(l3_nf4, cal, 500)
-    growth = small.kv_for_turn + small.prefill_spike
-    assert small.error_bar_bytes == round(cal.recent_errors[-1] * growth)  # its rate, not 21 GB
+    assert small.error_bar_bytes == round(cal.recent_errors[-1] * small.prefill_spike)  # its rate, not 21 GB
     assert small.error_bar_bytes < abs_error / 10
+
+
+def test_the_error_bar_scales_with_the_spike_not_the_exact_kv(l3_nf4):
+    """The 12 GiB card at 8-bit (H200, 2026-12-02): a 16k-token one-shot prefill measured 453 MB
+    over its projection; the last turn, a 93k-token prompt in 128-token chunks (6.3 GB of exact
+    KV, a 69 MB spike projected within 11 MB), was charged those 453 MB (the smaller of the
+    absolute error and 14 % of its 6.4 GB growth) and 6.7k tokens went unused. The error is the
+    spike model's: 23 % of a 69 MB spike."""
+    kv8 = PrefillModel.from_config(llama3_8b(), 2, kv_bits=8, kv8_kernel=True, quantized_4bit=True,
+                                   attn_implementation="sdpa+gqa-packed")
+    one_shot = project_turn_peak(kv8, Calibration(), now_allocated=5 * GiB, prompt_tokens=16_384,
+                                 max_new_tokens=256, chunk_size=16_384)
+    measured_spike = round(one_shot.prefill_spike * 1.3)  # the spike 30 % over, the KV exact
+    cal = Calibration().updated(one_shot, one_shot.now_allocated + one_shot.kv_for_turn + measured_spike)
+    abs_error = cal.recent_abs_errors[-1]
+    assert abs_error == measured_spike - one_shot.prefill_spike
+    assert cal.recent_errors[-1] == pytest.approx(abs_error / measured_spike)
+    limit = project_turn_peak(kv8, cal, now_allocated=5 * GiB, prompt_tokens=93_120, max_new_tokens=64,
+                              chunk_size=128)
+    assert limit.kv_for_turn > 20 * limit.prefill_spike
+    assert limit.error_bar_bytes == max(round(cal.recent_errors[-1] * limit.prefill_spike),
+                                        round(0.03 * limit.prefill_spike + 0.005 * limit.kv_for_turn))
+    assert limit.error_bar_bytes < abs_error / 4

@@ -25,18 +25,22 @@ class Calibration:
     ``correction`` multiplies the raw spike; it is an exponential moving average (weight
     ``alpha``) of measured spike / raw spike, the first measurement taken as is, each ratio
     clamped to [0.25, 4] against bad readings. ``relative_error`` is the largest recent
-    out-of-sample error |projected − measured| / measured of the turn's growth (KV + spike) over
-    the last ``window`` turns, never below ``floor`` (3 %); ``prior_error`` until measured.
-    Turns whose growth is below ``min_signal_bytes`` carry too little signal and are ignored.
-    Immutable: :meth:`updated` returns a new Calibration.
+    out-of-sample error |projected − measured| of the turn's growth over the measured prefill
+    spike (growth − KV, at least ``min_signal_bytes``) over the last ``window`` turns, never below
+    ``floor`` (3 %); ``prior_error`` until measured. Turns whose growth is below
+    ``min_signal_bytes`` carry too little signal and are ignored. Immutable: :meth:`updated`
+    returns a new Calibration.
 
     The error *bar* (:meth:`error_bar`) bounds each recent error both ways: what turn i implies
-    for a new turn is min(its absolute error, its relative error × the new turn's growth). The
-    KV term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json) and
-    the observed absolute errors were 20–45 MB at every prompt length, so a relative bar learnt
-    on a short turn (11 % of 0.3 GB) must not be stretched over a 6 GB one; and an absolute
-    error learnt on a huge turn (21 GB off a 100 GB eager prefill, attention_backends_h200.json)
-    must not refuse a short one (it refused every prompt on the 12 GiB card).
+    for a new turn is min(its absolute error, its relative error × the new turn's spike). The KV
+    term is exact to the byte (H200, tests/benchmarks/results/memory_foresight_h200.json), so
+    the error is the spike model's and scales with the spike, not with the growth: a 16k-token
+    one-shot prefill 453 MB under its projection put 453 MB (its absolute error, the smaller of
+    the two as a share of a 6 GB growth) on a 128-token chunk whose 69 MB spike was projected
+    within 11 MB, and the 12 GiB card's 8-bit limit fell from 97.6k to 93.2k tokens (H200,
+    2026-12-02, tests/benchmarks/results/memory_foresight_h200_kv8.json); and an absolute error
+    learnt on a huge turn (21 GB off a 100 GB eager prefill, attention_backends_h200.json) must
+    not refuse a short one (it refused every prompt on the 12 GiB card).
     """
 
     correction: float = 1.0
@@ -54,12 +58,12 @@ class Calibration:
     def error_bar(self, kv_bytes: int, spike_bytes: int) -> int:
         """Bytes to add to a projection of ``kv_bytes`` + ``spike_bytes``: ``prior_error`` of the
         growth before any measurement; after, the largest of what each recent turn implies
-        (min(absolute error, relative error × this growth)), at least ``floor`` of the spike
+        (min(absolute error, relative error × this spike)), at least ``floor`` of the spike
         plus ``kv_floor`` of the KV."""
         growth = kv_bytes + spike_bytes
         if not self.recent_abs_errors:
             return round(max(self.prior_error, self.floor) * growth)
-        implied = (min(abs_error, round(rel_error * growth))
+        implied = (min(abs_error, round(rel_error * spike_bytes))
                    for abs_error, rel_error in zip(self.recent_abs_errors, self.recent_errors, strict=False))
         return max(max(implied), round(self.floor * spike_bytes + self.kv_floor * kv_bytes))
 
@@ -77,12 +81,12 @@ class Calibration:
         projected_growth = projection.kv_for_turn + projection.prefill_spike
         if max(measured_growth, projected_growth) < self.min_signal_bytes:
             return self
-        error = abs(projected_growth - measured_growth) / max(measured_growth, 1)
+        measured_spike = max(measured_growth - projection.kv_for_turn, 0)
+        error = abs(projected_growth - measured_growth) / max(measured_spike, self.min_signal_bytes)
         errors = (*self.recent_errors, error)[-self.window:]
         abs_errors = (*self.recent_abs_errors, abs(projected_growth - measured_growth))[-self.window:]
         correction = self.correction
         if projection.raw_prefill_spike >= self.min_signal_bytes:
-            measured_spike = max(measured_growth - projection.kv_for_turn, 0)
             ratio = min(max(measured_spike / projection.raw_prefill_spike, 0.25), 4.0)
             correction = ratio if self.samples == 0 else (
                 (1 - self.alpha) * self.correction + self.alpha * ratio)
