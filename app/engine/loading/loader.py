@@ -285,25 +285,27 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
 
 
 NF4_GEMV_OPT_IN = "HEADROOM_NF4_GEMV"
-"""Set to 1 to try the fused NF4 GEMV (issue 15). Off by default: on the H200 its best kernels
-take 3.78 ms of GEMV per 8B token against bitsandbytes' 3.99 ms (tests/benchmarks/results/
-nf4_gemv_h200_prmt.json), a 5 % gain not yet measured on the chat path, while loading would spend
-the self-check and timing on every NF4 model (their load-time cost is not measured either)."""
+"""Set to 0 to keep bitsandbytes' GEMV for decode rows. On by default since the CUDA mma kernel
+(issue 15, app.engine.local.nf4_mma): on the H200 its GEMV takes 3.16 ms per 8B token against
+bitsandbytes' 3.98 (tests/benchmarks/results/nf4_gemv_h200_cuda.json), and the window's decode at
+4k tokens went from 185.5 to 222.3 tok/s greedy together with the 16-bit split-KV attention
+(results/decode_anatomy_h200.json, 2026-12-02); the load spends its self-check and timing, 4.9-8.8 s
+in all for the 8B (its model load included)."""
 
 
 def _install_nf4_gemv(model, placement: Placement):
-    """Swap the fused NF4 GEMV in for decode rows (app.engine.local.nf4_hook) when opted in,
-    after its self-check against bitsandbytes; None when the model has no 4-bit layers on CUDA
-    (quantized at load, or a pre-quantized bitsandbytes checkpoint)."""
+    """Swap the fused NF4 GEMV in for decode rows (app.engine.local.nf4_hook) unless opted out,
+    after its self-check against bitsandbytes and per shape only where it is faster; None when
+    the model has no 4-bit layers on CUDA (quantized at load, or a pre-quantized bitsandbytes
+    checkpoint)."""
     if placement.device != "cuda":
         return None
     from app.engine.local.nf4_hook import Nf4GemvStatus, install, nf4_layers
 
     if not nf4_layers(model):
         return None
-    if os.environ.get(NF4_GEMV_OPT_IN) != "1":
-        return Nf4GemvStatus(False, "fused NF4 GEMV off: 5 % ahead of bitsandbytes on the H200, not yet "
-                                    f"measured in the chat; {NF4_GEMV_OPT_IN}=1 tries it")
+    if os.environ.get(NF4_GEMV_OPT_IN) == "0":
+        return Nf4GemvStatus(False, f"fused NF4 GEMV turned off ({NF4_GEMV_OPT_IN}=0)")
     status = install(model)
     log.info("%s; per shape %s; µs per token %s; CUDA mma: %s", status.label(), status.kernels, status.timings,
              status.mma_reason or "used")

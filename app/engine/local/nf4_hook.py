@@ -35,8 +35,13 @@ TUNED: dict[tuple[int, int], Plan] = {
     (4096, 14336): Plan(64, 512, 4, 4, 0, 6),
 }
 MMA_KERNEL = 7  # Plan.kernel of the CUDA mma kernel (nf4_mma): block_n 16 rows a warp, block_k 256,
-# num_warps warps a block, split_k blocks along K. Measured launch shapes per (N, K) go here.
-MMA_TUNED: dict[tuple[int, int], Plan] = {}
+# num_warps warps a block, split_k blocks along K. Launch shapes measured on the H200 where they beat
+# nf4_mma.choose_launch's rule (2026-12-02, tests/benchmarks/results/nf4_gemv_h200_cuda.json: 5.5 vs 5.7
+# and 21.6 vs 23.9 µs; the other two shapes' best is the rule's): 2.99 against 3.16 ms of GEMV a token.
+MMA_TUNED: dict[tuple[int, int], Plan] = {
+    (1024, 4096): Plan(16, 256, 4, 4, 0, MMA_KERNEL),
+    (14336, 4096): Plan(16, 256, 1, 4, 0, MMA_KERNEL),
+}
 BNB = "bitsandbytes"  # Nf4GemvStatus.kernels' name for a shape that keeps bitsandbytes' GEMV
 
 
