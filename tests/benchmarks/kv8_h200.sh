@@ -10,15 +10,17 @@
 #   layer inside CUDA graphs against the 16-bit decode attention, prefill chunk times.
 # speed: the window's TurnRunner, default settings, chats at 4k and 32k tokens in 16-bit then in
 #   8-bit KV, compiled path, same process, each step's kernels kept (target: 8-bit ≥ 0.95× 16-bit
-#   at 4k): decode_anatomy.py, writes $OUT/decode_anatomy_h200.json. Last runs (2026-12-02,
-#   results/decode_anatomy_h200_kv16.json and _kv8.json, two processes): 16-bit 177.9 / 122.8
-#   tok/s at 4k / 32k, 8-bit 88.7 / 72.9 (0.50× / 0.59×), the 8-bit step compiled in 190 s.
+#   at 4k): decode_anatomy.py, writes $OUT/decode_anatomy_h200.json. Last runs (2026-12-02, one
+#   process, 4k only, NF4 GEMV on: results/decode_anatomy_h200.json and _repeat.json): 8-bit
+#   0.949× and 0.953× 16-bit (200.0 against 210.7 / 209.8 tok/s).
 # card: Llama-3-8B shape in NF4 on the simulated 12 GiB card with the KV cache in 8 bits, the
 #   app's own chunk ladder and capacity rounding (--chunk 0): (a) projection error at 1k-32k
 #   prompts (target ≤ 5 %), (b) largest prompt + 64-token answer admitted and completed, as a
 #   multiple of the bf16 KV limit (target ≥ 1.8×, ≥ 98.6k tokens), the plain recipe beside it.
-#   Writes $OUT/memory_foresight_h200_kv8_kv8.json. Last run: 97,559 tokens = 1.78× (2026-12-02,
-#   results/memory_foresight_h200_kv8.json). The bf16 figure of the same protocol:
+#   Writes $OUT/memory_foresight_h200_kv8_kv8.json. Last runs: 97,559 tokens = 1.78× (2026-12-02,
+#   results/memory_foresight_h200_kv8_run1.json), then 93,184 = 1.70× with a 453 MB error bar
+#   learnt on the 16k turn (results/memory_foresight_h200_kv8.json; the bar now scales with the
+#   spike, app.engine.memory.calibration, not yet re-run). The bf16 figure of the same protocol:
 #   results/memory_foresight_h200_app_settings_ladder128.json (91 %).
 set -u
 : "${OUT:?}"

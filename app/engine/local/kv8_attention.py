@@ -9,7 +9,7 @@ buffer before ``extern_kernels.bmm``), so every step wrote and re-read 2 bytes p
 reading the byte itself — more traffic than a 16-bit cache, and a transient of
 2 · Hkv · S · d bytes per layer (200 MB at 97.5k tokens for Llama-3-8B; the 8-bit card's peak
 ran 160 MB over its projection, H200, 2026-12-02, tests/benchmarks/results/
-memory_foresight_h200_kv8.json). The first prefill path dequantized the past one block of
+memory_foresight_h200_kv8_run1.json). The first prefill path dequantized the past one block of
 4,096 keys at a time and merged the blocks by log-sum-exp (attention.blockwise_8bit_prefill):
 bounded memory, but ~20 launches per block; a 97.5k-token prompt in 128-token chunks took 137 s
 to its first token on that card.
@@ -121,7 +121,7 @@ PREFILL_ROWS = 64
 PREFILL_BLOCK_N = 64
 PREFILL_WARPS = 4
 """Query rows and keys per tile, and warps per program, of a prefill chunk (more than 16 rows).
-``kv8_kernel.py --prefill-sweep`` on the H200 (results/kv8_kernel_h200.json, 2026-12-02, a 4,096-token
+``kv8_kernel.py --prefill-sweep`` on the H200 (results/kv8_kernel_h200_run2_sweeps.json, 2026-12-02, a 4,096-token
 chunk): 1.07 / 13.4 / 41.4 ms per layer at 4k / 32k / 97.5k keys; the best of 8 choices, 128 rows,
 64 keys, 8 warps, 1.01 / 11.8 / 36.5 (6-12 % less), kept out because 128-row tiles double the
 partials a short chunk splits into (kv_layout.KV8_SPLIT_PARTIAL_ROWS), which the 12 GiB card pays
@@ -493,8 +493,9 @@ def kv16_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, val
     S, d): the split-KV kernel of `kv8_decode` reading the keys and values as they are (no scales,
     no rotation), where `kv16_applies`; else `reference`. Why: torch's products (two batched GEMMs
     and a softmax, attention._packed_decode) cost three launches per layer and read the cache at
-    ~1.5 TB/s; the 8-bit kernel's split over all SMs did the same attention in fewer µs while reading
-    half the bytes (results/kv8_kernel_h200.json)."""
+    ~1.5 TB/s. On the H200 (Llama-3-8B shapes, results/kv8_kernel_h200_run3.json, 2026-12-02) a
+    layer's 16-bit decode attention took 11.0 / 47.8 / 117.4 µs at 4k / 32k / 97.5k keys here against
+    24.8 / 92.5 / 236.5 for torch's products."""
     query = query.contiguous()
     if kv16_applies(query, key, value):
         out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], query.shape[2], scale)
