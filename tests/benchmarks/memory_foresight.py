@@ -273,6 +273,11 @@ class Bench:
             kwargs["session"] = session
         prompt_ids = self.ids(prompt)
         finished, error = None, None
+        # the NF4 prefill as admitted (whole weights or slices), as TurnRunner sets it: running sliced
+        # under a whole-weight projection over-counted short prompts (raw spike 0.52 of the measured
+        # at 1k), the correction learnt there put a 16k projection 453 MB under, and that error bar
+        # cost the 8-bit card 4k tokens (H200, 2026-12-02, results/memory_foresight_h200_kv8.json)
+        self.slice_nf4_prefill(projection.basis.model.nf4_sliced)
         fs.begin_measurement()
         row["started"] = True
         try:
@@ -283,6 +288,7 @@ class Bench:
                     finished = event
         except self.torch.OutOfMemoryError as exc:  # what the worker does (C03)
             error = str(exc).splitlines()[0][:300]
+        self.slice_nf4_prefill(True)  # summaries and calibration run sliced, as in the app
         if session is not None:
             session.invalidate()
         del session, kwargs, prompt_ids
@@ -305,6 +311,12 @@ class Bench:
         return row
 
     # ------------------------------------------------------------------ phases
+    def slice_nf4_prefill(self, sliced: bool) -> None:
+        if self.loaded.report.nf4_prefill_sliced:
+            from app.engine.local import nf4_prefill
+
+            nf4_prefill.set_sliced(self.loaded.model, sliced)
+
     def warm_up(self, prompt: int) -> dict:
         row = self.turn(prompt, 8, admit=False)
         self.release_memory()
