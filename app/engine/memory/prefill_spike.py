@@ -168,9 +168,10 @@ def prefill_breakdown(
       tests/benchmarks/results/memory_foresight_h200_kv8_run1.json, 2026-12-02); kv_quant.rotate
       now works in pieces and the copies are freed in order. Measured again (results/
       memory_foresight_h200_kv8.json, later that day): the raw spike is 0.95 / 0.97 of the measured
-      one for 16k / 32k one-shot prefills, but 0.52 / 0.81 at 1k / 4k (short prompts over-counted,
-      the dequantized weight most likely), so the one correction learnt on the short turns (0.73)
-      put the 16k projection 453 MB (5.1 %) under: the next thing to model.
+      one for 16k / 32k one-shot prefills, but 0.52 / 0.81 at 1k / 4k, so the one correction learnt
+      on the short turns (0.73) put the 16k projection 453 MB (5.1 %) under. Most of the short
+      turns' excess was the benchmark's: it ran the NF4 prefill sliced (37 MB) under projections
+      of whole weights (117 MB); it now runs what was admitted, as TurnRunner does (not re-run).
     * logits: logits_positions × V × b (lm_head) + V × 4 (the fp32 copy generate() samples from);
       logits_to_keep=1 means logits_positions=1 (the long-paste logits spike, transformers #30860).
     * dequant: model.dequant_bytes (4-bit weights dequantized per call).
