@@ -74,6 +74,14 @@ def fit_line(fit) -> str:
         format_bytes(fit.kv_bytes), f"{fit.context_tokens:,}", format_bytes(fit.needed), machine_text(fit.machine))
 
 
+def _custom(plan, chosen: int | None) -> bool:
+    """Whether the model opens at a context of its own choosing (a Custom context short of the
+    trained one), which the plan line then speaks of, rather than at the plan's own ("auto": the
+    trained context, or the context that fits)."""
+    auto = plan.verdict == PARTIAL and chosen == plan.context_fit  # what "auto" opens with
+    return bool(chosen) and chosen < plan.trained_context and plan.verdict in (FULL, PARTIAL) and not auto
+
+
 def plan_head(plan, chosen: int | None = None) -> str:
     """The plan's verdict with its tokens, at the context the model will open with (chosen,
     tokens; None, the trained context or the context the plan fits: the plan's own verdict):
@@ -81,8 +89,7 @@ def plan_head(plan, chosen: int | None = None) -> str:
     tokens)", "fits at the chosen context (4,096 of 8,192 tokens)", "the chosen 65,536 tokens
     do not fit (31,587 of 131,072 tokens fit)"."""
     trained = f"{plan.trained_context:,}"
-    auto = plan.verdict == PARTIAL and chosen == plan.context_fit  # what "auto" opens with: the plan's words
-    if chosen and chosen < plan.trained_context and plan.verdict in (FULL, PARTIAL) and not auto:
+    if _custom(plan, chosen):
         if chosen <= plan.context_fit:
             return translate("FitText", "fits at the chosen context ({0} of {1} tokens)").format(
                 f"{chosen:,}", trained)
@@ -93,18 +100,37 @@ def plan_head(plan, chosen: int | None = None) -> str:
     return translate("FitText", "{0} ({1} of {2} tokens)").format(plan_verdict_text(plan), f"{tokens:,}", trained)
 
 
-def plan_line(plan, chosen: int | None = None) -> str:
+def plan_line(plan, chosen: int | None = None, chosen_kv_bytes: int | None = None) -> str:
     """A FitPlan in one sentence (the model's name left to the line above it): "fits at full
     context (8,192 of 8,192 tokens) on cpu: weights … + KV 45 KiB/token (360 MiB at full
     context) + prefill 31 MiB + margin 480 MiB vs 18.35 GiB free", and the conversion's
     disk when a GGUF is converted at its first open. chosen: the context the model opens with
-    (tokens; None: the plan's own), which the verdict speaks of (plan_head)."""
-    line = translate("FitText", "{0} on {1}: weights {2} ({3}) + KV {4}/token "
-                                "({5} at full context) + prefill {6} + margin {7} vs {8} free").format(
-        plan_head(plan, chosen), plan.device,
-        format_bytes(plan.weights_bytes), weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype),
-        format_bytes(plan.kv_bytes_per_token), format_bytes(plan.kv_bytes_full_context),
-        format_bytes(plan.prefill_spike_full_context), format_bytes(plan.margin_bytes), format_bytes(plan.free_bytes))
+    (tokens; None: the plan's own), which the verdict speaks of (plan_head).
+
+    At a Custom context every figure is about it (a trial read "KV 90 MiB at 2,048 tokens" on
+    the fit line and "360 MiB at full context" on this one): the KV cache at the chosen context
+    (chosen_kv_bytes, bytes: MemoryFit.kv_bytes, exact with sliding windows; None: the
+    per-token bytes times the chosen tokens, at most the full context's), the prefill spike as
+    at most the full context's, and 8-bit KV only where it changes whether the chosen context
+    fits."""
+    weights = (format_bytes(plan.weights_bytes),
+               weights_text(plan.weights_method, plan.weights_dtype or plan.compute_dtype))
+    custom = _custom(plan, chosen)
+    if custom:
+        kv = chosen_kv_bytes if chosen_kv_bytes is not None else min(
+            plan.kv_bytes_per_token * chosen, plan.kv_bytes_full_context)
+        line = translate("FitText", "{0} on {1}: weights {2} ({3}) + KV {4}/token ({5} at {6} tokens) "
+                                    "+ prefill at most {7} + margin {8} vs {9} free").format(
+            plan_head(plan, chosen), plan.device, *weights, format_bytes(plan.kv_bytes_per_token),
+            format_bytes(kv), f"{chosen:,}", format_bytes(plan.prefill_spike_full_context),
+            format_bytes(plan.margin_bytes), format_bytes(plan.free_bytes))
+    else:
+        line = translate("FitText", "{0} on {1}: weights {2} ({3}) + KV {4}/token "
+                                    "({5} at full context) + prefill {6} + margin {7} vs {8} free").format(
+            plan_head(plan, chosen), plan.device, *weights,
+            format_bytes(plan.kv_bytes_per_token), format_bytes(plan.kv_bytes_full_context),
+            format_bytes(plan.prefill_spike_full_context), format_bytes(plan.margin_bytes),
+            format_bytes(plan.free_bytes))
     conversion = plan.conversion
     if conversion:
         disk = translate("FitText", "conversion writes {0}, {1} disk free").format(
@@ -112,10 +138,13 @@ def plan_line(plan, chosen: int | None = None) -> str:
         if not conversion["enough_disk"]:
             disk = translate("FitText", "{0} — NOT ENOUGH DISK").format(disk)
         line = f"{line}; {disk}"
-    if getattr(plan, "context_fit_kv8", None) is not None:
-        line = f"{line}; " + translate("FitText", "with 8-bit KV {0} tokens fit").format(
-            f"{min(plan.context_fit_kv8, plan.trained_context):,}")
-    return line
+    fit8 = getattr(plan, "context_fit_kv8", None)
+    if fit8 is None or (custom and chosen <= plan.context_fit):  # 8-bit changes nothing for what fits
+        return line
+    if custom and chosen <= fit8:
+        return f"{line}; " + translate("FitText", "with 8-bit KV the chosen {0} tokens fit").format(f"{chosen:,}")
+    return f"{line}; " + translate("FitText", "with 8-bit KV {0} tokens fit").format(
+        f"{min(fit8, plan.trained_context):,}")
 
 
 def note_text(note) -> str:

@@ -420,8 +420,19 @@ def _folded_firsts(plan: SummaryPlan) -> list[str]:
         for m in turn.messages:
             if m["role"] == Role.USER.value and m["content"].strip():
                 first = m["content"].strip().splitlines()[0]
-                firsts.append(first.split(". ")[0].rstrip(".")[:200] + ".")
+                firsts.append(end_sentence(first.split(". ")[0].rstrip(".")[:200]))
     return firsts
+
+
+# a sentence's own end: . ? ! … (or the CJK 。？！), perhaps inside a closing quote or bracket
+_ENDED = re.compile(r"[.?!…。？！][\"'”’)\]」』）]*$")
+
+
+def end_sentence(text: str) -> str:
+    """`text` with a full stop unless it already ends a sentence ("Hello! What is 2+2?" stays
+    as it is; "I live in Seoul" becomes "I live in Seoul.")."""
+    text = text.rstrip()
+    return text if not text or _ENDED.search(text) else text + "."
 
 
 def _extract(plan: SummaryPlan, firsts: Sequence[str]) -> str:

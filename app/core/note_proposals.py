@@ -21,6 +21,7 @@ MAX_NOTE_CHARS = 160
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+|^(?:The user said|Earlier in this conversation|User|Assistant):\s*",
                    re.IGNORECASE)
+_DOUBLED_END = re.compile(r"([?!。？！])[.。]+$")  # "What is 2+2?." from an older extract: a question still
 _DECISION = re.compile(r"\b(name|called|prefer|prefers|wants|decided|agreed|always|never|must|deadline|budget|"
                        r"uses|using|lives|works|born|allergic)\b", re.IGNORECASE)
 
@@ -59,7 +60,7 @@ def _alike(a: str, b: str) -> bool:
 def _sentences(summary: str) -> list[str]:
     out = []
     for piece in _SENTENCE_END.split(summary):
-        sentence = _LEAD.sub("", piece.strip()).strip()
+        sentence = _DOUBLED_END.sub(r"\1", _LEAD.sub("", piece.strip()).strip())
         words = sentence.split()
         long_enough = len(words) >= 3 or (len(sentence) >= 8 and not sentence.isascii())  # CJK: few spaces
         asked = sentence.endswith(("?", "？"))  # a question is not a fact to keep

@@ -9,7 +9,16 @@ one to two minutes to write one (trial 5: 65–120 s with nothing moving but the
 """
 
 from PySide6.QtCore import QCoreApplication, QElapsedTimer, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QSizePolicy,
+    QSpacerItem,
+    QToolButton,
+    QWidget,
+)
 
 from app.chat.presets import display_name
 from app.core.kv_precision import KV_8, KV_16, KV_AUTO
@@ -54,7 +63,7 @@ class ChatBar(QWidget):
         self.summary_busy.setRange(0, 0)  # indeterminate: a summary's length is not known ahead
         self.summary_busy.setTextVisible(False)
         self.summary_busy.setAccessibleName(self.tr("Summarizing earlier turns…"))
-        self.summary_busy_label = QLabel(self.tr("Summarizing earlier turns…"))
+        self.summary_busy_label = QLabel()
         self.summary_busy_label.setObjectName("chatBarBusyLabel")
         self.summary_busy_label.setToolTip(self.tr("The model writes the summary: on a CPU this takes a minute "
                                                    "or two, on a GPU seconds."))
@@ -64,6 +73,10 @@ class ChatBar(QWidget):
         self._summary_ticks.timeout.connect(self._show_summary_seconds)
         em = self.fontMetrics().averageCharWidth()
         self.summary_busy.setFixedSize(8 * em, max(em // 2, 4))
+        # the progress text's slot: the text plus this pad, as wide as the longest text (see
+        # _summary_text_width); the pad gives way first where the bar is too narrow for both
+        self._summary_pad = QSpacerItem(0, 0, QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self._summary_slot = self._summary_text_width()
         self.preset_combo = QComboBox()
         self.preset_combo.setObjectName("presetCombo")
         self.preset_combo.setAccessibleName(self.tr("Preset"))
@@ -98,6 +111,7 @@ class ChatBar(QWidget):
         self._layout.addWidget(self.notes_button)
         self._layout.addWidget(self.summary_busy)
         self._layout.addWidget(self.summary_busy_label)
+        self._layout.addSpacerItem(self._summary_pad)
         self._layout.addWidget(self.summarize_button)
         self._layout.addWidget(self.summary_stop_button)
         self.preset_combo.activated.connect(self._on_preset_activated)
@@ -183,13 +197,27 @@ class ChatBar(QWidget):
         """Whole seconds since the summary being written started (0 when none is)."""
         return self._summary_clock.elapsed() // 1000 if self._summary_ticks.isActive() else 0
 
-    @Slot()
-    def _show_summary_seconds(self) -> None:
-        seconds = self.summary_seconds()
+    def _summary_text_width(self) -> int:
+        """Pixels of the longest progress text of the first ten minutes ("… 9 min 58 s", in this
+        language and font; a summary takes one to two minutes on a CPU). The text's slot keeps
+        this width so that the Notes button beside it stays put as the seconds count (a trial
+        saw it jump left each time a digit was added)."""
+        label = QLabel(self._summary_text(9 * 60 + 58))
+        label.setFont(self.summary_busy_label.font())
+        return max(label.sizeHint().width(), self.summary_busy_label.sizeHint().width())
+
+    def _summary_text(self, seconds: int) -> str:
         if seconds <= 0:
-            self.summary_busy_label.setText(self.tr("Summarizing earlier turns…"))
-            return
+            return self.tr("Summarizing earlier turns…")
         minutes, rest = divmod(seconds, 60)
         count = (QCoreApplication.translate("Duration", "{0} min {1} s").format(minutes, rest) if minutes
                  else QCoreApplication.translate("Duration", "{0} s").format(rest))
-        self.summary_busy_label.setText(self.tr("Summarizing earlier turns… {0}").format(count))
+        return self.tr("Summarizing earlier turns… {0}").format(count)
+
+    @Slot()
+    def _show_summary_seconds(self) -> None:
+        self.summary_busy_label.setText(self._summary_text(self.summary_seconds()))
+        pad = self._summary_slot - self.summary_busy_label.sizeHint().width()
+        self._summary_pad.changeSize(max(pad, 0) if self._summary_ticks.isActive() else 0, 0,
+                                     QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        self._layout.invalidate()

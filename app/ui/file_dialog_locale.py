@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from PySide6.QtCore import QDate, QDateTime, QEvent, QIdentityProxyModel, QLocale, QModelIndex, QObject, Qt, QTime
-from PySide6.QtWidgets import QFileDialog, QFileSystemModel, QTreeView, QWidget
+from PySide6.QtWidgets import QFileDialog, QFileSystemModel, QListView, QSplitter, QTreeView, QWidget
 
-SIZE_COLUMN, DATE_COLUMN = 1, 3  # QFileSystemModel's Name, Size, Type, Date Modified
+SIZE_COLUMN, TYPE_COLUMN, DATE_COLUMN = 1, 2, 3  # QFileSystemModel's Name, Size, Type, Date Modified
 
 
 class WindowLocaleFileModel(QIdentityProxyModel):
@@ -39,8 +39,9 @@ class WindowLocaleFileModel(QIdentityProxyModel):
 
 class _DialogWatcher(QObject):
     """An event filter on a file dialog's parent: the dialog, polished just before it shows,
-    gets the proxy when it draws Qt's own list (it has a QFileSystemModel then), and its columns
-    are widened as it shows (Qt restores their English widths between the two)."""
+    gets the proxy when it draws Qt's own list (it has a QFileSystemModel then); as it shows it
+    is made roomy and its columns are widened (Qt restores their English widths between the
+    two), and again to their contents each time a folder's rows have loaded."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ChildPolished:
@@ -51,8 +52,53 @@ class _DialogWatcher(QObject):
                 dialog.installEventFilter(self)  # its columns are widened once Qt has sized them
         elif event.type() == QEvent.Type.Show and isinstance(watched, QFileDialog):
             watched.removeEventFilter(self)
+            open_roomy(watched)  # before QDialog::showEvent, which centres it on its parent
             widen_columns(watched)
+            files, dialog = watched.findChild(QFileSystemModel), watched
+            files.directoryLoaded.connect(lambda _path: fit_columns(dialog))  # the rows load in a thread
         return False
+
+
+MIN_DIALOG_SIZE = (800, 500)  # px
+PARENT_FRACTION = 0.7  # of the window the dialog belongs to
+MIN_NAME_WIDTH = 200  # px: the Name column's share when the list is narrow
+
+
+def open_roomy(dialog: QFileDialog) -> None:
+    """Qt's own dialog opens about 600×400 px, which cut its Type column ("일···서", "pla···ent")
+    and the date (a trial): it is made at least MIN_DIALOG_SIZE and PARENT_FRACTION of its
+    window, within the screen; never smaller than it is."""
+    parent = dialog.parentWidget()
+    width, height = MIN_DIALOG_SIZE
+    if parent is not None:
+        width = max(width, round(parent.window().width() * PARENT_FRACTION))
+        height = max(height, round(parent.window().height() * PARENT_FRACTION))
+    if dialog.screen() is not None:
+        room = dialog.screen().availableGeometry()
+        width, height = min(width, room.width()), min(height, room.height())
+    dialog.resize(max(dialog.width(), width), max(dialog.height(), height))
+
+
+def fit_columns(dialog: QFileDialog) -> None:
+    """The Type and Date columns as wide as their widest shown text (never narrower than they
+    are), the Name column given what is left of the list's width (at least MIN_NAME_WIDTH, so
+    the Date column is not pushed out of view by a wide restored Name), and the places on the
+    left as wide as their names."""
+    tree = dialog.findChild(QTreeView, "treeView")
+    if tree is None:
+        return
+    header = tree.header()
+    for column in (TYPE_COLUMN, DATE_COLUMN):
+        wide = max(tree.sizeHintForColumn(column), header.sectionSizeHint(column))
+        header.resizeSection(column, max(header.sectionSize(column), wide))
+    others = sum(header.sectionSize(c) for c in range(1, header.count()) if not header.isSectionHidden(c))
+    header.resizeSection(0, max(MIN_NAME_WIDTH, tree.viewport().width() - others))
+    places, splitter = dialog.findChild(QListView, "sidebar"), dialog.findChild(QSplitter, "splitter")
+    if places is not None and splitter is not None and splitter.count() == 2:
+        wide = places.sizeHintForColumn(0) + places.frameWidth() * 2 + places.verticalScrollBar().sizeHint().width()
+        sizes = splitter.sizes()
+        if wide > sizes[0] and sum(sizes) > wide + MIN_NAME_WIDTH * 2:
+            splitter.setSizes([wide, sum(sizes) - wide])
 
 
 def widen_columns(dialog: QFileDialog) -> None:

@@ -268,7 +268,8 @@ class OpenModelDialog(QDialog):
             partial = plan is not None and plan.verdict == PARTIAL and fit.context_tokens == plan.context_fit
             item.setText(_FIT, f"● {plan_verdict_text(plan) if partial else verdict_text(fit.verdict)}")
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[TIGHT if partial else fit.verdict], self.palette())))
-        plan = plan_line(entry.plan, fit.context_tokens if fit else None) if entry.plan is not None else ""
+        plan = (plan_line(entry.plan, fit.context_tokens, fit.kv_bytes) if fit else plan_line(entry.plan)
+                if entry.plan is not None else "")
         tip = "\n".join(t for t in (str(entry.path), fit_line(fit) if fit else "", plan, notes_line(entry)) if t)
         for column in range(len(COLUMNS)):
             item.setToolTip(column, tip)
@@ -312,8 +313,9 @@ class OpenModelDialog(QDialog):
         else:
             lines.append(fit_line(entry.fit) if entry.fit else self.tr("Memory fit not known."))
             if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk
-                chosen = entry.fit.context_tokens if entry.fit else None  # what the fit line sizes, too
-                lines.append(self.tr("Plan: {0}").format(plan_line(entry.plan, chosen)))
+                fit = entry.fit  # the plan line speaks of the context and KV cache the fit line sizes
+                plan = plan_line(entry.plan, fit.context_tokens, fit.kv_bytes) if fit else plan_line(entry.plan)
+                lines.append(self.tr("Plan: {0}").format(plan))
             if entry.notes:
                 lines.append(self.tr("Note: {0}.").format(notes_line(entry)))
         self.detail.setText("\n".join(lines))

@@ -896,6 +896,10 @@ Your chats are saved here.</source>
         <translation>{0} ({1} / {2} 토큰)</translation>
     </message>
     <message>
+        <source>{0} on {1}: weights {2} ({3}) + KV {4}/token ({5} at {6} tokens) + prefill at most {7} + margin {8} vs {9} free</source>
+        <translation>{0}, {1}: 가중치 {2} ({3}) + KV 토큰당 {4} ({6} 토큰에서 {5}) + 프리필 최대 {7} + 안전 여유 {8}, 남은 메모리 {9}</translation>
+    </message>
+    <message>
         <source>{0} on {1}: weights {2} ({3}) + KV {4}/token ({5} at full context) + prefill {6} + margin {7} vs {8} free</source>
         <translation>{0}, {1}: 가중치 {2} ({3}) + KV 토큰당 {4} (전체 컨텍스트에서 {5}) + 프리필 {6} + 안전 여유 {7}, 남은 메모리 {8}</translation>
     </message>
@@ -906,6 +910,10 @@ Your chats are saved here.</source>
     <message>
         <source>{0} — NOT ENOUGH DISK</source>
         <translation>{0} — 디스크 공간 부족</translation>
+    </message>
+    <message>
+        <source>with 8-bit KV the chosen {0} tokens fit</source>
+        <translation>8비트 KV로는 선택한 {0} 토큰이 들어갑니다</translation>
     </message>
     <message>
         <source>with 8-bit KV {0} tokens fit</source>

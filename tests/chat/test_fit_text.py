@@ -69,6 +69,31 @@ def test_the_plan_line_speaks_of_the_chosen_context():
     assert fit_text.plan_line(tight).startswith(f"fits with context {fit} ({fit} of 2,048 tokens) on cuda: ")
 
 
+def test_at_a_custom_context_every_figure_of_the_plan_line_is_about_it():
+    """A trial: the fit line said "KV 90 MiB at 2,048 tokens" and the plan line below it "KV
+    45 KiB/token (360 MiB at full context) … with 8-bit KV 8,192 tokens fit"."""
+    roomy = build_plan("/m", "hf", {}, LLAMA, NF4, free=80 * GiB, total=80 * GiB)
+    fit = project_fit(LLAMA, NF4, MachineMemory("cuda", 80 * GiB, 80 * GiB), 1024, None, 700_000_000)
+    assert roomy.context_fit_kv8 == 2048 and f"{fit.kv_bytes:,}" == f"{roomy.kv_bytes_per_token * 1024:,}"
+    line = fit_text.plan_line(roomy, 1024, fit.kv_bytes)
+    assert f"KV {fit.kv_bytes // 1024 // 1024} MiB at 1,024 tokens" in fit_text.fit_line(fit)
+    assert "+ KV 22 KiB/token (22 MiB at 1,024 tokens) + prefill at most " in line
+    assert "full context" not in line and "8-bit" not in line  # it fits at 16-bit: 8-bit changes nothing
+    assert fit_text.plan_line(roomy, 1024) == line  # the per-token bytes times the tokens
+    assert "(44 MiB at full context)" in fit_text.plan_line(roomy) and "with 8-bit KV 2,048 tokens fit" in (
+        fit_text.plan_line(roomy))
+    long = LlamaConfig(**{**LLAMA.to_dict(), "max_position_embeddings": 32768})
+    tight = build_plan("/m", "hf", {}, long, NF4, free=2 * GiB + 16 * GiB // 32, total=80 * GiB)
+    assert (tight.context_fit, tight.context_fit_kv8) == (5471, 9918)
+    line = fit_text.plan_line(tight, 8192)
+    assert line.startswith("the chosen 8,192 tokens do not fit (5,471 of 32,768 tokens fit)")
+    assert "(176 MiB at 8,192 tokens)" in line and line.endswith("; with 8-bit KV the chosen 8,192 tokens fit")
+    assert fit_text.plan_line(tight, 16384).endswith("; with 8-bit KV 9,918 tokens fit")
+    assert "8-bit" not in fit_text.plan_line(tight, 4096)
+    # auto opens at the context that fits: the plan's own full-context figures
+    assert "at full context" in fit_text.plan_line(tight, 5471) and "9,918" in fit_text.plan_line(tight, 5471)
+
+
 def test_notes_say_what_the_engine_says():
     notes = (EntryNote(REMOTE_CODE), EntryNote(PICKLE_ONLY), EntryNote(NO_WEIGHTS), EntryNote(GGUF, "Q4_1"),
              EntryNote(CONVERSION, 3 * GiB))

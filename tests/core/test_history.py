@@ -21,6 +21,7 @@ from app.core.history import (
     TokenBudget,
     accept_summary,
     build_prompt,
+    end_sentence,
     finish_summary,
     group_turns,
     normalize_roles,
@@ -306,6 +307,29 @@ def test_rejected_summary_keeps_old_text_and_does_not_loop():
     assert not verdict.accepted and state == SummaryState("old facts", plan.fold_through, 6)
     state, verdict = finish_summary(plan, "   ", count_words)
     assert verdict.accepted and "empty summary" in verdict.reason and "The user said" in state.content
+
+
+def test_the_extract_does_not_double_a_sentences_own_punctuation():
+    """A trial's fallback read "The user said: Hello! What is 2+2?. Write a long essay…"."""
+    firsts = ["Hello! What is 2+2?", "Write a long essay about cats", "Done...", "서울에 살아요？",
+              'He said "stop."', "(see the list.)", "끝났어요。"]
+    messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
+                                                   Message(Role.ASSISTANT, words(3, "a")))]
+    messages.append(Message(Role.USER, words(60, "next")))
+    budget = TokenBudget(context_tokens=200, max_new_tokens=30, summary_reserve=80)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    state, verdict = finish_summary(plan, "   ", count_words)
+    assert verdict.accepted and "kept an extract" in verdict.reason
+    assert state.content == ('The user said: Hello! What is 2+2? Write a long essay about cats. Done. 서울에 살아요？ '
+                             'He said "stop."')
+
+
+def test_end_sentence_adds_a_full_stop_only_where_none_is():
+    assert end_sentence("I live in Seoul") == "I live in Seoul."
+    for ended in ("Hello! What is 2+2?", "Stop!", "서울에 살아요？", "끝났어요。", 'He said "stop."',
+                  "(see the list.)", "「끝。」", "Wait…", ""):
+        assert end_sentence(ended) == ended
 
 
 def test_huge_evicted_turn_is_clipped_to_fit_the_summary_request():

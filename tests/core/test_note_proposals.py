@@ -47,3 +47,9 @@ def test_a_fact_restated_in_other_words_is_offered_once():
 def test_transcript_labels_are_not_kept_and_questions_are_not_offered():
     summary = "User: What is the name of the person who leads Falcon?\nAssistant: Mira Kovacs leads Project Falcon."
     assert propose_notes(summary) == ["Mira Kovacs leads Project Falcon."]
+
+
+def test_a_question_with_a_stray_full_stop_is_still_a_question():
+    """An older extractive summary wrote "What is 2+2?." — it was offered as a fact to pin."""
+    assert propose_notes("The user said: Hello! What is 2+2?. My budget is 300 won.") == ["My budget is 300 won."]
+    assert propose_notes("예산이 얼마예요？。 예산은 300만 원이다.") == ["예산은 300만 원이다."]

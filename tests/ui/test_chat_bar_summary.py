@@ -118,3 +118,50 @@ def test_in_korean_the_summary_progress_counts_in_korean(qtbot, qapp, make_windo
         qapp.setStyleSheet(old[2])
         qapp.setPalette(old[1])
         qapp.setStyle(old[0])
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_the_notes_button_stays_put_while_the_seconds_count(qtbot, qapp, make_window, request, language, palette,
+                                                            tmp_path):
+    """A trial: "이전 턴을 요약하는 중… 1분 5초" grew with each digit and pushed Notes to the left.
+    The progress text has the width of the longest it shows, so nothing beside it moves."""
+    import os
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QStyleFactory
+
+    from app.ui.fonts import install_hangul_fallback
+    from app.ui.theme import stylesheet
+    from tests.ui.test_theme import PALETTES
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    install_hangul_fallback(qapp)
+    old = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    qapp.setStyle(QStyleFactory.create("Fusion"))
+    qapp.setPalette(PALETTES[palette]())
+    qapp.setStyleSheet(stylesheet(qapp.palette()))
+    try:
+        window = make_window()
+        window.resize(1280, 720)  # a first start's window on a small laptop screen
+        bar = window.chat_bar
+        bar.set_summarizing(True)
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        places = {}
+        for seconds in (0, 2, 65, 9 * 60 + 58):
+            bar._summary_clock = Clock(seconds * 1000 + 400)
+            bar._show_summary_seconds()
+            qtbot.wait(20)
+            label = bar.summary_busy_label
+            assert label.fontMetrics().horizontalAdvance(label.text()) <= label.contentsRect().width()  # not cut
+            places[seconds] = (bar.notes_button.x(), label.x(), bar.summary_stop_button.x())
+            if seconds in (2, 65):
+                bar.grab().save(str(folder / f"{language}-summary-clock-{seconds}s-{palette}.png"))
+        assert len(set(places.values())) == 1, places
+        assert ("1분 5초" if language == "ko" else "1 min 5 s") in bar._summary_text(65)
+        bar.set_summarizing(False)
+    finally:
+        qapp.setStyleSheet(old[2])
+        qapp.setPalette(old[1])
+        qapp.setStyle(old[0])

@@ -3,6 +3,7 @@ working directory (product trial: a double-clicked app's cwd is meaningless)."""
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
@@ -64,3 +65,119 @@ def test_the_model_pickers_start_in_the_models_folder_the_first_time(qtbot, make
     elsewhere.mkdir()
     folders.remember(MODEL, elsewhere)
     assert folders.start(MODEL) == elsewhere and load_settings().last_folders.model == str(elsewhere)
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_qt_file_dialog_opens_roomy_with_its_type_and_date_columns_whole(qtbot, qapp, request, tmp_path, language):
+    """A trial: Qt's own file dialog opened small and cut the Type column ("일···서", "pla···ent")
+    and the date. It opens at least 800×500 px and 70 % of the window it belongs to, and its Type
+    and Date columns hold their contents. Opened as the window opens it (file_pickers.open_path,
+    Qt's static function, modal), read and grabbed from a timer while it runs."""
+    import os
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QListView, QStyleFactory, QTreeView, QWidget
+
+    from app.ui.file_dialog_locale import DATE_COLUMN, TYPE_COLUMN
+    from app.ui.file_pickers import open_path
+    from app.ui.fonts import install_hangul_fallback
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "plain.txt").write_text("hello", encoding="utf-8")
+    (tmp_path / "page.html").write_text("<p>hi</p>", encoding="utf-8")
+    install_hangul_fallback(QApplication.instance())
+    old_style = qapp.style().name()
+    qapp.setStyle(QStyleFactory.create("Fusion"))
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    seen = {}
+    polls = []
+
+    def read_and_close():
+        dialog = next((d for d in window.findChildren(QFileDialog) if d.isVisible()), None)
+        polls.append(dialog)
+        if dialog is None or len(polls) > 100:  # 10 s: give up rather than hang the suite
+            if dialog is not None:
+                dialog.reject()
+            return
+        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+        tree = dialog.findChild(QTreeView)
+        model, root = tree.model(), tree.rootIndex()
+        if model.rowCount(root) < 3 or len(polls) < 5:  # the rows, then the columns sized to them
+            return
+        header = tree.header()
+        metrics = tree.fontMetrics()
+        texts = {c: [model.index(r, c, root).data() for r in range(model.rowCount(root))]
+                 for c in (TYPE_COLUMN, DATE_COLUMN)}
+        seen.update(size=dialog.size(), texts=texts, cut=[
+            (c, t) for c, column in texts.items() for t in column
+            if metrics.horizontalAdvance(t) > header.sectionSize(c) or tree.sizeHintForColumn(c) > header.sectionSize(c)
+            or header.sectionViewportPosition(c) + header.sectionSize(c) > tree.viewport().width()])  # in view
+        places = dialog.findChild(QListView, "sidebar")
+        seen["places cut"] = places.sizeHintForColumn(0) > places.viewport().width()
+        folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+        dialog.grab().save(str(folder / f"{language}-file-dialog-roomy.png"))
+        dialog.reject()
+
+    timer = QTimer()
+    timer.timeout.connect(read_and_close)
+    timer.start(100)
+    try:
+        assert open_path(window, Folders(tmp_path), "attach", "Open") == ""  # closed without a pick
+    finally:
+        timer.stop()
+        qapp.setStyle(old_style)
+    assert seen, "the dialog never showed its rows"
+    room = window.screen().availableGeometry()  # the offscreen platform's screen: 800×600
+    assert (seen["size"].width(), seen["size"].height()) == (min(980, room.width()), min(630, room.height()))
+    assert seen["cut"] == [], seen["texts"]
+    assert not seen["places cut"]  # "Computer" was "Co···"
+    assert ("폴더" if language == "ko" else "Folder") in seen["texts"][TYPE_COLUMN]
+
+
+def test_the_file_dialog_takes_70_percent_of_its_window_within_the_screen(qtbot):
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QWidget
+
+    from app.ui.file_dialog_locale import open_roomy
+
+    class Screen:
+        def __init__(self, width, height):
+            self.room = QRect(0, 0, width, height)
+
+        def availableGeometry(self):  # noqa: N802 (Qt's name)
+            return self.room
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    for parent_size, screen, expected in (((1400, 900), (2560, 1400), (980, 630)),
+                                          ((900, 600), (2560, 1400), (800, 500)),
+                                          ((2400, 1300), (1920, 1040), (1680, 910)),
+                                          ((1400, 900), (1024, 600), (980, 600))):
+        window.resize(*parent_size)
+        dialog = QFileDialog(window)
+        dialog.screen = lambda screen=screen: Screen(*screen)
+        dialog.resize(600, 400)
+        open_roomy(dialog)
+        assert (dialog.width(), dialog.height()) == expected
+        dialog.resize(1200, 800)  # never made smaller than it is
+        open_roomy(dialog)
+        assert dialog.width() >= min(1200, screen[0]) and dialog.height() >= min(800, screen[1])
+        dialog.deleteLater()
+
+
+class Folders:
+    """The chat's FileFolders, starting in one folder."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def start(self, _kind: str) -> Path:
+        return self.folder
+
+    def remember(self, _kind: str, _path) -> None:
+        pass
