@@ -91,18 +91,11 @@ def test_in_korean_the_summary_progress_counts_in_korean(qtbot, qapp, make_windo
     import os
     from pathlib import Path
 
-    from PySide6.QtWidgets import QStyleFactory
-
     from app.ui.fonts import install_hangul_fallback
-    from app.ui.theme import stylesheet
-    from tests.ui.test_theme import PALETTES
+    from tests.helpers.palettes import fusion_palette
 
     install_hangul_fallback(qapp)
-    old = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle(QStyleFactory.create("Fusion"))
-    qapp.setPalette(PALETTES[palette]())
-    qapp.setStyleSheet(stylesheet(qapp.palette()))
-    try:
+    with fusion_palette(qapp, palette):
         window = make_window()
         window.resize(900, 640)
         bar = window.chat_bar
@@ -114,10 +107,6 @@ def test_in_korean_the_summary_progress_counts_in_korean(qtbot, qapp, make_windo
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         bar.grab().save(str(folder / f"ko-summary-progress-{palette}.png"))
         bar.set_summarizing(False)
-    finally:
-        qapp.setStyleSheet(old[2])
-        qapp.setPalette(old[1])
-        qapp.setStyle(old[0])
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
@@ -129,20 +118,13 @@ def test_the_notes_button_stays_put_while_the_seconds_count(qtbot, qapp, make_wi
     import os
     from pathlib import Path
 
-    from PySide6.QtWidgets import QStyleFactory
-
     from app.ui.fonts import install_hangul_fallback
-    from app.ui.theme import stylesheet
-    from tests.ui.test_theme import PALETTES
+    from tests.helpers.palettes import fusion_palette
 
     if language == "ko":
         request.getfixturevalue("korean")
     install_hangul_fallback(qapp)
-    old = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle(QStyleFactory.create("Fusion"))
-    qapp.setPalette(PALETTES[palette]())
-    qapp.setStyleSheet(stylesheet(qapp.palette()))
-    try:
+    with fusion_palette(qapp, palette):
         window = make_window()
         window.resize(1280, 720)  # a first start's window on a small laptop screen
         bar = window.chat_bar
@@ -161,7 +143,3 @@ def test_the_notes_button_stays_put_while_the_seconds_count(qtbot, qapp, make_wi
         assert len(set(places.values())) == 1, places
         assert ("1분 5초" if language == "ko" else "1 min 5 s") in bar._summary_text(65)
         bar.set_summarizing(False)
-    finally:
-        qapp.setStyleSheet(old[2])
-        qapp.setPalette(old[1])
-        qapp.setStyle(old[0])

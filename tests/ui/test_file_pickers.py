@@ -75,12 +75,12 @@ def test_qt_file_dialog_opens_roomy_with_its_type_and_date_columns_whole(qtbot, 
     Qt's static function, modal), read and grabbed from a timer while it runs."""
     import os
 
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication, QListView, QStyleFactory, QTreeView, QWidget
+    from PySide6.QtWidgets import QApplication, QListView, QStyleFactory, QWidget
 
     from app.ui.file_dialog_locale import DATE_COLUMN, TYPE_COLUMN
     from app.ui.file_pickers import open_path
     from app.ui.fonts import install_hangul_fallback
+    from tests.helpers.file_dialog import read_modal_file_dialog
 
     if language == "ko":
         request.getfixturevalue("korean")
@@ -95,20 +95,13 @@ def test_qt_file_dialog_opens_roomy_with_its_type_and_date_columns_whole(qtbot, 
     window.resize(1400, 900)
     window.show()
     seen = {}
-    polls = []
+    reads = []
 
-    def read_and_close():
-        dialog = next((d for d in window.findChildren(QFileDialog) if d.isVisible()), None)
-        polls.append(dialog)
-        if dialog is None or len(polls) > 100:  # 10 s: give up rather than hang the suite
-            if dialog is not None:
-                dialog.reject()
-            return
-        dialog.setViewMode(QFileDialog.ViewMode.Detail)
-        tree = dialog.findChild(QTreeView)
+    def read(dialog, tree):
+        reads.append(dialog)
         model, root = tree.model(), tree.rootIndex()
-        if model.rowCount(root) < 3 or len(polls) < 5:  # the rows, then the columns sized to them
-            return
+        if model.rowCount(root) < 3 or len(reads) < 5:  # the rows, then the columns sized to them
+            return False
         header = tree.header()
         metrics = tree.fontMetrics()
         texts = {c: [model.index(r, c, root).data() for r in range(model.rowCount(root))]
@@ -121,15 +114,12 @@ def test_qt_file_dialog_opens_roomy_with_its_type_and_date_columns_whole(qtbot, 
         seen["places cut"] = places.sizeHintForColumn(0) > places.viewport().width()
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         dialog.grab().save(str(folder / f"{language}-file-dialog-roomy.png"))
-        dialog.reject()
+        return True
 
-    timer = QTimer()
-    timer.timeout.connect(read_and_close)
-    timer.start(100)
     try:
-        assert open_path(window, Folders(tmp_path), "attach", "Open") == ""  # closed without a pick
+        opened = read_modal_file_dialog(window, lambda: open_path(window, Folders(tmp_path), "attach", "Open"), read)
+        assert opened == ""  # closed without a pick
     finally:
-        timer.stop()
         qapp.setStyle(old_style)
     assert seen, "the dialog never showed its rows"
     room = window.screen().availableGeometry()  # the offscreen platform's screen: 800×600

@@ -323,10 +323,11 @@ def test_korean_file_dialog_sizes_and_dates_are_korean(qtbot, qapp, korean, tmp_
     pickers' dialogs write them with the window's QLocale (app.ui.file_dialog_locale). The
     dialog is opened the way the window opens it (file_pickers.open_path, Qt's static function,
     modal) and read and grabbed from a timer while it runs."""
-    from PySide6.QtCore import QDateTime, QLocale, QTimer
-    from PySide6.QtWidgets import QFileDialog, QTreeView, QWidget
+    from PySide6.QtCore import QDateTime, QLocale
+    from PySide6.QtWidgets import QWidget
 
     from app.ui.file_pickers import open_path
+    from tests.helpers.file_dialog import read_modal_file_dialog
     from tests.ui.test_theme import PALETTES
 
     assert QLocale.system().language() != QLocale.Language.Korean  # what the trial's machine had
@@ -346,21 +347,11 @@ def test_korean_file_dialog_sizes_and_dates_are_korean(qtbot, qapp, korean, tmp_
         start = staticmethod(lambda _kind: tmp_path)
         remember = staticmethod(lambda _kind, _path: None)
 
-    polls = []
-
-    def read_and_close():
-        dialog = next((d for d in window.findChildren(QFileDialog) if d.isVisible()), None)
-        polls.append(dialog)
-        if dialog is None or len(polls) > 100:  # 10 s: give up rather than hang the suite
-            if dialog is not None:
-                dialog.reject()
-            return
-        dialog.setViewMode(QFileDialog.ViewMode.Detail)
+    def read(dialog, tree):
         dialog.resize(820, 320)
-        tree = dialog.findChild(QTreeView)
         model, root = tree.model(), tree.rootIndex()
         if model.rowCount(root) < 3 or "short.txt" not in {model.index(r, 0, root).data() for r in range(3)}:
-            return
+            return False
         seen.update({model.index(r, 0, root).data(): [model.index(r, c, root).data() for c in (1, 3)]
                      for r in range(model.rowCount(root))})
         metrics = tree.fontMetrics()  # the Korean size and date are not cut off (Qt sizes them for English)
@@ -368,15 +359,11 @@ def test_korean_file_dialog_sizes_and_dates_are_korean(qtbot, qapp, korean, tmp_
                         for i, c in enumerate((1, 3))]
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         dialog.grab().save(str(folder / f"ko-file-dialog-sizes-{palette}.png"))
-        dialog.reject()
+        return True
 
-    timer = QTimer()
-    timer.timeout.connect(read_and_close)
-    timer.start(100)
     try:
-        assert open_path(window, Folders(), "attach", "열기") == ""  # closed without a pick
+        assert read_modal_file_dialog(window, lambda: open_path(window, Folders(), "attach", "열기"), read) == ""
     finally:
-        timer.stop()
         qapp.setPalette(old[1])
         qapp.setStyle(old[0])
     stamp = QDateTime.fromSecsSinceEpoch(int((tmp_path / "short.txt").stat().st_mtime))
