@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 import torch
@@ -223,16 +224,19 @@ def test_install_keeps_the_fastest_kernel_per_shape(monkeypatch):
     model = TwoShapes()
 
     def time_per_token(prepared, plans):
-        assert [kernel.kernel for kernel in plans[(64, 256)]] == [hook.MMA_KERNEL, 2]
-        fast = {(64, 256): hook.MMA_KERNEL, (32, 512): 2}
-        return {shape: {None: 50.0, **{p: 10.0 if p.kernel == fast[shape] else 20.0 for p in ps}}
+        assert [(plan.kernel, plan.stages) for plan in plans[(64, 256)]] == [
+            (hook.MMA_KERNEL, 1), (hook.MMA_KERNEL, 4), (hook.MMA_KERNEL, 8), (2, 1)]
+        fast = {(64, 256): (hook.MMA_KERNEL, 4), (32, 512): (2, 1)}  # the 4-stage ring on one shape
+        return {shape: {None: 50.0, **{p: 10.0 if (p.kernel, p.stages) == fast[shape] else 20.0 for p in ps}}
                 for shape, ps in plans.items()}
 
     monkeypatch.setattr(hook, "time_per_token", time_per_token)
     status = hook.install(model, require_cuda=False, require_faster=True)
-    assert status.active and status.layers == 2 and len(status.checks) == 2 and len(status.mma_checks) == 2
+    assert status.active and status.layers == 2 and len(status.checks) == 2
+    assert len(status.mma_checks) == 6  # each of the three ways of streaming, on both shapes
     assert set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "Triton")}
-    assert model.up._headroom_nf4_gemv == hook.mma_plan(64, 256) and model.down._headroom_nf4_gemv.kernel == 2
+    assert model.up._headroom_nf4_gemv == replace(hook.mma_plan(64, 256), stages=4)
+    assert model.down._headroom_nf4_gemv.kernel == 2
     assert status.mma_reason == "32x512: Triton is faster"
     assert status.label() == "fused NF4 GEMV (CUDA mma + Triton) on 2 layers"
     x = torch.randn(1, 256).bfloat16()
@@ -258,7 +262,7 @@ def test_without_triton_the_cuda_kernel_alone_is_used(monkeypatch):
     model = TwoShapes()
     status = hook.install(model, require_cuda=False, require_faster=False)
     assert status.active and set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "CUDA mma")}
-    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 2
+    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 6
 
 
 # ----------------------------------------------------------------------------- NVRTC, offline
@@ -283,7 +287,7 @@ def _cuobjdump():
 
 def loop_mix(sass: str, function: str) -> collections.Counter:
     """Opcode counts (without modifiers) of the longest loop (a backward branch) of ``function``."""
-    body = sass.split(f"Function : {function}")[1].split("Function : ")[0]
+    body = sass.split(f"Function : {function}\n")[1].split("Function : ")[0]  # the whole name, not a prefix
     ins = [(int(addr, 16), text.strip()) for addr, text in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", body)]
     backward = [(int(m.group(1), 16), addr) for addr, text in ins
                 if (m := re.search(r"\bBRA\s+0x([0-9a-f]+)", text)) and int(m.group(1), 16) < addr]
@@ -320,7 +324,8 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
                           check=True).stdout
     for name in mma.KERNELS.values():
         mix = loop_mix(sass, name)  # one super-tile per lane: 2 rows x 64 weights
-        assert mix["HMMA"] == 16 and mix["PRMT"] == 272 and mix["F2FP"] == 16, mix
+        # PRMT: 256 lookups + 16 table bytes (+ 2 absmax code extracts in a nested ring)
+        assert mix["HMMA"] == 16 and 272 <= mix["PRMT"] <= 274 and mix["F2FP"] == 16, mix
         assert sum(mix[op] for op in ALU) / 128 < 2.7, mix  # integer pipe per weight (Triton: ~4.4)
 
 
