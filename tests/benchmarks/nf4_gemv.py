@@ -61,7 +61,6 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -310,13 +309,12 @@ def cuda_compile() -> dict:
 
 
 def mma_launches(n: int, kdim: int) -> list[Plan]:
-    """The auto plan plus the launch shapes (warps 2-8, split_k) giving 2-64 warps per SM, each with
-    the next super-tile in registers (stages 1) and through every cp.async ring (nf4_mma.RINGS)."""
+    """The auto plan plus the launch shapes (warps 2-8, split_k) giving 2-64 warps per SM."""
     auto = hook.mma_plan(n, kdim)
     tiles = -(-n // 16)
-    plans = {auto} | {Plan(16, 256, s, w, 0, hook.MMA_KERNEL, stages=st) for w, s in nf4_mma.launch_shapes(n, kdim)
-                      if w >= 2 and 2 * 132 <= tiles * w * s <= 64 * 132 for st in (1, *nf4_mma.RINGS)}
-    return sorted(plans, key=lambda p: (p.num_warps * p.split_k, p.num_warps, p.stages))
+    plans = {auto} | {Plan(16, 256, s, w, 0, hook.MMA_KERNEL) for w, s in nf4_mma.launch_shapes(n, kdim)
+                      if w >= 2 and 2 * 132 <= tiles * w * s <= 64 * 132}
+    return sorted(plans, key=lambda p: (p.num_warps * p.split_k, p.num_warps))
 
 
 def cuda_check_shape(n: int, kdim: int) -> dict:
@@ -332,14 +330,11 @@ def cuda_check_shape(n: int, kdim: int) -> dict:
     auto = hook.mma_plan(n, kdim)
     widest = max(nf4_mma.launch_shapes(n, kdim), key=lambda ws: (ws[1], ws[0]))
     split = Plan(16, 256, widest[1], widest[0], 0, hook.MMA_KERNEL)
-    deepest = max(nf4_mma.launch_shapes(n, kdim), key=lambda ws: (-ws[1], ws[0]))  # most super-tiles a warp
-    plans = {"auto": auto, "split": split, "ring4": replace(auto, stages=4),
-             "ring8": Plan(16, 256, deepest[1], deepest[0], 0, hook.MMA_KERNEL, stages=8)}
     g = torch.Generator().manual_seed(n)
     cols = sorted({0, 1, 2, 3, 4, 7, 8, 63, 64, 65, 255, 256, 257, kdim // 2, kdim - 1}
                   | set(torch.randint(0, kdim, (9,), generator=g).tolist()))
-    out: dict = {f"{name}_plan": plan.__dict__ for name, plan in plans.items()} | {"probe_columns": len(cols)}
-    for name, plan in plans.items():
+    out: dict = {"auto_plan": auto.__dict__, "split_plan": split.__dict__, "probe_columns": len(cols)}
+    for name, plan in (("auto", auto), ("split", split)):
         bad, examples = 0, []
         for j in cols:
             x = torch.zeros(1, kdim, dtype=torch.bfloat16, device="cuda")
@@ -350,11 +345,11 @@ def cuda_check_shape(n: int, kdim: int) -> dict:
             examples += [(int(r), j, hex(int(got[r]) & 0xFFFF), hex(int(want[r]) & 0xFFFF)) for r in rows[:4]]
         out[f"probe_mismatched_weights_{name}"] = bad
         out[f"probe_mismatch_examples_{name}"] = examples[:12]  # (row, column, got, bitsandbytes)
-    out["dequant_bit_identical"] = all(out[f"probe_mismatched_weights_{name}"] == 0 for name in plans)
+    out["dequant_bit_identical"] = out["probe_mismatched_weights_auto"] == 0 == out["probe_mismatched_weights_split"]
     for trial in range(3):
         x = torch.randn(1, kdim, device="cuda").to(torch.bfloat16)
         ref = x.float() @ w.float().T
-        for name, plan in plans.items():
+        for name, plan in (("auto", auto), ("split", split)):
             y = hook.run(x, t, plan)
             runs = [hook.run(x, t, plan) for _ in range(20)]
             key = f"rel_vs_dequant_fp32_{name}"
@@ -397,10 +392,10 @@ def cuda_time_shape(n: int, kdim: int, bw: float) -> dict:
     timed("triton", lambda lay, t: hook.run(x, t, triton_plan))
     row["mma"] = []
     for plan in mma_launches(n, kdim):
-        name = f"mma_w{plan.num_warps}_s{plan.split_k}_r{plan.stages}"
+        name = f"mma_w{plan.num_warps}_s{plan.split_k}"
         timed(name, lambda lay, t, plan=plan: hook.run(x, t, plan))
         if name in row:
-            row["mma"].append({"warps": plan.num_warps, "split_k": plan.split_k, "stages": plan.stages, **row.pop(name),
+            row["mma"].append({"warps": plan.num_warps, "split_k": plan.split_k, **row.pop(name),
                                "auto": plan == hook.mma_plan(n, kdim)})
     if row["mma"]:
         row["mma_best"] = min(row["mma"], key=lambda r: r["us"])
@@ -461,16 +456,15 @@ def cuda_stages(R: dict, stage, bw: float) -> None:
                                    "triton_tuned": per_token(lambda r: r["triton"]["us"]),
                                    "mma_auto": per_token(lambda r: r["mma_auto"]["us"]),
                                    "mma_best": per_token(lambda r: r["mma_best"]["us"]),
-                                   "mma_best_plans": {  # (warps, split_k, stages)
-                                       f"{n}x{kd}": tuple(r["mma_best"][f] for f in ("warps", "split_k", "stages"))
-                                       for (n, kd), r in rows.items() if "mma_best" in r}}
+                                   "mma_best_plans": {f"{n}x{kd}": (r["mma_best"]["warps"], r["mma_best"]["split_k"])
+                                                      for (n, kd), r in rows.items() if "mma_best" in r}}
 
 
 def print_cuda_table(R: dict) -> None:
     comp = R.get("cuda_compile", {})
     log(f"\nCUDA mma: {comp.get('arch')} NVRTC {comp.get('nvrtc_compile_s', float('nan')):.2f}s, registers "
         f"{comp.get('registers')}, spills {comp.get('spill_bytes')}, reason {comp.get('unavailable_reason')!r}")
-    log("| N x K | bnb us | Triton us | mma auto us (w, s, ring) | mma best us (w, s, ring) | best TB/s | % copy "
+    log("| N x K | bnb us | Triton us | mma auto us (w, s) | mma best us (w, s) | best TB/s | % copy "
         "| dequant bits | rel vs fp32 | rel vs bnb | repeatable |")
     log("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in R.get("cuda_gemv", []):
@@ -481,9 +475,8 @@ def print_cuda_table(R: dict) -> None:
         def us(r):
             return f"{r['us']:.1f}" if r and "us" in r else "-"
         log(f"| {n}x{kd} | {us(row.get('bnb'))} | {us(row.get('triton'))} "
-            f"| {us(auto)} ({auto.get('warps')}, {auto.get('split_k')}, {auto.get('stages')}) | {us(best)} "
-            f"({best.get('warps')}, {best.get('split_k')}, {best.get('stages')}) "
-            f"| {best.get('tb_s', float('nan')):.2f} "
+            f"| {us(auto)} ({auto.get('warps')}, {auto.get('split_k')}) | {us(best)} ({best.get('warps')}, "
+            f"{best.get('split_k')}) | {best.get('tb_s', float('nan')):.2f} "
             f"| {100 * best.get('fraction_of_copy_bw', float('nan')):.0f}% | {c.get('dequant_bit_identical')} "
             f"| {c.get('rel_vs_dequant_fp32_auto', float('nan')):.1e} | {c.get('rel_vs_bnb_gemv', float('nan')):.1e} "
             f"| {c.get('repeatable_auto')}/{c.get('repeatable_split')} |")

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import replace
 
 import pytest
 import torch
@@ -224,19 +223,16 @@ def test_install_keeps_the_fastest_kernel_per_shape(monkeypatch):
     model = TwoShapes()
 
     def time_per_token(prepared, plans):
-        assert [(plan.kernel, plan.stages) for plan in plans[(64, 256)]] == [
-            (hook.MMA_KERNEL, 1), (hook.MMA_KERNEL, 4), (hook.MMA_KERNEL, 8), (2, 1)]
-        fast = {(64, 256): (hook.MMA_KERNEL, 4), (32, 512): (2, 1)}  # the 4-stage ring on one shape
-        return {shape: {None: 50.0, **{p: 10.0 if (p.kernel, p.stages) == fast[shape] else 20.0 for p in ps}}
+        assert [kernel.kernel for kernel in plans[(64, 256)]] == [hook.MMA_KERNEL, 2]
+        fast = {(64, 256): hook.MMA_KERNEL, (32, 512): 2}
+        return {shape: {None: 50.0, **{p: 10.0 if p.kernel == fast[shape] else 20.0 for p in ps}}
                 for shape, ps in plans.items()}
 
     monkeypatch.setattr(hook, "time_per_token", time_per_token)
     status = hook.install(model, require_cuda=False, require_faster=True)
-    assert status.active and status.layers == 2 and len(status.checks) == 2
-    assert len(status.mma_checks) == 6  # each of the three ways of streaming, on both shapes
+    assert status.active and status.layers == 2 and len(status.checks) == 2 and len(status.mma_checks) == 2
     assert set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "Triton")}
-    assert model.up._headroom_nf4_gemv == replace(hook.mma_plan(64, 256), stages=4)
-    assert model.down._headroom_nf4_gemv.kernel == 2
+    assert model.up._headroom_nf4_gemv == hook.mma_plan(64, 256) and model.down._headroom_nf4_gemv.kernel == 2
     assert status.mma_reason == "32x512: Triton is faster"
     assert status.label() == "fused NF4 GEMV (CUDA mma + Triton) on 2 layers"
     x = torch.randn(1, 256).bfloat16()
@@ -262,7 +258,7 @@ def test_without_triton_the_cuda_kernel_alone_is_used(monkeypatch):
     model = TwoShapes()
     status = hook.install(model, require_cuda=False, require_faster=False)
     assert status.active and set(status.kernels) == {(64, 256, "CUDA mma"), (32, 512, "CUDA mma")}
-    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 6
+    assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 2
 
 
 # ----------------------------------------------------------------------------- NVRTC, offline
@@ -324,8 +320,7 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
                           check=True).stdout
     for name in mma.KERNELS.values():
         mix = loop_mix(sass, name)  # one super-tile per lane: 2 rows x 64 weights
-        # PRMT: 256 lookups + 16 table bytes (+ 2 absmax code extracts in a nested ring)
-        assert mix["HMMA"] == 16 and 272 <= mix["PRMT"] <= 274 and mix["F2FP"] == 16, mix
+        assert mix["HMMA"] == 16 and mix["PRMT"] == 272 and mix["F2FP"] == 16, mix
         assert sum(mix[op] for op in ALU) / 128 < 2.7, mix  # integer pipe per weight (Triton: ~4.4)
 
 

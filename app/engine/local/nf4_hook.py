@@ -14,7 +14,7 @@ LoadReport.fallbacks); `Nf4GemvStatus.mma_reason` says why the CUDA kernel is no
 `uninstall(model)` restores bitsandbytes.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
@@ -60,7 +60,7 @@ def nf4_gemv(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax
     t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, pair_lut, counters, n, kk, nested)
     x = x.contiguous()
     if x.is_cuda and kernel == MMA_KERNEL:
-        return nf4_mma.launch(x, t, bias, num_warps, split_k, stages)
+        return nf4_mma.launch(x, t, bias, num_warps, split_k)
     if x.is_cuda and k.triton is not None:
         return k.launch(x, t, Plan(block_n, block_k, split_k, num_warps, lookup, kernel, bits, stages, row_tiles),
                         bias)
@@ -93,18 +93,6 @@ def mma_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
         return MMA_TUNED[(n, kdim)]
     warps, split = nf4_mma.choose_launch(n, kdim, sms)
     return Plan(nf4_mma.ROWS_PER_WARP, nf4_mma.SUPER_TILE, split, warps, 0, MMA_KERNEL)
-
-
-MMA_STAGES = (1, 4, 8)
-"""How the CUDA mma kernel's candidates stream weights (Plan.stages): 1 the next super-tile in
-registers, 4 and 8 a cp.async ring in shared memory (nf4_mma.RINGS); install times each."""
-
-
-def mma_candidates(n: int, kdim: int, sms: int = H200_SMS) -> list[Plan]:
-    """The CUDA mma kernel's candidate plans for W (n, kdim): `mma_plan`'s launch shape, first with
-    its own stages, then with the other MMA_STAGES."""
-    plan = mma_plan(n, kdim, sms)
-    return [plan] + [replace(plan, stages=s) for s in MMA_STAGES if s != plan.stages]
 
 
 def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -287,7 +275,7 @@ def install(model, require_cuda: bool = True, check: bool = True,
     shapes: dict[tuple[int, int], tuple] = {}
     for layer, t in prepared:
         shapes.setdefault((t.n, t.k), (layer, t))
-    plans = {shape: (mma_candidates(*shape) if not mma_reason and not nf4_mma.shape_reason(*shape) else [])
+    plans = {shape: ([mma_plan(*shape)] if not mma_reason and not nf4_mma.shape_reason(*shape) else [])
              + ([] if triton_reason else [choose_plan(*shape)]) for shape in shapes}
     plans, checks, mma_checks, out = _check_candidates(shapes, plans, check)
     base = {"checks": checks, "mma_checks": mma_checks}

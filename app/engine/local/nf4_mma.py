@@ -52,6 +52,13 @@ clock an SM that bounds the kernel at ~25 weights a clock an SM (~3 TB/s of NF4 
 at 1.75 GHz), where the HBM needs ~33. Not yet measured on a GPU: tests/benchmarks/nf4_gemv.py
 --cuda-only times it beside bitsandbytes and Triton's tuned plans.
 
+Measured on the H200 (tests/benchmarks/results/nf4_gemv_h200_cuda.json): 8.8 / 5.5 / 22.0 / 22.2 µs for
+q/o, k/v, gate/up, down, 1.0-1.4 TB/s. Streaming the codes through a cp.async ring in shared memory
+2, 4 or 8 super-tiles deep instead (2026-12-02, results/nf4_gemv_h200_cuda_ring.json; same
+instruction mix in the loop) was slower in every shape and launch shape, the deeper the slower
+(gate/up 22.0 µs → 24.8 / 28.2 / 29.1): the loop is bound by issuing its integer instructions (the
+`prmt` lookups, ~2.1 a weight), not by memory latency, so it was taken out again.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
@@ -72,11 +79,7 @@ from app.engine.local.nf4_gemv import Nf4Tensors
 ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
 SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
 WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
-RINGS = (2, 4, 8)  # cp.async ring depths compiled (Plan.stages, powers of two); 1: the register double buffer
-RING_BYTES_PER_LANE = 72  # a lane's codes (4 x 16 B) and absmax words (2 x 4 B) per ring stage
-KERNELS = {(nested, stages): f"nf4_mma_gemv_{'nested' if nested else 'plain'}"
-           + (f"_ring{stages}" if stages > 1 else "") for stages in (1, *RINGS) for nested in (True, False)}
-"""(nested, stages) → kernel name in SOURCE."""
+KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
 OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
 
@@ -126,32 +129,6 @@ __device__ __forceinline__ uint4 ld_stream(const uint4* p) {  // read once: firs
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
 }
-__device__ __forceinline__ u32 smem_address(const void* p) {
-    unsigned long long a;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
-    return (u32)a;
-}
-__device__ __forceinline__ void cp_async16(u32 smem, const void* gmem) {  // L2 only: read once
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" :: "r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async4(u32 smem, const void* gmem) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ uint4 lds128(u32 smem) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem)
-                 : "memory");
-    return v;
-}
-__device__ __forceinline__ u32 lds32(u32 smem) {
-    u32 v;
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(smem) : "memory");
-    return v;
-}
-#define RING_WARP_BYTES 2304  // one stage of a warp: 32 lanes x (4 x 16 B codes + 2 x 4 B absmax words)
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 __device__ __forceinline__ void mma(float* d, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};"
@@ -251,11 +228,7 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
 // Grid (ceil(n/16), split); block 32*warps threads. Warp w of block (t, s) adds rows 16t..16t+15
 // over super-tiles [(s*warps + w)*iters, +iters) of 256 inputs; the block sums its warps in order;
 // with split > 1 the last block of row tile t (counters[t]) sums the split partials in order.
-// STAGES 1: the next super-tile's loads in registers while this one computes. STAGES >= 2 (a power
-// of two): a ring of STAGES super-tiles in shared memory filled by cp.async, STAGES - 1 in flight
-// while one computes; each lane copies and later reads only its own bytes (no barrier): 64 bytes of
-// codes and two absmax words a lane and stage, dynamic shared memory of STAGES * RING_WARP_BYTES a warp.
-template <bool NESTED, int STAGES>
+template <bool NESTED>
 __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* __restrict__ w,
                                      const void* __restrict__ absmax, const float* __restrict__ absmax2,
                                      const float* __restrict__ code2, const float* __restrict__ offset,
@@ -277,66 +250,11 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const float off = NESTED ? __ldg(offset) : 0.f;
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
-    if (STAGES == 1) {
-        Loads cur = load<NESTED>(r, absmax2, st0), nxt;
-        for (int i = 0; i < iters; ++i) {
-            if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-            step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
-            cur = nxt;
-        }
-    } else {
-        // Per warp: codes [STAGES][4][32 lanes] x 16 B, then absmax words [STAGES][2][32] x 4 B; a lane's
-        // slots sit at compile-time offsets from its base, the slot at a running offset (a power of two
-        // of stages wraps by a mask). LDS.128 of 32 consecutive lanes: no bank conflicts.
-        extern __shared__ uint4 ring[];
-        const u32 warp_base = smem_address(ring) + (u32)warp * (STAGES * RING_WARP_BYTES);
-        const u32 codes = warp_base + 16u * lane, words = warp_base + STAGES * 2048u + 4u * lane;
-        // the quad's four absmax codes of a super-tile are one aligned word (k % 256 == 0, base checked
-        // on the host); lane c keeps byte c. Plain absmax: the lane's own float, 4 a super-tile.
-        const u32* qa = NESTED ? (const u32*)absmax + (r.ba - c) / 4 + st0 : (const u32*)(r.fa + 4 * st0);
-        const u32* qb = NESTED ? (const u32*)absmax + (r.bb - c) / 4 + st0 : (const u32*)(r.fb + 4 * st0);
-        const int q_step = NESTED ? 1 : 4;
-        const uint4* wa = r.wa + 8 * st0;
-        const uint4* wb = r.wb + 8 * st0;
-        u32 fill_slot = 0;  // slot index x 2048 of the next fill
-        auto fill = [&]() {
-            const u32 cs = codes + fill_slot, ws = words + fill_slot / 8;
-            cp_async16(cs, wa); cp_async16(cs + 512, wa + 1); cp_async16(cs + 1024, wb); cp_async16(cs + 1536, wb + 1);
-            cp_async4(ws, qa); cp_async4(ws + 128, qb);
-            wa += 8; wb += 8; qa += q_step; qb += q_step;
-            fill_slot = (fill_slot + 2048u) & (STAGES * 2048u - 1);
-        };
-#pragma unroll
-        for (int j = 0; j < STAGES - 1; ++j) {  // always commit: group i is super-tile i
-            if (j < iters) fill();
-            cp_async_commit();
-        }
-        u32 read_slot = 0;
-        const u32 byte_c = 0x4440u | (u32)c;  // prmt: byte c of a word, zero-extended
-        for (int i = 0; i < iters; ++i) {
-            const int st = st0 + i;
-            float s2a = 0.f, s2b = 0.f;  // second-level scales: issued before the wait, mostly L1 hits
-            if (NESTED) {
-                s2a = __ldg(absmax2 + ((r.ba + 4 * st) >> 8));
-                s2b = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
-            }
-            if (i + STAGES - 1 < iters) fill();  // into the slot read at i - 1
-            cp_async_commit();
-            cp_async_wait<STAGES - 1>();
-            const u32 cs = codes + read_slot, ws = words + read_slot / 8;
-            read_slot = (read_slot + 2048u) & (STAGES * 2048u - 1);
-            Loads v;
-            v.a0 = lds128(cs); v.a1 = lds128(cs + 512); v.b0 = lds128(cs + 1024); v.b1 = lds128(cs + 1536);
-            if (NESTED) {
-                v.qa = prmt(lds32(ws), 0u, byte_c); v.qb = prmt(lds32(ws + 128), 0u, byte_c);
-                v.sa = s2a; v.sb = s2b;
-            } else {
-                v.sa = __uint_as_float(lds32(ws)); v.sb = __uint_as_float(lds32(ws + 128));
-                v.qa = v.qb = 0;
-            }
-            step<NESTED>(d, v, x + 32 * st + 8 * c, code2, off, cb, kc);
-        }
-        cp_async_wait<0>();
+    Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    for (int i = 0; i < iters; ++i) {
+        if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
+        step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
+        cur = nxt;
     }
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
@@ -376,16 +294,8 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
 #define PASS x, w, absmax, absmax2, code2, offset, code, bias, part, counters, y, n, k, iters, bias_kind, \
     Consts{m16, m1, pick}
-#define KERNEL(name, nested, stages) \
-    extern "C" __global__ void __launch_bounds__(256, 2) name(ARGS) { gemv<nested, stages>(PASS); }
-KERNEL(nf4_mma_gemv_nested, true, 1)
-KERNEL(nf4_mma_gemv_plain, false, 1)
-KERNEL(nf4_mma_gemv_nested_ring2, true, 2)
-KERNEL(nf4_mma_gemv_plain_ring2, false, 2)
-KERNEL(nf4_mma_gemv_nested_ring4, true, 4)
-KERNEL(nf4_mma_gemv_plain_ring4, false, 4)
-KERNEL(nf4_mma_gemv_nested_ring8, true, 8)
-KERNEL(nf4_mma_gemv_plain_ring8, false, 8)
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_nested(ARGS) { gemv<true>(PASS); }
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_plain(ARGS) { gemv<false>(PASS); }
 """
 
 
@@ -455,14 +365,14 @@ def _nvrtc_check(lib):
 
 @cache
 def _kernels(device_index: int) -> dict:
-    """{(nested, stages): kernel} compiled for and loaded on one device (once per process)."""
+    """{nested: kernel} compiled for and loaded on one device (once per process)."""
     from torch.cuda._utils import _cuda_load_module
 
     major, minor = torch.cuda.get_device_capability(device_index)
     cubin, _ = compile_cubin(f"{major}{minor}")
     with torch.cuda.device(device_index):
         loaded = _cuda_load_module(cubin, list(KERNELS.values()))
-    return {key: loaded[name] for key, name in KERNELS.items()}
+    return {nested: loaded[name] for nested, name in KERNELS.items()}
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -514,20 +424,11 @@ def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tup
     return warps, parts // warps
 
 
-def ring_bytes(warps: int, stages: int) -> int:
-    """Dynamic shared memory (bytes) of a block of ``warps`` warps with a ``stages``-deep cp.async
-    ring (0 for the register double buffer, stages 1)."""
-    return stages * 32 * warps * RING_BYTES_PER_LANE if stages > 1 else 0
-
-
 def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, warps: int = 0,
-           split_k: int = 0, stages: int = 1) -> torch.Tensor:
+           split_k: int = 0) -> torch.Tensor:
     """y (N,) bf16 = W x (+ bias) for x (K,) bf16 on the tensor cores; warps/split_k 0: choose_launch.
-    stages: 1 keeps the next super-tile in registers, one of RINGS streams that many through a
-    cp.async ring in shared memory (falls back to 1 when nested absmax codes are not 4-byte
-    aligned). Raises ValueError for a shape the kernel does not take (shape_reason, or
-    warps*split_k not dividing K/256, or a ring depth not compiled), CompileError when it cannot be
-    built here, RuntimeError when the ring needs more shared memory than the GPU gives a block."""
+    Raises ValueError for a shape the kernel does not take (shape_reason, or warps*split_k not
+    dividing K/256), CompileError when it cannot be built here."""
     if shape_reason(t.n, t.k):
         raise ValueError(shape_reason(t.n, t.k))
     if not (warps and split_k):
@@ -548,19 +449,8 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
         bias = bias.contiguous() if kind == BIAS_BF16 else bias.float().contiguous()
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    if stages > 1 and t.nested and t.absmax.data_ptr() % 4:  # the ring reads a quad's absmax codes as a word
-        stages = 1
-    if (t.nested, stages) not in KERNELS:
-        raise ValueError(f"no {stages}-stage ring compiled (1 or one of {RINGS})")
-    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[
-        (t.nested, stages)]
-    smem = ring_bytes(warps, stages)
-    if smem >= 48 * 1024 and smem > getattr(kernel, "_max_shared_mem_bytes", 0):  # a block opts in above 48 KB
-        configure = getattr(kernel, "set_shared_memory_config", None)
-        if configure is None:
-            raise RuntimeError(f"torch {torch.__version__} cannot give a kernel {smem} bytes of shared memory")
-        configure(smem)
-    kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1), shared_mem=smem,
+    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
+    kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
            args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
                  part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
     return y
