@@ -261,6 +261,76 @@ def test_without_triton_the_cuda_kernel_alone_is_used(monkeypatch):
     assert status.mma_reason == "" and not status.checks and len(status.mma_checks) == 2
 
 
+class SiblingLayer(torch.nn.Module):
+    """q/k/v and gate/up of one input, called in a Llama layer's order."""
+
+    def __init__(self, seed: int, bias: bool = False):
+        super().__init__()
+        self.q_proj = FakeLinear4bit(64, 256, seed=seed, bias=bias)
+        self.k_proj = FakeLinear4bit(32, 256, seed=seed + 1, bias=bias)
+        self.v_proj = FakeLinear4bit(32, 256, seed=seed + 2, bias=bias)
+        self.gate_proj = FakeLinear4bit(48, 256, seed=seed + 3, bias=bias)
+        self.up_proj = FakeLinear4bit(48, 256, seed=seed + 4, bias=bias)
+
+    def forward(self, h):
+        q, k_, v = self.q_proj(h), self.k_proj(h), self.v_proj(h)
+        gate, up = self.gate_proj(h), self.up_proj(h)
+        return torch.cat([q, k_ * 2, v * 3, gate * up], dim=-1)
+
+
+def _expected(layer: SiblingLayer, h: torch.Tensor) -> torch.Tensor:
+    rows = [k.reference_gemv(h.reshape(-1), k.tensors_of(m), m.bias) for m in
+            (layer.q_proj, layer.k_proj, layer.v_proj, layer.gate_proj, layer.up_proj)]
+    return torch.cat([rows[0], rows[1] * 2, rows[2] * 3, rows[3] * rows[4]]).view(1, 1, -1)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_siblings_of_one_input_run_as_one_launch(monkeypatch, bias):
+    """q, k, v (and gate, up) of a decode row come from one group launch, the first layer's call;
+    the others take their rows; a prefill chunk (several rows) still runs each layer itself."""
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    model = torch.nn.ModuleList([SiblingLayer(40, bias), SiblingLayer(50, bias)])
+    launches = []
+    real = hook.Nf4Group.run
+    monkeypatch.setattr(hook.Nf4Group, "run", lambda self, x: launches.append(self.names) or real(self, x))
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert [(g[0], g[1], g[2], g[5]) for g in status.groups] == [
+        ("q_proj+k_proj+v_proj", 128, 256, True), ("gate_proj+up_proj", 96, 256, True)]
+    assert status.label().endswith("; q_proj+k_proj+v_proj, gate_proj+up_proj as one launch each")
+    assert launches == [("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj")]  # install's check of each kind
+    launches.clear()
+    h = torch.randn(1, 1, 256).bfloat16()
+    with torch.inference_mode():
+        for layer in model:
+            assert torch.equal(layer(h), _expected(layer, h))
+    assert launches == [("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj")] * 2 and hook._PENDING == {}
+    chunk = torch.randn(1, 3, 256).bfloat16()
+    with torch.inference_mode():
+        assert torch.equal(model[0].k_proj(chunk), model[0].k_proj.__class__.forward(model[0].k_proj, chunk))
+    assert len(launches) == 4
+    hook.uninstall(model)
+    assert not any("forward" in m.__dict__ or "_headroom_nf4_group" in m.__dict__ for m in model.modules())
+
+
+def test_a_compiled_step_traces_the_group_once_for_every_layer(monkeypatch):
+    """Dynamo follows the hand-off through _PENDING: one graph serves both layers (no guard tells
+    them apart), and nothing is left pending after the step."""
+    import torch._dynamo.testing
+
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    model = torch.nn.ModuleList([SiblingLayer(60), SiblingLayer(70)])
+    hook.install(model, require_cuda=False, require_faster=False)
+    counter = torch._dynamo.testing.CompileCounter()
+    step = torch.compile(lambda layer, h: layer(h), backend=counter, fullgraph=True)
+    h = torch.randn(1, 1, 256).bfloat16()
+    torch._dynamo.reset()
+    with torch.inference_mode():
+        for layer in model:
+            assert torch.equal(step(layer, h), _expected(layer, h))
+    assert counter.frame_count == 1 and hook._PENDING == {}
+    hook.uninstall(model)
+
+
 # ----------------------------------------------------------------------------- NVRTC, offline
 def _nvrtc():
     try:
@@ -297,7 +367,7 @@ ALU = ("PRMT", "LOP3", "SHF", "IADD3", "LEA", "ISETP", "VIADD", "SEL", "BFE", "B
 
 def _compiled(arch: str) -> tuple[bytes, str]:
     cubin, log = mma.compile_cubin(arch, _nvrtc(), ("--ptxas-options=-v",))
-    for name in mma.KERNELS.values():
+    for name in (*mma.KERNELS.values(), *mma.GROUP_KERNELS.values()):
         props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in props and "0 bytes stack frame" in props, props
         assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 128  # 16 warps per SM
@@ -318,7 +388,7 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
     (tmp_path / "k.cubin").write_bytes(cubin)
     sass = subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True,
                           check=True).stdout
-    for name in mma.KERNELS.values():
+    for name in (*mma.KERNELS.values(), *mma.GROUP_KERNELS.values()):
         mix = loop_mix(sass, name)  # one super-tile per lane: 2 rows x 64 weights
         assert mix["HMMA"] == 16 and mix["PRMT"] == 272 and mix["F2FP"] == 16, mix
         assert sum(mix[op] for op in ALU) / 128 < 2.7, mix  # integer pipe per weight (Triton: ~4.4)

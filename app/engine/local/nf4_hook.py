@@ -14,7 +14,7 @@ LoadReport.fallbacks); `Nf4GemvStatus.mma_reason` says why the CUDA kernel is no
 `uninstall(model)` restores bitsandbytes.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -73,6 +73,29 @@ def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias,
     return x.new_empty((n,), dtype=torch.bfloat16)
 
 
+@torch.library.custom_op("headroom::nf4_gemv_group", mutates_args=())
+def nf4_gemv_group(x: torch.Tensor, packed: list[torch.Tensor], absmax: list[torch.Tensor],
+                   absmax2: list[torch.Tensor], code2: list[torch.Tensor], offset: list[torch.Tensor],
+                   code: torch.Tensor, biases: list[torch.Tensor], counters: torch.Tensor, ns: list[int], kk: int,
+                   nested: bool, num_warps: int, split_k: int) -> torch.Tensor:
+    """(N0 + N1 [+ N2],) bf16: sibling layers of one input x (K,) bf16 (q, k, v; gate, up), their
+    outputs one after the other: one launch of the CUDA mma kernel (nf4_mma.launch_group) on CUDA,
+    the pure-torch mirror elsewhere. biases: one per layer, or empty."""
+    x = x.contiguous()
+    lut = code if x.is_cuda else k.pair_table(code)  # the mirror's byte → pair table; the kernel has none
+    ts = [Nf4Tensors(p, a, a2, c2, o, code, lut, counters, n, kk, nested)
+          for p, a, a2, c2, o, n in zip(packed, absmax, absmax2, code2, offset, ns, strict=True)]
+    bias_list = list(biases) if biases else [None] * len(ts)
+    if x.is_cuda:
+        return nf4_mma.launch_group(x, ts, bias_list, counters, num_warps, split_k)
+    return torch.cat([k.reference_gemv(x, t, b) for t, b in zip(ts, bias_list, strict=True)])
+
+
+@nf4_gemv_group.register_fake
+def _(x, packed, absmax, absmax2, code2, offset, code, biases, counters, ns, kk, nested, num_warps, split_k):
+    return x.new_empty((sum(ns),), dtype=torch.bfloat16)
+
+
 def choose_plan(n: int, kdim: int, sms: int = H200_SMS) -> Plan:
     """A launch shape for W (n, kdim): the tuned one if measured, else 16-row tiles of 256
     inputs split along K until about 4 programs per SM (each keeps >= 2 K tiles), register-lookup
@@ -104,6 +127,69 @@ def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = 
     return y.view(*x.shape[:-1], t.n)
 
 
+GROUPS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+"""Sibling layers of one input that may run as one launch (Llama, Mistral, Qwen2/3 names), called
+in this order by the model's forward: the first computes all, the others take their rows."""
+_PENDING: dict = {}
+"""The last group launch of a decode step: {"x": its input, "y": all rows}, cleared by the group's
+last layer. One dict for every layer, so a decode step compiled once serves all of them (a
+per-layer object would be a guard that tells layers apart)."""
+
+
+@dataclass(frozen=True)
+class Nf4Group:
+    """Sibling NF4 layers run as one launch of the CUDA mma kernel: ``layers`` in call order, their
+    `Nf4Tensors`, one counters vector for all their row tiles, the launch shape (0, 0: the rule's)."""
+
+    names: tuple[str, ...]
+    layers: tuple
+    tensors: tuple[Nf4Tensors, ...]
+    counters: torch.Tensor
+    num_warps: int = 0
+    split_k: int = 0
+
+    @property
+    def ns(self) -> list[int]:
+        return [t.n for t in self.tensors]
+
+    def run(self, x: torch.Tensor) -> torch.Tensor:
+        """(N0 + N1 [+ N2],) bf16 for one row x."""
+        t0 = self.tensors[0]
+        biases = [lay.bias for lay in self.layers] if self.layers[0].bias is not None else []
+        return torch.ops.headroom.nf4_gemv_group(
+            x.reshape(-1), [t.packed for t in self.tensors], [t.absmax for t in self.tensors],
+            [t.absmax2 for t in self.tensors], [t.code2 for t in self.tensors], [t.offset for t in self.tensors],
+            t0.code, biases, self.counters, self.ns, t0.k, t0.nested, self.num_warps, self.split_k)
+
+
+def sibling_groups(model, prepared) -> list[Nf4Group]:
+    """The GROUPS found in ``model`` whose layers are all in ``prepared`` [(layer, Nf4Tensors)], share K
+    (a multiple of 256) and nesting, and have a bias each or none (launch shape left to be chosen)."""
+    tensors = {id(layer): t for layer, t in prepared}
+    found = []
+    for parent in model.modules():
+        for names in GROUPS:
+            layers = [getattr(parent, name, None) for name in names]
+            if any(id(layer) not in tensors for layer in layers):
+                continue
+            ts = [tensors[id(layer)] for layer in layers]
+            if (len({(t.k, t.nested) for t in ts}) == 1 and not any(nf4_mma.shape_reason(t.n, t.k) for t in ts)
+                    and len({layer.bias is None for layer in layers}) == 1):
+                tiles = sum(-(-t.n // nf4_mma.ROWS_PER_WARP) for t in ts)
+                counters = torch.zeros(tiles, dtype=torch.int32, device=ts[0].packed.device)
+                found.append(Nf4Group(names, tuple(layers), tuple(ts), counters))
+    return found
+
+
+def group_launches(n_total: int, kdim: int, sms: int = H200_SMS) -> list[tuple[int, int]]:
+    """(warps, split_k) candidates for a group launch of n_total stacked rows: the rule's first, then
+    the launch shapes giving 4-32 warps per SM."""
+    rule = nf4_mma.choose_launch(n_total, kdim, sms)
+    tiles = -(-n_total // nf4_mma.ROWS_PER_WARP)
+    return [rule] + [(w, s) for w, s in nf4_mma.launch_shapes(n_total, kdim)
+                     if w >= 2 and 4 * sms <= tiles * w * s <= 32 * sms and (w, s) != rule]
+
+
 @dataclass(frozen=True)
 class Nf4GemvStatus:
     """active: decode rows of some layers use a fused kernel. reason: why none does (one line),
@@ -111,7 +197,9 @@ class Nf4GemvStatus:
     fp32, vs bitsandbytes GEMV) of the Triton / CUDA mma kernel per shape checked. kernels: (N, K,
     "CUDA mma" | "Triton" | "bitsandbytes") what decode rows of each shape run. mma_reason: why the
     CUDA mma kernel runs on no shape or not on all ("" when it runs everywhere). timings: (N, K,
-    kernel, µs per token over that shape's layers) as install timed them."""
+    kernel, µs per token over that shape's layers) as install timed them. groups: per kind of sibling
+    layers (GROUPS): ("q_proj+k_proj+v_proj", stacked N, K, µs per token as one launch each, µs as
+    separate launches, whether they run as one launch)."""
 
     active: bool
     reason: str = ""
@@ -121,12 +209,15 @@ class Nf4GemvStatus:
     kernels: tuple[tuple[int, int, str], ...] = ()
     mma_reason: str = ""
     timings: tuple[tuple[int, int, str, float], ...] = ()
+    groups: tuple[tuple[str, int, int, float, float, bool], ...] = ()
 
     def label(self) -> str:
         if not self.active:
             return f"bitsandbytes GEMV ({self.reason})"
         names = " + ".join(sorted({name for _, _, name in self.kernels if name != BNB}))
-        return f"fused NF4 GEMV ({names}) on {self.layers} layers"
+        fused = [g[0] for g in self.groups if g[5]]
+        together = f"; {', '.join(fused)} as one launch each" if fused else ""
+        return f"fused NF4 GEMV ({names}) on {self.layers} layers{together}"
 
 
 def nf4_layers(model) -> list:
@@ -310,14 +401,111 @@ def install(model, require_cuda: bool = True, check: bool = True,
         if chosen[(t.n, t.k)] is not None:
             _swap(layer, t, chosen[(t.n, t.k)], require_cuda)
             swapped += 1
-    return Nf4GemvStatus(True, "", swapped, kernels=kernels, mma_reason=mma_reason, timings=timings, **base)
+    groups = ()
+    if not nf4_mma.unavailable_reason(device) and "CUDA mma" not in out:
+        groups = _install_groups(model, prepared, chosen, require_cuda, require_faster)
+    return Nf4GemvStatus(True, "", swapped, kernels=kernels, mma_reason=mma_reason, timings=timings, groups=groups,
+                         **base)
+
+
+def _group_check(group: Nf4Group) -> float:
+    """Largest relative L2 error of a group launch's rows, per layer, against fp32 W·x on that
+    layer's dequantized weights (as `self_check`). NaN when not finite."""
+    t0 = group.tensors[0]
+    g = torch.Generator(device=t0.packed.device).manual_seed(sum(group.ns) * 31 + t0.k)
+    x = torch.randn(1, t0.k, generator=g, device=t0.packed.device).to(torch.bfloat16)
+    worst, start = 0.0, 0
+    with torch.inference_mode():
+        y = group.run(x)
+        if not bool(torch.isfinite(y).all()):
+            return float("nan")
+        for layer, t in zip(group.layers, group.tensors, strict=True):
+            ref = x.float() @ _dequantized(layer, t).float().reshape(t.n, t.k).T
+            if layer.bias is not None:
+                ref = ref + layer.bias.float()
+            worst = max(worst, _rel(y[start:start + t.n], ref[0]))
+            start += t.n
+    return worst
+
+
+def _install_groups(model, prepared, chosen, require_cuda: bool, require_faster: bool) -> tuple:
+    """Swap one launch in for each group of sibling layers (q/k/v, gate/up) where it passes its check
+    and (require_faster) is faster than their separate decode rows; returns Nf4GemvStatus.groups."""
+    rows = []
+    by_kind: dict[tuple[str, ...], list[Nf4Group]] = {}
+    for group in sibling_groups(model, prepared):
+        by_kind.setdefault(group.names, []).append(group)
+    for names, groups in by_kind.items():
+        label, t0 = "+".join(names), groups[0].tensors[0]
+        n_total = sum(groups[0].ns)
+        try:
+            if not _group_check(groups[0]) <= REF_TOLERANCE:
+                continue
+            shape, ours, theirs = (0, 0), float("nan"), float("nan")
+            if require_faster:
+                sample, x = groups[:32], torch.randn(1, t0.k, device=t0.packed.device).to(torch.bfloat16)
+                with torch.inference_mode():
+                    theirs = len(groups) * _graph_us(lambda s=sample, x=x: [lay(x) for grp in s for lay in grp.layers],
+                                                     len(sample))
+                    timed = {launch: len(groups) * _graph_us(
+                        lambda s=sample, x=x, w=launch[0], sk=launch[1]: [replace(grp, num_warps=w, split_k=sk).run(x)
+                                                                         for grp in s], len(sample))
+                        for launch in group_launches(n_total, t0.k)}
+                shape = min(timed, key=timed.get)
+                ours = timed[shape]
+        except Exception:  # noqa: BLE001 - a group that cannot run stays separate launches
+            continue
+        use = not require_faster or ours < theirs
+        rows.append((label, n_total, t0.k, ours, theirs, use))
+        if use:
+            for group in groups:
+                _swap_group(replace(group, num_warps=shape[0], split_k=shape[1]), require_cuda)
+    return tuple(rows)
+
+
+def _decode_row(x: torch.Tensor, require_cuda: bool) -> bool:
+    """x is one bf16 row (a decode step, batch 1) on a device the fused kernels serve."""
+    return (x.is_cuda or not require_cuda) and x.dtype == torch.bfloat16 and x.numel() == x.shape[-1]
+
+
+def _swap_group(group: Nf4Group, require_cuda: bool) -> None:
+    """The first layer of ``group`` computes the rows of all of them for a decode row and leaves them
+    in _PENDING; the others take their rows from there when called with the same input (any other
+    call runs their own forward)."""
+    starts = [0]
+    for n in group.ns:
+        starts.append(starts[-1] + n)
+    lead, own_lead = group.layers[0], group.layers[0].forward
+
+    def lead_forward(x: torch.Tensor) -> torch.Tensor:
+        if _decode_row(x, require_cuda):
+            y = group.run(x)
+            _PENDING["x"], _PENDING["y"] = x, y
+            return y[:starts[1]].view(*x.shape[:-1], starts[1])
+        return own_lead(x)
+
+    lead.forward = lead_forward
+    count = len(group.layers)
+    for i, layer in enumerate(group.layers[1:], start=1):
+        def forward(x: torch.Tensor, own=layer.forward, a=starts[i], b=starts[i + 1],
+                    last=i == count - 1) -> torch.Tensor:
+            if _PENDING.get("x") is x:
+                y = _PENDING["y"][a:b]
+                if last:
+                    _PENDING.clear()
+                return y.view(*x.shape[:-1], b - a)
+            return own(x)
+
+        layer.forward = forward
+    for layer in group.layers:
+        layer._headroom_nf4_group = group.names
 
 
 def _swap(layer, t: Nf4Tensors, plan: Plan, require_cuda: bool) -> None:
     original = type(layer).forward.__get__(layer)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        if (x.is_cuda or not require_cuda) and x.dtype == torch.bfloat16 and x.numel() == x.shape[-1]:
+        if _decode_row(x, require_cuda):
             return run(x, t, plan, layer.bias)
         return original(x)
 
@@ -331,6 +519,8 @@ def uninstall(model) -> int:
     for layer in nf4_layers(model):
         if "forward" in layer.__dict__:
             del layer.forward
-            del layer._headroom_nf4_gemv
             count += 1
+        for name in ("_headroom_nf4_gemv", "_headroom_nf4_group"):
+            layer.__dict__.pop(name, None)
+    _PENDING.clear()
     return count

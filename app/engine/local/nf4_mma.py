@@ -80,6 +80,8 @@ ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
 SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
 WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
 KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
+GROUP_KERNELS = {True: "nf4_mma_group_nested", False: "nf4_mma_group_plain"}
+GROUP_MAX = 3  # layers one group launch takes (q, k, v)
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
 OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
 
@@ -227,17 +229,18 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
 
 // Grid (ceil(n/16), split); block 32*warps threads. Warp w of block (t, s) adds rows 16t..16t+15
 // over super-tiles [(s*warps + w)*iters, +iters) of 256 inputs; the block sums its warps in order;
-// with split > 1 the last block of row tile t (counters[t]) sums the split partials in order.
+// with split > 1 the last block of row tile t (its counter) sums the split partials in order
+// (partial s of row r at part[s * part_stride + r]).
 template <bool NESTED>
 __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* __restrict__ w,
                                      const void* __restrict__ absmax, const float* __restrict__ absmax2,
                                      const float* __restrict__ code2, const float* __restrict__ offset,
                                      const float* __restrict__ code, const void* __restrict__ bias,
-                                     float* part, int* counters, u16* y, int n, int k, int iters,
-                                     int bias_kind, Consts kc) {
+                                     float* part, int part_stride, int* counter, u16* y, int n, int tile,
+                                     int k, int iters, int bias_kind, Consts kc) {
     __shared__ float red[8][16];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const int warps = blockDim.x >> 5, tile = blockIdx.x;
+    const int warps = blockDim.x >> 5;
     const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);
     Rows r;
     r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
@@ -273,29 +276,56 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
         if (mine) y[row] = bf16(sum + b);
         return;
     }
-    if (mine) part[(long long)blockIdx.y * n + row] = sum;
+    if (mine) part[(long long)blockIdx.y * part_stride + row] = sum;
     __threadfence();
     __syncwarp();
     int last = 0;
-    if (lane == 0) last = atomicAdd(counters + tile, 1) == (int)gridDim.y - 1;
+    if (lane == 0) last = atomicAdd(counter, 1) == (int)gridDim.y - 1;
     last = __shfl_sync(0xffffffffu, last, 0);
     if (!last) return;
     __threadfence();
     if (mine) {
         float total = 0.f;
-        for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * n + row);
+        for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * part_stride + row);
         y[row] = bf16(total + b);
     }
-    if (lane == 0) counters[tile] = 0;  // ready for the next call (and CUDA graph replay)
+    if (lane == 0) *counter = 0;  // ready for the next call (and CUDA graph replay)
 }
 
 #define ARGS const uint4* x, const uint4* w, const void* absmax, const float* absmax2, const float* code2, \
     const float* offset, const float* code, const void* bias, float* part, int* counters, u16* y, int n, \
     int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
-#define PASS x, w, absmax, absmax2, code2, offset, code, bias, part, counters, y, n, k, iters, bias_kind, \
-    Consts{m16, m1, pick}
+#define PASS x, w, absmax, absmax2, code2, offset, code, bias, part, n, counters + blockIdx.x, y, n, blockIdx.x, k, \
+    iters, bias_kind, Consts{m16, m1, pick}
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_nested(ARGS) { gemv<true>(PASS); }
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_plain(ARGS) { gemv<false>(PASS); }
+
+// Up to three layers of one input (q, k, v; gate, up) in one launch: their row tiles one after the
+// other on grid x, y and the split partials as one vector of n0 + n1 + n2 rows, one counter per tile.
+#define SEGMENT(i) const uint4* w##i, const void* absmax##i, const float* absmax2_##i, const float* code2_##i, \
+    const float* offset##i, const void* bias##i, int n##i
+#define GROUP_ARGS const uint4* x, SEGMENT(0), SEGMENT(1), SEGMENT(2), const float* code, float* part, int* counters, \
+    u16* y, int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
+#define PICK(name) (s == 0 ? name##0 : s == 1 ? name##1 : name##2)
+template <bool NESTED>
+__device__ __forceinline__ void group(GROUP_ARGS) {
+    const int t0 = (n0 + 15) / 16, t1 = (n1 + 15) / 16, tile = blockIdx.x;
+    const int s = tile < t0 ? 0 : tile < t0 + t1 ? 1 : 2;  // the same in the whole block
+    const int first_tile = s == 0 ? 0 : s == 1 ? t0 : t0 + t1, first_row = s == 0 ? 0 : s == 1 ? n0 : n0 + n1;
+    gemv<NESTED>(x, PICK(w), PICK(absmax), PICK(absmax2_), PICK(code2_), PICK(offset), code, PICK(bias),
+                 part + first_row, n0 + n1 + n2, counters + tile, y + first_row, PICK(n), tile - first_tile, k, iters,
+                 bias_kind, Consts{m16, m1, pick});
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_nested(GROUP_ARGS) {
+    group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
+                bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
+                bias_kind, m16, m1, pick);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_ARGS) {
+    group<false>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
+                 bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
+                 bias_kind, m16, m1, pick);
+}
 """
 
 
@@ -365,14 +395,16 @@ def _nvrtc_check(lib):
 
 @cache
 def _kernels(device_index: int) -> dict:
-    """{nested: kernel} compiled for and loaded on one device (once per process)."""
+    """{nested: kernel, ("group", nested): group kernel} compiled for and loaded on one device (once
+    per process)."""
     from torch.cuda._utils import _cuda_load_module
 
     major, minor = torch.cuda.get_device_capability(device_index)
     cubin, _ = compile_cubin(f"{major}{minor}")
     with torch.cuda.device(device_index):
-        loaded = _cuda_load_module(cubin, list(KERNELS.values()))
-    return {nested: loaded[name] for nested, name in KERNELS.items()}
+        loaded = _cuda_load_module(cubin, [*KERNELS.values(), *GROUP_KERNELS.values()])
+    return {nested: loaded[name] for nested, name in KERNELS.items()} | {
+        ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()}
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -453,4 +485,49 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
            args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
                  part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
+    return y
+
+
+def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.Tensor | None],
+                 counters: torch.Tensor, warps: int = 0, split_k: int = 0) -> torch.Tensor:
+    """y (N0 + N1 [+ N2],) bf16: the layers W0, W1 (, W2) of one input x (K,) bf16 in one launch,
+    their outputs one after the other (q, k, v: y[:N0] = W0 x, ...). The layers share K and nesting,
+    biases all None or all given; counters: int32 zeros, one per row tile of all of them (kept zero
+    by the kernel). warps/split_k 0: choose_launch for the stacked N. Raises ValueError for layers the
+    launch does not take, CompileError when the kernel cannot be built here."""
+    if not 2 <= len(tensors) <= GROUP_MAX:
+        raise ValueError(f"a group launch takes 2 to {GROUP_MAX} layers, got {len(tensors)}")
+    k, nested = tensors[0].k, tensors[0].nested
+    if any(t.k != k or t.nested != nested or shape_reason(t.n, t.k) or t.packed.data_ptr() % 16 for t in tensors):
+        raise ValueError("grouped layers need the same K (a multiple of 256), the same nesting, 16-byte aligned codes")
+    if len({b is None for b in biases}) > 1 or len(biases) != len(tensors):
+        raise ValueError("grouped layers need a bias each or none")
+    n_total = sum(t.n for t in tensors)
+    tiles = sum(-(-t.n // ROWS_PER_WARP) for t in tensors)
+    if counters.numel() < tiles or counters.dtype != torch.int32:
+        raise ValueError(f"counters: {tiles} int32 needed")
+    if not (warps and split_k):
+        warps, split_k = choose_launch(n_total, k)
+    steps = k // SUPER_TILE
+    if warps not in WARPS or steps % (warps * split_k):
+        raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={k}")
+    x = x.reshape(-1)
+    if x.dtype != torch.bfloat16:
+        raise ValueError(f"x must be bfloat16, got {x.dtype}")
+    if not x.is_contiguous() or x.data_ptr() % 16:
+        x = x.clone(memory_format=torch.contiguous_format)
+    kind = BIAS_NONE
+    if biases[0] is not None:
+        kind = BIAS_BF16 if all(b.dtype == torch.bfloat16 for b in biases) else BIAS_FP32
+        biases = [b.contiguous() if kind == BIAS_BF16 else b.float().contiguous() for b in biases]
+    y = torch.empty(n_total, dtype=torch.bfloat16, device=x.device)
+    part = torch.empty(split_k * n_total if split_k > 1 else 1, dtype=torch.float32, device=x.device)
+    segments = []
+    for i in range(GROUP_MAX):  # a missing third layer: the first one's tensors with no rows
+        t = tensors[i] if i < len(tensors) else tensors[0]
+        b = biases[i] if i < len(tensors) and biases[i] is not None else y
+        segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
+    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[("group", nested)]
+    kernel(grid=(tiles, split_k, 1), block=(32 * warps, 1, 1),
+           args=[x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE])
     return y
