@@ -331,6 +331,19 @@ def test_a_compiled_step_traces_the_group_once_for_every_layer(monkeypatch):
     hook.uninstall(model)
 
 
+def test_a_group_launch_that_disagrees_stays_separate_launches(monkeypatch):
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    monkeypatch.setattr(hook, "_group_check", lambda group: float("nan") if group.names[0] == "q_proj" else 0.0)
+    model = torch.nn.ModuleList([SiblingLayer(80)])
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert [g[0] for g in status.groups] == ["gate_proj+up_proj"]
+    assert "_headroom_nf4_group" not in model[0].k_proj.__dict__ and "_headroom_nf4_group" in model[0].up_proj.__dict__
+    h = torch.randn(1, 1, 256).bfloat16()
+    with torch.inference_mode():
+        assert torch.equal(model[0](h), _expected(model[0], h))
+    hook.uninstall(model)
+
+
 # ----------------------------------------------------------------------------- NVRTC, offline
 def _nvrtc():
     try:
