@@ -344,22 +344,7 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     return out
 
 
-_SIGNS: dict[tuple[int, str, int | None, torch.dtype], tuple[torch.Tensor, float]] = {}
-
-
-def rotation_signs(head_dim: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
-    """(signs, scale) with signs · scale == the (d, d) matrix H of `kv_quant.rotate`: signs
-    (head_dim, head_dim) of 0 and ±1 in ``dtype`` (exact in bf16 and fp16), scale = 1 / sqrt(Hadamard
-    block) in float32. Made once per device and dtype, eagerly (the first decode step runs before
-    any CUDA-graph capture)."""
-    key = (head_dim, device.type, device.index, dtype)
-    kept = _SIGNS.get(key)
-    if kept is None:
-        block = head_dim & -head_dim
-        with torch.inference_mode(False):
-            signs = (kv8_append.rotation(head_dim, device) * block ** 0.5).round().to(dtype).contiguous()
-        kept = _SIGNS[key] = (signs, block ** -0.5)
-    return kept
+rotation_signs = kv8_append.rotation_signs  # the ±1 pattern of H and its scale, shared with the cache write
 
 
 def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
