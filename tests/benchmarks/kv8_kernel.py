@@ -17,6 +17,19 @@ the chunk's last 64 queries (prefill).
     python3 -m tests.benchmarks.kv8_kernel --out $OUT          # CUDA; writes kv8_kernel_h200.json
     python3 -m tests.benchmarks.kv8_kernel --out $OUT --sweep  # + the decode op over split choices
 
+``--rotate-at attend|merge|both`` (default both): kv8_decode's µs and error with the output rotated
+back in the attention's split partials and in the merge (kv8_attention.ROTATE_AT), as
+``kv8_decode_us_attend`` / ``kv8_decode_us_merge``; ``kv8_decode_us`` and the layer's times are
+the import's setting (HEADROOM_KV8_ROTATE_AT, default attend).
+
+``append``: µs per layer of ``headroom::kv8_append`` (one token's 8 keys and 8 values quantized
+into the cache, as in the compiled step; CUDA graph as above), beside the first kernel (one
+program per vector, dense float32 rotation; kept here as `_old_append_kernel`), which took 3.9 µs
+a layer in the step (results/decode_anatomy_h200.json), and beside the torch path it replaced
+(`kv_quant.quantize` + ``index_copy_``, eager kernels).
+
+    python3 -m tests.benchmarks.kv8_kernel --out $OUT --spans 4096 --rotate-at both  # the quick comparison
+
 ``--sweep``: kv8_decode's GPU µs for each (SPLIT_WAVES, MIN_SPLIT_TILES) in ``SWEEP``, at each
 span, to pick the constants of kv8_attention (measured 2026-12-02: the defaults are within 1 %).
 
@@ -29,6 +42,7 @@ in bf16 (`attention._flash_span`, the 16-bit prefill): the 8-bit prefill of a 32
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -36,7 +50,13 @@ from pathlib import Path
 import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
-from app.engine.local import attention, kv8_attention, kv_quant
+from app.engine.local import attention, kv8_append, kv8_attention, kv_quant
+
+try:
+    import triton
+    import triton.language as tl
+except Exception:  # noqa: BLE001 - the benchmark needs CUDA and Triton; the module still imports
+    triton = tl = None
 
 REPEAT = 20
 SWEEP = [(waves, tiles) for waves in (2, 4, 8, 16) for tiles in (1, 2, 4)]
@@ -92,7 +112,18 @@ def torch_products_us(fn) -> float:
         kv8_attention.KV16_KERNEL = kept
 
 
-def measure(span: int, g: torch.Generator) -> dict:
+@contextlib.contextmanager
+def rotate_at(where: str):
+    """kv8_attention.ROTATE_AT set to ``where`` inside the block."""
+    kept = kv8_attention.ROTATE_AT
+    kv8_attention.ROTATE_AT = where
+    try:
+        yield
+    finally:
+        kv8_attention.ROTATE_AT = kept
+
+
+def measure(span: int, g: torch.Generator, rotate_settings: tuple[str, ...] = ("attend", "merge")) -> dict:
     """One row of the table for ``span`` keys (see the module docstring)."""
     dev, dt = torch.device("cuda"), torch.bfloat16
     scale = HEAD_DIM ** -0.5
@@ -118,11 +149,87 @@ def measure(span: int, g: torch.Generator) -> dict:
                q_heads, k16, v16, mask, 0.0, scale, GROUPS)),
            "kv8_bytes_read_mb": 2 * key.numel() / 1e6, "kv16_bytes_read_mb": 2 * k16.numel() * 2 / 1e6}
     row["kv8_decode_tb_s"] = row["kv8_bytes_read_mb"] / row["kv8_decode_us"]  # MB/µs = TB/s
+    row["rotate_at_default"] = kv8_attention.ROTATE_AT
+    want = kv_quant.rotate(kv8_attention.reference(kv_quant.rotate(q), key, value, valid, scale))
+    for where in rotate_settings:
+        with rotate_at(where):
+            row[f"decode_rel_err_{where}"] = relative(kv8_attention.kv8_decode(q, key, value, valid, scale), want)
+            row[f"kv8_decode_us_{where}"] = graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale))
     for chunk in (4096, 128):
         if chunk <= span:
             row.update(prefill_row(chunk, span, key, value, g))
     row["triton_failure"] = kv8_attention.triton_failure
     return row
+
+
+def append_row(g: torch.Generator, span: int = 4096) -> dict:
+    """µs per layer of one decode step's cache write (see the module docstring), and whether the
+    new kernel writes the old one's bytes (codes within 1, scales within 1e-6)."""
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    k = torch.randn(1, KV_HEADS, 1, HEAD_DIM, device=dev, generator=g).to(dt) * 3
+    v = torch.randn(1, KV_HEADS, 1, HEAD_DIM, device=dev, generator=g).to(dt)
+    caches = [torch.zeros(1, KV_HEADS, span, kv_quant.packed_dim(HEAD_DIM), dtype=torch.int8, device=dev)
+              for _ in range(4)]
+    first = torch.tensor([span // 2], device=dev)
+    position = torch.arange(1, device=dev) + first
+
+    def new():
+        kv8_append.kv8_append(k, v, caches[0], caches[1], first)
+
+    def torch_path():
+        caches[0].index_copy_(2, position, kv_quant.quantize(k))
+        caches[1].index_copy_(2, position, kv_quant.quantize(v))
+
+    row = {"kv8_append_us": graph_us(new), "kv8_append_failure": kv8_append.triton_failure,
+           "kv8_append_torch_us": graph_us(torch_path)}
+    if triton is not None:
+        rot = kv8_append.rotation_signs(HEAD_DIM, dev, torch.float32)
+        rot = (rot[0] * rot[1]).contiguous()
+
+        def old():
+            _old_append_kernel[(KV_HEADS, 2)](
+                k, v, caches[2], caches[3], first, rot, KV_HEADS, k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+                *caches[2].stride()[:3], *caches[3].stride()[:3], D=HEAD_DIM, num_warps=4)
+
+        row["kv8_append_old_us"] = graph_us(old)
+        new()
+        old()
+        torch.cuda.synchronize()
+        at = span // 2
+        for got, was in ((caches[0], caches[2]), (caches[1], caches[3])):
+            codes, scale = kv_quant.unpack(got[:, :, at])
+            old_codes, old_scale = kv_quant.unpack(was[:, :, at])
+            row.setdefault("kv8_append_max_code_diff", 0)
+            row["kv8_append_max_code_diff"] = max(row["kv8_append_max_code_diff"],
+                                                  int((codes.int() - old_codes.int()).abs().max()))
+            row["kv8_append_scales_match"] = bool(torch.allclose(scale, old_scale, rtol=1e-6))
+    return row
+
+
+if triton is not None:
+    @triton.jit
+    def _old_append_kernel(k_ptr, v_ptr, keys_ptr, values_ptr, first_ptr, rot_ptr, heads,
+                           stride_kb, stride_kh, stride_vb, stride_vh,
+                           stride_cb, stride_ch, stride_cs, stride_db, stride_dh, stride_ds, D: tl.constexpr):
+        """kv8_append's first kernel (before 2026-12): program (b·heads + h, key | value), the dense
+        float32 rotation ``rot_ptr`` (d, d) loaded and reduced as a broadcast product."""
+        bh = tl.program_id(0)
+        b = bh // heads
+        h = bh % heads
+        dims = tl.arange(0, D)
+        position = tl.load(first_ptr)
+        if tl.program_id(1) == 0:
+            x = tl.load(k_ptr + b * stride_kb + h * stride_kh + dims).to(tl.float32)
+            row = keys_ptr + b * stride_cb + h * stride_ch + position * ((stride_cs // 4) * 4)
+        else:
+            x = tl.load(v_ptr + b * stride_vb + h * stride_vh + dims).to(tl.float32)
+            row = values_ptr + b * stride_db + h * stride_dh + position * ((stride_ds // 4) * 4)
+        rotated = tl.sum(x[:, None] * tl.load(rot_ptr + dims[:, None] * D + dims[None, :]), axis=0)
+        scale = tl.maximum(tl.max(tl.abs(rotated), axis=0), 1e-12) / 127.0
+        q = rotated / scale
+        codes = tl.minimum(tl.maximum(tl.where(q >= 0, tl.floor(q + 0.5), tl.ceil(q - 0.5)), -127.0), 127.0)
+        tl.store(row + dims, codes.to(tl.int8))
+        tl.store((row + D).to(tl.pointer_type(tl.float32)), scale)
 
 
 def sweep(span: int, g: torch.Generator) -> list[dict]:
@@ -186,14 +293,22 @@ def main(argv=None) -> int:
     ap.add_argument("--spans", default="4096,32768,97536")
     ap.add_argument("--sweep", action="store_true", help="kv8_decode over SWEEP's split choices")
     ap.add_argument("--prefill-sweep", action="store_true", help="kv8_prefill over PREFILL_SWEEP, beside flash")
+    ap.add_argument("--rotate-at", choices=("attend", "merge", "both"), default="both",
+                    help="where kv8_decode rotates a split step's output back (kv8_attention.ROTATE_AT)")
     args = ap.parse_args(argv)
+    settings = ("attend", "merge") if args.rotate_at == "both" else (args.rotate_at,)
     dev, dt = torch.device("cuda"), torch.bfloat16
     R = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
          "self_check": kv8_attention.self_check(dev, dt, HEAD_DIM), "rows": []}
     g = torch.Generator(device=dev).manual_seed(0)
+    try:
+        R["append"] = append_row(g)
+    except Exception as exc:  # keep going: the attention rows are the main table
+        R["append"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    print(json.dumps({"append": R["append"]}))
     for span in (int(s) for s in args.spans.split(",")):
         try:
-            row = measure(span, g)
+            row = measure(span, g, settings)
         except Exception as exc:  # keep the rows measured so far
             row = {"span": span, "error": f"{type(exc).__name__}: {exc}"[:500]}
         if args.sweep and "error" not in row:
@@ -218,10 +333,16 @@ def main(argv=None) -> int:
         best = min(timed, key=lambda c: c["ms"]) if timed else None
         print(f"span {row['span']}: prefill of {p['chunk']} tokens, flash bf16 {p['flash_bf16_ms']:.2f} ms, "
               f"8-bit {[(c['rows'], c['block'], c['warps'], c['ms']) for c in p['kv8']]}, best {best}")
-    print(f"{'span':>7} {'kv8 op µs':>10} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv16 torch µs':>14} "
+    a = R["append"]
+    if "kv8_append_us" in a:
+        print(f"kv8_append µs per layer: {a['kv8_append_us']:.2f} (first kernel {a.get('kv8_append_old_us', 0):.2f}, "
+              f"torch path {a['kv8_append_torch_us']:.2f}; 3.9 in the H200 step before)")
+    heads = "".join(f" {'op µs ' + w:>14}" for w in settings)
+    print(f"{'span':>7} {'kv8 op µs':>10}{heads} {'kv8 layer µs':>13} {'kv16 layer µs':>14} {'kv16 torch µs':>14} "
           f"{'kv8 TB/s':>9}")
     for row in (r for r in R["rows"] if "error" not in r):
-        print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f} {row['kv8_layer_attention_us']:>13.1f} "
+        each = "".join(f" {row[f'kv8_decode_us_{w}']:>14.1f}" for w in settings)
+        print(f"{row['span']:>7} {row['kv8_decode_us']:>10.1f}{each} {row['kv8_layer_attention_us']:>13.1f} "
               f"{row['kv16_layer_attention_us']:>14.1f} {row['kv16_torch_layer_attention_us']:>14.1f} "
               f"{row['kv8_decode_tb_s']:>9.2f}")
     return 0

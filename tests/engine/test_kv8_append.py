@@ -20,32 +20,57 @@ _CUDA = torch.cuda.is_available() and ka.triton is not None
 DEVICE = "cuda" if _CUDA else "cpu"
 
 
-def _cache(d, capacity=10):
-    return (torch.zeros(1, 2, capacity, kv_quant.packed_dim(d), dtype=torch.int8, device=DEVICE),
-            torch.zeros(1, 2, capacity, kv_quant.packed_dim(d), dtype=torch.int8, device=DEVICE))
+def _cache(d, capacity=10, batch=1, heads=2):
+    return (torch.zeros(batch, heads, capacity, kv_quant.packed_dim(d), dtype=torch.int8, device=DEVICE),
+            torch.zeros(batch, heads, capacity, kv_quant.packed_dim(d), dtype=torch.int8, device=DEVICE))
 
 
-def _vectors(d, seed, dtype=torch.float16):
+def _vectors(d, seed, dtype=torch.float16, batch=1, heads=2):
     g = torch.Generator().manual_seed(seed)
-    key = torch.randn(1, 2, 1, d, generator=g) * 3
+    key = torch.randn(batch, heads, 1, d, generator=g) * 3
     key[..., 5] = 40.0  # an outlier channel, as Llama keys have: the rotation spreads it
-    return key.to(DEVICE, dtype), torch.randn(1, 2, 1, d, generator=g).to(DEVICE, dtype)
+    return key.to(DEVICE, dtype), torch.randn(batch, heads, 1, d, generator=g).to(DEVICE, dtype)
+
+
+def _as_projected(states):
+    """The (B, Hkv, 1, d) view a projection gives after ``view(B, 1, Hkv, d).transpose(1, 2)``, out
+    of a wider buffer: head stride d, batch stride (Hkv + 3)·d, NaN around it."""
+    b, h, _, d = states.shape
+    wide = torch.full((b, 1, h + 3, d), float("nan"), dtype=states.dtype, device=states.device)
+    wide[:, :, :h] = states.transpose(1, 2)
+    return wide[:, :, :h].transpose(1, 2)
+
+
+def _inside_a_longer_run(states):
+    """The same values as one token of a (B, Hkv, 5, d) buffer: head stride 5·d, NaN around it."""
+    b, h, _, d = states.shape
+    run = torch.full((b, h, 5, d), float("nan"), dtype=states.dtype, device=states.device)
+    run[:, :, 2:3] = states
+    return run[:, :, 2:3]
 
 
 @pytest.mark.skipif(not (_INTERPRETED or _CUDA), reason="needs Triton: CUDA, or TRITON_INTERPRET=1")
-@pytest.mark.parametrize("d", [64, 128])
-def test_the_kernel_writes_what_quantize_and_index_copy_write(d, monkeypatch):
+@pytest.mark.parametrize("d,batch,heads,layout", [
+    (64, 1, 2, "contiguous"),  # 4 vectors: one tile, 12 rows masked
+    (128, 1, 8, "contiguous"),  # Llama-3-8B: 8 keys and 8 values, exactly one tile
+    (32, 2, 12, "projected"),  # 48 vectors over 3 tiles, the second holding keys and values
+    (128, 1, 3, "projected"),  # key and value views with strides unlike each other and the cache's
+])
+def test_the_kernel_writes_what_quantize_and_index_copy_write(d, batch, heads, layout, monkeypatch):
     monkeypatch.setattr(ka, "triton_failure", "")
-    key, value = _vectors(d, seed=d)
+    key, value = _vectors(d, seed=d + heads, batch=batch, heads=heads)
+    if layout == "projected":
+        key, value = _as_projected(key), _inside_a_longer_run(value)
+        assert key.stride(1) == d and value.stride(1) == 5 * d and key.stride(0) != value.stride(0)
     first = torch.tensor([6], device=DEVICE)
-    want_keys, want_values = _cache(d)
+    want_keys, want_values = _cache(d, batch=batch, heads=heads)
     ka.kv8_append(key, value, want_keys, want_values, first)  # the torch path (CPU, or kernel_applies)
     if not _CUDA:
         monkeypatch.setattr(ka, "kernel_applies", lambda vectors, packed: packed.dtype == torch.int8)
     launched = []
     real = ka._launched
     monkeypatch.setattr(ka, "_launched", lambda *args: launched.append(1) or real(*args))
-    got_keys, got_values = _cache(d)
+    got_keys, got_values = _cache(d, batch=batch, heads=heads)
     ka.kv8_append(key, value, got_keys, got_values, first)
     assert launched and ka.triton_failure == ""
     for got, want in ((got_keys, want_keys), (got_values, want_values)):
@@ -99,12 +124,15 @@ def test_the_kernel_compiles_for_hopper_and_stores_the_scale_as_one_word():
     from triton.compiler import ASTSource
 
     sig = {"k_ptr": "*bf16", "v_ptr": "*bf16", "keys_ptr": "*i8", "values_ptr": "*i8", "first_ptr": "*i64",
-           "rot_ptr": "*fp32", "heads": "i32"}
+           "signs_ptr": "*bf16", "rot_scale": "fp32", "vectors": "i32", "heads": "i32"}
     sig.update({name: "i32" for name in ("stride_kb", "stride_kh", "stride_vb", "stride_vh", "stride_cb",
                                           "stride_ch", "stride_cs", "stride_db", "stride_dh", "stride_ds")})
-    sig["D"] = "constexpr"
+    consts = {"D": 128, "ROWS": ka.VECTORS, "CHUNK": ka.ROTATE_CHUNK}
+    sig.update({name: "constexpr" for name in consts})
     names = list(sig)
-    source = ASTSource(fn=ka._append_kernel, signature=sig, constexprs={(names.index("D"),): 128},
+    source = ASTSource(fn=ka._append_kernel, signature=sig,
+                       constexprs={(names.index(n),): v for n, v in consts.items()},
                        attrs={(names.index(n),): [["tt.divisibility", 16]] for n in names if sig[n].startswith("*")})
     ptx = ka.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     assert re.search(r"st\.global(\.\w+)*\.b32", ptx)  # the float32 scale
+    assert re.search(r"mma\.sync\.aligned\.\w+\.row\.col\.f32\.bf16\.bf16\.f32", ptx)  # the rotation: tensor cores

@@ -135,12 +135,15 @@ def test_a_16_bit_decode_without_the_kernel_is_the_torch_products():
 
 
 @needs_triton
+@pytest.mark.parametrize("rotate_at", ["attend", "merge"])
 @pytest.mark.parametrize("merge_splits", [32, 2])
-def test_many_splits_merge_to_the_reference(merge_splits, kernel_everywhere, monkeypatch):
+def test_many_splits_merge_to_the_reference(merge_splits, rotate_at, kernel_everywhere, monkeypatch):
     """Keys split in tiles of 64 (five splits over 299 keys), merged in one pass or two splits
-    at a time (the merge's loop with its running maximum)."""
+    at a time (the merge's loop with its running maximum); the output rotated back to the
+    model's basis in the attention (its partials) or in the merge."""
     monkeypatch.setattr(kd, "MIN_SPLIT_TILES", 1)
     monkeypatch.setattr(kd, "MERGE_SPLITS", merge_splits)
+    monkeypatch.setattr(kd, "ROTATE_AT", rotate_at)
     assert kd.splits_for(299, 2) == 5
     q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=250, seed=4)
     got = kd.kv8_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE), 0.125).float().cpu()
@@ -148,6 +151,56 @@ def test_many_splits_merge_to_the_reference(merge_splits, kernel_everywhere, mon
     want = kv_quant.rotate(kd.reference(kv_quant.rotate(q), key, value, valid, 0.125)).float()
     assert (got - want).abs().max() < 2e-2
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
+
+
+class _MergeSpy:
+    """Stands in for ``kd._merge_kernel``: keeps a copy of the partial outputs it is given and its
+    ROTATE, then launches the real merge."""
+
+    def __init__(self):
+        self.partials, self.rotate, self.real = [], [], kd._merge_kernel
+
+    def __getitem__(self, grid):
+        def launch(acc, *args, **kwargs):
+            self.partials.append(acc.detach().clone())
+            self.rotate.append(kwargs["ROTATE"])
+            return self.real[grid](acc, *args, **kwargs)
+        return launch
+
+
+@needs_triton
+def test_split_partials_are_rotated_in_float32_before_the_merge(kernel_everywhere, monkeypatch):
+    """ROTATE_AT "attend": each split's float32 partial output leaves the attention already times
+    H (to ≲ 1e-5, not plain tf32's ~5e-4) and the merge does not rotate; both settings give the
+    reference's output (a decode step over 299 keys in 5 splits). Under the interpreter ``tl.dot``
+    is a float32 product whatever its precision: the precision is checked on CUDA."""
+    monkeypatch.setattr(kd, "MIN_SPLIT_TILES", 1)
+    q, key, value, valid = _case(span=299, d=64, dtype=DTYPE, filled=250, seed=8)
+    q, key, value, valid = q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE)
+    monkeypatch.setattr(kd, "_checked", {q.device})  # no self-check launches in between
+    spy = _MergeSpy()
+    monkeypatch.setattr(kd, "_merge_kernel", spy)
+    out = {}
+    for where in ("merge", "attend"):
+        monkeypatch.setattr(kd, "ROTATE_AT", where)
+        out[where] = kd.kv8_decode(q, key, value, valid, 0.125).float().cpu()
+        assert kd.triton_failure == ""
+    assert spy.rotate == [True, False]
+    plain, rotated = (p.double().cpu() for p in spy.partials)
+    assert plain.shape == rotated.shape == (2, 1, 5, 16, 64)  # (B·Hkv, row tiles, splits, tile rows, d)
+    signs, rot_scale = kd.rotation_signs(64, torch.device("cpu"), torch.float64)
+    want = (plain @ signs) * rot_scale
+    assert not torch.allclose(plain, want, atol=1e-3)  # a real rotation, not the identity
+    norm = want.norm(dim=-1)
+    assert int((norm > 0).sum()) == 2 * 4 * 16  # splits 0-3 of both heads; keys ≥ 256 are all masked
+    assert torch.equal(rotated[norm == 0], want[norm == 0])  # zeros stay zeros
+    error = (rotated - want).norm(dim=-1)[norm > 0] / norm[norm > 0]
+    assert float(error.max()) < 1e-5
+    reference = kv_quant.rotate(kd.reference(kv_quant.rotate(q), key, value, valid, 0.125)).float().cpu()
+    for got in out.values():
+        assert (got - reference).abs().max() < 2e-2
+    # rounded once (after the merge) instead of twice: no further from the reference
+    assert (out["attend"] - reference).norm() <= (out["merge"] - reference).norm() * 1.05
 
 
 def _causal_reference(query, key, value, span, scale):
@@ -214,11 +267,14 @@ def test_the_self_check_passes_on_the_real_kernel(kernel_everywhere):
 
 @pytest.mark.skipif(kd.triton is None or _INTERPRETED,
                     reason="needs Triton, not its interpreter (compiles for sm_90 without a GPU)")
-def test_the_decode_kernel_reads_codes_in_words_not_bytes():
+@pytest.mark.parametrize("rotate_partials", [False, True])
+def test_the_decode_kernel_reads_codes_in_words_not_bytes(rotate_partials):
     """Compiled for Hopper (sm_90) here, no GPU needed: the packed rows' stride is a multiple of 4
     bytes and the kernel says so, so codes and scales are read in 4-byte words (pipelined into
     shared memory) instead of one byte per load (164 byte loads before, H200 0.33-0.79 TB/s);
-    only the valid mask is read bytewise."""
+    only the valid mask is read bytewise. Rotating the split partials (ROTATE_AT "attend") adds
+    three bf16 tensor-core products (PARTIAL_DOT "bf16x3": high × signs, low × signs and high ×
+    the signs' zero low part), no tf32 ones and no registers."""
     import re
 
     from triton.backends.compiler import GPUTarget
@@ -233,7 +289,7 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
                "stride_vb", "stride_vh", "stride_vs", "stride_valid")
     sig.update({name: "i32" for name in strides})
     consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False, "ROTATE": True,
-              "QUANT": True}
+              "QUANT": True, "ROTATE_PARTIALS": rotate_partials, "PARTIAL_DOT": "bf16x3"}
     sig.update({name: "constexpr" for name in consts})
     aligned = {n for n in sig if sig[n].startswith("*")} | set(strides) - {"stride_ks", "stride_vs"} | {"split_len"}
     names = list(sig)
@@ -243,6 +299,11 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes():
     ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     assert len(re.findall(r"ld\.global\.b8", ptx)) <= 4  # the valid mask
     assert re.search(r"cp\.async\.\w+\.shared\.global \[[^]]*\], \[[^]]*\], 0x4", ptx)
+    bf16 = len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx))
+    # the attention: 64 per warp (the PTX is one warp's); the rotation of 16 rows × 128 × 128 is
+    # 128 m16n8k16 products, 32 per warp of 4, three times over
+    assert bf16 == 64 + (3 * 32 if rotate_partials else 0)
+    assert "tf32" not in ptx
 
 
 @pytest.mark.skipif(kd.triton is None or _INTERPRETED,

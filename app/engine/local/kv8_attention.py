@@ -25,7 +25,10 @@ maxima. Row r of a chunk whose first query is at position ``first`` sees keys [0
 + 1) (causal); a decode step's one query sees its ``valid`` keys.
 
 * ``headroom::kv8_decode`` (query (B, Hkv, g, d), valid (B, S) bool or None): the decode step,
-  opaque to torch.compile and captured in its CUDA graph (compiled_decode).
+  opaque to torch.compile and captured in its CUDA graph (compiled_decode). It rotates the query
+  into the cache's basis in `_attend_kernel` and the output back out of it there too: each split's
+  float32 partial output before it is stored, so the merge is the 16-bit cache's (ROTATE_AT says
+  where; "merge" rotates each merged row in `_merge_kernel` instead).
 * `kv8_prefill` (query (B, Hq, c, d) at positions [span − c, span)): a prefill chunk, eager.
 * Anywhere the kernel does not apply (CPU, fp8 codes, no Triton): `reference`, the same math in
   torch over blocks of REFERENCE_BLOCK keys (decode; prefill keeps the blockwise path).
@@ -141,6 +144,33 @@ choices at 4k, 32k and 97.5k keys (20 / 64 / 141 µs per layer, 0.43 / 1.09 / 1.
 more programs per SM only added merge work."""
 
 
+ROTATE_AT = os.environ.get("HEADROOM_KV8_ROTATE_AT", "attend")
+"""Where a decode step whose keys are split over programs rotates its output back to the model's
+basis (env HEADROOM_KV8_ROTATE_AT, read once at import; `_attend` reads this name at each call,
+so a benchmark may set it):
+
+* "attend" (the default): each split's float32 partial output, (ROWS, d), times H in
+  `_attend_kernel` before it is stored (PARTIAL_DOT), and the merge runs as for a 16-bit cache.
+  H is linear and the merge a weighted sum, so Σ w_s·(acc_s·H) / Σ w_s·l_s = (Σ w_s·acc_s / Σ
+  w_s·l_s)·H: the same output, rounded to the output dtype once (after the merge) instead of twice
+  (before and after the rotation).
+* "merge": the merge rotates each merged row (`_merge_kernel`'s ROTATE: a float32 broadcast-and-sum
+  over d × d signs per row). The first version: on the H200 (Llama-3-8B, 4k keys) 169 µs per step
+  of 32 layers against 93 µs for the same merge without rotation
+  (tests/benchmarks/results/decode_anatomy_h200.json).
+
+Anything else is taken as "merge"."""
+PARTIAL_DOT = "tf32x3" if os.environ.get("TRITON_INTERPRET") == "1" else "bf16x3"
+"""``tl.dot`` input precision of the partials' rotation (float32 partials times float32 ±1 signs).
+"bf16x3" (Triton ≥ 3.5 on CUDA) splits each partial into bf16 high and low parts, three bf16
+products summed in float32 (the signs are exact in bf16, their low part zero): ~17 bits of each
+partial kept, a relative error ≲ 2^-17, against plain tf32's 2^-11, too lossy ahead of a bf16
+output's own 2^-9. Compiled for sm_90 (16 rows, d = 128, 4 warps) it keeps the kernel at 195
+registers; "tf32x3" (~22 bits) took it to 255 with three tf32 products at half bf16's rate.
+Triton's interpreter refuses "bf16x3", and its ``tl.dot`` is a float32 numpy product whatever the
+precision: "tf32x3" there."""
+
+
 def splits_for(span: int, programs: int, sms: int = 132) -> int:
     """Key spans per row tile: enough programs for about SPLIT_WAVES per each of ``sms`` streaming
     multiprocessors, each span at least MIN_SPLIT_TILES tiles of keys."""
@@ -164,7 +194,8 @@ if triton is not None:
                        stride_vb, stride_vh, stride_vs, stride_valid,
                        G: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
                        HAS_VALID: tl.constexpr, DIRECT: tl.constexpr, ROTATE: tl.constexpr,
-                       QUANT: tl.constexpr = True):
+                       QUANT: tl.constexpr = True, ROTATE_PARTIALS: tl.constexpr = False,
+                       PARTIAL_DOT: tl.constexpr = "tf32x3"):
         bh = tl.program_id(0)
         tile = tl.program_id(1)
         split = tl.program_id(2)
@@ -230,7 +261,14 @@ if triton is not None:
                 tl.store(out_rows + dims[None, :], done, mask=(r < rows)[:, None])
         else:
             part = ((bh * row_tiles + tile) * splits + split) * ROWS + tl.arange(0, ROWS)
-            tl.store(acc_ptr + part[:, None] * D + dims[None, :], acc)
+            if ROTATE_PARTIALS:  # the merge is linear in the partials: they go out in the model's basis
+                for c in tl.static_range(0, D, _ROTATE_COLUMNS):
+                    cols = c + tl.arange(0, _ROTATE_COLUMNS)
+                    signs = tl.load(signs_ptr + dims[:, None] * D + cols[None, :]).to(tl.float32)  # ±1: exact
+                    part_cols = tl.dot(acc, signs, input_precision=PARTIAL_DOT) * rot_scale
+                    tl.store(acc_ptr + part[:, None] * D + cols[None, :], part_cols)
+            else:
+                tl.store(acc_ptr + part[:, None] * D + dims[None, :], acc)
             tl.store(max_ptr + part, m_i)
             tl.store(sum_ptr + part, l_i)
 
@@ -243,8 +281,9 @@ if triton is not None:
         max), divides by the weighted sum and stores the row in the output's dtype. One program
         per row, not per tile of rows looping over the splits: that one was latency-bound,
         12.7 µs per layer for 8 programs at 4k keys, more than the attention itself (H200,
-        results/decode_anatomy_h200_whole_forward_kernels.json). ROTATE: the row goes back out of
-        the cache's basis before it is stored (`_rotated`)."""
+        results/decode_anatomy_h200_whole_forward_kernels.json). ROTATE (ROTATE_AT "merge" only): the
+        row goes back out of the cache's basis before it is stored; with "attend" the partials
+        come already rotated and the merge is the 16-bit cache's."""
         bh = tl.program_id(0)
         row = tl.program_id(1)
         tile = row // ROWS
@@ -306,7 +345,8 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     are split, float32 partial outputs of (B·Hkv, row tiles, splits, tile rows, d).
     rotate (a decode step, R ≤ 16): the queries come in the model's basis and the output goes
     back to it (`kv_quant.rotate` on each side, done inside the kernels: two launches per layer
-    fewer); otherwise both are in the cache's basis."""
+    fewer); otherwise both are in the cache's basis. Where the output goes back: one span of keys,
+    in `_attend_kernel` before its store; split keys, where ROTATE_AT says (read at each call)."""
     b, h, rows, d = q_rows.shape
     decode = rows <= 16
     assert decode or not rotate, "only a decode step's rows are rotated in the kernel"
@@ -330,36 +370,23 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
     if has_valid and valid.stride(-1) != 1:
         valid = valid.contiguous()
     valid = valid if has_valid else out  # any pointer when unused
+    rotate_partials = rotate and not direct and ROTATE_AT == "attend"
     _attend_kernel[(b * h, row_tiles, splits)](
         q_rows, key, value, valid, out, acc, maxima, sums, signs, rows, first, span, split_len, h, splits,
         row_tiles, float(scale), rot_scale, q_rows.stride(0), q_rows.stride(1), q_rows.stride(2),
         key.stride(0), key.stride(1), key.stride(2),
         value.stride(0), value.stride(1), value.stride(2), valid.stride(0) if has_valid else 0,
         G=groups, ROWS=tile_rows, D=d, BLOCK=block, HAS_VALID=has_valid, DIRECT=direct, ROTATE=rotate,
-        QUANT=kv_quant.is_packed(key), num_warps=4 if decode else PREFILL_WARPS)
+        QUANT=kv_quant.is_packed(key), ROTATE_PARTIALS=rotate_partials, PARTIAL_DOT=PARTIAL_DOT,
+        num_warps=4 if decode else PREFILL_WARPS)
     if not direct:
         _merge_kernel[(b * h, rows)](acc, maxima, sums, out, signs, rows, row_tiles, splits, rot_scale,
                                      ROWS=tile_rows, D=d, SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS),
-                                     ROTATE=rotate, num_warps=2)
+                                     ROTATE=rotate and not rotate_partials, num_warps=2)
     return out
 
 
-_SIGNS: dict[tuple[int, str, int | None, torch.dtype], tuple[torch.Tensor, float]] = {}
-
-
-def rotation_signs(head_dim: int, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
-    """(signs, scale) with signs · scale == the (d, d) matrix H of `kv_quant.rotate`: signs
-    (head_dim, head_dim) of 0 and ±1 in ``dtype`` (exact in bf16 and fp16), scale = 1 / sqrt(Hadamard
-    block) in float32. Made once per device and dtype, eagerly (the first decode step runs before
-    any CUDA-graph capture)."""
-    key = (head_dim, device.type, device.index, dtype)
-    kept = _SIGNS.get(key)
-    if kept is None:
-        block = head_dim & -head_dim
-        with torch.inference_mode(False):
-            signs = (kv8_append.rotation(head_dim, device) * block ** 0.5).round().to(dtype).contiguous()
-        kept = _SIGNS[key] = (signs, block ** -0.5)
-    return kept
+rotation_signs = kv8_append.rotation_signs  # the ±1 pattern of H and its scale, shared with the cache write
 
 
 def _guarded(query: torch.Tensor, *args) -> torch.Tensor | None:
