@@ -169,6 +169,30 @@ class _MergeSpy:
 
 
 @needs_triton
+def test_the_merge_compiles_once_whatever_the_number_of_splits(kernel_everywhere, monkeypatch):
+    """Its SPLITS (a constexpr: another value is another Triton compile, on the first decode step of
+    a cache of a new size, inside the turn) is MERGE_SPLITS for 3 and for 9 splits alike."""
+    monkeypatch.setattr(kd, "MIN_SPLIT_TILES", 1)
+    seen = []
+    real = kd._merge_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append((kwargs["SPLITS"], args[7]))  # (constexpr, the real number of splits)
+                return real[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(kd, "_merge_kernel", Spy())
+    monkeypatch.setattr(kd, "_checked", {torch.empty(0, device=DEVICE).device})  # no self-check launches
+    for span in (150, 520):
+        q, key, value, valid = _case(span=span, d=64, dtype=DTYPE, filled=span - 20, seed=span)
+        got = kd.kv8_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE), 0.125)
+        assert kd.triton_failure == "" and torch.isfinite(got).all()
+    assert seen == [(kd.MERGE_SPLITS, 3), (kd.MERGE_SPLITS, 9)]
+
+
+@needs_triton
 def test_split_partials_are_rotated_in_float32_before_the_merge(kernel_everywhere, monkeypatch):
     """ROTATE_AT "attend": each split's float32 partial output leaves the attention already times
     H (to ≲ 1e-5, not plain tf32's ~5e-4) and the merge does not rotate; both settings give the

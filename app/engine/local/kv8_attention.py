@@ -134,7 +134,10 @@ ROTATE_COLUMNS = 32
 of the query's dtype)."""
 MERGE_SPLITS = 32
 """Splits the merge reads at once per row (a power of two; more splits loop): 32 × d float32 per
-program."""
+program. Always this many (masked beyond the real ones), not the next power of two of the splits:
+each power of two was another Triton compile on the first decode step at a new cache size, inside
+the turn (a 0.3-0.5 s pause in the first answer at 4k and at each growth to a new one, H200,
+results/decode_anatomy_h200_groups.json: first turn 163 against 239 tok/s)."""
 SPLIT_WAVES = 2
 """Programs per streaming multiprocessor the key splits aim at (`splits_for`)."""
 MIN_SPLIT_TILES = 4
@@ -381,7 +384,7 @@ def _attend(q_rows: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid,
         num_warps=4 if decode else PREFILL_WARPS)
     if not direct:
         _merge_kernel[(b * h, rows)](acc, maxima, sums, out, signs, rows, row_tiles, splits, rot_scale,
-                                     ROWS=tile_rows, D=d, SPLITS=min(triton.next_power_of_2(splits), MERGE_SPLITS),
+                                     ROWS=tile_rows, D=d, SPLITS=MERGE_SPLITS,
                                      ROTATE=rotate and not rotate_partials, num_warps=2)
     return out
 
