@@ -10,7 +10,8 @@ difference), and the planning part of it (up to TurnPlanned). With ``--profile``
 runs under cProfile with the profiler paused inside ``model.forward``, so the table is the host
 work outside the forward only (cProfile's own overhead inflates Python-heavy rows). On CUDA,
 ``--synced-forward`` syncs around each forward so that forward_ms is the device's own time
-(before_prefill_ms: turn sent to the first forward; after_prefill_ms: the last forward's end to
+(before_prefill_ms: turn sent to the first forward, planned_to_prefill_ms the part after
+TurnPlanned: cache set-up and the generator's own; after_prefill_ms: the last forward's end to
 the first text: sampling, the token's copy back, detokenizing), and ``--sync-log`` lists every
 operation that waits for the device on one more turn (torch.cuda.set_sync_debug_mode).
 
@@ -136,6 +137,9 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     runner.activate(key, settings.kept_chat_cache_mib)  # "New chat", before the message is typed
     if static:
         runner.session.static = True
+        prepare = getattr(runner.session, "prepare", None)  # absent before issue 12 item 4's change
+        if prepare is not None:
+            prepare(runner.loaded.model)  # what activate() prepared was a dynamic one
     messages = [Message(Role.USER, text)]
     clock.reset()
     clock.profiler = profiler
@@ -149,7 +153,8 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     with syncs:
         for event in events:
             if isinstance(event, ev.TurnPlanned):
-                row["planned_ms"] = 1e3 * (time.perf_counter() - started)
+                planned = time.perf_counter()
+                row["planned_ms"] = 1e3 * (planned - started)
                 row["prompt_tokens"] = len(event.plan.prompt_ids)
             elif isinstance(event, ev.TextDelta):
                 break
@@ -162,7 +167,8 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     clock.profiler = None
     row.update(first_text_ms=1e3 * wall, forward_ms=1e3 * clock.seconds, forward_calls=clock.calls,
                host_ms=1e3 * (wall - clock.seconds), before_prefill_ms=1e3 * (clock.first_began - started),
-               after_prefill_ms=1e3 * (done - clock.last_ended))
+               after_prefill_ms=1e3 * (done - clock.last_ended),
+               planned_to_prefill_ms=1e3 * (clock.first_began - planned))
     if isinstance(syncs, SyncLog):
         row["syncs"] = syncs.hits
     stop.set()
@@ -221,8 +227,8 @@ def main(argv=None) -> int:
     for r in rows:
         print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}))
     summary = {k: statistics.median(r[k] for r in rows)
-               for k in ("first_text_ms", "forward_ms", "host_ms", "planned_ms", "before_prefill_ms",
-                         "after_prefill_ms", "ttft_ms")}
+               for k in ("first_text_ms", "forward_ms", "host_ms", "planned_ms", "planned_to_prefill_ms",
+                         "before_prefill_ms", "after_prefill_ms", "ttft_ms")}
     print("median", json.dumps({k: round(v, 2) for k, v in summary.items()}))
     R = {"model": str(folder), "tokens": tokens, "static": args.static, "rows": rows, "median": summary,
          "device": str(loaded.model.device)}

@@ -67,3 +67,30 @@ def test_a_static_cache_on_the_cpu_still_fills_and_counts():
     out_k, _ = cache.layers[0].update(keys, keys)
     assert int(cache.layers[0].cumulative_length) == 5
     assert torch.equal(out_k[:, :, :5], keys) and out_k.shape[2] == 16
+
+
+def test_a_new_chat_builds_its_cache_when_activated_not_in_its_turn(tiny_loaded, monkeypatch):
+    """TurnRunner.activate on a new conversation prepares its empty cache object; the turn
+    that follows builds none between "turn sent" and its first text."""
+    import threading
+
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.settings import GenerationSettings
+    from app.engine.local import kv_session
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import CpuProbe
+
+    built = []
+    dynamic = kv_session.DynamicCache
+    monkeypatch.setattr(kv_session, "DynamicCache", lambda *a, **k: built.append("dynamic") or dynamic(*a, **k))
+    runner = TurnRunner(tiny_loaded, CpuProbe())
+    runner.activate("new chat")
+    assert built == ["dynamic"]
+    order = []
+    for event in runner.run_turn([Message(Role.USER, "Hello there")], SummaryState(),
+                                 GenerationSettings(max_new_tokens=4, temperature=0), threading.Event(),
+                                 conversation_key="new chat"):
+        order.append(type(event).__name__)
+    assert built == ["dynamic"] and runner.session.cache is not None
+    assert order[0] == "TurnPlanned" and order[-1] == "TurnCompleted"
