@@ -187,3 +187,65 @@ def test_chunked_prefill_on_static_cache_matches_one_shot(tiny_loaded, chunk):
         one_shot = prefill(model, ids, StaticCache(config=model.config, max_cache_len=64), None)
         chunked = prefill(model, ids, StaticCache(config=model.config, max_cache_len=64), chunk)
     torch.testing.assert_close(chunked, one_shot, rtol=1e-4, atol=1e-4)  # fp32 summation order
+
+
+class ConstructionCount:
+    """Counts the caches the session builds (static_cache.new_static_cache, DynamicCache)."""
+
+    def __init__(self, monkeypatch):
+        from app.engine.local import kv_session, static_cache
+
+        self.static = self.dynamic = 0
+        new_static, dynamic = static_cache.new_static_cache, kv_session.DynamicCache
+
+        def counted_static(*args, **kwargs):
+            self.static += 1
+            return new_static(*args, **kwargs)
+
+        def counted_dynamic(*args, **kwargs):
+            self.dynamic += 1
+            return dynamic(*args, **kwargs)
+
+        monkeypatch.setattr(static_cache, "new_static_cache", counted_static)
+        monkeypatch.setattr(kv_session, "DynamicCache", counted_dynamic)
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_prepared_cache_serves_the_next_turn_without_building_one(tiny_loaded, monkeypatch, static):
+    """Issue 12, item 4: a new chat's cache object is built by prepare() (when the chat is
+    activated), not inside the turn; the turn then runs exactly as with a cache built in it."""
+    from app.engine.local.static_cache import capacity_of
+
+    params = SamplingParams(max_new_tokens=10, temperature=0)
+    cold = run(tiny_loaded, TURN1, params, session=KVSession(static=static))
+    counts = ConstructionCount(monkeypatch)
+    session = KVSession(static=static)
+    session.prepare(tiny_loaded.model)
+    assert (counts.static, counts.dynamic) == ((1, 0) if static else (0, 1))
+    session.prepare(tiny_loaded.model)  # prepared already: nothing more
+    warm = run(tiny_loaded, TURN1, params, session=session)
+    assert (counts.static, counts.dynamic) == ((1, 0) if static else (0, 1))  # none built in the turn
+    assert warm.text == cold.text and warm.new_tokens == cold.new_tokens
+    assert session.is_static is static
+    if static:  # the placeholder capacity became the turn's
+        assert session.capacity_tokens == round_capacity(warm.prompt_tokens + 10)
+        assert capacity_of(session.cache) == session.capacity_tokens
+        assert all(layer.keys.shape[2] == session.capacity_tokens for layer in session.cache.layers)
+    again = run(tiny_loaded, turn2(warm), params, session=session)  # the kept cache, as before
+    assert again.reused_tokens > 0 and (counts.static, counts.dynamic) == ((1, 0) if static else (0, 1))
+
+
+def test_a_prepared_cache_of_another_precision_is_not_used(tiny_loaded, monkeypatch):
+    from app.engine.local.static_cache import kv_bits_of
+
+    counts = ConstructionCount(monkeypatch)
+    session = KVSession(static=True)
+    session.prepare(tiny_loaded.model)
+    session.set_kv_bits(8)  # the chat switched to 8-bit KV after it was opened
+    cache, reused = session.begin_turn(tiny_loaded.model, list(range(1, 30)), 4)
+    assert kv_bits_of(cache) == 8 and reused == 0 and counts.static == 2
+    session.invalidate()
+    session.set_kv_bits(16)
+    session.prepare(tiny_loaded.model)  # no cache held: prepared for 16-bit again
+    assert counts.static == 3
+    assert kv_bits_of(session.begin_turn(tiny_loaded.model, list(range(1, 30)), 4)[0]) == 16 and counts.static == 3

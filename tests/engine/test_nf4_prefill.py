@@ -114,6 +114,31 @@ def test_install_slices_only_large_weights_and_keeps_decode_rows():
     assert "_headroom_nf4_sliced" not in big.__dict__ and sp.set_sliced(model, False) == 0
 
 
+def test_set_sliced_walks_the_model_once_per_install(monkeypatch):
+    """set_sliced runs before every NF4 turn's prefill (issue 12, item 4): the wrapped layers are
+    found once, not by walking every module each turn; a new install finds them again."""
+    from app.engine.local import nf4_hook
+
+    model = torch.nn.Sequential(FakeLinear4bit(256, 128, seed=14), FakeLinear4bit(256, 128, seed=16),
+                                FakeLinear4bit(64, 128, seed=15))
+    walks = []
+    walk = nf4_hook.nf4_layers
+    monkeypatch.setattr(nf4_hook, "nf4_layers", lambda m: walks.append(1) or walk(m))
+    assert sp.install(model, require_cuda=False, budget=256 * 128).layers == 2
+    walks.clear()
+    for flag in (False, True, False):
+        assert sp.set_sliced(model, flag) == 2
+        assert [layer.__dict__.get("_headroom_nf4_sliced") for layer in model] == [flag, flag, None]
+    assert len(walks) == 1
+    assert sp.uninstall(model) == 2 and sp.set_sliced(model, False) == 0  # found again: none wrapped
+    assert sp.install(model, require_cuda=False, budget=256 * 128).layers == 2
+    assert sp.set_sliced(model, False) == 2 and model[0]._headroom_nf4_sliced is False
+    x = torch.randn(1, 3, 128).bfloat16()
+    with torch.no_grad():  # the flag set through __dict__ is the one the wrapped forward reads
+        assert torch.equal(model[0](x), model[0]._headroom_nf4_prefill[0](x))
+    assert list(model.named_children()) == [("0", model[0]), ("1", model[1]), ("2", model[2])]
+
+
 def test_not_sliced_where_the_layout_does_not_allow_it():
     layer = FakeLinear4bit(256, 128)
     assert sp.why_not_sliced(layer, budget=1) == ""

@@ -37,6 +37,7 @@ class SpanLayer(StaticLayer):
     tensor's shape, so the compiled step holds no int guard on the capacity."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        counter_on_device(self, key_states.device)  # StaticLayer's own .to() of it blocks
         super().lazy_initialization(key_states, value_states)
         mark_capacity_dynamic(self)
 
@@ -73,7 +74,7 @@ class QuantizedSpanLayer(SpanLayer):
         shape = (self.batch_size, self.num_heads, self.max_cache_len)
         self.keys = torch.zeros((*shape, kv_quant.packed_dim(self.k_head_dim)), dtype=dtype, device=self.device)
         self.values = torch.zeros((*shape, kv_quant.packed_dim(self.v_head_dim)), dtype=dtype, device=self.device)
-        self.cumulative_length = self.cumulative_length.to(self.device)
+        counter_on_device(self, self.device)
         if not torch.compiler.is_compiling():
             for tensor in (self.keys, self.values, self.cumulative_length):
                 torch._dynamo.mark_static_address(tensor)
@@ -98,6 +99,22 @@ class Fp8SpanLayer(QuantizedSpanLayer):
 
 
 _LAYER_FOR_FORMAT = {"int8": QuantizedSpanLayer, "fp8": Fp8SpanLayer}
+
+
+def counter_on_device(layer: StaticLayer, device: torch.device) -> None:
+    """Give ``layer`` its fill counter (``cumulative_length``, a 0-d long tensor) on ``device``,
+    made there by a fill rather than copied from the host: transformers' StaticLayer moves its
+    CPU counter with a blocking ``.to(device)``, which on CUDA waits for the stream to drain, in
+    every layer of a new cache's first prefill (issue 12, item 4: 32 syncs inside the 8B's first
+    forward of a new chat). The value is read on the host where it lives, so nothing here waits
+    for the device. A counter already on ``device`` is left as it is."""
+    counter = layer.cumulative_length
+    if counter.device == torch.device(device):
+        return
+    if counter.device.type == "cpu":
+        layer.cumulative_length = torch.full((), int(counter), dtype=counter.dtype, device=device)
+    else:  # another accelerator: a plain copy (not a path Headroom takes)
+        layer.cumulative_length = counter.to(device)
 
 
 def mark_capacity_dynamic(layer: StaticLayer) -> None:

@@ -79,12 +79,15 @@ class TurnRunner:
         memory, restoring this one's if it was parked); "" keeps the active cache. Returns the
         session. Call it when the user opens a conversation, so the copy back to the device, and
         the capture of the decode step's CUDA graph for the restored cache, are done before the
-        next turn (TTFT after a switch, issue 12 item 5)."""
+        next turn (TTFT after a switch, issue 12 item 5); a session without a cache (a new chat)
+        gets its empty cache object built here (`KVSession.prepare`), not in the turn."""
         budget = None if kept_cache_mib is None else kept_cache_mib * 2**20
         restoring = self.sessions.is_parked(conversation_key)
         session = self.sessions.activate(conversation_key, self.loaded.model.device, budget)
         if restoring and session.cache is not None and session.cached_tokens and self.decoder is not None:
             self.decoder.prepare(session.cache)  # its CUDA graph, so the first token replays at once
+        if session.cache is None:
+            session.prepare(self.loaded.model)  # a new chat's empty cache object, built before the turn
         return session
 
     @property
