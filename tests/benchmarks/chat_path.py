@@ -292,6 +292,7 @@ def main(argv=None) -> int:
     R["warm_up"] = {"seconds_total": time.perf_counter() - t, "compile_seconds": status.seconds,
                     "state": status.state, "reason": status.reason, "statuses": statuses,
                     "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                    "phases_s": getattr(runner.decoder, "warm_up_phases", {}),
                     "compile_times": compile_breakdown()}
     if args.warm_up_done:
         Path(args.warm_up_done).write_text("done")

@@ -138,6 +138,7 @@ class CompiledDecode:
         self._cache_kw = cache_kwarg(type(model))
         self.captures = model.device.type == "cuda"  # CUDA graphs exist on CUDA only
         self._graph: CapturedStep | None = None  # the cache decoding now, captured
+        self.warm_up_phases: dict[str, dict[str, float]] = {}  # compile_capacity's seconds per part
         self._capture_failed = ""  # why capturing failed (then never tried again)
         # one decoder layer compiled for all of them ("" = possible), else the whole forward
         self.regional_failure = regional_reason(model)
@@ -277,17 +278,28 @@ class CompiledDecode:
         ``kv_bits`` KV (16 or 8), on a scratch cache that is freed afterwards. Raises whatever
         torch.compile raises."""
         model = self.model
+        phases, clock = {}, time.perf_counter()
+
+        def lap(name: str) -> None:  # seconds of each part of the warm-up (the second launch's 10 s bar)
+            nonlocal clock
+            if model.device.type == "cuda":
+                torch.cuda.synchronize()
+            phases[name] = round(time.perf_counter() - clock, 3)
+            clock = time.perf_counter()
+
         with self._lock, torch.inference_mode():
             if self._compiled is None:
                 self._compiled = self._build()
             cache = new_static_cache(model.config, capacity, kv_bits)
             prompt = torch.zeros((1, WARM_UP_PROMPT_TOKENS), dtype=torch.long, device=model.device)
             model(input_ids=prompt, use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+            lap("eager_prefill")
             token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
             failure, graphs_before = "", self._layer_graphs()
             try:
-                for _ in range(WARM_UP_STEPS):
+                for i in range(WARM_UP_STEPS):
                     self.step(token, cache)
+                    lap("first_step_compile_and_capture" if i == 0 else f"replay_{i}")
             except Exception as exc:  # a layer step that cannot run: the whole forward may
                 if not self.regional:
                     raise
@@ -299,6 +311,9 @@ class CompiledDecode:
             del cache, prompt, token
             if self.regional and not failure:
                 failure = self._regional_check(capacity, kv_bits, graphs_before)
+                lap("regional_check")
+        self.warm_up_phases[f"{kv_bits}-bit, {capacity} tokens"] = phases
+        log.info("decode warm-up, %d-bit KV, %d tokens: %s s", kv_bits, capacity, phases)
         if failure:  # the whole forward, compiled as before (its own warm-up), for every format
             log.warning("layer-at-a-time decode step set aside: %s", failure)
             ready = sorted(self._ready) + [(fmt, capacity)]
