@@ -15,6 +15,10 @@ TurnPlanned: cache set-up and the generator's own; after_prefill_ms: the last fo
 the first text: sampling, the token's copy back, detokenizing), and ``--sync-log`` lists every
 operation that waits for the device on one more turn (torch.cuda.set_sync_debug_mode).
 
+Each row also counts Python's garbage collections inside the window and their ms per generation
+(``gc_collections``, ``gc_ms``): the 1k-token TTFTs of one H200 run were 103 / 54 / 91 ms for the
+same turn (results/chat_path_h200.md), and a full collection is tens of ms in a process this size.
+
 ``--static`` gives each new chat a static cache (as on CUDA: `new_static_cache`, allocated on the
 first prefill) instead of the CPU's DynamicCache.
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import json
 import os
@@ -130,6 +135,30 @@ class SyncLog:
         self.hits.append({"warning": str(message)[:120], "frames": frames[-6:]})
 
 
+class GcClock:
+    """Python's cyclic garbage collections while it is entered: how many per generation and their
+    ms (gc.callbacks), so a pause of the collector inside a TTFT shows (a full collection took ~200
+    ms on the 2-core CPU box with transformers imported; the H200 process also holds Dynamo's and
+    Inductor's objects)."""
+
+    def __init__(self):
+        self.counts, self.ms, self._began = [0, 0, 0], [0.0, 0.0, 0.0], 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.counts[info["generation"]] += 1
+            self.ms[info["generation"]] += 1e3 * (time.perf_counter() - self._began)
+
+    def __enter__(self):
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
+
+
 def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSettings, clock: ForwardClock,
                static: bool, profiler: cProfile.Profile | None = None, sync_log: bool = False) -> dict:
     """One new chat's turn up to its first TextDelta; the rest of the turn runs after the clock
@@ -150,7 +179,7 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     if profiler is not None:
         profiler.enable()
     events = runner.run_turn(messages, SummaryState(), settings, stop, conversation_key=key)
-    with syncs:
+    with syncs, GcClock() as collections:
         for event in events:
             if isinstance(event, ev.TurnPlanned):
                 planned = time.perf_counter()
@@ -168,7 +197,8 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     row.update(first_text_ms=1e3 * wall, forward_ms=1e3 * clock.seconds, forward_calls=clock.calls,
                host_ms=1e3 * (wall - clock.seconds), before_prefill_ms=1e3 * (clock.first_began - started),
                after_prefill_ms=1e3 * (done - clock.last_ended),
-               planned_to_prefill_ms=1e3 * (clock.first_began - planned))
+               planned_to_prefill_ms=1e3 * (clock.first_began - planned),
+               gc_collections=collections.counts, gc_ms=[round(ms, 2) for ms in collections.ms])
     if isinstance(syncs, SyncLog):
         row["syncs"] = syncs.hits
     stop.set()
