@@ -197,8 +197,7 @@ if triton is not None:
                        stride_vb, stride_vh, stride_vs, stride_valid,
                        G: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
                        HAS_VALID: tl.constexpr, DIRECT: tl.constexpr, ROTATE: tl.constexpr,
-                       QUANT: tl.constexpr = True, ROTATE_PARTIALS: tl.constexpr = False,
-                       PARTIAL_DOT: tl.constexpr = "tf32x3"):
+                       QUANT: tl.constexpr, ROTATE_PARTIALS: tl.constexpr, PARTIAL_DOT: tl.constexpr):
         bh = tl.program_id(0)
         tile = tl.program_id(1)
         split = tl.program_id(2)
