@@ -26,14 +26,15 @@ class NotesFlow(QObject):
         self._chat = chat
         self.proposals: list[str] = []  # offered, not yet accepted or dismissed
         self._dismissed: set[str] = set()  # this conversation's, not offered again
-        # conversations left with proposals undecided: shown again when they are opened again
-        # (this session; a trial's proposals were gone after a switch and back)
-        self._kept: dict[int, tuple[list[str], set[str]]] = {}
+        # both are kept with the conversation in the Store as they change, so they are offered
+        # again when it is opened again, also after a restart (trials: gone after a switch and
+        # back, then after a restart)
 
     def propose(self, summary: str) -> None:
         """Offer the facts of a new `summary` of the open conversation as notes to pin."""
         fresh = propose_notes(summary, self._chat.pinned_notes, self._dismissed)
         self.proposals = [p for p in self.proposals if p not in fresh] + fresh
+        self._save_proposals()
         self._chat.notes_proposed.emit(list(self.proposals))
 
     @Slot(str)
@@ -42,6 +43,7 @@ class NotesFlow(QObject):
         if text in self.proposals:
             self.proposals.remove(text)
             self.edit(add_note(self._chat.pinned_notes, text))
+            self._save_proposals()
             self._chat.notes_proposed.emit(list(self.proposals))
 
     @Slot(str)
@@ -50,25 +52,32 @@ class NotesFlow(QObject):
         if text in self.proposals:
             self.proposals.remove(text)
             self._dismissed.add(text)
+            self._save_proposals()
             self._chat.notes_proposed.emit(list(self.proposals))
 
     def forget_proposals(self) -> None:
-        """Another conversation opens: the proposals were this one's, kept for when it opens again."""
-        leaving = self._chat.conversation_id
-        if leaving is not None and (self.proposals or self._dismissed):
-            self._kept[leaving] = (self.proposals, self._dismissed)
+        """Another conversation opens: the proposals were this one's (the Store keeps them for
+        when it opens again)."""
         self._dismissed = set()
         if self.proposals:
             self.proposals = []
             self._chat.notes_proposed.emit([])
 
     def restore_proposals(self) -> None:
-        """The open conversation's undecided proposals (and what was dismissed), when it had some."""
-        kept = self._kept.pop(self._chat.conversation_id, None)
-        if kept is not None:
-            self.proposals, self._dismissed = kept
-            if self.proposals:
-                self._chat.notes_proposed.emit(list(self.proposals))
+        """The open conversation's undecided proposals (and what was dismissed), from the Store."""
+        chat = self._chat
+        if chat.conversation_id is None:
+            return
+        self.proposals, self._dismissed = chat.store.note_proposals(chat.conversation_id)
+        if self.proposals:
+            chat.notes_proposed.emit(list(self.proposals))
+
+    def _save_proposals(self) -> None:
+        """Write the proposals to the open conversation (none yet: a summary needs its messages,
+        which are stored first, so there is always one)."""
+        chat = self._chat
+        if chat.conversation_id is not None:
+            chat.store.set_note_proposals(chat.conversation_id, self.proposals, self._dismissed)
 
     @Slot(str)
     def edit(self, text: str) -> None:

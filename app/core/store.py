@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from app.core import store_attachments
+from app.core import store_attachments, store_notes
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -115,7 +115,10 @@ _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
 _V6 = ["ALTER TABLE messages ADD COLUMN shown_child_id INTEGER REFERENCES messages(id) ON DELETE SET NULL"]
 # v8: the conversation's KV cache precision, "16-bit", "8-bit" or "auto" (issue 16, app.core.kv_precision).
 _V8 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT '16-bit'"]
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8]
+# v9: what the user saw and had not decided is there after a restart: the note proposals a
+# summary offered (app.core.store_notes).
+_V9 = store_notes.V9_PROPOSALS
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -454,6 +457,20 @@ class Store:
         """The conversation's pinned notes ("" for none). KeyError for an unknown conversation."""
         with self._tx() as db:
             self._touch(db, conversation_id, "pinned_notes = ?, updated_at = ?", notes, time.time())
+
+    def set_note_proposals(self, conversation_id: int, offered: list[str], dismissed: set[str]) -> None:
+        """Keep the conversation's note proposals: those still `offered` (undecided, in their
+        order) and the `dismissed` ones (not offered again); an accepted one is in neither and
+        is forgotten (app.core.store_notes). Does not move the conversation in the list. KeyError
+        for an unknown conversation."""
+        with self._tx() as db:
+            self._touch(db, conversation_id, "updated_at = updated_at")
+            store_notes.save_proposals(db, conversation_id, offered, dismissed)
+
+    def note_proposals(self, conversation_id: int) -> tuple[list[str], set[str]]:
+        """(offered, dismissed): the conversation's undecided note proposals in their order and
+        the dismissed ones, as set_note_proposals kept them (empty when none or unknown)."""
+        return store_notes.proposals_of(self._conn, conversation_id)
 
     def set_kv_precision(self, conversation_id: int, precision: str) -> None:
         """The conversation's KV cache precision ("16-bit", "8-bit" or "auto"). ValueError for

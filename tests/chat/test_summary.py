@@ -98,3 +98,36 @@ def test_a_new_summary_proposes_notes_that_are_pinned_only_when_accepted(chat):
     assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)
     worker.summary_finished.emit(worker.last_id, SummaryState(summary + " Flights leave at 9.", 3, 24), "kept")
     assert seen.of("notes_proposed")[-1] == (["Flights leave at 9."],)  # the dismissed one stays dismissed
+
+
+def test_undecided_note_proposals_are_offered_again_after_a_restart_until_decided(make_chat):
+    """Trial: a proposal the user had not accepted or dismissed was gone once the app restarted.
+    The undecided ones and the dismissed ones are kept with the conversation; a decided one is not
+    offered again."""
+    chat = make_chat()
+    worker = chat.worker
+    chat.turns.send("My name is Ada and I live in Lisbon. My budget is 1,200 euros.")
+    worker.reply_finished.emit(worker.last_id, finished("Noted!"), record())
+    summary = "Her name is Ada and she lives in Lisbon. The budget is 1,200 euros. Flights leave at 9."
+    worker.summary_finished.emit(worker.last_id, SummaryState(summary, 1, 20), "kept 20 tokens")
+    offered = ["Her name is Ada and she lives in Lisbon.", "The budget is 1,200 euros.", "Flights leave at 9."]
+    assert chat.recorded.of("notes_proposed")[-1] == (offered,)
+    chat.notes.dismiss("Flights leave at 9.")
+    first = chat.conversation_id
+    chat.close()
+
+    again = make_chat()  # a restart: a new Chat (and Conversations) on the same database
+    assert again.conversations.reopen(first)
+    assert again.recorded.of("notes_proposed")[-1] == (offered[:2],)
+    again.notes.accept("The budget is 1,200 euros.")
+    again.notes.dismiss("Her name is Ada and she lives in Lisbon.")
+    assert again.recorded.of("notes_proposed")[-1] == ([],)
+    again.worker.summary_finished.emit(1, SummaryState(summary, 1, 20), "kept")  # the same facts again
+    assert again.recorded.of("notes_proposed")[-1] == ([],)  # pinned or dismissed: not offered again
+    again.close()
+
+    third = make_chat()
+    third.conversations.reopen(first)
+    assert third.notes.proposals == [] and third.pinned_notes == "The budget is 1,200 euros."
+    assert third.store.note_proposals(first) == ([], {"Flights leave at 9.",
+                                                      "Her name is Ada and she lives in Lisbon."})

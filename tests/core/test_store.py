@@ -175,7 +175,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -718,3 +718,50 @@ def test_a_removed_document_is_restored_exactly(store):
     store._conn.execute("DELETE FROM messages WHERE id = ?", (question.id,))
     with pytest.raises(KeyError):
         store.restore_document(removed)
+
+
+def test_note_proposals_are_kept_per_conversation_across_a_reopen_and_purged_with_it(tmp_path):
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        cid, other = store.create_conversation("t"), store.create_conversation("u")
+        store.append_message(cid, Message(Role.USER, "q"))
+        before = store.list_conversations()
+        store.set_note_proposals(cid, ["Budget is 1,200 euros.", "Ada lives in Lisbon.", "Flights at 9."],
+                                 {"Flights at 9.", "It rains."})
+        assert store.list_conversations() == before  # a proposal does not move the conversation
+        with pytest.raises(KeyError):
+            store.set_note_proposals(99, ["x"], set())
+    with Store(path) as store:
+        assert store.note_proposals(cid) == (["Budget is 1,200 euros.", "Ada lives in Lisbon."],
+                                             {"Flights at 9.", "It rains."})
+        assert store.note_proposals(other) == ([], set())
+        store.set_note_proposals(cid, ["Ada lives in Lisbon."], {"It rains."})  # one accepted, one dismissed
+        assert store.note_proposals(cid) == (["Ada lives in Lisbon."], {"It rains."})
+        store.delete_conversation(cid)
+        assert store.note_proposals(cid) == (["Ada lives in Lisbon."], {"It rains."})  # undo brings them back
+        store.purge_deleted()
+        assert store.note_proposals(cid) == ([], set())
+        assert store._conn.execute("SELECT COUNT(*) FROM note_proposals").fetchone()[0] == 0
+
+
+def test_a_v8_file_upgrades_to_note_proposals_without_loss(tmp_path):
+    path = tmp_path / "headroom.sqlite3"
+    conn = connect(path)
+    assert migrate(conn, target=8) == 8
+    conn.execute("INSERT INTO conversations (id, title, created_at, updated_at, pinned_notes, kv_precision)"
+                 " VALUES (4, 'Trip', 1.0, 2.0, 'Be brief.', '8-bit')")
+    conn.execute("INSERT INTO messages (id, conversation_id, position, role, content, status, created_at)"
+                 " VALUES (1, 4, 0, 'user', 'Plan a trip', 'complete', 1.5)")
+    conn.execute("UPDATE conversations SET active_message_id = 1 WHERE id = 4")
+    conn.execute("INSERT INTO attachments (message_id, name, kind, text) VALUES (1, 'plan.txt', 'text', 'Lisbon')")
+    conn.close()
+    with Store(path) as store:
+        assert store.backup_path is not None and ".v8-" in store.backup_path.name
+        loaded = store.load_conversation(4)
+        assert [m.content for m in loaded.conversation.messages] == ["Plan a trip"]
+        assert loaded.conversation.messages[0].documents[0].text == "Lisbon"
+        assert (loaded.pinned_notes, loaded.kv_precision) == ("Be brief.", "8-bit")
+        assert store.note_proposals(4) == ([], set())
+        store.set_note_proposals(4, ["Lisbon in May."], set())
+    with Store(path) as store:
+        assert store.note_proposals(4) == (["Lisbon in May."], set())
