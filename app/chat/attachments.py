@@ -26,6 +26,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 from app.chat.document_refusal import refusal_reason
 from app.core.conversation import Message, Role
 from app.core.document_prompt import without_document
+from app.core.store_attachments import FitNote
 from app.engine.documents.extract import extract_file
 from app.engine.documents.fit import WHOLE
 from app.engine.documents.source import DocumentError, ExtractedDocument
@@ -226,17 +227,32 @@ class AttachmentFlow(QObject):
     @Slot(int, object)
     def _on_documents_fitted(self, _request_id: int, fits) -> None:
         """Say how each document went in, on the question they were sent with (the turn's: the
-        last user message of the path shown)."""
-        messages = self._chat.conversation.messages
+        last user message of the path shown), and keep it with the document in the Store, so
+        the note is there when the chat is opened again (a trial: gone after a restart)."""
+        chat = self._chat
+        messages = chat.conversation.messages
         index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role is Role.USER), -1)
+        question = messages[index] if index >= 0 else None
         for fit in fits:
-            if fit.mode == WHOLE:
-                line = translate("Attachments", "{0}: whole file, {1} tokens").format(fit.name, f"{fit.tokens:,}")
-            elif fit.chunks:
-                line = translate("Attachments", "{0}: too large for this turn ({1} tokens): retrieving {2} of {3} "
-                                 "excerpts, {4} tokens").format(fit.name, f"{fit.whole_tokens:,}", len(fit.chunks),
-                                                                f"{fit.total_chunks:,}", f"{fit.tokens:,}")
-            else:
-                line = translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
-                                 "an excerpt").format(fit.name, f"{fit.whole_tokens:,}")
-            self._chat.document_noted.emit(index, fit.name, line)
+            note = fit_note(fit)
+            if question is not None and question.id is not None:
+                chat.store.note_document_fit(question.id, fit.name, note)
+            chat.document_noted.emit(index, fit.name, fit_line(fit.name, note))
+
+
+def fit_note(fit) -> FitNote:
+    """The FitNote of an engine DocumentFit (app.engine.documents.fit): what the line says."""
+    return FitNote(fit.mode, fit.tokens, fit.whole_tokens, len(fit.chunks), fit.total_chunks)
+
+
+def fit_line(name: str, note: FitNote) -> str:
+    """The transcript's line on how the document `name` went into its turn: "report.pdf: whole
+    file, 812 tokens", or retrieved excerpts, or no room for one."""
+    if note.mode == WHOLE:
+        return translate("Attachments", "{0}: whole file, {1} tokens").format(name, f"{note.tokens:,}")
+    if note.excerpts:
+        return translate("Attachments", "{0}: too large for this turn ({1} tokens): retrieving {2} of {3} "
+                         "excerpts, {4} tokens").format(name, f"{note.whole_tokens:,}", note.excerpts,
+                                                        f"{note.total_excerpts:,}", f"{note.tokens:,}")
+    return translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
+                     "an excerpt").format(name, f"{note.whole_tokens:,}")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.attachments import fit_line
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation
 from app.core.history import SummaryState
@@ -142,10 +143,19 @@ class ConversationFlow(QObject):
         chat.kv_precision = stored.kv_precision
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.conversation_loaded.emit(chat.conversation.messages)
+        self._note_document_fits(stored)
         chat.summaries.show_summary()
         chat.notes.show_notes()
         chat.notes.restore_proposals()
         chat.versions_changed.emit(list(chat.versions))
+
+    def _note_document_fits(self, stored) -> None:
+        """Say again on each question of the path shown how its documents went into its turn
+        (kept with them in the Store: a removed file has none)."""
+        chat = self._chat
+        for index, message in enumerate(chat.conversation.messages):
+            for name, note in stored.document_fits.get(message.id, ()) if message.id is not None else ():
+                chat.document_noted.emit(index, name, fit_line(name, note))
 
     @Slot(int, int)
     def switch_version(self, index: int, step: int) -> None:

@@ -115,9 +115,10 @@ _V5 = ["ALTER TABLE messages ADD COLUMN stats_json TEXT"]
 _V6 = ["ALTER TABLE messages ADD COLUMN shown_child_id INTEGER REFERENCES messages(id) ON DELETE SET NULL"]
 # v8: the conversation's KV cache precision, "16-bit", "8-bit" or "auto" (issue 16, app.core.kv_precision).
 _V8 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT '16-bit'"]
-# v9: what the user saw and had not decided is there after a restart: the note proposals a
-# summary offered (app.core.store_notes).
-_V9 = store_notes.V9_PROPOSALS
+# v9: what the user saw in a chat is there after a restart: the note proposals a summary offered
+# and the user has not decided (app.core.store_notes), and how each attached document went into
+# its turn (app.core.store_attachments.FitNote).
+_V9 = store_notes.V9_PROPOSALS + store_attachments.V9_FITS
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -157,6 +158,8 @@ class StoredConversation:
     """Per message of the active path: (its version number from 1, how many versions)."""
     pinned_notes: str = ""
     kv_precision: str = DEFAULT_KV_PRECISION
+    document_fits: dict[int, tuple[tuple[str, store_attachments.FitNote], ...]] = field(default_factory=dict)
+    """Per message id of the active path with some: (document name, how it went into the turn)."""
 
 
 def default_db_path() -> Path:
@@ -435,6 +438,14 @@ class Store:
             self._touch(db, self._conversation_of(message_id), "updated_at = ?", time.time())
         return removed
 
+    def note_document_fit(self, message_id: int, name: str, note: store_attachments.FitNote) -> bool:
+        """Keep how the document `name` of message `message_id` went into its turn (the last
+        turn's replaces an older one's); it goes with the document (removed, restored, branched
+        and deleted with it). Returns whether a document of that name is there. Does not move
+        the conversation in the list."""
+        with self._tx() as db:
+            return store_attachments.note_fit(db, message_id, name, note) > 0
+
     def restore_document(self, removed: store_attachments.RemovedDocument) -> None:
         """Undo remove_document: the document back in its place, the answers' sources as they
         were. KeyError when the message was deleted since."""
@@ -589,7 +600,7 @@ class Store:
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
             json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"],
-            valid_kv_precision(row["kv_precision"]))
+            valid_kv_precision(row["kv_precision"]), store_attachments.fits_of(self._conn, path))
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
         """A new conversation holding the path to `through_message_id` (copies, one version each,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from app.core.attached_document import ExtractedDocument
 from app.core.document_prompt import Citation, without_document
@@ -32,6 +32,59 @@ V7 = [
     "CREATE INDEX attachments_by_message ON attachments (message_id)",
     "ALTER TABLE messages ADD COLUMN sources_json TEXT",
 ]
+
+
+# v9: how each document went into its message's turn, kept with it (FitNote as JSON; NULL: not said).
+V9_FITS = ["ALTER TABLE attachments ADD COLUMN fit_json TEXT"]
+
+
+@dataclass(frozen=True)
+class FitNote:
+    """How a document went into its question's turn, as the transcript says it ("report.pdf:
+    whole file, 812 tokens"): `mode` "whole" or "retrieved" (app.engine.documents.fit), the
+    prompt `tokens` it took, `whole_tokens` of all of it, and the `excerpts` retrieved of
+    `total_excerpts`. The numbers, not the sentence, so it is said in the language shown."""
+
+    mode: str
+    tokens: int
+    whole_tokens: int
+    excerpts: int = 0
+    total_excerpts: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> FitNote | None:
+        """None for NULL or a damaged value (the conversation still opens, without the note)."""
+        try:
+            raw = json.loads(text) if text else None
+            return cls(str(raw["mode"]), *(int(raw[k]) for k in ("tokens", "whole_tokens", "excerpts",
+                                                                   "total_excerpts")))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
+def note_fit(db: sqlite3.Connection, message_id: int, name: str, note: FitNote) -> int:
+    """Keep `note` with the documents called `name` of message `message_id` (a new turn of the
+    same question replaces it); returns how many documents took it (0: none of that name)."""
+    return db.execute("UPDATE attachments SET fit_json = ? WHERE message_id = ? AND name = ?",
+                      (note.to_json(), message_id, name)).rowcount
+
+
+def fits_of(conn: sqlite3.Connection, message_ids: Sequence[int]) -> dict[int, tuple[tuple[str, FitNote], ...]]:
+    """(document name, FitNote) of each document of `message_ids` that has one, in the order they
+    were attached; messages without any are absent."""
+    found: dict[int, list[tuple[str, FitNote]]] = {}
+    if not message_ids:
+        return {}
+    for row in conn.execute(
+            "SELECT message_id, name, fit_json FROM attachments WHERE fit_json IS NOT NULL AND message_id IN"
+            f" ({','.join('?' * len(message_ids))}) ORDER BY id", list(message_ids)):
+        note = FitNote.from_json(row["fit_json"])
+        if note is not None:
+            found.setdefault(row["message_id"], []).append((row["name"], note))
+    return {message_id: tuple(notes) for message_id, notes in found.items()}
 
 
 def save_documents(db: sqlite3.Connection, message_id: int, documents: Iterable[ExtractedDocument]) -> None:
@@ -66,11 +119,11 @@ class RemovedDocument:
 
     message_id: int
     name: str
-    row: tuple  # (id, message_id, name, kind, text, page_starts_json, size_bytes, encoding)
+    row: tuple  # (id, message_id, name, kind, text, page_starts_json, size_bytes, encoding, fit_json)
     answer_sources: tuple[tuple[int, str | None], ...]  # (answer id, sources_json before)
 
 
-_ROW = "id, message_id, name, kind, text, page_starts_json, size_bytes, encoding"
+_ROW = "id, message_id, name, kind, text, page_starts_json, size_bytes, encoding, fit_json"
 
 
 def remove_document(db: sqlite3.Connection, message_id: int, index: int) -> RemovedDocument:
@@ -97,7 +150,7 @@ def restore_document(db: sqlite3.Connection, removed: RemovedDocument) -> None:
         raise KeyError(removed.message_id)
     taken = db.execute("SELECT 1 FROM attachments WHERE id = ?", (removed.row[0],)).fetchone() is not None
     row = (None, *removed.row[1:]) if taken else removed.row
-    db.execute(f"INSERT INTO attachments ({_ROW}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+    db.execute(f"INSERT INTO attachments ({_ROW}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
     db.executemany("UPDATE messages SET sources_json = ? WHERE id = ?",
                    [(text, answer_id) for answer_id, text in removed.answer_sources])
 
@@ -122,8 +175,8 @@ def forget_cited_text(db: sqlite3.Connection, message_id: int, name: str) -> int
 def copy_documents(db: sqlite3.Connection, from_message_id: int, to_message_id: int) -> None:
     """Give message `to_message_id` copies of the documents of `from_message_id` (a branch)."""
     db.execute(
-        "INSERT INTO attachments (message_id, name, kind, text, page_starts_json, size_bytes, encoding)"
-        " SELECT ?, name, kind, text, page_starts_json, size_bytes, encoding FROM attachments"
+        "INSERT INTO attachments (message_id, name, kind, text, page_starts_json, size_bytes, encoding, fit_json)"
+        " SELECT ?, name, kind, text, page_starts_json, size_bytes, encoding, fit_json FROM attachments"
         " WHERE message_id = ? ORDER BY id", (to_message_id, from_message_id))
 
 

@@ -217,9 +217,27 @@ class ChatView(QScrollArea):
     @Slot(int, str, str)
     def add_document_note(self, index: int, name: str, text: str) -> None:
         """A notice on how the file `name` of the message at `index` went into the turn
-        (Chat.document_noted): "report.pdf: whole file, 812 tokens"."""
-        notice = self.add_notice(text, "info")
-        notice.document = (self._bubbles[index] if 0 <= index < len(self._bubbles) else None, name)
+        (Chat.document_noted): "report.pdf: whole file, 812 tokens". It goes right under that
+        question (after its other files' notes), and replaces the file's earlier note there (a
+        new turn of the same question, or the note said again when the chat is reopened)."""
+        bubble = self._bubbles[index] if 0 <= index < len(self._bubbles) else None
+        if bubble is None:
+            self.add_notice(text, "info").document = (None, name)
+            return
+        for old in self._column.findChildren(Notice):
+            if getattr(old, "document", None) == (bubble, name):
+                self._layout.removeWidget(old)
+                old.hide()
+                old.deleteLater()
+        at = self._layout.indexOf(bubble) + 1
+        while at < self._layout.count() - 1 and getattr(self._layout.itemAt(at).widget(), "document",
+                                                        (None, ""))[0] is bubble:
+            at += 1
+        notice = Notice(text, "info")
+        notice.setProperty("refused", False)
+        notice.document = (bubble, name)
+        self._layout.insertWidget(at, notice)
+        self._follow_end()
 
     @Slot(list)
     def set_versions(self, versions: list) -> None:

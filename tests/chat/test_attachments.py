@@ -269,3 +269,39 @@ def test_undo_puts_a_removed_file_back_exactly_on_screen_in_the_store_and_the_ex
     assert ended == [True, True]
     chat.attachments.undo_remove()
     assert chat.conversation.messages == []
+
+
+def test_how_a_file_went_in_is_said_again_after_a_restart_and_goes_with_the_file(qtbot, make_chat, tmp_path):
+    """Trial: "note.txt: whole file, 8 tokens" went with its file and came back with Undo, but
+    was gone after a restart. It is kept with the file: said again on its question when the chat
+    is reopened, not once the file is removed, again once the removal is undone."""
+    chat = make_chat()
+    for name in ("note.txt", "manual.txt"):
+        text = "The pass code is 4711." if name == "note.txt" else " ".join(f"word{i}" for i in range(400))
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        attached(qtbot, chat, tmp_path / name)
+    chat.turns.send("What follows word7?")
+    fits = manual_fits()
+    chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    said = chat.recorded.of("document_noted")
+    assert [(index, name) for index, name, _ in said] == [(0, "note.txt"), (0, "manual.txt")]
+    assert said[0][2] == f"note.txt: whole file, {fits[0].tokens} tokens"
+    first = chat.conversation_id
+    chat.close()
+
+    again = make_chat()  # a restart on the same database
+    again.conversations.reopen(first)
+    assert again.recorded.of("document_noted") == said
+    loaded = again.recorded.names()
+    assert loaded.index("conversation_loaded") < loaded.index("document_noted")  # on the transcript shown
+    again.attachments.remove_sent(0, 0)  # note.txt
+    again.attachments.undo_remove()
+    again.conversations.reopen(first)
+    assert again.recorded.of("document_noted")[-2:] == said  # back with its file
+    again.attachments.remove_sent(0, 0)
+    again.close()
+
+    third = make_chat()
+    third.conversations.reopen(first)
+    assert third.recorded.of("document_noted") == [said[1]]  # the removed file's note went with it

@@ -744,7 +744,9 @@ def test_note_proposals_are_kept_per_conversation_across_a_reopen_and_purged_wit
         assert store._conn.execute("SELECT COUNT(*) FROM note_proposals").fetchone()[0] == 0
 
 
-def test_a_v8_file_upgrades_to_note_proposals_without_loss(tmp_path):
+def test_a_v8_file_upgrades_to_note_proposals_and_document_fits_without_loss(tmp_path):
+    from app.core.store_attachments import FitNote
+
     path = tmp_path / "headroom.sqlite3"
     conn = connect(path)
     assert migrate(conn, target=8) == 8
@@ -761,7 +763,46 @@ def test_a_v8_file_upgrades_to_note_proposals_without_loss(tmp_path):
         assert [m.content for m in loaded.conversation.messages] == ["Plan a trip"]
         assert loaded.conversation.messages[0].documents[0].text == "Lisbon"
         assert (loaded.pinned_notes, loaded.kv_precision) == ("Be brief.", "8-bit")
-        assert store.note_proposals(4) == ([], set())
+        assert store.note_proposals(4) == ([], set()) and loaded.document_fits == {}
         store.set_note_proposals(4, ["Lisbon in May."], set())
+        assert store.note_document_fit(1, "plan.txt", FitNote("whole", 2, 2))
     with Store(path) as store:
         assert store.note_proposals(4) == (["Lisbon in May."], set())
+        assert store.load_conversation(4).document_fits == {1: (("plan.txt", FitNote("whole", 2, 2)),)}
+
+
+def test_how_a_document_went_into_its_turn_is_kept_with_it(tmp_path):
+    from app.core.attached_document import ExtractedDocument
+    from app.core.store_attachments import FitNote
+
+    path = tmp_path / "headroom.sqlite3"
+    whole, retrieved = FitNote("whole", 8, 8), FitNote("retrieved", 1200, 220000, 3, 900)
+    with Store(path) as store:
+        cid = store.create_conversation("t")
+        question = Message(Role.USER, "q", documents=(ExtractedDocument("note.md", "text", "n"),
+                                                      ExtractedDocument("manual.pdf", "pdf", "m")))
+        store.append_message(cid, question)
+        assert store.load_conversation(cid).document_fits == {}
+        assert store.note_document_fit(question.id, "note.md", FitNote("retrieved", 5, 8, 1, 2))
+        assert store.note_document_fit(question.id, "note.md", whole)  # the last turn's replaces it
+        assert store.note_document_fit(question.id, "manual.pdf", retrieved)
+        assert not store.note_document_fit(question.id, "other.txt", whole)
+        assert not store.note_document_fit(question.id + 5, "note.md", whole)
+    with Store(path) as store:
+        assert store.load_conversation(cid).document_fits == {question.id: (("note.md", whole),
+                                                                            ("manual.pdf", retrieved))}
+        copy = store.copy_branch(cid, question.id, "t (branch)")
+        branched = store.load_conversation(copy)
+        assert branched.document_fits == {branched.conversation.messages[0].id: (("note.md", whole),
+                                                                                 ("manual.pdf", retrieved))}
+        removed = store.remove_document(question.id, 0)
+        assert store.load_conversation(cid).document_fits == {question.id: (("manual.pdf", retrieved),)}
+        store.restore_document(removed)
+        assert store.load_conversation(cid).document_fits[question.id][0] == ("note.md", whole)
+        store._conn.execute("UPDATE attachments SET fit_json = '{\"mode\": 1}' WHERE name = 'manual.pdf'")
+        assert store.load_conversation(cid).document_fits == {question.id: (("note.md", whole),)}  # damaged: unsaid
+        assert store.load_conversation(copy).document_fits != {}
+        store.delete_conversation(cid)
+        store.purge_deleted()
+        assert store._conn.execute("SELECT COUNT(*) FROM attachments WHERE message_id = ?",
+                                   (question.id,)).fetchone()[0] == 0
