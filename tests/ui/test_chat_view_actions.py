@@ -426,3 +426,19 @@ def test_a_long_typed_line_wraps_inside_the_column(qtbot, view):
     assert prose.document().size().width() <= prose.width() + 1
     assert prose.height() > 10 * prose.fontMetrics().lineSpacing()  # wrapped onto many lines
     assert bubble.shown_text() == line
+
+
+def test_a_files_note_goes_under_its_question_once(view):
+    """A note on how a file went in sits right under its question (a reopened chat says every
+    question's notes again: not below the last answer) and a new one for the same file replaces it."""
+    def column():  # what the layout holds, top to bottom (a replaced note is out of it)
+        items = (view._layout.itemAt(i).widget() for i in range(view._layout.count()))
+        return [w.text() if isinstance(w, Notice) else w.role.value for w in items
+                if isinstance(w, Notice) or w in view.bubbles()]
+
+    view.add_document_note(0, "a.txt", "a.txt: whole file, 5 tokens")
+    view.add_document_note(0, "b.txt", "b.txt: whole file, 7 tokens")
+    view.add_document_note(0, "a.txt", "a.txt: whole file, 6 tokens")  # the same question's next turn
+    view.add_document_note(2, "c.txt", "c.txt: whole file, 9 tokens")
+    assert column() == ["user", "b.txt: whole file, 7 tokens", "a.txt: whole file, 6 tokens", "assistant",
+                        "user", "c.txt: whole file, 9 tokens", "assistant"]
