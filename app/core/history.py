@@ -371,7 +371,7 @@ def finish_summary(
         tokens = count_tokens(frame) - plan.base_tokens
         return tokens, accept_summary(plan.old_history_tokens, tokens, tokens, plan.cap_tokens)
 
-    cleaned = without_repeats(text)
+    cleaned = without_repeats(_without_instructions(text))
     text = cleaned.text
     new, verdict = judge(text)
     untrusted = _untrusted(cleaned)
@@ -391,6 +391,21 @@ def finish_summary(
                 True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
     return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
+
+
+# the request's own instructions (`summary_request`), when a small model writes them back into its
+# summary (trial 7: SmolLM2-135M ended a summary with "Write one updated summary that folds … Reply
+# with the summary only.", shown under "Earlier in this conversation" and offered as a note)
+_INSTRUCTION = re.compile(
+    r"(?:You keep a running summary|Write one updated summary|Keep names, numbers, decisions"
+    r"|Write it in (?:\w+|the language of the conversation)\s*\.|Reply with the summary only)[^\n.?!]*[.?!]?",
+    re.IGNORECASE)
+
+
+def _without_instructions(text: str) -> str:
+    """`text` without the sentences of the summary request's instructions it repeats."""
+    kept = _INSTRUCTION.sub("", text)
+    return "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in kept.splitlines()).strip()
 
 
 _ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:|(?:Previous summary|New turns)\s*:\s*$)",

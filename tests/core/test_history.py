@@ -443,6 +443,21 @@ def test_a_summary_that_repeats_itself_is_kept_once():
     assert state.content == plain and "left out" not in verdict.reason
 
 
+def test_a_summary_that_repeats_the_requests_instructions_keeps_only_its_own_sentences():
+    """Trial 7: the default model ended its summary with the request's instructions, which were then
+    shown as the summary, went into every later prompt and were offered as a note to pin."""
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=30)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    ask = plan.request[-1]["content"]
+    instructions = ask[ask.index("Write one updated summary"):]
+    state, verdict = finish_summary(plan, "Mina lives in Seoul. She is a nurse.\n" + instructions, count_words)
+    assert verdict.accepted and state.content == "Mina lives in Seoul. She is a nurse."
+    state, verdict = finish_summary(plan, "You keep a running summary of a chat. " + instructions, count_words)
+    assert not verdict.accepted and state.content == ""  # nothing of its own: the previous summary (none)
+
+
 def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extract():
     """A small model may copy the request's transcript ("User: …" / "Assistant: …") instead of
     summarizing it (a trial: SmolLM2-135M kept none of the facts), or loop so that most of what it
