@@ -227,11 +227,9 @@ def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
     assert len(lines) == 8 and "engine line" not in lines
 
 
-def test_undo_puts_a_removed_file_back_exactly_on_screen_in_the_store_and_the_export(qtbot, chat, tmp_path):
-    """Product trial: ✕ on a sent file removed it with no way back. Undo (offered by the window
-    for a few seconds) restores its place among the message's documents, its excerpts' words
-    under the answer (shown and stored), the export, and what Regenerate sends; opening another
-    chat ends the offer, and an Undo then does nothing."""
+def sent_with_two_files(qtbot, chat, tmp_path):
+    """note.txt (whole) and manual.txt (excerpts) attached, "What follows word7?" sent and answered;
+    returns how the files went in."""
     for name in ("note.txt", "manual.txt"):
         text = "The pass code is 4711." if name == "note.txt" else " ".join(f"word{i}" for i in range(400))
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -240,6 +238,15 @@ def test_undo_puts_a_removed_file_back_exactly_on_screen_in_the_store_and_the_ex
     fits = manual_fits()
     chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
     chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    return fits
+
+
+def test_undo_puts_a_removed_file_back_exactly_on_screen_in_the_store_and_the_export(qtbot, chat, tmp_path):
+    """Product trial: ✕ on a sent file removed it with no way back. Undo (offered by the window
+    for a few seconds) restores its place among the message's documents, its excerpts' words
+    under the answer (shown and stored), the export, and what Regenerate sends; opening another
+    chat ends the offer, and an Undo then does nothing."""
+    sent_with_two_files(qtbot, chat, tmp_path)
     question, answer = chat.conversation.messages
     documents, sources = question.documents, answer.sources
     exported = chat.store.export_json(chat.conversation_id)
@@ -276,14 +283,7 @@ def test_how_a_file_went_in_is_said_again_after_a_restart_and_goes_with_the_file
     was gone after a restart. It is kept with the file: said again on its question when the chat
     is reopened, not once the file is removed, again once the removal is undone."""
     chat = make_chat()
-    for name in ("note.txt", "manual.txt"):
-        text = "The pass code is 4711." if name == "note.txt" else " ".join(f"word{i}" for i in range(400))
-        (tmp_path / name).write_text(text, encoding="utf-8")
-        attached(qtbot, chat, tmp_path / name)
-    chat.turns.send("What follows word7?")
-    fits = manual_fits()
-    chat.worker.documents_fitted.emit(chat.worker.last_id, fits)
-    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    fits = sent_with_two_files(qtbot, chat, tmp_path)
     said = chat.recorded.of("document_noted")
     assert [(index, name) for index, name, _ in said] == [(0, "note.txt"), (0, "manual.txt")]
     assert said[0][2] == f"note.txt: whole file, {fits[0].tokens} tokens"
