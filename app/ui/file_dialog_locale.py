@@ -41,7 +41,7 @@ class _DialogWatcher(QObject):
     """An event filter on a file dialog's parent: the dialog, polished just before it shows,
     gets the proxy when it draws Qt's own list (it has a QFileSystemModel then); as it shows it
     is made roomy and its columns are widened (Qt restores their English widths between the
-    two), and again to their contents each time a folder's rows have loaded."""
+    two), and again to their contents each time a folder's rows, or their details, have loaded."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.ChildPolished:
@@ -56,6 +56,9 @@ class _DialogWatcher(QObject):
             widen_columns(watched)
             files, dialog = watched.findChild(QFileSystemModel), watched
             files.directoryLoaded.connect(lambda _path: fit_columns(dialog))  # the rows load in a thread
+            # and their types and dates after them (Qt's file info gatherer, another thread): on a
+            # busy machine they came after directoryLoaded and the Date column stayed cut (CI)
+            files.dataChanged.connect(lambda *_: fit_columns(dialog))
         return False
 
 
