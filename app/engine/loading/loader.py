@@ -244,6 +244,10 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
         placement = detect_placement(getattr(config, "quantization_config", None) is not None,
                                      device_preference, config)
+        if placement.device == "cuda":  # before the load's own kernel checks compile anything
+            from app.engine.local.compiled_decode import use_compile_caches
+
+            use_compile_caches()
         report("Loading the tokenizer", 0.8)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
         tokenizer.padding_side = "left"  # generation pads on the left (right padding with FA2, trl #1018)

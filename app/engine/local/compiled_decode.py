@@ -33,8 +33,8 @@ turn (≈50 s for the 8B on an H200, cold Inductor cache), so readiness is kept 
 compiles the format after the turn (`missing`, then `warm_up(..., kv_bits=(8,), decoder=...)`).
 Caches of plain `StaticCache` layers (no symbolic capacity) still run compiled only at
 capacities warmed up explicitly.
-Inductor's on-disk caches go to the user cache folder (`inductor_cache_dir`), so a second launch
-loads the compiled kernels instead of generating them again.
+Inductor's and Triton's on-disk caches go to the user cache folder (`use_compile_caches`), so a
+second launch loads the compiled kernels instead of generating them again.
 
 One decoder layer is compiled for all of them (regional compilation, issue 12 item 3): the
 warm-up spent its time tracing and lowering the same layer 32 times (H200, 8B: Dynamo 11.7 s,
@@ -516,24 +516,34 @@ class CapturedStep:
         return self.logits
 
 
-def inductor_cache_dir() -> str:
-    """Where torch.compile keeps its on-disk caches: ``TORCHINDUCTOR_CACHE_DIR`` when the user set
-    it, else ``<user cache folder>/torchinductor`` (platformdirs, e.g. ~/.cache/headroom/...),
-    put in the environment so Inductor's FX-graph, AOT-autograd and Triton caches land there and
-    a second launch reuses them. torch writes its own /tmp default into the variable the first
-    time it looks; that default is replaced."""
+def use_compile_caches() -> str:
+    """Point torch.compile's and Triton's on-disk caches at the user cache folder and return
+    Inductor's: ``TORCHINDUCTOR_CACHE_DIR`` when the user set it, else ``<user cache
+    folder>/torchinductor`` (platformdirs, e.g. ~/.cache/headroom/...; torch writes its own /tmp
+    default into the variable the first time it looks, and that default is replaced), and
+    ``TRITON_CACHE_DIR`` when set, else ``<user cache folder>/triton``, so a second launch loads
+    the compiled kernels instead of generating them again. Call it before the first Triton
+    kernel compiles (`load_model` does).
+
+    Why Triton's too: left unset, Triton's cache is ~/.triton/cache until the first Inductor
+    kernel object sets the variable to Inductor's folder (torch._inductor.runtime.
+    triton_heuristics), so Headroom's own kernels (split-KV attention, merge, KV append, NF4)
+    were cached in one folder on a first launch and looked up in the other on the next, where
+    Inductor's cache hit changes that order: the H200's second launch compiled 9 Triton kernels
+    again, ~3.5 s of a 9.0 s first decode step (cProfile, 2026-12-02 session notes)."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
+    try:
+        import platformdirs
+
+        base = platformdirs.user_cache_dir("headroom", appauthor=False)
+    except ImportError:
+        base = os.path.join(os.path.expanduser("~"), ".cache", "headroom")
     path = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if not path or os.path.abspath(path) == os.path.abspath(default_cache_dir()):
-        try:
-            import platformdirs
-
-            base = platformdirs.user_cache_dir("headroom", appauthor=False)
-        except ImportError:
-            base = os.path.join(os.path.expanduser("~"), ".cache", "headroom")
         path = os.path.join(base, "torchinductor")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(base, "triton"))
     return path
 
 
@@ -574,7 +584,7 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
     if not todo:
         return decoder
     if require_cuda:
-        inductor_cache_dir()
+        use_compile_caches()
     report(DecodeStatus("compiling", f"optimizing decode for {_bits_label(todo)} "
                         f"({', '.join(map(str, capacities))} tokens)",
                         decoder.capacities, 0.0, decoder.ready_kv_bits, todo))
