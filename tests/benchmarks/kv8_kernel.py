@@ -232,20 +232,26 @@ if triton is not None:
         tl.store((row + D).to(tl.pointer_type(tl.float32)), scale)
 
 
-def sweep(span: int, g: torch.Generator) -> list[dict]:
-    """kv8_decode's GPU µs at ``span`` keys for each (waves, tiles) of SWEEP."""
+def sweep(span: int, g: torch.Generator, bits: int = 8) -> list[dict]:
+    """The split-KV decode's GPU µs at ``span`` keys for each (SPLIT_WAVES, MIN_SPLIT_TILES) of
+    SWEEP, over an 8-bit cache (kv8_decode) or a 16-bit one (kv16_decode)."""
     dev, scale = torch.device("cuda"), HEAD_DIM ** -0.5
-    key = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g))
-    value = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g))
+    key = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g)
+    value = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g)
+    if bits == 8:
+        key, value, decode = kv_quant.quantize(key), kv_quant.quantize(value), kv8_attention.kv8_decode
+    else:
+        key, value, decode = key.bfloat16(), value.bfloat16(), kv8_attention.kv16_decode
     q = torch.randn(1, KV_HEADS, GROUPS, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
     valid = (torch.arange(span, device=dev) < span - 7).view(1, span)
     rows, kept = [], (kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES)
     try:
         for waves, tiles in SWEEP:
             kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = waves, tiles
-            us = graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale))
-            rows.append({"waves": waves, "tiles": tiles, "splits": kv8_attention.splits_for(span, KV_HEADS),
-                         "us": us, "tb_s": 2 * key.numel() / 1e6 / us})
+            us = graph_us(lambda: decode(q, key, value, valid, scale))
+            splits = kv8_attention.splits_for(span, KV_HEADS)
+            read_mb = 2 * key.numel() * key.element_size() / 1e6  # keys and values
+            rows.append({"waves": waves, "tiles": tiles, "splits": splits, "us": us, "tb_s": read_mb / us})
     finally:
         kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = kept
     return rows
@@ -313,6 +319,7 @@ def main(argv=None) -> int:
             row = {"span": span, "error": f"{type(exc).__name__}: {exc}"[:500]}
         if args.sweep and "error" not in row:
             row["sweep"] = sweep(span, g)
+            row["sweep_kv16"] = sweep(span, g, bits=16)
         if args.prefill_sweep and "error" not in row:
             key = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device="cuda", generator=g) * 2)
             value = kv_quant.quantize(torch.randn(1, KV_HEADS, span, HEAD_DIM, device="cuda", generator=g))
@@ -325,8 +332,9 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "kv8_kernel_h200.json").write_text(json.dumps(R, indent=1))
     for row in (r for r in R["rows"] if r.get("sweep")):
-        best = min(row["sweep"], key=lambda r: r["us"])
-        print(f"span {row['span']}: best split choice {best}")
+        for name in ("sweep", "sweep_kv16"):
+            best = min(row[name], key=lambda r: r["us"])
+            print(f"span {row['span']}, {'8' if name == 'sweep' else '16'}-bit: best split choice {best}")
     for row in (r for r in R["rows"] if r.get("prefill_sweep")):
         p = row["prefill_sweep"]
         timed = [c for c in p["kv8"] if isinstance(c["ms"], float)]

@@ -68,9 +68,9 @@ def test_the_op_serves_the_cpu_and_the_model_path():
     assert not kd.triton_applies(q, key)  # the CPU: torch path
 
 
-def test_splits_fill_the_gpu_and_keep_four_tiles_each():
+def test_splits_fill_the_gpu_and_keep_two_tiles_each():
     assert kd.splits_for(64, 8) == 1
-    assert kd.splits_for(4096, 8) == 16  # 4096 keys / (4 × 64)
+    assert kd.splits_for(4096, 8) == 32  # 4096 keys / (2 × 64)
     assert kd.splits_for(100_000, 8) == 33  # two waves of 132 SMs over 8 heads
     assert kd.splits_for(100_000, 264) == 1
 

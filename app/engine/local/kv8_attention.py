@@ -140,11 +140,13 @@ the turn (a 0.3-0.5 s pause in the first answer at 4k and at each growth to a ne
 results/decode_anatomy_h200_groups.json: first turn 163 against 239 tok/s)."""
 SPLIT_WAVES = 2
 """Programs per streaming multiprocessor the key splits aim at (`splits_for`)."""
-MIN_SPLIT_TILES = 4
-"""Fewest tiles of BLOCK_N keys one split takes (`splits_for`). Both measured on the H200
-(``kv8_kernel.py --sweep``, results/kv8_kernel_h200.json, 2026-12-02): within 1 % of the best of 12
-choices at 4k, 32k and 97.5k keys (20 / 64 / 141 µs per layer, 0.43 / 1.09 / 1.46 TB/s of codes);
-more programs per SM only added merge work."""
+MIN_SPLIT_TILES = 2
+"""Fewest tiles of BLOCK_N keys one split takes (`splits_for`). Measured on the H200 for both
+formats (``kv8_kernel.py --sweep``, results/kv8_kernel_h200_sweep.json, 2026-12-02; 12 choices of
+SPLIT_WAVES × 1/2/4 tiles): at 4k keys 32 splits of 2 tiles took 16.3 µs per layer over an 8-bit
+cache and 10.5 over a 16-bit one, against 17.4 and 11.8 for the 16 splits of 4 tiles chosen
+before; at 32k keys SPLIT_WAVES bounds the splits first (33 for every choice of tiles). One tile
+each (33 or 64 splits at 4k) was slower: more splits than MERGE_SPLITS loop in the merge."""
 
 
 ROTATE_AT = os.environ.get("HEADROOM_KV8_ROTATE_AT", "attend")
