@@ -55,6 +55,20 @@ def compile_breakdown() -> str:
         return f"unavailable: {exc}"
 
 
+def triton_compiled_since(started: float) -> list[str]:
+    """Names of the Triton kernels compiled (written to a Triton cache) since ``started`` (time.time()):
+    a launch whose caches are warm compiles none. Looks in every folder a kernel may be cached in:
+    TRITON_CACHE_DIR, ~/.triton/cache and Inductor's triton folder."""
+    roots = {os.environ.get("TRITON_CACHE_DIR", ""), os.path.expanduser("~/.triton/cache"),
+             os.path.join(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""), "triton")}
+    names = []
+    for root in filter(os.path.isdir, roots - {"", "triton"}):
+        for found in Path(root).rglob("*.json"):
+            if not found.name.startswith("__grp__") and found.stat().st_mtime >= started:
+                names.append(found.stem)
+    return sorted(names)
+
+
 def dynamo_graphs() -> int:
     from torch._dynamo.utils import counters
 
@@ -281,6 +295,7 @@ def main(argv=None) -> int:
 
     folder = Path(args.model_dir + ("-tiny" if args.tiny else ""))
     build_model(folder, args.tiny)
+    launched = time.time()
     t = time.perf_counter()
     loaded = load_model(folder)
     R["load_s"] = time.perf_counter() - t
@@ -293,7 +308,8 @@ def main(argv=None) -> int:
                     "state": status.state, "reason": status.reason, "statuses": statuses,
                     "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
                     "phases_s": getattr(runner.decoder, "warm_up_phases", {}),
-                    "compile_times": compile_breakdown()}
+                    "compile_times": compile_breakdown(),
+                    "triton_compiled": triton_compiled_since(launched)}
     if args.warm_up_done:
         Path(args.warm_up_done).write_text("done")
     log("warm-up", R["warm_up"])
@@ -375,7 +391,9 @@ def print_table(R: dict) -> None:
     second = R.get("second_launch") or {}
     if "seconds_total" in second:
         log(f"second launch: load {second.get('load_s', 0):.1f} s, warm-up {second['seconds_total']:.1f} s "
-            f"(compile {second.get('compile_seconds', 0):.1f} s, {second.get('state')})")
+            f"(compile {second.get('compile_seconds', 0):.1f} s, {second.get('state')}); phases "
+            f"{second.get('phases_s')}; Triton kernels compiled {len(second.get('triton_compiled', []))}")
+    log(f"first launch: phases {w.get('phases_s')}; Triton kernels compiled {len(w.get('triton_compiled', []))}")
 
 
 def _get(table, n):
