@@ -18,9 +18,10 @@
 set -u
 G=${1:?folder with llama.cpp-src.tar.xz and lc_build_and_prep.sh}
 # Bytecode: pip compiles a user's packages to .pyc at install (a PyInstaller bundle ships it), so a
-# user's launch imports without compiling. The H200's torch environment has no .pyc and we cannot
-# write there: each launch compiled ~2,400 modules (7.2 s under cProfile, 2026-12-02). Bytecode
-# goes to a writable folder instead, so the second launch imports as a user's does.
+# user's launch imports without compiling. The H200's environment has no .pyc and sets
+# PYTHONDONTWRITEBYTECODE=1: each launch compiled ~2,400 modules (7.2 s under cProfile,
+# 2026-12-02). Bytecode is written (to a folder of its own), so the second launch imports as a
+# user's does.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pycache}
 : "${OUT:?}"
