@@ -556,8 +556,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
     chat's first).
 
     Blocking (one compile per KV format; for an 8B NF4 model on an H200, one decoder layer for
-    all took 7.5 s with a cold Inductor cache and 3.4 s with a warm one, the 8-bit format 8.3 s
-    more, tests/benchmarks/results/chat_path_h200.json and decode_anatomy_h200.json; the whole
+    all took 11.5 s with cold Inductor and Triton caches and 2.6 s in a second launch,
+    tests/benchmarks/results/chat_path_h200.json; the 8-bit format 8.3 s more,
+    decode_anatomy_h200.json; the whole
     forward 57.2 / 14.4 s, chat_path_h200_fa2.json; other
     capacities only capture a CUDA graph, on their first step): call it off the GUI thread. Reports
     DecodeStatus("compiling", compiling_kv_bits=...) then "ready" (at least one format
