@@ -25,6 +25,11 @@ first prefill) instead of the CPU's DynamicCache.
     python3 -m tests.benchmarks.ttft_host --profile              # CPU, the default model (SmolLM2-135M)
     python3 -m tests.benchmarks.ttft_host --tiny --profile       # 2-layer random Llama, same tokenizer
     python3 -m tests.benchmarks.ttft_host --model-dir DIR --synced-forward --sync-log --out $OUT  # H200
+    python3 -m tests.benchmarks.ttft_host --model-dir DIR --synced-forward --idle-s 3 --out $OUT  # GPU idle first
+
+Each row also has the caching allocator's cudaMalloc / cudaFree calls inside the window and the SM
+clock when the message is sent: on an idle H200 the synced 1k prefill forward alone took 48-102 ms
+for 7 alike new chats (results/ttft_host_h200.json), so the spread is on the device.
 
 CPU figures are CPU figures: the forward dominates there; what matters is the host part.
 """
@@ -159,10 +164,40 @@ class GcClock:
         gc.callbacks.remove(self._callback)
 
 
+ALLOCATOR_COUNTS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_sync_all_streams")
+"""torch.cuda.memory_stats() counters read around each turn: cudaMalloc / cudaFree calls by the
+caching allocator (each can wait for the device), its retries after a failed cudaMalloc (a free of
+every cached block, then a sync), and its whole-device syncs."""
+
+
+def allocator_counts() -> dict[str, int]:
+    """The ALLOCATOR_COUNTS now ({} off CUDA or in a torch without them)."""
+    if not torch.cuda.is_available():
+        return {}
+    stats = torch.cuda.memory_stats()
+    return {k: int(stats[k]) for k in ALLOCATOR_COUNTS if k in stats}
+
+
+def sm_clock_mhz() -> int | None:
+    """The GPU's current SM clock (NVML; None without pynvml or CUDA): an idle GPU lowers it, and a
+    turn that starts before it ramps up runs slower (one lead for the 1k TTFT spread)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:  # no pynvml, no driver, no CUDA
+        return None
+
+
 def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSettings, clock: ForwardClock,
-               static: bool, profiler: cProfile.Profile | None = None, sync_log: bool = False) -> dict:
+               static: bool, profiler: cProfile.Profile | None = None, sync_log: bool = False,
+               idle_s: float = 0.0) -> dict:
     """One new chat's turn up to its first TextDelta; the rest of the turn runs after the clock
-    stops. Returns ms figures."""
+    stops. ``idle_s``: seconds the GPU idles after the chat is opened, before the message is sent
+    (a user typing). Returns ms figures, plus the allocator's calls inside the window
+    (`allocator_counts`) and the SM clock when the message is sent."""
     runner.activate(key, settings.kept_chat_cache_mib)  # "New chat", before the message is typed
     if static:
         runner.session.static = True
@@ -175,6 +210,10 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
     row: dict = {}
     stop = threading.Event()
     syncs = SyncLog() if sync_log and torch.cuda.is_available() else contextlib.nullcontext()
+    if idle_s > 0:
+        time.sleep(idle_s)
+    row["sm_clock_mhz"] = sm_clock_mhz()
+    allocations = allocator_counts()
     started = time.perf_counter()
     if profiler is not None:
         profiler.enable()
@@ -198,7 +237,8 @@ def first_text(runner: TurnRunner, key: str, text: str, settings: GenerationSett
                host_ms=1e3 * (wall - clock.seconds), before_prefill_ms=1e3 * (clock.first_began - started),
                after_prefill_ms=1e3 * (done - clock.last_ended),
                planned_to_prefill_ms=1e3 * (clock.first_began - planned),
-               gc_collections=collections.counts, gc_ms=[round(ms, 2) for ms in collections.ms])
+               gc_collections=collections.counts, gc_ms=[round(ms, 2) for ms in collections.ms],
+               allocator={k: v - allocations.get(k, 0) for k, v in allocator_counts().items()})
     if isinstance(syncs, SyncLog):
         row["syncs"] = syncs.hits
     stop.set()
@@ -229,6 +269,8 @@ def main(argv=None) -> int:
                     help="CUDA: sync around each forward, so forward_ms is the device's and host_ms the rest")
     ap.add_argument("--sync-log", action="store_true",
                     help="CUDA: list the operations that synchronize with the device up to the first text")
+    ap.add_argument("--idle-s", type=float, default=0.0,
+                    help="seconds the GPU idles between opening each new chat and sending (a user typing)")
     ap.add_argument("--top", type=int, default=45)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -252,15 +294,16 @@ def main(argv=None) -> int:
     tokens = min(args.tokens, loaded.model.config.max_position_embeddings // 2)  # below the window's budget
     tok = loaded.tokenizer
     first_text(runner, "warm", english(64, 1, tok), settings, clock, args.static)  # once-per-process costs
-    rows = [first_text(runner, f"chat-{i}", english(tokens, 100 + i, tok), settings, clock, args.static)
-            for i in range(args.turns)]
+    rows = [first_text(runner, f"chat-{i}", english(tokens, 100 + i, tok), settings, clock, args.static,
+                       idle_s=args.idle_s) for i in range(args.turns)]
     for r in rows:
         print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}))
     summary = {k: statistics.median(r[k] for r in rows)
                for k in ("first_text_ms", "forward_ms", "host_ms", "planned_ms", "planned_to_prefill_ms",
                          "before_prefill_ms", "after_prefill_ms", "ttft_ms")}
     print("median", json.dumps({k: round(v, 2) for k, v in summary.items()}))
-    R = {"model": str(folder), "tokens": tokens, "static": args.static, "rows": rows, "median": summary,
+    R = {"model": str(folder), "tokens": tokens, "static": args.static, "idle_s": args.idle_s,
+         "rows": rows, "median": summary,
          "device": str(loaded.model.device)}
     if args.sync_log:
         row = first_text(runner, "sync-log", english(tokens, 998, tok), settings, clock, args.static,
