@@ -3,7 +3,7 @@ layer, against the app's 16-bit decode attention over the same keys.
 
 Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), at 4k, 32k and 97.5k keys:
 
-* decode: ``kv8_attention.kv8_decode`` (which rotates the query in and the output back inside
+* decode: ``split_kv_attention.kv8_decode`` (which rotates the query in and the output back inside
   its kernels) vs ``attention._packed_decode`` (the 16-bit step's attention: the same split-KV
   kernel over 16-bit keys, ``kv16_decode``, and, as "kv16 torch", torch's products with the
   kernel turned off) and vs ``attention._packed_decode_8bit``, what the 8-bit step runs per layer. Each is recorded
@@ -11,14 +11,14 @@ Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), at 4k, 32k 
   the compiled step's graph (an eager Python loop measures the launches instead: ~300 µs).
 * prefill: ``kv8_prefill`` for a 4,096- and a 128-token chunk ending at the span (eager, events).
 
-Relative L2 errors against ``kv8_attention.reference`` (decode) and a float32 causal attention of
+Relative L2 errors against ``split_kv_attention.reference`` (decode) and a float32 causal attention of
 the chunk's last 64 queries (prefill).
 
     python3 -m tests.benchmarks.kv8_kernel --out $OUT          # CUDA; writes kv8_kernel_h200.json
     python3 -m tests.benchmarks.kv8_kernel --out $OUT --sweep  # + the decode op over split choices
 
 ``--rotate-at attend|merge|both`` (default both): kv8_decode's µs and error with the output rotated
-back in the attention's split partials and in the merge (kv8_attention.ROTATE_AT), as
+back in the attention's split partials and in the merge (split_kv_attention.ROTATE_AT), as
 ``kv8_decode_us_attend`` / ``kv8_decode_us_merge``; ``kv8_decode_us`` and the layer's times are
 the import's setting (HEADROOM_KV8_ROTATE_AT, default attend).
 
@@ -31,7 +31,7 @@ a layer in the step (results/decode_anatomy_h200.json), and beside the torch pat
     python3 -m tests.benchmarks.kv8_kernel --out $OUT --spans 4096 --rotate-at both  # the quick comparison
 
 ``--sweep``: kv8_decode's GPU µs for each (SPLIT_WAVES, MIN_SPLIT_TILES) in ``SWEEP``, at each
-span, to pick the constants of kv8_attention (measured 2026-12-02: the defaults are within 1 %).
+span, to pick the constants of split_kv_attention (measured 2026-12-02: the defaults are within 1 %).
 
 ``--prefill-sweep``: kv8_prefill's ms for a 4,096-token chunk ending at each span for each
 (PREFILL_ROWS, PREFILL_BLOCK_N, PREFILL_WARPS) in ``PREFILL_SWEEP``, beside torch's flash SDPA over the same span
@@ -50,7 +50,7 @@ from pathlib import Path
 import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
-from app.engine.local import attention, kv8_append, kv8_attention, kv_quant
+from app.engine.local import attention, kv8_append, kv_quant, split_kv_attention
 
 try:
     import triton
@@ -104,23 +104,23 @@ def relative(got: torch.Tensor, want: torch.Tensor) -> float:
 
 def torch_products_us(fn) -> float:
     """graph_us of a 16-bit decode with the split-KV kernel turned off (torch's products)."""
-    kept = kv8_attention.KV16_KERNEL
-    kv8_attention.KV16_KERNEL = False
+    kept = split_kv_attention.KV16_KERNEL
+    split_kv_attention.KV16_KERNEL = False
     try:
         return graph_us(fn)
     finally:
-        kv8_attention.KV16_KERNEL = kept
+        split_kv_attention.KV16_KERNEL = kept
 
 
 @contextlib.contextmanager
 def rotate_at(where: str):
-    """kv8_attention.ROTATE_AT set to ``where`` inside the block."""
-    kept = kv8_attention.ROTATE_AT
-    kv8_attention.ROTATE_AT = where
+    """split_kv_attention.ROTATE_AT set to ``where`` inside the block."""
+    kept = split_kv_attention.ROTATE_AT
+    split_kv_attention.ROTATE_AT = where
     try:
         yield
     finally:
-        kv8_attention.ROTATE_AT = kept
+        split_kv_attention.ROTATE_AT = kept
 
 
 def measure(span: int, g: torch.Generator, rotate_settings: tuple[str, ...] = ("attend", "merge")) -> dict:
@@ -137,10 +137,10 @@ def measure(span: int, g: torch.Generator, rotate_settings: tuple[str, ...] = ("
     mask = (torch.arange(span, device=dev) < span - 7).view(1, 1, 1, span)
     valid = mask[:, 0, 0, :]
     row = {"span": span,
-           "decode_rel_err": relative(kv8_attention.kv8_decode(q, key, value, valid, scale),
-                                      kv_quant.rotate(kv8_attention.reference(kv_quant.rotate(q), key, value,
+           "decode_rel_err": relative(split_kv_attention.kv8_decode(q, key, value, valid, scale),
+                                      kv_quant.rotate(split_kv_attention.reference(kv_quant.rotate(q), key, value,
                                                                               valid, scale))),
-           "kv8_decode_us": graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale)),
+           "kv8_decode_us": graph_us(lambda: split_kv_attention.kv8_decode(q, key, value, valid, scale)),
            "kv8_layer_attention_us": graph_us(lambda: attention._packed_decode_8bit(
                q_heads, key, value, mask, scale, GROUPS)),
            "kv16_layer_attention_us": graph_us(lambda: attention._packed_decode(
@@ -149,16 +149,16 @@ def measure(span: int, g: torch.Generator, rotate_settings: tuple[str, ...] = ("
                q_heads, k16, v16, mask, 0.0, scale, GROUPS)),
            "kv8_bytes_read_mb": 2 * key.numel() / 1e6, "kv16_bytes_read_mb": 2 * k16.numel() * 2 / 1e6}
     row["kv8_decode_tb_s"] = row["kv8_bytes_read_mb"] / row["kv8_decode_us"]  # MB/µs = TB/s
-    row["rotate_at_default"] = kv8_attention.ROTATE_AT
-    want = kv_quant.rotate(kv8_attention.reference(kv_quant.rotate(q), key, value, valid, scale))
+    row["rotate_at_default"] = split_kv_attention.ROTATE_AT
+    want = kv_quant.rotate(split_kv_attention.reference(kv_quant.rotate(q), key, value, valid, scale))
     for where in rotate_settings:
         with rotate_at(where):
-            row[f"decode_rel_err_{where}"] = relative(kv8_attention.kv8_decode(q, key, value, valid, scale), want)
-            row[f"kv8_decode_us_{where}"] = graph_us(lambda: kv8_attention.kv8_decode(q, key, value, valid, scale))
+            row[f"decode_rel_err_{where}"] = relative(split_kv_attention.kv8_decode(q, key, value, valid, scale), want)
+            row[f"kv8_decode_us_{where}"] = graph_us(lambda: split_kv_attention.kv8_decode(q, key, value, valid, scale))
     for chunk in (4096, 128):
         if chunk <= span:
             row.update(prefill_row(chunk, span, key, value, g))
-    row["triton_failure"] = kv8_attention.triton_failure
+    row["triton_failure"] = split_kv_attention.triton_failure
     return row
 
 
@@ -239,28 +239,28 @@ def sweep(span: int, g: torch.Generator, bits: int = 8) -> list[dict]:
     key = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g)
     value = torch.randn(1, KV_HEADS, span, HEAD_DIM, device=dev, generator=g)
     if bits == 8:
-        key, value, decode = kv_quant.quantize(key), kv_quant.quantize(value), kv8_attention.kv8_decode
+        key, value, decode = kv_quant.quantize(key), kv_quant.quantize(value), split_kv_attention.kv8_decode
     else:
-        key, value, decode = key.bfloat16(), value.bfloat16(), kv8_attention.kv16_decode
+        key, value, decode = key.bfloat16(), value.bfloat16(), split_kv_attention.kv16_decode
     q = torch.randn(1, KV_HEADS, GROUPS, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
     valid = (torch.arange(span, device=dev) < span - 7).view(1, span)
-    rows, kept = [], (kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES)
+    rows, kept = [], (split_kv_attention.SPLIT_WAVES, split_kv_attention.MIN_SPLIT_TILES)
     try:
         for waves, tiles in SWEEP:
-            kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = waves, tiles
+            split_kv_attention.SPLIT_WAVES, split_kv_attention.MIN_SPLIT_TILES = waves, tiles
             us = graph_us(lambda: decode(q, key, value, valid, scale))
-            splits = kv8_attention.splits_for(span, KV_HEADS)
+            splits = split_kv_attention.splits_for(span, KV_HEADS)
             read_mb = 2 * key.numel() * key.element_size() / 1e6  # keys and values
             rows.append({"waves": waves, "tiles": tiles, "splits": splits, "us": us, "tb_s": read_mb / us})
     finally:
-        kv8_attention.SPLIT_WAVES, kv8_attention.MIN_SPLIT_TILES = kept
+        split_kv_attention.SPLIT_WAVES, split_kv_attention.MIN_SPLIT_TILES = kept
     return rows
 
 
 def prefill_row(chunk: int, span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Generator) -> dict:
     dev, scale = key.device, HEAD_DIM ** -0.5
     qp = torch.randn(1, KV_HEADS * GROUPS, chunk, HEAD_DIM, device=dev, dtype=torch.bfloat16, generator=g)
-    out = kv8_attention.kv8_prefill(qp, key, value, span, scale)
+    out = split_kv_attention.kv8_prefill(qp, key, value, span, scale)
     k = kv_quant.dequantize(key, torch.float32).repeat_interleave(GROUPS, 1)
     v = kv_quant.dequantize(value, torch.float32).repeat_interleave(GROUPS, 1)
     scores = qp[:, :, -64:].float() @ k.transpose(2, 3) * scale
@@ -268,7 +268,7 @@ def prefill_row(chunk: int, span: int, key: torch.Tensor, value: torch.Tensor, g
     scores = scores.masked_fill(torch.arange(span, device=dev).view(1, -1) > position, float("-inf"))
     want = (scores.softmax(-1) @ v).transpose(1, 2)
     return {f"prefill_{chunk}_rel_err": relative(out[:, -64:], want),
-            f"prefill_{chunk}_ms": event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))}
+            f"prefill_{chunk}_ms": event_ms(lambda: split_kv_attention.kv8_prefill(qp, key, value, span, scale))}
 
 
 def prefill_sweep(span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Generator, chunk: int = 4096) -> dict:
@@ -279,17 +279,18 @@ def prefill_sweep(span: int, key: torch.Tensor, value: torch.Tensor, g: torch.Ge
     v16 = kv_quant.dequantize(value[:, :, :span], torch.bfloat16).contiguous()
     out = {"chunk": chunk, "flash_bf16_ms": event_ms(lambda: attention._flash_span(qp, k16, v16, scale, GROUPS)),
            "kv8": []}
-    kept = kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS
+    kept = split_kv_attention.PREFILL_ROWS, split_kv_attention.PREFILL_BLOCK_N, split_kv_attention.PREFILL_WARPS
     try:
         for rows, block, warps in PREFILL_SWEEP:
-            kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS = rows, block, warps
+            kernel = split_kv_attention
+            kernel.PREFILL_ROWS, kernel.PREFILL_BLOCK_N, kernel.PREFILL_WARPS = rows, block, warps
             try:
-                ms = event_ms(lambda: kv8_attention.kv8_prefill(qp, key, value, span, scale))
+                ms = event_ms(lambda: split_kv_attention.kv8_prefill(qp, key, value, span, scale))
             except Exception as exc:  # a choice that does not build (registers, shared memory)
                 ms = f"{type(exc).__name__}: {exc}"[:200]
             out["kv8"].append({"rows": rows, "block": block, "warps": warps, "ms": ms})
     finally:
-        kv8_attention.PREFILL_ROWS, kv8_attention.PREFILL_BLOCK_N, kv8_attention.PREFILL_WARPS = kept
+        split_kv_attention.PREFILL_ROWS, split_kv_attention.PREFILL_BLOCK_N, split_kv_attention.PREFILL_WARPS = kept
     return out
 
 
@@ -300,12 +301,12 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", action="store_true", help="kv8_decode over SWEEP's split choices")
     ap.add_argument("--prefill-sweep", action="store_true", help="kv8_prefill over PREFILL_SWEEP, beside flash")
     ap.add_argument("--rotate-at", choices=("attend", "merge", "both"), default="both",
-                    help="where kv8_decode rotates a split step's output back (kv8_attention.ROTATE_AT)")
+                    help="where kv8_decode rotates a split step's output back (split_kv_attention.ROTATE_AT)")
     args = ap.parse_args(argv)
     settings = ("attend", "merge") if args.rotate_at == "both" else (args.rotate_at,)
     dev, dt = torch.device("cuda"), torch.bfloat16
     R = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-         "self_check": kv8_attention.self_check(dev, dt, HEAD_DIM), "rows": []}
+         "self_check": split_kv_attention.self_check(dev, dt, HEAD_DIM), "rows": []}
     g = torch.Generator(device=dev).manual_seed(0)
     try:
         R["append"] = append_row(g)

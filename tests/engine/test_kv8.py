@@ -294,23 +294,23 @@ _KERNEL = (os.environ.get("TRITON_INTERPRET") == "1" or torch.cuda.is_available(
 @pytest.mark.skipif(not _KERNEL or importlib.util.find_spec("triton") is None,
                     reason="needs Triton: CUDA, or TRITON_INTERPRET=1")
 def test_the_8bit_kernel_prefills_and_decodes_as_the_torch_paths(monkeypatch):
-    """The model over an 8-bit cache with app.engine.local.kv8_attention's kernel (prefill chunks
+    """The model over an 8-bit cache with app.engine.local.split_kv_attention's kernel (prefill chunks
     and decode steps) against the same model on the torch paths (blockwise prefill, blockwise
     decode): the same logits to float32 noise. On the CPU the kernel runs in Triton's interpreter
     (float32: its bf16 casts are emulated wrongly there)."""
-    from app.engine.local import kv8_attention
+    from app.engine.local import split_kv_attention
 
     model = _model()
     ids = torch.randint(3, 97, (1, 40), generator=torch.Generator().manual_seed(8))
     torch_paths, _ = _logits(model, ids, 8)
-    monkeypatch.setattr(kv8_attention, "triton_applies", lambda query, key: key.dtype == torch.int8)
-    monkeypatch.setattr(kv8_attention, "triton_failure", "")
-    monkeypatch.setattr(kv8_attention, "_checked", {torch.device("cpu")})  # its own test checks it
+    monkeypatch.setattr(split_kv_attention, "triton_applies", lambda query, key: key.dtype == torch.int8)
+    monkeypatch.setattr(split_kv_attention, "triton_failure", "")
+    monkeypatch.setattr(split_kv_attention, "_checked", {torch.device("cpu")})  # its own test checks it
     calls = []
-    attend = kv8_attention._attend
-    monkeypatch.setattr(kv8_attention, "_attend", lambda *a: calls.append(a[0].shape) or attend(*a))
+    attend = split_kv_attention._attend
+    monkeypatch.setattr(split_kv_attention, "_attend", lambda *a: calls.append(a[0].shape) or attend(*a))
     kernel, _ = _logits(model, ids, 8)
-    assert kv8_attention.triton_failure == ""
+    assert split_kv_attention.triton_failure == ""
     layers = model.config.num_hidden_layers
     assert len(calls) == layers * (3 + 4)  # 3 prefill chunks of 16, 16 and 8 tokens, 4 decode steps
     assert (kernel - torch_paths).abs().max() < 1e-4 * torch_paths.abs().max()

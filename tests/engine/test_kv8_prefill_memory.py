@@ -7,7 +7,7 @@ nothing else); tests/helpers/live_bytes counts the tensors alive at once."""
 import pytest
 import torch
 
-from app.engine.local import attention, kv8_attention, kv_quant
+from app.engine.local import attention, kv_quant, split_kv_attention
 from app.engine.memory import kv_layout
 from app.engine.memory.prefill_spike import PrefillModel, _kv8_kernel_workspace
 from tests.helpers.live_bytes import LiveBytes
@@ -25,8 +25,8 @@ def test_rotate_in_pieces_equals_the_whole_rotation(monkeypatch):
 @pytest.fixture
 def kernel_stand_in(monkeypatch):
     """The Triton path on the CPU, its launch replaced by the output it allocates."""
-    monkeypatch.setattr(kv8_attention, "triton_applies", lambda query, key: True)
-    monkeypatch.setattr(kv8_attention, "_guarded", lambda rows, *args: torch.empty_like(rows))
+    monkeypatch.setattr(split_kv_attention, "triton_applies", lambda query, key: True)
+    monkeypatch.setattr(split_kv_attention, "_guarded", lambda rows, *args: torch.empty_like(rows))
     monkeypatch.setattr(kv_quant, "ROTATE_PIECE_ELEMENTS", 4096)
 
 

@@ -175,7 +175,7 @@ def build_plan(source: str, kind: str, described: dict, config: Any, placement, 
     verdict = FULL if fit >= trained else PARTIAL if fit >= MIN_USEFUL_CONTEXT else NO_FIT
     kv8 = fit8 = None
     if attention == "sdpa+gqa-packed":  # 8-bit KV is read by Headroom's attention only
-        from app.engine.local.kv8_attention import kernel_runs_on
+        from app.engine.local.split_kv_attention import kernel_runs_on
 
         model8 = PrefillModel.from_config(config, element, attn_implementation=attention,
                                           quantized_4bit=placement.quantize_4bit, kv_bits=8,

@@ -34,7 +34,7 @@ packed byte tensors (8-bit codes and one float32 scale per vector of the Hadamar
 values, app.engine.local.kv_quant). The query is rotated the same way (dot products unchanged)
 and the output rotated back. A decode step folds the scales into the two products — scores =
 (q · codesᵀ) × key scale, out = (probs × value scale) · codes — so the cache is read as bytes and
-never dequantized as a whole; on CUDA both decode and prefill run app.engine.local.kv8_attention's
+never dequantized as a whole; on CUDA both decode and prefill run app.engine.local.split_kv_attention's
 Triton kernel, which reads each code once. Elsewhere (or when that kernel does not apply) a
 prefill chunk attends to the past in blocks of ``KV8_PREFILL_BLOCK`` keys
 (`blockwise_8bit_prefill`): each block is dequantized alone, attended
@@ -53,7 +53,7 @@ from collections.abc import Callable
 
 import torch
 
-from app.engine.local import kv8_attention, kv_quant
+from app.engine.local import kv_quant, split_kv_attention
 from app.engine.memory import kv_layout
 
 PACKED_SDPA = "sdpa+gqa-packed"
@@ -178,7 +178,7 @@ Hkv divides Hq (GQA heads shared as in `repeat_kv`); causal is only asked for wi
 def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, span: int,
                            scaling: float | None, attend: AttendWithLSE) -> torch.Tensor:
     """A prefill chunk over packed 8-bit keys and values, never dequantizing more than one block.
-    Where kv8_attention's kernel applies (CUDA, int8) the chunk goes to it whole instead (one
+    Where split_kv_attention's kernel applies (CUDA, int8) the chunk goes to it whole instead (one
     launch, nothing dequantized); ``attend`` runs only for the blocks here.
 
     query (B, Hq, c, d) in the compute dtype, the chunk at positions [span − c, span); key/value
@@ -194,7 +194,7 @@ def blockwise_8bit_prefill(query: torch.Tensor, key: torch.Tensor, value: torch.
     c, dtype = query.shape[2], query.dtype
     past = span - c
     q = kv_quant.rotate(query)
-    fused = kv8_attention.kv8_prefill(q, key, value, span, scale)  # CUDA: one kernel, codes read once
+    fused = split_kv_attention.kv8_prefill(q, key, value, span, scale)  # CUDA: one kernel, codes read once
     if fused is not None:
         del q  # before the rotation back: the kernel path's transient is 3 · c·Hq·dv·b at most
         return kv_quant.rotate(fused)
@@ -311,15 +311,15 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
     as cuBLAS batched GEMMs that spread over the cache length, fused by inductor when compiled.
     On CUDA with Triton a boolean or absent mask goes instead to ``headroom::kv16_decode``, the
     8-bit cache's split-KV kernel reading 16-bit keys: one launch and a merge instead of three
-    (app.engine.local.kv8_attention). ``dropout`` is ignored (inference only).
+    (app.engine.local.split_kv_attention). ``dropout`` is ignored (inference only).
     """
     b, hq, _, d = query.shape
     scale = scaling if scaling is not None else d ** -0.5
     packed = query.reshape(b, key.shape[1], groups, d)
     boolean = attention_mask is None or attention_mask.dtype == torch.bool
-    if boolean and kv8_attention.kv16_applies(packed, key, value):
+    if boolean and split_kv_attention.kv16_applies(packed, key, value):
         valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
-        out = kv8_attention.kv16_decode(packed, key, value, valid, float(scale))  # the split-KV kernel
+        out = split_kv_attention.kv16_decode(packed, key, value, valid, float(scale))  # the split-KV kernel
         return out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous()
     scores = torch.matmul(packed, key.transpose(2, 3)) * scale
     if attention_mask is not None:
@@ -334,7 +334,7 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
 
 def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int) -> torch.Tensor:
     """`_packed_decode` over packed 8-bit keys and values (B, Hkv, S, d + SCALE_BYTES): the g query
-    rows of each KV head go to ``headroom::kv8_decode`` (app.engine.local.kv8_attention: each code
+    rows of each KV head go to ``headroom::kv8_decode`` (app.engine.local.split_kv_attention: each code
     read once, never cast as a whole cache; it rotates the query into the cache's basis and the
     output back itself, inside its kernels); a mask that is not boolean (an additive bias) takes
     the torch products below, each vector's scale folded into the scores (keys) or the
@@ -343,7 +343,7 @@ def _packed_decode_8bit(query, key, value, attention_mask, scaling, groups: int)
     scale = scaling if scaling is not None else d ** -0.5
     if attention_mask is None or attention_mask.dtype == torch.bool:
         valid = None if attention_mask is None else attention_mask[:, 0, 0, :]
-        out = kv8_attention.kv8_decode(query.reshape(b, key.shape[1], groups, d), key, value, valid, float(scale))
+        out = split_kv_attention.kv8_decode(query.reshape(b, key.shape[1], groups, d), key, value, valid, float(scale))
         return out.reshape(b, hq, 1, out.shape[-1]).transpose(1, 2).contiguous()
     q = kv_quant.rotate(query).reshape(b, key.shape[1], groups, d)
     key_codes, key_scale = kv_quant.unpack(key)

@@ -46,7 +46,7 @@ class Foresight:
     """Per-model projection state. Not thread-safe: used from the generation worker only."""
 
     def __init__(self, loaded, probe: MemoryProbe, prefill_chunk_tokens: int | None = None):
-        from app.engine.local import kv8_attention
+        from app.engine.local import split_kv_attention
         from app.engine.local.generation import default_prefill_chunk
 
         self.loaded = loaded
@@ -67,7 +67,7 @@ class Foresight:
         # or its FA2 path (packed 8-bit decode, FA2 over one dequantized block at a time for prefill)
         self.prefill_model_kv8 = PrefillModel.from_config(
             loaded.model.config, dtype_nbytes(report.compute_dtype), kv_bits=8,
-            kv8_kernel=kv8_attention.kernel_runs_on(device), **shape
+            kv8_kernel=split_kv_attention.kernel_runs_on(device), **shape
         ) if kv8_supported(report.attention) else None
         # A sliced NF4 prefill (nf4_prefill) can run whole weights too: one dequantize and one
         # GEMM per layer instead of a launch pair and a Python call per slice. admit() tries the

@@ -35,7 +35,7 @@ KV8_SCALE_BYTES = 4
 """float32 scale per key or value vector of an 8-bit layer (mirrors kv_quant.SCALE_BYTES)."""
 KV_BITS = (16, 8)
 KV8_SPLIT_PARTIAL_ROWS = 2 * 264 * 64
-"""Float32 rows of head_dim partial outputs that app.engine.local.kv8_attention's kernel keeps
+"""Float32 rows of head_dim partial outputs that app.engine.local.split_kv_attention's kernel keeps
 at most when it splits a short chunk's keys over programs (about two waves of 132 SMs of 64-row
 tiles, each with its maximum and sum): ~17 MB at head_dim 128. Mirrored here for the same reason
 as KV8_PREFILL_BLOCK."""

@@ -40,7 +40,7 @@ class PrefillModel:
     attention kernel sees them. gqa: fewer KV heads than query heads. kv_expanded_always: MLA,
     whose latent is expanded to every head on each call. nf4_sliced: dequant_bytes is one slice
     (app.engine.local.nf4_prefill runs), not a whole weight; a turn planned with this model runs so.
-    kv8_kernel: an 8-bit layer's prefill chunk is attended by app.engine.local.kv8_attention's
+    kv8_kernel: an 8-bit layer's prefill chunk is attended by app.engine.local.split_kv_attention's
     Triton kernel (CUDA), not the blockwise torch path (see `prefill_breakdown`).
     """
 
@@ -156,7 +156,7 @@ def prefill_breakdown(
       B = kv_layout.KV8_PREFILL_BLOCK; the merge's float32 sum, one piece and two log-sum-exps,
       c·H·dv·(4 + b) + 2·c·H·4; and the chunk's float32 copies while it is quantized,
       2·Hkv·(dk+dv)·c·4. No mask is expanded or copied there, and the cache is static.
-      Where app.engine.local.kv8_attention's Triton kernel attends the chunk (CUDA,
+      Where app.engine.local.split_kv_attention's Triton kernel attends the chunk (CUDA,
       ``model.kv8_kernel``) the workspace is instead the larger of two phases that follow each
       other: the cache write's float32 copies of the chunk's keys and values while they are
       quantized (2·Hkv·(dk+dv)·c·4, as above), and the attention's rotated query, packed rows

@@ -1,4 +1,4 @@
-"""The 8-bit decode attention (app.engine.local.kv8_attention) against the products it replaced.
+"""The 8-bit decode attention (app.engine.local.split_kv_attention) against the products it replaced.
 
 The Triton kernel runs where Triton can: on CUDA, or on the CPU under Triton's interpreter
 (``TRITON_INTERPRET=1`` with triton installed, as checked by hand on this 2-core box); CI has
@@ -9,8 +9,8 @@ import os
 import pytest
 import torch
 
-from app.engine.local import kv8_attention as kd
 from app.engine.local import kv_quant
+from app.engine.local import split_kv_attention as kd
 
 
 def _old_products(q, key, value, valid, scale):

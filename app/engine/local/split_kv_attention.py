@@ -1,5 +1,5 @@
-"""Attention over the 8-bit KV cache that reads each code once, for decode and prefill
-(issue 16, item 1).
+"""Split-KV attention kernels over the static cache: the 8-bit cache's decode and prefill, reading
+each code once (issue 16, item 1), and the 16-bit cache's decode step (`kv16_decode`, issue 15).
 
 The 8-bit cache keeps each key and value vector as ``head_dim`` int8 codes and its float32 scale
 (app.engine.local.kv_quant). The first decode path cast the codes to bf16 and multiplied with
