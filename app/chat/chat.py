@@ -41,6 +41,10 @@ class Chat(QObject):
             written is being read (a long prefill only): tokens read so far of those to read;
             reply_streamed follows once it is read.
         reply_streamed(str): new reply text.
+        reply_waiting(str text): the reply bubble opened has not started: the worker first
+            writes a summary (this chat's or another's); `text` says so ("": it no longer waits).
+        reply_elsewhere(str text): the chat shown waits for an answer still being written in
+            another chat; `text` says so, for as long as it lasts ("": it no longer does).
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
@@ -94,6 +98,8 @@ class Chat(QObject):
     reply_started = Signal(bool)
     reply_prefill_progressed = Signal(int, int)
     reply_streamed = Signal(str)
+    reply_waiting = Signal(str)
+    reply_elsewhere = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
     reply_stats = Signal(object)
