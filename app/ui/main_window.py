@@ -251,6 +251,7 @@ class MainWindow(QMainWindow):
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
         self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop_summary)
         self.sidebar.open_requested.connect(chats.open_conversation)
+        self.sidebar.clicked.connect(self._on_sidebar_clicked)  # typing goes to the message, as in LM Studio
         self.sidebar.new_requested.connect(chats.new_conversation)
         self.sidebar.new_requested.connect(self.composer.editor.setFocus)  # type the new chat's first message
         self.sidebar.rename_requested.connect(chats.rename)
@@ -292,6 +293,12 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_turn_ended(self, _status: str) -> None:
         self.chat_view.set_actions_enabled(True)
+
+    @Slot()
+    def _on_sidebar_clicked(self) -> None:
+        """A chat picked with the pointer: the keyboard goes to the message box (picked with the
+        keyboard, it stays in the list, for the arrows)."""
+        self.composer.editor.setFocus(Qt.FocusReason.MouseFocusReason)
 
     def _focus_composer_unless_typing(self) -> None:
         """Put the keyboard in the composer, unless the user is typing in another text field
