@@ -64,6 +64,8 @@ class Chat(QObject):
             prompt's tokens of the prompt limit, the whole turns it keeps, the turns the summary
             folds — from each turn's plan, and recounted when the summary, the notes, the
             version shown, the open conversation, the settings or the model change.
+        context_cleared(): nothing to count (an empty chat, no file attached to its first
+            message): the meter shows nothing.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
         text_withdrawn(str): a refused message given up on, for the composer.
         messages_truncated(int index): messages from index on are gone.
@@ -110,6 +112,7 @@ class Chat(QObject):
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     context_counted = Signal(int, int, int, int)
+    context_cleared = Signal()
     turn_refused = Signal(object, object)
     text_withdrawn = Signal(str)
     messages_truncated = Signal(int)

@@ -184,6 +184,7 @@ class MainWindow(QMainWindow):
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)
         chat.context_counted.connect(self.token_meter.set_counts)
+        chat.context_cleared.connect(self.token_meter.reset)
         chat.model_changed.connect(self._on_model_changed_kv)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
