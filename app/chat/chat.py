@@ -41,6 +41,10 @@ class Chat(QObject):
             written is being read (a long prefill only): tokens read so far of those to read;
             reply_streamed follows once it is read.
         reply_streamed(str): new reply text.
+        reply_waiting(str text): the reply bubble opened has not started: the worker first
+            writes a summary (this chat's or another's); `text` says so ("": it no longer waits).
+        reply_elsewhere(str text): the chat shown waits for an answer still being written in
+            another chat; `text` says so, for as long as it lasts ("": it no longer does).
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
         reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
@@ -60,6 +64,8 @@ class Chat(QObject):
             prompt's tokens of the prompt limit, the whole turns it keeps, the turns the summary
             folds — from each turn's plan, and recounted when the summary, the notes, the
             version shown, the open conversation, the settings or the model change.
+        context_cleared(): nothing to count (an empty chat, no file attached to its first
+            message): the meter shows nothing.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
         text_withdrawn(str): a refused message given up on, for the composer.
         messages_truncated(int index): messages from index on are gone.
@@ -94,6 +100,8 @@ class Chat(QObject):
     reply_started = Signal(bool)
     reply_prefill_progressed = Signal(int, int)
     reply_streamed = Signal(str)
+    reply_waiting = Signal(str)
+    reply_elsewhere = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
     reply_stats = Signal(object)
@@ -104,6 +112,7 @@ class Chat(QObject):
     turn_ended = Signal(str)
     turn_planned = Signal(object)
     context_counted = Signal(int, int, int, int)
+    context_cleared = Signal()
     turn_refused = Signal(object, object)
     text_withdrawn = Signal(str)
     messages_truncated = Signal(int)

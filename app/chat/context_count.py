@@ -55,9 +55,14 @@ class ContextCount(QObject):
     def recount(self) -> None:
         """Ask the worker to count the open conversation's next prompt, unless a turn is in
         flight (its plan counts), nothing can count (no model, no server) or there is nothing
-        to count (an empty chat: the meter is cleared with it)."""
+        to count: an empty chat with no file attached to its first message (context_cleared).
+        An empty chat with files attached counts them, as its first turn will send them."""
         chat = self._chat
-        if chat.turns.active or not chat.conversation.messages:
+        if chat.turns.active:
+            return
+        if not chat.conversation.messages and not chat.attachments.ready:
+            self._asked = None
+            chat.context_cleared.emit()  # a file attached to a first message was removed
             return
         if chat.report is None and not chat.settings.backend.is_remote:
             return

@@ -71,6 +71,7 @@ class ConversationFlow(QObject):
         chat.conversation_cleared.emit()
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.notes.show_notes()
+        chat.summaries.show_summarizing()  # another chat's summary in progress is not shown here
 
     def _activate_cache(self) -> None:
         """Tell the worker which conversation is open, so its kept KV cache (if any) is back on
@@ -80,26 +81,12 @@ class ConversationFlow(QObject):
 
     @Slot()
     def new_conversation(self) -> None:
-        """Open an empty chat (a reply being written goes on into its own)."""
-        leaving = self._leaving_reply()
+        """Open an empty chat (a reply being written goes on into its own; a line here says so
+        while it lasts: TurnFlow.show_elsewhere)."""
         self._reset_conversation()
         self._activate_cache()
         self.refresh_sidebar()
-        self._say_reply_goes_on(leaving)
-
-    def _leaving_reply(self) -> str | None:
-        """The title of the conversation shown when its reply is still being written (the switch
-        leaves it streaming there), else None."""
-        chat = self._chat
-        if not chat.turns.shown or chat.conversation_id is None:
-            return None
-        return chat.store.load_conversation(chat.conversation_id).info.title
-
-    def _say_reply_goes_on(self, title: str | None) -> None:
-        """A line in the chat now shown: the reply left behind goes on, and why Send waits."""
-        if title is not None:
-            self._chat.announce(translate("Conversations", "The answer in “{0}” is still being written and will be "
-                                          "saved there. Stop ends it; then you can send here.").format(title))
+        self._chat.turns.show_elsewhere()
 
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
@@ -109,7 +96,6 @@ class ConversationFlow(QObject):
         if chat.turns.shown and chat.conversation_id == conversation_id:
             return  # already shown, its reply streaming
         stored = chat.store.load_conversation(conversation_id)
-        leaving = self._leaving_reply()
         self._reset_conversation()
         chat.conversation_id = conversation_id
         chat.cache_key = self._cache_keys.setdefault(conversation_id, f"stored-{conversation_id}")
@@ -130,10 +116,11 @@ class ConversationFlow(QObject):
         if home is not None:
             self.show_versions()
             chat.reply_started.emit(True)  # the transcript streams into that reply again
+            chat.turns.show_waiting()  # still queued behind a summary: said in it again
         chat.presets.show_presets()
         chat.models.fit_max_new_tokens(save_defaults=False)  # its own settings, on this model
         self.refresh_sidebar()
-        self._say_reply_goes_on(leaving)
+        chat.turns.show_elsewhere()  # a reply being written in another chat: said here while it lasts
 
     def _adopt(self, stored) -> None:
         """Show a StoredConversation's active path, its summary and version numbers."""
@@ -145,6 +132,7 @@ class ConversationFlow(QObject):
         chat.conversation_loaded.emit(chat.conversation.messages)
         self._note_document_fits(stored)
         chat.summaries.show_summary()
+        chat.summaries.show_summarizing()  # its summary still being written shows again
         chat.notes.show_notes()
         chat.notes.restore_proposals()
         chat.versions_changed.emit(list(chat.versions))
@@ -247,6 +235,7 @@ class ConversationFlow(QObject):
             chat.worker.conversation_forgotten.emit(key)
         if conversation_id == chat.conversation_id:
             self._reset_conversation()
+            chat.turns.show_elsewhere()
         self.refresh_sidebar()
         chat.conversation_deleted.emit(conversation_id, title)
 

@@ -5,6 +5,12 @@ The worker folds the oldest turns into a summary when the history outgrows the c
 this adopts it as the chat's SummaryState, saves each new or edited one with the open
 conversation, says what it covers (turns folded, tokens, its token cap) on summary_changed, and
 reports a failed summary in an error notice.
+
+A summary being written belongs to the conversation whose turn (or "Summarize now") asked for
+it: the worker writes it after that turn's answer, while the user may already be in another
+chat. Its progress (summarizing_changed) is shown only while that conversation is open, and again
+when the user comes back to it; a turn sent meanwhile elsewhere waits for it in the worker
+(TurnFlow.show_waiting says so in its answer bubble).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, Slot
+from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
 
 from app.chat.error_text import plain_failure, summary_verdict_text
 from app.core.history import SummaryState, summary_reserve
@@ -29,7 +35,8 @@ log = logging.getLogger(__name__)
 
 class SummaryFlow(QObject):
     """Adopts, shows and saves the chat's SummaryState (chat.summary). No signals of its own: the
-    Chat's summary_changed and summarizing_changed are emitted here."""
+    Chat's summary_changed and summarizing_changed are emitted here (summarizing_changed(True):
+    a summary of the conversation shown is being written)."""
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -39,6 +46,10 @@ class SummaryFlow(QObject):
         # summary that ends after the user switched branch or conversation is saved where it
         # belongs and adopted only if the path shown still holds what it folded
         self._origins: dict[int, tuple[int | None, list]] = {}
+        # the summary the worker is writing now: (request id, its conversation's id, and the
+        # Conversation shown when it started, for a chat not saved yet), None when none is
+        self._writing: tuple[int, int | None, object] | None = None
+        self._writing_clock = QElapsedTimer()
         chat.worker.summary_started.connect(self._on_summary_started)
         chat.worker.summary_finished.connect(self._on_summary_finished)
         chat.worker.summary_failed.connect(self._on_summary_failed)
@@ -79,9 +90,44 @@ class SummaryFlow(QObject):
         chat = self._chat
         self._origins[request_id] = (chat.conversation_id, list(chat.conversation.messages))
 
+    @property
+    def writing_for(self) -> int | None:
+        """The id of the conversation whose summary the worker is writing now (None: no summary
+        is being written, or it is an unsaved chat's)."""
+        return self._writing[1] if self._writing is not None else None
+
+    @property
+    def writing(self) -> bool:
+        """Whether the worker is writing a summary now (the next request waits behind it)."""
+        return self._writing is not None
+
+    def writing_ms(self) -> int:
+        """Milliseconds since the summary being written started (0 when none is)."""
+        return self._writing_clock.elapsed() if self._writing is not None else 0
+
+    def writing_here(self) -> bool:
+        """Whether the summary being written is the conversation shown's."""
+        if self._writing is None:
+            return False
+        _rid, conversation_id, conversation = self._writing
+        chat = self._chat
+        if conversation_id is None:  # a chat with no row yet: the same chat, not another new one
+            return conversation is chat.conversation
+        return conversation_id == chat.conversation_id
+
+    def show_summarizing(self) -> None:
+        """Emit summarizing_changed: whether a summary of the conversation shown is being written
+        (after a switch of conversation, and when a summary starts or ends)."""
+        self._chat.summarizing_changed.emit(self.writing_here())
+
     @Slot(int, int)
-    def _on_summary_started(self, _request_id: int, _folded: int) -> None:
-        self._chat.summarizing_changed.emit(True)
+    def _on_summary_started(self, request_id: int, _folded: int) -> None:
+        chat = self._chat
+        conversation_id = self._origins.get(request_id, (chat.conversation_id, None))[0]
+        self._writing = (request_id, conversation_id, chat.conversation)
+        self._writing_clock.start()
+        self.show_summarizing()
+        chat.turns.show_waiting()  # a turn sent meanwhile waits behind it
 
     @Slot(int, object, str)
     def _on_summary_finished(self, request_id: int, state, verdict: str) -> None:
@@ -93,7 +139,7 @@ class SummaryFlow(QObject):
         folded = state.folded_through + 1
         if conversation_id is not None and len(path) >= folded and None not in path[:folded]:
             chat.store.save_summary(conversation_id, state, path[folded - 1] if folded else None)
-        chat.summarizing_changed.emit(False)
+        self._end_writing()
         if conversation_id == here[0] and path[:folded] == here[1][:folded]:
             new = state.content and state.content != chat.summary.content
             chat.summary = state
@@ -102,8 +148,13 @@ class SummaryFlow(QObject):
                 chat.notes.propose(state.content)
         chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), "status")
 
+    def _end_writing(self) -> None:
+        self._writing = None
+        self.show_summarizing()
+        self._chat.turns.show_waiting()  # a turn waiting behind it runs next
+
     @Slot(int, str)
     def _on_summary_failed(self, _request_id: int, reason: str) -> None:
-        self._chat.summarizing_changed.emit(False)
+        self._end_writing()
         log.warning("summary failed: %s", reason)  # the engine's words stay in the log
         self._chat.announce(plain_failure(reason, "summary").line(), "error")

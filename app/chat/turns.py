@@ -12,11 +12,17 @@ refused): the reply goes on into its own conversation (its *home*) and is stored
 ends; only the chat shown hears reply_prefill_progressed / reply_streamed / reply_stats, and
 opening the home again shows the reply still streaming (ConversationFlow.open_conversation). The
 model answers one turn at a time, so the chat shown waits (Stop stays offered) until that reply
-ends.
+ends; a line in it says so while it lasts (reply_elsewhere).
+
+The worker also writes a conversation's summary after its turn has ended here: a turn sent
+meanwhile (in that chat or another) is queued behind it in the worker. Until the worker begins
+it, its answer bubble says what it waits for (reply_waiting), and Stop cancels it there and then:
+the worker drops it unrun (GenerationWorker.request_cancel_turn) and the summary goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from dataclasses import replace
@@ -44,7 +50,8 @@ log = logging.getLogger(__name__)
 
 class TurnFlow(QObject):
     """Runs the chat's turns through its worker. No signals of its own: the Chat's message_added,
-    reply_*, turn_planned, turn_refused, turn_ended and text_withdrawn are emitted here."""
+    reply_* (reply_waiting and reply_elsewhere included), turn_planned, turn_refused, turn_ended
+    and text_withdrawn are emitted here."""
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -55,6 +62,12 @@ class TurnFlow(QObject):
         self._home = None      # the Conversation it belongs to (chat.conversation while shown)
         self._home_id: int | None = None  # that conversation's id in the store
         self._earlier_stats = None  # a continued answer's ReplyStats before this part
+        self._begun = False  # the worker has begun the request in flight (said something of it)
+        self._waiting_said = False  # reply_waiting said, in the chat shown, that it waits
+        # request id → (reply, home, home id, earlier stats) of a reply ended here before the
+        # worker ended it (its chat was deleted): the worker's end still completes its stored
+        # record (its last text, its stats), so that Undo brings back the answer exactly
+        self._detached: dict[int, tuple] = {}
         self._queued_text: str | None = None
         self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
@@ -87,6 +100,55 @@ class TurnFlow(QObject):
             return self._home
         return None
 
+    def show_waiting(self) -> None:
+        """Say in the answer bubble shown whether the turn in flight waits in the worker for a
+        summary being written (reply_waiting; "" once it no longer waits). Nothing when that
+        answer is not shown or the worker has begun it."""
+        chat = self._chat
+        if not self.shown or self._begun:
+            return
+        text = ""
+        if chat.summaries.writing:
+            other = chat.summaries.writing_for
+            if other is None or other == self._home_id:
+                text = translate("Turns", "Waiting for the summary of earlier turns to be written; this answer "
+                                          "starts right after it. Stop cancels it.")
+            else:
+                text = translate("Turns", "Waiting for the summary of “{0}” to be written; this answer starts "
+                                          "right after it. Stop cancels it.").format(self._title(other))
+        if text or self._waiting_said:
+            chat.reply_waiting.emit(text)
+        self._waiting_said = bool(text)
+
+    def show_elsewhere(self) -> None:
+        """Say in the chat shown whether it waits for an answer still being written in another
+        chat (reply_elsewhere: the line, "" when it does not): after each switch of chat and
+        when that answer ends."""
+        text = ""
+        if self.active and not self.shown:
+            text = translate("Conversations", "The answer in “{0}” is still being written and will be "
+                                              "saved there. Stop ends it; then you can send here.").format(
+                self._title(self._home_id))
+        self._chat.reply_elsewhere.emit(text)
+
+    def _title(self, conversation_id: int | None) -> str:
+        """The title of a stored conversation ("" when it has none or is gone)."""
+        if conversation_id is None:
+            return ""
+        try:
+            return self._chat.store.load_conversation(conversation_id).info.title
+        except KeyError:
+            return ""
+
+    def _mark_begun(self, request_id: int) -> None:
+        """The worker said something of `request_id`: when it is the turn in flight, it no longer waits."""
+        if request_id != self._active_request or self._begun:
+            return
+        self._begun = True
+        if self._waiting_said and self.shown:
+            self._chat.reply_waiting.emit("")
+        self._waiting_said = False
+
     def _refuse_while_busy(self) -> bool:
         """Say why a command that starts a turn waits, when a reply is in flight; returns whether it did."""
         if self._active_request is None:
@@ -102,7 +164,7 @@ class TurnFlow(QObject):
         chat = self._chat
         if self._active_request is not None:  # sent while Stop takes effect: next in line
             self._queued_text = text
-            chat.worker.request_stop()
+            self.stop()
             return
         reading = chat.attachments.reading if chat.attachments is not None else []
         if reading:  # the message waits for its documents, back in the composer
@@ -194,9 +256,22 @@ class TurnFlow(QObject):
 
     @Slot()
     def stop(self) -> None:
-        """End the reply or summary in flight within one token."""
-        # A direct call, not a signal into the worker: the worker's event loop is busy
+        """End the reply in flight within one token (the summary being written, when no reply is
+        in flight). A turn the worker has not begun (queued behind a summary) ends here at once,
+        as a stopped answer with no text, and is dropped by the worker unrun: the summary it
+        waited for goes on."""
+        # Direct calls, not signals into the worker: the worker's event loop is busy
         # generating, so a queued slot would only run after the reply ends.
+        if self._active_request is not None and not self._begun:
+            self._chat.worker.request_cancel_turn(self._active_request)
+            self._end_turn(MessageStatus.STOPPED, translate("Turns", "before it started"))
+            return
+        self._chat.worker.request_stop()
+
+    @Slot()
+    def stop_summary(self) -> None:
+        """End the summary being written within one token (its Stop, in the chat it belongs to);
+        a turn queued behind it then runs."""
         self._chat.worker.request_stop()
 
     def apply_remedy(self, choice: str, decision) -> None:
@@ -241,6 +316,7 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         self._reply, self._home, self._home_id = chat.conversation.messages[-1], chat.conversation, chat.conversation_id
+        self._begun = self._waiting_said = False
         # Continue extends an answer: its stats so far, to which the continuation's are added
         self._earlier_stats = self._reply.stats if continue_final else None
         self._documents = documents
@@ -253,6 +329,7 @@ class TurnFlow(QObject):
         self._active_request = request.request_id
         chat.summaries.expect(request.request_id)
         chat.worker.turn_requested.emit(request)
+        self.show_waiting()  # a summary being written goes first
 
     def _with_notes(self, settings):
         """`settings` with the pinned notes in the system prompt: counted in the budget, never evicted."""
@@ -270,24 +347,32 @@ class TurnFlow(QObject):
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)
     def _on_turn_planned(self, request_id: int, plan) -> None:
+        self._mark_begun(request_id)
         self.last_plan = plan
         if request_id != self._active_request or self.shown:  # the meter and panel show the chat shown
             self._chat.turn_planned.emit(plan)
 
     @Slot(int, int, int)
     def _on_prefill_progressed(self, request_id: int, done_tokens: int, total_tokens: int) -> None:
+        self._mark_begun(request_id)
         if request_id == self._active_request and self.shown:
             self._chat.reply_prefill_progressed.emit(done_tokens, total_tokens)
 
     @Slot(int, str)
     def _on_token_streamed(self, request_id: int, text: str) -> None:
-        if request_id == self._active_request:
+        self._mark_begun(request_id)
+        if request_id in self._detached:  # the last text before its stop took effect
+            self._detached[request_id][0].content += text
+        elif request_id == self._active_request:
             self._reply.content += text
             if self.shown:
                 self._chat.reply_streamed.emit(text)
 
     @Slot(int, object, object)
     def _on_reply_finished(self, request_id: int, finished, record) -> None:
+        if request_id in self._detached:
+            self._complete_detached(request_id, finished)
+            return
         if request_id != self._active_request:
             return
         self.turn_records.append(record)
@@ -306,10 +391,21 @@ class TurnFlow(QObject):
             if reply.sources:
                 self._chat.reply_sources.emit(reply.sources)
 
+    def _complete_detached(self, request_id: int, finished) -> None:
+        """The worker's end of a reply already ended here (stop_for_delete): its stats, and the text
+        that came meanwhile, are stored with it (the deleted chat can still be restored)."""
+        reply, home, home_id, earlier = self._detached.pop(request_id)
+        reply.stats = self._stats(finished)
+        if earlier is not None:
+            reply.stats = earlier.continued_by(reply.stats)
+        with contextlib.suppress(KeyError):  # purged meanwhile: nothing left to complete
+            self._chat.conversations.persist(reply, home, home_id)
+
     @Slot(int, object)
     def _on_documents_fitted(self, request_id: int, fits) -> None:
         """The excerpts retrieved into this turn's prompt become the answer's sources (a document
         sent whole has none: all of it was there)."""
+        self._mark_begun(request_id)
         if request_id == self._active_request and self._reply is not None:
             self._reply.sources = tuple(c for fit in fits for c in fit.citations if fit.mode != WHOLE)
 
@@ -331,6 +427,7 @@ class TurnFlow(QObject):
 
     @Slot(int, str, str)
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:
+        self._detached.pop(request_id, None)  # ended here already, as stopped: it stays so
         if request_id != self._active_request:
             return
         log.warning("reply failed: %s", reason)  # the engine's words stay in the log
@@ -340,6 +437,7 @@ class TurnFlow(QObject):
 
     @Slot(int, object)
     def _on_turn_refused(self, request_id: int, decision) -> None:
+        self._detached.pop(request_id, None)
         if request_id != self._active_request:
             return
         chat = self._chat
@@ -387,7 +485,11 @@ class TurnFlow(QObject):
         self._send_queued()
 
     def _forget_reply(self) -> None:
+        shown = self.shown
         self._active_request = self._reply = self._home = self._home_id = None
+        self._begun = self._waiting_said = False
+        if not shown:  # the chat shown no longer waits for it
+            self.show_elsewhere()
 
     def _send_queued(self) -> None:
         text, self._queued_text = self._queued_text, None
@@ -408,5 +510,10 @@ class TurnFlow(QObject):
         and its partial answer is kept, as stopped (the conversation can still be restored)."""
         if self.home_of(conversation_id) is not None:
             self.discard_queued()
-            self._chat.worker.request_stop()
+            if self._begun:  # its end, with its stats, still comes from the worker: kept with it
+                self._detached[self._active_request] = (self._reply, self._home, self._home_id,
+                                                        self._earlier_stats)
+                self._chat.worker.request_stop()
+            else:  # still queued: the worker drops it
+                self._chat.worker.request_cancel_turn(self._active_request)
             self.keep_partial_as_stopped()

@@ -68,6 +68,7 @@ class ChatBar(QWidget):
         self.summary_busy_label.setToolTip(self.tr("The model writes the summary: on a CPU this takes a minute "
                                                    "or two, on a GPU seconds."))
         self._summary_clock = QElapsedTimer()
+        self._summary_offset_ms = 0  # how long the summary had run when this chat was opened again
         self._summary_ticks = QTimer(self)
         self._summary_ticks.setInterval(1000)
         self._summary_ticks.timeout.connect(self._show_summary_seconds)
@@ -180,14 +181,16 @@ class ChatBar(QWidget):
         self.notes_button.style().polish(self.notes_button)
 
     @Slot(bool)
-    def set_summarizing(self, summarizing: bool) -> None:
-        """While a summary is being written "Summarize now" gives way to a busy bar, what is
-        happening and Stop."""
+    def set_summarizing(self, summarizing: bool, elapsed_ms: int = 0) -> None:
+        """While a summary of this chat is being written "Summarize now" gives way to a busy bar,
+        what is happening and Stop. elapsed_ms: how long it has been written already (its chat
+        opened again while it runs), counted on from there."""
         self.summarize_button.setVisible(not summarizing)
         for widget in (self.summary_busy, self.summary_busy_label, self.summary_stop_button):
             widget.setVisible(summarizing)
         if summarizing and not self._summary_ticks.isActive():
             self._summary_clock.start()
+            self._summary_offset_ms = max(elapsed_ms, 0)
             self._summary_ticks.start()
         elif not summarizing:
             self._summary_ticks.stop()
@@ -195,7 +198,9 @@ class ChatBar(QWidget):
 
     def summary_seconds(self) -> int:
         """Whole seconds since the summary being written started (0 when none is)."""
-        return self._summary_clock.elapsed() // 1000 if self._summary_ticks.isActive() else 0
+        if not self._summary_ticks.isActive():
+            return 0
+        return (self._summary_clock.elapsed() + self._summary_offset_ms) // 1000
 
     def _summary_text_width(self) -> int:
         """Pixels of the longest progress text of the first ten minutes ("… 9 min 58 s", in this

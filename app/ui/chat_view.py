@@ -70,6 +70,7 @@ class ChatView(QScrollArea):
         self._folded_turns = 0
         self._actions_enabled = True
         self._streaming: MessageBubble | None = None
+        self._elsewhere: Notice | None = None  # "The answer in “…” is still being written…"
         self._pending = ""
         self._flush_timer = QTimer(self)
         self._flush_timer.setInterval(FRAME_MS)
@@ -151,6 +152,22 @@ class ChatView(QScrollArea):
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
+
+    @Slot(str)
+    def show_reply_elsewhere(self, text: str) -> None:
+        """The line saying that this chat waits for an answer being written in another
+        (Chat.reply_elsewhere): at most one, below the last message; "" takes it away."""
+        if self._elsewhere is not None:
+            self._layout.removeWidget(self._elsewhere)
+            self._elsewhere.hide()
+            self._elsewhere.deleteLater()
+            self._elsewhere = None
+        if text:
+            self._elsewhere = self.add_notice(text, "info")
+
+    def reply_elsewhere_text(self) -> str:
+        """The line shown by show_reply_elsewhere ("" when none)."""
+        return self._elsewhere.text() if self._elsewhere is not None else ""
 
     @Slot(str, int, int, int)
     def show_summary(self, text: str, folded_turns: int, tokens: int, cap: int) -> None:
@@ -300,6 +317,13 @@ class ChatView(QScrollArea):
         if self._streaming is not None:
             self._streaming.set_prefill_progress(done_tokens, total_tokens)
 
+    @Slot(str)
+    def show_reply_waiting(self, text: str) -> None:
+        """What the streaming answer waits for before it starts (Chat.reply_waiting), in its note;
+        "" when it no longer waits."""
+        if self._streaming is not None:
+            self._streaming.set_waiting(text)
+
     def append_stream(self, text: str) -> None:
         """Buffer streamed text; it reaches the screen on the next frame."""
         self._pending += text
@@ -328,6 +352,8 @@ class ChatView(QScrollArea):
                 self._bubbles.remove(widget)
             if widget is self.fold_marker:
                 self.fold_marker = None
+            if widget is self._elsewhere:
+                self._elsewhere = None
             widget.hide()
             widget.deleteLater()
 

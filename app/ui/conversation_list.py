@@ -126,7 +126,10 @@ class ConversationList(QWidget):
     rename_requested(int id, str title) — stripped, never empty; delete_requested(int id);
     restore_requested(int id) — Undo clicked within UNDO_MS of `show_undo`;
     search_changed(str text) — stripped, SEARCH_DEBOUNCE_MS after the last keystroke;
-    export_requested(int id, str fmt) — fmt is EXPORT_MARKDOWN or EXPORT_JSON.
+    export_requested(int id, str fmt) — fmt is EXPORT_MARKDOWN or EXPORT_JSON;
+    clicked() — a conversation's row was clicked (after its open_requested): the user is done
+    with the list and the window gives the keyboard to the message box, as chat apps do. Rows
+    picked with the keyboard (arrows, then Enter) keep it here.
     """
 
     open_requested = Signal(int)
@@ -136,6 +139,7 @@ class ConversationList(QWidget):
     restore_requested = Signal(int)
     search_changed = Signal(str)
     export_requested = Signal(int, str)
+    clicked = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -186,7 +190,7 @@ class ConversationList(QWidget):
         self._search_timer.timeout.connect(self._on_search_timer_timeout)
         self._undo_timer.timeout.connect(self.hide_undo)
         self.undo_button.clicked.connect(self._on_undo_clicked)
-        self.list_widget.itemClicked.connect(self._on_item_clicked)
+        self.list_widget.itemClicked.connect(self._on_item_clicked_with_pointer)
         self.list_widget.itemActivated.connect(self._on_item_clicked)
         self.list_widget.itemChanged.connect(self._on_item_changed)
         self.list_widget.customContextMenuRequested.connect(self._on_context_menu_requested)
@@ -366,6 +370,13 @@ class ConversationList(QWidget):
         if conversation_id is not None and conversation_id != self._current_id:
             self._current_id = conversation_id
             self.open_requested.emit(conversation_id)
+
+    @Slot(QListWidgetItem)
+    def _on_item_clicked_with_pointer(self, item: QListWidgetItem) -> None:
+        row = item.data(ID_ROLE) is not None  # read first: opening it may rebuild the rows
+        self._on_item_clicked(item)
+        if row:
+            self.clicked.emit()
 
     @Slot(QListWidgetItem)
     def _on_item_changed(self, item: QListWidgetItem) -> None:

@@ -172,6 +172,8 @@ class MainWindow(QMainWindow):
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_prefill_progressed.connect(view.show_prefill_progress)
         chat.reply_streamed.connect(view.append_stream)
+        chat.reply_waiting.connect(view.show_reply_waiting)
+        chat.reply_elsewhere.connect(view.show_reply_elsewhere)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)
         chat.reply_stats.connect(view.show_reply_stats)
@@ -182,6 +184,7 @@ class MainWindow(QMainWindow):
         chat.turn_ended.connect(self.turn_finished)
         chat.turn_ended.connect(self._on_turn_ended)
         chat.context_counted.connect(self.token_meter.set_counts)
+        chat.context_cleared.connect(self.token_meter.reset)
         chat.model_changed.connect(self._on_model_changed_kv)
         chat.text_withdrawn.connect(self._on_text_withdrawn)
         chat.messages_truncated.connect(view.truncate)
@@ -196,8 +199,7 @@ class MainWindow(QMainWindow):
         chat.kv_precision_changed.connect(self.chat_bar.set_kv_precision)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
-        chat.summarizing_changed.connect(view.summary_block.set_summarizing)
-        chat.summarizing_changed.connect(self.chat_bar.set_summarizing)
+        chat.summarizing_changed.connect(self._on_summarizing_changed)
         chat.load_progressed.connect(status.show_progress)
         chat.load_ended.connect(status.end_progress)
         chat.model_changed.connect(status.show_report)
@@ -243,13 +245,14 @@ class MainWindow(QMainWindow):
         self.note_proposals.accepted.connect(self.chat.notes.accept)
         self.note_proposals.dismissed.connect(self.chat.notes.dismiss)
         self.chat_bar.summarize_requested.connect(turns.summarize_now)
-        self.chat_bar.cancel_summary_requested.connect(turns.stop)
+        self.chat_bar.cancel_summary_requested.connect(turns.stop_summary)
         self.chat_bar.preset_chosen.connect(self.chat.presets.apply)
         self.chat_bar.kv_precision_chosen.connect(self.chat.conversations.set_kv_precision)
         self.chat_bar.presets_requested.connect(self.dialogs.presets)
         self.chat_view.summary_block.summary_edited.connect(self.chat.summaries.edit)
-        self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop)
+        self.chat_view.summary_block.cancel_summary_requested.connect(turns.stop_summary)
         self.sidebar.open_requested.connect(chats.open_conversation)
+        self.sidebar.clicked.connect(self._on_sidebar_clicked)  # typing goes to the message, as in LM Studio
         self.sidebar.new_requested.connect(chats.new_conversation)
         self.sidebar.new_requested.connect(self.composer.editor.setFocus)  # type the new chat's first message
         self.sidebar.rename_requested.connect(chats.rename)
@@ -281,9 +284,22 @@ class MainWindow(QMainWindow):
         self.menus.stop.setEnabled(False)
         self._focus_composer_unless_typing()
 
+    @Slot(bool)
+    def _on_summarizing_changed(self, summarizing: bool) -> None:
+        """A summary of the chat shown is (or is no longer) being written: its progress in the
+        chat bar, counting from when it started (the chat may have been opened again meanwhile)."""
+        self.chat_view.summary_block.set_summarizing(summarizing)
+        self.chat_bar.set_summarizing(summarizing, self.chat.summaries.writing_ms())
+
     @Slot(str)
     def _on_turn_ended(self, _status: str) -> None:
         self.chat_view.set_actions_enabled(True)
+
+    @Slot()
+    def _on_sidebar_clicked(self) -> None:
+        """A chat picked with the pointer: the keyboard goes to the message box (picked with the
+        keyboard, it stays in the list, for the arrows)."""
+        self.composer.editor.setFocus(Qt.FocusReason.MouseFocusReason)
 
     def _focus_composer_unless_typing(self) -> None:
         """Put the keyboard in the composer, unless the user is typing in another text field

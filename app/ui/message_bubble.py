@@ -176,6 +176,7 @@ class MessageBubble(QFrame):
         self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
         self._prefill: tuple[int, int] | None = None  # (tokens read, tokens to read) of a long prefill
+        self._waiting = ""  # what this answer waits for before it starts (a summary being written)
         self.set_text(text)
 
     def _build_editor(self) -> QWidget:
@@ -228,6 +229,13 @@ class MessageBubble(QFrame):
         self._prefill = (done_tokens, total_tokens)
         self._render_note()
 
+    def set_waiting(self, text: str) -> None:
+        """While this answer streams and has not started: what it waits for, in the note under
+        the text ("Waiting for the summary of “Trip” to be written…"); "" when it no longer
+        waits. The end of the stream takes it away."""
+        self._waiting = text
+        self._render_note()
+
     def _render(self) -> None:
         shown = self.text[:MAX_SHOWN_CHARS]
         if self.role is Role.USER:  # the user's own words, as typed: never read as Markdown
@@ -237,7 +245,9 @@ class MessageBubble(QFrame):
         self._render_note()
 
     def _render_note(self) -> None:
-        if self._prefill is not None and self.status is MessageStatus.STREAMING:
+        if self._waiting and self.status is MessageStatus.STREAMING:
+            note = self._waiting
+        elif self._prefill is not None and self.status is MessageStatus.STREAMING:
             note = self.tr("Reading the prompt… {0} / {1} tokens").format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
         elif len(self.text) > MAX_SHOWN_CHARS:
@@ -267,6 +277,7 @@ class MessageBubble(QFrame):
         self.status = MessageStatus(status)
         if self.status is not MessageStatus.STREAMING:
             self._prefill = None  # a reply stopped while its prompt was read
+            self._waiting = ""  # or while it waited
         tag = _STATUS_TAGS.get(self.status)
         title = _translated(_ROLE_TITLES[self.role])
         if tag and detail:

@@ -161,6 +161,11 @@ class GenerationWorker(QObject):
         self.probe = probe_factory(device_preference)  # replaced by each adopted model's
         self._kv_precision = KV_16  # the open chat's, for the warm-up after a load
         self._stop = threading.Event()
+        # turns cancelled from the GUI thread before they ran (queued behind a summary) and the
+        # turn running now, both guarded by the lock: see request_cancel_turn
+        self._turn_lock = threading.Lock()
+        self._cancelled: set[int] = set()
+        self._running: int | None = None
         self._loads = LoadTickets()
         # counted in the emitting (GUI) thread, so a Cancel reaches loads still in the queue
         self.load_requested.connect(self._loads.ask, Qt.ConnectionType.DirectConnection)
@@ -175,6 +180,16 @@ class GenerationWorker(QObject):
     def request_stop(self) -> None:
         """Thread-safe: ends the current reply or summary before its next decode step."""
         self._stop.set()
+
+    def request_cancel_turn(self, request_id: int) -> None:
+        """Thread-safe: the turn `request_id` does not run. Still queued (behind another chat's
+        summary, a compile): it is dropped when its turn comes, with no signal at all; running:
+        stopped before its next decode step, as request_stop (its events still come)."""
+        with self._turn_lock:
+            if self._running == request_id:
+                self._stop.set()
+            else:
+                self._cancelled.add(request_id)
 
     def request_cancel_load(self) -> None:
         """Thread-safe: the load in progress, and any requested before now, stop after their
@@ -267,7 +282,22 @@ class GenerationWorker(QObject):
 
     @Slot(object)
     def _on_turn_requested(self, request: TurnRequest) -> None:
-        self._stop.clear()
+        rid = request.request_id
+        with self._turn_lock:
+            cancelled = rid in self._cancelled
+            self._cancelled = {r for r in self._cancelled if r > rid}  # ids only grow: older ones are done
+            if cancelled:
+                return
+            self._running = rid
+            self._stop.clear()
+        try:
+            self._run_turn(request)
+        finally:
+            with self._turn_lock:
+                self._running = None
+
+    def _run_turn(self, request: TurnRequest) -> None:
+        """The turn (or summary) `request`, its events emitted as signals."""
         rid = request.request_id
         backend = self._remotes.get(request.backend) if request.backend.is_remote else self._runner
         if backend is None:

@@ -653,15 +653,15 @@ Your chats are saved here.</source>
     </message>
     <message>
         <source>eager decode</source>
-        <translation>즉시 실행 디코드</translation>
+        <translation>컴파일되지 않은 디코드</translation>
     </message>
     <message>
         <source>eager decode, static KV cache</source>
-        <translation>즉시 실행 디코드, 고정 크기 KV 캐시</translation>
+        <translation>컴파일되지 않은 디코드, 고정 크기 KV 캐시</translation>
     </message>
     <message>
         <source>eager decode, growing KV cache</source>
-        <translation>즉시 실행 디코드, 늘어나는 KV 캐시</translation>
+        <translation>컴파일되지 않은 디코드, 늘어나는 KV 캐시</translation>
     </message>
     <message>
         <source>decoded by the server</source>
@@ -2704,6 +2704,14 @@ and the summary.</source>
 <context>
     <name>Turns</name>
     <message>
+        <source>Waiting for the summary of earlier turns to be written; this answer starts right after it. Stop cancels it.</source>
+        <translation>이전 턴의 요약이 끝나기를 기다리는 중입니다. 요약이 끝나면 바로 답변을 시작합니다. 중지하면 취소됩니다.</translation>
+    </message>
+    <message>
+        <source>Waiting for the summary of “{0}” to be written; this answer starts right after it. Stop cancels it.</source>
+        <translation>“{0}”의 요약이 끝나기를 기다리는 중입니다. 요약이 끝나면 바로 답변을 시작합니다. 중지하면 취소됩니다.</translation>
+    </message>
+    <message>
         <source>Wait for the answer being written to end, or stop it.</source>
         <translation>쓰고 있는 답변이 끝나기를 기다리거나 중지하세요.</translation>
     </message>
@@ -2718,6 +2726,10 @@ and the summary.</source>
     <message>
         <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
         <translation>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</translation>
+    </message>
+    <message>
+        <source>before it started</source>
+        <translation>시작하기 전</translation>
     </message>
     <message>
         <source>Max new tokens is now {0} (Settings), so the conversation keeps {1} tokens of the {2}-token context.</source>

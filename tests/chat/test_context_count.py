@@ -199,3 +199,25 @@ def test_a_file_attached_to_the_next_message_is_counted_with_it(qtbot, make_chat
     chat.attachments.remove(ticket)
     settle()
     assert len(chat.worker.counts) == 2 and chat.worker.counts[-1].documents == ()
+
+
+def test_a_file_attached_to_a_new_chats_first_message_is_counted_and_cleared_when_removed(qtbot, make_chat,
+                                                                                          tmp_path):
+    """A tester: in a new chat the token line stayed empty with a file attached to the first
+    message, which the first turn sends whole. The empty chat is counted with its documents (the
+    worker counts them as an empty first turn carrying them); removed, the line is cleared."""
+    chat = chat_with_model(make_chat)
+    note = tmp_path / "note.md"
+    note.write_text("# Vault\n\nThe pass code is 4711.\n", encoding="utf-8")
+    chat.attachments.add([str(note)])
+    qtbot.waitUntil(lambda: not chat.attachments.reading)
+    settle()
+    [request] = chat.worker.counts
+    assert list(request.messages) == [] and [d.name for d in request.documents] == ["note.md"]
+    chat.worker.window_counted.emit(request.request_id, window([], 31))
+    assert chat.recorded.of("context_counted")[-1] == (31, 400, 0, 0)
+    ticket = chat.recorded.of("attachment_changed")[-1][0]
+    chat.recorded.clear()
+    chat.attachments.remove(ticket)
+    settle()
+    assert len(chat.worker.counts) == 1 and chat.recorded.of("context_cleared")

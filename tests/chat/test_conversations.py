@@ -39,8 +39,8 @@ def test_a_reply_goes_on_into_its_own_chat_while_another_is_opened(chat):
     worker.token_streamed.emit(worker.last_id, "Hi th")
     chat.conversations.open_conversation(cats)  # allowed: the reply is not stopped
     assert chat.conversation_id == cats and worker.stops == 0
-    assert seen.of("notice")[-1] == ("The answer in “hello” is still being written and will be saved there. "
-                                     "Stop ends it; then you can send here.", "info")
+    assert seen.of("reply_elsewhere")[-1] == ("The answer in “hello” is still being written and will be saved "
+                                              "there. Stop ends it; then you can send here.",)
     seen.clear()
     worker.token_streamed.emit(worker.last_id, "ere")
     assert seen.of("reply_streamed") == []  # nothing of it reaches the chat shown
@@ -48,11 +48,14 @@ def test_a_reply_goes_on_into_its_own_chat_while_another_is_opened(chat):
     chat.conversations.open_conversation(first)  # back: the reply still streams, with what came meanwhile
     assert [m.content for m in seen.of("conversation_loaded")[-1][0]] == ["hello", "Hi there"]
     assert seen.of("reply_started")[-1] == (True,)  # the transcript streams into it again
+    assert seen.of("reply_elsewhere")[-1] == ("",)  # its own chat: no line about another
     chat.conversations.new_conversation()
+    assert "“hello” is still being written" in seen.of("reply_elsewhere")[-1][0]  # any other chat says it
     worker.token_streamed.emit(worker.last_id, ".")
     worker.reply_finished.emit(worker.last_id, finished("Hi there."), record())
     assert seen.of("reply_stats") == [] and chat.conversation.messages == []  # the new chat is untouched
     assert seen.of("turn_ended")[-1] == ("complete",)  # Send is usable again
+    assert seen.of("reply_elsewhere")[-1] == ("",)  # and the line about it goes
     kept = chat.store.load_conversation(first).conversation.messages
     assert [(m.content, m.status) for m in kept] == [("hello", MessageStatus.COMPLETE),
                                                      ("Hi there.", MessageStatus.COMPLETE)]

@@ -3,6 +3,8 @@ whole when they fit what the turn leaves, retrieved when they do not, and said b
 
 import threading
 
+import pytest
+
 from app.core.conversation import Message, Role
 from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
@@ -129,3 +131,18 @@ def test_the_next_prompt_is_counted_with_the_attached_documents_as_the_turn_send
     assert manual_counted > plain.prompt_tokens + 100 and abs(manual_counted - manual_sent) <= 40, rows
     runner.count_window(history, SummaryState(), SETTINGS, documents=(note, manual))
     assert sorted(counted_calls) == ["manual.md", "note.txt"]  # once each: the meter recounts often
+
+
+def test_a_new_chats_first_message_is_counted_with_its_documents(tiny_loaded):
+    """A tester: in a new chat the token line left out the file attached to the first message.
+    count_window counts an empty chat as its first turn with the documents (the question not
+    written yet), close to what that turn sends; with no documents there is still no turn."""
+    note = ExtractedDocument("note.txt", "text", "The pass code is 4711.\nKeep it safe.\n" * 8)
+    runner = TurnRunner(tiny_loaded, CpuProbe())
+    counted = runner.count_window([], SummaryState(), SETTINGS, documents=(note,))
+    fits, plan = planned(runner, [Message(Role.USER, "?")], (note,), SETTINGS)
+    assert fits[0].mode == WHOLE and counted.prompt_tokens > 100
+    assert abs(counted.prompt_tokens - plan.window.prompt_tokens) <= 6, (counted.prompt_tokens,
+                                                                        plan.window.prompt_tokens)
+    with pytest.raises(ValueError):
+        runner.count_window([], SummaryState(), SETTINGS)

@@ -14,7 +14,8 @@ class FakeWorker(QObject):
     device) received; activations: (conversation key, kept MiB) received; forgotten: keys
     received; kv_precisions: the open chat's KV precisions received (kv_precision_chosen);
     counts: the TurnRequests of window_requested; stops / cancels: how often
-    request_stop / request_cancel_load ran."""
+    request_stop / request_cancel_load ran; cancelled_turns: the request ids of
+    request_cancel_turn."""
 
     load_requested = Signal(str, object, str)
     model_change_requested = Signal(object)
@@ -52,6 +53,7 @@ class FakeWorker(QObject):
         self.loads: list = []
         self.stops = 0
         self.cancels = 0
+        self.cancelled_turns: list[int] = []
         self.turn_requested.connect(self.requests.append)
         self.counts: list = []
         self.window_requested.connect(self.counts.append)
@@ -65,6 +67,9 @@ class FakeWorker(QObject):
 
     def request_stop(self) -> None:
         self.stops += 1
+
+    def request_cancel_turn(self, request_id: int) -> None:
+        self.cancelled_turns.append(request_id)
 
     def request_cancel_load(self) -> None:
         self.cancels += 1

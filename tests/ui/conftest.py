@@ -71,3 +71,22 @@ def make_window(qtbot, qasync_loop, tmp_path):
     yield make
     for window in windows:
         window.close()
+
+
+@pytest.fixture
+def make_fake_window(make_window, monkeypatch):
+    """A MainWindow whose Chat runs on a FakeWorker (tests/helpers/fake_worker.py): the test plays
+    the worker's part (`window.chat.worker.summary_started.emit(rid, 1)`) and every widget is real.
+    Send is usable as with a model loaded."""
+    from app.chat import open_chat
+    from app.ui import main_window
+    from tests.helpers.fake_worker import FakeWorker
+
+    monkeypatch.setattr(main_window, "open_chat", lambda *args, **kw: open_chat(*args, worker=FakeWorker(), **kw))
+
+    def make(**kw):
+        window = make_window(**kw)
+        window.composer.set_can_send(True)
+        return window
+
+    return make

@@ -112,12 +112,15 @@ def test_a_decode_path_has_one_name_in_the_answers_and_the_status_bar(make_windo
 
 
 def test_in_korean_the_decode_paths_are_named_in_korean(make_window, korean):
+    """A tester: "즉시 실행 디코드" (TensorFlow's word for eager execution) read oddly; the eager
+    path is named as the opposite of the compiled one."""
     names = decode_names(make_window().status)
     assert names[0][:2] == ("컴파일된 디코드", "컴파일된 디코드")
-    assert names[1][:2] == names[2][:2] == ("즉시 실행 디코드", "즉시 실행 디코드")
-    assert names[3][0] == "즉시 실행 디코드 (8비트 KV 단계가 아직 컴파일되지 않음)"
+    assert names[1][:2] == names[2][:2] == ("컴파일되지 않은 디코드", "컴파일되지 않은 디코드")
+    assert names[3][0] == "컴파일되지 않은 디코드 (8비트 KV 단계가 아직 컴파일되지 않음)"
+    assert names[1][2] == "디코드: 초당 10.0 토큰 (컴파일되지 않은 디코드, 고정 크기 KV 캐시)"
     for shown in names:
-        assert "eager" not in " ".join(shown) and "static" not in " ".join(shown)
+        assert "eager" not in " ".join(shown) and "static" not in " ".join(shown) and "즉시" not in " ".join(shown)
 
 
 def test_while_a_model_loads_the_status_bar_says_which(qtbot, make_window, tmp_path):

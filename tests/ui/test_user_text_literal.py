@@ -31,11 +31,13 @@ def tooltip_reads(tooltip: str) -> str:
     return document.toPlainText()
 
 
-def test_the_reply_goes_on_notice_shows_the_title_as_typed(qtbot, make_window, tmp_path):
-    window = make_window()
-    window.chat.conversations._say_reply_goes_on(TITLE)  # the notice of a switch while streaming
+def test_the_reply_goes_on_notice_shows_the_title_as_typed(qtbot, make_fake_window, tmp_path):
+    window = make_fake_window()
+    window.chat.turns.send(TITLE)  # the chat's title is its first message
+    window.chat.worker.token_streamed.emit(window.chat.worker.last_id, "Hi")
+    window.new_chat_action.trigger()  # the line of a switch while streaming
     notice = window.chat_view.findChildren(Notice)[-1]
-    assert f"“{TITLE}”" in notice.text()
+    assert f"“{TITLE}”" in notice.text() and notice.text() == window.chat_view.reply_elsewhere_text()
     assert notice.textFormat() == Qt.TextFormat.PlainText
     window.resize(1000, 700)
     QApplication.processEvents()

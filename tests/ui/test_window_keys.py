@@ -315,3 +315,36 @@ def test_a_new_chat_puts_the_keyboard_in_the_composer(qtbot, make_window):
     window.sidebar.search_edit.setFocus()
     window.new_chat_action.trigger()
     assert QApplication.focusWidget() is window.composer.editor
+
+
+def test_a_chat_clicked_in_the_list_takes_the_typing_and_the_arrows_stay_with_the_list(qtbot, make_window, tmp_path):
+    """A tester: after clicking a chat the keyboard stayed in the list, so typing went nowhere
+    (LM Studio and ChatGPT put it in the message box). Picked with the keyboard (arrows, Enter),
+    the list keeps it, so the arrows go on moving through it."""
+    from app.core.store import Store
+
+    db = tmp_path / "chats.sqlite3"
+    with Store(db) as store:
+        ids = []
+        for title in ("Cats", "Dogs", "Birds"):
+            ids.append(store.create_conversation(title))
+            store.append_message(ids[-1], Message(Role.USER, f"Tell me about {title.lower()}"))
+    window = make_window(store_path=db)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=2000)
+    rows = window.sidebar.list_widget
+    rows.setFocus()
+    item = window.sidebar.item_for(ids[1])
+    qtbot.mouseClick(rows.viewport(), Qt.MouseButton.LeftButton, pos=rows.visualItemRect(item).center())
+    assert window.chat.conversation_id == ids[1]
+    assert QApplication.focusWidget() is window.composer.editor
+    qtbot.keyClicks(QApplication.focusWidget(), "and fish?")
+    assert window.composer.editor.toPlainText() == "and fish?"
+
+    rows.setFocus()  # the list used with the keyboard: the arrows move, Enter opens, the keys stay
+    press(qtbot, window, "Down")
+    assert rows.currentItem().data(Qt.ItemDataRole.UserRole) == ids[0] and QApplication.focusWidget() is rows
+    press(qtbot, window, "Return")
+    assert window.chat.conversation_id == ids[0] and QApplication.focusWidget() is rows
+    press(qtbot, window, "Up")
+    assert rows.currentItem().data(Qt.ItemDataRole.UserRole) == ids[1] and QApplication.focusWidget() is rows

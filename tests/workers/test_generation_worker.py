@@ -363,3 +363,32 @@ def test_a_long_prefill_is_reported_before_the_first_token(qtbot, worker, tiny_l
     assert len(progress) >= 2 and {(rid, total) for _, rid, _, total in progress} == {(7, finished.prefill_tokens)}
     assert seen[:len(progress)] == progress  # every progress before the first token
     assert progress[-1][2] < finished.prefill_tokens
+
+
+def test_a_turn_cancelled_while_queued_never_runs_and_a_running_one_is_stopped(qtbot):
+    """request_cancel_turn (Stop on a turn queued behind another chat's summary): a queued turn is
+    dropped with no signal; the turn running is stopped as request_stop would; the next runs."""
+    worker, thread = start_worker()
+    thread.quit()  # no event loop yet: the requests below wait in the queue
+    assert thread.wait(5000)
+    failed = []
+    worker.generation_failed.connect(lambda rid, reason, _partial: failed.append((rid, reason)))
+    settings = GenerationSettings(max_new_tokens=4)
+    worker.turn_requested.emit(request(5, settings))
+    worker.turn_requested.emit(request(6, settings))
+    worker.request_cancel_turn(5)
+    thread.start()
+    qtbot.waitUntil(lambda: failed == [(6, "no model is loaded")], timeout=5000)  # 5 never ran
+    thread.quit()
+    assert thread.wait(5000)
+
+    stopped = []
+
+    def running(req):  # cancelled from the GUI thread while it runs
+        worker.request_cancel_turn(req.request_id)
+        stopped.append(worker._stop.is_set())
+
+    worker._run_turn = running
+    worker._on_turn_requested(request(7, settings))
+    worker._on_turn_requested(request(8, settings))
+    assert stopped == [True, True] and worker._cancelled == set()

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import replace
 
-from app.core.conversation import Message
+from app.core.conversation import Message, Role
 from app.core.history import SummaryState
 from app.core.kv_precision import KV_8, KV_16
 from app.core.settings import GenerationSettings
@@ -206,8 +206,12 @@ class TurnRunner:
         policy; nothing runs, no memory is projected. documents: the ExtractedDocuments attached
         to the message being written: prompt_tokens counts ≈ what they would add
         (app.engine.documents.turn.document_tokens) and the window keeps the turns that fit beside
-        them; each document is tokenized once (kept per document). Raises ValueError when there is
-        no turn."""
+        them; each document is tokenized once (kept per document). In an empty chat the documents
+        go with its first message, not written yet: counted as an empty user turn carrying them
+        (the system prompt, that turn's template and the documents). Raises ValueError when there
+        is no turn (an empty chat with no documents)."""
+        if not messages and documents:
+            messages = [Message(Role.USER, "")]
         def window(max_new_tokens: int):
             return self.foresight.window(messages, summary, settings.system_prompt, max_new_tokens,
                                          settings.context_tokens, settings.summary_fold_at,

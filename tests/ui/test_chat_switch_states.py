@@ -1,0 +1,202 @@
+"""What the window shows about work that belongs to one chat while the user is in another (a
+tester's report, CPU, embedded model): another chat's summary in progress, a message sent while
+it is written, an answer still being written elsewhere, and a chat deleted right after Stop.
+
+The window is real; the worker is a FakeWorker whose part the test plays (make_fake_window), so
+the order of events is the one a slow CPU gives: the summary runs after its turn has ended here.
+Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from app.core.conversation import MessageStatus, Role
+from app.core.history import SummaryState
+from tests.chat.conftest import finished, record
+
+
+def shot(qtbot, window, tmp_path, name: str) -> None:
+    qtbot.wait(50)  # laid out, as the user sees it
+    folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
+    window.grab().save(str(folder / f"{name}.png"))
+
+
+def send(qtbot, window, text: str) -> int:
+    """Type `text` and press Enter; returns the request id the worker received."""
+    window.composer.editor.setFocus()
+    qtbot.keyClicks(window.composer.editor, text)
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    return window.chat.worker.last_id
+
+
+def answered(qtbot, window, question: str, answer: str = "Sure.") -> tuple[int, int]:
+    """A turn sent and answered; returns (its conversation id, its request id)."""
+    rid = send(qtbot, window, question)
+    window.chat.worker.token_streamed.emit(rid, answer)
+    window.chat.worker.reply_finished.emit(rid, finished(answer), record())
+    return window.chat.conversation_id, rid
+
+
+class Clock:
+    """QElapsedTimer's part SummaryFlow reads, at a fixed time (milliseconds)."""
+
+    def __init__(self, elapsed_ms: int):
+        self.elapsed_ms = elapsed_ms
+
+    def start(self) -> None:
+        pass
+
+    def elapsed(self) -> int:
+        return self.elapsed_ms
+
+
+def test_a_summary_in_progress_shows_only_in_its_own_chat(qtbot, make_fake_window, tmp_path):
+    window = make_fake_window()
+    window.resize(1000, 640)
+    bar, block = window.chat_bar, window.chat_view.summary_block
+    trip, rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    window.chat.worker.summary_started.emit(rid, 1)  # after the answer: its evicted turns are folded
+    assert bar.summary_busy.isVisible() and bar.summary_stop_button.isVisible() and block.isVisible()
+
+    window.new_chat_action.trigger()  # the summary of "Plan a trip" goes on, not shown here
+    shot(qtbot, window, tmp_path, "summary-not-in-a-new-chat")
+    assert not bar.summary_busy.isVisible() and not bar.summary_stop_button.isVisible()
+    assert bar.summarize_button.isVisible() and not block.isVisible()
+    other, _rid = answered(qtbot, window, "Unrelated question")
+    window.sidebar.open_requested.emit(other)
+    assert not bar.summary_busy.isVisible()  # nor in another stored chat
+
+    window.chat.summaries._writing_clock = Clock(65_000)  # it has run for 65 s by now
+    window.sidebar.open_requested.emit(trip)  # back in its chat: shown again, counting on
+    assert bar.summary_busy.isVisible() and block.isVisible() and not bar.summarize_button.isVisible()
+    assert bar.summary_seconds() == 65 and bar.summary_busy_label.text() == "Summarizing earlier turns… 1 min 5 s"
+    shot(qtbot, window, tmp_path, "summary-back-in-its-chat")
+
+    window.sidebar.open_requested.emit(other)
+    window.chat.worker.summary_finished.emit(rid, SummaryState("A trip to Lisbon.", 1, 6), "kept 6 tokens")
+    window.sidebar.open_requested.emit(trip)
+    assert not bar.summary_busy.isVisible() and bar.summarize_button.isVisible()
+    assert window.chat.summary.content == "A trip to Lisbon."  # saved with its own chat
+
+
+def test_a_message_sent_while_another_chat_is_summarized_says_that_it_waits(qtbot, make_fake_window, tmp_path):
+    """Send is accepted while the worker writes another chat's summary; the answer bubble says
+    what it waits for until the worker begins it, and nothing of the message is lost."""
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker = window.chat.worker
+    _trip, rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    worker.summary_started.emit(rid, 1)
+    window.new_chat_action.trigger()
+    waiting = send(qtbot, window, "What is 2 + 2?")
+    bubble = window.chat_view.bubbles()[-1]
+    shot(qtbot, window, tmp_path, "send-waits-for-another-chats-summary")
+    assert bubble.role is Role.ASSISTANT and bubble.status is MessageStatus.STREAMING
+    assert ("Waiting for the summary of “Plan a trip to Lisbon” to be written; this answer starts right after it. "
+            "Stop cancels it.") in bubble.shown_text()
+    assert window.composer.stop_button.isVisible()
+
+    worker.summary_finished.emit(rid, SummaryState("A trip to Lisbon.", 1, 6), "kept 6 tokens")
+    assert "Waiting" not in bubble.shown_text()  # the worker takes the turn next
+    worker.token_streamed.emit(waiting, "4.")
+    worker.reply_finished.emit(waiting, finished("4."), record())
+    QApplication.processEvents()
+    stored = window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages
+    assert [(m.content, m.status) for m in stored] == [("What is 2 + 2?", MessageStatus.COMPLETE),
+                                                       ("4.", MessageStatus.COMPLETE)]
+
+
+def test_stop_cancels_a_turn_waiting_for_a_summary_and_the_summary_goes_on(qtbot, make_fake_window):
+    window = make_fake_window()
+    worker = window.chat.worker
+    trip, rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    worker.summary_started.emit(rid, 1)
+    window.new_chat_action.trigger()
+    waiting = send(qtbot, window, "What is 2 + 2?")
+    qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
+    assert worker.cancelled_turns == [waiting] and worker.stops == 0  # the summary is not stopped
+    assert not window.chat.turns.active and window.composer.send_button.isVisible()
+    bubble = window.chat_view.bubbles()[-1]
+    assert bubble.status is MessageStatus.STOPPED and "Waiting" not in bubble.shown_text()
+    stored = window.chat.store.load_conversation(window.chat.conversation_id).conversation.messages
+    assert [(m.role, m.content, m.status) for m in stored] == [
+        (Role.USER, "What is 2 + 2?", MessageStatus.COMPLETE), (Role.ASSISTANT, "", MessageStatus.STOPPED)]
+
+    window.sidebar.open_requested.emit(trip)  # the summary still runs in its own chat
+    assert window.chat_bar.summary_busy.isVisible()
+    qtbot.mouseClick(window.chat_bar.summary_stop_button, Qt.MouseButton.LeftButton)
+    assert worker.stops == 1 and worker.cancelled_turns == [waiting]  # its own Stop stops it
+
+
+def test_a_turn_sent_in_the_chat_being_summarized_waits_too_and_is_said_again_on_return(qtbot, make_fake_window):
+    window = make_fake_window()
+    worker = window.chat.worker
+    trip, rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    worker.summary_started.emit(rid, 1)
+    waiting = send(qtbot, window, "And a day in Sintra?")
+    assert "Waiting for the summary of earlier turns" in window.chat_view.bubbles()[-1].shown_text()
+    window.new_chat_action.trigger()
+    window.sidebar.open_requested.emit(trip)  # back: the answer still waits, and says so
+    assert "Waiting for the summary of earlier turns" in window.chat_view.bubbles()[-1].shown_text()
+    worker.token_streamed.emit(waiting, "Yes")  # the worker began it
+    QApplication.processEvents()
+    assert "Waiting" not in window.chat_view.bubbles()[-1].shown_text()
+
+
+def test_the_line_about_an_answer_written_elsewhere_lasts_as_long_as_that_answer(qtbot, make_fake_window, tmp_path):
+    from app.ui.notice import Notice
+
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker, view = window.chat.worker, window.chat_view
+
+    def lines() -> list[str]:
+        qtbot.wait(10)  # a notice added shows, one taken away is deleted, on the next turn of the loop
+        return [n.text() for n in view.findChildren(Notice) if not n.isHidden() and "still being written" in n.text()]
+
+    first, _rid = answered(qtbot, window, "Old question")
+    rid = send(qtbot, window, "Tell me a story")
+    worker.token_streamed.emit(rid, "Once")
+    window.new_chat_action.trigger()
+    assert len(lines()) == 1 and "“Old question”" in lines()[0]
+    shot(qtbot, window, tmp_path, "answer-written-elsewhere")
+    window.new_chat_action.trigger()  # yet another chat: it still waits, and says so
+    assert len(lines()) == 1
+    worker.reply_finished.emit(rid, finished("Once"), record())
+    qtbot.wait(20)
+    assert lines() == [] and view.reply_elsewhere_text() == ""  # the answer has ended: the line goes
+    shot(qtbot, window, tmp_path, "answer-written-elsewhere-ended")
+    window.sidebar.open_requested.emit(first)
+    window.new_chat_action.trigger()
+    assert lines() == []  # nor does it come back with a switch
+
+
+def test_undo_of_a_chat_deleted_right_after_stop_restores_its_answer_exactly(qtbot, make_fake_window, tmp_path):
+    """Delete is pressed before the Stop has reached the worker: the worker's end (the last
+    text, the stats) still goes into the deleted chat, so that Undo brings it back as it was."""
+    from app.ui.reply_stats_text import stats_line
+
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker = window.chat.worker
+    rid = send(qtbot, window, "Tell me a long story")
+    worker.token_streamed.emit(rid, "Once upon")
+    qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
+    cid = window.chat.conversation_id
+    window.sidebar.delete_requested.emit(cid)  # at once, while the worker stops
+    assert not window.chat.turns.active and window.chat.conversation_id is None
+    worker.token_streamed.emit(rid, " a time")  # the worker's last token before its stop took effect
+    worker.reply_finished.emit(rid, finished("Once upon a time", "stopped"), record("stopped"))
+    qtbot.mouseClick(window.sidebar.undo_button, Qt.MouseButton.LeftButton)
+    item = window.sidebar.item_for(cid)
+    qtbot.mouseClick(window.sidebar.list_widget.viewport(), Qt.MouseButton.LeftButton,
+                     pos=window.sidebar.list_widget.visualItemRect(item).center())
+    assert window.chat.conversation_id == cid
+    answer = window.chat_view.bubbles()[-1]
+    shot(qtbot, window, tmp_path, "undo-delete-after-stop")
+    assert answer.text == "Once upon a time" and answer.status is MessageStatus.STOPPED
+    assert answer.stats is not None and answer.stats_label.isVisible()
+    assert answer.stats_label.text() == stats_line(answer.stats)
+    assert answer.stats_label.text().startswith("3 tokens · TTFT 250 ms · 10.0 tok/s")
