@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     finally:
         for p in spinners:
             p.terminate()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     out = Path(args.out) / f"cpu_threads_{platform.node()}_busy{args.busy}.json"
     out.write_text(json.dumps(R, indent=1))
     return 0
