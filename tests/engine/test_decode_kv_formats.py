@@ -56,7 +56,9 @@ def test_an_8bit_turn_never_compiles_inside_and_its_step_compiles_after(tiny_loa
     assert decoder.status.state == "ready" and decoder.status.kv_bits == (16,) and len(graphs) == 1
     phases = decoder.warm_up_phases["16-bit, 64 tokens"]  # where a warm-up's seconds went, part by part
     assert list(phases)[:4] == ["eager_prefill", "first_step_compile_and_capture", "replay_1", "replay_2"]
-    assert all(seconds >= 0 for seconds in phases.values()) and sum(phases.values()) <= decoder.status.seconds
+    rounding = 0.0005 * len(phases)  # each part is kept to the millisecond
+    assert all(seconds >= 0 for seconds in phases.values())
+    assert sum(phases.values()) <= decoder.status.seconds + rounding
     config = tiny_loaded.model.config
     assert decoder.can_run(new_static_cache(config, 256)) and not decoder.can_run(new_static_cache(config, 256, 8))
     assert decoder.missing(8) and not decoder.missing(16)

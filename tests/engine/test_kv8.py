@@ -419,11 +419,14 @@ def test_auto_context_is_wider_for_a_chat_that_may_run_8bit(tiny_loaded):
     assert tight.budget(400, 64, kv_bits=8).context_tokens == 400  # an explicit setting wins
 
 
+@pytest.mark.parametrize("eager_views", [False, True])
 @pytest.mark.parametrize("dtype", [torch.int8, torch.uint8])
-def test_scale_bytes_are_the_float32_bits_without_a_dtype_view(dtype):
+def test_scale_bytes_are_the_float32_bits_without_a_dtype_view(dtype, eager_views, monkeypatch):
     """The scale's 4 bytes, made and read with integer arithmetic (Inductor in torch 2.11 cannot
     lower the float32 -> int8 view of a computed tensor, H200): exactly the IEEE-754 bytes a view
-    would give, over every binade a scale can take, and read back to the same float."""
+    would give, over every binade a scale can take, and read back to the same float; the eager
+    path's own view (``_EAGER_VIEWS``) gives the same bytes and floats."""
+    monkeypatch.setattr(kv_quant, "_EAGER_VIEWS", eager_views)
     torch.manual_seed(0)
     exponents = torch.arange(-45, 40, dtype=torch.float32)
     scale = (torch.rand(exponents.numel(), 3) + 0.5) * torch.exp2(exponents).unsqueeze(1)
@@ -437,11 +440,14 @@ def test_scale_bytes_are_the_float32_bits_without_a_dtype_view(dtype):
     assert torch.equal(got, packed[..., 64:].contiguous().view(torch.float32))
 
 
-def test_the_cache_write_and_read_trace_without_a_byte_view():
+def test_the_cache_write_and_read_trace_without_a_byte_view(monkeypatch):
     """No float32 <-> int8 dtype view in the traced quantize or unpack: torch 2.11's Inductor
     fails to lower one inside the compiled 8-bit decode step (H200; reproduced on the CPU with
-    torch 2.11), so the 8-bit step never compiled."""
+    torch 2.11), so the 8-bit step never compiled. make_fx does not say it is compiling, as
+    Dynamo does: the test says it, so the compiled step's branch is the one traced."""
     from torch.fx.experimental.proxy_tensor import make_fx
+
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
 
     x = torch.randn(1, 3, 2, 64).transpose(1, 2)
     write = make_fx(lambda v: kv_quant.quantize(v, "int8"))(x)
