@@ -46,7 +46,10 @@ class Chat(QObject):
         reply_elsewhere(str text): the chat shown waits for an answer still being written in
             another chat; `text` says so, for as long as it lasts ("": it no longer does).
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
-        reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
+        reply_measured(float ttft_s, float tokens_per_s, int new_tokens): the speed of the chat
+            shown's last answer: when it ends, and again when the chat is opened (new_tokens: of
+            its last part, for an answer extended with Continue).
+        reply_unmeasured(): the chat shown has no answer with stats (a new chat): none to show.
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
         reply_sources(object): the document excerpts (Citations, text included) the answer that
             just ended was given (after reply_ended; not emitted when it was given none).
@@ -104,6 +107,7 @@ class Chat(QObject):
     reply_elsewhere = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
+    reply_unmeasured = Signal()
     reply_stats = Signal(object)
     reply_sources = Signal(object)
     message_documents = Signal(int, object)

@@ -69,6 +69,7 @@ class ConversationFlow(QObject):
         chat.versions, chat.pinned_notes = [], ""
         chat.kv_precision = DEFAULT_KV_PRECISION
         chat.conversation_cleared.emit()
+        chat.reply_unmeasured.emit()  # the chat left's last answer is not this one's
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.notes.show_notes()
         chat.summaries.show_summarizing()  # another chat's summary in progress is not shown here
@@ -130,12 +131,23 @@ class ConversationFlow(QObject):
         chat.kv_precision = stored.kv_precision
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.conversation_loaded.emit(chat.conversation.messages)
+        self._show_measured()
         self._note_document_fits(stored)
         chat.summaries.show_summary()
         chat.summaries.show_summarizing()  # its summary still being written shows again
         chat.notes.show_notes()
         chat.notes.restore_proposals()
         chat.versions_changed.emit(list(chat.versions))
+
+    def _show_measured(self) -> None:
+        """The speed of the last answer of the path shown that has stats (trial 8: the status bar
+        kept the chat left's), or none."""
+        chat = self._chat
+        stats = next((m.stats for m in reversed(chat.conversation.messages) if m.stats is not None), None)
+        if stats is None:
+            chat.reply_unmeasured.emit()
+        else:  # as it was said when that answer ended: its last part's tokens
+            chat.reply_measured.emit(stats.ttft_s, stats.tokens_per_s, stats.continued_tokens or stats.new_tokens)
 
     def _note_document_fits(self, stored) -> None:
         """Say again on each question of the path shown how its documents went into its turn

@@ -385,8 +385,8 @@ class TurnFlow(QObject):
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
-        self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
-        if shown:
+        if shown:  # an answer that ends in a chat not shown is said when that chat is opened
+            self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
             self._chat.reply_stats.emit(reply.stats)
             if reply.sources:
                 self._chat.reply_sources.emit(reply.sources)

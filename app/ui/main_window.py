@@ -176,6 +176,7 @@ class MainWindow(QMainWindow):
         chat.reply_elsewhere.connect(view.show_reply_elsewhere)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.reply_measured.connect(status.show_speed)
+        chat.reply_unmeasured.connect(status.clear_speed)
         chat.reply_stats.connect(view.show_reply_stats)
         chat.reply_sources.connect(view.show_reply_sources)
         chat.message_documents.connect(view.show_documents)

@@ -200,3 +200,40 @@ def test_undo_of_a_chat_deleted_right_after_stop_restores_its_answer_exactly(qtb
     assert answer.stats is not None and answer.stats_label.isVisible()
     assert answer.stats_label.text() == stats_line(answer.stats)
     assert answer.stats_label.text().startswith("3 tokens · TTFT 250 ms · 10.0 tok/s")
+
+
+def test_the_status_bar_shows_the_open_chats_last_answer_stats(qtbot, make_fake_window, tmp_path):
+    """Trial 8: a new, empty chat still showed the previous chat's TTFT, tok/s and tokens. The
+    per-answer stats belong to the chat shown: its last answer's, or none."""
+    from tests.chat.conftest import finished as ended
+
+    window = make_fake_window()
+    window.resize(1000, 640)
+    speed, worker = window.status.speed_label, window.chat.worker
+    assert speed.text() == ""
+    trip, _rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"
+
+    window.new_chat_action.trigger()
+    shot(qtbot, window, tmp_path, "status-bar-new-chat")
+    assert speed.text() == ""  # no answer here yet
+    rid = send(qtbot, window, "Count to five")
+    worker.token_streamed.emit(rid, "1 2 3 4 5")
+    worker.reply_finished.emit(rid, ended("1 2 3 4 5", new_tokens=9), record())
+    other = window.chat.conversation_id
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 9 tokens"
+
+    window.sidebar.open_requested.emit(trip)  # back: that chat's own last answer
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"
+    shot(qtbot, window, tmp_path, "status-bar-back-in-a-chat")
+    window.sidebar.open_requested.emit(other)
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 9 tokens"
+
+    window.composer.set_can_send(True)  # a stored chat's backend is applied: no model in the fake, so not
+    rid = send(qtbot, window, "And to ten")  # an answer that ends while another chat is shown
+    worker.token_streamed.emit(rid, "6 7")
+    window.sidebar.open_requested.emit(trip)
+    worker.reply_finished.emit(rid, ended("6 7", new_tokens=2), record())
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"  # still this chat's
+    window.sidebar.open_requested.emit(other)
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 2 tokens"
