@@ -54,6 +54,7 @@ class ConversationFlow(QObject):
         # when it was opened or started, also after the store gives it an id)
         self._cache_keys: dict[int, str] = {}
         self._new_keys = itertools.count(1)
+        self._deleted_keys: dict[int, str] = {}  # deleted while Undo is offered: id -> cache key
 
     def refresh_sidebar(self) -> None:
         """List the stored conversations matching the search text, the open one current."""
@@ -243,8 +244,8 @@ class ConversationFlow(QObject):
         chat.turns.stop_for_delete(conversation_id)
         chat.store.delete_conversation(conversation_id)
         key = self._cache_keys.pop(conversation_id, None)
-        if key is not None:
-            chat.worker.conversation_forgotten.emit(key)
+        if key is not None:  # its kept KV cache stays while Undo is offered (end_undo)
+            self._deleted_keys[conversation_id] = key
         if conversation_id == chat.conversation_id:
             self._reset_conversation()
             chat.turns.show_elsewhere()
@@ -253,9 +254,20 @@ class ConversationFlow(QObject):
 
     @Slot(int)
     def restore(self, conversation_id: int) -> None:
-        """Undo a delete."""
+        """Undo a delete (its kept KV cache, if the worker still has it, is its own again)."""
         self._chat.store.restore_conversation(conversation_id)
+        key = self._deleted_keys.pop(conversation_id, None)
+        if key is not None:
+            self._cache_keys[conversation_id] = key
         self.refresh_sidebar()
+
+    @Slot(int)
+    def end_undo(self, conversation_id: int) -> None:
+        """Undo of the delete of `conversation_id` is no longer offered: the worker drops its kept
+        KV cache. Its rows stay in the Store, deleted, until purged a week later (Chat.close)."""
+        key = self._deleted_keys.pop(conversation_id, None)
+        if key is not None:
+            self._chat.worker.conversation_forgotten.emit(key)
 
     @Slot(str)
     def search(self, text: str) -> None:

@@ -259,6 +259,7 @@ class MainWindow(QMainWindow):
         self.sidebar.rename_requested.connect(chats.rename)
         self.sidebar.delete_requested.connect(chats.delete)
         self.sidebar.restore_requested.connect(chats.restore)
+        self.sidebar.undo_ended.connect(chats.end_undo)
         self.sidebar.search_changed.connect(chats.search)
         self.sidebar.export_requested.connect(self.dialogs.export_conversation)
         self.vram_panel.diagnostics_requested.connect(self.dialogs.diagnostics)

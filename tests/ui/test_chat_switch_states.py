@@ -9,6 +9,7 @@ Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
 import os
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -237,3 +238,44 @@ def test_the_status_bar_shows_the_open_chats_last_answer_stats(qtbot, make_fake_
     assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"  # still this chat's
     window.sidebar.open_requested.emit(other)
     assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 2 tokens"
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_undo_of_a_deleted_chat_waits_for_a_late_user_and_fits_in_korean(request, qtbot, qapp, make_fake_window,
+                                                                         tmp_path, monkeypatch, language):
+    """Trial 8: Undo went before a user who reacted a bit late got to it. It is offered 10 s, and
+    for as long as the pointer is on it; the chat's kept KV cache goes only when the offer ends.
+    At the sidebar's narrowest, in Korean too, Undo and the title's start are not cut."""
+    from PySide6.QtCore import QEvent, QPointF
+    from PySide6.QtGui import QEnterEvent
+
+    from app.ui import conversation_list
+    from app.ui.fonts import install_hangul_fallback
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    install_hangul_fallback(qapp)
+    monkeypatch.setattr(conversation_list, "UNDO_MS", 200)
+    monkeypatch.setattr(conversation_list, "UNDO_AFTER_HOVER_MS", 200)
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker, sidebar = window.chat.worker, window.sidebar
+    trip, _rid = answered(qtbot, window, "Plan a trip to Lisbon and Porto in spring")
+    window.splitter.setSizes([sidebar.minimumWidth(), 800])
+    window.sidebar.delete_requested.emit(trip)
+    bar = sidebar.undo_bar
+    assert bar.isVisible() and worker.forgotten == []
+    centre = QPointF(bar.rect().center())
+    QApplication.sendEvent(bar, QEnterEvent(centre, centre, centre))  # the pointer reaches it late
+    qtbot.wait(500)
+    shot(qtbot, window, tmp_path, f"undo-delete-{language}")
+    assert bar.isVisible() and worker.forgotten == []
+    button, label = sidebar.undo_button, sidebar.undo_label
+    assert button.text() == {"en": "Undo", "ko": "실행 취소"}[language]
+    assert button.width() >= button.sizeHint().width()  # not cut
+    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text()[:4])  # room for the title's start
+    assert bar.geometry().right() <= sidebar.width()
+    QApplication.sendEvent(bar, QEvent(QEvent.Type.Leave))
+    qtbot.waitUntil(bar.isHidden, timeout=2000)
+    assert len(worker.forgotten) == 1  # now the kept cache goes; the chat stays deleted, not purged
+    assert trip in {i.id for i in window.chat.store.list_conversations(include_deleted=True)}
