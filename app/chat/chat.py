@@ -85,6 +85,10 @@ class Chat(QObject):
             number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
         summarizing_changed(bool).
+        foldable_changed(int foldable_turns, int folded_turns, int keep_turns): how many turns
+            "Summarize now" would fold into the summary now (0: it has nothing to do), how many
+            the summary folds already, and how many newest turns always stay as they are; when
+            the chat shown, its messages, its summary or its settings change.
         load_progressed(str, float): loading stage and fraction; load_ended(): no load runs.
         model_changed(object LoadReport | None); model_loaded(object LoadReport);
         load_failed(str reason).
@@ -130,6 +134,7 @@ class Chat(QObject):
     presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
+    foldable_changed = Signal(int, int, int)
     load_progressed = Signal(str, float)
     load_ended = Signal()
     model_changed = Signal(object)
@@ -191,6 +196,7 @@ class Chat(QObject):
         self.backend.apply_backend()
         self.conversations.refresh_sidebar()
         self.presets.show_presets()
+        self.summaries.show_foldable()
         if self._store_notice:
             self.announce(self._store_notice, "error")
 

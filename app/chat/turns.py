@@ -33,7 +33,6 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
-from app.core.history import group_turns
 from app.core.kv_precision import KV_8
 from app.core.new_tokens import conversation_tokens
 from app.core.pinned_notes import with_pinned_notes
@@ -244,7 +243,7 @@ class TurnFlow(QObject):
         if self._active_request is not None:
             chat.announce(translate("Turns", "Wait for the reply to end before summarizing."), "status")
             return
-        if len(group_turns(chat.conversation.messages)) <= chat.settings.generation.summary_keep_turns:
+        if not chat.summaries.foldable_turns():  # the button is disabled then; a call from elsewhere
             chat.announce(translate("Turns", "Nothing to summarize yet: the last {0} turns always stay as they are.")
                           .format(chat.settings.generation.summary_keep_turns), "status")
             return

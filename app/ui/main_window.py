@@ -201,6 +201,7 @@ class MainWindow(QMainWindow):
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(self._on_summarizing_changed)
+        chat.foldable_changed.connect(self.chat_bar.set_foldable)
         chat.load_progressed.connect(status.show_progress)
         chat.load_ended.connect(status.end_progress)
         chat.model_changed.connect(status.show_report)

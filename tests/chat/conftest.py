@@ -22,7 +22,7 @@ CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_prefill_progr
                 "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported", "reply_stats",
                 "attachment_changed", "reply_sources", "message_documents", "document_noted", "message_sources",
                 "notes_proposed", "reply_waiting", "reply_elsewhere",
-                "context_cleared")
+                "context_cleared", "foldable_changed")
 
 
 class Recorder:
