@@ -32,6 +32,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
+from app.chat.stop_text import stop_detail
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.kv_precision import KV_8
 from app.core.new_tokens import conversation_tokens
@@ -380,7 +381,7 @@ class TurnFlow(QObject):
         if self._earlier_stats is not None:  # the line under a continued answer counts all of it
             reply.stats = self._earlier_stats.continued_by(reply.stats)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
-            self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
+            self._end_turn(MessageStatus.STOPPED, stop_detail(reply.stats))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
@@ -422,7 +423,7 @@ class TurnFlow(QObject):
             backend = f"{report.name} · {report.device}" if report is not None else ""
         return ReplyStats(finished.prompt_tokens, finished.prefill_tokens, finished.reused_tokens,
                           finished.new_tokens, finished.ttft_s, finished.decode_tokens_per_s,
-                          finished.decode_path, kv, backend)
+                          finished.decode_path, kv, backend, stop_reason=finished.stop_reason)
 
     @Slot(int, str, str)
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:

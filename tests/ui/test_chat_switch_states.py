@@ -279,3 +279,28 @@ def test_undo_of_a_deleted_chat_waits_for_a_late_user_and_fits_in_korean(request
     qtbot.waitUntil(bar.isHidden, timeout=2000)
     assert len(worker.forgotten) == 1  # now the kept cache goes; the chat stays deleted, not purged
     assert trip in {i.id for i in window.chat.store.list_conversations(include_deleted=True)}
+
+
+def test_max_new_tokens_reached_is_said_again_after_reopen_and_restart(qtbot, make_fake_window, tmp_path):
+    """Trial 8: "stopped — max new tokens reached" was in the widget only; reopened, the answer
+    said just "stopped". The stop reason is kept with the answer's stats."""
+    window = make_fake_window(store_path=tmp_path / "kept.sqlite3")
+    window.resize(1000, 640)
+    rid = send(qtbot, window, "Tell me a long story")
+    window.chat.worker.token_streamed.emit(rid, "Once upon a time")
+    window.chat.worker.reply_finished.emit(rid, finished("Once upon a time", "length"), record("length"))
+    cid = window.chat.conversation_id
+    said = "Assistant — stopped: max new tokens reached"
+    assert window.chat_view.bubbles()[-1]._header.text() == said
+    window.new_chat_action.trigger()
+    window.sidebar.open_requested.emit(cid)
+    answer = window.chat_view.bubbles()[-1]
+    shot(qtbot, window, tmp_path, "max-new-tokens-reopened")
+    assert answer.status is MessageStatus.STOPPED and answer._header.text() == said
+    window.close()
+
+    again = make_fake_window(store_path=tmp_path / "kept.sqlite3")  # a restart: the chat reopens
+    assert again.chat.conversation_id == cid
+    assert again.chat_view.bubbles()[-1]._header.text() == said
+    stored = again.chat.store.load_conversation(cid).conversation.messages[-1]
+    assert stored.stats.stop_reason == "length"
