@@ -150,7 +150,7 @@ def test_summarize_now_is_usable_only_when_a_turn_can_be_folded(qtbot, make_fake
     says why, until a turn older than the last `summary_keep_turns` (2) is not yet in the
     summary; again once the summary holds all of them; and in a new chat."""
     from app.core.history import SummaryState
-    from tests.ui.test_chat_switch_states import answered
+    from tests.ui.test_chat_switch_states import answered, shot
 
     window = make_fake_window()
     window.resize(1000, 640)
@@ -158,7 +158,7 @@ def test_summarize_now_is_usable_only_when_a_turn_can_be_folded(qtbot, make_fake
     assert not button.isEnabled()
     assert button.toolTip() == "Nothing to summarize yet: the last 2 turns always stay as they are " \
                                "(Settings: keep the last turns verbatim)"
-    window.grab().save(str(tmp_path / "summarize-now-empty-chat.png"))
+    shot(qtbot, window, tmp_path, "summarize-now-empty-chat")
     answered(qtbot, window, "First question")
     answered(qtbot, window, "Second question")
     assert not button.isEnabled()  # the last two always stay

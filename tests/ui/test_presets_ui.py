@@ -66,11 +66,13 @@ def test_a_fresh_install_shows_the_preset_its_defaults_are(qtbot, make_window, t
     from dataclasses import replace
 
     from app.core.settings import Settings
+    from tests.ui.test_chat_switch_states import shot
 
     window = make_window(settings=Settings())  # what load_settings gives without a file
+    window.resize(1000, 640)
     combo, chat = window.chat_bar.preset_combo, window.chat
     assert combo.currentText() == "Balanced" and combo.findText("Custom settings") == -1
-    window.grab().save(str(tmp_path / "fresh-install-preset.png"))
+    shot(qtbot, window, tmp_path, "fresh-install-preset")
 
     chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.3))
     chat.presets.settings_edited()  # what Edit → Settings does after OK
