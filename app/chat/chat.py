@@ -46,7 +46,10 @@ class Chat(QObject):
         reply_elsewhere(str text): the chat shown waits for an answer still being written in
             another chat; `text` says so, for as long as it lasts ("": it no longer does).
         reply_ended(object MessageStatus, str detail): the reply ended (detail: why it stopped).
-        reply_measured(float ttft_s, float tokens_per_s, int new_tokens).
+        reply_measured(float ttft_s, float tokens_per_s, int new_tokens): the speed of the chat
+            shown's last answer: when it ends, and again when the chat is opened (new_tokens: of
+            its last part, for an answer extended with Continue).
+        reply_unmeasured(): the chat shown has no answer with stats (a new chat): none to show.
         reply_stats(object ReplyStats): how the answer that just ended was made (after reply_ended).
         reply_sources(object): the document excerpts (Citations, text included) the answer that
             just ended was given (after reply_ended; not emitted when it was given none).
@@ -82,6 +85,10 @@ class Chat(QObject):
             number from 1, how many versions it has); a switcher shows where there are several.
         summary_changed(str content, int folded_turns, int tokens, int cap_tokens).
         summarizing_changed(bool).
+        foldable_changed(int foldable_turns, int folded_turns, int keep_turns): how many turns
+            "Summarize now" would fold into the summary now (0: it has nothing to do), how many
+            the summary folds already, and how many newest turns always stay as they are; when
+            the chat shown, its messages, its summary or its settings change.
         load_progressed(str, float): loading stage and fraction; load_ended(): no load runs.
         model_changed(object LoadReport | None); model_loaded(object LoadReport);
         load_failed(str reason).
@@ -104,6 +111,7 @@ class Chat(QObject):
     reply_elsewhere = Signal(str)
     reply_ended = Signal(object, str)
     reply_measured = Signal(float, float, int)
+    reply_unmeasured = Signal()
     reply_stats = Signal(object)
     reply_sources = Signal(object)
     message_documents = Signal(int, object)
@@ -126,6 +134,7 @@ class Chat(QObject):
     presets_changed = Signal(list, str)
     summary_changed = Signal(str, int, int, int)
     summarizing_changed = Signal(bool)
+    foldable_changed = Signal(int, int, int)
     load_progressed = Signal(str, float)
     load_ended = Signal()
     model_changed = Signal(object)
@@ -187,6 +196,7 @@ class Chat(QObject):
         self.backend.apply_backend()
         self.conversations.refresh_sidebar()
         self.presets.show_presets()
+        self.summaries.show_foldable()
         if self._store_notice:
             self.announce(self._store_notice, "error")
 

@@ -54,6 +54,7 @@ class ConversationFlow(QObject):
         # when it was opened or started, also after the store gives it an id)
         self._cache_keys: dict[int, str] = {}
         self._new_keys = itertools.count(1)
+        self._deleted_keys: dict[int, str] = {}  # deleted while Undo is offered: id -> cache key
 
     def refresh_sidebar(self) -> None:
         """List the stored conversations matching the search text, the open one current."""
@@ -69,6 +70,7 @@ class ConversationFlow(QObject):
         chat.versions, chat.pinned_notes = [], ""
         chat.kv_precision = DEFAULT_KV_PRECISION
         chat.conversation_cleared.emit()
+        chat.reply_unmeasured.emit()  # the chat left's last answer is not this one's
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.notes.show_notes()
         chat.summaries.show_summarizing()  # another chat's summary in progress is not shown here
@@ -130,12 +132,23 @@ class ConversationFlow(QObject):
         chat.kv_precision = stored.kv_precision
         chat.kv_precision_changed.emit(chat.kv_precision)
         chat.conversation_loaded.emit(chat.conversation.messages)
+        self._show_measured()
         self._note_document_fits(stored)
         chat.summaries.show_summary()
         chat.summaries.show_summarizing()  # its summary still being written shows again
         chat.notes.show_notes()
         chat.notes.restore_proposals()
         chat.versions_changed.emit(list(chat.versions))
+
+    def _show_measured(self) -> None:
+        """The speed of the last answer of the path shown that has stats (trial 8: the status bar
+        kept the chat left's), or none."""
+        chat = self._chat
+        stats = next((m.stats for m in reversed(chat.conversation.messages) if m.stats is not None), None)
+        if stats is None:
+            chat.reply_unmeasured.emit()
+        else:  # as it was said when that answer ended: its last part's tokens
+            chat.reply_measured.emit(stats.ttft_s, stats.tokens_per_s, stats.continued_tokens or stats.new_tokens)
 
     def _note_document_fits(self, stored) -> None:
         """Say again on each question of the path shown how its documents went into its turn
@@ -231,8 +244,8 @@ class ConversationFlow(QObject):
         chat.turns.stop_for_delete(conversation_id)
         chat.store.delete_conversation(conversation_id)
         key = self._cache_keys.pop(conversation_id, None)
-        if key is not None:
-            chat.worker.conversation_forgotten.emit(key)
+        if key is not None:  # its kept KV cache stays while Undo is offered (end_undo)
+            self._deleted_keys[conversation_id] = key
         if conversation_id == chat.conversation_id:
             self._reset_conversation()
             chat.turns.show_elsewhere()
@@ -241,9 +254,20 @@ class ConversationFlow(QObject):
 
     @Slot(int)
     def restore(self, conversation_id: int) -> None:
-        """Undo a delete."""
+        """Undo a delete (its kept KV cache, if the worker still has it, is its own again)."""
         self._chat.store.restore_conversation(conversation_id)
+        key = self._deleted_keys.pop(conversation_id, None)
+        if key is not None:
+            self._cache_keys[conversation_id] = key
         self.refresh_sidebar()
+
+    @Slot(int)
+    def end_undo(self, conversation_id: int) -> None:
+        """Undo of the delete of `conversation_id` is no longer offered: the worker drops its kept
+        KV cache. Its rows stay in the Store, deleted, until purged a week later (Chat.close)."""
+        key = self._deleted_keys.pop(conversation_id, None)
+        if key is not None:
+            self._chat.worker.conversation_forgotten.emit(key)
 
     @Slot(str)
     def search(self, text: str) -> None:

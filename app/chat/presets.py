@@ -14,6 +14,7 @@ from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, Slot
 
 from app.core.backend_settings import conversation_settings
 from app.core.presets import (
+    BUILTIN_PRESETS,
     PRESET_FIELDS,
     Preset,
     PresetError,
@@ -75,13 +76,16 @@ class PresetFlow(QObject):
             self._load_error = str(exc)
 
     def current(self) -> str:
-        """The chat's preset when its settings still hold that preset's values, else "" (custom)."""
+        """The chat's preset when its settings still hold that preset's values, else the built-in
+        whose values they hold, else "" (custom). So settings never given a preset (a fresh
+        install's defaults, a chat from before presets) show the built-in they are: the defaults
+        are Balanced's (trial 8: a fresh install said "Custom settings"). User presets are not
+        guessed: one that sets a field or two would match most settings."""
         chat = self._chat
-        preset = self.library.get(chat.preset_name) if chat.preset_name else None
-        if preset is None:
-            return ""
         generation = chat.settings.generation.validated()
-        return preset.name if preset.apply(generation) == generation else ""
+        picked = self.library.get(chat.preset_name) if chat.preset_name else None
+        candidates = (picked, *BUILTIN_PRESETS) if picked is not None else BUILTIN_PRESETS
+        return next((p.name for p in candidates if p.apply(generation) == generation), "")
 
     def show_presets(self) -> None:
         """Emit presets_changed with every preset and the chat's current pick."""

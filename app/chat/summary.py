@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
 
 from app.chat.error_text import plain_failure, summary_verdict_text
-from app.core.history import SummaryState, summary_reserve
+from app.core.history import SummaryState, group_turns, summary_reserve
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -53,6 +53,9 @@ class SummaryFlow(QObject):
         chat.worker.summary_started.connect(self._on_summary_started)
         chat.worker.summary_finished.connect(self._on_summary_finished)
         chat.worker.summary_failed.connect(self._on_summary_failed)
+        for changed in (chat.conversation_cleared, chat.conversation_loaded, chat.versions_changed,
+                        chat.messages_truncated, chat.turn_ended, chat.summary_changed, chat.presets_changed):
+            changed.connect(self.show_foldable)  # presets_changed: also after the settings are edited
 
     def summary_cap(self) -> int:
         """The summary's token budget: a reserve out of the context window in use, in tokens —
@@ -68,6 +71,22 @@ class SummaryFlow(QObject):
             positions = remote_report.context_tokens
         context = chat.models.turn_settings().context_tokens  # the open model's own, if set
         return summary_reserve(min(positions, context) if context > 0 else positions)
+
+    def foldable_turns(self) -> int:
+        """The turns "Summarize now" would fold now: those before the newest
+        `summary_keep_turns` (at least one stays, as in app.core.history.select_window) that the
+        summary does not fold yet."""
+        chat = self._chat
+        keep = max(chat.settings.generation.summary_keep_turns, 1)
+        turns = group_turns(chat.conversation.messages)
+        return sum(1 for turn in turns[:max(len(turns) - keep, 0)] if turn.last_position > chat.summary.folded_through)
+
+    @Slot()
+    def show_foldable(self, *_changed) -> None:
+        """Emit foldable_changed for the chat shown."""
+        chat = self._chat
+        chat.foldable_changed.emit(self.foldable_turns(), chat.folded_turns(),
+                                   max(chat.settings.generation.summary_keep_turns, 1))
 
     def show_summary(self) -> None:
         """Emit summary_changed for chat.summary, with the number of turns it folds."""

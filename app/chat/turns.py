@@ -32,8 +32,8 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
+from app.chat.stop_text import stop_detail
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
-from app.core.history import group_turns
 from app.core.kv_precision import KV_8
 from app.core.new_tokens import conversation_tokens
 from app.core.pinned_notes import with_pinned_notes
@@ -244,7 +244,7 @@ class TurnFlow(QObject):
         if self._active_request is not None:
             chat.announce(translate("Turns", "Wait for the reply to end before summarizing."), "status")
             return
-        if len(group_turns(chat.conversation.messages)) <= chat.settings.generation.summary_keep_turns:
+        if not chat.summaries.foldable_turns():  # the button is disabled then; a call from elsewhere
             chat.announce(translate("Turns", "Nothing to summarize yet: the last {0} turns always stay as they are.")
                           .format(chat.settings.generation.summary_keep_turns), "status")
             return
@@ -381,12 +381,12 @@ class TurnFlow(QObject):
         if self._earlier_stats is not None:  # the line under a continued answer counts all of it
             reply.stats = self._earlier_stats.continued_by(reply.stats)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
-            self._end_turn(MessageStatus.STOPPED, translate("Turns", "max new tokens reached"))
+            self._end_turn(MessageStatus.STOPPED, stop_detail(reply.stats))
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
                            else MessageStatus.COMPLETE)
-        self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
-        if shown:
+        if shown:  # an answer that ends in a chat not shown is said when that chat is opened
+            self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
             self._chat.reply_stats.emit(reply.stats)
             if reply.sources:
                 self._chat.reply_sources.emit(reply.sources)
@@ -423,7 +423,7 @@ class TurnFlow(QObject):
             backend = f"{report.name} · {report.device}" if report is not None else ""
         return ReplyStats(finished.prompt_tokens, finished.prefill_tokens, finished.reused_tokens,
                           finished.new_tokens, finished.ttft_s, finished.decode_tokens_per_s,
-                          finished.decode_path, kv, backend)
+                          finished.decode_path, kv, backend, stop_reason=finished.stop_reason)
 
     @Slot(int, str, str)
     def _on_generation_failed(self, request_id: int, reason: str, _partial: str) -> None:

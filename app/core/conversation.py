@@ -29,7 +29,10 @@ class ReplyStats:
     a server keeps it); backend: what answered, in a few words.
     continued_tokens: for an answer extended with Continue, the new tokens of its last part (0:
     made in one go); new_tokens then counts the whole answer, while the prompt, TTFT and speed
-    are the last part's (see :meth:`continued_by`)."""
+    are the last part's (see :meth:`continued_by`).
+    stop_reason: why it (its last part) ended, the engine's ReplyFinished.stop_reason: "eos",
+    "stop_string", "length" (max_new_tokens reached) or "stopped" (Stop); "" in rows written
+    before it was kept (trial 8: reopened, "max new tokens reached" was no longer said)."""
 
     prompt_tokens: int
     prefilled_tokens: int
@@ -41,13 +44,15 @@ class ReplyStats:
     kv_precision: str = ""
     backend: str = ""
     continued_tokens: int = 0
+    stop_reason: str = ""
 
     def continued_by(self, part: "ReplyStats") -> "ReplyStats":
         """The stats of this answer after Continue added `part` (the continuation's own stats):
         new_tokens in total, continued_tokens = part's, the rest from `part`. A part without
-        tokens (stopped at once) leaves the answer, and so its stats, as they were."""
+        tokens (stopped at once) leaves the answer, and so its stats, as they were, but for its
+        stop_reason: the answer ended as that part did."""
         if part.new_tokens <= 0:
-            return self
+            return self if part.stop_reason == self.stop_reason else replace(self, stop_reason=part.stop_reason)
         return replace(part, new_tokens=self.new_tokens + part.new_tokens, continued_tokens=part.new_tokens)
 
     def to_json(self) -> dict[str, Any]:
@@ -68,7 +73,7 @@ class ReplyStats:
                    stats.ttft_s, stats.tokens_per_s, stats.continued_tokens)
         if not all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
             return None
-        return stats
+        return stats if isinstance(stats.stop_reason, str) else replace(stats, stop_reason="")
 
 
 @dataclass

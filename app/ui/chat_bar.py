@@ -53,9 +53,8 @@ class ChatBar(QWidget):
         self.setObjectName("chatBar")
         self._current = ""
         self.notes_button = _bar_button(self.tr("Notes"), self.tr("Pinned notes: kept in every prompt of this chat"))
-        self.summarize_button = _bar_button(
-            self.tr("Summarize now"), self.tr("Fold the older turns into the summary now; the last turns stay as "
-                                              "they are (Settings: keep the last turns verbatim)"))
+        self.summarize_button = _bar_button(self.tr("Summarize now"), "")
+        self.summarize_button.setEnabled(False)  # until the chat says a turn can be folded (set_foldable)
         self.summary_stop_button = _bar_button(
             self.tr("Stop"), self.tr("Stop writing the summary; the turns stay in the window for now"))
         self.summary_busy = QProgressBar()
@@ -179,6 +178,21 @@ class ChatBar(QWidget):
         self.notes_button.setToolTip(notes or self.tr("Pinned notes: kept in every prompt of this chat"))
         self.notes_button.style().unpolish(self.notes_button)
         self.notes_button.style().polish(self.notes_button)
+
+    @Slot(int, int, int)
+    def set_foldable(self, foldable_turns: int, folded_turns: int, keep_turns: int) -> None:
+        """"Summarize now" is usable when it has turns to fold (trial 8: it was enabled in an
+        empty chat); its tooltip says why not when it is not."""
+        self.summarize_button.setEnabled(foldable_turns > 0)
+        if foldable_turns > 0:
+            tip = self.tr("Fold the older turns into the summary now; the last turns stay as they are "
+                          "(Settings: keep the last turns verbatim)")
+        elif folded_turns > 0:
+            tip = self.tr("The turns before the last %n are already in the summary", "", keep_turns)
+        else:
+            tip = self.tr("Nothing to summarize yet: the last %n turns always stay as they are "
+                          "(Settings: keep the last turns verbatim)", "", keep_turns)
+        self.summarize_button.setToolTip(tip)
 
     @Slot(bool)
     def set_summarizing(self, summarizing: bool, elapsed_ms: int = 0) -> None:

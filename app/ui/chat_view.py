@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
+from app.chat.stop_text import stop_detail
 from app.core.conversation import Message, MessageStatus, Role
 from app.ui.fold_marker import FoldMarker
 from app.ui.message_bubble import MessageBubble
@@ -104,6 +105,8 @@ class ChatView(QScrollArea):
         self.clear()
         for message in messages:
             bubble = self.add_message(message.role, message.content, message.status)
+            if message.status is MessageStatus.STOPPED and stop_detail(message.stats):
+                bubble.set_status(message.status, stop_detail(message.stats))  # "max new tokens reached"
             bubble.set_stats(message.stats)
             bubble.documents.set_documents(message.documents)
             bubble.sources.set_sources(message.sources)

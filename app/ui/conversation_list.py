@@ -1,6 +1,7 @@
 """The conversations sidebar (issue 4 item 4): New chat, search, the list grouped by last use
 (Today, Yesterday, Previous 7 days, …), inline rename, a context menu (rename, export, delete)
-and an Undo bar shown for `UNDO_MS` after a delete.
+and an Undo bar shown for `UNDO_MS` after a delete; it waits while the pointer or the keyboard
+focus is on it (trial 8: at 8 s a user who reacted a bit late lost the chat).
 
 The widget only asks: every change goes out as a `*_requested` signal, and the window answers
 with `set_conversations` (and `show_undo` once a delete is done).
@@ -50,7 +51,8 @@ from app.ui.edit_keys import widget_shortcut
 from app.ui.plain_text import plain_tooltip
 
 SEARCH_DEBOUNCE_MS = 200
-UNDO_MS = 8000
+UNDO_MS = 10_000  # how long Undo is offered after a delete (Gmail's toast: about 10 s)
+UNDO_AFTER_HOVER_MS = 4000  # at least this long again once the pointer or focus leaves the bar
 EXPORT_MARKDOWN = "markdown"
 EXPORT_JSON = "json"
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -124,7 +126,9 @@ class ConversationList(QWidget):
 
     Signals: open_requested(int id) — the user picked another conversation; new_requested();
     rename_requested(int id, str title) — stripped, never empty; delete_requested(int id);
-    restore_requested(int id) — Undo clicked within UNDO_MS of `show_undo`;
+    restore_requested(int id) — Undo clicked while offered (see `show_undo`);
+    undo_ended(int id) — the offer of Undo for `id` ended without it: ran out, or a newer delete
+    replaced it (the deleted chat's last resources may go now);
     search_changed(str text) — stripped, SEARCH_DEBOUNCE_MS after the last keystroke;
     export_requested(int id, str fmt) — fmt is EXPORT_MARKDOWN or EXPORT_JSON;
     clicked() — a conversation's row was clicked (after its open_requested): the user is done
@@ -137,6 +141,7 @@ class ConversationList(QWidget):
     rename_requested = Signal(int, str)
     delete_requested = Signal(int)
     restore_requested = Signal(int)
+    undo_ended = Signal(int)
     search_changed = Signal(str)
     export_requested = Signal(int, str)
     clicked = Signal()
@@ -184,11 +189,12 @@ class ConversationList(QWidget):
         self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
-        self._undo_timer.setInterval(UNDO_MS)
         self.new_button.clicked.connect(self.new_requested)
         self.search_edit.textChanged.connect(self._on_search_text_changed)
         self._search_timer.timeout.connect(self._on_search_timer_timeout)
-        self._undo_timer.timeout.connect(self.hide_undo)
+        self._undo_timer.timeout.connect(self._on_undo_timeout)
+        self._undo_held = False  # the pointer or the keyboard focus is on the Undo bar
+        self._undo_left_ms = 0  # what was left of the offer when it was held
         self.undo_button.clicked.connect(self._on_undo_clicked)
         self.list_widget.itemClicked.connect(self._on_item_clicked_with_pointer)
         self.list_widget.itemActivated.connect(self._on_item_clicked)
@@ -213,6 +219,8 @@ class ConversationList(QWidget):
         row.addWidget(self.undo_label, 1)
         row.addWidget(self.undo_button)
         self.undo_bar.setVisible(False)
+        self.undo_bar.installEventFilter(self)
+        self.undo_button.installEventFilter(self)
         return self.undo_bar
 
     # ----- slots in ------------------------------------------------------------------------
@@ -262,8 +270,11 @@ class ConversationList(QWidget):
         self.list_widget.blockSignals(False)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        """Track the pointer over the list; when it leaves, show the order held back meanwhile."""
-        if watched is self.list_widget and event.type() == QEvent.Type.Enter:
+        """Track the pointer over the list; when it leaves, show the order held back meanwhile.
+        The Undo bar's offer waits while the pointer is on it or its button has the focus."""
+        if watched in (self.undo_bar, self.undo_button):
+            self._track_undo_hold(watched, event.type())
+        elif watched is self.list_widget and event.type() == QEvent.Type.Enter:
             self._hovered = True
         elif watched is self.list_widget and event.type() == QEvent.Type.Leave:
             self._hovered = False
@@ -271,19 +282,57 @@ class ConversationList(QWidget):
                 self.set_conversations(*self._deferred)
         return super().eventFilter(watched, event)
 
+    def _track_undo_hold(self, watched: QObject, kind: QEvent.Type) -> None:
+        if watched is self.undo_bar and kind == QEvent.Type.Enter:
+            self._hold_undo(True)
+        elif watched is self.undo_bar and kind == QEvent.Type.Leave:
+            self._hold_undo(self.undo_button.hasFocus())
+        elif watched is self.undo_button and kind == QEvent.Type.FocusIn:
+            self._hold_undo(True)
+        elif watched is self.undo_button and kind == QEvent.Type.FocusOut:
+            self._hold_undo(self.undo_bar.underMouse())
+
+    def _hold_undo(self, held: bool) -> None:
+        """Pause the offer's clock while held; let it run on, UNDO_AFTER_HOVER_MS at least, after."""
+        if held == self._undo_held:
+            return
+        self._undo_held = held
+        if self._undo_id is None:
+            return
+        if held:
+            self._undo_left_ms = self._undo_timer.remainingTime()
+            self._undo_timer.stop()
+        else:
+            self._undo_timer.start(max(self._undo_left_ms, UNDO_AFTER_HOVER_MS))
+
     @Slot(int, str)
     def show_undo(self, conversation_id: int, title: str) -> None:
-        """Offer Undo for the deleted `conversation_id` for UNDO_MS (replaces an older offer)."""
+        """Offer Undo for the deleted `conversation_id` for UNDO_MS, longer while the pointer or
+        the focus is on it; a newer delete replaces the offer (undo_ended for the older one)."""
+        replaced = self._undo_id
         self._undo_id = conversation_id
         self.undo_label.set_title(display_title(title))
         self.undo_bar.setVisible(True)
-        self._undo_timer.start()
+        self._undo_left_ms = UNDO_MS
+        if not self._undo_held:
+            self._undo_timer.start(UNDO_MS)
+        if replaced is not None and replaced != conversation_id:
+            self.undo_ended.emit(replaced)
 
     @Slot()
     def hide_undo(self) -> None:
+        """Withdraw the offer (no undo_ended: see `_on_undo_timeout`)."""
         self._undo_timer.stop()
         self.undo_bar.setVisible(False)
         self._undo_id = None
+        self._undo_held = False  # hidden: no Leave may come (Qt sends one on hide, tests do not)
+
+    @Slot()
+    def _on_undo_timeout(self) -> None:
+        ended = self._undo_id
+        self.hide_undo()
+        if ended is not None:
+            self.undo_ended.emit(ended)
 
     # ----- reading -------------------------------------------------------------------------
     def ids(self) -> list[int]:

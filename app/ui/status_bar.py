@@ -136,3 +136,7 @@ class ModelStatusBar(QStatusBar):
             return
         self.speed_label.setText(self.tr("TTFT {0} · {1} tok/s · %n tokens", "", new_tokens).format(
             duration_text(ttft_s), f"{tokens_per_s:.1f}"))
+
+    def clear_speed(self) -> None:
+        """The chat shown has no answer with stats: no speed shown."""
+        self.speed_label.setText("")

@@ -5,7 +5,7 @@ lasts like the sidebar's Undo bar after a deleted conversation (the stylesheet's
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton
 
-UNDO_MS = 8000  # how long Undo is offered, as the sidebar's after a deleted conversation
+UNDO_MS = 10_000  # how long Undo is offered, as the sidebar's after a deleted conversation (trial 8)
 
 
 class UndoNotice(QFrame):

@@ -2,6 +2,23 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="en_US">
 <context>
+    <name>ChatBar</name>
+    <message numerus="yes">
+        <source>The turns before the last %n are already in the summary</source>
+        <translation>
+            <numerusform>The turns before the last one are already in the summary</numerusform>
+            <numerusform>The turns before the last %n are already in the summary</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Nothing to summarize yet: the last %n turns always stay as they are (Settings: keep the last turns verbatim)</source>
+        <translation>
+            <numerusform>Nothing to summarize yet: the last turn always stays as it is (Settings: keep the last turns verbatim)</numerusform>
+            <numerusform>Nothing to summarize yet: the last %n turns always stay as they are (Settings: keep the last turns verbatim)</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ConversationList</name>
     <message numerus="yes">
         <source>%n messages · last used {0}</source>

@@ -372,6 +372,18 @@
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
     </message>
+    <message numerus="yes">
+        <source>The turns before the last %n are already in the summary</source>
+        <translation>
+            <numerusform>마지막 턴 %n개 앞의 턴은 이미 요약에 들어 있습니다</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Nothing to summarize yet: the last %n turns always stay as they are (Settings: keep the last turns verbatim)</source>
+        <translation>
+            <numerusform>아직 요약할 것이 없습니다. 마지막 턴 %n개는 항상 그대로 남습니다(설정: 원문 유지 턴 수)</numerusform>
+        </translation>
+    </message>
     <message>
         <source>Summarizing earlier turns… {0}</source>
         <translation>이전 턴을 요약하는 중… {0}</translation>

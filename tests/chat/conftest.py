@@ -13,7 +13,7 @@ from app.engine.events import ReplyFinished, TurnRecord
 from tests.helpers.fake_worker import FakeWorker
 
 CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_prefill_progressed", "reply_streamed",
-                "reply_ended", "reply_measured",
+                "reply_ended", "reply_measured", "reply_unmeasured",
                 "turn_ended", "turn_planned", "context_counted", "turn_refused", "text_withdrawn",
                 "messages_truncated",
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
@@ -22,7 +22,7 @@ CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_prefill_progr
                 "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported", "reply_stats",
                 "attachment_changed", "reply_sources", "message_documents", "document_noted", "message_sources",
                 "notes_proposed", "reply_waiting", "reply_elsewhere",
-                "context_cleared")
+                "context_cleared", "foldable_changed")
 
 
 class Recorder:

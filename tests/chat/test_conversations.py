@@ -142,7 +142,8 @@ def test_a_remote_conversation_watches_its_server_and_can_send_without_a_model(c
 def test_each_conversation_keeps_one_cache_key_and_the_worker_hears_switches(chat):
     """The worker's kept KV caches are keyed by conversation (issue 12, item 5): a new chat gets
     a key that it keeps after the store gives it an id, opening it again activates that key,
-    every turn names it, and deleting the chat lets the worker drop its cache."""
+    every turn names it, and a deleted chat's cache is dropped once its Undo is no longer offered
+    (an Undo in time opens it with its cache still there)."""
     worker = chat.worker
     cats = seed(chat.store, "cats")
     chat.turns.send("hello")
@@ -160,6 +161,14 @@ def test_each_conversation_keeps_one_cache_key_and_the_worker_hears_switches(cha
     fresh = worker.activations[-1][0]
     assert fresh not in (started_key, f"stored-{cats}") and chat.cache_key == fresh
     chat.conversations.delete(new_id)
+    assert worker.forgotten == []  # Undo is still offered
+    chat.conversations.restore(new_id)
+    chat.conversations.open_conversation(new_id)
+    assert worker.activations[-1][0] == started_key  # its kept cache, not a fresh prefill
+    chat.conversations.delete(new_id)
+    chat.conversations.end_undo(new_id)  # the offer ran out
+    assert worker.forgotten == [started_key]
+    chat.conversations.end_undo(new_id)
     assert worker.forgotten == [started_key]
 
 

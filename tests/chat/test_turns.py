@@ -1,6 +1,7 @@
 """The turn flow: send → plan → stream → finished, stopped, failed or refused, with the
 worker played by the test."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from app.core.conversation import MessageStatus, Role
@@ -193,7 +194,7 @@ def test_each_answer_keeps_how_it_was_made(chat):
     done = ReplyFinished("Hello!", "eos", prompt_tokens=40, prefill_tokens=8, new_tokens=3, ttft_s=0.125,
                          decode_tokens_per_s=12.5, reused_tokens=32, decode_path="eager-static")
     worker.reply_finished.emit(worker.last_id, done, record())
-    stats = ReplyStats(40, 8, 32, 3, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu")
+    stats = ReplyStats(40, 8, 32, 3, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu", stop_reason="eos")
     assert seen.of("reply_stats") == [(stats,)] and chat.conversation.messages[-1].stats == stats
     assert stored(chat)[-1].stats == stats and stored(chat)[0].stats is None
 
@@ -214,13 +215,13 @@ def test_a_continued_answer_counts_all_its_tokens_and_keeps_the_last_parts_speed
         " are red", "eos", prompt_tokens=120, prefill_tokens=1, new_tokens=30, ttft_s=0.125,
         decode_tokens_per_s=12.5, reused_tokens=119, decode_path="eager-static"), record())
     whole = ReplyStats(120, 1, 119, 110, 0.125, 12.5, "eager-static", "float32", "SmolLM2 · cpu",
-                       continued_tokens=30)
+                       continued_tokens=30, stop_reason="eos")
     assert seen.of("reply_stats")[-1] == (whole,) and stored(chat)[-1].stats == whole
     chat.turns.continue_reply(1)  # a second Continue adds to the total; one stopped at once changes nothing
     worker.reply_finished.emit(worker.last_id, ReplyFinished(
         "", "stopped", prompt_tokens=150, prefill_tokens=1, new_tokens=0, ttft_s=0.0,
         decode_tokens_per_s=0.0, reused_tokens=149), record())
-    assert chat.conversation.messages[-1].stats == whole
+    assert chat.conversation.messages[-1].stats == replace(whole, stop_reason="stopped")
     chat.turns.continue_reply(1)
     worker.reply_finished.emit(worker.last_id, ReplyFinished(
         " and blue", "eos", prompt_tokens=150, prefill_tokens=1, new_tokens=5, ttft_s=0.25,

@@ -806,3 +806,18 @@ def test_how_a_document_went_into_its_turn_is_kept_with_it(tmp_path):
         store.purge_deleted()
         assert store._conn.execute("SELECT COUNT(*) FROM attachments WHERE message_id = ?",
                                    (question.id,)).fetchone()[0] == 0
+
+
+def test_an_answers_stop_reason_is_kept_and_older_rows_have_none(store):
+    """Trial 8: why an answer ended ("length": max_new_tokens) is kept in its stats_json: no new
+    column and no migration; a row written before it was kept reads as "" (not said)."""
+    from app.core.conversation import ReplyStats
+
+    cid, (_q, a) = _chat(store, "q", "a")
+    store.update_message(a.id, stats=ReplyStats(12, 12, 0, 64, 0.25, 10.0, stop_reason="length"))
+    assert store.load_conversation(cid).conversation.messages[1].stats.stop_reason == "length"
+    older = {"prompt_tokens": 12, "prefilled_tokens": 12, "reused_tokens": 0, "new_tokens": 64, "ttft_s": 0.25,
+             "tokens_per_s": 10.0, "decode_path": "eager", "kv_precision": "float32", "backend": "SmolLM2 · cpu"}
+    store._conn.execute("UPDATE messages SET stats_json = ? WHERE id = ?", (json.dumps(older), a.id))
+    assert store.load_conversation(cid).conversation.messages[1].stats.stop_reason == ""
+    assert ReplyStats.from_json({**older, "stop_reason": 7}).stop_reason == ""  # damaged: not said

@@ -55,10 +55,12 @@ def qasync_loop(qapp):
 def make_window(qtbot, qasync_loop, tmp_path):
     windows = []
 
-    def make(max_new_tokens=64, temperature=0.0, store_path=None, context_tokens=0):
-        settings = Settings(GenerationSettings(system_prompt="You are a helpful assistant.",
-                                               max_new_tokens=max_new_tokens,
-                                               temperature=temperature, context_tokens=context_tokens))
+    def make(max_new_tokens=64, temperature=0.0, store_path=None, context_tokens=0, settings=None):
+        """settings: the whole Settings to start with (e.g. Settings(), a fresh install's); else
+        built from the other arguments."""
+        settings = settings or Settings(GenerationSettings(system_prompt="You are a helpful assistant.",
+                                                           max_new_tokens=max_new_tokens,
+                                                           temperature=temperature, context_tokens=context_tokens))
         # the layout and last conversation live in this test's folder: windows made in one test
         # share them (a restart), other tests never see them
         window = MainWindow(settings, store=Store(store_path or tmp_path / "headroom.sqlite3"),

@@ -143,3 +143,38 @@ def test_the_notes_button_stays_put_while_the_seconds_count(qtbot, qapp, make_wi
         assert len(set(places.values())) == 1, places
         assert ("1분 5초" if language == "ko" else "1 min 5 s") in bar._summary_text(65)
         bar.set_summarizing(False)
+
+
+def test_summarize_now_is_usable_only_when_a_turn_can_be_folded(qtbot, make_fake_window, tmp_path):
+    """Trial 8: "Summarize now" was enabled in an empty chat. It is disabled, with a tooltip that
+    says why, until a turn older than the last `summary_keep_turns` (2) is not yet in the
+    summary; again once the summary holds all of them; and in a new chat."""
+    from app.core.history import SummaryState
+    from tests.ui.test_chat_switch_states import answered, shot
+
+    window = make_fake_window()
+    window.resize(1000, 640)
+    button = window.chat_bar.summarize_button
+    assert not button.isEnabled()
+    assert button.toolTip() == "Nothing to summarize yet: the last 2 turns always stay as they are " \
+                               "(Settings: keep the last turns verbatim)"
+    shot(qtbot, window, tmp_path, "summarize-now-empty-chat")
+    answered(qtbot, window, "First question")
+    answered(qtbot, window, "Second question")
+    assert not button.isEnabled()  # the last two always stay
+    cid, rid = answered(qtbot, window, "Third question")
+    assert button.isEnabled() and button.toolTip().startswith("Fold the older turns into the summary now")
+
+    window.chat.worker.summary_finished.emit(rid, SummaryState("The first question.", 1, 5), "kept 5 tokens")
+    assert not button.isEnabled()  # the first turn is folded already; the other two stay
+    assert button.toolTip() == "The turns before the last 2 are already in the summary"
+    window.new_chat_action.trigger()
+    assert not button.isEnabled() and button.toolTip().startswith("Nothing to summarize yet")
+    window.sidebar.open_requested.emit(cid)
+    assert not button.isEnabled()  # reopened: still all folded
+    window.composer.set_can_send(True)  # a stored chat's backend is applied: no model in the fake, so not
+    answered(qtbot, window, "Fourth question")
+    assert button.isEnabled()  # the second turn can be folded now
+    window.chat_bar.set_foldable(0, 0, 1)  # Settings: keep 1 turn verbatim
+    assert button.toolTip() == ("Nothing to summarize yet: the last turn always stays as it is "
+                                "(Settings: keep the last turns verbatim)")

@@ -9,6 +9,7 @@ Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
 import os
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -200,3 +201,106 @@ def test_undo_of_a_chat_deleted_right_after_stop_restores_its_answer_exactly(qtb
     assert answer.stats is not None and answer.stats_label.isVisible()
     assert answer.stats_label.text() == stats_line(answer.stats)
     assert answer.stats_label.text().startswith("3 tokens · TTFT 250 ms · 10.0 tok/s")
+
+
+def test_the_status_bar_shows_the_open_chats_last_answer_stats(qtbot, make_fake_window, tmp_path):
+    """Trial 8: a new, empty chat still showed the previous chat's TTFT, tok/s and tokens. The
+    per-answer stats belong to the chat shown: its last answer's, or none."""
+    from tests.chat.conftest import finished as ended
+
+    window = make_fake_window()
+    window.resize(1000, 640)
+    speed, worker = window.status.speed_label, window.chat.worker
+    assert speed.text() == ""
+    trip, _rid = answered(qtbot, window, "Plan a trip to Lisbon")
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"
+
+    window.new_chat_action.trigger()
+    shot(qtbot, window, tmp_path, "status-bar-new-chat")
+    assert speed.text() == ""  # no answer here yet
+    rid = send(qtbot, window, "Count to five")
+    worker.token_streamed.emit(rid, "1 2 3 4 5")
+    worker.reply_finished.emit(rid, ended("1 2 3 4 5", new_tokens=9), record())
+    other = window.chat.conversation_id
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 9 tokens"
+
+    window.sidebar.open_requested.emit(trip)  # back: that chat's own last answer
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"
+    shot(qtbot, window, tmp_path, "status-bar-back-in-a-chat")
+    window.sidebar.open_requested.emit(other)
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 9 tokens"
+
+    window.composer.set_can_send(True)  # a stored chat's backend is applied: no model in the fake, so not
+    rid = send(qtbot, window, "And to ten")  # an answer that ends while another chat is shown
+    worker.token_streamed.emit(rid, "6 7")
+    window.sidebar.open_requested.emit(trip)
+    worker.reply_finished.emit(rid, ended("6 7", new_tokens=2), record())
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 3 tokens"  # still this chat's
+    window.sidebar.open_requested.emit(other)
+    assert speed.text() == "TTFT 250 ms · 10.0 tok/s · 2 tokens"
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_undo_of_a_deleted_chat_waits_for_a_late_user_and_fits_in_korean(request, qtbot, qapp, make_fake_window,
+                                                                         tmp_path, monkeypatch, language):
+    """Trial 8: Undo went before a user who reacted a bit late got to it. It is offered 10 s, and
+    for as long as the pointer is on it; the chat's kept KV cache goes only when the offer ends.
+    At the sidebar's narrowest, in Korean too, Undo and the title's start are not cut."""
+    from PySide6.QtCore import QEvent, QPointF
+    from PySide6.QtGui import QEnterEvent
+
+    from app.ui import conversation_list
+    from app.ui.fonts import install_hangul_fallback
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    install_hangul_fallback(qapp)
+    monkeypatch.setattr(conversation_list, "UNDO_MS", 200)
+    monkeypatch.setattr(conversation_list, "UNDO_AFTER_HOVER_MS", 200)
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker, sidebar = window.chat.worker, window.sidebar
+    trip, _rid = answered(qtbot, window, "Plan a trip to Lisbon and Porto in spring")
+    window.splitter.setSizes([sidebar.minimumWidth(), 800])
+    window.sidebar.delete_requested.emit(trip)
+    bar = sidebar.undo_bar
+    assert bar.isVisible() and worker.forgotten == []
+    centre = QPointF(bar.rect().center())
+    QApplication.sendEvent(bar, QEnterEvent(centre, centre, centre))  # the pointer reaches it late
+    qtbot.wait(500)
+    shot(qtbot, window, tmp_path, f"undo-delete-{language}")
+    assert bar.isVisible() and worker.forgotten == []
+    button, label = sidebar.undo_button, sidebar.undo_label
+    assert button.text() == {"en": "Undo", "ko": "실행 취소"}[language]
+    assert button.width() >= button.sizeHint().width()  # not cut
+    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text()[:4])  # room for the title's start
+    assert bar.geometry().right() <= sidebar.width()
+    QApplication.sendEvent(bar, QEvent(QEvent.Type.Leave))
+    qtbot.waitUntil(bar.isHidden, timeout=2000)
+    assert len(worker.forgotten) == 1  # now the kept cache goes; the chat stays deleted, not purged
+    assert trip in {i.id for i in window.chat.store.list_conversations(include_deleted=True)}
+
+
+def test_max_new_tokens_reached_is_said_again_after_reopen_and_restart(qtbot, make_fake_window, tmp_path):
+    """Trial 8: "stopped — max new tokens reached" was in the widget only; reopened, the answer
+    said just "stopped". The stop reason is kept with the answer's stats."""
+    window = make_fake_window(store_path=tmp_path / "kept.sqlite3")
+    window.resize(1000, 640)
+    rid = send(qtbot, window, "Tell me a long story")
+    window.chat.worker.token_streamed.emit(rid, "Once upon a time")
+    window.chat.worker.reply_finished.emit(rid, finished("Once upon a time", "length"), record("length"))
+    cid = window.chat.conversation_id
+    said = "Assistant — stopped: max new tokens reached"
+    assert window.chat_view.bubbles()[-1]._header.text() == said
+    window.new_chat_action.trigger()
+    window.sidebar.open_requested.emit(cid)
+    answer = window.chat_view.bubbles()[-1]
+    shot(qtbot, window, tmp_path, "max-new-tokens-reopened")
+    assert answer.status is MessageStatus.STOPPED and answer._header.text() == said
+    window.close()
+
+    again = make_fake_window(store_path=tmp_path / "kept.sqlite3")  # a restart: the chat reopens
+    assert again.chat.conversation_id == cid
+    assert again.chat_view.bubbles()[-1]._header.text() == said
+    stored = again.chat.store.load_conversation(cid).conversation.messages[-1]
+    assert stored.stats.stop_reason == "length"

@@ -240,6 +240,54 @@ def test_undo_bar_goes_away_by_itself(qtbot, monkeypatch):
         widget.undo_button.click()  # hidden: nothing to undo any more
 
 
+def test_undo_is_offered_ten_seconds_and_ends_with_the_id_it_was_for(qtbot, monkeypatch):
+    """Trial 8: Undo went after ~6 s and a user who reacted a bit late lost the chat; mail apps
+    offer it for about 10 s. undo_ended says which offer ran out (or was replaced by a newer
+    delete): only then may the deleted chat's last resources go; an Undo ends nothing."""
+    assert conversation_list.UNDO_MS >= 10_000
+    monkeypatch.setattr(conversation_list, "UNDO_MS", 150)
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.show()
+    ended = []
+    widget.undo_ended.connect(ended.append)
+    widget.show_undo(3, "A")
+    widget.show_undo(4, "B")  # the offer for 3 ends here
+    assert ended == [3]
+    qtbot.waitUntil(widget.undo_bar.isHidden, timeout=2000)
+    assert ended == [3, 4]
+    widget.show_undo(5, "C")
+    widget.undo_button.click()
+    assert ended == [3, 4] and widget.undo_bar.isHidden()
+
+
+def test_undo_stays_while_the_pointer_is_on_it(qtbot, monkeypatch):
+    """A user moving to Undo must not see it go under the pointer: the offer waits while the
+    pointer (or the keyboard focus) is on the bar and runs UNDO_AFTER_HOVER_MS more after."""
+    monkeypatch.setattr(conversation_list, "UNDO_MS", 150)
+    monkeypatch.setattr(conversation_list, "UNDO_AFTER_HOVER_MS", 200)
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.show_undo(3, "A")
+    centre = QPointF(widget.undo_bar.rect().center())
+    QApplication.sendEvent(widget.undo_bar, QEnterEvent(centre, centre, centre))
+    qtbot.wait(400)  # well past UNDO_MS
+    assert widget.undo_bar.isVisible()
+    QApplication.sendEvent(widget.undo_bar, QEvent(QEvent.Type.Leave))
+    qtbot.wait(60)
+    assert widget.undo_bar.isVisible()  # the grace after the pointer left
+    qtbot.waitUntil(widget.undo_bar.isHidden, timeout=2000)
+
+    widget.show_undo(4, "B")
+    widget.activateWindow()
+    widget.undo_button.setFocus()  # reached with Tab
+    qtbot.wait(400)
+    assert widget.undo_button.hasFocus() and widget.undo_bar.isVisible()
+    widget.search_edit.setFocus()
+    qtbot.waitUntil(widget.undo_bar.isHidden, timeout=2000)
+
+
 def test_refresh_keeps_selection_and_drops_it_when_current_is_gone(sidebar):
     sidebar.set_conversations(infos()[1:], 6, now=NOW)
     assert sidebar.list_widget.currentItem() is sidebar.item_for(6)

@@ -57,3 +57,42 @@ def test_the_dialog_lists_describes_and_sends_commands(qtbot, tmp_path, monkeypa
     assert blocker.args == [str(tmp_path / "p.json"), ["Pirate"]]
     dialog.set_presets(list(BUILTIN_PRESETS), "Pirate")  # removed: the list follows the library
     assert dialog.list.count() == len(BUILTIN_PRESETS)
+
+
+def test_a_fresh_install_shows_the_preset_its_defaults_are(qtbot, make_window, tmp_path):
+    """Trial 8: with no settings file the combo said "Custom settings", though the defaults are
+    Balanced's values; a value changed by hand is custom again, and a stored chat whose settings
+    are a preset's shows that preset too."""
+    from dataclasses import replace
+
+    from app.core.settings import Settings
+    from tests.ui.test_chat_switch_states import shot
+
+    window = make_window(settings=Settings())  # what load_settings gives without a file
+    window.resize(1000, 640)
+    combo, chat = window.chat_bar.preset_combo, window.chat
+    assert combo.currentText() == "Balanced" and combo.findText("Custom settings") == -1
+    shot(qtbot, window, tmp_path, "fresh-install-preset")
+
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.3))
+    chat.presets.settings_edited()  # what Edit → Settings does after OK
+    assert combo.currentText() == "Custom settings" and combo.currentIndex() == 0
+
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.7))
+    chat.presets.settings_edited()  # put back by hand: the values are Balanced's again
+    assert combo.currentText() == "Balanced"
+    window.chat_bar.preset_combo.activated.emit(combo.findData("Precise"))
+    assert combo.currentText() == "Precise" and chat.preset_name == "Precise"
+
+
+def test_a_user_preset_is_not_guessed_from_settings_it_happens_to_match(qtbot, make_window):
+    """Only a built-in is recognised in settings never given a preset: a user preset that sets
+    just a few fields would match most settings and say more than the user chose."""
+    from app.core.presets import PresetLibrary
+    from app.core.settings import GenerationSettings, Settings
+
+    window = make_window(settings=Settings(GenerationSettings(temperature=0.33)))
+    chat = window.chat
+    chat.presets.library = PresetLibrary((Preset("Cool", {"temperature": 0.33}),))
+    chat.presets.show_presets()
+    assert window.chat_bar.preset_combo.currentText() == "Custom settings"
