@@ -1,8 +1,10 @@
 """The window's own path, measured (issue 12, item 7): the same `TurnRunner` the generation worker
 drives, with the app's settings, through a 20-turn chat on the Llama-3-8B shape in NF4 (random
 init, `speed.save_random_model`) that grows past 16k tokens (256-token answers, long pastes at
-turns 5, 10 and 15); then single 1k / 4k / 16k turns; then the plain transformers recipe
-(`generate()`, SDPA, same weights, same process) at the same lengths. llama.cpp's figures from the
+turns 5, 10 and 15); then single 1k / 4k / 16k turns (9 / 5 / 3 new chats), each followed at
+once by the plain transformers recipe's TTFT on as many tokens (`generate()`, SDPA, same weights,
+same process: the pair's ratio is the TTFT comparison); then the plain recipe's own TTFT and decode
+at the same lengths. llama.cpp's figures from the
 same machine are merged in with ``--llama-decode`` / ``--llama-prefill`` (llama-bench JSON).
 
 Per turn: decode path, decode tok/s, TTFT, prefilled / reused tokens, tokens the cache held that
@@ -158,24 +160,48 @@ def switch_back(runner: TurnRunner, settings: GenerationSettings, vocab: int, me
     return out
 
 
-def singles(runner: TurnRunner, settings: GenerationSettings, vocab: int, sizes, repeats: int) -> list[dict]:
+def singles(runner: TurnRunner, settings: GenerationSettings, vocab: int, sizes, repeats,
+            plain_model=None) -> list[dict]:
     """New chats of one message of about n tokens each (distinct, so nothing is reused), each
     its own conversation as the window makes it (a new cache; the previous chat's is parked when
-    the chat is opened, before the message is sent)."""
+    the chat is opened, before the message is sent). repeats: an int, or one per size.
+
+    plain_model: the same weights under the plain recipe, timed right after each Headroom turn on
+    a prompt of as many tokens (`plain_ttft_s` in its row): the pair shares the GPU's state of the
+    moment, so their ratio is not moved by drift between sections of the run (the 1k TTFT of both
+    moved 65-121 ms across the runs of 2026-12-02)."""
     out = []
-    for n in sizes:
+    for i, n in enumerate(sizes):
         rows = []
-        for r in range(repeats):
+        for r in range(repeats if isinstance(repeats, int) else repeats[i]):
             key = f"single-{n}-{r}"
             runner.activate(key, settings.kept_chat_cache_mib)  # "New chat", before the message is typed
-            rows.append(run_turn(runner, [Message(Role.USER, words(n - 40, 7000 + 17 * r + n, vocab))], settings,
-                                 key))
+            row = run_turn(runner, [Message(Role.USER, words(n - 40, 7000 + 17 * r + n, vocab))], settings, key)
+            if plain_model is not None and "prompt_tokens" in row:
+                row["plain_ttft_s"] = plain_sdpa_ttft(plain_model, random_ids(row["prompt_tokens"], vocab,
+                                                                               9000 + r + n))
+            rows.append(row)
         for row in rows:
             row.pop("text", None)
         out.append({"context": n, "ttft_s_median": statistics.median(r["ttft_s"] for r in rows),
                     "tok_s_median": statistics.median(r["tok_s"] for r in rows), "turns": rows})
+        paired = [r for r in rows if "plain_ttft_s" in r]
+        if paired:
+            out[-1]["plain_ttft_s_median"] = statistics.median(r["plain_ttft_s"] for r in paired)
+            out[-1]["ttft_ratio_median"] = statistics.median(r["ttft_s"] / r["plain_ttft_s"] for r in paired)
         log(json.dumps({k: v for k, v in out[-1].items() if k != "turns"}))
     return out
+
+
+def plain_sdpa_ttft(model, ids: list[int]) -> float:
+    """`plain_ttft` with transformers' SDPA attention, as the plain recipe runs (the app's own
+    attention is put back after)."""
+    active = model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        return plain_ttft(model, ids)
+    finally:
+        model.set_attn_implementation(active)
 
 
 def attention_check(model) -> dict:
@@ -333,7 +359,8 @@ def main(argv=None) -> int:
                               [r for r in R["chat"][-4:] if "ttft_s" in r])
     save()
     sizes = (1024, 4096, 16384) if not args.tiny else (128, 256, 512)
-    R["single"] = singles(runner, replace(settings, max_new_tokens=128 if not args.tiny else 8), vocab, sizes, 3)
+    R["single"] = singles(runner, replace(settings, max_new_tokens=128 if not args.tiny else 8), vocab, sizes,
+                          (9, 5, 3), plain_model=loaded.model)
     if runner.foresight.prefill_models_whole:  # the same turns with the NF4 prefill always sliced, to compare
         whole, runner.foresight.prefill_models_whole = runner.foresight.prefill_models_whole, {}
         R["single_nf4_sliced"] = singles(runner, replace(settings, max_new_tokens=128 if not args.tiny else 8),
@@ -372,16 +399,18 @@ def print_table(R: dict) -> None:
                 f"{r.get('tok_s', 0):.1f} tok/s")
     plain, lc = R.get("plain", {}), R.get("llama_cpp", {})
     sliced = {s["context"]: s["ttft_s_median"] for s in R.get("single_nf4_sliced", [])}
-    log("\n| single turn | Headroom TTFT ms | NF4 prefill always sliced ms | plain TTFT ms | llama.cpp prefill ms | "
-        "Headroom tok/s | plain tok/s | llama.cpp tok/s |")
-    log("|---|---|---|---|---|---|---|---|")
+    log("\n| single turn | Headroom TTFT ms | plain TTFT ms, paired | ratio, paired | NF4 prefill always sliced ms | "
+        "plain TTFT ms | llama.cpp prefill ms | Headroom tok/s | plain tok/s | llama.cpp tok/s |")
+    log("|---|---|---|---|---|---|---|---|---|---|")
     for s in R.get("single", []):
         n = s["context"]
         p_ttft = _get(plain.get("ttft_s_median"), n)
         p_dec = _get(plain.get("decode_tok_s"), n)
         l_pre = _get(lc.get("prefill_s"), n)
         l_dec = _get(lc.get("decode_tok_s"), n)
-        log(f"| {n} | {1e3 * s['ttft_s_median']:.0f} | {_fmt(sliced.get(n), 1e3)} | {_fmt(p_ttft, 1e3)} | "
+        ratio = s.get("ttft_ratio_median")
+        log(f"| {n} | {1e3 * s['ttft_s_median']:.0f} | {_fmt(s.get('plain_ttft_s_median'), 1e3)} | "
+            f"{'' if ratio is None else f'{ratio:.2f}'} | {_fmt(sliced.get(n), 1e3)} | {_fmt(p_ttft, 1e3)} | "
             f"{_fmt(l_pre, 1e3)} | {s['tok_s_median']:.1f} | {_fmt(p_dec)} | {_fmt(l_dec)} |")
     w = R.get("warm_up", {})
     log(f"\nwarm-up {w.get('seconds_total', 0):.1f} s (compile {w.get('compile_seconds', 0):.1f} s, "
