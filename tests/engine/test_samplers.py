@@ -231,6 +231,64 @@ def test_greedy_reply_with_penalty_matches_generate(tiny_loaded):
     assert texts[1.0] != texts[1.5]
 
 
+
+# ----- the CUDA draw: filters as prefixes of one sort, inverse-CDF sampling ----------------------
+SAMPLED = [c for c in CHAINS if c.temperature > 0] + [
+    SamplingParams(temperature=1.0, top_p=0.8, top_k=7),  # top-p over what top-k kept
+    SamplingParams(temperature=0.9, top_p=1.0, top_k=3),
+    SamplingParams(temperature=0.6, top_p=0.97, min_p=0.2),
+]
+
+
+@pytest.mark.parametrize("vocab", VOCABS)
+@pytest.mark.parametrize("params", SAMPLED)
+def test_nucleus_keeps_the_tokens_process_keeps(vocab, params):
+    for seed in range(4):
+        logits = random_logits(vocab, 40 + seed)
+        seen = mask_of(random_ids(vocab, 30, seed), logits)
+        penalized = samplers.apply_repetition_penalty(logits, seen, params.repetition_penalty)
+        order, cumulative, start = samplers.nucleus(penalized, params)
+        kept = set(order[int(start):].tolist())
+        theirs = set(torch.nonzero(samplers.process(logits, params, seen)[0].isfinite()).flatten().tolist())
+        assert kept == theirs
+        assert cumulative.shape == (vocab,)
+        assert float(cumulative[-1] - cumulative[-2]) == pytest.approx(1.0, rel=1e-4)  # the top token weighs 1
+
+
+def test_nucleus_keeps_ties_with_the_kth_and_always_the_top_token():
+    logits = torch.tensor([0.0, 2.0, 2.0, 2.0, 5.0])
+    order, _, start = samplers.nucleus(logits, SamplingParams(temperature=1.0, top_p=1.0, top_k=2))
+    assert sorted(order[int(start):].tolist()) == [1, 2, 3, 4]  # three tie with the 2nd highest
+    order, _, start = samplers.nucleus(logits, SamplingParams(temperature=0.01, top_p=0.01, min_p=0.99))
+    assert order[int(start):].tolist() == [4]
+
+
+def test_draw_from_nucleus_follows_the_filtered_softmax():
+    """20,000 seeded draws on 12 tokens against softmax(process(scores)): every frequency within
+    0.012 of its probability (4 standard deviations at most), none outside the kept set."""
+    params = SamplingParams(temperature=0.8, top_p=0.9, top_k=9)
+    logits = torch.randn(12, generator=torch.Generator().manual_seed(5)) * 1.5
+    probs = torch.softmax(samplers.process(logits, params), -1)
+    generator = torch.Generator().manual_seed(11)
+    counts = torch.zeros(12)
+    for _ in range(20_000):
+        counts[samplers.draw_from_nucleus(logits, params, generator)] += 1
+    assert float((counts / 20_000 - probs).abs().max()) < 0.012
+    assert torch.equal(counts > 0, probs > 0)
+    assert int((probs > 0).sum()) < 9  # top-p dropped some of what top-k kept: the test has teeth
+
+
+def test_seeded_nucleus_draws_repeat_exactly():
+    logits = random_logits(1000, 3)[0] / 3
+    params = CHAINS[0]
+
+    def run(seed: int) -> list[int]:
+        generator = torch.Generator().manual_seed(seed)
+        return [int(samplers.draw_from_nucleus(logits, params, generator)) for _ in range(40)]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (run on the GPU machine)")
 @pytest.mark.parametrize("params", CHAINS)
 def test_no_host_sync_on_cuda(params):

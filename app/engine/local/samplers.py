@@ -17,12 +17,20 @@ The repetition penalty reads the tokens seen so far (prompt and reply, as transf
 from a (vocab,) bool mask on the device, built once per turn by `seen_mask` and updated in place by
 `sample` with every token it picks.
 
+On CUDA the draw takes `draw_from_nucleus` instead (issue 15, item 2): the same filters as
+prefixes of one ascending sort, and one uniform through the inverse CDF, because a single row of
+128,256 scores makes PyTorch's one-row softmax, argmax and multinomial checks slow (0.38 ms of GPU
+time a sampled token on the H200 at the default settings against 0.03 greedy, in a 3.9 ms step:
+tests/benchmarks/results/sampler_gpu_h200.json). On the CPU `sample` keeps transformers' own steps,
+so a seeded CPU draw picks the token `generate()` picks.
+
 Presence and frequency penalties are OpenAI request parameters; Headroom passes them to remote
 servers only (`app.engine.remote.openai_client.sampling_body`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -126,15 +134,81 @@ def seen_mask(token_ids: Sequence[int], scores: torch.Tensor) -> torch.Tensor:
     return mask
 
 
+def nucleus(scores: torch.Tensor, settings: SamplerSettings) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The sampling filters (temperature, top-k, top-p, min-p; not the repetition penalty) as one
+    ascending sort: (order, cumulative, start), where ``order`` (V,) sorts ``scores`` ascending,
+    ``cumulative`` (V,) float32 is the running sum of exp((score - top score) / temperature) in that
+    order (the top token weighs 1), and the kept tokens are ``order[start:]``, start a (1,) long
+    tensor on the device, at most V − 1 (the top token always stays).
+
+    Every filter keeps a run of the highest scores, so each is a start index found by a binary
+    search (`torch.searchsorted`), never by a host read:
+    - top-k: scores ≥ the k-th highest (ties with it stay, as `TopKLogitsWarper`);
+    - top-p, over what top-k kept: a token goes when the kept mass up to it in ascending order is
+      ≤ (1 − top_p) of the kept total (`TopPLogitsWarper`'s cumulative sum, unnormalized);
+    - min-p: weight ≥ min_p, i.e. score ≥ top + temperature · ln(min_p) (`MinPLogitsWarper`: the
+      ratio to the top token's probability does not change with renormalization).
+    The kept set is `process`'s up to float rounding at its edge (the sums run in another order).
+    scores: (V,) or (1, V) float32; settings.temperature > 0."""
+    flat = scores.reshape(-1)
+    vocab = flat.numel()
+    sorted_scores, order = torch.sort(flat)
+    top = sorted_scores[-1:]
+    temperature = settings.temperature
+    cumulative = torch.cumsum(torch.exp((sorted_scores - top) / temperature), 0)
+    start = torch.zeros(1, dtype=torch.long, device=flat.device)
+    if 0 < settings.top_k < vocab:
+        start = torch.searchsorted(sorted_scores, sorted_scores[vocab - settings.top_k:][:1])
+    if settings.top_p < 1.0:
+        base = _mass_before(cumulative, start)
+        cut = base + (1.0 - settings.top_p) * (cumulative[-1:] - base)
+        start = torch.maximum(start, torch.searchsorted(cumulative, cut, right=True))
+    if settings.min_p > 0:
+        floor = top + temperature * math.log(settings.min_p)
+        start = torch.maximum(start, torch.searchsorted(sorted_scores, floor))
+    return order, cumulative, start.clamp_(max=vocab - 1)
+
+
+def _mass_before(cumulative: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """cumulative[start − 1], 0 when start is 0: the weight of the tokens a filter dropped."""
+    before = cumulative.gather(0, (start - 1).clamp(min=0))
+    return torch.where(start > 0, before, torch.zeros_like(before))
+
+
+def draw_from_nucleus(scores: torch.Tensor, settings: SamplerSettings,
+                      generator: torch.Generator | None) -> torch.Tensor:
+    """A token drawn from softmax(scores / temperature) over `nucleus`'s kept tokens: one uniform
+    u ∈ [0, 1) maps through the kept tokens' cumulative weight (inverse-CDF sampling, the same
+    distribution as `torch.multinomial` on `process`'s probabilities, other draws for a seed).
+    A (1,) long tensor on ``scores.device``; no host sync when ``generator`` is on that device
+    (one from another device draws u there and copies it). About 13 kernels, the sort the largest."""
+    order, cumulative, start = nucleus(scores, settings)
+    device = generator.device if generator is not None else scores.device
+    u = torch.rand(1, generator=generator, device=device).to(scores.device)
+    base = _mass_before(cumulative, start)
+    target = base + u * (cumulative[-1:] - base)
+    index = torch.searchsorted(cumulative, target, right=True)
+    index = torch.minimum(torch.maximum(index, start), torch.full_like(index, order.numel() - 1))
+    return order.gather(0, index)
+
+
 def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Generator | None,
            seen: torch.Tensor | None = None) -> torch.Tensor:
     """The next token id from last-position scores (vocab,) or (1, vocab), float32: a (1,) long
-    tensor on ``scores.device``, argmax when greedy, else drawn from softmax(process(scores)).
+    tensor on ``scores.device``, argmax when greedy, else drawn from softmax(process(scores)):
+    on CUDA by `draw_from_nucleus`, on the CPU by transformers' own steps.
 
     seen: the turn's `seen_mask`; the picked token is marked in it (in place) so the next step
     penalizes it. generator: seeds the draw; one on another device than ``scores`` (the eager
     path keeps a CPU generator) gets the probabilities copied to it, which syncs; on the same
     device nothing here waits for the device."""
+    if settings.temperature > 0 and scores.device.type == "cuda":
+        if seen is not None and settings.repetition_penalty != 1.0:
+            scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty)
+        token = draw_from_nucleus(scores, settings, generator)
+        if seen is not None:
+            seen.index_fill_(0, token, True)
+        return token
     processed = process(scores, settings, seen)
     if settings.temperature <= 0:
         token = torch.argmax(processed.reshape(-1)).view(1)
