@@ -22,8 +22,23 @@ from PySide6.QtWidgets import (
 
 from app.chat.presets import display_name
 from app.core.kv_precision import KV_8, KV_16, KV_AUTO
+from app.ui.wrap_row import WrapRow
 
 _MANAGE = "\0manage"  # the combo's last item: not a preset name (names are printable text)
+
+
+def _group(*parts) -> QWidget:
+    """Widgets (and spacer items) side by side, kept together on one line of the bar."""
+    group = QWidget()
+    row = QHBoxLayout(group)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(6)
+    for part in parts:
+        if isinstance(part, QSpacerItem):
+            row.addSpacerItem(part)
+        else:
+            row.addWidget(part)
+    return group
 
 
 def _bar_button(text: str, tooltip: str) -> QToolButton:
@@ -97,23 +112,17 @@ class ChatBar(QWidget):
             self.kv_combo.addItem(text, value)
         kv_label = QLabel(self.tr("KV cache"))
         kv_label.setBuddy(self.kv_combo)
-        # never what decides the window's minimum width (a narrow window clips the bar instead)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self._layout = QHBoxLayout(self)
+        # one line when the bar is wide enough, else Notes and Summarize now wrap to a second
+        # (and, while a summary is written, a third) line: each control keeps its whole text
+        # (trial 9 at 640 px: "No···20", "Su···ow", "Balancec")
+        self._layout = WrapRow(self, spacing=12)
         self._layout.setContentsMargins(12, 4, 12, 0)
-        self._layout.setSpacing(6)
-        self._layout.addWidget(label)
-        self._layout.addWidget(self.preset_combo)
-        self._layout.addSpacing(12)
-        self._layout.addWidget(kv_label)
-        self._layout.addWidget(self.kv_combo)
-        self._layout.addStretch(1)
-        self._layout.addWidget(self.notes_button)
-        self._layout.addWidget(self.summary_busy)
-        self._layout.addWidget(self.summary_busy_label)
-        self._layout.addSpacerItem(self._summary_pad)
-        self._layout.addWidget(self.summarize_button)
-        self._layout.addWidget(self.summary_stop_button)
+        self._layout.add_widget(_group(label, self.preset_combo))
+        self._layout.add_widget(_group(kv_label, self.kv_combo))
+        self._layout.add_widget(self.notes_button, right=True)
+        self._summary_group = _group(self.summary_busy, self.summary_busy_label, self._summary_pad,
+                                     self.summarize_button, self.summary_stop_button)
+        self._layout.add_widget(self._summary_group, right=True)
         self.preset_combo.activated.connect(self._on_preset_activated)
         self.kv_combo.activated.connect(self._on_kv_activated)
         self.notes_button.clicked.connect(self.notes_requested)
@@ -239,4 +248,4 @@ class ChatBar(QWidget):
         pad = self._summary_slot - self.summary_busy_label.sizeHint().width()
         self._summary_pad.changeSize(max(pad, 0) if self._summary_ticks.isActive() else 0, 0,
                                      QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        self._layout.invalidate()
+        self._summary_group.layout().invalidate()

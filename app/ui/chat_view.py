@@ -10,7 +10,7 @@ re-emitted with that index (issue 4 item 5).
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from app.chat.stop_text import stop_detail
@@ -23,6 +23,15 @@ from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
 FOLLOW_SLACK_PX = 40  # a user this close to the end is still reading the end: keep following
+
+
+class _Column(QWidget):
+    """The scrolling column of cards. It never asks to be wider than the view (the horizontal
+    scroll bar is off): a card that cannot get narrower is cut at its own right edge, not every
+    card with it (trial 9: one wide header pushed all of them, "⋯" menus included, out of view)."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(0, super().minimumSizeHint().height())
 
 
 class ChatView(QScrollArea):
@@ -57,7 +66,7 @@ class ChatView(QScrollArea):
         self.setAccessibleName(self.tr("Conversation"))
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self._column = QWidget()
+        self._column = _Column()
         self._column.setObjectName("chatColumn")
         self._layout = QVBoxLayout(self._column)
         self._layout.setContentsMargins(12, 12, 12, 12)

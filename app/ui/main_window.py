@@ -58,7 +58,10 @@ translate = QCoreApplication.translate  # lupdate reads translate("Context", "so
 # notice kinds shown in the status bar, and for how long (ms); the others go to the transcript
 STATUS_BAR_MS = {"status": 8000, "warning": 15000}
 FIRST_SIZE_FRACTION = 0.78  # of the screen's available width and height, at a first start
-MINIMUM_SIZE = (640, 420)  # px: the composer, a few lines of transcript and the status bar
+# px: the sidebar at its 200 px beside a chat column of 436 px, where the chat bar takes two lines
+# and every control keeps its whole text; 420 high: the composer, a few lines of transcript and the
+# status bar. The memory panel docked beside them widens it (_fit_minimum_width).
+MINIMUM_SIZE = (640, 420)
 SIDEBAR_FRACTION = 0.2  # of the window's width, at a first start (clamped to 200-280 px)
 
 
@@ -85,6 +88,8 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
+        for changed in (self.vram_panel.visibilityChanged, self.vram_panel.topLevelChanged):
+            changed.connect(self._fit_minimum_width)
         self._build_toolbar()  # and the Help menu
         self.help_menu = HelpMenu(self, self.chat, self.window_state, self.own_current_task)
         self.headroom_badge = HeadroomBadge()
@@ -118,6 +123,21 @@ class MainWindow(QMainWindow):
         self.vram_panel.setVisible(gpu and width - sidebar - panel >= width // 2)
         if not self.vram_panel.isHidden():
             self.resizeDocks([self.vram_panel], [panel], Qt.Orientation.Horizontal)
+
+    @Slot()
+    def _fit_minimum_width(self) -> None:
+        """With the memory panel docked open, the window is at least MINIMUM_SIZE plus the panel:
+        the sidebar and the chat keep the room they have at the minimum size (a 640 px window gave
+        the chat 156 px beside the panel and cut every control in it). A narrower window widens as
+        the panel opens; closed or floating, the minimum is MINIMUM_SIZE again."""
+        panel = self.vram_panel
+        docked = panel.isVisible() and not panel.isFloating()
+        # the panel and its separator: what the docks add to the central widget's minimum
+        extra = self.layout().minimumSize().width() - self.centralWidget().minimumSizeHint().width() if docked else 0
+        grows = self.width() < MINIMUM_SIZE[0] + extra
+        self.setMinimumWidth(MINIMUM_SIZE[0] + max(extra, 0))
+        if grows:  # the room added is the panel's: the chat keeps its width
+            self.resizeDocks([panel], [panel.minimumSizeHint().width()], Qt.Orientation.Horizontal)
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
