@@ -2,8 +2,9 @@
 
 "16-bit" keeps keys and values in the model's compute dtype (bf16 on a GPU, as before issue 16);
 "8-bit" keeps them as 8-bit codes with one scale per vector (app.engine.local.kv_quant), about
-half the bytes, so about twice the context fits; "auto" runs 16-bit while the turn fits and
-8-bit when only 8-bit fits (and stays 8-bit while that chat's cache is 8-bit). Stored with the
+half the bytes, so about twice the context fits; "auto" decides per turn: 16-bit when the turn
+fits at 16-bit, 8-bit when only 8-bit fits. A turn in another precision than the chat's cache
+drops that cache and reads the history again once, as an explicit switch does. Stored with the
 conversation (app.core.store, column ``kv_precision``).
 """
 
@@ -28,12 +29,15 @@ def valid_kv_precision(value: object) -> str:
     return value if value in KV_PRECISIONS else DEFAULT_KV_PRECISION
 
 
-def kv_bits_choices(precision: str, held_bits: int, kv8_available: bool) -> tuple[int, ...]:
+def kv_bits_choices(precision: str, kv8_available: bool) -> tuple[int, ...]:
     """KV bits to try for a turn, in order, the first admitted one runs: "16-bit" (16,);
-    "8-bit" (8,); "auto" (16, 8), or (8,) while the chat's cache is already 8-bit (no flapping
-    back and forth, each switch re-prefills the chat). Without 8-bit support: (16,)."""
+    "8-bit" (8,); "auto" (16, 8), whatever the chat's cache holds now: a chat that went 8-bit
+    for a long turn comes back to 16-bit once a turn fits there again (after a summary folded
+    turns, or with memory freed), at the cost of one re-read of its history (trial 9: "auto"
+    kept an 8-bit cache with plenty of memory free, against what the README and the combo say).
+    Without 8-bit support: (16,)."""
     if not kv8_available or precision == KV_16:
         return (16,)
-    if precision == KV_8 or held_bits == 8:
+    if precision == KV_8:
         return (8,)
     return (16, 8)

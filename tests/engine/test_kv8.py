@@ -330,11 +330,11 @@ def test_eager_dequantize_reads_the_same_values_in_two_kernels(fmt):
 
 
 def test_kv_bits_choices():
-    assert kv_bits_choices(KV_16, 16, True) == (16,)
-    assert kv_bits_choices(KV_8, 16, True) == (8,)
-    assert kv_bits_choices(KV_AUTO, 16, True) == (16, 8)
-    assert kv_bits_choices(KV_AUTO, 8, True) == (8,)  # stays 8-bit while the cache is
-    assert kv_bits_choices(KV_8, 16, False) == (16,)
+    assert kv_bits_choices(KV_16, True) == (16,)
+    assert kv_bits_choices(KV_8, True) == (8,)
+    assert kv_bits_choices(KV_AUTO, True) == (16, 8)  # whatever the cache holds: decided per turn
+    assert kv_bits_choices(KV_8, False) == (16,)
+    assert kv_bits_choices(KV_AUTO, False) == (16,)
     assert valid_kv_precision("4-bit") == KV_16 and valid_kv_precision(KV_AUTO) == KV_AUTO
 
 
@@ -396,6 +396,60 @@ def test_a_precision_switch_counts_the_dropped_cache_as_free(tiny_loaded):
     tight = _foresight(tiny_loaded, need8 - held // 2)
     assert not _plan(tight, KV_8).admitted
     assert _plan(tight, KV_8, held_bits=16, held_bytes=held).admitted
+
+
+def test_auto_returns_to_16bit_when_the_turn_fits_there_and_keeps_8bit_when_not(tiny_loaded):
+    """Trial 9: a chat set to 8-bit, switched to "auto" with plenty of memory free, answered in
+    int8 from its 8-bit cache. "auto" decides per turn: the dropped 8-bit cache counts as free,
+    the history is read again at 16-bit. Where 16-bit does not fit even so, the 8-bit cache stays
+    and its tokens are reused."""
+    roomy = _foresight(tiny_loaded, 2 * GiB)
+    back = _plan(roomy, KV_AUTO, held_bits=8, held_bytes=16 * MiB)
+    assert back.admitted and back.kv_bits == 16
+    prompt, margin = len(back.prompt_ids), roomy.safety_margin(back.sample)
+
+    def needed(bits):  # exactly prompt + max_new_tokens slots: what a tight card gets
+        p = roomy.project(prompt, 64, chunk=roomy.chunk, kv_bits=bits)
+        return p.growth + p.error_bar_bytes + margin
+
+    need16, need8 = needed(16), needed(8)
+    held = (need16 - need8) // 4  # the chat's 8-bit cache
+    tight = _foresight(tiny_loaded, need16 - held - MiB)  # 16-bit short by 1 MiB with the cache dropped
+    assert not _plan(tight, KV_16, held_bits=8, held_bytes=held).admitted
+    stays = _plan(tight, KV_AUTO, held_bits=8, held_bytes=held)
+    assert stays.admitted and stays.kv_bits == 8
+    assert _plan(_foresight(tiny_loaded, need16 - held + MiB), KV_AUTO, held_bits=8, held_bytes=held).kv_bits == 16
+
+
+def test_an_auto_turn_after_an_8bit_one_runs_at_full_precision_on_the_cpu(tiny_loaded):
+    """The turn runner end to end (tiny model, float32 on the CPU, 8 GiB free): an 8-bit turn
+    leaves an 8-bit cache; "auto" then answers at full precision, prefilling the whole prompt
+    once (nothing reused from the 8-bit cache), and the next "auto" turn reuses its 16-bit cache."""
+    import threading
+
+    from app.core.settings import GenerationSettings
+    from app.engine.events import TurnCompleted, TurnPlanned
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import FakeProbe
+
+    runner = TurnRunner(tiny_loaded, FakeProbe(total=8 * GiB, kind="cpu"))
+    settings = GenerationSettings(system_prompt="", max_new_tokens=4, temperature=0.0)
+    messages = [Message(Role.USER, "What is the capital of France?")]
+
+    def turn(precision):
+        events = list(runner.run_turn(messages, SummaryState(), settings, threading.Event(), kv_precision=precision))
+        [planned] = [e.plan for e in events if isinstance(e, TurnPlanned)]
+        [done] = [e.finished for e in events if isinstance(e, TurnCompleted)]
+        messages.extend([Message(Role.ASSISTANT, done.text or "Paris."), Message(Role.USER, "And of Spain?")])
+        return planned, done
+
+    planned, first = turn(KV_8)
+    assert planned.kv_bits == 8 and runner.session.kv_bits == 8 and first.reused_tokens == 0
+    planned, switched = turn(KV_AUTO)
+    assert planned.kv_bits == 16 and runner.session.kv_bits == 16
+    assert switched.reused_tokens == 0 and switched.prefill_tokens == switched.prompt_tokens  # read again once
+    planned, after = turn(KV_AUTO)
+    assert planned.kv_bits == 16 and after.reused_tokens > 0  # the 16-bit cache serves the next turn
 
 
 def test_auto_context_is_wider_for_a_chat_that_may_run_8bit(tiny_loaded):

@@ -212,7 +212,7 @@ class Foresight:
                 return self.admit(len(ids), resident, max_new_tokens, held_capacity, sample, context, kv_bits=bits)
             return self.admit(len(ids), 0, max_new_tokens, 0, sample, context, kv_bits=bits, released_bytes=held_bytes)
 
-        for bits in kv_bits_choices(kv_precision, held_kv_bits, self.kv8_available):
+        for bits in kv_bits_choices(kv_precision, self.kv8_available):
             projection, decision, capacity = admit(bits)
             if decision.admitted or decision.cause != "memory":
                 break
