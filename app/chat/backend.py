@@ -25,7 +25,8 @@ translate = QCoreApplication.translate  # lupdate reads translate("Context", "so
 class BackendFlow(QObject):
     """Applies chat.settings.backend; remote_report is the RemoteReport of the server that
     answered last (None until one has). No signals of its own: the Chat's backend_changed,
-    backend_reported and can_send_changed are emitted here."""
+    backend_reported and can_send_changed are emitted here (ModelFlow calls name_backend when
+    the model changes)."""
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -73,6 +74,24 @@ class BackendFlow(QObject):
         chat.server_monitor.watch(backend.remote if backend.is_remote else None)
         chat.backend_changed.emit(backend.remote.display if backend.is_remote else None)
         self.refresh_can_send()
+        self.name_backend()
+
+    def name_backend(self) -> None:
+        """Say what answers this chat's turns (Chat.backend_reported): the local model while one
+        is loaded, None while none is; a remote server's RemoteReport once that server and model
+        have answered (None before: its context and token counting are read at its first turn).
+        Said when a model loads or goes, when the backend changes and when a turn picks its
+        backend: trial 9 saw "answered by local model" in a new chat but not after a restart,
+        until a reply was written."""
+        chat = self._chat
+        backend = chat.settings.backend
+        if not backend.is_remote:
+            report = chat.report
+        else:
+            last = self.remote_report
+            same = last is not None and (last.base_url, last.name) == (backend.remote.base_url, backend.remote.model)
+            report = last if same else None
+        chat.backend_reported.emit(report)
 
     def refresh_can_send(self) -> None:
         """Say whether something can answer: a loaded model, or a remote backend."""

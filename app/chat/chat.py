@@ -95,7 +95,8 @@ class Chat(QObject):
         decode_status_changed(object DecodeStatus).
         can_send_changed(bool): something can answer (a model, or a remote backend).
         backend_changed(object): the remote server's display name, or None for the local model.
-        backend_reported(object): the LoadReport or RemoteReport of what answered a turn.
+        backend_reported(object): the LoadReport or RemoteReport of what answers this chat's
+            turns (BackendFlow.name_backend); None while nothing is known to answer.
         attachment_changed(int id, str name, str status): a file attached to the next message
             is being read ("reading 40%"), ready, or gone (status "").
         kv_precision_changed(str): the open chat's KV cache precision ("16-bit", "8-bit",

@@ -208,6 +208,7 @@ class ModelFlow(QObject):
             chat.model_path = None
         chat.model_changed.emit(report)
         chat.backend.refresh_can_send()
+        chat.backend.name_backend()
 
     @Slot(object)
     def _on_model_loaded(self, report) -> None:

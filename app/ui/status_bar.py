@@ -105,8 +105,12 @@ class ModelStatusBar(QStatusBar):
             f"{report.load_seconds:.1f}", why))
 
     def show_backend(self, report) -> None:
-        """Which backend answered: a LoadReport (local model) or a RemoteReport (server)."""
-        if getattr(report, "kind", "local") == "remote":
+        """What answers this chat's turns: a LoadReport (local model), a RemoteReport (server),
+        or None (nothing loaded yet: no label)."""
+        if report is None:
+            self.backend_label.setText("")
+            self.backend_label.setToolTip("")
+        elif getattr(report, "kind", "local") == "remote":
             c = report.counting
             self.backend_label.setText(self.tr("answered by remote: {0}").format(report.display))
             self.backend_label.setToolTip(self.tr(
@@ -115,7 +119,7 @@ class ModelStatusBar(QStatusBar):
                 c.detail))
         else:
             self.backend_label.setText(self.tr("answered by local model"))
-            self.backend_label.setToolTip(report.source if report is not None else "")
+            self.backend_label.setToolTip(report.source)
 
     def show_decode_status(self, status) -> None:
         """status: an engine DecodeStatus (eager / compiling / ready / failed, with a reason);

@@ -192,3 +192,39 @@ def test_a_load_says_its_first_phase_at_once_with_a_moving_bar_in_korean(qtbot, 
         qtbot.wait(120)  # the busy bar moves
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         status.grab().save(str(folder / f"ko-status-loading-{palette_name}.png"))
+
+
+def test_the_backend_is_named_whenever_a_model_is_loaded_restart_included(qtbot, make_fake_window, tmp_path):
+    """Trial 9: "answered by local model" showed in a new empty chat (a reply had set it) but not
+    after a restart until a reply was written. It names what will answer: shown once a model is
+    loaded, in every chat, gone with the model; a remote server's name comes with its first answer."""
+    from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+    from app.core.conversation import Message, Role
+    from app.core.store import Store
+    from tests.ui.test_memory_wiring import REPORT
+
+    db = tmp_path / "chats.sqlite3"
+    with Store(db) as store:
+        cid = store.create_conversation("Before the restart")
+        store.append_message(cid, Message(Role.USER, "Hello"))
+        store.append_message(cid, Message(Role.ASSISTANT, "Hi!"))
+    window = make_fake_window(store_path=db)
+    window.sidebar.open_requested.emit(cid)
+    window.close()
+
+    again = make_fake_window(store_path=db)  # the restart: the chat comes back, then the model loads
+    again.resize(1400, 700)  # room for every label whole
+    label = again.status.backend_label
+    assert again.chat.conversation_id == cid and label.text() == ""  # no model: nothing answers yet
+    again.chat.worker.model_changed.emit(REPORT)
+    qtbot.wait(20)
+    assert label.shown_text() == "answered by local model" and label.toolTip() == REPORT.source
+    again.new_chat_action.trigger()  # a new, empty chat: the same model answers it
+    assert label.text() == "answered by local model"
+    again.apply_settings(again.chat.settings.generation,
+                         BackendSettings(REMOTE, RemoteSettings("http://gpu-box:8000/v1", "llama")))
+    assert label.text() == ""  # a server that has not answered yet: its model and context are not known
+    again.apply_settings(again.chat.settings.generation, BackendSettings())
+    assert label.text() == "answered by local model"
+    again.chat.worker.model_changed.emit(None)  # the model went (unloaded, or freed for another)
+    assert label.text() == ""
