@@ -40,16 +40,19 @@ class BackendFlow(QObject):
         return bool(remote.base_url and load_api_key(remote.base_url))
 
     def apply_settings(self, generation: GenerationSettings, backend: BackendSettings,
-                       api_key: str | None = None, language: str | None = None) -> None:
+                       api_key: str | None = None, language: str | None = None,
+                       appearance: str | None = None) -> None:
         """Adopt edited settings: saved as the defaults for new chats and, for the open
         conversation, as its own. api_key: store it for the backend's URL (None: unchanged,
         "": forget it); it goes to the keyring or an owner-only file, never to settings.json.
         language: the window's language ("auto", "en", "ko"; None: unchanged), used from the
-        next start."""
+        next start. appearance: "system", "light" or "dark" (None: unchanged), saved here; the
+        window applies it (app.ui.theme.apply_theme)."""
         chat = self._chat
         previous_language = chat.settings.language
         chat.settings = replace(chat.settings, generation=generation, backend=backend,
-                                language=previous_language if language is None else language)
+                                language=previous_language if language is None else language,
+                                appearance=chat.settings.appearance if appearance is None else appearance)
         save_settings(chat.settings)
         if chat.settings.language != previous_language:
             chat.announce(translate("Backend", "The new language is used from the next start of Headroom"), "status")

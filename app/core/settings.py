@@ -172,6 +172,7 @@ class Settings:
     model_permissions: tuple[ModelPermissions, ...] = ()
     backend: BackendSettings = BackendSettings()  # for new conversations (each keeps its own)
     language: str = "auto"  # the window's language: "auto" (the system's), "en" or "ko"
+    appearance: str = "system"  # light or dark: "system" (the desktop's), "light" or "dark"
     model_contexts: tuple[ModelContext, ...] = ()
     last_folders: LastFolders = LastFolders()  # where each kind of file dialog starts
 
@@ -229,6 +230,7 @@ def load_settings(path: Path | None = None) -> Settings:
                         backend=BackendSettings.from_json(raw.get("backend")),
                         model_contexts=_model_contexts(raw.get("model_contexts")),
                         language=_language(raw.get("language")),
+                        appearance=_appearance(raw.get("appearance")),
                         last_folders=LastFolders.from_json(raw.get("last_folders")))
     except FileNotFoundError:
         return Settings()
@@ -263,6 +265,14 @@ LANGUAGES = ("auto", "en", "ko")
 def _language(raw: object) -> str:
     """The language setting from JSON; anything unknown follows the system ("auto")."""
     return raw if raw in LANGUAGES else "auto"
+
+
+APPEARANCES = ("system", "light", "dark")
+
+
+def _appearance(raw: object) -> str:
+    """The appearance setting from JSON; anything unknown follows the desktop ("system")."""
+    return raw if raw in APPEARANCES else "system"
 
 
 def _recent_models(raw: object) -> tuple[str, ...]:

@@ -81,7 +81,7 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
     app.setWindowIcon(icon)
     splash = show_splash(app, icon)
     splash_at = time.perf_counter()
-    apply_theme(app)  # the stylesheet follows the light or dark palette, also when it changes
+    apply_theme(app, settings.appearance)  # light or dark (Settings → Appearance); stylesheet to match
     install_excepthook(current_log_file())
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)

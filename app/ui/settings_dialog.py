@@ -1,6 +1,6 @@
 """Generation settings: system prompt, max_new_tokens, the samplers (temperature, top-p, top-k,
-min-p, repetition penalty, seed), the context window, CPU threads, the window's language, and
-which backend answers (local model or a remote OpenAI-compatible server)."""
+min-p, repetition penalty, seed), the context window, CPU threads, the window's language and
+appearance (light or dark), and which backend answers (local model or a remote OpenAI-compatible server)."""
 
 from dataclasses import replace
 
@@ -39,11 +39,13 @@ class SettingsDialog(QDialog):
     and `entered_api_key()` return the edits (see BackendForm). key_stored: a key is on file.
     model_context: the open model's own context in tokens (set in Open model; 0: none), which is
     in effect instead of Context window: said below it (new-user trial: "auto" was shown while
-    the model ran with its own 2,048).
+    the model ran with its own 2,048). appearance: "system", "light" or "dark"
+    (core.settings.APPEARANCES), `result_appearance()` the choice.
     """
 
     def __init__(self, settings: GenerationSettings, parent=None, backend: BackendSettings | None = None,
-                 key_stored: bool = False, language: str = "auto", model_context: int = 0):
+                 key_stored: bool = False, language: str = "auto", model_context: int = 0,
+                 appearance: str = "system"):
         super().__init__(parent)
         self._settings = settings  # fields without a control here are kept as they are
         self.setWindowTitle(self.tr("Generation settings"))
@@ -79,6 +81,7 @@ class SettingsDialog(QDialog):
         self.context_note.setWordWrap(True)
         self.context_note.setVisible(model_context > 0)
         self._build_sampler_controls(settings, language)
+        self._build_appearance_control(appearance)
         self._build_summary_controls(settings)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
@@ -102,6 +105,7 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Keep verbatim"), self.summary_keep_turns)
         form.addRow(self.tr("Language"), self.language)
         form.addRow("", self.language_note)
+        form.addRow(self.tr("Appearance"), self.appearance)
         self.backend_form = BackendForm(backend or BackendSettings(), key_stored)
         group = QGroupBox(self.tr("Backend (this conversation)"))
         QVBoxLayout(group).addWidget(self.backend_form)
@@ -191,6 +195,16 @@ class SettingsDialog(QDialog):
         self.language_note.setObjectName("languageNote")
         self.language_note.setWordWrap(True)
 
+    def _build_appearance_control(self, appearance: str) -> None:
+        """System (the desktop's light or dark) / Light / Dark, as LM Studio and Jan offer it: a
+        bare X session has no colour scheme to follow, and no way to get dark without it."""
+        self.appearance = QComboBox()
+        self.appearance.addItem(self.tr("System (the desktop's)"), "system")
+        self.appearance.addItem(self.tr("Light"), "light")
+        self.appearance.addItem(self.tr("Dark"), "dark")
+        self.appearance.setCurrentIndex(max(self.appearance.findData(appearance), 0))
+        self.appearance.setToolTip(self.tr("Light or dark window; System follows the desktop's setting"))
+
     def _build_summary_controls(self, settings: GenerationSettings) -> None:
         """When older turns are folded into the summary, and how many newest turns never are."""
         self.summary_fold_at = QSpinBox()
@@ -243,3 +257,7 @@ class SettingsDialog(QDialog):
     def result_language(self) -> str:
         """"auto", "en" or "ko" (core.settings.LANGUAGES)."""
         return self.language.currentData()
+
+    def result_appearance(self) -> str:
+        """"system", "light" or "dark" (core.settings.APPEARANCES)."""
+        return self.appearance.currentData()

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QColor, QPalette
 
 AA_TEXT = 4.5
@@ -43,6 +44,10 @@ PAIRS: dict[str, tuple[str, str]] = {
     "toastText": ("#ffffff", "#1f2328"),
     "toastLink": ("#79c0ff", "#0550ae"),
     "onFill": ("#ffffff", "#ffffff"),
+    # disabled controls: text and border well below their enabled contrast (WCAG exempts them;
+    # Primer's fg.disabled / border.muted)
+    "disabledText": ("#8c959f", "#6e7681"),
+    "disabledBorder": ("#d0d7de", "#30363d"),
     "muted": ("#4d5560", "#a8b1bb"),  # light: 4.5:1 in pixels on the user bubble too
     "userBubble": ("#e6f0ff", "#1b2a41"),
     "userBubbleBorder": ("#c9dcff", "#2d4a73"),
@@ -140,13 +145,93 @@ class TextColours:
         )
 
 
-def apply_theme(app) -> None:
-    """Set the themed stylesheet on the QApplication `app` now and again whenever the system
-    switches between light and dark (Qt ≥ 6.5 `QStyleHints.colorSchemeChanged`)."""
-    app.setStyleSheet(stylesheet(app.palette()))
+def fallback_palette(dark: bool) -> QPalette:
+    """The palette of the Appearance setting where the desktop cannot be asked for a colour
+    scheme (a bare X session: Qt reports it Unknown): Fusion's own light palette, or a dark one
+    with the colours of KDE's Breeze Dark. Disabled text is dimmed in both: a palette that set only
+    the active colours left a disabled button looking like an enabled one (trial 9, dark)."""
+    from PySide6.QtWidgets import QStyleFactory
+
+    if not dark:
+        return QStyleFactory.create("Fusion").standardPalette()
+    palette = QPalette()
+    roles = QPalette.ColorRole
+    for role, colour in ((roles.Window, "#202326"), (roles.WindowText, "#fcfcfc"), (roles.Base, "#141618"),
+                         (roles.AlternateBase, "#1d1f22"), (roles.Text, "#fcfcfc"), (roles.Button, "#292c30"),
+                         (roles.ButtonText, "#fcfcfc"), (roles.BrightText, "#ffffff"), (roles.Highlight, "#3daee9"),
+                         (roles.HighlightedText, "#fcfcfc"), (roles.Link, "#1d99f3"), (roles.LinkVisited, "#9b59b6"),
+                         (roles.PlaceholderText, "#a1a9b1"), (roles.ToolTipBase, "#292c30"),
+                         (roles.ToolTipText, "#fcfcfc"), (roles.Light, "#3b4045"), (roles.Midlight, "#33373b"),
+                         (roles.Mid, "#5d6166"), (roles.Dark, "#0f1012"), (roles.Shadow, "#000000")):
+        palette.setColor(role, QColor(colour))
+    disabled = QPalette.ColorGroup.Disabled
+    for role in (roles.WindowText, roles.Text, roles.ButtonText, roles.PlaceholderText):
+        palette.setColor(disabled, role, QColor(PAIRS["disabledText"][1]))
+    palette.setColor(disabled, roles.Button, QColor("#24272a"))
+    palette.setColor(disabled, roles.Highlight, QColor("#2f4f7f"))
+    return palette
+
+
+class _DesktopLook(QObject):
+    """The style the desktop gave the application, kept to return to when Appearance goes back to
+    System after a fallback palette; a child of the application, found again by apply_theme."""
+
+    NAME = "headroomDesktopLook"
+
+    def __init__(self, app):
+        super().__init__(app)
+        self.setObjectName(self.NAME)
+        self.style = app.style().name()
+        if not self.style and app.styleSheet():  # wrapped by the stylesheet's style, which has no name
+            sheet = app.styleSheet()
+            app.setStyleSheet("")
+            self.style = app.style().name()
+            app.setStyleSheet(sheet)
+        self.overridden = False  # a fallback palette (and Fusion) is set
+
+
+def apply_theme(app, appearance: str = "system") -> str:
+    """Light or dark as the Appearance setting says (core.settings.APPEARANCES), and the themed
+    stylesheet on the QApplication `app`, now and again whenever the system switches between
+    light and dark (Qt ≥ 6.5 `QStyleHints.colorSchemeChanged`).
+
+    "system" follows the desktop (as before the setting). "light" / "dark" ask Qt for that colour
+    scheme first (`QStyleHints.setColorScheme`, Qt ≥ 6.8: the platform theme repaints its own
+    palette and style); where the platform does not take it (Qt still reports another scheme, or
+    the palette stays the other lightness: a bare X session, the offscreen platform), Fusion with
+    `fallback_palette`. Returns how it was applied: "system", "scheme" or "palette"."""
+    look = app.findChild(_DesktopLook, _DesktopLook.NAME)
+    if look is None:
+        look = _DesktopLook(app)
+        hints = app.styleHints()
+        if hasattr(hints, "colorSchemeChanged"):
+            hints.colorSchemeChanged.connect(lambda _scheme: app.setStyleSheet(stylesheet(app.palette())))
     hints = app.styleHints()
-    if hasattr(hints, "colorSchemeChanged"):
-        hints.colorSchemeChanged.connect(lambda _scheme: app.setStyleSheet(stylesheet(app.palette())))
+    if look.overridden:  # back to the desktop's style and palette before anything else
+        if look.style:
+            app.setStyle(look.style)
+        app.setPalette(QPalette())  # a palette with nothing set: the platform's again
+        look.overridden = False
+    if appearance not in ("light", "dark"):
+        if hasattr(hints, "unsetColorScheme"):
+            hints.unsetColorScheme()
+        how = "system"
+    else:
+        dark = appearance == "dark"
+        wanted = Qt.ColorScheme.Dark if dark else Qt.ColorScheme.Light
+        if hasattr(hints, "setColorScheme"):
+            hints.setColorScheme(wanted)
+        if hints.colorScheme() == wanted and is_dark(app.palette()) == dark:
+            how = "scheme"
+        else:
+            if hasattr(hints, "unsetColorScheme"):
+                hints.unsetColorScheme()  # not taken: leave nothing pending that could half-apply later
+            app.setStyle("Fusion")
+            app.setPalette(fallback_palette(dark))
+            look.overridden = True
+            how = "palette"
+    app.setStyleSheet(stylesheet(app.palette()))
+    return how
 
 
 def stylesheet(palette: QPalette) -> str:

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 from app.chat.file_folders import FileFolders
 from app.core.last_folders import DIAGNOSTICS, EXPORT
 from app.ui.admission_dialog import AdmissionDialog
 from app.ui.file_pickers import save_path
+from app.ui.theme import apply_theme
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -83,11 +84,14 @@ class WindowDialogs(QObject):
         settings = chat.settings
         own = settings.own_context(chat.model_path) if chat.model_path and not settings.backend.is_remote else 0
         dialog = SettingsDialog(settings.generation, self._parent, settings.backend, chat.backend.api_key_stored(),
-                                language=settings.language, model_context=own)
+                                language=settings.language, model_context=own, appearance=settings.appearance)
         if dialog.exec():
             chat.backend.apply_settings(dialog.result_settings(), dialog.result_backend(),
-                                        dialog.entered_api_key(), dialog.result_language())
+                                        dialog.entered_api_key(), dialog.result_language(),
+                                        dialog.result_appearance())
             chat.presets.settings_edited()  # still the preset's settings, or now custom
+            if dialog.result_appearance() != settings.appearance:  # at once, not at the next start
+                apply_theme(QApplication.instance(), dialog.result_appearance())
 
     @Slot()
     def notes(self) -> None:

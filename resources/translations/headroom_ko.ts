@@ -2484,6 +2484,10 @@ tokens counted by {4}: {5}</source>
         <translation>언어</translation>
     </message>
     <message>
+        <source>Appearance</source>
+        <translation>화면 모드</translation>
+    </message>
+    <message>
         <source>Backend (this conversation)</source>
         <translation>백엔드 (이 대화)</translation>
     </message>
@@ -2538,6 +2542,22 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>A new language applies after Headroom restarts.</source>
         <translation>새 언어는 Headroom을 다시 시작한 뒤 적용됩니다.</translation>
+    </message>
+    <message>
+        <source>System (the desktop&apos;s)</source>
+        <translation>시스템 (데스크톱 설정)</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>라이트</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>다크</translation>
+    </message>
+    <message>
+        <source>Light or dark window; System follows the desktop&apos;s setting</source>
+        <translation>밝은 창 또는 어두운 창. 시스템은 데스크톱 설정을 따릅니다</translation>
     </message>
     <message>
         <source> % of the context window</source>
