@@ -129,13 +129,18 @@ class MainWindow(QMainWindow):
         """With the memory panel docked open, the window is at least MINIMUM_SIZE plus the panel:
         the sidebar and the chat keep the room they have at the minimum size (a 640 px window gave
         the chat 156 px beside the panel and cut every control in it). A narrower window widens as
-        the panel opens; closed or floating, the minimum is MINIMUM_SIZE again."""
+        the panel opens; closed or floating, the minimum is MINIMUM_SIZE again. Never wider than
+        the screen's available width: on a small screen the chat narrows instead of the window
+        running off the screen."""
         panel = self.vram_panel
         docked = panel.isVisible() and not panel.isFloating()
         # the panel and its separator: what the docks add to the central widget's minimum
         extra = self.layout().minimumSize().width() - self.centralWidget().minimumSizeHint().width() if docked else 0
-        grows = self.width() < MINIMUM_SIZE[0] + extra
-        self.setMinimumWidth(MINIMUM_SIZE[0] + max(extra, 0))
+        screen = self.screen()
+        room = screen.availableGeometry().width() if screen is not None else MINIMUM_SIZE[0] + max(extra, 0)
+        minimum = max(MINIMUM_SIZE[0], min(MINIMUM_SIZE[0] + max(extra, 0), room))
+        grows = self.width() < minimum
+        self.setMinimumWidth(minimum)
         if grows:  # the room added is the panel's: the chat keeps its width
             self.resizeDocks([panel], [panel.minimumSizeHint().width()], Qt.Orientation.Horizontal)
 

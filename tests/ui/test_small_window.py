@@ -161,9 +161,18 @@ def test_the_chat_bar_keeps_one_line_where_it_fits(qtbot, make_fake_window, tmp_
     assert bar.height() == bar.heightForWidth(bar.width()) > bar.sizeHint().height()
 
 
-def test_the_memory_panel_docked_widens_the_window_instead_of_squeezing_the_chat(qtbot, make_fake_window, tmp_path):
+class WideScreen:
+    """A 1920 px screen (the offscreen platform's is 800 px wide)."""
+
+    def availableGeometry(self):
+        return QRect(0, 0, 1920, 1040)
+
+
+def test_the_memory_panel_docked_widens_the_window_instead_of_squeezing_the_chat(qtbot, make_fake_window, tmp_path,
+                                                                               monkeypatch):
     """At 640 px the panel took 360 of them and left the chat 156 (every control cut)."""
     window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+    monkeypatch.setattr(window, "screen", lambda: WideScreen())
     window.resize(*MINIMUM_SIZE)
     qtbot.waitUntil(lambda: window.width() == MINIMUM_SIZE[0], timeout=3000)
     chat_width = window.splitter.widget(1).width()
@@ -176,3 +185,14 @@ def test_the_memory_panel_docked_widens_the_window_instead_of_squeezing_the_chat
     window.vram_panel.setVisible(False)
     qtbot.wait(50)
     assert window.minimumWidth() == MINIMUM_SIZE[0]  # it may narrow again
+
+
+def test_the_docked_panel_never_makes_the_window_wider_than_the_screen(qtbot, make_fake_window, tmp_path):
+    """On the offscreen platform's 800 px screen, 640 px plus the panel would run off it."""
+    window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+    room = window.screen().availableGeometry().width()
+    assert room < MINIMUM_SIZE[0] + window.vram_panel.minimumSizeHint().width()  # the case this is about
+    window.resize(*MINIMUM_SIZE)
+    window.vram_panel.setVisible(True)
+    qtbot.waitUntil(lambda: window.minimumWidth() > MINIMUM_SIZE[0], timeout=3000)
+    assert window.minimumWidth() == room
