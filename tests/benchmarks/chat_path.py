@@ -41,6 +41,7 @@ from app.engine.local.kv_session import common_prefix
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import pick_probe
 from tests.benchmarks.speed import build_model, log, plain_ttft, random_ids, sync, versions, words
+from tests.benchmarks.ttft_host import sm_clock_mhz
 
 ANSWER_TOKENS = 256
 USER_TOKENS = 300
@@ -83,7 +84,7 @@ def run_turn(runner: TurnRunner, messages: list[Message], settings: GenerationSe
     activation, window, tokenization, admission, prefill, first token); ttft_s: ReplyFinished's
     (from the start of generation)."""
     graphs = dynamo_graphs()
-    row: dict = {}
+    row: dict = {"sm_clock_mhz": sm_clock_mhz()}  # at send: a lead for TTFT that moves between runs
     started = time.perf_counter()
     for event in runner.run_turn(messages, SummaryState(), settings, threading.Event(), conversation_key=key):
         if isinstance(event, ev.TextDelta) and "wall_ttft_s" not in row:
