@@ -58,6 +58,11 @@ class MemoryTimeline(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         item = self.plot.getPlotItem()
+        # pyqtgraph makes its "Plot Options" menu without a parent: a top-level widget that lived
+        # until Python's cycle collector freed the plot item, at any moment, once inside Qt's loop
+        # over every widget in QApplication.setStyleSheet (a segfault in CI). Owned by the plot
+        # widget, it goes when the plot goes; its popup flags are kept.
+        item.ctrlMenu.setParent(self.plot, item.ctrlMenu.windowFlags())
         item.setLabel("left", "GiB")
         item.setLabel("bottom", self.tr("seconds before now"))
         item.setXRange(-window_s, 0, padding=0)
