@@ -116,6 +116,7 @@ class MessageBubble(QFrame):
         self._note.setVisible(False)
         self.stats_label = QLabel()
         self.stats_label.setObjectName("bubbleStats")
+        self.stats_label.setWordWrap(True)  # trial 10: at 640 px the Korean line was cut mid-syllable
         self.stats_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.stats_label.setVisible(False)
         self.stats = None

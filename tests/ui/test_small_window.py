@@ -3,6 +3,7 @@ every control of the chat bar shows its whole text, nothing is cut off at the ri
 English and Korean. Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,9 @@ def open_trial_chat(qtbot, make_fake_window, tmp_path):
     stats = ReplyStats(1_668, 18, 1_650, 48, 0.255, 10.8, "eager", "float32", "SmolLM2-135M-Instruct.Q4_1.gguf · cpu")
     for bubble in view.bubbles()[1::2]:
         bubble.set_stats(stats)
+    # trial 10: the longest line, an answer extended with Continue on an eager path, was cut at 640 px
+    view.bubbles()[1].set_stats(replace(stats, new_tokens=1_106, continued_tokens=106, ttft_s=0.235,
+                                        decode_path="eager-static (8-bit KV step not compiled yet)"))
     view.show_summary("The user asked for a poem about the sea and a list of fruits; " * 3, 1, 456, 1_024)
     view.set_versions([(1, 1)] * 5 + [(2, 2)])
     view.add_notice("The answer failed: the model ran out of memory while reading the prompt.", "retry")
@@ -72,6 +76,10 @@ def cut_off(view) -> list[str]:
         one_line = isinstance(widget, QAbstractButton) or (isinstance(widget, QLabel) and not widget.wordWrap())
         if one_line and widget.width() < widget.sizeHint().width():
             problems.append(f"{name}: {widget.width()} px of the {widget.sizeHint().width()} its text needs")
+        wrapped = isinstance(widget, QLabel) and widget.wordWrap() and widget.text()
+        if wrapped and widget.height() < widget.heightForWidth(widget.width()):
+            problems.append(f"{name}: {widget.height()} px high of the {widget.heightForWidth(widget.width())} "
+                            f"its lines need")
     return problems
 
 
