@@ -14,7 +14,9 @@ Windows and macOS); if none answers, the preedit is committed here and the IME i
 own commit cannot add the syllable a second time.
 """
 
-from PySide6.QtCore import Qt, Signal, Slot
+import math
+
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication, QInputMethodEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
 
@@ -68,7 +70,13 @@ class _Editor(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """Signals: send_requested(str) with the stripped text; stop_requested()."""
+    """Signals: send_requested(str) with the stripped text; stop_requested().
+
+    The editor is as high as its text's wrapped lines, from MIN_LINES to MAX_LINES (then it
+    scrolls; fewer where they would take more than a quarter of the window), as in LM Studio or
+    ChatGPT: a fixed 80 px left a 640 x 420 window's transcript 130 px (trial 10)."""
+
+    MIN_LINES, MAX_LINES = 2, 8
 
     send_requested = Signal(str)
     stop_requested = Signal()
@@ -78,7 +86,6 @@ class Composer(QWidget):
         self.editor = _Editor()
         self.editor.setObjectName("composerEditor")
         self.editor.setPlaceholderText(self.tr("Message Headroom — Enter to send, Shift+Enter for a new line"))
-        self.editor.setFixedHeight(80)
         self.editor.setAccessibleName(self.tr("Message"))
         self.editor.setAccessibleDescription(self.tr("Enter sends, Shift+Enter starts a new line"))
         self.send_button = QPushButton(self.tr("Send"))
@@ -94,9 +101,43 @@ class Composer(QWidget):
         self.editor.submitted.connect(self._on_submitted)
         self.send_button.clicked.connect(self._on_submitted)
         self.stop_button.clicked.connect(self.request_stop)
+        self.editor.document().documentLayout().documentSizeChanged.connect(self._fit_editor_height)
+        self.editor.installEventFilter(self)  # its frame and font are known once it is polished
+        self._fit_editor_height()
         self._can_send = False
         self._generating = False
         self._stopping = False
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.editor and event.type() in (QEvent.Type.Polish, QEvent.Type.FontChange,
+                                                       QEvent.Type.StyleChange, QEvent.Type.Show):
+            if event.type() == QEvent.Type.Show and self.window() is not self:
+                self.window().installEventFilter(self)  # its height bounds the editor's (once: Qt keeps one)
+            self._fit_editor_height()
+        elif watched is self.window() and event.type() == QEvent.Type.Resize:
+            self._fit_editor_height()
+        return super().eventFilter(watched, event)
+
+    @Slot()
+    def _fit_editor_height(self) -> None:
+        """The editor's height for its lines (QTextDocument.lineCount: wrapped lines, after
+        layout; the placeholder counts as MIN_LINES) plus the document margins and its frame."""
+        editor = self.editor
+        line = editor.fontMetrics().lineSpacing()
+        chrome = 2 * editor.frameWidth() + 2 * editor.document().documentMargin()
+        most = self.MAX_LINES
+        if self.window() is not self:  # in a window: a small one keeps room for its transcript
+            most = max(self.MIN_LINES, min(most, int(self.window().height() / 4 - chrome) // line))
+        count = editor.document().lineCount()
+        lines = min(most, max(self.MIN_LINES, count))
+        height = math.ceil(lines * line + chrome) + 1  # QPlainTextEdit scrolls when the lines fill it exactly
+        # a scroll bar only past the cap: one that came and went below it changed the wrap width,
+        # hence the line count, hence the height, back and forth
+        policy = Qt.ScrollBarPolicy.ScrollBarAsNeeded if count > most else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        if editor.verticalScrollBarPolicy() != policy:
+            editor.setVerticalScrollBarPolicy(policy)
+        if (editor.minimumHeight(), editor.maximumHeight()) != (height, height):
+            editor.setFixedHeight(height)
 
     def set_generating(self, generating: bool) -> None:
         self._generating = generating
