@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self._build_layout()
         self.vram_panel = VramPanel(self, safety_margin=Foresight.safety_margin)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.vram_panel)
+        self._widened_for_panel: tuple[int, int] | None = None  # (width before, width after) opening it
         for changed in (self.vram_panel.visibilityChanged, self.vram_panel.topLevelChanged):
             changed.connect(self._fit_minimum_width)
         self._build_toolbar()  # and the Help menu
@@ -129,7 +130,8 @@ class MainWindow(QMainWindow):
         """With the memory panel docked open, the window is at least MINIMUM_SIZE plus the panel:
         the sidebar and the chat keep the room they have at the minimum size (a 640 px window gave
         the chat 156 px beside the panel and cut every control in it). A narrower window widens as
-        the panel opens; closed or floating, the minimum is MINIMUM_SIZE again. Never wider than
+        the panel opens, and narrows back as it closes or floats, if it was not resized meanwhile;
+        closed or floating, the minimum is MINIMUM_SIZE again. Never wider than
         the screen's available width: on a small screen the chat narrows instead of the window
         running off the screen."""
         panel = self.vram_panel
@@ -140,9 +142,18 @@ class MainWindow(QMainWindow):
         room = screen.availableGeometry().width() if screen is not None else MINIMUM_SIZE[0] + max(extra, 0)
         minimum = max(MINIMUM_SIZE[0], min(MINIMUM_SIZE[0] + max(extra, 0), room))
         grows = self.width() < minimum
+        if grows:
+            self._widened_for_panel = (self.width(), minimum)
         self.setMinimumWidth(minimum)
         if grows:  # the room added is the panel's: the chat keeps its width
             self.resizeDocks([panel], [panel.minimumSizeHint().width()], Qt.Orientation.Horizontal)
+        elif (panel.isHidden() or panel.isFloating()) and self._widened_for_panel and self.isVisible():
+            # the panel that widened the window is closed (or floats): back to the width before
+            # it, unless the window was resized meanwhile (trial 10: it stayed ~1,000 px wide)
+            before, widened = self._widened_for_panel
+            self._widened_for_panel = None
+            if self.width() == widened and not self.isMaximized() and not self.isFullScreen():
+                self.resize(before, self.height())
 
     # ----- construction ----------------------------------------------------------------------
     def _build_layout(self) -> None:
