@@ -70,6 +70,7 @@ class ChatBar(QWidget):
         self.notes_button = _bar_button(self.tr("Notes"), self.tr("Pinned notes: kept in every prompt of this chat"))
         self.summarize_button = _bar_button(self.tr("Summarize now"), "")
         self.summarize_button.setEnabled(False)  # until the chat says a turn can be folded (set_foldable)
+        self._foldable, self._answering = (0, 0, 0), False
         self.summary_stop_button = _bar_button(
             self.tr("Stop"), self.tr("Stop writing the summary; the turns stay in the window for now"))
         self.summary_busy = QProgressBar()
@@ -191,9 +192,13 @@ class ChatBar(QWidget):
     @Slot(int, int, int)
     def set_foldable(self, foldable_turns: int, folded_turns: int, keep_turns: int) -> None:
         """"Summarize now" is usable when it has turns to fold (trial 8: it was enabled in an
-        empty chat); its tooltip says why not when it is not."""
-        self.summarize_button.setEnabled(foldable_turns > 0)
-        if foldable_turns > 0:
+        empty chat) and no answer is being written (set_answering); its tooltip says why not when
+        it is not."""
+        self._foldable = (foldable_turns, folded_turns, keep_turns)
+        self.summarize_button.setEnabled(foldable_turns > 0 and not self._answering)
+        if self._answering:
+            tip = self.tr("Wait for the reply to end before summarizing")
+        elif foldable_turns > 0:
             tip = self.tr("Fold the older turns into the summary now; the last turns stay as they are "
                           "(Settings: keep the last turns verbatim)")
         elif folded_turns > 0:
@@ -202,6 +207,14 @@ class ChatBar(QWidget):
             tip = self.tr("Nothing to summarize yet: the last %n turns always stay as they are "
                           "(Settings: keep the last turns verbatim)", "", keep_turns)
         self.summarize_button.setToolTip(tip)
+
+    @Slot(bool)
+    def set_answering(self, answering: bool) -> None:
+        """An answer is being written (in any chat: one turn at a time): "Summarize now" waits,
+        disabled, as the transcript's Edit buttons do (trial 10: it looked usable and only said so
+        in the status bar when clicked)."""
+        self._answering = answering
+        self.set_foldable(*self._foldable)
 
     @Slot(bool)
     def set_summarizing(self, summarizing: bool, elapsed_ms: int = 0) -> None:

@@ -313,6 +313,7 @@ class MainWindow(QMainWindow):
     def _on_reply_started(self, continued: bool) -> None:
         (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
         self.chat_view.set_actions_enabled(False)  # one turn at a time, whichever chat is shown
+        self.chat_bar.set_answering(True)
         self.composer.set_generating(True)
         self.menus.stop.setEnabled(True)
 
@@ -333,6 +334,7 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_turn_ended(self, _status: str) -> None:
         self.chat_view.set_actions_enabled(True)
+        self.chat_bar.set_answering(False)
 
     @Slot()
     def _on_sidebar_clicked(self) -> None:

@@ -372,6 +372,10 @@
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
     </message>
+    <message>
+        <source>Wait for the reply to end before summarizing</source>
+        <translation>요약하기 전에 답변이 끝날 때까지 기다리세요</translation>
+    </message>
     <message numerus="yes">
         <source>The turns before the last %n are already in the summary</source>
         <translation>

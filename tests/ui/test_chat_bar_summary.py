@@ -178,3 +178,25 @@ def test_summarize_now_is_usable_only_when_a_turn_can_be_folded(qtbot, make_fake
     window.chat_bar.set_foldable(0, 0, 1)  # Settings: keep 1 turn verbatim
     assert button.toolTip() == ("Nothing to summarize yet: the last turn always stays as it is "
                                 "(Settings: keep the last turns verbatim)")
+
+
+def test_summarize_now_waits_disabled_while_an_answer_is_written(qtbot, make_fake_window):
+    """Trial 10: mid-answer "Summarize now" looked usable and, clicked, only said in the status
+    bar to wait. It is disabled with that reason as its tooltip, like the Edit buttons, and usable
+    again when the turn ends."""
+    from tests.chat.conftest import finished, record
+    from tests.ui.test_chat_switch_states import answered, send
+
+    window = make_fake_window()
+    button = window.chat_bar.summarize_button
+    for question in ("First question", "Second question", "Third question"):
+        answered(qtbot, window, question)
+    assert button.isEnabled()  # the first turn can be folded
+    rid = send(qtbot, window, "Fourth question")
+    assert not button.isEnabled()
+    assert button.toolTip() == "Wait for the reply to end before summarizing"
+    window.chat.worker.token_streamed.emit(rid, "Sure.")
+    assert not button.isEnabled()
+    window.chat.worker.reply_finished.emit(rid, finished("Sure."), record())
+    qtbot.waitUntil(button.isEnabled, timeout=2000)
+    assert button.toolTip().startswith("Fold the older turns into the summary now")
