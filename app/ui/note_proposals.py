@@ -1,11 +1,15 @@
 """Above the composer, after a summary: the facts it proposes as pinned notes, each with Pin and
 Dismiss (issue 17, item 5). Nothing is pinned until the user says so; the row hides when none
-is left."""
+is left. A note reads as the answers do: its inline Markdown rendered (trial 10: "`reverseString`"
+showed its backticks); it is pinned as written."""
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+
+from app.ui.markdown_html import to_html
+from app.ui.theme import TextColours
 
 
 class NoteProposals(QWidget):
@@ -32,7 +36,17 @@ class NoteProposals(QWidget):
         layout.addLayout(self._grid)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
         self.rows: list[tuple[QLabel, QToolButton, QToolButton]] = []
+        self.texts: list[str] = []  # the proposed notes as written, one per row
         self.setVisible(False)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # inline code's background follows light / dark
+            for (label, _pin, _dismiss), text in zip(self.rows, self.texts, strict=True):
+                label.setText(self._html(text))
+
+    def _html(self, text: str) -> str:
+        return to_html(text, TextColours.from_palette(self.palette()))
 
     def set_proposals(self, proposals: Sequence[str]) -> None:
         """One row per proposed note (none: hidden)."""
@@ -41,9 +55,11 @@ class NoteProposals(QWidget):
                 self._grid.removeWidget(widget)
                 widget.hide()
                 widget.deleteLater()
-        self.rows = []
+        self.rows, self.texts = [], list(proposals)
         for line, text in enumerate(proposals):
-            label = QLabel(text)
+            label = QLabel(self._html(text))
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setAccessibleName(text)
             label.setObjectName("noteProposal")
             label.setWordWrap(True)
             pin = QToolButton()

@@ -20,7 +20,7 @@ def test_pin_and_dismiss_in_the_window(qtbot, make_window):
     chat.notes.propose(SUMMARY)
     QApplication.processEvents()
     proposals = window.note_proposals
-    assert proposals.isVisible() and [r[0].text() for r in proposals.rows] == [
+    assert proposals.isVisible() and proposals.texts == [
         "Her name is Ada and she lives in Lisbon.", "The budget is 1,200 euros."]
     assert chat.pinned_notes == ""
     qtbot.mouseClick(proposals.rows[1][1], Qt.MouseButton.LeftButton)  # Pin the budget
@@ -54,3 +54,22 @@ def test_the_proposals_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name
         qapp.setStyleSheet(old_sheet)
         qapp.setPalette(old_palette)
         qapp.setStyle(old_style)
+
+
+def test_a_proposal_reads_its_inline_markdown_and_is_pinned_as_written(qtbot):
+    """Trial 10: "`reverseString`" showed its backticks. The label shows code as code; Pin gives
+    the note as the summary wrote it."""
+    from PySide6.QtGui import QTextDocument
+
+    widget = NoteProposals()
+    qtbot.addWidget(widget)
+    note = "The helper is called `reverseString` and takes **one** argument."
+    widget.set_proposals([note])
+    label = widget.rows[0][0]
+    shown = QTextDocument()
+    shown.setHtml(label.text())
+    assert shown.toPlainText().strip() == "The helper is called reverseString and takes one argument."
+    assert "<code" in label.text() and label.accessibleName() == note
+    with qtbot.waitSignal(widget.accepted) as pinned:
+        qtbot.mouseClick(widget.rows[0][1], Qt.MouseButton.LeftButton)
+    assert pinned.args == [note]
