@@ -195,8 +195,9 @@ def test_the_memory_panel_docked_widens_the_window_instead_of_squeezing_the_chat
     assert window.minimumWidth() == MINIMUM_SIZE[0]
     window.vram_panel.setVisible(True)
     qtbot.waitUntil(lambda: window.width() > MINIMUM_SIZE[0], timeout=3000)
-    window.resize(window.width() + 100, window.height())  # the user's width now
-    qtbot.waitUntil(lambda: window.width() > MINIMUM_SIZE[0] + window.vram_panel.minimumSizeHint().width(), timeout=3000)
+    opened = window.width()
+    window.resize(opened + 100, window.height())  # the user's width now
+    qtbot.waitUntil(lambda: window.width() == opened + 100, timeout=3000)
     wanted = window.width()
     window.vram_panel.setVisible(False)
     qtbot.wait(100)
