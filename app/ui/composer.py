@@ -108,6 +108,10 @@ class Composer(QWidget):
         self._generating = False
         self._stopping = False
 
+    def add_leading(self, widget: QWidget) -> None:
+        """Show `widget` left of the message box (Attach…, as in LM Studio and ChatGPT)."""
+        self.layout().insertWidget(0, widget)
+
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
         if watched is self.editor and event.type() in (QEvent.Type.Polish, QEvent.Type.FontChange,
                                                        QEvent.Type.StyleChange, QEvent.Type.Show):

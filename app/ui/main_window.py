@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
         self.composer = Composer()
         self.attachment_bar = AttachmentBar(folders=self.dialogs.folders)  # Attach… starts where it last went
         self.attachment_bar.watch(self.composer.editor)  # files dropped on the message box
+        self.composer.add_leading(self.attachment_bar.lend_attach_button())  # the bar keeps the chips only
         self.token_meter = TokenMeter()
         self.sidebar = ConversationList()
         self.status = ModelStatusBar()

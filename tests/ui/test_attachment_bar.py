@@ -122,3 +122,23 @@ def test_a_dropped_file_goes_into_the_turn_and_the_transcript_says_how(qtbot, ma
     prompt = AutoTokenizer.from_pretrained(tiny_model_dir).decode(list(window.chat.turns.last_plan.prompt_ids))
     assert 'Attached document "note.txt" (whole):\nThe pass code is 4711.\n\nQuestion: What is the pass code?' in prompt
     window.grab().save(str(folder / "attachment-sent-light.png"))
+
+
+def test_in_the_window_attach_sits_beside_the_message_box_and_the_chip_row_shows_only_with_chips(qtbot,
+                                                                                                  make_window):
+    """Trial 10: at 640 x 420 the row of the Attach… button alone took ~30 px of the transcript's
+    ~130. The button is in the composer's row, left of the message box; the row above it holds
+    the chips and is shown only while there are some."""
+    window = make_window()
+    window.resize(640, 420)
+    qtbot.waitUntil(lambda: window.height() == 420, timeout=3000)
+    bar, button, editor = window.attachment_bar, window.attachment_bar.attach_button, window.composer.editor
+    assert button.parent() is window.composer and button.isVisible()
+    assert button.geometry().right() < editor.geometry().left()  # left of the message box
+    assert button.geometry().top() < editor.geometry().bottom() and editor.geometry().top() < button.geometry().bottom()
+    assert not bar.isVisible()
+    bar.show_attachment(7, "report.pdf", "reading 40%")
+    qtbot.waitUntil(bar.isVisible, timeout=2000)
+    assert bar.chips[7].isVisible()
+    bar.show_attachment(7, "report.pdf", "")
+    qtbot.waitUntil(lambda: not bar.isVisible(), timeout=2000)
