@@ -336,6 +336,8 @@ class MainWindow(QMainWindow):
     def _on_turn_ended(self, _status: str) -> None:
         self.chat_view.set_actions_enabled(True)
         self.chat_bar.set_answering(False)
+        if self.quit_question is not None:
+            self.quit_question.answer_ended()
 
     @Slot()
     def _on_sidebar_clicked(self) -> None:

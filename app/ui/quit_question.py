@@ -1,7 +1,8 @@
 """The question before quitting while an answer is being written (Ctrl+Q, File → Quit, or the
 window's close button): "An answer is still being written. Quit anyway?" with Quit / Cancel, as
 LM Studio and Jan ask. Quit stops the answer (its partial text is kept, marked stopped, by
-Chat.close) and quits; Cancel keeps the window and the answer going.
+Chat.close) and quits; Cancel keeps the window and the answer going. An answer that ends while
+the question is open changes its words.
 """
 
 from PySide6.QtCore import Qt, Signal
@@ -29,6 +30,12 @@ class QuitQuestion(QMessageBox):
         self.setEscapeButton(self.cancel_button)
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.buttonClicked.connect(self._on_button_clicked)
+
+    def answer_ended(self) -> None:
+        """The answer ended while the question was open: ask again in words that are true now
+        (trial 11: it still said "still being written" after the answer was done)."""
+        self.setText(self.tr("The answer is finished. Quit now?"))
+        self.setInformativeText(self.tr("Nothing is lost: the conversation is saved."))
 
     def _on_button_clicked(self, button) -> None:
         if button is self.quit_button:

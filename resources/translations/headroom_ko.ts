@@ -2236,6 +2236,14 @@ tokens counted by {4}: {5}</source>
         <source>Quit</source>
         <translation>끝내기</translation>
     </message>
+    <message>
+        <source>The answer is finished. Quit now?</source>
+        <translation>답변이 끝났습니다. 지금 끝낼까요?</translation>
+    </message>
+    <message>
+        <source>Nothing is lost: the conversation is saved.</source>
+        <translation>잃는 것은 없습니다. 대화는 저장되어 있습니다.</translation>
+    </message>
 </context>
 <context>
     <name>Refusal</name>

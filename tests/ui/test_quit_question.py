@@ -68,3 +68,23 @@ def test_quit_mid_answer_keeps_the_partial_answer_stopped_and_quits(qtbot, make_
     last = window.chat.conversation.messages[-1]
     assert last.status is MessageStatus.STOPPED and len(last.content) > 20
     assert "stopped" in window.chat_view.bubbles()[-1]._header.text()
+
+
+def test_an_answer_that_ends_while_the_question_is_open_changes_its_words(qtbot, make_fake_window):
+    """Trial 11: the answer finished while the question was open, which still said it was being
+    written. It says the answer is finished; Quit still quits."""
+    from tests.chat.conftest import finished, record
+    from tests.ui.test_chat_switch_states import send
+
+    window = make_fake_window()
+    rid = send(qtbot, window, "Tell me a story.")
+    window.chat.worker.token_streamed.emit(rid, "Once upon")
+    press_ctrl_q(qtbot, window)
+    box = window.quit_question
+    assert box is not None and box.text() == "An answer is still being written. Quit anyway?"
+    window.chat.worker.reply_finished.emit(rid, finished("Once upon"), record())
+    qtbot.waitUntil(lambda: box.text() == "The answer is finished. Quit now?", timeout=2000)
+    assert box.informativeText() == "Nothing is lost: the conversation is saved."
+    qtbot.mouseClick(box.quit_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=3000)
+    assert window.chat.conversation.messages[-1].status is MessageStatus.COMPLETE  # ended, not stopped by Quit
