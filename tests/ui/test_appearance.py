@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 from app.core.settings import Settings, load_settings, save_settings
 from app.ui.fonts import install_hangul_fallback
 from app.ui.theme import AA_TEXT, PAIRS, apply_theme, is_dark, stylesheet
+from tests.helpers.palettes import fusion_palette
 from tests.ui.test_theme import dark_palette, pixel_contrast
 
 WINDOW = QPalette.ColorRole.Window
@@ -106,18 +107,10 @@ def test_a_desktop_dark_palette_with_a_light_mid_still_dims_disabled_buttons(qtb
     palette = dark_palette()
     for role, colour in ((QPalette.ColorRole.Window, "#2b2b2b"), (QPalette.ColorRole.Mid, "#919191")):
         palette.setColor(role, QColor(colour))
-    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(stylesheet(palette))
-    try:
+    with fusion_palette(qapp, palette):
         window = make_fake_window()
         window.resize(900, 560)
         qtbot.wait(50)
         bar = window.chat_bar
         assert not bar.summarize_button.isEnabled()
         assert text_contrast(window, bar.summarize_button) < 3.5 <= text_contrast(window, bar.notes_button)
-    finally:
-        qapp.setStyleSheet(old_sheet)
-        qapp.setPalette(old_palette)
-        qapp.setStyle(old_style)

@@ -48,17 +48,10 @@ def test_8bit_is_not_offered_for_a_model_that_cannot_read_it(bar):
 def test_the_choice_reads_in_both_palettes(qapp, qtbot, scheme, tmp_path):
     """Grabbed in the app's stylesheet over Fusion's light and a dark desktop palette (the PNGs
     land beside the test's folder for a look); the combo's text keeps AA contrast."""
-    from PySide6.QtWidgets import QStyleFactory
+    from app.ui.theme import AA_TEXT, contrast_ratio
+    from tests.helpers.palettes import fusion_palette
 
-    from app.ui.theme import AA_TEXT, contrast_ratio, stylesheet
-    from tests.ui.test_theme import dark_palette
-
-    palette = dark_palette() if scheme == "dark" else QStyleFactory.create("Fusion").standardPalette()
-    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(stylesheet(palette))
-    try:
+    with fusion_palette(qapp, scheme):
         bar = ChatBar()
         qtbot.addWidget(bar)
         bar.resize(720, bar.sizeHint().height())
@@ -68,10 +61,6 @@ def test_the_choice_reads_in_both_palettes(qapp, qtbot, scheme, tmp_path):
         combo = bar.kv_combo.palette()
         assert contrast_ratio(combo.color(QPalette.ColorRole.ButtonText), combo.color(QPalette.ColorRole.Button)) \
             >= AA_TEXT
-    finally:
-        qapp.setStyle(old_style)
-        qapp.setPalette(old_palette)
-        qapp.setStyleSheet(old_sheet)
 
 
 def test_the_full_precision_entry_is_right_before_any_model_loads(make_window, monkeypatch):

@@ -3,11 +3,10 @@ pinned or dismissed by the user, never pinned silently. Light and dark palettes 
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtWidgets import QApplication
 
 from app.ui.note_proposals import NoteProposals
-from app.ui.theme import stylesheet
-from tests.ui.test_theme import dark_palette
+from tests.helpers.palettes import fusion_palette
 
 SUMMARY = "Her name is Ada and she lives in Lisbon. The budget is 1,200 euros. They said hello."
 
@@ -34,12 +33,7 @@ def test_pin_and_dismiss_in_the_window(qtbot, make_window):
 
 @pytest.mark.parametrize("palette_name", ["light", "dark"])
 def test_the_proposals_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name):
-    palette = QStyleFactory.create("Fusion").standardPalette() if palette_name == "light" else dark_palette()
-    old_style, old_palette, old_sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
-    qapp.setStyle("Fusion")
-    qapp.setPalette(palette)
-    qapp.setStyleSheet(stylesheet(palette))
-    try:
+    with fusion_palette(qapp, palette_name):
         widget = NoteProposals()
         qtbot.addWidget(widget)
         widget.set_proposals(["Her name is Ada and she lives in Lisbon.", "The budget is 1,200 euros."])
@@ -50,10 +44,6 @@ def test_the_proposals_read_in_both_palettes(qtbot, qapp, tmp_path, palette_name
         widget.grab().save(str(tmp_path / f"note_proposals_{palette_name}.png"))
         label = widget.rows[0][0]
         assert label.palette().color(label.foregroundRole()) != label.palette().color(label.backgroundRole())
-    finally:
-        qapp.setStyleSheet(old_sheet)
-        qapp.setPalette(old_palette)
-        qapp.setStyle(old_style)
 
 
 def test_a_proposal_reads_its_inline_markdown_and_is_pinned_as_written(qtbot):
