@@ -200,13 +200,12 @@ def apply_theme(app, appearance: str = "system") -> str:
     palette and style); where the platform does not take it (Qt still reports another scheme, or
     the palette stays the other lightness: a bare X session, the offscreen platform), Fusion with
     `fallback_palette`. Returns how it was applied: "system", "scheme" or "palette"."""
+    hints = app.styleHints()
     look = app.findChild(_DesktopLook, _DesktopLook.NAME)
     if look is None:
         look = _DesktopLook(app)
-        hints = app.styleHints()
         if hasattr(hints, "colorSchemeChanged"):
             hints.colorSchemeChanged.connect(lambda _scheme: app.setStyleSheet(stylesheet(app.palette())))
-    hints = app.styleHints()
     if look.overridden:  # back to the desktop's style and palette before anything else
         if look.style:
             app.setStyle(look.style)
