@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import io
 import json
 import logging
@@ -68,7 +69,9 @@ def turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettin
     gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
     row["max_gap_s"] = max(gaps) if gaps else 0.0
     row["capacity"] = runner.session.capacity_tokens
-    messages.append(Message(Role.ASSISTANT, row.pop("text", "")))
+    text = row.pop("text", "")
+    row["text_sha1"] = hashlib.sha1(text.encode()).hexdigest()[:12]  # greedy turns: equal across kernel choices
+    messages.append(Message(Role.ASSISTANT, text))
     return row
 
 
