@@ -14,7 +14,16 @@ allows (~25 weights a clock an SM at 2.5 ALU instructions a weight and 64 ALU la
    purpose to remove one cost (``diag_*``: no weight loads, no lookups, no mma, and PRMT swapped
    for LOP3 in the pick or the interleave).
 
-    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT      # H200, ~2 min; nf4_mma_variants_h200.json
+3. ``--timeline``: per-warp timestamps (clock64, globaltimer, SM) of one launch per shape and launch
+   shape: how long the first super-tile takes (its load exposed) against the later ones, and how
+   the warps fall in time on the SMs.
+
+    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT      # H200, ~1 min; nf4_mma_variants_h200.json
+    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT --no-rates --timeline --only none
+
+results/nf4_mma_variants_h200.json holds the six runs of 2026-12-03 (the fourth and sixth also timed
+programmatic dependent launch and a stream-K schedule, with the code of commit 577f8e3; both were
+taken out again). What they showed is in app/engine/local/nf4_mma.py's docstring.
 """
 
 import argparse
@@ -255,115 +264,6 @@ def timeline(shape=(14336, 4096), warps=4) -> dict:
     return out
 
 
-def pdl_chain(layers: int = 16, shape=(4096, 4096)) -> dict:
-    """A chain as in the decode step: x → GEMV → a torch op on its output → GEMV ..., captured in a
-    CUDA graph with programmatic dependent launch (nf4_mma.PDL) and without: µs per link and whether
-    the outputs are bitwise equal (the kernel waits for its input before reading it)."""
-    n, kd = shape
-    ts = [k.tensors_of(make_layer(n, kd, seed=100 + i)) for i in range(layers)]
-    x0 = torch.randn(kd, device="cuda").to(torch.bfloat16)
-    row: dict = {"layers": layers, "shape": [n, kd]}
-    outs = {}
-    for pdl in (False, True):
-        nf4_mma.PDL = pdl
-
-        def chain():
-            x = x0
-            for t in ts:
-                y = nf4_mma.launch(x, t, None, *(lambda p: (p.num_warps, p.split_k))(hook.mma_plan(n, kd)))
-                x = (y.float() * 0.5 + 0.25).to(torch.bfloat16)[:kd]
-            return x
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            chain()
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = chain()
-        graph.replay()
-        torch.cuda.synchronize()
-        outs[pdl] = out.clone()
-        times = []
-        for _ in range(30):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            graph.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) * 1e3 / layers)
-        row[f"us_per_link_pdl_{pdl}"] = sorted(times)[len(times) // 2]
-    nf4_mma.PDL = True
-    row["bitwise_equal"] = bool(torch.equal(outs[False], outs[True]))
-    eager = x0
-    for t in ts:
-        eager = (k.reference_gemv(eager, t).float() * 0.5 + 0.25).to(torch.bfloat16)[:kd]
-    row["rel_vs_reference_chain"] = rel(outs[True], eager)
-    return row
-
-
-GROUPS = {"qkv": ((4096, 1024, 1024), 4096), "gate_up": ((14336, 14336), 4096)}
-
-
-def stream_check() -> dict:
-    """The stream schedule (nf4_mma.SCHEDULE "stream") against the per-tile one ("tiles"): per
-    Llama-3-8B shape and per group (q/k/v, gate/up), exactness (one-hot probes, via
-    nf4_gemv.cuda_check_shape), rel. error vs fp32 on the dequantized weights, bitwise repeatability,
-    and µs per call in a CUDA graph over rotating copies; ms of GEMV per token for each."""
-    from tests.benchmarks.nf4_gemv import cuda_check_shape
-
-    out: dict = {"shapes": {}, "groups": {}}
-    for n, kd in SHAPES:
-        nf4_mma.SCHEDULE = "stream"
-        row = {"check": cuda_check_shape(n, kd)}
-        copies = max(4, -(-400 * 2**20 // (n * kd // 2)))
-        ts = [k.tensors_of(make_layer(n, kd, seed=i)) for i in range(copies)]
-        x = torch.randn(kd, device="cuda").to(torch.bfloat16)
-        plan = hook.mma_plan(n, kd)
-        for schedule in ("stream", "tiles"):
-            nf4_mma.SCHEDULE = schedule
-            row[f"us_{schedule}"] = graph_time_us(
-                [lambda t=t, x=x, plan=plan: nf4_mma.launch(x, t, None, plan.num_warps, plan.split_k) for t in ts])
-        out["shapes"][f"{n}x{kd}"] = row
-        del ts
-        log(n, kd, json.dumps({a: b for a, b in row.items() if a != "check"}),
-            {a: row["check"].get(a) for a in ("dequant_bit_identical", "rel_vs_dequant_fp32_auto", "repeatable_auto",
-                                               "rel_with_bias", "counters_reset")})
-    for name, (ns, kd) in GROUPS.items():
-        copies = max(3, -(-400 * 2**20 // (sum(ns) * kd // 2)))
-        sets = [[k.tensors_of(make_layer(n, kd, seed=100 * i + j)) for j, n in enumerate(ns)] for i in range(copies)]
-        counters = torch.zeros(sum(-(-n // 16) for n in ns), dtype=torch.int32, device="cuda")
-        x = torch.randn(kd, device="cuda").to(torch.bfloat16)
-        ref = torch.cat([k.reference_gemv(x, t) for t in sets[0]])
-        fp32 = torch.cat([k.reference_dequantize(t).float() @ x.float() for t in sets[0]])
-        bias = [torch.randn(n, device="cuda").to(torch.bfloat16) for n in ns]
-        row = {}
-        for schedule in ("stream", "tiles"):
-            nf4_mma.SCHEDULE = schedule
-            y = nf4_mma.launch_group(x, sets[0], [None] * len(ns), counters)
-            again = [nf4_mma.launch_group(x, sets[0], [None] * len(ns), counters) for _ in range(10)]
-            yb = nf4_mma.launch_group(x, sets[0], bias, counters)
-            row[schedule] = {"rel_vs_fp32": rel(y, fp32), "equal_to_rounded_ref": float((y == ref).float().mean()),
-                             "repeatable": all(torch.equal(a, y) for a in again),
-                             "rel_with_bias": rel(yb, fp32 + torch.cat(bias).float()),
-                             "counters_reset": int(counters.abs().sum()) == 0,
-                             "us": graph_time_us([lambda ts=ts, x=x, c=counters:
-                                                  nf4_mma.launch_group(x, ts, [None] * len(ts), c) for ts in sets])}
-        out["groups"][name] = row
-        del sets
-        log(name, json.dumps(row))
-    nf4_mma.SCHEDULE = "stream"
-    for schedule in ("stream", "tiles"):
-        try:
-            out[f"gemv_ms_per_token_{schedule}"] = 32 * (
-                out["groups"]["qkv"][schedule]["us"] + out["groups"]["gate_up"][schedule]["us"]
-                + out["shapes"]["4096x4096"][f"us_{schedule}"] + out["shapes"]["4096x14336"][f"us_{schedule}"]) / 1e3
-        except KeyError:
-            pass
-    log({a: b for a, b in out.items() if a.startswith("gemv_ms")})
-    return out
-
-
 SWEEP = ("pfall", "lb3", "cbimm_lb3")  # variants timed over every launch shape too
 
 
@@ -439,8 +339,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--only", default="", help="comma-separated variants (base is always timed)")
     ap.add_argument("--no-rates", action="store_true")
-    ap.add_argument("--stream", action="store_true", help="only the stream schedule's check and timing")
-    ap.add_argument("--pdl", action="store_true", help="GEMV chains in a CUDA graph with and without PDL first")
     ap.add_argument("--timeline", action="store_true", help="per-warp timestamps of one launch a shape first")
     args = ap.parse_args(argv)
     only = tuple(filter(None, args.only.split(",")))
@@ -448,10 +346,6 @@ def main(argv=None) -> int:
                "date": time.strftime("%Y-%m-%d %H:%M"), "device": torch.cuda.get_device_name(0),
                "torch": torch.__version__}
     stages = ([] if args.no_rates else [("rates", rates)]) + [("variants", lambda: variants(SHAPES, only))]
-    if args.stream:
-        stages = [("stream_check", stream_check)]
-    if args.pdl:
-        stages = [("pdl_chain_q", pdl_chain), ("pdl_chain_gate", lambda: pdl_chain(8, (14336, 4096)))] + stages
     if args.timeline:
         stages = [("timeline_gate", timeline), ("timeline_gate_w2", lambda: timeline((14336, 4096), 2)),
                   ("timeline_gate_w1", lambda: timeline((14336, 4096), 1)),

@@ -12,7 +12,6 @@
 """
 
 import collections
-import ctypes
 import glob
 import os
 import re
@@ -381,7 +380,7 @@ ALU = ("PRMT", "LOP3", "SHF", "IADD3", "LEA", "ISETP", "VIADD", "SEL", "BFE", "B
 
 def _compiled(arch: str) -> tuple[bytes, str]:
     cubin, log = mma.compile_cubin(arch, _nvrtc(), ("--ptxas-options=-v",))
-    for name in (*mma.KERNELS.values(), *mma.GROUP_KERNELS.values(), *mma.STREAM_KERNELS.values()):
+    for name in (*mma.KERNELS.values(), *mma.GROUP_KERNELS.values()):
         props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in props and "0 bytes stack frame" in props, props
         assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 128  # 16 warps per SM
@@ -424,57 +423,11 @@ def test_the_emulation_mirrors_the_source():
         assert line in mma.SOURCE, line
 
 
-def test_launch_config_matches_cuda_h_layout():
-    """cuLaunchKernelEx reads these structs by offset (cuda.h, CUDA 12+): CUlaunchAttribute is the
-    id, 4 bytes of padding and a 64-byte value union; CUlaunchConfig holds grid, block, shared
-    memory, the stream, the attribute pointer and their count."""
-    attr, config = mma._LaunchAttribute, mma._LaunchConfig
-    assert ctypes.sizeof(attr) == 72 and attr.value.offset == 8
-    assert [getattr(config, f).offset for f in ("grid", "block", "shared", "stream", "attrs", "count")] == \
-        [0, 12, 24, 32, 40, 48]
-    assert ctypes.sizeof(config) == 56
+def test_the_variant_benchmark_still_patches_the_source():
+    """tests/benchmarks/nf4_mma_variants.py times patched copies of SOURCE: each patch must still
+    find its lines (a change to SOURCE that breaks one shows here, not on the next GPU run)."""
+    from tests.benchmarks import nf4_mma_variants as variants
 
-
-def _stream_walk(tiles: int, steps: int, total_warps: int):
-    """The stream kernel's loop, unit by unit, in Python: per tile the (warp, slot, units) of each
-    partial it leaves, and the tiles one warp stores whole."""
-    partials, whole = collections.defaultdict(list), []
-    for w, (u, end) in enumerate(mma.stream_runs(tiles, steps, total_warps)):
-        which, seg = 0, []
-        while u < end:
-            seg.append(u)
-            tile, st = divmod(u, steps)
-            if u + 1 == end or st + 1 == steps:  # the kernel's finish()
-                if seg[0] % steps == 0 and st == steps - 1:
-                    whole.append(tile)
-                else:
-                    partials[tile].append((w, which, tuple(seg)))
-                seg, which = [], 1
-            u += 1
-    return partials, whole
-
-
-@pytest.mark.parametrize("tiles,steps,total_warps", [(896, 16, 2112), (1792, 16, 2112), (256, 56, 2112),
-                                                     (64, 16, 1024), (384, 16, 2112), (3, 16, 5), (7, 3, 4)])
-def test_stream_schedule_covers_every_unit_once_and_the_reducer_finds_each_partial(tiles, steps, total_warps):
-    """The stream kernel's work split: every (tile, super-tile) unit in exactly one run; a tile is
-    stored whole by one warp or left as partials that the last warp to arrive finds by owner() and
-    the slot rule of finish() (slot 1 only for the first warp when its run began in an earlier tile),
-    each slot written once. The launch keeps total_warps <= units (no empty runs)."""
-    units = tiles * steps
-    runs = mma.stream_runs(tiles, steps, total_warps)
-    assert runs[0][0] == 0 and runs[-1][1] == units and all(a[1] == b[0] for a, b in zip(runs, runs[1:]))
-    for u in range(units):
-        start, end = runs[mma.stream_owner(u, units, total_warps)]
-        assert start <= u < end
-    partials, whole = _stream_walk(tiles, steps, total_warps)
-    assert sorted(whole + list(partials)) == list(range(tiles))
-    written = [(w, which) for segs in partials.values() for w, which, _ in segs]
-    assert len(written) == len(set(written))  # no slot written twice
-    for tile, segs in partials.items():
-        first = mma.stream_owner(tile * steps, units, total_warps)
-        last = mma.stream_owner(tile * steps + steps - 1, units, total_warps)
-        read = [(v, 1 if v == first and runs[v][0] != tile * steps else 0) for v in range(first, last + 1)]
-        assert read == [(w, which) for w, which, _ in segs]  # in warp order, the slots written
-        assert sorted(u for _, _, seg in segs for u in seg) == list(range(tile * steps, (tile + 1) * steps))
-        assert len(segs) == last - first + 1 >= 2
+    for name, (patches, _) in variants.VARIANTS.items():
+        assert not patches or variants.patched(patches) != mma.SOURCE, name
+    assert variants.patched(variants._TIMELINE).count("clock64()") == 3

@@ -59,6 +59,23 @@ instruction mix in the loop) was slower in every shape and launch shape, the dee
 (gate/up 22.0 µs → 24.8 / 28.2 / 29.1): the loop is bound by issuing its integer instructions (the
 `prmt` lookups, ~2.1 a weight), not by memory latency, so it was taken out again.
 
+Where the time goes (H200, 2026-12-03, tests/benchmarks/nf4_mma_variants.py, results/
+nf4_mma_variants_h200.json). Instruction rates measured there, per clock per SM: PRMT, LOP3, IADD3
+58-59, F2FP 59-61, FMUL 108-111, IMAD.HI 29. Per-warp timestamps of one gate/up launch (14336 x 4096,
+4 warps a block, 4 super-tiles a warp): a later super-tile takes ~2,700 cycles a warp at 16 warps an
+SM, 22.6 weights a clock an SM, the integer pipe's bound (~23 at 322 ALU instructions per 128
+weights); alone on an SM a warp still takes ~2,100 (the loop is a dependency chain, ~4 cycles an
+instruction), so throughput needs the 16 warps. The first super-tile takes ~7,000 cycles (its load
+exposed, every warp loading at once), and the 896 blocks run as ~2 uneven waves (SMs with 28 warps
+end at 20.7 µs, with 24 at 18.2): 21 µs where the loop alone needs ~10. Tried and measured slower or
+no better (each a patch of SOURCE in the benchmark, or commit 577f8e3): L2 prefetch of a warp's whole
+run, L2::256B loads, two accumulators, 24 or 32 warps an SM (80 / 64 registers), the codebook as
+immediates, launch shapes 1-8 warps x split; a stream-K schedule (one wave, equal runs of units
+across tiles, partials merged by the last warp): 28.5 µs against 21.5 for gate/up, 8B step 4.64
+against 3.78 ms; programmatic dependent launch: no gain (a chain of GEMVs 15.3 against 15.1 µs a
+link). Removing the lookups entirely (wrong results, a diagnostic) leaves 17.7 µs: the lookup is not
+the only cost, and what remains is latency the warps cannot cover.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
@@ -80,7 +97,6 @@ ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
 SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
 WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
 KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
-STREAM_KERNELS = {True: "nf4_mma_stream_nested", False: "nf4_mma_stream_plain"}
 GROUP_KERNELS = {True: "nf4_mma_group_nested", False: "nf4_mma_group_plain"}
 GROUP_MAX = 3  # layers one group launch takes (q, k, v)
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
@@ -120,19 +136,6 @@ __device__ __forceinline__ u16 bf16(float v) {
     u16 d;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(d) : "f"(v));
     return d;
-}
-// Programmatic dependent launch (sm_90+; launch_pdl): a block may start while the kernel before it
-// finishes. It loads its first weights (never written by a kernel) before waiting for that kernel's
-// writes (x), and lets the next kernel start once its own loop is done. Without PDL both are no-ops.
-__device__ __forceinline__ void wait_inputs() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void release_dependents() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 }
 __device__ __forceinline__ float ld_cg(const float* p) {  // L2, not a stale L1 line
     float v;
@@ -268,13 +271,11 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
-    wait_inputs();  // x, and y / part / counters of the launch before, from here on
     for (int i = 0; i < iters; ++i) {
         if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
         step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
         cur = nxt;
     }
-    release_dependents();
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
     if (warp != 0) return;
@@ -342,141 +343,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_A
                  bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
                  bias_kind, m16, m1, pick);
 }
-
-// Stream-K schedule (the launch is one wave: total_warps warps, 16 an SM at 128 registers). The
-// (row tile, super-tile) units of all layers, tile-major, are cut into total_warps equal runs; warp w
-// walks units [w U / T, (w + 1) U / T) with its loads one unit ahead, across tile boundaries. A tile
-// one warp covers whole is stored directly; a tile split between warps leaves a partial per warp
-// (part[(w * 2 + which) * 16 + row], which = 1 for the tail of a run that started in an earlier
-// tile) and the last of its warps to arrive (counters[tile]) adds them in warp order and stores.
-// total_warps <= units: no run is empty, so every warp from owner(first unit) to owner(last) arrives.
-// Why: with a warp per (tile, K slice), each warp's first load is exposed (~7,000 cycles against
-// ~2,700 for a later super-tile at 16 warps an SM, H200) and the tiles run in ~2 uneven waves.
-__device__ __forceinline__ long long run_start(long long w, long long units, long long total_warps) {
-    return w * units / total_warps;
-}
-__device__ __forceinline__ long long owner(long long u, long long units, long long total_warps) {
-    return ((u + 1) * total_warps - 1) / units;  // the warp whose run holds unit u
-}
-
-__device__ __forceinline__ Rows rows_of(const uint4* w, const void* absmax, int n, int local, int k, int g, int c) {
-    const int ra = min(local * 16 + g, n - 1), rb = min(local * 16 + g + 8, n - 1);
-    Rows r;
-    r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
-    r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;
-    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)absmax + r.bb;
-    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)absmax + r.bb;
-    return r;
-}
-
-__device__ __forceinline__ float bias_at(const void* bias, int row, int bias_kind) {
-    if (bias_kind == 1) return __uint_as_float((u32)((const u16*)bias)[row] << 16);
-    if (bias_kind == 2) return ((const float*)bias)[row];
-    return 0.f;
-}
-
-// The end of warp w's segment [seg_start, last] of tile `tile` (rows local*16.. of a layer of n rows
-// whose outputs start at y + first_row). d0, d2: its sums of rows g and g + 8 (lanes c == 0).
-// which: 0 for the first segment of the warp's run, 1 for its last (the slot of its partial).
-__device__ __noinline__ void finish(float d0, float d2, int n, int first_row, const void* bias, int local, int tile,
-                                    int seg_start, int last, int steps, int which, long long w, long long units,
-                                    long long total_warps, float* part, int* counters, u16* y, int bias_kind) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    if (seg_start == 0 && last == steps - 1) {  // the whole tile: store
-        if (c == 0) {
-            const int r0 = local * 16 + g, r1 = r0 + 8;
-            if (r0 < n) y[first_row + r0] = bf16(d0 + bias_at(bias, r0, bias_kind));
-            if (r1 < n) y[first_row + r1] = bf16(d2 + bias_at(bias, r1, bias_kind));
-        }
-        return;
-    }
-    float* slot = part + (w * 2 + which) * 16;
-    if (c == 0) { slot[g] = d0; slot[g + 8] = d2; }
-    __threadfence();
-    __syncwarp();
-    const long long u_first = (long long)tile * steps;
-    const long long w_first = owner(u_first, units, total_warps);
-    const long long w_last = owner(u_first + steps - 1, units, total_warps);
-    int arrived = 0;
-    if (lane == 0) arrived = atomicAdd(counters + tile, 1) == (int)(w_last - w_first);
-    arrived = __shfl_sync(0xffffffffu, arrived, 0);
-    if (!arrived) return;
-    __threadfence();
-    if (lane < 16) {
-        float total = 0.f;
-        for (long long v = w_first; v <= w_last; ++v) {  // in warp order: the same sum at every call
-            const int sl = (v == w_first && run_start(v, units, total_warps) != u_first) ? 1 : 0;
-            total += ld_cg(part + (v * 2 + sl) * 16 + lane);
-        }
-        const int row = local * 16 + lane;
-        if (row < n) y[first_row + row] = bf16(total + bias_at(bias, row, bias_kind));
-    }
-    if (lane == 0) counters[tile] = 0;  // ready for the next call (and CUDA graph replay)
-}
-
-#define STREAM_LAYER(i) const uint4* w##i, const void* absmax##i, const float* absmax2_##i, const float* code2_##i, \
-    const float* offset##i, const void* bias##i, int n##i, int first_tile##i, int first_row##i
-#define STREAM_ARGS const uint4* x, STREAM_LAYER(0), STREAM_LAYER(1), STREAM_LAYER(2), const float* code, float* part, \
-    int* counters, u16* y, int k, int tiles, int total_warps, int bias_kind, u32 m16, u32 m1, u32 pick
-#define LAYER(t) ((t) < first_tile1 ? 0 : (t) < first_tile2 ? 1 : 2)
-#define PICK3(name, s) ((s) == 0 ? name##0 : (s) == 1 ? name##1 : name##2)
-
-template <bool NESTED>
-__device__ __forceinline__ void stream(STREAM_ARGS) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const long long w = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int steps = k / 256;
-    const long long units = (long long)tiles * steps;
-    long long u = run_start(w, units, total_warps);
-    const long long u_end = run_start(w + 1, units, total_warps);
-    if (w >= total_warps || u >= u_end) return;
-    const Consts kc{m16, m1, pick};
-    float cb[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
-    int tile = (int)(u / steps), st = (int)(u % steps);
-    int sl = LAYER(tile), sc = sl;  // the layer of the loads (one unit ahead) and of the computation
-    Rows r = rows_of(PICK3(w, sl), PICK3(absmax, sl), PICK3(n, sl), tile - PICK3(first_tile, sl), k, g, c);
-    const float* a2 = PICK3(absmax2_, sl);
-    Loads cur = load<NESTED>(r, a2, st), nxt;
-    wait_inputs();  // x, and y / part / counters of the launch before, from here on
-    const float* c2 = PICK3(code2_, sc);
-    float off = NESTED ? __ldg(PICK3(offset, sc)) : 0.f;
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
-    int seg_start = st, which = 0;
-    for (;;) {
-        const bool more = u + 1 < u_end;
-        const bool wrap = st + 1 == steps;
-        const int tile_n = wrap ? tile + 1 : tile, st_n = wrap ? 0 : st + 1;
-        if (more) {
-            if (wrap) {
-                sl = LAYER(tile_n);
-                r = rows_of(PICK3(w, sl), PICK3(absmax, sl), PICK3(n, sl), tile_n - PICK3(first_tile, sl), k, g, c);
-                a2 = PICK3(absmax2_, sl);
-            }
-            nxt = load<NESTED>(r, a2, st_n);
-        }
-        step<NESTED>(d, cur, x + 32 * st + 8 * c, c2, off, cb, kc);
-        if (!more || wrap) {
-            finish(d[0], d[2], PICK3(n, sc), PICK3(first_row, sc), PICK3(bias, sc), tile - PICK3(first_tile, sc), tile,
-                   seg_start, st, steps, which, w, units, total_warps, part, counters, y, bias_kind);
-            if (!more) break;
-            d[0] = d[1] = d[2] = d[3] = 0.f;
-            seg_start = 0;
-            which = 1;
-            sc = sl;
-            c2 = PICK3(code2_, sc);
-            off = NESTED ? __ldg(PICK3(offset, sc)) : 0.f;
-        }
-        ++u; tile = tile_n; st = st_n; cur = nxt;
-    }
-    release_dependents();
-}
-#define STREAM_PASS x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, first_tile0, first_row0, w1, absmax1, \
-    absmax2_1, code2_1, offset1, bias1, n1, first_tile1, first_row1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, \
-    n2, first_tile2, first_row2, code, part, counters, y, k, tiles, total_warps, bias_kind, m16, m1, pick
-extern "C" __global__ void __launch_bounds__(128, 4) nf4_mma_stream_nested(STREAM_ARGS) { stream<true>(STREAM_PASS); }
-extern "C" __global__ void __launch_bounds__(128, 4) nf4_mma_stream_plain(STREAM_ARGS) { stream<false>(STREAM_PASS); }
 """
 
 
@@ -554,10 +420,9 @@ def _kernels(device_index: int) -> dict:
     major, minor = torch.cuda.get_device_capability(device_index)
     cubin, _ = compile_cubin(f"{major}{minor}")
     with torch.cuda.device(device_index):
-        loaded = _cuda_load_module(cubin, [*KERNELS.values(), *GROUP_KERNELS.values(), *STREAM_KERNELS.values()])
+        loaded = _cuda_load_module(cubin, [*KERNELS.values(), *GROUP_KERNELS.values()])
     return {nested: loaded[name] for nested, name in KERNELS.items()} | {
-        ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()} | {
-        ("stream", nested): loaded[name] for nested, name in STREAM_KERNELS.items()}
+        ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()}
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -609,96 +474,6 @@ def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tup
     return warps, parts // warps
 
 
-PDL = os.environ.get("HEADROOM_NF4_PDL", "0") == "1"
-"""Launch with programmatic dependent launch on sm_90+ (env HEADROOM_NF4_PDL=1). Off: no gain measured
-(H200, 2026-12-03: a 16-layer GEMV chain 15.3 vs 15.1 µs a link; the 8B step 3.85 ms, and 3.71 with
-Inductor's PDL too, against 3.78 without either)."""
-_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
-
-
-class _LaunchAttribute(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
-
-
-class _LaunchConfig(ctypes.Structure):
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("count", ctypes.c_uint)]
-
-
-@cache
-def _pdl_device(index: int) -> bool:
-    """Hopper or newer, and a driver with cuLaunchKernelEx (CUDA 12.0+)."""
-    from torch.cuda._utils import _get_gpu_runtime_library
-
-    return torch.cuda.get_device_capability(index)[0] >= 9 and hasattr(_get_gpu_runtime_library(), "cuLaunchKernelEx")
-
-
-def _call(kernel, grid: tuple, block: tuple, args: list) -> None:
-    """kernel(grid, block, args) on the current stream; with PDL on an sm_90+ device through
-    cuLaunchKernelEx and the programmatic-stream-serialization attribute (captured into CUDA graphs
-    as a programmatic edge), else torch's plain cuLaunchKernel. args: tensors (as pointers) and ints."""
-    if not (PDL and _pdl_device(torch.cuda.current_device())):
-        kernel(grid=grid, block=block, args=args)
-        return
-    from torch.cuda._utils import _check_cuda, _get_gpu_runtime_library
-
-    lib = _get_gpu_runtime_library()
-    keep = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor) else ctypes.c_int(a) for a in args]
-    params = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in keep])
-    attr = _LaunchAttribute(id=_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
-    config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), 0,
-                           ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), ctypes.pointer(attr), 1)
-    _check_cuda(lib.cuLaunchKernelEx(ctypes.byref(config), kernel.func, params, None))
-
-
-SCHEDULE = os.environ.get("HEADROOM_NF4_SCHEDULE", "tiles")
-"""How a launch spreads the work: "tiles" (a warp per row tile and K slice, `choose_launch`) or
-"stream" (one wave, equal runs of super-tiles a warp, `stream_runs`; env HEADROOM_NF4_SCHEDULE).
-Read at each call. "stream" was slower on the H200 (2026-12-03): 13.6 / 9.1 / 28.5 / 29.1 µs against
-8.3 / 5.5 / 21.5 / 22.0 for q/o, k/v, gate/up, down; the 8B step 4.64 against 3.78 ms."""
-STREAM_WARPS_PER_SM = 16  # four blocks of four warps at <= 128 registers (__launch_bounds__(128, 4))
-STREAM_BLOCK_WARPS = 4
-
-
-def stream_runs(tiles: int, steps: int, total_warps: int) -> list[tuple[int, int]]:
-    """[start, end) units of each warp's run under the stream schedule, as the kernel cuts them
-    (run_start: w * U // T), U = tiles * steps units, tile-major."""
-    units = tiles * steps
-    return [(w * units // total_warps, (w + 1) * units // total_warps) for w in range(total_warps)]
-
-
-def stream_owner(u: int, units: int, total_warps: int) -> int:
-    """The warp whose run holds unit u (the kernel's owner())."""
-    return ((u + 1) * total_warps - 1) // units
-
-
-def _stream_warps(units: int, device_index: int) -> int:
-    return min(units, torch.cuda.get_device_properties(device_index).multi_processor_count * STREAM_WARPS_PER_SM)
-
-
-def _launch_stream(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list, kind: int, counters: torch.Tensor,
-                   y: torch.Tensor) -> None:
-    """The stream kernel over 1-3 layers of one input (their tiles stacked, outputs one after another)."""
-    k, nested = tensors[0].k, tensors[0].nested
-    steps = k // SUPER_TILE
-    segments, first_tile, first_row = [], 0, 0
-    for i in range(GROUP_MAX):
-        real = i < len(tensors)
-        t = tensors[i] if real else tensors[0]
-        b = biases[i] if real and biases[i] is not None else y
-        n = t.n if real else 0
-        segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, n, first_tile, first_row]
-        first_tile += -(-n // ROWS_PER_WARP)
-        first_row += n
-    tiles = first_tile
-    index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    total_warps = _stream_warps(tiles * steps, index)
-    part = torch.empty(total_warps * 2 * ROWS_PER_WARP, dtype=torch.float32, device=x.device)
-    blocks = -(-total_warps // STREAM_BLOCK_WARPS)
-    _call(_kernels(index)[("stream", nested)], (blocks, 1, 1), (32 * STREAM_BLOCK_WARPS, 1, 1),
-          [x, *segments, tensors[0].code, part, counters, y, k, tiles, total_warps, kind, *OPAQUE])
-
-
 def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, warps: int = 0,
            split_k: int = 0) -> torch.Tensor:
     """y (N,) bf16 = W x (+ bias) for x (K,) bf16 on the tensor cores; warps/split_k 0: choose_launch.
@@ -723,14 +498,11 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
         kind = BIAS_BF16 if bias.dtype == torch.bfloat16 else BIAS_FP32
         bias = bias.contiguous() if kind == BIAS_BF16 else bias.float().contiguous()
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
-    if SCHEDULE == "stream":
-        _launch_stream(x, [t], [bias], kind, t.counters, y)
-        return y
     part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
-    _call(kernel, (-(-t.n // ROWS_PER_WARP), split_k, 1), (32 * warps, 1, 1),
-          [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
-           part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
+    kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
+           args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
+                 part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
     return y
 
 
@@ -767,9 +539,6 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
         kind = BIAS_BF16 if all(b.dtype == torch.bfloat16 for b in biases) else BIAS_FP32
         biases = [b.contiguous() if kind == BIAS_BF16 else b.float().contiguous() for b in biases]
     y = torch.empty(n_total, dtype=torch.bfloat16, device=x.device)
-    if SCHEDULE == "stream":
-        _launch_stream(x, tensors, list(biases), kind, counters, y)
-        return y
     part = torch.empty(split_k * n_total if split_k > 1 else 1, dtype=torch.float32, device=x.device)
     segments = []
     for i in range(GROUP_MAX):  # a missing third layer: the first one's tensors with no rows
@@ -777,6 +546,6 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
         b = biases[i] if i < len(tensors) and biases[i] is not None else y
         segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[("group", nested)]
-    _call(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
-          [x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE])
+    kernel(grid=(tiles, split_k, 1), block=(32 * warps, 1, 1),
+           args=[x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE])
     return y
