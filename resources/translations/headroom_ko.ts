@@ -2268,6 +2268,10 @@ tokens counted by {4}: {5}</source>
         <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
     </message>
     <message>
+        <source>Shorten it by {0} tokens.</source>
+        <translation>메시지를 {0} 토큰 줄이세요.</translation>
+    </message>
+    <message>
         <source>Shorten it by {0} tokens or lower max new tokens.</source>
         <translation>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
     </message>

@@ -1,7 +1,14 @@
 """A refused turn said from its numbers (app/chat/refusal_text.py): the same facts as the
 engine's English reason, one line for the transcript, and the remedies as button labels."""
 
-from app.chat.refusal_text import lowered_max_new_tokens, other_remedies, refusal_line, refusal_reason, remedy_labels
+from app.chat.refusal_text import (
+    lowered_max_new_tokens,
+    other_remedies,
+    refusal_advice,
+    refusal_line,
+    refusal_reason,
+    remedy_labels,
+)
 from app.core.history import TokenBudget, WindowResult
 from app.engine.events import window_refusal
 from app.engine.memory.admission import AdmissionDecision, admit_turn
@@ -64,6 +71,15 @@ def test_a_message_too_long_says_how_much_to_shorten():
     assert line == ("This turn was not started. The new message needs 900 tokens, but a 1,024-token context minus "
                     "max new tokens (256) and the summary reserve (64) leaves 704. "
                     f"Shorten it by {window.over_by:,} tokens or lower max new tokens.")
+
+
+def test_a_message_longer_than_the_whole_context_is_not_told_to_lower_max_new_tokens():
+    """1,852 tokens over with 512 new tokens: even none would not make room, so only shortening helps."""
+    budget = TokenBudget.for_model(8192, 8192, 512, 512)  # the trial's numbers: it "leaves 7,168"
+    window = WindowResult(False, (), (), (), 9020, budget.prompt_tokens, 0, budget)
+    decision = window_refusal(window, 512)
+    assert decision.facts["shorten_by"] == 9020 - (8192 - 512 - 512) == 1852
+    assert refusal_advice(decision) == "Shorten it by 1,852 tokens."
 
 
 def test_a_decision_without_a_kind_keeps_its_english_reason():
