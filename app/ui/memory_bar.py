@@ -56,7 +56,9 @@ def _fills(key: str, colours: PanelColours) -> tuple[QBrush, ...]:
     cache_key = (key, colours)
     if cache_key not in _FILL_CACHE:
         fill = colours.pair(term_pair(key))
-        if key == "free":
+        if key == "margin":  # the safety margin: the error colour, cross-hatched
+            brushes = (QBrush(QColor(colours.error), Qt.BrushStyle.DiagCrossPattern),)
+        elif key == "free":
             brushes = (QBrush(fill),)
         elif term_projected(key) or key == "cached":
             under = blend(QColor(colours.background), fill, 0.12 if key == "cached" else 0.3)
@@ -298,7 +300,7 @@ class MemoryBar(QWidget):
         self._segment(painter, x(0), x(used), y, "in_use", self.tr("in use {0}").format(format_bytes(used)))
         margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, _ROW_H)
         margin_rect.setRight(x(bd.total))
-        painter.fillRect(margin_rect, QBrush(QColor(colours.error), Qt.BrushStyle.DiagCrossPattern))
+        _paint_fill(painter, margin_rect, "margin", colours)
         self._hit_list.append((margin_rect, "margin"))
         if not bd.has_projection:
             painter.setPen(QColor(colours.muted))

@@ -104,6 +104,14 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
                                       "is not free, dolly #79)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "Memory the OS can hand out without swapping, bytes "
                                       "(psutil.virtual_memory().available).")),
+    ("margin", QT_TRANSLATE_NOOP("MemoryTerms", "Safety margin (kept free)"),
+     QT_TRANSLATE_NOOP("MemoryTerms", "Safety margin (kept free)"), "", False,
+     QT_TRANSLATE_NOOP("MemoryTerms", "Memory a turn must leave free at its peak, bytes: the larger of 256 MiB "
+                                      "and 2 % of the device (admission.safety_margin); the cross-hatched "
+                                      "end of the Peak row."),
+     QT_TRANSLATE_NOOP("MemoryTerms", "Memory a turn must leave free at its peak, bytes: the larger of 256 MiB "
+                                      "and 2 % of system memory (admission.safety_margin); the cross-hatched "
+                                      "end of the Peak row.")),
 )
 TERM_KEYS = tuple(term[0] for term in TERMS)
 

@@ -247,6 +247,7 @@ class VramPanel(QDockWidget):
             "other": self.tr("unknown") if bd.other_processes is None else format_bytes(bd.other_processes),
             "context": format_bytes(bd.context_overhead),
             "free": format_bytes(bd.free),
+            "margin": format_bytes(bd.margin),
         }
 
     def _summary_text(self, bd: MemoryBreakdown) -> str:

@@ -1287,6 +1287,18 @@ Your chats are saved here.</source>
         <source>Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available).</source>
         <translation>운영체제가 스왑 없이 내줄 수 있는 메모리, 바이트 (psutil.virtual_memory().available).</translation>
     </message>
+    <message>
+        <source>Safety margin (kept free)</source>
+        <translation>안전 여유 (비워 둠)</translation>
+    </message>
+    <message>
+        <source>Memory a turn must leave free at its peak, bytes: the larger of 256 MiB and 2 % of the device (admission.safety_margin); the cross-hatched end of the Peak row.</source>
+        <translation>한 턴이 최대 사용 시점에도 비워 두어야 하는 메모리, 바이트: 256 MiB와 장치의 2 % 중 큰 값 (admission.safety_margin); ‘최대’ 행 끝의 격자 빗금 부분.</translation>
+    </message>
+    <message>
+        <source>Memory a turn must leave free at its peak, bytes: the larger of 256 MiB and 2 % of system memory (admission.safety_margin); the cross-hatched end of the Peak row.</source>
+        <translation>한 턴이 최대 사용 시점에도 비워 두어야 하는 메모리, 바이트: 256 MiB와 시스템 메모리의 2 % 중 큰 값 (admission.safety_margin); ‘최대’ 행 끝의 격자 빗금 부분.</translation>
+    </message>
 </context>
 <context>
     <name>MemoryTimeline</name>

@@ -137,6 +137,9 @@ def test_bars_and_labels_reflect_the_numbers(panel):
     assert "fragmentation / cached (reserved − allocated)" in panel.legend.name_text("cached").lower()
     assert peak_line.startswith(f"Projected peak {format_bytes(projection.peak)} ± ")
     assert needs_line == (f"needs {format_bytes(bd.needed)} of 4.40 GiB free (margin 256 MiB)")
+    # the Peak row's cross-hatched end has its own legend row (trial 12: a red block with no entry)
+    assert panel.legend.name_text("margin") == "Safety margin (kept free)"
+    assert panel.legend.value_text("margin") == "256 MiB"
     assert panel.windowTitle() == "VRAM" and "RSS" not in panel.device_label.text()
 
 
@@ -166,6 +169,8 @@ def test_cpu_labels_say_rss_and_system_memory(panel):
     assert panel.legend.row_visible("other") and "psutil" in panel.legend.tooltip_text("other")
     assert panel.readout.lines()[0].startswith("RSS 3.00 GiB")
     assert panel.legend.value_text("kv_now") == "1.00 GiB"
+    assert panel.legend.row_visible("margin") and panel.legend.value_text("margin") == format_bytes(
+        panel.breakdown.margin)
     panel.show_sample(CpuProbe().sample())  # the real probe of this machine draws too
     assert panel.breakdown.kind == "cpu" and panel.breakdown.total > 0
 
