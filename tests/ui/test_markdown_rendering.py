@@ -273,3 +273,21 @@ def test_an_empty_code_block_widget_is_one_line_tall(qtbot):
     block.set_code("", "", TextColours.from_palette(block.palette()))
     line = block.text_view.fontMetrics().lineSpacing()
     assert block.text_view.height() < 2 * line + 2 * 6 + 4  # one line and the document margins
+
+
+def test_the_code_scroll_bar_is_the_thin_styled_one(qtbot):
+    """A scroll area with a stylesheet background draws Qt's fallback bar (a black handle, arrow
+    buttons: trial 12); the app's stylesheet gives the code its own thin bar."""
+    from app.ui.application import load_stylesheet
+
+    chat = ChatView()
+    qtbot.addWidget(chat)
+    chat.setStyleSheet(load_stylesheet())
+    chat.resize(460, 300)
+    chat.show()
+    bubble = chat.add_message(Role.ASSISTANT, "```python\n" + "x = 1; " * 40 + "\n```")
+    QApplication.processEvents()
+    qtbot.wait(20)
+    bar = bubble._body.code_blocks()[0].text_view.horizontalScrollBar()
+    assert bar.isVisible() and bar.maximum() > 0
+    assert bar.height() == 8
