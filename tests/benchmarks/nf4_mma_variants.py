@@ -1,32 +1,33 @@
-"""Where the NF4 mma GEMV's time goes (issue 15): instruction rates and variants of the kernel.
+"""Where the NF4 mma GEMV's time goes (issue 15): instruction rates, variants of the kernel, timelines.
 
-The CUDA mma kernel (app/engine/local/nf4_mma.py) runs at ~45 % of what its integer-pipe count
-allows (~25 weights a clock an SM at 2.5 ALU instructions a weight and 64 ALU lanes; measured
-~11.5 on gate/up). This run tells which limit is real:
+The CUDA mma kernel (app/engine/local/nf4_mma.py) ran gate/up at ~11.5 weights a clock an SM where
+its integer-pipe count allows ~23. These stages tell why (the answer, measured on the H200 on
+2026-12-03, is in nf4_mma.py's docstring: the loop runs at that bound, the launch loses half its
+time to exposed first loads and uneven waves):
 
 1. ``rates``: throughput of the loop's instruction classes on this GPU (PRMT, LOP3, IADD3, IMAD.HI,
    FMUL, F2FP bf16x2), each as 8 independent chains per thread at 64 warps per SM, in thread
    instructions per clock per SM (the SM clock read in the kernel: clock64 against globaltimer).
-2. ``variants``: the kernel's source patched, compiled (registers), and timed per Llama-3-8B shape
-   inside a CUDA graph over rotating weight copies (as tests/benchmarks/nf4_gemv.py): candidates that
-   keep the result (``acc2``: two accumulator chains; ``lb1``: one block per SM's register bound)
-   and diagnostics that break it on
-   purpose to remove one cost (``diag_*``: no weight loads, no lookups, no mma, and PRMT swapped
-   for LOP3 in the pick or the interleave).
-
+2. ``variants``: the kernel's SOURCE patched (VARIANTS), compiled (registers, spills) and timed per
+   Llama-3-8B shape inside a CUDA graph over rotating weight copies (as tests/benchmarks/nf4_gemv.py):
+   candidates that keep the result (two accumulator chains, 8 / 24 / 32 warps an SM, the codebook
+   as immediates, L2 prefetch, L2::256B loads; some over every launch shape, SWEEP) and diagnostics
+   that break it on purpose to remove one cost (``diag_*``: no weight loads, no lookups, no mma,
+   no code2 lookup, PRMT swapped for LOP3 in the pick or the interleave).
 3. ``--ptiles``: a persistent-tiles kernel (PTILES_SOURCE; one wave, each block's next row tile
    loaded under its current one's last super-tile) against the shipped kernel. Written 2026-12-03
-   after the budget ran out: compiled (no spills), not yet run on a GPU.
+   after the device budget ran out: compiled (no spills), not yet run on a GPU.
 4. ``--timeline``: per-warp timestamps (clock64, globaltimer, SM) of one launch per shape and launch
    shape: how long the first super-tile takes (its load exposed) against the later ones, and how
    the warps fall in time on the SMs.
 
-    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT      # H200, ~1 min; nf4_mma_variants_h200.json
+    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT      # H200, ~1 min: rates and variants
     python3 -m tests.benchmarks.nf4_mma_variants --out $OUT --no-rates --timeline --only none
+    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT --no-rates --ptiles
 
-results/nf4_mma_variants_h200.json holds the six runs of 2026-12-03 (the fourth and sixth also timed
-programmatic dependent launch and a stream-K schedule, with the code of commit 577f8e3; both were
-taken out again). What they showed is in app/engine/local/nf4_mma.py's docstring.
+Each writes nf4_mma_variants_h200.json to --out. The committed results/nf4_mma_variants_h200.json
+merges the six runs of 2026-12-03 (the fourth and sixth also timed programmatic dependent launch
+and a stream-K schedule with the code of commit 577f8e3; both were taken out again).
 """
 
 import argparse
