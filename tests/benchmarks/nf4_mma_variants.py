@@ -274,16 +274,6 @@ def timeline(shape=(14336, 4096), warps=4) -> dict:
 # its first super-tile of the block's next tile, so only the block's first load is exposed.
 # No bias, no split partials (a timing variant).
 PTILES_SOURCE = r"""
-__device__ __forceinline__ Rows rows_at(const uint4* w, const void* absmax, int n, int tile, int k, int g, int c) {
-    const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);
-    Rows r;
-    r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
-    r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;
-    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)absmax + r.bb;
-    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)absmax + r.bb;
-    return r;
-}
-
 template <bool NESTED>
 __device__ __forceinline__ void ptiles(const uint4* __restrict__ x, const uint4* __restrict__ w,
                                        const void* __restrict__ absmax, const float* __restrict__ absmax2,

@@ -204,6 +204,16 @@ struct Rows {
     const uint4* wa; const uint4* wb; const u8* qa; const u8* qb; const float* fa; const float* fb; int ba, bb;
 };
 
+__device__ __forceinline__ Rows rows_at(const uint4* w, const void* absmax, int n, int tile, int k, int g, int c) {
+    const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);
+    Rows r;
+    r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
+    r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;
+    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)absmax + r.bb;
+    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)absmax + r.bb;
+    return r;
+}
+
 template <bool NESTED>
 __device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ absmax2, int st) {
     Loads v;
@@ -258,12 +268,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     __shared__ float red[8][16];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int warps = blockDim.x >> 5;
-    const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);
-    Rows r;
-    r.ba = ra * (k / 64) + c; r.bb = rb * (k / 64) + c;
-    r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;
-    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)absmax + r.bb;
-    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)absmax + r.bb;
+    const Rows r = rows_at(w, absmax, n, tile, k, g, c);
     float cb[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
