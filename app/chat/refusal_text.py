@@ -54,8 +54,8 @@ def refusal_advice(decision) -> str:
     if kind == "positions":
         return translate("Refusal", "Trim older turns or lower max new tokens.")
     if kind == "message":
-        if f.get("shorten_by") and f["shorten_by"] >= f.get("max_new_tokens", 0):
-            # even no new tokens at all would not make room (trial 12: 1,852 over with 512 new tokens)
+        if f.get("shorten_by") and decision.max_new_tokens_fit is None:
+            # admission found no max new tokens that fits (trial 12: 1,852 over with 512 new tokens)
             return translate("Refusal", "Shorten it by {0} tokens.").format(_n(f["shorten_by"]))
         if f.get("shorten_by"):
             return translate("Refusal", "Shorten it by {0} tokens or lower max new tokens.").format(
