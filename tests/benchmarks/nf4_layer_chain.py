@@ -1,0 +1,328 @@
+"""The NF4 GEMVs of one decode step as the app launches them, layer after layer (issue 15).
+
+nf4_mma_variants times one shape over rotating copies; the decode step is a chain: per layer of
+Llama-3-8B q+k+v (one group launch), o, gate+up (one group launch), down, 32 layers of distinct
+weights (3.5 GB, nothing reused from L2), 128 launches in one CUDA graph. Per launch the first
+super-tile's load is exposed (~7,000 cycles against ~2,700 for a later one) and the tiles run in
+uneven waves (nf4_mma.py's docstring). Two remedies timed here, alone and together:
+
+- ``persistent``: CHAIN_SOURCE's kernel takes row tiles b, b + G, ... (G blocks, at most one wave),
+  the next tile's first super-tile loaded under the current one's last (PTILES in
+  nf4_mma_variants, here over the tiles of a whole group);
+- ``prefetch``: every launch first asks the L2 for the next launch's weights (codes and absmax
+  codes; ``cp.async.bulk.prefetch.L2``, its share per block), so that launch starts on L2 hits
+  while this one, bound by its integer pipe at ~1.4 TB/s, leaves HBM bandwidth unused. The
+  prefetch is a hint: results are unchanged.
+
+Each launch kind first picks its best launch shape in isolation (the 32 layers as rotating copies,
+as the app's install does); the chains are then timed whole, µs per layer (the median of 20
+replays). Each launch shape's outputs are compared with the first shipped shape's (relative error:
+a different split of K adds in a different order).
+
+    python3 -m tests.benchmarks.nf4_layer_chain --out $OUT      # H200, ~2 min
+
+Writes nf4_layer_chain_h200.json to --out.
+"""
+
+import argparse
+import json
+import os
+import re
+import time
+
+import torch
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.local import nf4_gemv as k
+from app.engine.local import nf4_mma
+from tests.benchmarks.nf4_gemv import graph_time_us, log, make_layer, rel
+
+CHAIN_SOURCE = r"""
+typedef unsigned long long u64;
+// L2 prefetch of up to PF_RANGES byte ranges (ptr, bytes; 16-byte aligned, multiples of 16): this block's
+// share of each, in pieces of 32 KB spread over warp 0's lanes. policy 1: evict_last, else evict_normal.
+#define PF_RANGES 6
+__device__ __forceinline__ void prefetch_share(const long long* pf, int ranges, int policy, int block, int blocks) {
+    if (threadIdx.x >= 32 || ranges == 0) return;
+    u64 pol;
+    if (policy == 1) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
+    for (int r = 0; r < ranges; ++r) {
+        const char* base = (const char*)pf[2 * r];
+        const long long bytes = pf[2 * r + 1];
+        const long long share = ((bytes + blocks - 1) / blocks + 15) / 16 * 16;
+        const long long start = share * block;
+        const long long end = min(bytes, start + share);
+        for (long long p = start + 32768LL * threadIdx.x; p < end; p += 32768LL * 32) {
+            const u32 len = (u32)min(32768LL, end - p);
+            asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;"
+                         :: "l"(base + p), "r"(len), "l"(pol) : "memory");
+        }
+    }
+}
+
+// The shipped kernels with the prefetch first (blocks counted over the whole grid).
+extern "C" __global__ void __launch_bounds__(256, 2) chain_gemv(ARGS, const long long* pf, int ranges, int policy) {
+    prefetch_share(pf, ranges, policy, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
+    gemv<true>(PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) chain_group(GROUP_ARGS, const long long* pf, int ranges,
+                                                                int policy) {
+    prefetch_share(pf, ranges, policy, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
+    group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
+                bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
+                bias_kind, m16, m1, pick);
+}
+
+// Persistent over the row tiles of up to three layers of one input (no split-K, no bias): block b
+// takes tiles b, b + G, ...; warp w of a block super-tiles [w iters, (w + 1) iters); the next tile's
+// first super-tile is loaded under this one's last. Layer i's rows land at y + n0 (+ n1).
+struct SegOf { const uint4* w; const void* absmax; const float* absmax2; const float* code2; const float* offset;
+               int n, local, first_row; };
+#define SEG_ASSIGN(sg, tile) { \
+    const int t0_ = (n0 + 15) / 16, t1_ = (n1 + 15) / 16; \
+    const int s_ = (tile) < t0_ ? 0 : (tile) < t0_ + t1_ ? 1 : 2; \
+    sg.w = s_ == 0 ? w0 : s_ == 1 ? w1 : w2; sg.absmax = s_ == 0 ? absmax0 : s_ == 1 ? absmax1 : absmax2; \
+    sg.absmax2 = s_ == 0 ? absmax2_0 : s_ == 1 ? absmax2_1 : absmax2_2; \
+    sg.code2 = s_ == 0 ? code2_0 : s_ == 1 ? code2_1 : code2_2; \
+    sg.offset = s_ == 0 ? offset0 : s_ == 1 ? offset1 : offset2; \
+    sg.n = s_ == 0 ? n0 : s_ == 1 ? n1 : n2; sg.local = (tile) - (s_ == 0 ? 0 : s_ == 1 ? t0_ : t0_ + t1_); \
+    sg.first_row = s_ == 0 ? 0 : s_ == 1 ? n0 : n0 + n1; }
+extern "C" __global__ void __launch_bounds__(256, 2) chain_persist(GROUP_ARGS, const long long* pf, int ranges,
+                                                                  int policy) {
+    prefetch_share(pf, ranges, policy, blockIdx.x, gridDim.x);
+    __shared__ float red[8][16];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const int warps = blockDim.x >> 5, st0 = warp * iters;
+    const int tiles = (n0 + 15) / 16 + (n1 + 15) / 16 + (n2 + 15) / 16;
+    const Consts kc{m16, m1, pick};
+    int tile = blockIdx.x;
+    if (tile >= tiles) return;
+    float cb[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
+    SegOf sg, sn;
+    SEG_ASSIGN(sg, tile)
+    Rows r = rows_at(sg.w, sg.absmax, sg.n, sg.local, k, g, c);
+    Loads cur = load<true>(r, sg.absmax2, st0), nxt;
+    for (;;) {
+        const int next = tile + gridDim.x;
+        const float off = __ldg(sg.offset);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int i = 0; i < iters; ++i) {
+            if (i + 1 < iters) {
+                nxt = load<true>(r, sg.absmax2, st0 + i + 1);
+            } else if (next < tiles) {  // the next tile's first super-tile, under this one's last
+                SEG_ASSIGN(sn, next)
+                r = rows_at(sn.w, sn.absmax, sn.n, sn.local, k, g, c);
+                nxt = load<true>(r, sn.absmax2, st0);
+            }
+            step<true>(d, cur, x + 32 * (st0 + i) + 8 * c, sg.code2, off, cb, kc);
+            cur = nxt;
+        }
+        if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }
+        __syncthreads();
+        if (warp == 0 && lane < 16 && sg.local * 16 + lane < sg.n) {
+            float sum = red[0][lane];
+            for (int i = 1; i < warps; ++i) sum += red[i][lane];
+            y[sg.first_row + sg.local * 16 + lane] = bf16(sum);
+        }
+        __syncthreads();
+        if (next >= tiles) break;
+        tile = next;
+        sg = sn;
+    }
+}
+"""
+
+K_IN = {"qkv": 4096, "o": 4096, "gateup": 4096, "down": 14336}
+KINDS = {"qkv": (4096, 1024, 1024), "o": (4096,), "gateup": (14336, 14336), "down": (4096,)}  # rows per layer
+LAYERS = 32
+
+
+def compile_chain():
+    from torch.cuda._utils import _cuda_load_module
+
+    major, minor = torch.cuda.get_device_capability()
+    cubin, text = nf4_mma.compile_cubin(f"{major}{minor}", options=("--ptxas-options=-v",),
+                                        source=nf4_mma.SOURCE + CHAIN_SOURCE)
+    names = ["chain_gemv", "chain_group", "chain_persist"]
+    regs = dict(zip(re.findall(r"Compiling entry function '(\w+)'", text), re.findall(r"Used (\d+) registers", text),
+                    strict=False))
+    spills = re.findall(r"(\d+) bytes spill stores", text)
+    return _cuda_load_module(cubin, names), {"registers": regs, "spill_stores": spills}
+
+
+class Chain:
+    """32 layers of distinct random NF4 weights, buffers for every launch, and launchers."""
+
+    def __init__(self, kernels):
+        self.kern = kernels
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+        self.t = [{kind: [k.tensors_of(make_layer(n, K_IN[kind], seed=1000 * li + 10 * ki + j))
+                          for j, n in enumerate(ns)] for ki, (kind, ns) in enumerate(KINDS.items())}
+                  for li in range(LAYERS)]
+        self.x = {kd: torch.randn(kd, device="cuda").to(torch.bfloat16) for kd in (4096, 14336)}
+        self.y = [{kind: torch.empty(sum(ns), dtype=torch.bfloat16, device="cuda") for kind, ns in KINDS.items()}
+                  for _ in range(LAYERS)]
+        self.counters = [{kind: torch.zeros(sum(-(-n // 16) for n in ns), dtype=torch.int32, device="cuda")
+                          for kind, ns in KINDS.items()} for _ in range(LAYERS)]
+        self.part = torch.empty(64 * 28672, dtype=torch.float32, device="cuda")
+        self.no_pf = torch.zeros(2 * 6, dtype=torch.int64, device="cuda")
+        self.code = self.t[0]["o"][0].code
+        assert all(t.nested for lay in self.t for ts in lay.values() for t in ts)
+
+    def segments(self, li: int, kind: str) -> list:
+        ts = self.t[li][kind]
+        segs = []
+        for i in range(3):
+            t = ts[i] if i < len(ts) else ts[0]
+            segs += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, self.y[li][kind], t.n if i < len(ts) else 0]
+        return segs
+
+    def prefetch_ranges(self, li: int, kind: str, rows: int | None) -> torch.Tensor:
+        """(12,) int64 device: (ptr, bytes) of the codes and absmax codes of layer li's `kind`, its first
+        ``rows`` stacked rows (None: all), for a launch before it."""
+        out, left = [], rows if rows is not None else 1 << 40
+        for t in self.t[li][kind]:
+            r = min(t.n, left)
+            left -= r
+            if r <= 0:
+                break
+            for ten, per_row in ((t.packed, t.k // 2), (t.absmax, t.k // 64)):
+                nbytes = r * per_row // 16 * 16
+                if ten.data_ptr() % 16 == 0 and nbytes:
+                    out += [ten.data_ptr(), nbytes]
+        out += [0] * (12 - len(out))
+        return torch.tensor(out[:12], dtype=torch.int64, device="cuda")
+
+    def launch(self, li: int, kind: str, plan: tuple, pf: torch.Tensor | None = None, policy: int = 0):
+        """plan: ("shipped", warps, split) or ("persist", warps, blocks)."""
+        ranges = 0 if pf is None else 6  # empty ranges (bytes 0) issue nothing
+        pf = self.no_pf if pf is None else pf
+        kd, ns = K_IN[kind], KINDS[kind]
+        steps = kd // nf4_mma.SUPER_TILE
+        mode, warps, third = plan
+        x, y = self.x[kd], self.y[li][kind]
+        if mode == "persist":
+            self.kern["chain_persist"](grid=(third, 1, 1), block=(32 * warps, 1, 1),
+                                       args=[x, *self.segments(li, kind), self.code, self.part, self.counters[li][kind],
+                                             y, kd, steps // warps, 0, *nf4_mma.OPAQUE, pf, ranges, policy])
+        elif len(ns) > 1:
+            tiles = sum(-(-n // 16) for n in ns)
+            self.kern["chain_group"](grid=(tiles, third, 1), block=(32 * warps, 1, 1),
+                                     args=[x, *self.segments(li, kind), self.code, self.part, self.counters[li][kind],
+                                           y, kd, steps // (warps * third), 0, *nf4_mma.OPAQUE, pf, ranges, policy])
+        else:
+            t = self.t[li][kind][0]
+            self.kern["chain_gemv"](grid=(-(-t.n // 16), third, 1), block=(32 * warps, 1, 1),
+                                    args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, self.part,
+                                          self.counters[li][kind], y, t.n, kd, steps // (warps * third), 0,
+                                          *nf4_mma.OPAQUE, pf, ranges, policy])
+
+    def candidates(self, kind: str) -> list[tuple]:
+        ns, kd = KINDS[kind], K_IN[kind]
+        n_total, tiles, steps = sum(ns), sum(-(-n // 16) for n in ns), kd // nf4_mma.SUPER_TILE
+        shipped = [("shipped", w, s) for w, s in nf4_mma.launch_shapes(n_total, kd)
+                   if w >= 2 and 4 * self.sms <= tiles * w * s <= 32 * self.sms]
+        persist = []
+        for w in (2, 4, 8):
+            if steps % w:
+                continue
+            resident = self.sms * 16 // w
+            rounds = -(-tiles // resident)
+            persist += sorted({("persist", w, min(tiles, resident)), ("persist", w, -(-tiles // rounds))})
+        return shipped + persist
+
+
+def isolated_us(chain: Chain, kind: str, plan: tuple) -> float:
+    return graph_time_us([lambda li=li: chain.launch(li, kind, plan) for li in range(LAYERS)])
+
+
+def chain_us(chain: Chain, plans: dict, pf_rows: str = "", policy: int = 0) -> float:
+    """µs per layer of the 32-layer chain (q+k+v, o, gate+up, down each layer) under plans; pf_rows
+    "": no prefetch, "all": each launch prefetches the next launch's weights, "round": the rows
+    the next launch's first round covers (persistent plans; all rows otherwise)."""
+    order = [(li, kind) for li in range(LAYERS) for kind in KINDS]
+    pfs = []
+    for i in range(len(order)):
+        if not pf_rows:
+            pfs.append(None)
+            continue
+        li, kind = order[(i + 1) % len(order)]
+        mode, warps, third = plans[kind]
+        rows = 16 * third if (pf_rows == "round" and mode == "persist") else None
+        pfs.append(chain.prefetch_ranges(li, kind, rows))
+    calls = [lambda li=li, kind=kind, pf=pf: chain.launch(li, kind, plans[kind], pf, policy)
+             for (li, kind), pf in zip(order, pfs, strict=True)]
+    return graph_time_us(calls) * len(KINDS)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    R: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
+               "command": "python3 -m tests.benchmarks.nf4_layer_chain --out $OUT"}
+    out_path = os.path.join(args.out, "nf4_layer_chain_h200.json")
+
+    def save():
+        os.makedirs(args.out, exist_ok=True)
+        with open(out_path, "w") as f:
+            json.dump(R, f, indent=1)
+
+    kernels, R["compile"] = compile_chain()
+    log("compile", R["compile"])
+    chain = Chain(kernels)
+    log(f"weights ready {time.perf_counter() - t0:.0f} s")
+    # the shipped kernels themselves against the chain copies with no prefetch: same bits, same time
+    R["kinds"] = {}
+    best: dict = {"shipped": {}, "persist": {}}
+    for kind in KINDS:
+        rows = {}
+        ref = None
+        for plan in chain.candidates(kind):
+            chain.launch(0, kind, plan)
+            torch.cuda.synchronize()
+            y = chain.y[0][kind].clone()
+            if plan[0] == "shipped" and ref is None:
+                ref = y
+            us = isolated_us(chain, kind, plan)
+            rows[" ".join(map(str, plan))] = {"us": us, "rel_vs_first_shipped": rel(y, ref)}
+            if us < best[plan[0]].get(kind, (None, 1e9))[1]:
+                best[plan[0]][kind] = (plan, us)
+        R["kinds"][kind] = rows
+        log(kind, {p: round(r["us"], 2) for p, r in rows.items()},
+            "max rel", max(r["rel_vs_first_shipped"] for r in rows.values()))
+        save()
+    ship = {kind: best["shipped"][kind][0] for kind in KINDS}
+    pers = {kind: best["persist"][kind][0] for kind in KINDS}
+    mixed = {kind: min(best["shipped"][kind], best["persist"][kind], key=lambda b: b[1])[0] for kind in KINDS}
+    R["plans"] = {"shipped": ship, "persist": pers, "mixed": mixed}
+    R["isolated_sum_us_per_layer"] = {name: sum(min(r["us"] for p, r in R["kinds"][kind].items()
+                                                    if p == " ".join(map(str, plans[kind]))) for kind in KINDS)
+                                      for name, plans in R["plans"].items()}
+    chains = [("shipped", ship, "", 0), ("persist", pers, "", 0), ("mixed", mixed, "", 0),
+              ("shipped+pf_all", ship, "all", 0), ("mixed+pf_all", mixed, "all", 0),
+              ("mixed+pf_all_evict_last", mixed, "all", 1), ("persist+pf_round", pers, "round", 0),
+              ("persist+pf_all", pers, "all", 0)]
+    R["chains_us_per_layer"] = {}
+    for name, plans, pf, pol in chains:
+        try:
+            us = chain_us(chain, plans, pf, pol)
+        except Exception as exc:  # noqa: BLE001 - one chain failing must not lose the others
+            R["chains_us_per_layer"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            log(name, "failed", exc)
+            continue
+        R["chains_us_per_layer"][name] = us
+        log(f"{name:28s} {us:8.2f} µs a layer  {32 * us / 1e3:.3f} ms a token")
+        save()
+    # prefetch changes no result: the mixed chain's last outputs with and without it
+    R["seconds"] = time.perf_counter() - t0
+    save()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
