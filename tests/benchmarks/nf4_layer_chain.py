@@ -135,17 +135,56 @@ extern "C" __global__ void __launch_bounds__(256, 2) chain_persist(GROUP_ARGS, c
 }
 """
 
+# Tile-major codes (TILE_MAJOR_PATCHES): the 16 rows x 128 bytes a warp reads per super-tile stored
+# as one contiguous 2 KB run (tile t, super-tile s at (t * K/256 + s) * 2 KB) instead of 16 runs of
+# 128 bytes 2 KB (or 7 KB) apart: the same bytes permuted (tile_major), n a multiple of 16.
+TILE_MAJOR_PATCHES = [
+    ("r.wa = w + (long long)ra * (k / 32) + 2 * c; r.wb = w + (long long)rb * (k / 32) + 2 * c;",
+     "r.wa = w + (long long)tile * (k / 256) * 128 + g * 8 + 2 * c; r.wb = r.wa + 64;"),
+    ("const uint4* pa = r.wa + 8 * st;", "const uint4* pa = r.wa + 128 * st;"),
+    ("const uint4* pb = r.wb + 8 * st;", "const uint4* pb = r.wb + 128 * st;"),
+]
+
+
+# Interleaved warps (INTERLEAVE_PATCHES): warp w of a block takes super-tiles w, w + warps, ... of its
+# split instead of [w iters, (w + 1) iters): at any time the block reads warps x 128 adjacent bytes of
+# each of its 16 rows, not 128 bytes in each of `warps` places.
+INTERLEAVE_PATCHES = [
+    ("const int st0 = (blockIdx.y * warps + warp) * iters;", "const int st0 = blockIdx.y * warps * iters + warp;"),
+    ("nxt = load<NESTED>(r, absmax2, st0 + i + 1);", "nxt = load<NESTED>(r, absmax2, st0 + (i + 1) * warps);"),
+    ("step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<NESTED>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
+    ("const int warps = blockDim.x >> 5, st0 = warp * iters;", "const int warps = blockDim.x >> 5, st0 = warp;"),
+    ("nxt = load<true>(r, sg.absmax2, st0 + i + 1);", "nxt = load<true>(r, sg.absmax2, st0 + (i + 1) * warps);"),
+    ("step<true>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<true>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
+]
+LAYOUTS = {"row": [], "tile": TILE_MAJOR_PATCHES, "inter": INTERLEAVE_PATCHES,
+           "tile_inter": TILE_MAJOR_PATCHES + INTERLEAVE_PATCHES}  # name: patches (tile*: tile-major codes)
+
+
+def tile_major(packed: torch.Tensor, n: int, kd: int) -> torch.Tensor:
+    """bitsandbytes' row-major codes (n * kd / 2,) uint8 → tile-major (see TILE_MAJOR_PATCHES)."""
+    return packed.view(n // 16, 16, kd // 256, 128).permute(0, 2, 1, 3).contiguous().view(-1)
+
+
 K_IN = {"qkv": 4096, "o": 4096, "gateup": 4096, "down": 14336}
 KINDS = {"qkv": (4096, 1024, 1024), "o": (4096,), "gateup": (14336, 14336), "down": (4096,)}  # rows per layer
 LAYERS = 32
 
 
-def compile_chain():
+def chain_source(patches=()) -> str:
+    source = nf4_mma.SOURCE + CHAIN_SOURCE
+    for old, new in patches:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
+def compile_chain(patches=()):
     from torch.cuda._utils import _cuda_load_module
 
     major, minor = torch.cuda.get_device_capability()
     cubin, text = nf4_mma.compile_cubin(f"{major}{minor}", options=("--ptxas-options=-v",),
-                                        source=nf4_mma.SOURCE + CHAIN_SOURCE)
+                                        source=chain_source(patches))
     names = ["chain_gemv", "chain_group", "chain_persist"]
     regs = dict(zip(re.findall(r"Compiling entry function '(\w+)'", text), re.findall(r"Used (\d+) registers", text),
                     strict=False))
@@ -156,8 +195,8 @@ def compile_chain():
 class Chain:
     """32 layers of distinct random NF4 weights, buffers for every launch, and launchers."""
 
-    def __init__(self, kernels):
-        self.kern = kernels
+    def __init__(self, kernels: dict):
+        self.kernels = kernels  # layout: loaded module
         self.sms = torch.cuda.get_device_properties(0).multi_processor_count
         self.t = [{kind: [k.tensors_of(make_layer(n, K_IN[kind], seed=1000 * li + 10 * ki + j))
                           for j, n in enumerate(ns)] for ki, (kind, ns) in enumerate(KINDS.items())}
@@ -170,34 +209,40 @@ class Chain:
         self.part = torch.empty(64 * 28672, dtype=torch.float32, device="cuda")
         self.no_pf = torch.zeros(2 * 6, dtype=torch.int64, device="cuda")
         self.code = self.t[0]["o"][0].code
+        self.packed_tm = [{kind: [tile_major(t.packed, t.n, t.k) for t in ts] for kind, ts in lay.items()}
+                          for lay in self.t]
         assert all(t.nested for lay in self.t for ts in lay.values() for t in ts)
 
-    def segments(self, li: int, kind: str) -> list:
+    def segments(self, li: int, kind: str, tm: bool = False) -> list:
         ts = self.t[li][kind]
         segs = []
         for i in range(3):
             t = ts[i] if i < len(ts) else ts[0]
-            segs += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, self.y[li][kind], t.n if i < len(ts) else 0]
+            packed = self.packed_tm[li][kind][i if i < len(ts) else 0] if tm else t.packed
+            segs += [packed, t.absmax, t.absmax2, t.code2, t.offset, self.y[li][kind], t.n if i < len(ts) else 0]
         return segs
 
-    def prefetch_ranges(self, li: int, kind: str, rows: int | None) -> torch.Tensor:
+    def prefetch_ranges(self, li: int, kind: str, rows: int | None, tm: bool = False) -> torch.Tensor:
         """(12,) int64 device: (ptr, bytes) of the codes and absmax codes of layer li's `kind`, its first
         ``rows`` stacked rows (None: all), for a launch before it."""
         out, left = [], rows if rows is not None else 1 << 40
-        for t in self.t[li][kind]:
+        for i, t in enumerate(self.t[li][kind]):
             r = min(t.n, left)
             left -= r
             if r <= 0:
                 break
-            for ten, per_row in ((t.packed, t.k // 2), (t.absmax, t.k // 64)):
+            for ten, per_row in ((self.packed_tm[li][kind][i] if tm else t.packed, t.k // 2), (t.absmax, t.k // 64)):
                 nbytes = r * per_row // 16 * 16
                 if ten.data_ptr() % 16 == 0 and nbytes:
                     out += [ten.data_ptr(), nbytes]
         out += [0] * (12 - len(out))
         return torch.tensor(out[:12], dtype=torch.int64, device="cuda")
 
-    def launch(self, li: int, kind: str, plan: tuple, pf: torch.Tensor | None = None, policy: int = 0):
-        """plan: ("shipped", warps, split) or ("persist", warps, blocks)."""
+    def launch(self, li: int, kind: str, plan: tuple, pf: torch.Tensor | None = None, policy: int = 0,
+               layout: str = "row"):
+        """plan: ("shipped", warps, split) or ("persist", warps, blocks); layout: a key of LAYOUTS."""
+        kern = self.kernels[layout]
+        tm = layout.startswith("tile")
         ranges = 0 if pf is None else 6  # empty ranges (bytes 0) issue nothing
         pf = self.no_pf if pf is None else pf
         kd, ns = K_IN[kind], KINDS[kind]
@@ -205,26 +250,27 @@ class Chain:
         mode, warps, third = plan
         x, y = self.x[kd], self.y[li][kind]
         if mode == "persist":
-            self.kern["chain_persist"](grid=(third, 1, 1), block=(32 * warps, 1, 1),
-                                       args=[x, *self.segments(li, kind), self.code, self.part, self.counters[li][kind],
-                                             y, kd, steps // warps, 0, *nf4_mma.OPAQUE, pf, ranges, policy])
+            kern["chain_persist"](grid=(third, 1, 1), block=(32 * warps, 1, 1),
+                                  args=[x, *self.segments(li, kind, tm), self.code, self.part, self.counters[li][kind],
+                                        y, kd, steps // warps, 0, *nf4_mma.OPAQUE, pf, ranges, policy])
         elif len(ns) > 1:
             tiles = sum(-(-n // 16) for n in ns)
-            self.kern["chain_group"](grid=(tiles, third, 1), block=(32 * warps, 1, 1),
-                                     args=[x, *self.segments(li, kind), self.code, self.part, self.counters[li][kind],
-                                           y, kd, steps // (warps * third), 0, *nf4_mma.OPAQUE, pf, ranges, policy])
+            kern["chain_group"](grid=(tiles, third, 1), block=(32 * warps, 1, 1),
+                                args=[x, *self.segments(li, kind, tm), self.code, self.part, self.counters[li][kind],
+                                      y, kd, steps // (warps * third), 0, *nf4_mma.OPAQUE, pf, ranges, policy])
         else:
             t = self.t[li][kind][0]
-            self.kern["chain_gemv"](grid=(-(-t.n // 16), third, 1), block=(32 * warps, 1, 1),
-                                    args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, self.part,
-                                          self.counters[li][kind], y, t.n, kd, steps // (warps * third), 0,
-                                          *nf4_mma.OPAQUE, pf, ranges, policy])
+            packed = self.packed_tm[li][kind][0] if tm else t.packed
+            kern["chain_gemv"](grid=(-(-t.n // 16), third, 1), block=(32 * warps, 1, 1),
+                               args=[x, packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, self.part,
+                                     self.counters[li][kind], y, t.n, kd, steps // (warps * third), 0,
+                                     *nf4_mma.OPAQUE, pf, ranges, policy])
 
     def candidates(self, kind: str) -> list[tuple]:
         ns, kd = KINDS[kind], K_IN[kind]
         n_total, tiles, steps = sum(ns), sum(-(-n // 16) for n in ns), kd // nf4_mma.SUPER_TILE
         shipped = [("shipped", w, s) for w, s in nf4_mma.launch_shapes(n_total, kd)
-                   if w >= 2 and 4 * self.sms <= tiles * w * s <= 32 * self.sms]
+                   if w >= 2 and 4 * self.sms <= tiles * w * s <= 64 * self.sms]
         persist = []
         for w in (2, 4, 8):
             if steps % w:
@@ -235,11 +281,11 @@ class Chain:
         return shipped + persist
 
 
-def isolated_us(chain: Chain, kind: str, plan: tuple) -> float:
-    return graph_time_us([lambda li=li: chain.launch(li, kind, plan) for li in range(LAYERS)])
+def isolated_us(chain: Chain, kind: str, plan: tuple, layout: str) -> float:
+    return graph_time_us([lambda li=li: chain.launch(li, kind, plan, layout=layout) for li in range(LAYERS)])
 
 
-def chain_us(chain: Chain, plans: dict, pf_rows: str = "", policy: int = 0) -> float:
+def chain_us(chain: Chain, plans: dict, pf_rows: str = "", policy: int = 0, layout: str = "row") -> float:
     """µs per layer of the 32-layer chain (q+k+v, o, gate+up, down each layer) under plans; pf_rows
     "": no prefetch, "all": each launch prefetches the next launch's weights, "round": the rows
     the next launch's first round covers (persistent plans; all rows otherwise)."""
@@ -252,8 +298,8 @@ def chain_us(chain: Chain, plans: dict, pf_rows: str = "", policy: int = 0) -> f
         li, kind = order[(i + 1) % len(order)]
         mode, warps, third = plans[kind]
         rows = 16 * third if (pf_rows == "round" and mode == "persist") else None
-        pfs.append(chain.prefetch_ranges(li, kind, rows))
-    calls = [lambda li=li, kind=kind, pf=pf: chain.launch(li, kind, plans[kind], pf, policy)
+        pfs.append(chain.prefetch_ranges(li, kind, rows, layout.startswith("tile")))
+    calls = [lambda li=li, kind=kind, pf=pf: chain.launch(li, kind, plans[kind], pf, policy, layout)
              for (li, kind), pf in zip(order, pfs, strict=True)]
     return graph_time_us(calls) * len(KINDS)
 
@@ -261,10 +307,12 @@ def chain_us(chain: Chain, plans: dict, pf_rows: str = "", policy: int = 0) -> f
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
+    ap.add_argument("--layouts", default=",".join(LAYOUTS), help="keys of LAYOUTS, comma-separated")
+    ap.add_argument("--prefetch", action="store_true", help="also the chains with an L2 prefetch of the next launch")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     R: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
-               "command": "python3 -m tests.benchmarks.nf4_layer_chain --out $OUT"}
+               "command": "python3 -m tests.benchmarks.nf4_layer_chain --out $OUT " + " ".join(argv or [])}
     out_path = os.path.join(args.out, "nf4_layer_chain_h200.json")
 
     def save():
@@ -272,53 +320,57 @@ def main(argv=None) -> int:
         with open(out_path, "w") as f:
             json.dump(R, f, indent=1)
 
-    kernels, R["compile"] = compile_chain()
+    layouts = [lay for lay in args.layouts.split(",") if lay]
+    kernels, R["compile"] = {}, {}
+    for layout in layouts:
+        kernels[layout], R["compile"][layout] = compile_chain(LAYOUTS[layout])
     log("compile", R["compile"])
     chain = Chain(kernels)
     log(f"weights ready {time.perf_counter() - t0:.0f} s")
-    # the shipped kernels themselves against the chain copies with no prefetch: same bits, same time
-    R["kinds"] = {}
-    best: dict = {"shipped": {}, "persist": {}}
-    for kind in KINDS:
-        rows = {}
-        ref = None
-        for plan in chain.candidates(kind):
-            chain.launch(0, kind, plan)
-            torch.cuda.synchronize()
-            y = chain.y[0][kind].clone()
-            if plan[0] == "shipped" and ref is None:
-                ref = y
-            us = isolated_us(chain, kind, plan)
-            rows[" ".join(map(str, plan))] = {"us": us, "rel_vs_first_shipped": rel(y, ref)}
-            if us < best[plan[0]].get(kind, (None, 1e9))[1]:
-                best[plan[0]][kind] = (plan, us)
-        R["kinds"][kind] = rows
-        log(kind, {p: round(r["us"], 2) for p, r in rows.items()},
-            "max rel", max(r["rel_vs_first_shipped"] for r in rows.values()))
-        save()
-    ship = {kind: best["shipped"][kind][0] for kind in KINDS}
-    pers = {kind: best["persist"][kind][0] for kind in KINDS}
-    mixed = {kind: min(best["shipped"][kind], best["persist"][kind], key=lambda b: b[1])[0] for kind in KINDS}
-    R["plans"] = {"shipped": ship, "persist": pers, "mixed": mixed}
-    R["isolated_sum_us_per_layer"] = {name: sum(min(r["us"] for p, r in R["kinds"][kind].items()
-                                                    if p == " ".join(map(str, plans[kind]))) for kind in KINDS)
-                                      for name, plans in R["plans"].items()}
-    chains = [("shipped", ship, "", 0), ("persist", pers, "", 0), ("mixed", mixed, "", 0),
-              ("shipped+pf_all", ship, "all", 0), ("mixed+pf_all", mixed, "all", 0),
-              ("mixed+pf_all_evict_last", mixed, "all", 1), ("persist+pf_round", pers, "round", 0),
-              ("persist+pf_all", pers, "all", 0)]
-    R["chains_us_per_layer"] = {}
-    for name, plans, pf, pol in chains:
-        try:
-            us = chain_us(chain, plans, pf, pol)
-        except Exception as exc:  # noqa: BLE001 - one chain failing must not lose the others
-            R["chains_us_per_layer"][name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-            log(name, "failed", exc)
-            continue
-        R["chains_us_per_layer"][name] = us
-        log(f"{name:28s} {us:8.2f} µs a layer  {32 * us / 1e3:.3f} ms a token")
-        save()
-    # prefetch changes no result: the mixed chain's last outputs with and without it
+    R["kinds"], R["plans"], R["chains_us_per_layer"] = {}, {}, {}
+    for layout in layouts:
+        best: dict = {"shipped": {}, "persist": {}}
+        for kind in KINDS:
+            rows = {}
+            ref = None
+            for plan in chain.candidates(kind):
+                chain.launch(0, kind, plan)  # bitsandbytes' layout: the reference bits of this plan
+                torch.cuda.synchronize()
+                y_row = chain.y[0][kind].clone()
+                chain.launch(0, kind, plan, layout=layout)
+                torch.cuda.synchronize()
+                y = chain.y[0][kind].clone()
+                ref = y if ref is None else ref
+                us = isolated_us(chain, kind, plan, layout)
+                rows[" ".join(map(str, plan))] = {"us": us, "rel_vs_first_plan": rel(y, ref),
+                                                  "rel_vs_row_layout": rel(y, y_row),
+                                                  "equal_to_row_layout": bool(torch.equal(y, y_row))}
+                if us < best[plan[0]].get(kind, (None, 1e9))[1]:
+                    best[plan[0]][kind] = (plan, us)
+            R["kinds"][f"{layout}/{kind}"] = rows
+            log(layout, kind, {p: round(r["us"], 2) for p, r in rows.items()},
+                "max rel", max(r["rel_vs_first_plan"] for r in rows.values()),
+                "bits equal to row" if all(r["equal_to_row_layout"] for r in rows.values()) else "bits differ from row",
+                "max rel vs row", max(r["rel_vs_row_layout"] for r in rows.values()))
+            save()
+        ship = {kind: best["shipped"][kind][0] for kind in KINDS}
+        pers = {kind: best["persist"][kind][0] for kind in KINDS}
+        mixed = {kind: min(best["shipped"][kind], best["persist"][kind], key=lambda b: b[1])[0] for kind in KINDS}
+        R["plans"][layout] = {"shipped": ship, "persist": pers, "mixed": mixed}
+        chains = [("shipped", ship, "", 0), ("persist", pers, "", 0), ("mixed", mixed, "", 0)]
+        if args.prefetch:
+            chains += [("mixed+pf_all", mixed, "all", 0), ("persist+pf_round", pers, "round", 0)]
+        for name, plans, pf, pol in chains:
+            key = f"{layout}/{name}"
+            try:
+                us = chain_us(chain, plans, pf, pol, layout)
+            except Exception as exc:  # noqa: BLE001 - one chain failing must not lose the others
+                R["chains_us_per_layer"][key] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                log(key, "failed", exc)
+                continue
+            R["chains_us_per_layer"][key] = us
+            log(f"{key:28s} {us:8.2f} µs a layer  {32 * us / 1e3:.3f} ms a token")
+            save()
     R["seconds"] = time.perf_counter() - t0
     save()
     return 0
