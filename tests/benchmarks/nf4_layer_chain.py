@@ -22,6 +22,29 @@ a different split of K adds in a different order).
     python3 -m tests.benchmarks.nf4_layer_chain --out $OUT      # H200, ~2 min
 
 Writes nf4_layer_chain_h200.json to --out.
+
+Measured on the H200, 2026-12-03 (results/nf4_layer_chain_h200.json, two runs; µs a layer, the chain
+timed whole, within 1 µs of the sum of its launches timed alone):
+
+| chain (each launch kind at its best shape)          | µs a layer | ms a token |
+|-----------------------------------------------------|------------|------------|
+| shipped kernels, bitsandbytes' layout               | 82.4-82.5  | 2.64       |
+| persistent (best of 2/4/8 warps, one round or even) | 83.8-83.9  | 2.68       |
+| shipped + L2 prefetch of the next launch (all of it)| 91.5-91.7  | 2.93       |
+| the same, evict_last                                | 93.8       | 3.00       |
+| persistent + prefetch of the next first round       | 88.5       | 2.83       |
+| interleaved warps                                   | 81.9       | 2.62       |
+| tile-major codes                                    | 80.4       | 2.57       |
+| tile-major codes + interleaved warps                | 79.5       | 2.55       |
+
+Neither the exposed first loads (persistence removes all but one per warp) nor the waves nor DRAM
+page locality (tile-major: each warp reads 2 KB contiguous a step) account for the half of the time
+the loop's integer bound leaves (~37 µs a layer at 23 weights a clock an SM): gate+up as one launch
+is 39.3 µs shipped, 41 µs persistent, 37.5 µs tile-major, i.e. ~1.5 TB/s of codes in every form.
+Prefetching into L2 costs more than it saves (the prefetch competes with the running launch's
+reads). Interleaved warps on the app path: step 3.767 ms against 3.766 (decode_anatomy at 1k, same
+session, results/decode_anatomy_h200_interleave.json). None adopted; tests/benchmarks/
+read_bandwidth.py asks what the memory system gives this access pattern.
 """
 
 import argparse
