@@ -158,6 +158,97 @@ extern "C" __global__ void __launch_bounds__(256, 2) chain_persist(GROUP_ARGS, c
 }
 """
 
+RING_HELPERS = r"""// Ring (RING_PATCHES): each warp streams its codes through RING_SLOTS / warps slots of shared
+// memory, 16 rows x 128 bytes a slot, filled by the bulk-copy engine (cp.async.bulk, 16 lanes a row each, one
+// mbarrier a slot): up to depth - 1 super-tiles in flight under the one computed, at no integer-pipe
+// cost per byte. Rows are ROW_PITCH apart so that one LDS.128 phase (8 lanes) hits 32 distinct banks.
+#define RING_SLOTS 16
+#define ROW_PITCH 144
+#define SLOT_BYTES (16 * ROW_PITCH)
+typedef unsigned long long u64r;
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u64r a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (u32)a;
+}
+__device__ __forceinline__ void mbar_init(u64r* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(u64r* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ bool mbar_done(u64r* bar, u32 parity) {
+    u32 ok;
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(ok) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+    return ok != 0;
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, u32 bytes, u64r* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ uint4 lds128(const void* p) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(smem_u32(p)) : "memory");
+    return v;
+}
+struct Scales { u32 qa, qb; float sa, sb; };
+template <bool NESTED>
+__device__ __forceinline__ Scales scales_at(const Rows& r, const float* __restrict__ absmax2, int st) {
+    Scales v;
+    if (NESTED) {
+        v.qa = __ldg(r.qa + 4 * st); v.qb = __ldg(r.qb + 4 * st);
+        v.sa = __ldg(absmax2 + ((r.ba + 4 * st) >> 8)); v.sb = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
+    } else {
+        v.sa = __ldg(r.fa + 4 * st); v.sb = __ldg(r.fb + 4 * st);
+        v.qa = v.qb = 0;
+    }
+    return v;
+}
+
+template <bool NESTED>
+__device__ __forceinline__ void gemv("""
+RING_LOOP = r"""    Loads cur;
+    {  // the ring (see RING_SLOTS)
+        __shared__ __align__(128) unsigned char ring[RING_SLOTS * SLOT_BYTES];
+        __shared__ __align__(8) u64r bars[RING_SLOTS];
+        const int depth = RING_SLOTS / warps;
+        unsigned char* mine = ring + warp * depth * SLOT_BYTES;
+        u64r* bar = bars + warp * depth;
+        if (lane < depth) mbar_init(bar + lane);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        __syncwarp();
+        const unsigned char* row_src = (const unsigned char*)w + (long long)min(tile * 16 + lane, n - 1) * (k / 2);
+        const int ahead = min(depth, iters);
+        for (int s = 0; s < ahead; ++s) {
+            if (lane == 0) mbar_expect(bar + s, 16 * 128);
+            __syncwarp();
+            if (lane < 16) bulk_copy(mine + s * SLOT_BYTES + lane * ROW_PITCH, row_src + (st0 + s) * 128, 128, bar + s);
+        }
+        Scales sc0 = scales_at<NESTED>(r, absmax2, st0), sc1, sc2;
+        if (iters > 1) sc1 = scales_at<NESTED>(r, absmax2, st0 + 1);
+        for (int i = 0; i < iters; ++i) {
+            if (i + 2 < iters) sc2 = scales_at<NESTED>(r, absmax2, st0 + i + 2);
+            const int slot = i % depth;
+            while (!mbar_done(bar + slot, (i / depth) & 1)) {}
+            const unsigned char* base = mine + slot * SLOT_BYTES + g * ROW_PITCH + c * 32;
+            cur.a0 = lds128(base); cur.a1 = lds128(base + 16);
+            cur.b0 = lds128(base + 8 * ROW_PITCH); cur.b1 = lds128(base + 8 * ROW_PITCH + 16);
+            cur.qa = sc0.qa; cur.qb = sc0.qb; cur.sa = sc0.sa; cur.sb = sc0.sb;
+            step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
+            __syncwarp();  // every lane's reads of this slot are done: refill it
+            if (i + depth < iters) {
+                if (lane == 0) mbar_expect(bar + slot, 16 * 128);
+                __syncwarp();
+                if (lane < 16) bulk_copy(mine + slot * SLOT_BYTES + lane * ROW_PITCH, row_src + (st0 + i + depth) * 128,
+                                         128, bar + slot);
+            }
+            sc0 = sc1; sc1 = sc2;
+        }
+    }
+"""
+
 # Tile-major codes (TILE_MAJOR_PATCHES): the 16 rows x 128 bytes a warp reads per super-tile stored
 # as one contiguous 2 KB run (tile t, super-tile s at (t * K/256 + s) * 2 KB) instead of 16 runs of
 # 128 bytes 2 KB (or 7 KB) apart: the same bytes permuted (tile_major), n a multiple of 16.
@@ -180,7 +271,16 @@ INTERLEAVE_PATCHES = [
     ("nxt = load<true>(r, sg.absmax2, st0 + i + 1);", "nxt = load<true>(r, sg.absmax2, st0 + (i + 1) * warps);"),
     ("step<true>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<true>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
 ]
-LAYOUTS = {"row": [], "tile": TILE_MAJOR_PATCHES, "inter": INTERLEAVE_PATCHES,
+_GEMV_HEAD = "template <bool NESTED>\n__device__ __forceinline__ void gemv("
+_GEMV_LOOP = """    Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    for (int i = 0; i < iters; ++i) {
+        if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
+        step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
+        cur = nxt;
+    }
+"""
+RING_PATCHES = [(_GEMV_HEAD, RING_HELPERS), (_GEMV_LOOP, RING_LOOP)]
+LAYOUTS = {"row": [], "ring": RING_PATCHES, "tile": TILE_MAJOR_PATCHES, "inter": INTERLEAVE_PATCHES,
            "tile_inter": TILE_MAJOR_PATCHES + INTERLEAVE_PATCHES}  # name: patches (tile*: tile-major codes)
 
 
