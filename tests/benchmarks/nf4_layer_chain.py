@@ -4,7 +4,7 @@ nf4_mma_variants times one shape over rotating copies; the decode step is a chai
 Llama-3-8B q+k+v (one group launch), o, gate+up (one group launch), down, 32 layers of distinct
 weights (3.5 GB, nothing reused from L2), 128 launches in one CUDA graph. Per launch the first
 super-tile's load is exposed (~7,000 cycles against ~2,700 for a later one) and the tiles run in
-uneven waves (nf4_mma.py's docstring). Two remedies timed here, alone and together:
+uneven waves (nf4_mma.py's docstring). Remedies timed here, alone and together:
 
 - ``persistent``: CHAIN_SOURCE's kernel takes row tiles b, b + G, ... (G blocks, at most one wave),
   the next tile's first super-tile loaded under the current one's last (PTILES in
@@ -12,23 +12,26 @@ uneven waves (nf4_mma.py's docstring). Two remedies timed here, alone and togeth
 - ``prefetch``: every launch first asks the L2 for the next launch's weights (codes and absmax
   codes; ``cp.async.bulk.prefetch.L2``, its share per block), so that launch starts on L2 hits
   while this one, bound by its integer pipe at ~1.4 TB/s, leaves HBM bandwidth unused. The
-  prefetch is a hint: results are unchanged.
+  prefetch is a hint: results are unchanged (``--prefetch``);
+- layouts (LAYOUTS, patches of the kernels): ``tile`` tile-major codes (a warp's step one 2 KB
+  run), ``inter`` warps interleaved over K, ``ring`` codes streamed through shared memory by the
+  bulk-copy engine, several steps ahead of the one computed.
 
 Each launch kind first picks its best launch shape in isolation (the 32 layers as rotating copies,
 as the app's install does); the chains are then timed whole, µs per layer (the median of 20
 replays). Each launch shape's outputs are compared with the first shipped shape's (relative error:
 a different split of K adds in a different order).
 
-    python3 -m tests.benchmarks.nf4_layer_chain --out $OUT      # H200, ~2 min
+    python3 -m tests.benchmarks.nf4_layer_chain --out $OUT [--layouts row,ring] [--prefetch]  # H200, ~1 min
 
 Writes nf4_layer_chain_h200.json to --out.
 
-Measured on the H200, 2026-12-03 (results/nf4_layer_chain_h200.json, two runs; µs a layer, the chain
-timed whole, within 1 µs of the sum of its launches timed alone):
+Measured on the H200, 2026-12-03 (results/nf4_layer_chain_h200.json, three runs; µs a layer, the
+chain timed whole, within 1 µs of the sum of its launches timed alone):
 
 | chain (each launch kind at its best shape)          | µs a layer | ms a token |
 |-----------------------------------------------------|------------|------------|
-| shipped kernels, bitsandbytes' layout               | 82.4-82.5  | 2.64       |
+| shipped kernels, bitsandbytes' layout               | 82.1-82.5  | 2.63-2.64  |
 | persistent (best of 2/4/8 warps, one round or even) | 83.8-83.9  | 2.68       |
 | shipped + L2 prefetch of the next launch (all of it)| 91.5-91.7  | 2.93       |
 | the same, evict_last                                | 93.8       | 3.00       |
@@ -36,15 +39,20 @@ timed whole, within 1 µs of the sum of its launches timed alone):
 | interleaved warps                                   | 81.9       | 2.62       |
 | tile-major codes                                    | 80.4       | 2.57       |
 | tile-major codes + interleaved warps                | 79.5       | 2.55       |
+| ring: codes through shared memory, bulk copies      | 101.1      | 3.24       |
 
-Neither the exposed first loads (persistence removes all but one per warp) nor the waves nor DRAM
-page locality (tile-major: each warp reads 2 KB contiguous a step) account for the half of the time
-the loop's integer bound leaves (~37 µs a layer at 23 weights a clock an SM): gate+up as one launch
-is 39.3 µs shipped, 41 µs persistent, 37.5 µs tile-major, i.e. ~1.5 TB/s of codes in every form.
-Prefetching into L2 costs more than it saves (the prefetch competes with the running launch's
-reads). Interleaved warps on the app path: step 3.767 ms against 3.766 (decode_anatomy at 1k, same
-session, results/decode_anatomy_h200_interleave.json). None adopted; tests/benchmarks/
-read_bandwidth.py asks what the memory system gives this access pattern.
+Every layout and variant computes the same bits as the shipped kernel at the same launch shape
+(``equal_to_row_layout``), except interleaving, which adds in another order (rel. 1e-4 at most).
+The memory system is not what holds the kernel back: read_bandwidth.py reads this very access
+pattern (16 rows x 128 B a warp a step, no arithmetic) at 3.8-4.25 TB/s, as fast as torch's
+streaming sum (4.3), whether 1 or 8 steps are in flight a warp. Yet removing the exposed first loads
+(persistence), the waves (persistent, one round), DRAM page misses (tile-major), or the latency a
+warp waits on its next step (the ring keeps up to 15 steps in flight per warp; its LDS and mbarrier
+waits cost more than they hide) leaves gate+up at 37.5-50 µs against 39.3, ~1.5 TB/s in every form,
+where the loop's integer bound is ~20 µs. Prefetching into L2 costs more than it saves (the
+prefetch competes with the running launch's reads). On the app path (decode_anatomy at 1k,
+results/decode_anatomy_h200_layouts.json): interleaved warps 3.767 ms a step against 3.766, the ring
+4.49. None adopted.
 """
 
 import argparse

@@ -76,6 +76,18 @@ against 3.78 ms; programmatic dependent launch: no gain (a chain of GEMVs 15.3 a
 link). Removing the lookups entirely (wrong results, a diagnostic) leaves 17.7 µs: the lookup is not
 the only cost, and what remains is latency the warps cannot cover.
 
+Later the same day (tests/benchmarks/nf4_layer_chain.py, the 128 GEMV launches of a decode step
+timed as one chain; tests/benchmarks/read_bandwidth.py): the exposed first loads and the waves are
+not the cause either. A persistent kernel (one round of blocks, each tile's first load under the
+previous tile's last step) runs the chain at 83.8 µs a layer against 82.4; tile-major codes (a
+warp's step one contiguous 2 KB) at 80.4; codes streamed through shared memory by the bulk-copy
+engine up to 15 steps ahead at 101; an L2 prefetch of the next launch at 91.5. The memory system
+reads this kernel's exact pattern, without the arithmetic, at 3.8-4.25 TB/s, as fast as a streaming
+sum, whatever the depth in flight. So ~1.5 TB/s is what the loop itself sustains with 16 warps an
+SM; the per-warp timestamps' ~2,700 cycles a later step hold only while most warps are elsewhere
+(waiting on their first load). What would move it: fewer integer instructions a weight (the
+lookup's 2 `prmt` a weight), or more warps an SM to hide the chain (needs fewer than 128 registers).
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
