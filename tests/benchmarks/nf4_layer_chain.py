@@ -169,7 +169,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) chain_persist(GROUP_ARGS, c
 RING_HELPERS = r"""// Ring (RING_PATCHES): each warp streams its codes through RING_SLOTS / warps slots of shared
 // memory, 16 rows x 128 bytes a slot, filled by the bulk-copy engine (cp.async.bulk, 16 lanes a row each, one
 // mbarrier a slot): up to depth - 1 super-tiles in flight under the one computed, at no integer-pipe
-// cost per byte. Rows are ROW_PITCH apart so that one LDS.128 phase (8 lanes) hits 32 distinct banks.
+// cost per byte; the block scales come from SOURCE's scales_at, two steps ahead in registers. Rows
+// are ROW_PITCH apart so that one LDS.128 phase (8 lanes) hits 32 distinct banks.
 #define RING_SLOTS 16
 #define ROW_PITCH 144
 #define SLOT_BYTES (16 * ROW_PITCH)
@@ -201,20 +202,6 @@ __device__ __forceinline__ uint4 lds128(const void* p) {
                  : "r"(smem_u32(p)) : "memory");
     return v;
 }
-struct Scales { u32 qa, qb; float sa, sb; };
-template <bool NESTED>
-__device__ __forceinline__ Scales scales_at(const Rows& r, const float* __restrict__ absmax2, int st) {
-    Scales v;
-    if (NESTED) {
-        v.qa = __ldg(r.qa + 4 * st); v.qb = __ldg(r.qb + 4 * st);
-        v.sa = __ldg(absmax2 + ((r.ba + 4 * st) >> 8)); v.sb = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
-    } else {
-        v.sa = __ldg(r.fa + 4 * st); v.sb = __ldg(r.fb + 4 * st);
-        v.qa = v.qb = 0;
-    }
-    return v;
-}
-
 template <bool NESTED>
 __device__ __forceinline__ void gemv("""
 RING_LOOP = r"""    Loads cur;

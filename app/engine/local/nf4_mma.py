@@ -226,13 +226,12 @@ __device__ __forceinline__ Rows rows_at(const uint4* w, const void* absmax, int 
     return r;
 }
 
+// The block scales of super-tile st for rows g and g+8: nested, the absmax codes and their absmax2;
+// plain, the fp32 absmax (codes 0).
+struct Scales { u32 qa, qb; float sa, sb; };
 template <bool NESTED>
-__device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ absmax2, int st) {
-    Loads v;
-    const uint4* pa = r.wa + 8 * st;  // 128 bytes (four 64-blocks) a super-tile
-    const uint4* pb = r.wb + 8 * st;
-    v.a0 = ld_stream(pa); v.a1 = ld_stream(pa + 1);
-    v.b0 = ld_stream(pb); v.b1 = ld_stream(pb + 1);
+__device__ __forceinline__ Scales scales_at(const Rows& r, const float* __restrict__ absmax2, int st) {
+    Scales v;
     if (NESTED) {
         v.qa = __ldg(r.qa + 4 * st); v.qb = __ldg(r.qb + 4 * st);
         v.sa = __ldg(absmax2 + ((r.ba + 4 * st) >> 8)); v.sb = __ldg(absmax2 + ((r.bb + 4 * st) >> 8));
@@ -240,6 +239,18 @@ __device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ a
         v.sa = __ldg(r.fa + 4 * st); v.sb = __ldg(r.fb + 4 * st);
         v.qa = v.qb = 0;
     }
+    return v;
+}
+
+template <bool NESTED>
+__device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ absmax2, int st) {
+    Loads v;
+    const uint4* pa = r.wa + 8 * st;  // 128 bytes (four 64-blocks) a super-tile
+    const uint4* pb = r.wb + 8 * st;
+    v.a0 = ld_stream(pa); v.a1 = ld_stream(pa + 1);
+    v.b0 = ld_stream(pb); v.b1 = ld_stream(pb + 1);
+    const Scales s = scales_at<NESTED>(r, absmax2, st);
+    v.qa = s.qa; v.qb = s.qb; v.sa = s.sa; v.sb = s.sb;
     return v;
 }
 
