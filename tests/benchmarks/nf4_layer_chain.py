@@ -7,8 +7,8 @@ super-tile's load is exposed (~7,000 cycles against ~2,700 for a later one) and 
 uneven waves (nf4_mma.py's docstring). Remedies timed here, alone and together:
 
 - ``persistent``: CHAIN_SOURCE's kernel takes row tiles b, b + G, ... (G blocks, at most one wave),
-  the next tile's first super-tile loaded under the current one's last (PTILES in
-  nf4_mma_variants, here over the tiles of a whole group);
+  the next tile's first super-tile loaded under the current one's last, over the tiles of a
+  whole group;
 - ``prefetch``: every launch first asks the L2 for the next launch's weights (codes and absmax
   codes; ``cp.async.bulk.prefetch.L2``, its share per block), so that launch starts on L2 hits
   while this one, bound by its integer pipe at ~1.4 TB/s, leaves HBM bandwidth unused. The

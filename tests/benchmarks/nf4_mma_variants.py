@@ -14,20 +14,17 @@ time to exposed first loads and uneven waves):
    as immediates, L2 prefetch, L2::256B loads; some over every launch shape, SWEEP) and diagnostics
    that break it on purpose to remove one cost (``diag_*``: no weight loads, no lookups, no mma,
    no code2 lookup, PRMT swapped for LOP3 in the pick or the interleave).
-3. ``--ptiles``: a persistent-tiles kernel (PTILES_SOURCE; one wave, each block's next row tile
-   loaded under its current one's last super-tile) against the shipped kernel. Written 2026-12-03
-   after the device budget ran out: compiled (no spills), not yet run on a GPU.
-4. ``--timeline``: per-warp timestamps (clock64, globaltimer, SM) of one launch per shape and launch
+3. ``--timeline``: per-warp timestamps (clock64, globaltimer, SM) of one launch per shape and launch
    shape: how long the first super-tile takes (its load exposed) against the later ones, and how
    the warps fall in time on the SMs.
 
     python3 -m tests.benchmarks.nf4_mma_variants --out $OUT      # H200, ~1 min: rates and variants
     python3 -m tests.benchmarks.nf4_mma_variants --out $OUT --no-rates --timeline --only none
-    python3 -m tests.benchmarks.nf4_mma_variants --out $OUT --no-rates --ptiles
 
 Each writes nf4_mma_variants_h200.json to --out. The committed results/nf4_mma_variants_h200.json
 merges the six runs of 2026-12-03 (the fourth and sixth also timed programmatic dependent launch
-and a stream-K schedule with the code of commit 577f8e3; both were taken out again).
+and a stream-K schedule with the code of commit 577f8e3; both were taken out again). A persistent
+kernel is timed over whole groups by tests/benchmarks/nf4_layer_chain.py.
 """
 
 import argparse
@@ -273,93 +270,6 @@ def timeline(shape=(14336, 4096), warps=4) -> dict:
 # do (split 1) and add in shared memory, and during a tile's last super-tile each warp already loads
 # its first super-tile of the block's next tile, so only the block's first load is exposed.
 # No bias, no split partials (a timing variant).
-PTILES_SOURCE = r"""
-template <bool NESTED>
-__device__ __forceinline__ void ptiles(const uint4* __restrict__ x, const uint4* __restrict__ w,
-                                       const void* __restrict__ absmax, const float* __restrict__ absmax2,
-                                       const float* __restrict__ code2, const float* __restrict__ offset,
-                                       const float* __restrict__ code, u16* y, int n, int k, int iters, Consts kc) {
-    __shared__ float red[8][16];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const int warps = blockDim.x >> 5, tiles = (n + 15) / 16, st0 = warp * iters;
-    int tile = blockIdx.x;
-    if (tile >= tiles) return;
-    float cb[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
-    const float off = NESTED ? __ldg(offset) : 0.f;
-    Rows r = rows_at(w, absmax, n, tile, k, g, c);
-    Loads cur = load<NESTED>(r, absmax2, st0), nxt;
-    for (;;) {
-        const int next_tile = tile + gridDim.x;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int i = 0; i < iters; ++i) {
-            if (i + 1 < iters) {
-                nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-            } else if (next_tile < tiles) {  // the next tile's first super-tile, under this one's last
-                r = rows_at(w, absmax, n, next_tile, k, g, c);
-                nxt = load<NESTED>(r, absmax2, st0);
-            }
-            step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
-            cur = nxt;
-        }
-        if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }
-        __syncthreads();
-        if (warp == 0 && lane < 16 && tile * 16 + lane < n) {
-            float sum = red[0][lane];
-            for (int i = 1; i < warps; ++i) sum += red[i][lane];
-            y[tile * 16 + lane] = bf16(sum);
-        }
-        __syncthreads();
-        if (next_tile >= tiles) break;
-        tile = next_tile;
-    }
-}
-#define PTILES_ARGS const uint4* x, const uint4* w, const void* absmax, const float* absmax2, const float* code2, \
-    const float* offset, const float* code, u16* y, int n, int k, int iters, u32 m16, u32 m1, u32 pick
-#define PTILES_PASS x, w, absmax, absmax2, code2, offset, code, y, n, k, iters, Consts{m16, m1, pick}
-extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_ptiles_nested(PTILES_ARGS) { ptiles<true>(PTILES_PASS); }
-extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_ptiles_plain(PTILES_ARGS) { ptiles<false>(PTILES_PASS); }
-"""
-
-
-def ptiles_check(shapes=SHAPES) -> dict:
-    """The persistent-tiles kernel (PTILES_SOURCE) beside the shipped one per shape: rel. error and
-    equality against it, and µs per call over rotating copies for 4 and 8 warps a block."""
-    loaded, text = load(nf4_mma.SOURCE + PTILES_SOURCE, ["nf4_mma_ptiles_nested", nf4_mma.KERNELS[True]])
-    kern = loaded["nf4_mma_ptiles_nested"]
-    out: dict = {"registers": [int(r) for r in re.findall(r"Used (\d+) registers", text)]}
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for n, kd in shapes:
-        copies = max(4, -(-400 * 2**20 // (n * kd // 2)))
-        ts = [k.tensors_of(make_layer(n, kd, seed=i)) for i in range(copies)]
-        x = torch.randn(kd, device="cuda").to(torch.bfloat16)
-        plan = hook.mma_plan(n, kd)
-        base_us, base_y = time_launch(loaded[nf4_mma.KERNELS[True]], ts, x, n, kd, plan.num_warps, plan.split_k)
-        row = {"base_us": base_us, "base_plan": [plan.num_warps, plan.split_k]}
-        steps, tiles = kd // nf4_mma.SUPER_TILE, -(-n // 16)
-        for warps in (4, 8):
-            if steps % warps:
-                continue
-            blocks = min(tiles, sms * (16 // warps))
-
-            def call(t, yb, warps=warps, blocks=blocks, x=x, n=n, kd=kd, steps=steps):
-                kern(grid=(blocks, 1, 1), block=(32 * warps, 1, 1),
-                     args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, yb, n, kd, steps // warps,
-                           *nf4_mma.OPAQUE])
-            ys = [torch.empty(n, dtype=torch.bfloat16, device="cuda") for _ in ts]
-            call(ts[0], ys[0])
-            torch.cuda.synchronize()
-            row[f"w{warps}"] = {"blocks": blocks, "rel_vs_base": rel(ys[0], base_y),
-                                "equal_to_base": bool(torch.equal(ys[0], base_y)),
-                                "us": graph_time_us([lambda t=t, yb=yb, call=call: call(t, yb)
-                                                     for t, yb in zip(ts, ys, strict=True)])}
-        out[f"{n}x{kd}"] = row
-        log(n, kd, json.dumps(row))
-        del ts
-    return out
-
-
 SWEEP = ("pfall", "lb3", "cbimm_lb3")  # variants timed over every launch shape too
 
 
@@ -435,7 +345,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "tests/benchmarks/results"))
     ap.add_argument("--only", default="", help="comma-separated variants (base is always timed)")
     ap.add_argument("--no-rates", action="store_true")
-    ap.add_argument("--ptiles", action="store_true", help="only the persistent-tiles kernel against the shipped one")
     ap.add_argument("--timeline", action="store_true", help="per-warp timestamps of one launch a shape first")
     args = ap.parse_args(argv)
     only = tuple(filter(None, args.only.split(",")))
@@ -443,8 +352,6 @@ def main(argv=None) -> int:
                "date": time.strftime("%Y-%m-%d %H:%M"), "device": torch.cuda.get_device_name(0),
                "torch": torch.__version__}
     stages = ([] if args.no_rates else [("rates", rates)]) + [("variants", lambda: variants(SHAPES, only))]
-    if args.ptiles:
-        stages = [("ptiles", ptiles_check)]
     if args.timeline:
         stages = [("timeline_gate", timeline), ("timeline_gate_w2", lambda: timeline((14336, 4096), 2)),
                   ("timeline_gate_w1", lambda: timeline((14336, 4096), 1)),
