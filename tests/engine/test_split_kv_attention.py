@@ -124,6 +124,24 @@ def test_the_kernel_reads_a_16_bit_cache_as_the_torch_products_do(span, filled, 
     assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
 
 
+@needs_triton
+def test_a_mask_with_holes_and_empty_spans_reads_as_the_torch_products(kernel_everywhere, monkeypatch):
+    """kv16_decode over 299 slots in 3 spans of 128 keys: valid keys with holes in the first span,
+    the last valid key early in the second, none in the third (its scan stops it before any load)."""
+    monkeypatch.setattr(kd, "kv16_applies", lambda q, k, v: True)
+    q, key, value, _ = _case(span=299, d=64, dtype=DTYPE, seed=7)
+    key, value = kv_quant.dequantize(key, DTYPE), kv_quant.dequantize(value, DTYPE)
+    positions = torch.arange(299)
+    valid = ((positions % 3 != 1) & (positions < 131)).view(1, 299)
+    assert kd.splits_for(299, 2) == 3
+    got = kd.kv16_decode(q.to(DEVICE), key.to(DEVICE), value.to(DEVICE), valid.to(DEVICE), 0.125).float().cpu()
+    assert kd.triton_failure == ""
+    scores = ((q.float() @ key.float().transpose(2, 3)) * 0.125).masked_fill(~valid[:, None, None, :], float("-inf"))
+    want = scores.softmax(-1) @ value.float()
+    assert (got - want).abs().max() < 2e-2
+    assert torch.nn.functional.cosine_similarity(got.flatten(), want.flatten(), dim=0) > 0.9999
+
+
 def test_a_16_bit_decode_without_the_kernel_is_the_torch_products():
     q, key, value, valid = _case(filled=200)
     key, value = kv_quant.dequantize(key, torch.float32), kv_quant.dequantize(value, torch.float32)
@@ -296,9 +314,10 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes(rotate_partials):
     """Compiled for Hopper (sm_90) here, no GPU needed: the packed rows' stride is a multiple of 4
     bytes and the kernel says so, so codes and scales are read in 4-byte words (pipelined into
     shared memory) instead of one byte per load (164 byte loads before, H200 0.33-0.79 TB/s);
-    only the valid mask is read bytewise. Rotating the split partials (ROTATE_AT "attend") adds
-    three bf16 tensor-core products (PARTIAL_DOT "bf16x3": high × signs, low × signs and high ×
-    the signs' zero low part), no tf32 ones and no registers."""
+    only the valid mask is read bytewise (each tile's, and the scan for the span's last valid key).
+    Rotating the split partials (ROTATE_AT "attend") adds three bf16 tensor-core products
+    (PARTIAL_DOT "bf16x3": high × signs, low × signs and high × the signs' zero low part), no tf32
+    ones and no registers."""
     import re
 
     from triton.backends.compiler import GPUTarget
@@ -313,7 +332,7 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes(rotate_partials):
                "stride_vb", "stride_vh", "stride_vs", "stride_valid")
     sig.update({name: "i32" for name in strides})
     consts = {"G": 4, "ROWS": 16, "D": 128, "BLOCK": 64, "HAS_VALID": True, "DIRECT": False, "ROTATE": True,
-              "QUANT": True, "ROTATE_PARTIALS": rotate_partials, "PARTIAL_DOT": "bf16x3"}
+              "QUANT": True, "ROTATE_PARTIALS": rotate_partials, "PARTIAL_DOT": "bf16x3", "SCAN": kd.VALID_SCAN}
     sig.update({name: "constexpr" for name in consts})
     aligned = {n for n in sig if sig[n].startswith("*")} | set(strides) - {"stride_ks", "stride_vs"} | {"split_len"}
     names = list(sig)
@@ -321,7 +340,7 @@ def test_the_decode_kernel_reads_codes_in_words_not_bytes(rotate_partials):
                        constexprs={(names.index(n),): v for n, v in consts.items()},
                        attrs={(names.index(n),): [["tt.divisibility", 16]] for n in aligned})
     ptx = kd.triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
-    assert len(re.findall(r"ld\.global\.b8", ptx)) <= 4  # the valid mask
+    assert len(re.findall(r"ld\.global\.b8", ptx)) <= 4 + kd.VALID_SCAN // 128  # the valid mask: per tile, and its scan
     assert re.search(r"cp\.async\.\w+\.shared\.global \[[^]]*\], \[[^]]*\], 0x4", ptx)
     bf16 = len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx))
     # the attention: 64 per warp (the PTX is one warp's); the rotation of 16 rows × 128 × 128 is

@@ -1,0 +1,312 @@
+"""A decode step's attention alone, as the compiled step runs it (issue 15): the split-KV kernel and
+its merge launch (`split_kv_attention._attend`, what ``headroom::kv16_decode`` runs) with and without
+the scan for each span's last valid key (VALID_SCAN), and an experiment that merges in the same
+launch (`_variant_kernel`, measured slower, not adopted).
+
+Llama-3-8B shapes (8 KV heads × 4 query heads, head_dim 128, bf16), 32 layers of distinct caches
+(nothing served from L2 between layers), each a static cache of ``capacity`` slots of which the
+first ``filled`` are valid (a chat at that depth in the app's cache). Each path is recorded as one
+CUDA graph of the 32 layers' calls and replayed (GPU time, as inside the compiled step's graph);
+µs per layer, the valid K and V bytes over that time, and the relative L2 error against
+`split_kv_attention.reference`.
+
+    python3 -m tests.benchmarks.decode_attention --out $OUT               # H200, ~20 s
+    python3 -m tests.benchmarks.decode_attention --out $OUT --variants    # + the one-launch experiment, ~40 s
+
+Measured on the H200, 2026-12-03 (results/decode_attention_h200.json, --variants): with the scan
+9.37 / 12.51 / 16.07 / 36.29 µs a layer at 1,600 / 3,000 / 4,600 / 17,000 of 2,048 / 4,096 / 8,192
+/ 32,768 slots filled, without it 9.49 / 12.99 / 19.25 / 49.79 (1.01-1.37×).
+
+The experiment (`_variant_kernel`'s switches, VARIANTS): the last program of a head to finish (an
+atomic ticket) merges the head's partials instead of a merge launch. Measured on the H200,
+2026-12-03 (results/decode_attention_h200.json), 2,048 slots with 1,600 filled: the launch
+alone 1.0 µs a layer, the attention without any merge 6.3, with the merge launch 9.4, merging in the
+launch 14.3 (row by row) and 19.9 (all partials loaded first); the tail behind the ticket costs more
+than the launch it saves. Its GATE 1 (each key and value load masked by the valid mask, so it waits
+on the mask's load) was slower than scanning the mask first (GATE 2, adopted as VALID_SCAN).
+
+Writes decode_attention_h200.json to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.local import split_kv_attention as kd
+
+try:
+    import triton
+    import triton.language as tl
+except Exception:  # noqa: BLE001 - the benchmark needs CUDA and Triton; the module still imports
+    triton = tl = None
+
+LAYERS, KV_HEADS, GROUPS, HEAD_DIM = 32, 8, 4, 128
+CASES = [(2048, 1600), (4096, 3000), (8192, 4600), (32768, 17000)]  # (capacity, filled)
+
+
+if triton is not None:
+    @triton.jit(do_not_specialize=["span", "split_len", "splits"])
+    def _variant_kernel(q_ptr, k_ptr, v_ptr, valid_ptr, out_ptr, acc_ptr, max_ptr, sum_ptr, count_ptr,
+                        span, split_len, heads, splits, scale,
+                        stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, stride_valid,
+                        G: tl.constexpr, GP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr,
+                        BLOCK: tl.constexpr, SPLITS: tl.constexpr, GATE: tl.constexpr, MERGE: tl.constexpr,
+                        SCAN: tl.constexpr, CH: tl.constexpr, EMPTY: tl.constexpr):
+        """`split_kv_attention._decode_kernel` with its choices as switches (for the experiment):
+        GATE 0 reads keys [start, end) and masks scores by ``valid``; 1 reads only the keys ``valid``
+        marks (the load waits on the mask); 2 first scans the split's mask for its last valid key
+        and reads up to it. MERGE 0: partials only (no ticket); 1: the last program merges row by
+        row; 2: it loads all maxima, then the partials chunk by chunk, then stores once. EMPTY: the
+        launch alone (stores the query)."""
+        bh = tl.program_id(0)
+        split = tl.program_id(1)
+        b = bh // heads
+        h = bh % heads
+        r = tl.arange(0, ROWS)
+        dims = tl.arange(0, D)
+        real = r < G
+        q = tl.load(q_ptr + (bh * G + r[:, None]) * D + dims[None, :], mask=real[:, None], other=0.0)
+        if EMPTY:
+            if split == 0:
+                tl.store(out_ptr + (bh * G + r[:, None]) * D + dims[None, :], q, mask=real[:, None])
+            return
+        start = split * split_len
+        end = tl.minimum(start + split_len, span)
+        if GATE == 2:
+            last = start - 1
+            for c0 in tl.range(start, end, SCAN):
+                ks = c0 + tl.arange(0, SCAN)
+                vv = tl.load(valid_ptr + b * stride_valid + ks, mask=ks < end, other=0)
+                last = tl.maximum(last, tl.max(tl.where(vv != 0, ks, -1), 0))
+            end = tl.minimum(end, last + 1)
+        k_base = k_ptr + b * stride_kb + h * stride_kh
+        v_base = v_ptr + b * stride_vb + h * stride_vh
+        m_i = tl.full([ROWS], -1.0e30, tl.float32)
+        l_i = tl.zeros([ROWS], tl.float32)
+        acc = tl.zeros([ROWS, D], tl.float32)
+        for n0 in tl.range(start, end, BLOCK):
+            keys = n0 + tl.arange(0, BLOCK)
+            inside = keys < end
+            seen = tl.load(valid_ptr + b * stride_valid + keys, mask=inside, other=0) != 0
+            reads = inside & seen if GATE == 1 else inside
+            k = tl.load(k_base + keys[:, None] * stride_ks + dims[None, :], mask=reads[:, None], other=0.0)
+            s = tl.where((inside & seen)[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_base + keys[:, None] * stride_vs + dims[None, :], mask=reads[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(q.dtype), v)
+            m_i = m_new
+        part = (bh * splits + split) * G + r
+        tl.store(acc_ptr + part[:, None] * D + dims[None, :], acc, mask=real[:, None])
+        tl.store(max_ptr + part, m_i, mask=real)
+        tl.store(sum_ptr + part, l_i, mask=real)
+        if MERGE > 0:
+            tl.debug_barrier()
+            ticket = tl.atomic_add(count_ptr + bh, 1, sem="acq_rel", scope="gpu")
+            if ticket == splits - 1:
+                if MERGE == 1:
+                    s_idx = tl.arange(0, SPLITS)
+                    inside_s = s_idx < splits
+                    for row in tl.static_range(G):
+                        at = (bh * splits + s_idx) * G + row
+                        maxima = tl.load(max_ptr + at, mask=inside_s, other=-1.0e30, cache_modifier=".cg")
+                        top = tl.max(maxima, 0)
+                        weight = tl.where(inside_s, tl.exp(maxima - top), 0.0)
+                        sums = tl.load(sum_ptr + at, mask=inside_s, other=0.0, cache_modifier=".cg")
+                        total = tl.sum(sums * weight, 0)
+                        parts = tl.load(acc_ptr + at[:, None] * D + dims[None, :], mask=inside_s[:, None],
+                                        other=0.0, cache_modifier=".cg")
+                        merged = tl.sum(parts * weight[:, None], 0) / tl.maximum(total, 1.0e-30)
+                        tl.store(out_ptr + (bh * G + row) * D + dims, merged.to(out_ptr.dtype.element_ty))
+                else:
+                    s_idx = tl.arange(0, SPLITS)
+                    g_idx = tl.arange(0, GP)
+                    m2 = (s_idx < splits)[:, None] & (g_idx < G)[None, :]
+                    at = (bh * splits + s_idx[:, None]) * G + g_idx[None, :]
+                    maxima = tl.load(max_ptr + at, mask=m2, other=-1.0e30, cache_modifier=".cg")
+                    top = tl.max(maxima, 0)  # (GP,)
+                    weight = tl.where(m2, tl.exp(maxima - top[None, :]), 0.0)
+                    total = tl.sum(tl.load(sum_ptr + at, mask=m2, other=0.0, cache_modifier=".cg") * weight, 0)
+                    merged = tl.zeros([GP, D], tl.float32)
+                    for c in tl.static_range(0, SPLITS, CH):
+                        sc = c + tl.arange(0, CH)
+                        mc = (sc < splits)[:, None] & (g_idx < G)[None, :]
+                        atc = (bh * splits + sc[:, None]) * G + g_idx[None, :]
+                        wc = tl.where(mc, tl.exp(tl.load(max_ptr + atc, mask=mc, other=-1.0e30,
+                                                         cache_modifier=".cg") - top[None, :]), 0.0)
+                        parts = tl.load(acc_ptr + atc[:, :, None] * D + dims[None, None, :], mask=mc[:, :, None],
+                                        other=0.0, cache_modifier=".cg")
+                        merged += tl.sum(parts * wc[:, :, None], 0)
+                    done = merged / tl.maximum(total, 1.0e-30)[:, None]
+                    tl.store(out_ptr + (bh * G + g_idx[:, None]) * D + dims[None, :],
+                             done.to(out_ptr.dtype.element_ty), mask=(g_idx < G)[:, None])
+                tl.atomic_xchg(count_ptr + bh, 0)
+
+
+_tickets: dict = {}
+
+
+def tickets(device: torch.device, heads: int) -> torch.Tensor:
+    """`_variant_kernel`'s int32 tickets, one per head, zero between launches (its last program of
+    a head resets them), allocated outside the capture."""
+    if device not in _tickets or _tickets[device].numel() < heads:
+        _tickets[device] = torch.zeros(max(heads, 1024), dtype=torch.int32, device=device)
+    return _tickets[device]
+
+
+def variant(query, key, value, valid, scale, gate=0, merge=2, block=64, warps=4, stages=3, min_keys=128,
+            empty=False, splits_most=64):
+    """`_variant_kernel` with these switches over query (B, Hkv, g, d), key and value (B, Hkv, S, d),
+    valid (B, S) bool: about 2 programs per SM, at least ``min_keys`` keys each."""
+    b, h, g, d = query.shape
+    span = key.shape[2]
+    splits = max(1, min(-(-span // min_keys), splits_most, -(-2 * 132 // (b * h))))
+    per_split = -(-span // splits)
+    split_len = -(-per_split // block) * block
+    splits = -(-span // split_len)
+    out = torch.empty_like(query)
+    acc = torch.empty((b * h, splits, g, d), dtype=torch.float32, device=query.device)
+    maxima = torch.empty((b * h, splits, g), dtype=torch.float32, device=query.device)
+    sums = torch.empty_like(maxima)
+    _variant_kernel[(b * h, splits)](
+        query, key, value, valid.view(torch.uint8), out, acc, maxima, sums, tickets(query.device, b * h),
+        span, split_len, h, splits, float(scale),
+        key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2), valid.stride(0),
+        G=g, GP=triton.next_power_of_2(g), ROWS=max(16, triton.next_power_of_2(g)), D=d, BLOCK=block, SPLITS=64,
+        GATE=gate, MERGE=merge, SCAN=1024, CH=8, EMPTY=empty, num_warps=warps, num_stages=stages)
+    return out  # merge 0: partials only (the output is not written)
+
+
+VARIANTS = {
+    "empty": dict(empty=True),
+    "gate0_merge0": dict(gate=0, merge=0),
+    "gate0_merge1": dict(gate=0, merge=1),
+    "gate0_merge2": dict(gate=0, merge=2),
+    "gate1_merge2": dict(gate=1, merge=2),
+    "gate2_merge2": dict(gate=2, merge=2),
+    "gate2_merge0": dict(gate=2, merge=0),
+    "gate2_merge2_block32": dict(gate=2, merge=2, block=32),
+    "gate2_merge2_warps2": dict(gate=2, merge=2, warps=2),
+    "gate2_merge2_warps8": dict(gate=2, merge=2, warps=8),
+    "gate2_merge2_stages2": dict(gate=2, merge=2, stages=2),
+    "gate2_merge2_stages4": dict(gate=2, merge=2, stages=4),
+    "gate2_merge2_keys64": dict(gate=2, merge=2, min_keys=64),
+    "gate2_merge2_keys256": dict(gate=2, merge=2, min_keys=256),
+    "gate0_merge2_keys64": dict(gate=0, merge=2, min_keys=64),
+    "gate2_merge0_warps2": dict(gate=2, merge=0, warps=2),
+    "gate2_merge0_block128": dict(gate=2, merge=0, block=128),
+    "gate2_merge0_keys64": dict(gate=2, merge=0, min_keys=64),
+}
+
+
+def graph_us(calls, replays: int = 20) -> float:
+    """GPU µs per call: the calls recorded in one CUDA graph, replayed."""
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        graph.capture_begin(capture_error_mode="thread_local")
+        for call in calls:
+            call()
+        graph.capture_end()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / (replays * len(calls))
+
+
+def no_scan(fn, *args):
+    """``fn(*args)`` with split_kv_attention.VALID_SCAN 0: every key of each span read."""
+    kept = kd.VALID_SCAN
+    kd.VALID_SCAN = 0
+    try:
+        return fn(*args)
+    finally:
+        kd.VALID_SCAN = kept
+
+
+def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> dict:
+    shape = (1, KV_HEADS, capacity, HEAD_DIM)
+    layers = []
+    for _ in range(LAYERS):
+        key = torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16)
+        value = torch.randn(shape, generator=g, device="cuda", dtype=torch.bfloat16)
+        query = torch.randn(1, KV_HEADS, GROUPS, HEAD_DIM, generator=g, device="cuda", dtype=torch.bfloat16)
+        layers.append((query, key, value))
+    valid = (torch.arange(capacity) < filled).view(1, capacity).cuda()
+    scale = HEAD_DIM ** -0.5
+    paths = {
+        "scan": lambda q, k, v: kd._attend(q, k, v, valid, capacity - 1, capacity, GROUPS, scale),
+        "no_scan": lambda q, k, v: no_scan(kd._attend, q, k, v, valid, capacity - 1, capacity, GROUPS, scale),
+    }
+    valid_bytes = 2 * filled * KV_HEADS * HEAD_DIM * 2
+    row = {"capacity": capacity, "filled": filled, "splits": kd.splits_for(capacity, KV_HEADS)}
+    q, k, v = layers[0]
+    want = kd.reference(q, k, v, valid, scale)
+    for name, path in paths.items():
+        row[f"{name}_error"] = float((path(q, k, v).float() - want.float()).norm() / want.float().norm())
+        us = graph_us([lambda q=q, k=k, v=v, path=path: path(q, k, v) for q, k, v in layers])
+        row[f"{name}_us"] = us
+        row[f"{name}_valid_tb_s"] = valid_bytes / us / 1e6
+    row["ratio_no_scan_over_scan"] = row["no_scan_us"] / row["scan_us"]
+    if variants:
+        row["variants"] = {}
+        for name, options in VARIANTS.items():
+            entry = {}
+            if not options.get("empty") and options.get("merge", 2) > 0:
+                got = variant(q, k, v, valid, scale, **options)
+                entry["error"] = float((got.float() - want.float()).norm() / want.float().norm())
+            entry["us"] = graph_us([lambda q=q, k=k, v=v, o=options: variant(q, k, v, valid, scale, **o)
+                                    for q, k, v in layers])
+            row["variants"][name] = entry
+    del layers
+    torch.cuda.empty_cache()
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--variants", action="store_true", help="the experiment's kernel switches (VARIANTS)")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available() or kd.triton is None:
+        print("needs CUDA and Triton")
+        return 1
+    g = torch.Generator(device="cuda").manual_seed(0)
+    kd.self_check(torch.device("cuda"), torch.bfloat16, HEAD_DIM)  # the kernels built
+    rows = [measure(capacity, filled, g, args.variants) for capacity, filled in CASES]
+    print(f"{'capacity':>8} {'filled':>6} {'no scan µs':>10} {'scan µs':>8} {'ratio':>6} {'scan TB/s':>9} {'err':>8}")
+    for r in rows:
+        print(f"{r['capacity']:>8} {r['filled']:>6} {r['no_scan_us']:>10.2f} {r['scan_us']:>8.2f} "
+              f"{r['ratio_no_scan_over_scan']:>6.2f} {r['scan_valid_tb_s']:>9.2f} {r['scan_error']:>8.1e}")
+        for name, v in r.get("variants", {}).items():
+            print(f"    {name:<24} {v['us']:7.2f} µs  err {v.get('error', float('nan')):.1e}")
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "triton": kd.triton.__version__,
+              "command": "python3 -m tests.benchmarks.decode_attention --out $OUT"
+              + (" --variants" if args.variants else ""),
+              "layers": LAYERS, "rows": rows}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "decode_attention_h200.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
