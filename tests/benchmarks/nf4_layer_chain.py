@@ -261,19 +261,16 @@ TILE_MAJOR_PATCHES = [
 INTERLEAVE_PATCHES = [
     ("const int st0 = (blockIdx.y * warps + warp) * iters;", "const int st0 = blockIdx.y * warps * iters + warp;"),
     ("nxt = load<NESTED>(r, absmax2, st0 + i + 1);", "nxt = load<NESTED>(r, absmax2, st0 + (i + 1) * warps);"),
-    ("step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<NESTED>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
+    ("step<NESTED>(d, cur, x_s + 32 * (warp * iters + i) + 8 * c,",
+     "step<NESTED>(d, cur, x_s + 32 * (i * warps + warp) + 8 * c,"),
     ("const int warps = blockDim.x >> 5, st0 = warp * iters;", "const int warps = blockDim.x >> 5, st0 = warp;"),
     ("nxt = load<true>(r, sg.absmax2, st0 + i + 1);", "nxt = load<true>(r, sg.absmax2, st0 + (i + 1) * warps);"),
     ("step<true>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<true>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
 ]
 _GEMV_HEAD = "template <bool NESTED>\n__device__ __forceinline__ void gemv("
-_GEMV_LOOP = """    Loads cur = load<NESTED>(r, absmax2, st0), nxt;
-    for (int i = 0; i < iters; ++i) {
-        if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-        step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
-        cur = nxt;
-    }
-"""
+_LOOP_END = "        cur = nxt;\n    }\n"
+_GEMV_LOOP = nf4_mma.SOURCE[nf4_mma.SOURCE.index("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;"):
+                            nf4_mma.SOURCE.index(_LOOP_END) + len(_LOOP_END)]  # gemv's loop, inputs staged
 RING_PATCHES = [(_GEMV_HEAD, RING_HELPERS), (_GEMV_LOOP, RING_LOOP)]
 LAYOUTS = {"row": [], "ring": RING_PATCHES, "tile": TILE_MAJOR_PATCHES, "inter": INTERLEAVE_PATCHES,
            "tile_inter": TILE_MAJOR_PATCHES + INTERLEAVE_PATCHES}  # name: patches (tile*: tile-major codes)
@@ -375,14 +372,15 @@ class Chain:
             tiles = sum(-(-n // 16) for n in ns)
             kern["chain_group"](grid=(tiles, third, 1), block=(32 * warps, 1, 1),
                                 args=[x, *self.segments(li, kind, tm), self.code, self.part, self.counters[li][kind],
-                                      y, kd, steps // (warps * third), 0, *nf4_mma.OPAQUE, pf, ranges, policy])
+                                      y, kd, steps // (warps * third), 0, *nf4_mma.OPAQUE, pf, ranges, policy],
+                                shared_mem=2 * kd // third)  # the block's inputs (SOURCE's gemv stages them)
         else:
             t = self.t[li][kind][0]
             packed = self.packed_tm[li][kind][0] if tm else t.packed
             kern["chain_gemv"](grid=(-(-t.n // 16), third, 1), block=(32 * warps, 1, 1),
                                args=[x, packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, self.part,
                                      self.counters[li][kind], y, t.n, kd, steps // (warps * third), 0,
-                                     *nf4_mma.OPAQUE, pf, ranges, policy])
+                                     *nf4_mma.OPAQUE, pf, ranges, policy], shared_mem=2 * kd // third)
 
     def candidates(self, kind: str) -> list[tuple]:
         ns, kd = KINDS[kind], K_IN[kind]

@@ -133,8 +133,8 @@ VARIANTS: dict[str, tuple[list, bool]] = {  # name: (patches, keeps the result)
                      "d[0] += __uint_as_float((a0 ^ a1 ^ a2) & 0x3f00ffffu);\n"
                      "    d[2] += __uint_as_float((a3 ^ b0 ^ b1) & 0x3f00ffffu);")],
                    False),
-    "diag_nocode2": ([("sa = add_rn(mul_rn(__ldg(code2 + v.qa), sa), offset);\n"
-                       "        sb = add_rn(mul_rn(__ldg(code2 + v.qb), sb), offset);",
+    "diag_nocode2": ([("sa = add_rn(mul_rn(code2[v.qa], sa), offset);\n"
+                       "        sb = add_rn(mul_rn(code2[v.qb], sb), offset);",
                        "sa = add_rn(__uint_as_float(v.qa | 0x3f800000u), sa);\n"
                        "        sb = add_rn(__uint_as_float(v.qb | 0x3f800000u), sb);")],
                      False),
@@ -235,7 +235,7 @@ def timeline(shape=(14336, 4096), warps=4) -> dict:
     for t in ts[1:] + ts[:1]:  # the last one measured, weights not in L2 (the others evicted it)
         kern(grid=(tiles, 1, 1), block=(32 * warps, 1, 1),
              args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, rec, t.counters, y, n, kd, iters, 0,
-                   *nf4_mma.OPAQUE])
+                   *nf4_mma.OPAQUE], shared_mem=2 * kd)  # the block's inputs (SOURCE's gemv stages them)
     torch.cuda.synchronize()
     r = rec.view(-1, 8).cpu().double()
     first, rest, g0, g1 = r[:, 1] - r[:, 0], r[:, 2] - r[:, 1], r[:, 3], r[:, 4]
@@ -280,7 +280,7 @@ def time_launch(kern, tensors, x, n: int, kd: int, warps: int, split: int) -> tu
     def call(t, y, part):
         kern(grid=(-(-n // 16), split, 1), block=(32 * warps, 1, 1),
              args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, y, part, t.counters, y,
-                   n, kd, steps // (warps * split), 0, *nf4_mma.OPAQUE])
+                   n, kd, steps // (warps * split), 0, *nf4_mma.OPAQUE], shared_mem=2 * kd // split)
     bufs = [(torch.empty(n, dtype=torch.bfloat16, device="cuda"),
              torch.empty(max(1, split * n), dtype=torch.float32, device="cuda")) for _ in tensors]
     call(tensors[0], *bufs[0])

@@ -405,6 +405,27 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
         mix = loop_mix(sass, name)  # one super-tile per lane: 2 rows x 64 weights
         assert mix["HMMA"] == 16 and mix["PRMT"] == 272 and mix["F2FP"] == 16, mix
         assert sum(mix[op] for op in ALU) / 128 < 2.7, mix  # integer pipe per weight (Triton: ~4.4)
+        # x from shared memory (8 x 16 bytes a lane), the nested codebook too; from global memory only
+        # the codes (4 x 16 bytes) and the block scales (18 / 14 loads from global memory before)
+        assert mix["LDS"] >= 8 and mix["LDG"] <= (6 if name.endswith("plain") else 8), mix
+
+
+class _Kernel:
+    """A loaded kernel's shared-memory settings as torch.cuda._utils._CudaKernel keeps them."""
+
+    def __init__(self):
+        self._max_shared_mem_bytes, self.configured = 0, []
+
+    def set_shared_memory_config(self, size):
+        self._max_shared_mem_bytes = size
+        self.configured.append(size)
+
+
+def test_a_launch_stages_its_inputs_and_asks_for_more_than_48_kb_once():
+    kernel = _Kernel()
+    assert mma._x_bytes(kernel, 14336) == 28672 and kernel.configured == []  # Llama-3-8B down, split 1
+    assert mma._x_bytes(kernel, 28672) == 57344 and kernel.configured == [57344]  # 70B down: opt in
+    assert mma._x_bytes(kernel, 28672) == 57344 and kernel.configured == [57344]  # once
 
 
 def test_the_emulation_mirrors_the_source():
@@ -417,7 +438,7 @@ def test_the_emulation_mirrors_the_source():
                  "lookup4(shr(w, k.m16), shr(wx, k.m16), shr(pick, k.m16), t, e[2], e[3]);",
                  "mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);", "mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);",
                  "const uint4* pa = r.wa + 8 * st;", "r.wa = w + (long long)ra * (k / 32) + 2 * c;",
-                 "r.ba = ra * (k / 64) + c;", "x + 32 * (st0 + i) + 8 * c",
+                 "r.ba = ra * (k / 64) + c;", "x_s + 32 * (warp * iters + i) + 8 * c",
                  "const int ra = min(tile * 16 + g, n - 1), rb = min(tile * 16 + g + 8, n - 1);",
                  "if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }"):
         assert line in mma.SOURCE, line

@@ -32,7 +32,8 @@ tile (an atomic counter, reset by that block) adds the partials in a fixed order
 bitwise repeatable, no host sync, CUDA-graph safe. Rows past N are clamped on load, not stored.
 
 Inner loop per super-tile and lane (2 rows x 64 weights = 128), sm_90 SASS of NVRTC 13.0
-(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass):
+(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass; before x moved to
+shared memory, below: now 116 nested, the group kernel 128, and x and code2 are LDS):
 
     | class                                   | nested | plain | per weight |
     |-----------------------------------------|--------|-------|------------|
@@ -87,6 +88,18 @@ sum, whatever the depth in flight. So ~1.5 TB/s is what the loop itself sustains
 SM; the per-warp timestamps' ~2,700 cycles a later step hold only while most warps are elsewhere
 (waiting on their first load). What would move it: fewer integer instructions a weight (the
 lookup's 2 `prmt` a weight), or more warps an SM to hide the chain (needs fewer than 128 registers).
+
+Profiled with Nsight Compute on the H200 (third session of 2026-12-03; results/ncu_nf4_mma_h200.json,
+tests/benchmarks/nf4_mma_ncu.py), gate/up: 6.8 cycles a warp between issued instructions, of which
+1.7 a long-scoreboard wait, 1.3 fixed-latency waits of the lookup chain, 0.8 the integer pipe busy,
+0.7 dispatch; one instruction held 16 % of all stall samples: each step's first mma, waiting on the
+step's x (an LDG that missed L1 a third of the time), and the nested absmax chain (code2[q] from
+global memory) ~6 %. The block's x range and code2 now go to shared memory once, under the first
+codes' loads (`gemv`): bit-identical, 8.0 / 5.2 / 20.1 / 20.3 µs for q/o, k/v, gate/up, down
+(results/nf4_gemv_h200_cuda_x_staged.json; before 8.8 / 5.5 / 22.0 / 22.2), and on the app path
+2.47 against 2.63 ms of GEMV a token, the step 3.56 against 3.74 ms at 1k
+(results/decode_anatomy_h200_x_staged.json). Left: the lookup chain's waits and dispatch stalls,
+and 10.5 of 16 warps an SM achieved (gate/up is 0.85 of a wave).
 
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
@@ -260,8 +273,8 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
                                      const Consts& k) {
     float sa = v.sa, sb = v.sb;
     if (NESTED) {  // absmax = code2[q] * absmax2 + offset: multiply, then add (two roundings)
-        sa = add_rn(mul_rn(__ldg(code2 + v.qa), sa), offset);
-        sb = add_rn(mul_rn(__ldg(code2 + v.qb), sb), offset);
+        sa = add_rn(mul_rn(code2[v.qa], sa), offset);
+        sb = add_rn(mul_rn(code2[v.qb], sb), offset);
     }
     Tables ta = tables(cb, sa), tb = tables(cb, sb);
     const u32 wa[8] = {v.a0.x, v.a0.y, v.a0.z, v.a0.w, v.a1.x, v.a1.y, v.a1.z, v.a1.w};
@@ -271,7 +284,7 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
         u32 ea[4], eb[4];
         lookup8(wa[i], ta, k, ea);
         lookup8(wb[i], tb, k, eb);
-        uint4 xv = __ldg(xs + i);  // x[8i .. 8i+7] of this lane's 64-block
+        uint4 xv = xs[i];  // x[8i .. 8i+7] of this lane's 64-block
         mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);
         mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);
     }
@@ -280,7 +293,10 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
 // Grid (ceil(n/16), split); block 32*warps threads. Warp w of block (t, s) adds rows 16t..16t+15
 // over super-tiles [(s*warps + w)*iters, +iters) of 256 inputs; the block sums its warps in order;
 // with split > 1 the last block of row tile t (its counter) sums the split partials in order
-// (partial s of row r at part[s * part_stride + r]).
+// (partial s of row r at part[s * part_stride + r]). The block's inputs (warps*iters*512 bytes of
+// dynamic shared memory) and the nested absmax codebook are staged in shared memory first, under
+// the first codes' loads: read from there, a step's first mma no longer waits on a global load of x
+// (ncu on the H200: that wait was the largest single stall, 16 % of the samples).
 template <bool NESTED>
 __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* __restrict__ w,
                                      const void* __restrict__ absmax, const float* __restrict__ absmax2,
@@ -289,6 +305,8 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
                                      float* part, int part_stride, int* counter, u16* y, int n, int tile,
                                      int k, int iters, int bias_kind, Consts kc) {
     __shared__ float red[8][16];
+    __shared__ float code2_s[256];
+    extern __shared__ uint4 x_s[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int warps = blockDim.x >> 5;
     const Rows r = rows_at(w, absmax, n, tile, k, g, c);
@@ -299,9 +317,14 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    const uint4* xb = x + 32 * blockIdx.y * warps * iters;  // the block's first super-tile of inputs
+    for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) x_s[j] = __ldg(xb + j);
+    if (NESTED)
+        for (int j = threadIdx.x; j < 256; j += blockDim.x) code2_s[j] = __ldg(code2 + j);
+    __syncthreads();
     for (int i = 0; i < iters; ++i) {
         if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-        step<NESTED>(d, cur, x + 32 * (st0 + i) + 8 * c, code2, off, cb, kc);
+        step<NESTED>(d, cur, x_s + 32 * (warp * iters + i) + 8 * c, code2_s, off, cb, kc);
         cur = nxt;
     }
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
@@ -453,6 +476,15 @@ def _kernels(device_index: int) -> dict:
         ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()}
 
 
+def _x_bytes(kernel, inputs: int) -> int:
+    """Dynamic shared memory of a launch whose blocks take ``inputs`` of x each (bf16: 2 bytes an
+    input); above 48 KB (K / split_k > 24,576) the kernel is first allowed that much."""
+    size = 2 * inputs
+    if size > 48 * 1024 and getattr(kernel, "_max_shared_mem_bytes", 0) < size:
+        kernel.set_shared_memory_config(size)
+    return size
+
+
 def unavailable_reason(device: torch.device) -> str:
     """"" when the kernel can run on ``device``, else why not (one line): no CUDA, a GPU before
     Ampere (bf16 mma needs sm_80), torch without its NVRTC loader, NVRTC missing, a compile error."""
@@ -530,7 +562,8 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
     kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
            args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
-                 part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE])
+                 part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE],
+           shared_mem=_x_bytes(kernel, t.k // split_k))
     return y
 
 
@@ -575,5 +608,6 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
         segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[("group", nested)]
     kernel(grid=(tiles, split_k, 1), block=(32 * warps, 1, 1),
-           args=[x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE])
+           args=[x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE],
+           shared_mem=_x_bytes(kernel, k // split_k))
     return y
