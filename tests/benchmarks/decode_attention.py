@@ -39,6 +39,7 @@ import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
 from app.engine.local import split_kv_attention as kd
+from tests.benchmarks import kv8_kernel
 
 try:
     import triton
@@ -207,28 +208,9 @@ VARIANTS = {
 }
 
 
-def graph_us(calls, replays: int = 20) -> float:
-    """GPU µs per call: the calls recorded in one CUDA graph, replayed."""
-    for call in calls:
-        call()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        graph.capture_begin(capture_error_mode="thread_local")
-        for call in calls:
-            call()
-        graph.capture_end()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(replays):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1e3 / (replays * len(calls))
+def graph_us(calls) -> float:
+    """GPU µs per call: the calls recorded in one CUDA graph, replayed (kv8_kernel.graph_us)."""
+    return kv8_kernel.graph_us(lambda: [call() for call in calls], repeat=1, replays=20) / len(calls)
 
 
 def no_scan(fn, *args):
