@@ -30,6 +30,9 @@ class ComposerDrafts(QObject):
         self._editor = composer.editor
         self._drafts = {key: text for key, text in (drafts or {}).items() if text}
         self._key: int | None = NEW_CHAT  # the conversation whose draft the composer holds
+        # the window starts on a new chat: its draft is in the composer, so the first switch (to the
+        # conversation the window reopens) puts it aside instead of dropping it
+        self._editor.setPlainText(self._drafts.pop(NEW_CHAT, ""))
         chat.conversation_cleared.connect(self._on_switched)
         chat.conversation_loaded.connect(self._on_switched)
         chat.conversations_listed.connect(self._on_conversations_listed)

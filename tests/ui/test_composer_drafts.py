@@ -71,3 +71,24 @@ def test_a_sent_message_leaves_no_draft_behind(qtbot, make_window, tmp_path):
     assert composer_text(window) == ""  # the draft went with the saved chat, not with "new chat"
     window.sidebar.open_requested.emit(new)
     assert composer_text(window) == "a follow-up not sent yet"
+
+
+def test_a_new_chats_draft_survives_a_restart_that_opens_another_chat(qtbot, make_window, tmp_path):
+    """New-user trial 13: typed in a new chat, went back to a saved one, quit; after the restart the
+    saved chat opened and the new chat's draft was gone (the first switch dropped it)."""
+    db = tmp_path / "chats.sqlite3"
+    cats, _dogs = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(cats)
+    window.new_chat_action.trigger()
+    typed(qtbot, window, "What is the capital of France?")
+    window.sidebar.open_requested.emit(cats)
+    window.close()
+    again = make_window(store_path=db)
+    assert again.chat.conversation_id == cats and composer_text(again) == ""
+    again.new_chat_action.trigger()
+    assert composer_text(again) == "What is the capital of France?"
+    again.close()
+    third = make_window(store_path=db)  # still there after a second restart
+    third.new_chat_action.trigger()
+    assert composer_text(third) == "What is the capital of France?"
