@@ -32,8 +32,9 @@ tile (an atomic counter, reset by that block) adds the partials in a fixed order
 bitwise repeatable, no host sync, CUDA-graph safe. Rows past N are clamped on load, not stored.
 
 Inner loop per super-tile and lane (2 rows x 64 weights = 128), sm_90 SASS of NVRTC 13.0
-(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass; before x moved to
-shared memory, below: now 116 nested, the group kernel 128, and x and code2 are LDS):
+(`--ptxas-options=-v`: 126 registers nested, 121 plain, 0 spills; cuobjdump -sass). The table is from
+before x and code2 moved to shared memory (below): since then 116 registers nested, 128 in the group
+kernel, and the loop reads x and code2 with LDS (8 + 2) instead of LDG:
 
     | class                                   | nested | plain | per weight |
     |-----------------------------------------|--------|-------|------------|
