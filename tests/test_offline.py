@@ -56,8 +56,11 @@ def test_offline_settings_precede_every_heavy_import():
 
 
 def test_hub_kernels_are_switched_off_before_transformers_reads_the_switch():
-    code = ("import app\nfrom transformers.integrations import hub_kernels as hk\n"
-            "print(hk._TRANSFORMERS_USE_HUB_KERNELS, hk._kernels_enabled)")
+    """transformers up to 5.24 reads USE_HUB_KERNELS once at import (a module flag); 5.25 at each
+    use (`_kernels_enabled()`, with the `kernels` package now a dependency): off either way."""
+    code = ("import os, app\nfrom transformers.integrations import hub_kernels as hk\n"
+            "enabled = hk._kernels_enabled\n"
+            "print(os.environ['USE_HUB_KERNELS'], enabled() if callable(enabled) else enabled)")
     result = run_python("-c", code)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["NO", "False"]
