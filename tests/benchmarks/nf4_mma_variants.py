@@ -265,11 +265,6 @@ def timeline(shape=(14336, 4096), warps=4) -> dict:
     return out
 
 
-# Persistent row tiles (not yet timed: for the next GPU run). A block of W warps takes row tiles
-# blockIdx.x, + gridDim.x, ... (one wave: 16 warps an SM); its warps split K as the shipped kernel's
-# do (split 1) and add in shared memory, and during a tile's last super-tile each warp already loads
-# its first super-tile of the block's next tile, so only the block's first load is exposed.
-# No bias, no split partials (a timing variant).
 SWEEP = ("pfall", "lb3", "cbimm_lb3")  # variants timed over every launch shape too
 
 

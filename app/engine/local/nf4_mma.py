@@ -88,7 +88,8 @@ reads this kernel's exact pattern, without the arithmetic, at 3.8-4.25 TB/s, as 
 sum, whatever the depth in flight. So ~1.5 TB/s is what the loop itself sustains with 16 warps an
 SM; the per-warp timestamps' ~2,700 cycles a later step hold only while most warps are elsewhere
 (waiting on their first load). What would move it: fewer integer instructions a weight (the
-lookup's 2 `prmt` a weight), or more warps an SM to hide the chain (needs fewer than 128 registers).
+lookup's 2 `prmt` a weight), or more warps an SM to hide the chain (needs fewer than 128 registers);
+and, as the profile below found, a wait these timings could not see: x's load at every step.
 
 Profiled with Nsight Compute on the H200 (third session of 2026-12-03; results/ncu_nf4_mma_h200.json,
 tests/benchmarks/nf4_mma_ncu.py), gate/up: 6.8 cycles a warp between issued instructions, of which
