@@ -111,14 +111,13 @@ no headers: compiled to a cubin for the device's sm once per process and device.
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
-import sys
 from functools import cache
 
 import torch
 
+from app.engine.local import nvrtc
 from app.engine.local.nf4_gemv import Nf4Tensors
+from app.engine.local.nvrtc import CompileError, nvrtc_library  # noqa: F401  (this module's names before nvrtc.py)
 
 ROWS_PER_WARP = 16  # the M of mma.m16n8k16: one warp's output rows
 SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row quad
@@ -399,81 +398,19 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_A
 """
 
 
-class CompileError(RuntimeError):
-    """NVRTC missing or rejecting the source; str(exc) says why (first line: the cause)."""
-
-
-def nvrtc_library() -> ctypes.CDLL:
-    """NVRTC: $HEADROOM_NVRTC (a path), else the one torch's CUDA build names (libnvrtc.so.<major>,
-    already loaded by torch or on the loader path), else a pip wheel's (site-packages/nvidia/*/lib).
-    Raises CompileError when there is none."""
-    major = (torch.version.cuda or "").split(".")[0]
-    candidates = [os.environ.get("HEADROOM_NVRTC", "")] + ([f"libnvrtc.so.{major}"] if major else [])
-    for base in sys.path:
-        candidates += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so.*")))
-    tried = []
-    for name in filter(None, candidates):
-        if "builtins" in name or ".alt." in name:
-            continue
-        try:
-            for builtins in sorted(glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*"))):
-                if ".alt." not in builtins:  # NVRTC opens it by name at compile time: load it first
-                    ctypes.CDLL(builtins)
-            return ctypes.CDLL(name)
-        except OSError as exc:
-            tried.append(str(exc))
-    raise CompileError(f"NVRTC not found ({'; '.join(tried[:2]) or 'no libnvrtc'})")
-
-
 def compile_cubin(arch: str, library: ctypes.CDLL | None = None,
                   options: tuple[str, ...] = (), source: str = "") -> tuple[bytes, str]:
-    """(cubin for sm_<arch>, NVRTC's log) of SOURCE (or ``source``: a benchmark's variant). arch: "90"
-    for the H100/H200. options: more NVRTC flags (e.g. "--ptxas-options=-v" puts registers and spills
-    in the log). Raises
-    CompileError with NVRTC's log when the source does not compile."""
-    lib = library or nvrtc_library()
-    prog = ctypes.c_void_p()
-    check = _nvrtc_check(lib)
-    check(lib.nvrtcCreateProgram(ctypes.byref(prog), (source or SOURCE).encode(), b"nf4_mma.cu", 0, None, None))
-    try:
-        opts = [f"--gpu-architecture=sm_{arch}", "--fmad=false", "-std=c++17", *options]
-        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-        res = lib.nvrtcCompileProgram(prog, len(opts), arr)
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, buf)
-        log = buf.value.decode(errors="replace")
-        if res != 0:
-            raise CompileError(f"NVRTC could not compile the NF4 mma kernel: {log.strip()}")
-        check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)))
-        cubin = ctypes.create_string_buffer(size.value)
-        check(lib.nvrtcGetCUBIN(prog, cubin))
-        return cubin.raw, log
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
-
-
-def _nvrtc_check(lib):
-    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-
-    def check(result: int) -> None:
-        if result != 0:
-            raise CompileError(f"NVRTC error {result}: {(lib.nvrtcGetErrorString(result) or b'').decode()}")
-
-    return check
+    """(cubin for sm_<arch>, NVRTC's log) of SOURCE (or ``source``: a benchmark's variant), built with
+    ``--fmad=false`` (the table products stay ``mul.rn``). See `nvrtc.compile_cubin`."""
+    return nvrtc.compile_cubin(arch, source or SOURCE, "nf4_mma.cu", ("--fmad=false", *options), library)
 
 
 @cache
 def _kernels(device_index: int) -> dict:
     """{nested: kernel, ("group", nested): group kernel} compiled for and loaded on one device (once
     per process)."""
-    from torch.cuda._utils import _cuda_load_module
-
-    major, minor = torch.cuda.get_device_capability(device_index)
-    cubin, _ = compile_cubin(f"{major}{minor}")
-    with torch.cuda.device(device_index):
-        loaded = _cuda_load_module(cubin, [*KERNELS.values(), *GROUP_KERNELS.values()])
+    loaded = nvrtc.load(device_index, SOURCE, "nf4_mma.cu", [*KERNELS.values(), *GROUP_KERNELS.values()],
+                        ("--fmad=false",))
     return {nested: loaded[name] for nested, name in KERNELS.items()} | {
         ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()}
 

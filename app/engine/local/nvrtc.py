@@ -1,0 +1,88 @@
+"""CUDA C kernels built at run time: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc), no CUDA
+toolkit and no headers, compiled to a cubin for the device's sm and loaded with torch's own loader
+(torch.cuda._utils._cuda_load_module, torch >= 2.8). The NF4 GEMV (nf4_mma) and the 16-bit decode
+attention (kv16_mma) are built here."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+
+import torch
+
+
+class CompileError(RuntimeError):
+    """NVRTC missing or rejecting the source; str(exc) says why (first line: the cause)."""
+
+
+def nvrtc_library() -> ctypes.CDLL:
+    """NVRTC: $HEADROOM_NVRTC (a path), else the one torch's CUDA build names (libnvrtc.so.<major>,
+    already loaded by torch or on the loader path), else a pip wheel's (site-packages/nvidia/*/lib).
+    Raises CompileError when there is none."""
+    major = (torch.version.cuda or "").split(".")[0]
+    candidates = [os.environ.get("HEADROOM_NVRTC", "")] + ([f"libnvrtc.so.{major}"] if major else [])
+    for base in sys.path:
+        candidates += sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib", "libnvrtc.so.*")))
+    tried = []
+    for name in filter(None, candidates):
+        if "builtins" in name or ".alt." in name:
+            continue
+        try:
+            for builtins in sorted(glob.glob(os.path.join(os.path.dirname(name), "libnvrtc-builtins.so.*"))):
+                if ".alt." not in builtins:  # NVRTC opens it by name at compile time: load it first
+                    ctypes.CDLL(builtins)
+            return ctypes.CDLL(name)
+        except OSError as exc:
+            tried.append(str(exc))
+    raise CompileError(f"NVRTC not found ({'; '.join(tried[:2]) or 'no libnvrtc'})")
+
+
+def compile_cubin(arch: str, source: str, name: str, options: tuple[str, ...] = (),
+                  library: ctypes.CDLL | None = None) -> tuple[bytes, str]:
+    """(cubin for sm_<arch>, NVRTC's log) of ``source`` (C++17; ``name`` labels it in the log and in
+    errors). arch: "90" for the H100/H200. options: more NVRTC flags (e.g. "--ptxas-options=-v" puts
+    registers and spills in the log). Raises CompileError with NVRTC's log when it does not compile."""
+    lib = library or nvrtc_library()
+    prog = ctypes.c_void_p()
+    check = _nvrtc_check(lib)
+    check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None))
+    try:
+        opts = [f"--gpu-architecture=sm_{arch}", "-std=c++17", *options]
+        arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+        res = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if res != 0:
+            raise CompileError(f"NVRTC could not compile {name}: {log.strip()}")
+        check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)))
+        cubin = ctypes.create_string_buffer(size.value)
+        check(lib.nvrtcGetCUBIN(prog, cubin))
+        return cubin.raw, log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def load(device_index: int, source: str, name: str, kernels: list[str], options: tuple[str, ...] = ()) -> dict:
+    """{kernel name: callable kernel} of ``source`` compiled for and loaded on one CUDA device. Raises
+    CompileError (NVRTC) or what torch's loader raises."""
+    from torch.cuda._utils import _cuda_load_module
+
+    major, minor = torch.cuda.get_device_capability(device_index)
+    cubin, _ = compile_cubin(f"{major}{minor}", source, name, options)
+    with torch.cuda.device(device_index):
+        return _cuda_load_module(cubin, kernels)
+
+
+def _nvrtc_check(lib):
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def check(result: int) -> None:
+        if result != 0:
+            raise CompileError(f"NVRTC error {result}: {(lib.nvrtcGetErrorString(result) or b'').decode()}")
+
+    return check
