@@ -25,6 +25,13 @@ launch 14.3 (row by row) and 19.9 (all partials loaded first); the tail behind t
 than the launch it saves. Its GATE 1 (each key and value load masked by the valid mask, so it waits
 on the mask's load) was slower than scanning the mask first (GATE 2, adopted as VALID_SCAN).
 
+Beside them, "mma": the CUDA kernel (app.engine.local.kv16_mma) that ``headroom::kv16_decode`` now
+runs, one launch with its merge. Measured on the H200, 2026-12-03 (results/
+decode_attention_h200_mma.json, .gpu/final.sh): 8.58 / 10.89 / 14.14 / 34.91 µs a layer against the
+Triton path's 9.32 / 12.33 / 16.17 / 36.28 in the same run. ``MMA_VARIANTS=1`` also times its SOURCE
+patched (MMA_PATCHES: two blocks an SM, an empty launch, no merge, no marks; results of an earlier
+build in the kernel's docstring).
+
 Writes decode_attention_h200.json to --out.
 """
 
@@ -38,6 +45,7 @@ import time
 import torch
 
 import app  # noqa: F401  (offline, allocator settings before torch)
+from app.engine.local import kv16_mma
 from app.engine.local import split_kv_attention as kd
 from tests.benchmarks import kv8_kernel
 
@@ -223,6 +231,27 @@ def no_scan(fn, *args):
         kd.VALID_SCAN = kept
 
 
+MMA_VARIANTS = os.environ.get("MMA_VARIANTS") == "1"
+MMA_PATCHES = {
+    "lb2": [("__launch_bounds__(256, 1)", "__launch_bounds__(256, 2)")],  # two blocks an SM: 128 registers, spills
+    "empty": [("    const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;\n",
+               "    if (span > 0) return;\n    const int bh = blockIdx.x, split = blockIdx.y, splits = gridDim.y;\n")],
+    "nomerge": [("    if (splits == 1) return;\n", "    return;\n")],  # partials only (wrong output)
+    "nomarks": [("if (!has_valid) {", "if (true) {")],  # every key valid (wrong output)
+}
+
+
+def mma_variant(*patches) -> dict:
+    """kv16_mma's kernels built from its SOURCE with ``patches`` (old, new) applied."""
+    from app.engine.local import nvrtc
+
+    source = kv16_mma.SOURCE
+    for old, new in patches:
+        assert old in source, old
+        source = source.replace(old, new)
+    return nvrtc.load(torch.cuda.current_device(), source, "kv16_mma_variant.cu", kv16_mma.KERNEL_NAMES)
+
+
 def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> dict:
     shape = (1, KV_HEADS, capacity, HEAD_DIM)
     layers = []
@@ -236,7 +265,15 @@ def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> d
     paths = {
         "scan": lambda q, k, v: kd._attend(q, k, v, valid, capacity - 1, capacity, GROUPS, scale),
         "no_scan": lambda q, k, v: no_scan(kd._attend, q, k, v, valid, capacity - 1, capacity, GROUPS, scale),
+        "mma": lambda q, k, v: kv16_mma.decode(q, k, v, valid, scale),
     }
+    if MMA_VARIANTS:  # where the CUDA kernel's time goes: its SOURCE patched (MMA_PATCHES)
+        for name, patches in MMA_PATCHES.items():
+            kernels = mma_variant(*patches)
+            paths[f"mma_{name}"] = lambda q, k, v, kernels=kernels: kv16_mma.decode(q, k, v, valid, scale,
+                                                                                    kernels=kernels)
+        lb2 = mma_variant(*MMA_PATCHES["lb2"])
+        paths["mma_lb2_waves2"] = lambda q, k, v: kv16_mma.decode(q, k, v, valid, scale, kernels=lb2, waves=2)
     valid_bytes = 2 * filled * KV_HEADS * HEAD_DIM * 2
     row = {"capacity": capacity, "filled": filled, "splits": kd.splits_for(capacity, KV_HEADS)}
     q, k, v = layers[0]
@@ -247,6 +284,7 @@ def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> d
         row[f"{name}_us"] = us
         row[f"{name}_valid_tb_s"] = valid_bytes / us / 1e6
     row["ratio_no_scan_over_scan"] = row["no_scan_us"] / row["scan_us"]
+    row["ratio_scan_over_mma"] = row["scan_us"] / row["mma_us"]
     if variants:
         row["variants"] = {}
         for name, options in VARIANTS.items():
@@ -273,10 +311,16 @@ def main(argv=None) -> int:
     g = torch.Generator(device="cuda").manual_seed(0)
     kd.self_check(torch.device("cuda"), torch.bfloat16, HEAD_DIM)  # the kernels built
     rows = [measure(capacity, filled, g, args.variants) for capacity, filled in CASES]
-    print(f"{'capacity':>8} {'filled':>6} {'no scan µs':>10} {'scan µs':>8} {'ratio':>6} {'scan TB/s':>9} {'err':>8}")
+    print(f"{'capacity':>8} {'filled':>6} {'no scan µs':>10} {'scan µs':>8} {'ratio':>6} {'scan TB/s':>9} {'err':>8}"
+          f" {'mma µs':>7} {'mma TB/s':>8} {'mma err':>8} {'scan/mma':>8}")
     for r in rows:
         print(f"{r['capacity']:>8} {r['filled']:>6} {r['no_scan_us']:>10.2f} {r['scan_us']:>8.2f} "
-              f"{r['ratio_no_scan_over_scan']:>6.2f} {r['scan_valid_tb_s']:>9.2f} {r['scan_error']:>8.1e}")
+              f"{r['ratio_no_scan_over_scan']:>6.2f} {r['scan_valid_tb_s']:>9.2f} {r['scan_error']:>8.1e}"
+              f" {r['mma_us']:>7.2f} {r['mma_valid_tb_s']:>8.2f} {r['mma_error']:>8.1e}"
+              f" {r['ratio_scan_over_mma']:>8.2f}")
+        for name in [f"mma_{n}" for n in MMA_PATCHES] + ["mma_lb2_waves2"]:
+            if f"{name}_us" in r:
+                print(f"    {name:<24} {r[name + '_us']:7.2f} µs  err {r[name + '_error']:.1e}")
         for name, v in r.get("variants", {}).items():
             print(f"    {name:<24} {v['us']:7.2f} µs  err {v.get('error', float('nan')):.1e}")
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),

@@ -309,8 +309,9 @@ def _packed_decode(query, key, value, attention_mask, dropout: float, scaling, g
     matrix-vector products, memory-bound on reading K and V once: written out, as transformers'
     ``eager_attention_forward`` does (scores in the compute dtype, softmax in float32), it runs
     as cuBLAS batched GEMMs that spread over the cache length, fused by inductor when compiled.
-    On CUDA with Triton a boolean or absent mask goes instead to ``headroom::kv16_decode``, the
-    8-bit cache's split-KV kernel reading 16-bit keys: one launch and a merge instead of three
+    On CUDA with Triton a boolean or absent mask goes instead to ``headroom::kv16_decode``: a CUDA
+    split-KV kernel that merges in its own launch (app.engine.local.kv16_mma), else the 8-bit
+    cache's Triton kernel reading 16-bit keys, one launch and a merge instead of three
     (app.engine.local.split_kv_attention). ``dropout`` is ignored (inference only).
     """
     b, hq, _, d = query.shape

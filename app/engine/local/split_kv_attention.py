@@ -47,7 +47,7 @@ import os
 
 import torch
 
-from app.engine.local import kv8_append, kv_quant
+from app.engine.local import kv8_append, kv16_mma, kv_quant
 
 log = logging.getLogger(__name__)
 
@@ -541,18 +541,80 @@ def kv16_applies(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) ->
 def kv16_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
                 scale: float) -> torch.Tensor:
     """(B, Hkv, g, d) attention output of one query token per sequence over a 16-bit cache (B, Hkv,
-    S, d): the split-KV kernel of `kv8_decode` reading the keys and values as they are (no scales,
-    no rotation), where `kv16_applies`; else `reference`. Why: torch's products (two batched GEMMs
+    S, d): the CUDA kernel (`kv16_mma`: one launch, merge included; 1.04-1.14× faster than the
+    Triton one on the H200, its docstring) where it applies, else the split-KV kernel of
+    `kv8_decode` reading the keys and values as they are (no scales, no rotation), where
+    `kv16_applies`; else `reference`. Why: torch's products (two batched GEMMs
     and a softmax, attention._packed_decode) cost three launches per layer and read the cache at
     ~1.5 TB/s. On the H200 (Llama-3-8B shapes, results/kv8_kernel_h200_run3.json, 2026-12-02) a
     layer's 16-bit decode attention took 11.0 / 47.8 / 117.4 µs at 4k / 32k / 97.5k keys here against
     24.8 / 92.5 / 236.5 for torch's products."""
     query = query.contiguous()
+    out = _mma_guarded(query, key, value, valid, scale)
+    if out is not None:
+        return out
     if kv16_applies(query, key, value):
         out = _guarded(query, key, value, valid, key.shape[2] - 1, key.shape[2], query.shape[2], scale)
         if out is not None:
             return out
     return reference(query, key, value, valid, scale)
+
+
+mma_failure = ""
+"""Why the CUDA kernel (kv16_mma) is not used for 16-bit decode steps, once known: it could not be built,
+failed to launch, or disagreed with `reference` in its check; "" while it is used or not yet tried."""
+_mma_checked: set = set()  # devices whose CUDA kernel passed its check
+
+
+def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
+                 scale: float) -> torch.Tensor | None:
+    """`kv16_mma.decode`, or None where it does not apply (then the Triton kernel or torch answers):
+    switched off, not CUDA, a shape it does not take, or failed once (`mma_failure`; never tried
+    again). Its first use on a device, outside a capture, is checked against `reference`
+    (`mma_self_check`)."""
+    global mma_failure
+    if mma_failure or not KV16_KERNEL or not kv16_mma.ENABLED or not query.is_cuda:
+        return None
+    if kv16_mma.shape_reason(query, key, value, valid):
+        return None
+    try:
+        if query.device not in _mma_checked:
+            if _capturing(query.device):
+                return None  # checked only outside a capture; the Triton kernel serves this one
+            reason = kv16_mma.unavailable_reason(query.device)
+            if reason:
+                mma_failure = reason
+                return None
+            error = mma_self_check(query.device, query.dtype, query.shape[-1])
+            if error > SELF_CHECK_TOLERANCE:
+                mma_failure = f"self-check: relative error {error:.2g} against the torch path"
+                log.warning("16-bit decode attention (CUDA) disagrees with torch (%s); Triton from now on", mma_failure)
+                return None
+            _mma_checked.add(query.device)
+        return kv16_mma.decode(query, key, value, valid, scale)
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: the Triton kernel answers
+        if _capturing(query.device):
+            raise
+        mma_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+        log.warning("16-bit decode attention (CUDA) failed; Triton from now on", exc_info=exc)
+        return None
+
+
+def mma_self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
+    """Worst relative L2 error of `kv16_mma.decode` against `reference` on ``device``: 2 KV heads of 4
+    query heads over 300 keys with the last 37 masked (three splits: the merge in the launch), over 8
+    keys (one split), and over 300 keys with no mask."""
+    g = torch.Generator().manual_seed(0)
+    key = (torch.randn(1, 2, 300, head_dim, generator=g) * 2).to(device, dtype)
+    value = torch.randn(1, 2, 300, head_dim, generator=g).to(device, dtype)
+    query = torch.randn(1, 2, 4, head_dim, generator=g).to(device, dtype)
+    scale, worst = head_dim ** -0.5, 0.0
+    for span, masked in ((300, 37), (8, 0), (300, None)):
+        keys, values = key[:, :, :span], value[:, :, :span]
+        valid = None if masked is None else (torch.arange(span) < span - masked).view(1, span).to(device)
+        got = kv16_mma.decode(query, keys, values, valid, scale)
+        worst = max(worst, _relative_error(got, reference(query, keys, values, valid, scale)))
+    return worst
 
 
 @kv16_decode.register_fake
