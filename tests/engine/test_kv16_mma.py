@@ -222,3 +222,22 @@ def test_replays_in_a_cuda_graph_as_the_cache_fills():
         graph.replay()
         want = kd.reference(q, k, v, valid, 0.088)
         assert float((out.float() - want.float()).norm() / want.float().norm()) < 1e-2
+
+
+def test_the_load_report_names_the_decode_kernel_that_runs():
+    from app.engine.local.attention import PACKED_SDPA
+    from app.engine.local.fa2_attention import sdpa_phases
+
+    cpu = kd.decode_kernel(torch.device("cpu"), torch.bfloat16, 128, 4)
+    assert cpu[0] == "packed GQA matmul (Headroom)"
+    phases = sdpa_phases(PACKED_SDPA, ("split-KV decode, one CUDA launch (Headroom)", "why"))
+    assert phases.lines()[1] == "decode: split-KV decode, one CUDA launch (Headroom) (why)"
+    assert sdpa_phases(PACKED_SDPA).lines()[1].startswith("decode: packed GQA matmul (Headroom)")
+
+
+@cuda
+def test_the_load_report_names_the_cuda_kernel_on_cuda():
+    kernel, why = kd.decode_kernel(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16, 128, 4)
+    assert kernel == "split-KV decode, one CUDA launch (Headroom)", why
+    kernel, why = kd.decode_kernel(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16, 96, 4)
+    assert kernel == "split-KV decode, Triton (Headroom)" and "head_dim 96" in why

@@ -181,6 +181,21 @@ def _max_positions(config) -> int | None:
     return None
 
 
+def _decode_kernel(model, placement: Placement) -> tuple[str, str] | None:
+    """(kernel, why) of a 16-bit decode step's attention on a CUDA model (built and checked there,
+    split_kv_attention.decode_kernel); None elsewhere."""
+    if model.device.type != "cuda":
+        return None
+    from app.engine.local import split_kv_attention
+
+    config = getattr(model.config, "get_text_config", lambda: model.config)()
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    groups = heads // (getattr(config, "num_key_value_heads", None) or heads)
+    dtype = placement.compute_dtype if isinstance(placement.compute_dtype, torch.dtype) else model.dtype
+    return split_kv_attention.decode_kernel(model.device, dtype, head_dim, groups)
+
+
 def build_report(model, tokenizer, source: Path, placement: Placement, seconds: float,
                  phases=None) -> LoadReport:
     """Read back what the loaded model actually uses. phases: the `fa2_attention.AttentionPhases`
@@ -194,7 +209,7 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
         fallbacks.append(f"requested {placement.attention}, transformers activated {active}")
     if placement.attention == FA2_LABEL and phases is None:
         fallbacks.append("flash_attention_2 loaded but Headroom's static-cache FA2 path is not active")
-    phases = phases or sdpa_phases(active)
+    phases = phases or sdpa_phases(active, _decode_kernel(model, placement))
     if not getattr(tokenizer, "chat_template", None):
         fallbacks.append("no chat template (a base model?): prompts use a plain User/Assistant transcript")
     quant = _quantization_name(model)

@@ -86,14 +86,16 @@ def choose_phases(decode_setting: str | None) -> AttentionPhases:
                            "packed decode, most at long context (172.7 vs 152.3 tok/s at 16k, H200)")
 
 
-def sdpa_phases(active: str) -> AttentionPhases:
-    """The phases when FA2 is not active: Headroom's packed SDPA, or whatever ``active`` is."""
+def sdpa_phases(active: str, decode: tuple[str, str] | None = None) -> AttentionPhases:
+    """The phases when FA2 is not active: Headroom's packed SDPA, or whatever ``active`` is. decode:
+    (kernel, why) of the decode step's attention where known (split_kv_attention.decode_kernel on
+    CUDA); else the packed matmuls."""
     from app.engine.local.attention import PACKED_SDPA
 
     if active == PACKED_SDPA:
+        kernel, why = decode or ("packed GQA matmul (Headroom)", "one query: two batched matmuls, fused when compiled")
         return AttentionPhases("torch SDPA flash kernel over the filled span (packed masked SDPA where it "
-                               "does not apply)", "packed GQA matmul (Headroom)",
-                               "FlashAttention-2 not active", "one query: two batched matmuls, fused when compiled")
+                               "does not apply)", kernel, "FlashAttention-2 not active", why)
     return AttentionPhases(active, active, "transformers' own", "transformers' own")
 
 

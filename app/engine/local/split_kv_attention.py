@@ -581,16 +581,8 @@ def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
         if query.device not in _mma_checked:
             if _capturing(query.device):
                 return None  # checked only outside a capture; the Triton kernel serves this one
-            reason = kv16_mma.unavailable_reason(query.device)
-            if reason:
-                mma_failure = reason
+            if not mma_ready(query.device, query.dtype, query.shape[-1]):
                 return None
-            error = mma_self_check(query.device, query.dtype, query.shape[-1])
-            if error > SELF_CHECK_TOLERANCE:
-                mma_failure = f"self-check: relative error {error:.2g} against the torch path"
-                log.warning("16-bit decode attention (CUDA) disagrees with torch (%s); Triton from now on", mma_failure)
-                return None
-            _mma_checked.add(query.device)
         return kv16_mma.decode(query, key, value, valid, scale)
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: the Triton kernel answers
         if _capturing(query.device):
@@ -598,6 +590,52 @@ def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
         mma_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
         log.warning("16-bit decode attention (CUDA) failed; Triton from now on", exc_info=exc)
         return None
+
+
+def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
+    """Whether `kv16_mma` serves 16-bit decode steps on ``device``: built here and checked against
+    `reference` (`mma_self_check`, once per device; a failure is kept in `mma_failure` and the
+    kernel is not tried again). Raises nothing."""
+    global mma_failure
+    if device in _mma_checked:
+        return True
+    if mma_failure or not KV16_KERNEL or not kv16_mma.ENABLED:
+        return False
+    try:
+        reason = kv16_mma.unavailable_reason(device)
+        if reason:
+            mma_failure = reason
+            return False
+        error = mma_self_check(device, dtype, head_dim)
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: the Triton kernel answers
+        mma_failure = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+        log.warning("16-bit decode attention (CUDA) failed its check; Triton from now on", exc_info=exc)
+        return False
+    if error > SELF_CHECK_TOLERANCE:
+        mma_failure = f"self-check: relative error {error:.2g} against the torch path"
+        log.warning("16-bit decode attention (CUDA) disagrees with torch (%s); Triton from now on", mma_failure)
+        return False
+    _mma_checked.add(device)
+    return True
+
+
+def decode_kernel(device: torch.device, dtype: torch.dtype, head_dim: int, groups: int) -> tuple[str, str]:
+    """(kernel, why): what a decode step's attention over the 16-bit cache runs on ``device`` for a
+    model of this compute dtype, head_dim and query heads per KV head, for the load report. On CUDA
+    this builds and checks the CUDA kernel (`mma_ready`: a few small launches, once per device)."""
+    if getattr(device, "type", device) != "cuda" or not KV16_KERNEL:
+        return ("packed GQA matmul (Headroom)", "one query: two batched matmuls, fused when compiled")
+    shape = "" if (head_dim in kv16_mma.HEAD_DIMS and 1 <= groups <= kv16_mma.MAX_GROUPS
+                   and dtype in (torch.bfloat16, torch.float16)) else \
+        f"head_dim {head_dim}, {groups} query heads per KV head, {str(dtype).removeprefix('torch.')}"
+    if not shape and mma_ready(torch.device(device), dtype, head_dim):
+        return ("split-KV decode, one CUDA launch (Headroom)",
+                "keys split over every SM, the splits merged in the same launch (kv16_mma); "
+                "an 8-bit cache: the Triton split-KV kernel")
+    if triton is not None and not triton_failure:
+        return ("split-KV decode, Triton (Headroom)",
+                f"the CUDA kernel does not apply: {shape or mma_failure or 'not checked'}")
+    return ("packed GQA matmul (Headroom)", f"no split-KV kernel here ({triton_failure or 'no Triton'})")
 
 
 def mma_self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> float:
