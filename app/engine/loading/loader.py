@@ -188,10 +188,13 @@ def _decode_kernel(model, placement: Placement) -> tuple[str, str] | None:
         return None
     from app.engine.local import split_kv_attention
 
-    config = getattr(model.config, "get_text_config", lambda: model.config)()
-    heads = config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    groups = heads // (getattr(config, "num_key_value_heads", None) or heads)
+    try:
+        config = getattr(model.config, "get_text_config", lambda: model.config)()
+        heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        groups = heads // (getattr(config, "num_key_value_heads", None) or heads)
+    except (AttributeError, TypeError, ZeroDivisionError):  # a config without these: the report keeps its default
+        return None
     dtype = placement.compute_dtype if isinstance(placement.compute_dtype, torch.dtype) else model.dtype
     return split_kv_attention.decode_kernel(model.device, dtype, head_dim, groups)
 
