@@ -560,6 +560,11 @@ def kv16_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, val
     return reference(query, key, value, valid, scale)
 
 
+@kv16_decode.register_fake
+def _(query, key, value, valid, scale):
+    return torch.empty_like(query, memory_format=torch.contiguous_format)
+
+
 mma_failure = ""
 """Why the CUDA kernel (kv16_mma) is not used for 16-bit decode steps, once known: it could not be built,
 failed to launch, or disagreed with `reference` in its check; "" while it is used or not yet tried."""
@@ -654,7 +659,3 @@ def mma_self_check(device: torch.device, dtype: torch.dtype, head_dim: int) -> f
         worst = max(worst, _relative_error(got, reference(query, keys, values, valid, scale)))
     return worst
 
-
-@kv16_decode.register_fake
-def _(query, key, value, valid, scale):
-    return torch.empty_like(query, memory_format=torch.contiguous_format)
