@@ -90,18 +90,21 @@ def fit_columns(dialog: QFileDialog) -> None:
     tree = dialog.findChild(QTreeView, "treeView")
     if tree is None:
         return
-    header = tree.header()
-    for column in (TYPE_COLUMN, DATE_COLUMN):
-        wide = max(tree.sizeHintForColumn(column), header.sectionSizeHint(column))
-        header.resizeSection(column, max(header.sectionSize(column), wide))
-    others = sum(header.sectionSize(c) for c in range(1, header.count()) if not header.isSectionHidden(c))
-    header.resizeSection(0, max(MIN_NAME_WIDTH, tree.viewport().width() - others))
+    # the places first: widening them narrows the list, whose width the Name column is cut to
+    # below (the other way round, a fit that widened the places left the Date column past the
+    # list's right edge until the next fit; on a busy machine there was none: CI, 2026-12-03)
     places, splitter = dialog.findChild(QListView, "sidebar"), dialog.findChild(QSplitter, "splitter")
     if places is not None and splitter is not None and splitter.count() == 2:
         wide = places.sizeHintForColumn(0) + places.frameWidth() * 2 + places.verticalScrollBar().sizeHint().width()
         sizes = splitter.sizes()
         if wide > sizes[0] and sum(sizes) > wide + MIN_NAME_WIDTH * 2:
             splitter.setSizes([wide, sum(sizes) - wide])
+    header = tree.header()
+    for column in (TYPE_COLUMN, DATE_COLUMN):
+        wide = max(tree.sizeHintForColumn(column), header.sectionSizeHint(column))
+        header.resizeSection(column, max(header.sectionSize(column), wide))
+    others = sum(header.sectionSize(c) for c in range(1, header.count()) if not header.isSectionHidden(c))
+    header.resizeSection(0, max(MIN_NAME_WIDTH, tree.viewport().width() - others))
 
 
 def widen_columns(dialog: QFileDialog) -> None:

@@ -173,3 +173,28 @@ class Folders:
 
     def remember(self, _kind: str, _path) -> None:
         pass
+
+
+def test_one_fit_that_widens_the_places_keeps_the_date_column_in_view(qtbot, tmp_path):
+    """fit_columns widens the places on the left before it gives the Name column what is left of
+    the list: the other way round, one fit left the Date column 42 px past the list's right edge
+    (CI on a busy machine, 2026-12-03, where no later fit came to correct it)."""
+    from PySide6.QtWidgets import QSplitter, QTreeView
+
+    from app.ui.file_dialog_locale import DATE_COLUMN, fit_columns
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "page.html").write_text("<p>hi</p>", encoding="utf-8")
+    dialog = QFileDialog(None, "Open", str(tmp_path))
+    dialog.setOption(QFileDialog.Option.DontUseNativeDialog)
+    dialog.setViewMode(QFileDialog.ViewMode.Detail)
+    qtbot.addWidget(dialog)
+    dialog.resize(800, 500)
+    dialog.show()
+    tree, splitter = dialog.findChild(QTreeView, "treeView"), dialog.findChild(QSplitter, "splitter")
+    qtbot.waitUntil(lambda: tree.model().rowCount(tree.rootIndex()) >= 2)
+    splitter.setSizes([20, sum(splitter.sizes()) - 20])  # places narrower than their names
+    fit_columns(dialog)
+    header = tree.header()
+    assert splitter.sizes()[0] > 20  # the places were widened by this fit
+    assert header.sectionViewportPosition(DATE_COLUMN) + header.sectionSize(DATE_COLUMN) <= tree.viewport().width()
