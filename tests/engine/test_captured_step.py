@@ -173,3 +173,43 @@ def test_prepare_leaves_what_it_cannot_serve_to_the_next_step(decoder, tiny_load
     monkeypatch.setattr(compiled_decode, "CapturedStep", broken)
     assert not decoder.prepare(cache)
     assert decoder._capture_failed == ""  # a failed early capture does not turn graphs off
+
+
+def test_a_new_cache_of_a_warmed_format_is_recorded_first_then_replayed(decoder, tiny_loaded):
+    """No eager Inductor step before the capture once the format is warmed up (can_run): the
+    first step of a new chat, or of a grown cache, is its graph's first replay."""
+    from app.engine.local.static_cache import kv_format_of
+
+    cache = _prefilled(tiny_loaded.model)
+    decoder._ready.add((kv_format_of(cache), 64))
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        for _ in range(3):
+            decoder.step(token, cache)
+    assert len(FakeCapture.made) == 1 and FakeCapture.made[0].replays == 3
+    assert len(decoder.calls) == 3  # every step is a replay: none ran outside the graph
+    assert int(cache.layers[0].cumulative_length) == 5 + 3
+
+
+def test_a_failed_first_recording_falls_back_to_the_eager_step_and_capture(decoder, tiny_loaded, monkeypatch):
+    from app.engine.local.static_cache import kv_format_of
+
+    attempts = []
+
+    def once_broken(compiled, input_ids, cache):
+        attempts.append(cache)
+        if len(attempts) == 1:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return FakeCapture(compiled, input_ids, cache)
+
+    monkeypatch.setattr(compiled_decode, "CapturedStep", once_broken)
+    cache = _prefilled(tiny_loaded.model)
+    decoder._ready.add((kv_format_of(cache), 64))
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        first = decoder.step(token, cache)
+        decoder.step(token, cache)
+    assert first.shape == (tiny_loaded.model.config.vocab_size,)
+    assert len(attempts) == 2 and decoder._capture_failed == ""  # graphs stay on
+    assert len(decoder.calls) == 2 and FakeCapture.made[0].replays == 1  # eager once, then a replay
+    assert int(cache.layers[0].cumulative_length) == 5 + 2

@@ -230,6 +230,7 @@ class CompiledDecode:
 
     def step(self, input_ids: torch.Tensor, cache) -> torch.Tensor:
         """One decode step: a replay of the cache's CUDA graph, or, for a cache not captured yet,
+        its graph recorded and replayed (a KV format already warmed up: `can_run`), else
         Inductor's kernels run once and the graph captured for the next steps. Off CUDA (or when
         a capture failed) the compiled function runs as it is."""
         if not self.captures or self._capture_failed:
@@ -238,6 +239,17 @@ class CompiledDecode:
         if graph is not None and graph.serves(cache):
             return graph.replay(input_ids)
         self._graph = graph = None  # the old graph's memory goes back before the new capture
+        if self.can_run(cache):
+            # a format already warmed up: record the new cache's step straight away (the capture
+            # runs nothing) and replay it, instead of an eager Inductor step and then the capture
+            # (H200, 8B NF4, a chat's first turn at 1k: 254 against 240 tok/s, its pause after the
+            # first token 0.08 against 0.13-0.14 s; likewise when the cache grows)
+            try:
+                self._graph = CapturedStep(self._compiled, input_ids, cache)
+                return self._graph.replay(input_ids)
+            except Exception as exc:  # noqa: BLE001 - e.g. a recompile that cannot run while capturing
+                log.info("recording a new cache's decode step first failed (%s); eager step, then capture", exc)
+                self._graph = None
         logits = self._compiled(input_ids, cache)  # this token's step; any recompile happens here
         try:
             self._graph = CapturedStep(self._compiled, input_ids, cache)
