@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The decode comparison of issue 15 in one command on the H200: llama.cpp built and benched beside
+# Headroom's app path in the same run. Cores 4-15 build llama.cpp and prepare its GGUF
+# (shared/anchors/lc_build_and_prep.sh's model step) while Headroom's GPU tests, the decode-attention
+# benchmark and decode_anatomy at 1k / 4k (with the CUDA decode attention and with the Triton one)
+# run pinned to cores 0-3; then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
+# Usage, from the project copy on the device ($OUT set; the wheels of ../shared/gpu/fetch_wheels.sh
+# bitsandbytes platformdirs gguf psutil carried in .whl/):
+#   bash tests/benchmarks/llama_cpp_same_run_h200.sh <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
+# Device time: about 400 s (the llama.cpp build, 330 s on 12 cores, is the long pole).
+# Run on 2026-12-03 18:27 UTC: results/decode_anatomy_h200_kv16_mma.json, results/decode_attention_h200_mma.json.
+LC=${1:?folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh}
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl; export PYTHONPATH=/tmp/site:$PWD
+SECONDS=0
+rm -rf /tmp/lc && mkdir -p /tmp/lc && tar -xJf "$LC/llama.cpp-src.tar.xz" -C /tmp/lc
+sed -n '/^cat > \/tmp\/prep.sh/,/^EOS/p' "$LC/lc_build_and_prep.sh" | sed '1d;$d' > /tmp/prep.sh
+setsid nohup taskset -c 4-15 bash /tmp/prep.sh > /tmp/prep.log 2>&1 < /dev/null &
+( cd /tmp/lc/llama.cpp && cmake -G Ninja -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_SERVER=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > /tmp/cfg.log 2>&1 \
+  && taskset -c 4-15 cmake --build build -j 14 --target llama-bench llama-quantize > /tmp/build.log 2>&1; echo "build rc=$? at ${SECONDS}s" > /tmp/build.done ) &
+taskset -c 0-3 python3 -m pytest -c /dev/null -q -p no:cacheprovider tests/engine/test_kv16_mma.py tests/engine/test_split_kv_attention.py 2>&1 | grep -E "Error|assert|passed|failed" | head
+echo "tests ${SECONDS}s"; until [ -f /tmp/m8b/config.json ] || [ $SECONDS -gt 150 ]; do sleep 2; done; echo "prep model saved ${SECONDS}s"
+taskset -c 0-3 python3 -m tests.benchmarks.decode_attention --out $OUT 2>&1 | tail -5
+echo "attn ${SECONDS}s"
+for mma in 1 0; do
+  HEADROOM_KV16_MMA=$mma taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --depths 1024,4096 --kv8-depths '' --kernels --out $OUT/a$mma > /tmp/an$mma.log 2>&1
+  python3 - "$OUT" $mma <<'PY'
+import json, sys
+d = json.load(open(f"{sys.argv[1]}/a{sys.argv[2]}/decode_anatomy_h200.json"))
+for r in d["kv16"]:
+    k = {e["name"][:28]: round(e["us"], 1) for e in r["kernels"]["top"][:5]}
+    print("mma", sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1), "step", round(r["step_ms"], 3), k)
+PY
+  echo "anatomy mma=$mma ${SECONDS}s"
+done
+until [ -f /tmp/build.done ] && [ -f /tmp/prep.done ] || [ $SECONDS -gt 480 ]; do sleep 3; done
+cat /tmp/build.done; tail -2 /tmp/prep.log; tail -3 /tmp/build.log
+cd /tmp/lc/llama.cpp
+build/bin/llama-quantize /tmp/m8b-bf16.gguf /tmp/m8b-q4km.gguf Q4_K_M 16 > /tmp/q.log 2>&1; echo "quantized ${SECONDS}s"
+build/bin/llama-bench -m /tmp/m8b-q4km.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 1024,4096 -r 3 -o json > $OUT/llama_bench.json 2>/tmp/lb.err
+python3 -c "
+import json; rows = json.load(open('$OUT/llama_bench.json'))
+for r in rows: print('llama.cpp', r.get('n_depth'), round(r['avg_ts'], 1), 'tok/s', r.get('model_type'), r.get('gpu_info'))"
+echo "done ${SECONDS}s"
