@@ -362,32 +362,30 @@ def unavailable_reason(device: torch.device) -> str:
     error."""
     if not ENABLED:
         return "HEADROOM_KV16_MMA=0"
-    if device.type != "cuda":
-        return "no CUDA device"
-    try:
-        import torch.cuda._utils as cu
+    return nvrtc.unavailable_reason(device, _kernels, "CUDA attention kernel")
 
-        if not hasattr(cu, "_cuda_load_module"):
-            return f"torch {torch.__version__} has no torch.cuda._utils._cuda_load_module (torch >= 2.8 has)"
-        if torch.cuda.get_device_capability(device) < (8, 0):
-            return "GPU older than Ampere (bf16 mma needs sm_80)"
-        _kernels(device.index if device.index is not None else torch.cuda.current_device())
-    except Exception as exc:  # noqa: BLE001 - any failure to build the kernel is a reason, not a crash
-        first = str(exc).strip().splitlines()
-        return f"CUDA attention kernel unavailable: {type(exc).__name__}: {' '.join(first[:3])[:200]}"
+
+def model_reason(groups: int, head_dim: int, dtype: torch.dtype) -> str:
+    """"" when the kernel takes a model of ``groups`` query heads per KV head, this ``head_dim`` and
+    compute ``dtype``, else why not: g ≤ 8, d 64 or 128, bf16 or fp16."""
+    if head_dim not in HEAD_DIMS:
+        return f"head_dim {head_dim} (the kernel takes {HEAD_DIMS})"
+    if not 1 <= groups <= MAX_GROUPS:
+        return f"{groups} query heads per KV head (the kernel takes 1-{MAX_GROUPS})"
+    if dtype not in (torch.bfloat16, torch.float16):
+        return f"{str(dtype).removeprefix('torch.')} (the kernel takes bf16 or fp16)"
     return ""
 
 
 def shape_reason(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None) -> str:
     """"" when the kernel takes these (query (B, Hkv, g, d), key and value (B, Hkv, S, d) 16-bit,
-    valid (B, S) bool or None), else why not: g ≤ 8, d 64 or 128, one dtype, rows 16-byte aligned,
+    valid (B, S) bool or None), else why not: `model_reason`, one dtype, rows 16-byte aligned,
     strides within 32 bits."""
     b, h, g, d = query.shape
-    if d not in HEAD_DIMS:
-        return f"head_dim {d} (the kernel takes {HEAD_DIMS})"
-    if not 1 <= g <= MAX_GROUPS:
-        return f"{g} query heads per KV head (the kernel takes 1-{MAX_GROUPS})"
-    if query.dtype not in (torch.bfloat16, torch.float16) or key.dtype != query.dtype or value.dtype != query.dtype:
+    model = model_reason(g, d, query.dtype)
+    if model:
+        return model
+    if key.dtype != query.dtype or value.dtype != query.dtype:
         return "query, key and value must share bf16 or fp16"
     for name, t in (("key", key), ("value", value)):
         if t.shape[:2] != (b, h) or t.shape[-1] != d or t.stride(-1) != 1 or t.data_ptr() % 16:

@@ -427,20 +427,7 @@ def _x_bytes(kernel, inputs: int) -> int:
 def unavailable_reason(device: torch.device) -> str:
     """"" when the kernel can run on ``device``, else why not (one line): no CUDA, a GPU before
     Ampere (bf16 mma needs sm_80), torch without its NVRTC loader, NVRTC missing, a compile error."""
-    if device.type != "cuda":
-        return "no CUDA device"
-    try:
-        import torch.cuda._utils as cu
-
-        if not hasattr(cu, "_cuda_load_module"):
-            return f"torch {torch.__version__} has no torch.cuda._utils._cuda_load_module (torch >= 2.8 has)"
-        if torch.cuda.get_device_capability(device) < (8, 0):
-            return "GPU older than Ampere (bf16 mma needs sm_80)"
-        _kernels(device.index if device.index is not None else torch.cuda.current_device())
-    except Exception as exc:  # noqa: BLE001 - any failure to build the kernel is a reason, not a crash
-        first = str(exc).strip().splitlines()
-        return f"CUDA mma kernel unavailable: {type(exc).__name__}: {' '.join(first[:3])[:200]}"
-    return ""
+    return nvrtc.unavailable_reason(device, _kernels, "CUDA mma kernel")
 
 
 def shape_reason(n: int, k: int) -> str:

@@ -78,6 +78,27 @@ def load(device_index: int, source: str, name: str, kernels: list[str], options:
         return _cuda_load_module(cubin, kernels)
 
 
+def unavailable_reason(device: torch.device, build, label: str) -> str:
+    """"" when a kernel of this module's kind can run on ``device``, else why not (one line): no CUDA,
+    a GPU before Ampere (bf16 mma needs sm_80), torch without its NVRTC loader, NVRTC missing, a
+    compile error. build(device_index) compiles and loads it (cached by the caller); label names it
+    in the reason ("CUDA mma kernel")."""
+    if device.type != "cuda":
+        return "no CUDA device"
+    try:
+        import torch.cuda._utils as cu
+
+        if not hasattr(cu, "_cuda_load_module"):
+            return f"torch {torch.__version__} has no torch.cuda._utils._cuda_load_module (torch >= 2.8 has)"
+        if torch.cuda.get_device_capability(device) < (8, 0):
+            return "GPU older than Ampere (bf16 mma needs sm_80)"
+        build(device.index if device.index is not None else torch.cuda.current_device())
+    except Exception as exc:  # noqa: BLE001 - any failure to build the kernel is a reason, not a crash
+        first = str(exc).strip().splitlines()
+        return f"{label} unavailable: {type(exc).__name__}: {' '.join(first[:3])[:200]}"
+    return ""
+
+
 def _nvrtc_check(lib):
     lib.nvrtcGetErrorString.restype = ctypes.c_char_p
 

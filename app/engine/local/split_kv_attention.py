@@ -578,16 +578,13 @@ def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
     again). Its first use on a device, outside a capture, is checked against `reference`
     (`mma_self_check`)."""
     global mma_failure
-    if mma_failure or not KV16_KERNEL or not kv16_mma.ENABLED or not query.is_cuda:
+    if not query.is_cuda or kv16_mma.shape_reason(query, key, value, valid):
         return None
-    if kv16_mma.shape_reason(query, key, value, valid):
+    if query.device not in _mma_checked and _capturing(query.device):
+        return None  # checked only outside a capture; the Triton kernel serves this one
+    if not mma_ready(query.device, query.dtype, query.shape[-1]):
         return None
     try:
-        if query.device not in _mma_checked:
-            if _capturing(query.device):
-                return None  # checked only outside a capture; the Triton kernel serves this one
-            if not mma_ready(query.device, query.dtype, query.shape[-1]):
-                return None
         return kv16_mma.decode(query, key, value, valid, scale)
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: the Triton kernel answers
         if _capturing(query.device):
@@ -602,10 +599,10 @@ def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
     `reference` (`mma_self_check`, once per device; a failure is kept in `mma_failure` and the
     kernel is not tried again). Raises nothing."""
     global mma_failure
-    if device in _mma_checked:
-        return True
     if mma_failure or not KV16_KERNEL or not kv16_mma.ENABLED:
         return False
+    if device in _mma_checked:
+        return True
     try:
         reason = kv16_mma.unavailable_reason(device)
         if reason:
@@ -630,9 +627,7 @@ def decode_kernel(device: torch.device, dtype: torch.dtype, head_dim: int, group
     this builds and checks the CUDA kernel (`mma_ready`: a few small launches, once per device)."""
     if getattr(device, "type", device) != "cuda" or not KV16_KERNEL:
         return ("packed GQA matmul (Headroom)", "one query: two batched matmuls, fused when compiled")
-    shape = "" if (head_dim in kv16_mma.HEAD_DIMS and 1 <= groups <= kv16_mma.MAX_GROUPS
-                   and dtype in (torch.bfloat16, torch.float16)) else \
-        f"head_dim {head_dim}, {groups} query heads per KV head, {str(dtype).removeprefix('torch.')}"
+    shape = kv16_mma.model_reason(groups, head_dim, dtype)
     if not shape and mma_ready(torch.device(device), dtype, head_dim):
         return ("split-KV decode, one CUDA launch (Headroom)",
                 "keys split over every SM, the splits merged in the same launch (kv16_mma); "
