@@ -71,7 +71,7 @@ class ModelFlow(QObject):
     def open_at_start(self, model: Path | None, default: Path) -> None:
         """Start-up: open `model` when one was asked for, else the last model used when it still
         exists, else `default` (saying that the last one is gone); when the default is not
-        installed either, say how to get a model."""
+        installed either, say how to get a model, in one notice."""
         chat = self._chat
         last = Path(chat.settings.last_model_path) if chat.settings.last_model_path else None
         if model is not None:
@@ -80,15 +80,19 @@ class ModelFlow(QObject):
         if last is not None and last.exists():
             self.open_model(last)
             return
-        if last is not None:
-            chat.announce(translate("Models", "The model used last is no longer at {0}; opening the default model.")
-                          .format(last), "error")
         if default.exists():
+            if last is not None:
+                chat.announce(translate("Models", "The model used last is no longer at {0}; opening the default "
+                                                  "model.").format(last), "error")
             self.open_model(default)
-        else:
-            chat.announce(translate("Models", "The default model is not installed yet ({0}). Run "
-                              "`python -m app.install_model`, or open a model with Open model…").format(default),
-                          "error")
+            return
+        # one notice: when the model used last was the default itself, "not installed" says it all
+        # (new-user trial: two notices named the same path)
+        text = translate("Models", "The default model is not installed yet ({0}). Run "
+                                   "`python -m app.install_model`, or open a model with Open model…").format(default)
+        if last is not None and last.resolve() != default.resolve():
+            text = translate("Models", "The model used last is no longer at {0}.").format(last) + " " + text
+        chat.announce(text, "error")
 
     def turn_settings(self, generation: GenerationSettings | None = None) -> GenerationSettings:
         """`generation` (default: the chat's) with the context set for the open local model

@@ -1580,6 +1580,10 @@ tokens counted by {4}: {5}</source>
         <translation>기본 모델이 아직 설치되지 않았습니다({0}). `python -m app.install_model`을 실행하거나 모델 열기…로 모델을 여세요.</translation>
     </message>
     <message>
+        <source>The model used last is no longer at {0}.</source>
+        <translation>마지막으로 쓴 모델이 더 이상 {0}에 없습니다.</translation>
+    </message>
+    <message>
         <source>Max new tokens was {0}, more than this model&apos;s {1}-token context can hold beside a message; it is now {2} (Settings), so the conversation keeps {3} tokens.</source>
         <translation>최대 새 토큰 수(설정값 {0})가 이 모델의 {1} 토큰 컨텍스트에 메시지와 함께 담기에는 너무 큽니다. 이제 {2}입니다(설정). 대화에 {3} 토큰이 남습니다.</translation>
     </message>

@@ -163,6 +163,27 @@ def test_start_up_opens_the_model_asked_for_and_says_when_there_is_none(chat, tm
     assert "The default model is not installed yet" in chat.recorded.of("notice")[-1][0]
 
 
+def test_start_up_says_once_that_the_default_model_used_last_is_missing(chat, tmp_path):
+    # new-user trial: "no longer at X; opening the default model" and then "not installed yet (X)"
+    default = tmp_path / "default.gguf"
+    chat.settings = chat.settings.with_recent_model(default)
+    chat.models.open_at_start(None, default)
+    assert chat.worker.loads == []
+    assert chat.recorded.of("notice") == [
+        (f"The default model is not installed yet ({default}). Run `python -m app.install_model`, or open a "
+         "model with Open model…", "error")]
+
+
+def test_start_up_says_in_one_notice_that_another_model_used_last_and_the_default_are_missing(chat, tmp_path):
+    last, default = tmp_path / "deleted.gguf", tmp_path / "default.gguf"
+    chat.settings = chat.settings.with_recent_model(last)
+    chat.models.open_at_start(None, default)
+    assert chat.worker.loads == []
+    assert chat.recorded.of("notice") == [
+        (f"The model used last is no longer at {last}. The default model is not installed yet ({default}). Run "
+         "`python -m app.install_model`, or open a model with Open model…", "error")]
+
+
 # ----- max new tokens held to what the open model's context allows ---------------------------------
 def open_sized(chat, tmp_path, max_positions=2048, name="model"):
     """Open a model (a folder) whose LoadReport says `max_positions`."""
