@@ -70,7 +70,8 @@ class Chat(QObject):
         context_cleared(): nothing to count (an empty chat, no file attached to its first
             message): the meter shows nothing.
         turn_refused(object AdmissionDecision, object TurnProjection | None): remedies to offer.
-        text_withdrawn(str): a refused message given up on, for the composer.
+        text_withdrawn(str): a message taken back from the chat (a refused one given up on or left
+            unanswered), for the composer.
         messages_truncated(int index): messages from index on are gone.
         conversation_cleared(): an empty chat is open.
         conversation_loaded(list[Message]): a stored conversation is open.

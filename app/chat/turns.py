@@ -14,6 +14,13 @@ opening the home again shows the reply still streaming (ConversationFlow.open_co
 model answers one turn at a time, so the chat shown waits (Stop stays offered) until that reply
 ends; a line in it says so while it lasts (reply_elsewhere).
 
+A refused message that the user leaves unanswered (no remedy picked: the dialog left open, a
+message sent while Stop took effect, a refusal in a chat not shown, a restart) is withdrawn when
+the next message is sent, as Cancel in the remedies dialog does: it leaves the chat and the Store,
+its text goes back to the composer, and the new message is sent without it. Left in, it was sent
+with every later prompt and folded into the summary (new-user trial: a 180,000-character paste
+refused, then summarized, made another chat's first token wait ~19 s).
+
 The worker also writes a conversation's summary after its turn has ended here: a turn sent
 meanwhile (in that chat or another) is queued behind it in the worker. Until the worker begins
 it, its answer bubble says what it waits for (reply_waiting), and Stop cancels it there and then:
@@ -70,6 +77,7 @@ class TurnFlow(QObject):
         self._detached: dict[int, tuple] = {}
         self._queued_text: str | None = None
         self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
+        self._refused = None  # the user Message whose turn was refused and whose remedies are offered
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -160,7 +168,8 @@ class TurnFlow(QObject):
     @Slot(str)
     def send(self, text: str) -> None:
         """Add `text` as the user's message and start a turn; while a reply is still stopping it
-        waits and starts as soon as that turn ends."""
+        waits and starts as soon as that turn ends. A message left unanswered before it (a
+        refused turn) is withdrawn first: its text goes back to the composer (text_withdrawn)."""
         chat = self._chat
         if self._active_request is not None:  # sent while Stop takes effect: next in line
             self._queued_text = text
@@ -173,8 +182,23 @@ class TurnFlow(QObject):
             chat.text_withdrawn.emit(text)
             return
         documents = chat.attachments.take() if chat.attachments is not None else ()
+        withdrawn = self._withdraw_left_unanswered()
         self._add_user_message(text, documents)
         self._start_turn(documents=documents)
+        if withdrawn:  # after the new message left the composer, so that it is not sent with it
+            chat.text_withdrawn.emit(withdrawn)
+            chat.announce(translate("Turns", "Your earlier message got no answer, so it was taken out of the "
+                                             "chat; its text is back in the message box."), "warning")
+
+    def _withdraw_left_unanswered(self) -> str:
+        """Take out of the chat a user message that ends it unanswered (its turn was refused and
+        no remedy ran), so that it is neither in the next prompt nor in the summary; returns its
+        text ("" when there was none, or when it keeps older answers: one of those is shown again)."""
+        messages = self._chat.conversation.messages
+        if not messages or messages[-1].role is not Role.USER:
+            return ""
+        self._refused = None
+        return self._chat.conversations.withdraw_last()
 
     def _add_user_message(self, text: str, documents: tuple) -> None:
         """The user's message, with the documents it carries, shown and stored."""
@@ -277,7 +301,12 @@ class TurnFlow(QObject):
     def apply_remedy(self, choice: str, decision) -> None:
         """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
         "kv8": this chat's KV cache in 8 bits from now on, "override"; anything else gives up) and
-        send it again."""
+        send it again. Nothing happens when that message is no longer the one waiting (another
+        message was sent meanwhile, and it was withdrawn or answered)."""
+        messages = self._chat.conversation.messages
+        if self._refused is None or self.active or not messages or messages[-1] is not self._refused:
+            return
+        self._refused = None
         settings = self._chat.models.turn_settings()
         documents = self._documents
         lowered = lowered_max_new_tokens(decision) if choice == "lower_max_new_tokens" else None
@@ -462,6 +491,7 @@ class TurnFlow(QObject):
         if not shown:  # its chat is no longer shown: its message stays, unanswered, with no dialog here
             return
         projection = self.last_plan.projection if self.last_plan is not None else None
+        self._refused = home.messages[-1]
         chat.turn_refused.emit(decision, projection)
 
     @Slot(list)

@@ -17,7 +17,7 @@ own commit cannot add the syllable a second time.
 import math
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QGuiApplication, QInputMethodEvent
+from PySide6.QtGui import QGuiApplication, QInputMethodEvent, QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QWidget
 
 
@@ -142,6 +142,17 @@ class Composer(QWidget):
             editor.setVerticalScrollBarPolicy(policy)
         if (editor.minimumHeight(), editor.maximumHeight()) != (height, height):
             editor.setFixedHeight(height)
+
+    def put_back(self, text: str) -> None:
+        """Put `text` (a message taken back from the chat) into the message box: alone when it is
+        empty, else before what is typed there, which stays, as does the cursor in it."""
+        editor = self.editor
+        if not editor.toPlainText().strip():
+            editor.setPlainText(text)
+            return
+        cursor = QTextCursor(editor.document())  # not the editor's own: the user's cursor stays put
+        cursor.movePosition(QTextCursor.MoveOperation.Start)
+        cursor.insertText(text + "\n\n")
 
     def set_generating(self, generating: bool) -> None:
         self._generating = generating

@@ -369,8 +369,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:
-        if not self.composer.editor.toPlainText().strip():
-            self.composer.editor.setPlainText(text)
+        self.composer.put_back(text)  # beside anything typed meanwhile: nothing the user wrote is lost
 
     @Slot()
     def _on_conversation_cleared(self) -> None:

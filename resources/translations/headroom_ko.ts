@@ -2784,6 +2784,10 @@ and the summary.</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
     </message>
     <message>
+        <source>Your earlier message got no answer, so it was taken out of the chat; its text is back in the message box.</source>
+        <translation>앞서 보낸 메시지는 답변을 받지 못해 채팅에서 뺐습니다. 그 내용은 메시지 입력란에 다시 넣어 두었습니다.</translation>
+    </message>
+    <message>
         <source>Wait for the reply to end before summarizing.</source>
         <translation>요약하기 전에 답변이 끝날 때까지 기다리세요.</translation>
     </message>

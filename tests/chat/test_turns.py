@@ -170,6 +170,74 @@ def test_giving_up_on_a_refused_message_puts_it_back_for_the_composer(chat):
     assert [i.title for i in chat.store.list_conversations()] == ["Tell me about cats, briefly."]
 
 
+# ----- a refused message left unanswered (new-user trial: a 180,000-character paste, refused, stayed in
+# the chat, was sent with every later prompt and folded into the summary) -----------------------------
+LONG_PASTE = "lorem ipsum " * 15_000
+
+
+def answered(chat, text, answer="Paris."):
+    worker = chat.worker
+    chat.turns.send(text)
+    worker.token_streamed.emit(worker.last_id, answer)
+    worker.reply_finished.emit(worker.last_id, finished(answer), record())
+
+
+def test_a_refused_message_left_unanswered_is_withdrawn_when_another_is_sent(chat):
+    worker, seen = chat.worker, chat.recorded
+    answered(chat, "What is the capital of France?")
+    chat.turns.send(LONG_PASTE)
+    decision = refusal(cause="positions", reason_kind="message", max_new_tokens_fit=None, facts=dict(
+        message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512, room=7_168, shorten_by=32_852))
+    worker.turn_refused.emit(worker.last_id, decision)
+    assert seen.of("turn_refused") == [(decision, None)]  # the remedies dialog is offered; not answered
+    chat.turns.send("And of Italy?")
+    # the new prompt holds no trace of the refused paste, nor does the chat or the Store
+    assert [m.content for m in worker.requests[-1].messages] == ["What is the capital of France?", "Paris.",
+                                                                 "And of Italy?"]
+    assert [m.content for m in chat.conversation.messages] == ["What is the capital of France?", "Paris.",
+                                                               "And of Italy?", ""]
+    assert [m.content for m in stored(chat)] == ["What is the capital of France?", "Paris.", "And of Italy?"]
+    assert seen.of("text_withdrawn") == [(LONG_PASTE,)]  # back in the composer: nothing typed is lost
+    assert seen.of("notice")[-1] == ("Your earlier message got no answer, so it was taken out of the chat; its "
+                                     "text is back in the message box.", "warning")
+    # the dialog answered late acts on nothing: the refused message is gone, another answer is written
+    chat.turns.apply_remedy("lower_max_new_tokens", refusal(cause="positions", max_new_tokens_fit=100))
+    assert len(worker.requests) == 3 and chat.turns.active
+    worker.token_streamed.emit(worker.last_id, "Rome.")
+    worker.reply_finished.emit(worker.last_id, finished("Rome."), record())
+    assert [m.content for m in stored(chat)] == ["What is the capital of France?", "Paris.", "And of Italy?",
+                                                 "Rome."]
+
+
+def test_a_message_sent_while_stopping_a_refused_turn_goes_without_it(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send(LONG_PASTE)
+    worker.turn_planned.emit(worker.last_id, plan())  # begun: admission refuses it next
+    chat.turns.stop()
+    chat.turns.send("Summarize this instead: cats purr.")  # queued while the stop takes effect
+    worker.turn_refused.emit(worker.last_id, refusal(cause="positions", max_new_tokens_fit=None))
+    assert [m.content for m in worker.requests[-1].messages] == ["Summarize this instead: cats purr."]
+    assert [m.content for m in stored(chat)] == ["Summarize this instead: cats purr."]
+    assert [i.title for i in chat.store.list_conversations()] == ["Summarize this instead: cats purr."]
+    assert seen.of("text_withdrawn") == [(LONG_PASTE,)]
+
+
+def test_a_refused_message_found_when_its_chat_is_opened_again_is_withdrawn_at_the_next_send(chat):
+    worker, seen = chat.worker, chat.recorded
+    answered(chat, "Hi")
+    chat.turns.send(LONG_PASTE)
+    home = chat.conversation_id
+    chat.conversations.new_conversation()  # refused while another chat is shown: no dialog, it stays
+    worker.turn_refused.emit(worker.last_id, refusal(cause="positions", max_new_tokens_fit=None))
+    assert seen.of("turn_refused") == []
+    chat.conversations.open_conversation(home)
+    assert [m.content for m in chat.conversation.messages] == ["Hi", "Paris.", LONG_PASTE]
+    chat.turns.send("Hello again")
+    assert [m.content for m in worker.requests[-1].messages] == ["Hi", "Paris.", "Hello again"]
+    assert [m.content for m in stored(chat)] == ["Hi", "Paris.", "Hello again"]
+    assert seen.of("text_withdrawn") == [(LONG_PASTE,)]
+
+
 def test_edit_and_regenerate_forget_what_followed(chat):
     worker, seen = chat.worker, chat.recorded
     chat.turns.send("hello")

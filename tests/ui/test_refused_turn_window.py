@@ -1,0 +1,47 @@
+"""A refused message the user leaves unanswered (new-user trial: a 180,000-character paste was
+refused, stayed in the chat and was later folded into the summary): when another message goes,
+the refused one leaves the transcript and its text comes back to the message box, beside anything
+typed meanwhile; the status bar says so. The worker is a FakeWorker whose part the test plays.
+Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
+
+import pytest
+
+from app.engine.memory.admission import AdmissionDecision
+from tests.ui.test_chat_switch_states import send, shot
+
+PASTE = "A very long pasted log"
+
+
+def refused_for_length() -> AdmissionDecision:
+    return AdmissionDecision(admitted=False, cause="positions", reason="too long", reason_kind="message",
+                             facts=dict(message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512,
+                                        room=7_168, shorten_by=32_852))
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_a_message_sent_while_a_refused_one_stops_goes_alone_and_the_refused_text_comes_back(
+        request, qtbot, qapp, make_fake_window, tmp_path, language):
+    from app.ui.fonts import install_hangul_fallback
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    install_hangul_fallback(qapp)
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker, editor = window.chat.worker, window.composer.editor
+    rid = send(qtbot, window, PASTE)
+    worker.prefill_progressed.emit(rid, 512, 40_020)  # begun: admission is next
+    window.composer.request_stop()
+    send(qtbot, window, "Just the last error, please")  # sent while Stop takes effect: next in line
+    qtbot.keyClicks(editor, "and a draft")  # typed meanwhile: it must stay
+    worker.turn_refused.emit(rid, refused_for_length())
+    assert [m.content for m in worker.requests[-1].messages] == ["Just the last error, please"]
+    assert [m.content for m in window.chat.conversation.messages] == ["Just the last error, please", ""]
+    assert editor.toPlainText() == f"{PASTE}\n\nand a draft"
+    assert editor.textCursor().position() == len(editor.toPlainText())  # the user's cursor did not jump
+    expected = {"en": "Your earlier message got no answer, so it was taken out of the chat; its text is back in "
+                      "the message box.",
+                "ko": "앞서 보낸 메시지는 답변을 받지 못해 채팅에서 뺐습니다. "
+                      "그 내용은 메시지 입력란에 다시 넣어 두었습니다."}
+    assert window.status.currentMessage() == expected[language]
+    shot(qtbot, window, tmp_path, f"refused-left-unanswered-{language}")
