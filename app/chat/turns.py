@@ -164,6 +164,23 @@ class TurnFlow(QObject):
         self._chat.announce(translate("Turns", "Wait for the answer being written to end, or stop it."), "status")
         return True
 
+    @Slot()
+    def explain_send_waits(self) -> None:
+        """The user tried to send while a reply is in flight (the text stays in the composer): say
+        in a status line which answer it waits for and what to do."""
+        if not self.active:
+            return
+        title = self._title(self._home_id) if not self.shown else ""
+        if title:
+            text = translate("Turns", "An answer is still being written in “{0}”; send when it finishes, "
+                                      "or stop it.").format(title)
+        elif not self.shown:
+            text = translate("Turns", "An answer is still being written in another chat; send when it "
+                                      "finishes, or stop it.")
+        else:
+            text = translate("Turns", "Wait for the answer being written to end, or stop it.")
+        self._chat.announce(text, "status")
+
     # ----- commands ----------------------------------------------------------------------------
     @Slot(str)
     def send(self, text: str) -> None:

@@ -70,7 +70,9 @@ class _Editor(QPlainTextEdit):
 
 
 class Composer(QWidget):
-    """Signals: send_requested(str) with the stripped text; stop_requested().
+    """Signals: send_requested(str) with the stripped text; stop_requested(); send_blocked() —
+    Enter (or Send) with text while an answer is being written: nothing is sent and the text
+    stays, so whoever listens says why (new-user trial: Enter in another chat did nothing, silently).
 
     The editor is as high as its text's wrapped lines, from MIN_LINES to MAX_LINES (then it
     scrolls; fewer where they would take more than a quarter of the window), as in LM Studio or
@@ -80,6 +82,7 @@ class Composer(QWidget):
 
     send_requested = Signal(str)
     stop_requested = Signal()
+    send_blocked = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -176,6 +179,9 @@ class Composer(QWidget):
     def _on_submitted(self) -> None:
         self.editor.commit_preedit()  # the Send button, clicked mid-syllable, sends it too
         text = self.editor.toPlainText().strip()
+        if text and self._can_send and self._generating and not self._stopping:
+            self.send_blocked.emit()
+            return
         if not text or not self._can_send or (self._generating and not self._stopping):
             return
         self.editor.clear()

@@ -265,6 +265,7 @@ class MainWindow(QMainWindow):
         self.menus.stop.triggered.connect(self.composer.request_stop)
         self.composer.send_requested.connect(turns.send)
         self.composer.stop_requested.connect(turns.stop)
+        self.composer.send_blocked.connect(turns.explain_send_waits)
         self.attachment_bar.files_chosen.connect(self.chat.attachments.add)
         self.attachment_bar.remove_requested.connect(self.chat.attachments.remove)
         self.status.cancel_load_requested.connect(self.chat.models.cancel_load)

@@ -2780,6 +2780,14 @@ and the summary.</source>
         <translation>쓰고 있는 답변이 끝나기를 기다리거나 중지하세요.</translation>
     </message>
     <message>
+        <source>An answer is still being written in “{0}”; send when it finishes, or stop it.</source>
+        <translation>“{0}”에서 아직 답변을 쓰는 중입니다. 끝나면 보내거나, 답변을 중지하세요.</translation>
+    </message>
+    <message>
+        <source>An answer is still being written in another chat; send when it finishes, or stop it.</source>
+        <translation>다른 채팅에서 아직 답변을 쓰는 중입니다. 끝나면 보내거나, 답변을 중지하세요.</translation>
+    </message>
+    <message>
         <source>{0} is still being read: send again when it is ready</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
     </message>

@@ -174,6 +174,41 @@ def test_the_line_about_an_answer_written_elsewhere_lasts_as_long_as_that_answer
     assert lines() == []  # nor does it come back with a switch
 
 
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_enter_in_another_chat_while_an_answer_is_written_says_why_nothing_was_sent(
+        request, qtbot, qapp, make_fake_window, tmp_path, language):
+    """New-user trial: Enter in another chat while an answer streamed did nothing and said nothing."""
+    from app.ui.fonts import install_hangul_fallback
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    install_hangul_fallback(qapp)
+    window = make_fake_window()
+    window.resize(1000, 640)
+    worker, editor = window.chat.worker, window.composer.editor
+    rid = send(qtbot, window, "Tell me a story")
+    worker.token_streamed.emit(rid, "Once")
+    window.new_chat_action.trigger()
+    send(qtbot, window, "A question for later")
+    assert len(worker.requests) == 1 and editor.toPlainText() == "A question for later"  # kept, not sent
+    expected = {"en": "An answer is still being written in “Tell me a story”; send when it finishes, or stop it.",
+                "ko": "“Tell me a story”에서 아직 답변을 쓰는 중입니다. 끝나면 보내거나, 답변을 중지하세요."}
+    assert window.status.currentMessage() == expected[language]
+    shot(qtbot, window, tmp_path, f"enter-while-answer-elsewhere-{language}")
+    worker.reply_finished.emit(rid, finished("Once"), record())
+    qtbot.keyClick(editor, Qt.Key.Key_Return)  # the answer has ended: now it goes
+    assert [m.content for m in worker.requests[-1].messages] == ["A question for later"]
+
+
+def test_enter_in_the_chat_being_answered_says_to_wait_or_stop(qtbot, make_fake_window):
+    window = make_fake_window()
+    rid = send(qtbot, window, "Tell me a story")
+    window.chat.worker.token_streamed.emit(rid, "Once")
+    send(qtbot, window, "And then?")
+    assert len(window.chat.worker.requests) == 1 and window.composer.editor.toPlainText() == "And then?"
+    assert window.status.currentMessage() == "Wait for the answer being written to end, or stop it."
+
+
 def test_undo_of_a_chat_deleted_right_after_stop_restores_its_answer_exactly(qtbot, make_fake_window, tmp_path):
     """Delete is pressed before the Stop has reached the worker: the worker's end (the last
     text, the stats) still goes into the deleted chat, so that Undo brings it back as it was."""
