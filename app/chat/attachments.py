@@ -3,15 +3,16 @@ of each one in the turn.
 
 A file is read by app.engine.documents.extract.extract_file on the chat's BackgroundJobs (with
 progress; removing it cancels the read). A file that cannot be attached (too large, binary, an
-encrypted or image-only PDF, text that is not UTF-8) is said in one error notice and nothing else
-changes. Send takes the documents read so far (TurnFlow.send); the worker fits them into the
-message, whole or retrieved (app.engine.documents.turn), and how each went in is said in the
-transcript. Attachments belong to the message they were sent with: the Store keeps them (their
-extracted text) with it, the transcript shows them on it again when the chat is reopened, Edit
-and Regenerate send them again, and `remove_sent` forgets one; `undo_remove` puts the last one
-removed back exactly (store, transcript, sources, exports) while the offer lasts: the window
-offers Undo for a few seconds, and opening another chat ends the offer. The removal itself is
-done at once, so a quit or a crash meanwhile keeps the file removed, as the user asked.
+encrypted or image-only PDF, text that is not UTF-8, a .pdf that is not a PDF) is said in one
+error notice and nothing else changes. Send takes the documents read so far (TurnFlow.send); the
+worker fits them into the message, whole or retrieved (app.engine.documents.turn), and how each
+went in is said in the transcript. Attachments belong to the message they were sent with: the
+Store keeps them (their extracted text) with it, the transcript shows them on it again when the
+chat is reopened, Edit and Regenerate send them again, and `remove_sent` forgets one;
+`undo_remove` puts the last one removed back exactly (store, transcript, sources, exports) while
+the offer lasts: the window offers Undo for a few seconds, and opening another chat ends the
+offer. The removal itself is done at once, so a quit or a crash meanwhile keeps the file
+removed, as the user asked.
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ from app.engine.documents.source import (
     DAMAGED,
     EMPTY,
     ENCRYPTED,
+    MISNAMED,
     NO_TEXT_LAYER,
     NOT_UTF8,
+    SINGLE_BYTE,
     TOO_LARGE,
     UNREADABLE,
     DocumentError,
@@ -60,8 +62,10 @@ def refusal_reason(error: DocumentError) -> str:
                          "(split it, or attach the part you need)").format(f"{facts['chars']:,}",
                                                                           f"{facts['limit_chars']:,}")
     if error.kind == NOT_UTF8:
-        return translate("DocumentRefusal", "not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and "
-                         "attach it again").format(detail, f"{facts.get('byte', 0):,}")
+        return _not_utf8(detail, f"{facts.get('byte', 0):,}")
+    if error.kind == MISNAMED:
+        return translate("DocumentRefusal", "its name says {0}, but it is not a {0} file; if it holds text, "
+                         "rename it to .txt and attach it again").format(detail)
     if error.kind == ENCRYPTED:
         if detail == "cryptography":
             return translate("DocumentRefusal", "this PDF is AES-encrypted and the cryptography package is missing")
@@ -81,6 +85,18 @@ def refusal_reason(error: DocumentError) -> str:
     if error.kind == CANCELLED:
         return translate("DocumentRefusal", "reading was cancelled")
     return str(error).removeprefix(f"{error.name}: ")
+
+
+def _not_utf8(detail: str, byte: str) -> str:
+    """Text in another encoding: named when it is a multi-byte one (detail "cp949"), its family when it
+    is a single-byte code page (SINGLE_BYTE: the guess among those is unreliable), else unnamed."""
+    if detail == SINGLE_BYTE:
+        return translate("DocumentRefusal", "not UTF-8 text (an older single-byte encoding such as Latin-1 or a "
+                         "Windows code page, byte {0}); save it as UTF-8 and attach it again").format(byte)
+    if detail:
+        return translate("DocumentRefusal", "not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and "
+                         "attach it again").format(detail, byte)
+    return translate("DocumentRefusal", "not UTF-8 text (byte {0}); save it as UTF-8 and attach it again").format(byte)
 
 
 def _damaged(error: DocumentError) -> str:

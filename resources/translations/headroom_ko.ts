@@ -790,6 +790,14 @@ Your chats are saved here.</source>
         <translation>텍스트가 약 {0}자입니다. {1}자까지 첨부할 수 있습니다(나누거나 필요한 부분만 첨부하세요)</translation>
     </message>
     <message>
+        <source>its name says {0}, but it is not a {0} file; if it holds text, rename it to .txt and attach it again</source>
+        <translation>이름은 {0} 파일이지만 실제로는 {0} 파일이 아닙니다. 텍스트라면 확장자를 .txt로 바꾼 뒤 다시 첨부하세요</translation>
+    </message>
+    <message>
+        <source>not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code page, byte {0}); save it as UTF-8 and attach it again</source>
+        <translation>UTF-8 텍스트가 아닙니다(Latin-1이나 Windows 코드 페이지 같은 예전 1바이트 인코딩, {0}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
+    </message>
+    <message>
         <source>not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and attach it again</source>
         <translation>UTF-8 텍스트가 아닙니다({0}인 것 같습니다, {1}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
     </message>
@@ -820,6 +828,10 @@ Your chats are saved here.</source>
     <message>
         <source>reading was cancelled</source>
         <translation>읽기를 취소했습니다</translation>
+    </message>
+    <message>
+        <source>not UTF-8 text (byte {0}); save it as UTF-8 and attach it again</source>
+        <translation>UTF-8 텍스트가 아닙니다({0}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
     </message>
     <message>
         <source>this DOCX expands to more than 256 MiB of XML</source>

@@ -223,8 +223,25 @@ def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
         assert str(error) == "huge.txt: the file is 300 B; files up to 100 B can be attached"  # the log's line
     lines = {refusal_reason(source.DocumentError(kind, "f", "engine line", "x")) for kind in
              (source.BINARY, source.NOT_UTF8, source.ENCRYPTED, source.NO_TEXT_LAYER, source.DAMAGED, source.EMPTY,
-              source.UNREADABLE, source.CANCELLED)}
-    assert len(lines) == 8 and "engine line" not in lines
+              source.UNREADABLE, source.CANCELLED, source.MISNAMED)}
+    assert len(lines) == 9 and "engine line" not in lines
+
+
+def test_a_latin1_file_and_a_text_named_pdf_are_refused_in_honest_words(qtbot, chat, tmp_path):
+    """New-user trial: Latin-1 text was said to look like cp1250; a text file named .pdf went in as
+    text, with no word that it was not a PDF."""
+    latin1, fake_pdf = tmp_path / "notes.txt", tmp_path / "report.pdf"
+    latin1.write_bytes("Die Größe der Straße ist schön.\n".encode("latin-1") * 20)
+    fake_pdf.write_text("Quarterly figures: revenue up 4 %.\n", encoding="utf-8")
+    attached(qtbot, chat, latin1)
+    attached(qtbot, chat, fake_pdf)
+    assert chat.recorded.of("notice") == [
+        ("Could not attach notes.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows "
+         "code page, byte 6); save it as UTF-8 and attach it again", "error"),
+        ("Could not attach report.pdf: its name says PDF, but it is not a PDF file; if it holds text, rename it to "
+         ".txt and attach it again", "error")]
+    chat.turns.send("What do they say?")
+    assert chat.worker.requests[-1].documents == ()
 
 
 def sent_with_two_files(qtbot, chat, tmp_path):

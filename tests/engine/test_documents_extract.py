@@ -54,10 +54,38 @@ def test_legacy_korean_encoding_is_refused_naming_the_guess(tmp_path):
     assert error.detail in {"cp949", "euc_kr", "johab"}
 
 
-def test_latin1_text_is_refused_not_garbled(tmp_path):
-    path = tmp_path / "old.txt"
-    path.write_bytes("Café crème, señor, Ärger über Öl.\n".encode("latin-1") * 10)
-    assert refused(path).kind == source.NOT_UTF8
+@pytest.mark.parametrize("text", [
+    "Café crème, señor, Ärger über Öl.\n",
+    "Le café de la gare est très agréable; nous avons mangé une crème brûlée à Noël.\n",  # guessed cp775
+    "Die Größe der Straße ist schön. Über die Brücke gehen wir zum Bäcker.\n",  # guessed cp1250
+    "A informação está na seção de configurações; não é possível alterá-la.\n",
+])
+def test_latin1_text_is_refused_not_garbled_naming_its_family_not_a_wrong_code_page(tmp_path, text):
+    """New-user trial: a Latin-1 file was refused as "looks like cp1250"; charset-normalizer's pick
+    among single-byte code pages is a guess (cp775 for French), so the family is said instead."""
+    path, data = tmp_path / "old.txt", text.encode("latin-1")
+    path.write_bytes(data * 10)
+    first_not_ascii = next(i for i, byte in enumerate(data) if byte >= 0x80)
+    error = refused(path)
+    assert (error.kind, error.detail, error.facts) == (source.NOT_UTF8, source.SINGLE_BYTE, {"byte": first_not_ascii})
+    assert str(error) == (f"old.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code "
+                          f"page, byte {error.facts['byte']}); save it as UTF-8 and attach it again")
+
+
+@pytest.mark.parametrize(("name", "named"), [("report.pdf", "PDF"), ("REPORT.PDF", "PDF"), ("letter.docx", "DOCX")])
+def test_text_named_as_pdf_or_docx_is_refused_as_not_that_format(tmp_path, name, named):
+    """New-user trial: a text file named .pdf was attached as text with no word that it was not a PDF."""
+    path = tmp_path / name
+    path.write_text("Quarterly figures: revenue up 4 %.\n", encoding="utf-8")
+    error = refused(path)
+    assert (error.kind, error.detail) == (source.MISNAMED, named)
+    assert str(error) == (f"{name}: its name says {named}, but it is not a {named} file; if it holds text, rename it "
+                          "to .txt and attach it again")
+
+
+def test_a_pdf_named_otherwise_is_still_read_as_a_pdf(tmp_path):
+    path = write_text_pdf(tmp_path / "report.txt", [["A PDF is read by its content, whatever its name says"]])
+    assert extract_file(path).kind == "pdf"
 
 
 @pytest.mark.parametrize(("head", "looks_like"), [

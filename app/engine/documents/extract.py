@@ -4,7 +4,9 @@
 
 The format is decided by content, not by the name: "%PDF-" → PDF (app.engine.documents.pdf), a
 ZIP with word/document.xml → DOCX (app.engine.documents.docx), anything else must be text
-(app.engine.documents.text), labelled "markdown"/"code"/"text" by its suffix. Every failure is a
+(app.engine.documents.text), labelled "markdown"/"code"/"text" by its suffix, except a file named
+.pdf or .docx: one that is not that format is refused (new-user trial: a text file named .pdf was
+attached as text, with no word that it was not a PDF). Every failure is a
 `DocumentError` with a one-line message: a file over `MAX_FILE_BYTES`, a binary file, a PDF that
 needs a password or has no text layer, text that is not UTF-8, an unreadable path. Nothing here
 touches the chat, so a refused file loses nothing already in it. No torch, no Qt.
@@ -18,6 +20,7 @@ from pathlib import Path
 from app.engine.documents.docx import extract_docx, is_docx
 from app.engine.documents.pdf import extract_pdf
 from app.engine.documents.source import (
+    MISNAMED,
     TOO_LARGE,
     UNREADABLE,
     DocumentError,
@@ -31,6 +34,7 @@ from app.engine.memory.units import MiB, format_bytes
 # 64 MiB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
 # millions of tokens, which retrieval can rank but no local context holds (a 100 MB log is refused).
 MAX_FILE_BYTES = 64 * MiB
+NAMED_FORMATS = {".pdf": "PDF", ".docx": "DOCX"}  # suffixes that promise a format, read by content
 MAX_TEXT_CHARS = 2_000_000
 """Text an attachment may bring (~500k tokens, a 600-page book). Ranking a document costs time
 and memory in proportion to its text before the turn can start, and Stop cannot interrupt that:
@@ -46,7 +50,8 @@ def extract_file(path: str | Path, progress: Progress | None = None,
     `progress(fraction)` is called from this thread after each block (1 MiB) or page; `cancel`
     is polled at the same points. Raises DocumentError only (kinds in app.engine.documents.source):
     UNREADABLE (missing, a folder, no permission), TOO_LARGE (> `max_bytes`; `detail` = size in
-    bytes), and those of the format readers (BINARY, NOT_UTF8, ENCRYPTED, NO_TEXT_LAYER, DAMAGED,
+    bytes), MISNAMED (named .pdf or .docx but not that format; `detail` = "PDF" or "DOCX"), and
+    those of the format readers (BINARY, NOT_UTF8, ENCRYPTED, NO_TEXT_LAYER, DAMAGED,
     EMPTY, CANCELLED).
     """
     path = Path(path)
@@ -65,6 +70,10 @@ def extract_file(path: str | Path, progress: Progress | None = None,
             return _checked(extract_pdf(path, size, progress, cancel), path.name)
         if head.startswith(b"PK\x03\x04") and is_docx(path):
             return _checked(extract_docx(path, size, progress, cancel), path.name)
+        named = NAMED_FORMATS.get(path.suffix.lower())
+        if named is not None:  # the name promises a format the content does not have
+            raise DocumentError(MISNAMED, path.name, f"its name says {named}, but it is not a {named} file; if it "
+                                "holds text, rename it to .txt and attach it again", named)
         if size > 4 * MAX_TEXT_CHARS:  # UTF-8: at most 4 bytes a character
             raise _too_much_text(path.name, size // 4)
         return _checked(extract_text_file(path, size, progress, cancel), path.name)

@@ -27,6 +27,9 @@ DAMAGED = "damaged"
 EMPTY = "empty"
 UNREADABLE = "unreadable"
 CANCELLED = "cancelled"
+MISNAMED = "misnamed"  # named .pdf or .docx but not that format: detail is the format ("PDF", "DOCX")
+
+SINGLE_BYTE = "single-byte"  # NOT_UTF8's detail for a single-byte code page (Latin-1, Windows-125x, …)
 
 
 class DocumentError(Exception):

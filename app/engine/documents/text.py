@@ -1,9 +1,12 @@
 """Plain text, Markdown and source code: read in blocks, tell text from binary, decode.
 
 Accepted encodings are UTF-8, UTF-8 with a BOM, and UTF-16/UTF-32 with a BOM (Windows Notepad's
-"Unicode"). Anything else is refused with a one-line message naming what it looks like
-(charset-normalizer's best guess, e.g. "cp949" or "cp1252") rather than decoded by a guess that
-could silently garble the text the model then answers from. Binary files (a NUL byte without a
+"Unicode"). Anything else is refused with a one-line message rather than decoded by a guess that
+could silently garble the text the model then answers from. The message names charset-normalizer's
+guess only when it is a multi-byte East Asian encoding ("cp949", "shift_jis", "gb18030"), which it
+tells reliably; for single-byte code pages its guess is not to be trusted (Latin-1 French came
+out as cp775, Latin-1 German as cp1250: new-user trial "looks like cp1250"), so the message names
+the family, single-byte, with Latin-1 and the Windows code pages as examples. Binary files (a NUL byte without a
 UTF-16/32 BOM, or a known magic number) are refused as such. No torch, no Qt.
 """
 
@@ -17,6 +20,7 @@ from app.engine.documents.source import (
     BINARY,
     EMPTY,
     NOT_UTF8,
+    SINGLE_BYTE,
     DocumentError,
     ExtractedDocument,
     Progress,
@@ -82,15 +86,15 @@ def binary_kind(head: bytes) -> str | None:
 
 
 def decode(data: bytes, name: str) -> tuple[str, str]:
-    """(text, encoding) with newlines normalised. Raises DocumentError NOT_UTF8 (with the guessed
-    encoding as `detail`) for text in another encoding, EMPTY for a file with no text."""
+    """(text, encoding) with newlines normalised. Raises DocumentError EMPTY for a file with no
+    text, NOT_UTF8 for text in another encoding: `detail` is the guessed encoding when it is a
+    multi-byte one ("cp949"), SINGLE_BYTE for a single-byte code page, "" when there is no guess;
+    facts["byte"]: the offset of the first byte that is not UTF-8."""
     encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), "utf-8")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        guess = _guess_encoding(data)
-        raise DocumentError(NOT_UTF8, name, f"not UTF-8 text (looks like {guess}, byte {exc.start}); "
-                            "save it as UTF-8 and attach it again", guess, byte=exc.start) from None
+        raise _not_utf8(data, name, exc.start) from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DocumentError(EMPTY, name, "the file has no text")
@@ -109,9 +113,17 @@ def extract_text_file(path: Path, size: int, progress: Progress | None = None,
     return ExtractedDocument(path.name, kind_for(path), text, (), size, encoding)
 
 
-def _guess_encoding(data: bytes) -> str:
-    """charset-normalizer's best guess over the first 64 KiB, or "an unknown encoding"."""
+def _not_utf8(data: bytes, name: str, byte: int) -> DocumentError:
+    """The NOT_UTF8 error for `data`, naming its encoding as far as it can be told (see the module)."""
     from charset_normalizer import from_bytes
+    from charset_normalizer.utils import is_multi_byte_encoding
 
-    best = from_bytes(data[: 1 << 16]).best()
-    return best.encoding if best is not None else "an unknown encoding"
+    best = from_bytes(data[: 1 << 16]).best()  # the first 64 KiB
+    advice = "save it as UTF-8 and attach it again"
+    if best is None:
+        return DocumentError(NOT_UTF8, name, f"not UTF-8 text (byte {byte}); {advice}", "", byte=byte)
+    if is_multi_byte_encoding(best.encoding):
+        return DocumentError(NOT_UTF8, name, f"not UTF-8 text (looks like {best.encoding}, byte {byte}); {advice}",
+                             best.encoding, byte=byte)
+    return DocumentError(NOT_UTF8, name, f"not UTF-8 text (an older single-byte encoding such as Latin-1 or a "
+                         f"Windows code page, byte {byte}); {advice}", SINGLE_BYTE, byte=byte)
