@@ -74,6 +74,20 @@ def test_a_refused_regenerate_given_up_shows_the_old_answer_again(chat):
     assert chat.store.load_conversation(chat.conversation_id).info.message_count == 2
 
 
+def test_a_message_sent_after_a_refused_regenerate_follows_the_old_answer(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("Name a colour")
+    answer(chat, "Blue.")
+    chat.turns.regenerate(1)
+    worker.turn_refused.emit(worker.last_id, AdmissionDecision(admitted=False, cause="memory", reason="short"))
+    chat.turns.send("Another one?")  # the remedies left unanswered
+    assert contents(worker.requests[-1].messages) == ["Name a colour", "Blue.", "Another one?"]
+    assert seen.of("text_withdrawn") == []  # the question stays, with its answer
+    answer(chat, "Red.")
+    stored = chat.store.load_conversation(chat.conversation_id)
+    assert contents(stored.conversation.messages) == ["Name a colour", "Blue.", "Another one?", "Red."]
+
+
 def test_a_refused_fresh_message_given_up_goes_back_to_the_composer(chat):
     worker, seen = chat.worker, chat.recorded
     chat.turns.send("Name a colour")
