@@ -103,6 +103,16 @@ codes' loads (`gemv`): bit-identical, 8.0 / 5.2 / 20.1 / 20.3 µs for q/o, k/v, 
 (results/decode_anatomy_h200_x_staged.json). Left: the lookup chain's waits and dispatch stalls,
 and 10.5 of 16 warps an SM achieved (gate/up is 0.85 of a wave).
 
+A layer's small steps in the staging (2026-12-03, results/fused_layers_h200.json, the code in
+fused_layers_experiment.patch there; not adopted): the RMSNorm before q/k/v and gate/up, silu(gate)
+* up before down and the residual adds in o's and down's last write take the decode step from 446
+to 327 launches, yet it is slower, 3.688 against 3.529 ms at 1k: each block normalizes (or
+activates) all the inputs it stages before its loop can start, so the launch pays the work once per
+block (gate/up: 1,792 blocks of 64 threads, each over all 4,096 inputs) on its critical path:
++1.2-2.4 µs for q/k/v's norm, +3.2 for gate/up's, +4.1 for silu·mul in down, +0.3 for a residual
+(tests/benchmarks/fused_prologue.py there), against the ~2 µs kernel and ~0.3 µs gap each saves.
+With only q/k/v's norm and the residuals inside, 3.528 against 3.523 ms: even.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
