@@ -3,6 +3,7 @@ second launch reaches the compiled path in ≤ 10 s only if both caches are foun
 
 import os
 
+import torch
 from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
 from app.engine.local.compiled_decode import use_compile_caches
@@ -26,3 +27,16 @@ def test_folders_the_user_chose_are_kept(monkeypatch, tmp_path):
 
     assert use_compile_caches() == str(tmp_path / "mine")
     assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "my-triton")
+
+
+def test_the_decode_step_compiles_with_combo_kernels_unless_turned_off(monkeypatch):
+    """Inductor's combo kernels launch a layer's independent small kernels as one (H200, 8B: 446 →
+    382 launches a step, 3.531 → 3.449 ms; bitwise the same logits): on by default, off by its switch."""
+    from app.engine.local import compiled_decode
+
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: seen.append(kw) or fn)
+    compiled_decode._inductor(len)
+    monkeypatch.setenv(compiled_decode.COMBO_KERNELS_OPT_OUT, "0")
+    compiled_decode._inductor(len)
+    assert seen == [{"dynamic": None, "options": {"combo_kernels": True}}, {"dynamic": None, "options": {}}]

@@ -469,10 +469,19 @@ class _LayerCall:
         return self.compiled(self.forward, self.layer, hidden_states, self.cache_layer, cache_kw, args, kwargs)
 
 
+COMBO_KERNELS_OPT_OUT = "HEADROOM_COMBO_KERNELS"
+"""Set to 0 to compile without Inductor's combo kernels. On by default: they launch a layer's
+independent small kernels as one (the q RoPE, the k RoPE + cache write and the v cache write, three
+kernels → one), which took the 8B decode step on the H200 from 3.531 to 3.449 ms at 1k (274.5 →
+281.6 tok/s, 446 → 382 launches a step; results/decode_anatomy_h200_combo.json), for ~3 s more
+compile at warm-up."""
+
+
 def _inductor(fn: Callable) -> Callable:
     # dynamic=None: only the dimensions marked dynamic (the cache capacity) are symbolic; no
     # CUDA graphs here (CapturedStep captures them, one per cache)
-    return torch.compile(fn, dynamic=None)
+    options = {} if os.environ.get(COMBO_KERNELS_OPT_OUT) == "0" else {"combo_kernels": True}
+    return torch.compile(fn, dynamic=None, options=options)
 
 
 def _cache_tensors(cache) -> tuple[torch.Tensor, ...]:
