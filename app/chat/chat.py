@@ -34,7 +34,8 @@ class Chat(QObject):
             "info" or "error": a line in the transcript; "refused": why a turn was not started,
             in the transcript as an error until the turn runs after all; "retry": an error about the last turn,
             in the transcript with Retry (chat.turns.retry); "status": the status bar for 8 s;
-            "warning": the status bar for 15 s.
+            "warning": the status bar for 15 s; "wait": the status bar until the reply in flight
+            ends (why a message was not sent yet), at most 8 s.
         message_added(object Role, str text): a message the user sent.
         reply_started(bool continued): a reply bubble opens (continued: the last one reopens).
         reply_prefill_progressed(int done_tokens, int total_tokens): the prompt of the reply being

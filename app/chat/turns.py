@@ -166,11 +166,17 @@ class TurnFlow(QObject):
 
     @Slot()
     def explain_send_waits(self) -> None:
-        """The user tried to send while a reply is in flight (the text stays in the composer): say
-        in a status line which answer it waits for and what to do."""
+        """The user tried to send while a reply is in flight, or before anything can answer (the
+        text stays in the composer): say in a status line what it waits for and what to do."""
         if not self.active:
+            text = (translate("Turns", "The model is still loading; send when it is ready.")
+                    if self._chat.models.loading else
+                    translate("Turns", "No model is open yet: open one with Open model…, then send."))
+            self._chat.announce(text, "status")
             return
         title = self._title(self._home_id) if not self.shown else ""
+        if len(title) > 40:  # one status line: the advice after the title must fit
+            title = title[:39].rstrip() + "…"
         if title:
             text = translate("Turns", "An answer is still being written in “{0}”; send when it finishes, "
                                       "or stop it.").format(title)
@@ -179,7 +185,7 @@ class TurnFlow(QObject):
                                       "finishes, or stop it.")
         else:
             text = translate("Turns", "Wait for the answer being written to end, or stop it.")
-        self._chat.announce(text, "status")
+        self._chat.announce(text, "wait")
 
     # ----- commands ----------------------------------------------------------------------------
     @Slot(str)

@@ -71,8 +71,8 @@ class _Editor(QPlainTextEdit):
 
 class Composer(QWidget):
     """Signals: send_requested(str) with the stripped text; stop_requested(); send_blocked() —
-    Enter (or Send) with text while an answer is being written: nothing is sent and the text
-    stays, so whoever listens says why (new-user trial: Enter in another chat did nothing, silently).
+    Enter (or Send) with text while an answer is being written or no model can answer: nothing is
+    sent and the text stays, so whoever listens says why (new-user trial: Enter in another chat did nothing, silently).
 
     The editor is as high as its text's wrapped lines, from MIN_LINES to MAX_LINES (then it
     scrolls; fewer where they would take more than a quarter of the window), as in LM Studio or
@@ -152,6 +152,7 @@ class Composer(QWidget):
         editor = self.editor
         if not editor.toPlainText().strip():
             editor.setPlainText(text)
+            editor.moveCursor(QTextCursor.MoveOperation.End)  # typing goes on after it, not before
             return
         cursor = QTextCursor(editor.document())  # not the editor's own: the user's cursor stays put
         cursor.movePosition(QTextCursor.MoveOperation.Start)
@@ -179,7 +180,7 @@ class Composer(QWidget):
     def _on_submitted(self) -> None:
         self.editor.commit_preedit()  # the Send button, clicked mid-syllable, sends it too
         text = self.editor.toPlainText().strip()
-        if text and self._can_send and self._generating and not self._stopping:
+        if text and (not self._can_send or (self._generating and not self._stopping)):
             self.send_blocked.emit()
             return
         if not text or not self._can_send or (self._generating and not self._stopping):

@@ -56,7 +56,7 @@ from app.ui.window_state import WindowState
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 # notice kinds shown in the status bar, and for how long (ms); the others go to the transcript
-STATUS_BAR_MS = {"status": 8000, "warning": 15000}
+STATUS_BAR_MS = {"status": 8000, "warning": 15000, "wait": 8000}
 FIRST_SIZE_FRACTION = 0.78  # of the screen's available width and height, at a first start
 # px: the sidebar at its 200 px beside a chat column of 436 px, where the chat bar takes two lines
 # and every control keeps its whole text; 420 high: the composer, a few lines of transcript and the
@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
         self.setMinimumSize(*MINIMUM_SIZE)
         self._tasks: set[asyncio.Task] = set()  # async slots in flight, cancelled on close
         self._closed = False
+        self._wait_notice = ""  # the status line saying why a message waits, while it is shown
         self.quit_question: QuitQuestion | None = None  # open while asking whether to quit mid-answer
         self.window_state = window_state or WindowState()
         self.chat = open_chat(settings, store, device_preference, parent=self)
@@ -308,6 +309,7 @@ class MainWindow(QMainWindow):
     def _on_notice(self, text: str, kind: str) -> None:
         if kind in STATUS_BAR_MS:
             self.status.showMessage(text, STATUS_BAR_MS[kind])
+            self._wait_notice = text if kind == "wait" else ""
         else:
             self.chat_view.add_notice(text, kind)
 
@@ -321,6 +323,8 @@ class MainWindow(QMainWindow):
 
     @Slot(object, str)
     def _on_reply_ended(self, status, detail: str) -> None:
+        if self._wait_notice and self.status.currentMessage() == self._wait_notice:
+            self.status.clearMessage()  # "an answer is still being written" no longer holds
         self.chat_view.end_stream(status, detail)
         self.composer.set_generating(False)
         self.menus.stop.setEnabled(False)

@@ -5,8 +5,8 @@ Its labels elide (ElidedLabel): a long model path or server name shows cut, with
 in the tooltip, and never makes the window wider than the screen.
 """
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar, QWidget
 
 from app.engine.memory.units import format_bytes
 from app.ui.duration_text import duration_text
@@ -49,7 +49,25 @@ class ModelStatusBar(QStatusBar):
         self.addPermanentWidget(self.decode_label)
         self.addPermanentWidget(self.speed_label)
         self._report = None
+        self._message = ""  # the temporary message, whole
+        self.messageChanged.connect(lambda message: message or self.setToolTip(""))
         self.end_progress()
+
+    def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 - QStatusBar's name
+        """A temporary message, elided to the room left of the permanent widgets, the whole of it in
+        the tooltip: Qt paints it across the bar, so a long one ran under the decode path and speed
+        labels (new-user trial: "…or stop it.answered by local model")."""
+        self._message = text
+        lefts = [w.geometry().left() for w in self.findChildren(QWidget) if w.parent() is self and w.isVisible()
+                 and w is not self.model_label and w.geometry().left() > self.model_label.geometry().left()]
+        room = (min(lefts) if lefts else self.width()) - self.model_label.geometry().left() - 12
+        shown = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(room, 120))
+        self.setToolTip(text if shown != text else "")
+        super().showMessage(shown, timeout)
+
+    def currentMessage(self) -> str:  # noqa: N802 - QStatusBar's name
+        """The temporary message shown, whole (not as elided), "" when none is."""
+        return self._message if super().currentMessage() else ""
 
     def add_notice(self, widget) -> None:
         """``widget`` (an undo notice) first among the permanent widgets, right of the model's

@@ -2792,6 +2792,14 @@ and the summary.</source>
         <translation>쓰고 있는 답변이 끝나기를 기다리거나 중지하세요.</translation>
     </message>
     <message>
+        <source>The model is still loading; send when it is ready.</source>
+        <translation>모델을 아직 불러오는 중입니다. 준비되면 보내세요.</translation>
+    </message>
+    <message>
+        <source>No model is open yet: open one with Open model…, then send.</source>
+        <translation>아직 열린 모델이 없습니다. 모델 열기…로 모델을 연 다음 보내세요.</translation>
+    </message>
+    <message>
         <source>An answer is still being written in “{0}”; send when it finishes, or stop it.</source>
         <translation>“{0}”에서 아직 답변을 쓰는 중입니다. 끝나면 보내거나, 답변을 중지하세요.</translation>
     </message>

@@ -196,6 +196,7 @@ def test_enter_in_another_chat_while_an_answer_is_written_says_why_nothing_was_s
     assert window.status.currentMessage() == expected[language]
     shot(qtbot, window, tmp_path, f"enter-while-answer-elsewhere-{language}")
     worker.reply_finished.emit(rid, finished("Once"), record())
+    assert window.status.currentMessage() == ""  # it no longer holds: gone with the answer (trial 2)
     qtbot.keyClick(editor, Qt.Key.Key_Return)  # the answer has ended: now it goes
     assert [m.content for m in worker.requests[-1].messages] == ["A question for later"]
 
@@ -207,6 +208,16 @@ def test_enter_in_the_chat_being_answered_says_to_wait_or_stop(qtbot, make_fake_
     send(qtbot, window, "And then?")
     assert len(window.chat.worker.requests) == 1 and window.composer.editor.toPlainText() == "And then?"
     assert window.status.currentMessage() == "Wait for the answer being written to end, or stop it."
+
+
+def test_enter_with_no_model_open_says_to_open_one(qtbot, make_fake_window):
+    """New-user trial: Enter before any model was open did nothing and said nothing."""
+    window = make_fake_window()
+    window.composer.set_can_send(False)  # as before a model is loaded
+    window.composer.editor.setPlainText("Hello?")
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    assert window.chat.worker.requests == [] and window.composer.editor.toPlainText() == "Hello?"
+    assert window.status.currentMessage() == "No model is open yet: open one with Open model…, then send."
 
 
 def test_undo_of_a_chat_deleted_right_after_stop_restores_its_answer_exactly(qtbot, make_fake_window, tmp_path):

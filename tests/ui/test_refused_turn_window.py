@@ -45,3 +45,15 @@ def test_a_message_sent_while_a_refused_one_stops_goes_alone_and_the_refused_tex
                       "그 내용은 메시지 입력란에 다시 넣어 두었습니다."}
     assert window.status.currentMessage() == expected[language]
     shot(qtbot, window, tmp_path, f"refused-left-unanswered-{language}")
+
+
+def test_a_message_put_back_in_an_empty_box_is_typed_after(qtbot):
+    """New-user trial: after closing the remedies dialog the refused text came back with the cursor
+    at its start, so "hi" typed next went in front of the 180,000 characters."""
+    from app.ui.composer import Composer
+
+    composer = Composer()
+    qtbot.addWidget(composer)
+    composer.put_back(PASTE)
+    qtbot.keyClicks(composer.editor, " hi")
+    assert composer.editor.toPlainText() == f"{PASTE} hi"

@@ -228,3 +228,28 @@ def test_the_backend_is_named_whenever_a_model_is_loaded_restart_included(qtbot,
     assert label.text() == "answered by local model"
     again.chat.worker.model_changed.emit(None)  # the model went (unloaded, or freed for another)
     assert label.text() == ""
+
+
+def test_a_long_message_stops_short_of_the_labels_on_the_right(qtbot, make_window, tmp_path):
+    """New-user trial: a long status line was painted under the decode path and speed labels
+    ("…or stop it.answered by local model"); it is cut before them, whole in the tooltip."""
+    import os
+
+    window = make_window()
+    window.resize(1100, 700)
+    window.show()
+    status = window.status
+    status.backend_label.setText("answered by local model")
+    status.decode_label.setText("eager decode")
+    status.speed_label.setText("TTFT 8,903 ms · 0.3 tok/s · 3 tokens")
+    qtbot.wait(50)
+    text = "An answer is still being written in “" + "a long chat title " * 4 + "”; send when it finishes, or stop it."
+    status.showMessage(text, 8000)
+    qtbot.wait(50)
+    shown = super(type(status), status).currentMessage()
+    right = min(w.geometry().left() for w in (status.backend_label, status.decode_label, status.speed_label))
+    assert shown.endswith("…") and status.fontMetrics().horizontalAdvance(shown) < right
+    assert status.currentMessage() == text and status.toolTip() == text
+    window.grab().save(os.path.join(os.environ.get("HEADROOM_SCREENSHOT_DIR", str(tmp_path)), "status-cut.png"))
+    status.clearMessage()
+    assert status.currentMessage() == "" and status.toolTip() == ""
