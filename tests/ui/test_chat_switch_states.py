@@ -174,10 +174,8 @@ def test_the_line_about_an_answer_written_elsewhere_lasts_as_long_as_that_answer
     assert lines() == []  # nor does it come back with a switch
 
 
-@pytest.mark.parametrize("language", ["en", "ko"])
-def test_enter_in_another_chat_while_an_answer_is_written_says_why_nothing_was_sent(
-        request, qtbot, qapp, make_fake_window, tmp_path, language):
-    """New-user trial: Enter in another chat while an answer streamed did nothing and said nothing."""
+def fake_window_in(language: str, request, qapp, make_fake_window):
+    """A fake-worker window (1000 x 640) in ``language`` ("en" or "ko", Hangul fonts installed)."""
     from app.ui.fonts import install_hangul_fallback
 
     if language == "ko":
@@ -185,6 +183,14 @@ def test_enter_in_another_chat_while_an_answer_is_written_says_why_nothing_was_s
     install_hangul_fallback(qapp)
     window = make_fake_window()
     window.resize(1000, 640)
+    return window
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_enter_in_another_chat_while_an_answer_is_written_says_why_nothing_was_sent(
+        request, qtbot, qapp, make_fake_window, tmp_path, language):
+    """New-user trial: Enter in another chat while an answer streamed did nothing and said nothing."""
+    window = fake_window_in(language, request, qapp, make_fake_window)
     worker, editor = window.chat.worker, window.composer.editor
     rid = send(qtbot, window, "Tell me a story")
     worker.token_streamed.emit(rid, "Once")

@@ -7,7 +7,7 @@ Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
 import pytest
 
 from app.engine.memory.admission import AdmissionDecision
-from tests.ui.test_chat_switch_states import send, shot
+from tests.ui.test_chat_switch_states import fake_window_in, send, shot
 
 PASTE = "A very long pasted log"
 
@@ -21,13 +21,7 @@ def refused_for_length() -> AdmissionDecision:
 @pytest.mark.parametrize("language", ["en", "ko"])
 def test_a_message_sent_while_a_refused_one_stops_goes_alone_and_the_refused_text_comes_back(
         request, qtbot, qapp, make_fake_window, tmp_path, language):
-    from app.ui.fonts import install_hangul_fallback
-
-    if language == "ko":
-        request.getfixturevalue("korean")
-    install_hangul_fallback(qapp)
-    window = make_fake_window()
-    window.resize(1000, 640)
+    window = fake_window_in(language, request, qapp, make_fake_window)
     worker, editor = window.chat.worker, window.composer.editor
     rid = send(qtbot, window, PASTE)
     worker.prefill_progressed.emit(rid, 512, 40_020)  # begun: admission is next
