@@ -3,6 +3,7 @@ second launch reaches the compiled path in ≤ 10 s only if both caches are foun
 
 import os
 
+import pytest
 import torch
 from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
@@ -40,3 +41,33 @@ def test_the_decode_step_compiles_with_combo_kernels_unless_turned_off(monkeypat
     monkeypatch.setenv(compiled_decode.COMBO_KERNELS_OPT_OUT, "0")
     compiled_decode._inductor(len)
     assert seen == [{"dynamic": None, "options": {"combo_kernels": True}}, {"dynamic": None, "options": {}}]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="combo kernels are Triton kernels: needs CUDA")
+def test_on_the_gpu_combo_kernels_change_no_bit():
+    """Six compiled decode steps of a tiny Llama over a StaticCache, with and without combo kernels:
+    the same logits and cache, bit for bit (H200, 2026-12-03: equal; results/decode_anatomy_h200_combo.json)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=256)
+    model = LlamaForCausalLM(config).to(torch.bfloat16).cuda().eval()
+    prompt = torch.randint(0, 512, (1, 8), device="cuda")
+    runs = []
+    for options in ({"combo_kernels": True}, {}):
+        torch._dynamo.reset()
+        cache = StaticCache(config=config, max_cache_len=64)
+        with torch.inference_mode():
+            out = model(prompt, past_key_values=cache, use_cache=True, cache_position=torch.arange(8, device="cuda"))
+            step = torch.compile(lambda t, pos, cache=cache: model(t, past_key_values=cache, use_cache=True,
+                                                                   cache_position=pos).logits,
+                                 dynamic=None, options=options)
+            token, logits = out.logits[:, -1:].argmax(-1), []
+            for i in range(6):
+                logits.append(step(token, torch.tensor([8 + i], device="cuda")).float().clone())
+                token = logits[-1][:, -1:].argmax(-1)
+        runs.append((logits, cache.layers[0].keys.clone(), cache.layers[0].values.clone()))
+    (ours, keys, values), (theirs, keys0, values0) = runs
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert torch.equal(keys, keys0) and torch.equal(values, values0)
