@@ -58,6 +58,7 @@ class ModelStatusBar(QStatusBar):
         the tooltip: Qt paints it across the bar, so a long one ran under the decode path and speed
         labels (new-user trial: "…or stop it.answered by local model")."""
         self._message = text
+        self.layout().activate()  # the labels' places for their current texts, not the last layout's
         lefts = [w.geometry().left() for w in self.findChildren(QWidget) if w.parent() is self and w.isVisible()
                  and w is not self.model_label and w.geometry().left() > self.model_label.geometry().left()]
         room = (min(lefts) if lefts else self.width()) - self.model_label.geometry().left() - 12
