@@ -213,3 +213,33 @@ def test_a_failed_first_recording_falls_back_to_the_eager_step_and_capture(decod
     assert len(attempts) == 2 and decoder._capture_failed == ""  # graphs stay on
     assert len(decoder.calls) == 2 and FakeCapture.made[0].replays == 1  # eager once, then a replay
     assert int(cache.layers[0].cumulative_length) == 5 + 2
+
+
+@pytest.mark.parametrize("kv_bits", [16, 8])
+def test_the_layer_step_writes_without_counting_and_the_step_counts_each_layer_once(tiny_loaded, kv_bits):
+    """The regional step's layers write through SpanLayer.write (no increment kernel in each
+    layer); `_regional_forward` moves every layer's counter by the step's tokens once, and the
+    logits and cache are the model's own forward's."""
+    model = tiny_loaded.model
+    dec = CompiledDecode(model, lambda fn: fn)
+    dec._layer_compiled = compiled_decode._layer_step  # the layer step uncompiled: the same calls
+    mine, theirs = _prefilled(model), _prefilled(model)
+    if kv_bits == 8:
+        mine, theirs = (new_static_cache(model.config, 64, 8) for _ in range(2))
+        with torch.inference_mode():
+            for cache in (mine, theirs):
+                model(input_ids=torch.arange(1, 6).view(1, -1), use_cache=True, **{cache_kwarg(type(model)): cache})
+    layer = mine.layers[1]
+    keys = torch.randn(1, layer.num_heads, 1, layer.k_head_dim, dtype=layer.keys.dtype if kv_bits == 16 else model.dtype)
+    with torch.inference_mode():
+        compiled_decode._LayerCache(layer).update(keys, keys)
+        assert int(layer.cumulative_length) == 5  # written at slot 5, not counted
+        for token_id in (7, 9):
+            token = torch.tensor([[token_id]])
+            got = dec._regional_forward(token, mine)
+            want = dec._forward(token, theirs)
+            assert torch.equal(got, want)
+    assert [int(layer.cumulative_length) for layer in mine.layers] == [7] * len(mine.layers)
+    assert [int(layer.cumulative_length) for layer in theirs.layers] == [7] * len(theirs.layers)
+    for a, b in zip(mine.layers, theirs.layers, strict=True):
+        assert torch.equal(a.keys[:, :, :7], b.keys[:, :, :7]) and torch.equal(a.values[:, :, :7], b.values[:, :, :7])

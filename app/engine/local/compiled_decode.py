@@ -64,7 +64,14 @@ import torch
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
-from app.engine.local.static_cache import KV16_FORMAT, capacity_of, is_span_cache, kv_format_of, new_static_cache
+from app.engine.local.static_cache import (
+    KV16_FORMAT,
+    advance_fill,
+    capacity_of,
+    is_span_cache,
+    kv_format_of,
+    new_static_cache,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +177,7 @@ class CompiledDecode:
         with self._layers_compiled(cache):
             out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=1,
                              **{self._cache_kw: cache}, **extra)
+        advance_fill(cache, input_ids.shape[1])  # the layers wrote without moving their counters
         return out.logits[0, -1].float()
 
     @contextmanager
@@ -435,15 +443,17 @@ def regional_reason(model) -> str:
 
 
 class _LayerCache:
-    """One cache layer as its decoder layer sees the whole cache: ``update`` writes this layer.
-    The layer index transformers passes is never read, so Dynamo keeps no guard on it and one
-    compiled layer serves every layer."""
+    """One cache layer as its decoder layer sees the whole cache: ``update`` writes this layer
+    (a SpanLayer: `can_run` takes no other cache for the layer step) without moving its fill
+    counter; `_regional_forward` moves all the counters once, after the last layer. The layer
+    index transformers passes is never read, so Dynamo keeps no guard on it and one compiled
+    layer serves every layer."""
 
     def __init__(self, layer):
         self.layer = layer
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        return self.layer.update(key_states, value_states)
+        return self.layer.write(key_states, value_states)
 
 
 def _layer_step(forward: Callable, layer, hidden_states: torch.Tensor, cache_layer, cache_kw: str,
