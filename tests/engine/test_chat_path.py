@@ -60,7 +60,7 @@ def test_a_layer_step_that_disagrees_gives_way_to_the_whole_forward(tiny_loaded,
     def spoiling(fn):
         if fn.__name__ != "_layer_step":
             return fn
-        return lambda *args: fn(*args) * 1.5
+        return lambda *args: tuple(half * 1.5 for half in fn(*args))
 
     decoder = warm_up(tiny_loaded, (64,), compiler=spoiling, require_cuda=False)
     assert decoder.status.state == "ready" and not decoder.regional
@@ -86,7 +86,7 @@ def test_replays_that_drift_from_their_captured_step_give_way_to_the_whole_forwa
         def step(*args):
             calls.append(1)
             drift = max(0, (len(calls) - 1) // layers - 3)  # steps 1-3: the warm-up's; 4: the check's first
-            return fn(*args) * (1 + 0.004 * drift)
+            return tuple(half * (1 + 0.004 * drift) for half in fn(*args))
         return step
 
     decoder = warm_up(tiny_loaded, (64,), compiler=drifting, require_cuda=False)
@@ -338,7 +338,8 @@ def test_a_format_whose_layer_step_fails_takes_every_format_to_the_whole_forward
         compiled = counting(fn)
         if fn.__name__ != "_layer_step":
             return compiled
-        return lambda *args: compiled(*args) * (1.5 if isinstance(args[3], QuantizedSpanLayer) else 1.0)
+        return lambda *args: tuple(half * (1.5 if isinstance(args[3], QuantizedSpanLayer) else 1.0)
+                                   for half in compiled(*args))
 
     decoder = warm_up(tiny_loaded, (64,), compiler=compiler, require_cuda=False, kv_bits=(16, 8))
     assert decoder.status.state == "ready" and decoder.status.kv_bits == (16, 8) and not decoder.regional
