@@ -44,6 +44,12 @@ Work split: grid (B·Hkv, splits), 8 warps a block (about one block an SM), each
 load) and finds the span's last valid key; the warps take its 16-key steps in turn; the block adds
 its warps' partials in shared memory; with one split that is the output, else each block stores its
 partial (float32 row, max, sum) and the last block of the head adds them.
+
+Measured and not adopted (H200, 2026-12-04, results/decode_attention_h200_prefetch.json): each
+warp's steps double-buffered (the next step's keys and values loaded before this step's
+arithmetic) is slower at every depth, 9.25 / 11.69 / 14.19 / 35.51 against 8.42 / 10.83 / 13.92 /
+34.52 µs a layer at 1,600 / 3,000 / 4,600 / 17,000 filled, and on the app path at 16k 909.6
+against 853.3 µs of attention a step (the step 3.967 against 3.966 ms).
 """
 
 from __future__ import annotations
