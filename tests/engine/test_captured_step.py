@@ -230,7 +230,8 @@ def test_the_layer_step_writes_without_counting_and_the_step_counts_each_layer_o
             for cache in (mine, theirs):
                 model(input_ids=torch.arange(1, 6).view(1, -1), use_cache=True, **{cache_kwarg(type(model)): cache})
     layer = mine.layers[1]
-    keys = torch.randn(1, layer.num_heads, 1, layer.k_head_dim, dtype=layer.keys.dtype if kv_bits == 16 else model.dtype)
+    dtype = layer.keys.dtype if kv_bits == 16 else model.dtype
+    keys = torch.randn(1, layer.num_heads, 1, layer.k_head_dim, dtype=dtype)
     with torch.inference_mode():
         compiled_decode._LayerCache(layer).update(keys, keys)
         assert int(layer.cumulative_length) == 5  # written at slot 5, not counted
