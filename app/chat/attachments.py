@@ -17,6 +17,7 @@ removed, as the user asked.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,7 @@ class AttachmentFlow(QObject):
         chat.conversation_cleared.connect(self.end_undo)
         chat.conversation_loaded.connect(self.end_undo)
         self._removal: _Removal | None = None
+        self._put_back_tickets = itertools.count(-1, -1)  # below the jobs' tickets (1, 2, …): never the same
 
     @property
     def reading(self) -> list[str]:
@@ -118,6 +120,16 @@ class AttachmentFlow(QObject):
             self._chat.attachment_changed.emit(ticket, attachment.name, "")
             if attachment.document is not None:
                 self.ready_changed.emit()
+
+    def put_back(self, documents: tuple) -> None:
+        """Attach again `documents` (ExtractedDocuments) already read: those of a message taken
+        back from the chat (a refused one withdrawn), so that Send sends them with its text again."""
+        for document in documents:
+            ticket = next(self._put_back_tickets)
+            self._attached[ticket] = _Attachment(document.name, document=document)
+            self._chat.attachment_changed.emit(ticket, document.name, _size_text(document))
+        if documents:
+            self.ready_changed.emit()
 
     def take(self) -> tuple[ExtractedDocument, ...]:
         """The documents read, for the message being sent; the attachments are cleared."""
@@ -212,9 +224,7 @@ class AttachmentFlow(QObject):
                 result.name, refusal_reason(result)), "error")
             return
         attachment.document = result
-        pages = translate("Attachments", ", {0} pages").format(result.pages) if result.pages > 1 else ""
-        size = translate("Attachments", "{0} characters{1}").format(f"{len(result.text):,}", pages)
-        self._chat.attachment_changed.emit(ticket, attachment.name, size)
+        self._chat.attachment_changed.emit(ticket, attachment.name, _size_text(result))
         self.ready_changed.emit()
 
     @Slot(int, str)
@@ -239,6 +249,12 @@ class AttachmentFlow(QObject):
             if question is not None and question.id is not None:
                 chat.store.note_document_fit(question.id, fit.name, note)
             chat.document_noted.emit(index, fit.name, fit_line(fit.name, note))
+
+
+def _size_text(document: ExtractedDocument) -> str:
+    """The chip's status for a document read: "1,204 characters, 3 pages"."""
+    pages = translate("Attachments", ", {0} pages").format(document.pages) if document.pages > 1 else ""
+    return translate("Attachments", "{0} characters{1}").format(f"{len(document.text):,}", pages)
 
 
 def fit_note(fit) -> FitNote:

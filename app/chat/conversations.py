@@ -361,17 +361,18 @@ class ConversationFlow(QObject):
                 is not None else SummaryState()
             chat.summaries.show_summary()
 
-    def withdraw_last(self) -> str:
-        """Take back the last (user) message that got no answer; returns its text. A message that
-        was only just written is deleted; one that has older answers (a refused Regenerate)
-        stays, and the newest of those answers is shown again."""
+    def withdraw_last(self) -> tuple[str, tuple]:
+        """Take back the last (user) message that got no answer; returns its text and the
+        documents attached to it (("", ()) when nothing was taken back). A message that was only
+        just written is deleted; one that has older answers (a refused Regenerate) stays, and the
+        newest of those answers is shown again."""
         chat = self._chat
         message = chat.conversation.messages[-1]
         if chat.conversation_id is not None and message.id is not None:
             if chat.store.message_tree(chat.conversation_id).children(message.id):
                 chat.store.set_active_message(chat.conversation_id, message.id)
                 self._adopt(chat.store.load_conversation(chat.conversation_id))
-                return ""
+                return "", ()
             chat.store.delete_message(message.id)
             if chat.store.delete_if_empty(chat.conversation_id):  # its first message: no chat is left behind
                 self._cache_keys.pop(chat.conversation_id, None)
@@ -379,4 +380,4 @@ class ConversationFlow(QObject):
                 self.refresh_sidebar()
         self.cut_to(len(chat.conversation.messages) - 1)
         self.show_versions()
-        return message.content
+        return message.content, tuple(message.documents)

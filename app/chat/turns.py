@@ -205,23 +205,35 @@ class TurnFlow(QObject):
             chat.text_withdrawn.emit(text)
             return
         documents = chat.attachments.take() if chat.attachments is not None else ()
-        withdrawn = self._withdraw_left_unanswered()
+        withdrawn, withdrawn_documents = self._withdraw_left_unanswered()
         self._add_user_message(text, documents)
         self._start_turn(documents=documents)
         if withdrawn:  # after the new message left the composer, so that it is not sent with it
-            chat.text_withdrawn.emit(withdrawn)
-            chat.announce(translate("Turns", "Your earlier message got no answer, so it was taken out of the "
-                                             "chat; its text is back in the message box."), "warning")
+            self._put_back(withdrawn, withdrawn_documents)
+            if withdrawn_documents:
+                chat.announce(translate("Turns", "Your earlier message got no answer, so it was taken out of the "
+                                                 "chat; its text and files are back in the message box."), "warning")
+            else:
+                chat.announce(translate("Turns", "Your earlier message got no answer, so it was taken out of the "
+                                                 "chat; its text is back in the message box."), "warning")
 
-    def _withdraw_left_unanswered(self) -> str:
+    def _withdraw_left_unanswered(self) -> tuple[str, tuple]:
         """Take out of the chat a user message that ends it unanswered (its turn was refused and
         no remedy ran), so that it is neither in the next prompt nor in the summary; returns its
-        text ("" when there was none, or when it keeps older answers: one of those is shown again)."""
+        text and documents ("" when there was none, or when it keeps older answers: one of those
+        is shown again)."""
         messages = self._chat.conversation.messages
         if not messages or messages[-1].role is not Role.USER:
-            return ""
+            return "", ()
         self._refused = None
         return self._chat.conversations.withdraw_last()
+
+    def _put_back(self, text: str, documents: tuple) -> None:
+        """A withdrawn message back in the composer: its text (text_withdrawn) and the files it
+        carried, attached again as they were read (new-user trial: the files were lost)."""
+        self._chat.text_withdrawn.emit(text)
+        if documents and self._chat.attachments is not None:
+            self._chat.attachments.put_back(documents)
 
     def _add_user_message(self, text: str, documents: tuple) -> None:
         """The user's message, with the documents it carries, shown and stored."""
@@ -392,9 +404,9 @@ class TurnFlow(QObject):
         messages = self._chat.conversation.messages
         if not messages or messages[-1].role is not Role.USER:
             return
-        text = self._chat.conversations.withdraw_last()
+        text, documents = self._chat.conversations.withdraw_last()
         if text:
-            self._chat.text_withdrawn.emit(text)
+            self._put_back(text, documents)
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)

@@ -322,3 +322,42 @@ def test_how_a_file_went_in_is_said_again_after_a_restart_and_goes_with_the_file
     third = make_chat()
     third.conversations.reopen(first)
     assert third.recorded.of("document_noted") == [said[1]]  # the removed file's note went with it
+
+
+def test_files_of_a_refused_message_withdrawn_at_the_next_send_come_back_with_its_text(qtbot, chat, tmp_path):
+    """New-user trial: the refused message's text came back to the composer, its files did not."""
+    from tests.chat.test_turns import refusal
+
+    note = tmp_path / "log.txt"
+    note.write_text("ERROR disk full at 03:12\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    chat.turns.send("Why did it fail?")
+    chat.worker.turn_refused.emit(chat.worker.last_id, refusal(cause="positions", max_new_tokens_fit=None))
+    chat.recorded.clear()
+    chat.turns.send("Hello")  # the refused message is withdrawn; the new one goes without its file
+    assert chat.worker.requests[-1].documents == ()
+    assert chat.recorded.of("text_withdrawn") == [("Why did it fail?",)]
+    assert chat.recorded.of("notice")[-1] == ("Your earlier message got no answer, so it was taken out of the chat; "
+                                              "its text and files are back in the message box.", "warning")
+    assert [d.name for d in chat.attachments.ready] == ["log.txt"]  # attached again, read already
+    assert chat.attachments.ready[0].text == "ERROR disk full at 03:12\n"
+    [(ticket, name, status)] = chat.recorded.of("attachment_changed")
+    assert (name, status) == ("log.txt", "25 characters")  # the composer shows its chip again
+    chat.turns.send("Why did it fail?")  # sent again as it was: with its file
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["log.txt"]
+    assert chat.recorded.of("attachment_changed")[-1] == (ticket, "log.txt", "")  # taken by Send
+
+
+def test_files_of_a_refused_message_given_up_on_come_back_with_its_text(qtbot, chat, tmp_path):
+    """Cancel in the remedies dialog: the message goes back to the composer with its files."""
+    from tests.chat.test_turns import refusal
+
+    note = tmp_path / "log.txt"
+    note.write_text("ERROR disk full at 03:12\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    chat.turns.send("Why did it fail?")
+    decision = refusal(cause="positions", max_new_tokens_fit=None)
+    chat.worker.turn_refused.emit(chat.worker.last_id, decision)
+    chat.turns.apply_remedy("cancel", decision)
+    assert chat.recorded.of("text_withdrawn") == [("Why did it fail?",)]
+    assert [d.name for d in chat.attachments.ready] == ["log.txt"]

@@ -51,3 +51,20 @@ def test_a_message_put_back_in_an_empty_box_is_typed_after(qtbot):
     composer.put_back(PASTE)
     qtbot.keyClicks(composer.editor, " hi")
     assert composer.editor.toPlainText() == f"{PASTE} hi"
+
+
+def test_a_refused_message_withdrawn_at_the_next_send_brings_its_files_back_to_the_composer(
+        qtbot, make_fake_window, tmp_path):
+    """New-user trial: the text came back to the message box, the attached log did not."""
+    window = make_fake_window()
+    log = tmp_path / "build.log"
+    log.write_text("ERROR disk full\n", encoding="utf-8")
+    window.chat.attachments.add([str(log)])
+    qtbot.waitUntil(lambda: bool(window.chat.attachments.ready))
+    rid = send(qtbot, window, PASTE)
+    assert window.attachment_bar.chips == {}  # taken by Send
+    window.chat.worker.turn_refused.emit(rid, refused_for_length())
+    send(qtbot, window, "Just the last error, please")
+    assert window.composer.editor.toPlainText() == PASTE
+    assert [chip.text() for chip in window.attachment_bar.chips.values()] == ["build.log · 16 characters  ✕"]
+    assert window.attachment_bar.isVisible()
