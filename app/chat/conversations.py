@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.attachments import fit_line
+from app.chat.refusal_text import refusal_line_stored
 from app.core.backend_settings import BackendSettings
-from app.core.conversation import Conversation
+from app.core.conversation import Conversation, Role
 from app.core.history import SummaryState
 from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_8, KV_16, KV_AUTO, valid_kv_precision
 from app.core.settings import GenerationSettings
@@ -134,6 +135,7 @@ class ConversationFlow(QObject):
         chat.conversation_loaded.emit(chat.conversation.messages)
         self._show_measured()
         self._note_document_fits(stored)
+        self._say_refusal(stored)
         chat.summaries.show_summary()
         chat.summaries.show_summarizing()  # its summary still being written shows again
         chat.notes.show_notes()
@@ -149,6 +151,16 @@ class ConversationFlow(QObject):
             chat.reply_unmeasured.emit()
         else:  # as it was said when that answer ended: its last part's tokens
             chat.reply_measured.emit(stats.ttft_s, stats.tokens_per_s, stats.continued_tokens or stats.new_tokens)
+
+    def _say_refusal(self, stored) -> None:
+        """A chat that ends with a message whose turn was refused shows why again, under it, as
+        when it was refused (kept in the Store: new-user trial, gone after a restart); it goes
+        when that message is withdrawn or its turn runs."""
+        messages = self._chat.conversation.messages
+        last = messages[-1] if messages else None
+        refusal = stored.refusals.get(last.id) if last is not None and last.role is Role.USER else None
+        if refusal is not None:
+            self._chat.announce(refusal_line_stored(refusal), "refused")
 
     def _note_document_fits(self, stored) -> None:
         """Say again on each question of the path shown how its documents went into its turn

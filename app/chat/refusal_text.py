@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 
 from app.core.new_tokens import lowered_new_tokens
+from app.engine.memory.admission import AdmissionDecision
 from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
@@ -70,6 +71,29 @@ def refusal_line(decision) -> str:
         return translate("Refusal", "This turn was not started: {0}").format(decision.reason)
     return translate("Refusal", "This turn was not started. {0} {1}").format(
         refusal_reason(decision), refusal_advice(decision)).strip()
+
+
+def stored_refusal(decision) -> dict:
+    """What the Store keeps of a refused turn's decision (Store.note_refusal): the facts that
+    `refusal_line` is said from, so the line comes back, in the language of the day, when the
+    chat is opened again."""
+    return dict(cause=decision.cause, reason=decision.reason, reason_kind=decision.reason_kind,
+                facts=dict(decision.facts), max_new_tokens_fit=decision.max_new_tokens_fit)
+
+
+def refusal_line_stored(refusal: dict) -> str:
+    """`refusal_line` of a refusal kept by the Store (`stored_refusal`); a damaged one is said
+    as a refusal with no reason rather than not at all."""
+    facts = refusal.get("facts")
+    fit = refusal.get("max_new_tokens_fit")
+    decision = AdmissionDecision(
+        admitted=False, cause=str(refusal.get("cause", "")), reason=str(refusal.get("reason", "")),
+        reason_kind=str(refusal.get("reason_kind", "")), facts=facts if isinstance(facts, dict) else {},
+        max_new_tokens_fit=fit if isinstance(fit, int) else None)
+    try:
+        return refusal_line(decision)
+    except (KeyError, TypeError, ValueError):  # facts missing for its reason_kind
+        return translate("Refusal", "This turn was not started: {0}").format(decision.reason).strip()
 
 
 def lowered_max_new_tokens(decision) -> int | None:

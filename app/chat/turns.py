@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat.error_text import plain_failure
-from app.chat.refusal_text import lowered_max_new_tokens, refusal_line
+from app.chat.refusal_text import lowered_max_new_tokens, refusal_line, stored_refusal
 from app.chat.stop_text import stop_detail
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
 from app.core.kv_precision import KV_8
@@ -344,6 +344,10 @@ class TurnFlow(QObject):
         self._refused = None
         settings = self._chat.models.turn_settings()
         documents = self._documents
+        question = messages[-1]
+        if question.id is not None:  # its turn runs after all, or it is withdrawn
+            with contextlib.suppress(KeyError):
+                self._chat.store.note_refusal(question.id, None)
         lowered = lowered_max_new_tokens(decision) if choice == "lower_max_new_tokens" else None
         if lowered:
             if decision.cause != "memory":
@@ -517,6 +521,10 @@ class TurnFlow(QObject):
             chat.reply_ended.emit(MessageStatus.STOPPED, "")
         self._forget_reply()
         log.info("turn refused: %s", decision.reason)
+        question = home.messages[-1] if home.messages else None
+        if question is not None and question.role is Role.USER and question.id is not None:
+            with contextlib.suppress(KeyError):  # its chat deleted meanwhile
+                chat.store.note_refusal(question.id, stored_refusal(decision))  # said again when reopened
         # "refused" goes when a remedy runs the turn; about a chat no longer shown it stays an error
         chat.announce(refusal_line(decision), "refused" if shown else "error")
         chat.turn_ended.emit("refused")

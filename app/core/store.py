@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from app.core import store_attachments, store_notes
+from app.core import store_attachments, store_notes, store_refusals
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -119,7 +119,9 @@ _V8 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT 
 # and the user has not decided (app.core.store_notes), and how each attached document went into
 # its turn (app.core.store_attachments.FitNote).
 _V9 = store_notes.V9_PROPOSALS + store_attachments.V9_FITS
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9]
+# v10: why a user message's turn was refused, so the chat shows it again when opened (app.core.store_refusals).
+_V10 = store_refusals.V10_REFUSALS
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9, _V10]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -160,6 +162,8 @@ class StoredConversation:
     kv_precision: str = DEFAULT_KV_PRECISION
     document_fits: dict[int, tuple[tuple[str, store_attachments.FitNote], ...]] = field(default_factory=dict)
     """Per message id of the active path with some: (document name, how it went into the turn)."""
+    refusals: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Per message id of the active path whose turn was refused: the refusal's facts (app.core.store_refusals)."""
 
 
 def default_db_path() -> Path:
@@ -446,6 +450,15 @@ class Store:
         with self._tx() as db:
             return store_attachments.note_fit(db, message_id, name, note) > 0
 
+    def note_refusal(self, message_id: int, refusal: dict[str, Any] | None) -> None:
+        """Keep why the turn of the (user) message `message_id` was refused (JSON-able facts, see
+        app.core.store_refusals); None forgets it (the turn ran after all). Raises KeyError for
+        an unknown message."""
+        with self._tx() as db:
+            if db.execute("UPDATE messages SET refusal_json = ? WHERE id = ?",
+                          (store_refusals.refusal_json(refusal), message_id)).rowcount == 0:
+                raise KeyError(message_id)
+
     def restore_document(self, removed: store_attachments.RemovedDocument) -> None:
         """Undo remove_document: the document back in its place, the answers' sources as they
         were. KeyError when the message was deleted since."""
@@ -597,10 +610,11 @@ class Store:
         messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
                             rows[i]["created_at"], _stats(rows[i]["stats_json"]), documents.get(i, ()),
                             store_attachments.sources_from(rows[i]["sources_json"])) for i in path]
+        refusals = {i: refusal for i in path if (refusal := store_refusals.refusal_from(rows[i]["refusal_json"]))}
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
             json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"],
-            valid_kv_precision(row["kv_precision"]), store_attachments.fits_of(self._conn, path))
+            valid_kv_precision(row["kv_precision"]), store_attachments.fits_of(self._conn, path), refusals)
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
         """A new conversation holding the path to `through_message_id` (copies, one version each,

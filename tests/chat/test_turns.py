@@ -313,3 +313,27 @@ def test_a_long_prefill_reports_its_progress_to_the_chat_shown_only(chat):
     chat.conversations.open_conversation(seed(chat.store, "cats"))  # another chat shown: not told
     worker.prefill_progressed.emit(rid, 2400, 5200)
     assert seen.of("reply_prefill_progressed") == [(1200, 5200)]
+
+
+def test_a_refusal_is_said_again_when_its_chat_is_opened_and_forgotten_once_its_turn_runs(chat):
+    """New-user trial: after a restart the refused message showed no reason. The Store keeps it
+    with the message; a remedy that runs the turn forgets it."""
+    worker, seen = chat.worker, chat.recorded
+    decision = refusal(cause="positions", reason_kind="message", max_new_tokens_fit=None, facts=dict(
+        message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512, room=7_168, shorten_by=32_852))
+    chat.turns.send("Hi")
+    worker.turn_refused.emit(worker.last_id, decision)
+    chat.turns.apply_remedy("override", decision)  # the turn runs after all: nothing more to say
+    worker.reply_finished.emit(worker.last_id, finished("Hello."), record())
+    assert chat.store.load_conversation(chat.conversation_id).refusals == {}
+
+    chat.turns.send(LONG_PASTE)
+    worker.turn_refused.emit(worker.last_id, decision)
+    line = ("This turn was not started. The new message needs 40,020 tokens, but a 8,192-token context minus max "
+            "new tokens (512) and the summary reserve (512) leaves 7,168. Shorten it by 32,852 tokens.")
+    assert seen.of("notice")[-1] == (line, "refused")
+    home = chat.conversation_id
+    chat.conversations.new_conversation()
+    seen.clear()
+    chat.conversations.open_conversation(home)
+    assert seen.of("notice") == [(line, "refused")]  # under the refused message, as before

@@ -175,7 +175,7 @@ def test_migration_from_v1_keeps_data(tmp_path):
     conn.close()
 
     with Store(path) as store:
-        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
         loaded = store.load_conversation(7)
         assert loaded.conversation.messages == [Message(Role.USER, "hi from v1")]
         assert loaded.summary == SummaryState("v1 summary", 0, 3) and loaded.settings == {"a": 1}
@@ -821,3 +821,22 @@ def test_an_answers_stop_reason_is_kept_and_older_rows_have_none(store):
     store._conn.execute("UPDATE messages SET stats_json = ? WHERE id = ?", (json.dumps(older), a.id))
     assert store.load_conversation(cid).conversation.messages[1].stats.stop_reason == ""
     assert ReplyStats.from_json({**older, "stop_reason": 7}).stop_reason == ""  # damaged: not said
+
+
+def test_a_refusal_is_kept_with_its_message_until_forgotten(store, tmp_path):
+    """Why a turn was refused comes back when the chat is loaded again (new-user trial: the red
+    notice was gone after a restart); None forgets it; a damaged value loads as none."""
+    cid = store.create_conversation("Logs")
+    mid = store.append_message(cid, Message(Role.USER, "A very long pasted log"))
+    refusal = {"cause": "positions", "reason": "too long", "reason_kind": "message",
+               "facts": {"message": 40_020, "room": 7_168}, "max_new_tokens_fit": None}
+    store.note_refusal(mid, refusal)
+    store.close()
+    with Store(tmp_path / "headroom.sqlite3") as again:
+        assert again.load_conversation(cid).refusals == {mid: refusal}
+        again.note_refusal(mid, None)
+        assert again.load_conversation(cid).refusals == {}
+        again._conn.execute("UPDATE messages SET refusal_json = '{not json' WHERE id = ?", (mid,))
+        assert again.load_conversation(cid).refusals == {}
+        with pytest.raises(KeyError):
+            again.note_refusal(mid + 1, refusal)

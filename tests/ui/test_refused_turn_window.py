@@ -68,3 +68,26 @@ def test_a_refused_message_withdrawn_at_the_next_send_brings_its_files_back_to_t
     assert window.composer.editor.toPlainText() == PASTE
     assert [chip.text() for chip in window.attachment_bar.chips.values()] == ["build.log · 16 characters  ✕"]
     assert window.attachment_bar.isVisible()
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_a_refused_message_shows_its_refusal_again_after_a_restart(request, qtbot, qapp, make_fake_window,
+                                                                    language):
+    """New-user trial: after a restart the refused message stood there with no red notice."""
+    from app.ui.notice import Notice
+
+    window = fake_window_in(language, request, qapp, make_fake_window)
+    rid = send(qtbot, window, PASTE)
+    window.chat.worker.turn_refused.emit(rid, refused_for_length())
+    [before] = [(n.text(), n.property("kind")) for n in window.chat_view.findChildren(Notice)]
+    window.close()
+
+    again = make_fake_window()
+    assert [b.text for b in again.chat_view.bubbles()] == [PASTE]
+    qtbot.waitUntil(lambda: bool(again.chat_view.findChildren(Notice)))
+    assert [(n.text(), n.property("kind")) for n in again.chat_view.findChildren(Notice)] == [before]
+    assert before[0].startswith({"en": "This turn was not started. The new message needs 40,020 tokens",
+                                 "ko": "이번 턴을 시작하지 않았습니다."}[language])
+    send(qtbot, again, "Just the last error, please")  # withdrawn at the next send: its notice goes with it
+    assert again.chat_view.findChildren(Notice) == [] or all(
+        not n.isVisible() for n in again.chat_view.findChildren(Notice))
