@@ -46,6 +46,19 @@ LOOKS_LIKE = {
     "binary data": QT_TRANSLATE_NOOP("DocumentRefusal", "binary data"),
 }
 
+# The language a multi-byte encoding charset-normalizer names is used for (Python's codec names)
+_KOREAN = QT_TRANSLATE_NOOP("DocumentRefusal", "Korean")
+_JAPANESE = QT_TRANSLATE_NOOP("DocumentRefusal", "Japanese")
+_SIMPLIFIED = QT_TRANSLATE_NOOP("DocumentRefusal", "Simplified Chinese")
+_TRADITIONAL = QT_TRANSLATE_NOOP("DocumentRefusal", "Traditional Chinese")
+ENCODING_LANGUAGES = {
+    **dict.fromkeys(("cp949", "euc_kr", "johab", "iso2022_kr"), _KOREAN),
+    **dict.fromkeys(("shift_jis", "cp932", "euc_jp", "iso2022_jp", "shift_jis_2004", "shift_jisx0213",
+                     "euc_jis_2004", "euc_jisx0213"), _JAPANESE),
+    **dict.fromkeys(("gb2312", "gbk", "gb18030", "hz"), _SIMPLIFIED),
+    **dict.fromkeys(("big5", "big5hkscs", "cp950"), _TRADITIONAL),
+}
+
 
 def refusal_reason(error: DocumentError) -> str:
     """The reason `error` gives, one line in the window's language ("not a text file (looks like
@@ -62,7 +75,7 @@ def refusal_reason(error: DocumentError) -> str:
                          "(split it, or attach the part you need)").format(f"{facts['chars']:,}",
                                                                           f"{facts['limit_chars']:,}")
     if error.kind == NOT_UTF8:
-        return _not_utf8(detail, f"{facts.get('byte', 0):,}")
+        return _not_utf8(detail)
     if error.kind == MISNAMED:
         return translate("DocumentRefusal", "its name says {0}, but it is not a {0} file; if it holds text, "
                          "rename it to .txt and attach it again").format(detail)
@@ -87,16 +100,23 @@ def refusal_reason(error: DocumentError) -> str:
     return str(error).removeprefix(f"{error.name}: ")
 
 
-def _not_utf8(detail: str, byte: str) -> str:
-    """Text in another encoding: named when it is a multi-byte one (detail "cp949"), its family when it
-    is a single-byte code page (SINGLE_BYTE: the guess among those is unreliable), else unnamed."""
+def _not_utf8(detail: str) -> str:
+    """Text in another encoding, in words a person can act on (new-user trial: "looks like cp949,
+    byte 0" said nothing useful): the language and encoding it looks like when it is a multi-byte
+    one (detail "cp949"), its family when it is a single-byte code page (SINGLE_BYTE: the guess
+    among those is unreliable), else that it cannot be told; then how to fix it. The offset of the
+    first byte that is not UTF-8 stays in the engine's line, for the log."""
+    fix = translate("DocumentRefusal", "open it in a text editor, save it as UTF-8 and attach it again")
     if detail == SINGLE_BYTE:
-        return translate("DocumentRefusal", "not UTF-8 text (an older single-byte encoding such as Latin-1 or a "
-                         "Windows code page, byte {0}); save it as UTF-8 and attach it again").format(byte)
+        return translate("DocumentRefusal", "it is text in an older single-byte encoding (such as Latin-1 or a "
+                         "Windows code page), not UTF-8; {0}").format(fix)
+    language = ENCODING_LANGUAGES.get(detail.lower().replace("-", "_"))
+    if language is not None:
+        return translate("DocumentRefusal", "it is {0} text in the {1} encoding, not UTF-8; {2}").format(
+            translate("DocumentRefusal", language), detail, fix)
     if detail:
-        return translate("DocumentRefusal", "not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and "
-                         "attach it again").format(detail, byte)
-    return translate("DocumentRefusal", "not UTF-8 text (byte {0}); save it as UTF-8 and attach it again").format(byte)
+        return translate("DocumentRefusal", "it is text in the {0} encoding, not UTF-8; {1}").format(detail, fix)
+    return translate("DocumentRefusal", "it is not UTF-8 text, and its encoding cannot be told; {0}").format(fix)
 
 
 def _damaged(error: DocumentError) -> str:

@@ -778,6 +778,22 @@ Your chats are saved here.</source>
         <translation>바이너리 데이터</translation>
     </message>
     <message>
+        <source>Korean</source>
+        <translation>한국어</translation>
+    </message>
+    <message>
+        <source>Japanese</source>
+        <translation>일본어</translation>
+    </message>
+    <message>
+        <source>Simplified Chinese</source>
+        <translation>중국어 간체</translation>
+    </message>
+    <message>
+        <source>Traditional Chinese</source>
+        <translation>중국어 번체</translation>
+    </message>
+    <message>
         <source>not a text file (looks like {0})</source>
         <translation>텍스트 파일이 아닙니다({0}인 것 같습니다)</translation>
     </message>
@@ -794,12 +810,24 @@ Your chats are saved here.</source>
         <translation>이름은 {0} 파일이지만 실제로는 {0} 파일이 아닙니다. 텍스트라면 확장자를 .txt로 바꾼 뒤 다시 첨부하세요</translation>
     </message>
     <message>
-        <source>not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code page, byte {0}); save it as UTF-8 and attach it again</source>
-        <translation>UTF-8 텍스트가 아닙니다(Latin-1이나 Windows 코드 페이지 같은 예전 1바이트 인코딩, {0}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
+        <source>open it in a text editor, save it as UTF-8 and attach it again</source>
+        <translation>텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요</translation>
     </message>
     <message>
-        <source>not UTF-8 text (looks like {0}, byte {1}); save it as UTF-8 and attach it again</source>
-        <translation>UTF-8 텍스트가 아닙니다({0}인 것 같습니다, {1}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
+        <source>it is text in an older single-byte encoding (such as Latin-1 or a Windows code page), not UTF-8; {0}</source>
+        <translation>예전 단일 바이트 인코딩(Latin-1이나 Windows 코드 페이지 등)으로 저장된 텍스트라 UTF-8이 아닙니다. {0}</translation>
+    </message>
+    <message>
+        <source>it is {0} text in the {1} encoding, not UTF-8; {2}</source>
+        <translation>{1} 인코딩으로 저장된 {0} 텍스트라 UTF-8이 아닙니다. {2}</translation>
+    </message>
+    <message>
+        <source>it is text in the {0} encoding, not UTF-8; {1}</source>
+        <translation>{0} 인코딩으로 저장된 텍스트라 UTF-8이 아닙니다. {1}</translation>
+    </message>
+    <message>
+        <source>it is not UTF-8 text, and its encoding cannot be told; {0}</source>
+        <translation>UTF-8 텍스트가 아니며, 어떤 인코딩인지 알 수 없습니다. {0}</translation>
     </message>
     <message>
         <source>this PDF is AES-encrypted and the cryptography package is missing</source>
@@ -828,10 +856,6 @@ Your chats are saved here.</source>
     <message>
         <source>reading was cancelled</source>
         <translation>읽기를 취소했습니다</translation>
-    </message>
-    <message>
-        <source>not UTF-8 text (byte {0}); save it as UTF-8 and attach it again</source>
-        <translation>UTF-8 텍스트가 아닙니다({0}번째 바이트). UTF-8로 저장한 뒤 다시 첨부하세요</translation>
     </message>
     <message>
         <source>this DOCX expands to more than 256 MiB of XML</source>
@@ -2810,6 +2834,10 @@ and the summary.</source>
     <message>
         <source>{0} is still being read: send again when it is ready</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
+    </message>
+    <message>
+        <source>Your earlier message got no answer, so it was taken out of the chat; its text and files are back in the message box.</source>
+        <translation>앞서 보낸 메시지는 답변을 받지 못해 채팅에서 뺐습니다. 그 내용과 첨부 파일은 메시지 입력란에 다시 넣어 두었습니다.</translation>
     </message>
     <message>
         <source>Your earlier message got no answer, so it was taken out of the chat; its text is back in the message box.</source>

@@ -236,8 +236,8 @@ def test_a_latin1_file_and_a_text_named_pdf_are_refused_in_honest_words(qtbot, c
     attached(qtbot, chat, latin1)
     attached(qtbot, chat, fake_pdf)
     assert chat.recorded.of("notice") == [
-        ("Could not attach notes.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows "
-         "code page, byte 6); save it as UTF-8 and attach it again", "error"),
+        ("Could not attach notes.txt: it is text in an older single-byte encoding (such as Latin-1 or a Windows "
+         "code page), not UTF-8; open it in a text editor, save it as UTF-8 and attach it again", "error"),
         ("Could not attach report.pdf: its name says PDF, but it is not a PDF file; if it holds text, rename it to "
          ".txt and attach it again", "error")]
     chat.turns.send("What do they say?")
@@ -361,3 +361,15 @@ def test_files_of_a_refused_message_given_up_on_come_back_with_its_text(qtbot, c
     chat.turns.apply_remedy("cancel", decision)
     assert chat.recorded.of("text_withdrawn") == [("Why did it fail?",)]
     assert [d.name for d in chat.attachments.ready] == ["log.txt"]
+
+
+def test_a_korean_file_in_cp949_is_refused_in_words_a_person_can_act_on(qtbot, chat, tmp_path):
+    """New-user trial: "not UTF-8 text (looks like cp949, byte 0)": the byte offset means nothing
+    to a person and "cp949" alone does not say what the file is; the line says which language
+    and encoding it looks like and how to fix it, with no byte offset (that stays in the log)."""
+    minutes = tmp_path / "회의록.txt"
+    minutes.write_bytes("안녕하세요. 회의록입니다. 다음 주 일정은 월요일입니다.\n".encode("cp949") * 20)
+    attached(qtbot, chat, minutes)
+    assert chat.recorded.of("notice") == [
+        ("Could not attach 회의록.txt: it is Korean text in the cp949 encoding, not UTF-8; open it in a text "
+         "editor, save it as UTF-8 and attach it again", "error")]
