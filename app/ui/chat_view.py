@@ -239,7 +239,7 @@ class ChatView(QScrollArea):
             bubble.documents.set_documents(documents)
             names = {document.name for document in documents}
             for notice in self._column.findChildren(Notice):
-                question, name = getattr(notice, "document", (None, ""))
+                question, name = getattr(notice, "about_document", (None, ""))
                 if question is bubble:
                     notice.setVisible(name in names)
 
@@ -251,20 +251,20 @@ class ChatView(QScrollArea):
         new turn of the same question, or the note said again when the chat is reopened)."""
         bubble = self._bubbles[index] if 0 <= index < len(self._bubbles) else None
         if bubble is None:
-            self.add_notice(text, "info").document = (None, name)
+            self.add_notice(text, "info").about_document = (None, name)
             return
         for old in self._column.findChildren(Notice):
-            if getattr(old, "document", None) == (bubble, name):
+            if getattr(old, "about_document", None) == (bubble, name):
                 self._layout.removeWidget(old)
                 old.hide()
                 old.deleteLater()
         at = self._layout.indexOf(bubble) + 1
-        while at < self._layout.count() - 1 and getattr(self._layout.itemAt(at).widget(), "document",
+        while at < self._layout.count() - 1 and getattr(self._layout.itemAt(at).widget(), "about_document",
                                                         (None, ""))[0] is bubble:
             at += 1
         notice = Notice(text, "info")
         notice.setProperty("refused", False)
-        notice.document = (bubble, name)
+        notice.about_document = (bubble, name)
         self._layout.insertWidget(at, notice)
         self._follow_end()
 

@@ -2,7 +2,9 @@
 by a crash), and the same question can be asked again with one click."""
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+from app.ui.notice import Notice
 
 
 class RetryNotice(QWidget):
@@ -14,19 +16,14 @@ class RetryNotice(QWidget):
     def __init__(self, text: str, parent=None):
         super().__init__(parent)
         self.setObjectName("retryNotice")
-        self.label = QLabel(text)
-        self.label.setObjectName("notice")  # styled as an error notice
-        self.label.setProperty("kind", "error")
-        self.label.setTextFormat(Qt.TextFormat.PlainText)  # error text shows literally
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label = Notice(text, "error")  # wraps as the other notices do, a long word included
         self.retry_button = QPushButton(self.tr("Retry"))
         self.retry_button.setToolTip(self.tr("Ask the same question again"))
         self.retry_button.setAccessibleDescription(self.tr("Ask the same question again"))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(8)
-        layout.addWidget(self.label, 1)
+        layout.addWidget(self.label, 1, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignVCenter)
         self.retry_button.clicked.connect(self._on_retry_clicked)
 

@@ -38,7 +38,7 @@ def test_the_reply_goes_on_notice_shows_the_title_as_typed(qtbot, make_fake_wind
     window.new_chat_action.trigger()  # the line of a switch while streaming
     notice = window.chat_view.findChildren(Notice)[-1]
     assert f"“{TITLE}”" in notice.text() and notice.text() == window.chat_view.reply_elsewhere_text()
-    assert notice.textFormat() == Qt.TextFormat.PlainText
+    assert "&amp; b <div> *x*" in notice.document().toPlainText()  # shown as typed, never read as HTML
     window.resize(1000, 700)
     QApplication.processEvents()
     notice.grab().save(str(tmp_path / "reply_goes_on_notice.png"))
