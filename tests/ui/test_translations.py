@@ -419,6 +419,7 @@ def test_a_file_in_another_encoding_is_refused_in_korean_words_a_person_can_act_
             extract_file(path)
         reasons.append(refusal_reason(refused.value))
     assert reasons == [
-        "cp949 인코딩으로 저장된 한국어 텍스트라 UTF-8이 아닙니다. 텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요",
+        "cp949 인코딩으로 저장된 한국어 텍스트라 UTF-8이 아닙니다. "
+        "텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요",
         "예전 단일 바이트 인코딩(Latin-1이나 Windows 코드 페이지 등)으로 저장된 텍스트라 UTF-8이 아닙니다. "
         "텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요"]
