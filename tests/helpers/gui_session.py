@@ -6,6 +6,8 @@ on stdout.
           progress shown and model ready; quits 1.5 s after the model is ready (or the paint)
     QT_QPA_PLATFORM=offscreen python -m tests.helpers.gui_session close-mid-stream --model DIR
         → once the model is ready, sends a long question and closes the window mid-reply
+    QT_QPA_PLATFORM=offscreen python -m tests.helpers.gui_session quit-mid-stream --model DIR
+        → the same, but quits as a person does: File → Quit, then Quit in the question it asks
 
 Both print {"exit_code": …, "shown_s": …, "painted_s": …, "progress_s": …, "model_ready_s": …, …}
 and exit with main's code. Times are
@@ -53,7 +55,7 @@ class _Watcher(QObject):
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["appear", "close-mid-stream"])
+    parser.add_argument("mode", choices=["appear", "close-mid-stream", "quit-mid-stream"])
     parser.add_argument("--model", type=Path)
     parser.add_argument("--min-chars", type=int, default=40, help="partial answer length before closing")
     opts = parser.parse_args(argv)
@@ -71,7 +73,8 @@ def main(argv: list[str]) -> int:
         elif opts.mode == "appear":  # the default model path; it may not be installed here
             QTimer.singleShot(1500, window.close)
         else:
-            window.model_ready.connect(lambda _report: _ask_then_close(window, opts.min_chars, result))
+            window.model_ready.connect(lambda _report: _ask_then_close(window, opts.min_chars, result,
+                                                                       opts.mode == "quit-mid-stream"))
         result["window"] = window  # removed before printing
         return window
 
@@ -99,7 +102,9 @@ def _poll_progress(window, watcher: _Watcher, result: dict) -> None:
         QTimer.singleShot(10, window, lambda: _poll_progress(window, watcher, result))
 
 
-def _ask_then_close(window, min_chars: int, result: dict) -> None:
+def _ask_then_close(window, min_chars: int, result: dict, through_quit: bool = False) -> None:
+    """Send QUESTION; once `min_chars` of the answer are written, close the window (through_quit:
+    File → Quit, and Quit in the question it asks while an answer is written)."""
     if result.get("asked"):
         return
     result["asked"] = True
@@ -109,7 +114,12 @@ def _ask_then_close(window, min_chars: int, result: dict) -> None:
     def poll():
         if len(window.chat.conversation.messages[-1].content) >= min_chars:
             result["partial_at_close"] = window.chat.conversation.messages[-1].content
-            window.close()
+            if through_quit:
+                window.menus.quit.trigger()  # asks first: an answer is being written
+                result["asked_before_quitting"] = window.quit_question is not None
+                window.quit_question.quit_confirmed.emit()
+            else:
+                window.close()
         else:
             QTimer.singleShot(20, poll)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import shiboken6
 from PySide6.QtCore import QtMsgType
 
@@ -89,8 +90,12 @@ def run_session(mode: str, model: Path, tmp_path: Path) -> tuple[subprocess.Comp
     return result, json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_the_app_exits_0_without_thread_warnings_when_closed_mid_answer(real_model_folder, tmp_path):
-    result, report = run_session("close-mid-stream", real_model_folder, tmp_path)
+@pytest.mark.parametrize("mode", ["close-mid-stream", "quit-mid-stream"])
+def test_the_app_exits_0_without_thread_warnings_when_closed_mid_answer(real_model_folder, tmp_path, mode):
+    """Closing the window, or File → Quit and Quit in its question (new-user trial: checked for
+    "QThread: Destroyed while thread still running"), stops the reply and joins the worker."""
+    result, report = run_session(mode, real_model_folder, tmp_path)
+    assert report.get("asked_before_quitting", True)
     assert result.returncode == 0 and report["exit_code"] == 0, result.stderr[-3000:]
     assert report["worker_thread_finished"]
     for bad in ("QThread", "Destroyed while", "Traceback", "ERROR", "CRITICAL", "was destroyed but it is pending"):
