@@ -23,6 +23,7 @@ from app.core.settings import Settings
 from app.desktop_entry import APP_ID, ICON_SIZES
 from app.ui.excepthook import install_excepthook, install_loop_exception_handler
 from app.ui.fonts import install_hangul_fallback
+from app.ui.interrupt import close_on_interrupt
 from app.ui.qt_messages import install_qt_message_handler
 from app.ui.single_instance import SingleInstance
 from app.ui.splash import show_splash
@@ -96,8 +97,10 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
         log.info("splash shown %.2f s, window shown %.2f s after start", splash_at - started,
                  time.perf_counter() - started)
     window.check_environment()  # no GPU, old driver, no bitsandbytes: explained once, in the chat
+    restore_interrupt = close_on_interrupt(window.close, window)  # Ctrl+C in a terminal: as the close button
     with loop:
         loop.run_until_complete(closed.wait())
+    restore_interrupt()
     return 0
 
 
