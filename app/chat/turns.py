@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 log = logging.getLogger(__name__)
+
+PROGRESS_SAVE_S = 1.0
+"""Seconds between two saves of the answer being written (`TurnFlow._save_progress`)."""
 
 
 class TurnFlow(QObject):
@@ -78,6 +82,7 @@ class TurnFlow(QObject):
         self._queued_text: str | None = None
         self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self._refused = None  # the user Message whose turn was refused and whose remedies are offered
+        self._saved_at = 0.0  # time.monotonic() of the last save of the answer being written
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -435,6 +440,20 @@ class TurnFlow(QObject):
             self._reply.content += text
             if self.shown:
                 self._chat.reply_streamed.emit(text)
+            self._save_progress()
+
+    def _save_progress(self) -> None:
+        """The answer written so far into the store, as streaming: its first piece at once, then at
+        most every PROGRESS_SAVE_S. A crash or a power cut then keeps what was written, and the next
+        start shows it cut off, with Retry (Store.mark_interrupted); before, the answer lived only
+        in memory until it ended, so a killed process lost it and left its question unanswered
+        (new-user trial: kill -9 mid-answer)."""
+        now = time.monotonic()
+        if self._reply.id is not None and now - self._saved_at < PROGRESS_SAVE_S:
+            return
+        self._saved_at = now
+        with contextlib.suppress(KeyError):  # its chat deleted meanwhile (stop_for_delete ends it)
+            self._chat.conversations.persist(self._reply, self._home, self._home_id)
 
     @Slot(int, object, object)
     def _on_reply_finished(self, request_id: int, finished, record) -> None:

@@ -46,6 +46,30 @@ def test_a_turn_streams_into_the_conversation_and_is_saved(chat):
         (Role.ASSISTANT, "The capital is Paris.", MessageStatus.COMPLETE)]
 
 
+def test_the_answer_being_written_is_saved_as_it_comes_so_a_crash_keeps_it(chat, monkeypatch):
+    """New-user trial: kill -9 mid-answer lost the answer and left its question unanswered. The
+    first piece is saved at once, later ones at most every PROGRESS_SAVE_S; what a crash leaves
+    streaming shows, at the next start, as a failed answer with its text (Retry)."""
+    from app.chat import turns
+
+    worker = chat.worker
+    chat.turns.send("Write a long story")
+    worker.token_streamed.emit(worker.last_id, "Once upon")
+    assert [(m.role, m.content, m.status) for m in stored(chat)][-1] == (
+        Role.ASSISTANT, "Once upon", MessageStatus.STREAMING)
+    worker.token_streamed.emit(worker.last_id, " a time")  # within the second: not saved yet
+    assert stored(chat)[-1].content == "Once upon"
+    monkeypatch.setattr(turns, "PROGRESS_SAVE_S", 0.0)
+    worker.token_streamed.emit(worker.last_id, " there")
+    assert stored(chat)[-1].content == "Once upon a time there"
+    assert len(stored(chat)) == 2  # one row, updated: no second answer
+
+    assert chat.store.mark_interrupted() == 1  # the next start, after a crash here
+    assert [(m.role, m.content, m.status) for m in stored(chat)] == [
+        (Role.USER, "Write a long story", MessageStatus.COMPLETE),
+        (Role.ASSISTANT, "Once upon a time there", MessageStatus.FAILED)]
+
+
 def test_stop_and_a_message_sent_while_stopping_starts_right_after(chat):
     worker, seen = chat.worker, chat.recorded
     chat.turns.send("Tell me a long story")
