@@ -5,7 +5,9 @@ Its labels elide (ElidedLabel): a long model path or server name shows cut, with
 in the tooltip, and never makes the window wider than the screen.
 """
 
-from PySide6.QtCore import Qt, Signal
+import time
+
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar, QWidget
 
 from app.engine.memory.units import format_bytes
@@ -50,21 +52,42 @@ class ModelStatusBar(QStatusBar):
         self.addPermanentWidget(self.speed_label)
         self._report = None
         self._message = ""  # the temporary message, whole
+        self._message_until = 0.0  # time.monotonic() when it goes (0: stays until replaced)
         self.messageChanged.connect(lambda message: message or self.setToolTip(""))
         self.end_progress()
 
     def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 - QStatusBar's name
         """A temporary message, elided to the room left of the permanent widgets, the whole of it in
         the tooltip: Qt paints it across the bar, so a long one ran under the decode path and speed
-        labels (new-user trial: "…or stop it.answered by local model")."""
+        labels (new-user trial: "…or stop it.answered by local model"). Cut again when those labels
+        change or the bar is resized while it shows (`event`)."""
         self._message = text
+        self._message_until = time.monotonic() + timeout / 1000 if timeout > 0 else 0.0
+        self._fit_message(timeout)
+
+    def _fit_message(self, timeout: int) -> None:
+        text = self._message
         self.layout().activate()  # the labels' places for their current texts, not the last layout's
         lefts = [w.geometry().left() for w in self.findChildren(QWidget) if w.parent() is self and w.isVisible()
                  and w is not self.model_label and w.geometry().left() > self.model_label.geometry().left()]
         room = (min(lefts) if lefts else self.width()) - self.model_label.geometry().left() - 12
         shown = self.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, max(room, 120))
         self.setToolTip(text if shown != text else "")
-        super().showMessage(shown, timeout)
+        if shown != super().currentMessage():
+            super().showMessage(shown, timeout)
+
+    def event(self, event) -> bool:
+        """After a relayout (a label's text changed: the speed and decode path come after a message
+        about the answer) or a resize, the message showing is cut again to the room now left
+        (new-user trial, Korean: the withdrawal notice ran under "로컬 모델 답변"), keeping the
+        rest of its time."""
+        handled = super().event(event)
+        if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize) and super().currentMessage():
+            left_ms = 0
+            if self._message_until:
+                left_ms = max(1, int((self._message_until - time.monotonic()) * 1000))
+            self._fit_message(left_ms)
+        return handled
 
     def currentMessage(self) -> str:  # noqa: N802 - QStatusBar's name
         """The temporary message shown, whole (not as elided), "" when none is."""

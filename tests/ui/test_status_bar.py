@@ -253,3 +253,24 @@ def test_a_long_message_stops_short_of_the_labels_on_the_right(qtbot, make_windo
     window.grab().save(os.path.join(os.environ.get("HEADROOM_SCREENSHOT_DIR", str(tmp_path)), "status-cut.png"))
     status.clearMessage()
     assert status.currentMessage() == "" and status.toolTip() == ""
+
+
+def test_a_message_is_cut_again_when_the_labels_change_after_it(qtbot, make_window, korean):
+    """New-user trial (Korean): the withdrawal notice was shown, then the answer's backend, decode
+    path and speed labels filled in and the notice ran under "로컬 모델 답변"."""
+    window = make_window()
+    window.resize(1100, 700)
+    window.show()
+    status = window.status
+    qtbot.wait(50)
+    text = "앞서 보낸 메시지는 답변을 받지 못해 채팅에서 뺐습니다. 그 내용은 메시지 입력란에 다시 넣었습니다. " * 2
+    status.showMessage(text, 8000)
+    qtbot.wait(50)
+    status.backend_label.setText("로컬 모델 답변")
+    status.decode_label.setText("컴파일되지 않은 디코드")
+    status.speed_label.setText("TTFT 206 ms · 초당 16.5 토큰 · 52 토큰")
+    qtbot.wait(100)
+    shown = super(type(status), status).currentMessage()
+    right = min(w.geometry().left() for w in (status.backend_label, status.decode_label, status.speed_label))
+    assert shown.endswith("…") and status.fontMetrics().horizontalAdvance(shown) < right
+    assert status.currentMessage() == text
