@@ -7,6 +7,9 @@ import tempfile
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HEADROOM_CONFIG_DIR", tempfile.mkdtemp(prefix="headroom-config-"))
 os.environ.setdefault("HEADROOM_LOG_DIR", tempfile.mkdtemp(prefix="headroom-logs-"))
+# Qt's own settings (QtProject.conf: the file dialog's history) into a scratch folder, not the
+# user's ~/.config (new-user trial: the tests filled its history with /tmp/pytest-of-… paths)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="headroom-xdg-config-")
 
 from pathlib import Path
 
