@@ -56,7 +56,9 @@ def conversation_markdown(c: "StoredConversation") -> str:
         quoted = c.summary.content.replace("\n", "\n> ")  # every line of it inside the quote
         lines += ["> **Summary of earlier turns:** " + quoted, ""]
     for m in c.conversation.messages:
-        content = _as_typed(m.content) if m.role is Role.USER else m.content
+        # an answer's blank lines before and after say nothing in Markdown (a model without a chat
+        # template starts with some: new-user trial, three blank lines under "## Assistant")
+        content = _as_typed(m.content) if m.role is Role.USER else m.content.strip("\n")
         lines += [f"## {m.role.value.capitalize()}", "", content, ""]
         if m.status is not MessageStatus.COMPLETE:
             lines += [f"_({m.status.value})_", ""]

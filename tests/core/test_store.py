@@ -123,6 +123,13 @@ def test_exports(store):
     assert "> **Summary of earlier turns:** Alex lives in Lisbon.\n> \n> He is a nurse.\n\n## User" in md
 
 
+def test_a_markdown_export_leaves_out_an_answers_blank_lines_before_and_after(store):
+    cid = store.create_conversation("Base model", {})
+    store.append_message(cid, Message(Role.USER, "Hello"))
+    store.append_message(cid, Message(Role.ASSISTANT, "\n\n\n    indented code\nHi there.\n\n"))
+    assert store.export_markdown(cid).endswith("## Assistant\n\n    indented code\nHi there.\n")
+
+
 PLAIN_TYPED = ["Capital of France?", "Qu'est-ce que c'est? 50% off, -5 degrees: yes!", "서울은 어디? (수도)"]
 MARKUP_TYPED = ["a &amp; b", "<div>x</div>", "*not italic*", "# not a heading", "1) x", "- no list",
                 "two  spaces", "line\nbreak", "```\nfence inside\n```", " lead", "---", "back\\slash"]
