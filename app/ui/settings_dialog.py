@@ -28,6 +28,7 @@ from app.core.settings import (
     REPETITION_PENALTY_RANGE,
     SUMMARY_FOLD_AT_RANGE,
     GenerationSettings,
+    logical_cores,
 )
 from app.ui.backend_form import BackendForm
 
@@ -166,11 +167,12 @@ class SettingsDialog(QDialog):
         self.seed.setSpecialValueText(self.tr("random"))
         self.seed.setToolTip(self.tr("A fixed seed makes sampled answers repeat exactly"))
         self.cpu_threads = QSpinBox()
-        self.cpu_threads.setRange(0, 1024)
+        self.cpu_threads.setRange(0, logical_cores())  # more threads than cores crawl (new-user trial)
         self.cpu_threads.setValue(settings.cpu_threads)
         self.cpu_threads.setSpecialValueText(self.tr("automatic"))
-        self.cpu_threads.setToolTip(self.tr("Threads for a model on the CPU; automatic uses the cores other "
-                                            "programs leave idle, so one busy core does not stall every token"))
+        self.cpu_threads.setToolTip(self.tr("Threads for a model on the CPU, at most this computer's {0} logical "
+                                            "cores; automatic uses the cores other programs leave idle, so one "
+                                            "busy core does not stall every token").format(logical_cores()))
         self.kept_chat_cache = QSpinBox()
         self.kept_chat_cache.setRange(0, 2**20)
         self.kept_chat_cache.setSingleStep(512)

@@ -127,3 +127,18 @@ def test_summary_policy_fields_are_clamped_and_default_to_todays_behaviour():
     assert (g.summary_fold_at, g.summary_keep_turns) == (0.5, 1)
     g = GenerationSettings(summary_fold_at=3, summary_keep_turns=10**6).validated()
     assert (g.summary_fold_at, g.summary_keep_turns) == (1.0, 50)
+
+
+def test_cpu_threads_cannot_exceed_the_logical_cores(tmp_path, monkeypatch):
+    """New-user trial: 1,024 threads on a 2-core machine, 1.5 tok/s and Stop taking a minute."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert GenerationSettings(cpu_threads=1024).validated().cpu_threads == 2
+    assert GenerationSettings(cpu_threads=2).validated().cpu_threads == 2
+    assert GenerationSettings().validated().cpu_threads == 0  # automatic stays the default
+    assert GenerationSettings(cpu_threads=-3).validated().cpu_threads == 0
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"generation": {"cpu_threads": 1024, "max_new_tokens": 700}}), encoding="utf-8")
+    loaded = load_settings(path).generation  # a hand-edited file cannot do it either
+    assert (loaded.cpu_threads, loaded.max_new_tokens) == (2, 700)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown: one core is all that is certain
+    assert GenerationSettings(cpu_threads=8).validated().cpu_threads == 1

@@ -13,7 +13,8 @@ from app.ui.settings_dialog import SettingsDialog
 from tests.helpers.palettes import fusion_palette
 
 
-def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot):
+def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # 3 threads are allowed on any machine here
     before = GenerationSettings(top_k=40, min_p=0.05, repetition_penalty=1.1, seed=7, cpu_threads=3,
                                 presence_penalty=0.5, frequency_penalty=-0.25)
     dialog = SettingsDialog(before, language="ko")
@@ -26,6 +27,21 @@ def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot):
     assert (after.top_k, after.seed) == (0, None)  # "off" and "random"
     assert (after.presence_penalty, after.frequency_penalty, after.cpu_threads) == (0.5, -0.25, 3)
     assert dialog.result_language() == "ko"  # kept: no language control until a catalogue exists
+
+
+def test_cpu_threads_stop_at_the_logical_cores(qtbot, monkeypatch):
+    """New-user trial: 1,024 typed on a 2-core machine; the spin box now ends at the core count."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    dialog = SettingsDialog(GenerationSettings())
+    qtbot.addWidget(dialog)
+    assert (dialog.cpu_threads.minimum(), dialog.cpu_threads.maximum()) == (0, 2)
+    assert dialog.cpu_threads.text() == "automatic"  # still the default
+    dialog.cpu_threads.lineEdit().selectAll()
+    qtbot.keyClicks(dialog.cpu_threads.lineEdit(), "1024")
+    dialog.cpu_threads.interpretText()
+    assert dialog.cpu_threads.value() <= 2 and dialog.result_settings().cpu_threads <= 2
+    dialog.cpu_threads.setValue(1024)
+    assert dialog.cpu_threads.value() == 2 and dialog.result_settings().cpu_threads == 2
 
 
 def test_summary_controls_round_trip(qtbot):
