@@ -67,7 +67,7 @@ class BackendFlow(QObject):
         if chat.conversation_id is not None:  # the open conversation keeps its own settings
             chat.store.update_settings(chat.conversation_id, conversation_settings(generation, backend))
         self.apply_backend()
-        chat.models.fit_max_new_tokens()
+        chat.models.say_new_tokens_limit()
 
     def apply_backend(self) -> None:
         """Watch and name the current backend: a remote server's metrics are polled; sending

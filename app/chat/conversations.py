@@ -121,7 +121,7 @@ class ConversationFlow(QObject):
             chat.reply_started.emit(True)  # the transcript streams into that reply again
             chat.turns.show_waiting()  # still queued behind a summary: said in it again
         chat.presets.show_presets()
-        chat.models.fit_max_new_tokens(save_defaults=False)  # its own settings, on this model
+        chat.models.say_new_tokens_limit()  # its own settings, on this model
         self.refresh_sidebar()
         chat.turns.show_elsewhere()  # a reply being written in another chat: said here while it lasts
 

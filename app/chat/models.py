@@ -7,8 +7,9 @@ cancelled load reopens the previous one. A chosen model's opt-ins (trust_remote_
 context length and the recent-models list are saved in settings; the context set for the open
 model (Settings.context_for) is what its turns run with. At start-up the last model used opens
 again (the default when it is gone, with a notice). A max new tokens that the open model's
-context cannot hold with a prompt (app.core.new_tokens) is lowered when the model opens or
-settings are adopted, with a notice, and never reaches a turn.
+context cannot hold with a prompt (app.core.new_tokens) never reaches a turn: that model's turns
+get what fits, said in a notice when the model opens or settings are adopted, and the user's own
+value stays in settings for models with more context.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class ModelFlow(QObject):
         self._chat = chat
         self._loads: list[Path] = []  # requested and not yet answered, oldest first
         self._fraction = 0.0          # of the newest load's progress
+        self._limit_said: tuple | None = None  # (max new tokens, context, limit) last said
         worker = chat.worker
         worker.load_progressed.connect(self._on_load_progressed)
         worker.model_changed.connect(self._on_model_changed)
@@ -119,24 +121,27 @@ class ModelFlow(QObject):
         setting = chat.settings.context_for(chat.model_path)
         return min(setting, trained) if setting > 0 else trained
 
-    def fit_max_new_tokens(self, save_defaults: bool = True) -> None:
-        """Lower the chat's max new tokens when the open model's context cannot hold it with a
-        prompt, and say in one line what it was and why; the lower value is kept with the open
-        conversation and, unless `save_defaults` is False (a stored conversation's own settings
-        were opened), in settings.json. Called when a model opens and when settings are adopted."""
+    def say_new_tokens_limit(self) -> None:
+        """Say in one line when the open model's context cannot hold the chat's max new tokens
+        beside a prompt: its turns get the lower value (turn_settings, this model and context
+        only) and the user's own value stays in settings, in settings.json and with the
+        conversation (new-user trial: a 256-token context saved 128 for good, and a later 8,192
+        still stopped answers at 128). Said once per limit; called when a model opens and when
+        settings, a preset or a stored conversation are adopted."""
         chat = self._chat
         context, wanted = self.context_limit(), chat.settings.generation.max_new_tokens
-        if context is None or fitted_new_tokens(wanted, context) == wanted:
+        limit = None if context is None else fitted_new_tokens(wanted, context)
+        situation = (wanted, context, limit)
+        if situation == self._limit_said:
             return
-        lowered = fitted_new_tokens(wanted, context)
-        chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, max_new_tokens=lowered))
-        if save_defaults:
-            save_settings(chat.settings)
-        chat.presets.settings_edited()
-        chat.announce(translate("Models", "Max new tokens was {0}, more than this model's {1}-token context can "
-                                          "hold beside a message; it is now {2} (Settings), so the conversation "
-                                          "keeps {3} tokens.").format(
-            f"{wanted:,}", f"{context:,}", f"{lowered:,}", f"{conversation_tokens(lowered, context):,}"), "info")
+        self._limit_said = situation
+        if context is None or limit == wanted:
+            return
+        chat.announce(translate("Models", "Max new tokens ({0}) is more than this model's {1}-token context can "
+                                          "hold beside a message, so its answers get at most {2} tokens and the "
+                                          "conversation keeps {3}. Your setting stays {0} for models with more "
+                                          "context.").format(
+            f"{wanted:,}", f"{context:,}", f"{limit:,}", f"{conversation_tokens(limit, context):,}"), "info")
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
@@ -223,7 +228,7 @@ class ModelFlow(QObject):
             return
         chat.settings = chat.settings.with_recent_model(path)
         save_settings(chat.settings)
-        self.fit_max_new_tokens()
+        self.say_new_tokens_limit()
         chat.model_loaded.emit(report)
 
     @Slot(str)

@@ -108,7 +108,7 @@ class PresetFlow(QObject):
         self.save_pick()
         self.show_presets()
         chat.announce(translate("Presets", "Preset: {0}").format(display_name(preset)), "status")
-        chat.models.fit_max_new_tokens(save_defaults=False)  # e.g. Code's 2,048 on a 2,048-token model
+        chat.models.say_new_tokens_limit()  # e.g. Code's 2,048 on a 2,048-token model
 
     def settings_edited(self) -> None:
         """After the Settings dialog: keep the pick with the conversation and show whether the

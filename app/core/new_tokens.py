@@ -1,5 +1,6 @@
 """How many new tokens a turn may ask for in a given context: the rule a saved max_new_tokens is
-held to when a model opens or settings are adopted, and what an over-large one is lowered to.
+held to when a model opens or settings are adopted, and what an over-large one is lowered to for
+that model's turns (the setting itself stays).
 
 A context of C tokens holds the prompt, the answer (max_new_tokens) and the summary reserve
 (app.core.history.summary_reserve). A max_new_tokens that leaves less than MIN_PROMPT_TOKENS

@@ -197,23 +197,51 @@ def open_sized(chat, tmp_path, max_positions=2048, name="model"):
 
 
 # the conversation keeps 2,048 − 512 new − 256 summary reserve, as the token meter says
-LOWERED_1755 = ("Max new tokens was 1,755, more than this model's 2,048-token context can hold beside a message; "
-                "it is now 512 (Settings), so the conversation keeps 1,280 tokens.", "info")
+LOWERED_1755 = ("Max new tokens (1,755) is more than this model's 2,048-token context can hold beside a message, "
+                "so its answers get at most 512 tokens and the conversation keeps 1,280. Your setting stays "
+                "1,755 for models with more context.", "info")
 
 
-def test_a_saved_max_new_tokens_the_context_cannot_hold_is_lowered_when_the_model_opens(make_chat, tmp_path):
+def test_a_saved_max_new_tokens_the_context_cannot_hold_is_limited_for_that_model(make_chat, tmp_path):
     """New-user trial: 1,755 new tokens saved, a 2,048-token model, every message refused ("37 /
-    37 tokens") with only a warning in Open model."""
+    37 tokens") with only a warning in Open model. Its turns get what fits; the setting stays."""
     from app.core.settings import load_settings
 
     chat = make_chat(max_new_tokens=1755)
     open_sized(chat, tmp_path)
-    assert chat.settings.generation.max_new_tokens == 512 and load_settings().generation.max_new_tokens == 512
+    assert chat.settings.generation.max_new_tokens == 1755 and load_settings().generation.max_new_tokens == 1755
     assert chat.recorded.of("notice") == [LOWERED_1755]
     chat.turns.send("Hello")
     assert chat.worker.requests[-1].settings.max_new_tokens == 512
-    open_sized(chat, tmp_path, name="again")  # nothing more to say the next time
+    open_sized(chat, tmp_path, name="again")  # the same limit again: nothing more to say
     assert chat.recorded.of("notice") == [LOWERED_1755]
+
+
+def test_a_small_manual_context_does_not_lower_the_saved_max_new_tokens(make_chat, tmp_path):
+    """New-user trial: a model opened with a 256-token context saved max new tokens 128 to
+    settings.json; reopened with automatic context (8,192) its answers still stopped at 128."""
+    from app.core.settings import load_settings
+
+    chat = make_chat(max_new_tokens=512)
+    path = tmp_path / "model"
+    path.mkdir()
+    chat.models.open_chosen(str(path), ModelPermissions(str(path)), 256)  # Open model, context 256
+    loaded = report(max_positions=8192)
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+    assert chat.settings.generation.max_new_tokens == 512 and load_settings().generation.max_new_tokens == 512
+    assert "at most 128 tokens" in chat.recorded.of("notice")[-1][0]
+    chat.turns.send("Hello")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 128  # this model, this context only
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished(), record())
+    stored = chat.store.load_conversation(chat.conversation_id).settings
+    assert stored["max_new_tokens"] == 512  # nor with the conversation
+    chat.models.open_chosen(str(path), ModelPermissions(str(path)), 0)  # again, automatic context
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+    chat.turns.send("Again")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 512
+    assert load_settings().generation.max_new_tokens == 512
 
 
 @pytest.mark.parametrize(("saved", "max_positions", "own_context", "kept"), [
@@ -230,26 +258,30 @@ def test_the_limit_follows_the_context_the_model_runs_with(make_chat, tmp_path, 
     path = tmp_path / "model"
     chat.settings = chat.settings.with_context(path, own_context)
     open_sized(chat, tmp_path, max_positions)
-    assert chat.settings.generation.max_new_tokens == kept
+    assert chat.models.turn_settings().max_new_tokens == kept
+    assert chat.settings.generation.max_new_tokens == saved  # the user's own value stays
     assert bool(chat.recorded.of("notice")) is (kept != saved)
 
 
-def test_settings_a_preset_or_a_stored_chat_cannot_bring_it_back(make_chat, tmp_path):
+def test_settings_a_preset_or_a_stored_chat_keep_their_value_and_turns_get_what_fits(make_chat, tmp_path):
     chat = make_chat(max_new_tokens=256)
     open_sized(chat, tmp_path)
     generation = replace(chat.settings.generation, max_new_tokens=4000)
     chat.backend.apply_settings(generation, chat.settings.backend)  # the Settings dialog
-    assert chat.settings.generation.max_new_tokens == 512 and "was 4,000" in chat.recorded.of("notice")[-1][0]
+    assert chat.settings.generation.max_new_tokens == 4000 and "(4,000)" in chat.recorded.of("notice")[-1][0]
     chat.presets.apply("Code")  # 2,048 new tokens
-    assert chat.settings.generation.max_new_tokens == 512 and "was 2,048" in chat.recorded.of("notice")[-1][0]
+    assert chat.settings.generation.max_new_tokens == 2048 and "(2,048)" in chat.recorded.of("notice")[-1][0]
     chat.turns.send("Hello")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 512
     chat.worker.reply_finished.emit(chat.worker.last_id, finished(), record())
     stored = chat.conversation_id
-    assert chat.store.load_conversation(stored).settings["max_new_tokens"] == 512  # kept with the chat
+    assert chat.store.load_conversation(stored).settings["max_new_tokens"] == 2048  # kept with the chat
     chat.store.update_settings(stored, {**chat.store.load_conversation(stored).settings, "max_new_tokens": 3000})
     chat.conversations.new_conversation()
     chat.conversations.open_conversation(stored)
-    assert chat.settings.generation.max_new_tokens == 512 and "was 3,000" in chat.recorded.of("notice")[-1][0]
+    assert chat.settings.generation.max_new_tokens == 3000 and "(3,000)" in chat.recorded.of("notice")[-1][0]
+    chat.turns.send("Again")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 512
 
 
 def test_a_turn_never_runs_with_more_new_tokens_than_the_context_allows(make_chat, tmp_path):
@@ -272,5 +304,6 @@ def test_the_lowered_notice_says_the_budget_the_token_meter_shows(make_chat, tmp
     meter = TokenBudget.for_model(8192, None, 2048, summary_reserve(8192)).prompt_tokens  # the engine's budget
     assert meter == 5632
     assert chat.recorded.of("notice")[-1] == (
-        "Max new tokens was 32,768, more than this model's 8,192-token context can hold beside a message; "
-        "it is now 2,048 (Settings), so the conversation keeps 5,632 tokens.", "info")
+        "Max new tokens (32,768) is more than this model's 8,192-token context can hold beside a message, so its "
+        "answers get at most 2,048 tokens and the conversation keeps 5,632. Your setting stays 32,768 for models "
+        "with more context.", "info")

@@ -175,7 +175,7 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
                                                                                  tiny_model_dir):
     """A refusal the user cancels returns the text to the composer; history keeps no orphan."""
     # tiny model: 512 positions, reserve 64; 300 new tokens leave 148 for a message (500 would be
-    # lowered when the model opens: app.core.new_tokens)
+    # limited for this model's turns: app.core.new_tokens)
     window = make_window(max_new_tokens=300)
     open_and_wait(qtbot, window, tiny_model_dir)
     assert window.chat.settings.generation.max_new_tokens == 300
