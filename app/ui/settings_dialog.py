@@ -31,6 +31,7 @@ from app.core.settings import (
     logical_cores,
 )
 from app.ui.backend_form import BackendForm
+from app.ui.count_spin_box import CountSpinBox
 
 
 class SettingsDialog(QDialog):
@@ -52,7 +53,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle(self.tr("Generation settings"))
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setFixedHeight(90)
-        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens = CountSpinBox()
         self.max_new_tokens.setRange(1, 32768)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.max_new_tokens.setSuffix(self.tr(" tokens"))
@@ -66,7 +67,7 @@ class SettingsDialog(QDialog):
         self.top_p.setSingleStep(0.05)
         self.top_p.setValue(settings.top_p)
         self.top_p.setToolTip(self.tr("Nucleus sampling: keep the smallest set of tokens with this total probability"))
-        self.context_tokens = QSpinBox()
+        self.context_tokens = CountSpinBox()
         self.context_tokens.setRange(0, 1_048_576)
         self.context_tokens.setSingleStep(1024)
         self.context_tokens.setValue(settings.context_tokens)
@@ -143,7 +144,7 @@ class SettingsDialog(QDialog):
         super().showEvent(event)
 
     def _build_sampler_controls(self, settings: GenerationSettings, language: str) -> None:
-        self.top_k = QSpinBox()
+        self.top_k = CountSpinBox()
         self.top_k.setRange(0, 100_000)
         self.top_k.setValue(settings.top_k)
         self.top_k.setSpecialValueText(self.tr("off"))
@@ -166,14 +167,14 @@ class SettingsDialog(QDialog):
         self.seed.setValue(-1 if settings.seed is None else settings.seed)
         self.seed.setSpecialValueText(self.tr("random"))
         self.seed.setToolTip(self.tr("A fixed seed makes sampled answers repeat exactly"))
-        self.cpu_threads = QSpinBox()
+        self.cpu_threads = CountSpinBox()
         self.cpu_threads.setRange(0, logical_cores())  # more threads than cores crawl (new-user trial)
         self.cpu_threads.setValue(settings.cpu_threads)
         self.cpu_threads.setSpecialValueText(self.tr("automatic"))
         self.cpu_threads.setToolTip(self.tr("Threads for a model on the CPU, at most this computer's {0} logical "
                                             "cores; automatic uses the cores other programs leave idle, so one "
                                             "busy core does not stall every token").format(logical_cores()))
-        self.kept_chat_cache = QSpinBox()
+        self.kept_chat_cache = CountSpinBox()
         self.kept_chat_cache.setRange(0, 2**20)
         self.kept_chat_cache.setSingleStep(512)
         self.kept_chat_cache.setValue(settings.kept_chat_cache_mib)
@@ -209,7 +210,7 @@ class SettingsDialog(QDialog):
 
     def _build_summary_controls(self, settings: GenerationSettings) -> None:
         """When older turns are folded into the summary, and how many newest turns never are."""
-        self.summary_fold_at = QSpinBox()
+        self.summary_fold_at = CountSpinBox()
         self.summary_fold_at.setRange(*(round(100 * f) for f in SUMMARY_FOLD_AT_RANGE))
         self.summary_fold_at.setSingleStep(5)
         self.summary_fold_at.setValue(round(100 * settings.summary_fold_at))
@@ -217,7 +218,7 @@ class SettingsDialog(QDialog):
         self.summary_fold_at.setToolTip(self.tr(
             "Fold the oldest turns into the summary once the prompt fills this much of its budget; "
             "100 % = only what no longer fits"))
-        self.summary_keep_turns = QSpinBox()
+        self.summary_keep_turns = CountSpinBox()
         self.summary_keep_turns.setRange(1, MAX_KEEP_TURNS)
         self.summary_keep_turns.setValue(settings.summary_keep_turns)
         self.summary_keep_turns.setSuffix(self.tr(" newest turns"))
@@ -238,7 +239,10 @@ class SettingsDialog(QDialog):
         return self.backend_form.entered_key()
 
     def result_settings(self) -> GenerationSettings:
-        """The edited copy; settings without a control here keep their values."""
+        """The edited copy; settings without a control here keep their values. A count still
+        being typed ("-5") is taken as its spin box corrects it (CountSpinBox: the minimum)."""
+        for box in self.findChildren(CountSpinBox):
+            box.interpretText()
         return replace(
             self._settings,
             system_prompt=self.system_prompt.toPlainText().strip(),

@@ -44,6 +44,25 @@ def test_cpu_threads_stop_at_the_logical_cores(qtbot, monkeypatch):
     assert dialog.cpu_threads.value() == 2 and dialog.result_settings().cpu_threads == 2
 
 
+def test_a_negative_count_becomes_the_minimum_not_its_digits(qtbot):
+    """New-user trial: -5 typed into Max new tokens silently became 5 (QSpinBox drops the '-')."""
+    dialog = SettingsDialog(GenerationSettings(max_new_tokens=512))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    box = dialog.max_new_tokens
+    box.setFocus()
+    box.selectAll()
+    qtbot.keyClicks(box, "-5")
+    assert box.lineEdit().text() == "-5 tokens" and box.value() == 512  # the sign stays on screen
+    box.interpretText()  # Enter, leaving the field, or OK
+    assert (box.value(), box.lineEdit().text()) == (1, "1 tokens")
+    assert dialog.result_settings().max_new_tokens == 1
+    threads = dialog.cpu_threads
+    threads.selectAll()
+    qtbot.keyClicks(threads, "-3")
+    assert dialog.result_settings().cpu_threads == 0 and threads.text() == "automatic"
+
+
 def test_summary_controls_round_trip(qtbot):
     dialog = SettingsDialog(GenerationSettings(summary_fold_at=0.8, summary_keep_turns=3))
     qtbot.addWidget(dialog)
