@@ -1,4 +1,4 @@
-"""Generation settings: system prompt, max_new_tokens, the samplers (temperature, top-p, top-k,
+"""The Settings window: system prompt, max_new_tokens, the samplers (temperature, top-p, top-k,
 min-p, repetition penalty, seed), the context window, CPU threads, the window's language and
 appearance (light or dark), and which backend answers (local model or a remote OpenAI-compatible server)."""
 
@@ -50,7 +50,7 @@ class SettingsDialog(QDialog):
                  appearance: str = "system"):
         super().__init__(parent)
         self._settings = settings  # fields without a control here are kept as they are
-        self.setWindowTitle(self.tr("Generation settings"))
+        self.setWindowTitle(self.tr("Settings"))
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setFixedHeight(90)
         self.max_new_tokens = CountSpinBox()

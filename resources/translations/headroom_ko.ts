@@ -1620,8 +1620,8 @@ tokens counted by {4}: {5}</source>
         <translation>마지막으로 쓴 모델이 더 이상 {0}에 없습니다.</translation>
     </message>
     <message>
-        <source>Max new tokens was {0}, more than this model&apos;s {1}-token context can hold beside a message; it is now {2} (Settings), so the conversation keeps {3} tokens.</source>
-        <translation>최대 새 토큰 수(설정값 {0})가 이 모델의 {1} 토큰 컨텍스트에 메시지와 함께 담기에는 너무 큽니다. 이제 {2}입니다(설정). 대화에 {3} 토큰이 남습니다.</translation>
+        <source>Max new tokens ({0}) is more than this model&apos;s {1}-token context can hold beside a message, so its answers get at most {2} tokens and the conversation keeps {3}. Your setting stays {0} for models with more context.</source>
+        <translation>최대 새 토큰 수({0})가 이 모델의 {1} 토큰 컨텍스트에 메시지와 함께 담기에는 너무 큽니다. 그래서 이 모델의 답변은 최대 {2} 토큰이고, 대화에는 {3} 토큰이 남습니다. 설정값({0})은 그대로 두며, 컨텍스트가 더 큰 모델에서는 다시 적용됩니다.</translation>
     </message>
     <message>
         <source>Cancelling after the current step…</source>
@@ -2468,8 +2468,8 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>SettingsDialog</name>
     <message>
-        <source>Generation settings</source>
-        <translation>생성 설정</translation>
+        <source>Settings</source>
+        <translation>설정</translation>
     </message>
     <message>
         <source> tokens</source>
@@ -2588,8 +2588,8 @@ tokens counted by {4}: {5}</source>
         <translation>자동</translation>
     </message>
     <message>
-        <source>Threads for a model on the CPU; automatic uses the cores other programs leave idle, so one busy core does not stall every token</source>
-        <translation>CPU에서 모델을 돌릴 스레드 수. 자동은 다른 프로그램이 쓰지 않는 코어를 사용하므로, 바쁜 코어 하나 때문에 모든 토큰이 지연되지 않습니다</translation>
+        <source>Threads for a model on the CPU, at most this computer&apos;s {0} logical cores; automatic uses the cores other programs leave idle, so one busy core does not stall every token</source>
+        <translation>CPU에서 모델을 돌릴 스레드 수이며, 이 컴퓨터의 논리 코어 수({0}개)를 넘을 수 없습니다. 자동은 다른 프로그램이 쓰지 않는 코어를 사용하므로, 바쁜 코어 하나 때문에 모든 토큰이 지연되지 않습니다</translation>
     </message>
     <message>
         <source> MiB of RAM</source>

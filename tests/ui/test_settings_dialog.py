@@ -63,6 +63,14 @@ def test_a_negative_count_becomes_the_minimum_not_its_digits(qtbot):
     assert dialog.result_settings().cpu_threads == 0 and threads.text() == "automatic"
 
 
+def test_the_window_is_titled_settings(qtbot):
+    """New-user trial: "Generation settings" titled a window that also holds Language, Appearance
+    and Backend; the menu calls it Settings."""
+    dialog = SettingsDialog(GenerationSettings(), backend=BackendSettings())
+    qtbot.addWidget(dialog)
+    assert dialog.windowTitle() == "Settings"
+
+
 def test_summary_controls_round_trip(qtbot):
     dialog = SettingsDialog(GenerationSettings(summary_fold_at=0.8, summary_keep_turns=3))
     qtbot.addWidget(dialog)

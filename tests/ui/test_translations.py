@@ -195,6 +195,7 @@ def test_korean_screenshots_light_and_dark(korean, make_window, qapp, qtbot):
                 if folder:
                     image.save(str(Path(folder) / f"{shot}.png"))
             assert dialog.language.currentText() == "한국어"
+            assert dialog.windowTitle() == "설정"  # the menu's word, not "생성 설정" (new-user trial)
             assert dialog.language_note.text() == "새 언어는 Headroom을 다시 시작한 뒤 적용됩니다."
             dialog.close()
             window.close()
