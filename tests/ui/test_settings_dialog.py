@@ -4,7 +4,9 @@ import os
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QFocusEvent
+from PySide6.QtWidgets import QApplication, QWidget
 
 from app.core.backend_settings import BackendSettings
 from app.core.settings import GenerationSettings
@@ -54,9 +56,14 @@ def test_a_negative_count_becomes_the_minimum_not_its_digits(qtbot):
     box.selectAll()
     qtbot.keyClicks(box, "-5")
     assert box.lineEdit().text() == "-5 tokens" and box.value() == 512  # the sign stays on screen
-    box.interpretText()  # Enter, leaving the field, or OK
+    box.interpretText()  # Enter
     assert (box.value(), box.lineEdit().text()) == (1, "1 tokens")
     assert dialog.result_settings().max_new_tokens == 1
+    box.setValue(512)
+    box.selectAll()
+    qtbot.keyClicks(box, "-5")
+    QApplication.sendEvent(box, QFocusEvent(QEvent.Type.FocusOut, Qt.FocusReason.TabFocusReason))  # leaving it
+    assert (box.value(), box.lineEdit().text()) == (1, "1 tokens")
     threads = dialog.cpu_threads
     threads.selectAll()
     qtbot.keyClicks(threads, "-3")
