@@ -3,8 +3,9 @@ of each one in the turn.
 
 A file is read by app.engine.documents.extract.extract_file on the chat's BackgroundJobs (with
 progress; removing it cancels the read). A file that cannot be attached (too large, binary, an
-encrypted or image-only PDF, text that is not UTF-8, a .pdf that is not a PDF) is said in one
-error notice and nothing else changes. Send takes the documents read so far (TurnFlow.send); the
+encrypted or image-only PDF, text in an encoding that cannot be told, a .pdf that is not a PDF) is
+said in one error notice and nothing else changes; a text file read from an older encoding
+(cp949) is attached with a line that says so. Send takes the documents read so far (TurnFlow.send); the
 worker fits them into the message, whole or retrieved (app.engine.documents.turn), and how each
 went in is said in the transcript. Attachments belong to the message they were sent with: the
 Store keeps them (their extracted text) with it, the transcript shows them on it again when the
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
-from app.chat.document_refusal import refusal_reason
+from app.chat.document_refusal import legacy_note, refusal_reason
 from app.core.conversation import Message, Role
 from app.core.document_prompt import without_document
 from app.core.store_attachments import FitNote
@@ -225,6 +226,9 @@ class AttachmentFlow(QObject):
             return
         attachment.document = result
         self._chat.attachment_changed.emit(ticket, attachment.name, _size_text(result))
+        note = legacy_note(result)
+        if note:  # read from an older encoding (old Notepad's cp949): say so, where it stays
+            self._chat.announce(note, "info")
         self.ready_changed.emit()
 
     @Slot(int, str)
@@ -252,8 +256,11 @@ class AttachmentFlow(QObject):
 
 
 def _size_text(document: ExtractedDocument) -> str:
-    """The chip's status for a document read: "1,204 characters, 3 pages"."""
+    """The chip's status for a document read: "1,204 characters, 3 pages"; "1,204 characters,
+    cp949" for text read from an older encoding."""
     pages = translate("Attachments", ", {0} pages").format(document.pages) if document.pages > 1 else ""
+    if legacy_note(document):
+        pages += f", {document.encoding}"
     return translate("Attachments", "{0} characters{1}").format(f"{len(document.text):,}", pages)
 
 

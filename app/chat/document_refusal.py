@@ -1,6 +1,7 @@
 """Why a file cannot be attached, said in the window's language: an engine DocumentError (kind,
 detail, facts: app.engine.documents.source, no Qt) turned into the reason the error notice shows.
-The engine keeps its own English line (str(error)) for the log.
+The engine keeps its own English line (str(error)) for the log. Also the note on a text file that
+was attached but read from an older encoding (`legacy_note`).
 
 Sizes are in the unit they reach (app.engine.memory.units.format_bytes: "100 MiB"), counts are
 grouped ("2,000,000"); encoding names (cp949) and the OS's or pypdf's own words are facts and
@@ -51,13 +52,33 @@ _KOREAN = QT_TRANSLATE_NOOP("DocumentRefusal", "Korean")
 _JAPANESE = QT_TRANSLATE_NOOP("DocumentRefusal", "Japanese")
 _SIMPLIFIED = QT_TRANSLATE_NOOP("DocumentRefusal", "Simplified Chinese")
 _TRADITIONAL = QT_TRANSLATE_NOOP("DocumentRefusal", "Traditional Chinese")
+_WESTERN = QT_TRANSLATE_NOOP("DocumentRefusal", "Western European")
 ENCODING_LANGUAGES = {
     **dict.fromkeys(("cp949", "euc_kr", "johab", "iso2022_kr"), _KOREAN),
     **dict.fromkeys(("shift_jis", "cp932", "euc_jp", "iso2022_jp", "shift_jis_2004", "shift_jisx0213",
                      "euc_jis_2004", "euc_jisx0213"), _JAPANESE),
     **dict.fromkeys(("gb2312", "gbk", "gb18030", "hz"), _SIMPLIFIED),
     **dict.fromkeys(("big5", "big5hkscs", "cp950"), _TRADITIONAL),
+    **dict.fromkeys(("cp1252", "latin_1", "iso8859_1", "iso8859_15"), _WESTERN),
 }
+UNICODE_ENCODINGS = frozenset({"utf-8", "utf-8-sig", "utf-16", "utf-32"})  # what needs no word
+
+
+def legacy_note(document) -> str:
+    """The line that says a text file (an ExtractedDocument) was decoded from an older encoding
+    detected (app.engine.documents.text), so the user knows and can check it: "회의록.txt is not
+    UTF-8: it was read as Korean text in the cp949 encoding. …"; "" for UTF-8/16/32 and for
+    PDF and DOCX (encoding None)."""
+    encoding = document.encoding
+    if not encoding or encoding.lower() in UNICODE_ENCODINGS:
+        return ""
+    check = translate("DocumentRefusal", "If its text looks wrong, save it as UTF-8 and attach it again.")
+    language = ENCODING_LANGUAGES.get(encoding.lower().replace("-", "_"))
+    if language is not None:
+        return translate("DocumentRefusal", "{0} is not UTF-8: it was read as {1} text in the {2} encoding. "
+                         "{3}").format(document.name, translate("DocumentRefusal", language), encoding, check)
+    return translate("DocumentRefusal", "{0} is not UTF-8: it was read as text in the {1} encoding. {2}").format(
+        document.name, encoding, check)
 
 
 def refusal_reason(error: DocumentError) -> str:

@@ -227,21 +227,22 @@ def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
     assert len(lines) == 9 and "engine line" not in lines
 
 
-def test_a_latin1_file_and_a_text_named_pdf_are_refused_in_honest_words(qtbot, chat, tmp_path):
-    """New-user trial: Latin-1 text was said to look like cp1250; a text file named .pdf went in as
-    text, with no word that it was not a PDF."""
+def test_a_latin1_file_is_read_and_a_text_named_pdf_is_refused_in_honest_words(qtbot, chat, tmp_path):
+    """New-user trial: Latin-1 text was refused although it was plain Western text; a text file
+    named .pdf went in as text, with no word that it was not a PDF."""
     latin1, fake_pdf = tmp_path / "notes.txt", tmp_path / "report.pdf"
     latin1.write_bytes("Die Größe der Straße ist schön.\n".encode("latin-1") * 20)
     fake_pdf.write_text("Quarterly figures: revenue up 4 %.\n", encoding="utf-8")
     attached(qtbot, chat, latin1)
     attached(qtbot, chat, fake_pdf)
     assert chat.recorded.of("notice") == [
-        ("Could not attach notes.txt: it is text in an older single-byte encoding (such as Latin-1 or a Windows "
-         "code page), not UTF-8; open it in a text editor, save it as UTF-8 and attach it again", "error"),
+        ("notes.txt is not UTF-8: it was read as Western European text in the cp1252 encoding. If its text looks "
+         "wrong, save it as UTF-8 and attach it again.", "info"),
         ("Could not attach report.pdf: its name says PDF, but it is not a PDF file; if it holds text, rename it to "
          ".txt and attach it again", "error")]
     chat.turns.send("What do they say?")
-    assert chat.worker.requests[-1].documents == ()
+    assert [(d.name, d.text, d.encoding) for d in chat.worker.requests[-1].documents] == [
+        ("notes.txt", "Die Größe der Straße ist schön.\n" * 20, "cp1252")]
 
 
 def sent_with_two_files(qtbot, chat, tmp_path):
@@ -363,13 +364,23 @@ def test_files_of_a_refused_message_given_up_on_come_back_with_its_text(qtbot, c
     assert [d.name for d in chat.attachments.ready] == ["log.txt"]
 
 
-def test_a_korean_file_in_cp949_is_refused_in_words_a_person_can_act_on(qtbot, chat, tmp_path):
-    """New-user trial: "not UTF-8 text (looks like cp949, byte 0)": the byte offset means nothing
-    to a person and "cp949" alone does not say what the file is; the line says which language
-    and encoding it looks like and how to fix it, with no byte offset (that stays in the log)."""
+def test_a_korean_file_in_cp949_is_attached_with_a_line_that_says_how_it_was_read(qtbot, chat, tmp_path):
+    """New-user trial: a cp949 file from old Windows Notepad was refused ("save it as UTF-8") although
+    its encoding was detected; it is read and attached, and a line and the chip say it was cp949."""
     minutes = tmp_path / "회의록.txt"
-    minutes.write_bytes("안녕하세요. 회의록입니다. 다음 주 일정은 월요일입니다.\n".encode("cp949") * 20)
+    minutes.write_bytes(("안녕하세요, 회의록입니다." * 50).encode("cp949"))
     attached(qtbot, chat, minutes)
     assert chat.recorded.of("notice") == [
-        ("Could not attach 회의록.txt: it is Korean text in the cp949 encoding, not UTF-8; open it in a text "
-         "editor, save it as UTF-8 and attach it again", "error")]
+        ("회의록.txt is not UTF-8: it was read as Korean text in the cp949 encoding. If its text looks wrong, "
+         "save it as UTF-8 and attach it again.", "info")]
+    assert chat.recorded.of("attachment_changed")[-1][1:] == ("회의록.txt", "700 characters, cp949")
+    chat.turns.send("회의 날짜는?")
+    assert chat.worker.requests[-1].documents[0].text == "안녕하세요, 회의록입니다." * 50
+
+
+def test_a_utf8_file_gets_no_encoding_line(qtbot, chat, tmp_path):
+    note = tmp_path / "note.txt"
+    note.write_text("회의록입니다.\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    assert chat.recorded.of("notice") == []
+    assert chat.recorded.of("attachment_changed")[-1][1:] == ("note.txt", "8 characters")

@@ -45,13 +45,22 @@ def test_markdown_and_code_are_labelled_by_suffix(tmp_path):
     assert extract_file(tmp_path / "main.py").kind == "code"
 
 
-def test_legacy_korean_encoding_is_refused_naming_the_guess(tmp_path):
-    path = tmp_path / "memo.txt"
-    path.write_bytes(("회의록: 다음 회의는 월요일 오전 열 시에 시작합니다. " * 20).encode("cp949"))
-    error = refused(path)
-    assert error.kind == source.NOT_UTF8
-    assert "not UTF-8 text (looks like" in str(error)
-    assert error.detail in {"cp949", "euc_kr", "johab"}
+MINUTES = "안녕하세요, 회의록입니다." * 50
+
+
+@pytest.mark.parametrize(("text", "codec"), [
+    (MINUTES, "cp949"),  # old Korean Notepad's "ANSI"
+    ("회의록: 다음 회의는 월요일 오전 열 시에 시작합니다.\r\n" * 20, "euc-kr"),
+    ("회의록: 월요일 오전 열 시", "cp949"),  # one short line
+    ("안녕", "cp949"),  # two syllables: charset-normalizer alone says big5
+])
+def test_a_korean_file_in_an_older_encoding_is_read_as_cp949(tmp_path, text, codec):
+    """New-user trial: a cp949 file from old Windows Notepad was refused although its encoding was
+    detected; a Korean-first assistant reads it, and says it was read as cp949."""
+    path = tmp_path / "회의록.txt"
+    path.write_bytes(text.encode(codec))
+    doc = extract_file(path)
+    assert (doc.text, doc.encoding, doc.kind) == (text.replace("\r\n", "\n"), "cp949", "text")
 
 
 @pytest.mark.parametrize("text", [
@@ -59,17 +68,71 @@ def test_legacy_korean_encoding_is_refused_naming_the_guess(tmp_path):
     "Le café de la gare est très agréable; nous avons mangé une crème brûlée à Noël.\n",  # guessed cp775
     "Die Größe der Straße ist schön. Über die Brücke gehen wir zum Bäcker.\n",  # guessed cp1250
     "A informação está na seção de configurações; não é possível alterá-la.\n",
+    "café\n",  # one word: charset-normalizer alone says utf_16_be
 ])
-def test_latin1_text_is_refused_not_garbled_naming_its_family_not_a_wrong_code_page(tmp_path, text):
-    """New-user trial: a Latin-1 file was refused as "looks like cp1250"; charset-normalizer's pick
-    among single-byte code pages is a guess (cp775 for French), so the family is said instead."""
-    path, data = tmp_path / "old.txt", text.encode("latin-1")
-    path.write_bytes(data * 10)
-    first_not_ascii = next(i for i, byte in enumerate(data) if byte >= 0x80)
+def test_latin1_text_is_read_as_windows_1252_not_a_wrong_code_page(tmp_path, text):
+    """New-user trial: a Latin-1 file was refused; charset-normalizer's pick among single-byte code
+    pages is a guess (mac_latin2 for French: "cafť"), so Windows-1252 (Latin-1's letters and
+    more) is used when it reads the text cleanly."""
+    path = tmp_path / "old.txt"
+    path.write_bytes(text.encode("latin-1") * 10)
+    doc = extract_file(path)
+    assert (doc.text, doc.encoding) == (text * 10, "cp1252")
+
+
+def test_utf16_with_a_bom_is_read_with_no_guess(tmp_path):
+    path = tmp_path / "unicode.txt"
+    path.write_bytes(codecs.BOM_UTF16_LE + (MINUTES + "\r\nÄrger").encode("utf-16-le"))
+    doc = extract_file(path)
+    assert (doc.text, doc.encoding) == (MINUTES + "\nÄrger", "utf-16")
+
+
+def test_japanese_and_chinese_in_older_encodings_are_read_as_detected(tmp_path):
+    japanese, chinese = tmp_path / "ja.txt", tmp_path / "zh.txt"
+    japanese.write_bytes(("こんにちは、会議の議事録です。" * 20).encode("shift_jis"))
+    chinese.write_bytes(("这是一个会议记录，我们明天再讨论这个问题。" * 20).encode("gbk"))
+    read_ja, read_zh = extract_file(japanese), extract_file(chinese)
+    assert (read_ja.text, read_ja.encoding) == ("こんにちは、会議の議事録です。" * 20, "cp932")
+    assert (read_zh.text, read_zh.encoding) == ("这是一个会议记录，我们明天再讨论这个问题。" * 20, "gb18030")
+
+
+def test_random_bytes_are_still_refused(tmp_path):
+    import random
+
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(1, 256) for _ in range(20_000))  # no NUL: not caught as binary
+    path = tmp_path / "noise.txt"
+    path.write_bytes(noise)
     error = refused(path)
-    assert (error.kind, error.detail, error.facts) == (source.NOT_UTF8, source.SINGLE_BYTE, {"byte": first_not_ascii})
-    assert str(error) == (f"old.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code "
-                          f"page, byte {error.facts['byte']}); save it as UTF-8 and attach it again")
+    assert (error.kind, error.detail) == (source.NOT_UTF8, "")
+    with_nul = tmp_path / "data.txt"
+    with_nul.write_bytes(noise[:100] + b"\x00" + noise)
+    assert (refused(with_nul).kind, refused(with_nul).detail) == (source.BINARY, "binary data")
+
+
+def test_a_reading_with_control_characters_is_refused_not_attached(tmp_path, monkeypatch):
+    """Windows-1252 decodes nearly any byte: a reading with control or replacement characters in
+    more than 1 character in 200 is a wrong guess and is refused, even when detection chose it."""
+    from app.engine.documents import text as text_module
+
+    path = tmp_path / "odd.txt"
+    path.write_bytes(("Größe \x01\x02\x03\x04 " * 50).encode("latin-1"))
+    assert refused(path).kind == source.NOT_UTF8  # detection alone does not trust it
+    monkeypatch.setattr(text_module, "legacy_encoding", lambda data: "cp1252")
+    assert refused(path).kind == source.NOT_UTF8  # nor does the check of the text decoded
+    path.write_bytes(("Größe der Straße. " * 199 + "\x01").encode("latin-1"))  # 1 in 3,582: a stray one
+    assert extract_file(path).text.startswith("Größe der Straße. ")
+
+
+def test_cyrillic_in_a_single_byte_code_page_is_still_refused_naming_the_family(tmp_path):
+    """Only Windows-1252 is trusted among single-byte code pages; a Russian cp1251 file reads as
+    mojibake in it ("Ïðèâåò") and is refused rather than garbled."""
+    path = tmp_path / "ru.txt"
+    path.write_bytes(("Привет, как дела? Это протокол собрания. " * 5).encode("cp1251"))
+    error = refused(path)
+    assert (error.kind, error.detail, error.facts) == (source.NOT_UTF8, source.SINGLE_BYTE, {"byte": 0})
+    assert str(error) == ("ru.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code "
+                          "page, byte 0); save it as UTF-8 and attach it again")
 
 
 @pytest.mark.parametrize(("name", "named"), [("report.pdf", "PDF"), ("REPORT.PDF", "PDF"), ("letter.docx", "DOCX")])

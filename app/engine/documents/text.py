@@ -1,19 +1,26 @@
 """Plain text, Markdown and source code: read in blocks, tell text from binary, decode.
 
-Accepted encodings are UTF-8, UTF-8 with a BOM, and UTF-16/UTF-32 with a BOM (Windows Notepad's
-"Unicode"). Anything else is refused with a one-line message rather than decoded by a guess that
-could silently garble the text the model then answers from. The message names charset-normalizer's
-guess only when it is a multi-byte East Asian encoding ("cp949", "shift_jis", "gb18030"), which it
-tells reliably; for single-byte code pages its guess is not to be trusted (Latin-1 French came
-out as cp775, Latin-1 German as cp1250: new-user trial "looks like cp1250"), so the message names
-the family, single-byte, with Latin-1 and the Windows code pages as examples. Binary files (a NUL byte without a
-UTF-16/32 BOM, or a known magic number) are refused as such. No torch, no Qt.
+UTF-8, UTF-8 with a BOM and UTF-16/UTF-32 with a BOM (Windows Notepad's "Unicode") are decoded
+as they are. Text in an older encoding (old Notepad's "ANSI": cp949 on a Korean Windows,
+Windows-1252 on a Western one) is decoded from the encoding detected (charset-normalizer), and
+the document says which (`ExtractedDocument.encoding`) so the window can tell the user, when the
+detection is confident: cp949 when the bytes read as Korean (Hangul) text, Korean first (a short
+line is ambiguous to charset-normalizer: "안녕" came out as big5), else charset-normalizer's
+multi-byte pick ("shift_jis", "gb18030") when it reads the text cleanly, else Windows-1252 (a
+superset of Latin-1's letters) when that reads cleanly (charset-normalizer's own single-byte
+pick is not to be trusted: Latin-1 French came out as mac_latin2, "cafť"). Anything else, or a
+decoded text with replacement or control characters, is refused with a one-line message rather
+than decoded by a guess that could silently garble the text the model then answers from: the
+message names charset-normalizer's guess only when it is a multi-byte encoding, else the family,
+single-byte. Binary files (a NUL byte without a UTF-16/32 BOM, or a known magic number) are
+refused as such. No torch, no Qt.
 """
 
 from __future__ import annotations
 
 import codecs
 import threading
+import unicodedata
 from pathlib import Path
 
 from app.engine.documents.source import (
@@ -30,6 +37,12 @@ from app.engine.documents.source import (
 
 READ_BLOCK = 1 << 20  # 1 MiB per read: progress and cancel are checked between blocks
 SNIFF_BYTES = 8192  # git's binary test also looks for a NUL in the first 8000 bytes (xdiff)
+SNIFF_LEGACY = 1 << 16  # bytes charset-normalizer looks at to tell an older encoding
+MAX_CHAOS = 0.1  # charset-normalizer's mess ratio a reading may have (it drops readings over 0.2)
+SHORT_NON_ASCII = 64  # fewer bytes over 0x7F than this: too short for charset-normalizer to tell
+KOREAN_CODECS = frozenset({"cp949", "euc_kr", "johab", "iso2022_kr"})
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")
+_HIGH_BYTES = bytes(range(0x80, 0x100))
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd", ".rst"})
 CODE_SUFFIXES = frozenset({
@@ -86,19 +99,44 @@ def binary_kind(head: bytes) -> str | None:
 
 
 def decode(data: bytes, name: str) -> tuple[str, str]:
-    """(text, encoding) with newlines normalised. Raises DocumentError EMPTY for a file with no
-    text, NOT_UTF8 for text in another encoding: `detail` is the guessed encoding when it is a
-    multi-byte one ("cp949"), SINGLE_BYTE for a single-byte code page, "" when there is no guess;
-    facts["byte"]: the offset of the first byte that is not UTF-8."""
+    """(text, encoding) with newlines normalised; `encoding` is a Python codec name ("utf-8",
+    "utf-8-sig", "utf-16", "cp949", "cp1252", …). Raises DocumentError EMPTY for a file with no
+    text, NOT_UTF8 for text in an encoding that cannot be told with confidence (see the module):
+    `detail` is the guessed encoding when it is a multi-byte one ("cp949"), SINGLE_BYTE for a
+    single-byte code page, "" when there is no guess; facts["byte"]: the offset of the first byte
+    that is not UTF-8."""
     encoding = next((enc for bom, enc in _BOMS if data.startswith(bom)), "utf-8")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise _not_utf8(data, name, exc.start) from None
+        text, encoding = _legacy(data, name, exc.start)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise DocumentError(EMPTY, name, "the file has no text")
     return text, encoding
+
+
+def legacy_encoding(data: bytes) -> str | None:
+    """The encoding of `data` (text that is not UTF-8, no BOM) when it can be told with
+    confidence (see the module), else None. Looks at the first 64 KiB; a Python codec name."""
+    from charset_normalizer import from_bytes
+    from charset_normalizer.md import mess_ratio
+    from charset_normalizer.utils import is_multi_byte_encoding
+
+    head = _whole_characters(data[:SNIFF_LEGACY])
+    best = from_bytes(head).best()
+    if best is not None and best.encoding.startswith("utf"):  # no BOM and not UTF-8: never UTF-16/32
+        best = None
+    korean = _reading(head, "cp949")
+    if korean is not None and _hangul_share(korean) >= 0.8 and (
+            best is None or best.encoding in KOREAN_CODECS or _non_ascii(head) < SHORT_NON_ASCII):
+        return "cp949"
+    if best is not None and is_multi_byte_encoding(best.encoding) and best.chaos <= MAX_CHAOS:
+        return best.encoding
+    western = _reading(head, "cp1252")
+    if western is not None and mess_ratio(western, 1.0) <= MAX_CHAOS:
+        return "cp1252"
+    return None
 
 
 def extract_text_file(path: Path, size: int, progress: Progress | None = None,
@@ -111,6 +149,54 @@ def extract_text_file(path: Path, size: int, progress: Progress | None = None,
         raise DocumentError(BINARY, path.name, f"not a text file (looks like {what})", what)
     text, encoding = decode(data, path.name)
     return ExtractedDocument(path.name, kind_for(path), text, (), size, encoding)
+
+
+def _legacy(data: bytes, name: str, byte: int) -> tuple[str, str]:
+    """(text, encoding) of text in an older encoding told with confidence and decoding cleanly,
+    else the NOT_UTF8 error (`byte`: the first byte that is not UTF-8)."""
+    encoding = legacy_encoding(data)
+    if encoding is not None:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and not _looks_wrong(text):
+            return text, encoding
+    raise _not_utf8(data, name, byte)
+
+
+def _looks_wrong(text: str) -> bool:
+    """True when a decoded text holds replacement or control characters (other than tab, newline,
+    form feed, escape) in more than 1 character in 200: a wrong guess, or not text at all."""
+    bad = sum(1 for c in text if c == "\ufffd" or (unicodedata.category(c) == "Cc" and c not in _TEXT_CONTROLS))
+    return bad > len(text) // 200
+
+
+def _reading(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+def _hangul_share(text: str) -> float:
+    """Share of Hangul syllables among the characters that are not ASCII or punctuation."""
+    letters = [c for c in text if ord(c) > 0x7F and unicodedata.category(c)[0] in "LN"]
+    return sum(1 for c in letters if "\uac00" <= c <= "\ud7a3") / len(letters) if letters else 0.0
+
+
+def _non_ascii(data: bytes) -> int:
+    return len(data) - len(data.translate(None, _HIGH_BYTES))
+
+
+def _whole_characters(head: bytes) -> bytes:
+    """`head` without a trailing byte of a two-byte character cut at the 64 KiB mark."""
+    if len(head) < SNIFF_LEGACY:
+        return head
+    end = len(head)
+    while end > len(head) - 4 and head[end - 1] > 0x7F:
+        end -= 1
+    return head[:end]
 
 
 def _not_utf8(data: bytes, name: str, byte: int) -> DocumentError:
