@@ -276,3 +276,54 @@ def test_text_too_long_to_rank_is_refused_before_the_turn(tmp_path):
     fits = tmp_path / "notes.txt"
     fits.write_text("word " * 1000)
     assert len(extract_file(fits).text) == 5000
+
+
+def _write_log(path, size: int, line: bytes) -> None:
+    """A text file of exactly `size` bytes of `line` repeated, written 1 MiB at a time."""
+    block = line * ((1 << 20) // len(line))
+    with path.open("wb") as f:
+        left = size
+        while left:
+            f.write(block[:left])
+            left -= min(left, len(block))
+
+
+def test_a_50_mb_ascii_log_is_refused_with_its_real_character_count_without_reading_it(tmp_path):
+    """New-user trial: a 52,428,844-byte ASCII file was said to hold "about 13,107,211 characters"
+    (size // 4, the fewest UTF-8 can hold): 4× too few. The count comes from the first 64 KiB,
+    and the file is not read into memory to say it."""
+    import tracemalloc
+
+    from app.engine.documents.extract import MAX_TEXT_CHARS
+
+    big = tmp_path / "server.log"
+    _write_log(big, 52_428_844, b"2026-12-01 03:12:45 INFO request served in 12 ms\n")
+    tracemalloc.start()
+    error = refused(big)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (error.kind, error.facts) == (source.TOO_LARGE, {"chars": 52_428_844, "limit_chars": MAX_TEXT_CHARS})
+    assert str(error) == ("server.log: its text is about 52,428,844 characters; up to 2,000,000 can be attached "
+                          "(split it, or attach the part you need)")
+    assert peak < 4 << 20  # bytes: the head and charset detection, not 50 MB
+
+
+@pytest.mark.parametrize(("line", "codec", "chars_per_line"), [
+    ("회의록: 다음 회의는 월요일입니다.\r\n", "utf-8", 20),  # 3 bytes a syllable; CRLF counts as one
+    ("회의록: 다음 회의는 월요일입니다.\r\n", "cp949", 20),  # 2 bytes a syllable
+])
+def test_a_large_korean_text_is_counted_in_its_own_encoding(tmp_path, line, codec, chars_per_line):
+    data = line.encode(codec)
+    lines = 9_000_000 // len(data) + 1
+    big = tmp_path / "big.txt"
+    _write_log(big, lines * len(data), data)
+    error = refused(big)
+    assert error.kind == source.TOO_LARGE
+    real = lines * chars_per_line  # 9 MB: 5.1 million characters in cp949, 3.7 million in UTF-8, not size // 4
+    assert abs(error.facts["chars"] - real) <= real // 10_000  # the head ends mid-line: "about"
+
+
+def test_a_large_binary_file_is_refused_as_binary_not_as_too_much_text(tmp_path):
+    big = tmp_path / "dump.txt"
+    _write_log(big, 9_000_000, b"\x00\x01\x02 binary \xff")
+    assert (refused(big).kind, refused(big).detail) == (source.BINARY, "binary data")

@@ -7,8 +7,10 @@ ZIP with word/document.xml → DOCX (app.engine.documents.docx), anything else m
 (app.engine.documents.text), labelled "markdown"/"code"/"text" by its suffix, except a file named
 .pdf or .docx: one that is not that format is refused (new-user trial: a text file named .pdf was
 attached as text, with no word that it was not a PDF). Every failure is a
-`DocumentError` with a one-line message: a file over `MAX_FILE_BYTES`, a binary file, a PDF that
-needs a password or has no text layer, text that is not UTF-8, an unreadable path. Nothing here
+`DocumentError` with a one-line message: a file over `MAX_FILE_BYTES`, text over
+`MAX_TEXT_CHARS` (a text file over 4 × that many bytes is refused from its first 64 KiB, with its
+character count estimated from them, not read whole), a binary file, a PDF that needs a password
+or has no text layer, text whose encoding cannot be told, an unreadable path. Nothing here
 touches the chat, so a refused file loses nothing already in it. No torch, no Qt.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 from app.engine.documents.docx import extract_docx, is_docx
 from app.engine.documents.pdf import extract_pdf
 from app.engine.documents.source import (
+    BINARY,
     MISNAMED,
     TOO_LARGE,
     UNREADABLE,
@@ -28,7 +31,7 @@ from app.engine.documents.source import (
     Progress,
     report,
 )
-from app.engine.documents.text import extract_text_file
+from app.engine.documents.text import binary_kind, estimated_chars, extract_text_file
 from app.engine.memory.units import MiB, format_bytes
 
 # 64 MiB: a 300-page PDF with figures is ~5-30 MB; its text layer is ~1 MB. Text beyond this is
@@ -74,8 +77,12 @@ def extract_file(path: str | Path, progress: Progress | None = None,
         if named is not None:  # the name promises a format the content does not have
             raise DocumentError(MISNAMED, path.name, f"its name says {named}, but it is not a {named} file; if it "
                                 "holds text, rename it to .txt and attach it again", named)
-        if size > 4 * MAX_TEXT_CHARS:  # UTF-8: at most 4 bytes a character
-            raise _too_much_text(path.name, size // 4)
+        if size > 4 * MAX_TEXT_CHARS:  # over the limit in any encoding (at most 4 bytes a character)
+            what = binary_kind(head)
+            if what is not None:  # a 50 MB archive is binary, not too much text
+                raise DocumentError(BINARY, path.name, f"not a text file (looks like {what})", what)
+            # its count from the first 64 KiB: size // 4 said 13.1 million for a 52.4-million-character log
+            raise _too_much_text(path.name, estimated_chars(head, size))
         return _checked(extract_text_file(path, size, progress, cancel), path.name)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

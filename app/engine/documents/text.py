@@ -139,6 +139,26 @@ def legacy_encoding(data: bytes) -> str | None:
     return None
 
 
+def estimated_chars(head: bytes, size: int) -> int:
+    """≈ characters (newlines normalised) of a text file of `size` bytes that starts with `head`
+    (its first 64 KiB): the characters per byte of `head` decoded as the whole file would be (its
+    BOM's encoding, UTF-8, or the older encoding detected; undecodable bytes count one each)
+    times `size`. Exact for a file of one encoding width (ASCII: `size`); reads nothing more."""
+    encoding = next((enc for bom, enc in _BOMS if head.startswith(bom)), None)
+    if encoding is None:
+        try:
+            head.decode("utf-8")
+            encoding = "utf-8"
+        except UnicodeDecodeError as exc:  # a character cut at the end of `head` is still UTF-8
+            utf8 = exc.start >= len(head) - 3 and exc.reason == "unexpected end of data"
+            encoding = "utf-8" if utf8 else legacy_encoding(head) or "latin-1"
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    text = decoder.decode(head, final=False)
+    consumed = len(head) - len(decoder.getstate()[0])
+    chars = len(text) - text.count("\r\n")
+    return round(size * chars / consumed) if consumed else size
+
+
 def extract_text_file(path: Path, size: int, progress: Progress | None = None,
                       cancel: threading.Event | None = None) -> ExtractedDocument:
     """Read a text, Markdown or source file. Raises DocumentError (BINARY, NOT_UTF8, EMPTY,
