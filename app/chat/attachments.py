@@ -30,9 +30,9 @@ from app.chat.document_refusal import legacy_note, refusal_reason
 from app.core.conversation import Message, Role
 from app.core.document_prompt import without_document
 from app.core.store_attachments import FitNote
-from app.engine.documents.extract import extract_file
+from app.engine.documents.extract import MAX_TEXT_CHARS, extract_file
 from app.engine.documents.fit import WHOLE
-from app.engine.documents.source import DocumentError, ExtractedDocument
+from app.engine.documents.source import TOO_LARGE, DocumentError, ExtractedDocument
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -131,6 +131,23 @@ class AttachmentFlow(QObject):
             self._chat.attachment_changed.emit(ticket, document.name, _size_text(document))
         if documents:
             self.ready_changed.emit()
+
+    def attach_text(self, text: str, documents: tuple = ()) -> tuple[str, str]:
+        """Attach `text` (a message too long to send) as a text file, after `documents` (the files
+        it carried, attached again); returns (the file's name, "" or why it was not attached: text
+        over MAX_TEXT_CHARS, in words; `documents` are attached again either way). The name is
+        "pasted text.txt" in the window's language, numbered when one is attached already."""
+        base = translate("Attachments", "pasted text")
+        taken = {a.name for a in self._attached.values()} | {d.name for d in documents}
+        name = next(n for n in (f"{base} {i}.txt" if i > 1 else f"{base}.txt" for i in itertools.count(1))
+                    if n not in taken)
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if len(text) > MAX_TEXT_CHARS:
+            self.put_back(documents)
+            return name, refusal_reason(DocumentError(TOO_LARGE, name, "too much text", str(len(text)),
+                                                      chars=len(text), limit_chars=MAX_TEXT_CHARS))
+        self.put_back((*documents, ExtractedDocument(name, "text", text, (), len(text.encode("utf-8")), "utf-8")))
+        return name, ""
 
     def take(self) -> tuple[ExtractedDocument, ...]:
         """The documents read, for the message being sent; the attachments are cleared."""

@@ -340,7 +340,8 @@ class TurnFlow(QObject):
 
     def apply_remedy(self, choice: str, decision) -> None:
         """Apply the remedy the user picked for a refused turn ("lower_max_new_tokens", "trim",
-        "kv8": this chat's KV cache in 8 bits from now on, "override"; anything else gives up) and
+        "kv8": this chat's KV cache in 8 bits from now on, "override"; "attach": the message as a
+        text file attached to the next one, `_withdraw_as_file`; anything else gives up) and
         send it again. Nothing happens when that message is no longer the one waiting (another
         message was sent meanwhile, and it was withdrawn or answered)."""
         messages = self._chat.conversation.messages
@@ -379,6 +380,8 @@ class TurnFlow(QObject):
             self._start_turn(documents=documents)
         elif choice == "override":
             self._start_turn(override_memory=True, documents=documents)
+        elif choice == "attach":
+            self._withdraw_as_file()
         else:
             self._withdraw_unanswered()
 
@@ -416,6 +419,30 @@ class TurnFlow(QObject):
         text, documents = self._chat.conversations.withdraw_last()
         if text:
             self._put_back(text, documents)
+
+    def _withdraw_as_file(self) -> None:
+        """A message too long for the context ("Attach as a file" in the remedies dialog) leaves
+        the chat, and its text is attached to the next message as a text file, with the files it
+        carried; the message box stays empty for the question (an attached file is searched for
+        the passages a question needs: app.engine.documents.turn). Text over what a file may
+        bring goes back to the message box as it was, with the reason."""
+        chat = self._chat
+        messages = chat.conversation.messages
+        if not messages or messages[-1].role is not Role.USER:
+            return
+        text, documents = chat.conversations.withdraw_last()
+        if not text:
+            return
+        if chat.attachments is None:
+            self._put_back(text, documents)
+            return
+        name, refused = chat.attachments.attach_text(text, documents)
+        if refused:
+            self._put_back(text, ())
+            chat.announce(translate("Attachments", "Could not attach {0}: {1}").format(name, refused), "error")
+            return
+        chat.announce(translate("Turns", "Your message is attached as {0}. Write your question about it and "
+                                         "send it.").format(name), "status")
 
     # ----- events from the worker --------------------------------------------------------------
     @Slot(int, object)

@@ -16,7 +16,7 @@ from app.chat.refusal_text import other_remedies, refusal_advice, refusal_reason
 from app.engine.memory.admission import AdmissionDecision, TurnProjection
 from app.engine.memory.units import format_bytes
 
-CHOICES = ("trim", "lower_max_new_tokens", "kv8", "chunked", "override", "cancel")
+CHOICES = ("trim", "lower_max_new_tokens", "kv8", "chunked", "attach", "override", "cancel")
 """What ``AdmissionDialog.choice()`` can return."""
 
 
@@ -28,7 +28,9 @@ class AdmissionDialog(QDialog):
 
     ``projection`` (optional, the refused turn's TurnProjection) adds the error bar and the
     token counts. A refusal for positions (prompt + max_new_tokens beyond the context, transformers #530)
-    offers no override: the model cannot attend past its positions.
+    offers no override: the model cannot attend past its positions. A refusal of the message
+    alone (reason_kind "message": a long paste) also says that long text can be attached as a file
+    and offers "Attach as a file" (choice "attach"; the chat flow acts on it).
     """
 
     remedy_chosen = Signal(str)
@@ -62,6 +64,13 @@ class AdmissionDialog(QDialog):
             hint.setObjectName("admissionHint")
             hint.setWordWrap(True)
             layout.addWidget(hint)
+        if decision.reason_kind == "message":  # the message alone is too long (new-user trial: a long paste)
+            attach = QLabel(self.tr("Long text can go in as an attached file instead: an attached file is "
+                                    "searched for the passages each question needs, so only those take room "
+                                    "in the context."))
+            attach.setObjectName("admissionAttachHint")
+            attach.setWordWrap(True)
+            layout.addWidget(attach)
         layout.addLayout(self._remedy_buttons(memory))
         self.setMinimumWidth(480)
         self.resize(480, self.heightForWidth(480) if self.hasHeightForWidth() else 0)
@@ -133,6 +142,13 @@ class AdmissionDialog(QDialog):
                                           "history is dropped: this answer reads the whole history again once. "
                                           "Change it back in the chat bar (KV cache)."))
             column.addWidget(button)
+        if d.reason_kind == "message":
+            button = self._button("attach", self.tr("Attach as a file"))
+            button.setObjectName("remedyButton")
+            button.setDefault(not offers)
+            button.setToolTip(self.tr("Take the message out of the chat and attach its text to the next "
+                                      "message as a text file; then write your question about it."))
+            column.addWidget(button)
         row = QHBoxLayout()
         row.addStretch(1)
         if memory:
@@ -144,7 +160,7 @@ class AdmissionDialog(QDialog):
                                      "keeps the partial answer."))
             row.addWidget(risky)
         cancel = self._button("cancel", self.tr("Cancel"))
-        cancel.setAutoDefault(not offers)
+        cancel.setAutoDefault(not offers and d.reason_kind != "message")
         row.addWidget(cancel)
         column.addLayout(row)
         return column
@@ -157,8 +173,9 @@ class AdmissionDialog(QDialog):
         return button
 
     def choice(self) -> str:
-        """The remedy picked: "trim", "lower_max_new_tokens", "kv8", "chunked", "override" or
-        "cancel" (also for Esc or closing the window)."""
+        """The remedy picked: "trim", "lower_max_new_tokens", "kv8", "chunked", "attach" (the
+        message too long: its text as an attached file), "override" or "cancel" (also for Esc or
+        closing the window)."""
         return self._choice
 
     @Slot()

@@ -384,3 +384,59 @@ def test_a_utf8_file_gets_no_encoding_line(qtbot, chat, tmp_path):
     attached(qtbot, chat, note)
     assert chat.recorded.of("notice") == []
     assert chat.recorded.of("attachment_changed")[-1][1:] == ("note.txt", "8 characters")
+
+
+LONG_KOREAN = "회의록 내용을 붙여넣습니다. " * 1500  # 6,000 words: too long for the context
+
+
+def refused_for_length(chat, text):
+    from tests.chat.test_turns import refusal
+
+    chat.turns.send(text)
+    decision = refusal(cause="positions", reason_kind="message", max_new_tokens_fit=None, facts=dict(
+        message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512, room=7_168, shorten_by=32_852))
+    chat.worker.turn_refused.emit(chat.worker.last_id, decision)
+    chat.recorded.clear()
+    return decision
+
+
+def test_a_message_too_long_for_the_context_is_attached_as_a_file_when_asked(qtbot, chat, tmp_path):
+    """New-user trial: ~6,000 pasted Korean words were refused with only Cancel; "Attach as a file"
+    takes the message out of the chat and attaches its text (and its files) to the next message,
+    where retrieval finds the passages the question needs; the message box stays empty."""
+    note = tmp_path / "log.txt"
+    note.write_text("ERROR disk full at 03:12\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    decision = refused_for_length(chat, LONG_KOREAN)
+    chat.turns.apply_remedy("attach", decision)
+    assert chat.conversation.messages == [] and not chat.turns.active
+    assert [(d.name, d.kind, d.text, d.encoding) for d in chat.attachments.ready] == [
+        ("log.txt", "text", "ERROR disk full at 03:12\n", "utf-8"),
+        ("pasted text.txt", "text", LONG_KOREAN, "utf-8")]
+    assert chat.recorded.of("text_withdrawn") == []  # not back in the box: it is the file now
+    assert chat.recorded.of("notice") == [("Your message is attached as pasted text.txt. Write your question "
+                                           "about it and send it.", "status")]
+    assert [c[1:] for c in chat.recorded.of("attachment_changed")] == [("log.txt", "25 characters"),
+                                                                     ("pasted text.txt", "24,000 characters")]
+    chat.turns.send("다음 회의는 언제인가요?")
+    request = chat.worker.requests[-1]
+    assert [m.content for m in request.messages] == ["다음 회의는 언제인가요?"]
+    assert [d.name for d in request.documents] == ["log.txt", "pasted text.txt"]
+
+
+def test_a_second_paste_attached_as_a_file_gets_its_own_name(qtbot, chat):
+    chat.turns.apply_remedy("attach", refused_for_length(chat, "first " * 10))
+    chat.turns.apply_remedy("attach", refused_for_length(chat, "second " * 10))
+    assert [d.name for d in chat.attachments.ready] == ["pasted text.txt", "pasted text 2.txt"]
+
+
+def test_a_paste_over_what_a_file_may_bring_goes_back_to_the_box_with_the_reason(qtbot, chat, monkeypatch):
+    from app.chat import attachments
+
+    monkeypatch.setattr(attachments, "MAX_TEXT_CHARS", 100)
+    chat.turns.apply_remedy("attach", refused_for_length(chat, "x" * 150))
+    assert chat.attachments.ready == () and chat.conversation.messages == []
+    assert chat.recorded.of("text_withdrawn") == [("x" * 150,)]
+    assert chat.recorded.of("notice") == [("Could not attach pasted text.txt: its text is about 150 characters; "
+                                           "up to 100 can be attached (split it, or attach the part you need)",
+                                           "error")]

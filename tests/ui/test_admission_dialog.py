@@ -3,6 +3,7 @@
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from app.engine.memory.admission import admit_turn
 from app.engine.memory.probe import FakeProbe
@@ -139,3 +140,37 @@ def test_position_overflow_without_a_projection_still_explains(qtbot):
     assert set(dialog.buttons) == {"trim", "cancel"}
     assert dialog.value_labels["admissionLimit"].text() == "8,192 tokens"
     assert dialog.buttons["trim"].isDefault()
+
+
+def refused_message(room_for_new_tokens=None):
+    from app.engine.memory.admission import AdmissionDecision
+
+    return AdmissionDecision(False, "positions", "too long", context_limit=8_192, reason_kind="message",
+                             max_new_tokens_fit=room_for_new_tokens,
+                             facts=dict(message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512,
+                                        room=7_168, shorten_by=32_852))
+
+
+def test_a_message_too_long_says_it_can_be_attached_and_offers_to_attach_it(qtbot):
+    """New-user trial: ~6,000 pasted Korean words: the dialog said how many tokens to cut and
+    offered only Cancel; it now says long text can go in as a file, and "Attach as a file" is the
+    choice "attach" (the chat flow acts on it)."""
+    dialog = open_dialog(qtbot, refused_message())
+    assert list(dialog.buttons) == ["attach", "cancel"]
+    assert dialog.buttons["attach"].text() == "Attach as a file" and dialog.buttons["attach"].isDefault()
+    hint = dialog.findChild(QLabel, "admissionAttachHint")
+    assert hint.text() == ("Long text can go in as an attached file instead: an attached file is searched for the "
+                           "passages each question needs, so only those take room in the context.")
+    assert dialog.findChild(QLabel, "admissionReason").text().endswith("Shorten it by 32,852 tokens.")
+    with qtbot.waitSignal(dialog.remedy_chosen) as blocker:
+        qtbot.mouseClick(dialog.buttons["attach"], Qt.MouseButton.LeftButton)
+    assert blocker.args == ["attach"] and dialog.choice() == "attach" in CHOICES
+
+
+def test_attach_as_a_file_follows_a_remedy_that_runs_the_turn_and_not_for_memory(qtbot, card):
+    dialog = open_dialog(qtbot, refused_message(room_for_new_tokens=400))
+    assert list(dialog.buttons) == ["lower_max_new_tokens", "attach", "cancel"]
+    assert dialog.buttons["lower_max_new_tokens"].isDefault() and not dialog.buttons["attach"].isDefault()
+    decision, projection = refuse_memory(card)
+    memory = open_dialog(qtbot, decision, projection)
+    assert "attach" not in memory.buttons and memory.findChild(QLabel, "admissionAttachHint") is None

@@ -5,6 +5,7 @@ typed meanwhile; the status bar says so. The worker is a FakeWorker whose part t
 Screenshots go to $HEADROOM_SCREENSHOT_DIR (else the test's folder)."""
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.engine.memory.admission import AdmissionDecision
 from tests.ui.test_chat_switch_states import fake_window_in, send, shot
@@ -91,3 +92,22 @@ def test_a_refused_message_shows_its_refusal_again_after_a_restart(request, qtbo
     send(qtbot, again, "Just the last error, please")  # withdrawn at the next send: its notice goes with it
     assert again.chat_view.findChildren(Notice) == [] or all(
         not n.isVisible() for n in again.chat_view.findChildren(Notice))
+
+
+def test_attach_as_a_file_in_the_dialog_empties_the_box_and_shows_the_paste_as_a_file(qtbot, make_fake_window):
+    """New-user trial: a long paste refused with only Cancel; "Attach as a file" in the window's
+    dialog reaches the chat flow: the message leaves the chat, the box is empty for the question,
+    the paste is a chip that Send takes."""
+    window = make_fake_window()
+    rid = send(qtbot, window, PASTE)
+    window.chat.worker.turn_refused.emit(rid, refused_for_length())
+    dialog = window.dialogs.admission_dialog
+    qtbot.waitExposed(dialog)
+    qtbot.mouseClick(dialog.buttons["attach"], Qt.MouseButton.LeftButton)
+    assert window.chat_view.bubbles() == [] and window.composer.editor.toPlainText() == ""
+    assert [chip.text() for chip in window.attachment_bar.chips.values()] == [
+        f"pasted text.txt · {len(PASTE)} characters  ✕"]
+    assert window.status.currentMessage() == ("Your message is attached as pasted text.txt. Write your question "
+                                              "about it and send it.")
+    send(qtbot, window, "What failed?")
+    assert [d.text for d in window.chat.worker.requests[-1].documents] == [PASTE]
