@@ -75,6 +75,10 @@
         <translation>그 밖에: {0}</translation>
     </message>
     <message>
+        <source>Long text can go in as an attached file instead: an attached file is searched for the passages each question needs, so only those take room in the context.</source>
+        <translation>긴 텍스트는 파일로 첨부할 수도 있습니다. 첨부한 파일에서는 질문마다 필요한 부분만 찾아 넣으므로, 그 부분만 컨텍스트를 차지합니다.</translation>
+    </message>
+    <message>
         <source>= KV {0} + prefill spike {1} + error bar {2} + margin {3}</source>
         <translation>= KV {0} + 프리필 급증분 {1} + 오차 범위 {2} + 안전 여유 {3}</translation>
     </message>
@@ -125,6 +129,14 @@
     <message>
         <source>From now on this chat keeps its keys and values in 8 bits: about half the memory of 16-bit, with a small loss of precision. Its cached history is dropped: this answer reads the whole history again once. Change it back in the chat bar (KV cache).</source>
         <translation>이제부터 이 대화는 키와 값을 8비트로 보관합니다. 16비트의 절반 정도 메모리를 쓰며 정밀도가 약간 떨어집니다. 캐시된 기록은 버려지므로 이번 답변은 전체 기록을 한 번 다시 읽습니다. 채팅 막대의 KV 캐시에서 되돌릴 수 있습니다.</translation>
+    </message>
+    <message>
+        <source>Attach as a file</source>
+        <translation>파일로 첨부</translation>
+    </message>
+    <message>
+        <source>Take the message out of the chat and attach its text to the next message as a text file; then write your question about it.</source>
+        <translation>메시지를 채팅에서 빼고, 그 내용을 다음 메시지에 텍스트 파일로 첨부합니다. 그런 다음 그 내용에 대한 질문을 쓰세요.</translation>
     </message>
     <message>
         <source>Send anyway</source>
@@ -194,6 +206,10 @@
     <message>
         <source>Could not attach {0}: {1}</source>
         <translation>{0} 첨부 실패: {1}</translation>
+    </message>
+    <message>
+        <source>pasted text</source>
+        <translation>붙여넣은 텍스트</translation>
     </message>
     <message>
         <source>{0} is back in this chat</source>
@@ -792,6 +808,22 @@ Your chats are saved here.</source>
     <message>
         <source>Traditional Chinese</source>
         <translation>중국어 번체</translation>
+    </message>
+    <message>
+        <source>Western European</source>
+        <translation>서유럽어</translation>
+    </message>
+    <message>
+        <source>If its text looks wrong, save it as UTF-8 and attach it again.</source>
+        <translation>글자가 깨져 보이면 UTF-8로 저장한 뒤 다시 첨부하세요.</translation>
+    </message>
+    <message>
+        <source>{0} is not UTF-8: it was read as {1} text in the {2} encoding. {3}</source>
+        <translation>{0} 파일은 UTF-8이 아니어서 {2} 인코딩의 {1} 텍스트로 읽었습니다. {3}</translation>
+    </message>
+    <message>
+        <source>{0} is not UTF-8: it was read as text in the {1} encoding. {2}</source>
+        <translation>{0} 파일은 UTF-8이 아니어서 {1} 인코딩의 텍스트로 읽었습니다. {2}</translation>
     </message>
     <message>
         <source>not a text file (looks like {0})</source>
@@ -2858,6 +2890,10 @@ and the summary.</source>
     <message>
         <source>Max new tokens is now {0} (Settings), so the conversation keeps {1} tokens of the {2}-token context.</source>
         <translation>최대 새 토큰 수가 이제 {0}입니다(설정). {2} 토큰 컨텍스트 중 {1} 토큰이 대화에 남습니다.</translation>
+    </message>
+    <message>
+        <source>Your message is attached as {0}. Write your question about it and send it.</source>
+        <translation>메시지를 {0} 파일로 첨부했습니다. 이 내용에 대한 질문을 써서 보내세요.</translation>
     </message>
     <message>
         <source>max new tokens reached</source>

@@ -418,3 +418,24 @@ def test_a_file_in_another_encoding_is_refused_in_korean_words_a_person_can_act_
         "텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요",
         "예전 단일 바이트 인코딩(Latin-1이나 Windows 코드 페이지 등)으로 저장된 텍스트라 UTF-8이 아닙니다. "
         "텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요"]
+
+
+def test_a_file_read_from_an_older_encoding_and_a_paste_attached_as_a_file_are_said_in_korean(korean, qtbot, tmp_path):
+    """New-user trial: a cp949 file is read and attached with a line that says so; a long paste
+    can be attached as a file: the dialog, its button and the file's name are in Korean."""
+    from app.chat.document_refusal import legacy_note
+    from app.engine.documents.extract import extract_file
+    from app.engine.memory.admission import AdmissionDecision
+    from app.ui.admission_dialog import AdmissionDialog
+
+    minutes = tmp_path / "회의록.txt"
+    minutes.write_bytes(("안녕하세요, 회의록입니다." * 50).encode("cp949"))
+    assert legacy_note(extract_file(minutes)) == ("회의록.txt 파일은 UTF-8이 아니어서 cp949 인코딩의 한국어 텍스트로 "
+                                                  "읽었습니다. 글자가 깨져 보이면 UTF-8로 저장한 뒤 다시 첨부하세요.")
+    decision = AdmissionDecision(False, "positions", "too long", context_limit=8_192, reason_kind="message",
+                                 facts=dict(message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512,
+                                            room=7_168, shorten_by=32_852))
+    dialog = AdmissionDialog(decision)
+    qtbot.addWidget(dialog)
+    assert dialog.buttons["attach"].text() == "파일로 첨부"
+    assert dialog.findChild(QLabel, "admissionAttachHint").text().startswith("긴 텍스트는 파일로 첨부할 수도 있습니다.")
