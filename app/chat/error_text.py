@@ -43,6 +43,10 @@ _GGUF = re.compile(r"gguf|magic|which we cannot handle", re.IGNORECASE)
 _ARCHITECTURE = re.compile(
     r"does not recognize this architecture|unrecognized (configuration|model)|architecture .* is not supported"
     r"|model type .* (is not|not) (supported|recognized)|GGUF model with architecture", re.IGNORECASE)
+# app.engine.loading.safetensors_header.damaged_safetensors: "<file>: damaged safetensors file (…)"
+_DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safetensors file")
+# a weights file the load itself found cut or corrupt (safetensors, torch's zip reader)
+_CORRUPT_WEIGHTS = re.compile(r"SafetensorError|Error while deserializing header|PytorchStreamReader failed")
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
 _TYPED = re.compile(r"^(?:.*?: )?([A-Z]\w*(?:Error|Exception|Warning))(?::|$)")
 
@@ -115,10 +119,21 @@ def _unsupported_architecture() -> PlainError:
                                    "Gemma, Phi …)."))
 
 
+def _damaged_todo() -> str:
+    """What to do about a damaged model file: the same words for a GGUF and a weights file."""
+    return translate("PlainError", "The file may be incomplete or damaged; download it again.")
+
+
 def _bad_gguf() -> PlainError:
-    return PlainError(translate("PlainError", "This GGUF file could not be read."),
-                      translate("PlainError", "The file may be incomplete or damaged; "
-                                                 "download it again."))
+    return PlainError(translate("PlainError", "This GGUF file could not be read."), _damaged_todo())
+
+
+def _bad_weights(name: str) -> PlainError:
+    """A weights file that is cut short or corrupt: named when the loader knows which."""
+    if name:
+        return PlainError(translate("PlainError", "The weights file {0} could not be read.").format(name),
+                          _damaged_todo())
+    return PlainError(translate("PlainError", "A weights file of this model could not be read."), _damaged_todo())
 
 
 def plain_error(exc: BaseException, during: str = "reply") -> PlainError:
@@ -181,6 +196,12 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return PlainError(translate("PlainError", "This folder has no config.json."),
                           translate("PlainError", "Headroom opens a model folder with a config.json, or a "
                                                      ".gguf file."))
+    # before the GGUF wording below: a converted GGUF's folder or file name says "gguf" too
+    damaged = _DAMAGED_SAFETENSORS.search(message)
+    if damaged:
+        return _bad_weights(damaged.group(1))
+    if during == "load" and _CORRUPT_WEIGHTS.search(message):
+        return _bad_weights("")
     # before the GGUF wording below: "not a .gguf file" is no damaged GGUF
     if "not a .gguf file or a model folder" in message:
         return PlainError(translate("PlainError", "This is not a model Headroom can open."),

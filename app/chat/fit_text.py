@@ -15,7 +15,16 @@ from __future__ import annotations
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.chat.error_text import plain_failure
-from app.engine.loading.catalog import CONVERSION, GGUF, NO_WEIGHTS, PICKLE_ONLY, REFUSED, REMOTE_CODE, UNREADABLE
+from app.engine.loading.catalog import (
+    CONVERSION,
+    DAMAGED,
+    GGUF,
+    NO_WEIGHTS,
+    PICKLE_ONLY,
+    REFUSED,
+    REMOTE_CODE,
+    UNREADABLE,
+)
 from app.engine.loading.fit import FITS, NF4, NO_FIT, SAVED, TIGHT
 from app.engine.loading.fit_plan import FULL, PARTIAL
 from app.engine.memory.units import format_bytes
@@ -158,7 +167,7 @@ def note_text(note) -> str:
             format_bytes(int(note.value)))
     if note.kind == UNREADABLE:
         return translate("FitText", "its config.json could not be read")
-    if note.kind == REFUSED:
+    if note.kind in (REFUSED, DAMAGED):
         return refusal_text(str(note.value))
     return str(note.value)
 
@@ -166,6 +175,11 @@ def note_text(note) -> str:
 def notes_line(entry) -> str:
     """A CatalogEntry's notes, one line ("" when none)."""
     return "; ".join(note_text(note) for note in entry.notes)
+
+
+def is_damaged(entry) -> bool:
+    """Whether a CatalogEntry cannot open because one of its files is incomplete or corrupt."""
+    return any(note.kind == DAMAGED for note in entry.notes)
 
 
 def refusal_text(reason: str) -> str:

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from app.chat.fit_text import (
     fit_line,
+    is_damaged,
     machine_text,
     notes_line,
     plan_line,
@@ -259,7 +260,7 @@ class OpenModelDialog(QDialog):
         item.setText(_DISK, format_bytes(entry.disk_bytes))
         item.setText(_NEEDS, format_bytes(fit.needed) if fit else "—")
         if entry.refusal:
-            item.setText(_FIT, self.tr("✕ cannot open"))
+            item.setText(_FIT, self.tr("✕ damaged") if is_damaged(entry) else self.tr("✕ cannot open"))
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[NO_FIT], self.palette())))
         elif fit is None:
             item.setText(_FIT, self.tr("unknown"))

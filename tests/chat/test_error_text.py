@@ -76,6 +76,24 @@ def test_worker_reasons_become_plain_lines(reason, during, what, todo):
     assert "reshape" not in _one_line(plain) and "lm_head" not in plain.line()
 
 
+def test_a_damaged_weights_file_is_named_in_the_words_of_a_damaged_gguf():
+    """The new-user trial read "The model could not be opened (SafetensorError)"; a cut
+    safetensors file is now said as a damaged GGUF is, with the file's name."""
+    damaged = ("cannot load cut.gguf: model-00002-of-00004.safetensors: damaged safetensors file (it ends before "
+               "its own tensors do); the file is probably incomplete or corrupted — download it again")
+    assert plain_failure(damaged, "load").line() == (
+        "The weights file model-00002-of-00004.safetensors could not be read. "
+        "The file may be incomplete or damaged; download it again.")
+    gguf = plain_failure("cannot convert bad.gguf: bad.gguf: damaged GGUF header (it ends before its own "
+                         "tables do); the file is probably incomplete or corrupted — download it again", "load")
+    assert plain_failure(damaged, "load").todo == gguf.todo
+    # the load's own error, when no file could be named: still the damaged-file words
+    raw = ("cannot load cut: SafetensorError: Error while deserializing header: incomplete metadata, "
+           "file not fully covered")
+    assert plain_failure(raw, "load").line() == (
+        "A weights file of this model could not be read. The file may be incomplete or damaged; download it again.")
+
+
 def test_anything_else_names_the_type_and_points_to_the_log_never_the_raw_message():
     plain = plain_error(ValueError("cannot reshape array of size 12 into shape (5,)"))
     assert plain.what == "The answer failed (ValueError)."

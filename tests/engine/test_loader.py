@@ -83,3 +83,51 @@ def test_unloading_frees_the_model(tiny_model_dir):
     del loaded
     gc.collect()
     assert ref() is None
+
+
+def _modules() -> set[int]:
+    gc.collect()
+    return {id(o) for o in gc.get_objects() if isinstance(o, torch.nn.Module)}
+
+
+def _cut_copy(tiny_model_dir, folder):
+    """The new-user trial's folder: a working model whose model.safetensors was cut short."""
+    import shutil
+
+    shutil.copytree(tiny_model_dir, folder)
+    weights = folder / "model.safetensors"
+    with open(weights, "r+b") as file:
+        file.truncate(weights.stat().st_size // 2)
+    return folder
+
+
+def test_a_cut_safetensors_file_is_named_and_nothing_stays_loaded(tmp_path, tiny_model_dir):
+    folder = _cut_copy(tiny_model_dir, tmp_path / "cut")
+    before = _modules()
+    with pytest.raises(ModelLoadError) as info:
+        load_model(folder)
+    assert str(info.value) == (
+        "cannot load cut: model.safetensors: damaged safetensors file (it ends before its own tensors "
+        "do); the file is probably incomplete or corrupted — download it again")
+    assert _modules() - before == set()
+
+
+def test_a_safetensor_error_in_the_load_itself_names_the_damaged_file(tmp_path, tiny_model_dir, monkeypatch):
+    """When the header check before the load passes (here: skipped), the SafetensorError that
+    transformers then raises is traced back to the file, and the half-built model is freed."""
+    from app.engine.loading import loader, safetensors_header
+
+    folder = _cut_copy(tiny_model_dir, tmp_path / "cut")
+    checks = []
+
+    def check_after_the_first(path):
+        checks.append(path)
+        return None if len(checks) == 1 else safetensors_header.damaged_safetensors(path)
+
+    monkeypatch.setattr(loader, "damaged_safetensors", check_after_the_first)
+    before = _modules()
+    with pytest.raises(ModelLoadError) as info:
+        load_model(folder)
+    assert len(checks) == 2
+    assert str(info.value).startswith("cannot load cut: model.safetensors: damaged safetensors file (it ends before")
+    assert _modules() - before == set()

@@ -47,7 +47,7 @@ def fake_cache(tmp_path, monkeypatch):
     cache = tmp_path / "hub"
     tiny = add_repo(cache, "org/tiny-llama", {
         "config.json": config_bytes(tiny_llama_config()),
-        "model.safetensors": b"\0" * 1000,  # only its size matters to the listing
+        "model.safetensors": 1000,  # a whole header, then zeros: only its size matters to the fit
         "tokenizer.json": b"{}",
     })
     add_repo(cache, "org/encoder", {"config.json": config_bytes(BertConfig(architectures=["BertForMaskedLM"]))})
@@ -160,6 +160,37 @@ def test_damaged_gguf_and_missing_config_say_why_there_is_no_fit(tmp_path):
     assert entry.fit is None and entry.plan is None and entry.disk_bytes == 100
     assert entry.note == "model.gguf is GGUF version 0; supported: 2 and 3"
     assert "no config.json" in cpu_catalog(free=GiB).describe(tmp_path).note
+
+
+def test_a_cut_safetensors_file_is_listed_as_damaged_not_as_fitting(tmp_path, tiny_model_dir):
+    """The new-user trial: a working folder whose model.safetensors was cut short was listed as
+    "fits"; it is refused, with the file named, as a damaged GGUF header is."""
+    import shutil
+
+    from app.engine.loading.catalog import DAMAGED
+
+    folder = tmp_path / "cut"
+    shutil.copytree(tiny_model_dir, folder)
+    weights = folder / "model.safetensors"
+    with open(weights, "r+b") as file:
+        file.truncate(weights.stat().st_size // 2)
+    entry = cpu_catalog(free=GiB).describe(folder)
+    reason = ("model.safetensors: damaged safetensors file (it ends before its own tensors do); the file is "
+              "probably incomplete or corrupted — download it again")
+    assert (entry.refusal, entry.notes[0].kind, entry.note) == (reason, DAMAGED, reason)
+    assert cpu_catalog(free=GiB).describe(tiny_model_dir).refusal == ""
+
+
+def test_a_damaged_gguf_header_is_noted_as_damaged(tmp_path):
+    from app.engine.loading.catalog import DAMAGED
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    gguf = tmp_path / "tiny.gguf"
+    write_tiny_gguf(gguf, "Q8_0")
+    with open(gguf, "r+b") as file:
+        file.truncate(200)  # inside its metadata
+    entry = cpu_catalog(free=GiB).describe(gguf)
+    assert entry.notes[0].kind == DAMAGED and "damaged GGUF header" in entry.refusal
 
 
 def test_unconverted_gguf_is_planned_from_its_header(tmp_path, monkeypatch):

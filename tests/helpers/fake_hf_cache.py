@@ -16,7 +16,9 @@ from pathlib import Path
 def add_repo(cache: Path, repo_id: str, files: dict[str, bytes | int], commit: str = "a" * 40,
              repo_type: str = "model") -> Path:
     """Put `files` into the cache as repo `repo_id`; returns the snapshot folder. A value is the
-    file's bytes, or an int: a sparse file of that size (a "16 GB" weight file that takes no disk)."""
+    file's bytes, or an int: a sparse file of that size (a "16 GB" weight file that takes no disk;
+    a ``.safetensors`` one starts with a header whose one tensor covers the file, so it reads as
+    whole: app.engine.loading.safetensors_header)."""
     repo = cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
@@ -24,6 +26,8 @@ def add_repo(cache: Path, repo_id: str, files: dict[str, bytes | int], commit: s
         if isinstance(data, int):
             blob = repo / "blobs" / hashlib.sha256(f"{name}:{data}".encode()).hexdigest()
             with open(blob, "wb") as f:
+                if name.endswith(".safetensors"):
+                    f.write(safetensors_header(data))
                 f.truncate(data)
         else:
             blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
@@ -46,3 +50,14 @@ def config_bytes(config) -> bytes:
     """config.json contents of a transformers config (or a plain dict)."""
     data = config if isinstance(config, dict) else config.to_dict()
     return json.dumps(data).encode()
+
+
+def safetensors_header(file_bytes: int) -> bytes:
+    """The first bytes of a safetensors file of `file_bytes` bytes whose one uint8 tensor covers
+    the rest of it (https://huggingface.co/docs/safetensors/index#format); the JSON is padded
+    with spaces, as safetensors itself pads it."""
+    def header(data: int) -> str:
+        return json.dumps({"weight": {"dtype": "U8", "shape": [data], "data_offsets": [0, data]}})
+
+    length = len(header(file_bytes))  # at least as long as the header of the smaller tensor
+    return length.to_bytes(8, "little") + header(file_bytes - 8 - length).ljust(length).encode()

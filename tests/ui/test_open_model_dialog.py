@@ -387,6 +387,28 @@ def test_a_file_that_cannot_be_opened_keeps_open_disabled_and_says_why(qtbot, tm
     assert chosen and chosen[0][0] == str(dialog.entries()[1].path) and chosen[0][2] == 0
 
 
+def test_a_cut_safetensors_folder_is_listed_as_damaged_and_cannot_be_opened(qtbot, tmp_path, tiny_model_dir):
+    """New-user trial: a working folder whose model.safetensors was cut short (`truncate -s`) was
+    listed as "● fits", and opening it failed with "(SafetensorError)". It is listed as damaged,
+    in the words a damaged GGUF gets, with the file named, and Open stays off."""
+    import shutil
+
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    qtbot.waitUntil(lambda: not dialog.reading())
+    cut = tmp_path / "cut-model"
+    shutil.copytree(tiny_model_dir, cut)
+    with open(cut / "model.safetensors", "r+b") as file:
+        file.truncate((cut / "model.safetensors").stat().st_size // 2)
+    dialog.add_path(cut)
+    qtbot.waitUntil(lambda: not dialog.reading())
+    assert rows(dialog)[0][0] == "cut-model" and rows(dialog)[0][4] == "✕ damaged"
+    assert rows(dialog)[1][4] == "● fits"  # the whole folder it was copied from
+    said = ("The weights file model.safetensors could not be read. "
+            "The file may be incomplete or damaged; download it again.")
+    assert not dialog.open_button.isEnabled() and dialog.open_button.toolTip() == said
+    assert dialog.detail.text().splitlines()[1:] == [said]
+
+
 def test_a_context_that_cannot_hold_max_new_tokens_is_warned_about(qtbot, tmp_path, tiny_model_dir):
     """New-user trial: a custom 2,048 context with the Code preset's 2,048 max new tokens left no room,
     and nothing said so before the first turn was refused."""

@@ -27,6 +27,7 @@ _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 # what stands out about a listed model (EntryNote.kind)
 REMOTE_CODE, PICKLE_ONLY, NO_WEIGHTS = "remote code", "pickle only", "no weights"
 GGUF, CONVERSION, UNREADABLE, REFUSED = "gguf", "conversion", "unreadable", "refused"
+DAMAGED = "damaged"
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class EntryNote:
     kind: REMOTE_CODE (needs trust_remote_code), PICKLE_ONLY (.bin/.pt weights only),
     NO_WEIGHTS (no weight files), GGUF (value: its quantization, "Q4_1"), CONVERSION (value:
     bytes the first open writes to the cache), UNREADABLE (value: why config.json could not be
-    read, one line) or REFUSED (value: why it cannot be opened at all, one line)."""
+    read, one line), REFUSED (value: why it cannot be opened at all, one line) or DAMAGED (value:
+    which file is incomplete or corrupted and how, one line; the entry's refusal too)."""
 
     kind: str
     value: str | int = ""
@@ -67,7 +69,8 @@ class CatalogEntry:
     plan: the fit plan (app.engine.loading.fit_plan: verdict, context that fits, conversion), or
     None where fit is None. A GGUF is planned from its header; nothing is converted to list it.
     refusal: why this path cannot be opened at all ("" when it can): a file that is not a GGUF or
-    a GGUF with an unsupported architecture or tensor type, a folder without config.json.
+    a GGUF with an unsupported architecture or tensor type or a damaged header, a folder without
+    config.json or with a damaged safetensors file (app.engine.loading.safetensors_header).
     """
 
     name: str
@@ -272,8 +275,9 @@ class Catalog:
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             log.info("%s: config.json unreadable: %s", path, reason)
             return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(UNREADABLE, reason),))
-        return CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
-                            _notes(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
+        entry = CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
+                             _notes(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
+        return _with_damage(entry, folder)
 
     def _describe_gguf(self, path: Path, origin: str, name: str, size: int, context: int) -> CatalogEntry:
         """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
@@ -288,7 +292,8 @@ class Catalog:
         except Exception as exc:  # noqa: BLE001 - unsupported or damaged: one note, never raised
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             log.info("%s cannot be opened: %s", path, reason)
-            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(REFUSED, reason),), refusal=reason)
+            kind = DAMAGED if "damaged GGUF header" in reason else REFUSED
+            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(kind, reason),), refusal=reason)
         notes = (EntryNote(GGUF, header.quantization),)
         if plan.conversion:
             notes += (EntryNote(CONVERSION, plan.conversion["output_bytes"]),)
@@ -315,6 +320,19 @@ class Catalog:
         weights_on_disk = sum(p.stat().st_size for p in folder.glob("*.safetensors")) or sum(
             p.stat().st_size for p in folder.glob("*.bin"))
         return project_fit(config, placement, self.machine, context, quant, weights_on_disk)
+
+
+def _with_damage(entry: CatalogEntry, folder: Path) -> CatalogEntry:
+    """`entry`, refused with a DAMAGED note when one of `folder`'s safetensors files is shorter
+    than its header says or has an unreadable header (a download cut short). Its fit is kept
+    (the HF cache listing judges causal LMs by it), but the refusal is what the window shows."""
+    from app.engine.loading.safetensors_header import damaged_safetensors
+
+    reason = damaged_safetensors(folder)
+    if reason is None:
+        return entry
+    log.info("%s cannot be opened: %s", entry.path, reason)
+    return replace(entry, notes=(EntryNote(DAMAGED, reason), *entry.notes), refusal=reason)
 
 
 def _fit_context(setting: int, plan) -> int:

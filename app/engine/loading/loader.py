@@ -21,6 +21,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from app.engine.loading.folder_trust import check_folder, remote_code_message
 from app.engine.loading.placement import Placement, detect_placement
+from app.engine.loading.safetensors_header import damaged_safetensors
 from app.engine.local.attention import enable_packed_sdpa
 from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids
 from app.engine.local.fa2_attention import enable_fa2_static
@@ -256,6 +257,9 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         trust = check_folder(folder, trust_remote_code, allow_pickle)
     except ValueError as exc:  # TrustRequired included: one line that says how to allow it
         raise ModelLoadError(str(exc)) from None
+    damage = damaged_safetensors(folder) if trust.use_safetensors else None
+    if damage is not None:  # a download cut short: said with the file's name, before any weight loads
+        raise ModelLoadError(f"cannot load {Path(path).name}: {damage}")
     model = tokenizer = None
     error: ModelLoadError | None = None
     try:
@@ -295,6 +299,9 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         raise
     except Exception as exc:
         error = _load_error(f"cannot load {Path(path).name}", exc)
+        damage = damaged_safetensors(folder) if _corrupt_file_error(exc) else None
+        if damage is not None:  # the header looked whole, the load found otherwise: name the file
+            error = ModelLoadError(f"cannot load {Path(path).name}: {damage}")
         if "trust_remote_code" in str(exc):  # e.g. a tokenizer that ships its own code
             error = ModelLoadError(remote_code_message(Path(path).name))
     finally:
@@ -360,6 +367,13 @@ def _report_plan(path: Path, device_preference: str, report: Progress) -> None:
         return
     log.info("fit plan: %s", plan.summary())
     report(f"Plan: {plan.summary()}", 0.0)
+
+
+def _corrupt_file_error(exc: BaseException) -> bool:
+    """Whether `exc` is a weights file that could not be read: safetensors' SafetensorError
+    ("Error while deserializing header: …"), or torch's zip reader on a cut pickle file."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "SafetensorError" in names or "PytorchStreamReader failed" in str(exc)
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
