@@ -38,7 +38,11 @@ OPENING = "Opening the model file"  # the progress line's first stage (app.chat.
 class ModelFlow(QObject):
     """Loads models through the chat's worker and adopts the worker's LoadReport as chat.report.
     No signals of its own: the Chat's load_progressed, load_ended, model_changed, model_loaded,
-    load_failed and decode_status_changed are emitted here."""
+    load_failed, load_notices_withdrawn and decode_status_changed are emitted here.
+
+    Why a model did not open is a notice of kind "load": it stays while the previous model
+    reopens after it (so it can be read), and is withdrawn once a model opened afterwards
+    opens (new-user trial: it stayed above the first message of the next chat)."""
 
     def __init__(self, chat: Chat):
         super().__init__(chat)
@@ -46,6 +50,7 @@ class ModelFlow(QObject):
         self._loads: list[Path] = []  # requested and not yet answered, oldest first
         self._fraction = 0.0          # of the newest load's progress
         self._limit_said: tuple | None = None  # (max new tokens, context, limit) last said
+        self._reopened: Path | None = None  # the previous model, reopened after a failed or cancelled load
         worker = chat.worker
         worker.load_progressed.connect(self._on_load_progressed)
         worker.model_changed.connect(self._on_model_changed)
@@ -149,7 +154,7 @@ class ModelFlow(QObject):
         a notice. A path that does not exist is refused before the open model is unloaded."""
         chat, path = self._chat, Path(path)
         if not path.exists():
-            chat.announce(plain_failure(f"no model at {path}", "load").line(), "error")
+            chat.announce(plain_failure(f"no model at {path}", "load").line(), "load")
             chat.load_failed.emit(f"no model at {path}")
             return
         if self._loads:
@@ -226,6 +231,9 @@ class ModelFlow(QObject):
         chat.model_path = path
         if not newest:  # a newer open is queued and frees this model first
             return
+        reopened, self._reopened = self._reopened, None
+        if path != reopened:  # a model the user opened: why an earlier one did not is stale now
+            chat.load_notices_withdrawn.emit()
         chat.settings = chat.settings.with_recent_model(path)
         save_settings(chat.settings)
         self.say_new_tokens_limit()
@@ -238,10 +246,9 @@ class ModelFlow(QObject):
             return
         previous = self._previous_model(path)
         log.warning("could not open %s: %s", path, reason)  # the engine's words stay in the log
-        self._chat.announce(self._reopening(plain_failure(reason, "load").line(), previous), "error")
+        self._chat.announce(self._reopening(plain_failure(reason, "load").line(), previous), "load")
         self._chat.load_failed.emit(reason)
-        if previous:
-            self.open_model(previous)
+        self._reopen(previous)
 
     @Slot()
     def _on_load_cancelled(self) -> None:
@@ -250,5 +257,10 @@ class ModelFlow(QObject):
             return
         previous = self._previous_model(path)
         self._chat.announce(self._reopening(translate("Models", "Loading cancelled."), previous))
+        self._reopen(previous)
+
+    def _reopen(self, previous: Path | None) -> None:
+        """Open `previous` again after a failed or cancelled load (None: nothing to reopen)."""
+        self._reopened = previous
         if previous:
             self.open_model(previous)

@@ -153,17 +153,29 @@ class ChatView(QScrollArea):
 
     def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
         """A notice below the last message: kind "info", "error", "refused" (why a turn was not
-        started, until a remedy runs it) or "retry" (an error about the last turn, with a Retry
-        button until another turn starts)."""
+        started, until a remedy runs it), "retry" (an error about the last turn, with a Retry
+        button until another turn starts) or "load" (why a model did not open, until
+        `withdraw_load_notices`)."""
         if kind == "retry":
             notice = RetryNotice(text)
             notice.retry_requested.connect(self.retry_requested)
-        else:  # "refused" looks like an error and goes when the turn then runs (begin_stream)
-            notice = Notice(text, "error" if kind == "refused" else kind)
+        else:  # "refused" and "load" look like errors; each goes when what it said no longer holds
+            notice = Notice(text, "error" if kind in ("refused", "load") else kind)
             notice.setProperty("refused", kind == "refused")
+            notice.about_load = kind == "load"
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
+
+    @Slot()
+    def withdraw_load_notices(self) -> None:
+        """Remove the notices saying why a model did not open: a model opened since (new-user
+        trial: the stale error stayed at the top of the next chat)."""
+        for notice in self._column.findChildren(Notice):
+            if getattr(notice, "about_load", False):
+                self._layout.removeWidget(notice)
+                notice.hide()
+                notice.deleteLater()
 
     @Slot(str)
     def show_reply_elsewhere(self, text: str) -> None:

@@ -20,7 +20,7 @@ def test_every_expected_error_and_notice_goes_through_the_one_funnel(make_chat, 
     chat.worker.summary_failed.emit(1, "no model")
     chat.monitor.sampling_failed.emit("RuntimeError: NVML gone")
     kinds = [kind for _text, kind in chat.recorded.of("notice")]
-    assert kinds == ["info", "error", "error", "error", "error", "warning"]
+    assert kinds == ["info", "error", "load", "error", "error", "warning"]  # "load": until a model opens
     chat.memory.save_diagnostics(tmp_path / "diag.md")
     assert chat.recorded.of("notice")[-1] == (f"Diagnostics saved to {tmp_path / 'diag.md'}", "status")
 

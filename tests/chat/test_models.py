@@ -15,7 +15,7 @@ def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
     assert chat.worker.loads == [] and chat.worker.stops == 0
     assert seen.of("load_failed") == [(f"no model at {tmp_path / 'nowhere'}",)]
     assert seen.of("notice") == [(f"There is no model at {tmp_path / 'nowhere'}. Pick another one in Open model.",
-                                  "error")]
+                                  "load")]
 
 
 def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_report(chat, tmp_path):
@@ -58,9 +58,29 @@ def test_a_failed_load_says_why_and_reopens_the_previous_model(chat, tmp_path):
     worker.load_failed.emit("cannot convert new: not a GGUF file.")
     # a plain line (what happened, what to do); the loader's own words stay in the log
     assert seen.of("notice") == [("This GGUF file could not be read. The file may be incomplete or damaged; "
-                                  "download it again. Reopening old.", "error")]
+                                  "download it again. Reopening old.", "load")]
     assert seen.of("load_failed") == [("cannot convert new: not a GGUF file.",)]
     assert [load[0] for load in worker.loads] == [str(new), str(old)]
+
+
+def test_why_a_model_did_not_open_is_withdrawn_once_another_opens_not_when_the_previous_reopens(chat, tmp_path):
+    """New-user trial: after a failed open, the error stayed at the top of the next chat although
+    a different model had opened since."""
+    worker, seen = chat.worker, chat.recorded
+    old, new = two_models(chat, tmp_path)
+    chat.models.open_model(new)
+    worker.load_failed.emit("cannot load new: model.safetensors: damaged safetensors file (it ends before its "
+                            "own tensors do); the file is probably incomplete or corrupted — download it again")
+    assert seen.of("notice") == [("The weights file model.safetensors could not be read. The file may be "
+                                  "incomplete or damaged; download it again. Reopening old.", "load")]
+    worker.model_loaded.emit(report("old"))  # the previous model, reopened: the notice stays to be read
+    assert seen.of("model_loaded") == [(report("old"),)] and seen.of("load_notices_withdrawn") == []
+    other = tmp_path / "other"
+    other.mkdir()
+    chat.models.open_model(other)  # the user opens another model, and it opens
+    worker.model_loaded.emit(report("other"))
+    assert seen.of("load_notices_withdrawn") == [()]
+    assert seen.names()[-2:] == ["load_notices_withdrawn", "model_loaded"]
 
 
 def test_cancel_stops_the_load_and_reopens_the_previous_model(chat, tmp_path):

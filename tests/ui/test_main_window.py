@@ -202,6 +202,41 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     assert [m.role for m in window.chat.conversation.messages] == [Role.USER, Role.ASSISTANT]
 
 
+def shown_notices(window) -> list[str]:
+    """The notices the transcript shows, top to bottom (withdrawn ones are gone at once)."""
+    from app.ui.notice import Notice
+
+    layout = window.chat_view._layout
+    widgets = [layout.itemAt(i).widget() for i in range(layout.count())]
+    return [w.text() for w in widgets if isinstance(w, Notice) and not w.isHidden()]
+
+
+def test_a_cut_model_says_which_file_and_its_notice_goes_once_another_model_opens(qtbot, make_window, tmp_path,
+                                                                                  tiny_model_dir):
+    """New-user trial: a folder whose model.safetensors was cut short failed with
+    "(SafetensorError)", and the notice then stayed at the top of the next chat although a
+    different model had opened."""
+    import shutil
+
+    window = make_window(max_new_tokens=3)
+    open_and_wait(qtbot, window, tiny_model_dir)
+    cut, other = tmp_path / "cut", tmp_path / "other"
+    shutil.copytree(tiny_model_dir, cut)
+    shutil.copytree(tiny_model_dir, other)
+    with open(cut / "model.safetensors", "r+b") as file:
+        file.truncate((cut / "model.safetensors").stat().st_size // 2)
+    with qtbot.waitSignal(window.model_ready, timeout=60000):  # fails, then the previous model reopens
+        window.open_model(cut)
+    said = (f"The weights file model.safetensors could not be read. The file may be incomplete or damaged; "
+            f"download it again. Reopening {tiny_model_dir.name}.")
+    assert shown_notices(window) == [said]  # kept while the previous model reopens: it can be read
+    open_and_wait(qtbot, window, other)
+    assert shown_notices(window) == []
+    with qtbot.waitSignal(window.turn_finished, timeout=30000):
+        send(qtbot, window, "hello")
+    assert shown_notices(window) == [] and window.chat_view.bubbles()[0].text == "hello"
+
+
 def test_a_missing_path_keeps_the_open_model(qtbot, make_window, tmp_path, tiny_model_dir):
     window = make_window(max_new_tokens=5)
     open_and_wait(qtbot, window, tiny_model_dir)
