@@ -1789,6 +1789,10 @@ tokens counted by {4}: {5}</source>
         <translation>Hugging Face 모델 폴더: config.json과 *.safetensors 가중치가 든 폴더.</translation>
     </message>
     <message>
+        <source>✕ damaged</source>
+        <translation>✕ 손상됨</translation>
+    </message>
+    <message>
         <source>Reading the model&apos;s header and planning its fit…</source>
         <translation>모델 헤더를 읽고 메모리 적합성을 계획하는 중…</translation>
     </message>
@@ -1970,6 +1974,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>The file may be incomplete or damaged; download it again.</source>
         <translation>파일이 불완전하거나 손상되었을 수 있습니다. 다시 내려받으세요.</translation>
+    </message>
+    <message>
+        <source>The weights file {0} could not be read.</source>
+        <translation>가중치 파일({0})을 읽지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>A weights file of this model could not be read.</source>
+        <translation>이 모델의 가중치 파일을 읽지 못했습니다.</translation>
     </message>
     <message>
         <source>A file Headroom needs is missing: {0}.</source>

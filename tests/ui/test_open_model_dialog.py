@@ -409,6 +409,22 @@ def test_a_cut_safetensors_folder_is_listed_as_damaged_and_cannot_be_opened(qtbo
     assert dialog.detail.text().splitlines()[1:] == [said]
 
 
+def test_in_korean_a_damaged_folder_says_so_in_korean(qtbot, tmp_path, tiny_model_dir, korean):
+    import shutil
+
+    cut = tmp_path / "cut-model"
+    shutil.copytree(tiny_model_dir, cut)
+    with open(cut / "model.safetensors", "r+b") as file:
+        file.truncate(100)  # inside its header
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    dialog.add_path(cut)
+    qtbot.waitUntil(lambda: not dialog.reading() and dialog.tree.topLevelItemCount() == 2)
+    assert rows(dialog)[0][4] == "✕ 손상됨"
+    assert dialog.detail.text().splitlines()[1:] == [
+        "가중치 파일(model.safetensors)을 읽지 못했습니다. "
+        "파일이 불완전하거나 손상되었을 수 있습니다. 다시 내려받으세요."]
+
+
 def test_a_context_that_cannot_hold_max_new_tokens_is_warned_about(qtbot, tmp_path, tiny_model_dir):
     """New-user trial: a custom 2,048 context with the Code preset's 2,048 max new tokens left no room,
     and nothing said so before the first turn was refused."""
