@@ -294,7 +294,7 @@ class OpenModelDialog(QDialog):
             return
         key = model_key(candidate.path)
         self._show_detail(candidate, entry)
-        plan = entry.plan if entry is not None else None
+        plan = entry.plan if entry is not None and not refusal else None  # a damaged file: no plan to speak of
         self.context.show_model(plan.context_fit if plan else None, plan.trained_context if plan else None,
                                 self.context_for(key), self._settings.generation.context_tokens,
                                 reading=entry is None, fits_kv8=plan.context_fit_kv8 if plan else None)
