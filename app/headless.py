@@ -9,6 +9,7 @@ one-line reason on stderr. No Qt is imported.
 import json
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from app.core.paths import default_model_path
@@ -66,9 +67,24 @@ def _load(model_path: Path | None):
     return loaded
 
 
-def ask(question: str, model_path: Path | None, settings: GenerationSettings) -> int:
+def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:
+    """`settings` with max new tokens limited to what the loaded model's context allows
+    (app.core.new_tokens.fitted_new_tokens), as the window's turns get it (ModelFlow.turn_settings):
+    the saved setting is the user's for every model, so one larger than this model's context (kept
+    for a bigger one) must not refuse every question. report: the LoadReport (max_positions)."""
+    from app.core.history import DEFAULT_MODEL_CONTEXT
+    from app.core.new_tokens import fitted_new_tokens
+
+    trained = report.max_positions or DEFAULT_MODEL_CONTEXT
+    context = min(settings.context_tokens, trained) if settings.context_tokens > 0 else trained
+    return replace(settings, max_new_tokens=fitted_new_tokens(settings.max_new_tokens, context))
+
+
+def ask(question: str, model_path: Path | None, settings: GenerationSettings, fit_new_tokens: bool = False) -> int:
     """Answer one question on stdout through the same turn runner as the window (history
-    policy, admission, the position check of transformers #530); return the process exit code."""
+    policy, admission, the position check of transformers #530); return the process exit code.
+    fit_new_tokens: max new tokens is the saved setting, limited to the model (`fitted_to_model`);
+    a value given on the command line is used as it is."""
     from app.core.conversation import Message, Role
     from app.core.history import SummaryState
     from app.engine.events import TextDelta
@@ -81,6 +97,8 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     loaded = _load(model_path)
     if loaded is None:
         return 1
+    if fit_new_tokens:
+        settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
         match event:
@@ -100,10 +118,11 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings) ->
     return 0
 
 
-def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettings) -> int:
+def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettings,
+           fit_new_tokens: bool = False) -> int:
     """Play one user message per line through the real model with the history policy; print,
     per turn, the prompt tokens, the window's turn count, whether a summary was made, and the
-    answer. Exit 0 when every turn was answered, 1 otherwise."""
+    answer. Exit 0 when every turn was answered, 1 otherwise. fit_new_tokens: as in `ask`."""
     from app.core.conversation import Conversation, MessageStatus, Role
     from app.core.history import SummaryState
     from app.engine.local import turn_runner as tr
@@ -117,6 +136,8 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     loaded = _load(model_path)
     if loaded is None:
         return 1
+    if fit_new_tokens:
+        settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     conversation, summary, failures = Conversation(), SummaryState(), 0
     stop = threading.Event()

@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         **{name: getattr(args, name) if getattr(args, name) is not None else getattr(settings.generation, name)
            for name in ("top_k", "min_p", "repetition_penalty", "seed")},
     ).validated()
+    fit = args.max_new_tokens is None  # the saved setting: limited to the model's context, as the window does
     if args.replay is not None:
-        return headless.replay(args.replay, args.model, generation)
-    return headless.ask(args.ask, args.model, generation)
+        return headless.replay(args.replay, args.model, generation, fit_new_tokens=fit)
+    return headless.ask(args.ask, args.model, generation, fit_new_tokens=fit)

@@ -18,6 +18,20 @@ def test_ask_prints_paris_and_exits_zero(real_model_folder):
     assert "tok/s" in result.stderr  # speed line goes to stderr, the answer alone to stdout
 
 
+def test_a_saved_max_new_tokens_above_the_context_is_limited_not_refused(tiny_model_dir, tmp_path, monkeypatch):
+    """The saved setting is kept for every model (a bigger one may take it): `--ask` limits it to
+    this model's context as the window does, instead of refusing ("lower max_new_tokens")."""
+    from app.core.settings import GenerationSettings, Settings, save_settings
+
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path))
+    save_settings(Settings(generation=GenerationSettings(max_new_tokens=32768)))
+    result = run_app("--ask", "hi", "--model", str(tiny_model_dir))
+    assert result.returncode == 0, result.stderr
+    assert "tok/s" in result.stderr
+    given = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "32768")
+    assert given.returncode == 1 and "lower max_new_tokens" in given.stderr  # asked for: said, not changed
+
+
 def test_model_flag_opens_an_hf_folder(tiny_model_dir):
     result = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "4")
     assert result.returncode == 0, result.stderr

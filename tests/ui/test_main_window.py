@@ -185,7 +185,7 @@ def test_message_too_long_for_the_context_offers_lower_max_new_tokens_or_goes_ba
     assert refused.args == ["refused"]
     dialog = window.dialogs.admission_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
-    assert set(dialog.buttons) == {"lower_max_new_tokens", "cancel"}  # trimming cannot help
+    assert set(dialog.buttons) == {"attach", "lower_max_new_tokens", "cancel"}  # trimming cannot help
     qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
     assert window.chat.conversation.messages == [] and window.chat_view.bubbles() == []
     assert window.composer.editor.toPlainText() == message.strip()
