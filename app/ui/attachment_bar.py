@@ -91,12 +91,13 @@ class AttachmentBar(QWidget):
         if chip is None:
             chip = self.chips[attachment_id] = QToolButton()
             chip.setObjectName("attachmentChip")
-            chip.setToolTip(self.tr("Remove this attachment"))
             chip.setAccessibleName(self.tr("Attachment {0}").format(name))
             chip.clicked.connect(lambda: self.remove_requested.emit(attachment_id))
             self._row.insertWidget(self._row.count() - 1, chip)
             self._show_when_needed()
         chip.setText(f"{name.replace('&', '&&')} · {status}  ✕")  # "&" in a file name is no access key
+        # a narrow bar cuts the chip's text in the middle: the tooltip says it whole (new-user trial)
+        chip.setToolTip(f"{name} · {status}\n" + self.tr("Remove this attachment"))
 
     # ----- drops -------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)

@@ -317,6 +317,7 @@ class MainWindow(QMainWindow):
     @Slot(bool)
     def _on_reply_started(self, continued: bool) -> None:
         (self.chat_view.continue_stream if continued else self.chat_view.begin_stream)()
+        self.status.clear_speed()  # the last answer's TTFT and speed are not this one's (new-user trial)
         self.chat_view.set_actions_enabled(False)  # one turn at a time, whichever chat is shown
         self.chat_bar.set_answering(True)
         self.composer.set_generating(True)

@@ -87,6 +87,8 @@ def test_chips_show_each_attachment_and_remove_it_on_click(qtbot):
     bar.show_attachment(3, "report.pdf", "reading 40%")
     bar.show_attachment(3, "report.pdf", "12,345 characters, 3 pages")
     assert bar.chips[3].text() == "report.pdf · 12,345 characters, 3 pages  ✕"
+    # cut in the middle when the bar is narrow: whole in the tooltip (new-user trial)
+    assert bar.chips[3].toolTip() == "report.pdf · 12,345 characters, 3 pages\nRemove this attachment"
     with qtbot.waitSignal(bar.remove_requested) as removed:
         bar.chips[3].click()
     assert removed.args == [3]
