@@ -9,8 +9,10 @@ class CountSpinBox(QSpinBox):
 
     Qt's own QSpinBox refuses the '-' key when the minimum is not negative, so typing "-5" leaves
     "5" in the field, a value the user never asked for (new-user trial: Max new tokens -5 became
-    5). Here the minus sign stays on screen while typing, and Enter or leaving the field corrects
-    the number to the minimum, visibly. No signals beyond QSpinBox's."""
+    5). Here the minus sign stays on screen while typing, and Enter or leaving the field puts the
+    value back to what it was before, visibly, as an invalid entry is undone elsewhere (regression
+    trial: turning it into the minimum, 1 token, would have cut every answer to one token). No
+    signals beyond QSpinBox's."""
 
     def _number(self, text: str) -> str:
         """`text` without the prefix, the suffix and surrounding spaces."""
@@ -30,6 +32,8 @@ class CountSpinBox(QSpinBox):
         return super().validate(text, pos)
 
     def fixup(self, text: str) -> str:  # noqa: D102 (Qt override)
-        if self.minimum() >= 0 and self._negative(text):
-            return self.prefix() + self.textFromValue(self.minimum()) + self.suffix()
+        if self.minimum() >= 0 and self._negative(text):  # the value typed over is still the value
+            if self.value() == self.minimum() and self.specialValueText():
+                return self.specialValueText()
+            return self.prefix() + self.textFromValue(self.value()) + self.suffix()
         return super().fixup(text)

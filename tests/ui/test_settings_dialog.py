@@ -46,8 +46,9 @@ def test_cpu_threads_stop_at_the_logical_cores(qtbot, monkeypatch):
     assert dialog.cpu_threads.value() == 2 and dialog.result_settings().cpu_threads == 2
 
 
-def test_a_negative_count_becomes_the_minimum_not_its_digits(qtbot):
-    """New-user trial: -5 typed into Max new tokens silently became 5 (QSpinBox drops the '-')."""
+def test_a_negative_count_is_undone_not_turned_into_its_digits(qtbot):
+    """New-user trial: -5 typed into Max new tokens silently became 5 (QSpinBox drops the '-');
+    the regression trial: becoming the minimum (1 token) was no better. It goes back to 512."""
     dialog = SettingsDialog(GenerationSettings(max_new_tokens=512))
     qtbot.addWidget(dialog)
     dialog.show()
@@ -57,13 +58,13 @@ def test_a_negative_count_becomes_the_minimum_not_its_digits(qtbot):
     qtbot.keyClicks(box, "-5")
     assert box.lineEdit().text() == "-5 tokens" and box.value() == 512  # the sign stays on screen
     box.interpretText()  # Enter
-    assert (box.value(), box.lineEdit().text()) == (1, "1 tokens")
-    assert dialog.result_settings().max_new_tokens == 1
-    box.setValue(512)
+    assert (box.value(), box.lineEdit().text()) == (512, "512 tokens")
+    assert dialog.result_settings().max_new_tokens == 512
+    box.setValue(300)
     box.selectAll()
     qtbot.keyClicks(box, "-5")
     QApplication.sendEvent(box, QFocusEvent(QEvent.Type.FocusOut, Qt.FocusReason.TabFocusReason))  # leaving it
-    assert (box.value(), box.lineEdit().text()) == (1, "1 tokens")
+    assert (box.value(), box.lineEdit().text()) == (300, "300 tokens")
     threads = dialog.cpu_threads
     threads.selectAll()
     qtbot.keyClicks(threads, "-3")
