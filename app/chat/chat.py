@@ -34,7 +34,8 @@ class Chat(QObject):
             "info" or "error": a line in the transcript; "refused": why a turn was not started,
             in the transcript as an error until the turn runs after all; "retry": an error about the last turn,
             in the transcript with Retry (chat.turns.retry); "load": why a model did not open, in
-            the transcript as an error until load_notices_withdrawn; "status": the status bar for 8 s;
+            the transcript as an error until load_notices_withdrawn; "limit": the open model's limit
+            on max new tokens, in the transcript until limit_notices_withdrawn; "status": the status bar for 8 s;
             "warning": the status bar for 15 s; "wait": the status bar until the reply in flight
             ends (why a message was not sent yet), at most 8 s.
         message_added(object Role, str text): a message the user sent.
@@ -97,6 +98,8 @@ class Chat(QObject):
         load_failed(str reason).
         load_notices_withdrawn(): a model the user opened after a failed open has opened; the
             "load" notices saying why an earlier one did not are stale.
+        limit_notices_withdrawn(): the "limit" notices no longer hold (the context or max new
+            tokens changed).
         decode_status_changed(object DecodeStatus).
         can_send_changed(bool): something can answer (a model, or a remote backend).
         backend_changed(object): the remote server's display name, or None for the local model.
@@ -147,6 +150,7 @@ class Chat(QObject):
     model_loaded = Signal(object)
     load_failed = Signal(str)
     load_notices_withdrawn = Signal()
+    limit_notices_withdrawn = Signal()
     decode_status_changed = Signal(object)
     can_send_changed = Signal(bool)
     backend_changed = Signal(object)

@@ -139,6 +139,8 @@ class ModelFlow(QObject):
         situation = (wanted, context, limit)
         if situation == self._limit_said:
             return
+        if self._limit_said is not None:  # what was said of the last situation no longer holds
+            chat.limit_notices_withdrawn.emit()
         self._limit_said = situation
         if context is None or limit == wanted:
             return
@@ -146,7 +148,7 @@ class ModelFlow(QObject):
                                           "hold beside a message, so its answers get at most {2} tokens and the "
                                           "conversation keeps {3}. Your setting stays {0} for models with more "
                                           "context.").format(
-            f"{wanted:,}", f"{context:,}", f"{limit:,}", f"{conversation_tokens(limit, context):,}"), "info")
+            f"{wanted:,}", f"{context:,}", f"{limit:,}", f"{conversation_tokens(limit, context):,}"), "limit")
 
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on

@@ -154,15 +154,16 @@ class ChatView(QScrollArea):
     def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
         """A notice below the last message: kind "info", "error", "refused" (why a turn was not
         started, until a remedy runs it), "retry" (an error about the last turn, with a Retry
-        button until another turn starts) or "load" (why a model did not open, until
-        `withdraw_load_notices`)."""
+        button until another turn starts), "load" (why a model did not open, until
+        `withdraw_load_notices`) or "limit" (the open model's limit on max new tokens, as info,
+        until `withdraw_limit_notices`)."""
         if kind == "retry":
             notice = RetryNotice(text)
             notice.retry_requested.connect(self.retry_requested)
         else:  # "refused" and "load" look like errors; each goes when what it said no longer holds
-            notice = Notice(text, "error" if kind in ("refused", "load") else kind)
+            notice = Notice(text, "error" if kind in ("refused", "load") else "info" if kind == "limit" else kind)
             notice.setProperty("refused", kind == "refused")
-            notice.about_load = kind == "load"
+            notice.withdrawn_with = kind if kind in ("load", "limit") else ""
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
@@ -171,8 +172,18 @@ class ChatView(QScrollArea):
     def withdraw_load_notices(self) -> None:
         """Remove the notices saying why a model did not open: a model opened since (new-user
         trial: the stale error stayed at the top of the next chat)."""
+        self._withdraw("load")
+
+    @Slot()
+    def withdraw_limit_notices(self) -> None:
+        """Remove the notices about a limit on max new tokens that no longer holds: the context or
+        the setting changed since (regression trial: "its answers get at most 128 tokens" stayed
+        after the context went back to automatic, and answers got 512)."""
+        self._withdraw("limit")
+
+    def _withdraw(self, kind: str) -> None:
         for notice in self._column.findChildren(Notice):
-            if getattr(notice, "about_load", False):
+            if getattr(notice, "withdrawn_with", "") == kind:
                 self._layout.removeWidget(notice)
                 notice.hide()
                 notice.deleteLater()

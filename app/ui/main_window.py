@@ -246,6 +246,7 @@ class MainWindow(QMainWindow):
         chat.model_loaded.connect(self.model_ready)
         chat.load_failed.connect(self.load_failed)
         chat.load_notices_withdrawn.connect(self.chat_view.withdraw_load_notices)
+        chat.limit_notices_withdrawn.connect(self.chat_view.withdraw_limit_notices)
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
         chat.backend_reported.connect(status.show_backend)

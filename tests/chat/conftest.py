@@ -19,7 +19,7 @@ CHAT_SIGNALS = ("notice", "message_added", "reply_started", "reply_prefill_progr
                 "conversation_cleared", "conversation_loaded", "conversations_listed", "conversation_deleted",
                 "versions_changed", "notes_changed", "presets_changed", "summary_changed", "summarizing_changed",
                 "load_progressed", "load_ended", "model_changed", "model_loaded", "load_failed",
-                "load_notices_withdrawn",
+                "load_notices_withdrawn", "limit_notices_withdrawn",
                 "decode_status_changed", "can_send_changed", "backend_changed", "backend_reported", "reply_stats",
                 "attachment_changed", "reply_sources", "message_documents", "document_noted", "message_sources",
                 "notes_proposed", "reply_waiting", "reply_elsewhere",

@@ -219,7 +219,7 @@ def open_sized(chat, tmp_path, max_positions=2048, name="model"):
 # the conversation keeps 2,048 − 512 new − 256 summary reserve, as the token meter says
 LOWERED_1755 = ("Max new tokens (1,755) is more than this model's 2,048-token context can hold beside a message, "
                 "so its answers get at most 512 tokens and the conversation keeps 1,280. Your setting stays "
-                "1,755 for models with more context.", "info")
+                "1,755 for models with more context.", "limit")
 
 
 def test_a_saved_max_new_tokens_the_context_cannot_hold_is_limited_for_that_model(make_chat, tmp_path):
@@ -256,9 +256,14 @@ def test_a_small_manual_context_does_not_lower_the_saved_max_new_tokens(make_cha
     chat.worker.reply_finished.emit(chat.worker.last_id, finished(), record())
     stored = chat.store.load_conversation(chat.conversation_id).settings
     assert stored["max_new_tokens"] == 512  # nor with the conversation
+    assert chat.recorded.of("limit_notices_withdrawn") == []
+    said = len(chat.recorded.of("notice"))
     chat.models.open_chosen(str(path), ModelPermissions(str(path)), 0)  # again, automatic context
     chat.worker.model_changed.emit(loaded)
     chat.worker.model_loaded.emit(loaded)
+    # regression trial: "at most 128 tokens" stayed in the chat while answers got 512 again
+    assert chat.recorded.of("limit_notices_withdrawn") == [()]
+    assert not any("at most" in text for text, _ in chat.recorded.of("notice")[said:])  # nothing new to say
     chat.turns.send("Again")
     assert chat.worker.requests[-1].settings.max_new_tokens == 512
     assert load_settings().generation.max_new_tokens == 512
@@ -326,4 +331,4 @@ def test_the_lowered_notice_says_the_budget_the_token_meter_shows(make_chat, tmp
     assert chat.recorded.of("notice")[-1] == (
         "Max new tokens (32,768) is more than this model's 8,192-token context can hold beside a message, so its "
         "answers get at most 2,048 tokens and the conversation keeps 5,632. Your setting stays 32,768 for models "
-        "with more context.", "info")
+        "with more context.", "limit")
