@@ -247,6 +247,8 @@ class MainWindow(QMainWindow):
         chat.load_failed.connect(self.load_failed)
         chat.load_notices_withdrawn.connect(self.chat_view.withdraw_load_notices)
         chat.limit_notices_withdrawn.connect(self.chat_view.withdraw_limit_notices)
+        for opened in (chat.conversation_loaded, chat.reply_started):  # a chat opened, or a new one saved
+            opened.connect(lambda *_: self.window_state.save_open_conversation(self.chat.conversation_id))
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
         chat.backend_reported.connect(status.show_backend)

@@ -36,6 +36,13 @@ class WindowState:
         s.setValue("session/conversation_id", -1 if conversation_id is None else int(conversation_id))
         s.sync()
 
+    def save_open_conversation(self, conversation_id: int | None) -> None:
+        """Remember the open conversation now, not only at a clean close: after a crash or a kill
+        the next start opens the chat that was open (regression trial: it opened the one open at
+        the last clean close, and the answer cut off by the crash was found only in the list)."""
+        self._settings.setValue("session/conversation_id", -1 if conversation_id is None else int(conversation_id))
+        self._settings.sync()
+
     def has_layout(self) -> bool:
         """True when an earlier start saved the window's geometry (False: a first start)."""
         value = self._settings.value("window/geometry")

@@ -55,6 +55,19 @@ def test_layout_and_open_conversation_come_back_after_a_restart(qtbot, make_wind
     assert dogs in again.sidebar.ids()
 
 
+def test_the_open_conversation_comes_back_after_a_crash(qtbot, make_window, tmp_path):
+    """Regression trial: after kill -9 the next start opened the chat open at the last clean close;
+    the open chat is remembered as soon as it opens. The first window is never closed here."""
+    db = tmp_path / "chats.sqlite3"
+    cats, dogs = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(dogs)
+    window.sidebar.open_requested.emit(cats)
+    assert window.chat.conversation_id == cats
+    again = make_window(store_path=db)  # a start after a crash: no close, no save at close
+    assert again.chat.conversation_id == cats
+
+
 def test_a_hidden_memory_panel_and_a_new_chat_are_restored_as_such(qtbot, make_window, tmp_path):
     db = tmp_path / "chats.sqlite3"
     cats, _ = seed(db)
