@@ -72,11 +72,9 @@ def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:
     (app.core.new_tokens.fitted_new_tokens), as the window's turns get it (ModelFlow.turn_settings):
     the saved setting is the user's for every model, so one larger than this model's context (kept
     for a bigger one) must not refuse every question. report: the LoadReport (max_positions)."""
-    from app.core.history import DEFAULT_MODEL_CONTEXT
-    from app.core.new_tokens import fitted_new_tokens
+    from app.core.new_tokens import fitted_new_tokens, model_context
 
-    trained = report.max_positions or DEFAULT_MODEL_CONTEXT
-    context = min(settings.context_tokens, trained) if settings.context_tokens > 0 else trained
+    context = model_context(settings.context_tokens, report.max_positions)
     return replace(settings, max_new_tokens=fitted_new_tokens(settings.max_new_tokens, context))
 
 

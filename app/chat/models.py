@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
-from app.core.history import DEFAULT_MODEL_CONTEXT
-from app.core.new_tokens import conversation_tokens, fitted_new_tokens
+from app.core.new_tokens import conversation_tokens, fitted_new_tokens, model_context
 from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
 
 if TYPE_CHECKING:
@@ -122,9 +121,7 @@ class ModelFlow(QObject):
         chat = self._chat
         if chat.model_path is None or chat.report is None or chat.settings.backend.is_remote:
             return None
-        trained = chat.report.max_positions or DEFAULT_MODEL_CONTEXT
-        setting = chat.settings.context_for(chat.model_path)
-        return min(setting, trained) if setting > 0 else trained
+        return model_context(chat.settings.context_for(chat.model_path), chat.report.max_positions)
 
     def say_new_tokens_limit(self) -> None:
         """Say in one line when the open model's context cannot hold the chat's max new tokens

@@ -10,11 +10,18 @@ tokens saved, a 2,048-token context, "37 / 37 tokens" left for the conversation)
 
 from __future__ import annotations
 
-from app.core.history import TokenBudget, summary_reserve
+from app.core.history import DEFAULT_MODEL_CONTEXT, TokenBudget, summary_reserve
 
 MIN_PROMPT_TOKENS = 512
 """Prompt tokens a turn needs besides its answer, at most: a system prompt, a message of a few
 paragraphs and the turn before it (a quarter of a context smaller than 2,048 tokens)."""
+
+
+def model_context(context_setting: int, max_positions: int | None) -> int:
+    """The context (tokens) a model's turns run with: its setting (0 = automatic) within its trained
+    length (LoadReport.max_positions; DEFAULT_MODEL_CONTEXT when the config does not say)."""
+    trained = max_positions or DEFAULT_MODEL_CONTEXT
+    return min(context_setting, trained) if context_setting > 0 else trained
 
 
 def max_new_tokens_allowed(context_tokens: int) -> int:
