@@ -227,11 +227,8 @@ class TurnFlow(QObject):
         no remedy ran), so that it is neither in the next prompt nor in the summary; returns its
         text and documents ("" when there was none, or when it keeps older answers: one of those
         is shown again)."""
-        messages = self._chat.conversation.messages
-        if not messages or messages[-1].role is not Role.USER:
-            return "", ()
         self._refused = None
-        return self._chat.conversations.withdraw_last()
+        return self._take_back_question()
 
     def _put_back(self, text: str, documents: tuple) -> None:
         """A withdrawn message back in the composer: its text (text_withdrawn) and the files it
@@ -413,12 +410,17 @@ class TurnFlow(QObject):
 
     def _withdraw_unanswered(self) -> None:
         """A refused message the user gives up on goes back into the composer, not into history."""
-        messages = self._chat.conversation.messages
-        if not messages or messages[-1].role is not Role.USER:
-            return
-        text, documents = self._chat.conversations.withdraw_last()
+        text, documents = self._take_back_question()
         if text:
             self._put_back(text, documents)
+
+    def _take_back_question(self) -> tuple[str, tuple]:
+        """The user message that ends the chat taken out of it (ConversationFlow.withdraw_last):
+        its text and documents; ("", ()) when the chat does not end with one."""
+        messages = self._chat.conversation.messages
+        if not messages or messages[-1].role is not Role.USER:
+            return "", ()
+        return self._chat.conversations.withdraw_last()
 
     def _withdraw_as_file(self) -> None:
         """A message too long for the context ("Attach as a file" in the remedies dialog) leaves
@@ -427,10 +429,7 @@ class TurnFlow(QObject):
         the passages a question needs: app.engine.documents.turn). Text over what a file may
         bring goes back to the message box as it was, with the reason."""
         chat = self._chat
-        messages = chat.conversation.messages
-        if not messages or messages[-1].role is not Role.USER:
-            return
-        text, documents = chat.conversations.withdraw_last()
+        text, documents = self._take_back_question()
         if not text:
             return
         if chat.attachments is None:
@@ -475,12 +474,15 @@ class TurnFlow(QObject):
         start shows it cut off, with Retry (Store.mark_interrupted); before, the answer lived only
         in memory until it ended, so a killed process lost it and left its question unanswered
         (new-user trial: kill -9 mid-answer)."""
-        now = time.monotonic()
-        if self._reply.id is not None and now - self._saved_at < PROGRESS_SAVE_S:
+        reply, now = self._reply, time.monotonic()
+        if reply.id is not None and now - self._saved_at < PROGRESS_SAVE_S:
             return
         self._saved_at = now
         with contextlib.suppress(KeyError):  # its chat deleted meanwhile (stop_for_delete ends it)
-            self._chat.conversations.persist(self._reply, self._home, self._home_id)
+            if reply.id is None:  # its row: a new version, the sidebar and version arrows follow
+                self._chat.conversations.persist(reply, self._home, self._home_id)
+            else:  # later only its text, on the token path: no sidebar or version recount each second
+                self._chat.store.update_message(reply.id, content=reply.content, status=reply.status)
 
     @Slot(int, object, object)
     def _on_reply_finished(self, request_id: int, finished, record) -> None:

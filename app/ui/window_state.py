@@ -33,8 +33,7 @@ class WindowState:
         s.setValue("window/geometry", window.saveGeometry())
         s.setValue("window/state", window.saveState(LAYOUT_VERSION))
         s.setValue("window/splitter", splitter.saveState())
-        s.setValue("session/conversation_id", -1 if conversation_id is None else int(conversation_id))
-        s.sync()
+        self.save_open_conversation(conversation_id)  # and writes the file
 
     def save_open_conversation(self, conversation_id: int | None) -> None:
         """Remember the open conversation now, not only at a clean close: after a crash or a kill
