@@ -175,13 +175,9 @@ def _legacy(data: bytes, name: str, byte: int) -> tuple[str, str]:
     """(text, encoding) of text in an older encoding told with confidence and decoding cleanly,
     else the NOT_UTF8 error (`byte`: the first byte that is not UTF-8)."""
     encoding = legacy_encoding(data)
-    if encoding is not None:
-        try:
-            text = data.decode(encoding)
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and not _looks_wrong(text):
-            return text, encoding
+    text = _reading(data, encoding) if encoding is not None else None
+    if text is not None and not _looks_wrong(text):
+        return text, encoding
     raise _not_utf8(data, name, byte)
 
 
