@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from app.engine.local import nucleus_kernel
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
@@ -653,6 +654,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
         return decoder
     if require_cuda:
         use_compile_caches()
+        sampler_reason = nucleus_kernel.unavailable_reason(model.device)  # built here, not at the first token
+        if sampler_reason:
+            log.info("sampled tokens use the sort-based draw: %s", sampler_reason)
     report(DecodeStatus("compiling", f"optimizing decode for {_bits_label(todo)} "
                         f"({', '.join(map(str, capacities))} tokens)",
                         decoder.capacities, 0.0, decoder.ready_kv_bits, todo))

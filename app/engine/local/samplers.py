@@ -21,7 +21,9 @@ On CUDA the draw takes `draw_from_nucleus` instead (issue 15, item 2): the same 
 prefixes of one ascending sort, and one uniform through the inverse CDF, because a single row of
 128,256 scores makes PyTorch's one-row softmax, argmax and multinomial checks slow (0.38 ms of GPU
 time a sampled token on the H200 at the default settings against 0.03 greedy, in a 3.9 ms step:
-tests/benchmarks/results/sampler_gpu_h200.json). On the CPU `sample` keeps transformers' own steps,
+tests/benchmarks/results/sampler_gpu_h200.json). Where NVRTC builds it, `nucleus_kernel` draws
+instead, the same filters as depth thresholds found by histograms, no sort (~4 small launches). On
+the CPU `sample` keeps transformers' own steps,
 so a seeded CPU draw picks the token `generate()` picks.
 
 Presence and frequency penalties are OpenAI request parameters; Headroom passes them to remote
@@ -35,6 +37,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import torch
+
+from app.engine.local import nucleus_kernel
 
 FILTERED = float("-inf")
 """Score given to a filtered token (transformers' default ``filter_value``)."""
@@ -203,6 +207,10 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
     path keeps a CPU generator) gets the probabilities copied to it, which syncs; on the same
     device nothing here waits for the device."""
     if settings.temperature > 0 and scores.device.type == "cuda":
+        if nucleus_kernel.takes(scores):
+            device = generator.device if generator is not None else scores.device
+            u = torch.rand(1, generator=generator, device=device).to(scores.device)
+            return nucleus_kernel.run(scores, settings, u, seen, settings.repetition_penalty)[0]
         if seen is not None and settings.repetition_penalty != 1.0:
             scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty)
         token = draw_from_nucleus(scores, settings, generator)
