@@ -7,8 +7,10 @@ step (generation._OneStepAhead), so what the token waits for is the sampler's *G
 measures it with the host kept ahead (the GPU first sleeps, so every kernel is queued before the
 first runs), per variant, on a Llama-3 vocabulary (128,256) of float32 logits:
 
-- ``app``: `samplers.sample`, what the app runs (on CUDA `draw_from_nucleus`: one sort, binary
-  searches, one uniform);
+- ``app``: `samplers.sample`, what the app runs (on CUDA `nucleus_kernel`'s sort-free draw where
+  NVRTC builds it);
+- ``sorted``: `samplers.draw_from_nucleus` (one sort, binary searches, one uniform), the app's CUDA
+  draw until 2026-12-04;
 - ``steps``: transformers' own steps (`process`, softmax, multinomial), the app's draw until
   2026-12-03 and still the CPU's;
 - ``*_graph``: the same captured in one CUDA graph (launch gaps gone, same kernels);
@@ -122,22 +124,26 @@ def main(argv=None) -> int:
 
             def steps(params=params, logits=logits, seen=seen):
                 return transformers_steps(logits, params, seen)
+
+            def sorted_draw(params=params, logits=logits):
+                if params.temperature <= 0:
+                    return torch.argmax(logits).view(1)
+                return samplers.draw_from_nucleus(logits, params, None)
             row = {"logits": dist, "settings": name}
-            for label, fn in (("app", app), ("steps", steps)):
+            for label, fn in (("app", app), ("sorted", sorted_draw), ("steps", steps)):
                 row |= {f"{label}_gpu_us": gpu_us(fn), f"{label}_host_us": host_us(fn),
                         f"{label}_graph_gpu_us": gpu_us(graphed(fn))}
                 if name == "default":
                     row[f"{label}_kernels"] = kernels(fn)
             R["rows"].append(row)
             print(json.dumps({k: v for k, v in row.items() if "kernels" not in k}), flush=True)
-    print("\n| logits | settings | app GPU µs | in one graph | host µs | transformers' steps GPU µs | in one graph "
-          "| host µs |\n|---|---|---|---|---|---|---|---|")
+    print("\n| logits | settings | draw | GPU µs | in one graph | host µs |\n|---|---|---|---|---|---|")
     for r in R["rows"]:
-        print(f"| {r['logits']} | {r['settings']} | {r['app_gpu_us']:.1f} | {r.get('app_graph_gpu_us', 0):.1f} | "
-              f"{r.get('app_host_us', 0):.1f} | {r.get('steps_gpu_us', 0):.1f} | "
-              f"{r.get('steps_graph_gpu_us', 0):.1f} | {r.get('steps_host_us', 0):.1f} |")
+        for label in ("app", "sorted", "steps"):
+            print(f"| {r['logits']} | {r['settings']} | {label} | {r[f'{label}_gpu_us']:.1f} | "
+                  f"{r[f'{label}_graph_gpu_us']:.1f} | {r[f'{label}_host_us']:.1f} |")
     for r in R["rows"]:
-        for label in ("app", "steps"):
+        for label in ("app", "sorted", "steps"):
             if f"{label}_kernels" in r:
                 print(f"\n{label} kernels, {r['logits']} logits, default settings:")
                 for k in r[f"{label}_kernels"][:12]:
