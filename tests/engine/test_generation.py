@@ -201,3 +201,29 @@ def test_progress_starts_once_the_prefill_has_run_half_a_second():
     steps = prefill_steps(_FixedTimeModel(), torch.zeros((1, 40), dtype=torch.long), None, 8)
     done = [p.done_tokens for p in steps]  # chunks end at 0.2, 0.4, 0.6, 0.8 and 1.0 s
     assert done[-2:] == [24, 32] and done[0] >= 16  # (16 only when the box is slow)
+
+
+def test_a_korean_answer_cut_inside_a_character_keeps_only_whole_characters(real_loaded, monkeypatch):
+    # max new tokens can end the answer between the bytes of one Hangul syllable (byte-level BPE);
+    # what is shown and saved then ends at the last whole character, never in U+FFFD
+    from app.engine.local import generation
+
+    written = []
+
+    class Recording(generation.IncrementalDetokenizer):
+        def push(self, token_id):
+            written.append(token_id)
+            return super().push(token_id)
+
+    monkeypatch.setattr(generation, "IncrementalDetokenizer", Recording)
+    korean = [{"role": "user", "content": "김치를 만드는 방법을 한국어로 설명해 주세요."}]
+    run(real_loaded, SamplingParams(max_new_tokens=24, temperature=0), messages=korean)
+    tok, ids = real_loaded.tokenizer, list(written)
+    inside = [k for k in range(1, len(ids)) if tok.decode(ids[:k]).endswith("\ufffd")]
+    assert inside, tok.decode(ids)  # the greedy answer is Korean
+    cut = inside[0]
+    whole = max(k for k in range(cut) if not tok.decode(ids[:k]).endswith("\ufffd"))
+    deltas, finished = run(real_loaded, SamplingParams(max_new_tokens=cut, temperature=0), messages=korean)
+    assert finished.stop_reason == "length" and finished.new_tokens == cut
+    assert "".join(deltas) == finished.text == tok.decode(ids[:whole])
+    assert "\ufffd" not in finished.text and tok.decode(ids).startswith(finished.text)
