@@ -814,6 +814,10 @@ Your chats are saved here.</source>
         <translation>서유럽어</translation>
     </message>
     <message>
+        <source>Cyrillic</source>
+        <translation>키릴 문자</translation>
+    </message>
+    <message>
         <source>If its text looks wrong, save it as UTF-8 and attach it again.</source>
         <translation>글자가 깨져 보이면 UTF-8로 저장한 뒤 다시 첨부하세요.</translation>
     </message>

@@ -432,6 +432,10 @@ def test_a_file_read_from_an_older_encoding_and_a_paste_attached_as_a_file_are_s
     minutes.write_bytes(("안녕하세요, 회의록입니다." * 50).encode("cp949"))
     assert legacy_note(extract_file(minutes)) == ("회의록.txt 파일은 UTF-8이 아니어서 cp949 인코딩의 한국어 텍스트로 "
                                                   "읽었습니다. 글자가 깨져 보이면 UTF-8로 저장한 뒤 다시 첨부하세요.")
+    russian = tmp_path / "протокол.txt"
+    russian.write_bytes("Протокол собрания: выручка выросла.\n".encode("cp1251") * 20)
+    assert legacy_note(extract_file(russian)).startswith(
+        "протокол.txt 파일은 UTF-8이 아니어서 cp1251 인코딩의 키릴 문자 텍스트로 읽었습니다.")
     decision = AdmissionDecision(False, "positions", "too long", context_limit=8_192, reason_kind="message",
                                  facts=dict(message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512,
                                             room=7_168, shorten_by=32_852))
