@@ -5,6 +5,7 @@ and keeps every placeholder; the main window and the settings dialog then speak 
 Set HEADROOM_SCREENSHOT_DIR to keep the Korean screenshots (tests/ui/screenshots/ holds the
 committed ones: ko-main-light.png, ko-main-dark.png, ko-settings-light.png, ko-settings-dark.png)."""
 
+import ast
 import os
 import re
 import sys
@@ -118,11 +119,17 @@ def test_the_compiled_catalogues_are_up_to_date(tmp_path):
 
 def test_the_code_never_hides_a_string_from_lupdate():
     """lupdate reads literal arguments of tr / translate / QT_TRANSLATE_NOOP only: a wrapper such as
-    _tr("text") or a call inside an f-string would never reach the catalogue."""
+    _tr("text") or a call inside an f-string would never reach the catalogue; and it reads a plural
+    only from tr(text, disambiguation, n) (self.tr, or Class.tr for module-level text as in
+    app.ui.reply_stats_text), never from translate(context, text, None, n)."""
     for path in update_translations.sources():
         text = (ROOT / path).read_text(encoding="utf-8")
         assert not re.search(r"\b_tr\(\s*[\"']", text), path
         assert not re.search(r"f\"[^\"\n]*\{[^}\n]*\btr(anslate)?\(", text), path
+        for call in ast.walk(ast.parse(text)):  # a count in translate() drops or unplurals the string:
+            name = getattr(call, "func", None)  # lupdate reads a name there as Qt 4's encoding argument
+            if isinstance(call, ast.Call) and getattr(name, "id", getattr(name, "attr", "")) == "translate":
+                assert len(call.args) + len(call.keywords) <= 3, (path, call.lineno)
 
 
 # ----- the window in Korean ---------------------------------------------------------------------
