@@ -8,6 +8,9 @@ pyside6-lupdate reads every `self.tr(...)`, `QCoreApplication.translate("Context
 headroom_ko.ts, keeping the translations already there; new strings come in "unfinished"
 until someone translates them (Qt Linguist, or any editor: the file is XML). headroom_en.ts holds
 only the plural forms ("%n turns" → "1 turn"), the English source being written in the plural.
+lupdate reads a plural only from tr(text, disambiguation, n): self.tr in a class, ClassName.tr for
+module-level text (app/ui/reply_stats_text.py); translate(context, text, None, n) is read as a
+plain string, or dropped, since its Python parser takes a name there for Qt 4's encoding argument.
 pyside6-lrelease then compiles both into the .qm files the app loads (app/ui/translations.py);
 the .qm files are committed, so a checkout and the bundle need no Qt tools at run time.
 Both tools ship in the PySide6 wheel, next to this venv's python.

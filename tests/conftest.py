@@ -38,6 +38,17 @@ def _use_this_checkouts_resources() -> None:
 _use_this_checkouts_resources()
 
 
+@pytest.fixture(autouse=True)
+def scratch_config(tmp_path_factory, monkeypatch) -> Path:
+    """Each test gets a config folder of its own (HEADROOM_CONFIG_DIR: settings.json, presets.json,
+    session.ini, api_keys.json), so settings one test saves (Settings → OK with max new tokens
+    32,768) cannot reach a later test that reads the defaults. Not under tmp_path, which tests
+    list. The session-wide folder set above stays for session fixtures."""
+    folder = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def real_model_path() -> Path:
     path = default_model_path()

@@ -47,12 +47,14 @@ LOOKS_LIKE = {
     "binary data": QT_TRANSLATE_NOOP("DocumentRefusal", "binary data"),
 }
 
-# The language a multi-byte encoding charset-normalizer names is used for (Python's codec names)
+# The language (or script) an older encoding detected is used for (Python's codec names): the
+# multi-byte ones charset-normalizer names, and the single-byte ones app.engine.documents.text reads
 _KOREAN = QT_TRANSLATE_NOOP("DocumentRefusal", "Korean")
 _JAPANESE = QT_TRANSLATE_NOOP("DocumentRefusal", "Japanese")
 _SIMPLIFIED = QT_TRANSLATE_NOOP("DocumentRefusal", "Simplified Chinese")
 _TRADITIONAL = QT_TRANSLATE_NOOP("DocumentRefusal", "Traditional Chinese")
 _WESTERN = QT_TRANSLATE_NOOP("DocumentRefusal", "Western European")
+_CYRILLIC = QT_TRANSLATE_NOOP("DocumentRefusal", "Cyrillic")
 ENCODING_LANGUAGES = {
     **dict.fromkeys(("cp949", "euc_kr", "johab", "iso2022_kr"), _KOREAN),
     **dict.fromkeys(("shift_jis", "cp932", "euc_jp", "iso2022_jp", "shift_jis_2004", "shift_jisx0213",
@@ -60,6 +62,7 @@ ENCODING_LANGUAGES = {
     **dict.fromkeys(("gb2312", "gbk", "gb18030", "hz"), _SIMPLIFIED),
     **dict.fromkeys(("big5", "big5hkscs", "cp950"), _TRADITIONAL),
     **dict.fromkeys(("cp1252", "latin_1", "iso8859_1", "iso8859_15"), _WESTERN),
+    **dict.fromkeys(("cp1251", "koi8_r"), _CYRILLIC),
 }
 UNICODE_ENCODINGS = frozenset({"utf-8", "utf-8-sig", "utf-16", "utf-32"})  # what needs no word
 

@@ -120,10 +120,11 @@ class AdmissionDialog(QDialog):
             total = prompt + b.max_new_tokens
             rows.append((self.tr("Prompt + max new tokens"), self.tr("{0} + {1} = {2} tokens").format(
                 f"{prompt:,}", f"{b.max_new_tokens:,}", f"{total:,}"), "admissionTokens"))
-        rows.append((self.tr("Context limit"), self.tr("{0} tokens").format(f"{d.context_limit:,}"),
-                     "admissionLimit"))
+        limit = d.context_limit
+        rows.append((self.tr("Context limit"), self.tr("{0} tokens", "", limit).format(f"{limit:,}"), "admissionLimit"))
         if projection is not None:
-            rows.append((self.tr("Over by"), self.tr("{0} tokens").format(f"{total - d.context_limit:,}"),
+            over = total - d.context_limit
+            rows.append((self.tr("Over by"), self.tr("{0} tokens", "", over).format(f"{over:,}"),
                          "admissionShortfall"))
         return self._grid(rows)
 

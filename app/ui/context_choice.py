@@ -9,10 +9,11 @@ at most a quarter of the context: app.chat.refusal_text.lowered_max_new_tokens).
 """
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QButtonGroup, QHBoxLayout, QLabel, QRadioButton, QVBoxLayout, QWidget
 
 from app.core.settings import AUTO_CONTEXT
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT
+from app.ui.count_spin_box import CountSpinBox
 
 CONTEXT_STEP = 1024  # tokens per spin-box step: the sizes people type (4k, 8k, 32k …)
 
@@ -38,10 +39,10 @@ class ContextChoice(QWidget):
         self.auto.setObjectName("contextAuto")
         self.custom = QRadioButton(self.tr("Custom"))
         self.custom.setObjectName("contextCustom")
-        self.tokens = QSpinBox()
+        self.tokens = CountSpinBox()
         self.tokens.setObjectName("contextTokens")
         self.tokens.setSingleStep(CONTEXT_STEP)
-        self.tokens.setSuffix(self.tr(" tokens"))
+        self.tokens.set_counted_suffix(lambda n: self.tr(" tokens", "", n))
         self.tokens.setGroupSeparatorShown(True)
         self.tokens.setAccessibleName(self.tr("Custom context length in tokens"))
         self.note = QLabel()
@@ -94,11 +95,11 @@ class ContextChoice(QWidget):
         for widget in (self.auto, self.custom, self.tokens):
             widget.blockSignals(True)
         if default_setting > 0:
-            self.auto.setText(self.tr("As in Settings: {0} tokens").format(f"{default_setting:,}"))
+            self.auto.setText(self.tr("As in Settings: {0} tokens", "", default_setting).format(f"{default_setting:,}"))
         elif fits is None:
             self.auto.setText(self.tr("Auto (reading…)") if reading else self.tr("Auto"))
         else:
-            self.auto.setText(self.tr("Auto: fits {0} tokens").format(f"{fits:,}"))
+            self.auto.setText(self.tr("Auto: fits {0} tokens", "", fits).format(f"{fits:,}"))
         known = bool(trained)
         if known:
             self.tokens.setRange(min(MIN_USEFUL_CONTEXT, trained), trained)
@@ -116,7 +117,7 @@ class ContextChoice(QWidget):
         if not trained:
             self.note.setText("")
             return
-        lines = [self.tr("Trained for {0} tokens.").format(f"{trained:,}")]
+        lines = [self.tr("Trained for {0} tokens.", "", trained).format(f"{trained:,}")]
         if fits is not None:
             lines.append(self.tr("The plan fits {0} here.").format(f"{fits:,}") if fits
                          else self.tr("The plan fits no useful context here."))
@@ -126,7 +127,7 @@ class ContextChoice(QWidget):
                     f"{min(kv8, trained):,}"))
         if self.custom.isChecked() and fits is not None and self.tokens.value() > fits:
             lines.append(self.tr("A turn that fills more than {0} tokens will be refused for memory "
-                                 "(or sent anyway at your risk).").format(f"{fits:,}"))
+                                 "(or sent anyway at your risk).", "", fits).format(f"{fits:,}"))
         context = self._effective()
         if context and self._max_new_tokens * 2 > context:
             lines.append(self.tr("Max new tokens ({0}) leaves the conversation {1} of these {2} tokens: lower it "

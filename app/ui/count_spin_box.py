@@ -1,5 +1,9 @@
-"""A spin box for counts that never turns a typed "-5" into 5."""
+"""A spin box for counts that never turns a typed "-5" into 5 and says its unit in the number's
+grammatical number ("1 token", "2 tokens")."""
 
+from collections.abc import Callable
+
+from PySide6.QtCore import Slot
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import QSpinBox
 
@@ -11,8 +15,37 @@ class CountSpinBox(QSpinBox):
     "5" in the field, a value the user never asked for (new-user trial: Max new tokens -5 became
     5). Here the minus sign stays on screen while typing, and Enter or leaving the field puts the
     value back to what it was before, visibly, as an invalid entry is undone elsewhere (regression
-    trial: turning it into the minimum, 1 token, would have cut every answer to one token). No
-    signals beyond QSpinBox's."""
+    trial: turning it into the minimum, 1 token, would have cut every answer to one token).
+
+    A counted suffix (`set_counted_suffix`) follows the value: " token" at 1, " tokens" otherwise
+    in English, from the plural forms of the translation. No signals beyond QSpinBox's."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._counted_suffix: Callable[[int], str] | None = None
+        self.valueChanged.connect(self._on_value_changed)
+
+    def set_counted_suffix(self, suffix: Callable[[int], str]) -> None:
+        """Show `suffix(value)` after the number, again whenever the value changes; `suffix` is the
+        owner's plural string, e.g. ``lambda n: self.tr(" tokens", "", n)`` (lupdate reads it as a
+        plural message of the owner's context; headroom_en.ts gives " token" for 1)."""
+        self._counted_suffix = suffix
+        self._show_counted_suffix()
+
+    def setValue(self, value: int) -> None:  # Qt override: a value set while signals are blocked
+        super().setValue(value)
+        self._show_counted_suffix()
+
+    @Slot(int)
+    def _on_value_changed(self, _value: int) -> None:
+        self._show_counted_suffix()
+
+    def _show_counted_suffix(self) -> None:
+        if self._counted_suffix is None:
+            return
+        suffix = self._counted_suffix(self.value())
+        if suffix != self.suffix():  # setSuffix rewrites the field: only when the word changes, not per key
+            self.setSuffix(suffix)
 
     def _number(self, text: str) -> str:
         """`text` without the prefix, the suffix and surrounding spaces."""

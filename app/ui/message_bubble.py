@@ -249,7 +249,7 @@ class MessageBubble(QFrame):
         if self._waiting and self.status is MessageStatus.STREAMING:
             note = self._waiting
         elif self._prefill is not None and self.status is MessageStatus.STREAMING:
-            note = self.tr("Reading the prompt… {0} / {1} tokens").format(
+            note = self.tr("Reading the prompt… {0} / {1} tokens", "", self._prefill[1]).format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
         elif len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS

@@ -10,12 +10,19 @@ detail for the tooltip.
 
 import re
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject
 
 from app.core.conversation import ReplyStats
 from app.ui.duration_text import duration_text
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+class ReplyStatsText(QObject):
+    """The translation context of this module's counted words ("1 token", "2 tokens"): lupdate
+    reads ReplyStatsText.tr("{0} tokens", "", n) as a plural message, which it does not do for
+    translate("Context", "source", None, n) (its Python parser takes a name in the fourth place
+    for Qt 4's encoding argument). Never instantiated; no signals."""
 
 COMPILED, EAGER = QT_TRANSLATE_NOOP("DecodePath", "compiled decode"), QT_TRANSLATE_NOOP("DecodePath", "eager decode")
 # decode path → (its name, its name with the detail the tooltip gives)
@@ -51,11 +58,11 @@ def stats_line(stats: ReplyStats) -> str:
     "120 tokens · last part: 40 tokens, TTFT 250 ms, 10.0 tok/s · compiled decode"."""
     if stats.new_tokens <= 0:
         return translate("ReplyStats", "no tokens")
-    total = translate("ReplyStats", "{0} tokens").format(f"{stats.new_tokens:,}")
+    total = ReplyStatsText.tr("{0} tokens", "", stats.new_tokens).format(f"{stats.new_tokens:,}")
     ttft = translate("ReplyStats", "TTFT {0}").format(duration_text(stats.ttft_s))
     speed = translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")
     if stats.continued_tokens:
-        parts = [total, translate("ReplyStats", "last part: {0} tokens, {1}, {2}").format(
+        parts = [total, ReplyStatsText.tr("last part: {0} tokens, {1}, {2}", "", stats.continued_tokens).format(
             f"{stats.continued_tokens:,}", ttft, speed)]
     else:
         parts = [total, ttft, speed]
@@ -67,16 +74,18 @@ def stats_line(stats: ReplyStats) -> str:
 def stats_tooltip(stats: ReplyStats) -> str:
     """Every field, one per line; for a continued answer, which of them are its last part's."""
     lines = [
-        translate("ReplyStats", "Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)").format(
+        ReplyStatsText.tr("Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)", "",
+                          stats.prompt_tokens).format(
             f"{stats.prompt_tokens:,}", f"{stats.prefilled_tokens:,}", f"{stats.reused_tokens:,}"),
-        translate("ReplyStats", "Answer: {0} new tokens").format(f"{stats.new_tokens:,}"),
+        ReplyStatsText.tr("Answer: {0} new tokens", "", stats.new_tokens).format(f"{stats.new_tokens:,}"),
         translate("ReplyStats", "Time to first token: {0}").format(duration_text(stats.ttft_s)),
         translate("ReplyStats", "Decode: {0} tokens/s").format(f"{stats.tokens_per_s:.1f}")
         + (f" ({decode_path_text(stats.decode_path, detail=True)})" if stats.decode_path else ""),
     ]
     if stats.continued_tokens:  # the whole answer first, then its last part
-        lines[0:2] = [translate("ReplyStats", "Answer: {0} new tokens, {1} of them in the last part (Continue)")
-                      .format(f"{stats.new_tokens:,}", f"{stats.continued_tokens:,}"),
+        lines[0:2] = [ReplyStatsText.tr("Answer: {0} new tokens, {1} of them in the last part (Continue)", "",
+                                        stats.new_tokens).format(f"{stats.new_tokens:,}",
+                                                                 f"{stats.continued_tokens:,}"),
                       translate("ReplyStats", "Last part:"), lines[0]]
     if stats.kv_precision:
         lines.append(translate("ReplyStats", "KV cache precision: {0}").format(stats.kv_precision))

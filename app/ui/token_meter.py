@@ -31,7 +31,7 @@ class TokenMeter(QLabel):
         tokens − summary reserve); `window_turns` whole turns in the window; `folded_turns`
         turns folded into the rolling summary."""
         if budget <= 0:  # max new tokens (+ the summary reserve) take the whole context
-            parts = [self.tr("{0} tokens: no room left beside max new tokens").format(f"{used:,}")]
+            parts = [self.tr("{0} tokens: no room left beside max new tokens", "", used).format(f"{used:,}")]
         else:
             parts = [self.tr("{0} / {1} tokens in context").format(f"{used:,}", f"{budget:,}")]
         parts.append(self.tr("%n turns in window", "", window_turns))
@@ -79,5 +79,5 @@ class TokenMeter(QLabel):
             return base + "\n" + self.tr("The newest message does not fit: shorten it or raise the context size.")
         if level == "warn":
             return base + "\n" + self.tr("{0} tokens left: the oldest turns will soon be folded into the "
-                                         "summary.").format(f"{budget - used:,}")
+                                         "summary.", "", budget - used).format(f"{budget - used:,}")
         return base

@@ -2,6 +2,16 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="en_US">
 <context>
+    <name>AdmissionDialog</name>
+    <message numerus="yes">
+        <source>{0} tokens</source>
+        <translation>
+            <numerusform>{0} token</numerusform>
+            <numerusform>{0} tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ChatBar</name>
     <message numerus="yes">
         <source>The turns before the last %n are already in the summary</source>
@@ -15,6 +25,44 @@
         <translation>
             <numerusform>Nothing to summarize yet: the last turn always stays as it is (Settings: keep the last turns verbatim)</numerusform>
             <numerusform>Nothing to summarize yet: the last %n turns always stay as they are (Settings: keep the last turns verbatim)</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>ContextChoice</name>
+    <message numerus="yes">
+        <source> tokens</source>
+        <translation>
+            <numerusform> token</numerusform>
+            <numerusform> tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>As in Settings: {0} tokens</source>
+        <translation>
+            <numerusform>As in Settings: {0} token</numerusform>
+            <numerusform>As in Settings: {0} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Auto: fits {0} tokens</source>
+        <translation>
+            <numerusform>Auto: fits {0} token</numerusform>
+            <numerusform>Auto: fits {0} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Trained for {0} tokens.</source>
+        <translation>
+            <numerusform>Trained for {0} token.</numerusform>
+            <numerusform>Trained for {0} tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</source>
+        <translation>
+            <numerusform>A turn that fills more than {0} token will be refused for memory (or sent anyway at your risk).</numerusform>
+            <numerusform>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</numerusform>
         </translation>
     </message>
 </context>
@@ -41,6 +89,13 @@
 <context>
     <name>MessageBubble</name>
     <message numerus="yes">
+        <source>Reading the prompt… {0} / {1} tokens</source>
+        <translation>
+            <numerusform>Reading the prompt… {0} / {1} token</numerusform>
+            <numerusform>Reading the prompt… {0} / {1} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
         <translation>
             <numerusform>… %Ln more character not shown here (the whole message is kept and sent)</numerusform>
@@ -55,6 +110,61 @@
         <translation>
             <numerusform>TTFT {0} · {1} tok/s · %n token</numerusform>
             <numerusform>TTFT {0} · {1} tok/s · %n tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>ReplyStatsText</name>
+    <message numerus="yes">
+        <source>{0} tokens</source>
+        <translation>
+            <numerusform>{0} token</numerusform>
+            <numerusform>{0} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>last part: {0} tokens, {1}, {2}</source>
+        <translation>
+            <numerusform>last part: {0} token, {1}, {2}</numerusform>
+            <numerusform>last part: {0} tokens, {1}, {2}</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</source>
+        <translation>
+            <numerusform>Prompt: {0} token ({1} prefilled, {2} reused from the KV cache)</numerusform>
+            <numerusform>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Answer: {0} new tokens</source>
+        <translation>
+            <numerusform>Answer: {0} new token</numerusform>
+            <numerusform>Answer: {0} new tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Answer: {0} new tokens, {1} of them in the last part (Continue)</source>
+        <translation>
+            <numerusform>Answer: {0} new token, {1} in the last part (Continue)</numerusform>
+            <numerusform>Answer: {0} new tokens, {1} of them in the last part (Continue)</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>SettingsDialog</name>
+    <message numerus="yes">
+        <source> tokens</source>
+        <translation>
+            <numerusform> token</numerusform>
+            <numerusform> tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source> newest turns</source>
+        <translation>
+            <numerusform> newest turn</numerusform>
+            <numerusform> newest turns</numerusform>
         </translation>
     </message>
 </context>
@@ -78,6 +188,13 @@
 <context>
     <name>TokenMeter</name>
     <message numerus="yes">
+        <source>{0} tokens: no room left beside max new tokens</source>
+        <translation>
+            <numerusform>{0} token: no room left beside max new tokens</numerusform>
+            <numerusform>{0} tokens: no room left beside max new tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>%n turns in window</source>
         <translation>
             <numerusform>%n turn in window</numerusform>
@@ -89,6 +206,13 @@
         <translation>
             <numerusform>%n folded into summary</numerusform>
             <numerusform>%n folded into summary</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0} tokens left: the oldest turns will soon be folded into the summary.</source>
+        <translation>
+            <numerusform>{0} token left: the oldest turns will soon be folded into the summary.</numerusform>
+            <numerusform>{0} tokens left: the oldest turns will soon be folded into the summary.</numerusform>
         </translation>
     </message>
 </context>

@@ -118,9 +118,11 @@
         <source>Context limit</source>
         <translation>컨텍스트 한도</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} tokens</source>
-        <translation>{0} 토큰</translation>
+        <translation>
+            <numerusform>{0} 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>Over by</source>
@@ -472,17 +474,21 @@
         <source>Custom</source>
         <translation>직접 지정</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source> tokens</source>
-        <translation> 토큰</translation>
+        <translation>
+            <numerusform> 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>Custom context length in tokens</source>
         <translation>직접 지정한 컨텍스트 길이(토큰)</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>As in Settings: {0} tokens</source>
-        <translation>설정과 같이: {0} 토큰</translation>
+        <translation>
+            <numerusform>설정과 같이: {0} 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>Auto (reading…)</source>
@@ -492,13 +498,17 @@
         <source>Auto</source>
         <translation>자동</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Auto: fits {0} tokens</source>
-        <translation>자동: {0} 토큰까지 들어감</translation>
+        <translation>
+            <numerusform>자동: {0} 토큰까지 들어감</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Trained for {0} tokens.</source>
-        <translation>학습된 컨텍스트는 {0} 토큰입니다.</translation>
+        <translation>
+            <numerusform>학습된 컨텍스트는 {0} 토큰입니다.</numerusform>
+        </translation>
     </message>
     <message>
         <source>The plan fits {0} here.</source>
@@ -512,9 +522,11 @@
         <source>With an 8-bit KV cache (chosen per chat) {0} fit.</source>
         <translation>8비트 KV 캐시(대화마다 선택)로는 {0}이(가) 들어갑니다.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>A turn that fills more than {0} tokens will be refused for memory (or sent anyway at your risk).</source>
-        <translation>{0} 토큰을 넘게 채우는 턴은 메모리 때문에 거절됩니다(위험을 감수하고 그래도 보낼 수는 있습니다).</translation>
+        <translation>
+            <numerusform>{0} 토큰을 넘게 채우는 턴은 메모리 때문에 거절됩니다(위험을 감수하고 그래도 보낼 수는 있습니다).</numerusform>
+        </translation>
     </message>
     <message>
         <source>Max new tokens ({0}) leaves the conversation {1} of these {2} tokens: lower it in Settings, or choose a larger context.</source>
@@ -812,6 +824,10 @@ Your chats are saved here.</source>
     <message>
         <source>Western European</source>
         <translation>서유럽어</translation>
+    </message>
+    <message>
+        <source>Cyrillic</source>
+        <translation>키릴 문자</translation>
     </message>
     <message>
         <source>If its text looks wrong, save it as UTF-8 and attach it again.</source>
@@ -1505,9 +1521,11 @@ Your chats are saved here.</source>
         <source>Show the next version</source>
         <translation>다음 버전 보기</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Reading the prompt… {0} / {1} tokens</source>
-        <translation>프롬프트 읽는 중… {0} / {1} 토큰</translation>
+        <translation>
+            <numerusform>프롬프트 읽는 중… {0} / {1} 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>The answers below stay as the older version. {0}</source>
@@ -2419,24 +2437,8 @@ tokens counted by {4}: {5}</source>
         <translation>토큰 없음</translation>
     </message>
     <message>
-        <source>{0} tokens</source>
-        <translation>{0} 토큰</translation>
-    </message>
-    <message>
         <source>{0} tok/s</source>
         <translation>초당 {0} 토큰</translation>
-    </message>
-    <message>
-        <source>last part: {0} tokens, {1}, {2}</source>
-        <translation>마지막 부분: {0} 토큰, {1}, {2}</translation>
-    </message>
-    <message>
-        <source>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</source>
-        <translation>프롬프트: {0} 토큰 (프리필 {1}, KV 캐시에서 재사용 {2})</translation>
-    </message>
-    <message>
-        <source>Answer: {0} new tokens</source>
-        <translation>답변: 새 토큰 {0}개</translation>
     </message>
     <message>
         <source>TTFT {0}</source>
@@ -2451,10 +2453,6 @@ tokens counted by {4}: {5}</source>
         <translation>디코드: 초당 {0} 토큰</translation>
     </message>
     <message>
-        <source>Answer: {0} new tokens, {1} of them in the last part (Continue)</source>
-        <translation>답변: 새 토큰 {0}개, 그중 {1}개는 마지막 부분(이어 쓰기)</translation>
-    </message>
-    <message>
         <source>Last part:</source>
         <translation>마지막 부분:</translation>
     </message>
@@ -2465,6 +2463,39 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Answered by: {0}</source>
         <translation>답변한 모델: {0}</translation>
+    </message>
+</context>
+<context>
+    <name>ReplyStatsText</name>
+    <message numerus="yes">
+        <source>{0} tokens</source>
+        <translation>
+            <numerusform>{0} 토큰</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>last part: {0} tokens, {1}, {2}</source>
+        <translation>
+            <numerusform>마지막 부분: {0} 토큰, {1}, {2}</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Prompt: {0} tokens ({1} prefilled, {2} reused from the KV cache)</source>
+        <translation>
+            <numerusform>프롬프트: {0} 토큰 (프리필 {1}, KV 캐시에서 재사용 {2})</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Answer: {0} new tokens</source>
+        <translation>
+            <numerusform>답변: 새 토큰 {0}개</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Answer: {0} new tokens, {1} of them in the last part (Continue)</source>
+        <translation>
+            <numerusform>답변: 새 토큰 {0}개, 그중 {1}개는 마지막 부분(이어 쓰기)</numerusform>
+        </translation>
     </message>
 </context>
 <context>
@@ -2515,9 +2546,11 @@ tokens counted by {4}: {5}</source>
         <source>Settings</source>
         <translation>설정</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source> tokens</source>
-        <translation> 토큰</translation>
+        <translation>
+            <numerusform> 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>0 = greedy decoding (deterministic)</source>
@@ -2679,9 +2712,11 @@ tokens counted by {4}: {5}</source>
         <source>Fold the oldest turns into the summary once the prompt fills this much of its budget; 100 % = only what no longer fits</source>
         <translation>프롬프트가 예산의 이만큼을 채우면 가장 오래된 턴을 요약으로 접습니다. 100 % = 더 이상 들어가지 않는 것만</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source> newest turns</source>
-        <translation> 개의 최신 턴</translation>
+        <translation>
+            <numerusform> 개의 최신 턴</numerusform>
+        </translation>
     </message>
     <message>
         <source>These turns are never folded into the summary, not by &quot;Summarize now&quot; either</source>
@@ -2805,9 +2840,11 @@ so correcting it changes what the assistant remembers.</source>
 </context>
 <context>
     <name>TokenMeter</name>
-    <message>
+    <message numerus="yes">
         <source>{0} tokens: no room left beside max new tokens</source>
-        <translation>{0} 토큰: 최대 새 토큰 수 때문에 남는 자리가 없음</translation>
+        <translation>
+            <numerusform>{0} 토큰: 최대 새 토큰 수 때문에 남는 자리가 없음</numerusform>
+        </translation>
     </message>
     <message>
         <source>{0} / {1} tokens in context</source>
@@ -2840,9 +2877,11 @@ and the summary.</source>
         <source>The newest message does not fit: shorten it or raise the context size.</source>
         <translation>가장 최근 메시지가 들어가지 않습니다. 메시지를 줄이거나 컨텍스트 크기를 늘리세요.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} tokens left: the oldest turns will soon be folded into the summary.</source>
-        <translation>{0} 토큰 남음: 곧 가장 오래된 턴이 요약으로 접힙니다.</translation>
+        <translation>
+            <numerusform>{0} 토큰 남음: 곧 가장 오래된 턴이 요약으로 접힙니다.</numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -245,6 +245,16 @@ def test_a_latin1_file_is_read_and_a_text_named_pdf_is_refused_in_honest_words(q
         ("notes.txt", "Die Größe der Straße ist schön.\n" * 20, "cp1252")]
 
 
+def test_a_russian_cp1251_file_is_read_and_says_so(qtbot, chat, tmp_path):
+    """A Russian file from old Windows Notepad (cp1251) was refused while cp949 and cp1252 were read."""
+    russian = tmp_path / "протокол.txt"
+    russian.write_bytes("Протокол собрания: выручка выросла.\r\n".encode("cp1251") * 20)
+    attached(qtbot, chat, russian)
+    assert chat.recorded.of("notice") == [
+        ("протокол.txt is not UTF-8: it was read as Cyrillic text in the cp1251 encoding. If its text looks "
+         "wrong, save it as UTF-8 and attach it again.", "info")]
+
+
 def sent_with_two_files(qtbot, chat, tmp_path):
     """note.txt (whole) and manual.txt (excerpts) attached, "What follows word7?" sent and answered;
     returns how the files went in."""

@@ -124,14 +124,65 @@ def test_a_reading_with_control_characters_is_refused_not_attached(tmp_path, mon
     assert extract_file(path).text.startswith("Größe der Straße. ")
 
 
-def test_cyrillic_in_a_single_byte_code_page_is_still_refused_naming_the_family(tmp_path):
-    """Only Windows-1252 is trusted among single-byte code pages; a Russian cp1251 file reads as
-    mojibake in it ("Ïðèâåò") and is refused rather than garbled."""
-    path = tmp_path / "ru.txt"
-    path.write_bytes(("Привет, как дела? Это протокол собрания. " * 5).encode("cp1251"))
+RUSSIAN = ("Вчера на заседании совета директоров было принято решение о расширении производства. "
+           "Выручка компании выросла на двенадцать процентов, а расходы на логистику снизились.\r\n")
+
+
+@pytest.mark.parametrize(("text", "codec"), [
+    (RUSSIAN * 20, "cp1251"),  # old Russian Notepad's "ANSI"
+    ("Привет, мир!", "cp1251"),  # charset-normalizer alone says cp1125
+    ("Привет", "cp1251"),  # one word: charset-normalizer alone says big5
+    ("Report for Q3: выручка выросла на 12%, расходы снизились.", "cp1251"),
+    ("Привіт, світ! Це тестовий файл українською мовою. Їжак і ґанок.", "cp1251"),  # Ukrainian
+    ("Всички хора се раждат свободни и равни по достойнство и права. Те са надарени с разум и съвест.",
+     "cp1251"),  # Bulgarian (ъ: a vowel there, a rare letter in Russian)
+    ("Здраво свете! Ово је тестна датотека на српском језику. Љубав, њива.", "cp1251"),  # Serbian
+    (RUSSIAN * 20, "koi8_r"),
+    ("Привет, мир!", "koi8_r"),  # charset-normalizer alone says shift_jis_2004
+])
+def test_a_cyrillic_file_in_an_older_encoding_is_read_as_detected(tmp_path, text, codec):
+    """A Russian cp1251 file was refused while cp949 and cp1252 files were read; short Cyrillic
+    text was not even refused but read as Chinese or Japanese (charset-normalizer's pick)."""
+    path = tmp_path / "протокол.txt"
+    path.write_bytes(text.encode(codec))
+    doc = extract_file(path)
+    assert (doc.text, doc.encoding) == (text.replace("\r\n", "\n"), codec)
+
+
+@pytest.mark.parametrize(("text", "codec"), [
+    (MINUTES, "cp949"),
+    ("회의록: 월요일 오전 열 시", "cp949"),
+    ("Le café de la gare est très agréable; nous avons mangé une crème brûlée à Noël.\n" * 10, "cp1252"),
+    ("café\n", "cp1252"),
+    (RUSSIAN * 20, "cp1251"),
+    ("Привет", "cp1251"),
+    (MINUTES + "Привет, café", "utf-8"),
+    (MINUTES + "Привет, café", "utf-16"),  # with its BOM
+])
+def test_korean_western_and_cyrillic_files_are_told_apart(tmp_path, text, codec):
+    """The same check for each: cp949 stays Korean and cp1252 stays Western now that cp1251 and
+    KOI8-R are read too (both decode any byte over 0x7F); Unicode needs no guess."""
+    path = tmp_path / "any.txt"
+    path.write_bytes(text.encode(codec))
+    doc = extract_file(path)
+    assert (doc.text, doc.encoding) == (text.replace("\r\n", "\n"), codec)
+
+
+@pytest.mark.parametrize(("text", "codec"), [
+    ("Καλημέρα κόσμε! Αυτό είναι ένα δοκιμαστικό αρχείο στα ελληνικά. ", "cp1253"),  # lower-case Cyrillic in cp1251
+    ("ΟΛΟΙ ΟΙ ΑΝΘΡΩΠΟΙ ΓΕΝΝΙΟΥΝΤΑΙ ΕΛΕΥΘΕΡΟΙ ΚΑΙ ΙΣΟΙ ", "cp1253"),  # lower-case Cyrillic in KOI8-R
+    ("כל בני האדם נולדו בני חורין ושווים בערכם ובזכויותיהם. ", "cp1255"),  # Cyrillic words in both
+    ("ВНИМАНИЕ! ОТЧЁТ ГОТОВ. ", "cp1251"),  # all capitals: which code page cannot be told
+])
+def test_other_single_byte_scripts_are_still_refused_naming_the_family(tmp_path, text, codec):
+    """Windows-1252, Windows-1251 and KOI8-R are the single-byte code pages read; Greek and Hebrew
+    text in theirs reads as Cyrillic letters in both Cyrillic code pages ("щмен" for "שלום") and
+    is refused rather than garbled."""
+    path = tmp_path / "old.txt"
+    path.write_bytes((text * 5).encode(codec))
     error = refused(path)
     assert (error.kind, error.detail, error.facts) == (source.NOT_UTF8, source.SINGLE_BYTE, {"byte": 0})
-    assert str(error) == ("ru.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code "
+    assert str(error) == ("old.txt: not UTF-8 text (an older single-byte encoding such as Latin-1 or a Windows code "
                           "page, byte 0); save it as UTF-8 and attach it again")
 
 

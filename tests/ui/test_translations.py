@@ -5,6 +5,7 @@ and keeps every placeholder; the main window and the settings dialog then speak 
 Set HEADROOM_SCREENSHOT_DIR to keep the Korean screenshots (tests/ui/screenshots/ holds the
 committed ones: ko-main-light.png, ko-main-dark.png, ko-settings-light.png, ko-settings-dark.png)."""
 
+import ast
 import os
 import re
 import sys
@@ -118,11 +119,17 @@ def test_the_compiled_catalogues_are_up_to_date(tmp_path):
 
 def test_the_code_never_hides_a_string_from_lupdate():
     """lupdate reads literal arguments of tr / translate / QT_TRANSLATE_NOOP only: a wrapper such as
-    _tr("text") or a call inside an f-string would never reach the catalogue."""
+    _tr("text") or a call inside an f-string would never reach the catalogue; and it reads a plural
+    only from tr(text, disambiguation, n) (self.tr, or Class.tr for module-level text as in
+    app.ui.reply_stats_text), never from translate(context, text, None, n)."""
     for path in update_translations.sources():
         text = (ROOT / path).read_text(encoding="utf-8")
         assert not re.search(r"\b_tr\(\s*[\"']", text), path
         assert not re.search(r"f\"[^\"\n]*\{[^}\n]*\btr(anslate)?\(", text), path
+        for call in ast.walk(ast.parse(text)):  # a count in translate() drops or unplurals the string:
+            name = getattr(call, "func", None)  # lupdate reads a name there as Qt 4's encoding argument
+            if isinstance(call, ast.Call) and getattr(name, "id", getattr(name, "attr", "")) == "translate":
+                assert len(call.args) + len(call.keywords) <= 3, (path, call.lineno)
 
 
 # ----- the window in Korean ---------------------------------------------------------------------
@@ -432,6 +439,10 @@ def test_a_file_read_from_an_older_encoding_and_a_paste_attached_as_a_file_are_s
     minutes.write_bytes(("안녕하세요, 회의록입니다." * 50).encode("cp949"))
     assert legacy_note(extract_file(minutes)) == ("회의록.txt 파일은 UTF-8이 아니어서 cp949 인코딩의 한국어 텍스트로 "
                                                   "읽었습니다. 글자가 깨져 보이면 UTF-8로 저장한 뒤 다시 첨부하세요.")
+    russian = tmp_path / "протокол.txt"
+    russian.write_bytes("Протокол собрания: выручка выросла.\n".encode("cp1251") * 20)
+    assert legacy_note(extract_file(russian)).startswith(
+        "протокол.txt 파일은 UTF-8이 아니어서 cp1251 인코딩의 키릴 문자 텍스트로 읽었습니다.")
     decision = AdmissionDecision(False, "positions", "too long", context_limit=8_192, reason_kind="message",
                                  facts=dict(message=40_020, context=8_192, max_new_tokens=512, summary_reserve=512,
                                             room=7_168, shorten_by=32_852))

@@ -5,15 +5,17 @@ as they are. Text in an older encoding (old Notepad's "ANSI": cp949 on a Korean 
 Windows-1252 on a Western one) is decoded from the encoding detected (charset-normalizer), and
 the document says which (`ExtractedDocument.encoding`) so the window can tell the user, when the
 detection is confident: cp949 when the bytes read as Korean (Hangul) text, Korean first (a short
-line is ambiguous to charset-normalizer: "안녕" came out as big5), else charset-normalizer's
-multi-byte pick ("shift_jis", "gb18030") when it reads the text cleanly, else Windows-1252 (a
-superset of Latin-1's letters) when that reads cleanly (charset-normalizer's own single-byte
-pick is not to be trusted: Latin-1 French came out as mac_latin2, "cafť"). Anything else, or a
-decoded text with replacement or control characters, is refused with a one-line message rather
-than decoded by a guess that could silently garble the text the model then answers from: the
-message names charset-normalizer's guess only when it is a multi-byte encoding, else the family,
-single-byte. Binary files (a NUL byte without a UTF-16/32 BOM, or a known magic number) are
-refused as such. No torch, no Qt.
+line is ambiguous to charset-normalizer: "안녕" came out as big5), else cp1251 or KOI8-R when the
+bytes read as running Cyrillic text in it (app.engine.documents.cyrillic; asked before
+charset-normalizer's multi-byte pick: "Привет" in cp1251 came out as big5, KOI8-R "Привет, мир!"
+as shift_jis_2004), else charset-normalizer's multi-byte pick ("shift_jis", "gb18030") when it
+reads the text cleanly, else Windows-1252 (a superset of Latin-1's letters) when that reads
+cleanly (charset-normalizer's own single-byte pick is not to be trusted: Latin-1 French came out
+as mac_latin2, "cafť"). Anything else, or a decoded text with replacement or control characters,
+is refused with a one-line message rather than decoded by a guess that could silently garble the
+text the model then answers from: the message names charset-normalizer's guess only when it is a
+multi-byte encoding, else the family, single-byte. Binary files (a NUL byte without a UTF-16/32
+BOM, or a known magic number) are refused as such. No torch, no Qt.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 import unicodedata
 from pathlib import Path
 
+from app.engine.documents.cyrillic import cyrillic_encoding
 from app.engine.documents.source import (
     BINARY,
     EMPTY,
@@ -131,6 +134,9 @@ def legacy_encoding(data: bytes) -> str | None:
     if korean is not None and _hangul_share(korean) >= 0.8 and (
             best is None or best.encoding in KOREAN_CODECS or _non_ascii(head) < SHORT_NON_ASCII):
         return "cp949"
+    cyrillic = cyrillic_encoding(head)
+    if cyrillic is not None:
+        return cyrillic
     if best is not None and is_multi_byte_encoding(best.encoding) and best.chaos <= MAX_CHAOS:
         return best.encoding
     western = _reading(head, "cp1252")
