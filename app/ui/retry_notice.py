@@ -8,8 +8,8 @@ from app.ui.notice import Notice
 
 
 class RetryNotice(QWidget):
-    """Signals: retry_requested() — the user clicked Retry (once: the button then stays off,
-    as it does after `expire`)."""
+    """Signals: retry_requested() — the user clicked Retry (once: the button then goes, as it does
+    after `expire`)."""
 
     retry_requested = Signal()
 
@@ -32,8 +32,10 @@ class RetryNotice(QWidget):
 
     @Slot()
     def expire(self) -> None:
-        """The turn it is about is no longer the last one: Retry is off."""
+        """The turn it is about is no longer the last one: Retry goes (a greyed button left in the
+        transcript read as broken; the notice itself stays as the record of what failed)."""
         self.retry_button.setEnabled(False)
+        self.retry_button.hide()
 
     @Slot()
     def _on_retry_clicked(self) -> None:
