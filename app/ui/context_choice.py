@@ -42,7 +42,7 @@ class ContextChoice(QWidget):
         self.tokens = CountSpinBox()
         self.tokens.setObjectName("contextTokens")
         self.tokens.setSingleStep(CONTEXT_STEP)
-        self.tokens.set_counted_suffix(lambda n: self.tr(" tokens", "", n))
+        self.tokens.set_counted_suffix(lambda n: ContextChoice.tr(" tokens", "", n))
         self.tokens.setGroupSeparatorShown(True)
         self.tokens.setAccessibleName(self.tr("Custom context length in tokens"))
         self.note = QLabel()

@@ -27,8 +27,11 @@ class CountSpinBox(QSpinBox):
 
     def set_counted_suffix(self, suffix: Callable[[int], str]) -> None:
         """Show `suffix(value)` after the number, again whenever the value changes; `suffix` is the
-        owner's plural string, e.g. ``lambda n: self.tr(" tokens", "", n)`` (lupdate reads it as a
-        plural message of the owner's context; headroom_en.ts gives " token" for 1)."""
+        owner's plural string through its class, e.g. ``lambda n: SettingsDialog.tr(" tokens", "", n)``
+        (lupdate reads it as a plural message of that context; headroom_en.ts gives " token" for 1).
+        Not ``self.tr``: a lambda holding the owner makes a cycle owner → spin box → lambda → owner
+        that the garbage collector breaks after Qt deleted the owner with its window, a segfault in
+        a later constructor (CI: tests/ui/test_appearance.py's dark test, then the next window)."""
         self._counted_suffix = suffix
         self._show_counted_suffix()
 

@@ -56,7 +56,7 @@ class SettingsDialog(QDialog):
         self.max_new_tokens = CountSpinBox()
         self.max_new_tokens.setRange(1, 32768)
         self.max_new_tokens.setValue(settings.max_new_tokens)
-        self.max_new_tokens.set_counted_suffix(lambda n: self.tr(" tokens", "", n))
+        self.max_new_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.05)
@@ -72,7 +72,7 @@ class SettingsDialog(QDialog):
         self.context_tokens.setSingleStep(1024)
         self.context_tokens.setValue(settings.context_tokens)
         self.context_tokens.setSpecialValueText(self.tr("auto (the largest that fits)"))
-        self.context_tokens.set_counted_suffix(lambda n: self.tr(" tokens", "", n))
+        self.context_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
         self.context_tokens.setToolTip(self.tr("Cap the context window below the model's own: older turns beyond "
                                                "it are folded into a summary. Smaller = less KV cache memory. Auto: "
                                                "the largest context whose KV cache fits this machine beside the "
@@ -221,7 +221,7 @@ class SettingsDialog(QDialog):
         self.summary_keep_turns = CountSpinBox()
         self.summary_keep_turns.setRange(1, MAX_KEEP_TURNS)
         self.summary_keep_turns.setValue(settings.summary_keep_turns)
-        self.summary_keep_turns.set_counted_suffix(lambda n: self.tr(" newest turns", "", n))
+        self.summary_keep_turns.set_counted_suffix(lambda n: SettingsDialog.tr(" newest turns", "", n))
         self.summary_keep_turns.setToolTip(self.tr(
             "These turns are never folded into the summary, not by \"Summarize now\" either"))
 
