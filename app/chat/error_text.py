@@ -187,6 +187,21 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return PlainError(translate("PlainError", "There is no model at {0}.").format(
                           message.removeprefix("no model at ")),
                           translate("PlainError", "Pick another one in Open model."))
+    # app.engine.loading.folder_trust.check_folder's refusals, before anything loads
+    if re.search(r"config\.json of .* is (unreadable|not a JSON object)", message):
+        return PlainError(translate("PlainError", "The config.json of this model folder could not be read."),
+                          translate("PlainError", "It may be incomplete or damaged; download the model again, "
+                                                     "or fix its config.json."))
+    if "has no weight files" in message:
+        return PlainError(translate("PlainError", "This model folder has no weights files (.safetensors or .bin)."),
+                          translate("PlainError", "The download may be incomplete; download the model again, "
+                                                     "or pick another folder."))
+    if "has only pickle weights" in message:
+        return PlainError(
+            translate("PlainError", "This model has only pickle weights (.bin / .pt), which can run code "
+                                       "when loaded; they are off."),
+            translate("PlainError", "If you trust its source, tick “Allow pickle weights (.bin / .pt) for this "
+                                       "model” in Open model and open it again, or convert it to safetensors."))
     if "no config.json next to it" in message:  # e.g. model.safetensors alone: weights, no config
         return PlainError(translate("PlainError", "There is no config.json next to this file, and it is not "
                                                      "a .gguf file."),

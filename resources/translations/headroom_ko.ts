@@ -2042,6 +2042,30 @@ tokens counted by {4}: {5}</source>
         <translation>‘모델 열기’에서 다른 모델을 고르세요.</translation>
     </message>
     <message>
+        <source>The config.json of this model folder could not be read.</source>
+        <translation>이 모델 폴더의 config.json을 읽지 못했습니다.</translation>
+    </message>
+    <message>
+        <source>It may be incomplete or damaged; download the model again, or fix its config.json.</source>
+        <translation>파일이 불완전하거나 손상되었을 수 있습니다. 모델을 다시 내려받거나 config.json을 고치세요.</translation>
+    </message>
+    <message>
+        <source>This model folder has no weights files (.safetensors or .bin).</source>
+        <translation>이 모델 폴더에는 가중치 파일(.safetensors 또는 .bin)이 없습니다.</translation>
+    </message>
+    <message>
+        <source>The download may be incomplete; download the model again, or pick another folder.</source>
+        <translation>내려받기가 끝나지 않았을 수 있습니다. 모델을 다시 내려받거나 다른 폴더를 고르세요.</translation>
+    </message>
+    <message>
+        <source>This model has only pickle weights (.bin / .pt), which can run code when loaded; they are off.</source>
+        <translation>이 모델에는 pickle 가중치(.bin / .pt)만 있습니다. pickle은 불러올 때 코드를 실행할 수 있어 꺼져 있습니다.</translation>
+    </message>
+    <message>
+        <source>If you trust its source, tick “Allow pickle weights (.bin / .pt) for this model” in Open model and open it again, or convert it to safetensors.</source>
+        <translation>출처를 신뢰한다면 ‘모델 열기’에서 “이 모델에 pickle 가중치(.bin / .pt) 허용”을 켜고 다시 열거나, safetensors로 변환하세요.</translation>
+    </message>
+    <message>
         <source>There is no config.json next to this file, and it is not a .gguf file.</source>
         <translation>이 파일 옆에 config.json이 없고, .gguf 파일도 아닙니다.</translation>
     </message>

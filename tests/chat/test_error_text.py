@@ -126,3 +126,30 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "the model's summary was not usable; kept what the last 1 of 2 messages said (history 256 → 43 tokens)")
     assert summary_verdict_text("the model repeated itself (3 repeated sentences, 2 kept)") == (
         "the model repeated itself; kept the previous one")
+
+
+def _refusal(folder) -> str:
+    """The loader's own reason for `folder` (app.engine.loading.folder_trust.check_folder)."""
+    from app.engine.loading.folder_trust import check_folder
+
+    with pytest.raises(ValueError) as refused:
+        check_folder(folder)
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("files,what,todo", [
+    ({"config.json": "{not json"}, "The config.json of this model folder could not be read.", "download the model"),
+    ({"config.json": "[1, 2]"}, "The config.json of this model folder could not be read.", "download the model"),
+    ({"config.json": "{}", "tokenizer.json": "{}"}, "This model folder has no weights files", "download the model"),
+    ({"config.json": "{}", "pytorch_model.bin": ""}, "only pickle weights", "Allow pickle weights (.bin / .pt)"),
+])
+def test_a_folder_the_loader_refuses_is_said_with_its_reason_not_as_an_unknown_failure(tmp_path, files, what, todo):
+    """New-user trial: a model folder whose config.json was not JSON, one without weights files and
+    one with only pickle weights each read "The model could not be opened. The details are in the
+    log", though the loader had said exactly what was wrong."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    plain = plain_failure(_refusal(tmp_path), "load")
+    assert what in plain.what and todo in plain.todo, plain.line()
+    assert "log" not in plain.line()
+    _one_line(plain)
