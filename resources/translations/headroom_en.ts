@@ -12,6 +12,30 @@
     </message>
 </context>
 <context>
+    <name>Attachments</name>
+    <message numerus="yes">
+        <source>{0} characters{1}</source>
+        <translation>
+            <numerusform>{0} character{1}</numerusform>
+            <numerusform>{0} characters{1}</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0}: whole file, {1} tokens</source>
+        <translation>
+            <numerusform>{0}: whole file, {1} token</numerusform>
+            <numerusform>{0}: whole file, {1} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</source>
+        <translation>
+            <numerusform>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} token</numerusform>
+            <numerusform>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ChatBar</name>
     <message numerus="yes">
         <source>The turns before the last %n are already in the summary</source>
@@ -110,6 +134,40 @@
         <translation>
             <numerusform>TTFT {0} · {1} tok/s · %n token</numerusform>
             <numerusform>TTFT {0} · {1} tok/s · %n tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Presets</name>
+    <message numerus="yes">
+        <source>Imported {0} presets</source>
+        <translation>
+            <numerusform>Imported {0} preset</numerusform>
+            <numerusform>Imported {0} presets</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Refusal</name>
+    <message numerus="yes">
+        <source>Shorten it by {0} tokens.</source>
+        <translation>
+            <numerusform>Shorten it by {0} token.</numerusform>
+            <numerusform>Shorten it by {0} tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Shorten it by {0} tokens or lower max new tokens.</source>
+        <translation>
+            <numerusform>Shorten it by {0} token or lower max new tokens.</numerusform>
+            <numerusform>Shorten it by {0} tokens or lower max new tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Trim older turns (drop at least {0} tokens)</source>
+        <translation>
+            <numerusform>Trim older turns (drop at least {0} token)</numerusform>
+            <numerusform>Trim older turns (drop at least {0} tokens)</numerusform>
         </translation>
     </message>
 </context>
@@ -213,6 +271,16 @@
         <translation>
             <numerusform>{0} token left: the oldest turns will soon be folded into the summary.</numerusform>
             <numerusform>{0} tokens left: the oldest turns will soon be folded into the summary.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Turns</name>
+    <message numerus="yes">
+        <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
+        <translation>
+            <numerusform>Nothing to summarize yet: the last turn always stays as it is.</numerusform>
+            <numerusform>Nothing to summarize yet: the last {0} turns always stay as they are.</numerusform>
         </translation>
     </message>
 </context>

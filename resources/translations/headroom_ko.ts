@@ -201,9 +201,11 @@
         <source>, {0} pages</source>
         <translation>, {0}쪽</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} characters{1}</source>
-        <translation>{0}자{1}</translation>
+        <translation>
+            <numerusform>{0}자{1}</numerusform>
+        </translation>
     </message>
     <message>
         <source>Could not attach {0}: {1}</source>
@@ -217,13 +219,17 @@
         <source>{0} is back in this chat</source>
         <translation>{0}을(를) 이 대화에 되돌렸습니다</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0}: whole file, {1} tokens</source>
-        <translation>{0}: 파일 전체, {1} 토큰</translation>
+        <translation>
+            <numerusform>{0}: 파일 전체, {1} 토큰</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</source>
-        <translation>{0}: 이 턴에 넣기에 너무 큽니다({1} 토큰). 발췌 {3}개 중 {2}개를 검색해 넣습니다, {4} 토큰</translation>
+        <translation>
+            <numerusform>{0}: 이 턴에 넣기에 너무 큽니다({1} 토큰). 발췌 {3}개 중 {2}개를 검색해 넣습니다, {4} 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>{0}: too large for this turn ({1} tokens) and no room left for an excerpt</source>
@@ -2240,9 +2246,11 @@ tokens counted by {4}: {5}</source>
         <source>Nothing was imported: {0}</source>
         <translation>아무것도 가져오지 못했습니다: {0}</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Imported {0} presets</source>
-        <translation>프리셋 {0}개를 가져왔습니다</translation>
+        <translation>
+            <numerusform>프리셋 {0}개를 가져왔습니다</numerusform>
+        </translation>
     </message>
     <message>
         <source>Could not export to {0}: {1}</source>
@@ -2381,13 +2389,17 @@ tokens counted by {4}: {5}</source>
         <source>Trim older turns or lower max new tokens.</source>
         <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Shorten it by {0} tokens.</source>
-        <translation>메시지를 {0} 토큰 줄이세요.</translation>
+        <translation>
+            <numerusform>메시지를 {0} 토큰 줄이세요.</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Shorten it by {0} tokens or lower max new tokens.</source>
-        <translation>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
+        <translation>
+            <numerusform>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</numerusform>
+        </translation>
     </message>
     <message>
         <source>Use a larger context or lower max new tokens.</source>
@@ -2405,9 +2417,11 @@ tokens counted by {4}: {5}</source>
         <source>needs {0}</source>
         <translation>필요 {0}</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Trim older turns (drop at least {0} tokens)</source>
-        <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
+        <translation>
+            <numerusform>이전 턴 줄이기 (최소 {0} 토큰 제거)</numerusform>
+        </translation>
     </message>
     <message>
         <source>Lower max new tokens to {0}, leaving room for the chat</source>
@@ -2930,9 +2944,11 @@ and the summary.</source>
         <source>Wait for the reply to end before summarizing.</source>
         <translation>요약하기 전에 답변이 끝날 때까지 기다리세요.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
-        <translation>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</translation>
+        <translation>
+            <numerusform>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</numerusform>
+        </translation>
     </message>
     <message>
         <source>before it started</source>
