@@ -111,6 +111,16 @@
     </message>
 </context>
 <context>
+    <name>DocumentChips</name>
+    <message numerus="yes">
+        <source>{0} characters</source>
+        <translation>
+            <numerusform>{0} character</numerusform>
+            <numerusform>{0} characters</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>MessageBubble</name>
     <message numerus="yes">
         <source>Reading the prompt… {0} / {1} tokens</source>
@@ -120,20 +130,20 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
+        <source>… {0} more characters not shown here (the whole message is kept and sent)</source>
         <translation>
-            <numerusform>… %Ln more character not shown here (the whole message is kept and sent)</numerusform>
-            <numerusform>… %Ln more characters not shown here (the whole message is kept and sent)</numerusform>
+            <numerusform>… {0} more character not shown here (the whole message is kept and sent)</numerusform>
+            <numerusform>… {0} more characters not shown here (the whole message is kept and sent)</numerusform>
         </translation>
     </message>
 </context>
 <context>
     <name>ModelStatusBar</name>
     <message numerus="yes">
-        <source>TTFT {0} · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
-            <numerusform>TTFT {0} · {1} tok/s · %n token</numerusform>
-            <numerusform>TTFT {0} · {1} tok/s · %n tokens</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · {2} token</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · {2} tokens</numerusform>
         </translation>
     </message>
 </context>
@@ -229,17 +239,17 @@
 <context>
     <name>SummaryBlock</name>
     <message numerus="yes">
-        <source>%n turns folded in</source>
+        <source>{0} turns folded in</source>
         <translation>
-            <numerusform>%n turn folded in</numerusform>
-            <numerusform>%n turns folded in</numerusform>
+            <numerusform>{0} turn folded in</numerusform>
+            <numerusform>{0} turns folded in</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n tokens</source>
+        <source>{0} tokens</source>
         <translation>
-            <numerusform>%n token</numerusform>
-            <numerusform>%n tokens</numerusform>
+            <numerusform>{0} token</numerusform>
+            <numerusform>{0} tokens</numerusform>
         </translation>
     </message>
 </context>

@@ -740,9 +740,11 @@ Your chats are saved here.</source>
         <source>{0} pages</source>
         <translation>{0}쪽</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} characters</source>
-        <translation>{0}자</translation>
+        <translation>
+            <numerusform>{0}자</numerusform>
+        </translation>
     </message>
     <message>
         <source>Attached to this message; sent again when it is edited or answered again</source>
@@ -1533,6 +1535,12 @@ Your chats are saved here.</source>
             <numerusform>프롬프트 읽는 중… {0} / {1} 토큰</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>… {0} more characters not shown here (the whole message is kept and sent)</source>
+        <translation>
+            <numerusform>… 여기에 표시하지 않은 글자 {0}자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
+        </translation>
+    </message>
     <message>
         <source>The answers below stay as the older version. {0}</source>
         <translation>아래 답변들은 이전 버전으로 남습니다. {0}</translation>
@@ -1544,12 +1552,6 @@ Your chats are saved here.</source>
     <message>
         <source>Save &amp;&amp; regenerate</source>
         <translation>저장 후 다시 생성</translation>
-    </message>
-    <message numerus="yes">
-        <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
-        <translation>
-            <numerusform>… 여기에 표시하지 않은 글자 %Ln자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
-        </translation>
     </message>
     <message>
         <source>(no text)</source>
@@ -1655,9 +1657,9 @@ tokens counted by {4}: {5}</source>
         <translation>토큰 없음</translation>
     </message>
     <message numerus="yes">
-        <source>TTFT {0} · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
-            <numerusform>TTFT {0} · 초당 {1} 토큰 · %n 토큰</numerusform>
+            <numerusform>TTFT {0} · 초당 {1} 토큰 · {2} 토큰</numerusform>
         </translation>
     </message>
 </context>
@@ -2836,20 +2838,20 @@ so correcting it changes what the assistant remembers.</source>
         <translation>저장</translation>
     </message>
     <message numerus="yes">
-        <source>%n turns folded in</source>
+        <source>{0} turns folded in</source>
         <translation>
-            <numerusform>턴 %n개 접힘</numerusform>
+            <numerusform>턴 {0}개 접힘</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0} tokens</source>
+        <translation>
+            <numerusform>{0} 토큰</numerusform>
         </translation>
     </message>
     <message>
         <source>{0} / {1} tokens</source>
         <translation>{0} / {1} 토큰</translation>
-    </message>
-    <message numerus="yes">
-        <source>%n tokens</source>
-        <translation>
-            <numerusform>%n 토큰</numerusform>
-        </translation>
     </message>
 </context>
 <context>
