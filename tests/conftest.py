@@ -17,6 +17,7 @@ import pytest
 
 import app  # noqa: F401  (offline mode and allocator settings, before torch loads)
 from app.core.paths import default_model_path
+from tests.helpers.translations import english_plurals, korean  # noqa: F401  (fixtures for tests/ui, tests/chat)
 
 
 def _use_this_checkouts_resources() -> None:

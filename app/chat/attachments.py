@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
+class Attachments(QObject):
+    """The translation context "Attachments" for counted words ("1 character", "1 token"): lupdate
+    reads Attachments.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
+
+
 @dataclass
 class _Removal:
     """A sent document removed, with what `undo_remove` needs to put it back."""
@@ -278,7 +284,7 @@ def _size_text(document: ExtractedDocument) -> str:
     pages = translate("Attachments", ", {0} pages").format(document.pages) if document.pages > 1 else ""
     if legacy_note(document):
         pages += f", {document.encoding}"
-    return translate("Attachments", "{0} characters{1}").format(f"{len(document.text):,}", pages)
+    return Attachments.tr("{0} characters{1}", "", len(document.text)).format(f"{len(document.text):,}", pages)
 
 
 def fit_note(fit) -> FitNote:
@@ -290,10 +296,10 @@ def fit_line(name: str, note: FitNote) -> str:
     """The transcript's line on how the document `name` went into its turn: "report.pdf: whole
     file, 812 tokens", or retrieved excerpts, or no room for one."""
     if note.mode == WHOLE:
-        return translate("Attachments", "{0}: whole file, {1} tokens").format(name, f"{note.tokens:,}")
-    if note.excerpts:
-        return translate("Attachments", "{0}: too large for this turn ({1} tokens): retrieving {2} of {3} "
-                         "excerpts, {4} tokens").format(name, f"{note.whole_tokens:,}", note.excerpts,
-                                                        f"{note.total_excerpts:,}", f"{note.tokens:,}")
+        return Attachments.tr("{0}: whole file, {1} tokens", "", note.tokens).format(name, f"{note.tokens:,}")
+    if note.excerpts:  # counted in the excerpts' tokens: the whole file is always many
+        return Attachments.tr("{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, "
+                              "{4} tokens", "", note.tokens).format(name, f"{note.whole_tokens:,}", note.excerpts,
+                                                                    f"{note.total_excerpts:,}", f"{note.tokens:,}")
     return translate("Attachments", "{0}: too large for this turn ({1} tokens) and no room left for "
                      "an excerpt").format(name, f"{note.whole_tokens:,}")

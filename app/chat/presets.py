@@ -34,6 +34,12 @@ _SAVED_FIELDS = tuple(name for name in PRESET_FIELDS if name != "cpu_threads")
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
+
+class Presets(QObject):
+    """The translation context "Presets" for counted words ("Imported 1 preset"): lupdate reads
+    Presets.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
+
 # The built-ins' names and descriptions (app.core.presets.BUILTIN_PRESETS, stored in English, no
 # Qt there), marked here so lupdate puts them in the catalogue; display_* translate them.
 BUILTIN_TEXTS = (
@@ -159,7 +165,7 @@ class PresetFlow(QObject):
             self._chat.announce(translate("Presets", "Nothing was imported: {0}").format(_reason(exc)), "error")
             return False
         renamed = "; ".join(f"{old} → {new}" for old, new in result.renamed)
-        text = translate("Presets", "Imported {0} presets").format(len(result.added))
+        text = Presets.tr("Imported {0} presets", "", len(result.added)).format(f"{len(result.added):,}")
         text += f" ({renamed})" if renamed else ""
         self._chat.announce(text, "status")
         self.show_presets()

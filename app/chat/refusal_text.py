@@ -9,13 +9,19 @@ decision without a reason_kind (made by code that predates it) keeps its English
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QObject
 
 from app.core.new_tokens import lowered_new_tokens
 from app.engine.memory.admission import AdmissionDecision
 from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+class Refusal(QObject):
+    """The translation context "Refusal" for counted words ("Shorten it by 1 token."): lupdate
+    reads Refusal.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
 
 
 def _n(value: int) -> str:
@@ -57,9 +63,9 @@ def refusal_advice(decision) -> str:
     if kind == "message":
         if f.get("shorten_by") and decision.max_new_tokens_fit is None:
             # admission found no max new tokens that fits (trial 12: 1,852 over with 512 new tokens)
-            return translate("Refusal", "Shorten it by {0} tokens.").format(_n(f["shorten_by"]))
+            return Refusal.tr("Shorten it by {0} tokens.", "", f["shorten_by"]).format(_n(f["shorten_by"]))
         if f.get("shorten_by"):
-            return translate("Refusal", "Shorten it by {0} tokens or lower max new tokens.").format(
+            return Refusal.tr("Shorten it by {0} tokens or lower max new tokens.", "", f["shorten_by"]).format(
                 _n(f["shorten_by"]))
         return translate("Refusal", "Use a larger context or lower max new tokens.")
     return ""
@@ -123,9 +129,8 @@ def remedy_labels(decision) -> dict[str, str]:
     "chunked"), in the order offered; a memory remedy says what it would need."""
     offers = {}
     if decision.trim_tokens is not None:
-        offers["trim"] = translate(
-            "Refusal", "Trim older turns (drop at least {0} tokens)").format(_n(decision.trim_tokens)) + _needs(
-            decision, "trim_needed")
+        offers["trim"] = Refusal.tr("Trim older turns (drop at least {0} tokens)", "", decision.trim_tokens).format(
+            _n(decision.trim_tokens)) + _needs(decision, "trim_needed")
     lowered = lowered_max_new_tokens(decision)
     if lowered is not None and lowered < decision.max_new_tokens_fit:  # kept below the fit: say why
         offers["lower_max_new_tokens"] = translate(

@@ -53,6 +53,12 @@ if TYPE_CHECKING:
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+class Turns(QObject):
+    """The translation context "Turns" for counted words ("the last 1 turn"): lupdate reads
+    Turns.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
 log = logging.getLogger(__name__)
 
 PROGRESS_SAVE_S = 1.0
@@ -306,8 +312,9 @@ class TurnFlow(QObject):
             chat.announce(translate("Turns", "Wait for the reply to end before summarizing."), "status")
             return
         if not chat.summaries.foldable_turns():  # the button is disabled then; a call from elsewhere
-            chat.announce(translate("Turns", "Nothing to summarize yet: the last {0} turns always stay as they are.")
-                          .format(chat.settings.generation.summary_keep_turns), "status")
+            keep = chat.settings.generation.summary_keep_turns
+            chat.announce(Turns.tr("Nothing to summarize yet: the last {0} turns always stay as they are.", "", keep)
+                          .format(f"{keep:,}"), "status")
             return
         request = TurnRequest(next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
                               self._with_notes(chat.settings.generation), backend=chat.settings.backend,

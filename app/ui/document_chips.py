@@ -12,10 +12,10 @@ translate = QCoreApplication.translate  # lupdate reads translate("Context", "so
 
 
 def document_extent(document) -> str:
-    """"312 pages" for a paged document, else "12,345 characters" (in the window's language)."""
+    """"312 pages" for a paged document, else "12,345 characters", "1 character" (in the window's language)."""
     if document.pages > 1:
         return translate("DocumentChips", "{0} pages").format(f"{document.pages:,}")  # only ever 2 or more
-    return translate("DocumentChips", "{0} characters").format(f"{len(document.text):,}")
+    return DocumentChips.tr("{0} characters", "", len(document.text)).format(f"{len(document.text):,}")
 
 
 class DocumentChips(QWidget):

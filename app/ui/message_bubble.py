@@ -253,8 +253,8 @@ class MessageBubble(QFrame):
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
         elif len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS
-            note = self.tr("… %Ln more characters not shown here (the whole message is kept and sent)", "",
-                           hidden)
+            note = self.tr("… {0} more characters not shown here (the whole message is kept and sent)", "",
+                           hidden).format(f"{hidden:,}")
         elif self.text:
             note = ""
         elif self.status in _CONTINUABLE:

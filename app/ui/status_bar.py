@@ -180,8 +180,8 @@ class ModelStatusBar(QStatusBar):
         if new_tokens <= 0:
             self.speed_label.setText(self.tr("no tokens"))
             return
-        self.speed_label.setText(self.tr("TTFT {0} · {1} tok/s · %n tokens", "", new_tokens).format(
-            duration_text(ttft_s), f"{tokens_per_s:.1f}"))
+        self.speed_label.setText(self.tr("TTFT {0} · {1} tok/s · {2} tokens", "", new_tokens).format(
+            duration_text(ttft_s), f"{tokens_per_s:.1f}", f"{new_tokens:,}"))
 
     def clear_speed(self) -> None:
         """The chat shown has no answer with stats: no speed shown."""

@@ -225,9 +225,9 @@ class SummaryBlock(QFrame):
     def _meta_text(self) -> str:
         if not self._text:
             return ""
-        parts = [self.tr("%n turns folded in", "", self._folded_turns)]
+        parts = [self.tr("{0} turns folded in", "", self._folded_turns).format(f"{self._folded_turns:,}")]
         if self._cap > 0:
             parts.append(self.tr("{0} / {1} tokens").format(f"{self._tokens:,}", f"{self._cap:,}"))
         else:
-            parts.append(self.tr("%n tokens", "", self._tokens))
+            parts.append(self.tr("{0} tokens", "", self._tokens).format(f"{self._tokens:,}"))
         return " · ".join(parts)

@@ -12,6 +12,30 @@
     </message>
 </context>
 <context>
+    <name>Attachments</name>
+    <message numerus="yes">
+        <source>{0} characters{1}</source>
+        <translation>
+            <numerusform>{0} character{1}</numerusform>
+            <numerusform>{0} characters{1}</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0}: whole file, {1} tokens</source>
+        <translation>
+            <numerusform>{0}: whole file, {1} token</numerusform>
+            <numerusform>{0}: whole file, {1} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</source>
+        <translation>
+            <numerusform>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} token</numerusform>
+            <numerusform>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ChatBar</name>
     <message numerus="yes">
         <source>The turns before the last %n are already in the summary</source>
@@ -87,6 +111,16 @@
     </message>
 </context>
 <context>
+    <name>DocumentChips</name>
+    <message numerus="yes">
+        <source>{0} characters</source>
+        <translation>
+            <numerusform>{0} character</numerusform>
+            <numerusform>{0} characters</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>MessageBubble</name>
     <message numerus="yes">
         <source>Reading the prompt… {0} / {1} tokens</source>
@@ -96,20 +130,54 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
+        <source>… {0} more characters not shown here (the whole message is kept and sent)</source>
         <translation>
-            <numerusform>… %Ln more character not shown here (the whole message is kept and sent)</numerusform>
-            <numerusform>… %Ln more characters not shown here (the whole message is kept and sent)</numerusform>
+            <numerusform>… {0} more character not shown here (the whole message is kept and sent)</numerusform>
+            <numerusform>… {0} more characters not shown here (the whole message is kept and sent)</numerusform>
         </translation>
     </message>
 </context>
 <context>
     <name>ModelStatusBar</name>
     <message numerus="yes">
-        <source>TTFT {0} · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
-            <numerusform>TTFT {0} · {1} tok/s · %n token</numerusform>
-            <numerusform>TTFT {0} · {1} tok/s · %n tokens</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · {2} token</numerusform>
+            <numerusform>TTFT {0} · {1} tok/s · {2} tokens</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Presets</name>
+    <message numerus="yes">
+        <source>Imported {0} presets</source>
+        <translation>
+            <numerusform>Imported {0} preset</numerusform>
+            <numerusform>Imported {0} presets</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Refusal</name>
+    <message numerus="yes">
+        <source>Shorten it by {0} tokens.</source>
+        <translation>
+            <numerusform>Shorten it by {0} token.</numerusform>
+            <numerusform>Shorten it by {0} tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Shorten it by {0} tokens or lower max new tokens.</source>
+        <translation>
+            <numerusform>Shorten it by {0} token or lower max new tokens.</numerusform>
+            <numerusform>Shorten it by {0} tokens or lower max new tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Trim older turns (drop at least {0} tokens)</source>
+        <translation>
+            <numerusform>Trim older turns (drop at least {0} token)</numerusform>
+            <numerusform>Trim older turns (drop at least {0} tokens)</numerusform>
         </translation>
     </message>
 </context>
@@ -171,17 +239,17 @@
 <context>
     <name>SummaryBlock</name>
     <message numerus="yes">
-        <source>%n turns folded in</source>
+        <source>{0} turns folded in</source>
         <translation>
-            <numerusform>%n turn folded in</numerusform>
-            <numerusform>%n turns folded in</numerusform>
+            <numerusform>{0} turn folded in</numerusform>
+            <numerusform>{0} turns folded in</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n tokens</source>
+        <source>{0} tokens</source>
         <translation>
-            <numerusform>%n token</numerusform>
-            <numerusform>%n tokens</numerusform>
+            <numerusform>{0} token</numerusform>
+            <numerusform>{0} tokens</numerusform>
         </translation>
     </message>
 </context>
@@ -213,6 +281,16 @@
         <translation>
             <numerusform>{0} token left: the oldest turns will soon be folded into the summary.</numerusform>
             <numerusform>{0} tokens left: the oldest turns will soon be folded into the summary.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>Turns</name>
+    <message numerus="yes">
+        <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
+        <translation>
+            <numerusform>Nothing to summarize yet: the last turn always stays as it is.</numerusform>
+            <numerusform>Nothing to summarize yet: the last {0} turns always stay as they are.</numerusform>
         </translation>
     </message>
 </context>

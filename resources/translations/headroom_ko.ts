@@ -201,9 +201,11 @@
         <source>, {0} pages</source>
         <translation>, {0}쪽</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} characters{1}</source>
-        <translation>{0}자{1}</translation>
+        <translation>
+            <numerusform>{0}자{1}</numerusform>
+        </translation>
     </message>
     <message>
         <source>Could not attach {0}: {1}</source>
@@ -217,13 +219,17 @@
         <source>{0} is back in this chat</source>
         <translation>{0}을(를) 이 대화에 되돌렸습니다</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0}: whole file, {1} tokens</source>
-        <translation>{0}: 파일 전체, {1} 토큰</translation>
+        <translation>
+            <numerusform>{0}: 파일 전체, {1} 토큰</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0}: too large for this turn ({1} tokens): retrieving {2} of {3} excerpts, {4} tokens</source>
-        <translation>{0}: 이 턴에 넣기에 너무 큽니다({1} 토큰). 발췌 {3}개 중 {2}개를 검색해 넣습니다, {4} 토큰</translation>
+        <translation>
+            <numerusform>{0}: 이 턴에 넣기에 너무 큽니다({1} 토큰). 발췌 {3}개 중 {2}개를 검색해 넣습니다, {4} 토큰</numerusform>
+        </translation>
     </message>
     <message>
         <source>{0}: too large for this turn ({1} tokens) and no room left for an excerpt</source>
@@ -734,9 +740,11 @@ Your chats are saved here.</source>
         <source>{0} pages</source>
         <translation>{0}쪽</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} characters</source>
-        <translation>{0}자</translation>
+        <translation>
+            <numerusform>{0}자</numerusform>
+        </translation>
     </message>
     <message>
         <source>Attached to this message; sent again when it is edited or answered again</source>
@@ -1527,6 +1535,12 @@ Your chats are saved here.</source>
             <numerusform>프롬프트 읽는 중… {0} / {1} 토큰</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>… {0} more characters not shown here (the whole message is kept and sent)</source>
+        <translation>
+            <numerusform>… 여기에 표시하지 않은 글자 {0}자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
+        </translation>
+    </message>
     <message>
         <source>The answers below stay as the older version. {0}</source>
         <translation>아래 답변들은 이전 버전으로 남습니다. {0}</translation>
@@ -1538,12 +1552,6 @@ Your chats are saved here.</source>
     <message>
         <source>Save &amp;&amp; regenerate</source>
         <translation>저장 후 다시 생성</translation>
-    </message>
-    <message numerus="yes">
-        <source>… %Ln more characters not shown here (the whole message is kept and sent)</source>
-        <translation>
-            <numerusform>… 여기에 표시하지 않은 글자 %Ln자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
-        </translation>
     </message>
     <message>
         <source>(no text)</source>
@@ -1649,9 +1657,9 @@ tokens counted by {4}: {5}</source>
         <translation>토큰 없음</translation>
     </message>
     <message numerus="yes">
-        <source>TTFT {0} · {1} tok/s · %n tokens</source>
+        <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
-            <numerusform>TTFT {0} · 초당 {1} 토큰 · %n 토큰</numerusform>
+            <numerusform>TTFT {0} · 초당 {1} 토큰 · {2} 토큰</numerusform>
         </translation>
     </message>
 </context>
@@ -2264,9 +2272,11 @@ tokens counted by {4}: {5}</source>
         <source>Nothing was imported: {0}</source>
         <translation>아무것도 가져오지 못했습니다: {0}</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Imported {0} presets</source>
-        <translation>프리셋 {0}개를 가져왔습니다</translation>
+        <translation>
+            <numerusform>프리셋 {0}개를 가져왔습니다</numerusform>
+        </translation>
     </message>
     <message>
         <source>Could not export to {0}: {1}</source>
@@ -2405,13 +2415,17 @@ tokens counted by {4}: {5}</source>
         <source>Trim older turns or lower max new tokens.</source>
         <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Shorten it by {0} tokens.</source>
-        <translation>메시지를 {0} 토큰 줄이세요.</translation>
+        <translation>
+            <numerusform>메시지를 {0} 토큰 줄이세요.</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Shorten it by {0} tokens or lower max new tokens.</source>
-        <translation>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</translation>
+        <translation>
+            <numerusform>메시지를 {0} 토큰 줄이거나 최대 새 토큰 수를 낮추세요.</numerusform>
+        </translation>
     </message>
     <message>
         <source>Use a larger context or lower max new tokens.</source>
@@ -2429,9 +2443,11 @@ tokens counted by {4}: {5}</source>
         <source>needs {0}</source>
         <translation>필요 {0}</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Trim older turns (drop at least {0} tokens)</source>
-        <translation>이전 턴 줄이기 (최소 {0} 토큰 제거)</translation>
+        <translation>
+            <numerusform>이전 턴 줄이기 (최소 {0} 토큰 제거)</numerusform>
+        </translation>
     </message>
     <message>
         <source>Lower max new tokens to {0}, leaving room for the chat</source>
@@ -2846,20 +2862,20 @@ so correcting it changes what the assistant remembers.</source>
         <translation>저장</translation>
     </message>
     <message numerus="yes">
-        <source>%n turns folded in</source>
+        <source>{0} turns folded in</source>
         <translation>
-            <numerusform>턴 %n개 접힘</numerusform>
+            <numerusform>턴 {0}개 접힘</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>{0} tokens</source>
+        <translation>
+            <numerusform>{0} 토큰</numerusform>
         </translation>
     </message>
     <message>
         <source>{0} / {1} tokens</source>
         <translation>{0} / {1} 토큰</translation>
-    </message>
-    <message numerus="yes">
-        <source>%n tokens</source>
-        <translation>
-            <numerusform>%n 토큰</numerusform>
-        </translation>
     </message>
 </context>
 <context>
@@ -2954,9 +2970,11 @@ and the summary.</source>
         <source>Wait for the reply to end before summarizing.</source>
         <translation>요약하기 전에 답변이 끝날 때까지 기다리세요.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>Nothing to summarize yet: the last {0} turns always stay as they are.</source>
-        <translation>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</translation>
+        <translation>
+            <numerusform>아직 요약할 것이 없습니다. 마지막 턴 {0}개는 항상 그대로 남습니다.</numerusform>
+        </translation>
     </message>
     <message>
         <source>before it started</source>

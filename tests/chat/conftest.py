@@ -63,6 +63,12 @@ def report(name="tiny", max_positions=512, weight_bytes=10 << 20):
                            compute_dtype="float32")
 
 
+@pytest.fixture(autouse=True)
+def english(english_plurals):
+    """Every test here reads English as the app shows it: "1 token", not "1 tokens"."""
+    return english_plurals
+
+
 @pytest.fixture
 def make_chat(qapp, tmp_path):
     chats = []

@@ -61,7 +61,7 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert chat.presets.export_file(tmp_path / "out.json")
     assert chat.presets.import_file(tmp_path / "out.json")  # the same name again: renamed
     assert [p.name for p in chat.presets.library.user] == ["Pirate", "Pirate (2)"]
-    assert seen.of("notice")[-1] == ("Imported 1 presets (Pirate → Pirate (2))", "status")
+    assert seen.of("notice")[-1] == ("Imported 1 preset (Pirate → Pirate (2))", "status")
     chat.presets.delete("Pirate (2)")
     chat.presets.delete("Balanced")
     assert "cannot be removed" in seen.of("notice")[-1][0]

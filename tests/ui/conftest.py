@@ -1,43 +1,19 @@
 import asyncio
-from importlib import resources
 
 import pytest
-from PySide6.QtCore import QLocale, QTranslator
 from qasync import QEventLoop
 
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.ui.application import load_stylesheet
 from app.ui.main_window import MainWindow
-from app.ui.translations import install_translators
 from app.ui.window_state import WindowState
 
 
-@pytest.fixture(scope="session", autouse=True)
-def english_plurals(qapp):
-    """The English catalogue the app installs for English (singular forms: "1 turn"), for every
-    UI test. Not parented to the application, so a test that removes its translators keeps it."""
-    translator = QTranslator()
-    with resources.as_file(resources.files("app.resources").joinpath("translations", "headroom_en.qm")) as path:
-        assert translator.load(str(path))
-    qapp.installTranslator(translator)
-    yield translator
-    qapp.removeTranslator(translator)
-
-
-@pytest.fixture
-def korean(qapp, english_plurals):
-    """The window's language set to Korean as at start-up (Qt's and Headroom's catalogues, the
-    Korean default QLocale); everything is put back afterwards."""
-    locale, before = QLocale(), set(qapp.findChildren(QTranslator))
-    qapp.removeTranslator(english_plurals)
-    assert install_translators(qapp, "ko") == "ko"
-    yield
-    for translator in set(qapp.findChildren(QTranslator)) - before:
-        qapp.removeTranslator(translator)
-        translator.deleteLater()
-    qapp.installTranslator(english_plurals)
-    QLocale.setDefault(locale)
+@pytest.fixture(autouse=True)
+def english(english_plurals):
+    """Every test here reads English as the app shows it: "1 token", not "1 tokens"."""
+    return english_plurals
 
 
 @pytest.fixture

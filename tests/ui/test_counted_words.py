@@ -1,15 +1,23 @@
 """Counts read in their number: "1 token", "2 tokens", "1,200 tokens" in English (the singular
 forms come from headroom_en.ts, the sources being written in the plural); Korean, which has no
-plural, keeps one wording ("1 토큰", "2 토큰"). Spin box suffixes follow the value as it changes."""
+plural, keeps one wording ("1 토큰", "2 토큰"). Spin box suffixes follow the value as it changes.
+The chat's own counted texts (presets, turns, refusals, attachments) are tested in
+tests/chat/test_counted_words.py."""
+
+from types import SimpleNamespace
 
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.conversation import ReplyStats
+from app.core.conversation import ReplyStats, Role
 from app.core.settings import GenerationSettings
 from app.ui.context_choice import ContextChoice
+from app.ui.document_chips import document_extent
+from app.ui.message_bubble import MAX_SHOWN_CHARS, MessageBubble
 from app.ui.reply_stats_text import stats_line, stats_tooltip
 from app.ui.settings_dialog import SettingsDialog
+from app.ui.status_bar import ModelStatusBar
+from app.ui.summary_block import SummaryBlock
 from app.ui.token_meter import TokenMeter
 
 
@@ -104,3 +112,66 @@ def test_the_token_meter_in_korean(korean, qtbot):
     meter.set_counts(999, 1_000, 1, 0)
     assert "1 토큰 남음" in meter.toolTip()
 
+
+
+def _extent(characters: int) -> str:
+    return document_extent(SimpleNamespace(pages=1, text="x" * characters))
+
+
+def test_a_document_chip_counts_its_characters(qapp):
+    assert [_extent(n) for n in (1, 2, 1_200)] == ["1 character", "2 characters", "1,200 characters"]
+
+
+def test_a_document_chip_counts_its_characters_in_korean(korean):
+    assert [_extent(n) for n in (1, 1_200)] == ["1자", "1,200자"]
+
+
+@pytest.mark.parametrize(("turns", "tokens", "meta"), [
+    (1, 1, "1 turn folded in · 1 token"),
+    (2, 2, "2 turns folded in · 2 tokens"),
+    (1_200, 1_200, "1,200 turns folded in · 1,200 tokens"),
+])
+def test_the_summary_block_counts_turns_and_tokens(qtbot, turns, tokens, meta):
+    block = SummaryBlock()
+    qtbot.addWidget(block)
+    block.set_summary("The user asked about KV caches.", turns, tokens, 0)  # no cap: the tokens alone
+    assert block.meta_label.text() == meta
+
+
+def test_the_summary_block_in_korean(korean, qtbot):
+    block = SummaryBlock()
+    qtbot.addWidget(block)
+    block.set_summary("KV 캐시에 대해 물었습니다.", 1, 1_200, 0)
+    assert block.meta_label.text() == "턴 1개 접힘 · 1,200 토큰"
+
+
+@pytest.mark.parametrize(("tokens", "count"), [(1, "1 token"), (2, "2 tokens"), (1_200, "1,200 tokens")])
+def test_the_status_bar_counts_the_answers_tokens(qtbot, tokens, count):
+    status = ModelStatusBar()
+    qtbot.addWidget(status)
+    status.show_speed(0.25, 10.0, tokens)
+    assert status.speed_label.text() == "TTFT 250 ms · 10.0 tok/s · " + count
+
+
+def test_the_status_bar_counts_in_korean(korean, qtbot):
+    status = ModelStatusBar()
+    qtbot.addWidget(status)
+    status.show_speed(0.25, 10.0, 1_200)
+    assert status.speed_label.text().endswith("초당 10.0 토큰 · 1,200 토큰")
+
+
+@pytest.mark.parametrize(("hidden", "note"), [
+    (1, "… 1 more character not shown here"),
+    (2, "… 2 more characters not shown here"),
+    (1_200, "… 1,200 more characters not shown here"),
+])
+def test_a_long_message_counts_the_characters_it_does_not_show(qtbot, hidden, note):
+    bubble = MessageBubble(Role.USER, "word " * (MAX_SHOWN_CHARS // 5) + "x" * hidden)
+    qtbot.addWidget(bubble)
+    assert bubble.shown_text().endswith(note + " (the whole message is kept and sent)")
+
+
+def test_a_long_message_counts_in_korean(korean, qtbot):
+    bubble = MessageBubble(Role.USER, "word " * (MAX_SHOWN_CHARS // 5) + "x" * 1_200)
+    qtbot.addWidget(bubble)
+    assert bubble.shown_text().endswith("… 여기에 표시하지 않은 글자 1,200자 (메시지 전체는 보존되고 전송됩니다)")

@@ -1,0 +1,85 @@
+"""The chat's counted texts read in their number: "Imported 1 preset", "Shorten it by 1 token.",
+"1 character", "1,200 tokens" in English (singular forms from headroom_en.ts, the sources being
+written in the plural); Korean keeps one wording ("프리셋 1개", "1 토큰", "1자")."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from app.chat.attachments import _size_text, fit_line
+from app.chat.refusal_text import refusal_advice, remedy_labels
+from app.core.settings import GenerationSettings, Settings
+from app.core.store_attachments import FitNote
+from app.engine.memory.admission import AdmissionDecision
+
+
+def _import(chat, tmp_path, count: int) -> str:
+    path = tmp_path / f"{count}.json"
+    path.write_text(json.dumps({"presets": [{"name": f"Mine {i}", "values": {"temperature": 0.3}}
+                                            for i in range(count)]}), encoding="utf-8")
+    assert chat.presets.import_file(path)
+    return chat.recorded.of("notice")[-1][0]
+
+
+def test_imported_presets_are_counted(chat, tmp_path):
+    assert _import(chat, tmp_path, 1) == "Imported 1 preset"
+    assert _import(chat, tmp_path, 2).startswith("Imported 2 presets (Mine 0 → Mine 0 (2)")
+
+
+def test_imported_presets_in_korean(korean, chat, tmp_path):
+    assert _import(chat, tmp_path, 1) == "프리셋 1개를 가져왔습니다"
+
+
+@pytest.mark.parametrize(("keep", "notice"), [
+    (1, "Nothing to summarize yet: the last turn always stays as it is."),
+    (2, "Nothing to summarize yet: the last 2 turns always stay as they are."),
+    (1_200, "Nothing to summarize yet: the last 1,200 turns always stay as they are."),
+])
+def test_nothing_to_summarize_counts_the_turns_kept(make_chat, keep, notice):
+    chat = make_chat(settings=Settings(GenerationSettings(summary_keep_turns=keep)))
+    chat.turns.summarize_now()
+    assert chat.recorded.of("notice")[-1] == (notice, "status")
+
+
+def test_nothing_to_summarize_in_korean(korean, make_chat):
+    chat = make_chat(settings=Settings(GenerationSettings(summary_keep_turns=1)))
+    chat.turns.summarize_now()
+    assert chat.recorded.of("notice")[-1][0] == "아직 요약할 것이 없습니다. 마지막 턴 1개는 항상 그대로 남습니다."
+
+
+def _message_refusal(tokens: int, fit: int | None = None) -> AdmissionDecision:
+    return AdmissionDecision(False, "positions", "", trim_tokens=tokens, max_new_tokens_fit=fit,
+                             reason_kind="message", facts={"shorten_by": tokens})
+
+
+@pytest.mark.parametrize(("tokens", "count"), [(1, "1 token"), (2, "2 tokens"), (1_200, "1,200 tokens")])
+def test_a_refusal_counts_what_to_shorten_and_trim(tokens, count):
+    assert refusal_advice(_message_refusal(tokens)) == f"Shorten it by {count}."
+    assert refusal_advice(_message_refusal(tokens, fit=100)) == f"Shorten it by {count} or lower max new tokens."
+    assert remedy_labels(_message_refusal(tokens))["trim"] == f"Trim older turns (drop at least {count})"
+
+
+def test_a_refusal_in_korean(korean):
+    assert refusal_advice(_message_refusal(1)) == "메시지를 1 토큰 줄이세요."
+    assert refusal_advice(_message_refusal(1_200, fit=100)) == (
+        "메시지를 1,200 토큰 줄이거나 최대 새 토큰 수를 낮추세요.")
+    assert remedy_labels(_message_refusal(1))["trim"] == "이전 턴 줄이기 (최소 1 토큰 제거)"
+
+
+def _document(characters: int, pages: int = 1):
+    return SimpleNamespace(text="x" * characters, pages=pages, encoding="utf-8")
+
+
+@pytest.mark.parametrize(("tokens", "count"), [(1, "1 token"), (2, "2 tokens"), (1_200, "1,200 tokens")])
+def test_an_attachment_counts_its_characters_and_tokens(tokens, count):
+    assert _size_text(_document(tokens)) == count.replace("token", "character")
+    assert fit_line("a.txt", FitNote("whole", tokens, tokens, 0, 0)) == f"a.txt: whole file, {count}"
+    assert fit_line("a.pdf", FitNote("retrieved", tokens, 90_000, 1, 40)) == (
+        f"a.pdf: too large for this turn (90,000 tokens): retrieving 1 of 40 excerpts, {count}")
+
+
+def test_an_attachment_in_korean(korean):
+    assert _size_text(_document(1)) == "1자"
+    assert _size_text(_document(1_200, pages=3)) == "1,200자, 3쪽"
+    assert fit_line("a.txt", FitNote("whole", 1, 1, 0, 0)) == "a.txt: 파일 전체, 1 토큰"
