@@ -14,8 +14,11 @@ class ElidedLabel(QLabel):
     """`text()` is the full text; what is drawn is elided to the width. `setToolTip` sets the
     details shown under the full text when it is cut. No signals."""
 
-    def __init__(self, text: str = "", parent=None):
+    def __init__(self, text: str = "", parent=None, min_width: int = 0):
+        """min_width: the narrowest it lets a layout make it, in pixels, when its text is that wide
+        (default: a few characters, MIN_CHARS)."""
         super().__init__(parent)
+        self._min_width = min_width
         self._full = ""
         self._details = ""
         self.setTextFormat(Qt.TextFormat.PlainText)
@@ -43,7 +46,8 @@ class ElidedLabel(QLabel):
         return QSize(metrics.horizontalAdvance(self._full) + 4, super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:
-        width = min(self.fontMetrics().horizontalAdvance(MIN_CHARS), self.sizeHint().width())
+        floor = max(self.fontMetrics().horizontalAdvance(MIN_CHARS), self._min_width)
+        width = min(floor, self.sizeHint().width())
         return QSize(width if self._full else 0, super().minimumSizeHint().height())
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)

@@ -19,6 +19,10 @@ from app.ui.reply_stats_text import decode_path_text
 # for seconds each: the bar moves (busy) until the loader's fraction says more (trial 5: an
 # empty box early in the first load).
 BUSY_BELOW = 0.05
+MODEL_MIN_WIDTH = 200
+"""Pixels the model's name keeps when the bar is narrow: the labels on the right elide first, then
+step aside, the least useful first (`_fit_labels`; new-user trial: at 640 px the model's name was a
+one-pixel sliver beside "answered by local model")."""
 
 
 class ModelStatusBar(QStatusBar):
@@ -28,7 +32,7 @@ class ModelStatusBar(QStatusBar):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model_label = ElidedLabel(self.tr("No model loaded"))
+        self.model_label = ElidedLabel(self.tr("No model loaded"), min_width=MODEL_MIN_WIDTH)
         self.model_label.setObjectName("modelLabel")
         self.speed_label = ElidedLabel("")
         self.speed_label.setObjectName("speedLabel")
@@ -50,6 +54,8 @@ class ModelStatusBar(QStatusBar):
         self.addPermanentWidget(self.backend_label)
         self.addPermanentWidget(self.decode_label)
         self.addPermanentWidget(self.speed_label)
+        self.yielding = (self.backend_label, self.decode_label, self.speed_label)  # the first steps aside first
+        self._fitting = False
         self._report = None
         self._message = ""  # the temporary message, whole
         self._message_until = 0.0  # time.monotonic() when it goes (0: stays until replaced)
@@ -82,12 +88,41 @@ class ModelStatusBar(QStatusBar):
         (new-user trial, Korean: the withdrawal notice ran under "로컬 모델 답변"), keeping the
         rest of its time."""
         handled = super().event(event)
+        if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
+            self._fit_labels()
         if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize) and super().currentMessage():
             left_ms = 0
             if self._message_until:
                 left_ms = max(1, int((self._message_until - time.monotonic()) * 1000))
             self._fit_message(left_ms)
         return handled
+
+    def _fit_labels(self) -> None:
+        """Hide the labels of `yielding` that leave the model's name less than MODEL_MIN_WIDTH (or
+        its whole text, when shorter) at their narrowest ("Mmmmmm…"), the first of them first; show
+        them again when the bar is wide enough. Their texts stay set: the answers' stats line says
+        the same speed and decode path."""
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            spacing = max(self.layout().spacing(), 0) + 6
+            fixed = [w for w in self.findChildren(QWidget) if w.parent() is self and not w.isHidden()
+                     and w is not self.model_label and w not in self.yielding and w.sizeHint().width() > 0]
+            need = min(MODEL_MIN_WIDTH, self.model_label.sizeHint().width()) + spacing + 24  # margins, grip
+            need += sum(w.sizeHint().width() + spacing for w in fixed)
+            wanted = [label for label in self.yielding if label.text()]
+            for label in self.yielding:
+                if not label.text():
+                    label.setVisible(True)  # empty: takes no room
+            room = self.width()
+            for label in reversed(wanted):  # the most useful first
+                width = label.minimumSizeHint().width() + spacing
+                label.setVisible(need + width <= room)
+                if need + width <= room:
+                    need += width
+        finally:
+            self._fitting = False
 
     def currentMessage(self) -> str:  # noqa: N802 - QStatusBar's name
         """The temporary message shown, whole (not as elided), "" when none is."""
