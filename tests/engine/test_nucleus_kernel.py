@@ -216,3 +216,18 @@ def test_a_seed_repeats_its_draws_and_nan_or_inf_scores_give_the_top_token():
     assert gpu_run(odd, SETTINGS[0])[0] == 17
     odd[:] = float("nan")
     assert gpu_run(odd, SETTINGS[0])[0] == 0
+
+
+@cuda
+@pytest.mark.parametrize("penalty", [1.0, 1.3])
+def test_greedy_is_the_first_argmax_after_the_penalty_and_marks_the_token(penalty):
+    for vocab in (50, 128256, 262144):
+        scores = random_logits(vocab, 4, 3.0, "cuda")
+        scores[vocab // 2] = scores.max()  # a tie: the first index wins, as torch.argmax
+        seen = torch.zeros(vocab, dtype=torch.bool, device="cuda")
+        seen[torch.topk(scores, 3).indices] = True
+        before = seen.clone()
+        settings = SamplingParams(temperature=0.0, repetition_penalty=penalty)
+        token = samplers.sample(scores, settings, None, seen)
+        want = torch.argmax(penalized(scores, before, penalty))
+        assert int(token) == int(want) and token.shape == (1,) and bool(seen[token])

@@ -54,7 +54,7 @@ BINS = 2048
 LIVE = BINS * BINS  # depths 0 .. LIVE - 1; a token deeper is never kept
 LIVE_WIDTH = 40.0  # the depth range in units of T: weights down to e^-40 of the top token's
 WORKSPACE_BYTES = 72 * 1024
-KERNEL_NAMES = ["nucleus_top", "nucleus_level1", "nucleus_level2", "nucleus_draw"]
+KERNEL_NAMES = ["nucleus_top", "nucleus_level1", "nucleus_level2", "nucleus_draw", "nucleus_greedy"]
 
 ENABLED = os.environ.get("HEADROOM_SAMPLER_KERNEL", "1") != "0"
 """HEADROOM_SAMPLER_KERNEL=0 keeps the sort-based draw on CUDA (benchmarks compare them)."""
@@ -96,6 +96,8 @@ static_assert(sizeof(Workspace) <= 72 * 1024, "WORKSPACE_BYTES");
 #define ARGS const float* __restrict__ scores, int vocab, u8* seen, int has_seen, double penalty, \
     double log2e_over_t, double depth_scale, int top_k, double top_p, int p_min, const float* uniform, \
     long long* out, void* wsv
+
+#define PASS scores, vocab, seen, has_seen, penalty, log2e_over_t, depth_scale, top_k, top_p, p_min, uniform, out, wsv
 
 __device__ __forceinline__ float score_at(const float* __restrict__ scores, const u8* seen, int has_seen,
                                           float penalty, int i) {
@@ -190,7 +192,9 @@ __device__ void plan_top_p(Workspace* ws, double top_p, u64 total, u64 base, con
         }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) nucleus_top(ARGS) {
+// The top score and its first index; greedy: that index is the token (and marked seen).
+template <bool GREEDY>
+__device__ void top_score(ARGS) {
     Workspace* ws = (Workspace*)wsv;
     __shared__ float tops[32];
     __shared__ int args[32];
@@ -236,8 +240,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) nucleus_top(ARGS) {
         const int a = __shfl_xor_sync(0xffffffffu, arg, o);
         if (s > best || (s == best && a < arg)) { best = s; arg = a; }
     }
-    if (lane == 0) { ws->top = best; ws->arg = arg == 0x7fffffff ? 0 : arg; }
+    if (lane == 0) {
+        arg = arg == 0x7fffffff ? 0 : arg;  // NaN or no scores: token 0
+        ws->top = best; ws->arg = arg;
+        if (GREEDY) {
+            out[0] = arg;
+            if (has_seen) seen[arg] = 1;
+        }
+    }
 }
+extern "C" __global__ void __launch_bounds__(THREADS) nucleus_top(ARGS) { top_score<false>(PASS); }
+extern "C" __global__ void __launch_bounds__(THREADS) nucleus_greedy(ARGS) { top_score<true>(PASS); }
 
 extern "C" __global__ void __launch_bounds__(THREADS) nucleus_level1(ARGS) {
     Workspace* ws = (Workspace*)wsv;
@@ -449,16 +462,8 @@ def run(scores: torch.Tensor, settings, uniform: torch.Tensor, seen: torch.Tenso
     uniform a (1,) float32 u ∈ [0, 1) on the same device. seen: the turn's (vocab,) bool mask, read
     for the repetition ``penalty`` and the drawn token marked in it (in place). The workspace (int64)
     holds the kernels' thresholds (`bounds` reads them); nothing here syncs with the host."""
-    flat = scores.reshape(-1)
-    if not flat.is_contiguous():
-        flat = flat.contiguous()
-    vocab = flat.numel()
-    blocks = -(-vocab // CHUNK)
-    if blocks > MAX_BLOCKS or flat.dtype != torch.float32:
-        raise ValueError(f"the sampler kernel takes float32 scores of up to {MAX_BLOCKS * CHUNK} tokens, "
-                         f"got {flat.dtype} {vocab}")
+    flat, vocab, blocks, kernels = _prepared(scores)
     device = flat.device
-    kernels = _kernels(device.index if device.index is not None else torch.cuda.current_device())
     workspace = torch.zeros(WORKSPACE_BYTES // 8, dtype=torch.int64, device=device)
     out = torch.empty(1, dtype=torch.long, device=device)
     temperature = settings.temperature
@@ -479,6 +484,40 @@ def run(scores: torch.Tensor, settings, uniform: torch.Tensor, seen: torch.Tenso
     if seen is not None and not has_seen:  # the kernel marks it only when it reads it
         seen.index_fill_(0, out, True)
     return out, workspace
+
+
+def greedy(scores: torch.Tensor, seen: torch.Tensor | None = None, penalty: float = 1.0) -> torch.Tensor:
+    """The greedy token, (1,) long on the scores' device: the first index of the highest score
+    after the repetition ``penalty`` (`samplers.process` then argmax), in one launch of 1,024-thread
+    blocks; seen (the turn's mask) gets it marked. torch.argmax over one row of 128,256 took 26.5 µs
+    of GPU time on the H200 (results/sampler_gpu_h200.json). A NaN score is never the top (argmax
+    would pick it); all NaN or no finite maximum gives token 0. Raises ValueError as `run` does."""
+    flat, vocab, blocks, kernels = _prepared(scores)
+    workspace = torch.zeros(WORKSPACE_BYTES // 8, dtype=torch.int64, device=flat.device)
+    out = torch.empty(1, dtype=torch.long, device=flat.device)
+    has_seen = seen is not None and penalty != 1.0
+    mask = seen.view(torch.uint8) if seen is not None else out
+    unused = workspace  # the sampling arguments (temperature, filters, uniform) are not read
+    kernels["nucleus_greedy"](grid=(blocks, 1, 1), block=(THREADS, 1, 1),
+                              args=[flat, vocab, mask, int(has_seen), float(penalty), 1.0, 1.0, 0, 1.0, 0,
+                                    unused, out, workspace])
+    if seen is not None and not has_seen:
+        seen.index_fill_(0, out, True)
+    return out
+
+
+def _prepared(scores: torch.Tensor):
+    """(flat float32 scores, vocab, blocks, kernels) for a launch; ValueError for scores it does not take."""
+    flat = scores.reshape(-1)
+    if not flat.is_contiguous():
+        flat = flat.contiguous()
+    vocab = flat.numel()
+    blocks = -(-vocab // CHUNK)
+    if blocks > MAX_BLOCKS or flat.dtype != torch.float32:
+        raise ValueError(f"the sampler kernel takes float32 scores of up to {MAX_BLOCKS * CHUNK} tokens, "
+                         f"got {flat.dtype} {vocab}")
+    device = flat.device
+    return flat, vocab, blocks, _kernels(device.index if device.index is not None else torch.cuda.current_device())
 
 
 def bounds(workspace: torch.Tensor) -> tuple[float, int, int]:

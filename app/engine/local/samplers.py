@@ -200,7 +200,8 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
            seen: torch.Tensor | None = None) -> torch.Tensor:
     """The next token id from last-position scores (vocab,) or (1, vocab), float32: a (1,) long
     tensor on ``scores.device``, argmax when greedy, else drawn from softmax(process(scores)):
-    on CUDA by `draw_from_nucleus`, on the CPU by transformers' own steps.
+    on CUDA by `nucleus_kernel` (greedy too) where it builds, else `draw_from_nucleus`; on the CPU
+    by transformers' own steps.
 
     seen: the turn's `seen_mask`; the picked token is marked in it (in place) so the next step
     penalizes it. generator: seeds the draw; one on another device than ``scores`` (the eager
@@ -217,6 +218,8 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
         if seen is not None:
             seen.index_fill_(0, token, True)
         return token
+    if settings.temperature <= 0 and scores.device.type == "cuda" and nucleus_kernel.takes(scores):
+        return nucleus_kernel.greedy(scores, seen, settings.repetition_penalty)
     processed = process(scores, settings, seen)
     if settings.temperature <= 0:
         token = torch.argmax(processed.reshape(-1)).view(1)
