@@ -18,7 +18,7 @@ and P is found by two rounds of 2,048-bin histograms (p's high and low 11 bits) 
 by count for top-k and by weight for top-p, not by sorting. Tokens deeper than 40 T (weight below
 e^-40 of the top token's) are never kept; for top-p they are all in the dropped tail anyway (their
 whole mass, < V·e^-40 of the top token's, is far below any cut). Weights are fixed point,
-round_toward_zero(2^(s − top)·log2(e)/T · 2^40) (``ex2.approx``; the top token weighs 2^40), summed in
+round_toward_zero(2^((s − top)·log2(e)/T) · 2^40) (``ex2.approx``; the top token weighs 2^40), summed in
 64-bit integers: every sum is exact and order-free, so a seeded draw is bitwise repeatable.
 
 What differs from the sorted draw: tokens within one depth step of the boundary (40 T / 2^22 of score,
@@ -32,7 +32,14 @@ atomic ticket, finishes its step): ``nucleus_top`` (top score and its first inde
 (weights and counts by p >> 11; its last block finds the bins that hold the top-k and top-p boundaries),
 ``nucleus_level2`` once for top-k and once for top-p (the boundary bin by p & 2047), ``nucleus_draw``
 (kept weight by block, then the token). A zeroed workspace each call (one memset) keeps calls on
-different streams apart and needs no reset.
+different streams apart and needs no reset. Greedy decoding takes ``nucleus_greedy`` alone (the
+top launch writing its index as the token).
+
+Measured on the H200 (results/sampler_gpu_h200.json, one CUDA graph, 128,256 scores): 37.9 / 34.7 µs
+of GPU time a sampled token for flat / peaked logits against the sort's 109.2 / 107.9, and 7.5 µs
+a greedy token against torch.argmax's 27.1; on the app path, 297.3 against 287.9 tok/s at 1k
+(results/decode_anatomy_h200_sampler_kernel.json). tests/engine/test_nucleus_kernel.py checks the
+depth rule against transformers' warpers on the CPU and the kernels against it on a GPU.
 """
 
 from __future__ import annotations
