@@ -207,19 +207,19 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
     penalizes it. generator: seeds the draw; one on another device than ``scores`` (the eager
     path keeps a CPU generator) gets the probabilities copied to it, which syncs; on the same
     device nothing here waits for the device."""
+    if scores.device.type == "cuda" and nucleus_kernel.takes(scores):
+        if settings.temperature <= 0:
+            return nucleus_kernel.greedy(scores, seen, settings.repetition_penalty)
+        device = generator.device if generator is not None else scores.device
+        u = torch.rand(1, generator=generator, device=device).to(scores.device)
+        return nucleus_kernel.run(scores, settings, u, seen, settings.repetition_penalty)[0]
     if settings.temperature > 0 and scores.device.type == "cuda":
-        if nucleus_kernel.takes(scores):
-            device = generator.device if generator is not None else scores.device
-            u = torch.rand(1, generator=generator, device=device).to(scores.device)
-            return nucleus_kernel.run(scores, settings, u, seen, settings.repetition_penalty)[0]
         if seen is not None and settings.repetition_penalty != 1.0:
             scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty)
         token = draw_from_nucleus(scores, settings, generator)
         if seen is not None:
             seen.index_fill_(0, token, True)
         return token
-    if settings.temperature <= 0 and scores.device.type == "cuda" and nucleus_kernel.takes(scores):
-        return nucleus_kernel.greedy(scores, seen, settings.repetition_penalty)
     processed = process(scores, settings, seen)
     if settings.temperature <= 0:
         token = torch.argmax(processed.reshape(-1)).view(1)
