@@ -113,6 +113,12 @@ block (gate/up: 1,792 blocks of 64 threads, each over all 4,096 inputs) on its c
 (tests/benchmarks/fused_prologue.py there), against the ~2 µs kernel and ~0.3 µs gap each saves.
 With only q/k/v's norm and the residuals inside, 3.528 against 3.523 ms: even.
 
+The lookup in shared memory instead of `prmt` (2026-12-04, tests/benchmarks/nf4_pair_table.py, not
+adopted): a table of fp32 code pairs per byte, one copy a lane (conflict-free), scaled by `mul.rn`
+and rounded as here, bit-identical, 0.5 integer instructions a weight and 80-96 registers: 0.76-0.87x
+the speed of this kernel in every shape, and a bf16 variant that is not exact (1.5 instructions a
+weight) no faster. The loop is bound by the latency in each warp's chain, not by its instruction count.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
