@@ -33,9 +33,10 @@ def test_folders_the_user_chose_are_kept(monkeypatch, tmp_path):
 def test_the_decode_step_compiles_with_combo_kernels_unless_turned_off(monkeypatch):
     """Inductor's combo kernels launch a layer's independent small kernels as one (H200, 8B: 446 →
     382 launches a step, 3.531 → 3.449 ms; bitwise the same logits): on by default, off by its switch."""
-    from app.engine.local import compiled_decode
+    from app.engine.local import compiled_decode, nvrtc
 
     seen = []
+    monkeypatch.setattr(nvrtc, "PDL", False)  # its option: tests/engine/test_pdl.py
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: seen.append(kw) or fn)
     compiled_decode._inductor(len)
     monkeypatch.setenv(compiled_decode.COMBO_KERNELS_OPT_OUT, "0")

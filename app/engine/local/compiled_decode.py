@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from app.engine.local import nucleus_kernel
+from app.engine.local import nucleus_kernel, nvrtc
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
@@ -528,7 +528,48 @@ def _inductor(fn: Callable) -> Callable:
     # dynamic=None: only the dimensions marked dynamic (the cache capacity) are symbolic; no
     # CUDA graphs here (CapturedStep captures them, one per cache)
     options = {} if os.environ.get(COMBO_KERNELS_OPT_OUT) == "0" else {"combo_kernels": True}
+    if nvrtc.PDL and INDUCTOR_PDL != "off" and _inductor_waits_first():
+        options["triton.enable_pdl"] = True
     return torch.compile(fn, dynamic=None, options=options)
+
+
+INDUCTOR_PDL = "wait_first"
+"""How Inductor's kernels take part in programmatic dependent launch (nvrtc.PDL on): "wait_first" (each
+waits for the kernel before it ahead of its first load or store, then lets the next one start: no
+kernel can see a predecessor's memory early, whatever Inductor's dependency analysis makes of the
+custom ops and of buffers the allocator reuses), "as_is" (Inductor's own rule: a wait only before
+reading or overwriting what its scheduler's previous node touched) or "off". On the H200 both give
+the plain step's logits bit for bit and the same speed (tests/benchmarks/results/pdl_logits_h200.json)."""
+
+
+def _inductor_waits_first() -> bool:
+    """Make Inductor's PDL wait ahead of every kernel's first memory access when INDUCTOR_PDL is
+    "wait_first" (a wrapper of TritonKernel._handle_pdl_before_access, installed once: it treats each
+    access as depending on the kernel before). False where this torch has no such hook (no PDL then)."""
+    try:
+        from torch._inductor.codegen.triton import TritonKernel
+        from torch._inductor.virtualized import V
+    except ImportError:
+        return False
+    original = getattr(TritonKernel, "_handle_pdl_before_access", None)
+    if original is None:
+        return False
+    if getattr(original, "_headroom_waits_first", False):
+        return True
+
+    def before_access(self, wait_buffer, *dependencies, consider_reads=False):
+        scheduler = V.graph.scheduler if INDUCTOR_PDL == "wait_first" else None
+        if scheduler is None:
+            return original(self, wait_buffer, *dependencies, consider_reads=consider_reads)
+        previous, scheduler.previous_node = scheduler.previous_node, None  # None: "wait" (Inductor's rule)
+        try:
+            return original(self, wait_buffer, *dependencies, consider_reads=consider_reads)
+        finally:
+            scheduler.previous_node = previous
+
+    before_access._headroom_waits_first = True
+    TritonKernel._handle_pdl_before_access = before_access
+    return True
 
 
 def _cache_tensors(cache) -> tuple[torch.Tensor, ...]:

@@ -215,6 +215,12 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
     const int start = split * split_len, stop = min(start + split_len, span);
     const u16* kh = k + (long long)b * skb + (long long)h * skh;
     const u16* vh = v + (long long)b * svb + (long long)h * svh;
+    // Programmatic dependent launch (nvrtc.PDL): everything read below may come from the kernel before
+    // this one; the next kernel (o_proj's GEMV) may start at once and load its weights meanwhile.
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 
     // In flight together: the query row g (zero past the group; lane's quarter of head_dim) and the
     // span's marks. (Loading each warp's first step with them, as if the whole span were valid, was
@@ -454,9 +460,9 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
     counters = _counters_for(device, b * h)
     kernel = (kernels or _kernels(index))[f"kv16_decode_{'bf16' if query.dtype == torch.bfloat16 else 'f16'}_d{d}"]
     marks = valid.view(torch.uint8) if valid is not None else out
-    kernel(grid=(b * h, splits, 1), block=(32 * WARPS, 1, 1),
-           args=[query, key, value, marks, out, part_o, part_ml, counters, g, span, split_len, h,
-                 key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
-                 valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None)],
-           shared_mem=split_len)
+    nvrtc.launch(kernel, (b * h, splits, 1), (32 * WARPS, 1, 1),
+                 [query, key, value, marks, out, part_o, part_ml, counters, g, span, split_len, h,
+                  key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
+                  valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None)],
+                 split_len)
     return out

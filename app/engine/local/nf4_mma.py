@@ -74,8 +74,9 @@ no better (each a patch of SOURCE in the benchmark, or commit 577f8e3): L2 prefe
 run, L2::256B loads, two accumulators, 24 or 32 warps an SM (80 / 64 registers), the codebook as
 immediates, launch shapes 1-8 warps x split; a stream-K schedule (one wave, equal runs of units
 across tiles, partials merged by the last warp): 28.5 µs against 21.5 for gate/up, 8B step 4.64
-against 3.78 ms; programmatic dependent launch: no gain (a chain of GEMVs 15.3 against 15.1 µs a
-link). Removing the lookups entirely (wrong results, a diagnostic) leaves 17.7 µs: the lookup is not
+against 3.78 ms; programmatic dependent launch: no gain on a chain of GEMVs (15.3 against 15.1 µs a
+link; since shipped beside Inductor's, where it overlaps a GEMV's start with the small kernel before:
+nvrtc.PDL). Removing the lookups entirely (wrong results, a diagnostic) leaves 17.7 µs: the lookup is not
 the only cost, and what remains is latency the warps cannot cover.
 
 Later the same day (tests/benchmarks/nf4_layer_chain.py, the 128 GEMV launches of a decode step
@@ -178,6 +179,19 @@ __device__ __forceinline__ u16 bf16(float v) {
     u16 d;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(d) : "f"(v));
     return d;
+}
+// Programmatic dependent launch (nvrtc.PDL): a block may start while the kernel before it finishes;
+// it loads its first weights (no kernel writes them), then waits for that kernel's results (x). It lets
+// the next kernel start once its loop is done. Launched without PDL, or before sm_90, both are no-ops.
+__device__ __forceinline__ void wait_inputs() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void release_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 __device__ __forceinline__ float ld_cg(const float* p) {  // L2, not a stale L1 line
     float v;
@@ -334,6 +348,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    wait_inputs();  // x, and the buffers of the launch before, from here on
     const uint4* xb = x + 32 * blockIdx.y * warps * iters;  // the block's first super-tile of inputs
     for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) x_s[j] = __ldg(xb + j);
     if (NESTED)
@@ -344,6 +359,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
         step<NESTED>(d, cur, x_s + 32 * (warp * iters + i) + 8 * c, code2_s, off, cb, kc);
         cur = nxt;
     }
+    release_dependents();
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
     if (warp != 0) return;
@@ -502,10 +518,10 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
-    kernel(grid=(-(-t.n // ROWS_PER_WARP), split_k, 1), block=(32 * warps, 1, 1),
-           args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
-                 part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE],
-           shared_mem=_x_bytes(kernel, t.k // split_k))
+    nvrtc.launch(kernel, (-(-t.n // ROWS_PER_WARP), split_k, 1), (32 * warps, 1, 1),
+                 [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
+                  part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE],
+                 _x_bytes(kernel, t.k // split_k))
     return y
 
 
@@ -549,7 +565,7 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
         b = biases[i] if i < len(tensors) and biases[i] is not None else y
         segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
     kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[("group", nested)]
-    kernel(grid=(tiles, split_k, 1), block=(32 * warps, 1, 1),
-           args=[x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE],
-           shared_mem=_x_bytes(kernel, k // split_k))
+    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
+                 [x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE],
+                 _x_bytes(kernel, k // split_k))
     return y

@@ -9,8 +9,32 @@ import ctypes
 import glob
 import os
 import sys
+from functools import cache
 
 import torch
+
+PDL = os.environ.get("HEADROOM_PDL", "1") != "0"
+"""Launch the kernels built here with programmatic dependent launch on sm_90+ (HEADROOM_PDL=0: off): a
+launch's blocks may start while the kernel before it finishes, load what no kernel writes (weights),
+then wait (``griddepcontrol.wait``) for that kernel's results; compiled_decode turns on Inductor's own
+PDL with it (``triton.enable_pdl``: its kernels wait before reading what the kernel before them
+wrote). On the H200 the 8B decode step took 3.226 against 3.387 ms at 1k and 3.316 against 3.464 at
+4k, in the same run as llama.cpp (310.1 / 298.1 tok/s against 295.6 / 285.8; results/
+decode_anatomy_h200_pdl_on.json): the GEMVs' launches and first weight loads overlap the small kernels
+before them. Headroom's kernels alone with PDL gain nothing (Inductor's kernels then never let the next
+launch start early). tests/benchmarks/pdl_logits.py checks the compiled step's logits bit for bit with and without."""
+
+# cuda.h (CUDA 12+): CUlaunchAttribute is {id (4 bytes), pad (4), value (a 64-byte union)}
+_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("count", ctypes.c_uint)]
 
 
 class CompileError(RuntimeError):
@@ -76,6 +100,34 @@ def load(device_index: int, source: str, name: str, kernels: list[str], options:
     cubin, _ = compile_cubin(f"{major}{minor}", source, name, options)
     with torch.cuda.device(device_index):
         return _cuda_load_module(cubin, kernels)
+
+
+@cache
+def _pdl_device(index: int) -> bool:
+    """Hopper or newer, and a driver with cuLaunchKernelEx (CUDA 12.0+)."""
+    from torch.cuda._utils import _get_gpu_runtime_library
+
+    return torch.cuda.get_device_capability(index)[0] >= 9 and hasattr(_get_gpu_runtime_library(), "cuLaunchKernelEx")
+
+
+def launch(kernel, grid: tuple, block: tuple, args: list, shared_mem: int = 0) -> None:
+    """kernel(grid, block, args, shared_mem) on the current stream, as torch's loader launches it (tensors as
+    pointers, ints as C int, floats as double); with `PDL` on an sm_90+ device through cuLaunchKernelEx
+    and the programmatic-stream-serialization attribute (captured into CUDA graphs as a programmatic
+    edge). The kernel must then execute ``griddepcontrol.wait`` before it reads what an earlier kernel
+    wrote. Dynamic shared memory above 48 KB must have been allowed first (set_shared_memory_config)."""
+    if not (PDL and _pdl_device(torch.cuda.current_device())):
+        kernel(grid=grid, block=block, args=args, shared_mem=shared_mem)
+        return
+    from torch.cuda._utils import _check_cuda, _get_gpu_runtime_library
+
+    keep = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor)
+            else ctypes.c_double(a) if isinstance(a, float) else ctypes.c_int(a) for a in args]
+    params = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in keep])
+    attr = _LaunchAttribute(id=_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+    config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_mem,
+                           ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), ctypes.pointer(attr), 1)
+    _check_cuda(_get_gpu_runtime_library().cuLaunchKernelEx(ctypes.byref(config), kernel.func, params, None))
 
 
 def unavailable_reason(device: torch.device, build, label: str) -> str:
