@@ -49,7 +49,11 @@ Measured and not adopted (H200, 2026-12-04, results/decode_attention_h200_prefet
 warp's steps double-buffered (the next step's keys and values loaded before this step's
 arithmetic) is slower at every depth, 9.25 / 11.69 / 14.19 / 35.51 against 8.42 / 10.83 / 13.92 /
 34.52 µs a layer at 1,600 / 3,000 / 4,600 / 17,000 filled, and on the app path at 16k 909.6
-against 853.3 µs of attention a step (the step 3.967 against 3.966 ms).
+against 853.3 µs of attention a step (the step 3.967 against 3.966 ms). Under programmatic dependent
+launch (nvrtc.PDL), the marks and each warp's first step of earlier tokens' keys and values read
+before the wait (only the RoPE kernel's own writes, this token's key, value and query, after it): the
+same bits, but 216 registers against 158 and a slower step, 3.289 / 3.389 against 3.226 / 3.316 ms at
+1k / 4k (H200, 2026-12-04, tests/benchmarks/pdl_logits.py and decode_anatomy in one call).
 """
 
 from __future__ import annotations
