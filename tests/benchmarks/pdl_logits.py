@@ -8,9 +8,12 @@ would show here as logits that differ from the run without PDL, or from one PDL 
 one CUDA graph per cache), 64 teacher-forced tokens after a 64-token prompt, three times: without
 PDL twice, with PDL for Headroom's kernels only, with Inductor's own rule (compiled_decode.INDUCTOR_PDL
 "as_is") and twice with the shipped rule ("wait_first"), a fresh compile each; and each one's step
-time. Inductor runs deterministic (``config.deterministic``: no reduction config chosen by timing, which
-otherwise can change a compile's numerics; --autotune leaves it on). Prints one JSON line; exit status
-1 if a shipped mode differs from the plain launch.
+time. Inductor is asked to run deterministic (``config.deterministic``: no reduction config chosen by
+timing, which otherwise can change a compile's numerics; --autotune leaves the timing on). On torch 2.11
+the setting reads back false (``inductor_deterministic`` in the output), and a compile that chose other
+configs then differs from "plain" with or without PDL: compare it with "plain_again" before blaming PDL
+(results/pdl_logits_h200.json, runs 1-2). Prints one JSON line; exit status 1 if a shipped mode differs
+from the plain launch.
 
     python3 -m tests.benchmarks.pdl_logits [--model-dir /tmp/llama8b]
 """
