@@ -27,8 +27,8 @@ bit-identical to nf4_mma at (1 warp, same split) in every shape and launch shape
 | shape (N x K) | nf4_mma (shipped) | fp32 pairs, 64 KB | fp32 pairs, 32 KB | bf16 pairs x bf16(s) (not exact) |
 |---------------|-------------------|-------------------|-------------------|----------------------------------|
 | 4096 x 4096   | 8.0               | 11.5              | 10.7              | 10.5                             |
-| 1024 x 4096   | 5.5               | 7.5               | 6.9               | 7.4                              |
-| 14336 x 4096  | 20.0              | 26.0              | 26.0              | 22.9                             |
+| 1024 x 4096   | 5.5               | 7.7               | 6.9               | 7.4                              |
+| 14336 x 4096  | 20.0              | 26.6              | 26.0              | 22.9                             |
 | 4096 x 14336  | 19.9              | 25.4              | 24.9              | 24.3                             |
 
 Not adopted: slower in every shape, 0.76-0.87x, with 80-96 registers (24 warps an SM) against 116-128,
