@@ -259,7 +259,10 @@ __device__ void top_score(ARGS) {
 extern "C" __global__ void __launch_bounds__(THREADS) nucleus_top(ARGS) { top_score<false>(PASS); }
 extern "C" __global__ void __launch_bounds__(THREADS) nucleus_greedy(ARGS) { top_score<true>(PASS); }
 
-extern "C" __global__ void __launch_bounds__(THREADS) nucleus_level1(ARGS) {
+// This block's chunk of the vocabulary as a histogram of weight (and, counting, of tokens) by depth,
+// added into mass_out / count_out: level 1 (bin < 0) by depth >> 11 over all live tokens, level 2 by
+// depth & 2047 over the tokens of level-1 bin ``bin``.
+__device__ void histogram(ARGS, int bin, bool counting, u64* mass_out, u32* count_out) {
     Workspace* ws = (Workspace*)wsv;
     __shared__ u64 mass[BINS];
     __shared__ u32 count[BINS];
@@ -272,16 +275,22 @@ extern "C" __global__ void __launch_bounds__(THREADS) nucleus_level1(ARGS) {
         if (i >= vocab) break;
         const float s = score_at(scores, seen, has_seen, penalty_f, i);
         const int p = depth_of(s, top, scale);
-        if (p < LIVE) {
-            atomicAdd(&mass[p >> BIN_BITS], weight_of(s, top, k2));
-            if (top_k > 0) atomicAdd(&count[p >> BIN_BITS], 1u);
+        if (p < LIVE && (bin < 0 || (p >> BIN_BITS) == bin)) {
+            const int j = bin < 0 ? p >> BIN_BITS : p & (BINS - 1);
+            atomicAdd(&mass[j], weight_of(s, top, k2));
+            if (counting) atomicAdd(&count[j], 1u);
         }
     }
     __syncthreads();
     for (int j = threadIdx.x; j < BINS; j += THREADS) {
-        if (mass[j]) atomicAdd(&ws->mass1[j], mass[j]);
-        if (count[j]) atomicAdd(&ws->count1[j], count[j]);
+        if (mass[j]) atomicAdd(&mass_out[j], mass[j]);
+        if (count[j]) atomicAdd(&count_out[j], count[j]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) nucleus_level1(ARGS) {
+    Workspace* ws = (Workspace*)wsv;
+    histogram(PASS, -1, top_k > 0, ws->mass1, ws->count1);
     if (!last_block(ws, 1)) return;
     u64 before[2], bin_mass[2];
     const u64 total = level1_prefix(ws, before, bin_mass);
@@ -308,28 +317,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) nucleus_level2(ARGS, int m
     Workspace* ws = (Workspace*)wsv;
     const int bin = mode == 0 ? __ldcg(&ws->bin_k) : __ldcg(&ws->bin_p);
     if (bin < 0) return;  // the same in every block: no boundary to refine
-    __shared__ u64 mass[BINS];
-    __shared__ u32 count[BINS];
-    for (int j = threadIdx.x; j < BINS; j += THREADS) { mass[j] = 0; count[j] = 0; }
-    __syncthreads();
-    const float top = __ldcg(&ws->top), scale = (float)depth_scale, k2 = (float)log2e_over_t;
-    const float penalty_f = (float)penalty;
-    for (int r = 0; r < PER_THREAD; ++r) {
-        const int i = blockIdx.x * CHUNK + r * THREADS + threadIdx.x;
-        if (i >= vocab) break;
-        const float s = score_at(scores, seen, has_seen, penalty_f, i);
-        const int p = depth_of(s, top, scale);
-        if (p < LIVE && (p >> BIN_BITS) == bin) {
-            const int sub = p & (BINS - 1);
-            atomicAdd(&mass[sub], weight_of(s, top, k2));
-            if (mode == 0) atomicAdd(&count[sub], 1u);
-        }
-    }
-    __syncthreads();
-    for (int j = threadIdx.x; j < BINS; j += THREADS) {
-        if (mass[j]) atomicAdd(&ws->mass2[j], mass[j]);
-        if (count[j]) atomicAdd(&ws->count2[j], count[j]);
-    }
+    histogram(PASS, bin, mode == 0, ws->mass2, ws->count2);
     if (!last_block(ws, 2 + mode)) return;
     const int b = 2 * threadIdx.x;
     const u64 m0 = ld_cg(&ws->mass2[b]), m1 = ld_cg(&ws->mass2[b + 1]);
