@@ -129,6 +129,64 @@ def kernel_table(runner: TurnRunner, calls: int = 3, top: int = 30) -> dict | No
             "top": [{"name": name[:120], "count": count, "us": us} for name, count, us in rows[:top]]}
 
 
+def critical_path(runner: TurnRunner, replays: int = 5, out_dir: Path | None = None) -> dict | None:
+    """Where the step's time goes on its critical path, kernel by kernel: ``replays`` replays of the
+    compiled step's CUDA graph (``decoder.step``, as a turn runs it) traced by torch.profiler. On one
+    stream a kernel adds ``end - end of the kernel before`` to the step, whatever it overlaps with
+    programmatic dependent launch (its own duration counts its wait for the kernel before). Returns
+    per label (kernel name, the n-th of its name within a layer for the GEMVs and norms) the µs it
+    adds a step, its mean duration, its mean start after the kernel before ended (negative: launched
+    early) and count a step; with ``out_dir`` the chrome trace goes there too."""
+    from torch.profiler import ProfilerActivity, profile
+
+    session, decoder = runner.session, runner.decoder
+    cache = session.cache
+    if cache is None or decoder is None or not decoder.can_run(cache) or not torch.cuda.is_available():
+        return None
+    if session.capacity_tokens - session.cached_tokens - 2 < replays + 2:
+        return None
+    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
+    with torch.inference_mode():
+        decoder.step(token, cache)
+        sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(replays):
+                decoder.step(token, cache)
+            sync()
+        cache.crop(-(replays + 1))
+    trace = Path(out_dir or "/tmp") / "critical_path_trace.json"
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(trace))
+    kernels = sorted((e for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "kernel"),
+                     key=lambda e: e["ts"])
+    if out_dir is None:
+        trace.unlink()
+    if len(kernels) < 2:
+        return {"error": f"{len(kernels)} kernel events traced (graph nodes not traced?)"}
+    rows: dict = {}
+    seen: dict = {}
+    end_before = kernels[0]["ts"] + kernels[0]["dur"]
+    for e in kernels[1:]:
+        name = e["name"]
+        seen[name] = seen.get(name, 0) + 1
+        label = name[:70]
+        if "nf4_mma" in name or "triton_red" in name:  # q/k/v vs gate/up, o vs down, the two norms
+            label += f" #{(seen[name] - 1) % 2}"
+        end = e["ts"] + e["dur"]
+        row = rows.setdefault(label, {"adds_us": 0.0, "dur_us": 0.0, "start_after_us": 0.0, "count": 0})
+        row["adds_us"] += max(0.0, end - end_before)
+        row["dur_us"] += e["dur"]
+        row["start_after_us"] += e["ts"] - end_before
+        row["count"] += 1
+        end_before = max(end_before, end)
+    span = (end_before - kernels[0]["ts"]) / replays
+    table = {label: {"adds_us": r["adds_us"] / replays, "dur_us": r["dur_us"] / r["count"],
+                     "start_after_us": r["start_after_us"] / r["count"], "count": r["count"] / replays}
+             for label, r in sorted(rows.items(), key=lambda kv: -kv[1]["adds_us"])}
+    return {"replays": replays, "traced_us_per_step": span, "kernels_per_step": (len(kernels)) / replays,
+            "labels": table}
+
+
 def sampler_ms(vocab: int, params: SamplingParams, calls: int = 50) -> float:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     logits = torch.randn(vocab, device=device)
@@ -148,6 +206,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "llama8b"))
     ap.add_argument("--profile", action="store_true", help="run the warm-up under cProfile")
     ap.add_argument("--kernels", action="store_true", help="per depth, the step's kernels (torch.profiler)")
+    ap.add_argument("--critical-path", action="store_true",
+                    help="per depth, what each kernel adds to the replayed step (torch.profiler)")
     ap.add_argument("--depths", default="1024,4096,16384,21000", help="16-bit chats, prompt tokens")
     ap.add_argument("--kv8-depths", default="1024,4096,16384", help="8-bit chats ('' = none)")
     args = ap.parse_args(argv)
@@ -214,6 +274,8 @@ def main(argv=None) -> int:
         row["step_ms"] = step_ms(runner, 64)
         if args.kernels:
             row["kernels"] = kernel_table(runner)
+        if args.critical_path:
+            row["critical_path"] = critical_path(runner, out_dir=out_dir / f"trace_{n}")
         R["kv16"].append(row)
         log(json.dumps(row, default=str))
         save()
