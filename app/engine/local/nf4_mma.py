@@ -120,6 +120,16 @@ and rounded as here, bit-identical, 0.5 integer instructions a weight and 80-96 
 the speed of this kernel in every shape, and a bf16 variant that is not exact (1.5 instructions a
 weight) no faster. The loop is bound by the latency in each warp's chain, not by its instruction count.
 
+The prologue, seen on the app path's critical path (2026-12-04, decode_anatomy --critical-path: what
+each kernel adds to the replayed step): the staging loop loaded 16 bytes of x, stored them, and only
+then loaded the next, one L2 round trip per copy (a 1-warp gate/up block made 16 for x and 8 for
+code2). With cp.async every copy is issued at once and waited for once: the same bits, gate/up 37.7
+→ 35.8 µs, down 19.9 → 18.6, q/k/v 10.8 → 10.2 a layer, the step 3.222 → 3.102 / 3.126 ms at 1k and
+3.309 → 3.188 / 3.207 at 4k (two alternating rounds; results/decode_anatomy_h200_x_async.json).
+With x no longer a wait, an L2 prefetch of each lane's codes 2, 3 or 4 steps ahead was tried again
+and is still slower (step 3.27 / 3.34 / 3.28 against 3.14 ms at 1k; results/
+decode_experiments_h200_l2_merge.json): the loop's own chain, not memory latency, sets its pace.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
@@ -193,6 +203,14 @@ __device__ __forceinline__ void release_dependents() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// 16 bytes global → shared without a register (cp.async, sm_80+): a thread issues all of its copies
+// back to back and waits once, instead of one load's round trip per copy.
+__device__ __forceinline__ void copy_async(void* shared, const void* global) {
+    u32 s;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(shared));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(global) : "memory");
+}
+__device__ __forceinline__ void copies_done() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 __device__ __forceinline__ float ld_cg(const float* p) {  // L2, not a stale L1 line
     float v;
     asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
@@ -336,7 +354,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
                                      float* part, int part_stride, int* counter, u16* y, int n, int tile,
                                      int k, int iters, int bias_kind, Consts kc) {
     __shared__ float red[8][16];
-    __shared__ float code2_s[256];
+    __shared__ __align__(16) float code2_s[256];
     extern __shared__ uint4 x_s[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int warps = blockDim.x >> 5;
@@ -350,9 +368,10 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
     wait_inputs();  // x, and the buffers of the launch before, from here on
     const uint4* xb = x + 32 * blockIdx.y * warps * iters;  // the block's first super-tile of inputs
-    for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) x_s[j] = __ldg(xb + j);
+    for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) copy_async(x_s + j, xb + j);
     if (NESTED)
-        for (int j = threadIdx.x; j < 256; j += blockDim.x) code2_s[j] = __ldg(code2 + j);
+        for (int j = threadIdx.x; j < 64; j += blockDim.x) copy_async(code2_s + 4 * j, code2 + 4 * j);
+    copies_done();
     __syncthreads();
     for (int i = 0; i < iters; ++i) {
         if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
@@ -509,8 +528,8 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
         raise ValueError(f"x must be bfloat16, got {x.dtype}")
     if not x.is_contiguous() or x.data_ptr() % 16:  # read as uint4: 16-byte alignment
         x = x.clone(memory_format=torch.contiguous_format)
-    if t.packed.data_ptr() % 16:
-        raise ValueError("packed weight is not 16-byte aligned")
+    if t.packed.data_ptr() % 16 or (t.nested and t.code2.data_ptr() % 16):  # copied as 16-byte pieces
+        raise ValueError("packed weight or nested codebook is not 16-byte aligned")
     kind = BIAS_NONE
     if bias is not None:
         kind = BIAS_BF16 if bias.dtype == torch.bfloat16 else BIAS_FP32
@@ -535,7 +554,8 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
     if not 2 <= len(tensors) <= GROUP_MAX:
         raise ValueError(f"a group launch takes 2 to {GROUP_MAX} layers, got {len(tensors)}")
     k, nested = tensors[0].k, tensors[0].nested
-    if any(t.k != k or t.nested != nested or shape_reason(t.n, t.k) or t.packed.data_ptr() % 16 for t in tensors):
+    if any(t.k != k or t.nested != nested or shape_reason(t.n, t.k) or t.packed.data_ptr() % 16
+           or (nested and t.code2.data_ptr() % 16) for t in tensors):
         raise ValueError("grouped layers need the same K (a multiple of 256), the same nesting, 16-byte aligned codes")
     if len({b is None for b in biases}) > 1 or len(biases) != len(tensors):
         raise ValueError("grouped layers need a bias each or none")
