@@ -15,7 +15,7 @@ from app.engine.local.cpu_threads import CpuLoadMeter, apply_cpu_threads, choose
 from app.engine.local.generation import SamplingParams, prefill, stream_chat_reply
 from app.engine.local.kv_session import KVSession, common_prefix
 from app.engine.local.static_cache import capacity_of, grow_static_cache, is_span_cache, new_static_cache
-from tests.helpers.dynamo_graphs import counting_compiler
+from tests.helpers.dynamo_graphs import counting_compiler, layer_graphs
 
 TURN1 = [{"role": "system", "content": "You are a helpful assistant."},
          {"role": "user", "content": "What is the capital of France?"}]
@@ -38,11 +38,13 @@ def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
     capacity guard would trace one per capacity) and the answers equal the eager ones."""
     graphs = []
     decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
-    assert decoder.status.state == "ready" and len(graphs) == 1
+    assert decoder.status.state == "ready" and len(layer_graphs(graphs)) == 1
     assert decoder.regional and "one decoder layer compiled for all" in decoder.status.reason
     # the graph is one layer's: its parameters are one layer's, the cache tensors one layer's
-    params = [n for n in graphs[0].graph.nodes if n.op == "placeholder" and "_parameters_" in n.name]
+    params = [n for n in layer_graphs(graphs)[0].graph.nodes if n.op == "placeholder" and "_parameters_" in n.name]
     assert len(params) == len(dict(tiny_loaded.model.model.layers[0].named_parameters()))
+    # around the layers, the rotary embedding and the final norm: one graph each
+    assert len(graphs) == 3
     params = SamplingParams(max_new_tokens=6, temperature=0)
     for capacity in (64, 128, 320):
         session = KVSession(capacity_tokens=capacity, static=True)
@@ -50,7 +52,7 @@ def test_one_compile_serves_every_capacity(tiny_loaded, fresh_dynamo):
         assert done.decode_path == "compiled" and capacity_of(session.cache) == capacity
         eager = run(tiny_loaded, TURN1, params, session=KVSession(capacity_tokens=capacity, static=True))
         assert eager.decode_path == "eager-static" and done.text == eager.text and done.new_tokens == 6
-    assert len(graphs) == 1
+    assert len(graphs) == 3
 
 
 def test_a_layer_step_that_disagrees_gives_way_to_the_whole_forward(tiny_loaded, fresh_dynamo):
@@ -366,9 +368,32 @@ def test_the_layers_get_their_own_forward_back_even_after_an_error(tiny_loaded):
         del layers[0].forward
 
 
+def test_the_rotary_embedding_and_norm_run_compiled_in_the_step_only(tiny_loaded):
+    """Inside the step the model's rotary embedding and final norm call their compiled function
+    (with the module, whose class forward it runs); after it, also after an error, they have their
+    own forward again."""
+    from app.engine.local.compiled_decode import OUTER_MODULES, CompiledDecode
+
+    model = tiny_loaded.model.model
+    calls = []
+    decoder = CompiledDecode(tiny_loaded.model, compiler=lambda fn: fn)
+    decoder._layer_compiled = lambda *args: None
+    decoder._outer_compiled = {name: lambda module, *a, **k: calls.append(module) or "compiled"
+                               for name in OUTER_MODULES}
+    cache = new_static_cache(tiny_loaded.model.config, 64)
+    with decoder._layers_compiled(cache):
+        assert model.rotary_emb(None) == model.norm(None) == "compiled"
+    assert calls == [model.rotary_emb, model.norm]
+    assert "forward" not in vars(model.rotary_emb) and "forward" not in vars(model.norm)
+    with pytest.raises(RuntimeError), decoder._layers_compiled(cache):
+        raise RuntimeError("a step that fails")
+    assert "forward" not in vars(model.rotary_emb) and "forward" not in vars(model.norm)
+
+
 def test_each_loaded_model_compiles_its_own_copy_of_the_step(tiny_loaded):
     """Dynamo keeps graphs, and its limit of 8 recompiles, per code object: two decoders (two
-    model loads) compile different code objects, for the layer step and for the whole forward."""
+    model loads) compile different code objects, for the layer step (and each module around the
+    layers) and for the whole forward."""
     from app.engine.local.compiled_decode import CompiledDecode
 
     seen = []
@@ -377,10 +402,10 @@ def test_each_loaded_model_compiles_its_own_copy_of_the_step(tiny_loaded):
         decoder._build()
         decoder.regional_failure = "whole forward asked for"
         decoder._build()
-    layer_codes = {id(fn.__code__) for fn in seen[0::2]}
-    forward_codes = {id(fn.__func__.__code__) for fn in seen[1::2]}
-    assert len(layer_codes) == 2 and len(forward_codes) == 2
-    assert [fn.__name__ for fn in seen] == ["_layer_step", "_forward"] * 2
+    assert [fn.__name__ for fn in seen] == ["_layer_step", "_outer_step", "_outer_step", "_forward"] * 2
+    step_codes = {id(fn.__code__) for fn in seen if fn.__name__ != "_forward"}
+    forward_codes = {id(fn.__func__.__code__) for fn in seen if fn.__name__ == "_forward"}
+    assert len(step_codes) == 6 and len(forward_codes) == 2
 
 
 def test_the_turn_runs_its_nf4_prefill_as_admitted_and_slices_again_after(tiny_loaded, monkeypatch):
