@@ -190,9 +190,11 @@ __device__ __forceinline__ u16 bf16(float v) {
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(d) : "f"(v));
     return d;
 }
-// Programmatic dependent launch (nvrtc.PDL): a block may start while the kernel before it finishes;
-// it loads its first weights (no kernel writes them), then waits for that kernel's results (x). It lets
-// the next kernel start once its loop is done. Launched without PDL, or before sm_90, both are no-ops.
+// Programmatic dependent launch (nvrtc.PDL): a block may start while the kernel before it finishes and
+// waits for that kernel's results (x) here. The source asks for the first weights before the wait, but
+// ptxas moves those read-only loads after it (sm_90 SASS, 2026-12-04: every LDG after ACQBULK), so only
+// the launch overlaps. It lets the next kernel start once its loop is done. Launched without PDL, or
+// before sm_90, both are no-ops.
 __device__ __forceinline__ void wait_inputs() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
