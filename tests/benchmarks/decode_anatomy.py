@@ -100,11 +100,10 @@ def step_ms(runner: TurnRunner, steps: int) -> float | None:
     return start.elapsed_time(end) / (steps - 1)
 
 
-def kernel_table(runner: TurnRunner, calls: int = 3, top: int = 30) -> dict | None:
-    """What one compiled step runs on the GPU, kernel by kernel, on the open chat's cache: the
-    compiled function called ``calls`` times outside its CUDA graph under torch.profiler (the
-    same kernels the graph replays, each traced). Returns the ``top`` kernels by GPU time as
-    {"name", "count", "us"} per step, the step's kernel total (µs) and kernel count."""
+def profiled_steps(runner: TurnRunner, call, calls: int):
+    """torch.profiler over ``calls`` calls of ``call(decoder, token, cache)`` on the open chat's cache,
+    after one call untraced (kernels loaded, a graph recorded); the keys and values they wrote are
+    cropped off afterwards. None without a compiled step for the cache, or room in it."""
     from torch.profiler import ProfilerActivity, profile
 
     session, decoder = runner.session, runner.decoder
@@ -115,13 +114,24 @@ def kernel_table(runner: TurnRunner, calls: int = 3, top: int = 30) -> dict | No
         return None
     token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
     with torch.inference_mode():
-        decoder._compiled(token, cache)  # kernels loaded and autotuned before tracing
+        call(decoder, token, cache)
         sync()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
-                decoder._compiled(token, cache)
+                call(decoder, token, cache)
             sync()
         cache.crop(-(calls + 1))
+    return prof
+
+
+def kernel_table(runner: TurnRunner, calls: int = 3, top: int = 30) -> dict | None:
+    """What one compiled step runs on the GPU, kernel by kernel, on the open chat's cache: the
+    compiled function called ``calls`` times outside its CUDA graph under torch.profiler (the
+    same kernels the graph replays, each traced). Returns the ``top`` kernels by GPU time as
+    {"name", "count", "us"} per step, the step's kernel total (µs) and kernel count."""
+    prof = profiled_steps(runner, lambda decoder, token, cache: decoder._compiled(token, cache), calls)
+    if prof is None:
+        return None
     rows = [(e.key, e.count / calls, e.device_time_total / calls) for e in prof.key_averages()
             if e.device_time_total > 0]
     rows.sort(key=lambda r: -r[2])
@@ -137,23 +147,9 @@ def critical_path(runner: TurnRunner, replays: int = 5, out_dir: Path | None = N
     per label (kernel name, the n-th of its name within a layer for the GEMVs and norms) the µs it
     adds a step, its mean duration, its mean start after the kernel before ended (negative: launched
     early) and count a step; with ``out_dir`` the chrome trace goes there too."""
-    from torch.profiler import ProfilerActivity, profile
-
-    session, decoder = runner.session, runner.decoder
-    cache = session.cache
-    if cache is None or decoder is None or not decoder.can_run(cache) or not torch.cuda.is_available():
+    prof = profiled_steps(runner, lambda decoder, token, cache: decoder.step(token, cache), replays)
+    if prof is None:
         return None
-    if session.capacity_tokens - session.cached_tokens - 2 < replays + 2:
-        return None
-    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
-    with torch.inference_mode():
-        decoder.step(token, cache)
-        sync()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(replays):
-                decoder.step(token, cache)
-            sync()
-        cache.crop(-(replays + 1))
     trace = Path(out_dir or "/tmp") / "critical_path_trace.json"
     trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(trace))
