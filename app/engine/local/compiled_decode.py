@@ -189,12 +189,13 @@ class CompiledDecode:
 
     @contextmanager
     def _layers_compiled(self, cache):
-        """Each decoder layer's forward is `_LayerCall` over its cache layer for the block; after
-        it (also after an error, even halfway through patching) every layer has what it had.
-        Single-threaded, like the model itself: the generating thread only."""
+        """Each decoder layer's forward is `_LayerCall` over its cache layer for the block, and each
+        of OUTER_MODULES the model has calls its compiled `_outer_step`; after it (also after an
+        error, even halfway through patching) every one of them has what it had. Single-threaded,
+        like the model itself: the generating thread only."""
         layers = self.model.model.layers
-        outer = [(getattr(self.model.model, name, None), compiled) for name, compiled in self._outer_compiled.items()]
-        outer = [(module, compiled) for module, compiled in outer if module is not None]
+        outer = [(module, compiled) for name, compiled in self._outer_compiled.items()
+                 if (module := getattr(self.model.model, name, None)) is not None]
         saved = [(layer, vars(layer).get("forward")) for layer in [*layers, *(module for module, _ in outer)]]
         halves = _Halves()
         try:
