@@ -408,6 +408,11 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
         # x from shared memory (8 x 16 bytes a lane), the nested codebook too; from global memory only
         # the codes (4 x 16 bytes) and the block scales (18 / 14 loads from global memory before)
         assert mix["LDS"] >= 8 and mix["LDG"] <= (6 if name.endswith("plain") else 8), mix
+        # under PDL the first super-tile's codes (4 x 16 bytes a lane, evict-first) are in flight before
+        # griddepcontrol.wait (ACQBULK); ptxas alone sinks them below it
+        body = sass.split(f"Function : {name}\n")[1].split("Function : ")[0]
+        before_wait = body.split("ACQBULK")[0]
+        assert body.count("ACQBULK") == 1 and before_wait.count("LDG.E.EF.128") == 4, name
 
 
 class _Kernel:

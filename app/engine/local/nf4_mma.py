@@ -130,6 +130,12 @@ With x no longer a wait, an L2 prefetch of each lane's codes 2, 3 or 4 steps ahe
 and is still slower (step 3.27 / 3.34 / 3.28 against 3.14 ms at 1k; results/
 decode_experiments_h200_l2_merge.json): the loop's own chain, not memory latency, sets its pace.
 
+Loads in flight across the PDL wait (2026-12-04, sm_90 SASS and results/
+decode_anatomy_h200_loads_in_flight.json): ptxas issued every prologue load after griddepcontrol.wait
+(ACQBULK), so a GEMV launched early overlapped only its launch. With the loads pinned above the wait
+(`gemv`) and issued, not waited for, the step took 3.071 against 3.110 ms at 1k and 3.149 against 3.188
+at 4k (three alternating rounds each); waiting for them before the wait was even with the base.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
@@ -191,10 +197,9 @@ __device__ __forceinline__ u16 bf16(float v) {
     return d;
 }
 // Programmatic dependent launch (nvrtc.PDL): a block may start while the kernel before it finishes and
-// waits for that kernel's results (x) here. The source asks for the first weights before the wait, but
-// ptxas moves those read-only loads after it (sm_90 SASS, 2026-12-04: every LDG after ACQBULK), so only
-// the launch overlaps. It lets the next kernel start once its loop is done. Launched without PDL, or
-// before sm_90, both are no-ops.
+// waits for that kernel's results (x) here, its first weights, scales and codebook already in flight
+// (see gemv: ptxas alone issues them after the wait). It lets the next kernel start once its loop is
+// done. Launched without PDL, or before sm_90, both are no-ops.
 __device__ __forceinline__ void wait_inputs() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -318,6 +323,16 @@ __device__ __forceinline__ Loads load(const Rows& r, const float* __restrict__ a
     return v;
 }
 
+// All of a prologue's loaded words XORed: a value that depends on every load (see gemv).
+__device__ __forceinline__ u32 loaded(const Loads& v, float off, const float* cb) {
+    u32 h = v.a0.x ^ v.a0.y ^ v.a0.z ^ v.a0.w ^ v.a1.x ^ v.a1.y ^ v.a1.z ^ v.a1.w;
+    h ^= v.b0.x ^ v.b0.y ^ v.b0.z ^ v.b0.w ^ v.b1.x ^ v.b1.y ^ v.b1.z ^ v.b1.w;
+    h ^= v.qa ^ v.qb ^ __float_as_uint(v.sa) ^ __float_as_uint(v.sb) ^ __float_as_uint(off);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) h ^= __float_as_uint(cb[i]);
+    return h;
+}
+
 template <bool NESTED>
 __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __restrict__ xs,
                                      const float* __restrict__ code2, float offset, const float* cb,
@@ -368,6 +383,11 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
+    // Under PDL these loads should be in flight while the kernel before finishes, but ptxas sinks them
+    // below griddepcontrol.wait. A barrier that reads every loaded value, behind a branch never taken (n
+    // is never negative), keeps them above it, issued and not waited for. Taken always (loads completed
+    // before the wait) it was no faster: a late block then pays its loads' trip and x's one after the other.
+    if (n < 0) __syncthreads_or(loaded(cur, off, cb) == 0x9e3779b9u);
     wait_inputs();  // x, and the buffers of the launch before, from here on
     const uint4* xb = x + 32 * blockIdx.y * warps * iters;  // the block's first super-tile of inputs
     for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) copy_async(x_s + j, xb + j);

@@ -20,8 +20,9 @@ then wait (``griddepcontrol.wait``) for that kernel's results; compiled_decode t
 PDL with it (``triton.enable_pdl``: its kernels wait before reading what the kernel before them
 wrote). On the H200 the 8B decode step took 3.226 against 3.387 ms at 1k and 3.316 against 3.464 at
 4k, in the same run as llama.cpp (310.1 / 298.1 tok/s against 295.6 / 285.8; results/
-decode_anatomy_h200_pdl_on.json): the GEMVs' launches overlap the small kernels before them (their
-first weight loads do not: ptxas issues them after the wait, see nf4_mma's SOURCE). Headroom's
+decode_anatomy_h200_pdl_on.json): the GEMVs' launches overlap the small kernels before them, and since
+their first weight loads are pinned above the wait (nf4_mma's gemv) those loads too: 3.071 against
+3.110 ms at 1k (results/decode_anatomy_h200_loads_in_flight.json). Headroom's
 kernels alone with PDL gain nothing (Inductor's kernels then never let the next launch start early).
 tests/benchmarks/pdl_logits.py checks the compiled step's logits bit for bit with and without."""
 
