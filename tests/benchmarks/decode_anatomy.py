@@ -219,7 +219,8 @@ def main(argv=None) -> int:
     folder = Path(args.model_dir + ("-tiny" if args.tiny else ""))
     build_model(folder, args.tiny)
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("app.engine.loading.loader").setLevel(logging.INFO)  # the NF4 GEMV's choice per shape
+    for name in ("app.engine.loading.loader", "app.engine.local.nf4_hook"):  # the NF4 GEMV's choices and why
+        logging.getLogger(name).setLevel(logging.INFO)
     loaded = load_model(folder)
     R["load_report"] = loaded.report.summary()
     R["load_seconds"] = loaded.report.load_seconds  # includes the NF4 GEMV's self-check and timing when on

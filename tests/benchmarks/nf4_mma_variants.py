@@ -134,7 +134,7 @@ VARIANTS: dict[str, tuple[list, bool]] = {  # name: (patches, keeps the result)
                      "    d[2] += __uint_as_float((a3 ^ b0 ^ b1) & 0x3f00ffffu);")],
                    False),
     "diag_nocode2": ([("sa = add_rn(mul_rn(code2[v.qa], sa), offset);\n"
-                       "        sb = add_rn(mul_rn(code2[v.qb], sb), offset);",
+                       "        sb = add_rn(mul_rn(code2[v.qb], sb), offset_b);",
                        "sa = add_rn(__uint_as_float(v.qa | 0x3f800000u), sa);\n"
                        "        sb = add_rn(__uint_as_float(v.qb | 0x3f800000u), sb);")],
                      False),

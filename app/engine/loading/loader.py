@@ -336,8 +336,8 @@ def _install_nf4_gemv(model, placement: Placement):
     if os.environ.get(NF4_GEMV_OPT_IN) == "0":
         return Nf4GemvStatus(False, f"fused NF4 GEMV turned off ({NF4_GEMV_OPT_IN}=0)")
     status = install(model)
-    log.info("%s; per shape %s; µs per token %s; CUDA mma: %s", status.label(), status.kernels, status.timings,
-             status.mma_reason or "used")
+    log.info("%s; per shape %s; µs per token %s; CUDA mma: %s; one launch (µs per token, against apart): %s",
+             status.label(), status.kernels, status.timings, status.mma_reason or "used", status.groups)
     return status
 
 

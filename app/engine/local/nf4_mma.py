@@ -136,6 +136,12 @@ decode_anatomy_h200_loads_in_flight.json): ptxas issued every prologue load afte
 (`gemv`) and issued, not waited for, the step took 3.071 against 3.110 ms at 1k and 3.149 against 3.188
 at 4k (three alternating rounds each); waiting for them before the wait was even with the base.
 
+silu(gate) * up in the gate/up launch (2026-12-04, `launch_pair`, results/decode_anatomy_h200_silu_pair.json):
+a tile holds rows 8t..8t+7 of gate in the mma's rows g and the same rows of up in rows g+8, so lane
+c == 0 ends with a gate row and its up row, and the epilogue writes silu(gate) * up; the separate
+silu·mul kernel is gone (unlike the prologue fusions above, no block repeats work). The 8B step 3.021
+against 3.066 ms at 1k and 3.086 against 3.144 at 4k (two alternating rounds each).
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
@@ -157,6 +163,7 @@ SUPER_TILE = 256  # inputs per warp step: four 64-blocks, one per lane of a row 
 WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at most 128 registers a thread)
 KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
 GROUP_KERNELS = {True: "nf4_mma_group_nested", False: "nf4_mma_group_plain"}
+PAIR_KERNELS = {True: "nf4_mma_pair_nested", False: "nf4_mma_pair_plain"}
 GROUP_MAX = 3  # layers one group launch takes (q, k, v)
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
 OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
@@ -336,11 +343,11 @@ __device__ __forceinline__ u32 loaded(const Loads& v, float off, const float* cb
 template <bool NESTED>
 __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __restrict__ xs,
                                      const float* __restrict__ code2, float offset, const float* cb,
-                                     const Consts& k) {
+                                     const Consts& k, float offset_b) {  // offset_b: rows g+8 (Pair)
     float sa = v.sa, sb = v.sb;
     if (NESTED) {  // absmax = code2[q] * absmax2 + offset: multiply, then add (two roundings)
         sa = add_rn(mul_rn(code2[v.qa], sa), offset);
-        sb = add_rn(mul_rn(code2[v.qb], sb), offset);
+        sb = add_rn(mul_rn(code2[v.qb], sb), offset_b);
     }
     Tables ta = tables(cb, sa), tb = tables(cb, sb);
     const u32 wa[8] = {v.a0.x, v.a0.y, v.a0.z, v.a0.w, v.a1.x, v.a1.y, v.a1.z, v.a1.w};
@@ -353,6 +360,48 @@ __device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __re
         uint4 xv = xs[i];  // x[8i .. 8i+7] of this lane's 64-block
         mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);
         mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);
+    }
+}
+
+template <bool NESTED>
+__device__ __forceinline__ void step(float* d, const Loads& v, const uint4* __restrict__ xs,
+                                     const float* __restrict__ code2, float offset, const float* cb,
+                                     const Consts& k) {
+    step<NESTED>(d, v, xs, code2, offset, cb, k, offset);
+}
+
+// A paired launch's second layer (up of gate/up): its tile rows g+8 are up's rows 8t+g, beside gate's in
+// rows g, and the output is silu(gate) * up (gemv). w null: not paired.
+struct Pair { const uint4* w; const void* absmax; const float* offset; const void* bias; };
+
+// Rows g and g+8 of a paired tile t: row 8t+g of the first layer and of the second (clamped to n-1).
+// The second layer's nested absmax follows the first's in absmax2 (one array of both, see launch_pair).
+__device__ __forceinline__ Rows rows_pair(const uint4* w, const void* absmax, const Pair& up, int n, int tile,
+                                          int k, int g, int c) {
+    const int row = min(tile * 8 + g, n - 1);
+    Rows r;
+    r.ba = row * (k / 64) + c;
+    r.bb = r.ba + n * (k / 64);
+    r.wa = w + (long long)row * (k / 32) + 2 * c; r.wb = up.w + (long long)row * (k / 32) + 2 * c;
+    r.qa = (const u8*)absmax + r.ba; r.qb = (const u8*)up.absmax + r.ba;
+    r.fa = (const float*)absmax + r.ba; r.fb = (const float*)up.absmax + r.ba;
+    return r;
+}
+
+__device__ __forceinline__ float bf16_value(float v) { return __uint_as_float((u32)bf16(v) << 16); }
+
+// y[row] = bf16(v); paired, lanes 0-7 hold gate's rows and lanes 8-15 up's: y = silu(gate) * up, each
+// step rounded to bf16 where the model's eager ops round (silu(x) = x / (1 + e^-x) in fp32, as torch's
+// kernel; its expf may differ in the last fp32 bit, so now and then one bf16 step). Every lane calls it.
+__device__ __forceinline__ void store(u16* y, float v, int row, bool mine, bool paired, int lane) {
+    if (!paired) {
+        if (mine) y[row] = bf16(v);
+        return;
+    }
+    const float up = __shfl_down_sync(0xffffffffu, v, 8);
+    if (mine && lane < 8) {
+        const float gate = bf16_value(v);
+        y[row] = bf16(bf16_value(gate / (1.f + expf(-gate))) * bf16_value(up));
     }
 }
 
@@ -369,17 +418,19 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
                                      const float* __restrict__ code2, const float* __restrict__ offset,
                                      const float* __restrict__ code, const void* __restrict__ bias,
                                      float* part, int part_stride, int* counter, u16* y, int n, int tile,
-                                     int k, int iters, int bias_kind, Consts kc) {
+                                     int k, int iters, int bias_kind, Consts kc, Pair up) {
     __shared__ float red[8][16];
     __shared__ __align__(16) float code2_s[256];
     extern __shared__ uint4 x_s[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const int warps = blockDim.x >> 5;
-    const Rows r = rows_at(w, absmax, n, tile, k, g, c);
+    const bool paired = up.w != nullptr;
+    const Rows r = paired ? rows_pair(w, absmax, up, n, tile, k, g, c) : rows_at(w, absmax, n, tile, k, g, c);
     float cb[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) cb[i] = __ldg(code + i);
     const float off = NESTED ? __ldg(offset) : 0.f;
+    const float off_b = NESTED && paired ? __ldg(up.offset) : off;
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
@@ -397,14 +448,15 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     __syncthreads();
     for (int i = 0; i < iters; ++i) {
         if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-        step<NESTED>(d, cur, x_s + 32 * (warp * iters + i) + 8 * c, code2_s, off, cb, kc);
+        step<NESTED>(d, cur, x_s + 32 * (warp * iters + i) + 8 * c, code2_s, off, cb, kc, off_b);
         cur = nxt;
     }
     release_dependents();
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
     if (warp != 0) return;
-    const int row = tile * 16 + lane;
+    const int slot = tile * 16 + lane;  // the lane's tile row: its partial's place
+    const int row = paired ? tile * 8 + (lane & 7) : slot;  // its output row (paired: gate 0-7, up 8-15)
     const bool mine = lane < 16 && row < n;
     float sum = 0.f;
     if (lane < 16) {
@@ -412,13 +464,14 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
         for (int i = 1; i < warps; ++i) sum += red[i][lane];
     }
     float b = 0.f;
-    if (mine && bias_kind == 1) b = __uint_as_float((u32)((const u16*)bias)[row] << 16);
-    if (mine && bias_kind == 2) b = ((const float*)bias)[row];
+    const void* row_bias = paired && lane >= 8 ? up.bias : bias;
+    if (mine && bias_kind == 1) b = __uint_as_float((u32)((const u16*)row_bias)[row] << 16);
+    if (mine && bias_kind == 2) b = ((const float*)row_bias)[row];
     if (gridDim.y == 1) {
-        if (mine) y[row] = bf16(sum + b);
+        store(y, sum + b, row, mine, paired, lane);
         return;
     }
-    if (mine) part[(long long)blockIdx.y * part_stride + row] = sum;
+    if (mine) part[(long long)blockIdx.y * part_stride + slot] = sum;
     __threadfence();
     __syncwarp();
     int last = 0;
@@ -426,11 +479,10 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     last = __shfl_sync(0xffffffffu, last, 0);
     if (!last) return;
     __threadfence();
-    if (mine) {
-        float total = 0.f;
-        for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * part_stride + row);
-        y[row] = bf16(total + b);
-    }
+    float total = 0.f;
+    if (mine)
+        for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * part_stride + slot);
+    store(y, total + b, row, mine, paired, lane);
     if (lane == 0) *counter = 0;  // ready for the next call (and CUDA graph replay)
 }
 
@@ -438,7 +490,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const float* offset, const float* code, const void* bias, float* part, int* counters, u16* y, int n, \
     int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
 #define PASS x, w, absmax, absmax2, code2, offset, code, bias, part, n, counters + blockIdx.x, y, n, blockIdx.x, k, \
-    iters, bias_kind, Consts{m16, m1, pick}
+    iters, bias_kind, Consts{m16, m1, pick}, Pair{}
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_nested(ARGS) { gemv<true>(PASS); }
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_plain(ARGS) { gemv<false>(PASS); }
 
@@ -456,7 +508,7 @@ __device__ __forceinline__ void group(GROUP_ARGS) {
     const int first_tile = s == 0 ? 0 : s == 1 ? t0 : t0 + t1, first_row = s == 0 ? 0 : s == 1 ? n0 : n0 + n1;
     gemv<NESTED>(x, PICK(w), PICK(absmax), PICK(absmax2_), PICK(code2_), PICK(offset), code, PICK(bias),
                  part + first_row, n0 + n1 + n2, counters + tile, y + first_row, PICK(n), tile - first_tile, k, iters,
-                 bias_kind, Consts{m16, m1, pick});
+                 bias_kind, Consts{m16, m1, pick}, Pair{});
 }
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_nested(GROUP_ARGS) {
     group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
@@ -468,6 +520,18 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_A
                  bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
                  bias_kind, m16, m1, pick);
 }
+
+// silu(W0 x) * (W1 x) (gate, up: the same n and K) in one launch: tile t of ceil(n/8) holds row 8t+g of W0
+// in its rows g and of W1 in rows g+8; absmax2 is W0's nested absmax then W1's (the code2 is both's).
+#define PAIR_ARGS const uint4* x, const uint4* w0, const void* absmax0, const float* offset0, const void* bias0, \
+    const uint4* w1, const void* absmax1, const float* offset1, const void* bias1, const float* absmax2, \
+    const float* code2, const float* code, float* part, int* counters, u16* y, int n, int k, int iters, int bias_kind, \
+    u32 m16, u32 m1, u32 pick
+#define PAIR_PASS x, w0, absmax0, absmax2, code2, offset0, code, bias0, part, 16 * (int)gridDim.x, \
+    counters + blockIdx.x, y, n, blockIdx.x, k, iters, bias_kind, Consts{m16, m1, pick}, \
+    Pair{w1, absmax1, offset1, bias1}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_nested(PAIR_ARGS) { gemv<true>(PAIR_PASS); }
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_plain(PAIR_ARGS) { gemv<false>(PAIR_PASS); }
 """
 
 
@@ -480,12 +544,13 @@ def compile_cubin(arch: str, library: ctypes.CDLL | None = None,
 
 @cache
 def _kernels(device_index: int) -> dict:
-    """{nested: kernel, ("group", nested): group kernel} compiled for and loaded on one device (once
-    per process)."""
-    loaded = nvrtc.load(device_index, SOURCE, "nf4_mma.cu", [*KERNELS.values(), *GROUP_KERNELS.values()],
-                        ("--fmad=false",))
+    """{nested: kernel, ("group", nested): group kernel, ("pair", nested): paired kernel} compiled for and
+    loaded on one device (once per process)."""
+    loaded = nvrtc.load(device_index, SOURCE, "nf4_mma.cu",
+                        [*KERNELS.values(), *GROUP_KERNELS.values(), *PAIR_KERNELS.values()], ("--fmad=false",))
     return {nested: loaded[name] for nested, name in KERNELS.items()} | {
-        ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()}
+        ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()} | {
+        ("pair", nested): loaded[name] for nested, name in PAIR_KERNELS.items()}
 
 
 def _x_bytes(kernel, inputs: int) -> int:
@@ -533,6 +598,40 @@ def choose_launch(n: int, k: int, sms: int = 132, warps_per_sm: int = 16) -> tup
     return warps, parts // warps
 
 
+def _launch_shape(rows: int, k: int, warps: int, split_k: int) -> tuple[int, int, int]:
+    """(warps, split_k, super-tiles a warp) for ``rows`` stacked rows of K inputs; warps/split_k 0:
+    choose_launch. Raises ValueError when warps x split_k does not divide K's 256-input steps."""
+    if not (warps and split_k):
+        warps, split_k = choose_launch(rows, k)
+    steps = k // SUPER_TILE
+    if warps not in WARPS or steps % (warps * split_k):
+        raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={k}")
+    return warps, split_k, steps // (warps * split_k)
+
+
+def _input(x: torch.Tensor) -> torch.Tensor:
+    """x as the kernels read it: one bf16 row, contiguous and 16-byte aligned (read as uint4). Raises
+    ValueError for another dtype."""
+    x = x.reshape(-1)
+    if x.dtype != torch.bfloat16:
+        raise ValueError(f"x must be bfloat16, got {x.dtype}")
+    if not x.is_contiguous() or x.data_ptr() % 16:
+        x = x.clone(memory_format=torch.contiguous_format)
+    return x
+
+
+def _biases(biases: list[torch.Tensor | None]) -> tuple[int, list]:
+    """(bias kind, the biases as the kernel reads them) for layers with a bias each or none (then [])."""
+    if biases[0] is None:
+        return BIAS_NONE, []
+    kind = BIAS_BF16 if all(b.dtype == torch.bfloat16 for b in biases) else BIAS_FP32
+    return kind, [b.contiguous() if kind == BIAS_BF16 else b.float().contiguous() for b in biases]
+
+
+def _device(x: torch.Tensor) -> int:
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+
 def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, warps: int = 0,
            split_k: int = 0) -> torch.Tensor:
     """y (N,) bf16 = W x (+ bias) for x (K,) bf16 on the tensor cores; warps/split_k 0: choose_launch.
@@ -540,28 +639,17 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     dividing K/256), CompileError when it cannot be built here."""
     if shape_reason(t.n, t.k):
         raise ValueError(shape_reason(t.n, t.k))
-    if not (warps and split_k):
-        warps, split_k = choose_launch(t.n, t.k)
-    steps = t.k // SUPER_TILE
-    if warps not in WARPS or steps % (warps * split_k):
-        raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={t.k}")
-    x = x.reshape(-1)
-    if x.dtype != torch.bfloat16:
-        raise ValueError(f"x must be bfloat16, got {x.dtype}")
-    if not x.is_contiguous() or x.data_ptr() % 16:  # read as uint4: 16-byte alignment
-        x = x.clone(memory_format=torch.contiguous_format)
+    warps, split_k, iters = _launch_shape(t.n, t.k, warps, split_k)
+    x = _input(x)
     if t.packed.data_ptr() % 16 or (t.nested and t.code2.data_ptr() % 16):  # copied as 16-byte pieces
         raise ValueError("packed weight or nested codebook is not 16-byte aligned")
-    kind = BIAS_NONE
-    if bias is not None:
-        kind = BIAS_BF16 if bias.dtype == torch.bfloat16 else BIAS_FP32
-        bias = bias.contiguous() if kind == BIAS_BF16 else bias.float().contiguous()
+    kind, biases = _biases([bias])
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[t.nested]
+    kernel = _kernels(_device(x))[t.nested]
     nvrtc.launch(kernel, (-(-t.n // ROWS_PER_WARP), split_k, 1), (32 * warps, 1, 1),
-                 [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, bias if bias is not None else y,
-                  part, t.counters, y, t.n, t.k, steps // (warps * split_k), kind, *OPAQUE],
+                 [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, biases[0] if biases else y,
+                  part, t.counters, y, t.n, t.k, iters, kind, *OPAQUE],
                  _x_bytes(kernel, t.k // split_k))
     return y
 
@@ -585,29 +673,68 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
     tiles = sum(-(-t.n // ROWS_PER_WARP) for t in tensors)
     if counters.numel() < tiles or counters.dtype != torch.int32:
         raise ValueError(f"counters: {tiles} int32 needed")
-    if not (warps and split_k):
-        warps, split_k = choose_launch(n_total, k)
-    steps = k // SUPER_TILE
-    if warps not in WARPS or steps % (warps * split_k):
-        raise ValueError(f"warps={warps} x split_k={split_k} does not divide the {steps} steps of K={k}")
-    x = x.reshape(-1)
-    if x.dtype != torch.bfloat16:
-        raise ValueError(f"x must be bfloat16, got {x.dtype}")
-    if not x.is_contiguous() or x.data_ptr() % 16:
-        x = x.clone(memory_format=torch.contiguous_format)
-    kind = BIAS_NONE
-    if biases[0] is not None:
-        kind = BIAS_BF16 if all(b.dtype == torch.bfloat16 for b in biases) else BIAS_FP32
-        biases = [b.contiguous() if kind == BIAS_BF16 else b.float().contiguous() for b in biases]
+    warps, split_k, iters = _launch_shape(n_total, k, warps, split_k)
+    x = _input(x)
+    kind, biases = _biases(biases)
     y = torch.empty(n_total, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split_k * n_total if split_k > 1 else 1, dtype=torch.float32, device=x.device)
     segments = []
     for i in range(GROUP_MAX):  # a missing third layer: the first one's tensors with no rows
         t = tensors[i] if i < len(tensors) else tensors[0]
-        b = biases[i] if i < len(tensors) and biases[i] is not None else y
+        b = biases[i] if i < len(biases) else y
         segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
-    kernel = _kernels(x.device.index if x.device.index is not None else torch.cuda.current_device())[("group", nested)]
+    kernel = _kernels(_device(x))[("group", nested)]
     nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
-                 [x, *segments, tensors[0].code, part, counters, y, k, steps // (warps * split_k), kind, *OPAQUE],
+                 [x, *segments, tensors[0].code, part, counters, y, k, iters, kind, *OPAQUE],
                  _x_bytes(kernel, k // split_k))
+    return y
+
+
+def pair_reason(gate: Nf4Tensors, up: Nf4Tensors) -> str:
+    """"" when `launch_pair` takes these two layers, else why not: the same shape (suiting the kernel) and
+    nesting, gate's nested absmax a whole number of 256-blocks (up's follows it). From shapes only (no
+    device sync, so also inside a CUDA graph capture); that both share one nested codebook (code2, read
+    for both) the caller checks once (nf4_hook.gate_up_pairs)."""
+    if (gate.n, gate.k, gate.nested) != (up.n, up.k, up.nested):
+        return "gate and up differ in shape or nesting"
+    if shape_reason(2 * gate.n, gate.k):
+        return shape_reason(2 * gate.n, gate.k)
+    if gate.nested and ((gate.n * gate.k // 64) % 256 or gate.absmax2.numel() != gate.n * gate.k // 64 // 256):
+        return "gate's and up's nested absmax cannot be read as one array"
+    return ""
+
+
+def pair_absmax2(gate: Nf4Tensors, up: Nf4Tensors) -> torch.Tensor:
+    """The absmax2 a paired launch reads: gate's nested absmax then up's (plain layers: gate's, unread)."""
+    return torch.cat([gate.absmax2, up.absmax2]) if gate.nested else gate.absmax2
+
+
+def launch_pair(x: torch.Tensor, gate: Nf4Tensors, up: Nf4Tensors, biases: list[torch.Tensor | None],
+                absmax2: torch.Tensor, counters: torch.Tensor, warps: int = 0, split_k: int = 0) -> torch.Tensor:
+    """y (N,) bf16 = silu(G x) * (U x) for x (K,) bf16 in one launch, G x and U x each rounded to bf16 as
+    a group launch of the same shape computes them (bit for bit), then silu and the product rounded where
+    the model's eager ops round them (within one bf16 step: see store in SOURCE).
+    A tile holds 8 rows of each layer, side by side in the mma's rows g and g+8. absmax2: `pair_absmax2`;
+    biases: [gate's, up's] or [None, None]; counters: int32 zeros, one per 8 rows. warps/split_k 0:
+    choose_launch for 2N rows. Raises ValueError for layers it does not take (`pair_reason`),
+    CompileError when the kernel cannot be built here."""
+    reason = pair_reason(gate, up)
+    if reason:
+        raise ValueError(reason)
+    if gate.packed.data_ptr() % 16 or up.packed.data_ptr() % 16 or (gate.nested and gate.code2.data_ptr() % 16):
+        raise ValueError("packed weights and nested codebook must be 16-byte aligned")
+    tiles = -(-gate.n // 8)
+    if counters.numel() < tiles or counters.dtype != torch.int32:
+        raise ValueError(f"counters: {tiles} int32 needed")
+    warps, split_k, iters = _launch_shape(2 * gate.n, gate.k, warps, split_k)
+    x = _input(x)
+    y = torch.empty(gate.n, dtype=torch.bfloat16, device=x.device)
+    kind, biases = _biases(biases)
+    biases = biases or [y, y]  # not read
+    part = torch.empty(split_k * 16 * tiles if split_k > 1 else 1, dtype=torch.float32, device=x.device)
+    kernel = _kernels(_device(x))[("pair", gate.nested)]
+    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
+                 [x, gate.packed, gate.absmax, gate.offset, biases[0], up.packed, up.absmax, up.offset, biases[1],
+                  absmax2, gate.code2, gate.code, part, counters, y, gate.n, gate.k, iters, kind, *OPAQUE],
+                 _x_bytes(kernel, gate.k // split_k))
     return y
