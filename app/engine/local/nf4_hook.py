@@ -233,8 +233,8 @@ def _silu(module) -> bool:
 
 def gate_up_pairs(model, prepared) -> list[Nf4GateUp]:
     """MLPs of ``model`` (gate_proj, up_proj, down_proj, a silu act_fn) whose gate and up are in
-    ``prepared`` and suit nf4_mma.launch_pair (one nested codebook), with a bias each or none. Whether the MLP's forward
-    is down(silu(gate(x)) * up(x)) install checks by running it."""
+    ``prepared`` and suit nf4_mma.launch_pair (with one nested codebook), with a bias each or none.
+    Whether the MLP's forward is down(silu(gate(x)) * up(x)) install checks by running it."""
     tensors = {id(layer): t for layer, t in prepared}
     found = []
     for mlp in model.modules():
