@@ -594,3 +594,32 @@ def test_the_paired_launch_is_the_group_launch_then_silu_times_up_on_the_gpu(spl
     print(f"paired launch vs group + torch silu*mul: {differ} of {ulps.numel()} differ by one bf16 step")
     assert int(ulps.max()) <= 1 and differ <= ulps.numel() // 100  # H200: 0 of 4096 (split 4)
     assert int(counters.abs().sum()) == 0
+
+
+def _parameters(macro: str) -> list[str]:
+    """A kernel argument macro of SOURCE (ARGS, GROUP_ARGS, PAIR_ARGS) as "pointer" / "int" per parameter."""
+    body = re.search(rf"#define {macro} (.*?)\n(?!    )", mma.SOURCE, re.S).group(1).replace("\\\n", " ")
+    for i in range(3):  # GROUP_ARGS' SEGMENT(i)
+        segment = re.search(r"#define SEGMENT\(i\) (.*?)\n(?!    )", mma.SOURCE, re.S).group(1).replace("\\\n", " ")
+        body = body.replace(f"SEGMENT({i})", segment.replace("##i", str(i)))
+    return ["pointer" if "*" in p else "int" for p in body.split(",")]
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_each_launcher_passes_what_its_kernel_declares(monkeypatch, nested):
+    """The launchers run only on a GPU: here their argument lists are checked against the kernels'
+    parameter lists in SOURCE: the count, and a tensor where the kernel takes a pointer (two pointers or
+    two ints swapped would still pass: the GPU tests see those)."""
+    seen = []
+    monkeypatch.setattr(mma, "_kernels", lambda device: collections.defaultdict(lambda: mma._kernels))
+    monkeypatch.setattr(mma, "_x_bytes", lambda kernel, inputs: 2 * inputs)
+    monkeypatch.setattr(mma.nvrtc, "launch", lambda kernel, grid, block, args, shared: seen.append(args))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    gate, up, third = (k.tensors_of(FakeLinear4bit(64, 512, seed=s, nested=nested)) for s in (1, 2, 3))
+    x, counters = torch.randn(512).bfloat16(), torch.zeros(64, dtype=torch.int32)
+    mma.launch(x, gate, torch.randn(64).bfloat16())
+    mma.launch_group(x, [gate, up, third], [None] * 3, counters)
+    mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 1, 2)
+    for args, macro in zip(seen, ("ARGS", "GROUP_ARGS", "PAIR_ARGS"), strict=True):
+        kinds = ["pointer" if isinstance(a, torch.Tensor) else "int" for a in args]
+        assert kinds == _parameters(macro), macro
