@@ -30,7 +30,8 @@ runs, one launch with its merge. Measured on the H200, 2026-12-03 (results/
 decode_attention_h200_mma.json, .gpu/final.sh): 8.58 / 10.89 / 14.14 / 34.91 µs a layer against the
 Triton path's 9.32 / 12.33 / 16.17 / 36.28 in the same run. ``MMA_VARIANTS=1`` also times its SOURCE
 patched (MMA_PATCHES: two blocks an SM, an empty launch, no merge, no marks; results of an earlier
-build in the kernel's docstring).
+build in the kernel's docstring), and with the splits of a head merged in a thread-block cluster
+(CLUSTER_PATCHES, clusters of 8 and 16 blocks; prepared 2026-12-04, not measured yet).
 
 Writes decode_attention_h200.json to --out.
 """
@@ -241,6 +242,52 @@ MMA_PATCHES = {
 }
 
 
+# The splits of a head as one thread-block cluster (kv16_mma.decode's ``cluster``): each block leaves its
+# partial in its own shared memory and, after one cluster barrier, the cluster's threads add the splits of
+# each output element through distributed shared memory, in the shipped kernel's order (the same bits at
+# the same splits), instead of storing partials, a fence, an atomic ticket and the last block's reloads.
+CLUSTER_PATCHES = [
+    ("template <int D, bool BF16>\n__device__ void attend(",
+     "__device__ __forceinline__ void cluster_sync() {\n"
+     "    asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: \"memory\");\n"
+     "    asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+     "}\n"
+     "__device__ __forceinline__ float ld_rank(const float* local, u32 rank) {  // that address in block `rank`\n"
+     "    u32 a, r;\n"
+     "    asm(\"{ .reg .u64 p; cvta.to.shared.u64 p, %1; cvt.u32.u64 %0, p; }\" : \"=r\"(a) : \"l\"(local));\n"
+     "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(rank));\n"
+     "    float v;\n"
+     "    asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(r) : \"memory\");\n"
+     "    return v;\n"
+     "}\n"
+     "template <int D, bool BF16>\n__device__ void attend("),
+    ("    __shared__ int last_valid, is_last;\n",
+     "    __shared__ int last_valid, is_last;\n    __shared__ float cl_o[8 * D], cl_m[8], cl_l[8];\n"),
+    ("            part_o[at * D + d] = acc;\n"
+     "            if (d == 0) { part_ml[2 * at] = top; part_ml[2 * at + 1] = total; }\n",
+     "            cl_o[r * D + d] = acc;\n"
+     "            if (d == 0) { cl_m[r] = top; cl_l[r] = total; }\n"),
+    (kv16_mma.SOURCE[kv16_mma.SOURCE.index("    // The last block of this head to finish adds the splits"):
+                     kv16_mma.SOURCE.index("    if (tid == 0) counters[bh] = 0;")]
+     + "    if (tid == 0) counters[bh] = 0;  // ready for the next launch (and CUDA graph replay)\n",
+     "    cluster_sync();\n"
+     "    for (int e = split * WARPS * 32 + tid; e < groups * D; e += splits * WARPS * 32) {\n"
+     "        const int r = e / D, d = e % D;\n"
+     "        float top = NONE, total = 0.f, acc = 0.f;\n"
+     "        for (int sp = 0; sp < splits; ++sp) top = fmaxf(top, ld_rank(&cl_m[r], sp));\n"
+     "#pragma unroll 16\n"
+     "        for (int sp = 0; sp < splits; ++sp) {\n"
+     "            const float f = ex2(ld_rank(&cl_m[r], sp) - top);\n"
+     "            total += f * ld_rank(&cl_l[r], sp);\n"
+     "            acc += f * ld_rank(&cl_o[r * D + d], sp);\n"
+     "        }\n"
+     "        out[((long long)bh * groups + r) * D + d] = pack1<BF16>(acc / fmaxf(total, 1.0e-30f));\n"
+     "    }\n"
+     "    cluster_sync();  // no block leaves while another reads its shared memory\n"),
+]
+CLUSTERS = (8, 16)  # blocks a cluster (16: non-portable, allowed per kernel)
+
+
 def mma_variant(*patches) -> dict:
     """kv16_mma's kernels built from its SOURCE with ``patches`` (old, new) applied."""
     from app.engine.local import nvrtc
@@ -274,6 +321,10 @@ def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> d
                                                                                     kernels=kernels)
         lb2 = mma_variant(*MMA_PATCHES["lb2"])
         paths["mma_lb2_waves2"] = lambda q, k, v: kv16_mma.decode(q, k, v, valid, scale, kernels=lb2, waves=2)
+        clustered = mma_variant(*CLUSTER_PATCHES)
+        for size in CLUSTERS:
+            paths[f"mma_cluster{size}"] = lambda q, k, v, size=size: kv16_mma.decode(
+                q, k, v, valid, scale, kernels=clustered, cluster=size)
     valid_bytes = 2 * filled * KV_HEADS * HEAD_DIM * 2
     row = {"capacity": capacity, "filled": filled, "splits": kd.splits_for(capacity, KV_HEADS)}
     q, k, v = layers[0]
@@ -318,7 +369,8 @@ def main(argv=None) -> int:
               f"{r['ratio_no_scan_over_scan']:>6.2f} {r['scan_valid_tb_s']:>9.2f} {r['scan_error']:>8.1e}"
               f" {r['mma_us']:>7.2f} {r['mma_valid_tb_s']:>8.2f} {r['mma_error']:>8.1e}"
               f" {r['ratio_scan_over_mma']:>8.2f}")
-        for name in [f"mma_{n}" for n in MMA_PATCHES] + ["mma_lb2_waves2"]:
+        names = [f"mma_{n}" for n in MMA_PATCHES] + ["mma_lb2_waves2"] + [f"mma_cluster{n}" for n in CLUSTERS]
+        for name in names:
             if f"{name}_us" in r:
                 print(f"    {name:<24} {r[name + '_us']:7.2f} µs  err {r[name + '_error']:.1e}")
         for name, v in r.get("variants", {}).items():

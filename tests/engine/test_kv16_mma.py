@@ -10,6 +10,7 @@
 3. The dispatch in split_kv_attention: without CUDA the torch path answers.
 """
 
+
 import numpy as np
 import pytest
 import torch
@@ -241,3 +242,45 @@ def test_the_load_report_names_the_cuda_kernel_on_cuda():
     assert kernel == "split-KV decode, one CUDA launch (Headroom)", why
     kernel, why = kd.decode_kernel(torch.device("cuda", torch.cuda.current_device()), torch.bfloat16, 96, 4)
     assert kernel == "split-KV decode, Triton (Headroom)" and "head_dim 96" in why
+
+
+def test_the_cluster_merge_variant_compiles_for_sm90():
+    """tests/benchmarks/decode_attention.py's CLUSTER_PATCHES (the splits merged in distributed shared
+    memory) still apply to SOURCE and build: distributed shared memory and cluster barriers in the SASS."""
+    try:
+        from app.engine.local import nvrtc
+
+        lib = nvrtc.nvrtc_library()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
+    from tests.benchmarks import decode_attention
+
+    source = kv16_mma.SOURCE
+    for old, new in decode_attention.CLUSTER_PATCHES:
+        assert old in source, old[:60]
+        source = source.replace(old, new)
+    assert "atomicAdd" not in source and source.count("cluster_sync();") == 2
+    _, log = nvrtc.compile_cubin("90", source, "kv16_cluster.cu", ("--ptxas-options=-v",), lib)
+    for name in kv16_mma.KERNEL_NAMES:
+        props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
+        assert "0 bytes spill stores" in props, props
+
+
+@pytest.mark.parametrize("span,cluster", [(2048, 16), (6144, 8), (300, 16), (32768, 16)])
+def test_a_cluster_launch_takes_exactly_its_splits(monkeypatch, span, cluster):
+    """decode(cluster=n): n splits a head, launched as one cluster along y, covering the span."""
+    from app.engine.local import nvrtc
+
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    properties = type("Properties", (), {"multi_processor_count": 132, "major": 9, "minor": 0})
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: properties)
+    monkeypatch.setattr(nvrtc, "launch", lambda kernel, grid, block, args, shared, cluster=None: seen.update(
+        grid=grid, cluster=cluster, split_len=args[10]))
+    monkeypatch.setattr(kv16_mma, "_counters_for", lambda device, heads: torch.zeros(heads, dtype=torch.int32))
+    q = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
+    kv = torch.zeros(1, 8, span, 128, dtype=torch.bfloat16)
+    kv16_mma.decode(q, kv, kv, None, 0.1, kernels={"kv16_decode_bf16_d128": object()}, cluster=cluster)
+    assert seen["grid"] == (8, cluster, 1) and seen["cluster"] == (1, cluster, 1)
+    assert seen["split_len"] % kv16_mma.SPLIT_ALIGN == 0 and (seen["split_len"] - 64) * cluster < span
+    assert seen["split_len"] * cluster >= span

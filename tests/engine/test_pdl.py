@@ -120,3 +120,14 @@ def test_inductor_waits_ahead_of_every_access_unless_told_otherwise(monkeypatch)
         monkeypatch.setattr(compiled_decode, "INDUCTOR_PDL", "as_is")
         TritonKernel._handle_pdl_before_access(None, "buffer", "x")
     assert seen == [None, "the GEMV before"] and scheduler.previous_node == "the GEMV before"
+
+
+def test_a_cluster_launch_attribute_carries_its_dims():
+    """CUlaunchAttribute with id CLUSTER_DIMENSION holds x, y, z as the union's first three words; PDL's
+    attribute is the same bytes as before clusters (id 6, value 1)."""
+    (pdl, cluster) = nvrtc._attributes(True, (1, 16, 1))
+    raw = bytes(cluster)
+    assert len(raw) == 72 and raw[:4] == (4).to_bytes(4, "little") and raw[8:20] == b"".join(
+        v.to_bytes(4, "little") for v in (1, 16, 1))
+    assert bytes(pdl)[:12] == (6).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little")
+    assert nvrtc._attributes(False, None) == []

@@ -439,13 +439,15 @@ def _counters_for(device: torch.device, heads: int) -> torch.Tensor:
 
 
 def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
-           scale: float, kernels: dict | None = None, waves: int = SPLIT_WAVES) -> torch.Tensor:
+           scale: float, kernels: dict | None = None, waves: int = SPLIT_WAVES, cluster: int = 0) -> torch.Tensor:
     """(B, Hkv, g, d) attention of one query token per sequence (query (B, Hkv, g, d): the g query heads
     of each KV head) over the 16-bit cache key, value (B, Hkv, S, d), where ``valid`` (B, S) bool marks
     the keys to see (None: all). Output in the query's dtype. Memory: the output, plus float32 partials
     of (B·Hkv, splits, g, d + 2) when the span is split. Raises ValueError for inputs the kernel does
     not take (shape_reason), CompileError when it cannot be built here. kernels, waves: a benchmark's
-    variant of the source (`nvrtc.load`) and of `launch_split`."""
+    variant of the source (`nvrtc.load`) and of `launch_split`; cluster: that many splits a head, launched
+    as one thread-block cluster (for a variant that merges them in distributed shared memory,
+    tests/benchmarks/decode_attention.py's CLUSTER_PATCHES)."""
     reason = shape_reason(query, key, value, valid)
     if reason:
         raise ValueError(reason)
@@ -458,6 +460,9 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
     index = device.index if device.index is not None else torch.cuda.current_device()
     sms = torch.cuda.get_device_properties(index).multi_processor_count
     splits, split_len = launch_split(span, b * h, sms, waves)
+    if cluster:  # exactly `cluster` splits (the last ones may hold no keys)
+        per_split = -(-span // cluster)
+        splits, split_len = cluster, -(-per_split // SPLIT_ALIGN) * SPLIT_ALIGN
     out = torch.empty_like(query)
     part_o = torch.empty((b * h, splits, g, d) if splits > 1 else (1,), dtype=torch.float32, device=device)
     part_ml = torch.empty((b * h, splits, g, 2) if splits > 1 else (1,), dtype=torch.float32, device=device)
@@ -468,5 +473,5 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
                  [query, key, value, marks, out, part_o, part_ml, counters, g, span, split_len, h,
                   key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
                   valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None)],
-                 split_len)
+                 split_len, (1, cluster, 1) if cluster else None)
     return out

@@ -26,12 +26,27 @@ their first weight loads are pinned above the wait (nf4_mma's gemv) those loads 
 kernels alone with PDL gain nothing (Inductor's kernels then never let the next launch start early).
 tests/benchmarks/pdl_logits.py checks the compiled step's logits bit for bit with and without."""
 
-# cuda.h (CUDA 12+): CUlaunchAttribute is {id (4 bytes), pad (4), value (a 64-byte union)}
+# cuda.h (CUDA 12+): CUlaunchAttribute is {id (4 bytes), pad (4), value (a 64-byte union)}; the union's
+# first words hold an int (programmatic stream serialization: 1) or the cluster's x, y, z
+_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 _LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14  # CUfunction_attribute: clusters above 8 blocks
+PORTABLE_CLUSTER = 8  # blocks a cluster may hold on every GPU that has clusters (sm_90+)
 
 
 class _LaunchAttribute(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+def _attributes(pdl: bool, cluster: tuple | None) -> list[_LaunchAttribute]:
+    """The launch attributes: programmatic stream serialization (PDL), a thread-block cluster's dims."""
+    out = []
+    if pdl:
+        out.append(_LaunchAttribute(id=_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                                    value=(ctypes.c_uint * 16)(1)))
+    if cluster:
+        out.append(_LaunchAttribute(id=_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, value=(ctypes.c_uint * 16)(*cluster)))
+    return out
 
 
 class _LaunchConfig(ctypes.Structure):
@@ -112,24 +127,31 @@ def _pdl_device(index: int) -> bool:
     return torch.cuda.get_device_capability(index)[0] >= 9 and hasattr(_get_gpu_runtime_library(), "cuLaunchKernelEx")
 
 
-def launch(kernel, grid: tuple, block: tuple, args: list, shared_mem: int = 0) -> None:
+def launch(kernel, grid: tuple, block: tuple, args: list, shared_mem: int = 0, cluster: tuple | None = None) -> None:
     """kernel(grid, block, args, shared_mem) on the current stream, as torch's loader launches it (tensors as
     pointers, ints as C int, floats as double); with `PDL` on an sm_90+ device through cuLaunchKernelEx
     and the programmatic-stream-serialization attribute (captured into CUDA graphs as a programmatic
     edge). The kernel must then execute ``griddepcontrol.wait`` before it reads what an earlier kernel
-    wrote. Dynamic shared memory above 48 KB must have been allowed first (set_shared_memory_config)."""
-    if not (PDL and _pdl_device(torch.cuda.current_device())):
+    wrote. Dynamic shared memory above 48 KB must have been allowed first (set_shared_memory_config).
+    cluster (x, y, z): the blocks as thread-block clusters of that shape (sm_90+; each grid dimension a
+    multiple of it; above PORTABLE_CLUSTER blocks the kernel is allowed non-portable sizes first)."""
+    pdl = PDL and _pdl_device(torch.cuda.current_device())
+    if not (pdl or cluster):
         kernel(grid=grid, block=block, args=args, shared_mem=shared_mem)
         return
     from torch.cuda._utils import _check_cuda, _get_gpu_runtime_library
 
+    library = _get_gpu_runtime_library()
+    if cluster and cluster[0] * cluster[1] * cluster[2] > PORTABLE_CLUSTER:
+        _check_cuda(library.cuFuncSetAttribute(kernel.func, _FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
     keep = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor)
             else ctypes.c_double(a) if isinstance(a, float) else ctypes.c_int(a) for a in args]
     params = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in keep])
-    attr = _LaunchAttribute(id=_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+    attrs = _attributes(pdl, cluster)
+    array = (_LaunchAttribute * len(attrs))(*attrs)
     config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), shared_mem,
-                           ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), ctypes.pointer(attr), 1)
-    _check_cuda(_get_gpu_runtime_library().cuLaunchKernelEx(ctypes.byref(config), kernel.func, params, None))
+                           ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), array, len(attrs))
+    _check_cuda(library.cuLaunchKernelEx(ctypes.byref(config), kernel.func, params, None))
 
 
 def unavailable_reason(device: torch.device, build, label: str) -> str:
