@@ -623,3 +623,28 @@ def test_each_launcher_passes_what_its_kernel_declares(monkeypatch, nested):
     for args, macro in zip(seen, ("ARGS", "GROUP_ARGS", "PAIR_ARGS"), strict=True):
         kinds = ["pointer" if isinstance(a, torch.Tensor) else "int" for a in args]
         assert kinds == _parameters(macro), macro
+
+
+def test_an_in_place_silu_is_still_silu():
+    assert hook._silu(torch.nn.SiLU(inplace=True)) and not hook._silu(torch.nn.GELU())
+
+
+def test_a_paired_launch_needs_a_bias_each_or_none():
+    gate, up = (k.tensors_of(FakeLinear4bit(64, 256, seed=s)) for s in (1, 2))
+    bias = torch.zeros(64, dtype=torch.bfloat16)
+    for biases in ([bias, None], [None, bias]):
+        with pytest.raises(ValueError, match="bias each or none"):
+            mma.launch_pair(torch.zeros(256, dtype=torch.bfloat16), gate, up, biases, mma.pair_absmax2(gate, up),
+                            torch.zeros(8, dtype=torch.int32))
+
+
+def test_every_mlp_class_is_checked_before_any_is_paired(monkeypatch):
+    """One MLP of each class runs the check: a second class with another forward keeps all unpaired."""
+    class Doubled(SiluMLP):
+        pass
+
+    monkeypatch.setattr(mma, "unavailable_reason", lambda device: "")
+    model = torch.nn.ModuleList([SiluMLP(90), Doubled(100, scale=2.0)])
+    status = hook.install(model, require_cuda=False, require_faster=False)
+    assert not any("forward" in mlp.__dict__ for mlp in model) and "silu" not in status.label()
+    hook.uninstall(model)
