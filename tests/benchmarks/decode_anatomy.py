@@ -179,7 +179,7 @@ def critical_path(runner: TurnRunner, replays: int = 5, out_dir: Path | None = N
     table = {label: {"adds_us": r["adds_us"] / replays, "dur_us": r["dur_us"] / r["count"],
                      "start_after_us": r["start_after_us"] / r["count"], "count": r["count"] / replays}
              for label, r in sorted(rows.items(), key=lambda kv: -kv[1]["adds_us"])}
-    return {"replays": replays, "traced_us_per_step": span, "kernels_per_step": (len(kernels)) / replays,
+    return {"replays": replays, "traced_us_per_step": span, "kernels_per_step": len(kernels) / replays,
             "labels": table}
 
 

@@ -286,8 +286,9 @@ class Nf4GemvStatus:
     "CUDA mma" | "Triton" | "bitsandbytes") what decode rows of each shape run. mma_reason: why the
     CUDA mma kernel runs on no shape or not on all ("" when it runs everywhere). timings: (N, K,
     kernel, µs per token over that shape's layers) as install timed them. groups: per kind of sibling
-    layers (GROUPS): ("q_proj+k_proj+v_proj", stacked N, K, µs per token as one launch each, µs as
-    separate launches, whether they run as one launch)."""
+    layers (GROUPS), and "silu(gate_proj)*up_proj" for MLPs whose silu and product join the gate/up
+    launch: (name, stacked N, K, µs per token as one launch each, µs as separate launches, whether they
+    run as one launch)."""
 
     active: bool
     reason: str = ""

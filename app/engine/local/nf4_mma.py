@@ -718,10 +718,10 @@ def launch_pair(x: torch.Tensor, gate: Nf4Tensors, up: Nf4Tensors, biases: list[
     biases: [gate's, up's] or [None, None]; counters: int32 zeros, one per 8 rows. warps/split_k 0:
     choose_launch for 2N rows. Raises ValueError for layers it does not take (`pair_reason`),
     CompileError when the kernel cannot be built here."""
-    reason = pair_reason(gate, up) or ("" if len(biases) == 2 and (biases[0] is None) == (biases[1] is None)
-                                       else "gate and up need a bias each or none")
-    if reason:
-        raise ValueError(reason)
+    if pair_reason(gate, up):
+        raise ValueError(pair_reason(gate, up))
+    if len(biases) != 2 or (biases[0] is None) != (biases[1] is None):
+        raise ValueError("gate and up need a bias each or none")
     if gate.packed.data_ptr() % 16 or up.packed.data_ptr() % 16 or (gate.nested and gate.code2.data_ptr() % 16):
         raise ValueError("packed weights and nested codebook must be 16-byte aligned")
     tiles = -(-gate.n // 8)

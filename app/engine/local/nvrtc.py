@@ -142,8 +142,9 @@ def launch(kernel, grid: tuple, block: tuple, args: list, shared_mem: int = 0, c
     from torch.cuda._utils import _check_cuda, _get_gpu_runtime_library
 
     library = _get_gpu_runtime_library()
-    if cluster and cluster[0] * cluster[1] * cluster[2] > PORTABLE_CLUSTER:
+    if cluster and cluster[0] * cluster[1] * cluster[2] > PORTABLE_CLUSTER and not getattr(kernel, "_non_portable", 0):
         _check_cuda(library.cuFuncSetAttribute(kernel.func, _FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        kernel._non_portable = 1  # once per loaded kernel
     keep = [ctypes.c_void_p(a.data_ptr()) if isinstance(a, torch.Tensor)
             else ctypes.c_double(a) if isinstance(a, float) else ctypes.c_int(a) for a in args]
     params = (ctypes.c_void_p * len(keep))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in keep])
