@@ -31,7 +31,11 @@ decode_attention_h200_mma.json, .gpu/final.sh): 8.58 / 10.89 / 14.14 / 34.91 µs
 Triton path's 9.32 / 12.33 / 16.17 / 36.28 in the same run. ``MMA_VARIANTS=1`` also times its SOURCE
 patched (MMA_PATCHES: two blocks an SM, an empty launch, no merge, no marks; results of an earlier
 build in the kernel's docstring), and with the splits of a head merged in a thread-block cluster
-(CLUSTER_PATCHES, clusters of 8 and 16 blocks; prepared 2026-12-04, not measured yet).
+(CLUSTER_PATCHES, clusters of 8 and 16 blocks). Measured on the H200, 2026-12-04 (results/
+decode_attention_h200_cluster.json): slower at every depth, 8.73 / 11.83 / 17.55 / 52.35 µs a layer in
+clusters of 8 and 13.6 / 17.0 / 22.9 / 58.2 in clusters of 16 against the ticket merge's 8.19 / 10.25 /
+13.38 / 34.39; not adopted. The merge itself costs ~3 µs a layer (no merge, partials only: 5.22 /
+7.09 / 10.25 / 29.82).
 
 Writes decode_attention_h200.json to --out.
 """

@@ -447,7 +447,8 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
     not take (shape_reason), CompileError when it cannot be built here. kernels, waves: a benchmark's
     variant of the source (`nvrtc.load`) and of `launch_split`; cluster: that many splits a head, launched
     as one thread-block cluster (for a variant that merges them in distributed shared memory,
-    tests/benchmarks/decode_attention.py's CLUSTER_PATCHES)."""
+    tests/benchmarks/decode_attention.py's CLUSTER_PATCHES; measured slower than the ticket merge, not
+    used by the app)."""
     reason = shape_reason(query, key, value, valid)
     if reason:
         raise ValueError(reason)
