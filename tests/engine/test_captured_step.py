@@ -11,7 +11,7 @@ import torch
 from app.engine.local import compiled_decode
 from app.engine.local.compiled_decode import CompiledDecode, _cache_tensors, _layout
 from app.engine.local.generation import cache_kwarg
-from app.engine.local.static_cache import grow_static_cache, new_static_cache
+from app.engine.local.static_cache import grow_static_cache, kv_format_of, new_static_cache
 
 
 class FakeCapture:
@@ -216,13 +216,17 @@ def test_a_failed_first_recording_falls_back_to_the_eager_step_and_capture(decod
 
 
 @pytest.mark.parametrize("kv_bits", [16, 8])
-def test_the_layer_step_writes_without_counting_and_the_step_counts_each_layer_once(tiny_loaded, kv_bits):
+@pytest.mark.parametrize("outer", [False, True])
+def test_the_layer_step_writes_without_counting_and_the_step_counts_each_layer_once(tiny_loaded, kv_bits, outer):
     """The regional step's layers write through SpanLayer.write (no increment kernel in each
     layer); `_regional_forward` moves every layer's counter by the step's tokens once, and the
-    logits and cache are the model's own forward's."""
+    logits and cache are the model's own forward's: with its own causal mask (`_causal_mask`), and
+    with the final norm adding the last layer's halves (`_final_norm`, ``outer``) or not."""
     model = tiny_loaded.model
     dec = CompiledDecode(model, lambda fn: fn)
     dec._layer_compiled = compiled_decode._layer_step  # the layer step uncompiled: the same calls
+    if outer:
+        dec._outer_compiled = {"rotary_emb": compiled_decode._outer_step, "norm": compiled_decode._final_norm}
     mine, theirs = _prefilled(model), _prefilled(model)
     if kv_bits == 8:
         mine, theirs = (new_static_cache(model.config, 64, 8) for _ in range(2))
@@ -244,3 +248,88 @@ def test_the_layer_step_writes_without_counting_and_the_step_counts_each_layer_o
     assert [int(layer.cumulative_length) for layer in theirs.layers] == [7] * len(theirs.layers)
     for a, b in zip(mine.layers, theirs.layers, strict=True):
         assert torch.equal(a.keys[:, :, :7], b.keys[:, :, :7]) and torch.equal(a.values[:, :, :7], b.values[:, :, :7])
+
+
+@pytest.mark.parametrize("fill, queries", [(1, 1), (5, 1), (60, 1), (5, 3)])
+def test_the_step_mask_is_the_one_transformers_builds(tiny_loaded, fill, queries):
+    """`_causal_mask` (one compare against kept slot numbers) equals transformers' own causal mask
+    for the step's queries over a span cache, and a second step reuses the slot numbers and the
+    first layer's zero delta instead of making them again (a captured step replays no kernel for
+    them)."""
+    from transformers.masking_utils import create_causal_mask
+
+    model = tiny_loaded.model
+    dec = CompiledDecode(model, lambda fn: fn)
+    cache = _prefilled(model, tokens=fill)  # the step's queries come after the cache's fill
+    positions = torch.arange(fill, fill + queries).view(1, -1)
+    embeds = torch.zeros(1, queries, model.config.hidden_size, dtype=model.dtype)
+    want = create_causal_mask(config=model.config, inputs_embeds=embeds, attention_mask=None,
+                              past_key_values=cache, position_ids=positions,
+                              **({"cache_position": positions[0]} if dec._takes_cache_position else {}))
+    got = dec._causal_mask(cache, positions)
+    assert got.dtype == torch.bool and got.shape == (1, 1, queries, 64)
+    assert torch.equal(got, want.expand_as(got))
+    assert int(got.sum()) == sum(fill + 1 + q for q in range(queries))
+    slots = dec._buffers.slots(64, torch.device("cpu"))
+    assert torch.equal(dec._causal_mask(cache, positions), got)
+    assert dec._buffers.slots(64, torch.device("cpu")).data_ptr() == slots.data_ptr()
+    hidden = torch.ones(1, 1, 8)
+    assert dec._buffers.zeros_like(hidden) is dec._buffers.zeros_like(hidden)
+    assert not dec._buffers.zeros_like(hidden).any()
+
+
+def test_a_regional_capture_finds_its_constant_tensors_made(decoder, tiny_loaded, monkeypatch):
+    """Before a regional step is captured, the slot numbers for the cache's capacity and the first
+    layer's zero delta exist (`CompiledDecode._capture`): made inside the capture they would be
+    kernels in every replay. A grown cache gets slot numbers for its new capacity."""
+    seen = []
+
+    class Recording(FakeCapture):
+        def __init__(self, compiled, input_ids, cache):
+            buffers = decoder._buffers
+            seen.append((None if buffers._slots is None else buffers._slots.numel(), buffers._zeros is not None))
+            super().__init__(compiled, input_ids, cache)
+
+    monkeypatch.setattr(compiled_decode, "CapturedStep", Recording)
+    decoder._layer_compiled = compiled_decode._layer_step
+    decoder._compiled = decoder._regional_forward
+    cache = _prefilled(tiny_loaded.model)
+    decoder._ready.add((kv_format_of(cache), 64))  # warmed up: a new cache is captured straight away
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        decoder.step(token, cache)
+        capacity = 4 * max(64, decoder._buffers._slots.numel())
+        grow_static_cache(cache, capacity, int(cache.layers[0].cumulative_length))
+        decoder.step(token, cache)
+    assert seen[0][0] >= 64 and seen[0][1]
+    assert seen[1] == (capacity, True)
+
+
+def test_the_step_takes_float32_logits_from_the_head_only_while_it_runs(tiny_loaded, monkeypatch):
+    """Where the lm_head qualifies (`_takes_fp32_logits`: CUDA, stood in for here), the regional step's
+    head is `_logits_fp32` over the head's own weight: the logits are float32 and equal to the model's
+    own up to its bf16 rounding of them; after the step, also after an error, the head has its own
+    forward again. HEADROOM_LOGITS_FP32=0 (LOGITS_FP32 False) leaves the head alone."""
+    model = tiny_loaded.model
+    calls = []
+
+    def fp32_logits(weight, hidden):  # torch.mm's out_dtype is CUDA-only: the same product in float32
+        calls.append(weight)
+        return (hidden.float() @ weight.float().t())
+
+    monkeypatch.setattr(compiled_decode, "_takes_fp32_logits", lambda head: head is model.lm_head)
+    monkeypatch.setattr(compiled_decode, "_logits_fp32", fp32_logits)
+    dec = CompiledDecode(model, lambda fn: fn)
+    dec._layer_compiled = compiled_decode._layer_step
+    mine, theirs = _prefilled(model), _prefilled(model)
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        got = dec._regional_forward(token, mine)
+        want = dec._forward(token, theirs)
+    assert calls == [model.lm_head.weight] and "forward" not in vars(model.lm_head)
+    assert got.dtype == torch.float32  # the model's own, up to their rounding to its dtype
+    assert torch.equal(got.to(model.dtype).float(), want) and torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(compiled_decode, "LOGITS_FP32", False)
+    with torch.inference_mode():
+        dec._regional_forward(token, mine)
+    assert len(calls) == 1

@@ -402,7 +402,7 @@ def test_each_loaded_model_compiles_its_own_copy_of_the_step(tiny_loaded):
         decoder._build()
         decoder.regional_failure = "whole forward asked for"
         decoder._build()
-    assert [fn.__name__ for fn in seen] == ["_layer_step", "_outer_step", "_outer_step", "_forward"] * 2
+    assert [fn.__name__ for fn in seen] == ["_layer_step", "_outer_step", "_final_norm", "_forward"] * 2
     step_codes = {id(fn.__code__) for fn in seen if fn.__name__ != "_forward"}
     forward_codes = {id(fn.__func__.__code__) for fn in seen if fn.__name__ == "_forward"}
     assert len(step_codes) == 6 and len(forward_codes) == 2

@@ -6,7 +6,7 @@ import torch
 def counting_compiler(graphs: list):
     """A ``compiler=`` for compiled_decode.warm_up: torch.compile with a backend that appends
     each traced GraphModule to ``graphs`` and runs it eagerly (no Inductor, CPU-fast). Each graph's
-    ``compiled_function`` names the function traced (``_layer_step``, ``_outer_step``)."""
+    ``compiled_function`` names the function traced (``_layer_step``, ``_outer_step``, ``_final_norm``)."""
     def compiler(fn):
         def backend(gm, example_inputs):
             gm.compiled_function = fn.__name__
@@ -18,5 +18,5 @@ def counting_compiler(graphs: list):
 
 def layer_graphs(graphs: list) -> list:
     """The graphs of the regional step's decoder layer among ``graphs`` (counting_compiler's): the
-    whole-forward fallback's too, not the modules around the layers (``_outer_step``)."""
-    return [gm for gm in graphs if gm.compiled_function != "_outer_step"]
+    whole-forward fallback's too, not the modules around the layers (``_outer_step``, ``_final_norm``)."""
+    return [gm for gm in graphs if gm.compiled_function not in ("_outer_step", "_final_norm")]

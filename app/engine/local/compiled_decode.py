@@ -155,6 +155,7 @@ class CompiledDecode:
         self._layer_code = None  # this decoder's copy of _layer_step's code (Dynamo's cache key)
         self._outer_compiled: dict[str, Callable] = {}  # "rotary_emb", "norm": `_outer_step` compiled
         self._takes_cache_position = "cache_position" in inspect.signature(type(model).forward).parameters
+        self._buffers = _StepBuffers()  # the regional step's constant tensors, kept between steps
 
     @property
     def regional(self) -> bool:
@@ -178,7 +179,7 @@ class CompiledDecode:
         else:
             positions = (counter.reshape(-1)[:1]
                          + torch.arange(input_ids.shape[1], device=input_ids.device)).view(1, -1)
-        extra = {"position_ids": positions}
+        extra = {"position_ids": positions, "attention_mask": self._causal_mask(cache, positions)}
         if self._takes_cache_position:  # models whose forward still takes it (no Llama-family in 5.17+)
             extra["cache_position"] = positions[0]
         with self._layers_compiled(cache):
@@ -186,6 +187,20 @@ class CompiledDecode:
                              **{self._cache_kw: cache}, **extra)
         advance_fill(cache, input_ids.shape[1])  # the layers wrote without moving their counters
         return out.logits[0, -1].float()
+
+    def _causal_mask(self, cache, positions: torch.Tensor) -> torch.Tensor | None:
+        """(1, 1, n, capacity) bool for the step's n queries at ``positions`` (1, n): slot s visible to
+        the query at position p where s <= p. The mask transformers builds for a chat without padding
+        over a span cache (slot = position, offset 0), which ``create_causal_mask`` passes through as
+        it is when given 4-D: one compare kernel a step instead of its chain of arange, add and
+        compare kernels (7 launches on the 8B step, H200). The warm-up's check against the model's
+        own forward, which builds its own mask, stands guard. None where the cache's slots are not its
+        positions (an offset): then transformers builds the mask."""
+        capacity, offset = cache.layers[0].get_mask_sizes(positions.shape[-1])
+        if offset:  # slots are not positions (a sliding layer): transformers builds the mask
+            return None
+        slots = self._buffers.slots(capacity, positions.device)
+        return slots.view(1, 1, 1, -1) <= positions.reshape(1, 1, -1, 1)
 
     @contextmanager
     def _layers_compiled(self, cache):
@@ -197,14 +212,24 @@ class CompiledDecode:
         outer = [(module, compiled) for name, compiled in self._outer_compiled.items()
                  if (module := getattr(self.model.model, name, None)) is not None]
         saved = [(layer, vars(layer).get("forward")) for layer in [*layers, *(module for module, _ in outer)]]
-        halves = _Halves()
+        halves = _Halves(self._buffers, norm_adds=any(module is self.model.model.norm for module, _ in outer))
+        head = getattr(self.model, "lm_head", None)
+        fp32_head = LOGITS_FP32 and _takes_fp32_logits(head)
+        if fp32_head:
+            saved.append((head, vars(head).get("forward")))
         try:
+            if fp32_head:
+                head.forward = functools.partial(_logits_fp32, head.weight)
             for index, layer in enumerate(layers):
                 cache_layer = cache.layers[getattr(getattr(layer, "self_attn", None), "layer_idx", index)]
                 layer.forward = _LayerCall(self._layer_compiled, layer, cache_layer, halves,
                                            first=index == 0, last=index == len(layers) - 1)
             for module, compiled in outer:
-                module.forward = functools.partial(compiled, module)
+                if module is self.model.model.norm:  # the last layer's halves: residual in, delta here
+                    module.forward = lambda hidden, module=module, compiled=compiled: compiled(module, hidden,
+                                                                                              halves.delta)
+                else:
+                    module.forward = functools.partial(compiled, module)
             yield
         finally:
             for layer, own in saved:
@@ -267,14 +292,14 @@ class CompiledDecode:
             # (H200, 8B NF4, a chat's first turn at 1k: 254 against 240 tok/s, its pause after the
             # first token 0.08 against 0.13-0.14 s; likewise when the cache grows)
             try:
-                self._graph = CapturedStep(self._compiled, input_ids, cache)
+                self._graph = self._capture(input_ids, cache)
                 return self._graph.replay(input_ids)
             except Exception as exc:  # noqa: BLE001 - e.g. a recompile that cannot run while capturing
                 log.info("recording a new cache's decode step first failed (%s); eager step, then capture", exc)
                 self._graph = None
         logits = self._compiled(input_ids, cache)  # this token's step; any recompile happens here
         try:
-            self._graph = CapturedStep(self._compiled, input_ids, cache)
+            self._graph = self._capture(input_ids, cache)
         except Exception as exc:  # a capture failure costs speed, never the answer
             log.warning("CUDA-graph capture of the decode step failed; Inductor kernels run without it",
                         exc_info=exc)
@@ -282,6 +307,13 @@ class CompiledDecode:
             self.status = replace(self.status, reason=f"{self.status.reason}; CUDA-graph capture failed "
                                   f"({self._capture_failed}), compiled kernels run without a graph")
         return logits
+
+    def _capture(self, input_ids: torch.Tensor, cache) -> CapturedStep:
+        """`CapturedStep` of ``cache``, its step's constant tensors made first (`_StepBuffers.reserve`):
+        made inside the capture they would be kernels in every replay."""
+        if self.regional:
+            self._buffers.reserve(cache, self.model)
+        return CapturedStep(self._compiled, input_ids, cache)
 
     def prepare(self, cache) -> bool:
         """Capture the step's CUDA graph for ``cache`` now, before its next turn: for a chat the
@@ -301,7 +333,7 @@ class CompiledDecode:
         token = torch.zeros((1, 1), dtype=torch.long, device=self.model.device)
         try:
             with self._lock, torch.inference_mode():
-                self._graph = CapturedStep(self._compiled, token, cache)
+                self._graph = self._capture(token, cache)
         except Exception as exc:  # the next step captures the usual way
             log.info("early CUDA-graph capture of a restored cache failed: %s", exc)
             return False
@@ -370,7 +402,8 @@ class CompiledDecode:
             layer_step = _own_copy(_layer_step)
             self._layer_code = layer_step.__code__
             self._layer_compiled = self._compiler(layer_step)
-            self._outer_compiled = {name: self._compiler(_own_copy(_outer_step)) for name in OUTER_MODULES}
+            self._outer_compiled = {name: self._compiler(_own_copy(_final_norm if name == "norm" else _outer_step))
+                                    for name in OUTER_MODULES}
             return self._regional_forward
         return self._compiler(types.MethodType(_own_copy(CompiledDecode._forward), self))
 
@@ -514,18 +547,98 @@ def _outer_step(module, *args, **kwargs):
     return type(module).forward(module, *args, **kwargs)
 
 
+LOGITS_FP32 = os.environ.get("HEADROOM_LOGITS_FP32", "1") != "0"
+"""The regional step's lm_head (a bias-free Linear, 16-bit weights, CUDA) writes float32 logits in its own
+cuBLAS call (`_logits_fp32`) instead of bf16 logits and a kernel converting them (the step returns
+float32 logits either way). The logits are then not rounded to bf16: 4.4e-6 against 1.7e-3 relative
+error to a float32 product (tests/benchmarks/lm_head_step.py). H200, Llama-3-8B shape: the lm_head
+and conversion 247.9 against 252.5 µs after the final norm (results/lm_head_step_h200.json); on the app
+path the step 3.010 against 3.015 ms at 1k and 3.092 against 3.099 at 4k (two alternating rounds,
+results/decode_anatomy_h200_step_buffers.json). HEADROOM_LOGITS_FP32=0: bf16 logits, as the model's own
+forward gives them."""
+
+
+def _takes_fp32_logits(head) -> bool:
+    """`_logits_fp32` can stand in for ``head``: a plain bias-free Linear with 16-bit weights on CUDA
+    (``torch.mm``'s ``out_dtype`` is a CUDA feature)."""
+    return (type(head) is torch.nn.Linear and head.bias is None and head.weight.is_cuda
+            and head.weight.dtype in (torch.bfloat16, torch.float16))
+
+
+def _logits_fp32(weight: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+    """hidden (..., H) → logits (..., V) float32 = hidden @ weightᵀ, accumulated in float32 and not rounded
+    to the weight's dtype (torch.mm's ``out_dtype``, CUDA)."""
+    flat = hidden.reshape(-1, hidden.shape[-1])
+    return torch.mm(flat, weight.t(), out_dtype=torch.float32).view(*hidden.shape[:-1], weight.shape[0])
+
+
+def _final_norm(module, residual: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+    """The model's final norm of the last layer's two halves, ``residual + delta``, for torch.compile:
+    the add fuses into the norm's kernel instead of a kernel of its own after the last layer."""
+    return type(module).forward(module, residual + delta)
+
+
 class _Halves:
     """The hidden state between the layers of one regional step as two tensors whose sum it is
-    (`_layer_step`)."""
+    (`_layer_step`); ``buffers`` gives the first layer its zero delta (`_StepBuffers`)."""
 
-    residual: torch.Tensor
-    delta: torch.Tensor
+    residual: torch.Tensor | None = None
+    delta: torch.Tensor | None = None
+
+    def __init__(self, buffers: _StepBuffers, norm_adds: bool):
+        self.buffers = buffers
+        self.norm_adds = norm_adds  # the final norm adds delta to what the last layer returns
+
+
+class _StepBuffers:
+    """Constant tensors a regional step reads and never writes, made outside a capture and kept, so
+    that a captured step replays no kernel to make them again: the slot numbers its causal mask
+    compares with (`CompiledDecode._causal_mask`), the first layer's zero delta. One made during a
+    capture belongs to that graph's memory pool and is not kept; `CompiledDecode._capture` makes them
+    first (a new cache of a warmed-up format is captured without an eager step before it).
+
+    With the final norm adding the last layer's halves (`_final_norm`): 263 against 273 kernels a step,
+    and on the H200 (Llama-3-8B shape, NF4) the step 3.015 against 3.023 ms at 1k and 3.099 against
+    3.106 at 4k, two alternating rounds (results/decode_anatomy_h200_step_buffers.json, "new" and
+    "base")."""
+
+    def __init__(self):
+        self._slots: torch.Tensor | None = None
+        self._zeros: torch.Tensor | None = None
+
+    def reserve(self, cache, model) -> None:
+        """Make (outside a capture) what a step of ``model`` over ``cache`` will ask for."""
+        embeddings = model.get_input_embeddings().weight
+        self.slots(cache.layers[0].get_mask_sizes(1)[0], embeddings.device)
+        self.zeros_like(torch.empty((1, 1, embeddings.shape[-1]), dtype=embeddings.dtype, device=embeddings.device))
+
+    def slots(self, capacity: int, device: torch.device) -> torch.Tensor:
+        """0, 1, ..., capacity - 1 (long) on ``device``."""
+        slots = self._slots
+        if slots is None or slots.numel() < capacity or slots.device != device:
+            slots = torch.arange(max(capacity, CAPACITY_STEP), device=device)
+            if not _capturing(device):
+                self._slots = slots
+        return slots[:capacity]
+
+    def zeros_like(self, hidden: torch.Tensor) -> torch.Tensor:
+        zeros = self._zeros
+        if zeros is None or zeros.shape != hidden.shape or zeros.dtype != hidden.dtype or zeros.device != hidden.device:
+            zeros = torch.zeros_like(hidden)
+            if not _capturing(hidden.device):
+                self._zeros = zeros
+        return zeros
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
 class _LayerCall:
     """A decoder layer's forward for one regional step: its own cache layer, the compiled step.
     The first layer splits the model's hidden state into (it, zeros); the step passes the halves
-    on through ``halves``; the last layer adds them, so the model's final norm gets the sum."""
+    on through ``halves``; the last layer returns its residual half, and the model's final norm
+    (`_final_norm`, while patched) adds the delta half."""
 
     def __init__(self, compiled: Callable, layer, cache_layer, halves: _Halves, first: bool, last: bool):
         self.compiled, self.layer, self.cache_layer = compiled, layer, cache_layer
@@ -539,10 +652,12 @@ class _LayerCall:
             torch._dynamo.maybe_mark_dynamic(mask, mask.dim() - 1)  # its last dimension is the capacity
         halves = self.halves
         if self.first:
-            halves.residual, halves.delta = hidden_states, torch.zeros_like(hidden_states)
+            halves.residual, halves.delta = hidden_states, halves.buffers.zeros_like(hidden_states)
         halves.residual, halves.delta = self.compiled(self.layer, halves.residual, halves.delta, self.cache_layer,
                                                       cache_kw, args, kwargs)
-        return halves.residual + halves.delta if self.last else halves.residual
+        if self.last and not halves.norm_adds:
+            return halves.residual + halves.delta
+        return halves.residual
 
 
 COMBO_KERNELS_OPT_OUT = "HEADROOM_COMBO_KERNELS"

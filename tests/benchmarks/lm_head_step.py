@@ -1,0 +1,113 @@
+"""The decode step's last link, the final norm then the bf16 lm_head and the float32 logits, timed as
+the step's CUDA graph runs it (issue 15).
+
+The app path's critical path on the H200 (results/decode_anatomy_h200_step_buffers.json) shows the
+lm_head (cuBLAS's nvjet kernel, 128256 x 4096 bf16, ~4.3 TB/s) starting ~6 µs after the final norm
+ends, where other kernels follow their predecessor within ~0.4 µs, and the ``.float()`` of its
+logits as a kernel of its own (~3.9 µs and its gap). Here each way of computing the logits runs
+after an RMSNorm of the hidden state, ITERATIONS times in one CUDA graph; per iteration:
+
+- ``linear_float``: ``F.linear(h, W).float()``, what the model and the step do now;
+- ``linear``: ``F.linear(h, W)`` alone (bf16 logits, no conversion);
+- ``mm_fp32``: ``torch.mm(h, W.t(), out_dtype=torch.float32)`` (the logits not rounded to bf16);
+- ``mv_float``: ``torch.mv(W, h).float()`` (cuBLAS's GEMV path);
+- ``norm``: the RMSNorm alone (subtracted from the others in ``minus_norm_us``).
+
+    python3 -m tests.benchmarks.lm_head_step --out $OUT      # H200, ~15 s
+
+Writes lm_head_step_h200.json to --out.
+
+Measured on the H200, 2026-12-04 (results/lm_head_step_h200.json; µs after the norm's 4.4):
+linear_float 252.5, linear 246.9, mm_fp32 247.9 (relative error to a float32 product 4.4e-6 against
+1.7e-3), mv_float 252.5 (the same cuBLAS kernel). The step now takes ``mm_fp32``
+(compiled_decode.LOGITS_FP32); the lm_head's late start stays, all three use cuBLAS's nvjet kernel.
+"""
+
+import argparse
+import json
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+import app  # noqa: F401  (offline, allocator settings before torch)
+
+VOCAB, HIDDEN, ITERATIONS = 128256, 4096, 20
+
+
+def graph_us(fn, iterations: int = ITERATIONS, reps: int = 10) -> float:
+    """µs per call of ``fn`` in a CUDA graph of ``iterations`` calls, median of ``reps`` replays."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iterations):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / iterations)
+    return sorted(times)[len(times) // 2]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    weight = (torch.randn(VOCAB, HIDDEN, device="cuda") * 0.02).to(torch.bfloat16)
+    norm_weight = torch.ones(HIDDEN, device="cuda", dtype=torch.bfloat16)
+    hidden = torch.randn(1, HIDDEN, device="cuda").to(torch.bfloat16)
+
+    def norm():
+        return F.rms_norm(hidden, (HIDDEN,), norm_weight, 1e-5)
+
+    ways = {
+        "norm": norm,
+        "linear_float": lambda: F.linear(norm(), weight).float(),
+        "linear": lambda: F.linear(norm(), weight),
+        "mm_fp32": lambda: torch.mm(norm(), weight.t(), out_dtype=torch.float32),
+        "mv_float": lambda: torch.mv(weight, norm()[0]).float(),
+    }
+    want = F.linear(norm().float(), weight.float())
+    rows = {}
+    for name, fn in ways.items():
+        try:
+            us = graph_us(fn)
+            got = fn().float().reshape(want.shape) if name != "norm" else None
+            rows[name] = {"us": us}
+            if got is not None:
+                rows[name]["rel_error"] = float((got - want).norm() / want.norm())
+                rows[name]["tb_s"] = weight.numel() * 2 / (us - 0) / 1e6
+        except Exception as exc:  # noqa: BLE001 - a way this torch lacks
+            rows[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    base = rows["norm"].get("us", 0.0)
+    print(f"{'way':<14} {'µs':>8} {'- norm':>8} {'TB/s':>6} {'rel err':>8}")
+    for name, row in rows.items():
+        if "us" in row:
+            row["minus_norm_us"] = row["us"] - base
+            print(f"{name:<14} {row['us']:8.2f} {row['minus_norm_us']:8.2f} {row.get('tb_s', 0):6.2f}"
+                  f" {row.get('rel_error', 0):8.1e}")
+        else:
+            print(f"{name:<14} {row['error']}")
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "command": "python3 -m tests.benchmarks.lm_head_step --out $OUT",
+              "iterations": ITERATIONS, "rows": rows}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "lm_head_step_h200.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
