@@ -36,6 +36,14 @@ and even with the lookup at 1.5 instructions a weight (the bf16 variant, whose w
 bitsandbytes' bits). Fewer instructions a weight do not make this loop faster: what bounds it is the
 latency each warp waits through (here a shared-memory load in every weight's chain), not the issue
 rate of the integer pipe.
+
+The two pipes together (``hyb64`` / ``hyb32``, 2026-12-04): rows g by nf4_mma's ``prmt`` lookup from
+register tables, rows g+8 by the table in shared memory, so the integer pipe carries ~1.8 instructions
+a weight instead of 2.5 and shared memory half the table's loads. Bit-identical to nf4_mma; measured on
+the H200 (results/nf4_pair_table_h200_hybrid.json, ``--bounds 2:2,2:3``), µs at each kernel's best
+launch shape against the shipped kernel in the same run: 9.51 against 7.69 (4096 x 4096), 6.77 against
+5.13 (1024 x 4096), 22.78 against 19.38 (14336 x 4096), 20.77 against 19.38 (4096 x 14336). Better than
+the table alone, still slower than the registers alone: not adopted either.
 """
 
 import argparse
@@ -83,19 +91,23 @@ __device__ __forceinline__ void deq8(u32 w, float s, const unsigned char* tab, u
 template <bool NESTED, int MODE>
 __device__ __forceinline__ void step_tab(float* d, const Loads& v, const uint4* __restrict__ xs,
                                          const float* __restrict__ code2, float offset, const unsigned char* tab,
-                                         u32 lane_off, u32 m1) {
+                                         u32 lane_off, u32 m1, const float* cb, const Consts& kc) {
+    constexpr int TAB = MODE == 3 ? 0 : MODE == 4 ? 1 : MODE;  // the table's layout for rows g+8
     float sa = v.sa, sb = v.sb;
     if (NESTED) {
         sa = add_rn(mul_rn(code2[v.qa], sa), offset);
         sb = add_rn(mul_rn(code2[v.qb], sb), offset);
     }
+    Tables ta;
+    if (MODE >= 3) ta = tables(cb, sa);  // hybrid: rows g by prmt (integer pipe), rows g+8 by the table
     const u32 wa[8] = {v.a0.x, v.a0.y, v.a0.z, v.a0.w, v.a1.x, v.a1.y, v.a1.z, v.a1.w};
     const u32 wb[8] = {v.b0.x, v.b0.y, v.b0.z, v.b0.w, v.b1.x, v.b1.y, v.b1.z, v.b1.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         u32 ea[4], eb[4];
-        deq8<MODE>(wa[i], sa, tab, lane_off, m1, ea);
-        deq8<MODE>(wb[i], sb, tab, lane_off, m1, eb);
+        if (MODE >= 3) lookup8(wa[i], ta, kc, ea);
+        else deq8<TAB>(wa[i], sa, tab, lane_off, m1, ea);
+        deq8<TAB>(wb[i], sb, tab, lane_off, m1, eb);
         uint4 xv = xs[i];
         mma(d, ea[0], eb[0], ea[1], eb[1], xv.x, xv.y);
         mma(d, ea[2], eb[2], ea[3], eb[3], xv.z, xv.w);
@@ -109,10 +121,11 @@ __device__ __forceinline__ void gemv_tab(const uint4* __restrict__ x, const uint
                                          const void* __restrict__ absmax, const float* __restrict__ absmax2,
                                          const float* __restrict__ code2, const float* __restrict__ offset,
                                          const float* __restrict__ code, float* part, int* counters, u16* y,
-                                         int n, int k, int iters, u32 m1) {
+                                         int n, int k, int iters, u32 m1, u32 m16, u32 pick) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float code2_s[256];
-    const int table_bytes = MODE == 1 ? 32768 : 65536;
+    constexpr int TAB = MODE == 3 ? 0 : MODE == 4 ? 1 : MODE;
+    const int table_bytes = TAB == 1 ? 32768 : 65536;
     unsigned char* tab = smem;
     uint4* x_s = (uint4*)(smem + table_bytes);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -122,13 +135,17 @@ __device__ __forceinline__ void gemv_tab(const uint4* __restrict__ x, const uint
     const Rows r = rows_at(w, absmax, n, active ? tile : tiles - 1, k, g, c);
     const float off = NESTED ? __ldg(offset) : 0.f;
     const int st0 = blockIdx.y * iters;
+    float cb[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) cb[i] = MODE >= 3 ? __ldg(code + i) : 0.f;
+    const Consts kc = {m16, m1, pick};
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
     {   // the table under the first loads: row b (stride 256 or 128 bytes), copy j at 8j
-        const int copies = MODE == 1 ? 16 : 32, entries = 256 * copies;
+        const int copies = TAB == 1 ? 16 : 32, entries = 256 * copies;
         for (int i = threadIdx.x; i < entries; i += blockDim.x) {
             const int b = i / copies;
             const float hi = __ldg(code + (b >> 4)), lo = __ldg(code + (b & 15));
-            if (MODE == 2) ((u32*)tab)[64 * b + i % copies] = bf16x2(lo, hi);  // row b, lane j at 4j
+            if (TAB == 2) ((u32*)tab)[64 * b + i % copies] = bf16x2(lo, hi);  // row b, lane j at 4j
             else ((uint2*)tab)[i] = make_uint2(__float_as_uint(hi), __float_as_uint(lo));
         }
     }
@@ -138,11 +155,11 @@ __device__ __forceinline__ void gemv_tab(const uint4* __restrict__ x, const uint
         for (int j = threadIdx.x; j < 256; j += blockDim.x) code2_s[j] = __ldg(code2 + j);
     __syncthreads();
     if (!active) return;
-    const u32 lane_off = MODE == 1 ? (u32)(lane & 15) << 4 : MODE == 2 ? (u32)lane << 2 : (u32)lane << 3;
+    const u32 lane_off = TAB == 1 ? (u32)(lane & 15) << 4 : TAB == 2 ? (u32)lane << 2 : (u32)lane << 3;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
     for (int i = 0; i < iters; ++i) {
         if (i + 1 < iters) nxt = load<NESTED>(r, absmax2, st0 + i + 1);
-        step_tab<NESTED, MODE>(d, cur, x_s + 32 * i + 8 * c, code2_s, off, tab, lane_off, m1);
+        step_tab<NESTED, MODE>(d, cur, x_s + 32 * i + 8 * c, code2_s, off, tab, lane_off, m1, cb, kc);
         cur = nxt;
     }
     const int row_a = tile * 16 + g, row_b = row_a + 8;
@@ -170,14 +187,18 @@ __device__ __forceinline__ void gemv_tab(const uint4* __restrict__ x, const uint
 }
 
 #define TAB_ARGS const uint4* x, const uint4* w, const void* absmax, const float* absmax2, const float* code2, \
-    const float* offset, const float* code, float* part, int* counters, u16* y, int n, int k, int iters, u32 m1
-#define TAB_PASS x, w, absmax, absmax2, code2, offset, code, part, counters, y, n, k, iters, m1
+    const float* offset, const float* code, float* part, int* counters, u16* y, int n, int k, int iters, u32 m1, \
+    u32 m16, u32 pick
+#define TAB_PASS x, w, absmax, absmax2, code2, offset, code, part, counters, y, n, k, iters, m1, m16, pick
 extern "C" __global__ void __launch_bounds__(256, LB64) tab64_nested(TAB_ARGS) { gemv_tab<true, 0>(TAB_PASS); }
 extern "C" __global__ void __launch_bounds__(256, LB32) tab32_nested(TAB_ARGS) { gemv_tab<true, 1>(TAB_PASS); }
 extern "C" __global__ void __launch_bounds__(256, LB64) tabbf_nested(TAB_ARGS) { gemv_tab<true, 2>(TAB_PASS); }
+extern "C" __global__ void __launch_bounds__(256, LB64) hyb64_nested(TAB_ARGS) { gemv_tab<true, 3>(TAB_PASS); }
+extern "C" __global__ void __launch_bounds__(256, LB32) hyb32_nested(TAB_ARGS) { gemv_tab<true, 4>(TAB_PASS); }
 """
-KERNELS = ("tab64_nested", "tab32_nested", "tabbf_nested")
-TABLE_BYTES = {"tab64_nested": 65536, "tab32_nested": 32768, "tabbf_nested": 65536}
+KERNELS = ("tab64_nested", "tab32_nested", "tabbf_nested", "hyb64_nested", "hyb32_nested")
+TABLE_BYTES = {"tab64_nested": 65536, "tab32_nested": 32768, "tabbf_nested": 65536, "hyb64_nested": 65536,
+               "hyb32_nested": 32768}
 
 
 def source(lb64: int, lb32: int) -> str:
@@ -213,7 +234,7 @@ def run_table(kern, name, t, x, y, part, warps, split):
     tiles = -(-t.n // 16)
     kern(grid=(-(-tiles // warps), split, 1), block=(32 * warps, 1, 1),
          args=[x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, part, t.counters, y, t.n, t.k, iters,
-               nf4_mma.OPAQUE[1]], shared_mem=smem)
+               nf4_mma.OPAQUE[1], nf4_mma.OPAQUE[0], nf4_mma.OPAQUE[2]], shared_mem=smem)
 
 
 def ptxas_info(text: str) -> dict:
