@@ -32,32 +32,9 @@ import torch
 import torch.nn.functional as F
 
 import app  # noqa: F401  (offline, allocator settings before torch)
+from tests.benchmarks.nf4_gemv import graph_time_us
 
 VOCAB, HIDDEN, ITERATIONS = 128256, 4096, 20
-
-
-def graph_us(fn, iterations: int = ITERATIONS, reps: int = 10) -> float:
-    """µs per call of ``fn`` in a CUDA graph of ``iterations`` calls, median of ``reps`` replays."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iterations):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / iterations)
-    return sorted(times)[len(times) // 2]
 
 
 def main(argv=None) -> int:
@@ -83,7 +60,7 @@ def main(argv=None) -> int:
     rows = {}
     for name, fn in ways.items():
         try:
-            us = graph_us(fn)
+            us = graph_time_us([fn] * ITERATIONS, reps=10)  # µs a call, ITERATIONS calls a graph
             got = fn().float().reshape(want.shape) if name != "norm" else None
             rows[name] = {"us": us}
             if got is not None:
