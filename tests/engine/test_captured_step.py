@@ -287,7 +287,7 @@ def test_a_regional_capture_finds_its_constant_tensors_made(decoder, tiny_loaded
     class Recording(FakeCapture):
         def __init__(self, compiled, input_ids, cache):
             buffers = decoder._buffers
-            seen.append((None if buffers._slots is None else buffers._slots.numel(), buffers._zeros is not None))
+            seen.append((None if buffers._slots is None else buffers._slots.numel(), bool(buffers._zeros)))
             super().__init__(compiled, input_ids, cache)
 
     monkeypatch.setattr(compiled_decode, "CapturedStep", Recording)
@@ -333,3 +333,33 @@ def test_the_step_takes_float32_logits_from_the_head_only_while_it_runs(tiny_loa
     with torch.inference_mode():
         dec._regional_forward(token, mine)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("implementation", ["fa2+static", "eager"])
+def test_no_step_mask_where_the_attention_takes_no_sdpa_mask(tiny_loaded, monkeypatch, implementation):
+    """"fa2+static" takes no mask (it raises for one) and eager attention adds a float one:
+    `_causal_mask` leaves both to transformers, and builds the boolean one only for the "sdpa" kind."""
+    model = tiny_loaded.model
+    dec = CompiledDecode(model, lambda fn: fn)
+    cache = _prefilled(model)
+    positions = torch.tensor([[5]])
+    assert dec._causal_mask(cache, positions) is not None  # the tiny model's own attention
+    monkeypatch.setattr(model.config, "_attn_implementation", implementation)
+    assert dec._causal_mask(cache, positions) is None
+
+
+def test_kept_buffers_outlive_the_graphs_that_read_them(tiny_loaded):
+    """Slot numbers outgrown by a larger cache stay referenced (a graph captured earlier may still be
+    replayed, e.g. after a failed capture of the new cache), and zeros of another shape do not replace
+    the step's zero delta."""
+    buffers = compiled_decode._StepBuffers()
+    cpu = torch.device("cpu")
+    first = buffers._slots if buffers.slots(100, cpu) is not None else None
+    assert first.numel() == compiled_decode.CAPACITY_STEP
+    grown = buffers.slots(5000, cpu)
+    assert grown.numel() == 5000 and buffers._slots.numel() == 8192
+    assert any(t is first for t in buffers._retired)
+    assert torch.equal(grown, torch.arange(5000))
+    one = buffers.zeros_like(torch.ones(1, 1, 8))
+    three = buffers.zeros_like(torch.ones(1, 3, 8))
+    assert three.shape == (1, 3, 8) and buffers.zeros_like(torch.ones(1, 1, 8)) is one

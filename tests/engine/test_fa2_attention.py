@@ -209,3 +209,27 @@ def test_the_decode_step_traces_as_one_graph_through_the_custom_op(monkeypatch):
             torch.testing.assert_close(got, expected)
             token = expected.argmax().view(1, 1)
     assert len(fake.calls) - calls == 2 * 2 * model.config.num_hidden_layers  # eager and compiled, per layer
+
+
+@pytest.mark.parametrize("decode", ["fa2", "packed"])
+def test_the_regional_decode_step_runs_over_fa2_static(monkeypatch, decode):
+    """The compiled decode's layer-at-a-time step (its layers uncompiled here: the same calls) over
+    "fa2+static" gives the model's own logits: the step passes no mask of its own to an attention
+    that takes none (compiled_decode's `_causal_mask`; "fa2+static" raises for a mask)."""
+    from app.engine.local import compiled_decode
+
+    FakeFlashAttn().install(monkeypatch)
+    model = _model()
+    _as_fa2(model, decode)
+    ids = torch.randint(3, 97, (1, 10), generator=torch.Generator().manual_seed(4))
+    dec = compiled_decode.CompiledDecode(model, lambda fn: fn)
+    dec._layer_compiled = compiled_decode._layer_step
+    dec._outer_compiled = {"rotary_emb": compiled_decode._outer_step, "norm": compiled_decode._final_norm}
+    with torch.inference_mode():
+        mine, theirs = new_static_cache(model.config, 32), new_static_cache(model.config, 32)
+        token = prefill(model, ids, mine, None).argmax().view(1, 1)
+        prefill(model, ids, theirs, None)
+        for _ in range(2):
+            got, want = dec._regional_forward(token, mine), dec._forward(token, theirs)
+            torch.testing.assert_close(got, want)
+            token = want.argmax().view(1, 1)

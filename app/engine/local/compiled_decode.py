@@ -194,10 +194,18 @@ class CompiledDecode:
         over a span cache (slot = position, offset 0), which ``create_causal_mask`` passes through as
         it is when given 4-D: one compare kernel a step instead of its chain of arange, add and
         compare kernels (7 launches on the 8B step, H200). The warm-up's check against the model's
-        own forward, which builds its own mask, stands guard. None where the cache's slots are not its
-        positions (an offset): then transformers builds the mask."""
+        own forward, which builds its own mask, stands guard. None (transformers then does what it
+        does) where the attention does not take transformers' "sdpa" mask ("fa2+static" takes none,
+        eager a float one), or where the cache's slots are not its positions (an offset)."""
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+        try:  # only where transformers would build the boolean "sdpa" mask: "fa2+static" takes none
+            # at all (it raises for a mask), eager attention adds its own kind of mask
+            builds_sdpa_mask = ALL_MASK_ATTENTION_FUNCTIONS[self.model.config._attn_implementation] is sdpa_mask
+        except KeyError:
+            builds_sdpa_mask = False
         capacity, offset = cache.layers[0].get_mask_sizes(positions.shape[-1])
-        if offset:  # slots are not positions (a sliding layer): transformers builds the mask
+        if offset or not builds_sdpa_mask:  # offset: slots are not positions (a sliding layer)
             return None
         slots = self._buffers.slots(capacity, positions.device)
         return slots.view(1, 1, 1, -1) <= positions.reshape(1, 1, -1, 1)
@@ -212,7 +220,8 @@ class CompiledDecode:
         outer = [(module, compiled) for name, compiled in self._outer_compiled.items()
                  if (module := getattr(self.model.model, name, None)) is not None]
         saved = [(layer, vars(layer).get("forward")) for layer in [*layers, *(module for module, _ in outer)]]
-        halves = _Halves(self._buffers, norm_adds=any(module is self.model.model.norm for module, _ in outer))
+        final_norm = getattr(self.model.model, "norm", None)
+        halves = _Halves(self._buffers, norm_adds=any(module is final_norm for module, _ in outer))
         head = getattr(self.model, "lm_head", None)
         fp32_head = LOGITS_FP32 and _takes_fp32_logits(head)
         if fp32_head:
@@ -225,7 +234,7 @@ class CompiledDecode:
                 layer.forward = _LayerCall(self._layer_compiled, layer, cache_layer, halves,
                                            first=index == 0, last=index == len(layers) - 1)
             for module, compiled in outer:
-                if module is self.model.model.norm:  # the last layer's halves: residual in, delta here
+                if module is final_norm:  # the last layer's halves: residual in, delta here
                     module.forward = lambda hidden, module=module, compiled=compiled: compiled(module, hidden,
                                                                                               halves.delta)
                 else:
@@ -604,7 +613,8 @@ class _StepBuffers:
 
     def __init__(self):
         self._slots: torch.Tensor | None = None
-        self._zeros: torch.Tensor | None = None
+        self._zeros: dict[tuple, torch.Tensor] = {}  # (shape, dtype, device) → zeros
+        self._retired: list[torch.Tensor] = []  # slot numbers outgrown: a captured graph may still read them
 
     def reserve(self, cache, model) -> None:
         """Make (outside a capture) what a step of ``model`` over ``cache`` will ask for."""
@@ -613,20 +623,25 @@ class _StepBuffers:
         self.zeros_like(torch.empty((1, 1, embeddings.shape[-1]), dtype=embeddings.dtype, device=embeddings.device))
 
     def slots(self, capacity: int, device: torch.device) -> torch.Tensor:
-        """0, 1, ..., capacity - 1 (long) on ``device``."""
+        """0, 1, ..., capacity - 1 (long) on ``device``. Grown by doubling; an outgrown tensor is kept
+        (a graph captured before may replay it), so all of them hold less than twice the largest."""
         slots = self._slots
         if slots is None or slots.numel() < capacity or slots.device != device:
-            slots = torch.arange(max(capacity, CAPACITY_STEP), device=device)
+            slots = torch.arange(max(CAPACITY_STEP, 1 << (capacity - 1).bit_length()), device=device)
             if not _capturing(device):
+                if self._slots is not None:
+                    self._retired.append(self._slots)
                 self._slots = slots
         return slots[:capacity]
 
     def zeros_like(self, hidden: torch.Tensor) -> torch.Tensor:
-        zeros = self._zeros
-        if zeros is None or zeros.shape != hidden.shape or zeros.dtype != hidden.dtype or zeros.device != hidden.device:
+        """Zeros of ``hidden``'s shape, dtype and device, one tensor each (kept: a graph reads it)."""
+        key = (tuple(hidden.shape), hidden.dtype, hidden.device)
+        zeros = self._zeros.get(key)
+        if zeros is None:
             zeros = torch.zeros_like(hidden)
             if not _capturing(hidden.device):
-                self._zeros = zeros
+                self._zeros[key] = zeros
         return zeros
 
 
