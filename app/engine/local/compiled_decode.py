@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from app.engine.local import nucleus_kernel, nvrtc
+from app.engine.local import add_rms_norm, nucleus_kernel, nvrtc
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
@@ -523,21 +523,31 @@ def _layer_step(layer, residual: torch.Tensor, delta: torch.Tensor, cache_layer,
     The layer's residual add is shifted by one layer: its input is the previous layer's two
     halves, ``residual + delta`` (hidden size, the compute dtype), and it returns its own halves,
     (the hidden state after attention, the MLP's output), unadded. The add then happens in the next
-    layer's graph, where Inductor fuses it into the input RMSNorm's kernel, instead of a kernel of
-    its own at the end of every layer. With `advance_fill` (one counter increment a step, not one a
-    layer): H200, 8B at 1k, 3.434 → 3.372 ms a step, 382 → 321 launches, 282.0 → 288.1 tok/s on
-    the app path, the same run (results/decode_anatomy_h200_shifted.json).
+    layer's graph, where Inductor fuses it into the input RMSNorm's kernel (or `_add_norm` runs both
+    as one ``headroom::add_rms_norm``), instead of a kernel of its own at the end of every layer.
+    With `advance_fill` (one counter increment a step, not one a layer): H200, 8B at 1k, 3.434 →
+    3.372 ms a step, 382 → 321 launches, 282.0 → 288.1 tok/s on the app path, the same run
+    (results/decode_anatomy_h200_shifted.json).
     Otherwise the decoder layer of the REGIONAL_MODEL_TYPES as transformers writes it (Llama,
     Mistral, Qwen2, Qwen3: pre-norm attention then pre-norm MLP); the warm-up's check against the
     model's own forward (`_regional_check`) stands guard. Raises TypeError for positional layer
     arguments (the models pass keywords)."""
     if args:
         raise TypeError("a decoder layer called with positional arguments")
+    hidden, normed = _add_norm(layer.input_layernorm, residual, delta)
+    attention, _ = layer.self_attn(hidden_states=normed, **kwargs, **{cache_kw: _LayerCache(cache_layer)})
+    hidden, normed = _add_norm(layer.post_attention_layernorm, hidden, attention)
+    return hidden, layer.mlp(normed)
+
+
+def _add_norm(norm, residual: torch.Tensor, delta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hidden, norm(hidden)) for hidden = residual + delta: with add_rms_norm.FUSED_NORM and an RMSNorm
+    it knows (add_rms_norm.takes), one ``headroom::add_rms_norm`` launch; otherwise the add and the
+    module, which Inductor fuses into one kernel of its own."""
+    if add_rms_norm.FUSED_NORM and add_rms_norm.takes(norm):
+        return torch.ops.headroom.add_rms_norm(residual, delta, norm.weight, norm.variance_epsilon)
     hidden = residual + delta
-    attention, _ = layer.self_attn(hidden_states=layer.input_layernorm(hidden), **kwargs,
-                                   **{cache_kw: _LayerCache(cache_layer)})
-    hidden = hidden + attention
-    return hidden, layer.mlp(layer.post_attention_layernorm(hidden))
+    return hidden, norm(hidden)
 
 
 OUTER_MODULES = ("rotary_emb", "norm")
@@ -584,6 +594,8 @@ def _logits_fp32(weight: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
 def _final_norm(module, residual: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
     """The model's final norm of the last layer's two halves, ``residual + delta``, for torch.compile:
     the add fuses into the norm's kernel instead of a kernel of its own after the last layer."""
+    if add_rms_norm.FUSED_NORM and add_rms_norm.takes(module):
+        return torch.ops.headroom.add_rms_norm(residual, delta, module.weight, module.variance_epsilon)[1]
     return type(module).forward(module, residual + delta)
 
 

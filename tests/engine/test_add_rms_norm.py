@@ -1,0 +1,131 @@
+"""headroom::add_rms_norm (app/engine/local/add_rms_norm.py): its torch path is the models' own RMSNorm
+of residual + delta bit for bit, it stands in only for the norms it knows, the compiled decode step
+with HEADROOM_FUSED_NORM gives the model's own logits through it, and its CUDA kernel builds for
+sm_90 (with NVRTC). On the CPU the op answers with `reference`; the kernel itself is checked on the
+GPU (`self_check`, tests/benchmarks/add_rms_norm.py)."""
+
+import re
+
+import pytest
+import torch
+from transformers.models.llama.modeling_llama import LlamaRMSNorm
+from transformers.models.mistral.modeling_mistral import MistralRMSNorm
+from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
+
+from app.engine.local import add_rms_norm as arn
+from app.engine.local import compiled_decode
+from app.engine.local.compiled_decode import CompiledDecode
+from app.engine.local.generation import cache_kwarg
+from app.engine.local.static_cache import new_static_cache
+from tests.engine.test_captured_step import _prefilled
+
+
+def _norm(cls, n=64, eps=1e-6, seed=0):
+    norm = cls(n, eps=eps)
+    with torch.no_grad():
+        norm.weight.copy_(1 + torch.randn(n, generator=torch.Generator().manual_seed(seed)) / 4)
+    return norm
+
+
+@pytest.mark.parametrize("cls", [LlamaRMSNorm, MistralRMSNorm, Qwen2RMSNorm, Qwen3RMSNorm])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_reference_is_the_models_own_norm_of_the_sum(cls, dtype, rows):
+    norm = _norm(cls).to(dtype)
+    g = torch.Generator().manual_seed(rows)
+    residual, delta = ((torch.randn(1, rows, 64, generator=g) * 3).to(dtype) for _ in range(2))
+    hidden, normed = arn.reference(residual, delta, norm.weight, norm.variance_epsilon)
+    assert torch.equal(hidden, residual + delta)
+    assert torch.equal(normed, norm(residual + delta)) and normed.dtype == dtype
+    op_hidden, op_normed = torch.ops.headroom.add_rms_norm(residual, delta, norm.weight, norm.variance_epsilon)
+    assert torch.equal(op_hidden, hidden) and torch.equal(op_normed, normed)  # the CPU answers with reference
+    assert arn.takes(norm)
+
+
+def test_it_stands_in_only_for_the_norms_it_knows():
+    class GemmaLikeRMSNorm(torch.nn.Module):  # (1 + weight): not a norm of RMS_NORMS
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(8))
+            self.variance_epsilon = 1e-6
+
+    assert not arn.takes(torch.nn.RMSNorm(8)) and not arn.takes(torch.nn.LayerNorm(8))
+    assert not arn.takes(GemmaLikeRMSNorm())
+    broken = _norm(LlamaRMSNorm, 8)
+    del broken.variance_epsilon
+    assert not arn.takes(broken)
+
+
+def test_the_op_is_registered_with_a_fake_for_tracing():
+    norm = _norm(LlamaRMSNorm).to(torch.bfloat16)
+    residual, delta = torch.randn(1, 1, 64).to(torch.bfloat16), torch.randn(1, 1, 64).to(torch.bfloat16)
+    torch.library.opcheck(torch.ops.headroom.add_rms_norm, (residual, delta, norm.weight.detach(), 1e-6),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
+
+
+def test_the_kernel_takes_one_bf16_cuda_row_shape_and_says_why_not():
+    w = torch.ones(64, dtype=torch.bfloat16)
+    x = torch.zeros(2, 64, dtype=torch.bfloat16)
+    assert arn.shape_reason(x, x, w) == "not bf16 on CUDA"
+    assert not arn.kernel_ready(x, x, w)
+
+
+@pytest.mark.parametrize("kv_bits", [16, 8])
+def test_the_step_with_the_fused_norm_gives_the_models_own_logits(tiny_loaded, monkeypatch, kv_bits):
+    """HEADROOM_FUSED_NORM (FUSED_NORM on): each layer's two norms and the final one go through the op
+    (2 x layers + 1 calls a step) and the regional step's logits are the model's own."""
+    model = tiny_loaded.model
+    calls = []
+    original = arn.reference
+    monkeypatch.setattr(arn, "FUSED_NORM", True)
+    monkeypatch.setattr(arn, "reference", lambda *a: calls.append(1) or original(*a))
+    dec = CompiledDecode(model, lambda fn: fn)
+    dec._layer_compiled = compiled_decode._layer_step
+    dec._outer_compiled = {"rotary_emb": compiled_decode._outer_step, "norm": compiled_decode._final_norm}
+    if kv_bits == 16:
+        mine, theirs = _prefilled(model), _prefilled(model)
+    else:
+        mine, theirs = (new_static_cache(model.config, 64, 8) for _ in range(2))
+        with torch.inference_mode():
+            for cache in (mine, theirs):
+                model(input_ids=torch.arange(1, 6).view(1, -1), use_cache=True, **{cache_kwarg(type(model)): cache})
+    token = torch.tensor([[7]])
+    with torch.inference_mode():
+        got = dec._regional_forward(token, mine)
+        want = dec._forward(token, theirs)
+    assert torch.equal(got, want)
+    assert len(calls) == 2 * model.config.num_hidden_layers + 1
+
+
+def test_the_kernel_compiles_for_sm90_in_one_blocks_registers():
+    from app.engine.local import nvrtc
+
+    try:
+        library = nvrtc.nvrtc_library()
+    except nvrtc.CompileError as exc:
+        pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
+    _, log = nvrtc.compile_cubin("90", arn.SOURCE, "add_rms_norm.cu", ("--ptxas-options=-v",), library)
+    props = log.split("Compiling entry function 'add_rms_norm'")[1]
+    assert "0 bytes spill stores, 0 bytes spill loads" in props
+    assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 64  # 1,024 threads a block
+
+
+def test_the_step_compiles_through_the_op_as_one_layer_graph(tiny_loaded, monkeypatch):
+    """With FUSED_NORM, Dynamo traces the layer step through the op (its fake) as one graph for all
+    layers, and the warm-up's check against the model's own forward passes: the step is ready and
+    layer-at-a-time."""
+    from app.engine.local.compiled_decode import warm_up
+    from tests.helpers.dynamo_graphs import counting_compiler, layer_graphs
+
+    monkeypatch.setattr(arn, "FUSED_NORM", True)
+    graphs = []
+    torch._dynamo.reset()
+    try:
+        decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
+        assert decoder.status.state == "ready" and decoder.regional, decoder.status.reason
+        assert len(layer_graphs(graphs)) == 1
+        ops = [n.target for gm in layer_graphs(graphs) for n in gm.graph.nodes if n.op == "call_function"]
+        assert ops.count(torch.ops.headroom.add_rms_norm) == 2  # the layer's two norms (the packet, as traced)
+    finally:
+        torch._dynamo.reset()
