@@ -64,11 +64,27 @@ def test_the_op_is_registered_with_a_fake_for_tracing():
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
 
 
-def test_the_kernel_takes_one_bf16_cuda_row_shape_and_says_why_not():
+def test_the_kernel_takes_bf16_cuda_rows_of_whole_warps_and_says_why_not(monkeypatch):
     w = torch.ones(64, dtype=torch.bfloat16)
     x = torch.zeros(2, 64, dtype=torch.bfloat16)
     assert arn.shape_reason(x, x, w) == "not bf16 on CUDA"
     assert not arn.kernel_ready(x, x, w)
+
+    class OnCuda(torch.Tensor):  # shape_reason's view of a CUDA tensor, without a GPU
+        @property
+        def is_cuda(self):
+            return True
+
+    def cuda_like(n, rows=1):
+        return torch.zeros(rows, n, dtype=torch.bfloat16).as_subclass(OnCuda), torch.ones(n, dtype=torch.bfloat16)
+
+    for n, why in ((4096, ""), (8192, ""), (2048, ""), (576, "hidden size 576"), (16384, "hidden size 16384")):
+        x, w = cuda_like(n, rows=3)
+        reason = arn.shape_reason(x, x, w)
+        assert reason.startswith(why) if why else reason == "", (n, reason)
+    x, w = cuda_like(4096)
+    assert arn.shape_reason(x, x[:, :2048], w) == "shapes"
+    assert arn.shape_reason(x[:, ::2], x[:, ::2], w[:2048]) == "not contiguous and 16-byte aligned"
 
 
 @pytest.mark.parametrize("kv_bits", [16, 8])

@@ -145,8 +145,8 @@ def shape_reason(residual: torch.Tensor, delta: torch.Tensor, weight: torch.Tens
         return "not bf16 on CUDA"
     if residual.shape != delta.shape or residual.shape[-1] != n or weight.dim() != 1:
         return "shapes"
-    if n % 8 or n // 8 > MAX_THREADS:
-        return f"hidden size {n} (a multiple of 8, at most {8 * MAX_THREADS})"
+    if n % 256 or n // 8 > MAX_THREADS:  # whole warps of 8 elements a thread: the shuffles take all lanes
+        return f"hidden size {n} (a multiple of 256, at most {8 * MAX_THREADS})"
     if not all(t.is_contiguous() and t.data_ptr() % 16 == 0 for t in (residual, delta, weight)):
         return "not contiguous and 16-byte aligned"
     return ""
