@@ -57,8 +57,10 @@ def test_it_stands_in_only_for_the_norms_it_knows():
     assert not arn.takes(broken)
 
 
-def test_the_op_is_registered_with_a_fake_for_tracing():
-    norm = _norm(LlamaRMSNorm).to(torch.bfloat16)
+@pytest.mark.parametrize("weight_dtype", [torch.bfloat16, torch.float32])
+def test_the_op_is_registered_with_a_fake_for_tracing(weight_dtype):
+    """The fake's outputs have the real ones' dtypes, also where torch's path promotes (a float32 weight)."""
+    norm = _norm(LlamaRMSNorm).to(weight_dtype)
     residual, delta = torch.randn(1, 1, 64).to(torch.bfloat16), torch.randn(1, 1, 64).to(torch.bfloat16)
     torch.library.opcheck(torch.ops.headroom.add_rms_norm, (residual, delta, norm.weight.detach(), 1e-6),
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
@@ -84,6 +86,7 @@ def test_the_kernel_takes_bf16_cuda_rows_of_whole_warps_and_says_why_not(monkeyp
         assert reason.startswith(why) if why else reason == "", (n, reason)
     x, w = cuda_like(4096)
     assert arn.shape_reason(x, x[:, :2048], w) == "shapes"
+    assert arn.shape_reason(x[:0], x[:0], w) == "shapes"  # no rows: no launch
     assert arn.shape_reason(x[:, ::2], x[:, ::2], w[:2048]) == "not contiguous and 16-byte aligned"
 
 
