@@ -2,15 +2,30 @@
 # The decode comparison of issue 15 in one command on the H200: llama.cpp built and benched beside
 # Headroom's app path in the same run. Cores 4-15 build llama.cpp and prepare its GGUF
 # (shared/anchors/lc_build_and_prep.sh's model step) while Headroom's GPU tests, the decode-attention
-# benchmark and decode_anatomy at 1k / 4k (with the CUDA decode attention and with the Triton one)
-# run pinned to cores 0-3; then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
-# Usage, from the project copy on the device ($OUT set; the wheels of ../shared/gpu/fetch_wheels.sh
-# bitsandbytes platformdirs gguf psutil carried in .whl/):
-#   bash tests/benchmarks/llama_cpp_same_run_h200.sh <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
-# Device time: about 400 s (the llama.cpp build, 330 s on 12 cores, is the long pole).
+# benchmark and decode_anatomy at 1k / 4k / 16k run pinned to cores 0-3, alternating the arms of an A/B
+# switch (AB_VAR, each of AB_VALUES; default HEADROOM_KV16_MMA 1 0), ROUNDS rounds (default 1; the first
+# arm's first run also at 16k and with the critical path), after EXTRA (a command line, e.g. another
+# benchmark); then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
+# Usage, from the project copy on the device ($OUT set), carrying either the wheels of
+# ../shared/gpu/fetch_wheels.sh bitsandbytes platformdirs gguf psutil in .whl/, or what
+# tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/: a newer transformers too):
+#   [AB_VAR=HEADROOM_FUSED_NORM AB_VALUES="1 0" ROUNDS=2 EXTRA='python3 -m tests.benchmarks.add_rms_norm --out $OUT'] \
+#       bash tests/benchmarks/llama_cpp_same_run_h200.sh \
+#       <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
+# Device time: about 400-500 s (the llama.cpp build, 330-400 s on 12 cores, is the long pole).
 # Run on 2026-12-03 18:27 UTC: results/decode_anatomy_h200_kv16_mma.json, results/decode_attention_h200_mma.json.
 LC=${1:?folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh}
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl; export PYTHONPATH=/tmp/site:$PWD
+AB_VAR=${AB_VAR:-HEADROOM_KV16_MMA}; AB_VALUES=${AB_VALUES:-1 0}; ROUNDS=${ROUNDS:-1}
+if [ -d .whlslim ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whlslim/*.whl
+  tar -C /tmp/site -xJf .whlslim/bnb.tar.xz
+else
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+fi
+SITE=/tmp/site
+if [ -f .gpu3/site25.tar.xz ]; then tar -C /tmp -xJf .gpu3/site25.tar.xz; SITE=/tmp/site25:/tmp/site; fi
+export PYTHONPATH=$SITE:$PWD
+python3 -c "import transformers, torch; print('transformers', transformers.__version__, 'torch', torch.__version__)"
 SECONDS=0
 rm -rf /tmp/lc && mkdir -p /tmp/lc && tar -xJf "$LC/llama.cpp-src.tar.xz" -C /tmp/lc
 sed -n '/^cat > \/tmp\/prep.sh/,/^EOS/p' "$LC/lc_build_and_prep.sh" | sed '1d;$d' > /tmp/prep.sh
@@ -22,22 +37,29 @@ taskset -c 0-3 python3 -m pytest -c /dev/null -q -p no:cacheprovider tests/engin
 echo "tests ${SECONDS}s"; until [ -f /tmp/m8b/config.json ] || [ $SECONDS -gt 150 ]; do sleep 2; done; echo "prep model saved ${SECONDS}s"
 taskset -c 0-3 python3 -m tests.benchmarks.decode_attention --out $OUT 2>&1 | tail -5
 echo "attn ${SECONDS}s"
-for mma in 1 0; do
-  HEADROOM_KV16_MMA=$mma taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --depths 1024,4096 --kv8-depths '' --kernels --out $OUT/a$mma > /tmp/an$mma.log 2>&1
-  python3 - "$OUT" $mma <<'PY'
+if [ -n "${EXTRA:-}" ]; then taskset -c 0-3 bash -c "$EXTRA" 2>&1 | tail -12; echo "extra ${SECONDS}s"; fi
+first=1
+for round in $(seq 1 "$ROUNDS"); do
+  for value in $AB_VALUES; do
+    tag=${AB_VAR}_${value}_r${round}
+    extra="--depths 1024,4096"
+    [ $first = 1 ] && extra="--depths 1024,4096,16384 --critical-path" && first=0
+    env "$AB_VAR=$value" taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' $extra --out $OUT/$tag > /tmp/$tag.log 2>&1
+    python3 - "$OUT/$tag" "$tag" <<'PY'
 import json, sys
-d = json.load(open(f"{sys.argv[1]}/a{sys.argv[2]}/decode_anatomy_h200.json"))
+d = json.load(open(f"{sys.argv[1]}/decode_anatomy_h200.json"))
 for r in d["kv16"]:
-    k = {e["name"][:28]: round(e["us"], 1) for e in r["kernels"]["top"][:5]}
-    print("mma", sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1), "step", round(r["step_ms"], 3), k)
+    print(sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1), "step", round(r["step_ms"], 4))
 PY
-  echo "anatomy mma=$mma ${SECONDS}s"
+    rm -rf "$OUT/$tag"/trace_*
+    echo "anatomy $tag ${SECONDS}s"
+  done
 done
 until [ -f /tmp/build.done ] && [ -f /tmp/prep.done ] || [ $SECONDS -gt 480 ]; do sleep 3; done
 cat /tmp/build.done; tail -2 /tmp/prep.log; tail -3 /tmp/build.log
 cd /tmp/lc/llama.cpp
 build/bin/llama-quantize /tmp/m8b-bf16.gguf /tmp/m8b-q4km.gguf Q4_K_M 16 > /tmp/q.log 2>&1; echo "quantized ${SECONDS}s"
-build/bin/llama-bench -m /tmp/m8b-q4km.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 1024,4096 -r 3 -o json > $OUT/llama_bench.json 2>/tmp/lb.err
+build/bin/llama-bench -m /tmp/m8b-q4km.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 1024,4096,16384 -r 3 -o json > $OUT/llama_bench.json 2>/tmp/lb.err
 python3 -c "
 import json; rows = json.load(open('$OUT/llama_bench.json'))
 for r in rows: print('llama.cpp', r.get('n_depth'), round(r['avg_ts'], 1), 'tok/s', r.get('model_type'), r.get('gpu_info'))"
