@@ -363,3 +363,24 @@ def test_kept_buffers_outlive_the_graphs_that_read_them(tiny_loaded):
     one = buffers.zeros_like(torch.ones(1, 1, 8))
     three = buffers.zeros_like(torch.ones(1, 3, 8))
     assert three.shape == (1, 3, 8) and buffers.zeros_like(torch.ones(1, 1, 8)) is one
+
+
+def test_float32_logits_keep_the_heads_shape_and_take_only_plain_16bit_cuda_heads(monkeypatch):
+    """`_logits_fp32` (torch.mm with out_dtype, CUDA-only: a float32 stand-in here) gives (..., V) float32
+    logits equal to the float32 product; `_takes_fp32_logits` refuses what it cannot stand in for."""
+    seen = []
+
+    def mm(a, b, out_dtype=None):
+        seen.append(out_dtype)
+        return (a.float() @ b.float()).to(out_dtype)
+
+    monkeypatch.setattr(torch, "mm", mm)
+    weight = torch.randn(11, 8).to(torch.bfloat16)
+    hidden = torch.randn(1, 1, 8).to(torch.bfloat16)
+    got = compiled_decode._logits_fp32(weight, hidden)
+    assert got.shape == (1, 1, 11) and got.dtype == torch.float32 and seen == [torch.float32]
+    assert torch.equal(got, hidden.float() @ weight.float().t())
+    head = torch.nn.Linear(8, 11, bias=False).to(torch.bfloat16)
+    assert not compiled_decode._takes_fp32_logits(head)  # on the CPU
+    assert not compiled_decode._takes_fp32_logits(torch.nn.Linear(8, 11, bias=True))
+    assert not compiled_decode._takes_fp32_logits(None)
