@@ -596,7 +596,7 @@ def _final_norm(module, residual: torch.Tensor, delta: torch.Tensor) -> torch.Te
     the add fuses into the norm's kernel instead of a kernel of its own after the last layer."""
     if add_rms_norm.FUSED_NORM and add_rms_norm.takes(module):
         return torch.ops.headroom.add_rms_norm(residual, delta, module.weight, module.variance_epsilon)[1]
-    return type(module).forward(module, residual + delta)
+    return type(module).forward(module, residual + delta)  # the class's: the instance's is this, patched
 
 
 class _Halves:
