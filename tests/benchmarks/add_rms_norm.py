@@ -1,10 +1,9 @@
 """The decode step's residual add and RMSNorm as one hand-written kernel under programmatic dependent
-launch, against Inductor's fused kernel, each between the NF4 GEMVs as the step runs them (issue 15;
-prepared 2026-12-04, not measured yet).
+launch, against Inductor's fused kernel, each between the NF4 GEMVs as the step runs them (issue 15).
 
 On the H200's critical path (results/decode_anatomy_h200_step_buffers.json) a layer's two norms add
 ~2.1 µs each to the 8B step, 133 µs of ~3,010. The kernel (app/engine/local/add_rms_norm.py, used by
-the step with HEADROOM_FUSED_NORM=1) reads the norm weight before ``griddepcontrol.wait`` and lets the
+the step by default, HEADROOM_FUSED_NORM=0 off) reads the norm weight before ``griddepcontrol.wait`` and lets the
 next launch go before its writes; Inductor's waits ahead of every load ("wait_first").
 
 Timed: LAYERS links of [norm → the q/k/v group GEMV of its output (nf4_mma.launch_group, 6144 x 4096,
@@ -67,7 +66,7 @@ def main(argv=None) -> int:
             out["hidden"], out["normed"] = inductor(state["residual"], state["delta"], weight, eps)
         elif how == "nvrtc":
             nvrtc_norm(state["residual"], state["delta"], weight, eps, out["hidden"], out["normed"])
-        y = nf4_mma.launch_group(out["normed"], groups[layer % WEIGHT_COPIES], [], counters)
+        y = nf4_mma.launch_group(out["normed"], groups[layer % WEIGHT_COPIES], [None] * len(QKV), counters)
         if how != "none":
             state["residual"], state["delta"] = out["hidden"], y[:HIDDEN]
 

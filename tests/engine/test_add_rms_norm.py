@@ -1,6 +1,6 @@
 """headroom::add_rms_norm (app/engine/local/add_rms_norm.py): its torch path is the models' own RMSNorm
 of residual + delta bit for bit, it stands in only for the norms it knows, the compiled decode step
-with HEADROOM_FUSED_NORM gives the model's own logits through it, and its CUDA kernel builds for
+with the fused norm gives the model's own logits through it, and its CUDA kernel builds for
 sm_90 (with NVRTC). On the CPU the op answers with `reference`; the kernel itself is checked on the
 GPU (`self_check`, tests/benchmarks/add_rms_norm.py)."""
 
@@ -97,7 +97,7 @@ def test_the_step_with_the_fused_norm_gives_the_models_own_logits(tiny_loaded, m
     model = tiny_loaded.model
     calls = []
     original = arn.reference
-    monkeypatch.setattr(arn, "FUSED_NORM", True)
+    monkeypatch.setattr(arn, "serves", arn.takes)  # the CPU's float32 norms through the op (its torch path)
     monkeypatch.setattr(arn, "reference", lambda *a: calls.append(1) or original(*a))
     dec = CompiledDecode(model, lambda fn: fn)
     dec._layer_compiled = compiled_decode._layer_step
@@ -115,6 +115,53 @@ def test_the_step_with_the_fused_norm_gives_the_models_own_logits(tiny_loaded, m
         want = dec._forward(token, theirs)
     assert torch.equal(got, want)
     assert len(calls) == 2 * model.config.num_hidden_layers + 1
+
+
+def _norm_with_weight(weight: torch.Tensor) -> LlamaRMSNorm:
+    norm = LlamaRMSNorm(weight.numel())
+    norm.weight = torch.nn.Parameter(weight, requires_grad=False)
+    return norm
+
+
+def _fake_cuda(n: int, dtype=torch.bfloat16) -> torch.Tensor:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():  # a CUDA tensor's metadata without a GPU
+        return torch.empty(n, dtype=dtype, device="cuda")
+
+
+def test_the_step_takes_the_kernel_only_where_it_runs(monkeypatch):
+    """`serves`: bf16 norms on CUDA of a hidden size the kernel handles; not on the CPU, not fp16 (GPUs
+    before Ampere), not 4,000 wide, not after the kernel failed here, not with HEADROOM_FUSED_NORM=0;
+    there Inductor's fused kernel beats the op's torch path."""
+    monkeypatch.setattr(arn, "failure", "")
+    monkeypatch.setattr(arn, "FUSED_NORM", True)
+    assert arn.serves(_norm_with_weight(_fake_cuda(4096)))
+    assert not arn.serves(_norm_with_weight(torch.ones(4096, dtype=torch.bfloat16)))
+    assert not arn.serves(_norm_with_weight(_fake_cuda(4096, torch.float16)))
+    assert not arn.serves(_norm_with_weight(_fake_cuda(4000)))
+    assert not arn.serves(_norm_with_weight(_fake_cuda(16384)))
+    assert not arn.serves(torch.nn.LayerNorm(4096))
+    monkeypatch.setattr(arn, "failure", "self-check: 3 bf16 steps from the torch path")
+    assert not arn.serves(_norm_with_weight(_fake_cuda(4096)))
+    monkeypatch.setattr(arn, "failure", "")
+    monkeypatch.setattr(arn, "FUSED_NORM", False)
+    assert not arn.serves(_norm_with_weight(_fake_cuda(4096)))
+
+
+def test_the_fused_norm_is_on_unless_switched_off():
+    import subprocess
+    import sys
+
+    def fused(value):
+        env = {k: v for k, v in __import__("os").environ.items() if k != "HEADROOM_FUSED_NORM"}
+        if value is not None:
+            env["HEADROOM_FUSED_NORM"] = value
+        code = "from app.engine.local import add_rms_norm; print(add_rms_norm.FUSED_NORM)"
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert (fused(None), fused("0"), fused("1")) == ("True", "False", "True")
 
 
 def test_the_kernel_compiles_for_sm90_in_one_blocks_registers():
@@ -137,7 +184,7 @@ def test_the_step_compiles_through_the_op_as_one_layer_graph(tiny_loaded, monkey
     from app.engine.local.compiled_decode import warm_up
     from tests.helpers.dynamo_graphs import counting_compiler, layer_graphs
 
-    monkeypatch.setattr(arn, "FUSED_NORM", True)
+    monkeypatch.setattr(arn, "serves", arn.takes)
     graphs = []
     torch._dynamo.reset()
     try:

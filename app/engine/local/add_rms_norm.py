@@ -1,5 +1,5 @@
 """A decoder layer's residual add and RMSNorm as one CUDA launch under programmatic dependent launch
-(issue 15; prepared 2026-12-04, not measured yet: FUSED_NORM is off until it is).
+(issue 15), on by default in the compiled decode step (`serves`).
 
 Why: on the H200's critical path (tests/benchmarks/results/decode_anatomy_h200_step_buffers.json) a
 layer's two norms, Inductor's fused kernels, add ~2.1 µs each to the 8B decode step, 133 µs of ~3,010.
@@ -30,9 +30,13 @@ from app.engine.local import nvrtc
 
 log = logging.getLogger(__name__)
 
-FUSED_NORM = os.environ.get("HEADROOM_FUSED_NORM", "0") == "1"
-"""HEADROOM_FUSED_NORM=1: the compiled decode step's layers run their residual add and RMSNorm as
-``headroom::add_rms_norm`` (compiled_decode._add_norm). Off until measured on the H200."""
+FUSED_NORM = os.environ.get("HEADROOM_FUSED_NORM", "1") != "0"
+"""The compiled decode step's layers run their residual add and RMSNorm as ``headroom::add_rms_norm``
+(compiled_decode._add_norm) where the kernel `serves` them; HEADROOM_FUSED_NORM=0 keeps Inductor's fused
+kernel. H200, Llama-3-8B NF4 on the app path, two alternating rounds beside llama.cpp in one call
+(tests/benchmarks/results/decode_anatomy_h200_fused_norm.json): the step 2.977 against 3.017 ms at 1k
+and 3.048 against 3.091 at 4k, 337.4 / 324.7 against 333.0 / 319.7 tok/s; the 65 norms of a step add
+114.7 µs to its critical path (2.24 µs each) against ~132 µs before."""
 
 RMS_NORMS = frozenset({"LlamaRMSNorm", "MistralRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm"})
 """Norm classes whose forward is `reference`'s (weight times the normalized input, no offset)."""
@@ -104,6 +108,27 @@ def takes(norm) -> bool:
     weight = getattr(norm, "weight", None)
     return (type(norm).__name__ in RMS_NORMS and isinstance(weight, torch.Tensor) and weight.dim() == 1
             and isinstance(getattr(norm, "variance_epsilon", None), float))
+
+
+def serves(norm) -> bool:
+    """The compiled step routes ``norm`` through ``headroom::add_rms_norm``: FUSED_NORM is on, it `takes`
+    the norm, the kernel has not failed here and takes the weight (bf16 on CUDA, a hidden size of
+    `shape_reason`). Elsewhere (fp16 GPUs, the CPU) Inductor's fused kernel is faster than the op's
+    torch path, `reference`, a chain of small kernels."""
+    if not (FUSED_NORM and takes(norm)) or failure:
+        return False
+    weight, n = norm.weight, norm.weight.numel()
+    return weight.is_cuda and weight.dtype == torch.bfloat16 and n % 256 == 0 and n // 8 <= MAX_THREADS
+
+
+def check(norm) -> None:
+    """Build and check the kernel on ``norm``'s device now, in eager code before the compiled step is
+    traced, so that `serves` knows of a failure before Dynamo puts the op into the graph (inside it the
+    op would answer with `reference`, the slow path). Nothing when it does not apply, once checked, or
+    while a CUDA graph is captured (`kernel_ready`)."""
+    if FUSED_NORM and takes(norm) and norm.weight.is_cuda:
+        weight = norm.weight.detach()
+        kernel_ready(weight, weight, weight)
 
 
 def reference(residual: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float

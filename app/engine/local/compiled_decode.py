@@ -226,6 +226,8 @@ class CompiledDecode:
         fp32_head = LOGITS_FP32 and _takes_fp32_logits(head)
         if fp32_head:
             saved.append((head, vars(head).get("forward")))
+        if final_norm is not None:  # the fused norm's kernel built and checked before the layers are traced
+            add_rms_norm.check(final_norm)
         try:
             if fp32_head:
                 head.forward = functools.partial(_logits_fp32, head.weight)
@@ -541,10 +543,10 @@ def _layer_step(layer, residual: torch.Tensor, delta: torch.Tensor, cache_layer,
 
 
 def _add_norm(norm, residual: torch.Tensor, delta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(hidden, norm(hidden)) for hidden = residual + delta: with add_rms_norm.FUSED_NORM and an RMSNorm
-    it knows (add_rms_norm.takes), one ``headroom::add_rms_norm`` launch; otherwise the add and the
-    module, which Inductor fuses into one kernel of its own."""
-    if add_rms_norm.FUSED_NORM and add_rms_norm.takes(norm):
+    """(hidden, norm(hidden)) for hidden = residual + delta: one ``headroom::add_rms_norm`` launch where
+    its kernel serves the norm (add_rms_norm.serves), otherwise the add and the module, which Inductor
+    fuses into one kernel of its own."""
+    if add_rms_norm.serves(norm):
         return torch.ops.headroom.add_rms_norm(residual, delta, norm.weight, norm.variance_epsilon)
     hidden = residual + delta
     return hidden, norm(hidden)
@@ -594,7 +596,7 @@ def _logits_fp32(weight: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
 def _final_norm(module, residual: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
     """The model's final norm of the last layer's two halves, ``residual + delta``, for torch.compile:
     the add fuses into the norm's kernel instead of a kernel of its own after the last layer."""
-    if add_rms_norm.FUSED_NORM and add_rms_norm.takes(module):
+    if add_rms_norm.serves(module):
         return torch.ops.headroom.add_rms_norm(residual, delta, module.weight, module.variance_epsilon)[1]
     return type(module).forward(module, residual + delta)  # the class's: the instance's is this, patched
 
