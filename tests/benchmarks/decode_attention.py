@@ -251,7 +251,7 @@ MMA_PATCHES = {
 # each output element through distributed shared memory, in the shipped kernel's order (the same bits at
 # the same splits), instead of storing partials, a fence, an atomic ticket and the last block's reloads.
 CLUSTER_PATCHES = [
-    ("template <int D, bool BF16>\n__device__ void attend(",
+    ("template <int D, bool BF16, bool ROPE>\n__device__ void attend(",
      "__device__ __forceinline__ void cluster_sync() {\n"
      "    asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: \"memory\");\n"
      "    asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
@@ -264,7 +264,7 @@ CLUSTER_PATCHES = [
      "    asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(r) : \"memory\");\n"
      "    return v;\n"
      "}\n"
-     "template <int D, bool BF16>\n__device__ void attend("),
+     "template <int D, bool BF16, bool ROPE>\n__device__ void attend("),
     ("    __shared__ int last_valid, is_last;\n",
      "    __shared__ int last_valid, is_last;\n    __shared__ float cl_o[8 * D], cl_m[8], cl_l[8];\n"),
     ("            part_o[at * D + d] = acc;\n"

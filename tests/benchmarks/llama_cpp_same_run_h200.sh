@@ -4,8 +4,8 @@
 # (shared/anchors/lc_build_and_prep.sh's model step) while Headroom's GPU tests, the decode-attention
 # benchmark and decode_anatomy at 1k / 4k / 16k run pinned to cores 0-3, alternating the arms of an A/B
 # switch (AB_VAR, each of AB_VALUES; default HEADROOM_KV16_MMA 1 0), ROUNDS rounds (default 1; the first
-# arm's first run also at 16k and with the critical path), after EXTRA (a command line, e.g. another
-# benchmark); then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
+# arm's first run also at 16k and with the critical path), after TESTS (pytest files; default the
+# attention kernels') and EXTRA (a command line, e.g. another benchmark); then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
 # Usage, from the project copy on the device ($OUT set), carrying either the wheels of
 # ../shared/gpu/fetch_wheels.sh bitsandbytes platformdirs gguf psutil in .whl/, or what
 # tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/: a newer transformers too):
@@ -33,7 +33,8 @@ setsid nohup taskset -c 4-15 bash /tmp/prep.sh > /tmp/prep.log 2>&1 < /dev/null 
 ( cd /tmp/lc/llama.cpp && cmake -G Ninja -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_SERVER=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > /tmp/cfg.log 2>&1 \
   && taskset -c 4-15 cmake --build build -j 14 --target llama-bench llama-quantize > /tmp/build.log 2>&1; echo "build rc=$? at ${SECONDS}s" > /tmp/build.done ) &
-taskset -c 0-3 python3 -m pytest -c /dev/null -q -p no:cacheprovider tests/engine/test_kv16_mma.py tests/engine/test_split_kv_attention.py 2>&1 | grep -E "Error|assert|passed|failed" | head
+TESTS=${TESTS:-tests/engine/test_kv16_mma.py tests/engine/test_split_kv_attention.py}
+taskset -c 0-3 python3 -m pytest -c /dev/null -q -p no:cacheprovider $TESTS 2>&1 | grep -E "Error|assert|passed|failed" | head -20
 echo "tests ${SECONDS}s"; until [ -f /tmp/m8b/config.json ] || [ $SECONDS -gt 150 ]; do sleep 2; done; echo "prep model saved ${SECONDS}s"
 taskset -c 0-3 python3 -m tests.benchmarks.decode_attention --out $OUT 2>&1 | tail -5
 echo "attn ${SECONDS}s"

@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from app.engine.local import add_rms_norm, nucleus_kernel, nvrtc
+from app.engine.local import add_rms_norm, nucleus_kernel, nvrtc, rope_attention
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
@@ -537,7 +537,10 @@ def _layer_step(layer, residual: torch.Tensor, delta: torch.Tensor, cache_layer,
     if args:
         raise TypeError("a decoder layer called with positional arguments")
     hidden, normed = _add_norm(layer.input_layernorm, residual, delta)
-    attention, _ = layer.self_attn(hidden_states=normed, **kwargs, **{cache_kw: _LayerCache(cache_layer)})
+    if rope_attention.applies(layer.self_attn, cache_layer, normed, kwargs):  # RoPE and cache write in the attention
+        attention = rope_attention.attention_forward(layer.self_attn, normed, cache_layer, kwargs)
+    else:
+        attention, _ = layer.self_attn(hidden_states=normed, **kwargs, **{cache_kw: _LayerCache(cache_layer)})
     hidden, normed = _add_norm(layer.post_attention_layernorm, hidden, attention)
     return hidden, layer.mlp(normed)
 

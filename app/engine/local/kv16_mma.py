@@ -201,14 +201,54 @@ __device__ __forceinline__ void step(const Step<D>& cur, const uint4* qf, const 
     }
 }
 
+template <bool BF16> __device__ __forceinline__ float to_f(u16 h) {
+    if (BF16) return __uint_as_float((u32)h << 16);
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+template <bool BF16> __device__ __forceinline__ float dot2(u32 a, u32 b) {
+    return to_f<BF16>((u16)(a & 0xffffu)) * to_f<BF16>((u16)(b & 0xffffu))
+           + to_f<BF16>((u16)(a >> 16)) * to_f<BF16>((u16)(b >> 16));
+}
+// The rotary embedding of the lane's quarter of its query row (transformers' apply_rotary_pos_emb:
+// x cos + rotate_half(x) sin, rotate_half(x) = (-x2, x1) of the halves): dim i of the first half pairs
+// with i + D/2, the same offset in the quarter of lane c ^ 2. Each product of two 16-bit values is exact
+// in float32, so the sum rounds once, then to 16 bits: as Inductor's fused kernel computes it.
 template <int D, bool BF16>
+__device__ __forceinline__ void rotate_row(uint4* qf, const u16* cos_q, const u16* sin_q, int c) {
+    const float sign = c < 2 ? -1.f : 1.f;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) {
+        const uint4 cw = ld_nc(cos_q + 8 * j), sw = ld_nc(sin_q + 8 * j);
+        u32 x[4] = {qf[j].x, qf[j].y, qf[j].z, qf[j].w};
+        const u32 cs[4] = {cw.x, cw.y, cw.z, cw.w}, sn[4] = {sw.x, sw.y, sw.z, sw.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const u32 partner = __shfl_xor_sync(0xffffffffu, x[e], 2);
+            const float lo = to_f<BF16>((u16)(x[e] & 0xffffu)) * to_f<BF16>((u16)(cs[e] & 0xffffu))
+                             + sign * to_f<BF16>((u16)(partner & 0xffffu)) * to_f<BF16>((u16)(sn[e] & 0xffffu));
+            const float hi = to_f<BF16>((u16)(x[e] >> 16)) * to_f<BF16>((u16)(cs[e] >> 16))
+                             + sign * to_f<BF16>((u16)(partner >> 16)) * to_f<BF16>((u16)(sn[e] >> 16));
+            x[e] = pack2<BF16>(lo, hi);
+        }
+        qf[j] = make_uint4(x[0], x[1], x[2], x[3]);
+    }
+}
+
+// ROPE: q is the query before its rotary embedding, and this token's key and value (k_new, v_new; the
+// key before its rotary embedding) go into the cache at slot *position (kv16_mma.decode_rope's docstring).
+template <int D, bool BF16, bool ROPE>
 __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid, u16* out, float* part_o,
                        float* part_ml, int* counters, int groups, int span, int split_len, int heads,
                        int skb, int skh, int sks, int svb, int svh, int svs, int svalid, double scale_log2,
-                       int has_valid) {
+                       int has_valid, const u16* k_new, const u16* v_new, const u16* cos_d, const u16* sin_d,
+                       const long long* position) {
     extern __shared__ __align__(16) u8 marks[];
     __shared__ __align__(16) float sm_o[WARPS][8][D];
-    __shared__ float sm_m[WARPS][8], sm_l[WARPS][8];
+    __shared__ float sm_m[WARPS + ROPE][8], sm_l[WARPS + ROPE][8];  // + ROPE: this token's key's partial
+    __shared__ __align__(16) u16 sm_k[ROPE ? D : 8];  // this token's key after its rotary embedding
+    __shared__ float sm_v[ROPE ? D : 1];  // and its value: that partial's output row, the same for every row
     __shared__ float sm_w[MAX_SPLITS * 8];
     __shared__ float sm_wl[MAX_SPLITS * 8], sm_total[8];
     __shared__ int last_valid, is_last;
@@ -233,6 +273,31 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
     const u16* q_row = q + ((long long)bh * groups + min(g, groups - 1)) * D + c * (D / 4);
 #pragma unroll
     for (int j = 0; j < D / 32; ++j) qf[j] = ld_nc(q_row + 8 * j);
+    // With ROPE: the block whose span holds this token's slot writes its key and value there and
+    // weighs it itself after its steps (sm_k, v_new), its mark dropped from the steps: the steps read
+    // the cache through the non-coherent path, which need not see this launch's own stores.
+    const int slot = ROPE ? (int)*position : -1;
+    const bool own = ROPE && slot >= start && slot < stop;
+    if (ROPE) {
+        rotate_row<D, BF16>(qf, cos_d + c * (D / 4), sin_d + c * (D / 4), c);
+        if (own && tid < D / 2) {
+            const u16* kn = k_new + (long long)bh * D;
+            const float k0 = to_f<BF16>(kn[tid]), k1 = to_f<BF16>(kn[tid + D / 2]);
+            const u16 r0 = pack1<BF16>(k0 * to_f<BF16>(cos_d[tid]) - k1 * to_f<BF16>(sin_d[tid]));
+            const u16 r1 = pack1<BF16>(k1 * to_f<BF16>(cos_d[tid + D / 2]) + k0 * to_f<BF16>(sin_d[tid + D / 2]));
+            sm_k[tid] = r0;
+            sm_k[tid + D / 2] = r1;
+            u16* krow = (u16*)kh + (long long)slot * sks;
+            krow[tid] = r0;
+            krow[tid + D / 2] = r1;
+        }
+        if (own && tid >= D / 2 && tid < D / 2 + D) {
+            const int d = tid - D / 2;
+            const u16 value = v_new[(long long)bh * D + d];
+            ((u16*)vh)[(long long)slot * svs + d] = value;
+            sm_v[d] = to_f<BF16>(value);
+        }
+    }
     if (tid == 0) last_valid = start - 1;
     __syncthreads();
     int mine = start - 1;
@@ -253,6 +318,11 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
                            tail[4] | tail[5] << 8 | tail[6] << 16 | (u32)tail[7] << 24,
                            tail[8] | tail[9] << 8 | tail[10] << 16 | (u32)tail[11] << 24,
                            tail[12] | tail[13] << 8 | tail[14] << 16 | (u32)tail[15] << 24);
+        }
+        if (own && slot - start - i >= 0 && slot - start - i < 16) {  // this token: weighed after the steps
+            const int at = slot - start - i;
+            u32* words = (u32*)&m;
+            words[at >> 2] &= ~(0xffu << (8 * (at & 3)));
         }
         *(uint4*)(marks + i) = m;
         const u32 w[4] = {m.x, m.y, m.z, m.w};
@@ -290,18 +360,36 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
 #pragma unroll
         for (int i = 0; i < D / 16; ++i) dst[i] = make_float4(o[4 * i], o[4 * i + 1], o[4 * i + 2], o[4 * i + 3]);
     }
+    if (own && warp == 0) {  // this token's key as one more partial: score s, sum 1, output its value
+        float s = 0.f;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) {
+            const uint4 kq = *(const uint4*)&sm_k[c * (D / 4) + 8 * j];
+            s += dot2<BF16>(qf[j].x, kq.x) + dot2<BF16>(qf[j].y, kq.y) + dot2<BF16>(qf[j].z, kq.z)
+                 + dot2<BF16>(qf[j].w, kq.w);
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (g < groups && c == 0) { sm_m[WARPS][g] = s * scale; sm_l[WARPS][g] = 1.f; }
+    }
     __syncthreads();
     for (int e = tid; e < groups * D; e += WARPS * 32) {
         const int r = e / D, d = e % D;
         float top = NONE;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) top = fmaxf(top, sm_m[w][r]);
+        if (own) top = fmaxf(top, sm_m[WARPS][r]);
         float total = 0.f, acc = 0.f;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
             const float f = ex2(sm_m[w][r] - top);
             total += f * sm_l[w][r];
             acc += f * sm_o[w][r][d];
+        }
+        if (own) {  // this token's partial: sum 1, output its value
+            const float f = ex2(sm_m[WARPS][r] - top);
+            total += f;
+            acc += f * sm_v[d];
         }
         if (splits == 1) {
             out[((long long)bh * groups + r) * D + d] = pack1<BF16>(acc / fmaxf(total, 1.0e-30f));
@@ -356,20 +444,30 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
     int svs, int svalid, double scale_log2, int has_valid
 #define PASS q, k, v, valid, out, part_o, part_ml, counters, groups, span, split_len, heads, skb, skh, sks, svb, svh, \
     svs, svalid, scale_log2, has_valid
-extern "C" __global__ void __launch_bounds__(256, 1) kv16_decode_bf16_d64(ARGS) { attend<64, true>(PASS); }
-extern "C" __global__ void __launch_bounds__(256, 1) kv16_decode_bf16_d128(ARGS) { attend<128, true>(PASS); }
-extern "C" __global__ void __launch_bounds__(256, 1) kv16_decode_f16_d64(ARGS) { attend<64, false>(PASS); }
-extern "C" __global__ void __launch_bounds__(256, 1) kv16_decode_f16_d128(ARGS) { attend<128, false>(PASS); }
+#define NO_ROPE nullptr, nullptr, nullptr, nullptr, nullptr
+#define ROPE_ARGS ARGS, const u16* k_new, const u16* v_new, const u16* cos_d, const u16* sin_d, \
+    const long long* position
+#define ROPE_PASS PASS, k_new, v_new, cos_d, sin_d, position
+#define KERNEL extern "C" __global__ void __launch_bounds__(256, 1)
+KERNEL kv16_decode_bf16_d64(ARGS) { attend<64, true, false>(PASS, NO_ROPE); }
+KERNEL kv16_decode_bf16_d128(ARGS) { attend<128, true, false>(PASS, NO_ROPE); }
+KERNEL kv16_decode_f16_d64(ARGS) { attend<64, false, false>(PASS, NO_ROPE); }
+KERNEL kv16_decode_f16_d128(ARGS) { attend<128, false, false>(PASS, NO_ROPE); }
+KERNEL kv16_rope_decode_bf16_d64(ROPE_ARGS) { attend<64, true, true>(ROPE_PASS); }
+KERNEL kv16_rope_decode_bf16_d128(ROPE_ARGS) { attend<128, true, true>(ROPE_PASS); }
+KERNEL kv16_rope_decode_f16_d64(ROPE_ARGS) { attend<64, false, true>(ROPE_PASS); }
+KERNEL kv16_rope_decode_f16_d128(ROPE_ARGS) { attend<128, false, true>(ROPE_PASS); }
 """
 
 KERNEL_NAMES = [f"kv16_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
+ROPE_KERNEL_NAMES = [f"kv16_rope_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
 LOG2E = 1.4426950408889634
 
 
 @cache
 def _kernels(device_index: int) -> dict:
     """{kernel name: kernel} compiled for and loaded on one device (once per process)."""
-    return nvrtc.load(device_index, SOURCE, "kv16_mma.cu", KERNEL_NAMES)
+    return nvrtc.load(device_index, SOURCE, "kv16_mma.cu", KERNEL_NAMES + ROPE_KERNEL_NAMES)
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -449,6 +547,53 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
     as one thread-block cluster (for a variant that merges them in distributed shared memory,
     tests/benchmarks/decode_attention.py's CLUSTER_PATCHES; measured slower than the ticket merge, not
     used by the app)."""
+    return _launch(query, key, value, valid, scale, None, kernels, waves, cluster)
+
+
+def rope_reason(query: torch.Tensor, key_new: torch.Tensor, value_new: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor, key: torch.Tensor, position: torch.Tensor) -> str:
+    """"" when `decode_rope` takes these beside `shape_reason`'s (query (1, Hkv, g, d) and the cache), else
+    why not: one sequence; key_new, value_new (1, Hkv, 1, d) and cos, sin (d values) contiguous in the
+    query's dtype, 16-byte aligned; position a one-element int64 on the query's device."""
+    d = query.shape[-1]
+    if query.shape[0] != 1:
+        return "one sequence only (the fill counter is the cache's)"
+    for name, t in (("key_new", key_new), ("value_new", value_new)):
+        if t.shape != (1, key.shape[1], 1, d) or not t.is_contiguous():
+            return f"{name} must be (1, Hkv, 1, d), contiguous"
+    for name, t in (("cos", cos), ("sin", sin)):
+        if t.numel() != d or not t.is_contiguous():
+            return f"{name} must hold d contiguous values"
+    if any(t.dtype != query.dtype or t.data_ptr() % 16 for t in (key_new, value_new, cos, sin)):
+        return "key_new, value_new, cos and sin in the query's dtype, 16-byte aligned"
+    if position.numel() != 1 or position.dtype != torch.int64 or position.device != query.device:
+        return "position must be one int64 on the query's device"
+    return ""
+
+
+def decode_rope(query: torch.Tensor, key_new: torch.Tensor, value_new: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor, key: torch.Tensor, value: torch.Tensor, position: torch.Tensor,
+                valid: torch.Tensor | None, scale: float, kernels: dict | None = None) -> torch.Tensor:
+    """`decode` of this token's query before its rotary embedding, writing its key and value to the cache
+    on the way: query (1, Hkv, g, d) and key_new (1, Hkv, 1, d) as the projections give them, value_new
+    (1, Hkv, 1, d), cos and sin (d) of this token's position (the model's rotary embedding), the cache
+    key, value (1, Hkv, S, d), position (one int64 on the device: the cache's fill counter, this token's
+    slot). In the launch: the query rotated in each block (transformers' apply_rotary_pos_emb, float32
+    then rounded once, as Inductor computes it), the rotated key and the value stored at slot
+    ``position`` of key and value by the block whose span holds it, which also weighs this token itself
+    (the steps read the cache by the non-coherent path, which need not see the launch's own stores).
+    This token is always seen (a causal step sees itself), whatever ``valid`` says of its slot.
+    A position outside the cache writes and sees nothing. Raises ValueError for inputs it does not take
+    (`shape_reason`, `rope_reason`), CompileError when it cannot be built here."""
+    reason = rope_reason(query, key_new, value_new, cos, sin, key, position)
+    if reason:
+        raise ValueError(reason)
+    return _launch(query, key, value, valid, scale, (key_new, value_new, cos, sin, position), kernels)
+
+
+def _launch(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None, scale: float,
+            rope: tuple | None, kernels: dict | None = None, waves: int = SPLIT_WAVES, cluster: int = 0
+            ) -> torch.Tensor:
     reason = shape_reason(query, key, value, valid)
     if reason:
         raise ValueError(reason)
@@ -468,11 +613,13 @@ def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: t
     part_o = torch.empty((b * h, splits, g, d) if splits > 1 else (1,), dtype=torch.float32, device=device)
     part_ml = torch.empty((b * h, splits, g, 2) if splits > 1 else (1,), dtype=torch.float32, device=device)
     counters = _counters_for(device, b * h)
-    kernel = (kernels or _kernels(index))[f"kv16_decode_{'bf16' if query.dtype == torch.bfloat16 else 'f16'}_d{d}"]
+    kind = "kv16_rope_decode" if rope else "kv16_decode"
+    kernel = (kernels or _kernels(index))[f"{kind}_{'bf16' if query.dtype == torch.bfloat16 else 'f16'}_d{d}"]
     marks = valid.view(torch.uint8) if valid is not None else out
     nvrtc.launch(kernel, (b * h, splits, 1), (32 * WARPS, 1, 1),
                  [query, key, value, marks, out, part_o, part_ml, counters, g, span, split_len, h,
                   key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
-                  valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None)],
+                  valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None),
+                  *(rope or ())],
                  split_len, (1, cluster, 1) if cluster else None)
     return out
