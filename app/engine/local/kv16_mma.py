@@ -216,11 +216,11 @@ template <bool BF16> __device__ __forceinline__ float dot2(u32 a, u32 b) {
 // with i + D/2, the same offset in the quarter of lane c ^ 2. Each product of two 16-bit values is exact
 // in float32, so the sum rounds once, then to 16 bits: as Inductor's fused kernel computes it.
 template <int D, bool BF16>
-__device__ __forceinline__ void rotate_row(uint4* qf, const u16* cos_q, const u16* sin_q, int c) {
+__device__ __forceinline__ void rotate_row(uint4* qf, const uint4* cos_q, const uint4* sin_q, int c) {
     const float sign = c < 2 ? -1.f : 1.f;
 #pragma unroll
     for (int j = 0; j < D / 32; ++j) {
-        const uint4 cw = ld_nc(cos_q + 8 * j), sw = ld_nc(sin_q + 8 * j);
+        const uint4 cw = cos_q[j], sw = sin_q[j];
         u32 x[4] = {qf[j].x, qf[j].y, qf[j].z, qf[j].w};
         const u32 cs[4] = {cw.x, cw.y, cw.z, cw.w}, sn[4] = {sw.x, sw.y, sw.z, sw.w};
 #pragma unroll
@@ -274,30 +274,32 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
 #pragma unroll
     for (int j = 0; j < D / 32; ++j) qf[j] = ld_nc(q_row + 8 * j);
     // With ROPE: the block whose span holds this token's slot writes its key and value there and
-    // weighs it itself after its steps (sm_k, v_new), its mark dropped from the steps: the steps read
-    // the cache through the non-coherent path, which need not see this launch's own stores.
-    const int slot = ROPE ? (int)*position : -1;
-    const bool own = ROPE && slot >= start && slot < stop;
+    // weighs it itself after its steps (sm_k, sm_v), its mark dropped from the steps: the steps read the
+    // cache through the non-coherent path, which need not see this launch's own stores. All that is
+    // read here is in flight with the query and the marks (one trip): the position, cos and sin, and
+    // this token's key and value in every block (0.5 KB from L2); the owner stores them after the
+    // marks' loads, which would otherwise wait behind those stores (they might alias).
+    int slot = -1;
+    uint4 cf[ROPE ? D / 32 : 1], sf[ROPE ? D / 32 : 1];
+    float kx = 0.f, ky = 0.f, cx = 0.f, cy = 0.f, sx = 0.f, sy = 0.f;  // dims tid, tid + D/2 of the key
+    u16 v_mine = 0;
     if (ROPE) {
-        rotate_row<D, BF16>(qf, cos_d + c * (D / 4), sin_d + c * (D / 4), c);
-        if (own && tid < D / 2) {
-            const u16* kn = k_new + (long long)bh * D;
-            const float k0 = to_f<BF16>(kn[tid]), k1 = to_f<BF16>(kn[tid + D / 2]);
-            const u16 r0 = pack1<BF16>(k0 * to_f<BF16>(cos_d[tid]) - k1 * to_f<BF16>(sin_d[tid]));
-            const u16 r1 = pack1<BF16>(k1 * to_f<BF16>(cos_d[tid + D / 2]) + k0 * to_f<BF16>(sin_d[tid + D / 2]));
-            sm_k[tid] = r0;
-            sm_k[tid + D / 2] = r1;
-            u16* krow = (u16*)kh + (long long)slot * sks;
-            krow[tid] = r0;
-            krow[tid + D / 2] = r1;
+        slot = (int)*position;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) {
+            cf[j] = ld_nc(cos_d + c * (D / 4) + 8 * j);
+            sf[j] = ld_nc(sin_d + c * (D / 4) + 8 * j);
         }
-        if (own && tid >= D / 2 && tid < D / 2 + D) {
-            const int d = tid - D / 2;
-            const u16 value = v_new[(long long)bh * D + d];
-            ((u16*)vh)[(long long)slot * svs + d] = value;
-            sm_v[d] = to_f<BF16>(value);
+        if (tid < D / 2) {
+            const u16* kn = k_new + (long long)bh * D;
+            kx = to_f<BF16>(kn[tid]), ky = to_f<BF16>(kn[tid + D / 2]);
+            cx = to_f<BF16>(cos_d[tid]), cy = to_f<BF16>(cos_d[tid + D / 2]);
+            sx = to_f<BF16>(sin_d[tid]), sy = to_f<BF16>(sin_d[tid + D / 2]);
+        } else if (tid < D / 2 + D) {
+            v_mine = v_new[(long long)bh * D + tid - D / 2];
         }
     }
+    const bool own = ROPE && slot >= start && slot < stop;
     if (tid == 0) last_valid = start - 1;
     __syncthreads();
     int mine = start - 1;
@@ -332,6 +334,20 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) mine = max(mine, __shfl_xor_sync(0xffffffffu, mine, o));
+    if (ROPE) {
+        rotate_row<D, BF16>(qf, cf, sf, c);
+        if (own && tid < D / 2) {
+            const u16 rx = pack1<BF16>(kx * cx - ky * sx), ry = pack1<BF16>(ky * cy + kx * sy);
+            sm_k[tid] = rx;
+            sm_k[tid + D / 2] = ry;
+            u16* krow = (u16*)kh + (long long)slot * sks;
+            krow[tid] = rx;
+            krow[tid + D / 2] = ry;
+        } else if (own && tid < D / 2 + D) {
+            ((u16*)vh)[(long long)slot * svs + tid - D / 2] = v_mine;
+            sm_v[tid - D / 2] = to_f<BF16>(v_mine);
+        }
+    }
     if (lane == 0) atomicMax(&last_valid, mine);
     __syncthreads();
     const int end = last_valid + 1;  // keys [start, end) count
