@@ -91,6 +91,22 @@ def _layer_kwargs(model, cache, tokens=1):
     return hidden, {"position_embeddings": model.model.rotary_emb(hidden, positions), "attention_mask": mask}
 
 
+def test_the_fused_rope_is_on_unless_switched_off():
+    import os
+    import subprocess
+    import sys
+
+    def fused(value):
+        env = {k: v for k, v in os.environ.items() if k != "HEADROOM_FUSED_ROPE"}
+        if value is not None:
+            env["HEADROOM_FUSED_ROPE"] = value
+        code = "from app.engine.local import rope_attention; print(rope_attention.FUSED_ROPE)"
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert (fused(None), fused("0"), fused("1")) == ("True", "False", "True")
+
+
 def test_the_step_takes_it_only_where_it_fits(tiny_loaded, monkeypatch):
     model = tiny_loaded.model
     attn, cache = model.model.layers[0].self_attn, _prefilled(model)
