@@ -4,8 +4,6 @@ with the fused norm gives the model's own logits through it, and its CUDA kernel
 sm_90 (with NVRTC). On the CPU the op answers with `reference`; the kernel itself is checked on the
 GPU (`self_check`, tests/benchmarks/add_rms_norm.py)."""
 
-import re
-
 import pytest
 import torch
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -19,6 +17,7 @@ from app.engine.local.compiled_decode import CompiledDecode
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.static_cache import new_static_cache
 from tests.engine.test_captured_step import _prefilled
+from tests.helpers.kernels import entry_report, ptxas_log, switch_at_import
 
 
 def _norm(cls, n=64, eps=1e-6, seed=0):
@@ -150,48 +149,24 @@ def test_the_step_takes_the_kernel_only_where_it_runs(monkeypatch):
 
 
 def test_the_fused_norm_is_on_unless_switched_off():
-    import subprocess
-    import sys
-
     def fused(value):
-        env = {k: v for k, v in __import__("os").environ.items() if k != "HEADROOM_FUSED_NORM"}
-        if value is not None:
-            env["HEADROOM_FUSED_NORM"] = value
-        code = "from app.engine.local import add_rms_norm; print(add_rms_norm.FUSED_NORM)"
-        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return switch_at_import("app.engine.local.add_rms_norm", "FUSED_NORM", "HEADROOM_FUSED_NORM", value)
 
     assert (fused(None), fused("0"), fused("1")) == ("True", "False", "True")
 
 
 def test_the_kernel_compiles_for_sm90_in_one_blocks_registers():
-    from app.engine.local import nvrtc
-
-    try:
-        library = nvrtc.nvrtc_library()
-    except nvrtc.CompileError as exc:
-        pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
-    _, log = nvrtc.compile_cubin("90", arn.SOURCE, "add_rms_norm.cu", ("--ptxas-options=-v",), library)
-    props = log.split("Compiling entry function 'add_rms_norm'")[1]
-    assert "0 bytes spill stores, 0 bytes spill loads" in props
-    assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 64  # 1,024 threads a block
+    report = entry_report(ptxas_log(arn.SOURCE, "add_rms_norm.cu"), "add_rms_norm")
+    assert report["spill_stores"] == 0
+    assert report["registers"] <= 64  # 1,024 threads a block
 
 
 def test_the_step_compiles_through_the_op_as_one_layer_graph(tiny_loaded, monkeypatch):
     """With FUSED_NORM, Dynamo traces the layer step through the op (its fake) as one graph for all
     layers, and the warm-up's check against the model's own forward passes: the step is ready and
     layer-at-a-time."""
-    from app.engine.local.compiled_decode import warm_up
-    from tests.helpers.dynamo_graphs import counting_compiler, layer_graphs
+    from tests.helpers.dynamo_graphs import one_layer_graph_ops
 
     monkeypatch.setattr(arn, "serves", arn.takes)
-    graphs = []
-    torch._dynamo.reset()
-    try:
-        decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
-        assert decoder.status.state == "ready" and decoder.regional, decoder.status.reason
-        assert len(layer_graphs(graphs)) == 1
-        ops = [n.target for gm in layer_graphs(graphs) for n in gm.graph.nodes if n.op == "call_function"]
-        assert ops.count(torch.ops.headroom.add_rms_norm) == 2  # the layer's two norms (the packet, as traced)
-    finally:
-        torch._dynamo.reset()
+    ops = one_layer_graph_ops(tiny_loaded)
+    assert ops.count(torch.ops.headroom.add_rms_norm) == 2  # the layer's two norms (the packet, as traced)

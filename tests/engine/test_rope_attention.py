@@ -4,8 +4,6 @@ is transformers' rotary embedding (in float32, rounded once), writes this token'
 it; the compiled step stands it in only where it fits and then gives the model's own logits and cache;
 the CUDA source builds. On a GPU: the kernel against the torch path, bit for bit in the cache."""
 
-import re
-
 import pytest
 import torch
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -17,6 +15,7 @@ from app.engine.local.compiled_decode import CompiledDecode
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.static_cache import new_static_cache
 from tests.engine.test_captured_step import _prefilled
+from tests.helpers.kernels import entry_report, ptxas_log, switch_at_import
 
 
 def _inputs(dtype=torch.float32, d=64, heads=2, groups=4, span=40, slot=29, device="cpu", seed=0):
@@ -92,17 +91,8 @@ def _layer_kwargs(model, cache, tokens=1):
 
 
 def test_the_fused_rope_is_on_unless_switched_off():
-    import os
-    import subprocess
-    import sys
-
     def fused(value):
-        env = {k: v for k, v in os.environ.items() if k != "HEADROOM_FUSED_ROPE"}
-        if value is not None:
-            env["HEADROOM_FUSED_ROPE"] = value
-        code = "from app.engine.local import rope_attention; print(rope_attention.FUSED_ROPE)"
-        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return switch_at_import("app.engine.local.rope_attention", "FUSED_ROPE", "HEADROOM_FUSED_ROPE", value)
 
     assert (fused(None), fused("0"), fused("1")) == ("True", "False", "True")
 
@@ -156,36 +146,21 @@ def test_the_step_through_it_gives_the_models_own_logits_and_cache(tiny_loaded, 
 def test_the_step_compiles_through_the_op_as_one_layer_graph(tiny_loaded, monkeypatch):
     """Dynamo traces the layer step through the op (its fake; the cache it mutates) as one graph for all
     layers, and the warm-up's check against the model's own forward passes."""
-    from app.engine.local.compiled_decode import warm_up
-    from tests.helpers.dynamo_graphs import counting_compiler, layer_graphs
+    from tests.helpers.dynamo_graphs import one_layer_graph_ops
 
     _cpu_fits(monkeypatch)
-    graphs = []
-    torch._dynamo.reset()
-    try:
-        decoder = warm_up(tiny_loaded, (64,), compiler=counting_compiler(graphs), require_cuda=False)
-        assert decoder.status.state == "ready" and decoder.regional, decoder.status.reason
-        assert len(layer_graphs(graphs)) == 1
-        ops = [n.target for gm in layer_graphs(graphs) for n in gm.graph.nodes if n.op == "call_function"]
-        assert ops.count(torch.ops.headroom.kv16_rope_decode) == 1
-        assert torch.ops.headroom.kv16_decode not in ops
-    finally:
-        torch._dynamo.reset()
+    ops = one_layer_graph_ops(tiny_loaded)
+    assert ops.count(torch.ops.headroom.kv16_rope_decode) == 1
+    assert torch.ops.headroom.kv16_decode not in ops
 
 
 def test_the_rope_kernels_compile_for_sm90_without_spills():
-    from app.engine.local import nvrtc
-
-    try:
-        library = nvrtc.nvrtc_library()
-    except nvrtc.CompileError as exc:
-        pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
-    _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v",), library)
+    log = ptxas_log(kv16_mma.SOURCE, "kv16_mma.cu")
     for name in kv16_mma.ROPE_KERNEL_NAMES:
-        props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
-        assert "0 bytes spill stores" in props, props
-        assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 255  # 256 threads fit an SM
-        assert int(re.search(r"(\d+) bytes smem", props).group(1)) <= 40 * 1024  # + the marks: under 48 KB
+        report = entry_report(log, name)
+        assert report["spill_stores"] == 0, (name, report)
+        assert report["registers"] <= 255, (name, report)  # 256 threads fit an SM
+        assert report["smem"] <= 40 * 1024, (name, report)  # + the marks: under 48 KB
 
 
 def test_decode_rope_refuses_what_it_does_not_take():

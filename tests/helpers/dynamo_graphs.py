@@ -20,3 +20,20 @@ def layer_graphs(graphs: list) -> list:
     """The graphs of the regional step's decoder layer among ``graphs`` (counting_compiler's): the
     whole-forward fallback's too, not the modules around the layers (``_outer_step``, ``_final_norm``)."""
     return [gm for gm in graphs if gm.compiled_function not in ("_outer_step", "_final_norm")]
+
+
+def one_layer_graph_ops(loaded, capacity: int = 64) -> list:
+    """The call_function targets of the regional step's one decoder-layer graph, as compiled_decode.warm_up
+    traces it for ``loaded`` (CPU, counting_compiler) after asserting the step is ready, layer-at-a-time
+    and traced once for all layers. Dynamo is reset before and after."""
+    from app.engine.local.compiled_decode import warm_up
+
+    graphs = []
+    torch._dynamo.reset()
+    try:
+        decoder = warm_up(loaded, (capacity,), compiler=counting_compiler(graphs), require_cuda=False)
+        assert decoder.status.state == "ready" and decoder.regional, decoder.status.reason
+        assert len(layer_graphs(graphs)) == 1
+        return [n.target for gm in layer_graphs(graphs) for n in gm.graph.nodes if n.op == "call_function"]
+    finally:
+        torch._dynamo.reset()
