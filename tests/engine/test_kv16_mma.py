@@ -124,14 +124,16 @@ def test_a_swapped_value_pairing_is_caught():
 
 
 # ----------------------------------------------------------------------------- host side
-@pytest.mark.parametrize("span,programs,want", [
-    (2048, 8, (16, 128)), (4096, 8, (16, 256)), (32768, 8, (17, 1984)), (300, 2, (3, 128)), (8, 2, (1, 64)),
-    (131072, 8, (17, 7744)), (4096, 1, (32, 128)),
+@pytest.mark.parametrize("span,programs,sms,want", [
+    (2048, 8, 132, (16, 128)), (4096, 8, 132, (16, 256)), (32768, 8, 132, (17, 1984)), (300, 2, 132, (3, 128)),
+    (8, 2, 132, (1, 64)), (131072, 8, 132, (17, 7744)), (4096, 1, 132, (32, 128)),
+    (32768, 8, 24, (4, 8192)), (262144, 8, 24, (32, 8192)),  # a small GPU: the marks' shared memory caps a split
 ])
-def test_launch_split(span, programs, want):
-    splits, split_len = kv16_mma.launch_split(span, programs, sms=132)
+def test_launch_split(span, programs, sms, want):
+    splits, split_len = kv16_mma.launch_split(span, programs, sms=sms)
     assert (splits, split_len) == want
     assert split_len % kv16_mma.SPLIT_ALIGN == 0 and splits <= kv16_mma.MAX_SPLITS
+    assert split_len <= kv16_mma.MAX_SPLIT_KEYS
     assert (splits - 1) * split_len < span <= splits * split_len  # every split has keys
 
 
@@ -145,6 +147,8 @@ def test_shape_reason_names_what_the_kernel_does_not_take():
     assert "12 query heads" in kv16_mma.shape_reason(torch.zeros(1, 8, 12, 128, dtype=torch.bfloat16), kv, kv, None)
     assert "bf16 or fp16" in kv16_mma.shape_reason(q, kv.float(), kv.float(), None)
     assert "valid" in kv16_mma.shape_reason(q, kv, kv, valid[:, 1:33])  # misaligned, and the wrong length
+    long = kv[:, :, :1].expand(1, 8, kv16_mma.MAX_SPLITS * kv16_mma.MAX_SPLIT_KEYS + 64, 128)  # no memory
+    assert "slots" in kv16_mma.shape_reason(q, long, long, None)
     odd_rows = torch.zeros(1, 8, 64, 132, dtype=torch.bfloat16)[..., 4:]  # rows 8 bytes off 16-byte alignment
     assert "aligned" in kv16_mma.shape_reason(q, odd_rows, kv, None)
     assert kv16_mma.shape_reason(q, kv[:, :, 1:], kv[:, :, 1:], None) == ""  # a row later is still aligned

@@ -70,6 +70,8 @@ STEP_KEYS = 16  # keys a warp step takes (the mma's K for P V)
 SPLIT_ALIGN = 64  # split_len is a multiple of this: the marks' 16-byte loads stay aligned
 MIN_SPLIT_KEYS = 128  # fewest keys a split takes (two steps of each warp)
 MAX_SPLITS = 64  # splits a head's merge takes at once (its shared-memory weights)
+MAX_SPLIT_KEYS = 8192  # a split's marks (a byte a key, shared memory) beside the ~38 KB static stay under the
+# 48 KB a launch has without opting in (a GPU of few SMs at 32k slots otherwise gets 3 splits of 10,944)
 SPLIT_WAVES = 1  # blocks per SM the splits aim at (one: 162 registers a thread, no spills)
 MAX_GROUPS = 8  # query heads per KV head: the mma's rows g < 8
 HEAD_DIMS = (64, 128)
@@ -517,6 +519,8 @@ def shape_reason(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
         return model
     if key.dtype != query.dtype or value.dtype != query.dtype:
         return "query, key and value must share bf16 or fp16"
+    if key.shape[2] > MAX_SPLITS * MAX_SPLIT_KEYS:
+        return f"{key.shape[2]} slots (the kernel takes at most {MAX_SPLITS * MAX_SPLIT_KEYS})"
     for name, t in (("key", key), ("value", value)):
         if t.shape[:2] != (b, h) or t.shape[-1] != d or t.stride(-1) != 1 or t.data_ptr() % 16:
             return f"{name} must be (B, Hkv, S, d) with contiguous 16-byte-aligned rows"
@@ -530,10 +534,11 @@ def shape_reason(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
 
 def launch_split(span: int, programs: int, sms: int, waves: int = SPLIT_WAVES) -> tuple[int, int]:
     """(splits, split_len) for ``programs`` = B·Hkv heads over ``span`` slots: about SPLIT_WAVES blocks
-    per SM, each at least MIN_SPLIT_KEYS keys (split_len a multiple of SPLIT_ALIGN), at most
-    MAX_SPLITS a head. Llama-3-8B on the H200 (8 heads, 132 SMs): 16 × 128 at 2,048 slots, 16 × 256
-    at 4,096, 17 × 1,984 at 32,768."""
+    per SM, each at least MIN_SPLIT_KEYS keys and at most MAX_SPLIT_KEYS (split_len a multiple of
+    SPLIT_ALIGN), at most MAX_SPLITS a head. Llama-3-8B on the H200 (8 heads, 132 SMs): 16 × 128 at
+    2,048 slots, 16 × 256 at 4,096, 17 × 1,984 at 32,768; on a GPU of 24 SMs 4 × 8,192 at 32,768."""
     splits = max(1, min(MAX_SPLITS, -(-span // MIN_SPLIT_KEYS), -(-waves * sms // max(programs, 1))))
+    splits = min(MAX_SPLITS, max(splits, -(-span // MAX_SPLIT_KEYS)))
     per_split = -(-span // splits)
     split_len = -(-per_split // SPLIT_ALIGN) * SPLIT_ALIGN
     return -(-span // split_len), split_len

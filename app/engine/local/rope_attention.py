@@ -49,7 +49,7 @@ DTYPES = (torch.bfloat16, torch.float16)  # the kernel's (the CPU tests add floa
 failure = ""
 """Why the fused kernel is not used, once known (it could not be built, failed to launch, or disagreed
 with `torch_path` in its check); "" while it is used or not yet tried."""
-_checked: set = set()  # devices whose kernel passed its check
+_checked: set = set()  # (device, dtype, head_dim) whose kernel passed its check
 
 
 def applies(attention, cache_layer, hidden: torch.Tensor, kwargs: dict) -> bool:
@@ -157,15 +157,16 @@ def _fail(reason: str) -> None:
 def kernel_ready(query, key_new, value_new, cos, sin, key, value, position, valid) -> bool:
     """The kernel serves these tensors: they suit it (`kv16_mma.shape_reason`, `rope_reason`), the
     16-bit decode kernel serves the device (split_kv_attention.mma_ready), and this one was checked
-    against `torch_path` there (`self_check`, once, outside a CUDA-graph capture; a failure is kept in
-    `failure`). Raises nothing."""
+    against `torch_path` there for this dtype and head_dim (`self_check`, once, outside a CUDA-graph
+    capture; a failure is kept in `failure`). Raises nothing."""
     if failure or not query.is_cuda:
         return False
     if kv16_mma.shape_reason(query, key, value, valid) or \
             kv16_mma.rope_reason(query, key_new, value_new, cos, sin, key, position):
         return False
     device = query.device
-    if device in _checked:
+    variant = (device, query.dtype, query.shape[-1])
+    if variant in _checked:
         return True
     if _capturing(device) or not split_kv_attention.mma_ready(device, query.dtype, query.shape[-1]):
         return False
@@ -176,7 +177,7 @@ def kernel_ready(query, key_new, value_new, cos, sin, key, value, position, vali
     if problem:
         _fail(problem)
         return False
-    _checked.add(device)
+    _checked.add(variant)
     return True
 
 
