@@ -72,6 +72,18 @@ __device__ __forceinline__ void imma(int* d, u32 a0, u32 a1, u32 a2, u32 a3, u32
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// Launched under programmatic dependent launch (nvrtc.launch on sm_90): wait for the kernel before (x's
+// quantization, the GEMV before in a chain) before reading what it wrote; let the next one start early.
+__device__ __forceinline__ void wait_inputs() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void release_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 __device__ __forceinline__ uint2 ld2(const void* p) {
     uint2 v;
     asm("ld.global.nc.L1::evict_first.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
@@ -98,6 +110,7 @@ extern "C" __global__ void __launch_bounds__(256) nf4_int8_gemv(
     const int warps = blockDim.x >> 5;
     for (int i = threadIdx.x; i < 256; i += blockDim.x) code2_s[i] = code2[i];
     const float off = offset[0];
+    wait_inputs();
     __syncthreads();
     const int ra = min(blockIdx.x * 16 + g, n - 1), rb = min(blockIdx.x * 16 + g + 8, n - 1);
     const int kb = k / 64, first = (blockIdx.y * warps + warp) * per_warp;
@@ -124,6 +137,7 @@ extern "C" __global__ void __launch_bounds__(256) nf4_int8_gemv(
         acc_a += (float)d[0] * (sa * xsc);
         acc_b += (float)d[2] * (sb * xsc);
     }
+    release_dependents();
     const int row = blockIdx.x * 16 + g;
     if (c == 0 && row < n) atomicAdd(y + row, acc_a);
     if (c == 0 && row + 8 < n) atomicAdd(y + row + 8, acc_b);
@@ -133,6 +147,8 @@ extern "C" __global__ void __launch_bounds__(256) nf4_int8_gemv(
 // s = max |x| / 127 over the block (1 where all zero). One warp a 64-block, two inputs a lane.
 extern "C" __global__ void quantize_x(const u16* __restrict__ x, u8* xq, float* xs, int k) {
     const int block = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    wait_inputs();
+    release_dependents();
     if (block >= k / 64) return;
     const int i = 64 * block + 2 * lane;
     const float a = __uint_as_float((u32)x[i] << 16), b = __uint_as_float((u32)x[i + 1] << 16);
