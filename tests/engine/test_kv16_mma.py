@@ -288,3 +288,20 @@ def test_a_cluster_launch_takes_exactly_its_splits(monkeypatch, span, cluster):
     assert seen["grid"] == (8, cluster, 1) and seen["cluster"] == (1, cluster, 1)
     assert seen["split_len"] % kv16_mma.SPLIT_ALIGN == 0 and (seen["split_len"] - 64) * cluster < span
     assert seen["split_len"] * cluster >= span
+
+
+def test_the_kernel_is_checked_for_each_dtype_and_head_dim(monkeypatch):
+    """mma_ready runs the self-check once per (device, dtype, head_dim), not once per device: a second model
+    of another shape is checked too; a failure stops the kernel for all of them."""
+    checks = []
+    monkeypatch.setattr(kd, "_mma_checked", set())
+    monkeypatch.setattr(kd, "mma_failure", "")
+    monkeypatch.setattr(kv16_mma, "unavailable_reason", lambda device: "")
+    monkeypatch.setattr(kd, "mma_self_check", lambda device, dtype, d: checks.append((dtype, d)) or 0.0)
+    device = torch.device("cuda", 0)
+    assert kd.mma_ready(device, torch.bfloat16, 128) and kd.mma_ready(device, torch.bfloat16, 128)
+    assert kd.mma_ready(device, torch.bfloat16, 64) and kd.mma_ready(device, torch.float16, 128)
+    assert checks == [(torch.bfloat16, 128), (torch.bfloat16, 64), (torch.float16, 128)]
+    monkeypatch.setattr(kd, "mma_self_check", lambda device, dtype, d: 0.5)
+    assert not kd.mma_ready(device, torch.float16, 64) and "self-check" in kd.mma_failure
+    assert not kd.mma_ready(device, torch.bfloat16, 128)

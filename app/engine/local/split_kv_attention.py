@@ -568,7 +568,7 @@ def _(query, key, value, valid, scale):
 mma_failure = ""
 """Why the CUDA kernel (kv16_mma) is not used for 16-bit decode steps, once known: it could not be built,
 failed to launch, or disagreed with `reference` in its check; "" while it is used or not yet tried."""
-_mma_checked: set = set()  # devices whose CUDA kernel passed its check
+_mma_checked: set = set()  # (device, dtype, head_dim) whose CUDA kernel passed its check
 
 
 def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
@@ -580,7 +580,7 @@ def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
     global mma_failure
     if not query.is_cuda or kv16_mma.shape_reason(query, key, value, valid):
         return None
-    if query.device not in _mma_checked and _capturing(query.device):
+    if (query.device, query.dtype, query.shape[-1]) not in _mma_checked and _capturing(query.device):
         return None  # checked only outside a capture; the Triton kernel serves this one
     if not mma_ready(query.device, query.dtype, query.shape[-1]):
         return None
@@ -596,12 +596,12 @@ def _mma_guarded(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, va
 
 def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
     """Whether `kv16_mma` serves 16-bit decode steps on ``device``: built here and checked against
-    `reference` (`mma_self_check`, once per device; a failure is kept in `mma_failure` and the
-    kernel is not tried again). Raises nothing."""
+    `reference` (`mma_self_check`, once per device, dtype and head_dim; a failure is kept in `mma_failure`
+    and the kernel is not tried again, for any of them). Raises nothing."""
     global mma_failure
     if mma_failure or not KV16_KERNEL or not kv16_mma.ENABLED:
         return False
-    if device in _mma_checked:
+    if (device, dtype, head_dim) in _mma_checked:
         return True
     try:
         reason = kv16_mma.unavailable_reason(device)
@@ -617,7 +617,7 @@ def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
         mma_failure = f"self-check: relative error {error:.2g} against the torch path"
         log.warning("16-bit decode attention (CUDA) disagrees with torch (%s); Triton from now on", mma_failure)
         return False
-    _mma_checked.add(device)
+    _mma_checked.add((device, dtype, head_dim))
     return True
 
 
