@@ -118,6 +118,59 @@ def test_the_step_takes_it_only_where_it_fits(tiny_loaded, monkeypatch):
     assert not ra.applies(attn, cache.layers[0], hidden, kwargs)
 
 
+def _fake_cuda_layer(model, dtype=torch.bfloat16):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from app.engine.local.static_cache import SpanLayer
+
+    layer = SpanLayer(max_cache_len=64)
+    with FakeTensorMode():  # a CUDA cache's metadata without a GPU
+        layer.keys = torch.empty(1, model.config.num_key_value_heads, 64, 128, dtype=dtype, device="cuda")
+    layer.is_initialized = True
+    return layer
+
+
+def test_the_kernel_is_checked_before_the_step_is_traced(tiny_loaded, monkeypatch):
+    """`check` (eager, before tracing) runs the kernel's self-check once per device, dtype and head_dim; where
+    the 16-bit decode kernel cannot serve (a GPU before Ampere) or the check fails, it sets `failure`, so the
+    step keeps Inductor's kernel instead of tracing the op that would run its torch path."""
+    model = tiny_loaded.model
+    attn = model.model.layers[0].self_attn
+    cache, own_head_dim = _prefilled(model), attn.head_dim
+    hidden, kwargs = _layer_kwargs(model, cache)
+    monkeypatch.setattr(attn, "head_dim", 128)  # a head the kernel takes (the tiny model's is 16)
+    monkeypatch.setattr(ra, "FUSED_ROPE", True)
+    monkeypatch.setattr(ra, "failure", "")
+    monkeypatch.setattr(ra, "_checked", set())
+    monkeypatch.setattr(ra, "_capturing", lambda device: False)  # no CUDA runtime on the CPU build
+    checks = []
+    monkeypatch.setattr(ra, "self_check", lambda device, dtype, d: checks.append((dtype, d)) or "")
+    monkeypatch.setattr(kd, "mma_ready", lambda device, dtype, d: True)
+    layer = _fake_cuda_layer(model)
+    ra.check(attn, layer)
+    ra.check(attn, layer)
+    assert checks == [(torch.bfloat16, 128)] and ra.failure == ""
+    ra.check(attn, _fake_cuda_layer(model, torch.float16))
+    assert checks == [(torch.bfloat16, 128), (torch.float16, 128)]
+    monkeypatch.setattr(kd, "mma_ready", lambda device, dtype, d: False)
+    monkeypatch.setattr(kd, "mma_failure", "a GPU before Ampere (sm_75)")
+    monkeypatch.setattr(ra, "_checked", set())
+    ra.check(attn, layer)
+    assert "sm_75" in ra.failure
+    _cpu_fits(monkeypatch)  # the tiny CPU model stands in for the step that would be traced next
+    monkeypatch.setattr(kd, "mma_failure", "")  # `failure` alone keeps the step off the op
+    monkeypatch.setattr(attn, "head_dim", own_head_dim)
+    assert ra.applies(attn, cache.layers[0], hidden, kwargs)
+    monkeypatch.setattr(ra, "failure", "the 16-bit decode kernel does not serve here: a GPU before Ampere")
+    assert not ra.applies(attn, cache.layers[0], hidden, kwargs)
+    monkeypatch.setattr(attn, "head_dim", 128)
+    monkeypatch.setattr(ra, "failure", "")
+    monkeypatch.setattr(kd, "mma_ready", lambda device, dtype, d: True)
+    monkeypatch.setattr(ra, "self_check", lambda device, dtype, d: "self-check: relative error 0.5")
+    ra.check(attn, layer)
+    assert ra.failure.startswith("self-check")
+
+
 def test_the_step_through_it_gives_the_models_own_logits_and_cache(tiny_loaded, monkeypatch):
     """Each layer's attention through the op (one call a layer), the regional step's logits the model's
     own (the packed attention's sums in another order: within 1e-5) and the new slot of every layer's

@@ -226,8 +226,10 @@ class CompiledDecode:
         fp32_head = LOGITS_FP32 and _takes_fp32_logits(head)
         if fp32_head:
             saved.append((head, vars(head).get("forward")))
-        if final_norm is not None:  # the fused norm's kernel built and checked before the layers are traced
+        if final_norm is not None:  # the fused kernels built and checked before the layers are traced
             add_rms_norm.check(final_norm)
+        if len(layers):
+            rope_attention.check(getattr(layers[0], "self_attn", None), cache.layers[0])
         try:
             if fp32_head:
                 head.forward = functools.partial(_logits_fp32, head.weight)

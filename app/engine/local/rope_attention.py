@@ -80,6 +80,33 @@ def applies(attention, cache_layer, hidden: torch.Tensor, kwargs: dict) -> bool:
                             and mask.shape[:3] == (1, 1, 1))
 
 
+def check(attention, cache_layer) -> None:
+    """Build and check the kernel for this layer's device, dtype and head_dim now, in eager code before the
+    compiled step is traced, so that `applies` knows of a device it cannot serve (a GPU before Ampere, a
+    failed check) before Dynamo puts the op into the graph: inside it the op would run `torch_path`, a
+    chain of small kernels slower than Inductor's fused one. A failure is kept in `failure`. Nothing
+    when it does not apply, once checked, or while a CUDA graph is captured."""
+    if not FUSED_ROPE or failure or type(attention).__name__ not in ATTENTIONS or type(cache_layer) is not SpanLayer \
+            or not cache_layer.is_initialized:
+        return
+    keys = cache_layer.keys
+    variant = (keys.device, keys.dtype, attention.head_dim)
+    if keys.device.type != "cuda" or keys.dtype not in DTYPES or variant in _checked or _capturing(keys.device) \
+            or kv16_mma.model_reason(1, attention.head_dim, keys.dtype):
+        return
+    if not split_kv_attention.mma_ready(*variant):
+        _fail(f"the 16-bit decode kernel does not serve here: {split_kv_attention.mma_failure or 'switched off'}")
+        return
+    try:
+        problem = self_check(*variant)
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: Inductor's kernel answers
+        problem = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
+    if problem:
+        _fail(problem)
+    else:
+        _checked.add(variant)
+
+
 def attention_forward(attention, hidden: torch.Tensor, cache_layer, kwargs: dict) -> torch.Tensor:
     """(1, 1, H) the attention block's output (after o_proj) for ``hidden`` (1, 1, H), where `applies`:
     the projections as the model calls them (Headroom's q/k/v group launch takes its rows), then one
