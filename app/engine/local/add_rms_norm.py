@@ -162,7 +162,7 @@ def _(residual, delta, weight, eps):
 failure = ""
 """Why the kernel is not used, once known (it could not be built, or disagreed with `reference` in its
 check); "" while it is used or not yet tried."""
-_checked: set = set()  # devices whose kernel passed its check
+_checked: set = set()  # (device, hidden size) whose kernel passed its check
 
 
 def shape_reason(residual: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor) -> str:
@@ -190,7 +190,7 @@ def kernel_ready(residual: torch.Tensor, delta: torch.Tensor, weight: torch.Tens
     if failure or shape_reason(residual, delta, weight):
         return False
     device = residual.device
-    if device in _checked:
+    if (device, weight.numel()) in _checked:
         return True
     if torch.cuda.is_current_stream_capturing():
         return False  # checked outside a capture first; `reference` serves this one
@@ -204,7 +204,7 @@ def kernel_ready(residual: torch.Tensor, delta: torch.Tensor, weight: torch.Tens
         failure = reason or f"self-check: {steps} bf16 steps from the torch path"
         log.warning("add + RMSNorm (CUDA) not used: %s", failure)
         return False
-    _checked.add(device)
+    _checked.add((device, weight.numel()))
     return True
 
 

@@ -90,21 +90,9 @@ def check(attention, cache_layer) -> None:
             or not cache_layer.is_initialized:
         return
     keys = cache_layer.keys
-    variant = (keys.device, keys.dtype, attention.head_dim)
-    if keys.device.type != "cuda" or keys.dtype not in DTYPES or variant in _checked or _capturing(keys.device) \
-            or kv16_mma.model_reason(1, attention.head_dim, keys.dtype):
-        return
-    if not split_kv_attention.mma_ready(*variant):
-        _fail(f"the 16-bit decode kernel does not serve here: {split_kv_attention.mma_failure or 'switched off'}")
-        return
-    try:
-        problem = self_check(*variant)
-    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: Inductor's kernel answers
-        problem = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
-    if problem:
-        _fail(problem)
-    else:
-        _checked.add(variant)
+    if keys.device.type == "cuda" and keys.dtype in DTYPES and not kv16_mma.model_reason(1, attention.head_dim,
+                                                                                          keys.dtype):
+        _variant_ready(keys.device, keys.dtype, attention.head_dim)
 
 
 def attention_forward(attention, hidden: torch.Tensor, cache_layer, kwargs: dict) -> torch.Tensor:
@@ -191,20 +179,28 @@ def kernel_ready(query, key_new, value_new, cos, sin, key, value, position, vali
     if kv16_mma.shape_reason(query, key, value, valid) or \
             kv16_mma.rope_reason(query, key_new, value_new, cos, sin, key, position):
         return False
-    device = query.device
-    variant = (device, query.dtype, query.shape[-1])
-    if variant in _checked:
+    return _variant_ready(query.device, query.dtype, query.shape[-1])
+
+
+def _variant_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
+    """The kernel was checked for this device, dtype and head_dim, or is checked now (never while a CUDA
+    graph is captured): the 16-bit decode kernel serves them (split_kv_attention.mma_ready) and `self_check`
+    passes. Otherwise why not goes to `failure`. Raises nothing."""
+    if (device, dtype, head_dim) in _checked:
         return True
-    if _capturing(device) or not split_kv_attention.mma_ready(device, query.dtype, query.shape[-1]):
+    if _capturing(device):
+        return False
+    if not split_kv_attention.mma_ready(device, dtype, head_dim):
+        _fail(f"the 16-bit decode kernel does not serve here: {split_kv_attention.mma_failure or 'switched off'}")
         return False
     try:
-        problem = self_check(device, query.dtype, query.shape[-1])
-    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: torch answers
+        problem = self_check(device, dtype, head_dim)
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot launch here: the unfused path answers
         problem = f"{type(exc).__name__}: {str(exc).strip()[:200]}"
     if problem:
         _fail(problem)
         return False
-    _checked.add(variant)
+    _checked.add((device, dtype, head_dim))
     return True
 
 
