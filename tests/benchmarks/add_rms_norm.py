@@ -22,9 +22,6 @@ add_rms_norm.reference (hidden bit for bit; normed: largest difference in bf16 s
 """
 
 import argparse
-import json
-import os
-import time
 
 import torch
 
@@ -32,6 +29,7 @@ import app  # noqa: F401  (offline, allocator settings before torch)
 from app.engine.local import add_rms_norm, compiled_decode, nf4_mma, nvrtc
 from app.engine.local import nf4_gemv as k
 from tests.benchmarks.nf4_gemv import graph_time_us, make_layer
+from tests.benchmarks.report import write_result
 
 HIDDEN, QKV = 4096, (4096, 1024, 1024)
 LAYERS, WEIGHT_COPIES = 32, 8
@@ -78,12 +76,8 @@ def main(argv=None) -> int:
     print(f"{'norm':<10} {'µs a link':>10} {'norm adds':>10}")
     for how, us in rows.items():
         print(f"{how:<10} {us:10.2f} {us - rows['none']:10.2f}")
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "command": "python3 -m tests.benchmarks.add_rms_norm --out $OUT",
-              "pdl": nvrtc.PDL, "layers": LAYERS, "check": check, "us_per_link": rows}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "add_rms_norm_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(args.out, "add_rms_norm_h200.json", "python3 -m tests.benchmarks.add_rms_norm --out $OUT",
+                 pdl=nvrtc.PDL, layers=LAYERS, check=check, us_per_link=rows)
     return 0
 
 

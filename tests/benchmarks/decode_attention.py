@@ -43,9 +43,7 @@ Writes decode_attention_h200.json to --out.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import time
 
 import torch
 
@@ -53,6 +51,7 @@ import app  # noqa: F401  (offline, allocator settings before torch)
 from app.engine.local import kv16_mma
 from app.engine.local import split_kv_attention as kd
 from tests.benchmarks import kv8_kernel
+from tests.benchmarks.report import write_result
 
 try:
     import triton
@@ -379,14 +378,9 @@ def main(argv=None) -> int:
                 print(f"    {name:<24} {r[name + '_us']:7.2f} µs  err {r[name + '_error']:.1e}")
         for name, v in r.get("variants", {}).items():
             print(f"    {name:<24} {v['us']:7.2f} µs  err {v.get('error', float('nan')):.1e}")
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "triton": kd.triton.__version__,
-              "command": "python3 -m tests.benchmarks.decode_attention --out $OUT"
-              + (" --variants" if args.variants else ""),
-              "layers": LAYERS, "rows": rows}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "decode_attention_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(args.out, "decode_attention_h200.json",
+                 "python3 -m tests.benchmarks.decode_attention --out $OUT" + (" --variants" if args.variants else ""),
+                 triton=kd.triton.__version__, layers=LAYERS, rows=rows)
     return 0
 
 

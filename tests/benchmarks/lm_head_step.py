@@ -24,15 +24,13 @@ linear_float 252.5, linear 246.9, mm_fp32 247.9 (relative error to a float32 pro
 """
 
 import argparse
-import json
-import os
-import time
 
 import torch
 import torch.nn.functional as F
 
 import app  # noqa: F401  (offline, allocator settings before torch)
 from tests.benchmarks.nf4_gemv import graph_time_us
+from tests.benchmarks.report import write_result
 
 VOCAB, HIDDEN, ITERATIONS = 128256, 4096, 20
 
@@ -77,12 +75,8 @@ def main(argv=None) -> int:
                   f" {row.get('rel_error', 0):8.1e}")
         else:
             print(f"{name:<14} {row['error']}")
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "command": "python3 -m tests.benchmarks.lm_head_step --out $OUT",
-              "iterations": ITERATIONS, "rows": rows}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "lm_head_step_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(args.out, "lm_head_step_h200.json", "python3 -m tests.benchmarks.lm_head_step --out $OUT",
+                 iterations=ITERATIONS, rows=rows)
     return 0
 
 

@@ -33,12 +33,11 @@ relative L2 error against float32 W x, and the sum over one Llama-3-8B layer (q/
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import time
 
 import numpy as np
 import torch
+
+from tests.benchmarks.report import write_result
 
 NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
        -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
@@ -302,12 +301,8 @@ def main(argv=None) -> int:
     print(f"a layer: app {layer['app_us']:.1f} µs, int8 {layer['int8_us']:.1f} "
           f"({layer['int8_with_quantize_and_zero_us']:.1f} with x's quantization and y's zeroing); x 32 layers "
           f"{32 * layer['app_us'] / 1e3:.2f} against {32 * layer['int8_with_quantize_and_zero_us'] / 1e3:.2f} ms")
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "command": "python3 -m tests.benchmarks.nf4_int8_gemv --out $OUT",
-              "shapes": rows, "layer": layer}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "nf4_int8_gemv_h200.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    write_result(args.out, "nf4_int8_gemv_h200.json", "python3 -m tests.benchmarks.nf4_int8_gemv --out $OUT",
+                 shapes=rows, layer=layer)
     return 0
 
 
