@@ -28,6 +28,18 @@ tickets, fine for timing). `emulate_block` replays one 64-block in numpy from th
 Writes nf4_int8_gemv_h200.json: per shape the app kernel's µs a launch (its chosen launch shape), the
 int8 kernel's best launch shape and µs (with and without x's quantization and y's zeroing), each one's
 relative L2 error against float32 W x, and the sum over one Llama-3-8B layer (q/k/v, o, gate/up, down).
+
+Measured on the H200 (2026-12-04 21:04 UTC, results/nf4_int8_gemv_h200.json), µs a launch, int8 kernel
+(best launch shape) against the app's: q/k/v 8.35 / 10.77, o 5.72 / 6.69, gate/up (one 28672-row
+launch) 29.5 / 41.6, down 17.4 / 18.1; with x's quantization and y's zeroing as the separate launches
+they are here, 10.8 / 8.1 / 31.9 / 20.0. A layer: 60.9 µs without them, 70.8 with, against 77.2 (the
+app path's own gate/up is the paired launch, ~36 µs, so ~72). Relative L2 error to float32 W x: 8.7e-3
+against 1.7e-3, five times bf16's. Reading: the 8-bit lookup speeds up the long gate/up (1.41×) but
+little else (down, K = 14,336, 1.04×: the lookup is not what bounds it there); with x's quantization
+free (fused into the kernel before) and no zeroing it would take at most ~0.35 ms off the 2.95 ms step,
+at an error above bf16's that issue 15's logits criterion does not allow, and with weights no longer
+bf16(code · absmax). (llama.cpp's GEMV quantizes x to q8_1 the same way.) A numerics decision, not a
+kernel one; not wired into the app.
 """
 
 from __future__ import annotations
