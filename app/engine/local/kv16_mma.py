@@ -53,7 +53,11 @@ against 853.3 µs of attention a step (the step 3.967 against 3.966 ms). Under p
 launch (nvrtc.PDL), the marks and each warp's first step of earlier tokens' keys and values read
 before the wait (only the RoPE kernel's own writes, this token's key, value and query, after it): the
 same bits, but 216 registers against 158 and a slower step, 3.289 / 3.389 against 3.226 / 3.316 ms at
-1k / 4k (H200, 2026-12-04, tests/benchmarks/pdl_logits.py and decode_anatomy in one call).
+1k / 4k (H200, 2026-12-04, tests/benchmarks/pdl_logits.py and decode_anatomy in one call). On the app
+path (tests/benchmarks/anatomy_patched.py, results/decode_experiments_h200_patched.json): the last
+block loading its splits' rows in one trip with their weights, tickets ordered by fence.acq_rel, was
+no faster (2.973 against 2.958 ms at 1k); letting o_proj launch only when this kernel ends takes
+~0.35 µs a layer off the attention but ~1.8 off o_proj's overlap (2.983 against 2.946 ms).
 """
 
 from __future__ import annotations

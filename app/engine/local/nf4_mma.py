@@ -142,6 +142,12 @@ c == 0 ends with a gate row and its up row, and the epilogue writes silu(gate) *
 silu·mul kernel is gone (unlike the prologue fusions above, no block repeats work). The 8B step 3.021
 against 3.066 ms at 1k and 3.086 against 3.144 at 4k (two alternating rounds each).
 
+Two super-tiles a warp in flight before griddepcontrol.wait, the loop loading step i + 2 after step i
+instead of i + 1 before it (2026-12-04, tests/benchmarks/anatomy_patched.py "prefetch2"): 107 registers
+against 116 and every GEMV slower on the app path (gate/up 39.9 against 36.0 µs, the step 3.197
+against 2.951 ms at 1k): the next step's loads issued ahead of this step's lookups is what the loop's
+schedule needs.
+
 Build: NVRTC from torch's CUDA wheels (nvidia-cuda-nvrtc; torch >= 2.8 ships the loader used
 here, torch.cuda._utils._cuda_load_module, beside torch.cuda._compile_kernel), no CUDA toolkit,
 no headers: compiled to a cubin for the device's sm once per process and device.
