@@ -39,3 +39,30 @@ def test_each_patched_kernel_builds_for_sm90_without_spills(name):
     _, source = ap.patched_source(name)
     report = entry_report(ptxas_log(source, f"{name}.cu"), KERNELS[module_name])
     assert report["spill_stores"] == 0 and report["registers"] > 0, report
+
+
+def test_merge_launch_follows_a_split_attention_launch_with_its_merge(monkeypatch):
+    """The hook's stand-in for kv16_mma's nvrtc launches the merge kernel on the attention launch's own
+    partials and output, one block per (head, query row) and one thread per dimension; one split: none."""
+    import torch
+
+    from app.engine.local import kv16_mma, nvrtc
+
+    launched = []
+    monkeypatch.setattr(nvrtc, "launch", lambda kernel, grid, block, args, shared=0, cluster=None:
+                        launched.append((kernel, grid, block, args)))
+    monkeypatch.setattr(kv16_mma, "_kernels", lambda index: {name: name for name in ap.MERGE_NAMES})
+    monkeypatch.setattr(kv16_mma, "KERNEL_NAMES", list(kv16_mma.KERNEL_NAMES))
+    monkeypatch.setattr(kv16_mma, "nvrtc", nvrtc)
+    ap.HOOKS["merge_launch"]()
+    assert set(ap.MERGE_NAMES) <= set(kv16_mma.KERNEL_NAMES)
+    query = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
+    out, part_o, part_ml = torch.empty_like(query), torch.empty(8, 16, 4, 128), torch.empty(8, 16, 4, 2)
+    args = [query, None, None, None, out, part_o, part_ml, None, 4]
+    kv16_mma.nvrtc.launch("attention", (8, 16, 1), (256, 1, 1), args, 128)
+    assert [k for k, *_ in launched] == ["attention", "kv16_merge_bf16_d128"]
+    _, grid, block, merge_args = launched[1]
+    assert grid == (8, 4, 1) and block == (128, 1, 1) and merge_args == [part_o, part_ml, out, 4, 16]
+    launched.clear()
+    kv16_mma.nvrtc.launch("attention", (8, 1, 1), (256, 1, 1), args, 128)
+    assert [k for k, *_ in launched] == ["attention"]
