@@ -32,10 +32,13 @@ tok/s, the attention kernel 8.36 against 11.69 µs a layer: the merge (a fence, 
 block's two reads) is ~3.3 µs a layer, ~105 µs a step, more than the 1k bar's remaining ~90. With the
 attention reduced to its launch and zeros, 2.657 ms: attention as a whole costs ~300 µs a step at 1k.
 
-Not yet measured (the session's device time ran out): ``merge_launch``, the splits merged by a launch
-of their own under PDL (`_MERGE_KERNEL`: one trip for every split's row, maximum and sum; the
-attention's blocks store their partials and end, no fence or ticket), the next thing to try against
-that ~3.3 µs.
+Not yet measured (the session's device time ran out), the next things to try against that ~3.3 µs:
+``merge_launch``, the splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for
+every split's row, maximum and sum; the attention's blocks store their partials and end, no fence or
+ticket); ``merge_poll``, split 0 merging once every other split's flag is set (no ticket round trip);
+``splits_256``, 8 splits of 256 keys at 2,048 slots instead of 16 of 128. In one call:
+
+    bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll splits_256   # ~8 min with ROUNDS=2
 """
 
 from __future__ import annotations
@@ -135,7 +138,28 @@ def _merge_launch() -> None:
     kv16_mma.nvrtc = Nvrtc()
 
 
-HOOKS = {"merge_launch": _merge_launch}  # Python-side changes a patch needs, run before the first launch
+def _flags_per_split() -> None:
+    """kv16_mma's tickets as MAX_SPLITS flags a head (merge_poll), zeros between launches."""
+    from app.engine.local import kv16_mma
+
+    def counters_for(device, heads):
+        have = kv16_mma._counters.get(device)
+        if have is None or have.numel() < heads * kv16_mma.MAX_SPLITS:
+            have = kv16_mma._counters[device] = kv16_mma.torch.zeros(
+                max(heads * kv16_mma.MAX_SPLITS, 256), dtype=kv16_mma.torch.int32, device=device)
+        return have
+
+    kv16_mma._counters_for = counters_for
+
+
+def _splits_256() -> None:
+    from app.engine.local import kv16_mma
+
+    kv16_mma.MIN_SPLIT_KEYS = 256
+
+
+HOOKS = {"merge_launch": _merge_launch, "merge_poll": _flags_per_split, "splits_256": _splits_256}
+"""Python-side changes a patch needs, run before the first launch."""
 
 PATCHES = {
     "base": ("app.engine.local.kv16_mma", []),
@@ -189,6 +213,28 @@ PATCHES = {
         ("    if (splits == 1) return;\n", "    return;  // the merge: kv16_merge_* (its own launch)\n"),
         ('#define ARGS const u16* q,', _MERGE_KERNEL + '#define ARGS const u16* q,'),
     ]),
+    # Split 0 of a head adds the splits once every other split's flag says its partial is stored (a
+    # release store after a fence; split 0's threads spin on acquire loads), instead of the last block
+    # found by a ticket: one trip (the flag) where the ticket took two (fence, atomic). Safe while a
+    # head's split 0 is resident with room for the rest: they are the grid's first blocks, and under PDL
+    # the next launch starts only once every block of this one has.
+    "merge_poll": ("app.engine.local.kv16_mma", [
+        ("    if (tid == 0) {\n        __threadfence();\n        is_last = atomicAdd(counters + bh, 1) == splits - 1;\n"
+         "        if (is_last) __threadfence();\n    }\n    __syncthreads();\n    if (!is_last) return;\n",
+         "    int* flags = counters + (long long)bh * MAX_SPLITS;  // flag s: split s's partial is stored\n"
+         "    if (split != 0) {\n        if (tid == 0) {\n"
+         '            asm volatile("fence.acq_rel.gpu;" ::: "memory");\n'
+         '            asm volatile("st.relaxed.gpu.global.s32 [%0], 1;" :: "l"(flags + split) : "memory");\n'
+         "        }\n        return;\n    }\n"
+         "    if (tid > 0 && tid < splits) {\n        int seen = 0;\n"
+         '        do asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(flags + tid) : "memory");\n'
+         "        while (!seen);\n        flags[tid] = 0;  // ready for the next launch\n"
+         "    }\n    __syncthreads();\n"),
+        ("    if (tid == 0) counters[bh] = 0;  // ready for the next launch (and CUDA graph replay)\n", ""),
+    ]),
+    # Fewer, longer splits: at 2,048 slots 8 of 256 keys a head (each warp two steps), 64 blocks, the
+    # merge over 8 partials, half the SMs free for o_proj's early blocks.
+    "splits_256": ("app.engine.local.kv16_mma", []),
     "prefetch2": ("app.engine.local.nf4_mma", [
         ("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;\n",
          "    Loads cur = load<NESTED>(r, absmax2, st0);\n"

@@ -10,11 +10,18 @@ from tests.helpers.kernels import entry_report, ptxas_log
 KERNELS = {"app.engine.local.kv16_mma": "kv16_rope_decode_bf16_d128", "app.engine.local.nf4_mma": "nf4_mma_pair_nested"}
 
 
-@pytest.mark.parametrize("name", [n for n in ap.PATCHES if n != "base"])
+SOURCE_PATCHES = [name for name, (_, patches) in ap.PATCHES.items() if patches]
+
+
+@pytest.mark.parametrize("name", SOURCE_PATCHES)
 def test_each_patch_applies_once_and_changes_the_source(name):
     module, source = ap.patched_source(name)
     assert source != module.SOURCE
     assert len(source) - len(module.SOURCE) == sum(len(b) - len(a) for a, b in ap.PATCHES[name][1])
+
+
+def test_every_patch_without_source_changes_has_a_hook():
+    assert all(name in ap.HOOKS for name, (_, patches) in ap.PATCHES.items() if not patches and name != "base")
 
 
 def test_base_is_the_source_as_shipped():
@@ -33,7 +40,7 @@ def test_an_unknown_patch_is_a_usage_error(capsys):
     assert "late_release" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", [n for n in ap.PATCHES if n != "base"])
+@pytest.mark.parametrize("name", SOURCE_PATCHES)
 def test_each_patched_kernel_builds_for_sm90_without_spills(name):
     module_name = ap.PATCHES[name][0]
     _, source = ap.patched_source(name)

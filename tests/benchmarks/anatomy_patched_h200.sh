@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Kernel-source A/Bs on the app path in one device call (issue 15): tests/benchmarks/anatomy_patched.py for
+# each PATCH given, alternating with the shipped kernels ("base"), ROUNDS rounds (default 2): the first at
+# 1k with the critical path (what each kernel adds to the step), the others at 1k and 4k. About 40 s a
+# run after the first (~85 s: the compile). From the project copy on the device ($OUT set), carrying
+# what tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/):
+#   bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll splits_256
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whlslim/*.whl
+tar -C /tmp/site -xJf .whlslim/bnb.tar.xz; tar -C /tmp -xJf .gpu3/site25.tar.xz
+export PYTHONPATH=/tmp/site25:/tmp/site:$PWD
+SECONDS=0
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for patch in base "$@"; do
+    tag=${patch}_r${round}
+    depths="--depths 1024,4096"
+    [ "$round" = 1 ] && depths="--depths 1024 --critical-path"
+    python3 -m tests.benchmarks.anatomy_patched "$patch" --kv8-depths '' $depths --out "$OUT/$tag" > "/tmp/$tag.log" 2>&1
+    grep -iE "self-check|not used|set aside|Error" "/tmp/$tag.log" | head -3
+    python3 - "$OUT/$tag" "$tag" <<'PY'
+import json, sys
+d = json.load(open(f"{sys.argv[1]}/decode_anatomy_h200.json"))
+for r in d["kv16"]:
+    print(sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "step", round(r["step_ms"], 4))
+    for k, v in sorted((r.get("critical_path") or {"labels": {}})["labels"].items(), key=lambda kv: -kv[1]["adds_us"])[:9]:
+        print(f"   {k[:40]:40s} adds {v['adds_us']:7.1f} dur {v['dur_us']:6.2f} start {v['start_after_us']:6.2f}")
+PY
+    rm -rf "$OUT/$tag"/trace_*
+    echo "$tag ${SECONDS}s"
+  done
+done
