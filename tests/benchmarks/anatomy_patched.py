@@ -63,9 +63,9 @@ _MERGE_KERNEL = r"""
 template <int D, bool BF16>
 __device__ void merge_splits(const float* part_o, const float* part_ml, u16* out, int groups, int splits) {
     const int bh = blockIdx.x, r = blockIdx.y, d = threadIdx.x;
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+#if __CUDA_ARCH__ >= 900  // o_proj may launch now, under the attention, as it does after the ticket merge
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     const long long first = (long long)bh * splits * groups + r;  // (split 0, row r) of this head
     float top = NONE, total = 0.f, acc = 0.f;
@@ -215,9 +215,10 @@ PATCHES = {
     ]),
     # Split 0 of a head adds the splits once every other split's flag says its partial is stored (a
     # release store after a fence; split 0's threads spin on acquire loads), instead of the last block
-    # found by a ticket: one trip (the flag) where the ticket took two (fence, atomic). Safe while a
-    # head's split 0 is resident with room for the rest: they are the grid's first blocks, and under PDL
-    # the next launch starts only once every block of this one has.
+    # found by a ticket: one trip (the flag) where the ticket took two (fence, atomic). Safe while the
+    # spinning split 0 blocks (B·Hkv of them) leave SMs for the rest (B·Hkv < SMs: the app's B = 1, 8
+    # heads; under PDL the next launch starts only once every block of this one has); B·Hkv >= SMs with
+    # 2+ splits would hang, so shipping it needs the ticket kept for that case.
     "merge_poll": ("app.engine.local.kv16_mma", [
         ("    if (tid == 0) {\n        __threadfence();\n        is_last = atomicAdd(counters + bh, 1) == splits - 1;\n"
          "        if (is_last) __threadfence();\n    }\n    __syncthreads();\n    if (!is_last) return;\n",
@@ -233,7 +234,7 @@ PATCHES = {
         ("    if (tid == 0) counters[bh] = 0;  // ready for the next launch (and CUDA graph replay)\n", ""),
     ]),
     # Fewer, longer splits: at 2,048 slots 8 of 256 keys a head (each warp two steps), 64 blocks, the
-    # merge over 8 partials, half the SMs free for o_proj's early blocks.
+    # merge over 8 partials, half the SMs free for o_proj's early blocks (4,096 slots and more: as base).
     "splits_256": ("app.engine.local.kv16_mma", []),
     "prefetch2": ("app.engine.local.nf4_mma", [
         ("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;\n",

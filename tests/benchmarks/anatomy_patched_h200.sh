@@ -15,7 +15,9 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     tag=${patch}_r${round}
     depths="--depths 1024,4096"
     [ "$round" = 1 ] && depths="--depths 1024 --critical-path"
-    python3 -m tests.benchmarks.anatomy_patched "$patch" --kv8-depths '' $depths --out "$OUT/$tag" > "/tmp/$tag.log" 2>&1
+    # a hung experiment (merge_poll spins) must not take the whole call
+    timeout 200 python3 -m tests.benchmarks.anatomy_patched "$patch" --kv8-depths '' $depths --out "$OUT/$tag" \
+      > "/tmp/$tag.log" 2>&1 || { echo "$tag failed or timed out: $(tail -2 "/tmp/$tag.log")"; continue; }
     grep -iE "self-check|not used|set aside|Error" "/tmp/$tag.log" | head -3
     python3 - "$OUT/$tag" "$tag" <<'PY'
 import json, sys
