@@ -46,14 +46,16 @@ from __future__ import annotations
 import importlib
 import sys
 
-_COPY_ASYNC = """// 16 bytes global (L2) → shared without a register; a thread issues its copies, then waits once.
-__device__ __forceinline__ void copy_async(void* shared, const void* global) {
-    u32 s;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(s) : "l"(shared));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(global) : "memory");
-}
-__device__ __forceinline__ void copies_done() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-"""
+
+def _copy_async() -> str:
+    """nf4_mma's cp.async helpers (copy_async, copies_done), for a patch of another kernel's SOURCE."""
+    from app.engine.local import nf4_mma
+
+    source = nf4_mma.SOURCE
+    first = source.index("__device__ __forceinline__ void copy_async(")
+    last = source.index("\n", source.index("__device__ __forceinline__ void copies_done()")) + 1
+    return source[first:last]
+
 
 DIAGNOSTIC = "diag_"  # a patch that computes something else: the kernels' self-checks are skipped for it
 
@@ -165,7 +167,7 @@ PATCHES = {
     "base": ("app.engine.local.kv16_mma", []),
     "one_trip_merge": ("app.engine.local.kv16_mma", [
         ("template <bool BF16> __device__ __forceinline__ u32 pack2(",
-         _COPY_ASYNC + "template <bool BF16> __device__ __forceinline__ u32 pack2("),
+         _copy_async() + "template <bool BF16> __device__ __forceinline__ u32 pack2("),
         ("        __threadfence();\n        is_last = atomicAdd(counters + bh, 1) == splits - 1;\n"
          "        if (is_last) __threadfence();\n",
          '        asm volatile("fence.acq_rel.gpu;" ::: "memory");\n'
