@@ -32,13 +32,16 @@ tok/s, the attention kernel 8.36 against 11.69 µs a layer: the merge (a fence, 
 block's two reads) is ~3.3 µs a layer, ~105 µs a step, more than the 1k bar's remaining ~90. With the
 attention reduced to its launch and zeros, 2.657 ms: attention as a whole costs ~300 µs a step at 1k.
 
-Not yet measured (the session's device time ran out), the next things to try against that ~3.3 µs:
-``merge_launch``, the splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for
-every split's row, maximum and sum; the attention's blocks store their partials and end, no fence or
-ticket); ``merge_poll``, split 0 merging once every other split's flag is set (no ticket round trip);
-``splits_256``, 8 splits of 256 keys at 2,048 slots instead of 16 of 128. In one call:
+Not yet measured (no device time left, then none lent), the next things to try against that ~3.3 µs:
+``merge_cluster``, a head's splits as one thread-block cluster that merges by pushing each block's partial
+into the shared memory of the block that adds that share of the output (no global partials, fence,
+ticket or reload: one cluster barrier), 8 splits of 256 keys at 2,048 slots and of 768 at 6,144;
+``splits_256``, the same 8 splits with the ticket (what the cluster itself buys); ``merge_launch``, the
+splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for every split's row,
+maximum and sum; the attention's blocks store their partials and end, no fence or ticket); ``merge_poll``,
+split 0 merging once every other split's flag is set (no ticket round trip). In one call (~8 min):
 
-    bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll splits_256   # ~8 min with ROUNDS=2
+    bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256 merge_launch merge_poll
 """
 
 from __future__ import annotations
@@ -160,7 +163,32 @@ def _splits_256() -> None:
     kv16_mma.MIN_SPLIT_KEYS = 256
 
 
-HOOKS = {"merge_launch": _merge_launch, "merge_poll": _flags_per_split, "splits_256": _splits_256}
+CLUSTER_SLOTS = 8192  # merge_cluster: the most slots whose splits run as one cluster (fewer splits past 8)
+
+
+def _merge_cluster() -> None:
+    """kv16_mma as ``splits_256``, and a head's splits launched as one thread-block cluster of at most
+    nvrtc.PORTABLE_CLUSTER (the patch's rx buffers hold 8) up to CLUSTER_SLOTS slots: Llama-3-8B on the
+    H200 takes 8 clusters of 8 splits of 256 keys at 2,048 slots (the chat at 1k; as splits_256) and of
+    768 at 6,144 (at 4k; against 16 of 384 with the ticket), the self-checks' 2 heads over 300 keys 2
+    splits; beyond CLUSTER_SLOTS the ticket (16 splits of 1,024 at 16,384)."""
+    from app.engine.local import kv16_mma, nvrtc
+
+    kv16_mma.MIN_SPLIT_KEYS = 256
+    launch = kv16_mma._launch
+
+    def clustered(query, key, value, valid, scale, rope, kernels=None, waves=kv16_mma.SPLIT_WAVES, cluster=0):
+        if not cluster:
+            sms = kv16_mma.torch.cuda.get_device_properties(query.device).multi_processor_count
+            splits, _ = kv16_mma.launch_split(key.shape[2], query.shape[0] * query.shape[1], sms, waves)
+            cluster = min(splits, nvrtc.PORTABLE_CLUSTER) if splits > 1 and key.shape[2] <= CLUSTER_SLOTS else 0
+        return launch(query, key, value, valid, scale, rope, kernels, waves, cluster)
+
+    kv16_mma._launch = clustered
+
+
+HOOKS = {"merge_launch": _merge_launch, "merge_poll": _flags_per_split, "splits_256": _splits_256,
+         "merge_cluster": _merge_cluster}
 """Python-side changes a patch needs, run before the first launch."""
 
 PATCHES = {
@@ -238,6 +266,85 @@ PATCHES = {
     # Fewer, longer splits: at 2,048 slots 8 of 256 keys a head (each warp two steps), 64 blocks, the
     # merge over 8 partials, half the SMs free for o_proj's early blocks (4,096 slots and more: as base).
     "splits_256": ("app.engine.local.kv16_mma", []),
+    # The splits of a head as one thread-block cluster (`_merge_cluster`), merged by pushing: each block
+    # stores its partial rows straight into the shared memory of the block that adds that part of the
+    # output (st.shared::cluster, no round trip), one cluster barrier, then every block adds its share
+    # from its own shared memory in the ticket merge's order. No global partials, fence, ticket or reload.
+    # (CLUSTER_PATCHES in decode_attention.py, measured slower, pulled every split's values through
+    # dependent distributed-shared-memory loads instead, and took two cluster barriers.)
+    "merge_cluster": ("app.engine.local.kv16_mma", [
+        ("template <int D, bool BF16, bool ROPE>\n__device__ void attend(",
+         "__device__ __forceinline__ void st_rank(float* local, u32 rank, float v) {  // into block `rank`'s copy\n"
+         "#if __CUDA_ARCH__ >= 900\n"
+         "    u32 a, r;\n"
+         '    asm("{ .reg .u64 p; cvta.to.shared.u64 p, %1; cvt.u32.u64 %0, p; }" : "=r"(a) : "l"(local));\n'
+         '    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));\n'
+         '    asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(r), "f"(v) : "memory");\n'
+         "#endif\n"
+         "}\n"
+         "template <int D, bool BF16, bool ROPE>\n__device__ void attend("),
+        ("    __shared__ float sm_w[MAX_SPLITS * 8];\n    __shared__ float sm_wl[MAX_SPLITS * 8], sm_total[8];\n",
+         "    // the ticket merge's weights, or in a cluster the maxima, sums and output rows pushed to this block\n"
+         "    __shared__ __align__(16) float sm_mg[2 * MAX_SPLITS * 8 > 8 * D + 136 ? 2 * MAX_SPLITS * 8\n"
+         "                                         : 8 * D + 136];\n"
+         "    __shared__ float sm_total[8];\n"
+         "    float* const sm_w = sm_mg;\n    float* const sm_wl = sm_mg + MAX_SPLITS * 8;\n"
+         "    float* const rx_m = sm_mg;  // [split][row], at most 8 x 8\n"
+         "    float* const rx_l = sm_mg + 64;\n"
+         "    float* const rx_o = sm_mg + 128;  // [split][chunk]: this block's share of the output elements\n"),
+        ('    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");\n#endif\n\n    // In flight together',
+         '    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");\n#endif\n'
+         "#if __CUDA_ARCH__ >= 900\n"
+         "    u32 ranks;\n"
+         '    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));\n'
+         "    const bool clustered = ranks > 1;  // the head's splits are one cluster: rank = split\n"
+         "    // arrived here, waited for before the first push: no store into a block that has not started\n"
+         '    if (clustered) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");\n'
+         "#else\n"
+         "    const bool clustered = false;\n"
+         "#endif\n"
+         "    const int chunk = (groups * D + splits - 1) / splits;  // output elements a block of a cluster adds\n"
+         "\n    // In flight together"),
+        ("    __syncthreads();\n    for (int e = tid; e < groups * D; e += WARPS * 32) {\n"
+         "        const int r = e / D, d = e % D;\n        float top = NONE;\n",
+         "    __syncthreads();\n"
+         "#if __CUDA_ARCH__ >= 900\n"
+         '    if (clustered) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");\n'
+         "#endif\n"
+         "    for (int e = tid; e < groups * D; e += WARPS * 32) {\n"
+         "        const int r = e / D, d = e % D;\n        float top = NONE;\n"),
+        ("        } else {\n            const long long at = ((long long)bh * splits + split) * groups + r;\n",
+         "        } else if (clustered) {  // to the block that adds element e, and this row's max and sum to all\n"
+         "            const int owner = e / chunk;\n"
+         "            st_rank(&rx_o[split * chunk + e - owner * chunk], owner, acc);\n"
+         "            if (d == 0)\n"
+         "                for (int to = 0; to < splits; ++to) {\n"
+         "                    st_rank(&rx_m[split * 8 + r], to, top);\n"
+         "                    st_rank(&rx_l[split * 8 + r], to, total);\n"
+         "                }\n"
+         "        } else {\n            const long long at = ((long long)bh * splits + split) * groups + r;\n"),
+        ("    if (splits == 1) return;\n",
+         "    if (splits == 1) return;\n"
+         "#if __CUDA_ARCH__ >= 900\n"
+         "    if (clustered) {  // every push seen, then this block's share added as the ticket merge adds it\n"
+         '        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");\n'
+         '        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");\n'
+         "        const int first = split * chunk, last = min(first + chunk, groups * D);\n"
+         "        for (int e = first + tid; e < last; e += WARPS * 32) {\n"
+         "            const int r = e / D, d = e % D;\n"
+         "            float top = NONE, total = 0.f, acc = 0.f;\n"
+         "            for (int sp = 0; sp < splits; ++sp) top = fmaxf(top, rx_m[sp * 8 + r]);\n"
+         "            for (int sp = 0; sp < splits; ++sp) {\n"
+         "                const float f = ex2(rx_m[sp * 8 + r] - top);\n"
+         "                total += f * rx_l[sp * 8 + r];\n"
+         "                acc += f * rx_o[sp * chunk + e - first];\n"
+         "            }\n"
+         "            out[((long long)bh * groups + r) * D + d] = pack1<BF16>(acc / fmaxf(total, 1.0e-30f));\n"
+         "        }\n"
+         "        return;\n"
+         "    }\n"
+         "#endif\n"),
+    ]),
     "prefetch2": ("app.engine.local.nf4_mma", [
         ("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;\n",
          "    Loads cur = load<NESTED>(r, absmax2, st0);\n"

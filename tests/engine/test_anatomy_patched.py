@@ -73,3 +73,27 @@ def test_merge_launch_follows_a_split_attention_launch_with_its_merge(monkeypatc
     launched.clear()
     kv16_mma.nvrtc.launch("attention", (8, 1, 1), (256, 1, 1), args, 128)
     assert [k for k, *_ in launched] == ["attention"]
+
+
+def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
+    """The hook's launch passes a cluster of a head's splits (of at least 256 keys), at most 8 (the patch's
+    shared-memory rows hold 8), up to 8,192 slots, else none (the ticket merge): Llama-3-8B's 8 KV heads on
+    132 SMs take 8 at 2,048 and 6,144 slots (16 without a cluster) and none at 16,384; the self-checks' 2
+    heads 2 splits at 300 keys and none at 8."""
+    import types
+
+    import torch
+
+    from app.engine.local import kv16_mma
+
+    launched = []
+    monkeypatch.setattr(kv16_mma, "MIN_SPLIT_KEYS", kv16_mma.MIN_SPLIT_KEYS)
+    monkeypatch.setattr(kv16_mma, "_launch", lambda *args: launched.append(args[-1]))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(
+        multi_processor_count=132))
+    ap.HOOKS["merge_cluster"]()
+    assert kv16_mma.MIN_SPLIT_KEYS == 256
+    for heads, slots in ((8, 2048), (8, 6144), (8, 16384), (2, 300), (2, 8), (8, 512)):
+        query = torch.empty(1, heads, 4, 128, device="meta")
+        kv16_mma._launch(query, torch.empty(1, heads, slots, 128, device="meta"), None, None, 0.1, None)
+    assert launched == [8, 8, 0, 2, 0, 2]
