@@ -181,11 +181,75 @@ def _merge_cluster() -> None:
         if not cluster:
             sms = kv16_mma.torch.cuda.get_device_properties(query.device).multi_processor_count
             splits, _ = kv16_mma.launch_split(key.shape[2], query.shape[0] * query.shape[1], sms, waves)
-            cluster = min(splits, nvrtc.PORTABLE_CLUSTER) if splits > 1 and key.shape[2] <= CLUSTER_SLOTS else 0
+            fits = splits > 1 and key.shape[2] <= CLUSTER_SLOTS
+            fits = fits and kv16_mma.torch.cuda.get_device_capability(query.device) >= (9, 0)  # clusters: sm_90+
+            cluster = min(splits, nvrtc.PORTABLE_CLUSTER) if fits else 0
         return launch(query, key, value, valid, scale, rope, kernels, waves, cluster)
 
     kv16_mma._launch = clustered
 
+
+def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
+    """merge_cluster's kernels against the shipped ones on the GPU at the same splits (launched as a
+    cluster the shipped kernels still take the ticket): 2-8 splits over 300 keys (splits past the keys
+    empty, output shares that straddle rows), 1, 4 and 8 query heads a KV head, head_dim 64 and 128, bf16
+    and fp16, masked and not, and decode_rope's kernel (this token's key and value written) at 3 and 8
+    splits. "" when every output agrees bit for bit (the merge adds in the ticket's order; where not, within
+    1e-2 relative L2, printed), else the first that does not. The self-checks at load try only 2 splits."""
+    import torch
+
+    from app.engine.local import kv16_mma, nvrtc
+
+    if device == "cuda" and not torch.cuda.is_available():
+        return "no CUDA device"
+    index = torch.cuda.current_device() if device == "cuda" else 0
+    shipped = nvrtc.load(index, shipped_source, "kv16_shipped.cu", kv16_mma.KERNEL_NAMES + kv16_mma.ROPE_KERNEL_NAMES)
+    patched = kv16_mma._kernels(index)
+    g = torch.Generator(device=device).manual_seed(0)
+    inexact = []
+
+    def differs(label: str, want: torch.Tensor, got: torch.Tensor) -> str:
+        if torch.equal(want, got):
+            return ""
+        error = float((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30))
+        inexact.append(f"{label} {error:.1e}")
+        return f"{label}: relative error {error:.2g}" if error > 1e-2 else ""  # a bf16 step, not a wrong share
+
+    for dtype in (torch.bfloat16, torch.float16):
+        for d in kv16_mma.HEAD_DIMS:
+            for groups in (1, 4, 8):
+                query = torch.randn(1, 2, groups, d, generator=g, device=device).to(dtype)
+                key, value = (torch.randn(1, 2, 300, d, generator=g, device=device).to(dtype) for _ in range(2))
+                valid = (torch.rand(1, 300, generator=g, device=device) > 0.2)
+                for mask in (None, valid):
+                    for splits in range(2, 9):
+                        label = f"{str(dtype)[6:]} d{d} g{groups} {splits} splits{'' if mask is None else ' masked'}"
+                        runs = [kv16_mma.decode(query, key, value, mask, d**-0.5, kernels=k, cluster=splits)
+                                for k in (shipped, patched)]
+                        problem = differs(label, *runs)
+                        if problem:
+                            return problem
+                position = torch.tensor(263, dtype=torch.int64, device=device)
+                new = [torch.randn(1, 2, 1, d, generator=g, device=device).to(dtype) for _ in range(2)]
+                cos, sin = (torch.rand(d, generator=g, device=device).to(dtype) for _ in range(2))
+                for splits in (3, 8):
+                    runs, caches = [], []
+                    for kernels in (shipped, patched):
+                        cache = (key.clone(), value.clone())
+                        runs.append(kv16_mma._launch(query, *cache, valid, d**-0.5, (*new, cos, sin, position), kernels,
+                                                     kv16_mma.SPLIT_WAVES, splits))
+                        caches.append(torch.cat(cache))
+                    label = f"rope {str(dtype)[6:]} d{d} g{groups} {splits} splits"
+                    problem = differs(label, *runs) or differs(label + " cache", *caches)
+                    if problem:
+                        return problem
+    if inexact:
+        print("merge_cluster check: not bit for bit in " + ", ".join(inexact[:4]))
+    return ""
+
+
+CHECKS = {"merge_cluster": _merge_cluster_check}
+"""A patch's own check on the GPU before the anatomy runs: "" or why not (the run stops)."""
 
 HOOKS = {"merge_launch": _merge_launch, "merge_poll": _flags_per_split, "splits_256": _splits_256,
          "merge_cluster": _merge_cluster}
@@ -269,7 +333,8 @@ PATCHES = {
     # The splits of a head as one thread-block cluster (`_merge_cluster`), merged by pushing: each block
     # stores its partial rows straight into the shared memory of the block that adds that part of the
     # output (st.shared::cluster, no round trip), one cluster barrier, then every block adds its share
-    # from its own shared memory in the ticket merge's order. No global partials, fence, ticket or reload.
+    # from its own shared memory in the ticket merge's order. No global partials, ticket or reload (the
+    # barrier's release arrive is still a MEMBAR.ALL.GPU in each thread's SASS).
     # (CLUSTER_PATCHES in decode_attention.py, measured slower, pulled every split's values through
     # dependent distributed-shared-memory loads instead, and took two cluster barriers.)
     "merge_cluster": ("app.engine.local.kv16_mma", [
@@ -297,7 +362,8 @@ PATCHES = {
          "#if __CUDA_ARCH__ >= 900\n"
          "    u32 ranks;\n"
          '    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));\n'
-         "    const bool clustered = ranks > 1;  // the head's splits are one cluster: rank = split\n"
+         "    // the head's splits are one cluster (rank = split); past 8 the rx rows would overlap: the ticket\n"
+         "    const bool clustered = ranks > 1 && ranks == splits && splits <= 8;\n"
          "    // arrived here, waited for before the first push: no store into a block that has not started\n"
          '    if (clustered) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");\n'
          "#else\n"
@@ -379,9 +445,14 @@ def main(argv=None) -> int:
         print(f"usage: anatomy_patched {{{','.join(PATCHES)}}} [decode_anatomy's arguments]", file=sys.stderr)
         return 2
     module, source = patched_source(argv[0])
-    module.SOURCE = source  # before the first launch compiles it (the kernels are cached per process)
+    shipped, module.SOURCE = module.SOURCE, source  # before the first launch compiles it (cached per process)
     if argv[0] in HOOKS:
         HOOKS[argv[0]]()
+    if argv[0] in CHECKS:
+        problem = CHECKS[argv[0]](shipped)
+        print(f"{argv[0]} check: {problem or 'agrees with the shipped kernels'}")
+        if problem:
+            return 1
     if argv[0].startswith(DIAGNOSTIC):
         from app.engine.local import rope_attention, split_kv_attention
 

@@ -91,9 +91,64 @@ def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
     monkeypatch.setattr(kv16_mma, "_launch", lambda *args: launched.append(args[-1]))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(
         multi_processor_count=132))
+    capability = [(9, 0)]
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capability[0])
     ap.HOOKS["merge_cluster"]()
     assert kv16_mma.MIN_SPLIT_KEYS == 256
     for heads, slots in ((8, 2048), (8, 6144), (8, 16384), (2, 300), (2, 8), (8, 512)):
         query = torch.empty(1, heads, 4, 128, device="meta")
         kv16_mma._launch(query, torch.empty(1, heads, slots, 128, device="meta"), None, None, 0.1, None)
     assert launched == [8, 8, 0, 2, 0, 2]
+    capability[0] = (8, 0)  # no clusters before Hopper: the ticket
+    kv16_mma._launch(query, torch.empty(1, 8, 2048, 128, device="meta"), None, None, 0.1, None)
+    kv16_mma._launch(query, torch.empty(1, 8, 2048, 128, device="meta"), None, None, 0.1, None, None, 1, 5)
+    assert launched[-2:] == [0, 5]  # a cluster asked for is passed on as it is
+
+
+def _fake_attention(wrong_at=None):
+    """Stand-ins for kv16_mma.decode and _launch on the CPU: the shipped kernels' output is the query
+    scaled by the split count; the patched ones' the same, but for the launch whose (kernels, splits,
+    query heads a KV head) is ``wrong_at``, a wrong share. Records (kernels, splits, rope)."""
+    calls = []
+
+    def run(query, key, value, valid, scale, rope, kernels, waves, cluster):
+        calls.append((kernels, cluster, rope is not None))
+        if rope:  # this token's key in the cache, as both kernels write it
+            key[:, :, 263] = rope[0][:, :, 0]
+        out = query * cluster
+        if (kernels, cluster, query.shape[2]) == wrong_at:
+            out = out.clone()
+            out[..., : query.shape[-1] // 2] = 0
+        return out
+
+    def decode(query, key, value, valid, scale, kernels=None, waves=1, cluster=0):
+        return run(query, key, value, valid, scale, None, kernels, waves, cluster)
+
+    return calls, run, decode
+
+
+@pytest.mark.parametrize("wrong_at", [None, ("patched", 6, 4)])
+def test_merge_cluster_check_compares_every_shape_and_finds_a_wrong_share(monkeypatch, wrong_at):
+    """The GPU check before the anatomy (run here on the CPU with stand-in kernels): the shipped and
+    patched kernels at each of 2-8 splits, for 3 group sizes, 2 head_dims and 2 dtypes, masked and not,
+    and the RoPE kernel at 3 and 8 splits; a share computed wrong is named, and main stops on it."""
+    from app.engine.local import kv16_mma, nvrtc
+
+    calls, run, decode = _fake_attention(wrong_at)
+    monkeypatch.setattr(nvrtc, "load", lambda *args: "shipped")
+    monkeypatch.setattr(kv16_mma, "_kernels", lambda index: "patched")
+    monkeypatch.setattr(kv16_mma, "_launch", run)
+    monkeypatch.setattr(kv16_mma, "decode", decode)
+    problem = ap._merge_cluster_check("source", device="cpu")
+    if wrong_at is None:
+        assert problem == ""
+        assert len(calls) == 2 * 2 * 3 * (2 * 7 + 2) * 2
+        assert {(k, n) for k, n, rope in calls if not rope} == {(k, n) for k in ("shipped", "patched")
+                                                              for n in range(2, 9)}
+        assert {n for _, n, rope in calls if rope} == {3, 8}
+    else:
+        assert problem.startswith("bfloat16 d64 g4 6 splits: relative error")
+        monkeypatch.setitem(ap.CHECKS, "merge_cluster", lambda shipped: problem)
+        monkeypatch.setattr(ap, "HOOKS", {})
+        monkeypatch.setattr(kv16_mma, "SOURCE", kv16_mma.SOURCE)
+        assert ap.main(["merge_cluster", "--depths", "1024"]) == 1
