@@ -32,16 +32,26 @@ tok/s, the attention kernel 8.36 against 11.69 µs a layer: the merge (a fence, 
 block's two reads) is ~3.3 µs a layer, ~105 µs a step, more than the 1k bar's remaining ~90. With the
 attention reduced to its launch and zeros, 2.657 ms: attention as a whole costs ~300 µs a step at 1k.
 
-Not yet measured (no device time left, then none lent), the next things to try against that ~3.3 µs:
-``merge_cluster``, a head's splits as one thread-block cluster that merges by pushing each block's partial
-into the shared memory of the block that adds that share of the output (no global partials, fence,
-ticket or reload: one cluster barrier), 8 splits of 256 keys at 2,048 slots and of 768 at 6,144;
-``splits_256``, the same 8 splits with the ticket (what the cluster itself buys); ``merge_launch``, the
-splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for every split's row,
-maximum and sum; the attention's blocks store their partials and end, no fence or ticket); ``merge_poll``,
-split 0 merging once every other split's flag is set (no ticket round trip). In one call (~8 min):
+Not yet measured (no device time left, then none lent), the next things to try against that ~3.3 µs,
+in the order of the call below:
 
-    bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256 merge_launch merge_poll
+- ``merge_launch``: the splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for
+  every split's row, maximum and sum; the attention's blocks store their partials and end, no fence or
+  ticket).
+- ``merge_poll``: split 0 merges once every other split's flag is set (no ticket round trip).
+- ``merge_cluster``: a head's splits as one thread-block cluster that merges by pushing each block's
+  partial into the shared memory of the block that adds that share of the output (no global partials,
+  ticket or reload: one cluster barrier), 8 splits of 256 keys at 2,048 slots; checked against the
+  shipped kernels on the GPU first (`_merge_cluster_check`).
+- ``splits_256``: the same 8 splits with the ticket, merge_cluster's control. At the chat's 1k fill
+  (~1,565-1,821 of 2,048 slots on its second turn) a warp then takes 2 steps of 16 keys instead of 1,
+  ~1.2-2.4 µs a layer more by decode_attention.py's standalone figures (8.42 / 10.83 µs at 1 / 2 steps
+  a warp), which the cluster's merge has to win back: a portable cluster holds 8 blocks, 1,024 keys a
+  round (the 16-block cluster took 13.6 µs there, against 8.19).
+
+In one call (~9 min):
+
+    bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll merge_cluster splits_256
 """
 
 from __future__ import annotations
@@ -163,15 +173,16 @@ def _splits_256() -> None:
     kv16_mma.MIN_SPLIT_KEYS = 256
 
 
-CLUSTER_SLOTS = 8192  # merge_cluster: the most slots whose splits run as one cluster (fewer splits past 8)
+CLUSTER_SLOTS = 2048  # merge_cluster: the most slots whose splits run as one cluster (past it, 8 splits
+# would give each warp 6 steps at the 4k chat's fill, against 3 with 16 splits)
 
 
 def _merge_cluster() -> None:
     """kv16_mma as ``splits_256``, and a head's splits launched as one thread-block cluster of at most
     nvrtc.PORTABLE_CLUSTER (the patch's rx buffers hold 8) up to CLUSTER_SLOTS slots: Llama-3-8B on the
-    H200 takes 8 clusters of 8 splits of 256 keys at 2,048 slots (the chat at 1k; as splits_256) and of
-    768 at 6,144 (at 4k; against 16 of 384 with the ticket), the self-checks' 2 heads over 300 keys 2
-    splits; beyond CLUSTER_SLOTS the ticket (16 splits of 1,024 at 16,384)."""
+    H200 takes 8 clusters of 8 splits of 256 keys at 2,048 slots (the chat at 1k; as splits_256), the
+    self-checks' 2 heads over 300 keys 2 splits; beyond CLUSTER_SLOTS the ticket (16 splits of 384 at
+    6,144, the chat at 4k)."""
     from app.engine.local import kv16_mma, nvrtc
 
     kv16_mma.MIN_SPLIT_KEYS = 256

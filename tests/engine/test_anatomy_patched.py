@@ -77,9 +77,9 @@ def test_merge_launch_follows_a_split_attention_launch_with_its_merge(monkeypatc
 
 def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
     """The hook's launch passes a cluster of a head's splits (of at least 256 keys), at most 8 (the patch's
-    shared-memory rows hold 8), up to 8,192 slots, else none (the ticket merge): Llama-3-8B's 8 KV heads on
-    132 SMs take 8 at 2,048 and 6,144 slots (16 without a cluster) and none at 16,384; the self-checks' 2
-    heads 2 splits at 300 keys and none at 8."""
+    shared-memory rows hold 8), up to 2,048 slots, else none (the ticket merge): Llama-3-8B's 8 KV heads on
+    132 SMs take 8 at 2,048 slots and none at 6,144 (16 splits); the self-checks' 2 heads 2 splits at 300
+    keys and none at 8."""
     import types
 
     import torch
@@ -95,10 +95,10 @@ def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capability[0])
     ap.HOOKS["merge_cluster"]()
     assert kv16_mma.MIN_SPLIT_KEYS == 256
-    for heads, slots in ((8, 2048), (8, 6144), (8, 16384), (2, 300), (2, 8), (8, 512)):
+    for heads, slots in ((8, 2048), (8, 6144), (8, 4096), (2, 300), (2, 8), (8, 512)):
         query = torch.empty(1, heads, 4, 128, device="meta")
         kv16_mma._launch(query, torch.empty(1, heads, slots, 128, device="meta"), None, None, 0.1, None)
-    assert launched == [8, 8, 0, 2, 0, 2]
+    assert launched == [8, 0, 0, 2, 0, 2]
     capability[0] = (8, 0)  # no clusters before Hopper: the ticket
     kv16_mma._launch(query, torch.empty(1, 8, 2048, 128, device="meta"), None, None, 0.1, None)
     kv16_mma._launch(query, torch.empty(1, 8, 2048, 128, device="meta"), None, None, 0.1, None, None, 1, 5)
