@@ -32,13 +32,11 @@ tok/s, the attention kernel 8.36 against 11.69 µs a layer: the merge (a fence, 
 block's two reads) is ~3.3 µs a layer, ~105 µs a step, more than the 1k bar's remaining ~90. With the
 attention reduced to its launch and zeros, 2.657 ms: attention as a whole costs ~300 µs a step at 1k.
 
-Not yet measured (no device time left, then none lent), the next things to try against that ~3.3 µs,
-in the order of the call below:
+Against that ~3.3 µs, not yet measured (no device time left, then none lent): two other merges are now
+kv16_mma.MERGE values ("launch": a merge kernel of its own under PDL; "poll": split 0 adds the splits
+once their flags are set), to A/B with HEADROOM_KV16_MERGE beside llama.cpp in one call
+(llama_cpp_same_run_h200.sh); and two patches here:
 
-- ``merge_launch``: the splits merged by a launch of their own under PDL (`_MERGE_KERNEL`: one trip for
-  every split's row, maximum and sum; the attention's blocks store their partials and end, no fence or
-  ticket).
-- ``merge_poll``: split 0 merges once every other split's flag is set (no ticket round trip).
 - ``merge_cluster``: a head's splits as one thread-block cluster that merges by pushing each block's
   partial into the shared memory of the block that adds that share of the output (no global partials,
   ticket or reload: one cluster barrier), 8 splits of 256 keys at 2,048 slots; checked against the
@@ -49,9 +47,9 @@ in the order of the call below:
   a warp), which the cluster's merge has to win back: a portable cluster holds 8 blocks, 1,024 keys a
   round (the 16-block cluster took 13.6 µs there, against 8.19).
 
-In one call (~9 min):
+In one call (~6 min):
 
-    bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll merge_cluster splits_256
+    bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256
 """
 
 from __future__ import annotations
@@ -72,101 +70,6 @@ def _copy_async() -> str:
 
 DIAGNOSTIC = "diag_"  # a patch that computes something else: the kernels' self-checks are skipped for it
 
-# One block per (sequence · KV head, query row), one thread per dimension: every split's row, maximum and
-# sum loaded in one trip (up to 16 splits; beyond, two passes), then added as the ticket merge adds them.
-_MERGE_KERNEL = r"""
-template <int D, bool BF16>
-__device__ void merge_splits(const float* part_o, const float* part_ml, u16* out, int groups, int splits) {
-    const int bh = blockIdx.x, r = blockIdx.y, d = threadIdx.x;
-#if __CUDA_ARCH__ >= 900  // o_proj may launch now, under the attention, as it does after the ticket merge
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-    const long long first = (long long)bh * splits * groups + r;  // (split 0, row r) of this head
-    float top = NONE, total = 0.f, acc = 0.f;
-    if (splits <= 16) {
-        float m[16], l[16], o[16];
-#pragma unroll
-        for (int s = 0; s < 16; ++s) {
-            if (s < splits) {
-                const long long at = first + (long long)s * groups;
-                m[s] = ld_cg(part_ml + 2 * at);
-                l[s] = ld_cg(part_ml + 2 * at + 1);
-                o[s] = ld_cg(part_o + at * D + d);
-            }
-        }
-#pragma unroll
-        for (int s = 0; s < 16; ++s)
-            if (s < splits) top = fmaxf(top, m[s]);
-#pragma unroll
-        for (int s = 0; s < 16; ++s) {
-            if (s < splits) {
-                const float f = ex2(m[s] - top);
-                total += f * l[s];
-                acc += f * o[s];
-            }
-        }
-    } else {
-        for (int s = 0; s < splits; ++s) top = fmaxf(top, ld_cg(part_ml + 2 * (first + (long long)s * groups)));
-        for (int s = 0; s < splits; ++s) {
-            const long long at = first + (long long)s * groups;
-            const float f = ex2(ld_cg(part_ml + 2 * at) - top);
-            total += f * ld_cg(part_ml + 2 * at + 1);
-            acc += f * ld_cg(part_o + at * D + d);
-        }
-    }
-    out[((long long)bh * groups + r) * D + d] = pack1<BF16>(acc / fmaxf(total, 1.0e-30f));
-}
-#define MERGE_ARGS const float* part_o, const float* part_ml, u16* out, int groups, int splits
-#define MERGE_PASS part_o, part_ml, out, groups, splits
-#define MERGE_KERNEL(name, d, bf16) \
-    extern "C" __global__ void __launch_bounds__(128) name(MERGE_ARGS) { merge_splits<d, bf16>(MERGE_PASS); }
-MERGE_KERNEL(kv16_merge_bf16_d64, 64, true)
-MERGE_KERNEL(kv16_merge_bf16_d128, 128, true)
-MERGE_KERNEL(kv16_merge_f16_d64, 64, false)
-MERGE_KERNEL(kv16_merge_f16_d128, 128, false)
-"""
-MERGE_NAMES = [f"kv16_merge_{t}_d{d}" for t in ("bf16", "f16") for d in (64, 128)]
-
-
-def _merge_launch() -> None:
-    """kv16_mma launches its attention kernel, then (split heads) the merge kernel of `_MERGE_KERNEL` on the
-    partials that launch left, through a stand-in for its nvrtc module."""
-    from app.engine.local import kv16_mma, nvrtc
-
-    kv16_mma.KERNEL_NAMES = kv16_mma.KERNEL_NAMES + MERGE_NAMES
-
-    class Nvrtc:
-        def __getattr__(self, name):
-            return getattr(nvrtc, name)
-
-        @staticmethod
-        def launch(kernel, grid, block, args, shared_mem=0, cluster=None):
-            nvrtc.launch(kernel, grid, block, args, shared_mem, cluster)
-            query, out, part_o, part_ml, groups, splits = args[0], args[4], args[5], args[6], args[8], grid[1]
-            if splits > 1:
-                kind = "bf16" if query.dtype == kv16_mma.torch.bfloat16 else "f16"
-                merge = kv16_mma._kernels(query.get_device())[f"kv16_merge_{kind}_d{query.shape[-1]}"]
-                nvrtc.launch(merge, (grid[0], groups, 1), (query.shape[-1], 1, 1),
-                             [part_o, part_ml, out, groups, splits])
-
-    kv16_mma.nvrtc = Nvrtc()
-
-
-def _flags_per_split() -> None:
-    """kv16_mma's tickets as MAX_SPLITS flags a head (merge_poll), zeros between launches."""
-    from app.engine.local import kv16_mma
-
-    def counters_for(device, heads):
-        have = kv16_mma._counters.get(device)
-        if have is None or have.numel() < heads * kv16_mma.MAX_SPLITS:
-            have = kv16_mma._counters[device] = kv16_mma.torch.zeros(
-                max(heads * kv16_mma.MAX_SPLITS, 256), dtype=kv16_mma.torch.int32, device=device)
-        return have
-
-    kv16_mma._counters_for = counters_for
-
-
 def _splits_256() -> None:
     from app.engine.local import kv16_mma
 
@@ -186,6 +89,7 @@ def _merge_cluster() -> None:
     from app.engine.local import kv16_mma, nvrtc
 
     kv16_mma.MIN_SPLIT_KEYS = 256
+    kv16_mma.MERGE = "ticket"  # beyond a cluster's reach (the cluster merge leaves no partials to launch on)
     launch = kv16_mma._launch
 
     def clustered(query, key, value, valid, scale, rope, kernels=None, waves=kv16_mma.SPLIT_WAVES, cluster=0):
@@ -214,7 +118,7 @@ def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
     if device == "cuda" and not torch.cuda.is_available():
         return "no CUDA device"
     index = torch.cuda.current_device() if device == "cuda" else 0
-    shipped = nvrtc.load(index, shipped_source, "kv16_shipped.cu", kv16_mma.KERNEL_NAMES + kv16_mma.ROPE_KERNEL_NAMES)
+    shipped = nvrtc.load(index, shipped_source, "kv16_shipped.cu", kv16_mma.ALL_KERNEL_NAMES)
     patched = kv16_mma._kernels(index)
     g = torch.Generator(device=device).manual_seed(0)
     inexact = []
@@ -262,8 +166,7 @@ def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
 CHECKS = {"merge_cluster": _merge_cluster_check}
 """A patch's own check on the GPU before the anatomy runs: "" or why not (the run stops)."""
 
-HOOKS = {"merge_launch": _merge_launch, "merge_poll": _flags_per_split, "splits_256": _splits_256,
-         "merge_cluster": _merge_cluster}
+HOOKS = {"splits_256": _splits_256, "merge_cluster": _merge_cluster}
 """Python-side changes a patch needs, run before the first launch."""
 
 PATCHES = {
@@ -311,32 +214,6 @@ PATCHES = {
          "            for (int e = threadIdx.x; e < groups * D; e += WARPS * 32)\n"
          "                out[(long long)bh * groups * D + e] = 0;\n"
          "        return;\n    }\n\n    // In flight together"),
-    ]),
-    # The splits of a head merged by a launch of their own under PDL (`_merge_launch`) instead of the
-    # last block's ticket: the attention's blocks store their partials and end.
-    "merge_launch": ("app.engine.local.kv16_mma", [
-        ("    if (splits == 1) return;\n", "    return;  // the merge: kv16_merge_* (its own launch)\n"),
-        ('#define ARGS const u16* q,', _MERGE_KERNEL + '#define ARGS const u16* q,'),
-    ]),
-    # Split 0 of a head adds the splits once every other split's flag says its partial is stored (a
-    # release store after a fence; split 0's threads spin on acquire loads), instead of the last block
-    # found by a ticket: one trip (the flag) where the ticket took two (fence, atomic). Safe while the
-    # spinning split 0 blocks (B·Hkv of them) leave SMs for the rest (B·Hkv < SMs: the app's B = 1, 8
-    # heads; under PDL the next launch starts only once every block of this one has); B·Hkv >= SMs with
-    # 2+ splits would hang, so shipping it needs the ticket kept for that case.
-    "merge_poll": ("app.engine.local.kv16_mma", [
-        ("    if (tid == 0) {\n        __threadfence();\n        is_last = atomicAdd(counters + bh, 1) == splits - 1;\n"
-         "        if (is_last) __threadfence();\n    }\n    __syncthreads();\n    if (!is_last) return;\n",
-         "    int* flags = counters + (long long)bh * MAX_SPLITS;  // flag s: split s's partial is stored\n"
-         "    if (split != 0) {\n        if (tid == 0) {\n"
-         '            asm volatile("fence.acq_rel.gpu;" ::: "memory");\n'
-         '            asm volatile("st.relaxed.gpu.global.s32 [%0], 1;" :: "l"(flags + split) : "memory");\n'
-         "        }\n        return;\n    }\n"
-         "    if (tid > 0 && tid < splits) {\n        int seen = 0;\n"
-         '        do asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(flags + tid) : "memory");\n'
-         "        while (!seen);\n        flags[tid] = 0;  // ready for the next launch\n"
-         "    }\n    __syncthreads();\n"),
-        ("    if (tid == 0) counters[bh] = 0;  // ready for the next launch (and CUDA graph replay)\n", ""),
     ]),
     # Fewer, longer splits: at 2,048 slots 8 of 256 keys a head (each warp two steps), 64 blocks, the
     # merge over 8 partials, half the SMs free for o_proj's early blocks (4,096 slots and more: as base).

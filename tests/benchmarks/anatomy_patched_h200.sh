@@ -4,8 +4,8 @@
 # 1k with the critical path (what each kernel adds to the step), the others at 1k and 4k. About 40 s a
 # run after the first (~85 s: the compile). From the project copy on the device ($OUT set), carrying
 # what tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/):
-#   bash tests/benchmarks/anatomy_patched_h200.sh merge_launch merge_poll merge_cluster splits_256
-# A patch that fails or runs past 150 s (merge_poll can spin) is left out of the later rounds; no run
+#   bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256
+# A patch that fails or runs past 150 s (a kernel that spins) is left out of the later rounds; no run
 # starts past LIMIT_S (default 540 s of runs, inside a device call's 600 s), so give the patches in the
 # order they matter.
 set -u
@@ -22,7 +22,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     [ "$round" = 1 ] && depths="--depths 1024 --critical-path"
     left=$(( ${LIMIT_S:-540} - SECONDS ))
     [ "$left" -lt 45 ] && { echo "$tag not run: ${SECONDS}s spent"; continue; }
-    # a hung experiment (merge_poll spins) must not take the whole call
+    # a hung experiment (a kernel that spins) must not take the whole call
     timeout $(( left < 150 ? left : 150 )) python3 -m tests.benchmarks.anatomy_patched "$patch" --kv8-depths '' $depths --out "$OUT/$tag" \
       > "/tmp/$tag.log" 2>&1 || { echo "$tag failed or timed out: $(tail -2 "/tmp/$tag.log")"; failed="$failed$patch "
                                   continue; }

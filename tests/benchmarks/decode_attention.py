@@ -299,7 +299,7 @@ def mma_variant(*patches) -> dict:
     for old, new in patches:
         assert old in source, old
         source = source.replace(old, new)
-    return nvrtc.load(torch.cuda.current_device(), source, "kv16_mma_variant.cu", kv16_mma.KERNEL_NAMES)
+    return nvrtc.load(torch.cuda.current_device(), source, "kv16_mma_variant.cu", kv16_mma.ALL_KERNEL_NAMES)
 
 
 def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> dict:

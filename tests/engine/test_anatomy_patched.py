@@ -48,33 +48,6 @@ def test_each_patched_kernel_builds_for_sm90_without_spills(name):
     assert report["spill_stores"] == 0 and report["registers"] > 0, report
 
 
-def test_merge_launch_follows_a_split_attention_launch_with_its_merge(monkeypatch):
-    """The hook's stand-in for kv16_mma's nvrtc launches the merge kernel on the attention launch's own
-    partials and output, one block per (head, query row) and one thread per dimension; one split: none."""
-    import torch
-
-    from app.engine.local import kv16_mma, nvrtc
-
-    launched = []
-    monkeypatch.setattr(nvrtc, "launch", lambda kernel, grid, block, args, shared=0, cluster=None:
-                        launched.append((kernel, grid, block, args)))
-    monkeypatch.setattr(kv16_mma, "_kernels", lambda index: {name: name for name in ap.MERGE_NAMES})
-    monkeypatch.setattr(kv16_mma, "KERNEL_NAMES", list(kv16_mma.KERNEL_NAMES))
-    monkeypatch.setattr(kv16_mma, "nvrtc", nvrtc)
-    ap.HOOKS["merge_launch"]()
-    assert set(ap.MERGE_NAMES) <= set(kv16_mma.KERNEL_NAMES)
-    query = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
-    out, part_o, part_ml = torch.empty_like(query), torch.empty(8, 16, 4, 128), torch.empty(8, 16, 4, 2)
-    args = [query, None, None, None, out, part_o, part_ml, None, 4]
-    kv16_mma.nvrtc.launch("attention", (8, 16, 1), (256, 1, 1), args, 128)
-    assert [k for k, *_ in launched] == ["attention", "kv16_merge_bf16_d128"]
-    _, grid, block, merge_args = launched[1]
-    assert grid == (8, 4, 1) and block == (128, 1, 1) and merge_args == [part_o, part_ml, out, 4, 16]
-    launched.clear()
-    kv16_mma.nvrtc.launch("attention", (8, 1, 1), (256, 1, 1), args, 128)
-    assert [k for k, *_ in launched] == ["attention"]
-
-
 def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
     """The hook's launch passes a cluster of a head's splits (of at least 256 keys), at most 8 (the patch's
     shared-memory rows hold 8), up to 2,048 slots, else none (the ticket merge): Llama-3-8B's 8 KV heads on
@@ -88,13 +61,14 @@ def test_merge_cluster_launches_two_to_eight_splits_as_one_cluster(monkeypatch):
 
     launched = []
     monkeypatch.setattr(kv16_mma, "MIN_SPLIT_KEYS", kv16_mma.MIN_SPLIT_KEYS)
+    monkeypatch.setattr(kv16_mma, "MERGE", "launch")
     monkeypatch.setattr(kv16_mma, "_launch", lambda *args: launched.append(args[-1]))
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(
         multi_processor_count=132))
     capability = [(9, 0)]
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capability[0])
     ap.HOOKS["merge_cluster"]()
-    assert kv16_mma.MIN_SPLIT_KEYS == 256
+    assert kv16_mma.MIN_SPLIT_KEYS == 256 and kv16_mma.MERGE == "ticket"
     for heads, slots in ((8, 2048), (8, 6144), (8, 4096), (2, 300), (2, 8), (8, 512)):
         query = torch.empty(1, heads, 4, 128, device="meta")
         kv16_mma._launch(query, torch.empty(1, heads, slots, 128, device="meta"), None, None, 0.1, None)

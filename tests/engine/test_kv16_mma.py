@@ -174,9 +174,52 @@ def test_source_compiles_for_sm90_without_spills_in_the_common_shape():
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
     _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v",), lib)
-    for name in kv16_mma.KERNEL_NAMES:
+    for name in kv16_mma.ALL_KERNEL_NAMES:
         assert f"Compiling entry function '{name}'" in log
+        props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
+        assert "0 bytes spill stores" in props and "0 bytes stack frame" in props, props
     assert "error" not in log.lower()
+
+
+@pytest.mark.parametrize("value,want", [(None, "ticket"), ("launch", "launch"), ("poll", "poll"), ("fast", "ticket")])
+def test_the_merge_switch_at_import(value, want):
+    from tests.helpers.kernels import switch_at_import
+
+    assert switch_at_import("app.engine.local.kv16_mma", "MERGE", "HEADROOM_KV16_MERGE", value) == want
+    assert set(kd.MERGED_BY) == set(kv16_mma.MERGES)  # the load report says how each merges
+
+
+@pytest.mark.parametrize("merge,heads,slots,want", [
+    ("ticket", 8, 2048, ["kv16_rope_decode_bf16_d128", 0]),
+    ("launch", 8, 2048, ["kv16_rope_decode_bf16_d128", 1, "kv16_merge_bf16_d128"]),
+    ("launch", 8, 64, ["kv16_rope_decode_bf16_d128", 1]),  # one split: the attention writes the output
+    ("poll", 8, 2048, ["kv16_rope_decode_bf16_d128", 2]),
+    ("poll", 132, 2048, ["kv16_rope_decode_bf16_d128", 0]),  # a spinning split 0 on every SM: the ticket
+])
+def test_each_merge_launches_what_it_needs(monkeypatch, merge, heads, slots, want):
+    """MERGE picks the kernel's ``merge`` argument and, for "launch" with 2+ splits, a merge launch of
+    (B·Hkv, g) blocks of d threads over the attention launch's own partials and output."""
+    from app.engine.local import nvrtc
+
+    launched = []
+    monkeypatch.setattr(kv16_mma, "MERGE", merge)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    properties = type("Properties", (), {"multi_processor_count": 132, "major": 9, "minor": 0})
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: properties)
+    monkeypatch.setattr(nvrtc, "launch", lambda kernel, grid, block, args, shared=0, cluster=None: launched.append(
+        (kernel, grid, block, args)))
+    monkeypatch.setattr(kv16_mma, "_counters_for", lambda device, n: torch.zeros(n * 65, dtype=torch.int32))
+    q, new = torch.zeros(1, heads, 4, 128, dtype=torch.bfloat16), torch.zeros(1, heads, 1, 128, dtype=torch.bfloat16)
+    kv, angles = torch.zeros(1, heads, slots, 128, dtype=torch.bfloat16), torch.zeros(128, dtype=torch.bfloat16)
+    names = {name: name for name in kv16_mma.ALL_KERNEL_NAMES}
+    out = kv16_mma.decode_rope(q, new, new, angles, angles, kv, kv, torch.tensor(5), None, 0.1, kernels=names)
+    attention = launched[0][3]
+    assert [launched[0][0], attention[21]] + [k for k, *_ in launched[1:]] == want
+    if len(launched) > 1:
+        _, grid, block, args = launched[1]
+        splits = launched[0][1][1]
+        assert grid == (heads, 4, 1) and block == (128, 1, 1) and splits > 1
+        assert args[0] is attention[5] and args[1] is attention[6] and args[2] is out and args[3:] == [4, splits]
 
 
 # ----------------------------------------------------------------------------- on a GPU
@@ -184,12 +227,14 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (run
 
 
 @cuda
+@pytest.mark.parametrize("merge", kv16_mma.MERGES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("groups,d,span,filled,holes", [
     (4, 128, 2048, 1600, False), (4, 128, 300, 263, True), (8, 64, 4096, 4096, False), (1, 128, 8, 8, False),
-    (7, 128, 33000, 17001, True), (3, 64, 130, 1, False),
+    (7, 128, 33000, 17001, True), (3, 64, 130, 1, False), (2, 128, 8192, 7000, False),  # 64 splits: two trips
 ])
-def test_matches_the_torch_path_on_cuda(dtype, groups, d, span, filled, holes):
+def test_matches_the_torch_path_on_cuda(monkeypatch, merge, dtype, groups, d, span, filled, holes):
+    monkeypatch.setattr(kv16_mma, "MERGE", merge)
     assert kv16_mma.unavailable_reason(torch.device("cuda")) == ""
     g = torch.Generator(device="cuda").manual_seed(span + groups)
     q = torch.randn(1, 2, groups, d, generator=g, device="cuda", dtype=dtype)
@@ -207,7 +252,16 @@ def test_matches_the_torch_path_on_cuda(dtype, groups, d, span, filled, holes):
     triton_error = float((triton.float() - want.float()).norm() / want.float().norm())
     assert error < kd.SELF_CHECK_TOLERANCE and error < 1.25 * triton_error + 1e-3, (error, triton_error)
     assert torch.equal(kv16_mma.decode(q, k, v, valid, d ** -0.5), got)  # bitwise repeatable
-    assert int(kv16_mma._counters[q.device].abs().sum()) == 0  # tickets left at zero
+    assert int(kv16_mma._counters[q.device].abs().sum()) == 0  # tickets and flags left at zero
+    monkeypatch.setattr(kv16_mma, "MERGE", "ticket")
+    assert torch.equal(kv16_mma.decode(q, k, v, valid, d ** -0.5), got)  # every merge adds in one order
+
+
+@cuda
+@pytest.mark.parametrize("merge", kv16_mma.MERGES)
+def test_every_merge_replays_in_a_cuda_graph(monkeypatch, merge):
+    monkeypatch.setattr(kv16_mma, "MERGE", merge)
+    test_replays_in_a_cuda_graph_as_the_cache_fills()
 
 
 @cuda

@@ -43,7 +43,8 @@ Work split: grid (B·Hkv, splits), 8 warps a block (about one block an SM), each
 ``split_len`` keys. The block first reads its span's valid marks into shared memory (16 bytes a
 load) and finds the span's last valid key; the warps take its 16-key steps in turn; the block adds
 its warps' partials in shared memory; with one split that is the output, else each block stores its
-partial (float32 row, max, sum) and the last block of the head adds them.
+partial (float32 row, max, sum) and the last block of the head adds them (or, as `MERGE` says, a merge
+launch of its own, or split 0 once the other splits' flags are set).
 
 Measured and not adopted (H200, 2026-12-04, results/decode_attention_h200_prefetch.json): each
 warp's steps double-buffered (the next step's keys and values loaded before this step's
@@ -83,6 +84,20 @@ HEAD_DIMS = (64, 128)
 ENABLED = os.environ.get("HEADROOM_KV16_MMA", "1") != "0"
 """HEADROOM_KV16_MMA=0 keeps the Triton kernel for 16-bit decode steps (benchmarks compare them)."""
 
+MERGES = ("ticket", "launch", "poll")  # the kernel's ``merge`` argument is the index
+MERGE = os.environ.get("HEADROOM_KV16_MERGE", "ticket")
+"""How a head's splits are added (HEADROOM_KV16_MERGE, for the H200 A/B against llama.cpp in one call,
+tests/benchmarks/llama_cpp_same_run_h200.sh; another value is "ticket"): "ticket", the last block of
+the head to finish (an atomic ticket) loads the partials and adds them; "launch", a kernel of its own
+right after (``kv16_merge_*``, under PDL: the attention's blocks store their partials and end, no fence
+or ticket, and one trip loads every split's row); "poll", split 0 adds them once every other split has
+set its flag (one trip where the ticket takes two; the ticket where its spinning blocks could hold
+every SM, `_merge_for`). On the app path at 1k the ticket merge costs ~3.3 µs a layer, ~105 µs a step
+(H200, results/decode_experiments_h200_patched.json: 2.843 against 2.960 ms without it); "launch" and
+"poll" are built and tested on the CPU, not yet measured."""
+if MERGE not in MERGES:
+    MERGE = "ticket"
+
 SOURCE = r"""
 // 16-bit KV decode attention on mma.m16n8k16, one launch with its split merge (kv16_mma.py's docstring).
 typedef unsigned int u32;
@@ -92,6 +107,8 @@ typedef unsigned char u8;
 #define WARPS 8
 #define MAX_SPLITS 64
 #define NONE (-1.0e30f)
+#define MERGE_LAUNCH 1  // the `merge` argument (kv16_mma.MERGES): 0 the ticket, 1 kv16_merge_*, 2 split 0 polls
+#define MERGE_POLL 2
 
 __device__ __forceinline__ float ex2(float x) {
     float y;
@@ -248,8 +265,8 @@ template <int D, bool BF16, bool ROPE>
 __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid, u16* out, float* part_o,
                        float* part_ml, int* counters, int groups, int span, int split_len, int heads,
                        int skb, int skh, int sks, int svb, int svh, int svs, int svalid, double scale_log2,
-                       int has_valid, const u16* k_new, const u16* v_new, const u16* cos_d, const u16* sin_d,
-                       const long long* position) {
+                       int has_valid, int merge, const u16* k_new, const u16* v_new, const u16* cos_d,
+                       const u16* sin_d, const long long* position) {
     extern __shared__ __align__(16) u8 marks[];
     __shared__ __align__(16) float sm_o[WARPS][8][D];
     __shared__ float sm_m[WARPS + ROPE][8], sm_l[WARPS + ROPE][8];  // + ROPE: this token's key's partial
@@ -422,11 +439,31 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
         }
     }
     if (splits == 1) return;
+    if (merge == MERGE_LAUNCH) return;  // kv16_merge_* adds the partials, launched right after this kernel
 
     // The last block of this head to finish adds the splits (a fixed order: bitwise repeatable). The
     // block's stores are ordered before its ticket by the barrier and one thread's fence (cumulative).
+    // MERGE_POLL: split 0 adds them once every other split's flag (a store after the same fence) is
+    // set, one trip where the ticket takes two; its blocks spin, so the host asks for it only while they
+    // leave SMs free for the other splits (kv16_mma._merge_for).
     __syncthreads();
-    if (tid == 0) {
+    if (merge == MERGE_POLL) {
+        int* flags = counters + gridDim.x + (long long)bh * MAX_SPLITS;  // after the tickets
+        if (split != 0) {
+            if (tid == 0) {
+                asm volatile("fence.acq_rel.gpu;" ::: "memory");
+                asm volatile("st.relaxed.gpu.global.s32 [%0], 1;" :: "l"(flags + split) : "memory");
+            }
+            return;
+        }
+        if (tid > 0 && tid < splits) {
+            int seen;
+            do asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(flags + tid) : "memory");
+            while (!seen);
+            flags[tid] = 0;  // ready for the next launch
+        }
+        if (tid == 0) is_last = 1;
+    } else if (tid == 0) {
         __threadfence();
         is_last = atomicAdd(counters + bh, 1) == splits - 1;
         if (is_last) __threadfence();
@@ -463,9 +500,9 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
 
 #define ARGS const u16* q, const u16* k, const u16* v, const u8* valid, u16* out, float* part_o, float* part_ml, \
     int* counters, int groups, int span, int split_len, int heads, int skb, int skh, int sks, int svb, int svh, \
-    int svs, int svalid, double scale_log2, int has_valid
+    int svs, int svalid, double scale_log2, int has_valid, int merge
 #define PASS q, k, v, valid, out, part_o, part_ml, counters, groups, span, split_len, heads, skb, skh, sks, svb, svh, \
-    svs, svalid, scale_log2, has_valid
+    svs, svalid, scale_log2, has_valid, merge
 #define NO_ROPE nullptr, nullptr, nullptr, nullptr, nullptr
 #define ROPE_ARGS ARGS, const u16* k_new, const u16* v_new, const u16* cos_d, const u16* sin_d, \
     const long long* position
@@ -479,17 +516,67 @@ KERNEL kv16_rope_decode_bf16_d64(ROPE_ARGS) { attend<64, true, true>(ROPE_PASS);
 KERNEL kv16_rope_decode_bf16_d128(ROPE_ARGS) { attend<128, true, true>(ROPE_PASS); }
 KERNEL kv16_rope_decode_f16_d64(ROPE_ARGS) { attend<64, false, true>(ROPE_PASS); }
 KERNEL kv16_rope_decode_f16_d128(ROPE_ARGS) { attend<128, false, true>(ROPE_PASS); }
+
+// MERGE_LAUNCH: a head's splits added by a launch of their own, one block per (sequence · KV head, query
+// row) and one thread per dimension, as the ticket merge adds them (the same order: the same bits). The
+// rows of the first ONE_TRIP splits are loaded before the maxima and sums go to shared memory, so one
+// trip loads them all (more splits: ONE_TRIP more a trip).
+#define ONE_TRIP 32
+template <int D, bool BF16>
+__device__ void merge_splits(const float* part_o, const float* part_ml, u16* out, int groups, int splits) {
+    __shared__ float sm_m[MAX_SPLITS], sm_l[MAX_SPLITS];
+    const int bh = blockIdx.x, r = blockIdx.y, d = threadIdx.x;
+#if __CUDA_ARCH__ >= 900  // the next kernel (o_proj) may launch and load its weights now, as under the ticket
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    const long long first = (long long)bh * splits * groups + r;  // (split 0, row r) of this head
+    const float* row = part_o + first * D + d;
+    const long long step = (long long)groups * D;  // from a split's row to the next split's
+    float o[ONE_TRIP], top = NONE, total = 0.f, acc = 0.f;
+    for (int s0 = 0; s0 < splits; s0 += ONE_TRIP) {
+#pragma unroll
+        for (int s = 0; s < ONE_TRIP; ++s)
+            if (s0 + s < splits) o[s] = ld_cg(row + (s0 + s) * step);
+        if (s0 == 0) {  // under the rows' loads
+            for (int s = d; s < splits; s += D) {
+                sm_m[s] = ld_cg(part_ml + 2 * (first + (long long)s * groups));
+                sm_l[s] = ld_cg(part_ml + 2 * (first + (long long)s * groups) + 1);
+            }
+            __syncthreads();
+            for (int s = 0; s < splits; ++s) top = fmaxf(top, sm_m[s]);
+        }
+#pragma unroll
+        for (int s = 0; s < ONE_TRIP; ++s) {
+            if (s0 + s < splits) {
+                const float f = ex2(sm_m[s0 + s] - top);
+                total += f * sm_l[s0 + s];
+                acc += f * o[s];
+            }
+        }
+    }
+    out[((long long)bh * groups + r) * D + d] = pack1<BF16>(acc / fmaxf(total, 1.0e-30f));
+}
+#define MERGE_KERNEL(name, d, bf16) extern "C" __global__ void __launch_bounds__(128) name( \
+    const float* part_o, const float* part_ml, u16* out, int groups, int splits) { \
+    merge_splits<d, bf16>(part_o, part_ml, out, groups, splits); }
+MERGE_KERNEL(kv16_merge_bf16_d64, 64, true)
+MERGE_KERNEL(kv16_merge_bf16_d128, 128, true)
+MERGE_KERNEL(kv16_merge_f16_d64, 64, false)
+MERGE_KERNEL(kv16_merge_f16_d128, 128, false)
 """
 
 KERNEL_NAMES = [f"kv16_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
 ROPE_KERNEL_NAMES = [f"kv16_rope_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
+MERGE_KERNEL_NAMES = [f"kv16_merge_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
+ALL_KERNEL_NAMES = KERNEL_NAMES + ROPE_KERNEL_NAMES + MERGE_KERNEL_NAMES
 LOG2E = 1.4426950408889634
 
 
 @cache
 def _kernels(device_index: int) -> dict:
     """{kernel name: kernel} compiled for and loaded on one device (once per process)."""
-    return nvrtc.load(device_index, SOURCE, "kv16_mma.cu", KERNEL_NAMES + ROPE_KERNEL_NAMES)
+    return nvrtc.load(device_index, SOURCE, "kv16_mma.cu", ALL_KERNEL_NAMES)
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -552,13 +639,23 @@ _counters: dict = {}
 
 
 def _counters_for(device: torch.device, heads: int) -> torch.Tensor:
-    """int32 tickets, one per (batch, KV head), zero between launches (each launch's last block of a
-    head resets its own). Allocated once per device, outside any CUDA graph capture (the first use
-    is the load's self-check)."""
+    """int32 tickets, one per (batch, KV head), then MAX_SPLITS flags per (batch, KV head) for "poll"
+    (`MERGE`), zero between launches (each launch's last block of a head, or its split 0, resets its
+    own). Allocated once per device, outside any CUDA graph capture (the first use is the load's
+    self-check)."""
     have = _counters.get(device)
-    if have is None or have.numel() < heads:
-        have = _counters[device] = torch.zeros(max(heads, 256), dtype=torch.int32, device=device)
+    if have is None or have.numel() < heads * (1 + MAX_SPLITS):
+        have = _counters[device] = torch.zeros(max(heads, 256) * (1 + MAX_SPLITS), dtype=torch.int32, device=device)
     return have
+
+
+def _merge_for(programs: int, sms: int) -> int:
+    """The kernel's ``merge`` argument (an index of MERGES) for `MERGE` and ``programs`` = B·Hkv heads on
+    ``sms`` SMs: "poll" only while its B·Hkv spinning split-0 blocks (a block an SM) leave an SM for the
+    other splits, else the ticket (which never waits)."""
+    if MERGE == "poll" and programs >= sms:
+        return MERGES.index("ticket")
+    return MERGES.index(MERGE)
 
 
 def decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: torch.Tensor | None,
@@ -638,13 +735,17 @@ def _launch(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: 
     part_o = torch.empty((b * h, splits, g, d) if splits > 1 else (1,), dtype=torch.float32, device=device)
     part_ml = torch.empty((b * h, splits, g, 2) if splits > 1 else (1,), dtype=torch.float32, device=device)
     counters = _counters_for(device, b * h)
+    merge = _merge_for(b * h, sms)
     kind = "kv16_rope_decode" if rope else "kv16_decode"
-    kernel = (kernels or _kernels(index))[f"{kind}_{'bf16' if query.dtype == torch.bfloat16 else 'f16'}_d{d}"]
+    dtype = "bf16" if query.dtype == torch.bfloat16 else "f16"
+    kernels = kernels or _kernels(index)
     marks = valid.view(torch.uint8) if valid is not None else out
-    nvrtc.launch(kernel, (b * h, splits, 1), (32 * WARPS, 1, 1),
+    nvrtc.launch(kernels[f"{kind}_{dtype}_d{d}"], (b * h, splits, 1), (32 * WARPS, 1, 1),
                  [query, key, value, marks, out, part_o, part_ml, counters, g, span, split_len, h,
                   key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1), value.stride(2),
-                  valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None),
+                  valid.stride(0) if valid is not None else 0, float(scale) * LOG2E, int(valid is not None), merge,
                   *(rope or ())],
                  split_len, (1, cluster, 1) if cluster else None)
+    if splits > 1 and MERGES[merge] == "launch":
+        nvrtc.launch(kernels[f"kv16_merge_{dtype}_d{d}"], (b * h, g, 1), (d, 1, 1), [part_o, part_ml, out, g, splits])
     return out

@@ -621,6 +621,10 @@ def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
     return True
 
 
+MERGED_BY = {"ticket": "in the same launch", "launch": "by a launch of their own",
+             "poll": "by split 0 once their flags are set"}  # kv16_mma.MERGE, for the load report
+
+
 def decode_kernel(device: torch.device, dtype: torch.dtype, head_dim: int, groups: int) -> tuple[str, str]:
     """(kernel, why): what a decode step's attention over the 16-bit cache runs on ``device`` for a
     model of this compute dtype, head_dim and query heads per KV head, for the load report. On CUDA
@@ -629,8 +633,9 @@ def decode_kernel(device: torch.device, dtype: torch.dtype, head_dim: int, group
         return ("packed GQA matmul (Headroom)", "one query: two batched matmuls, fused when compiled")
     shape = kv16_mma.model_reason(groups, head_dim, dtype)
     if not shape and mma_ready(torch.device(device), dtype, head_dim):
-        return ("split-KV decode, one CUDA launch (Headroom)",
-                "keys split over every SM, the splits merged in the same launch (kv16_mma); "
+        launches = "two CUDA launches" if kv16_mma.MERGE == "launch" else "one CUDA launch"
+        return (f"split-KV decode, {launches} (Headroom)",
+                f"keys split over every SM, the splits merged {MERGED_BY[kv16_mma.MERGE]} (kv16_mma); "
                 "an 8-bit cache: the Triton split-KV kernel")
     if triton is not None and not triton_failure:
         return ("split-KV decode, Triton (Headroom)",
