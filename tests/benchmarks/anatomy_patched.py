@@ -47,9 +47,10 @@ once their flags are set), to A/B with HEADROOM_KV16_MERGE beside llama.cpp in o
   a warp), which the cluster's merge has to win back: a portable cluster holds 8 blocks, 1,024 keys a
   round (the 16-block cluster took 13.6 µs there, against 8.19).
 
-In one call (~6 min):
+In one call (~9 min; an arm NAME=VALUE runs the shipped kernels with that switch set):
 
-    bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256
+    bash tests/benchmarks/anatomy_patched_h200.sh HEADROOM_KV16_MERGE=launch HEADROOM_KV16_MERGE=poll \
+        merge_cluster splits_256
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 # 1k with the critical path (what each kernel adds to the step), the others at 1k and 4k. About 40 s a
 # run after the first (~85 s: the compile). From the project copy on the device ($OUT set), carrying
 # what tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/):
-#   bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256
+#   bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256 HEADROOM_KV16_MERGE=launch
+# An arm NAME=VALUE is the shipped kernels with that environment variable set (an app switch).
 # A patch that fails or runs past 150 s (a kernel that spins) is left out of the later rounds; no run
 # starts past LIMIT_S (default 540 s of runs, inside a device call's 600 s), so give the patches in the
 # order they matter.
@@ -17,13 +18,15 @@ failed=" "
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for patch in base "$@"; do
     case "$failed" in *" $patch "*) continue ;; esac
-    tag=${patch}_r${round}
+    tag=${patch//=/_}_r${round}
+    arm=(python3 -m tests.benchmarks.anatomy_patched "$patch")
+    case "$patch" in *=*) arm=(env "$patch" python3 -m tests.benchmarks.anatomy_patched base) ;; esac
     depths="--depths 1024,4096"
     [ "$round" = 1 ] && depths="--depths 1024 --critical-path"
     left=$(( ${LIMIT_S:-540} - SECONDS ))
     [ "$left" -lt 45 ] && { echo "$tag not run: ${SECONDS}s spent"; continue; }
     # a hung experiment (a kernel that spins) must not take the whole call
-    timeout $(( left < 150 ? left : 150 )) python3 -m tests.benchmarks.anatomy_patched "$patch" --kv8-depths '' $depths --out "$OUT/$tag" \
+    timeout $(( left < 150 ? left : 150 )) "${arm[@]}" --kv8-depths '' $depths --out "$OUT/$tag" \
       > "/tmp/$tag.log" 2>&1 || { echo "$tag failed or timed out: $(tail -2 "/tmp/$tag.log")"; failed="$failed$patch "
                                   continue; }
     grep -iE "check|not used|set aside|Error" "/tmp/$tag.log" | head -3
