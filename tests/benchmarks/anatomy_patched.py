@@ -49,8 +49,7 @@ once their flags are set), to A/B with HEADROOM_KV16_MERGE beside llama.cpp in o
 
 In one call (~9 min; an arm NAME=VALUE runs the shipped kernels with that switch set):
 
-    bash tests/benchmarks/anatomy_patched_h200.sh HEADROOM_KV16_MERGE=launch HEADROOM_KV16_MERGE=poll \
-        merge_cluster splits_256
+    A=HEADROOM_KV16_MERGE; bash tests/benchmarks/anatomy_patched_h200.sh $A=launch $A=poll merge_cluster splits_256
 """
 
 from __future__ import annotations
