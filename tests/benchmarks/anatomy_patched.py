@@ -113,12 +113,12 @@ def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
     1e-2 relative L2, printed), else the first that does not. The self-checks at load try only 2 splits."""
     import torch
 
-    from app.engine.local import kv16_mma, nvrtc
+    from app.engine.local import kv16_mma
 
     if device == "cuda" and not torch.cuda.is_available():
         return "no CUDA device"
     index = torch.cuda.current_device() if device == "cuda" else 0
-    shipped = nvrtc.load(index, shipped_source, "kv16_shipped.cu", kv16_mma.ALL_KERNEL_NAMES)
+    shipped = kv16_mma.load_kernels(index, shipped_source, "kv16_shipped.cu")
     patched = kv16_mma._kernels(index)
     g = torch.Generator(device=device).manual_seed(0)
     inexact = []

@@ -293,13 +293,12 @@ CLUSTERS = (8, 16)  # blocks a cluster (16: non-portable, allowed per kernel)
 
 def mma_variant(*patches) -> dict:
     """kv16_mma's kernels built from its SOURCE with ``patches`` (old, new) applied."""
-    from app.engine.local import nvrtc
 
     source = kv16_mma.SOURCE
     for old, new in patches:
         assert old in source, old
         source = source.replace(old, new)
-    return nvrtc.load(torch.cuda.current_device(), source, "kv16_mma_variant.cu", kv16_mma.ALL_KERNEL_NAMES)
+    return kv16_mma.load_kernels(torch.cuda.current_device(), source, "kv16_mma_variant.cu")
 
 
 def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> dict:
@@ -318,6 +317,8 @@ def measure(capacity: int, filled: int, g: torch.Generator, variants: bool) -> d
         "mma": lambda q, k, v: kv16_mma.decode(q, k, v, valid, scale),
     }
     if MMA_VARIANTS:  # where the CUDA kernel's time goes: its SOURCE patched (MMA_PATCHES)
+        if kv16_mma.MERGE != "ticket":  # the patches change (or replace) the ticket merge
+            raise SystemExit("MMA_VARIANTS=1 needs HEADROOM_KV16_MERGE unset (the patches are of the ticket merge)")
         for name, patches in MMA_PATCHES.items():
             kernels = mma_variant(*patches)
             paths[f"mma_{name}"] = lambda q, k, v, kernels=kernels: kv16_mma.decode(q, k, v, valid, scale,

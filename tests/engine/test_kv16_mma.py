@@ -173,8 +173,8 @@ def test_source_compiles_for_sm90_without_spills_in_the_common_shape():
         lib = nvrtc.nvrtc_library()
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"no NVRTC here ({exc}); pip nvidia-cuda-nvrtc and set HEADROOM_NVRTC")
-    _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v",), lib)
-    for name in kv16_mma.ALL_KERNEL_NAMES:
+    _, log = nvrtc.compile_cubin("90", kv16_mma.SOURCE, "kv16_mma.cu", ("--ptxas-options=-v", "-DMERGE_KERNELS"), lib)
+    for name in kv16_mma.KERNEL_NAMES + kv16_mma.ROPE_KERNEL_NAMES + kv16_mma.MERGE_KERNEL_NAMES:
         assert f"Compiling entry function '{name}'" in log
         props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
         assert "0 bytes spill stores" in props and "0 bytes stack frame" in props, props
@@ -194,7 +194,9 @@ def test_the_merge_switch_at_import(value, want):
     ("launch", 8, 2048, ["kv16_rope_decode_bf16_d128", 1, "kv16_merge_bf16_d128"]),
     ("launch", 8, 64, ["kv16_rope_decode_bf16_d128", 1]),  # one split: the attention writes the output
     ("poll", 8, 2048, ["kv16_rope_decode_bf16_d128", 2]),
-    ("poll", 132, 2048, ["kv16_rope_decode_bf16_d128", 0]),  # a spinning split 0 on every SM: the ticket
+    ("poll", 8, 6144, ["kv16_rope_decode_bf16_d128", 2]),  # 8 x 16 blocks on 132 SMs
+    ("poll", 8, 18432, ["kv16_rope_decode_bf16_d128", 0]),  # 8 x 17: a split would wait behind split 0
+    ("poll", 32, 2048, ["kv16_rope_decode_bf16_d128", 0]),  # 32 x 5: 32 spinning split 0s hold 32 of 132 SMs
 ])
 def test_each_merge_launches_what_it_needs(monkeypatch, merge, heads, slots, want):
     """MERGE picks the kernel's ``merge`` argument and, for "launch" with 2+ splits, a merge launch of
@@ -211,7 +213,7 @@ def test_each_merge_launches_what_it_needs(monkeypatch, merge, heads, slots, wan
     monkeypatch.setattr(kv16_mma, "_counters_for", lambda device, n: torch.zeros(n * 65, dtype=torch.int32))
     q, new = torch.zeros(1, heads, 4, 128, dtype=torch.bfloat16), torch.zeros(1, heads, 1, 128, dtype=torch.bfloat16)
     kv, angles = torch.zeros(1, heads, slots, 128, dtype=torch.bfloat16), torch.zeros(128, dtype=torch.bfloat16)
-    names = {name: name for name in kv16_mma.ALL_KERNEL_NAMES}
+    names = {name: name for name in kv16_mma.KERNEL_NAMES + kv16_mma.ROPE_KERNEL_NAMES + kv16_mma.MERGE_KERNEL_NAMES}
     out = kv16_mma.decode_rope(q, new, new, angles, angles, kv, kv, torch.tensor(5), None, 0.1, kernels=names)
     attention = launched[0][3]
     assert [launched[0][0], attention[21]] + [k for k, *_ in launched[1:]] == want
@@ -220,6 +222,29 @@ def test_each_merge_launches_what_it_needs(monkeypatch, merge, heads, slots, wan
         splits = launched[0][1][1]
         assert grid == (heads, 4, 1) and block == (128, 1, 1) and splits > 1
         assert args[0] is attention[5] and args[1] is attention[6] and args[2] is out and args[3:] == [4, splits]
+
+
+def test_the_counters_hold_a_ticket_and_a_head_of_flags_for_each_head(monkeypatch):
+    monkeypatch.setattr(kv16_mma, "_counters", {})
+    counters = kv16_mma._counters_for(torch.device("cpu"), 300)
+    assert counters.dtype == torch.int32 and counters.numel() >= 300 * (1 + kv16_mma.MAX_SPLITS)
+    assert int(counters.abs().sum()) == 0
+    assert kv16_mma._counters_for(torch.device("cpu"), 8) is counters  # allocated once (before any capture)
+
+
+@pytest.mark.parametrize("merge,merge_kernels", [("ticket", False), ("poll", False), ("launch", True)])
+def test_the_merge_kernels_are_built_only_for_the_merge_launch(monkeypatch, merge, merge_kernels):
+    from app.engine.local import nvrtc
+
+    built = []
+    monkeypatch.setattr(kv16_mma, "MERGE", merge)
+    monkeypatch.setattr(nvrtc, "load", lambda index, source, name, names, options=(): built.append((names, options)))
+    kv16_mma.load_kernels(0)
+    names, options = built[0]
+    assert set(kv16_mma.MERGE_KERNEL_NAMES) <= set(names) if merge_kernels else not set(names) & set(
+        kv16_mma.MERGE_KERNEL_NAMES)
+    assert options == (("-DMERGE_KERNELS",) if merge_kernels else ())
+    assert set(kv16_mma.KERNEL_NAMES + kv16_mma.ROPE_KERNEL_NAMES) <= set(names)
 
 
 # ----------------------------------------------------------------------------- on a GPU

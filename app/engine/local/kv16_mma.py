@@ -520,7 +520,8 @@ KERNEL kv16_rope_decode_f16_d128(ROPE_ARGS) { attend<128, false, true>(ROPE_PASS
 // MERGE_LAUNCH: a head's splits added by a launch of their own, one block per (sequence · KV head, query
 // row) and one thread per dimension, as the ticket merge adds them (the same order: the same bits). The
 // rows of the first ONE_TRIP splits are loaded before the maxima and sums go to shared memory, so one
-// trip loads them all (more splits: ONE_TRIP more a trip).
+// trip loads them all (more splits: ONE_TRIP more a trip). Built only where MERGE is "launch" (load_kernels).
+#ifdef MERGE_KERNELS
 #define ONE_TRIP 32
 template <int D, bool BF16>
 __device__ void merge_splits(const float* part_o, const float* part_ml, u16* out, int groups, int splits) {
@@ -564,19 +565,32 @@ MERGE_KERNEL(kv16_merge_bf16_d64, 64, true)
 MERGE_KERNEL(kv16_merge_bf16_d128, 128, true)
 MERGE_KERNEL(kv16_merge_f16_d64, 64, false)
 MERGE_KERNEL(kv16_merge_f16_d128, 128, false)
+#endif
 """
 
 KERNEL_NAMES = [f"kv16_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
 ROPE_KERNEL_NAMES = [f"kv16_rope_decode_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
 MERGE_KERNEL_NAMES = [f"kv16_merge_{t}_d{d}" for t in ("bf16", "f16") for d in HEAD_DIMS]
-ALL_KERNEL_NAMES = KERNEL_NAMES + ROPE_KERNEL_NAMES + MERGE_KERNEL_NAMES
 LOG2E = 1.4426950408889634
 
 
-@cache
+def load_kernels(device_index: int, source: str | None = None, name: str = "kv16_mma.cu") -> dict:
+    """{kernel name: kernel} of ``source`` (SOURCE; a benchmark's variant of it) compiled for and loaded on
+    one device: the attention kernels, and the merge kernels where `MERGE` is "launch" (0.7 s more NVRTC
+    on a two-core CPU, not paid otherwise). Raises CompileError when it does not build."""
+    launch = MERGE == "launch"
+    names = KERNEL_NAMES + ROPE_KERNEL_NAMES + (MERGE_KERNEL_NAMES if launch else [])
+    return nvrtc.load(device_index, source or SOURCE, name, names, ("-DMERGE_KERNELS",) if launch else ())
+
+
 def _kernels(device_index: int) -> dict:
-    """{kernel name: kernel} compiled for and loaded on one device (once per process)."""
-    return nvrtc.load(device_index, SOURCE, "kv16_mma.cu", ALL_KERNEL_NAMES)
+    """`load_kernels` of SOURCE, once per process, device and `MERGE`."""
+    return _loaded(device_index, MERGE)
+
+
+@cache
+def _loaded(device_index: int, merge: str) -> dict:
+    return load_kernels(device_index)
 
 
 def unavailable_reason(device: torch.device) -> str:
@@ -649,11 +663,12 @@ def _counters_for(device: torch.device, heads: int) -> torch.Tensor:
     return have
 
 
-def _merge_for(programs: int, sms: int) -> int:
-    """The kernel's ``merge`` argument (an index of MERGES) for `MERGE` and ``programs`` = B·Hkv heads on
-    ``sms`` SMs: "poll" only while its B·Hkv spinning split-0 blocks (a block an SM) leave an SM for the
-    other splits, else the ticket (which never waits)."""
-    if MERGE == "poll" and programs >= sms:
+def _merge_for(blocks: int, sms: int) -> int:
+    """The kernel's ``merge`` argument (an index of MERGES) for `MERGE` and a launch of ``blocks`` =
+    B·Hkv·splits on ``sms`` SMs: "poll" only where every block runs at once (a block an SM), so no split
+    waits for an SM behind a spinning split 0 (B·Hkv of them spin), else the ticket (which never waits):
+    Llama-3-8B on the H200 polls at 2,048 and 6,144 slots (8 × 16 blocks), not at 18,432 (8 × 17)."""
+    if MERGE == "poll" and blocks > sms:
         return MERGES.index("ticket")
     return MERGES.index(MERGE)
 
@@ -735,7 +750,7 @@ def _launch(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, valid: 
     part_o = torch.empty((b * h, splits, g, d) if splits > 1 else (1,), dtype=torch.float32, device=device)
     part_ml = torch.empty((b * h, splits, g, 2) if splits > 1 else (1,), dtype=torch.float32, device=device)
     counters = _counters_for(device, b * h)
-    merge = _merge_for(b * h, sms)
+    merge = _merge_for(b * h * splits, sms)
     kind = "kv16_rope_decode" if rope else "kv16_decode"
     dtype = "bf16" if query.dtype == torch.bfloat16 else "f16"
     kernels = kernels or _kernels(index)

@@ -622,7 +622,7 @@ def mma_ready(device: torch.device, dtype: torch.dtype, head_dim: int) -> bool:
 
 
 MERGED_BY = {"ticket": "in the same launch", "launch": "by a launch of their own",
-             "poll": "by split 0 once their flags are set"}  # kv16_mma.MERGE, for the load report
+             "poll": "by split 0 once their flags are set (else the ticket)"}  # kv16_mma.MERGE, for the load report
 
 
 def decode_kernel(device: torch.device, dtype: torch.dtype, head_dim: int, groups: int) -> tuple[str, str]:
