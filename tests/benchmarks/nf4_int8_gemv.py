@@ -39,7 +39,10 @@ little else (down, K = 14,336, 1.04×: the lookup is not what bounds it there); 
 free (fused into the kernel before) and no zeroing it would take at most ~0.35 ms off the 2.95 ms step,
 at an error above bf16's that issue 15's logits criterion does not allow, and with weights no longer
 bf16(code · absmax). (llama.cpp's GEMV quantizes x to q8_1 the same way.) A numerics decision, not a
-kernel one; not wired into the app.
+kernel one; not wired into the app. What the numerics do to answers on a real model (SmolLM2-135M, CPU
+emulation of this scheme: tests/benchmarks/nf4_int8_quality.py): the next token differs from the app's
+about twice as often as two correct bf16 GEMVs differ (5.3-5.7 % of positions against 2.5-3.2 %), and
+Korean perplexity moves +0.91 % against +0.14-0.25 %.
 """
 
 from __future__ import annotations
