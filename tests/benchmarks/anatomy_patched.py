@@ -35,7 +35,14 @@ attention reduced to its launch and zeros, 2.657 ms: attention as a whole costs 
 Against that ~3.3 µs, not yet measured (no device time left, then none lent): two other merges are now
 kv16_mma.MERGE values ("launch": a merge kernel of its own under PDL; "poll": split 0 adds the splits
 once their flags are set), to A/B with HEADROOM_KV16_MERGE beside llama.cpp in one call
-(llama_cpp_same_run_h200.sh); and two patches here:
+(llama_cpp_same_run_h200.sh); and three patches here:
+
+- ``kv_prefetch``: not the merge, the trips before it. The span's marks, the position, cos and sin read
+  before griddepcontrol.wait (they are earlier kernels'), and every key and value row a warp's steps
+  read prefetched into L2 (no registers: 168 against 167) while the q/k/v GEMV finishes; after the
+  wait, the query's trip, then steps whose loads hit L2 (sm_90 SASS: the 98 loads, 24 prefetches and
+  the marks' barriers above ACQBULK). Loading the first step into registers with the query instead
+  took 251 registers, the whole register file with 256 threads (no room for o_proj's early blocks).
 
 - ``merge_cluster``: a head's splits as one thread-block cluster that merges by pushing each block's
   partial into the shared memory of the block that adds that share of the output (no global partials,
@@ -47,9 +54,11 @@ once their flags are set), to A/B with HEADROOM_KV16_MERGE beside llama.cpp in o
   a warp), which the cluster's merge has to win back: a portable cluster holds 8 blocks, 1,024 keys a
   round (the 16-block cluster took 13.6 µs there, against 8.19).
 
-In one call (~9 min; an arm NAME=VALUE runs the shipped kernels with that switch set):
+In one call (~9 min, the last arms' second round cut by LIMIT_S; an arm NAME=VALUE runs the shipped
+kernels with that switch set):
 
-    A=HEADROOM_KV16_MERGE; bash tests/benchmarks/anatomy_patched_h200.sh $A=launch $A=poll merge_cluster splits_256
+    A=HEADROOM_KV16_MERGE
+    bash tests/benchmarks/anatomy_patched_h200.sh $A=launch $A=poll kv_prefetch merge_cluster splits_256
 """
 
 from __future__ import annotations
@@ -66,6 +75,141 @@ def _copy_async() -> str:
     first = source.index("__device__ __forceinline__ void copy_async(")
     last = source.index("\n", source.index("__device__ __forceinline__ void copies_done()")) + 1
     return source[first:last]
+
+
+def _prologue() -> str:
+    """kv16_mma's attention prologue as shipped: from the PDL wait to the end of the steps' loop."""
+    from app.engine.local import kv16_mma
+
+    source = kv16_mma.SOURCE
+    first = source.index("    // Programmatic dependent launch (nvrtc.PDL): everything read below")
+    last = source.index("    l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);", first)
+    return source[first:last]
+
+
+_PREFETCH_STEP = r"""// kv_prefetch: the rows load_step reads, into L2 (a hint: no registers, nothing waited for)
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" :: "l"(p)); }
+template <int D>
+__device__ __forceinline__ void prefetch_step(const u16* kh, const u16* vh, int sks, int svs, int base, int end,
+                                              int g, int c) {
+    const int last = end - 1;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const u16* row = kh + (long long)min(base + g + 8 * i, last) * sks + c * (D / 4);
+#pragma unroll
+        for (int j = 0; j < D / 32; j += 2) prefetch_l2(row + 8 * j);  // 32 bytes a sector
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int key = base + 2 * c + (i & 1) + 8 * (i >> 1);
+        prefetch_l2(vh + (long long)min(key, last) * svs + g * (D / 8));
+    }
+}
+"""
+
+
+_KV_PREFETCH = r"""    // (kv_prefetch) Before the wait: the position, cos and sin, the span's marks (hence `end`), and
+    // an L2 prefetch of every key and value row this warp's steps read.
+    int slot = -1;
+    uint4 cf[ROPE ? D / 32 : 1], sf[ROPE ? D / 32 : 1];
+    float kx = 0.f, ky = 0.f, cx = 0.f, cy = 0.f, sx = 0.f, sy = 0.f;  // dims tid, tid + D/2 of the key
+    u16 v_mine = 0;
+    if (ROPE) {
+        slot = (int)*position;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) {
+            cf[j] = ld_nc(cos_d + c * (D / 4) + 8 * j);
+            sf[j] = ld_nc(sin_d + c * (D / 4) + 8 * j);
+        }
+        if (tid < D / 2) {
+            cx = to_f<BF16>(cos_d[tid]), cy = to_f<BF16>(cos_d[tid + D / 2]);
+            sx = to_f<BF16>(sin_d[tid]), sy = to_f<BF16>(sin_d[tid + D / 2]);
+        }
+    }
+    const bool own = ROPE && slot >= start && slot < stop;
+    if (tid == 0) last_valid = start - 1;
+    __syncthreads();
+    int mine = start - 1;
+    const int n_marks = stop - start;
+    const u8* row_marks = valid + (long long)b * svalid + start;
+#pragma unroll 4
+    for (int i = 16 * tid; i < n_marks; i += 16 * WARPS * 32) {
+        uint4 m;
+        if (!has_valid) {
+            m = make_uint4(0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u);
+        } else if (i + 16 <= n_marks) {
+            m = ld_nc(row_marks + i);
+        } else {  // the span's last few keys, byte by byte (never past the mask's end)
+            u8 tail[16];
+#pragma unroll
+            for (int j = 0; j < 16; ++j) tail[j] = i + j < n_marks ? row_marks[i + j] : 0;
+            m = make_uint4(tail[0] | tail[1] << 8 | tail[2] << 16 | (u32)tail[3] << 24,
+                           tail[4] | tail[5] << 8 | tail[6] << 16 | (u32)tail[7] << 24,
+                           tail[8] | tail[9] << 8 | tail[10] << 16 | (u32)tail[11] << 24,
+                           tail[12] | tail[13] << 8 | tail[14] << 16 | (u32)tail[15] << 24);
+        }
+        if (own && slot - start - i >= 0 && slot - start - i < 16) {  // this token: weighed after the steps
+            const int at = slot - start - i;
+            u32* words = (u32*)&m;
+            words[at >> 2] &= ~(0xffu << (8 * (at & 3)));
+        }
+        *(uint4*)(marks + i) = m;
+        const u32 w[4] = {m.x, m.y, m.z, m.w};
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+            if (i + j < n_marks && (w[j >> 2] >> (8 * (j & 3)) & 0xffu)) mine = start + i + j;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mine = max(mine, __shfl_xor_sync(0xffffffffu, mine, o));
+    if (lane == 0) atomicMax(&last_valid, mine);
+    __syncthreads();
+    const int end = last_valid + 1;  // keys [start, end) count
+    const int steps = (end - start + 15) / 16;
+    for (int s = warp; s < steps; s += WARPS) prefetch_step<D>(kh, vh, sks, svs, start + 16 * s, end, g, c);
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    uint4 qf[D / 32];
+    const u16* q_row = q + ((long long)bh * groups + min(g, groups - 1)) * D + c * (D / 4);
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) qf[j] = ld_nc(q_row + 8 * j);
+    if (ROPE) {
+        if (tid < D / 2) {
+            const u16* kn = k_new + (long long)bh * D;
+            kx = to_f<BF16>(kn[tid]), ky = to_f<BF16>(kn[tid + D / 2]);
+        } else if (tid < D / 2 + D) {
+            v_mine = v_new[(long long)bh * D + tid - D / 2];
+        }
+        rotate_row<D, BF16>(qf, cf, sf, c);
+        if (own && tid < D / 2) {
+            const u16 rx = pack1<BF16>(kx * cx - ky * sx), ry = pack1<BF16>(ky * cy + kx * sy);
+            sm_k[tid] = rx;
+            sm_k[tid + D / 2] = ry;
+            u16* krow = (u16*)kh + (long long)slot * sks;
+            krow[tid] = rx;
+            krow[tid + D / 2] = ry;
+        } else if (own && tid < D / 2 + D) {
+            ((u16*)vh)[(long long)slot * svs + tid - D / 2] = v_mine;
+            sm_v[tid - D / 2] = to_f<BF16>(v_mine);
+        }
+        __syncthreads();  // sm_k, sm_v before warp 0 weighs this token
+    }
+    if (g >= groups) {
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) qf[j] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    const float scale = (float)scale_log2;
+    float o[D / 4];
+#pragma unroll
+    for (int i = 0; i < D / 4; ++i) o[i] = 0.f;
+    float m_run = NONE, l_run = 0.f;
+    for (int s = warp; s < steps; s += WARPS) {  // a step at a time: the block's 8 warps keep 8 in flight
+        Step<D> cur;
+        load_step<D>(cur, kh, vh, sks, svs, start + 16 * s, end, g, c);
+        step<D, BF16>(cur, qf, marks, start + 16 * s, start, end, c, scale, o, m_run, l_run);
+    }
+"""
 
 
 DIAGNOSTIC = "diag_"  # a patch that computes something else: the kernels' self-checks are skipped for it
@@ -104,13 +248,20 @@ def _merge_cluster() -> None:
     kv16_mma._launch = clustered
 
 
-def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
-    """merge_cluster's kernels against the shipped ones on the GPU at the same splits (launched as a
-    cluster the shipped kernels still take the ticket): 2-8 splits over 300 keys (splits past the keys
-    empty, output shares that straddle rows), 1, 4 and 8 query heads a KV head, head_dim 64 and 128, bf16
-    and fp16, masked and not, and decode_rope's kernel (this token's key and value written) at 3 and 8
-    splits. "" when every output agrees bit for bit (the merge adds in the ticket's order; where not, within
-    1e-2 relative L2, printed), else the first that does not. The self-checks at load try only 2 splits."""
+CLUSTER_CASES = ([(300, n) for n in range(2, 9)], [(300, 3), (300, 8)])
+"""merge_cluster's check: (keys, splits a cluster) of the plain and the RoPE kernel: 2-8 splits over 300
+keys (splits past the keys empty, output shares that straddle rows)."""
+SPAN_CASES = ([(8, 0), (300, 0), (2048, 0), (5000, 0)], [(300, 0), (2048, 0)])
+"""kv_prefetch's check: spans of 1, 3, 16 and 40 splits (2 heads on 132 SMs), the kernel's own split."""
+
+
+def _same_bits_check(shipped_source: str, device: str = "cuda", cases=CLUSTER_CASES, name="merge_cluster") -> str:
+    """The patched kernels against the shipped ones on the GPU, launched alike (as a cluster the shipped
+    kernels still take the ticket): each (keys, cluster) of ``cases`` for the plain kernel, masked and not,
+    and for decode_rope's (this token's key and value written, at slot keys - 37), 1, 4 and 8 query heads a
+    KV head, head_dim 64 and 128, bf16 and fp16; every mask made launches before the kernel reads it. ""
+    when every output and cache agrees bit for bit (where not, within 1e-2 relative L2, printed), else the
+    first that does not. The self-checks at load are looser (2e-2) and try fewer shapes."""
     import torch
 
     from app.engine.local import kv16_mma
@@ -122,6 +273,8 @@ def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
     patched = kv16_mma._kernels(index)
     g = torch.Generator(device=device).manual_seed(0)
     inexact = []
+    plain, rope = cases
+    most = max(keys for keys, _ in plain + rope)
 
     def differs(label: str, want: torch.Tensor, got: torch.Tensor) -> str:
         if torch.equal(want, got):
@@ -134,36 +287,46 @@ def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
         for d in kv16_mma.HEAD_DIMS:
             for groups in (1, 4, 8):
                 query = torch.randn(1, 2, groups, d, generator=g, device=device).to(dtype)
-                key, value = (torch.randn(1, 2, 300, d, generator=g, device=device).to(dtype) for _ in range(2))
-                valid = (torch.rand(1, 300, generator=g, device=device) > 0.2)
-                for mask in (None, valid):
-                    for splits in range(2, 9):
-                        label = f"{str(dtype)[6:]} d{d} g{groups} {splits} splits{'' if mask is None else ' masked'}"
-                        runs = [kv16_mma.decode(query, key, value, mask, d**-0.5, kernels=k, cluster=splits)
-                                for k in (shipped, patched)]
+                key, value = (torch.randn(1, 2, most, d, generator=g, device=device).to(dtype) for _ in range(2))
+                valid = (torch.rand(1, most, generator=g, device=device) > 0.2)
+                for keys, cluster in plain:
+                    for mask in (None, valid[:, :keys]):
+                        label = f"{str(dtype)[6:]} d{d} g{groups} {keys} keys {cluster} splits" + (
+                            "" if mask is None else " masked")
+                        runs = [kv16_mma.decode(query, key[:, :, :keys], value[:, :, :keys], mask, d**-0.5, kernels=k,
+                                                cluster=cluster) for k in (shipped, patched)]
                         problem = differs(label, *runs)
                         if problem:
                             return problem
-                position = torch.tensor(263, dtype=torch.int64, device=device)
                 new = [torch.randn(1, 2, 1, d, generator=g, device=device).to(dtype) for _ in range(2)]
                 cos, sin = (torch.rand(d, generator=g, device=device).to(dtype) for _ in range(2))
-                for splits in (3, 8):
+                for keys, cluster in rope:
+                    position = torch.tensor(keys - 37, dtype=torch.int64, device=device)
                     runs, caches = [], []
                     for kernels in (shipped, patched):
-                        cache = (key.clone(), value.clone())
-                        runs.append(kv16_mma._launch(query, *cache, valid, d**-0.5, (*new, cos, sin, position), kernels,
-                                                     kv16_mma.SPLIT_WAVES, splits))
+                        cache = (key[:, :, :keys].clone(), value[:, :, :keys].clone())
+                        token = (*new, cos, sin, position)
+                        runs.append(kv16_mma._launch(query, *cache, valid[:, :keys], d**-0.5, token, kernels,
+                                                     kv16_mma.SPLIT_WAVES, cluster))
                         caches.append(torch.cat(cache))
-                    label = f"rope {str(dtype)[6:]} d{d} g{groups} {splits} splits"
+                    label = f"rope {str(dtype)[6:]} d{d} g{groups} {keys} keys {cluster} splits"
                     problem = differs(label, *runs) or differs(label + " cache", *caches)
                     if problem:
                         return problem
     if inexact:
-        print("merge_cluster check: not bit for bit in " + ", ".join(inexact[:4]))
+        print(f"{name} check: not bit for bit in " + ", ".join(inexact[:4]))
     return ""
 
 
-CHECKS = {"merge_cluster": _merge_cluster_check}
+def _merge_cluster_check(shipped_source: str, device: str = "cuda") -> str:
+    return _same_bits_check(shipped_source, device, CLUSTER_CASES, "merge_cluster")
+
+
+def _kv_prefetch_check(shipped_source: str, device: str = "cuda") -> str:
+    return _same_bits_check(shipped_source, device, SPAN_CASES, "kv_prefetch")
+
+
+CHECKS = {"merge_cluster": _merge_cluster_check, "kv_prefetch": _kv_prefetch_check}
 """A patch's own check on the GPU before the anatomy runs: "" or why not (the run stops)."""
 
 HOOKS = {"splits_256": _splits_256, "merge_cluster": _merge_cluster}
@@ -298,6 +461,21 @@ PATCHES = {
          "        return;\n"
          "    }\n"
          "#endif\n"),
+    ]),
+    # The span's marks, the position, cos and sin read before griddepcontrol.wait (earlier kernels' data:
+    # the mask and the fill counter from the step's start, cos and sin from its rotary kernel), and every
+    # key and value row the warp's steps will read prefetched into L2 (no registers), all while the q/k/v
+    # GEMV before finishes: after the wait the query's trip, then steps whose loads hit L2 instead of
+    # HBM (at 4k a warp takes 3 steps, each a trip). Loading the first step into registers with the query
+    # instead took 251 registers (the whole register file with 256 threads: no room left for o_proj's
+    # early blocks), so not that. Safe where the mask and the position are not written by the launch just
+    # before (the app's step; the self-checks too): shipping it needs that in decode's and decode_rope's
+    # contract, and test_replays_in_a_cuda_graph_as_the_cache_fills's eager call (its mask written just
+    # before) changed. `_kv_prefetch_check` compares it with the shipped kernels bit for bit first.
+    "kv_prefetch": ("app.engine.local.kv16_mma", [
+        ("template <int D>\n__device__ __forceinline__ void load_step(", _PREFETCH_STEP
+         + "template <int D>\n__device__ __forceinline__ void load_step("),
+        (_prologue(), _KV_PREFETCH),
     ]),
     "prefetch2": ("app.engine.local.nf4_mma", [
         ("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;\n",

@@ -4,7 +4,7 @@
 # 1k with the critical path (what each kernel adds to the step), the others at 1k and 4k. About 40 s a
 # run after the first (~85 s: the compile). From the project copy on the device ($OUT set), carrying
 # what tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/):
-#   bash tests/benchmarks/anatomy_patched_h200.sh merge_cluster splits_256 HEADROOM_KV16_MERGE=launch
+#   A=HEADROOM_KV16_MERGE; bash tests/benchmarks/anatomy_patched_h200.sh $A=launch $A=poll kv_prefetch merge_cluster splits_256
 # An arm NAME=VALUE is the shipped kernels with that environment variable set (an app switch).
 # A patch that fails or runs past 150 s (a kernel that spins) is left out of the later rounds; no run
 # starts past LIMIT_S (default 540 s of runs, inside a device call's 600 s), so give the patches in the

@@ -101,6 +101,20 @@ def _fake_attention(wrong_at=None):
     return calls, run, decode
 
 
+def test_the_kv_prefetch_check_compares_the_kernels_own_splits(monkeypatch):
+    """kv_prefetch's GPU check (stand-in kernels on the CPU): 4 spans masked and not and 2 RoPE spans at
+    the kernel's own split (cluster 0), for 3 group sizes, 2 head_dims and 2 dtypes, both kernel sets."""
+    from app.engine.local import kv16_mma, nvrtc
+
+    calls, run, decode = _fake_attention()
+    monkeypatch.setattr(nvrtc, "load", lambda *args: "shipped")
+    monkeypatch.setattr(kv16_mma, "_kernels", lambda index: "patched")
+    monkeypatch.setattr(kv16_mma, "_launch", run)
+    monkeypatch.setattr(kv16_mma, "decode", decode)
+    assert ap.CHECKS["kv_prefetch"]("source", device="cpu") == ""
+    assert len(calls) == 2 * 2 * 3 * (4 * 2 + 2) * 2 and {n for _, n, _ in calls} == {0}
+
+
 @pytest.mark.parametrize("wrong_at", [None, ("patched", 6, 4)])
 def test_merge_cluster_check_compares_every_shape_and_finds_a_wrong_share(monkeypatch, wrong_at):
     """The GPU check before the anatomy (run here on the CPU with stand-in kernels): the shipped and
@@ -121,7 +135,7 @@ def test_merge_cluster_check_compares_every_shape_and_finds_a_wrong_share(monkey
                                                               for n in range(2, 9)}
         assert {n for _, n, rope in calls if rope} == {3, 8}
     else:
-        assert problem.startswith("bfloat16 d64 g4 6 splits: relative error")
+        assert problem.startswith("bfloat16 d64 g4 300 keys 6 splits: relative error")
         monkeypatch.setitem(ap.CHECKS, "merge_cluster", lambda shipped: problem)
         monkeypatch.setattr(ap, "HOOKS", {})
         monkeypatch.setattr(kv16_mma, "SOURCE", kv16_mma.SOURCE)
