@@ -108,7 +108,21 @@ __device__ __forceinline__ void prefetch_step(const u16* kh, const u16* vh, int 
 """
 
 
-_KV_PREFETCH = r"""    // (kv_prefetch) Before the wait: the position, cos and sin, the span's marks (hence `end`), and
+def _shipped(first: str, last: str) -> str:
+    """The lines of kv16_mma's SOURCE from the one starting with ``first`` to the one holding ``last``
+    (each found once): a patch reuses the shipped text instead of a copy of it."""
+    from app.engine.local import kv16_mma
+
+    source = kv16_mma.SOURCE
+    assert source.count(first) == 1, first
+    begin = source.index(first)
+    end = source.index("\n", source.index(last, begin)) + 1
+    return source[begin:end]
+
+
+def _kv_prefetch_prologue() -> str:
+    """kv_prefetch's prologue: the shipped one's pieces in another order (the PATCHES comment)."""
+    return (r"""    // (kv_prefetch) Before the wait: the position, cos and sin, the span's marks (hence `end`), and
     // an L2 prefetch of every key and value row this warp's steps read.
     int slot = -1;
     uint4 cf[ROPE ? D / 32 : 1], sf[ROPE ? D / 32 : 1];
@@ -126,90 +140,24 @@ _KV_PREFETCH = r"""    // (kv_prefetch) Before the wait: the position, cos and s
             sx = to_f<BF16>(sin_d[tid]), sy = to_f<BF16>(sin_d[tid + D / 2]);
         }
     }
-    const bool own = ROPE && slot >= start && slot < stop;
-    if (tid == 0) last_valid = start - 1;
-    __syncthreads();
-    int mine = start - 1;
-    const int n_marks = stop - start;
-    const u8* row_marks = valid + (long long)b * svalid + start;
-#pragma unroll 4
-    for (int i = 16 * tid; i < n_marks; i += 16 * WARPS * 32) {
-        uint4 m;
-        if (!has_valid) {
-            m = make_uint4(0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u);
-        } else if (i + 16 <= n_marks) {
-            m = ld_nc(row_marks + i);
-        } else {  // the span's last few keys, byte by byte (never past the mask's end)
-            u8 tail[16];
-#pragma unroll
-            for (int j = 0; j < 16; ++j) tail[j] = i + j < n_marks ? row_marks[i + j] : 0;
-            m = make_uint4(tail[0] | tail[1] << 8 | tail[2] << 16 | (u32)tail[3] << 24,
-                           tail[4] | tail[5] << 8 | tail[6] << 16 | (u32)tail[7] << 24,
-                           tail[8] | tail[9] << 8 | tail[10] << 16 | (u32)tail[11] << 24,
-                           tail[12] | tail[13] << 8 | tail[14] << 16 | (u32)tail[15] << 24);
-        }
-        if (own && slot - start - i >= 0 && slot - start - i < 16) {  // this token: weighed after the steps
-            const int at = slot - start - i;
-            u32* words = (u32*)&m;
-            words[at >> 2] &= ~(0xffu << (8 * (at & 3)));
-        }
-        *(uint4*)(marks + i) = m;
-        const u32 w[4] = {m.x, m.y, m.z, m.w};
-#pragma unroll
-        for (int j = 0; j < 16; ++j)
-            if (i + j < n_marks && (w[j >> 2] >> (8 * (j & 3)) & 0xffu)) mine = start + i + j;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mine = max(mine, __shfl_xor_sync(0xffffffffu, mine, o));
-    if (lane == 0) atomicMax(&last_valid, mine);
-    __syncthreads();
-    const int end = last_valid + 1;  // keys [start, end) count
-    const int steps = (end - start + 15) / 16;
-    for (int s = warp; s < steps; s += WARPS) prefetch_step<D>(kh, vh, sks, svs, start + 16 * s, end, g, c);
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-    uint4 qf[D / 32];
-    const u16* q_row = q + ((long long)bh * groups + min(g, groups - 1)) * D + c * (D / 4);
-#pragma unroll
-    for (int j = 0; j < D / 32; ++j) qf[j] = ld_nc(q_row + 8 * j);
-    if (ROPE) {
+"""
+            + _shipped("    const bool own = ROPE && slot >= start", "mine = max(mine, __shfl_xor_sync(")
+            + _shipped("    if (lane == 0) atomicMax(&last_valid, mine);", "const int steps = (end - start + 15) / 16;")
+            + "    for (int s = warp; s < steps; s += WARPS)"
+              " prefetch_step<D>(kh, vh, sks, svs, start + 16 * s, end, g, c);\n"
+            + _shipped("#if __CUDA_ARCH__ >= 900\n    asm volatile(\"griddepcontrol.wait;\"", "#endif")
+            + _shipped("    uint4 qf[D / 32];\n", "qf[j] = ld_nc(q_row + 8 * j);")
+            + r"""    if (ROPE) {
         if (tid < D / 2) {
             const u16* kn = k_new + (long long)bh * D;
             kx = to_f<BF16>(kn[tid]), ky = to_f<BF16>(kn[tid + D / 2]);
         } else if (tid < D / 2 + D) {
             v_mine = v_new[(long long)bh * D + tid - D / 2];
         }
-        rotate_row<D, BF16>(qf, cf, sf, c);
-        if (own && tid < D / 2) {
-            const u16 rx = pack1<BF16>(kx * cx - ky * sx), ry = pack1<BF16>(ky * cy + kx * sy);
-            sm_k[tid] = rx;
-            sm_k[tid + D / 2] = ry;
-            u16* krow = (u16*)kh + (long long)slot * sks;
-            krow[tid] = rx;
-            krow[tid + D / 2] = ry;
-        } else if (own && tid < D / 2 + D) {
-            ((u16*)vh)[(long long)slot * svs + tid - D / 2] = v_mine;
-            sm_v[tid - D / 2] = to_f<BF16>(v_mine);
-        }
-        __syncthreads();  // sm_k, sm_v before warp 0 weighs this token
-    }
-    if (g >= groups) {
-#pragma unroll
-        for (int j = 0; j < D / 32; ++j) qf[j] = make_uint4(0u, 0u, 0u, 0u);
-    }
-    const float scale = (float)scale_log2;
-    float o[D / 4];
-#pragma unroll
-    for (int i = 0; i < D / 4; ++i) o[i] = 0.f;
-    float m_run = NONE, l_run = 0.f;
-    for (int s = warp; s < steps; s += WARPS) {  // a step at a time: the block's 8 warps keep 8 in flight
-        Step<D> cur;
-        load_step<D>(cur, kh, vh, sks, svs, start + 16 * s, end, g, c);
-        step<D, BF16>(cur, qf, marks, start + 16 * s, start, end, c, scale, o, m_run, l_run);
-    }
 """
+            + _shipped("        rotate_row<D, BF16>(qf, cf, sf, c);", "sm_v[tid - D / 2] = to_f<BF16>(v_mine);")
+            + "        }\n        __syncthreads();  // sm_k, sm_v before warp 0 weighs this token\n    }\n"
+            + _shipped("    if (g >= groups) {", "step<D, BF16>(cur, qf, marks, start + 16 * s,") + "    }\n")
 
 
 DIAGNOSTIC = "diag_"  # a patch that computes something else: the kernels' self-checks are skipped for it
@@ -475,7 +423,7 @@ PATCHES = {
     "kv_prefetch": ("app.engine.local.kv16_mma", [
         ("template <int D>\n__device__ __forceinline__ void load_step(", _PREFETCH_STEP
          + "template <int D>\n__device__ __forceinline__ void load_step("),
-        (_prologue(), _KV_PREFETCH),
+        (_prologue(), _kv_prefetch_prologue()),
     ]),
     "prefetch2": ("app.engine.local.nf4_mma", [
         ("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;\n",
