@@ -122,19 +122,10 @@ def _shipped(first: str, last: str) -> str:
 
 def _kv_prefetch_prologue() -> str:
     """kv_prefetch's prologue: the shipped one's pieces in another order (the PATCHES comment)."""
-    return (r"""    // (kv_prefetch) Before the wait: the position, cos and sin, the span's marks (hence `end`), and
-    // an L2 prefetch of every key and value row this warp's steps read.
-    int slot = -1;
-    uint4 cf[ROPE ? D / 32 : 1], sf[ROPE ? D / 32 : 1];
-    float kx = 0.f, ky = 0.f, cx = 0.f, cy = 0.f, sx = 0.f, sy = 0.f;  // dims tid, tid + D/2 of the key
-    u16 v_mine = 0;
-    if (ROPE) {
-        slot = (int)*position;
-#pragma unroll
-        for (int j = 0; j < D / 32; ++j) {
-            cf[j] = ld_nc(cos_d + c * (D / 4) + 8 * j);
-            sf[j] = ld_nc(sin_d + c * (D / 4) + 8 * j);
-        }
+    return ("    // (kv_prefetch) Before the wait: the position, cos and sin, the span's marks (hence `end`), and\n"
+            "    // an L2 prefetch of every key and value row this warp's steps read.\n"
+            + _shipped("    int slot = -1;", "sf[j] = ld_nc(sin_d + c * (D / 4) + 8 * j);")
+            + r"""        }
         if (tid < D / 2) {
             cx = to_f<BF16>(cos_d[tid]), cy = to_f<BF16>(cos_d[tid + D / 2]);
             sx = to_f<BF16>(sin_d[tid]), sy = to_f<BF16>(sin_d[tid + D / 2]);
