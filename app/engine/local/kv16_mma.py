@@ -91,8 +91,8 @@ tests/benchmarks/llama_cpp_same_run_h200.sh; another value is "ticket"): "ticket
 the head to finish (an atomic ticket) loads the partials and adds them; "launch", a kernel of its own
 right after (``kv16_merge_*``, under PDL: the attention's blocks store their partials and end, no fence
 or ticket, and one trip loads every split's row); "poll", split 0 adds them once every other split has
-set its flag (one trip where the ticket takes two; the ticket where its spinning blocks could hold
-every SM, `_merge_for`). On the app path at 1k the ticket merge costs ~3.3 µs a layer, ~105 µs a step
+set its flag (one trip where the ticket takes two; the ticket where not every block of the launch runs
+at once, `_merge_for`). On the app path at 1k the ticket merge costs ~3.3 µs a layer, ~105 µs a step
 (H200, results/decode_experiments_h200_patched.json: 2.843 against 2.960 ms without it); "launch" and
 "poll" are built and tested on the CPU, not yet measured."""
 if MERGE not in MERGES:
@@ -444,8 +444,8 @@ __device__ void attend(const u16* q, const u16* k, const u16* v, const u8* valid
     // The last block of this head to finish adds the splits (a fixed order: bitwise repeatable). The
     // block's stores are ordered before its ticket by the barrier and one thread's fence (cumulative).
     // MERGE_POLL: split 0 adds them once every other split's flag (a store after the same fence) is
-    // set, one trip where the ticket takes two; its blocks spin, so the host asks for it only while they
-    // leave SMs free for the other splits (kv16_mma._merge_for).
+    // set, one trip where the ticket takes two; its blocks spin, so the host asks for it only where every
+    // block of the launch runs at once (kv16_mma._merge_for).
     __syncthreads();
     if (merge == MERGE_POLL) {
         int* flags = counters + gridDim.x + (long long)bh * MAX_SPLITS;  // after the tickets
