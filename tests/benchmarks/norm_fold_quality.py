@@ -1,0 +1,166 @@
+"""What folding the RMSNorm's scale into the next GEMV would cost in answers, on a real model (issue 15's
+planning, not used by the app): teacher-forced logits of SmolLM2-135M-Instruct (the default model, real
+weights) with every decoder linear in NF4 (tests/benchmarks/nf4_int8_quality.py's weights and GEMV),
+the norms computed as the app computes them and folded, on the CPU.
+
+Why: on the H200's critical path the 8B step's 65 ``add_rms_norm`` launches add ~113 µs of ~2,950
+(results/decode_experiments_h200_patched.json), more than the ~95 µs that 350 tok/s at 1k still needs.
+A norm is a grid-wide dependency (one sum of squares over the whole hidden state) between two GEMVs, so
+it costs a launch and a round trip of its own. Folded, it needs none: the GEMV that writes the hidden
+state (o_proj, down) adds the residual in its last write, stores g = bf16(w · h) and each row tile's sum
+of squares of h; the next GEMV (q/k/v, gate/up) reads g as its input and multiplies its float32 sums by
+r = rsqrt(mean(h²) + eps) before the bf16 rounding. Exact arithmetic gives the same y; the roundings
+differ: the app rounds bf16(h · r) and then bf16(w · that) (transformers' LlamaRMSNorm); the fold rounds
+bf16(w · h) and never rounds the normalized input.
+
+Arms (q, k, v, gate, up, o, down in NF4; the lm_head 16-bit; the final norm unfolded, as the step would
+keep it):
+
+- ``nf4`` (the reference): the app's norm, then y = bf16(Σ W x) summed in float32.
+- ``nf4_exact`` and ``nf4_split``: the floor, as nf4_int8_quality measures it (y summed in float64, or in
+  4 float32 parts then added).
+- ``norm_exact``: the app's norm with its mean of squares in float64: what the order of that sum moves
+  (add_rms_norm's kernel adds in its own order), another part of the floor.
+- ``fold``: every decoder layer's two norms folded into q/k/v and gate/up: x = bf16(w · h), y =
+  bf16(r · Σ W x) with the sum in float32. ``fold_exact``: the same with the sum in float64 (the fold's own
+  spread, as nf4_exact is the reference's).
+
+Reported against ``nf4`` as nf4_int8_quality reports: next-token agreement, perplexity change, the
+largest logit difference, 1 − the mean correlation of the logits.
+
+    python -m tests.benchmarks.norm_fold_quality     # two cores: minutes; results/norm_fold_quality_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import app  # noqa: F401  (offline settings before transformers)
+from tests.benchmarks.kv8_quality import RESULTS, TEXTS, compare
+from tests.benchmarks.nf4_int8_quality import Nf4Linears, correlation, nf4_linear
+
+ARMS = ("nf4", "nf4_exact", "nf4_split", "norm_exact", "fold", "fold_exact")
+FOLDED = {"input_layernorm": ("q_proj", "k_proj", "v_proj"), "post_attention_layernorm": ("gate_proj", "up_proj")}
+
+
+def folded_norm(norm, hidden):
+    """(x, r) for a LlamaRMSNorm ``norm`` of ``hidden`` (..., H) in the compute dtype: x = bf16(w · h)
+    (the dtype's rounding of the product), r (..., 1) float32 = rsqrt(mean(h²) + eps), so that the
+    norm's output is w · h · r before its roundings."""
+    import torch
+
+    r = torch.rsqrt(hidden.float().pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    return (norm.weight * hidden).to(hidden.dtype), r
+
+
+def folded_linear(x, r, codes, absmax, gemv: str = "nf4"):
+    """y = bf16(r · Σ W x) for the NF4 weights (nf4_int8_quality.nf4_quantize), the sum in float32
+    (``gemv`` "nf4") or float64 ("nf4_exact")."""
+    y = nf4_linear(x.float() if gemv == "nf4" else x.double(), codes, absmax, gemv)  # x's bf16 values exactly
+    return (y * r).to(x.dtype)
+
+
+def exact_norm(norm, hidden):
+    """The app's norm, bf16(w · bf16(h · r)), with r from a float64 mean of squares: where another order of
+    the sum of squares (add_rms_norm's kernel) moves the output."""
+    import torch
+
+    r = torch.rsqrt(hidden.double().pow(2).mean(-1, keepdim=True) + norm.variance_epsilon).float()
+    return norm.weight * (hidden.float() * r).to(hidden.dtype)
+
+
+class FoldedNorms:
+    """While ``arm`` is "fold", each decoder layer's FOLDED norms return bf16(w · h) and the linears that
+    read them scale their float32 sums by that norm's r. Wraps `Nf4Linears` (its own arm the GEMV)."""
+
+    def __init__(self, model, linears: Nf4Linears):
+        self.arm = None
+        self.linears = linears
+        for layer in model.model.layers:
+            for norm_name, names in FOLDED.items():
+                norm, r = getattr(layer, norm_name), {}
+                norm.forward = self._norm(norm, r)
+                part = layer.self_attn if norm_name == "input_layernorm" else layer.mlp
+                for name in names:
+                    linear = getattr(part, name)
+                    linear.forward = self._linear(linear, linear.forward, r)
+
+    def _norm(self, norm, r):
+        plain = type(norm).forward
+
+        def forward(hidden):
+            if self.arm == "norm_exact":
+                return exact_norm(norm, hidden)
+            if not self.folded:
+                return plain(norm, hidden)
+            x, r["r"] = folded_norm(norm, hidden)
+            return x
+        return forward
+
+    def _linear(self, linear, unfolded, r):
+        def forward(x):
+            if not self.folded:
+                return unfolded(x)
+            y = folded_linear(x, r["r"], *self.linears.weights[linear], "nf4" if self.arm == "fold" else "nf4_exact")
+            return y if linear.bias is None else y + linear.bias
+        return forward
+
+    @property
+    def folded(self) -> bool:
+        return self.arm in ("fold", "fold_exact")
+
+    def set(self, arm: str | None) -> None:
+        self.arm = arm
+        self.linears.arm = {"fold": "nf4", "fold_exact": "nf4_exact", "norm_exact": "nf4"}.get(arm, arm)
+
+
+def main(argv=None) -> None:
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tokens", type=int, default=1000)
+    ap.add_argument("--texts", default="en,ko")
+    ap.add_argument("--out", type=Path, default=RESULTS / "norm_fold_quality_cpu.json")
+    args = ap.parse_args(argv)
+    from app.core.paths import default_model_path
+    from app.engine.loading.loader import load_model, resolve_model_folder
+
+    torch.manual_seed(0)
+    loaded = load_model(resolve_model_folder(default_model_path()))
+    model, tokenizer = loaded.model.to(torch.bfloat16).eval(), loaded.tokenizer
+    folds = FoldedNorms(model, Nf4Linears(model))
+    rows = []
+    for lang in args.texts.split(","):
+        text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
+        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:args.tokens]])
+        logits = {}
+        for arm in ARMS:
+            folds.set(arm)
+            start = time.perf_counter()
+            with torch.inference_mode():
+                logits[arm] = model(input_ids=ids).logits[0, :-1].float()
+            print(f"{lang} {arm}: {time.perf_counter() - start:.1f} s", flush=True)
+        for arm in ARMS[1:]:
+            found = compare(logits["nf4"], logits[arm], ids[0, 1:])
+            row = dict(text=lang, tokens=ids.shape[1], arm=arm, against="nf4", agreement=found["agreement"],
+                       perplexity_nf4=found["perplexity_16"], perplexity=found["perplexity_8"],
+                       perplexity_change=found["perplexity_change"], max_abs_logit_diff=found["max_abs_logit_diff"],
+                       correlation=round(correlation(logits["nf4"], logits[arm]), 6))
+            rows.append(row)
+            print(f"{lang} {arm:10} vs nf4: agreement {row['agreement']:.4f} ppl {row['perplexity_nf4']:.3f} -> "
+                  f"{row['perplexity']:.3f} ({row['perplexity_change']:+.2%}) max |dlogit| "
+                  f"{row['max_abs_logit_diff']:.3f} corr {row['correlation']:.6f}", flush=True)
+    folds.set(None)
+    args.out.write_text(json.dumps(dict(
+        benchmark="norm_fold_quality", model=loaded.report.name, machine=platform.machine(),
+        torch=torch.__version__, dtype="bfloat16", tokens=args.tokens,
+        command="python -m tests.benchmarks.norm_fold_quality", rows=rows), indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
