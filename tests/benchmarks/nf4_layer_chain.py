@@ -202,7 +202,7 @@ __device__ __forceinline__ uint4 lds128(const void* p) {
                  : "r"(smem_u32(p)) : "memory");
     return v;
 }
-template <bool NESTED>
+template <bool NESTED, int FOLD = FOLD_NONE>
 __device__ __forceinline__ void gemv("""
 RING_LOOP = r"""    Loads cur;
     {  // the ring (see RING_SLOTS)
@@ -267,7 +267,7 @@ INTERLEAVE_PATCHES = [
     ("nxt = load<true>(r, sg.absmax2, st0 + i + 1);", "nxt = load<true>(r, sg.absmax2, st0 + (i + 1) * warps);"),
     ("step<true>(d, cur, x + 32 * (st0 + i) + 8 * c,", "step<true>(d, cur, x + 32 * (st0 + i * warps) + 8 * c,"),
 ]
-_GEMV_HEAD = "template <bool NESTED>\n__device__ __forceinline__ void gemv("
+_GEMV_HEAD = "template <bool NESTED, int FOLD = FOLD_NONE>\n__device__ __forceinline__ void gemv("
 _LOOP_END = "        cur = nxt;\n    }\n"
 _GEMV_LOOP = nf4_mma.SOURCE[nf4_mma.SOURCE.index("    Loads cur = load<NESTED>(r, absmax2, st0), nxt;"):
                             nf4_mma.SOURCE.index(_LOOP_END) + len(_LOOP_END)]  # gemv's loop, inputs staged

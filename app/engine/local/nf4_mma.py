@@ -160,7 +160,7 @@ from functools import cache
 
 import torch
 
-from app.engine.local import nvrtc
+from app.engine.local import norm_fold, nvrtc
 from app.engine.local.nf4_gemv import Nf4Tensors
 from app.engine.local.nvrtc import CompileError, nvrtc_library  # noqa: F401  (this module's names before nvrtc.py)
 
@@ -170,6 +170,10 @@ WARPS = (1, 2, 4, 8)  # a block's warps (__launch_bounds__(256, 2) below: at mos
 KERNELS = {True: "nf4_mma_gemv_nested", False: "nf4_mma_gemv_plain"}
 GROUP_KERNELS = {True: "nf4_mma_group_nested", False: "nf4_mma_group_plain"}
 PAIR_KERNELS = {True: "nf4_mma_pair_nested", False: "nf4_mma_pair_plain"}
+FOLD_KERNELS = {(kind, nested): f"nf4_mma_{kind}_fold_{'nested' if nested else 'plain'}"
+                for kind in ("gemv", "group", "pair") for nested in (True, False)}
+"""The folded norm's kernels (norm_fold): "gemv" writes h, g and the tiles' sums of squares (FOLD_OUT),
+"group" and "pair" scale by the norm (FOLD_IN). Built only when norm_fold.FOLD is set (-DNORM_FOLD)."""
 GROUP_MAX = 3  # layers one group launch takes (q, k, v)
 BIAS_NONE, BIAS_BF16, BIAS_FP32 = 0, 1, 2
 OPAQUE = (1 << 16, -(1 << 31), 0x32103210)  # kernel arguments m16, m1 (2^31 as a C int), pick (see SOURCE)
@@ -411,6 +415,46 @@ __device__ __forceinline__ void store(u16* y, float v, int row, bool mine, bool 
     }
 }
 
+// The RMSNorm between two GEMVs folded into them (norm_fold.py): FOLD_OUT (o_proj, down) writes h =
+// bf16(residual + bf16(W x)) in y's place, g = bf16(weight * h) and its row tile's sum of h^2 (ssq_out[tile]);
+// FOLD_IN (q/k/v, gate/up; x = g) multiplies its sums by r = 1 / sqrt(mean(h^2) + eps) from the count row
+// tiles' sums of the launch before (staged in shared memory beside x) before bias and rounding. Sums in fixed
+// orders (lane 0's butterfly; norm_fold.py mirrors them), so a launch is bitwise repeatable.
+#define FOLD_NONE 0
+#define FOLD_IN 1
+#define FOLD_OUT 2
+struct Fold { const float* ssq; int count; float eps; const u16* residual; const u16* weight; u16* g; float* ssq_out; };
+
+__device__ __forceinline__ float norm_scale(const float* ssq_s, int count, int k, float eps, int lane) {
+    float s = 0.f;
+    for (int j = lane; j < count; j += 32) s = add_rn(s, ssq_s[j]);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+    s = __shfl_sync(0xffffffffu, s, 0);  // lane 0's order in every lane
+    return 1.f / sqrtf(add_rn(s / (float)k, eps));  // IEEE division and square root (no fast math)
+}
+
+// The row's output: y = bf16(sum + b) (FOLD_IN: bf16(r * sum + b)), or FOLD_OUT's h, g and tile sum. Every lane
+// of the warp calls it.
+template <int FOLD>
+__device__ __forceinline__ void finish(u16* y, float sum, float b, int row, bool mine, bool paired, int lane,
+                                       int tile, int k, const Fold& f, const float* ssq_s, u32 res, u32 wt) {
+    if (FOLD == FOLD_IN) sum = mul_rn(norm_scale(ssq_s, f.count, k, f.eps, lane), sum);
+    if (FOLD != FOLD_OUT) {
+        store(y, sum + b, row, mine, paired, lane);
+        return;
+    }
+    const float h = mine ? bf16_value(__uint_as_float(res << 16) + bf16_value(sum + b)) : 0.f;
+    if (mine) {
+        y[row] = bf16(h);
+        f.g[row] = bf16(mul_rn(__uint_as_float(wt << 16), h));
+    }
+    float sq = mul_rn(h, h);  // lanes 0-15: the tile's rows (0 past n); 16-31 add among themselves
+#pragma unroll
+    for (int o = 8; o; o >>= 1) sq = add_rn(sq, __shfl_xor_sync(0xffffffffu, sq, o));
+    if (lane == 0) f.ssq_out[tile] = sq;
+}
+
 // Grid (ceil(n/16), split); block 32*warps threads. Warp w of block (t, s) adds rows 16t..16t+15
 // over super-tiles [(s*warps + w)*iters, +iters) of 256 inputs; the block sums its warps in order;
 // with split > 1 the last block of row tile t (its counter) sums the split partials in order
@@ -418,13 +462,13 @@ __device__ __forceinline__ void store(u16* y, float v, int row, bool mine, bool 
 // dynamic shared memory) and the nested absmax codebook are staged in shared memory first, under
 // the first codes' loads: read from there, a step's first mma no longer waits on a global load of x
 // (ncu on the H200: that wait was the largest single stall, 16 % of the samples).
-template <bool NESTED>
+template <bool NESTED, int FOLD = FOLD_NONE>
 __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* __restrict__ w,
                                      const void* __restrict__ absmax, const float* __restrict__ absmax2,
                                      const float* __restrict__ code2, const float* __restrict__ offset,
                                      const float* __restrict__ code, const void* __restrict__ bias,
                                      float* part, int part_stride, int* counter, u16* y, int n, int tile,
-                                     int k, int iters, int bias_kind, Consts kc, Pair up) {
+                                     int k, int iters, int bias_kind, Consts kc, Pair up, Fold fold = Fold{}) {
     __shared__ float red[8][16];
     __shared__ __align__(16) float code2_s[256];
     extern __shared__ uint4 x_s[];
@@ -439,6 +483,8 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     const float off_b = NESTED && paired ? __ldg(up.offset) : off;
     const int st0 = (blockIdx.y * warps + warp) * iters;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
+    float* ssq_s = (float*)(x_s + 32 * warps * iters);  // FOLD_IN: the row tiles' sums of squares, after x
+    u32 res = 0, wt = 0;  // FOLD_OUT: the writing lane's residual and norm weight (bf16 bits), read under the loop
     Loads cur = load<NESTED>(r, absmax2, st0), nxt;
     // Under PDL these loads should be in flight while the kernel before finishes, but ptxas sinks them
     // below griddepcontrol.wait. A barrier that reads every loaded value, behind a branch never taken (n
@@ -450,6 +496,13 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     for (int j = threadIdx.x; j < 32 * warps * iters; j += blockDim.x) copy_async(x_s + j, xb + j);
     if (NESTED)
         for (int j = threadIdx.x; j < 64; j += blockDim.x) copy_async(code2_s + 4 * j, code2 + 4 * j);
+    if (FOLD == FOLD_IN)
+        for (int j = threadIdx.x; j < fold.count / 4; j += blockDim.x) copy_async(ssq_s + 4 * j, fold.ssq + 4 * j);
+    if (FOLD == FOLD_OUT && warp == 0 && lane < 16) {
+        const int at = min(tile * 16 + lane, n - 1);
+        res = fold.residual[at];
+        wt = __ldg(fold.weight + at);
+    }
     copies_done();
     __syncthreads();
     for (int i = 0; i < iters; ++i) {
@@ -474,7 +527,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     if (mine && bias_kind == 1) b = __uint_as_float((u32)((const u16*)row_bias)[row] << 16);
     if (mine && bias_kind == 2) b = ((const float*)row_bias)[row];
     if (gridDim.y == 1) {
-        store(y, sum + b, row, mine, paired, lane);
+        finish<FOLD>(y, sum, b, row, mine, paired, lane, tile, k, fold, ssq_s, res, wt);
         return;
     }
     if (mine) part[(long long)blockIdx.y * part_stride + slot] = sum;
@@ -488,7 +541,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     float total = 0.f;
     if (mine)
         for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * part_stride + slot);
-    store(y, total + b, row, mine, paired, lane);
+    finish<FOLD>(y, total, b, row, mine, paired, lane, tile, k, fold, ssq_s, res, wt);
     if (lane == 0) *counter = 0;  // ready for the next call (and CUDA graph replay)
 }
 
@@ -507,14 +560,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_plain(ARGS) { 
 #define GROUP_ARGS const uint4* x, SEGMENT(0), SEGMENT(1), SEGMENT(2), const float* code, float* part, int* counters, \
     u16* y, int k, int iters, int bias_kind, u32 m16, u32 m1, u32 pick
 #define PICK(name) (s == 0 ? name##0 : s == 1 ? name##1 : name##2)
-template <bool NESTED>
-__device__ __forceinline__ void group(GROUP_ARGS) {
+template <bool NESTED, int FOLD = FOLD_NONE>
+__device__ __forceinline__ void group(GROUP_ARGS, Fold fold = Fold{}) {
     const int t0 = (n0 + 15) / 16, t1 = (n1 + 15) / 16, tile = blockIdx.x;
     const int s = tile < t0 ? 0 : tile < t0 + t1 ? 1 : 2;  // the same in the whole block
     const int first_tile = s == 0 ? 0 : s == 1 ? t0 : t0 + t1, first_row = s == 0 ? 0 : s == 1 ? n0 : n0 + n1;
-    gemv<NESTED>(x, PICK(w), PICK(absmax), PICK(absmax2_), PICK(code2_), PICK(offset), code, PICK(bias),
-                 part + first_row, n0 + n1 + n2, counters + tile, y + first_row, PICK(n), tile - first_tile, k, iters,
-                 bias_kind, Consts{m16, m1, pick}, Pair{});
+    gemv<NESTED, FOLD>(x, PICK(w), PICK(absmax), PICK(absmax2_), PICK(code2_), PICK(offset), code, PICK(bias),
+                       part + first_row, n0 + n1 + n2, counters + tile, y + first_row, PICK(n), tile - first_tile, k,
+                       iters, bias_kind, Consts{m16, m1, pick}, Pair{}, fold);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_nested(GROUP_ARGS) {
     group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
@@ -538,6 +591,35 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_A
     Pair{w1, absmax1, offset1, bias1}
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_nested(PAIR_ARGS) { gemv<true>(PAIR_PASS); }
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_plain(PAIR_ARGS) { gemv<false>(PAIR_PASS); }
+
+#ifdef NORM_FOLD
+// The folded norm's kernels (FOLD_OUT: the single GEMV; FOLD_IN: the group and the pair), built only when
+// HEADROOM_NORM_FOLD selects them (norm_fold.FOLD).
+#define FOLD_ARGS const float* ssq, int ssq_count, double eps, const u16* residual, const u16* norm_weight, u16* g, \
+    float* ssq_out
+#define FOLD_PASS Fold{ssq, ssq_count, (float)eps, residual, norm_weight, g, ssq_out}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_fold_nested(ARGS, FOLD_ARGS) {
+    gemv<true, FOLD_OUT>(PASS, FOLD_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_fold_plain(ARGS, FOLD_ARGS) {
+    gemv<false, FOLD_OUT>(PASS, FOLD_PASS);
+}
+#define GROUP_PASS x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1, \
+    bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters, bias_kind, m16, \
+    m1, pick
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_fold_nested(GROUP_ARGS, FOLD_ARGS) {
+    group<true, FOLD_IN>(GROUP_PASS, FOLD_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_fold_plain(GROUP_ARGS, FOLD_ARGS) {
+    group<false, FOLD_IN>(GROUP_PASS, FOLD_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_fold_nested(PAIR_ARGS, FOLD_ARGS) {
+    gemv<true, FOLD_IN>(PAIR_PASS, FOLD_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_pair_fold_plain(PAIR_ARGS, FOLD_ARGS) {
+    gemv<false, FOLD_IN>(PAIR_PASS, FOLD_PASS);
+}
+#endif
 """
 
 
@@ -548,21 +630,30 @@ def compile_cubin(arch: str, library: ctypes.CDLL | None = None,
     return nvrtc.compile_cubin(arch, source or SOURCE, "nf4_mma.cu", ("--fmad=false", *options), library)
 
 
-@cache
 def _kernels(device_index: int) -> dict:
-    """{nested: kernel, ("group", nested): group kernel, ("pair", nested): paired kernel} compiled for and
-    loaded on one device (once per process)."""
-    loaded = nvrtc.load(device_index, SOURCE, "nf4_mma.cu",
-                        [*KERNELS.values(), *GROUP_KERNELS.values(), *PAIR_KERNELS.values()], ("--fmad=false",))
+    """{nested: kernel, ("group", nested): group kernel, ("pair", nested): paired kernel}, and with
+    norm_fold.FOLD the FOLD_KERNELS under ("fold", kind, nested), compiled for and loaded on one device
+    (once per process and switch)."""
+    return _loaded(device_index, norm_fold.FOLD)
+
+
+@cache
+def _loaded(device_index: int, fold: bool) -> dict:
+    names = [*KERNELS.values(), *GROUP_KERNELS.values(), *PAIR_KERNELS.values()]
+    options = ("--fmad=false", *(("-DNORM_FOLD",) if fold else ()))
+    loaded = nvrtc.load(device_index, SOURCE, "nf4_mma.cu", names + (list(FOLD_KERNELS.values()) if fold else []),
+                        options)
     return {nested: loaded[name] for nested, name in KERNELS.items()} | {
         ("group", nested): loaded[name] for nested, name in GROUP_KERNELS.items()} | {
-        ("pair", nested): loaded[name] for nested, name in PAIR_KERNELS.items()}
+        ("pair", nested): loaded[name] for nested, name in PAIR_KERNELS.items()} | {
+        ("fold", *key): loaded[name] for key, name in FOLD_KERNELS.items() if fold}
 
 
-def _x_bytes(kernel, inputs: int) -> int:
+def _x_bytes(kernel, inputs: int, extra: int = 0) -> int:
     """Dynamic shared memory of a launch whose blocks take ``inputs`` of x each (bf16: 2 bytes an
-    input); above 48 KB (K / split_k > 24,576) the kernel is first allowed that much."""
-    size = 2 * inputs
+    input) and ``extra`` bytes after them (a FOLD_IN launch's sums of squares); above 48 KB the kernel is
+    first allowed that much."""
+    size = 2 * inputs + extra
     if size > 48 * 1024 and getattr(kernel, "_max_shared_mem_bytes", 0) < size:
         kernel.set_shared_memory_config(size)
     return size
@@ -639,10 +730,12 @@ def _device(x: torch.Tensor) -> int:
 
 
 def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, warps: int = 0,
-           split_k: int = 0) -> torch.Tensor:
+           split_k: int = 0, fold_out: tuple[torch.Tensor, torch.Tensor] | None = None):
     """y (N,) bf16 = W x (+ bias) for x (K,) bf16 on the tensor cores; warps/split_k 0: choose_launch.
-    Raises ValueError for a shape the kernel does not take (shape_reason, or warps*split_k not
-    dividing K/256), CompileError when it cannot be built here."""
+    fold_out (residual, weight), each (N,) bf16: the folded norm's writer (norm_fold, built with
+    norm_fold.FOLD) returns (h, g, ssq) instead: h = bf16(residual + y), g = bf16(weight · h), ssq
+    (ceil(N / 16),) float32 each row tile's sum of h². Raises ValueError for a shape the kernel does not
+    take (shape_reason, or warps*split_k not dividing K/256), CompileError when it cannot be built here."""
     if shape_reason(t.n, t.k):
         raise ValueError(shape_reason(t.n, t.k))
     warps, split_k, iters = _launch_shape(t.n, t.k, warps, split_k)
@@ -652,20 +745,48 @@ def launch(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None = None, war
     kind, biases = _biases([bias])
     y = torch.empty(t.n, dtype=torch.bfloat16, device=x.device)
     part = torch.empty(split_k * t.n if split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    kernel = _kernels(_device(x))[t.nested]
-    nvrtc.launch(kernel, (-(-t.n // ROWS_PER_WARP), split_k, 1), (32 * warps, 1, 1),
-                 [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, biases[0] if biases else y,
-                  part, t.counters, y, t.n, t.k, iters, kind, *OPAQUE],
+    tiles = -(-t.n // ROWS_PER_WARP)
+    args = [x, t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, biases[0] if biases else y,
+            part, t.counters, y, t.n, t.k, iters, kind, *OPAQUE]
+    if fold_out is None:
+        kernel = _kernels(_device(x))[t.nested]
+        nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args, _x_bytes(kernel, t.k // split_k))
+        return y
+    residual, weight = (_row(v, t.n, name) for v, name in zip(fold_out, ("residual", "weight"), strict=True))
+    g = torch.empty_like(y)
+    ssq = torch.empty(tiles, dtype=torch.float32, device=x.device)
+    kernel = _kernels(_device(x))[("fold", "gemv", t.nested)]
+    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args + [ssq, 0, 0.0, residual, weight, g, ssq],
                  _x_bytes(kernel, t.k // split_k))
-    return y
+    return y, g, ssq
+
+
+def _row(v: torch.Tensor, n: int, name: str) -> torch.Tensor:
+    """v as one contiguous bf16 row of n. Raises ValueError for another size or dtype."""
+    if v.numel() != n or v.dtype != torch.bfloat16:
+        raise ValueError(f"{name} must be {n} bf16 values, got {v.numel()} {v.dtype}")
+    return v.reshape(-1).contiguous()
+
+
+def _fold_in(fold_in: tuple[torch.Tensor, float] | None, k: int) -> tuple[list, int]:
+    """(the FOLD_ARGS of a launch reading the folded norm, the bytes its sums take in shared memory) for
+    fold_in (ssq (K / 16,) float32, eps). Raises ValueError when ssq is not one sum per 16 of the K inputs
+    or K / 16 is not a multiple of 4 (the sums are staged 16 bytes at a time)."""
+    ssq, eps = fold_in
+    if ssq.dtype != torch.float32 or ssq.numel() * 16 != k or ssq.numel() % 4 or not ssq.is_contiguous() \
+            or ssq.data_ptr() % 16:
+        raise ValueError(f"ssq must be {k // 16} contiguous float32 sums (a multiple of 4, 16-byte aligned)")
+    return [ssq, ssq.numel(), float(eps), ssq, ssq, ssq, ssq], 4 * ssq.numel()  # the writer's pointers unused
 
 
 def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.Tensor | None],
-                 counters: torch.Tensor, warps: int = 0, split_k: int = 0) -> torch.Tensor:
+                 counters: torch.Tensor, warps: int = 0, split_k: int = 0,
+                 fold_in: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
     """y (N0 + N1 [+ N2],) bf16: the layers W0, W1 (, W2) of one input x (K,) bf16 in one launch,
     their outputs one after the other (q, k, v: y[:N0] = W0 x, ...). The layers share K and nesting,
     biases all None or all given; counters: int32 zeros, one per row tile of all of them (kept zero
-    by the kernel). warps/split_k 0: choose_launch for the stacked N. Raises ValueError for layers the
+    by the kernel). warps/split_k 0: choose_launch for the stacked N. fold_in (ssq, eps): x is the folded
+    norm's g and every row is bf16(r · W x + b) (`_fold_in`, norm_fold). Raises ValueError for layers the
     launch does not take, CompileError when the kernel cannot be built here."""
     if not 2 <= len(tensors) <= GROUP_MAX:
         raise ValueError(f"a group launch takes 2 to {GROUP_MAX} layers, got {len(tensors)}")
@@ -689,10 +810,15 @@ def launch_group(x: torch.Tensor, tensors: list[Nf4Tensors], biases: list[torch.
         t = tensors[i] if i < len(tensors) else tensors[0]
         b = biases[i] if i < len(biases) else y
         segments += [t.packed, t.absmax, t.absmax2, t.code2, t.offset, b, t.n if i < len(tensors) else 0]
-    kernel = _kernels(_device(x))[("group", nested)]
-    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
-                 [x, *segments, tensors[0].code, part, counters, y, k, iters, kind, *OPAQUE],
-                 _x_bytes(kernel, k // split_k))
+    args = [x, *segments, tensors[0].code, part, counters, y, k, iters, kind, *OPAQUE]
+    if fold_in is None:
+        kernel = _kernels(_device(x))[("group", nested)]
+        nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args, _x_bytes(kernel, k // split_k))
+        return y
+    fold_args, extra = _fold_in(fold_in, k)
+    kernel = _kernels(_device(x))[("fold", "group", nested)]
+    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args + fold_args,
+                 _x_bytes(kernel, k // split_k, extra))
     return y
 
 
@@ -716,13 +842,15 @@ def pair_absmax2(gate: Nf4Tensors, up: Nf4Tensors) -> torch.Tensor:
 
 
 def launch_pair(x: torch.Tensor, gate: Nf4Tensors, up: Nf4Tensors, biases: list[torch.Tensor | None],
-                absmax2: torch.Tensor, counters: torch.Tensor, warps: int = 0, split_k: int = 0) -> torch.Tensor:
+                absmax2: torch.Tensor, counters: torch.Tensor, warps: int = 0, split_k: int = 0,
+                fold_in: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
     """y (N,) bf16 = silu(G x) * (U x) for x (K,) bf16 in one launch, G x and U x each rounded to bf16 as
     a group launch of the same shape computes them (bit for bit), then silu and the product rounded where
     the model's eager ops round them (within one bf16 step: see store in SOURCE).
     A tile holds 8 rows of each layer, side by side in the mma's rows g and g+8. absmax2: `pair_absmax2`;
     biases: [gate's, up's] or [None, None]; counters: int32 zeros, one per 8 rows. warps/split_k 0:
-    choose_launch for 2N rows. Raises ValueError for layers it does not take (`pair_reason`),
+    choose_launch for 2N rows. fold_in (ssq, eps): x is the folded norm's g, gate and up rows scaled by its
+    r before their rounding (`launch_group`). Raises ValueError for layers it does not take (`pair_reason`),
     CompileError when the kernel cannot be built here."""
     if pair_reason(gate, up):
         raise ValueError(pair_reason(gate, up))
@@ -739,9 +867,14 @@ def launch_pair(x: torch.Tensor, gate: Nf4Tensors, up: Nf4Tensors, biases: list[
     kind, biases = _biases(biases)
     biases = biases or [y, y]  # not read
     part = torch.empty(split_k * 16 * tiles if split_k > 1 else 1, dtype=torch.float32, device=x.device)
-    kernel = _kernels(_device(x))[("pair", gate.nested)]
-    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1),
-                 [x, gate.packed, gate.absmax, gate.offset, biases[0], up.packed, up.absmax, up.offset, biases[1],
-                  absmax2, gate.code2, gate.code, part, counters, y, gate.n, gate.k, iters, kind, *OPAQUE],
-                 _x_bytes(kernel, gate.k // split_k))
+    args = [x, gate.packed, gate.absmax, gate.offset, biases[0], up.packed, up.absmax, up.offset, biases[1],
+            absmax2, gate.code2, gate.code, part, counters, y, gate.n, gate.k, iters, kind, *OPAQUE]
+    if fold_in is None:
+        kernel = _kernels(_device(x))[("pair", gate.nested)]
+        nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args, _x_bytes(kernel, gate.k // split_k))
+        return y
+    fold_args, extra = _fold_in(fold_in, gate.k)
+    kernel = _kernels(_device(x))[("fold", "pair", gate.nested)]
+    nvrtc.launch(kernel, (tiles, split_k, 1), (32 * warps, 1, 1), args + fold_args,
+                 _x_bytes(kernel, gate.k // split_k, extra))
     return y
