@@ -240,8 +240,12 @@ def main(argv=None) -> int:
         runner.calibrate()
         runner.decoder = compile_step(loaded, kv_bits=(8,), decoder=runner.decoder)
         status = runner.decoder.status
+    decoder = runner.decoder
     R["warm_up"] = {"seconds": time.perf_counter() - t, "state": status.state, "reason": status.reason,
-                    "compile_times": compile_breakdown()}
+                    "compile_times": compile_breakdown(),
+                    # the step as built: one layer compiled for all (or why not), its norms folded (or why not)
+                    "regional_failure": getattr(decoder, "regional_failure", None),
+                    "norms_folded": getattr(decoder, "fold_failure", None) or "yes"}
     if profile:
         profile.disable()
         text = io.StringIO()

@@ -24,6 +24,7 @@ import torch
 from app.engine.local import nf4_gemv as k
 from app.engine.local import nf4_hook as hook
 from app.engine.local import nf4_mma as mma
+from app.engine.local import norm_fold
 from tests.engine.test_nf4_gemv import FakeLinear4bit
 
 M32 = 0xFFFFFFFF
@@ -292,7 +293,8 @@ def test_siblings_of_one_input_run_as_one_launch(monkeypatch, bias):
     model = torch.nn.ModuleList([SiblingLayer(40, bias), SiblingLayer(50, bias)])
     launches = []
     real = hook.Nf4Group.run
-    monkeypatch.setattr(hook.Nf4Group, "run", lambda self, x: launches.append(self.names) or real(self, x))
+    monkeypatch.setattr(hook.Nf4Group, "run",
+                        lambda self, x, fold=None: launches.append(self.names) or real(self, x, fold))
     status = hook.install(model, require_cuda=False, require_faster=False)
     assert [(g[0], g[1], g[2], g[5]) for g in status.groups] == [
         ("q_proj+k_proj+v_proj", 128, 256, True), ("gate_proj+up_proj", 96, 256, True)]
@@ -420,6 +422,39 @@ def test_source_compiles_for_sm90_without_spills_and_with_hmma(tmp_path):
         assert body.count("ACQBULK") == 1 and before_wait.count("LDG.E.EF.128") == 4, name
 
 
+def test_the_folded_norms_kernels_build_beside_the_shipped_ones_unchanged(tmp_path):
+    """-DNORM_FOLD (norm_fold.FOLD) adds the FOLD_KERNELS: no spills, at most 128 registers, the shipped
+    loop; the reader stages the sums with the inputs (cp.async: LDGSTS) and the writer loads its residual
+    and norm weight once; the shipped kernels' SASS is the same as without the switch."""
+    plain, _ = mma.compile_cubin("90", _nvrtc())
+    folded, log = mma.compile_cubin("90", _nvrtc(), ("--ptxas-options=-v", "-DNORM_FOLD"))
+    for name in mma.FOLD_KERNELS.values():
+        props = log.split(f"Compiling entry function '{name}'")[1].split("Compile time")[0]
+        assert "0 bytes spill stores, 0 bytes spill loads" in props and "0 bytes stack frame" in props, props
+        assert int(re.search(r"Used (\d+) registers", props).group(1)) <= 128
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("no cuobjdump to read the SASS")
+
+    def sass(cubin: bytes, path) -> str:
+        path.write_bytes(cubin)
+        return subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+    def body(text: str, name: str) -> str:  # its instructions, addresses and encodings aside
+        found = text.split(f"Function : {name}\n")[1].split("Function : ")[0]
+        return "\n".join(" ".join(i.split()) for i in re.findall(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", found))
+
+    before, after = sass(plain, tmp_path / "plain.cubin"), sass(folded, tmp_path / "folded.cubin")
+    for name in (*mma.KERNELS.values(), *mma.GROUP_KERNELS.values(), *mma.PAIR_KERNELS.values()):
+        assert body(before, name) == body(after, name), name
+    for (kind, nested), name in mma.FOLD_KERNELS.items():
+        mix = loop_mix(after, name)
+        assert mix["HMMA"] == 16 and mix["PRMT"] == 272, (name, mix)
+        shipped = {"gemv": mma.KERNELS, "group": mma.GROUP_KERNELS, "pair": mma.PAIR_KERNELS}[kind][nested]
+        extra = body(after, name).count("LDGSTS") - body(before, shipped).count("LDGSTS")
+        assert extra == (0 if kind == "gemv" else 1), name  # FOLD_IN: one more cp.async loop, for the sums
+
+
 class _Kernel:
     """A loaded kernel's shared-memory settings as torch.cuda._utils._CudaKernel keeps them."""
 
@@ -509,7 +544,8 @@ def test_an_mlp_runs_silu_of_gate_times_up_as_one_launch(monkeypatch, bias):
     model = torch.nn.ModuleList([SiluMLP(10, bias=bias), SiluMLP(20, bias=bias)])
     launches = []
     real = hook.Nf4GateUp.run
-    monkeypatch.setattr(hook.Nf4GateUp, "run", lambda self, x: launches.append(id(self.mlp)) or real(self, x))
+    monkeypatch.setattr(hook.Nf4GateUp, "run",
+                        lambda self, x, fold=None: launches.append(id(self.mlp)) or real(self, x, fold))
     status = hook.install(model, require_cuda=False, require_faster=False)
     row = next(g for g in status.groups if g[0] == "silu(gate_proj)*up_proj")
     assert row[1:3] == (128, 256) and row[5] is True and "silu(gate_proj)*up_proj" in status.label()
@@ -596,13 +632,66 @@ def test_the_paired_launch_is_the_group_launch_then_silu_times_up_on_the_gpu(spl
     assert int(counters.abs().sum()) == 0
 
 
+@cuda
+@pytest.mark.parametrize("warps,split_k", [(8, 1), (4, 4)])
+def test_the_folded_writer_is_the_launch_then_the_residual_add_and_weight_on_the_gpu(monkeypatch, warps, split_k):
+    """norm_fold's FOLD_OUT launch: h, g and the tiles' sums of squares are, bit for bit, what norm_fold.written
+    makes of the plain launch's y (the same sums in the same order)."""
+    from tests.engine.test_pdl import _layers
+
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    (t,) = _layers(4096, 1)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x, residual, weight = (torch.randn(4096, generator=g, device="cuda").to(torch.bfloat16) for _ in range(3))
+    y = mma.launch(x, t, None, warps, split_k)
+    got = mma.launch(x, t, None, warps, split_k, fold_out=(residual, weight))
+    want = norm_fold.written(y, residual, weight)
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert int(t.counters.abs().sum()) == 0
+
+
+@cuda
+@pytest.mark.parametrize("warps,split_k", [(8, 1), (4, 4)])
+def test_the_folded_readers_scale_by_the_norm_on_the_gpu(monkeypatch, warps, split_k):
+    """norm_fold's FOLD_IN launches: with sums that make r exactly 1 or 4 the group's rows are the plain
+    launch's (times 4: a power of two commutes with rounding); with any sums within one bf16 step of
+    bf16(r · plain); the pair is silu(gate) * up of the folded group's rows, as unfolded."""
+    from tests.engine.test_pdl import _layers
+
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    gate, up = _layers(4096, 2)
+    g = torch.Generator(device="cuda").manual_seed(6)
+    x = torch.randn(4096, generator=g, device="cuda").to(torch.bfloat16)
+    counters = torch.zeros(1024, dtype=torch.int32, device="cuda")
+    plain = mma.launch_group(x, [gate, up], [None, None], counters, warps, split_k)
+    for tile_sum, factor in ((16.0, 1), (1.0, 4)):  # mean of squares 1 and 1/16: r = 1 and 4
+        ssq = torch.full((256,), tile_sum, device="cuda")
+        got = mma.launch_group(x, [gate, up], [None, None], counters, warps, split_k, fold_in=(ssq, 0.0))
+        assert torch.equal(got, (plain.float() * factor).to(torch.bfloat16)), factor
+    ssq = torch.rand(256, generator=g, device="cuda") * 40
+    r = norm_fold.norm_scale(ssq.cpu(), 4096, 1e-5).cuda()
+    rows = mma.launch_group(x, [gate, up], [None, None], counters, warps, split_k, fold_in=(ssq, 1e-5))
+    near = (plain.float() * r).to(torch.bfloat16)
+    assert int((rows.view(torch.int16).int() - near.view(torch.int16).int()).abs().max()) <= 1
+    paired = mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 2, split_k,
+                             fold_in=(ssq, 1e-5))
+    expected = torch.nn.functional.silu(rows[:4096]) * rows[4096:]
+    ulps = (paired.view(torch.int16).int() - expected.view(torch.int16).int()).abs()
+    assert int(ulps.max()) <= 1 and int((ulps > 0).sum()) <= ulps.numel() // 100  # silu's expf, as unfolded
+    assert int(counters.abs().sum()) == 0
+
+
 def _parameters(macro: str) -> list[str]:
     """A kernel argument macro of SOURCE (ARGS, GROUP_ARGS, PAIR_ARGS) as "pointer" / "int" per parameter."""
     body = re.search(rf"#define {macro} (.*?)\n(?!    )", mma.SOURCE, re.S).group(1).replace("\\\n", " ")
     for i in range(3):  # GROUP_ARGS' SEGMENT(i)
         segment = re.search(r"#define SEGMENT\(i\) (.*?)\n(?!    )", mma.SOURCE, re.S).group(1).replace("\\\n", " ")
         body = body.replace(f"SEGMENT({i})", segment.replace("##i", str(i)))
-    return ["pointer" if "*" in p else "int" for p in body.split(",")]
+    return ["pointer" if "*" in p else "float" if "double" in p else "int" for p in body.split(",")]
+
+
+def _kinds(args: list) -> list[str]:
+    return ["pointer" if isinstance(a, torch.Tensor) else "float" if isinstance(a, float) else "int" for a in args]
 
 
 @pytest.mark.parametrize("nested", [True, False])
@@ -612,17 +701,41 @@ def test_each_launcher_passes_what_its_kernel_declares(monkeypatch, nested):
     two ints swapped would still pass: the GPU tests see those)."""
     seen = []
     monkeypatch.setattr(mma, "_kernels", lambda device: collections.defaultdict(lambda: mma._kernels))
-    monkeypatch.setattr(mma, "_x_bytes", lambda kernel, inputs: 2 * inputs)
-    monkeypatch.setattr(mma.nvrtc, "launch", lambda kernel, grid, block, args, shared: seen.append(args))
+    monkeypatch.setattr(mma, "_x_bytes", lambda kernel, inputs, extra=0: 2 * inputs + extra)
+    monkeypatch.setattr(mma.nvrtc, "launch", lambda kernel, grid, block, args, shared: seen.append((args, shared)))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     gate, up, third = (k.tensors_of(FakeLinear4bit(64, 512, seed=s, nested=nested)) for s in (1, 2, 3))
     x, counters = torch.randn(512).bfloat16(), torch.zeros(64, dtype=torch.int32)
     mma.launch(x, gate, torch.randn(64).bfloat16())
     mma.launch_group(x, [gate, up, third], [None] * 3, counters)
     mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 1, 2)
-    for args, macro in zip(seen, ("ARGS", "GROUP_ARGS", "PAIR_ARGS"), strict=True):
-        kinds = ["pointer" if isinstance(a, torch.Tensor) else "int" for a in args]
-        assert kinds == _parameters(macro), macro
+    # the folded norm's launches (norm_fold): the same arguments, then FOLD_ARGS
+    h, g, ssq = mma.launch(x, gate, None, fold_out=(torch.randn(64).bfloat16(), torch.randn(64).bfloat16()))
+    assert h.shape == g.shape == (64,) and ssq.shape == (4,) and ssq.dtype == torch.float32
+    sums = torch.zeros(32)  # 512 inputs: 32 tiles of 16
+    mma.launch_group(x, [gate, up, third], [None] * 3, counters, fold_in=(sums, 1e-5))
+    mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 1, 2, fold_in=(sums, 1e-5))
+    macros = ("ARGS", "GROUP_ARGS", "PAIR_ARGS")
+    for (args, shared), macro in zip(seen, macros + macros, strict=True):
+        fold = len(seen) > 3 and (args, shared) in seen[3:]
+        assert _kinds(args) == _parameters(macro) + (_parameters("FOLD_ARGS") if fold else []), macro
+    assert [shared for _, shared in seen[4:]] == [2 * 512 + 4 * 32, 2 * 256 + 4 * 32]  # x, then the sums
+    assert seen[3][0][-7:][2:] != seen[4][0][-7:][2:]  # the writer passes its residual, weight, g, ssq
+
+
+@pytest.mark.parametrize("sums", [torch.zeros(16), torch.zeros(36), torch.zeros(32, dtype=torch.float64)],
+                         ids=["not_one_per_16_inputs", "not_a_multiple_of_4", "not_float32"])
+def test_a_folded_launch_refuses_sums_it_cannot_stage(sums):
+    gate = k.tensors_of(FakeLinear4bit(64, 512, seed=1))
+    with pytest.raises(ValueError, match="ssq must be 32 contiguous float32 sums"):
+        mma.launch_group(torch.zeros(512).bfloat16(), [gate, gate], [None, None], torch.zeros(8, dtype=torch.int32),
+                         fold_in=(sums, 1e-5))
+
+
+def test_a_folded_writer_refuses_a_residual_of_another_size():
+    gate = k.tensors_of(FakeLinear4bit(64, 512, seed=1))
+    with pytest.raises(ValueError, match="residual must be 64 bf16 values"):
+        mma.launch(torch.zeros(512).bfloat16(), gate, fold_out=(torch.zeros(63).bfloat16(), torch.zeros(64).bfloat16()))
 
 
 def test_an_in_place_silu_is_still_silu():

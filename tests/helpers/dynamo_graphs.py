@@ -18,8 +18,9 @@ def counting_compiler(graphs: list):
 
 def layer_graphs(graphs: list) -> list:
     """The graphs of the regional step's decoder layer among ``graphs`` (counting_compiler's): the
-    whole-forward fallback's too, not the modules around the layers (``_outer_step``, ``_final_norm``)."""
-    return [gm for gm in graphs if gm.compiled_function not in ("_outer_step", "_final_norm")]
+    whole-forward fallback's too, not the modules around the layers (``_outer_step``, ``_final_norm``, and
+    the folded norm's ``first_input``)."""
+    return [gm for gm in graphs if gm.compiled_function not in ("_outer_step", "_final_norm", "first_input")]
 
 
 def one_layer_graph_ops(loaded, capacity: int = 64) -> list:

@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from app.engine.local import add_rms_norm, nucleus_kernel, nvrtc, rope_attention
+from app.engine.local import add_rms_norm, nf4_hook, norm_fold, nucleus_kernel, nvrtc, rope_attention
 from app.engine.local.generation import cache_kwarg
 from app.engine.local.kv_quant import KV8_FORMAT
 from app.engine.local.kv_session import CAPACITY_STEP
@@ -155,6 +155,7 @@ class CompiledDecode:
         self._layer_code = None  # this decoder's copy of _layer_step's code (Dynamo's cache key)
         self._outer_compiled: dict[str, Callable] = {}  # "rotary_emb", "norm": `_outer_step` compiled
         self._takes_cache_position = "cache_position" in inspect.signature(type(model).forward).parameters
+        self.fold_failure = "not built yet"  # why the layers' norms are not folded (norm_fold), "" when they are
         self._buffers = _StepBuffers()  # the regional step's constant tensors, kept between steps
 
     @property
@@ -221,7 +222,8 @@ class CompiledDecode:
                  if (module := getattr(self.model.model, name, None)) is not None]
         saved = [(layer, vars(layer).get("forward")) for layer in [*layers, *(module for module, _ in outer)]]
         final_norm = getattr(self.model.model, "norm", None)
-        halves = _Halves(self._buffers, norm_adds=any(module is final_norm for module, _ in outer))
+        halves = _Halves(self._buffers, norm_adds=any(module is final_norm for module, _ in outer),
+                         first_input=self._outer_compiled.get(FOLD_INPUT))
         head = getattr(self.model, "lm_head", None)
         fp32_head = LOGITS_FP32 and _takes_fp32_logits(head)
         if fp32_head:
@@ -235,8 +237,10 @@ class CompiledDecode:
                 head.forward = functools.partial(_logits_fp32, head.weight)
             for index, layer in enumerate(layers):
                 cache_layer = cache.layers[getattr(getattr(layer, "self_attn", None), "layer_idx", index)]
-                layer.forward = _LayerCall(self._layer_compiled, layer, cache_layer, halves,
-                                           first=index == 0, last=index == len(layers) - 1)
+                last = index == len(layers) - 1
+                next_norm = final_norm if last else getattr(layers[index + 1], "input_layernorm", None)
+                layer.forward = _LayerCall(self._layer_compiled, layer, cache_layer, halves, first=index == 0,
+                                           last=last, next_norm=next_norm)
             for module, compiled in outer:
                 if module is final_norm:  # the last layer's halves: residual in, delta here
                     module.forward = lambda hidden, module=module, compiled=compiled: compiled(module, hidden,
@@ -412,11 +416,15 @@ class CompiledDecode:
         code object of its own), so Dynamo's cache of graphs, and its limit of recompiles per code
         object (8), are this model's, not shared with the models loaded before it in the process."""
         if not self.regional_failure:
-            layer_step = _own_copy(_layer_step)
+            self.fold_failure = fold_reason(self.model)
+            layer_step = _own_copy(_folded_layer_step if not self.fold_failure else _layer_step)
             self._layer_code = layer_step.__code__
             self._layer_compiled = self._compiler(layer_step)
             self._outer_compiled = {name: self._compiler(_own_copy(_final_norm if name == "norm" else _outer_step))
                                     for name in OUTER_MODULES}
+            if not self.fold_failure:
+                self._outer_compiled[FOLD_INPUT] = self._compiler(_own_copy(norm_fold.first_input))
+            log.info("decode step norms: %s", self.fold_failure or "folded into the NF4 launches (HEADROOM_NORM_FOLD)")
             return self._regional_forward
         return self._compiler(types.MethodType(_own_copy(CompiledDecode._forward), self))
 
@@ -547,6 +555,46 @@ def _layer_step(layer, residual: torch.Tensor, delta: torch.Tensor, cache_layer,
     return hidden, layer.mlp(normed)
 
 
+def _folded_layer_step(layer, hidden: torch.Tensor, normed: torch.Tensor, ssq: torch.Tensor,
+                       next_weight: torch.Tensor, cache_layer, cache_kw: str, args: tuple,
+                       kwargs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`_layer_step` with the layer's two RMSNorms folded into its NF4 launches (norm_fold; where
+    `fold_reason` allows): takes the hidden state h (1, 1, H), its input norm's folded g (1, 1, H) and row
+    tiles' sums of squares ssq, and returns the same three for the next layer, whose input norm weight is
+    ``next_weight`` (the final norm's after the last layer). q/k/v's group launch reads g and scales by the
+    norm; o_proj writes h + its output, g and ssq for the MLP's norm; the gate/up pair reads those; down
+    writes the next layer's. No norm launch is left. Raises TypeError for positional layer arguments,
+    RuntimeError when a launch did not take its part (norm_fold.made)."""
+    if args:
+        raise TypeError("a decoder layer called with positional arguments")
+    attention_norm, mlp_norm = layer.input_layernorm, layer.post_attention_layernorm
+    norm_fold.expect(normed, ssq, attention_norm.variance_epsilon, hidden, mlp_norm.weight)
+    if rope_attention.applies(layer.self_attn, cache_layer, normed, kwargs):
+        hidden = rope_attention.attention_forward(layer.self_attn, normed, cache_layer, kwargs)
+    else:
+        hidden, _ = layer.self_attn(hidden_states=normed, **kwargs, **{cache_kw: _LayerCache(cache_layer)})
+    normed, ssq = norm_fold.made()
+    normed = normed.view_as(hidden)
+    norm_fold.expect(normed, ssq, mlp_norm.variance_epsilon, hidden, next_weight)
+    hidden = layer.mlp(normed)
+    normed, ssq = norm_fold.made()
+    return hidden, normed.view_as(hidden), ssq
+
+
+def fold_reason(model) -> str:
+    """"" when the regional step of ``model`` folds its norms (norm_fold.FOLD set, every layer's two norms a
+    LlamaRMSNorm-like one, a final norm, and nf4_hook.fold_reason's launches), else why not (one line)."""
+    if not norm_fold.FOLD:
+        return "HEADROOM_NORM_FOLD is not set"
+    layers = getattr(getattr(model, "model", None), "layers", None) or []
+    norms = [getattr(layer, name, None) for layer in layers for name in ("input_layernorm", "post_attention_layernorm")]
+    if not layers or any(type(norm).__name__ not in add_rms_norm.RMS_NORMS for norm in norms):
+        return "norms that are not RMSNorms of the Llama kind"
+    if getattr(model.model, "norm", None) is None:
+        return "no final norm"
+    return nf4_hook.fold_reason(layers)
+
+
 def _add_norm(norm, residual: torch.Tensor, delta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(hidden, norm(hidden)) for hidden = residual + delta: one ``headroom::add_rms_norm`` launch where
     its kernel serves the norm (add_rms_norm.serves), otherwise the add and the module, which Inductor
@@ -564,6 +612,9 @@ cos, sin, two scales, two casts: 8 kernels) and the final RMSNorm (7). With the 
 read straight from the fill counter (2 kernels fewer): 305 against 321 kernels a step, and the 8B
 step on the H200 3.098-3.106 against 3.121 ms at 1k, 3.179-3.180 against 3.201-3.204 at 4k
 (alternating runs, results/decode_anatomy_h200_outer_compiled.json)."""
+
+
+FOLD_INPUT = "fold_input"  # _outer_compiled's norm_fold.first_input (the first layer's folded input norm)
 
 
 def _outer_step(module, *args, **kwargs):
@@ -611,11 +662,12 @@ class _Halves:
     (`_layer_step`); ``buffers`` gives the first layer its zero delta (`_StepBuffers`)."""
 
     residual: torch.Tensor | None = None
-    delta: torch.Tensor | None = None
+    delta: torch.Tensor | tuple | None = None  # folded layers (`_folded_layer_step`): (g, ssq) between them
 
-    def __init__(self, buffers: _StepBuffers, norm_adds: bool):
+    def __init__(self, buffers: _StepBuffers, norm_adds: bool, first_input: Callable | None = None):
         self.buffers = buffers
         self.norm_adds = norm_adds  # the final norm adds delta to what the last layer returns
+        self.first_input = first_input  # folded layers: norm_fold.first_input, compiled
 
 
 class _StepBuffers:
@@ -674,9 +726,11 @@ class _LayerCall:
     on through ``halves``; the last layer returns its residual half, and the model's final norm
     (`_final_norm`, while patched) adds the delta half."""
 
-    def __init__(self, compiled: Callable, layer, cache_layer, halves: _Halves, first: bool, last: bool):
+    def __init__(self, compiled: Callable, layer, cache_layer, halves: _Halves, first: bool, last: bool,
+                 next_norm=None):
         self.compiled, self.layer, self.cache_layer = compiled, layer, cache_layer
         self.halves, self.first, self.last = halves, first, last
+        self.next_norm = next_norm  # folded layers: the norm after this layer (the next one's input norm)
 
     def __call__(self, hidden_states: torch.Tensor, *args, **kwargs):
         cache_kw = "cache" if "cache" in kwargs else "past_key_values"
@@ -685,10 +739,19 @@ class _LayerCall:
         if isinstance(mask, torch.Tensor) and not torch.compiler.is_compiling():
             torch._dynamo.maybe_mark_dynamic(mask, mask.dim() - 1)  # its last dimension is the capacity
         halves = self.halves
-        if self.first:
-            halves.residual, halves.delta = hidden_states, halves.buffers.zeros_like(hidden_states)
-        halves.residual, halves.delta = self.compiled(self.layer, halves.residual, halves.delta, self.cache_layer,
-                                                      cache_kw, args, kwargs)
+        if halves.first_input is not None:  # folded norms: (h, g, ssq) from layer to layer
+            if self.first:
+                halves.residual = hidden_states
+                halves.delta = halves.first_input(self.layer.input_layernorm.weight, hidden_states)
+            halves.residual, *folded = self.compiled(self.layer, halves.residual, *halves.delta,
+                                                     self.next_norm.weight, self.cache_layer, cache_kw, args, kwargs)
+            # after the last layer the final norm adds a zero delta: its own launch, as unfolded
+            halves.delta = halves.buffers.zeros_like(halves.residual) if self.last else tuple(folded)
+        else:
+            if self.first:
+                halves.residual, halves.delta = hidden_states, halves.buffers.zeros_like(hidden_states)
+            halves.residual, halves.delta = self.compiled(self.layer, halves.residual, halves.delta,
+                                                          self.cache_layer, cache_kw, args, kwargs)
         if self.last and not halves.norm_adds:
             return halves.residual + halves.delta
         return halves.residual

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from app.engine.local import nf4_gemv as k
-from app.engine.local import nf4_mma
+from app.engine.local import nf4_mma, norm_fold
 from app.engine.local.nf4_gemv import Nf4Tensors, Plan, Unsupported
 
 log = logging.getLogger(__name__)
@@ -86,23 +86,59 @@ def _(x, packed, absmax, absmax2, code2, offset, code, pair_lut, counters, bias,
 def nf4_gemv_group(x: torch.Tensor, packed: list[torch.Tensor], absmax: list[torch.Tensor],
                    absmax2: list[torch.Tensor], code2: list[torch.Tensor], offset: list[torch.Tensor],
                    code: torch.Tensor, biases: list[torch.Tensor], counters: torch.Tensor, ns: list[int], kk: int,
-                   nested: bool, num_warps: int, split_k: int) -> torch.Tensor:
+                   nested: bool, num_warps: int, split_k: int, ssq: torch.Tensor | None = None,
+                   eps: float = 0.0) -> torch.Tensor:
     """(N0 + N1 [+ N2],) bf16: sibling layers of one input x (K,) bf16 (q, k, v; gate, up), their
     outputs one after the other: one launch of the CUDA mma kernel (nf4_mma.launch_group) on CUDA,
-    the pure-torch mirror elsewhere. biases: one per layer, or empty."""
+    the pure-torch mirror elsewhere. biases: one per layer, or empty. ssq (K / 16,) float32: x is the
+    folded norm's g and the rows are scaled by its r (norm_fold)."""
     x = x.contiguous()
     lut = code if x.is_cuda else k.pair_table(code)  # the mirror's byte → pair table; the kernel has none
     ts = [Nf4Tensors(p, a, a2, c2, o, code, lut, counters, n, kk, nested)
           for p, a, a2, c2, o, n in zip(packed, absmax, absmax2, code2, offset, ns, strict=True)]
     bias_list = list(biases) if biases else [None] * len(ts)
     if x.is_cuda:
-        return nf4_mma.launch_group(x, ts, bias_list, counters, num_warps, split_k)
-    return torch.cat([k.reference_gemv(x, t, b) for t, b in zip(ts, bias_list, strict=True)])
+        return nf4_mma.launch_group(x, ts, bias_list, counters, num_warps, split_k,
+                                    None if ssq is None else (ssq, eps))
+    return torch.cat([_mirror_rows(x, t, b, ssq, eps) for t, b in zip(ts, bias_list, strict=True)])
 
 
 @nf4_gemv_group.register_fake
-def _(x, packed, absmax, absmax2, code2, offset, code, biases, counters, ns, kk, nested, num_warps, split_k):
+def _(x, packed, absmax, absmax2, code2, offset, code, biases, counters, ns, kk, nested, num_warps, split_k,
+      ssq=None, eps=0.0):
     return x.new_empty((sum(ns),), dtype=torch.bfloat16)
+
+
+def _mirror_rows(x: torch.Tensor, t: Nf4Tensors, bias: torch.Tensor | None, ssq: torch.Tensor | None,
+                 eps: float) -> torch.Tensor:
+    """The pure-torch mirror's rows (N,) bf16: reference_gemv, or with ssq the folded norm's bf16(r · W x + b)."""
+    if ssq is None:
+        return k.reference_gemv(x, t, bias)
+    sums = k.reference_dequantize(t).float() @ x.float()
+    return norm_fold.folded_rows(sums, norm_fold.norm_scale(ssq, x.numel(), eps), bias)
+
+
+@torch.library.custom_op("headroom::nf4_gemv_fold_out", mutates_args=())
+def nf4_gemv_fold_out(x: torch.Tensor, packed: torch.Tensor, absmax: torch.Tensor, absmax2: torch.Tensor,
+                      code2: torch.Tensor, offset: torch.Tensor, code: torch.Tensor, counters: torch.Tensor,
+                      bias: torch.Tensor | None, residual: torch.Tensor, weight: torch.Tensor, n: int, kk: int,
+                      nested: bool, num_warps: int, split_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(h (N,) bf16, g (N,) bf16, ssq (ceil(N / 16),) float32): the folded norm's writer (norm_fold.written)
+    for y = W x (+ bias), x (K,) bf16, residual and weight (N,) bf16: one launch of the CUDA mma kernel
+    (nf4_mma.launch with fold_out) on CUDA, the pure-torch mirror elsewhere."""
+    x = x.contiguous()
+    t = Nf4Tensors(packed, absmax, absmax2, code2, offset, code, code if x.is_cuda else k.pair_table(code),
+                   counters, n, kk, nested)
+    if x.is_cuda:
+        return nf4_mma.launch(x, t, bias, num_warps, split_k, (residual, weight))
+    return norm_fold.written(k.reference_gemv(x, t, bias), residual, weight)
+
+
+@nf4_gemv_fold_out.register_fake
+def _(x, packed, absmax, absmax2, code2, offset, code, counters, bias, residual, weight, n, kk, nested, num_warps,
+      split_k):
+    return (x.new_empty((n,), dtype=torch.bfloat16), x.new_empty((n,), dtype=torch.bfloat16),
+            x.new_empty((-(-n // norm_fold.TILE_ROWS),), dtype=torch.float32))
 
 
 @torch.library.custom_op("headroom::nf4_gemv_silu_mul", mutates_args=())
@@ -110,23 +146,26 @@ def nf4_gemv_silu_mul(x: torch.Tensor, packed: list[torch.Tensor], absmax: list[
                       absmax2: list[torch.Tensor], absmax2_pair: torch.Tensor, code2: list[torch.Tensor],
                       offset: list[torch.Tensor], code: torch.Tensor, biases: list[torch.Tensor],
                       counters: torch.Tensor, n: int, kk: int, nested: bool, num_warps: int,
-                      split_k: int) -> torch.Tensor:
+                      split_k: int, ssq: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
     """(N,) bf16 = silu(gate x) * (up x) for x (K,) bf16, gate and up (N, K) NF4 (packed etc. [gate's,
     up's]): one launch of the CUDA mma kernel (nf4_mma.launch_pair, absmax2_pair its absmax2) on CUDA;
-    elsewhere the pure-torch mirror's rows, then the model's eager silu and product. biases: two or none."""
+    elsewhere the pure-torch mirror's rows, then the model's eager silu and product. biases: two or none.
+    ssq: x is the folded norm's g, gate and up scaled by its r (norm_fold)."""
     x = x.contiguous()
     lut = code if x.is_cuda else k.pair_table(code)
     gate, up = (Nf4Tensors(p, a, a2, c2, o, code, lut, counters, n, kk, nested)
                 for p, a, a2, c2, o in zip(packed, absmax, absmax2, code2, offset, strict=True))
     bias_list = list(biases) if biases else [None, None]
     if x.is_cuda:
-        return nf4_mma.launch_pair(x, gate, up, bias_list, absmax2_pair, counters, num_warps, split_k)
-    return torch.nn.functional.silu(k.reference_gemv(x, gate, bias_list[0])) * k.reference_gemv(x, up, bias_list[1])
+        return nf4_mma.launch_pair(x, gate, up, bias_list, absmax2_pair, counters, num_warps, split_k,
+                                   None if ssq is None else (ssq, eps))
+    return (torch.nn.functional.silu(_mirror_rows(x, gate, bias_list[0], ssq, eps))
+            * _mirror_rows(x, up, bias_list[1], ssq, eps))
 
 
 @nf4_gemv_silu_mul.register_fake
 def _(x, packed, absmax, absmax2, absmax2_pair, code2, offset, code, biases, counters, n, kk, nested, num_warps,
-      split_k):
+      split_k, ssq=None, eps=0.0):
     return x.new_empty((n,), dtype=torch.bfloat16)
 
 
@@ -161,6 +200,14 @@ def run(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None = 
     return y.view(*x.shape[:-1], t.n)
 
 
+def run_fold_out(x: torch.Tensor, t: Nf4Tensors, plan: Plan, bias: torch.Tensor | None, residual: torch.Tensor,
+                 weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``headroom::nf4_gemv_fold_out`` on one row x (..., K): (h, g, ssq), h and g (N,) (norm_fold)."""
+    return torch.ops.headroom.nf4_gemv_fold_out(
+        x.reshape(-1), t.packed, t.absmax, t.absmax2, t.code2, t.offset, t.code, t.counters, bias,
+        residual.reshape(-1), weight.reshape(-1), t.n, t.k, t.nested, plan.num_warps, plan.split_k)
+
+
 GROUPS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 """Sibling layers of one input that may run as one launch (Llama, Mistral, Qwen2/3 names), called
 in this order by the model's forward: the first computes all, the others take their rows."""
@@ -186,14 +233,15 @@ class Nf4Group:
     def ns(self) -> list[int]:
         return [t.n for t in self.tensors]
 
-    def run(self, x: torch.Tensor) -> torch.Tensor:
-        """(N0 + N1 [+ N2],) bf16 for one row x."""
+    def run(self, x: torch.Tensor, fold: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
+        """(N0 + N1 [+ N2],) bf16 for one row x; fold (ssq, eps): x is the folded norm's g (norm_fold)."""
         t0 = self.tensors[0]
         biases = [lay.bias for lay in self.layers] if self.layers[0].bias is not None else []
         return torch.ops.headroom.nf4_gemv_group(
             x.reshape(-1), [t.packed for t in self.tensors], [t.absmax for t in self.tensors],
             [t.absmax2 for t in self.tensors], [t.code2 for t in self.tensors], [t.offset for t in self.tensors],
-            t0.code, biases, self.counters, self.ns, t0.k, t0.nested, self.num_warps, self.split_k)
+            t0.code, biases, self.counters, self.ns, t0.k, t0.nested, self.num_warps, self.split_k,
+            *(fold or ()))
 
 
 @dataclass(frozen=True)
@@ -210,15 +258,15 @@ class Nf4GateUp:
     num_warps: int = 0
     split_k: int = 0
 
-    def run(self, x: torch.Tensor) -> torch.Tensor:
-        """(N,) bf16 for one row x."""
+    def run(self, x: torch.Tensor, fold: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
+        """(N,) bf16 for one row x; fold (ssq, eps): x is the folded norm's g (norm_fold)."""
         gate, up = self.tensors
         biases = [lay.bias for lay in self.layers] if self.layers[0].bias is not None else []
         return torch.ops.headroom.nf4_gemv_silu_mul(
             x.reshape(-1), [t.packed for t in self.tensors], [t.absmax for t in self.tensors],
             [t.absmax2 for t in self.tensors], self.absmax2, [t.code2 for t in self.tensors],
             [t.offset for t in self.tensors], gate.code, biases, self.counters, gate.n, gate.k, gate.nested,
-            self.num_warps, self.split_k)
+            self.num_warps, self.split_k, *(fold or ()))
 
 
 def _silu(module) -> bool:
@@ -609,7 +657,7 @@ def _swap_mlp(pair: Nf4GateUp, require_cuda: bool) -> None:
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if _decode_row(x, require_cuda):
-            return mlp.down_proj(pair.run(x).view(*x.shape[:-1], pair.tensors[0].n))
+            return mlp.down_proj(pair.run(x, norm_fold.input_for(x)).view(*x.shape[:-1], pair.tensors[0].n))
         return own(mlp, x)
 
     mlp.forward = forward
@@ -632,7 +680,7 @@ def _swap_group(group: Nf4Group, require_cuda: bool) -> None:
 
     def lead_forward(x: torch.Tensor) -> torch.Tensor:
         if _decode_row(x, require_cuda):
-            y = group.run(x)
+            y = group.run(x, norm_fold.input_for(x))
             _PENDING["x"], _PENDING["y"] = x, y
             return y[:starts[1]].view(*x.shape[:-1], starts[1])
         return own_lead(x)
@@ -659,11 +707,37 @@ def _swap(layer, t: Nf4Tensors, plan: Plan, require_cuda: bool) -> None:
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if _decode_row(x, require_cuda):
+            request = norm_fold.output_request() if plan.kernel == MMA_KERNEL else None
+            if request is not None:  # the folded step's o_proj or down: h out, g and ssq left for the next
+                h, g, ssq = run_fold_out(x, t, plan, layer.bias, *request)
+                norm_fold.deliver(g, ssq)
+                return h.view(*x.shape[:-1], t.n)
             return run(x, t, plan, layer.bias)
         return original(x)
 
     layer.forward = forward
     layer._headroom_nf4_gemv = plan
+
+
+def fold_reason(layers) -> str:
+    """"" when every decoder layer of ``layers`` can carry its norms folded into its NF4 launches
+    (norm_fold): q/k/v one group launch, silu(gate) * up one paired launch, o_proj and down_proj on the
+    CUDA mma kernel, the hidden size a multiple of 64 (its 16-row tiles' sums staged 16 bytes at a time);
+    else why not (one line). Attributes only: what install swapped."""
+    for layer in layers:
+        attention, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+        q_proj = getattr(attention, "q_proj", None)
+        if getattr(q_proj, "_headroom_nf4_group", None) != GROUPS[0]:
+            return "q, k and v are not one NF4 launch"
+        if not getattr(mlp, "_headroom_nf4_gate_up", False):
+            return "gate and up are not one paired NF4 launch"
+        for writer in (getattr(attention, "o_proj", None), getattr(mlp, "down_proj", None)):
+            plan = getattr(writer, "_headroom_nf4_gemv", None)
+            if plan is None or plan.kernel != MMA_KERNEL:
+                return "o_proj or down_proj is not on the CUDA mma kernel"
+            if writer.out_features % 64:
+                return f"hidden size {writer.out_features} is not a multiple of 64"
+    return ""
 
 
 def uninstall(model) -> int:
