@@ -8,12 +8,18 @@
 # An arm NAME=VALUE is the shipped kernels with that environment variable set (an app switch).
 # A patch that fails or runs past 150 s (a kernel that spins) is left out of the later rounds; no run
 # starts past LIMIT_S (default 540 s of runs, inside a device call's 600 s), so give the patches in the
-# order they matter.
+# order they matter. TESTS="file -k expr": those GPU tests first (bounded at 150 s, their seconds count
+# against LIMIT_S), e.g. TESTS="tests/engine/test_nf4_mma.py -k fold" before the HEADROOM_NORM_FOLD=1 arm.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whlslim/*.whl
 tar -C /tmp/site -xJf .whlslim/bnb.tar.xz; tar -C /tmp -xJf .gpu3/site25.tar.xz
 export PYTHONPATH=/tmp/site25:/tmp/site:$PWD
 SECONDS=0
+if [ -n "${TESTS:-}" ]; then
+  # shellcheck disable=SC2086  # TESTS is a pytest command line
+  timeout 150 python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | tail -6
+  echo "tests ${SECONDS}s"
+fi
 failed=" "
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for patch in base "$@"; do

@@ -427,19 +427,25 @@ struct Fold { const float* ssq; int count; float eps; const u16* residual; const
 
 __device__ __forceinline__ float norm_scale(const float* ssq_s, int count, int k, float eps, int lane) {
     float s = 0.f;
-    for (int j = lane; j < count; j += 32) s = add_rn(s, ssq_s[j]);
+    for (int base = 0; base < count; base += 256) {  // lane: sums lane, lane + 32, ... in order (0 past count)
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = base + lane + 32 * i < count ? ssq_s[base + lane + 32 * i] : 0.f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) s = add_rn(s, v[i]);  // the loads issued together, the adds in order
+    }
 #pragma unroll
     for (int o = 16; o; o >>= 1) s = add_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
     s = __shfl_sync(0xffffffffu, s, 0);  // lane 0's order in every lane
     return 1.f / sqrtf(add_rn(s / (float)k, eps));  // IEEE division and square root (no fast math)
 }
 
-// The row's output: y = bf16(sum + b) (FOLD_IN: bf16(r * sum + b)), or FOLD_OUT's h, g and tile sum. Every lane
-// of the warp calls it.
+// The row's output: y = bf16(sum + b) (FOLD_IN: bf16(r * sum + b), r from norm_scale), or FOLD_OUT's h, g and
+// tile sum. Every lane of the warp calls it.
 template <int FOLD>
 __device__ __forceinline__ void finish(u16* y, float sum, float b, int row, bool mine, bool paired, int lane,
-                                       int tile, int k, const Fold& f, const float* ssq_s, u32 res, u32 wt) {
-    if (FOLD == FOLD_IN) sum = mul_rn(norm_scale(ssq_s, f.count, k, f.eps, lane), sum);
+                                       int tile, const Fold& f, float r, u32 res, u32 wt) {
+    if (FOLD == FOLD_IN) sum = mul_rn(r, sum);
     if (FOLD != FOLD_OUT) {
         store(y, sum + b, row, mine, paired, lane);
         return;
@@ -511,6 +517,8 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
         cur = nxt;
     }
     release_dependents();
+    float norm = 1.f;  // FOLD_IN: the norm's scale r, while the block's other warps finish their loops
+    if (FOLD == FOLD_IN && warp == 0) norm = norm_scale(ssq_s, fold.count, k, fold.eps, lane);
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
     if (warp != 0) return;
@@ -527,7 +535,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     if (mine && bias_kind == 1) b = __uint_as_float((u32)((const u16*)row_bias)[row] << 16);
     if (mine && bias_kind == 2) b = ((const float*)row_bias)[row];
     if (gridDim.y == 1) {
-        finish<FOLD>(y, sum, b, row, mine, paired, lane, tile, k, fold, ssq_s, res, wt);
+        finish<FOLD>(y, sum, b, row, mine, paired, lane, tile, fold, norm, res, wt);
         return;
     }
     if (mine) part[(long long)blockIdx.y * part_stride + slot] = sum;
@@ -541,7 +549,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     float total = 0.f;
     if (mine)
         for (int s = 0; s < (int)gridDim.y; ++s) total += ld_cg(part + (long long)s * part_stride + slot);
-    finish<FOLD>(y, total, b, row, mine, paired, lane, tile, k, fold, ssq_s, res, wt);
+    finish<FOLD>(y, total, b, row, mine, paired, lane, tile, fold, norm, res, wt);
     if (lane == 0) *counter = 0;  // ready for the next call (and CUDA graph replay)
 }
 
