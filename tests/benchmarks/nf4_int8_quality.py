@@ -160,6 +160,39 @@ def correlation(reference, other) -> float:
     return float(((a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-30)).mean())
 
 
+def teacher_forced_rows(model, tokenizer, arms: tuple[str, ...], use, texts: str, tokens: int) -> list[dict]:
+    """For each of ``texts`` (comma-separated names of kv8_texts), its first ``tokens`` tokens through
+    ``model`` once per arm (``use(arm)`` selects it; ``use(None)`` after), every position's logits compared
+    with the first arm's: a row per other arm (agreement, perplexities, largest logit difference,
+    correlation), printed as it comes."""
+    import torch
+
+    rows = []
+    for lang in texts.split(","):
+        text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
+        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:tokens]])
+        logits = {}
+        for arm in arms:
+            use(arm)
+            start = time.perf_counter()
+            with torch.inference_mode():
+                logits[arm] = model(input_ids=ids).logits[0, :-1].float()
+            print(f"{lang} {arm}: {time.perf_counter() - start:.1f} s", flush=True)
+        reference = arms[0]
+        for arm in arms[1:]:
+            found = compare(logits[reference], logits[arm], ids[0, 1:])
+            row = dict(text=lang, tokens=ids.shape[1], arm=arm, against=reference, agreement=found["agreement"],
+                       perplexity_nf4=found["perplexity_16"], perplexity=found["perplexity_8"],
+                       perplexity_change=found["perplexity_change"], max_abs_logit_diff=found["max_abs_logit_diff"],
+                       correlation=round(correlation(logits[reference], logits[arm]), 6))
+            rows.append(row)
+            print(f"{lang} {arm:14} vs {reference}: agreement {row['agreement']:.4f} ppl {row['perplexity_nf4']:.3f}"
+                  f" -> {row['perplexity']:.3f} ({row['perplexity_change']:+.2%}) max |dlogit| "
+                  f"{row['max_abs_logit_diff']:.3f} corr {row['correlation']:.6f}", flush=True)
+    use(None)
+    return rows
+
+
 def main(argv=None) -> None:
     import torch
 
@@ -175,28 +208,8 @@ def main(argv=None) -> None:
     loaded = load_model(resolve_model_folder(default_model_path()))
     model, tokenizer = loaded.model.to(torch.bfloat16).eval(), loaded.tokenizer
     linears = Nf4Linears(model)
-    rows = []
-    for lang in args.texts.split(","):
-        text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
-        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:args.tokens]])
-        logits = {}
-        for arm in ARMS:
-            linears.arm = arm
-            start = time.perf_counter()
-            with torch.inference_mode():
-                logits[arm] = model(input_ids=ids).logits[0, :-1].float()
-            print(f"{lang} {arm}: {time.perf_counter() - start:.1f} s", flush=True)
-        for arm in ARMS[1:]:
-            found = compare(logits["nf4"], logits[arm], ids[0, 1:])
-            row = dict(text=lang, tokens=ids.shape[1], arm=arm, against="nf4", agreement=found["agreement"],
-                       perplexity_nf4=found["perplexity_16"], perplexity=found["perplexity_8"],
-                       perplexity_change=found["perplexity_change"], max_abs_logit_diff=found["max_abs_logit_diff"],
-                       correlation=round(correlation(logits["nf4"], logits[arm]), 6))
-            rows.append(row)
-            print(f"{lang} {arm:14} vs nf4: agreement {row['agreement']:.4f} ppl {row['perplexity_nf4']:.3f} -> "
-                  f"{row['perplexity']:.3f} ({row['perplexity_change']:+.2%}) max |dlogit| "
-                  f"{row['max_abs_logit_diff']:.3f} corr {row['correlation']:.6f}", flush=True)
-    linears.arm = None
+    rows = teacher_forced_rows(model, tokenizer, ARMS, lambda arm: setattr(linears, "arm", arm), args.texts,
+                               args.tokens)
     args.out.write_text(json.dumps(dict(
         benchmark="nf4_int8_quality", model=loaded.report.name, machine=platform.machine(),
         torch=torch.__version__, dtype="bfloat16", block=BLOCK, tokens=args.tokens,

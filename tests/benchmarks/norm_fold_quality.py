@@ -36,12 +36,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
 from pathlib import Path
 
 import app  # noqa: F401  (offline settings before transformers)
-from tests.benchmarks.kv8_quality import RESULTS, TEXTS, compare
-from tests.benchmarks.nf4_int8_quality import Nf4Linears, correlation, nf4_linear
+from tests.benchmarks.kv8_quality import RESULTS
+from tests.benchmarks.nf4_int8_quality import Nf4Linears, nf4_linear, teacher_forced_rows
 
 ARMS = ("nf4", "nf4_exact", "nf4_split", "norm_exact", "fold", "fold_exact")
 FOLDED = {"input_layernorm": ("q_proj", "k_proj", "v_proj"), "post_attention_layernorm": ("gate_proj", "up_proj")}
@@ -133,28 +132,7 @@ def main(argv=None) -> None:
     loaded = load_model(resolve_model_folder(default_model_path()))
     model, tokenizer = loaded.model.to(torch.bfloat16).eval(), loaded.tokenizer
     folds = FoldedNorms(model, Nf4Linears(model))
-    rows = []
-    for lang in args.texts.split(","):
-        text = (TEXTS / f"{lang}.txt").read_text(encoding="utf-8")
-        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)[:args.tokens]])
-        logits = {}
-        for arm in ARMS:
-            folds.set(arm)
-            start = time.perf_counter()
-            with torch.inference_mode():
-                logits[arm] = model(input_ids=ids).logits[0, :-1].float()
-            print(f"{lang} {arm}: {time.perf_counter() - start:.1f} s", flush=True)
-        for arm in ARMS[1:]:
-            found = compare(logits["nf4"], logits[arm], ids[0, 1:])
-            row = dict(text=lang, tokens=ids.shape[1], arm=arm, against="nf4", agreement=found["agreement"],
-                       perplexity_nf4=found["perplexity_16"], perplexity=found["perplexity_8"],
-                       perplexity_change=found["perplexity_change"], max_abs_logit_diff=found["max_abs_logit_diff"],
-                       correlation=round(correlation(logits["nf4"], logits[arm]), 6))
-            rows.append(row)
-            print(f"{lang} {arm:10} vs nf4: agreement {row['agreement']:.4f} ppl {row['perplexity_nf4']:.3f} -> "
-                  f"{row['perplexity']:.3f} ({row['perplexity_change']:+.2%}) max |dlogit| "
-                  f"{row['max_abs_logit_diff']:.3f} corr {row['correlation']:.6f}", flush=True)
-    folds.set(None)
+    rows = teacher_forced_rows(model, tokenizer, ARMS, folds.set, args.texts, args.tokens)
     args.out.write_text(json.dumps(dict(
         benchmark="norm_fold_quality", model=loaded.report.name, machine=platform.machine(),
         torch=torch.__version__, dtype="bfloat16", tokens=args.tokens,
