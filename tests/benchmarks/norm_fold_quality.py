@@ -56,11 +56,11 @@ def folded_norm(norm, hidden):
     return (norm.weight * hidden).to(hidden.dtype), r
 
 
-def folded_linear(x, r, codes, absmax, gemv: str = "nf4"):
-    """y = bf16(r · Σ W x) for the NF4 weights (nf4_int8_quality.nf4_quantize), the sum in float32
-    (``gemv`` "nf4") or float64 ("nf4_exact")."""
-    y = nf4_linear(x.float() if gemv == "nf4" else x.double(), codes, absmax, gemv)  # x's bf16 values exactly
-    return (y * r).to(x.dtype)
+def folded_linear(x, r, codes, absmax, gemv: str = "nf4", bias=None):
+    """y = bf16(r · Σ W x + bias) for the NF4 weights (nf4_int8_quality.nf4_quantize), as the kernel rounds,
+    the sum in float32 (``gemv`` "nf4") or float64 ("nf4_exact")."""
+    y = nf4_linear(x.float() if gemv == "nf4" else x.double(), codes, absmax, gemv) * r  # x's bf16 values exactly
+    return (y if bias is None else y + bias.to(y.dtype)).to(x.dtype)
 
 
 def exact_norm(norm, hidden):
@@ -104,8 +104,8 @@ class FoldedNorms:
         def forward(x):
             if not self.folded:
                 return unfolded(x)
-            y = folded_linear(x, r["r"], *self.linears.weights[linear], "nf4" if self.arm == "fold" else "nf4_exact")
-            return y if linear.bias is None else y + linear.bias
+            return folded_linear(x, r["r"], *self.linears.weights[linear], "nf4" if self.arm == "fold" else "nf4_exact",
+                                 linear.bias)
         return forward
 
     @property

@@ -635,21 +635,32 @@ def test_the_paired_launch_is_the_group_launch_then_silu_times_up_on_the_gpu(spl
     assert int(counters.abs().sum()) == 0
 
 
-@cuda
-@pytest.mark.parametrize("warps,split_k", [(8, 1), (4, 4)])
-def test_the_folded_writer_is_the_launch_then_the_residual_add_and_weight_on_the_gpu(monkeypatch, warps, split_k):
-    """norm_fold's FOLD_OUT launch: h, g and the tiles' sums of squares are, bit for bit, what norm_fold.written
-    makes of the plain launch's y (the same sums in the same order)."""
-    from tests.engine.test_pdl import _layers
+def _nf4_gpu(n: int, kdim: int, seed: int):
+    """An NF4 layer (n, kdim) double-quantized by bitsandbytes on the GPU, as the GEMV takes it."""
+    import types
 
+    F = pytest.importorskip("bitsandbytes.functional", exc_type=ImportError)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    w = (torch.randn(n, kdim, generator=g, device="cuda") * 0.02).to(torch.bfloat16)
+    packed, qs = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type="nf4")
+    return k.tensors_of(types.SimpleNamespace(weight=types.SimpleNamespace(data=packed, quant_state=qs), bias=None))
+
+
+@cuda
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("warps,split_k", [(8, 1), (4, 4)])
+def test_the_folded_writer_is_the_launch_then_the_residual_add_and_weight_on_the_gpu(monkeypatch, warps, split_k,
+                                                                                       bias):
+    """norm_fold's FOLD_OUT launch: h, g and the tiles' sums of squares are, bit for bit, what norm_fold.written
+    makes of the plain launch's y (the same sums in the same order, the bias added before rounding)."""
     monkeypatch.setattr(norm_fold, "FOLD", True)
-    (t,) = _layers(4096, 1)
+    t = _nf4_gpu(4096, 4096, 1)
     g = torch.Generator(device="cuda").manual_seed(5)
-    x, residual, weight = (torch.randn(4096, generator=g, device="cuda").to(torch.bfloat16) for _ in range(3))
-    y = mma.launch(x, t, None, warps, split_k)
-    got = mma.launch(x, t, None, warps, split_k, fold_out=(residual, weight))
+    x, residual, weight, b = (torch.randn(4096, generator=g, device="cuda").to(torch.bfloat16) for _ in range(4))
+    y = mma.launch(x, t, b if bias else None, warps, split_k)
+    got = mma.launch(x, t, b if bias else None, warps, split_k, fold_out=(residual, weight))
     want = norm_fold.written(y, residual, weight)
-    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert all(torch.equal(a, w) for a, w in zip(got, want, strict=True))
     assert int(t.counters.abs().sum()) == 0
 
 
@@ -659,10 +670,8 @@ def test_the_folded_readers_scale_by_the_norm_on_the_gpu(monkeypatch, warps, spl
     """norm_fold's FOLD_IN launches: with sums that make r exactly 1 or 4 the group's rows are the plain
     launch's (times 4: a power of two commutes with rounding); with any sums within one bf16 step of
     bf16(r · plain); the pair is silu(gate) * up of the folded group's rows, as unfolded."""
-    from tests.engine.test_pdl import _layers
-
     monkeypatch.setattr(norm_fold, "FOLD", True)
-    gate, up = _layers(4096, 2)
+    gate, up = _nf4_gpu(4096, 4096, 2), _nf4_gpu(4096, 4096, 3)
     g = torch.Generator(device="cuda").manual_seed(6)
     x = torch.randn(4096, generator=g, device="cuda").to(torch.bfloat16)
     counters = torch.zeros(1024, dtype=torch.int32, device="cuda")
@@ -676,11 +685,34 @@ def test_the_folded_readers_scale_by_the_norm_on_the_gpu(monkeypatch, warps, spl
     rows = mma.launch_group(x, [gate, up], [None, None], counters, warps, split_k, fold_in=(ssq, 1e-5))
     near = (plain.float() * r).to(torch.bfloat16)
     assert int((rows.view(torch.int16).int() - near.view(torch.int16).int()).abs().max()) <= 1
-    paired = mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 2, split_k,
+    paired = mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, warps, split_k,
                              fold_in=(ssq, 1e-5))
     expected = torch.nn.functional.silu(rows[:4096]) * rows[4096:]
     ulps = (paired.view(torch.int16).int() - expected.view(torch.int16).int()).abs()
     assert int(ulps.max()) <= 1 and int((ulps > 0).sum()) <= ulps.numel() // 100  # silu's expf, as unfolded
+    assert int(counters.abs().sum()) == 0
+
+
+@cuda
+@pytest.mark.parametrize("split_k", [1, 2])
+def test_the_folded_group_scales_by_the_mirrors_r_bit_for_bit_on_the_gpu(monkeypatch, split_k):
+    """x one-hot at input j: each row's sum is its weight W[:, j] exactly, so y = bf16(r · W[:, j] + b) shows
+    the kernel's r bit for bit against norm_fold.norm_scale (the sums' order mirrored), over q/k/v's three
+    segments of unequal size with biases."""
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    layers = [_nf4_gpu(n, 4096, 10 + i) for i, n in enumerate((4096, 1024, 1024))]
+    g = torch.Generator(device="cuda").manual_seed(7)
+    biases = [torch.randn(t.n, generator=g, device="cuda").to(torch.bfloat16) for t in layers]
+    ssq = torch.rand(256, generator=g, device="cuda") * 40 + torch.logspace(-3, 3, 256, device="cuda")
+    r = norm_fold.norm_scale(ssq.cpu(), 4096, 1e-6)
+    counters = torch.zeros(1024, dtype=torch.int32, device="cuda")
+    for j in (0, 1234, 4095):
+        x = torch.zeros(4096, device="cuda", dtype=torch.bfloat16)
+        x[j] = 1.0
+        got = mma.launch_group(x, layers, biases, counters, 4, split_k, fold_in=(ssq, 1e-6))
+        want = torch.cat([norm_fold.folded_rows(k.reference_dequantize(t)[:, j].float().cpu(), r, b.cpu())
+                          for t, b in zip(layers, biases, strict=True)])
+        assert torch.equal(got.cpu(), want), j
     assert int(counters.abs().sum()) == 0
 
 
@@ -713,21 +745,27 @@ def test_each_launcher_passes_what_its_kernel_declares(monkeypatch, nested):
     mma.launch_group(x, [gate, up, third], [None] * 3, counters)
     mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 1, 2)
     # the folded norm's launches (norm_fold): the same arguments, then FOLD_ARGS
-    h, g, ssq = mma.launch(x, gate, None, fold_out=(torch.randn(64).bfloat16(), torch.randn(64).bfloat16()))
+    residual, weight = torch.randn(64).bfloat16(), torch.randn(64).bfloat16()
+    h, g, ssq = mma.launch(x, gate, None, fold_out=(residual, weight))
     assert h.shape == g.shape == (64,) and ssq.shape == (4,) and ssq.dtype == torch.float32
     sums = torch.zeros(32)  # 512 inputs: 32 tiles of 16
     mma.launch_group(x, [gate, up, third], [None] * 3, counters, fold_in=(sums, 1e-5))
     mma.launch_pair(x, gate, up, [None, None], mma.pair_absmax2(gate, up), counters, 1, 2, fold_in=(sums, 1e-5))
     macros = ("ARGS", "GROUP_ARGS", "PAIR_ARGS")
-    for (args, shared), macro in zip(seen, macros + macros, strict=True):
-        fold = len(seen) > 3 and (args, shared) in seen[3:]
-        assert _kinds(args) == _parameters(macro) + (_parameters("FOLD_ARGS") if fold else []), macro
+    for index, ((args, _), macro) in enumerate(zip(seen, macros + macros, strict=True)):
+        assert _kinds(args) == _parameters(macro) + (_parameters("FOLD_ARGS") if index >= 3 else []), macro
     assert [shared for _, shared in seen[4:]] == [2 * 512 + 4 * 32, 2 * 256 + 4 * 32]  # x, then the sums
-    assert seen[3][0][-7:][2:] != seen[4][0][-7:][2:]  # the writer passes its residual, weight, g, ssq
+    # FOLD_ARGS: ssq, its count, eps, residual, norm weight, g, ssq_out: the writer's outputs and inputs
+    writer = seen[3][0][-7:]
+    assert [a.data_ptr() for a in (writer[3], writer[5], writer[6])] == [residual.data_ptr(), g.data_ptr(),
+                                                                         ssq.data_ptr()]
+    assert writer[4].data_ptr() == weight.data_ptr() and writer[1:3] == [0, 0.0]
+    for reader in (seen[4][0][-7:], seen[5][0][-7:]):  # the readers' sums, their count and eps
+        assert reader[0].data_ptr() == sums.data_ptr() and reader[1:3] == [32, 1e-5]
 
 
-@pytest.mark.parametrize("sums", [torch.zeros(16), torch.zeros(36), torch.zeros(32, dtype=torch.float64)],
-                         ids=["not_one_per_16_inputs", "not_a_multiple_of_4", "not_float32"])
+@pytest.mark.parametrize("sums", [torch.zeros(16), torch.zeros(64)[::2], torch.zeros(32, dtype=torch.float64)],
+                         ids=["not_one_per_16_inputs", "strided", "not_float32"])
 def test_a_folded_launch_refuses_sums_it_cannot_stage(sums):
     gate = k.tensors_of(FakeLinear4bit(64, 512, seed=1))
     with pytest.raises(ValueError, match="ssq must be 32 contiguous float32 sums"):

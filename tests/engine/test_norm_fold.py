@@ -118,11 +118,15 @@ def test_the_writer_op_returns_h_g_and_the_tiles_sums():
 
 
 def test_a_pending_norm_no_launch_took_is_an_error_and_is_cleared():
-    x = torch.zeros(4)
-    norm_fold.expect(x, torch.zeros(1), 1e-5, x, x)
+    x, writer = torch.zeros(4), torch.nn.Linear(4, 4)
+    norm_fold.expect(x, torch.zeros(1), 1e-5, writer, x, x)
     assert norm_fold.input_for(torch.zeros(4)) is None  # another tensor: not the expected g
+    assert norm_fold.output_request(torch.nn.Linear(4, 4)) is None  # another module: not the writer asked
     with pytest.raises(RuntimeError, match="not taken"):
         norm_fold.made()
+    assert norm_fold._PENDING == {}
+    norm_fold.expect(x, torch.zeros(1), 1e-5, writer, x, x)
+    assert norm_fold.input_for(x)[1] == 1e-5 and norm_fold.output_request(writer)[0] is x
     assert norm_fold._PENDING == {}
 
 
@@ -218,18 +222,18 @@ def test_a_folded_step_runs_no_norm_launch_but_the_final_one_and_errs_as_the_unf
     real_norm = norm_class.forward
     monkeypatch.setattr(norm_class, "forward", lambda self, h: norms.append(self) or real_norm(self, h))
 
+    prompt, tokens = torch.arange(1, 9).view(1, -1), [3, 5, 7, 9]
+    plain = _decoder(model, monkeypatch, fold=False)  # the switch is read at run time too: one at a time
+    assert plain.fold_failure == "HEADROOM_NORM_FOLD is not set"
+    want = _step_logits(model, plain, prompt, tokens, norms)
+    assert len(norms) == (2 * 3 + 1) * len(tokens) and writes == []
+
     folded = _decoder(model, monkeypatch, fold=True)  # its regional check: within the tolerance of the model's
     assert folded.fold_failure == ""
-    plain = _decoder(model, monkeypatch, fold=False)
-    assert plain.fold_failure == "HEADROOM_NORM_FOLD is not set"
-
-    prompt, tokens = torch.arange(1, 9).view(1, -1), [3, 5, 7, 9]
     got = _step_logits(model, folded, prompt, tokens, writes, norms)
     assert writes == [256, 256] * 3 * len(tokens)  # o_proj and down of every layer wrote the folded norm
     assert norms == [model.model.norm] * len(tokens)  # the final norm is the only norm module run
     assert norm_fold._PENDING == {}
-    want = _step_logits(model, plain, prompt, tokens, norms)
-    assert len(norms) == (2 * 3 + 1) * len(tokens)
     assert not all(torch.equal(a, b) for a, b in zip(got, want, strict=True))  # the fold's roundings differ
     exact = _exact_logits(model, prompt, tokens)
     for folded_logits, plain_logits, reference in zip(got, want, exact, strict=True):
@@ -268,3 +272,44 @@ def test_dynamo_traces_the_folded_layer_once_for_every_layer(nf4_llama, monkeypa
         assert len(layer_graphs(graphs)) == 1 and norm_fold._PENDING == {}
     finally:
         torch._dynamo.reset()
+
+
+def test_a_step_that_raises_halfway_leaves_nothing_for_the_next_decode(nf4_llama, monkeypatch):
+    """A folded layer step that raises after its q/k/v launch (o_proj's request still pending) leaves nothing
+    behind: the model's own decode step afterwards is what it is without folding."""
+    model = nf4_llama
+    decoder = _decoder(model, monkeypatch, fold=True)
+    attention = model.model.layers[1].self_attn
+    real = type(attention).forward
+
+    def broken(self, *args, **kwargs):
+        self.q_proj(kwargs["hidden_states"])  # the group launch takes its folded input
+        raise RuntimeError("out of memory, say")
+
+    prompt = torch.arange(1, 9).view(1, -1)
+    with torch.inference_mode():
+        cache = new_static_cache(model.config, 64)
+        model(input_ids=prompt, use_cache=True, **{cache_kwarg(type(model)): cache})
+        monkeypatch.setattr(type(attention), "forward", broken)
+        with pytest.raises(RuntimeError, match="out of memory"):
+            decoder.step(torch.tensor([[3]]), cache)
+        monkeypatch.setattr(type(attention), "forward", real)
+    assert norm_fold._PENDING == {}
+    monkeypatch.setattr(norm_fold, "FOLD", False)
+    want = _step_logits(model, _decoder(model, monkeypatch, fold=False), prompt, [5])[0]
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    with torch.inference_mode():
+        cache = new_static_cache(model.config, 64)
+        model(input_ids=prompt, use_cache=True, **{cache_kwarg(type(model)): cache})
+        eager = model(input_ids=torch.tensor([[5]]), use_cache=True,
+                      **{cache_kwarg(type(model)): cache}).logits[0, -1].float()
+    assert torch.equal(eager, want)
+
+
+def test_a_folded_step_that_fails_its_warm_up_is_built_unfolded_not_set_aside(nf4_llama, monkeypatch):
+    """The folded norms go first: the layer-at-a-time step stays, unfolded, and says why."""
+    monkeypatch.setattr(norm_fold, "made", lambda: (_ for _ in ()).throw(RuntimeError("a launch did not take it")))
+    decoder = _decoder(nf4_llama, monkeypatch, fold=True)
+    assert decoder.fold_failure.startswith("set aside (RuntimeError: a launch did not take it")
+    assert decoder.regional and decoder.regional_failure == "" and decoder.can_run(new_static_cache(
+        nf4_llama.config, 64))

@@ -156,6 +156,7 @@ class CompiledDecode:
         self._outer_compiled: dict[str, Callable] = {}  # "rotary_emb", "norm": `_outer_step` compiled
         self._takes_cache_position = "cache_position" in inspect.signature(type(model).forward).parameters
         self.fold_failure = "not built yet"  # why the layers' norms are not folded (norm_fold), "" when they are
+        self._fold_set_aside = ""  # why a folded step failed its warm-up (then built unfolded)
         self._buffers = _StepBuffers()  # the regional step's constant tensors, kept between steps
 
     @property
@@ -249,6 +250,7 @@ class CompiledDecode:
                     module.forward = functools.partial(compiled, module)
             yield
         finally:
+            norm_fold.clear()  # a step that raised halfway leaves no folded norm for another launch
             for layer, own in saved:
                 vars(layer).pop("forward", None)  # the class's forward again (prefill, eager decode)
                 if own is not None:
@@ -397,17 +399,26 @@ class CompiledDecode:
                 lap("regional_check")
         self.warm_up_phases[f"{kv_bits}-bit, {capacity} tokens"] = phases
         log.info("decode warm-up, %d-bit KV, %d tokens: %s s", kv_bits, capacity, phases)
+        if failure and not self.fold_failure:  # the layer step with its norms unfolded first
+            log.warning("folded norms set aside: %s", failure)
+            self._fold_set_aside = f"set aside ({failure})"
+            self._rebuild(sorted(self._ready) + [(fmt, capacity)])
+            return
         if failure:  # the whole forward, compiled as before (its own warm-up), for every format
             log.warning("layer-at-a-time decode step set aside: %s", failure)
-            ready = sorted(self._ready) + [(fmt, capacity)]
-            self._ready.clear()
-            self.regional_failure, self._layer_compiled, self._compiled = failure, None, None
-            self._outer_compiled = {}
-            self._capture_failed, self._graph = "", None
-            for ready_fmt, ready_capacity in dict.fromkeys(ready):
-                self.compile_capacity(ready_capacity, _bits_of(ready_fmt))
+            self.regional_failure = failure
+            self._rebuild(sorted(self._ready) + [(fmt, capacity)])
             return
         self._ready.add((fmt, capacity))
+
+    def _rebuild(self, ready: list[tuple[str, int]]) -> None:
+        """Compile and warm up again, from `_build`, every (KV format, capacity) of ``ready``: after the
+        step that was built failed its warm-up (`regional_failure` or `_fold_set_aside` now says why)."""
+        self._ready.clear()
+        self._layer_compiled, self._compiled, self._outer_compiled = None, None, {}
+        self._capture_failed, self._graph = "", None
+        for ready_fmt, ready_capacity in dict.fromkeys(ready):
+            self.compile_capacity(ready_capacity, _bits_of(ready_fmt))
 
     def _build(self) -> Callable:
         """The step's function: one compiled decoder layer inside the model's own forward
@@ -415,8 +426,9 @@ class CompiledDecode:
         failed, the whole forward compiled. Either is this decoder's own copy of the function (a
         code object of its own), so Dynamo's cache of graphs, and its limit of recompiles per code
         object (8), are this model's, not shared with the models loaded before it in the process."""
+        self.fold_failure = "no layer-at-a-time step"
         if not self.regional_failure:
-            self.fold_failure = fold_reason(self.model)
+            self.fold_failure = self._fold_set_aside or fold_reason(self.model)
             layer_step = _own_copy(_folded_layer_step if not self.fold_failure else _layer_step)
             self._layer_code = layer_step.__code__
             self._layer_compiled = self._compiler(layer_step)
@@ -568,14 +580,14 @@ def _folded_layer_step(layer, hidden: torch.Tensor, normed: torch.Tensor, ssq: t
     if args:
         raise TypeError("a decoder layer called with positional arguments")
     attention_norm, mlp_norm = layer.input_layernorm, layer.post_attention_layernorm
-    norm_fold.expect(normed, ssq, attention_norm.variance_epsilon, hidden, mlp_norm.weight)
+    norm_fold.expect(normed, ssq, attention_norm.variance_epsilon, layer.self_attn.o_proj, hidden, mlp_norm.weight)
     if rope_attention.applies(layer.self_attn, cache_layer, normed, kwargs):
         hidden = rope_attention.attention_forward(layer.self_attn, normed, cache_layer, kwargs)
     else:
         hidden, _ = layer.self_attn(hidden_states=normed, **kwargs, **{cache_kw: _LayerCache(cache_layer)})
     normed, ssq = norm_fold.made()
     normed = normed.view_as(hidden)
-    norm_fold.expect(normed, ssq, mlp_norm.variance_epsilon, hidden, next_weight)
+    norm_fold.expect(normed, ssq, mlp_norm.variance_epsilon, layer.mlp.down_proj, hidden, next_weight)
     hidden = layer.mlp(normed)
     normed, ssq = norm_fold.made()
     return hidden, normed.view_as(hidden), ssq
@@ -583,13 +595,14 @@ def _folded_layer_step(layer, hidden: torch.Tensor, normed: torch.Tensor, ssq: t
 
 def fold_reason(model) -> str:
     """"" when the regional step of ``model`` folds its norms (norm_fold.FOLD set, every layer's two norms a
-    LlamaRMSNorm-like one, a final norm, and nf4_hook.fold_reason's launches), else why not (one line)."""
+    LlamaRMSNorm-like one with weights of the model's dtype, a final norm, and nf4_hook.fold_reason's
+    launches), else why not (one line)."""
     if not norm_fold.FOLD:
         return "HEADROOM_NORM_FOLD is not set"
     layers = getattr(getattr(model, "model", None), "layers", None) or []
     norms = [getattr(layer, name, None) for layer in layers for name in ("input_layernorm", "post_attention_layernorm")]
-    if not layers or any(type(norm).__name__ not in add_rms_norm.RMS_NORMS for norm in norms):
-        return "norms that are not RMSNorms of the Llama kind"
+    if not layers or not all(add_rms_norm.takes(norm) and norm.weight.dtype == model.dtype for norm in norms):
+        return "norms that are not RMSNorms of the Llama kind in the model's dtype"
     if getattr(model.model, "norm", None) is None:
         return "no final norm"
     return nf4_hook.fold_reason(layers)

@@ -707,7 +707,7 @@ def _swap(layer, t: Nf4Tensors, plan: Plan, require_cuda: bool) -> None:
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if _decode_row(x, require_cuda):
-            request = norm_fold.output_request() if plan.kernel == MMA_KERNEL else None
+            request = norm_fold.output_request(layer) if norm_fold.FOLD and plan.kernel == MMA_KERNEL else None
             if request is not None:  # the folded step's o_proj or down: h out, g and ssq left for the next
                 h, g, ssq = run_fold_out(x, t, plan, layer.bias, *request)
                 norm_fold.deliver(g, ssq)

@@ -778,12 +778,12 @@ def _row(v: torch.Tensor, n: int, name: str) -> torch.Tensor:
 
 def _fold_in(fold_in: tuple[torch.Tensor, float] | None, k: int) -> tuple[list, int]:
     """(the FOLD_ARGS of a launch reading the folded norm, the bytes its sums take in shared memory) for
-    fold_in (ssq (K / 16,) float32, eps). Raises ValueError when ssq is not one sum per 16 of the K inputs
-    or K / 16 is not a multiple of 4 (the sums are staged 16 bytes at a time)."""
+    fold_in (ssq (K / 16,) float32, eps). The sums are staged 16 bytes at a time: K, a multiple of 256
+    (shape_reason), makes them a multiple of 16. Raises ValueError when ssq is not one contiguous, 16-byte
+    aligned float32 sum per 16 of the K inputs."""
     ssq, eps = fold_in
-    if ssq.dtype != torch.float32 or ssq.numel() * 16 != k or ssq.numel() % 4 or not ssq.is_contiguous() \
-            or ssq.data_ptr() % 16:
-        raise ValueError(f"ssq must be {k // 16} contiguous float32 sums (a multiple of 4, 16-byte aligned)")
+    if ssq.dtype != torch.float32 or ssq.numel() * 16 != k or not ssq.is_contiguous() or ssq.data_ptr() % 16:
+        raise ValueError(f"ssq must be {k // 16} contiguous float32 sums (16-byte aligned)")
     return [ssq, ssq.numel(), float(eps), ssq, ssq, ssq, ssq], 4 * ssq.numel()  # the writer's pointers unused
 
 

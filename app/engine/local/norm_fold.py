@@ -115,11 +115,12 @@ def first_input(weight: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tenso
     return g.view_as(hidden), torch.nn.functional.pad(h * h, (0, -h.numel() % TILE_ROWS)).view(-1, TILE_ROWS).sum(-1)
 
 
-def expect(x: torch.Tensor, ssq: torch.Tensor, eps: float, residual: torch.Tensor, weight: torch.Tensor) -> None:
-    """The next launch that reads ``x`` (q/k/v's group or the gate/up pair) scales by the norm of ``ssq``;
-    the next single GEMV (o_proj, down) writes the folded norm of ``residual`` plus its output for ``weight``."""
+def expect(x: torch.Tensor, ssq: torch.Tensor, eps: float, writer, residual: torch.Tensor,
+           weight: torch.Tensor) -> None:
+    """The launch that reads ``x`` (q/k/v's group or the gate/up pair) scales by the norm of ``ssq``; the
+    module ``writer`` (o_proj, down) writes the folded norm of ``residual`` plus its output for ``weight``."""
     _PENDING["in"] = (x, ssq, eps)
-    _PENDING["out"] = (residual, weight)
+    _PENDING["out"] = (writer, residual, weight)
 
 
 def input_for(x: torch.Tensor) -> tuple[torch.Tensor, float] | None:
@@ -131,9 +132,18 @@ def input_for(x: torch.Tensor) -> tuple[torch.Tensor, float] | None:
     return entry[1], entry[2]
 
 
-def output_request() -> tuple[torch.Tensor, torch.Tensor] | None:
-    """(residual, weight) for the single GEMV now called, when the step asked for its folded output."""
-    return _PENDING.pop("out", None)
+def output_request(layer) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(residual, weight) when the step asked ``layer`` (taken once) for its folded output, else None."""
+    entry = _PENDING.get("out")
+    if entry is None or entry[0] is not layer:
+        return None
+    del _PENDING["out"]
+    return entry[1], entry[2]
+
+
+def clear() -> None:
+    """Forget what a step left (one that raised halfway): an entry must not reach another step's launch."""
+    _PENDING.clear()
 
 
 def deliver(g: torch.Tensor, ssq: torch.Tensor) -> None:
