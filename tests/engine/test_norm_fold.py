@@ -4,6 +4,8 @@ compiled decode step with its norms folded: the same logits as the model's own f
 norm launch left but the final one, nothing left pending. The kernels themselves: tests/engine/test_nf4_mma.py
 on a GPU."""
 
+import types
+
 import pytest
 import torch
 
@@ -241,6 +243,19 @@ def test_a_folded_step_runs_no_norm_launch_but_the_final_one_and_errs_as_the_unf
         assert 1e-3 < plain_error < 5e-2  # bf16 all through: three layers' roundings
         assert rel(folded_logits.double(), reference) < 1.25 * plain_error
         assert int(folded_logits.argmax()) == int(reference.argmax())
+
+
+def test_the_decode_status_says_whether_the_norms_are_folded(nf4_llama, monkeypatch):
+    loaded = types.SimpleNamespace(model=nf4_llama)
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    status = compiled_decode.warm_up(loaded, (64,), compiler=lambda fn: fn, require_cuda=False).status
+    assert status.state == "ready" and "one decoder layer compiled for all, its norms folded" in status.reason
+    monkeypatch.setattr(norm_fold, "made", lambda: (_ for _ in ()).throw(RuntimeError("not taken")))
+    status = compiled_decode.warm_up(loaded, (64,), compiler=lambda fn: fn, require_cuda=False).status
+    assert "norms not folded: set aside (RuntimeError: not taken)" in status.reason
+    monkeypatch.setattr(norm_fold, "FOLD", False)
+    status = compiled_decode.warm_up(loaded, (64,), compiler=lambda fn: fn, require_cuda=False).status
+    assert "fold" not in status.reason  # not asked for: not said
 
 
 def test_a_layer_without_its_launches_keeps_its_norms(nf4_llama, monkeypatch):

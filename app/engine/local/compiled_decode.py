@@ -979,6 +979,9 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
         return decoder
     how = ("one decoder layer compiled for all" if decoder.regional
            else f"the whole forward compiled: {decoder.regional_failure}")
+    if decoder.regional and norm_fold.FOLD:  # asked for (HEADROOM_NORM_FOLD): say whether it holds
+        how += (", its norms folded into the NF4 launches" if not decoder.fold_failure
+                else f", norms not folded: {decoder.fold_failure}")
     reason = (f"compiled decode for {_bits_label(ready)} at every cache size (torch.compile, {how}; "
               "one CUDA graph per cache)")
     if failures:
