@@ -517,8 +517,9 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
         cur = nxt;
     }
     release_dependents();
-    float norm = 1.f;  // FOLD_IN: the norm's scale r, while the block's other warps finish their loops
-    if (FOLD == FOLD_IN && warp == 0) norm = norm_scale(ssq_s, fold.count, k, fold.eps, lane);
+    float norm = 1.f;  // FOLD_IN: the norm's scale r, while the block's other warps finish their loops (split:
+    if (FOLD == FOLD_IN && warp == 0 && gridDim.y == 1)  // the last block alone, below)
+        norm = norm_scale(ssq_s, fold.count, k, fold.eps, lane);
     if (c == 0) { red[warp][g] = d[0]; red[warp][g + 8] = d[2]; }  // every column of D is W x
     __syncthreads();
     if (warp != 0) return;
@@ -545,6 +546,7 @@ __device__ __forceinline__ void gemv(const uint4* __restrict__ x, const uint4* _
     if (lane == 0) last = atomicAdd(counter, 1) == (int)gridDim.y - 1;
     last = __shfl_sync(0xffffffffu, last, 0);
     if (!last) return;
+    if (FOLD == FOLD_IN) norm = norm_scale(ssq_s, fold.count, k, fold.eps, lane);
     __threadfence();
     float total = 0.f;
     if (mine)
