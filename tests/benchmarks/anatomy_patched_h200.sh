@@ -5,7 +5,8 @@
 # run after the first (~85 s: the compile). From the project copy on the device ($OUT set), carrying
 # what tests/benchmarks/device_carry.sh packs (.whlslim/, .gpu3/):
 #   A=HEADROOM_KV16_MERGE; bash tests/benchmarks/anatomy_patched_h200.sh $A=launch $A=poll kv_prefetch merge_cluster splits_256
-# An arm NAME=VALUE is the shipped kernels with that environment variable set (an app switch).
+# An arm NAME=VALUE is the shipped kernels with that environment variable set (an app switch); NAME=VALUE,NAME2=VALUE2
+# sets both (two switches together, e.g. HEADROOM_NORM_FOLD=1,HEADROOM_KV16_MERGE=launch).
 # A patch that fails or runs past 150 s (a kernel that spins) is left out of the later rounds; no run
 # starts past LIMIT_S (default 540 s of runs, inside a device call's 600 s), so give the patches in the
 # order they matter. TESTS="file -k expr": those GPU tests first (bounded at 150 s, their seconds count
@@ -24,9 +25,10 @@ failed=" "
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for patch in base "$@"; do
     case "$failed" in *" $patch "*) continue ;; esac
-    tag=${patch//=/_}_r${round}
+    tag=${patch//=/_}; tag=${tag//,/+}_r${round}
     arm=(python3 -m tests.benchmarks.anatomy_patched "$patch")
-    case "$patch" in *=*) arm=(env "$patch" python3 -m tests.benchmarks.anatomy_patched base) ;; esac
+    # shellcheck disable=SC2206  # NAME=VALUE[,NAME=VALUE]: one env argument per switch
+    case "$patch" in *=*) arm=(env ${patch//,/ } python3 -m tests.benchmarks.anatomy_patched base) ;; esac
     depths="--depths 1024,4096"
     [ "$round" = 1 ] && depths="--depths 1024 --critical-path"
     left=$(( ${LIMIT_S:-540} - SECONDS ))
