@@ -160,11 +160,12 @@ def correlation(reference, other) -> float:
     return float(((a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-30)).mean())
 
 
-def teacher_forced_rows(model, tokenizer, arms: tuple[str, ...], use, texts: str, tokens: int) -> list[dict]:
+def teacher_forced_rows(model, tokenizer, arms: tuple[str, ...], use, texts: str, tokens: int,
+                        models: dict | None = None) -> list[dict]:
     """For each of ``texts`` (comma-separated names of kv8_texts), its first ``tokens`` tokens through
-    ``model`` once per arm (``use(arm)`` selects it; ``use(None)`` after), every position's logits compared
-    with the first arm's: a row per other arm (agreement, perplexities, largest logit difference,
-    correlation), printed as it comes."""
+    ``model`` (or ``models[arm]``) once per arm (``use(arm)`` selects it; ``use(None)`` after), every
+    position's logits compared with the first arm's: a row per other arm (agreement, perplexities, largest
+    logit difference, correlation), printed as it comes."""
     import torch
 
     rows = []
@@ -176,7 +177,7 @@ def teacher_forced_rows(model, tokenizer, arms: tuple[str, ...], use, texts: str
             use(arm)
             start = time.perf_counter()
             with torch.inference_mode():
-                logits[arm] = model(input_ids=ids).logits[0, :-1].float()
+                logits[arm] = (models or {}).get(arm, model)(input_ids=ids).logits[0, :-1].float()
             print(f"{lang} {arm}: {time.perf_counter() - start:.1f} s", flush=True)
         reference = arms[0]
         for arm in arms[1:]:

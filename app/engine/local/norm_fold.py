@@ -22,9 +22,11 @@ bf16, teacher-forced, 2,000 tokens a text; results/norm_fold_quality_cpu.json): 
 with the app's path 97.2 % (English) and 96.9 % (Korean) against 97.4-97.8 and 96.8-97.4 % for other
 correct orders of the same sums (the floor), perplexity +0.00 / −0.10 % against +0.00…+0.05 / −0.19…+0.12 %,
 the largest logit difference 1.25 / 2.50 against 1.25-1.38 / 1.64-2.57, 1 − correlation 1.1× / 1.2-1.4× the
-floor's (the int8 GEMV of nf4_int8_quality: 6-8×). At the floor's edge, within bf16 noise; the warm-up's
-regional check (compiled_decode) still compares every step with the model's own forward, and on the 8B the
-fold must pass the issue's GPU logits check (compiled_step_logits) before it is the default.
+floor's (the int8 GEMV of nf4_int8_quality: 6-8×): a different rounding. Against exact arithmetic (the same
+NF4 weights, the rest in float64) it is as close as the app's path: 1 − correlation 1.61e-4 / 2.50e-4 against
+the app's 1.58e-4 / 2.70e-4 and 1.56-1.70e-4 / 2.62-2.68e-4 for the other orders. Within bf16 noise; the
+warm-up's regional check (compiled_decode) still compares every step with the model's own forward, and on
+the 8B the fold must pass the issue's GPU logits check (compiled_step_logits) before it is the default.
 
 The first layer's input norm has no GEMV before it (`first_input` makes g and ssq from the embedding
 output); the final norm stays ``add_rms_norm`` (the lm_head is cuBLAS), fed h and a zero delta.
