@@ -101,6 +101,43 @@ def test_a_graph_of_dependent_launches_computes_the_same_bits_with_pdl(monkeypat
     assert int(counters.abs().sum()) == 0
 
 
+@hopper
+def test_a_folded_norm_chain_computes_the_same_bits_with_pdl(monkeypatch):
+    """norm_fold's launches as a layer chains them: a writer (o_proj) leaves h, g and the sums, a reader
+    (q/k/v) scales by them, the next writer (down) adds the residual written two launches before. Under
+    PDL in a graph every read after griddepcontrol.wait: the same bits as plain launches and as eager ones."""
+    from app.engine.local import nf4_mma, norm_fold
+
+    monkeypatch.setattr(norm_fold, "FOLD", True)
+    layers = _layers(1024, 4)
+    counters = torch.zeros(256, dtype=torch.int32, device="cuda")
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x, residual, weight, weight2 = (torch.randn(1024, generator=g, device="cuda").to(torch.bfloat16)
+                                    for _ in range(4))
+
+    def chain():
+        h, normed, ssq = nf4_mma.launch(x, layers[0], fold_out=(residual, weight))
+        y = nf4_mma.launch_group(normed, layers[1:3], [None, None], counters, fold_in=(ssq, 1e-5))[:1024]
+        h2, normed2, ssq2 = nf4_mma.launch(y, layers[3], fold_out=(h, weight2))
+        return torch.cat([h2, nf4_mma.launch_group(normed2, layers[1:3], [None, None], counters,
+                                                   fold_in=(ssq2, 1e-5)), ssq2.view(torch.bfloat16)])
+
+    outs = {}
+    for pdl in (False, True, True):
+        monkeypatch.setattr(nvrtc, "PDL", pdl)
+        chain()  # built outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = chain()
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        outs.setdefault(pdl, []).append(out.clone())
+        assert torch.equal(chain(), out)
+    assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[True][0], outs[True][1])
+    assert int(counters.abs().sum()) == 0
+
+
 def test_inductor_waits_ahead_of_every_access_unless_told_otherwise(monkeypatch):
     """"wait_first": each access is taken as depending on the kernel before (Inductor's rule then
     writes its wait); "as_is" leaves Inductor's own dependency analysis alone."""
