@@ -65,6 +65,25 @@ def _layers(n: int, count: int) -> list:
     return out
 
 
+def _same_bits_with_and_without_pdl(monkeypatch, chain) -> None:
+    """``chain`` (launches, each reading the one before's output) captured in a CUDA graph and replayed, with
+    PDL off, then twice on: the same bits every time, and as the chain launched eagerly. A launch that read
+    its input before the earlier one was done would differ from the plain graph, or from itself."""
+    outs = {}
+    for pdl in (False, True, True):
+        monkeypatch.setattr(nvrtc, "PDL", pdl)
+        chain()  # built outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = chain()
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        outs.setdefault(pdl, []).append(out.clone())
+        assert torch.equal(chain(), out)  # eager launches, the same bits
+    assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[True][0], outs[True][1])
+
+
 @hopper
 def test_a_graph_of_dependent_launches_computes_the_same_bits_with_pdl(monkeypatch):
     """Each launch reads the one before's output (GEMV, GEMV group, attention, GEMV): a launch that
@@ -85,19 +104,7 @@ def test_a_graph_of_dependent_launches_computes_the_same_bits_with_pdl(monkeypat
         att = kv16_mma.decode(y.view(1, 8, 1, 128), keys, values, valid, 0.088)
         return nf4_mma.launch(att.reshape(-1), layers[3])
 
-    outs = {}
-    for pdl in (False, True, True):
-        monkeypatch.setattr(nvrtc, "PDL", pdl)
-        chain()  # built outside the capture
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = chain()
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        outs.setdefault(pdl, []).append(out.clone())
-        assert torch.equal(chain(), out)  # eager launches, the same bits
-    assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[True][0], outs[True][1])
+    _same_bits_with_and_without_pdl(monkeypatch, chain)
     assert int(counters.abs().sum()) == 0
 
 
@@ -122,19 +129,7 @@ def test_a_folded_norm_chain_computes_the_same_bits_with_pdl(monkeypatch):
         return torch.cat([h2, nf4_mma.launch_group(normed2, layers[1:3], [None, None], counters,
                                                    fold_in=(ssq2, 1e-5)), ssq2.view(torch.bfloat16)])
 
-    outs = {}
-    for pdl in (False, True, True):
-        monkeypatch.setattr(nvrtc, "PDL", pdl)
-        chain()  # built outside the capture
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = chain()
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        outs.setdefault(pdl, []).append(out.clone())
-        assert torch.equal(chain(), out)
-    assert torch.equal(outs[False][0], outs[True][0]) and torch.equal(outs[True][0], outs[True][1])
+    _same_bits_with_and_without_pdl(monkeypatch, chain)
     assert int(counters.abs().sum()) == 0
 
 
