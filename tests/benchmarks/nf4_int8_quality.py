@@ -194,20 +194,30 @@ def teacher_forced_rows(model, tokenizer, arms: tuple[str, ...], use, texts: str
     return rows
 
 
-def main(argv=None) -> None:
+def quality_setup(argv, description: str, out_name: str):
+    """(args: --tokens, --texts, --out; the loaded default model, SmolLM2-135M-Instruct, in bfloat16) for a
+    teacher-forced quality benchmark of this kind (results/``out_name`` by default)."""
     import torch
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--tokens", type=int, default=1000)
     ap.add_argument("--texts", default="en,ko")
-    ap.add_argument("--out", type=Path, default=RESULTS / "nf4_int8_quality_cpu.json")
+    ap.add_argument("--out", type=Path, default=RESULTS / out_name)
     args = ap.parse_args(argv)
     from app.core.paths import default_model_path
     from app.engine.loading.loader import load_model, resolve_model_folder
 
     torch.manual_seed(0)
     loaded = load_model(resolve_model_folder(default_model_path()))
-    model, tokenizer = loaded.model.to(torch.bfloat16).eval(), loaded.tokenizer
+    loaded.model.to(torch.bfloat16).eval()
+    return args, loaded
+
+
+def main(argv=None) -> None:
+    import torch
+
+    args, loaded = quality_setup(argv, __doc__.split("\n\n")[0], "nf4_int8_quality_cpu.json")
+    model, tokenizer = loaded.model, loaded.tokenizer
     linears = Nf4Linears(model)
     rows = teacher_forced_rows(model, tokenizer, ARMS, lambda arm: setattr(linears, "arm", arm), args.texts,
                                args.tokens)

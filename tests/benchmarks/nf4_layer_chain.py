@@ -100,9 +100,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) chain_gemv(ARGS, const long
 extern "C" __global__ void __launch_bounds__(256, 2) chain_group(GROUP_ARGS, const long long* pf, int ranges,
                                                                 int policy) {
     prefetch_share(pf, ranges, policy, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
-    group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
-                bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
-                bias_kind, m16, m1, pick);
+    group<true>(GROUP_PASS);
 }
 
 // Persistent over the row tiles of up to three layers of one input (no split-K, no bias): block b

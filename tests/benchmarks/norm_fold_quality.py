@@ -69,15 +69,12 @@ is as close as the app's path and the other correct orders (correlation 1.61e-4 
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import platform
-from pathlib import Path
 
 import app  # noqa: F401  (offline settings before transformers)
-from tests.benchmarks.kv8_quality import RESULTS
-from tests.benchmarks.nf4_int8_quality import Nf4Linears, nf4_linear, teacher_forced_rows
+from tests.benchmarks.nf4_int8_quality import Nf4Linears, nf4_linear, quality_setup, teacher_forced_rows
 
 ARMS = ("nf4", "nf4_exact", "nf4_split", "norm_exact", "fold", "fold_exact")
 FOLDED = {"input_layernorm": ("q_proj", "k_proj", "v_proj"), "post_attention_layernorm": ("gate_proj", "up_proj")}
@@ -158,17 +155,8 @@ class FoldedNorms:
 def main(argv=None) -> None:
     import torch
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tokens", type=int, default=1000)
-    ap.add_argument("--texts", default="en,ko")
-    ap.add_argument("--out", type=Path, default=RESULTS / "norm_fold_quality_cpu.json")
-    args = ap.parse_args(argv)
-    from app.core.paths import default_model_path
-    from app.engine.loading.loader import load_model, resolve_model_folder
-
-    torch.manual_seed(0)
-    loaded = load_model(resolve_model_folder(default_model_path()))
-    model, tokenizer = loaded.model.to(torch.bfloat16).eval(), loaded.tokenizer
+    args, loaded = quality_setup(argv, __doc__.split("\n\n")[0], "norm_fold_quality_cpu.json")
+    model, tokenizer = loaded.model, loaded.tokenizer
     folds = FoldedNorms(model, Nf4Linears(model))
     rows = teacher_forced_rows(model, tokenizer, ARMS, folds.set, args.texts, args.tokens)
     # against exact arithmetic: the same NF4 weights, everything else in float64 (a copy: its rotary buffers

@@ -579,16 +579,11 @@ __device__ __forceinline__ void group(GROUP_ARGS, Fold fold = Fold{}) {
                        part + first_row, n0 + n1 + n2, counters + tile, y + first_row, PICK(n), tile - first_tile, k,
                        iters, bias_kind, Consts{m16, m1, pick}, Pair{}, fold);
 }
-extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_nested(GROUP_ARGS) {
-    group<true>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
-                bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
-                bias_kind, m16, m1, pick);
-}
-extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_ARGS) {
-    group<false>(x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1,
-                 bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters,
-                 bias_kind, m16, m1, pick);
-}
+#define GROUP_PASS x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1, \
+    bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters, bias_kind, m16, \
+    m1, pick
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_nested(GROUP_ARGS) { group<true>(GROUP_PASS); }
+extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_plain(GROUP_ARGS) { group<false>(GROUP_PASS); }
 
 // silu(W0 x) * (W1 x) (gate, up: the same n and K) in one launch: tile t of ceil(n/8) holds row 8t+g of W0
 // in its rows g and of W1 in rows g+8; absmax2 is W0's nested absmax then W1's (the code2 is both's).
@@ -614,9 +609,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_fold_nested(AR
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_gemv_fold_plain(ARGS, FOLD_ARGS) {
     gemv<false, FOLD_OUT>(PASS, FOLD_PASS);
 }
-#define GROUP_PASS x, w0, absmax0, absmax2_0, code2_0, offset0, bias0, n0, w1, absmax1, absmax2_1, code2_1, offset1, \
-    bias1, n1, w2, absmax2, absmax2_2, code2_2, offset2, bias2, n2, code, part, counters, y, k, iters, bias_kind, m16, \
-    m1, pick
 extern "C" __global__ void __launch_bounds__(256, 2) nf4_mma_group_fold_nested(GROUP_ARGS, FOLD_ARGS) {
     group<true, FOLD_IN>(GROUP_PASS, FOLD_PASS);
 }
