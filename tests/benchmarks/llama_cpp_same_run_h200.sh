@@ -3,7 +3,8 @@
 # Headroom's app path in the same run. Cores 4-15 build llama.cpp and prepare its GGUF
 # (shared/anchors/lc_build_and_prep.sh's model step) while Headroom's GPU tests, the decode-attention
 # benchmark and decode_anatomy at 1k / 4k / 16k run pinned to cores 0-3, alternating the arms of an A/B
-# switch (AB_VAR, each of AB_VALUES; default HEADROOM_KV16_MMA 1 0), ROUNDS rounds (default 1; the first
+# switch (AB_VAR, each of AB_VALUES; default HEADROOM_KV16_MMA 1 0; or ARMS, each NAME=VALUE[,NAME2=VALUE2]
+# setting one or more switches together), ROUNDS rounds (default 1; the first
 # arm's first run also at 16k and with the critical path), after TESTS (pytest files; default the
 # attention kernels') and EXTRA (a command line, e.g. another benchmark); then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
 # Usage, from the project copy on the device ($OUT set), carrying either the wheels of
@@ -12,10 +13,12 @@
 #   [AB_VAR=HEADROOM_FUSED_NORM AB_VALUES="1 0" ROUNDS=2 EXTRA='python3 -m tests.benchmarks.add_rms_norm --out $OUT'] \
 #       bash tests/benchmarks/llama_cpp_same_run_h200.sh \
 #       <folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh>
+#   ATTN=0 ARMS="HEADROOM_NORM_FOLD=1 HEADROOM_NORM_FOLD=1,HEADROOM_KV16_MERGE=launch HEADROOM_NORM_FOLD=0" bash ... .gpu
 # Device time: about 400-500 s (the llama.cpp build, 330-400 s on 12 cores, is the long pole).
 # Run on 2026-12-03 18:27 UTC: results/decode_anatomy_h200_kv16_mma.json, results/decode_attention_h200_mma.json.
 LC=${1:?folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh}
 AB_VAR=${AB_VAR:-HEADROOM_KV16_MMA}; AB_VALUES=${AB_VALUES:-1 0}; ROUNDS=${ROUNDS:-1}
+ARMS=${ARMS:-$(for v in $AB_VALUES; do printf '%s=%s ' "$AB_VAR" "$v"; done)}
 if [ -d .whlslim ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whlslim/*.whl
   tar -C /tmp/site -xJf .whlslim/bnb.tar.xz
@@ -44,14 +47,19 @@ fi
 if [ -n "${EXTRA:-}" ]; then taskset -c 0-3 bash -c "$EXTRA" 2>&1 | tail -12; echo "extra ${SECONDS}s"; fi
 first=1
 for round in $(seq 1 "$ROUNDS"); do
-  for value in $AB_VALUES; do
-    tag=${AB_VAR}_${value}_r${round}
+  for arm in $ARMS; do
+    tag=${arm//=/_}; tag=${tag//,/+}_r${round}
     extra="--depths 1024,4096"
     [ $first = 1 ] && extra="--depths 1024,4096,16384 --critical-path" && first=0
-    env "$AB_VAR=$value" taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' $extra --out $OUT/$tag > /tmp/$tag.log 2>&1
+    # bounded: an arm whose kernel hangs must not take the call (llama.cpp's bench comes after)
+    # shellcheck disable=SC2086  # one env argument per switch
+    timeout 200 env ${arm//,/ } taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' $extra \
+      --out $OUT/$tag > /tmp/$tag.log 2>&1 || { echo "$tag failed or timed out: $(tail -2 /tmp/$tag.log)"; continue; }
+    grep -iE "check|not used|set aside|fold|Error" /tmp/$tag.log | head -3
     python3 - "$OUT/$tag" "$tag" <<'PY'
 import json, sys
 d = json.load(open(f"{sys.argv[1]}/decode_anatomy_h200.json"))
+print(sys.argv[2], "norms folded:", d.get("warm_up", {}).get("norms_folded"))
 for r in d["kv16"]:
     print(sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1), "step", round(r["step_ms"], 4))
 PY
