@@ -55,7 +55,7 @@ for round in $(seq 1 "$ROUNDS"); do
     # shellcheck disable=SC2086  # one env argument per switch
     timeout 200 env ${arm//,/ } taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' $extra \
       --out $OUT/$tag > /tmp/$tag.log 2>&1 || { echo "$tag failed or timed out: $(tail -2 /tmp/$tag.log)"; continue; }
-    grep -iE "check|not used|set aside|fold|Error" /tmp/$tag.log | head -3
+    grep -iE "check|not used|set aside|Error" /tmp/$tag.log | head -3
     python3 - "$OUT/$tag" "$tag" <<'PY'
 import json, sys
 d = json.load(open(f"{sys.argv[1]}/decode_anatomy_h200.json"))
