@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from importlib import resources
 
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QFont, QFontDatabase, QFontInfo
 from PySide6.QtWidgets import QApplication
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,11 @@ def install_hangul_fallback(app: QApplication) -> str:
     font = QFont(app.font())
     families = font.families() or [font.family()]
     if family not in families:
-        font.setFamilies([*families, family])
+        # The desktop's family may be a fontconfig alias ("Sans Serif" where Qt has no platform
+        # theme: bare X, offscreen) that is no installed family; Qt would then skip it and draw
+        # Latin in the appended font. Name the family it really resolves to first.
+        resolved = QFontInfo(font).family()
+        font.setFamilies([*([resolved] if resolved not in families else []), *families, family])
         app.setFont(font)
     log.info("Hangul font: %s (%s)", family, "system" if system else "bundled")
     return family

@@ -1,7 +1,7 @@
 """Korean renders as glyphs, not boxes, whatever fonts the desktop has."""
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QFontInfo, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import QApplication
 
 from app.ui.fonts import install_hangul_fallback, load_bundled_hangul
@@ -37,5 +37,21 @@ def test_hangul_falls_back_to_a_real_font(qapp):
         assert _render("가", font) != _render("나", font)
         assert _render("한국어", font) != _render("", font)
         assert QApplication.font().pointSizeF() == original.pointSizeF()  # sizes follow the desktop
+    finally:
+        QApplication.setFont(original)
+
+
+def test_latin_keeps_the_desktop_font(qapp):
+    """The fallback is for what the desktop font lacks: Latin, digits and '.' stay in the family the
+    desktop font resolves to, even when it is named by an alias such as "Sans Serif" (field bug:
+    "2.5" drawn as "2,5" in the bundled font's glyphs)."""
+    original = QFont(QApplication.font())
+    try:
+        QApplication.setFont(QFont("Sans Serif", original.pointSize()))
+        desktop = QFontInfo(QApplication.font()).family()
+        assert desktop != "Headroom Hangul"
+        install_hangul_fallback(qapp)
+        assert QFontInfo(QApplication.font()).family() == desktop
+        assert _render("2.5", QApplication.font()) == _render("2.5", QFont(desktop, original.pointSize()))
     finally:
         QApplication.setFont(original)
