@@ -499,20 +499,22 @@ class TurnFlow(QObject):
         if request_id != self._active_request:
             return
         self.turn_records.append(record)
-        reply, shown = self._reply, self.shown
+        reply = self._reply
         reply.stats = self._stats(finished)
         if self._earlier_stats is not None:  # the line under a continued answer counts all of it
             reply.stats = self._earlier_stats.continued_by(reply.stats)
         if finished.stop_reason == "length":  # cut off by max_new_tokens: offer Continue
-            self._end_turn(MessageStatus.STOPPED, stop_detail(reply.stats))
+            self._end_turn(MessageStatus.STOPPED, stop_detail(reply.stats), finished)
         else:
             self._end_turn(MessageStatus.STOPPED if finished.stop_reason == "stopped"
-                           else MessageStatus.COMPLETE)
-        if shown:  # an answer that ends in a chat not shown is said when that chat is opened
-            self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
-            self._chat.reply_stats.emit(reply.stats)
-            if reply.sources:
-                self._chat.reply_sources.emit(reply.sources)
+                           else MessageStatus.COMPLETE, finished=finished)
+
+    def _say_measures(self, reply, finished) -> None:
+        """The ended answer's figures, for the chat shown (one not shown says them when opened)."""
+        self._chat.reply_measured.emit(finished.ttft_s, finished.decode_tokens_per_s, finished.new_tokens)
+        self._chat.reply_stats.emit(reply.stats)
+        if reply.sources:
+            self._chat.reply_sources.emit(reply.sources)
 
     def _complete_detached(self, request_id: int, finished) -> None:
         """The worker's end of a reply already ended here (stop_for_delete): its stats, and the text
@@ -602,12 +604,17 @@ class TurnFlow(QObject):
                                                    "model failed, while it was being written."), "retry")
 
     # ----- ending a turn -----------------------------------------------------------------------
-    def _end_turn(self, status: MessageStatus, detail: str = "") -> None:
+    def _end_turn(self, status: MessageStatus, detail: str = "", finished=None) -> None:
+        """`finished` (ReplyFinished, when the worker ended it) is said before turn_ended: a message
+        queued while stopping starts at turn_ended, and its bubble must not take the stopped
+        answer's stats line (new-user trial: Esc, then Enter at once)."""
         chat = self._chat
         message, home, home_id = self._reply, self._home, self._home_id
         message.status = status
         chat.conversations.persist(message, home, home_id)
         chat.reply_ended.emit(status, detail)
+        if finished is not None and self.shown:
+            self._say_measures(message, finished)
         self._forget_reply()
         chat.turn_ended.emit(status.value)
         self._send_queued()

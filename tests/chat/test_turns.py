@@ -82,6 +82,11 @@ def test_stop_and_a_message_sent_while_stopping_starts_right_after(chat):
     worker.reply_finished.emit(first, finished("Once upon", "stopped"), record("stopped"))
     assert seen.of("turn_ended") == [("stopped",)]
     assert len(worker.requests) == 2  # the queued message went out at once
+    # the stopped answer's figures come before its turn ends, so before the queued one's bubble
+    # (new-user trial: its stats line went to the new answer)
+    assert [n for n in seen.names() if n in ("reply_ended", "reply_stats", "turn_ended", "reply_started")] == [
+        "reply_started", "reply_ended", "reply_stats", "turn_ended", "reply_started"]
+    assert seen.of("reply_stats")[0][0].new_tokens == 3
     assert [m.content for m in worker.requests[1].messages] == ["Tell me a long story", "Once upon",
                                                                 "Shorter, please"]
     assert chat.conversation.messages[1].status is MessageStatus.STOPPED
