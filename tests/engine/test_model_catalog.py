@@ -193,6 +193,27 @@ def test_a_damaged_gguf_header_is_noted_as_damaged(tmp_path):
     assert entry.notes[0].kind == DAMAGED and "damaged GGUF header" in entry.refusal
 
 
+def test_a_gguf_cut_in_its_tensor_data_is_noted_as_damaged_from_its_header(tmp_path):
+    """New-user trial: a download cut at 3 of 94 MB was only refused seconds into its conversion;
+    the tensor table already says where the data ends."""
+    from app.engine.loading.catalog import DAMAGED
+    from app.engine.loading.gguf_header import read_gguf_header
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    gguf = tmp_path / "tiny.gguf"
+    write_tiny_gguf(gguf, "Q8_0")
+    end = max(t.offset + t.nbytes for t in read_gguf_header(gguf).tensors)
+    with open(gguf, "r+b") as file:
+        file.truncate(end)  # the writer's trailing padding gone: still whole
+    assert cpu_catalog(free=GiB).describe(gguf).refusal == ""
+    with open(gguf, "r+b") as file:
+        file.truncate(end - 1)  # one byte short of the last tensor's end
+    entry = cpu_catalog(free=GiB).describe(gguf)
+    assert entry.notes[0].kind == DAMAGED
+    assert entry.refusal == (f"tiny.gguf: damaged GGUF file (it ends before its own tensors do: {end - 1:,} of "
+                             f"{end:,} bytes); the file is probably incomplete or corrupted — download it again")
+
+
 def test_unconverted_gguf_is_planned_from_its_header(tmp_path, monkeypatch):
     from tests.helpers.tiny_gguf import write_tiny_gguf
 

@@ -282,7 +282,7 @@ class Catalog:
     def _describe_gguf(self, path: Path, origin: str, name: str, size: int, context: int) -> CatalogEntry:
         """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
         it would load once converted; an unsupported or damaged file says why in note and refusal."""
-        from app.engine.loading.gguf_header import read_gguf_header
+        from app.engine.loading.gguf_header import DAMAGED_WORDS, read_gguf_header
 
         try:
             header = read_gguf_header(path)
@@ -292,7 +292,7 @@ class Catalog:
         except Exception as exc:  # noqa: BLE001 - unsupported or damaged: one note, never raised
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             log.info("%s cannot be opened: %s", path, reason)
-            kind = DAMAGED if "damaged GGUF header" in reason else REFUSED
+            kind = DAMAGED if DAMAGED_WORDS in reason else REFUSED
             return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(kind, reason),), refusal=reason)
         notes = (EntryNote(GGUF, header.quantization),)
         if plan.conversion:

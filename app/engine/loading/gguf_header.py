@@ -14,7 +14,8 @@ and ``integrations/gguf.get_gguf_config`` for the architectures it covers); test
 equals ``AutoConfig.from_pretrained(gguf_file=...)``. No torch, no Qt.
 
 Raises :class:`UnsupportedGguf` (one line naming what is unsupported) for a file that is not
-GGUF, an architecture transformers cannot build, a mixture-of-experts layout the streaming
+GGUF, a file cut short (its header, or its tensor data: checked against the file size, no data
+read), an architecture transformers cannot build, a mixture-of-experts layout the streaming
 conversion cannot write tensor by tensor, or a tensor type ``gguf.quants`` cannot dequantize.
 """
 
@@ -39,6 +40,11 @@ _SCALAR = {0: "<B", 1: "<b", 7: "<?", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f
 NOT_STREAMABLE = {"qwen2moe": "mixture-of-experts", "qwen3moe": "mixture-of-experts",
                   "gpt-oss": "mixture-of-experts", "gpt_oss": "mixture-of-experts",
                   "minimax-m2": "mixture-of-experts", "t5": "encoder-decoder", "t5encoder": "encoder"}
+
+
+DAMAGED_WORDS = "damaged GGUF"
+"""In every refusal of a file that is cut short or garbled (header or tensor data): the catalog
+lists such a file as damaged, not as unsupported."""
 
 
 class UnsupportedGguf(ValueError):
@@ -149,7 +155,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
         what = ("a name or text in it is not valid UTF-8" if isinstance(exc, UnicodeDecodeError)
                 else "it ends before its own tables do")
         log.info("damaged GGUF header in %s: %s", path.name, exc)
-        raise UnsupportedGguf(f"{path.name}: damaged GGUF header ({what}); the file is probably "
+        raise UnsupportedGguf(f"{path.name}: {DAMAGED_WORDS} header ({what}); the file is probably "
                               "incomplete or corrupted — download it again") from None
     finally:
         del blob
@@ -159,7 +165,12 @@ def read_gguf_header(path: Path) -> GgufHeader:
     architecture = str(metadata.get("general.architecture", ""))
     config = gguf_config(metadata, tuple(t.name for t in tensors))
     header = GgufHeader(path, path.stat().st_size, architecture, metadata, tensors, config)
-    _check_supported(header)
+    _check_supported(header)  # first: a whole download of an unsupported file would not open either
+    data_end = max((t.offset + t.nbytes for t in tensors), default=0)
+    if data_end > header.file_bytes:  # a cut download: said now, not seconds into a conversion
+        raise UnsupportedGguf(f"{path.name}: {DAMAGED_WORDS} file (it ends before its own tensors do: "
+                              f"{header.file_bytes:,} of {data_end:,} bytes); the file is probably incomplete "
+                              "or corrupted — download it again")
     return header
 
 
