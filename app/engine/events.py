@@ -100,8 +100,8 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
     advice = " or ".join(remedies) or "use a larger context or a smaller max_new_tokens"
     return AdmissionDecision(
         False, "positions",
-        f"the new message needs {window.prompt_tokens:,} prompt tokens, but a "
-        f"{budget.context_tokens:,}-token context minus max_new_tokens {max_new_tokens:,} and "
+        f"the new message needs {window.prompt_tokens:,} prompt tokens, but the "
+        f"context of {budget.context_tokens:,} tokens minus max_new_tokens {max_new_tokens:,} and "
         f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
         f"{advice}",
         context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
