@@ -9,7 +9,14 @@ from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
 from app.core.logs import configure_logging, log_uncaught_exceptions
-from app.core.settings import MAX_SEED, MAX_TOP_K, REPETITION_PENALTY_RANGE, GenerationSettings, load_settings
+from app.core.settings import (
+    MAX_NEW_TOKENS,
+    MAX_SEED,
+    MAX_TOP_K,
+    REPETITION_PENALTY_RANGE,
+    GenerationSettings,
+    load_settings,
+)
 
 
 def positive_int(text: str) -> int:
@@ -45,7 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--replay", type=Path, metavar="TURNS.txt",
                         help="play one user message per line through the history policy and exit")
     parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
-    parser.add_argument("--max-new-tokens", type=positive_int, help="tokens to generate at most")
+    parser.add_argument("--max-new-tokens", type=bounded(1, MAX_NEW_TOKENS, int),
+                        help=f"tokens to generate at most (1–{MAX_NEW_TOKENS:,})")
     parser.add_argument("--temperature", type=temperature, help="0–2; 0 = greedy (default for --ask)")
     parser.add_argument("--top-k", type=bounded(0, MAX_TOP_K, int), help="keep the k likeliest tokens; 0 = off")
     parser.add_argument("--min-p", type=bounded(0, 1), help="drop tokens below this fraction of the top one; 0 = off")

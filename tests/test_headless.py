@@ -72,7 +72,8 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
 
 @pytest.mark.parametrize("flags,message", [
     (["--context", "-5"], "--context: must be at least 1, got -5"),
-    (["--max-new-tokens", "0"], "--max-new-tokens: must be at least 1, got 0"),
+    (["--max-new-tokens", "0"], "--max-new-tokens: must be between 1 and 32768, got 0"),
+    (["--max-new-tokens", "100000"], "--max-new-tokens: must be between 1 and 32768, got 100000"),
     (["--temperature", "5"], "--temperature: must be between 0 and 2, got 5"),
 ])
 def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, capsys):

@@ -61,7 +61,7 @@ class GenerationSettings:
     summary_keep_turns: int = 2
 
     def validated(self) -> "GenerationSettings":
-        """Clamp to sane ranges: max_new_tokens 1–32768, temperature 0–2, top_p (0, 1],
+        """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS, temperature 0–2, top_p (0, 1],
         context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
         0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–logical_cores(), kept_chat_cache_mib
@@ -71,7 +71,7 @@ class GenerationSettings:
         low, high = REPETITION_PENALTY_RANGE
         return replace(
             self,
-            max_new_tokens=min(max(int(self.max_new_tokens), 1), 32768),
+            max_new_tokens=min(max(int(self.max_new_tokens), 1), MAX_NEW_TOKENS),
             temperature=min(max(float(self.temperature), 0.0), 2.0),
             top_p=min(max(float(self.top_p), 0.01), 1.0),
             context_tokens=max(int(self.context_tokens), 0),
@@ -88,6 +88,8 @@ class GenerationSettings:
         )
 
 
+MAX_NEW_TOKENS = 32_768
+"""The most max_new_tokens may be (the Settings field's and --max-new-tokens' bound)."""
 MAX_TOP_K = 1_000_000
 SUMMARY_FOLD_AT_RANGE = (0.5, 1.0)  # below half the budget the summary would be rewritten every turn
 MAX_KEEP_TURNS = 50

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Slot
 
 from app.core.kv_precision import KV_8, kv8_supported
+from app.core.settings import MAX_NEW_TOKENS
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QAction
@@ -55,7 +56,7 @@ class MemoryWiring(QObject):
         self._planned_kv_bits = 0
         self._show_kv_dtype()
         if report is not None:
-            self._panel.set_what_if_limits(report.max_positions or 2048, 32768)
+            self._panel.set_what_if_limits(report.max_positions or 2048, MAX_NEW_TOKENS)
 
     @Slot(str)
     def _on_kv_precision_changed(self, _precision: str) -> None:

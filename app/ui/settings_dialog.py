@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from app.core.backend_settings import BackendSettings
 from app.core.settings import (
     MAX_KEEP_TURNS,
+    MAX_NEW_TOKENS,
     MAX_SEED,
     REPETITION_PENALTY_RANGE,
     SUMMARY_FOLD_AT_RANGE,
@@ -54,7 +55,7 @@ class SettingsDialog(QDialog):
         self.system_prompt = QPlainTextEdit(settings.system_prompt)
         self.system_prompt.setFixedHeight(90)
         self.max_new_tokens = CountSpinBox()
-        self.max_new_tokens.setRange(1, 32768)
+        self.max_new_tokens.setRange(1, MAX_NEW_TOKENS)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.max_new_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
         self.temperature = QDoubleSpinBox()
