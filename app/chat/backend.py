@@ -13,7 +13,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.core.backend_settings import BackendSettings, conversation_settings
 from app.core.secrets import load_api_key, save_api_key
-from app.core.settings import GenerationSettings, save_settings
+from app.core.settings import GenerationSettings
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -50,10 +50,10 @@ class BackendFlow(QObject):
         window applies it (app.ui.theme.apply_theme)."""
         chat = self._chat
         previous_language = chat.settings.language
-        chat.settings = replace(chat.settings, generation=generation, backend=backend,
-                                language=previous_language if language is None else language,
-                                appearance=chat.settings.appearance if appearance is None else appearance)
-        save_settings(chat.settings)
+        chat.save_defaults(lambda settings: replace(
+            settings, generation=generation, backend=backend,
+            language=previous_language if language is None else language,
+            appearance=settings.appearance if appearance is None else appearance))
         if chat.settings.language != previous_language:
             chat.announce(translate("Backend", "The new language is used from the next start of Headroom"), "status")
         if api_key is not None and backend.remote.base_url:

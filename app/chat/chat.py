@@ -12,12 +12,14 @@ worker's signals, and tell the window what changed through the Chat's past-tense
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
 
 from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.kv_precision import DEFAULT_KV_PRECISION
-from app.core.settings import Settings
+from app.core.settings import Settings, save_settings
 from app.core.store import Store, open_store
 from app.workers.background_jobs import BackgroundJobs
 from app.workers.memory_monitor import MemoryMonitor
@@ -164,7 +166,8 @@ class Chat(QObject):
         and said in a notice at start()). worker: a GenerationWorker-shaped QObject already in
         its thread (tests); default: a GenerationWorker in a new QThread, started by start()."""
         super().__init__(parent)
-        self.settings = settings
+        self.settings = settings  # the open conversation's (its generation and backend are its own)
+        self.defaults = settings  # what settings.json holds: a new chat starts from its generation and backend
         self._store_notice = None
         if store is None:
             store, self._store_notice = open_store()
@@ -197,6 +200,15 @@ class Chat(QObject):
         self.turns = self.conversations = self.summaries = self.notes = self.presets = None
         self.models = self.backend = self.memory = self.attachments = self.context = None
         self._closed = False
+
+    def save_defaults(self, change: Callable[[Settings], Settings]) -> None:
+        """Apply `change` to the saved defaults and to the open chat's settings, and save the
+        defaults to settings.json. The open chat's own generation settings never become the
+        defaults by the way (new-user trial: opening an old chat, then attaching a file, saved that
+        chat's max new tokens and context over the user's defaults)."""
+        self.defaults = change(self.defaults)
+        self.settings = change(self.settings)
+        save_settings(self.defaults)
 
     def start(self) -> None:
         """Start the worker's thread and the memory sampling, apply the backend, list the

@@ -70,6 +70,10 @@ class ConversationFlow(QObject):
         chat.cache_key = f"new-{next(self._new_keys)}"
         chat.versions, chat.pinned_notes = [], ""
         chat.kv_precision = DEFAULT_KV_PRECISION
+        # a new chat starts from the saved defaults, not from the chat left (an opened one then
+        # adopts its own); the backend follows in apply_backend
+        chat.settings = replace(chat.settings, generation=chat.defaults.generation, backend=chat.defaults.backend)
+        chat.preset_name = ""
         chat.conversation_cleared.emit()
         chat.reply_unmeasured.emit()  # the chat left's last answer is not this one's
         chat.kv_precision_changed.emit(chat.kv_precision)
@@ -86,10 +90,16 @@ class ConversationFlow(QObject):
     def new_conversation(self) -> None:
         """Open an empty chat (a reply being written goes on into its own; a line here says so
         while it lasts: TurnFlow.show_elsewhere)."""
+        chat = self._chat
+        backend = chat.settings.backend
         self._reset_conversation()
+        if chat.settings.backend != backend:  # the chat left had its own (a remote server, say)
+            chat.backend.apply_backend()
         self._activate_cache()
+        chat.presets.show_presets()
+        chat.models.say_new_tokens_limit()
         self.refresh_sidebar()
-        self._chat.turns.show_elsewhere()
+        chat.turns.show_elsewhere()
 
     @Slot(int)
     def open_conversation(self, conversation_id: int) -> None:
@@ -99,6 +109,7 @@ class ConversationFlow(QObject):
         if chat.turns.shown and chat.conversation_id == conversation_id:
             return  # already shown, its reply streaming
         stored = chat.store.load_conversation(conversation_id)
+        backend = chat.settings.backend
         self._reset_conversation()
         chat.conversation_id = conversation_id
         chat.cache_key = self._cache_keys.setdefault(conversation_id, f"stored-{conversation_id}")
@@ -108,6 +119,7 @@ class ConversationFlow(QObject):
             # no "backend" key: written before remote backends existed, so answered locally
             chat.settings = replace(chat.settings, generation=generation.validated(),
                                     backend=BackendSettings.from_json(stored.settings.get("backend")))
+        if chat.settings.backend != backend:
             chat.backend.apply_backend()
         preset = stored.settings.get("preset")  # the preset its settings came from, if any
         chat.preset_name = preset if isinstance(preset, str) else ""

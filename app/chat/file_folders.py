@@ -15,7 +15,6 @@ from PySide6.QtCore import QStandardPaths
 
 from app.core.last_folders import MODEL, start_folder
 from app.core.paths import models_dir
-from app.core.settings import save_settings
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -47,5 +46,4 @@ class FileFolders:
         chat = self._chat
         folders = chat.settings.last_folders.with_folder(kind, folder)
         if folders != chat.settings.last_folders:
-            chat.settings = replace(chat.settings, last_folders=folders)
-            save_settings(chat.settings)
+            chat.save_defaults(lambda settings: replace(settings, last_folders=folders))

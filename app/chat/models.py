@@ -23,7 +23,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.error_text import load_stage_text, plain_failure
 from app.core.new_tokens import conversation_tokens, fitted_new_tokens, model_context
-from app.core.settings import AUTO_CONTEXT, GenerationSettings, save_settings
+from app.core.settings import AUTO_CONTEXT, GenerationSettings
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -70,8 +70,7 @@ class ModelFlow(QObject):
         """Open a model picked in the Open-model dialog, remembering its opt-ins (ModelPermissions)
         and its context (tokens; AUTO_CONTEXT: the largest that fits)."""
         chat = self._chat
-        chat.settings = chat.settings.with_permissions(permissions).with_context(path, context_tokens)
-        save_settings(chat.settings)
+        chat.save_defaults(lambda settings: settings.with_permissions(permissions).with_context(path, context_tokens))
         self.open_model(Path(path))
 
     def open_at_start(self, model: Path | None, default: Path) -> None:
@@ -233,8 +232,7 @@ class ModelFlow(QObject):
         reopened, self._reopened = self._reopened, None
         if path != reopened:  # a model the user opened: why an earlier one did not is stale now
             chat.load_notices_withdrawn.emit()
-        chat.settings = chat.settings.with_recent_model(path)
-        save_settings(chat.settings)
+        chat.save_defaults(lambda settings: settings.with_recent_model(path))
         self.say_new_tokens_limit()
         chat.model_loaded.emit(report)
 

@@ -31,6 +31,27 @@ def test_opening_a_conversation_adopts_its_messages_settings_and_summary(chat):
     assert [i.id for i in infos] == [cats] and current == cats
 
 
+def test_an_opened_chat_s_settings_never_become_the_defaults(chat, tmp_path):
+    """New-user trial: Settings saved 100 new tokens as the default; opening an older chat (7),
+    then New chat, gave the new chat 7, and choosing a file then saved 7 over the default."""
+    from dataclasses import replace
+
+    from app.chat.file_folders import FileFolders
+    from app.core.settings import load_settings
+
+    chat.backend.apply_settings(replace(chat.settings.generation, max_new_tokens=100), BackendSettings())
+    assert load_settings().generation.max_new_tokens == 100
+    chat.conversations.open_conversation(seed(chat.store, "cats", max_new_tokens=7))
+    assert chat.settings.generation.max_new_tokens == 7  # the old chat keeps its own
+    FileFolders(chat).remember("attach", tmp_path)  # Attach… saves the folder it was picked in
+    assert load_settings().generation.max_new_tokens == 100
+    assert load_settings().last_folders.folder("attach") == str(tmp_path)
+    chat.conversations.new_conversation()
+    assert chat.settings.generation.max_new_tokens == 100 and chat.preset_name == ""
+    chat.turns.send("hello")
+    assert chat.worker.requests[-1].settings.max_new_tokens == 100
+
+
 def test_a_reply_goes_on_into_its_own_chat_while_another_is_opened(chat):
     worker, seen = chat.worker, chat.recorded
     cats = seed(chat.store, "cats")
