@@ -95,7 +95,7 @@ SUMMARY_FOLD_AT_RANGE = (0.5, 1.0)  # below half the budget the summary would be
 MAX_KEEP_TURNS = 50
 REPETITION_PENALTY_RANGE = (0.5, 2.0)
 """Below 1 favours repeats, above 1 discourages them; 1.1–1.3 is the usual range (CTRL paper)."""
-MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed and vLLM take a signed 64-bit integer
+MAX_SEED = 2**31 - 1  # the Settings field's reach (QSpinBox is 32-bit); torch and vLLM take any of these
 
 
 def logical_cores() -> int:

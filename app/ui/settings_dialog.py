@@ -26,6 +26,7 @@ from app.core.settings import (
     MAX_KEEP_TURNS,
     MAX_NEW_TOKENS,
     MAX_SEED,
+    MAX_TOP_K,
     REPETITION_PENALTY_RANGE,
     SUMMARY_FOLD_AT_RANGE,
     GenerationSettings,
@@ -146,7 +147,7 @@ class SettingsDialog(QDialog):
 
     def _build_sampler_controls(self, settings: GenerationSettings, language: str) -> None:
         self.top_k = CountSpinBox()
-        self.top_k.setRange(0, 100_000)
+        self.top_k.setRange(0, MAX_TOP_K)
         self.top_k.setValue(settings.top_k)
         self.top_k.setSpecialValueText(self.tr("off"))
         self.top_k.setToolTip(self.tr("Keep only the k likeliest tokens (transformers' TopKLogitsWarper)"))
@@ -164,7 +165,7 @@ class SettingsDialog(QDialog):
         self.repetition_penalty.setToolTip(self.tr("> 1 discourages repeating tokens already in the prompt or "
                                                     "reply; 1 = off"))
         self.seed = QSpinBox()
-        self.seed.setRange(-1, min(MAX_SEED, 2**31 - 1))
+        self.seed.setRange(-1, MAX_SEED)
         self.seed.setValue(-1 if settings.seed is None else settings.seed)
         self.seed.setSpecialValueText(self.tr("random"))
         self.seed.setToolTip(self.tr("A fixed seed makes sampled answers repeat exactly"))

@@ -9,7 +9,7 @@ from PySide6.QtGui import QFocusEvent
 from PySide6.QtWidgets import QApplication, QWidget
 
 from app.core.backend_settings import BackendSettings
-from app.core.settings import GenerationSettings
+from app.core.settings import MAX_SEED, MAX_TOP_K, GenerationSettings
 from app.ui.fonts import install_hangul_fallback
 from app.ui.settings_dialog import SettingsDialog
 from tests.helpers.palettes import fusion_palette
@@ -29,6 +29,17 @@ def test_fields_without_a_control_are_kept_and_samplers_round_trip(qtbot, monkey
     assert (after.top_k, after.seed) == (0, None)  # "off" and "random"
     assert (after.presence_penalty, after.frequency_penalty, after.cpu_threads) == (0.5, -0.25, 3)
     assert dialog.result_language() == "ko"  # kept: no language control until a catalogue exists
+
+
+def test_the_largest_seed_and_top_k_the_settings_allow_open_and_round_trip(qtbot):
+    """New-user trial: a preset with seed 3,000,000,000 was accepted, and Settings then failed to
+    open (OverflowError: the field is 32-bit); top-k stopped at 100,000 while 1,000,000 is allowed,
+    so OK lowered it silently."""
+    before = GenerationSettings(top_k=10**9, seed=3_000_000_000).validated()
+    assert (before.top_k, before.seed) == (MAX_TOP_K, MAX_SEED)
+    dialog = SettingsDialog(before)
+    qtbot.addWidget(dialog)
+    assert (dialog.result_settings().top_k, dialog.result_settings().seed) == (MAX_TOP_K, MAX_SEED)
 
 
 def test_cpu_threads_stop_at_the_logical_cores(qtbot, monkeypatch):
