@@ -92,6 +92,12 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
     if not question.strip():
         print("headroom: the question is empty", file=sys.stderr)
         return 2
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the terminal's locale could not decode (surrogate escapes)
+        print("headroom: the question is not valid text in this terminal's encoding (UTF-8 expected)",
+              file=sys.stderr)
+        return 2
     loaded = _load(model_path)
     if loaded is None:
         return 1
@@ -130,6 +136,12 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
         lines = [line.strip() for line in Path(turns_file).read_text(encoding="utf-8").splitlines()]
     except OSError as exc:
         print(f"headroom: cannot read {turns_file}: {exc.strerror}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as exc:
+        print(f"headroom: {turns_file} is not UTF-8 text (byte {exc.start:,}); save it as UTF-8", file=sys.stderr)
+        return 1
+    if not any(lines):
+        print(f"headroom: {turns_file} has no messages (one per line)", file=sys.stderr)
         return 1
     loaded = _load(model_path)
     if loaded is None:

@@ -48,8 +48,9 @@ def bounded(low: float, high: float, kind=float):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
     parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
-    parser.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
-    parser.add_argument("--replay", type=Path, metavar="TURNS.txt",
+    one_run = parser.add_mutually_exclusive_group()  # each answers and exits: both at once is a usage error
+    one_run.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
+    one_run.add_argument("--replay", type=Path, metavar="TURNS.txt",
                         help="play one user message per line through the history policy and exit")
     parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
     parser.add_argument("--max-new-tokens", type=bounded(1, MAX_NEW_TOKENS, int),

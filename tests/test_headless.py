@@ -75,6 +75,7 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     (["--max-new-tokens", "0"], "--max-new-tokens: must be between 1 and 32768, got 0"),
     (["--max-new-tokens", "100000"], "--max-new-tokens: must be between 1 and 32768, got 100000"),
     (["--temperature", "5"], "--temperature: must be between 0 and 2, got 5"),
+    (["--replay", "turns.txt"], "argument --replay: not allowed with argument --ask"),
 ])
 def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, capsys):
     from app.main import parse_args
@@ -82,3 +83,23 @@ def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, ca
     with pytest.raises(SystemExit) as exit_:
         parse_args(["--ask", "hi", *flags])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_input_that_is_not_text_is_refused_before_a_model_loads(tmp_path, capsys, monkeypatch):
+    """New-user trial: --replay of a CP949 file crashed with only "uncaught exception"; an empty one
+    loaded the model for 10 s and printed nothing; --ask with bytes the locale could not decode
+    crashed in the tokenizer after loading the model."""
+    from app import headless
+    from app.core.settings import GenerationSettings
+
+    monkeypatch.setattr(headless, "_load", lambda _path: pytest.fail("a model was loaded"))
+    cp949 = tmp_path / "korean.txt"
+    cp949.write_bytes("안녕하세요\n".encode("cp949"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    assert headless.replay(cp949, None, GenerationSettings()) == 1
+    assert f"{cp949} is not UTF-8 text (byte 0); save it as UTF-8" in capsys.readouterr().err
+    assert headless.replay(empty, None, GenerationSettings()) == 1
+    assert f"{empty} has no messages (one per line)" in capsys.readouterr().err
+    assert headless.ask(b"caf\xe9".decode("utf-8", "surrogateescape"), None, GenerationSettings()) == 2
+    assert "not valid text" in capsys.readouterr().err
