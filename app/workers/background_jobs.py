@@ -9,6 +9,7 @@ cores), a document's text. The generation worker keeps the model; nothing here m
 import functools
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ class BackgroundJobs(QObject):
         job_failed(int ticket, str reason): it raised; reason is one line ("ValueError: …"),
             the traceback goes to the log.
         job_progressed(int ticket, float fraction): what a job given ``progress=True`` reports
-            through its ``progress(fraction)`` argument (0..1).
+            through its ``progress(fraction)`` argument (0..1), at most every PROGRESS_INTERVAL_S.
     A receiver that is deleted stops receiving (Qt disconnects it); shutdown() before this
     object goes, so no job outlives it.
     """
@@ -45,7 +46,7 @@ class BackgroundJobs(QObject):
         progress: pass ``progress=callable(fraction)`` to the function, reported on job_progressed."""
         ticket = next(self._tickets)
         if progress:
-            kwargs["progress"] = functools.partial(self.job_progressed.emit, ticket)
+            kwargs["progress"] = _Throttled(functools.partial(self.job_progressed.emit, ticket))
         self._pool.start(functools.partial(self._run, ticket, function, args, kwargs))
         return ticket
 
@@ -63,3 +64,24 @@ class BackgroundJobs(QObject):
         """Drop the jobs not started and wait for the running ones (each is short)."""
         self._pool.clear()
         self._pool.waitForDone()
+
+
+
+PROGRESS_INTERVAL_S = 0.1
+"""The least time between two reports passed on (10 Hz): a job that reports per item (a 1,200-page
+PDF, per page) queued a signal and a chip repaint per item, and the GUI thread ran them back to
+back (new-user trial: the window froze 1.8 s while such a PDF was read)."""
+
+
+class _Throttled:
+    """Passes on the first fraction, then one at least PROGRESS_INTERVAL_S after the last passed on,
+    and the end (1.0) always. Called from the job's thread."""
+
+    def __init__(self, report: Callable[[float], None]):
+        self._report, self._last_at = report, None
+
+    def __call__(self, fraction: float) -> None:
+        now = time.monotonic()
+        if self._last_at is None or now - self._last_at >= PROGRESS_INTERVAL_S or fraction >= 1.0:
+            self._last_at = now
+            self._report(fraction)
