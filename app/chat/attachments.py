@@ -13,7 +13,8 @@ chat is reopened, Edit and Regenerate send them again, and `remove_sent` forgets
 `undo_remove` puts the last one removed back exactly (store, transcript, sources, exports) while
 the offer lasts: the window offers Undo for a few seconds, and opening another chat ends the
 offer. The removal itself is done at once, so a quit or a crash meanwhile keeps the file
-removed, as the user asked.
+removed, as the user asked. Files attached but not sent stay with their chat, as its draft does:
+opening another chat sets them aside, and they come back with their chat.
 """
 
 from __future__ import annotations
@@ -89,7 +90,11 @@ class AttachmentFlow(QObject):
     def __init__(self, chat: Chat):
         super().__init__(chat)
         self._chat = chat
-        self._attached: dict[int, _Attachment] = {}
+        self._attached: dict[int, _Attachment] = {}  # the open chat's (chat.cache_key)
+        self._key = chat.cache_key
+        self._set_aside: dict[str, dict[int, _Attachment]] = {}  # other chats', by their cache_key
+        chat.conversation_cleared.connect(self._follow_chat)
+        chat.conversation_loaded.connect(self._follow_chat)
         chat.jobs.job_finished.connect(self._on_job_finished)
         chat.jobs.job_failed.connect(self._on_job_failed)
         chat.jobs.job_progressed.connect(self._on_job_progressed)
@@ -228,6 +233,32 @@ class AttachmentFlow(QObject):
             return messages[index + 1]
         return None
 
+    @Slot()
+    def _follow_chat(self) -> None:
+        """The chat shown changed: its own files not yet sent come back, the chat left's are set
+        aside with it (new-user trial: a file attached in one chat went out with the next chat's
+        message)."""
+        key = self._chat.cache_key
+        if key == self._key:
+            return
+        if self._attached:
+            self._set_aside[self._key] = self._attached
+            for ticket, attachment in self._attached.items():
+                self._chat.attachment_changed.emit(ticket, attachment.name, "")
+        self._key, self._attached = key, self._set_aside.pop(key, {})
+        for ticket, attachment in self._attached.items():
+            status = (translate("Attachments", "reading…") if attachment.document is None
+                      else _size_text(attachment.document))
+            self._chat.attachment_changed.emit(ticket, attachment.name, status)
+        self.ready_changed.emit()
+
+    def _find(self, ticket: int) -> tuple[dict[int, _Attachment] | None, _Attachment | None]:
+        """The attachments (the open chat's, or a chat's set aside) holding `ticket`, and it."""
+        for attached in (self._attached, *self._set_aside.values()):
+            if ticket in attached:
+                return attached, attached[ticket]
+        return None, None
+
     # ----- events ------------------------------------------------------------------------------
     @Slot(int, float)
     def _on_job_progressed(self, ticket: int, fraction: float) -> None:
@@ -238,16 +269,20 @@ class AttachmentFlow(QObject):
 
     @Slot(int, object)
     def _on_job_finished(self, ticket: int, result) -> None:
-        attachment = self._attached.get(ticket)
+        attached, attachment = self._find(ticket)
         if attachment is None:  # removed meanwhile, or another job of the chat's
             return
+        shown = attached is self._attached  # else read for a chat set aside: its chip shows with it
         if isinstance(result, DocumentError):
-            self._attached.pop(ticket)
-            self._chat.attachment_changed.emit(ticket, attachment.name, "")
+            attached.pop(ticket)
+            if shown:
+                self._chat.attachment_changed.emit(ticket, attachment.name, "")
             self._chat.announce(translate("Attachments", "Could not attach {0}: {1}").format(
                 result.name, refusal_reason(result)), "error")
             return
         attachment.document = result
+        if not shown:
+            return
         self._chat.attachment_changed.emit(ticket, attachment.name, _size_text(result))
         note = legacy_note(result)
         if note:  # read from an older encoding (old Notepad's cp949): say so, where it stays
@@ -256,9 +291,11 @@ class AttachmentFlow(QObject):
 
     @Slot(int, str)
     def _on_job_failed(self, ticket: int, reason: str) -> None:
-        attachment = self._attached.pop(ticket, None)
+        attached, attachment = self._find(ticket)
         if attachment is not None:
-            self._chat.attachment_changed.emit(ticket, attachment.name, "")
+            attached.pop(ticket)
+            if attached is self._attached:
+                self._chat.attachment_changed.emit(ticket, attachment.name, "")
             self._chat.announce(translate("Attachments", "Could not attach {0}: {1}").format(attachment.name, reason),
                                 "error")
 

@@ -450,3 +450,29 @@ def test_a_paste_over_what_a_file_may_bring_goes_back_to_the_box_with_the_reason
     assert chat.recorded.of("notice") == [("Could not attach pasted text.txt: its text is about 150 characters; "
                                            "up to 100 can be attached (split it, or attach the part you need)",
                                            "error")]
+
+
+def test_a_file_attached_but_not_sent_stays_with_its_chat(qtbot, chat, tmp_path):
+    """New-user trial: a file attached in one chat, then another chat opened, went out with that
+    chat's next message. It is set aside with its chat and comes back with it."""
+    from tests.chat.test_conversations import seed
+
+    secret = tmp_path / "private.txt"
+    secret.write_text("salary: 1234\n", encoding="utf-8")
+    chat.turns.send("hello")  # chat 1 is stored
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    first = chat.conversation_id
+    attached(qtbot, chat, secret)
+    [ticket] = {e[0] for e in chat.recorded.of("attachment_changed")}
+    chat.conversations.open_conversation(seed(chat.store, "cats"))
+    assert chat.recorded.of("attachment_changed")[-1] == (ticket, "private.txt", "")  # its chip goes
+    assert chat.attachments.ready == ()
+    chat.turns.send("Tell me more")
+    assert chat.worker.requests[-1].documents == ()
+    chat.worker.reply_finished.emit(chat.worker.last_id, *finished_pair())
+    chat.conversations.new_conversation()
+    assert chat.attachments.ready == ()
+    chat.conversations.open_conversation(first)
+    assert chat.recorded.of("attachment_changed")[-1] == (ticket, "private.txt", "13 characters")
+    chat.turns.send("What is in it?")
+    assert [d.name for d in chat.worker.requests[-1].documents] == ["private.txt"]
