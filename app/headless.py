@@ -104,9 +104,12 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
     if fit_new_tokens:
         settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
+    begun = False  # a base model's completion starts with the space after the question: not printed
     for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
         match event:
             case TextDelta(text=text):
+                text = text if begun else text.lstrip()
+                begun = begun or bool(text)
                 sys.stdout.write(text)
                 sys.stdout.flush()
             case ev.TurnRefused(decision=decision):

@@ -103,3 +103,27 @@ def test_input_that_is_not_text_is_refused_before_a_model_loads(tmp_path, capsys
     assert f"{empty} has no messages (one per line)" in capsys.readouterr().err
     assert headless.ask(b"caf\xe9".decode("utf-8", "surrogateescape"), None, GenerationSettings()) == 2
     assert "not valid text" in capsys.readouterr().err
+
+
+def test_ask_prints_a_base_model_s_answer_without_its_leading_space(monkeypatch, capsys):
+    """New-user trial: a base model (no chat template) answered " The capital of France is Paris."."""
+    from types import SimpleNamespace
+
+    from app import headless
+    from app.core.settings import GenerationSettings
+    from app.engine import events
+    from app.engine.local import turn_runner
+    from tests.chat.conftest import finished, record
+
+    class Runner:
+        def __init__(self, *_args):
+            pass
+
+        def run_turn(self, *_args):
+            yield from (events.TextDelta(" "), events.TextDelta(" The capital"), events.TextDelta(" is Paris."),
+                        events.TurnCompleted(finished(), record()))
+
+    monkeypatch.setattr(headless, "_load", lambda _path: SimpleNamespace(report=SimpleNamespace(device="cpu")))
+    monkeypatch.setattr(turn_runner, "TurnRunner", Runner)
+    assert headless.ask("What is the capital of France?", None, GenerationSettings()) == 0
+    assert capsys.readouterr().out == "The capital is Paris.\n"
