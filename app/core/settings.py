@@ -67,13 +67,14 @@ class GenerationSettings:
         0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–logical_cores(), kept_chat_cache_mib
         0–1,048,576, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
         Raises ValueError or
-        TypeError for a value that is not a number (or, for the sampler fields, not a finite one)."""
+        TypeError for a value that is not a number (or, for the sampler fields and temperature
+        and top_p, not a finite one: a NaN temperature failed every answer)."""
         low, high = REPETITION_PENALTY_RANGE
         return replace(
             self,
             max_new_tokens=min(max(int(self.max_new_tokens), 1), MAX_NEW_TOKENS),
-            temperature=min(max(float(self.temperature), 0.0), 2.0),
-            top_p=min(max(float(self.top_p), 0.01), 1.0),
+            temperature=_clamped(self.temperature, 0.0, 2.0),
+            top_p=_clamped(self.top_p, 0.01, 1.0),
             context_tokens=max(int(self.context_tokens), 0),
             top_k=int(_clamped(self.top_k, 0, MAX_TOP_K)),
             min_p=_clamped(self.min_p, 0.0, 1.0),

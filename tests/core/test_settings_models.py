@@ -113,8 +113,8 @@ def test_seed_that_is_not_an_integer_means_unseeded():
 
 def test_a_malformed_sampler_value_loses_only_itself(tmp_path):
     path = tmp_path / "settings.json"
-    path.write_text('{"generation": {"max_new_tokens": 77, "top_k": "many", "min_p": NaN, '
-                    '"repetition_penalty": 1.2, "seed": "soon", "future_knob": 3}, '
+    path.write_text('{"generation": {"max_new_tokens": 77, "top_k": "many", "min_p": NaN, "temperature": NaN, '
+                    '"top_p": Infinity, "repetition_penalty": 1.2, "seed": "soon", "future_knob": 3}, '
                     '"recent_models": ["/m/one"]}')
     settings = load_settings(path)
     assert settings.generation == GenerationSettings(max_new_tokens=77, repetition_penalty=1.2)
