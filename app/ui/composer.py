@@ -36,6 +36,7 @@ class _Editor(QPlainTextEdit):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.setTabChangesFocus(True)  # Tab reaches Send and Attach… (a tab typed here was a trap)
         self.preedit = ""  # what the IME is composing now ("" when nothing)
         self._converting = False
 

@@ -111,3 +111,14 @@ def test_send_button_mid_syllable_sends_the_syllable(qtbot, composer):
     ime(composer.editor, committed("고마"), composing("워"))
     composer.send_button.click()
     assert messages == ["고마워"] and composer.editor.toPlainText() == ""
+
+
+def test_tab_leaves_the_message_box_and_types_no_tab(qtbot, composer):
+    """Third new-user trial: Tab typed a tab into the message, so Send and Attach… could not be
+    reached by keyboard."""
+    qtbot.keyClicks(composer.editor, "hi")
+    composer.activateWindow()
+    composer.editor.setFocus()
+    qtbot.keyClick(composer.editor, Qt.Key.Key_Tab)
+    assert composer.editor.toPlainText() == "hi"
+    assert composer.editor.tabChangesFocus()
