@@ -1,6 +1,8 @@
 """Manage presets (issue 17, item 2): the built-ins and the user's own, save the chat's settings as
 a preset, remove one, import and export JSON files."""
 
+import re
+
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
@@ -133,9 +135,18 @@ class PresetsDialog(QDialog):
             self.export_requested.emit(path, [self.selected()] if self.selected() else [])
 
 
+PROMPT_SHOWN_CHARS = 300
+"""The most of a preset's system prompt its description shows (an imported prompt of 200,000
+characters without a space hung the dialog 21 s and made it 1.4 million pixels wide)."""
+
+
 def _describe(preset) -> str:
-    """The description, then the settings it sets ("temperature 0.2 · top-k 20 · …")."""
+    """The description, then the settings it sets ("temperature 0.2 · top-k 20 · …"), then the
+    start of its system prompt."""
     values = " · ".join(f"{k.replace('_', ' ')} {v}" for k, v in preset.values.items() if k != "system_prompt")
-    prompt = preset.values.get("system_prompt")
+    prompt = preset.values.get("system_prompt") or ""
+    if len(prompt) > PROMPT_SHOWN_CHARS:
+        prompt = prompt[:PROMPT_SHOWN_CHARS].rstrip() + "…"
+    prompt = re.sub(r"(\S{40})(?=\S)", "\\1\u200b", prompt)  # a break chance in a long run of non-spaces
     parts = [display_description(preset), values, f"“{prompt}”" if prompt else ""]
     return "\n".join(p for p in parts if p)

@@ -96,3 +96,19 @@ def test_a_user_preset_is_not_guessed_from_settings_it_happens_to_match(qtbot, m
     chat.presets.library = PresetLibrary((Preset("Cool", {"temperature": 0.33}),))
     chat.presets.show_presets()
     assert window.chat_bar.preset_combo.currentText() == "Custom settings"
+
+
+def test_a_huge_system_prompt_is_described_by_its_start_and_the_dialog_keeps_its_size(qtbot):
+    """New-user trial: an imported prompt of 200,000 characters without a space hung the dialog
+    21 s and made it 1.4 million pixels wide."""
+    from app.ui.presets_dialog import PROMPT_SHOWN_CHARS
+
+    huge = Preset("Wall", {"system_prompt": "x" * 200_000}, "")
+    dialog = PresetsDialog([*BUILTIN_PRESETS, huge], "")
+    qtbot.addWidget(dialog)
+    dialog.list.setCurrentRow(len(BUILTIN_PRESETS))
+    assert dialog.selected() == "Wall"
+    shown = dialog.description.text().replace("\u200b", "")
+    assert shown == f"“{'x' * PROMPT_SHOWN_CHARS}…”"
+    dialog.show()
+    assert dialog.width() < 1200 and dialog.description.sizeHint().width() < 1200
