@@ -103,7 +103,7 @@ def test_export_then_import_round_trips(tmp_path):
     ('[{"name": "A", "values": {"temperature": "hot"}}]', "temperature = 'hot' is not a number"),
     ('[{"name": "A", "values": {"system_prompt": 5}}]', "system_prompt = 5 is not a text"),
     ('[{"name": "A", "values": {"seed": true}}]', "seed = True is not a number"),
-    ('[{"name": "A", "values": {"temperature": NaN}}]', "temperature = nan is not a usable value"),  # failed every answer
+    ('[{"name": "A", "values": {"temperature": NaN}}]', "temperature = nan is not a usable value"),
     ('[{"name": "A", "values": [1, 2]}]', "'values' must be an object"),
     ('[{"name": "ok", "values": {}}, "junk"]', "preset 2: a preset must be an object"),
 ])
