@@ -155,6 +155,11 @@ class OpenModelDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.open_button = self.buttons.button(QDialogButtonBox.StandardButton.Open)
+        # Enter opens the model selected, never a file picker: the pickers are no default button
+        # even with focus (third new-user trial: Enter right after Ctrl+O opened "Model file…")
+        self.open_button.setDefault(True)
+        for button in (self.file_button, self.folder_button):
+            button.setAutoDefault(False)
 
         row = QHBoxLayout()
         row.addWidget(self.file_button)
@@ -278,6 +283,8 @@ class OpenModelDialog(QDialog):
     # ----- the selected model --------------------------------------------------------------------
     def _show(self, item: QTreeWidgetItem | None) -> None:
         has_rows = self.tree.topLevelItemCount() > 0
+        if has_rows and self.tree.isHidden() and self.focusWidget() in (None, self.file_button):
+            self.tree.setFocus()  # the list arrived: the keys move in it (the pickers had the first focus)
         self.tree.setVisible(has_rows)
         self.empty.setVisible(not has_rows)
         candidate = item.data(_MODEL, _CANDIDATE_ROLE) if item is not None else None

@@ -619,3 +619,18 @@ def test_the_model_file_pickers_size_and_date_columns_fit_their_text(qtbot, qapp
     assert widths[1][1] > 30 and widths[3][1] > 40  # the content needs more than was restored
     for column, (width, needed) in widths.items():
         assert width >= needed, (column, width, needed)
+
+
+def test_enter_after_the_list_arrives_opens_the_selected_model_not_a_picker(qtbot, tmp_path, tiny_model_dir,
+                                                                            monkeypatch):
+    """Third new-user trial: Ctrl+O, then Enter, opened the "Model file…" picker: the list was
+    hidden until read, so the first focus and the default button were that picker's."""
+    from PySide6.QtWidgets import QFileDialog
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_a, **_k: pytest.fail("a file picker opened"))
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    qtbot.waitUntil(lambda: not dialog.reading(), timeout=30000)
+    assert dialog.open_button.isDefault() and not dialog.file_button.autoDefault()
+    assert dialog.focusWidget() is dialog.tree and dialog.open_button.isEnabled()
+    with qtbot.waitSignal(dialog.accepted, timeout=5000):
+        qtbot.keyClick(dialog.focusWidget(), Qt.Key.Key_Return)
