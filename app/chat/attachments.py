@@ -241,16 +241,18 @@ class AttachmentFlow(QObject):
         key = self._chat.cache_key
         if key == self._key:
             return
-        if self._attached:
-            self._set_aside[self._key] = self._attached
-            for ticket, attachment in self._attached.items():
+        leaving = self._attached
+        if leaving:
+            self._set_aside[self._key] = leaving
+            for ticket, attachment in leaving.items():
                 self._chat.attachment_changed.emit(ticket, attachment.name, "")
         self._key, self._attached = key, self._set_aside.pop(key, {})
         for ticket, attachment in self._attached.items():
             status = (translate("Attachments", "reading…") if attachment.document is None
                       else _size_text(attachment.document))
             self._chat.attachment_changed.emit(ticket, attachment.name, status)
-        self.ready_changed.emit()
+        if leaving or self._attached:  # the next message's documents changed
+            self.ready_changed.emit()
 
     def _find(self, ticket: int) -> tuple[dict[int, _Attachment] | None, _Attachment | None]:
         """The attachments (the open chat's, or a chat's set aside) holding `ticket`, and it."""
