@@ -241,11 +241,7 @@ class PresetLibrary:
 
     def free_name(self, name: str) -> str:
         """``name``, or "name (2)", "name (3)", … : the first not taken."""
-        candidate, n = name, 2
-        while self.get(candidate) is not None:
-            suffix = f" ({n})"
-            candidate, n = name[:MAX_NAME_CHARS - len(suffix)] + suffix, n + 1
-        return candidate
+        return _first_free(name, lambda key: self.get(key) is not None)
 
     def imported(self, raw: object, on_clash: str = "rename") -> tuple[PresetLibrary, ImportResult]:
         """Add the presets of ``raw`` (parsed JSON, see `presets_from_json`). A name already taken:
@@ -254,24 +250,41 @@ class PresetLibrary:
         if on_clash not in CLASH_POLICIES:
             raise ValueError(f"on_clash must be one of {CLASH_POLICIES}, not {on_clash!r}")
         presets, notes = presets_from_json(raw)
-        library, added, renamed, replaced = self, [], [], []
+        # one dict, not a library per preset: a file of 20,000 presets took 53 s (third trial)
+        builtin = {p.key: p for p in BUILTIN_PRESETS}
+        user = {p.key: p for p in self.user}  # insertion order is the library's; replacing keeps a place
+        added, renamed, replaced = [], [], []
         seen_in_file: set[str] = set()
+        next_suffix: dict[str, int] = {}  # name → the "(n)" to try first, so a name repeated n times stays linear
         for preset in presets:
-            existing = library.get(preset.name)
+            existing = builtin.get(preset.key) or user.get(preset.key)
             clash = existing is not None and (existing.builtin or on_clash != "replace"
                                               or preset.key in seen_in_file)
             if clash and on_clash == "error":
                 raise PresetError(f"a preset named {existing.name!r} already exists; nothing was imported")
             if clash:
-                new_name = library.free_name(preset.name)
+                new_name = _first_free(preset.name, lambda key: key in builtin or key in user,
+                                       next_suffix.get(preset.key, 2))
+                next_suffix[preset.key] = int(new_name.rsplit("(", 1)[1].rstrip(")")) + 1
                 renamed.append((preset.name, new_name))
                 preset = replace(preset, name=new_name)
             elif existing is not None:
                 replaced.append(existing.name)
-            library = library.with_preset(preset, replace_existing=True)
+            user[preset.key] = replace(preset, builtin=False)
             seen_in_file.add(preset.key)
             added.append(preset.name)
-        return library, ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes))
+        return (PresetLibrary(tuple(user.values())),
+                ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes)))
+
+
+def _first_free(name: str, taken, first: int = 2) -> str:
+    """``name`` when ``taken(name_key(name))`` is false, else "name (n)" for the first n ≥ ``first``
+    not taken, the name shortened so the whole stays within MAX_NAME_CHARS."""
+    candidate, n = name, first
+    while taken(name_key(candidate)):
+        suffix = f" ({n})"
+        candidate, n = name[:MAX_NAME_CHARS - len(suffix)] + suffix, n + 1
+    return candidate
 
 
 def presets_path() -> Path:

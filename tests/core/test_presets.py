@@ -1,11 +1,13 @@
 """Presets (issue 17, item 2): built-ins, apply, the user library, presets.json, import/export."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from app.core.presets import (
     BUILTIN_PRESETS,
+    MAX_NAME_CHARS,
     PRESET_FIELDS,
     Preset,
     PresetError,
@@ -158,6 +160,19 @@ def test_name_clashes_follow_the_chosen_policy(tmp_path):
     assert replaced.get("NEW (2)") is not None  # a clash inside the file is renamed, not lost
     with pytest.raises(PresetError, match="already exists; nothing was imported"):
         import_presets(library, path, on_clash="error")
+
+
+def test_a_name_repeated_many_times_gets_the_next_free_numbers():
+    library = PresetLibrary().with_preset(replace(MINE, name="Same (3)"))
+    raw = [{"name": "same", "values": {"top_k": k}} for k in range(1, 6)] + [{"name": "Same (3)", "values": {}}]
+    imported, result = library.imported(raw)
+    assert [p.name for p in imported.user] == ["Same (3)", "same", "same (2)", "same (4)", "same (5)",
+                                               "same (6)", "Same (3) (2)"]  # "(3)" was taken before the import
+    assert [imported.get(name).values["top_k"] for name in ("same", "same (2)", "same (4)", "same (6)")] == [1, 2, 3, 5]
+    assert result.renamed[-1] == ("Same (3)", "Same (3) (2)") and len(result.added) == 6
+    long = "x" * MAX_NAME_CHARS  # the number replaces the name's tail, never overflows it
+    names = [p.name for p in PresetLibrary().imported([{"name": long, "values": {}}] * 12)[0].user]
+    assert names[1] == "x" * 76 + " (2)" and names[-1] == "x" * 75 + " (12)" and len(set(names)) == 12
 
 
 def test_a_corrupt_presets_file_is_kept_aside_not_overwritten(tmp_path):
