@@ -310,6 +310,7 @@ class ConversationFlow(QObject):
             self._chat.announce(translate("Conversations", "Could not export to {0}: {1}").format(
                 path, exc.strerror), "error")
             return False
+        self._chat.announce(translate("Conversations", "Exported to {0}").format(Path(path).name), "status")
         return True
 
     def persist(self, message, conversation: Conversation | None = None, conversation_id: int | None = None) -> None:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 _SAVED_FIELDS = tuple(name for name in PRESET_FIELDS if name != "cpu_threads")
 
 
+_RENAMES_SAID = 3
+"""How many renamed presets an import names in its status line; the rest are counted."""
+
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
@@ -164,7 +167,9 @@ class PresetFlow(QObject):
         except (PresetError, OSError) as exc:
             self._chat.announce(translate("Presets", "Nothing was imported: {0}").format(_reason(exc)), "error")
             return False
-        renamed = "; ".join(f"{old} → {new}" for old, new in result.renamed)
+        renamed = "; ".join(f"{old} → {new}" for old, new in result.renamed[:_RENAMES_SAID])
+        if len(result.renamed) > _RENAMES_SAID:  # one status line, not thousands of names
+            renamed += f"; … +{len(result.renamed) - _RENAMES_SAID:,}"
         text = Presets.tr("Imported {0} presets", "", len(result.added)).format(f"{len(result.added):,}")
         text += f" ({renamed})" if renamed else ""
         self._chat.announce(text, "status")
@@ -180,6 +185,9 @@ class PresetFlow(QObject):
             self._chat.announce(translate("Presets", "Could not export to {0}: {1}").format(path, _reason(exc)),
                                 "error")
             return False
+        # said, so a user knows the click did something and where the file went (third trial)
+        text = Presets.tr("Exported {0} presets to {1}", "", len(presets))
+        self._chat.announce(text.format(f"{len(presets):,}", Path(path).name), "status")
         return True
 
     def _commit(self, library) -> None:

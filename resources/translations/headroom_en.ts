@@ -156,6 +156,13 @@
             <numerusform>Imported {0} presets</numerusform>
         </translation>
     </message>
+    <message numerus="yes">
+        <source>Exported {0} presets to {1}</source>
+        <translation>
+            <numerusform>Exported {0} preset to {1}</numerusform>
+            <numerusform>Exported {0} presets to {1}</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>Refusal</name>

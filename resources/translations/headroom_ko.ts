@@ -657,6 +657,10 @@ Your chats are saved here.</source>
         <source>Could not export to {0}: {1}</source>
         <translation>{0}(으)로 내보내지 못했습니다: {1}</translation>
     </message>
+    <message>
+        <source>Exported to {0}</source>
+        <translation>{0}(으)로 내보냈습니다</translation>
+    </message>
 </context>
 <context>
     <name>CrashDialog</name>
@@ -2281,6 +2285,12 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Could not export to {0}: {1}</source>
         <translation>{0}(으)로 내보내지 못했습니다: {1}</translation>
+    </message>
+    <message numerus="yes">
+        <source>Exported {0} presets to {1}</source>
+        <translation>
+            <numerusform>프리셋 {0}개를 {1}(으)로 내보냈습니다</numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -143,6 +143,7 @@ def test_export_writes_the_file_or_says_why_not(chat, tmp_path):
     cats = seed(chat.store, "cats")
     assert chat.conversations.export_conversation(cats, "markdown", tmp_path / "cats.md")
     assert "Tell me about cats" in (tmp_path / "cats.md").read_text()
+    assert chat.recorded.of("notice")[-1] == ("Exported to cats.md", "status")
     assert not chat.conversations.export_conversation(cats, "json", tmp_path / "missing" / "cats.json")
     text, kind = chat.recorded.of("notice")[-1]
     assert kind == "error" and text.startswith("Could not export to") and "No such file" in text

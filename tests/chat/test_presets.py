@@ -59,10 +59,17 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert "built-in" in seen.of("notice")[-1][0] and seen.of("notice")[-1][1] == "error"
 
     assert chat.presets.export_file(tmp_path / "out.json")
+    assert seen.of("notice")[-1] == ("Exported 1 preset to out.json", "status")
     assert chat.presets.import_file(tmp_path / "out.json")  # the same name again: renamed
     assert [p.name for p in chat.presets.library.user] == ["Pirate", "Pirate (2)"]
     assert seen.of("notice")[-1] == ("Imported 1 preset (Pirate → Pirate (2))", "status")
     chat.presets.delete("Pirate (2)")
+    (tmp_path / "many.json").write_text(json.dumps([{"name": "Pirate", "values": {}}] * 6))
+    assert chat.presets.import_file(tmp_path / "many.json")  # six renames: three named, the rest counted
+    assert seen.of("notice")[-1] == ("Imported 6 presets (Pirate → Pirate (2); Pirate → Pirate (3); "
+                                     "Pirate → Pirate (4); … +3)", "status")
+    for n in range(2, 8):
+        chat.presets.delete(f"Pirate ({n})")
     chat.presets.delete("Balanced")
     assert "cannot be removed" in seen.of("notice")[-1][0]
     (tmp_path / "bad.json").write_text('{"presets": [{"name": "x", "values": {"temperature": "hot"}}]}')
