@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
+from app.core.history import DEFAULT_MODEL_CONTEXT
 from app.core.kv_precision import KV_8, kv8_supported
 from app.core.settings import MAX_NEW_TOKENS
 
@@ -56,7 +57,8 @@ class MemoryWiring(QObject):
         self._planned_kv_bits = 0
         self._show_kv_dtype()
         if report is not None:
-            self._panel.set_what_if_limits(report.max_positions or 2048, MAX_NEW_TOKENS)
+            positions = report.max_positions or DEFAULT_MODEL_CONTEXT
+            self._panel.set_what_if_limits(positions, min(MAX_NEW_TOKENS, positions))
 
     @Slot(str)
     def _on_kv_precision_changed(self, _precision: str) -> None:
@@ -79,6 +81,10 @@ class MemoryWiring(QObject):
 
     @Slot(int, int)
     def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:
+        limit = self._chat.models.context_limit()  # the context setting may have changed since
+        if limit is not None and context_tokens + max_new_tokens > limit:
+            self._panel.show_what_if_beyond(context_tokens, max_new_tokens, limit)
+            return
         projection = self._chat.memory.what_if(context_tokens, max_new_tokens)
         if projection is not None:
             self._panel.show_what_if(projection)

@@ -60,6 +60,7 @@ class VramPanel(QDockWidget):
         self._projection: TurnProjection | None = None
         self._kv_dtype = ""  # the open chat's KV cache dtype, said beside the device
         self._what_if: TurnProjection | None = None
+        self._what_if_beyond: tuple[int, int, int] | None = None  # (context, new, limit) when over the limit
         self._weights = 0
         self._margin = safety_margin
         self._kind = ""
@@ -147,13 +148,20 @@ class VramPanel(QDockWidget):
         self._refresh()
 
     def set_what_if_limits(self, max_context: int, max_new_tokens_max: int) -> None:
-        """Slider ranges in tokens: the context limit (min of model positions and the user's
-        setting) and the largest max_new_tokens the settings allow."""
+        """Slider ranges in tokens: the model's positions and the largest max_new_tokens a turn
+        could have on it."""
         self.what_if.set_limits(max_context, max_new_tokens_max)
 
     def show_what_if(self, projection: TurnProjection | None) -> None:
         """The projection for the what-if sizes, as the listener of what_if_changed made it."""
-        self._what_if = projection
+        self._what_if, self._what_if_beyond = projection, None
+        self._refresh()
+
+    def show_what_if_beyond(self, context_tokens: int, max_new_tokens: int, limit: int) -> None:
+        """The what-if sizes add up to more than the chat's context `limit` (tokens): no turn runs
+        at that size (older turns are folded first, or the turn is refused), so there is no peak
+        to project; said in red instead."""
+        self._what_if, self._what_if_beyond = None, (context_tokens, max_new_tokens, limit)
         self._refresh()
 
     def show_remote(self, display: str | None) -> None:
@@ -215,6 +223,11 @@ class VramPanel(QDockWidget):
         self.readout.set_lines([self._summary_text(bd), *self._projection_text(bd)])
         if what_if_bd is not None:
             self.what_if.show_result(self._what_if_text(what_if_bd), what_if_bd.state)
+        elif self._what_if_beyond is not None:
+            context_tokens, new_tokens, limit = self._what_if_beyond
+            self.what_if.show_result(self.tr("{0} + {1} tokens is more than this chat's context of {2} tokens: "
+                                             "no turn runs at this size.").format(
+                f"{context_tokens:,}", f"{new_tokens:,}", f"{limit:,}"), "red")
         elif self._projection is None:
             self.what_if.show_result(self.tr("Type a message to project its turn, then drag to try other "
                                              "sizes."), "none")
@@ -278,7 +291,7 @@ class VramPanel(QDockWidget):
 
     @Slot()
     def _on_follow_requested(self) -> None:
-        self._what_if = None
+        self._what_if = self._what_if_beyond = None
         if self._projection is not None:
             b = self._projection.basis
             self.what_if.sync_to(b.resident_tokens + b.prompt_tokens, b.max_new_tokens)

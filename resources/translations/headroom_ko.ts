@@ -3053,6 +3053,10 @@ and the summary.</source>
         <translation>메모리를 1초에 약 4번 측정하는 중…</translation>
     </message>
     <message>
+        <source>{0} + {1} tokens is more than this chat&apos;s context of {2} tokens: no turn runs at this size.</source>
+        <translation>{0} + {1} 토큰은 이 채팅의 컨텍스트 {2} 토큰보다 많습니다: 이 크기로 실행되는 턴은 없습니다.</translation>
+    </message>
+    <message>
         <source>Type a message to project its turn, then drag to try other sizes.</source>
         <translation>메시지를 입력하면 그 턴을 예측합니다. 그다음 슬라이더를 끌어 다른 크기를 시험해 보세요.</translation>
     </message>

@@ -68,3 +68,23 @@ def test_8bit_on_a_model_without_headrooms_attention_stays_in_the_compute_dtype(
     model_loaded(window, replace(REPORT, attention="eager"))
     window.chat.conversations.set_kv_precision("8-bit")
     assert kv_shown(window).endswith("KV cache float32")  # the turn runs 16-bit (kv_bits_choices)
+
+
+def test_what_if_sizes_beyond_the_chats_context_are_said_not_projected(qtbot, make_window):
+    window = make_window()
+    window.chat.model_path = "/m"
+    model_loaded(window)  # 8,192 positions: neither slider goes past them
+    what_if = window.vram_panel.what_if
+    assert what_if.context_slider.maximum() == 8_192 and what_if.new_tokens_slider.maximum() == 8_192
+    kv_shown(window)  # a sample, so a projection could be drawn
+    what_if.set_values(6_000, 2_192)  # exactly the context: projected (none here: no foresight yet)
+    assert "more than" not in what_if.result_label.text()
+    what_if.set_values(8_192, 8_192)
+    assert what_if.result_label.text() == ("8,192 + 8,192 tokens is more than this chat's context of 8,192 tokens: "
+                                           "no turn runs at this size.")
+    assert what_if.result_state == "red"
+    window.chat.settings = window.chat.settings.with_context("/m", 4_096)  # the chat's own context counts
+    what_if.set_values(3_000, 1_500)
+    assert "context of 4,096 tokens" in what_if.result_label.text()
+    what_if.reset_button.click()  # back to the pending turn: none, so no verdict is left behind
+    assert "more than" not in what_if.result_label.text()
