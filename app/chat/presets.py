@@ -22,6 +22,7 @@ from app.core.presets import (
     export_presets,
     import_presets,
     load_presets,
+    name_key,
     save_presets,
 )
 
@@ -157,6 +158,9 @@ class PresetFlow(QObject):
         except (PresetError, OSError) as exc:
             self._chat.announce(translate("Presets", "The preset was not removed: {0}").format(_reason(exc)), "error")
             return
+        if name_key(self._chat.preset_name) == name_key(name):  # the chat keeps the settings, not the name
+            self._chat.preset_name = ""
+            self.save_pick()
         self.show_presets()
 
     def import_file(self, path: Path) -> bool:

@@ -78,3 +78,16 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
     assert not chat.presets.export_file(tmp_path / "bad.json" / "out.json")  # a file is in the way
     assert seen.of("notice")[-1][0].startswith("Could not export to")
+
+
+def test_removing_the_chats_preset_keeps_its_settings_and_forgets_the_name(chat):
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.44))
+    assert chat.presets.save_current("Mine")
+    chat.turns.send("Hi")
+    chat.worker.reply_finished.emit(chat.worker.last_id, finished("Hello"), record())
+    cid = chat.conversation_id
+    assert chat.store.load_conversation(cid).settings["preset"] == "Mine"
+    chat.presets.delete("MINE")  # names compare without case
+    assert chat.preset_name == "" and chat.settings.generation.temperature == 0.44
+    assert "preset" not in chat.store.load_conversation(cid).settings
+    assert chat.store.load_conversation(cid).settings["temperature"] == 0.44
