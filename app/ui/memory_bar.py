@@ -304,7 +304,7 @@ class MemoryBar(QWidget):
         self._hit_list.append((margin_rect, "margin"))
         if not bd.has_projection:
             painter.setPen(QColor(colours.muted))
-            self._text(painter, self.tr("no turn pending"), x(used) + 6, y, x(bd.total) - x(used) - 12,
+            self._text(painter, self.tr("no turn running"), x(used) + 6, y, x(bd.total) - x(used) - 12,
                        _ROW_H, "left")
             return
         start = used

@@ -35,6 +35,7 @@ class MemoryWiring(QObject):
         self._planned_kv_bits = 0  # the last turn plan's KV bits for this chat; 0 before one
         chat.turn_planned.connect(self._on_turn_planned)
         chat.model_changed.connect(self._on_model_changed)
+        chat.turn_ended.connect(self._on_turn_ended)
         chat.kv_precision_changed.connect(self._on_kv_precision_changed)
         chat.backend_changed.connect(panel.show_remote)
         chat.monitor.sample_taken.connect(panel.show_sample)
@@ -50,6 +51,15 @@ class MemoryWiring(QObject):
         self._panel.show_projection(plan.projection, report.weight_bytes if report else 0)
         self._planned_kv_bits = getattr(plan, "kv_bits", 16)
         self._show_kv_dtype()
+
+    @Slot(str)
+    def _on_turn_ended(self, status: str) -> None:
+        """The turn ran (or stopped, or failed): its KV cache is in the memory sampled now, so its
+        projection would count it twice; "Headroom now" from here on. A refused turn's projection
+        stays: it shows why."""
+        if status != "refused":
+            report = self._chat.report
+            self._panel.show_projection(None, report.weight_bytes if report else 0)
 
     @Slot(object)
     def _on_model_changed(self, report) -> None:

@@ -229,8 +229,8 @@ class VramPanel(QDockWidget):
                                              "no turn runs at this size.").format(
                 f"{context_tokens:,}", f"{new_tokens:,}", f"{limit:,}"), "red")
         elif self._projection is None:
-            self.what_if.show_result(self.tr("Type a message to project its turn, then drag to try other "
-                                             "sizes."), "none")
+            self.what_if.show_result(self.tr("Drag a slider to see a turn's peak at other sizes; a message "
+                                             "you send is projected before it runs."), "none")
         else:
             self.what_if.show_result(self.tr("Drag a slider to see this turn's peak at other sizes."), "none")
 
@@ -271,7 +271,7 @@ class VramPanel(QDockWidget):
 
     def _projection_text(self, bd: MemoryBreakdown) -> tuple[str, str]:
         if not bd.has_projection:
-            return self.tr("No turn pending: type a message to see"), self.tr("what it will cost.")
+            return self.tr("No turn running: a message is projected"), self.tr("when you send it.")
         return (self.tr("Projected peak {0} ± {1} (±{2} of the turn)").format(
                     format_bytes(bd.projected_peak), format_bytes(bd.error_bar),
                     f"{bd.error_bar / max(bd.growth, 1):.0%}"),

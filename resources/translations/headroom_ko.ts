@@ -1237,8 +1237,8 @@ Your chats are saved here.</source>
         <translation>할당 = 예약</translation>
     </message>
     <message>
-        <source>no turn pending</source>
-        <translation>대기 중인 턴 없음</translation>
+        <source>no turn running</source>
+        <translation>실행 중인 턴 없음</translation>
     </message>
     <message>
         <source>full ctx</source>
@@ -3057,8 +3057,16 @@ and the summary.</source>
         <translation>{0} + {1} 토큰은 이 채팅의 컨텍스트 {2} 토큰보다 많습니다: 이 크기로 실행되는 턴은 없습니다.</translation>
     </message>
     <message>
-        <source>Type a message to project its turn, then drag to try other sizes.</source>
-        <translation>메시지를 입력하면 그 턴을 예측합니다. 그다음 슬라이더를 끌어 다른 크기를 시험해 보세요.</translation>
+        <source>Drag a slider to see a turn&apos;s peak at other sizes; a message you send is projected before it runs.</source>
+        <translation>슬라이더를 끌면 다른 크기에서 턴의 최대치를 볼 수 있습니다. 보낸 메시지는 실행 전에 예측됩니다.</translation>
+    </message>
+    <message>
+        <source>No turn running: a message is projected</source>
+        <translation>실행 중인 턴 없음: 메시지는 보낼 때</translation>
+    </message>
+    <message>
+        <source>when you send it.</source>
+        <translation>예측됩니다.</translation>
     </message>
     <message>
         <source>Drag a slider to see this turn&apos;s peak at other sizes.</source>
@@ -3083,14 +3091,6 @@ and the summary.</source>
     <message>
         <source>RSS {0} · peak RSS {1}</source>
         <translation>RSS {0} · 최대 RSS {1}</translation>
-    </message>
-    <message>
-        <source>No turn pending: type a message to see</source>
-        <translation>대기 중인 턴 없음: 메시지를 입력하면</translation>
-    </message>
-    <message>
-        <source>what it will cost.</source>
-        <translation>필요한 메모리를 볼 수 있습니다.</translation>
     </message>
     <message>
         <source>Projected peak {0} ± {1} (±{2} of the turn)</source>

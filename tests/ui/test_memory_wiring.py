@@ -88,3 +88,22 @@ def test_what_if_sizes_beyond_the_chats_context_are_said_not_projected(qtbot, ma
     assert "context of 4,096 tokens" in what_if.result_label.text()
     what_if.reset_button.click()  # back to the pending turn: none, so no verdict is left behind
     assert "more than" not in what_if.result_label.text()
+
+
+def test_a_finished_turns_projection_goes_a_refused_ones_stays(qtbot, make_window):
+    """After a turn its KV cache is in the memory sampled: its projection would count it twice
+    (third trial: the badge said "after this turn" of a turn long finished)."""
+    from tests.helpers import vram_scene
+
+    window = make_window()
+    model_loaded(window)
+    kv_shown(window)
+    badge, gauge = window.headroom_badge, window.vram_panel.gauge
+    now = badge.text()
+    assert gauge.text.startswith("Headroom now: ")
+    for status, kept in (("complete", False), ("stopped", False), ("refused", True)):
+        window.memory_wiring._on_turn_planned(Plan(kv_bits=16, projection=vram_scene.project(GiB)))
+        assert gauge.text.startswith("Headroom after this turn: ") and badge.text() != now
+        window.chat.turn_ended.emit(status)
+        assert gauge.text.startswith("Headroom after this turn: ") is kept, status
+        assert (badge.text() == now) is not kept, status
