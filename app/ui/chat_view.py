@@ -3,15 +3,21 @@
 Streamed text is buffered and flushed to the last bubble at most once per frame (~60 Hz),
 so a fast model never floods the GUI thread with re-layouts.
 
-Bubble index = position of the message in the conversation (and in the store): one bubble per
+Message index = position of the message in the conversation (and in the store): one bubble per
 message, system messages included, notices not counted. Edit / Regenerate / Continue are
 re-emitted with that index (issue 4 item 5).
+
+A chat opens with its last SHOWN_AT_OPEN messages built; the older ones get their bubbles a page
+at a time, from "Show earlier messages" at the top or by scrolling to it (a bubble costs ~6 ms:
+a 1,000-message chat froze the window 35 s as it opened). Every index in and out stays the
+message's position in the conversation; `bubbles()` holds the built ones, from `hidden_count()`.
 """
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from app.chat.stop_text import stop_detail
 from app.core.conversation import Message, MessageStatus, Role
@@ -23,6 +29,8 @@ from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
 FOLLOW_SLACK_PX = 40  # a user this close to the end is still reading the end: keep following
+SHOWN_AT_OPEN = 60  # messages built when a chat opens (~0.4 s); older ones on demand
+EARLIER_PAGE = 60  # messages built per "Show earlier messages"
 
 
 class _Column(QWidget):
@@ -73,9 +81,18 @@ class ChatView(QScrollArea):
         self._layout.setSpacing(8)
         self.summary_block = SummaryBlock()
         self._layout.addWidget(self.summary_block)
+        self.earlier_button = QPushButton()
+        self.earlier_button.setObjectName("earlierButton")
+        self.earlier_button.hide()
+        self.earlier_button.clicked.connect(self.show_earlier)
+        self._layout.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._layout.addStretch(1)
         self.setWidget(self._column)
         self._bubbles: list[MessageBubble] = []
+        self._unbuilt: list[Message] = []  # the oldest messages, no bubble yet (index = position)
+        self._unbuilt_notes: dict[int, dict[str, str]] = {}  # their document notes: index → name → text
+        self._versions: list = []  # (number, count) per message, for bubbles built later
+        self._from_bottom: int | None = None  # kept while earlier bubbles settle above the reader
         self.fold_marker: FoldMarker | None = None  # below the last turn the summary folds
         self._folded_turns = 0
         self._actions_enabled = True
@@ -94,47 +111,113 @@ class ChatView(QScrollArea):
 
     # ----- reading -------------------------------------------------------------------------
     def bubbles(self) -> list[MessageBubble]:
-        """The message bubbles, oldest first (index = message position)."""
+        """The built message bubbles, oldest first: bubble i is message hidden_count() + i."""
         return list(self._bubbles)
 
+    def hidden_count(self) -> int:
+        """How many of the oldest messages have no bubble yet (shown by `show_earlier`)."""
+        return len(self._unbuilt)
+
     def transcript_text(self) -> str:
-        """Plain text of every bubble, oldest first (for tests and copy)."""
+        """Plain text of every built bubble, oldest first (for tests and copy)."""
         return "\n\n".join(b.text for b in self._bubbles)
 
     # ----- building ------------------------------------------------------------------------
     def clear(self) -> None:
         """Remove every bubble and notice and empty the summary block (new/other conversation)."""
         self.end_stream()
-        self._remove_from(1)
+        self._remove_from(self._layout.indexOf(self.earlier_button) + 1)
+        self._unbuilt, self._unbuilt_notes, self._versions = [], {}, []
+        self._show_earlier_button()
         self.summary_block.clear()
 
     def load_messages(self, messages: Iterable[Message]) -> None:
         """Show a whole stored transcript, statuses included (replaces what is shown; the summary
         block is emptied: call `summary_block.set_summary` afterwards)."""
         self.clear()
-        for message in messages:
-            bubble = self.add_message(message.role, message.content, message.status)
-            if message.status is MessageStatus.STOPPED and stop_detail(message.stats):
-                bubble.set_status(message.status, stop_detail(message.stats))  # "max new tokens reached"
-            bubble.set_stats(message.stats)
-            bubble.documents.set_documents(message.documents)
-            bubble.sources.set_sources(message.sources)
+        messages = list(messages)
+        split = max(len(messages) - SHOWN_AT_OPEN, 0)
+        self._unbuilt = messages[:split]
+        for message in messages[split:]:
+            self._bubbles.append(self._build(message, self._layout.count() - 1)[0])
+        self._show_earlier_button()
+        # once, not per bubble: per bubble it touched every bubble before it (1,000 messages: ~15 s)
+        self._follow_end()
+        self._refresh_actions()
+
+    @Slot()
+    def show_earlier(self) -> None:
+        """Build the next EARLIER_PAGE older messages above the first shown, the reader's place
+        kept (what was on screen stays there)."""
+        if not self._unbuilt:
+            return
+        page = self._unbuilt[-EARLIER_PAGE:]
+        first = len(self._unbuilt) - len(page)  # the page's first message index
+        del self._unbuilt[first:]
+        bar = self.verticalScrollBar()
+        self._from_bottom = bar.maximum() - bar.value()
+        self._following = False
+        at = self._layout.indexOf(self.earlier_button) + 1
+        built = [self._build(message, at + k) for k, message in enumerate(page)]
+        self._bubbles[0:0] = [bubble for bubble, _ in built]
+        for k, (bubble, _) in enumerate(built):
+            bubble.set_version(*self._version(first + k))
+            for name, text in self._unbuilt_notes.pop(first + k, {}).items():
+                self.add_document_note(first + k, name, text, follow=False)
+        self._show_earlier_button()
+        self._place_fold_marker()
+        self._refresh_actions()
+        self._column.layout().activate()
+        bar.setValue(bar.maximum() - self._from_bottom)
+        QTimer.singleShot(200, self._release_place)  # the new bubbles' heights settle meanwhile
+
+    def _release_place(self) -> None:
+        self._from_bottom = None
+
+    def _show_earlier_button(self) -> None:
+        hidden = len(self._unbuilt)
+        self.earlier_button.setVisible(hidden > 0)
+        if hidden:
+            self.earlier_button.setText(self.tr("Show %n earlier messages", "", hidden))
+
+    def _build(self, message: Message, at: int) -> tuple[MessageBubble, Message]:
+        """A bubble for a stored `message`, inserted at layout position `at`."""
+        bubble = self._add_bubble(message.role, message.content, message.status, at)
+        if message.status is MessageStatus.STOPPED and stop_detail(message.stats):
+            bubble.set_status(message.status, stop_detail(message.stats))  # "max new tokens reached"
+        bubble.set_stats(message.stats)
+        bubble.documents.set_documents(message.documents)
+        bubble.sources.set_sources(message.sources)
+        return bubble, message
 
     def truncate(self, index: int) -> None:
         """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
         An open stream among them is closed. Raises IndexError when `index` < 0."""
         if index < 0:
             raise IndexError(index)
-        if index >= len(self._bubbles):
+        if index < len(self._unbuilt):  # some not built yet go too
+            del self._unbuilt[index:]
+            self._unbuilt_notes = {i: notes for i, notes in self._unbuilt_notes.items() if i < index}
+            self._show_earlier_button()
+        i = max(index - len(self._unbuilt), 0)
+        if i >= len(self._bubbles):
             return
-        if self._streaming in self._bubbles[index:]:
+        if self._streaming in self._bubbles[i:]:
             self._flush_timer.stop()
             self._streaming, self._pending = None, ""
-        self._remove_from(self._layout.indexOf(self._bubbles[index]))
+        self._remove_from(self._layout.indexOf(self._bubbles[i]))
         self._refresh_actions()
 
     def add_message(self, role: Role, text: str,
                     status: MessageStatus = MessageStatus.COMPLETE) -> MessageBubble:
+        bubble = self._add_bubble(role, text, status)
+        self._follow_end()
+        self._refresh_actions()
+        return bubble
+
+    def _add_bubble(self, role: Role, text: str, status: MessageStatus, at: int | None = None) -> MessageBubble:
+        """A bubble after the last (or at layout position `at`, not listed: the caller lists
+        it), wired; its actions and the scroll position are not updated."""
         bubble = MessageBubble(role, text)
         if status is not MessageStatus.COMPLETE:
             bubble.set_status(status)
@@ -145,10 +228,11 @@ class ChatView(QScrollArea):
         bubble.branch_requested.connect(self._on_bubble_branch_requested)
         bubble.pin_requested.connect(self._on_bubble_pin_requested)
         bubble.document_remove_requested.connect(self._on_bubble_document_remove_requested)
+        if at is not None:
+            self._layout.insertWidget(at, bubble)
+            return bubble
         self._layout.insertWidget(self._layout.count() - 1, bubble)
         self._bubbles.append(bubble)
-        self._follow_end()
-        self._refresh_actions()
         return bubble
 
     def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
@@ -226,12 +310,15 @@ class ChatView(QScrollArea):
             self._layout.removeWidget(self.fold_marker)
             self.fold_marker.deleteLater()
             self.fold_marker = None
-        starts = [i for i, b in enumerate(self._bubbles) if b.role is Role.USER or i == 0]
+        roles = [m.role for m in self._unbuilt] + [b.role for b in self._bubbles]
+        starts = [i for i, role in enumerate(roles) if role is Role.USER or i == 0]
         if not self._folded_turns or len(starts) <= self._folded_turns:
+            return
+        before = self._bubble_at(starts[self._folded_turns])
+        if before is None:  # among the messages not built yet: placed when they are
             return
         self.fold_marker = FoldMarker(self._folded_turns)
         self.fold_marker.summary_requested.connect(self.reveal_summary)
-        before = self._bubbles[starts[self._folded_turns]]
         self._layout.insertWidget(self._layout.indexOf(before), self.fold_marker)
 
     @Slot(object)
@@ -249,16 +336,19 @@ class ChatView(QScrollArea):
     @Slot(int, object)
     def show_sources(self, index: int, sources) -> None:
         """The excerpts of the answer at `index` changed (Chat.message_sources: a file removed)."""
-        if 0 <= index < len(self._bubbles):
-            self._bubbles[index].sources.set_sources(sources)
+        if 0 <= index < len(self._unbuilt):
+            self._unbuilt[index] = replace(self._unbuilt[index], sources=tuple(sources))
+        elif (bubble := self._bubble_at(index)) is not None:
+            bubble.sources.set_sources(sources)
 
     @Slot(int, object)
     def show_documents(self, index: int, documents) -> None:
         """The documents kept with the message at `index` (Chat.message_documents); the notes on
         how a file of it went into its turn show while the file is there (removed: hidden; back
         with Undo: shown again)."""
-        if 0 <= index < len(self._bubbles):
-            bubble = self._bubbles[index]
+        if 0 <= index < len(self._unbuilt):
+            self._unbuilt[index] = replace(self._unbuilt[index], documents=tuple(documents))
+        elif (bubble := self._bubble_at(index)) is not None:
             bubble.documents.set_documents(documents)
             names = {document.name for document in documents}
             for notice in self._column.findChildren(Notice):
@@ -267,12 +357,16 @@ class ChatView(QScrollArea):
                     notice.setVisible(name in names)
 
     @Slot(int, str, str)
-    def add_document_note(self, index: int, name: str, text: str) -> None:
+    def add_document_note(self, index: int, name: str, text: str, follow: bool = True) -> None:
         """A notice on how the file `name` of the message at `index` went into the turn
         (Chat.document_noted): "report.pdf: whole file, 812 tokens". It goes right under that
         question (after its other files' notes), and replaces the file's earlier note there (a
-        new turn of the same question, or the note said again when the chat is reopened)."""
-        bubble = self._bubbles[index] if 0 <= index < len(self._bubbles) else None
+        new turn of the same question, or the note said again when the chat is reopened). A
+        message not built yet keeps it until it is; `follow`: scroll to the end (a new note)."""
+        if 0 <= index < len(self._unbuilt):
+            self._unbuilt_notes.setdefault(index, {})[name] = text
+            return
+        bubble = self._bubble_at(index)
         if bubble is None:
             self.add_notice(text, "info").about_document = (None, name)
             return
@@ -289,14 +383,16 @@ class ChatView(QScrollArea):
         notice.setProperty("refused", False)
         notice.about_document = (bubble, name)
         self._layout.insertWidget(at, notice)
-        self._follow_end()
+        if follow:
+            self._follow_end()
 
     @Slot(list)
     def set_versions(self, versions: list) -> None:
         """(number, count) per bubble, oldest first (Chat.versions_changed); bubbles past the
         list's end show no switcher."""
-        for i, bubble in enumerate(self._bubbles):
-            bubble.set_version(*(versions[i] if i < len(versions) else (1, 1)))
+        self._versions = list(versions)
+        for i, bubble in enumerate(self._bubbles, len(self._unbuilt)):
+            bubble.set_version(*self._version(i))
 
     @Slot(bool)
     def set_actions_enabled(self, enabled: bool) -> None:
@@ -400,7 +496,15 @@ class ChatView(QScrollArea):
             bubble.set_actions_enabled(enabled)
 
     def _index_of_sender(self) -> int:
-        return self._bubbles.index(self.sender())
+        return len(self._unbuilt) + self._bubbles.index(self.sender())
+
+    def _bubble_at(self, index: int) -> MessageBubble | None:
+        """The bubble of message `index`; None when it has none (not built yet, or past the end)."""
+        i = index - len(self._unbuilt)
+        return self._bubbles[i] if 0 <= i < len(self._bubbles) else None
+
+    def _version(self, index: int) -> tuple[int, int]:
+        return self._versions[index] if 0 <= index < len(self._versions) else (1, 1)
 
     @Slot(str)
     def _on_bubble_edit_requested(self, new_text: str) -> None:
@@ -438,9 +542,14 @@ class ChatView(QScrollArea):
 
     @Slot(int)
     def _on_vertical_value_changed(self, value: int) -> None:
-        self._following = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
+        bar = self.verticalScrollBar()
+        self._following = value >= bar.maximum() - FOLLOW_SLACK_PX
+        if value == 0 and bar.maximum() > 0 and self._unbuilt and self._from_bottom is None:
+            QTimer.singleShot(0, self.show_earlier)  # scrolled up to the top: the older ones come
 
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:
-        if self._following:
+        if self._from_bottom is not None:  # earlier bubbles grew above: the reader stays put
+            self.verticalScrollBar().setValue(maximum - self._from_bottom)
+        elif self._following:
             self.verticalScrollBar().setValue(maximum)

@@ -53,6 +53,16 @@
     </message>
 </context>
 <context>
+    <name>ChatView</name>
+    <message numerus="yes">
+        <source>Show %n earlier messages</source>
+        <translation>
+            <numerusform>Show %n earlier message</numerusform>
+            <numerusform>Show %n earlier messages</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>ContextChoice</name>
     <message numerus="yes">
         <source> tokens</source>

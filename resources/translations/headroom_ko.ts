@@ -423,6 +423,12 @@
         <source>Conversation</source>
         <translation>대화</translation>
     </message>
+    <message numerus="yes">
+        <source>Show %n earlier messages</source>
+        <translation>
+            <numerusform>이전 메시지 %n개 보기</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>CodeBlockView</name>
