@@ -68,8 +68,11 @@ class GenerationSettings:
         0–1,048,576, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
         Raises ValueError or
         TypeError for a value that is not a number (or, for the sampler fields and temperature
-        and top_p, not a finite one: a NaN temperature failed every answer)."""
+        and top_p, not a finite one: a NaN temperature failed every answer), and TypeError for a
+        system_prompt that is not text."""
         low, high = REPETITION_PENALTY_RANGE
+        if not isinstance(self.system_prompt, str):  # a hand-edited file's 42 hung every turn (trial 4)
+            raise TypeError(f"system_prompt is {type(self.system_prompt).__name__}, not text")
         return replace(
             self,
             max_new_tokens=min(max(int(self.max_new_tokens), 1), MAX_NEW_TOKENS),

@@ -278,6 +278,9 @@ class GenerationWorker(QObject):
                 window = backend.count_window(list(request.messages), request.summary, request.settings, **extra)
             except ValueError:  # no turn to count (an empty or fully folded conversation)
                 window = None
+            except Exception:  # not expected: no count shown (the turn itself says what is wrong)
+                log.exception("counting the next prompt failed")
+                window = None
         self.window_counted.emit(request.request_id, window)
 
     @Slot(object)
@@ -292,6 +295,13 @@ class GenerationWorker(QObject):
             self._stop.clear()
         try:
             self._run_turn(request)
+        except Exception as exc:  # not expected: the turn ends with an error, then the excepthook
+            reason = f"an internal error stopped it ({type(exc).__name__}: {exc})"  # (trial 4: it hung)
+            if request.summarize_only:
+                self.summary_failed.emit(rid, reason)
+            else:
+                self.generation_failed.emit(rid, reason, "")
+            raise
         finally:
             with self._turn_lock:
                 self._running = None

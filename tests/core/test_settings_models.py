@@ -3,7 +3,10 @@
 import json
 import os
 
+import pytest
+
 from app.core.settings import (
+    DEFAULT_SYSTEM_PROMPT,
     MAX_RECENT_MODELS,
     GenerationSettings,
     ModelPermissions,
@@ -114,11 +117,16 @@ def test_seed_that_is_not_an_integer_means_unseeded():
 def test_a_malformed_sampler_value_loses_only_itself(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text('{"generation": {"max_new_tokens": 77, "top_k": "many", "min_p": NaN, "temperature": NaN, '
-                    '"top_p": Infinity, "repetition_penalty": 1.2, "seed": "soon", "future_knob": 3}, '
+                    '"top_p": Infinity, "repetition_penalty": 1.2, "seed": "soon", "future_knob": 3, '
+                    '"system_prompt": 42}, '
                     '"recent_models": ["/m/one"]}')
     settings = load_settings(path)
     assert settings.generation == GenerationSettings(max_new_tokens=77, repetition_penalty=1.2)
     assert settings.recent_models == ("/m/one",)
+    assert settings.generation.system_prompt == DEFAULT_SYSTEM_PROMPT  # trial 4: a 42 there hung every turn
+    for bad in (42, None, ["a"]):
+        with pytest.raises(TypeError, match="system_prompt"):
+            GenerationSettings(system_prompt=bad).validated()
 
 
 def test_summary_policy_fields_are_clamped_and_default_to_todays_behaviour():

@@ -98,6 +98,27 @@ def test_failure_travels_on_its_own_signal_with_partial_text(qtbot, worker, tiny
     assert streamed == ["partial "]  # the error text never enters the token stream
 
 
+def test_an_unexpected_error_ends_the_turn_with_an_error_then_reaches_the_excepthook(qtbot, worker, tiny_loaded,
+                                                                                     monkeypatch):
+    """Trial 4: a TypeError inside the runner left the answer at "…" for good, Stop doing nothing."""
+    adopt(qtbot, worker, tiny_loaded)
+
+    def broken(*_args, **_kwargs):
+        raise TypeError("sequence item 0: expected str instance, int found")
+        yield  # a generator, as run_turn is
+
+    monkeypatch.setattr(worker._runner, "run_turn", broken)
+    with qtbot.captureExceptions() as raised, qtbot.waitSignal(worker.generation_failed, timeout=10000) as failed:
+        worker.turn_requested.emit(request(4, GenerationSettings(max_new_tokens=8)))
+    assert failed.args == [4, "an internal error stopped it (TypeError: sequence item 0: expected str instance, "
+                              "int found)", ""]
+    qtbot.waitUntil(lambda: len(raised) == 1, timeout=5000)  # the crash log and dialog still hear of it
+    assert raised[0][0] is TypeError
+    monkeypatch.undo()
+    with qtbot.waitSignal(worker.reply_finished, timeout=30000):  # the worker is free for the next turn
+        worker.turn_requested.emit(request(5, GenerationSettings(max_new_tokens=4)))
+
+
 def test_injected_oom_is_recovered_and_the_next_turn_is_answered(qtbot, worker, real_loaded, monkeypatch):
     """Case C03: the OOM's frames pin the inputs and the cache; after recovery memory is back at
     the post-load baseline and "hi" gets answered."""
