@@ -695,13 +695,17 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
     - the file at ``path`` was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file
       is not a database"): it was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside
       it) before a new, empty database was started.
-    StoreError without WAL and OSError are raised as they are.
+    - the file cannot be written (a read-only file or folder, a lock held by another program):
+      `store` is a read-only copy, or an empty session-only one when even reading fails.
+    StoreError without WAL is raised as it is.
     """
     path = Path(path) if path is not None else default_db_path()
     try:
-        return Store(path), None
+        store = Store(path)
     except NewerSchemaError as exc:
         return _open_newer(path, exc)
+    except (OSError, sqlite3.OperationalError) as exc:  # before DatabaseError: locked is not damaged
+        return _open_unwritable(path, exc)
     except sqlite3.DatabaseError as exc:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         kept = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -711,6 +715,27 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
                 side.rename(kept.with_name(kept.name + suffix))
         return Store(path), (f"The conversation database could not be read ({exc}); it was kept as "
                              f"{kept.name} and a new one was started.")
+    try:
+        store.mark_interrupted()  # the first write: a file that cannot be written says so here
+    except sqlite3.OperationalError as exc:  # read-only, or locked by another program
+        store.close()
+        return _open_unwritable(path, exc)
+    return store, None
+
+
+def _open_unwritable(path: Path, exc: Exception) -> tuple[Store, str]:
+    """A read-only copy of a database this process cannot write (trial 4: a read-only file, or
+    one locked by another program, stopped the app before its window), or an empty
+    session-only store when it cannot be read either; with the notice for the user."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    why = f"Your conversations cannot be saved ({path}: {reason}). "
+    try:
+        store = Store(path, read_only=True)
+        store.list_conversations(include_deleted=True)
+        return store, why + ("They are shown read-only and chats in this session are not saved. "
+                             "Make the file writable, or close what holds it, and restart Headroom.")
+    except (sqlite3.Error, OSError, StoreError):
+        return Store.session_only(path), why + "Chats in this session are not saved."
 
 
 def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, str]:

@@ -481,6 +481,46 @@ def test_a_newer_store_this_version_cannot_read_leaves_the_file_alone(tmp_path):
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(tmp_path, monkeypatch):
+    """Trial 4: a read-only file (or folder) and one locked by another program stopped the app
+    before its window. Neither is damaged: nothing is renamed, the history shows read-only."""
+    from app.core import store as store_module
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.append_message(store.create_conversation("kept"), Message(Role.USER, "hello"))
+    before = {p.name for p in tmp_path.iterdir()}
+    real_connect = store_module.connect
+
+    def read_only_file(_path):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(store_module, "connect", read_only_file)
+    store, notice = open_store(path)
+    assert store.read_only and [c.title for c in store.list_conversations()] == ["kept"]
+    assert notice.startswith(f"Your conversations cannot be saved ({path}: Read-only file system).")
+    assert "shown read-only" in notice
+    store.close()
+
+    monkeypatch.setattr(store_module, "connect", real_connect)
+
+    def locked(_self):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(Store, "mark_interrupted", locked)
+    store, notice = open_store(path)
+    assert store.read_only and "(database is locked)" not in notice and "database is locked" in notice
+    assert [c.title for c in store.list_conversations()] == ["kept"]
+    store.close()
+    assert {p.name for p in tmp_path.iterdir()} == before  # no ".damaged-…": a lock is not damage
+
+    monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(OSError(13, "denied")))
+    store, notice = open_store(path)  # not even readable: an empty session-only store
+    assert store.list_conversations() == [] and notice.endswith("Chats in this session are not saved.")
+    store.close()
+
+
 def test_a_migration_is_preceded_by_a_timestamped_backup(tmp_path):
     path = tmp_path / "headroom.sqlite3"
     conn = connect(path)
