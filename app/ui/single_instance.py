@@ -42,7 +42,10 @@ class SingleInstance(QObject):
 
     def __init__(self, profile_dir: Path, parent: QObject | None = None):
         super().__init__(parent)
-        profile_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            profile_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # said by what cannot be saved there (the store's notice), not here
+            log.warning("single instance: cannot create %s: %s", profile_dir, exc)
         self._name = server_name(profile_dir)
         self._lock = QLockFile(str(profile_dir / "headroom.lock"))
         self._lock.setStaleLockTime(0)  # stale only when its process is gone, never by age
@@ -52,7 +55,13 @@ class SingleInstance(QObject):
         """Take the profile: True when this process is the only instance (and now listens for
         later launches), False when another instance holds it."""
         if not self._lock.tryLock(100):
-            return False
+            if self._lock.error() == QLockFile.LockError.LockFailedError:
+                return False  # another process holds it
+            # the folder cannot be written (trial 4: a read-only home said "already running" of no
+            # process at all): run unguarded; the store and the settings say what is not saved
+            log.warning("single instance: cannot create the lock file (%s); running without it",
+                        self._lock.error().name)
+            return True
         QLocalServer.removeServer(self._name)  # a socket left by a crash; we hold the lock
         self._server = QLocalServer(self)
         self._server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)

@@ -40,3 +40,17 @@ def test_lock_left_by_a_crashed_process_is_taken_over(tmp_path):
 
 def test_hand_over_without_a_running_instance_says_so(tmp_path):
     assert not SingleInstance(tmp_path).hand_over(None)
+
+
+def test_a_profile_folder_that_cannot_be_written_runs_unguarded_not_already_running(tmp_path):
+    """Trial 4: a read-only home said "Headroom is already running … but does not answer" of no
+    process at all. A lock that cannot be created is not a lock held by someone else."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the profile folder would be")
+    instance = SingleInstance(blocker / "headroom")  # neither the folder nor the lock can be made
+    assert instance.acquire()
+    instance.release()
+    held = SingleInstance(tmp_path / "profile")
+    assert held.acquire()
+    assert not SingleInstance(tmp_path / "profile").acquire()  # a real holder still turns a second away
+    held.release()
