@@ -16,6 +16,7 @@ from app.core.settings import (
     REPETITION_PENALTY_RANGE,
     GenerationSettings,
     load_settings,
+    read_settings,
 )
 
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
-        return run_gui(args, load_settings(), started)
+        return run_gui(args, *read_settings(), started)
     if args.self_test:
         from app import self_test
 

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -233,6 +234,14 @@ def settings_path() -> Path:
 
 def load_settings(path: Path | None = None) -> Settings:
     """Read settings; a missing or unreadable file gives defaults (logged, never raised)."""
+    return read_settings(path)[0]
+
+
+def read_settings(path: Path | None = None) -> tuple[Settings, str]:
+    """The settings, and "" or one line for the user on why they are the defaults. A file that is
+    not settings JSON is moved aside to settings.unreadable-<time>.json first, so the next save
+    does not overwrite what the user wrote (trial 4: a truncated file was silently replaced); one
+    that cannot be read at all (a folder, no permission) is left where it is. Never raises."""
     path = path or settings_path()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -244,12 +253,22 @@ def load_settings(path: Path | None = None) -> Settings:
                         model_contexts=_model_contexts(raw.get("model_contexts")),
                         language=_language(raw.get("language")),
                         appearance=_appearance(raw.get("appearance")),
-                        last_folders=LastFolders.from_json(raw.get("last_folders")))
+                        last_folders=LastFolders.from_json(raw.get("last_folders"))), ""
     except FileNotFoundError:
-        return Settings()
-    except (ValueError, TypeError, AttributeError) as exc:
+        return Settings(), ""
+    except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
-        return Settings()
+        return Settings(), f"Settings could not be read ({path}: {exc.strerror or exc}); the defaults are used."
+    except (ValueError, TypeError, AttributeError) as exc:  # UnicodeDecodeError and JSON errors are ValueErrors
+        aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
+        try:
+            path.replace(aside)
+        except OSError as move_error:
+            log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
+            return Settings(), f"Settings could not be read ({path}: {exc}); the defaults are used."
+        log.warning("settings file %s unreadable (%s); moved to %s", path, exc, aside)
+        return Settings(), (f"Settings could not be read ({exc}); the file was kept as {aside.name} "
+                            f"and the defaults are used.")
 
 
 def _generation(raw: object) -> GenerationSettings:

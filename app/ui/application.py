@@ -65,9 +65,11 @@ def create_window(settings: Settings, model=None, device_preference: str = "auto
     return window
 
 
-def run_gui(args, settings: Settings, started: float | None = None) -> int:
-    """Run the window until it is closed; returns the exit code (0). started: the
-    ``time.perf_counter()`` of process start, to log how long the splash and window took."""
+def run_gui(args, settings: Settings, settings_note: str = "", started: float | None = None) -> int:
+    """Run the window until it is closed; returns the exit code (0). settings_note: why the
+    settings are the defaults ("" when they were read; app.core.settings.read_settings), said in
+    the window. started: the ``time.perf_counter()`` of process start, to log how long the splash
+    and window took."""
     install_qt_message_handler()  # first: Qt warns while it creates the application too
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("Headroom")
@@ -97,6 +99,8 @@ def run_gui(args, settings: Settings, started: float | None = None) -> int:
         log.info("splash shown %.2f s, window shown %.2f s after start", splash_at - started,
                  time.perf_counter() - started)
     window.check_environment()  # no GPU, old driver, no bitsandbytes: explained once, in the chat
+    if settings_note:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence)
+        window.chat.announce(settings_note, "error")
     restore_interrupt = close_on_interrupt(window.close, window)  # Ctrl+C in a terminal: as the close button
     with loop:
         loop.run_until_complete(closed.wait())

@@ -150,3 +150,25 @@ def test_cpu_threads_cannot_exceed_the_logical_cores(tmp_path, monkeypatch):
     assert (loaded.cpu_threads, loaded.max_new_tokens) == (2, 700)
     monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown: one core is all that is certain
     assert GenerationSettings(cpu_threads=8).validated().cpu_threads == 1
+
+
+def test_a_broken_settings_file_is_kept_aside_and_said_never_silently_replaced(tmp_path):
+    """Trial 4: a truncated settings.json was replaced by the defaults at the next save, with only
+    a log line; a folder in its place stopped the app."""
+    from app.core.settings import read_settings
+
+    path = tmp_path / "settings.json"
+    assert read_settings(path) == (Settings(), "")  # none yet: the defaults, nothing to say
+    broken = '{"generation": {"temperature": 0.3, "max_new_tokens": 77,'
+    path.write_text(broken, encoding="utf-8")
+    settings, note = read_settings(path)
+    [kept] = tmp_path.glob("settings.unreadable-*.json")
+    assert settings == Settings() and kept.read_text(encoding="utf-8") == broken and not path.exists()
+    assert note.startswith("Settings could not be read (") and f"kept as {kept.name}" in note
+    save_settings(Settings(), path)  # the next save writes a new file beside the one kept
+    assert kept.read_text(encoding="utf-8") == broken
+    path.unlink()
+    path.mkdir()
+    settings, note = read_settings(path)
+    assert settings == Settings() and path.is_dir() and "Is a directory" in note
+    assert load_settings(path) == Settings()
