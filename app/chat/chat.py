@@ -12,6 +12,7 @@ worker's signals, and tell the window what changed through the Chat's past-tense
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
@@ -24,6 +25,8 @@ from app.core.store import Store, open_store
 from app.workers.background_jobs import BackgroundJobs
 from app.workers.memory_monitor import MemoryMonitor
 from app.workers.server_monitor import ServerMonitor
+
+log = logging.getLogger(__name__)
 
 PURGE_DELETED_AFTER_S = 7 * 24 * 3600  # deleted conversations can be restored for a week
 
@@ -169,6 +172,7 @@ class Chat(QObject):
         self.settings = settings  # the open conversation's (its generation and backend are its own)
         self.defaults = settings  # what settings.json holds: a new chat starts from its generation and backend
         self._store_notice = None
+        self._settings_unsaved_said = False
         if store is None:
             store, self._store_notice = open_store()
         self.store = store
@@ -208,7 +212,15 @@ class Chat(QObject):
         chat's max new tokens and context over the user's defaults)."""
         self.defaults = change(self.defaults)
         self.settings = change(self.settings)
-        save_settings(self.defaults)
+        try:
+            save_settings(self.defaults)
+        except OSError as exc:  # a read-only config folder (trial 4: a traceback dialog at every load)
+            log.warning("settings not saved: %s", exc)
+            if not self._settings_unsaved_said:  # once: every load and file pick would say it again
+                self._settings_unsaved_said = True
+                self.announce(QCoreApplication.translate("Chat", "Settings cannot be saved ({0}): changes apply "
+                                                                 "until Headroom closes.").format(
+                    f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")), "error")
 
     def start(self) -> None:
         """Start the worker's thread and the memory sampling, apply the backend, list the

@@ -319,6 +319,13 @@
     </message>
 </context>
 <context>
+    <name>Chat</name>
+    <message>
+        <source>Settings cannot be saved ({0}): changes apply until Headroom closes.</source>
+        <translation>설정을 저장할 수 없습니다({0}): 변경 사항은 Headroom을 닫을 때까지만 적용됩니다.</translation>
+    </message>
+</context>
+<context>
     <name>ChatBar</name>
     <message>
         <source>Notes</source>

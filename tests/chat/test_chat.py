@@ -86,3 +86,20 @@ def test_a_summary_finished_just_before_quit_is_saved_not_lost_on_a_closed_store
     chat.close()
     stored = Store(tmp_path / "quit.sqlite3").load_conversation(cid)
     assert stored.summary.content == "The user said hi."
+
+
+def test_settings_that_cannot_be_saved_are_said_once_and_still_apply(make_chat, tmp_path, monkeypatch):
+    """Trial 4: a read-only config folder raised a traceback dialog at every model load."""
+    from dataclasses import replace
+
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.json").mkdir()  # the save's rename onto it fails, as on a read-only folder
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(config))
+    chat = make_chat()
+    chat.save_defaults(lambda settings: replace(settings, language="ko"))
+    chat.save_defaults(lambda settings: replace(settings, appearance="dark"))
+    said = [text for text, kind in chat.recorded.of("notice") if kind == "error"]
+    assert len(said) == 1 and said[0].startswith("Settings cannot be saved (")
+    assert said[0].endswith("changes apply until Headroom closes.")
+    assert (chat.defaults.language, chat.defaults.appearance) == ("ko", "dark")  # kept for this session
