@@ -1,16 +1,19 @@
 """Above the composer, after a summary: the facts it proposes as pinned notes, each with Pin and
 Dismiss (issue 17, item 5). Nothing is pinned until the user says so; the row hides when none
-is left. A note reads as the answers do: its inline Markdown rendered (trial 10: "`reverseString`"
-showed its backticks); it is pinned as written."""
+is left. At most SHOWN_ROWS show at once, the rest counted, with Dismiss all: a long chat's
+summaries proposed 19 and crushed the transcript to 60 px (trial 4). A note reads as the
+answers do: its inline Markdown rendered (trial 10: "`reverseString`" showed its backticks); it
+is pinned as written."""
 
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from app.ui.markdown_html import to_html
 from app.ui.theme import TextColours
 
+SHOWN_ROWS = 3  # proposals shown at once; Pin or Dismiss brings the next
 
 class NoteProposals(QWidget):
     """Signals: accepted(str text) — pin this note; dismissed(str text) — do not."""
@@ -24,6 +27,13 @@ class NoteProposals(QWidget):
         self.heading = QLabel(self.tr("The summary suggests keeping these as pinned notes:"))
         self.heading.setObjectName("noteProposalsHeading")
         self.heading.setWordWrap(True)
+        self.dismiss_all = QToolButton()
+        self.dismiss_all.setObjectName("noteDismissAll")
+        self.dismiss_all.setText(self.tr("Dismiss all"))
+        self.dismiss_all.setToolTip(self.tr("Pin none of these; they are not suggested again in this chat"))
+        self.dismiss_all.clicked.connect(self._on_dismiss_all)
+        self.more = QLabel()
+        self.more.setObjectName("noteProposalsMore")
         self._grid = QGridLayout()
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setHorizontalSpacing(6)
@@ -32,8 +42,12 @@ class NoteProposals(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 6, 12, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.heading)
+        top = QHBoxLayout()
+        top.addWidget(self.heading, 1)
+        top.addWidget(self.dismiss_all, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(top)
         layout.addLayout(self._grid)
+        layout.addWidget(self.more)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Maximum)
         self.rows: list[tuple[QLabel, QToolButton, QToolButton]] = []
         self.texts: list[str] = []  # the proposed notes as written, one per row
@@ -49,14 +63,15 @@ class NoteProposals(QWidget):
         return to_html(text, TextColours.from_palette(self.palette()))
 
     def set_proposals(self, proposals: Sequence[str]) -> None:
-        """One row per proposed note (none: hidden)."""
+        """A row for each of the first SHOWN_ROWS proposed notes, the others counted (none:
+        hidden). `texts` holds them all."""
         for row in self.rows:
             for widget in row:
                 self._grid.removeWidget(widget)
                 widget.hide()
                 widget.deleteLater()
         self.rows, self.texts = [], list(proposals)
-        for line, text in enumerate(proposals):
+        for line, text in enumerate(self.texts[:SHOWN_ROWS]):
             label = QLabel(self._html(text))
             label.setTextFormat(Qt.TextFormat.RichText)
             label.setAccessibleName(text)
@@ -78,4 +93,12 @@ class NoteProposals(QWidget):
             self._grid.addWidget(pin, line, 1)
             self._grid.addWidget(dismiss, line, 2)
             self.rows.append((label, pin, dismiss))
+        hidden = len(self.texts) - len(self.rows)
+        self.more.setText(self.tr("%n more after these", "", hidden))
+        self.more.setVisible(hidden > 0)
+        self.dismiss_all.setVisible(len(self.texts) > 1)
         self.setVisible(bool(proposals))
+
+    def _on_dismiss_all(self) -> None:
+        for text in list(self.texts):  # each answer may rebuild the rows: the list is copied first
+            self.dismissed.emit(text)

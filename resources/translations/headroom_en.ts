@@ -158,6 +158,16 @@
     </message>
 </context>
 <context>
+    <name>NoteProposals</name>
+    <message numerus="yes">
+        <source>%n more after these</source>
+        <translation>
+            <numerusform>%n more after these</numerusform>
+            <numerusform>%n more after these</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>Presets</name>
     <message numerus="yes">
         <source>Imported {0} presets</source>

@@ -1722,6 +1722,14 @@ tokens counted by {4}: {5}</source>
         <translation>요약이 다음 내용을 고정 메모로 두자고 제안합니다:</translation>
     </message>
     <message>
+        <source>Dismiss all</source>
+        <translation>모두 무시</translation>
+    </message>
+    <message>
+        <source>Pin none of these; they are not suggested again in this chat</source>
+        <translation>아무것도 고정하지 않습니다. 이 채팅에서 다시 제안되지 않습니다</translation>
+    </message>
+    <message>
         <source>Pin</source>
         <translation>고정</translation>
     </message>
@@ -1744,6 +1752,12 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Dismiss: {0}</source>
         <translation>무시: {0}</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n more after these</source>
+        <translation>
+            <numerusform>이 밖에 %n개 더</numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -63,3 +63,32 @@ def test_a_proposal_reads_its_inline_markdown_and_is_pinned_as_written(qtbot):
     with qtbot.waitSignal(widget.accepted) as pinned:
         qtbot.mouseClick(widget.rows[0][1], Qt.MouseButton.LeftButton)
     assert pinned.args == [note]
+
+
+def test_many_proposals_show_three_at_a_time_and_can_all_be_dismissed(qtbot, make_window):
+    """Trial 4: 19 proposals after a long chat crushed the transcript to ~60 px."""
+    window = make_window()
+    window.resize(1000, 700)
+    chat = window.chat
+    chat.turns.send("Plan my trip.")
+    qtbot.waitUntil(lambda: not chat.turns.active, timeout=10000)
+    names = ("Ada", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kim", "Lu")
+    cities = ("Lisbon", "Porto", "Seoul", "Busan", "Osaka", "Lima", "Quito", "Oslo", "Rome", "Nice", "Bern", "Kyiv")
+    summaries = [" ".join(f"{names[i]} lives in {cities[i]} with {i + 2} cats." for i in range(k, k + 3))
+                 for k in range(0, 12, 3)]  # four summaries, three facts each
+    for summary in summaries:
+        chat.notes.propose(summary)
+    QApplication.processEvents()
+    proposals = window.note_proposals
+    assert len(proposals.texts) == 12 and len(proposals.rows) == 3
+    assert proposals.more.isVisible() and proposals.more.text() == "9 more after these"
+    assert proposals.height() < 200 and window.chat_view.height() > 250  # the transcript keeps its room
+    qtbot.mouseClick(proposals.rows[0][1], Qt.MouseButton.LeftButton)  # Pin one: the next comes up
+    pinned = chat.pinned_notes
+    assert pinned in summaries[0] and len(proposals.texts) == 11 and len(proposals.rows) == 3
+    qtbot.mouseClick(proposals.dismiss_all, Qt.MouseButton.LeftButton)
+    QApplication.processEvents()
+    assert not proposals.isVisible() and chat.pinned_notes == pinned
+    for summary in summaries:  # dismissed ones are not offered again
+        chat.notes.propose(summary)
+    assert window.note_proposals.texts == []
