@@ -22,12 +22,22 @@ class AboutDialog(QDialog):
     """Shows `environment` (an Environment), the loaded model's LoadReport (None: no model) and
     the log folder. No signals. `rows` holds the (label, value) pairs shown, in order."""
 
+    def _value(self, name: str, value: str, environment: Environment) -> str:
+        """A version row's value in the window's language."""
+        if name == "CUDA" and not (environment.cuda_available and environment.cuda_devices):
+            return (self.tr("no CUDA device (this PyTorch is a CPU-only build)") if environment.torch_cuda is None
+                    else self.tr("no CUDA device (PyTorch built for CUDA {0})").format(environment.torch_cuda))
+        if value == "not installed":
+            return self.tr("not installed")
+        return f"{value} (Qt {qVersion()})" if name == "PySide6" else value
+
     def __init__(self, environment: Environment, report=None, log_folder=None, parent=None):
         super().__init__(parent)
         self.setObjectName("aboutDialog")
         self.setWindowTitle(self.tr("About Headroom"))
-        # the version rows are named after their packages (PySide6, torch, CUDA …): not translated
-        rows = [(k, f"{v} (Qt {qVersion()})" if k == "PySide6" else v) for k, v in environment.version_rows()]
+        # the version rows are named after their packages (PySide6, torch, CUDA …): not translated;
+        # what they say is (trial 4: "not installed" stayed English in the Korean window)
+        rows = [(k, self._value(k, v, environment)) for k, v in environment.version_rows()]
         rows.append((self.tr("Attention"), attention_text(report)))
         rows.append((self.tr("Logs"), str(log_folder) if log_folder else self.tr("not written (stderr only)")))
         self.rows = rows

@@ -208,7 +208,8 @@ class ModelStatusBar(QStatusBar):
                 "ready": decode_path_text("compiled"), "failed": self.tr("{0} (compile failed)").format(eager),
                 "eager": eager}.get(status.state, "")
         self.decode_label.setText(text)
-        self.decode_label.setToolTip(status.reason)
+        self.decode_label.setToolTip(self.tr("no CUDA device: decode runs eagerly (CUDA graphs need a GPU)")
+                                     if getattr(status, "cause", "") == "no-cuda" else status.reason)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
         """The last turn's speed; a turn that produced no token has no TTFT to show."""

@@ -4,6 +4,18 @@
 <context>
     <name>AboutDialog</name>
     <message>
+        <source>no CUDA device (this PyTorch is a CPU-only build)</source>
+        <translation>CUDA 장치 없음 (이 PyTorch는 CPU 전용 빌드입니다)</translation>
+    </message>
+    <message>
+        <source>no CUDA device (PyTorch built for CUDA {0})</source>
+        <translation>CUDA 장치 없음 (PyTorch는 CUDA {0}용 빌드)</translation>
+    </message>
+    <message>
+        <source>not installed</source>
+        <translation>설치되지 않음</translation>
+    </message>
+    <message>
         <source>About Headroom</source>
         <translation>Headroom 정보</translation>
     </message>
@@ -1668,6 +1680,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>{0} (compile failed)</source>
         <translation>{0} (컴파일 실패)</translation>
+    </message>
+    <message>
+        <source>no CUDA device: decode runs eagerly (CUDA graphs need a GPU)</source>
+        <translation>CUDA 장치 없음: 디코드는 컴파일되지 않은 채 실행됩니다 (CUDA 그래프에는 GPU가 필요합니다)</translation>
     </message>
     <message>
         <source>no tokens</source>

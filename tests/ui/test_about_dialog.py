@@ -73,3 +73,28 @@ def test_help_menu_opens_about_for_the_loaded_model(qtbot, make_window, tiny_mod
     assert dict(dialog.rows)["Attention"].startswith(f"{window.chat.report.attention} (")
     assert window.chat.report.attention in dialog.details_text()
     dialog.close()
+
+
+def test_what_the_rows_say_is_in_the_windows_language(qtbot, korean):
+    """Trial 4: "not installed" and "no CUDA device (…)" stayed English in the Korean window."""
+    env = replace(read_environment(), bitsandbytes=None, torch_cuda=None, cuda_available=False, cuda_devices=())
+    dialog = AboutDialog(env, REPORT)
+    qtbot.addWidget(dialog)
+    rows = dict(dialog.rows)
+    assert rows["bitsandbytes"] == "설치되지 않음"
+    assert rows["CUDA"] == "CUDA 장치 없음 (이 PyTorch는 CPU 전용 빌드입니다)"
+    assert rows["PyTorch"] == torch.__version__  # versions stay as they are
+
+
+def test_the_no_gpu_decode_note_is_in_the_windows_language(qtbot, korean):
+    from app.engine.local.compiled_decode import DecodeStatus
+    from app.ui.status_bar import ModelStatusBar
+
+    bar = ModelStatusBar()
+    qtbot.addWidget(bar)
+    bar.show_decode_status(DecodeStatus("eager", "no CUDA device: decode runs eagerly (CUDA graphs need a GPU)",
+                                        cause="no-cuda"))
+    assert bar.decode_label.toolTip().endswith("CUDA 장치 없음: 디코드는 컴파일되지 않은 채 실행됩니다 "
+                                               "(CUDA 그래프에는 GPU가 필요합니다)")
+    bar.show_decode_status(DecodeStatus("failed", "compiled decode unavailable, eager fallback (x)"))
+    assert bar.decode_label.toolTip().endswith("compiled decode unavailable, eager fallback (x)")  # the engine's

@@ -34,7 +34,8 @@ def test_the_dialog_lists_describes_and_sends_commands(qtbot, tmp_path, monkeypa
     dialog = PresetsDialog([*BUILTIN_PRESETS, MINE], "Precise")
     qtbot.addWidget(dialog)
     assert dialog.selected() == "Precise" and "✓" in dialog.list.currentItem().text()
-    assert "Nearly greedy" in dialog.description.text() and "top k 20" in dialog.description.text()
+    assert "Nearly greedy" in dialog.description.text()
+    assert "Temperature 0.2 · Top-p 1.0 · Top-k 20 · Min-p 0.1 · Repetition penalty 1.0" in dialog.description.text()
     assert not dialog.delete_button.isEnabled()  # a built-in
     dialog.list.setCurrentRow(5)
     assert dialog.selected() == "Pirate" and dialog.delete_button.isEnabled()
@@ -112,3 +113,10 @@ def test_a_huge_system_prompt_is_described_by_its_start_and_the_dialog_keeps_its
     assert shown == f"“{'x' * PROMPT_SHOWN_CHARS}…”"
     dialog.show()
     assert dialog.width() < 1200 and dialog.description.sizeHint().width() < 1200
+
+
+def test_a_presets_settings_are_named_in_the_windows_language(qtbot, korean):
+    """Trial 4: "temperature 0.7 · top p 0.95 · …" stayed English in the Korean window."""
+    dialog = PresetsDialog(list(BUILTIN_PRESETS), "Balanced")
+    qtbot.addWidget(dialog)
+    assert "온도 0.7 · Top-p 0.95 · Top-k 0 · Min-p 0.0 · 반복 페널티 1.0" in dialog.description.text()

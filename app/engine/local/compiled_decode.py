@@ -104,7 +104,8 @@ class DecodeStatus:
     (why eager, what is compiled, what failed). capacities: static-cache sizes (tokens) warmed
     up (every size runs compiled once one is ready, see the module docstring). seconds: warm-up
     time. kv_bits: the KV precisions (16, 8) whose step is compiled and ready. compiling_kv_bits:
-    while "compiling", those being compiled now, in order."""
+    while "compiling", those being compiled now, in order. cause: "no-cuda" when eager for want
+    of a CUDA device (the window says that one in its own language), else ""."""
 
     state: str
     reason: str = ""
@@ -112,6 +113,7 @@ class DecodeStatus:
     seconds: float = 0.0
     kv_bits: tuple[int, ...] = ()
     compiling_kv_bits: tuple[int, ...] = ()
+    cause: str = ""
 
 
 def kv_format_for(kv_bits: int) -> str:
@@ -943,7 +945,7 @@ def warm_up(loaded, capacities: Iterable[int] = (CAPACITY_STEP,),
             on_status(status)
 
     if require_cuda and model.device.type != "cuda":
-        report(DecodeStatus("eager", "no CUDA device: decode runs eagerly (CUDA graphs need a GPU)"))
+        report(DecodeStatus("eager", "no CUDA device: decode runs eagerly (CUDA graphs need a GPU)", cause="no-cuda"))
         return decoder
     if not todo:
         return decoder
