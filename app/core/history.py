@@ -372,7 +372,7 @@ def finish_summary(
         return tokens, accept_summary(plan.old_history_tokens, tokens, tokens, plan.cap_tokens)
 
     cleaned = without_repeats(_without_instructions(text))
-    text = cleaned.text
+    text = _without_echoes(cleaned.text)  # after `_untrusted` has counted them, below
     new, verdict = judge(text)
     untrusted = _untrusted(cleaned)
     if untrusted:
@@ -410,6 +410,12 @@ def _without_instructions(text: str) -> str:
 
 _ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:|(?:Previous summary|New turns)\s*:\s*$)",
                         re.IGNORECASE)
+
+
+def _without_echoes(text: str) -> str:
+    """`text` without the lines that copy the request (its "New turns:" heading, a transcript's
+    "User: …" line): a summary that kept a few showed "New turns: User: What should" (trial 4)."""
+    return "\n".join(line for line in text.splitlines() if not _ECHO_LINE.match(line)).strip()
 
 
 def _untrusted(cleaned: Cleaned) -> str:
@@ -450,10 +456,18 @@ def end_sentence(text: str) -> str:
     return text if not text or _ENDED.search(text) else text + "."
 
 
+USER_SAID = {None: "The user said:", "Korean": "사용자가 한 말:"}
+"""The extract's lead in the language its sentences are written in (trial 4: "The user said:"
+before Korean sentences in a Korean chat); English for the others."""
+
+
 def _extract(plan: SummaryPlan, firsts: Sequence[str]) -> str:
-    """The extractive fallback: the previous summary plus "The user said: " and `firsts`, the
-    facts a small model most often fails to carry over."""
-    return _join(plan.previous.content, "The user said: " + " ".join(firsts) if firsts else "")
+    """The extractive fallback: the previous summary plus "The user said: " (USER_SAID) and
+    `firsts`, the facts a small model most often fails to carry over."""
+    if not firsts:
+        return _join(plan.previous.content, "")
+    said = " ".join(firsts)
+    return _join(plan.previous.content, f"{USER_SAID.get(written_language(said), USER_SAID[None])} {said}")
 
 
 def _transcript(turns: Sequence[Turn]) -> str:

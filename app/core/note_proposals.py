@@ -19,8 +19,8 @@ from collections.abc import Iterable
 MAX_PROPOSALS = 3
 MAX_NOTE_CHARS = 160
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+|^(?:The user said|Earlier in this conversation|User|Assistant):\s*",
-                   re.IGNORECASE)
+_LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+"
+                   r"|^(?:The user said|사용자가 한 말|Earlier in this conversation|User|Assistant):\s*", re.IGNORECASE)
 _DOUBLED_END = re.compile(r"([?!。？！])[.。]+$")  # "What is 2+2?." from an older extract: a question still
 _DECISION = re.compile(r"\b(name|called|prefer|prefers|wants|decided|agreed|always|never|must|deadline|budget|"
                        r"uses|using|lives|works|born|allergic)\b", re.IGNORECASE)

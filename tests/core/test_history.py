@@ -478,3 +478,21 @@ def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extrac
     fine = "Alex lives in Lisbon. He is a nurse. They meet on Friday at 6 pm at the harbour cafe."
     state, verdict = finish_summary(plan, fine, count_words)
     assert verdict.accepted and state.content == fine
+    # a summary with a line or two copied from the request keeps its own lines only (trial 4:
+    # "New turns:\nUser: What should" was shown under "Earlier in this conversation")
+    own = "Alex lives in Lisbon.\nHe is a nurse.\nThey meet on Friday at 6 pm at the harbour cafe."
+    state, verdict = finish_summary(plan, own + "\nNew turns:\nUser: What should", count_words)
+    assert verdict.accepted and state.content == own
+
+
+def test_the_extract_of_a_korean_chat_is_led_in_korean():
+    """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
+    firsts = ["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"]
+    messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
+                                                   Message(Role.ASSISTANT, words(3, "a")))]
+    messages.append(Message(Role.USER, words(60, "next")))
+    budget = TokenBudget(context_tokens=200, max_new_tokens=30, summary_reserve=80)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    state, verdict = finish_summary(plan, "   ", count_words)
+    assert state.content == "사용자가 한 말: 제 이름은 민지예요. 부산에 살아요. 예산은 30만 원이에요."

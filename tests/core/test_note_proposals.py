@@ -52,4 +52,5 @@ def test_transcript_labels_are_not_kept_and_questions_are_not_offered():
 def test_a_question_with_a_stray_full_stop_is_still_a_question():
     """An older extractive summary wrote "What is 2+2?." — it was offered as a fact to pin."""
     assert propose_notes("The user said: Hello! What is 2+2?. My budget is 300 won.") == ["My budget is 300 won."]
+    assert propose_notes("사용자가 한 말: 예산은 30만 원이에요.") == ["예산은 30만 원이에요."]  # the lead is no note
     assert propose_notes("예산이 얼마예요？。 예산은 300만 원이다.") == ["예산은 300만 원이다."]
