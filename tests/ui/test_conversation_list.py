@@ -383,3 +383,26 @@ def test_the_same_rows_again_only_move_the_selection(qtbot, sidebar):
     sidebar.search_edit.setText("yak")
     sidebar.set_conversations([], None, now=NOW)  # no rows either time: the line names this search
     assert sidebar.empty_label.text() == "No conversations match “yak”."
+
+
+@pytest.mark.parametrize("palette_name", ["light", "dark"])
+def test_the_lists_scroll_bar_groove_shows_the_sidebar_behind_it(qtbot, qapp, palette_name):
+    """Trial 4: under the transparent list the native scroll bar's groove was drawn black."""
+    from tests.helpers.palettes import fusion_palette
+
+    with fusion_palette(qapp, palette_name) as palette:
+        widget = ConversationList()
+        qtbot.addWidget(widget)
+        widget.resize(220, 400)
+        widget.set_conversations([ConversationInfo(i, f"Chat {i}", NOW - i, NOW - i, 2) for i in range(300)], None,
+                                 now=NOW)
+        widget.show()
+        qtbot.waitExposed(widget)
+        bar = widget.list_widget.verticalScrollBar()
+        assert bar.isVisible()
+        image = widget.grab().toImage()
+        groove = bar.mapTo(widget, bar.rect().bottomLeft()) + QPoint(bar.width() // 2, -8)  # below the handle
+        seen = image.pixelColor(groove)
+        window = palette.color(palette.ColorRole.Window)
+        assert max(abs(seen.red() - window.red()), abs(seen.green() - window.green()),
+                   abs(seen.blue() - window.blue())) <= 8, (seen.name(), window.name())
