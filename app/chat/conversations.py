@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 TITLE_CHARS = 60
+MAX_TITLE_CHARS = 200  # a title the user types: longer ones are cut (trial 4 stored 5,000 characters)
 
 
 def auto_title(first_message: str) -> str:
@@ -257,7 +258,8 @@ class ConversationFlow(QObject):
 
     @Slot(int, str)
     def rename(self, conversation_id: int, title: str) -> None:
-        self._chat.store.rename_conversation(conversation_id, title)
+        """Give the conversation the title `title`, cut to MAX_TITLE_CHARS."""
+        self._chat.store.rename_conversation(conversation_id, title.strip()[:MAX_TITLE_CHARS])
         self.refresh_sidebar()
 
     @Slot(int)

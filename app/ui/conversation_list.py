@@ -46,6 +46,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.chat.conversations import MAX_TITLE_CHARS
 from app.core.store import ConversationInfo
 from app.ui.edit_keys import widget_shortcut
 from app.ui.plain_text import plain_tooltip
@@ -88,7 +89,14 @@ def age_group(timestamp: float, now: float) -> str:
 
 
 class _TitleDelegate(QStyledItemDelegate):
-    """Inline rename edits the stored title (blank for an untitled chat), not the shown text."""
+    """Inline rename edits the stored title (blank for an untitled chat), not the shown text, at
+    most MAX_TITLE_CHARS long."""
+
+    def createEditor(self, parent, option, index: QModelIndex):  # noqa: N802 (Qt override)
+        editor = super().createEditor(parent, option, index)
+        if hasattr(editor, "setMaxLength"):
+            editor.setMaxLength(MAX_TITLE_CHARS)
+        return editor
 
     def setEditorData(self, editor, index: QModelIndex) -> None:
         editor.setText(index.data(TITLE_ROLE) or "")
@@ -205,6 +213,13 @@ class ConversationList(QWidget):
         widget_shortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
                         self._on_delete_key_pressed)
         widget_shortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear)
+        # from the search box to its results by keyboard: Down goes to them, Enter opens the first
+        # (trial 4: only Tab reached them); the Menu key and Shift+F10 open a row's menu
+        widget_shortcut(QKeySequence(Qt.Key.Key_Down), self.search_edit, self._focus_first_result)
+        for enter in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            widget_shortcut(QKeySequence(enter), self.search_edit, self._open_first_result)
+        for menu_key in (QKeySequence(Qt.Key.Key_Menu), QKeySequence("Shift+F10")):
+            widget_shortcut(menu_key, self.list_widget, self._open_current_menu)
         self.set_conversations([], None)
 
     def _build_undo_bar(self) -> QFrame:
@@ -476,6 +491,35 @@ class ConversationList(QWidget):
         if item is None or item.data(ID_ROLE) is None:
             return
         self.context_menu(item.data(ID_ROLE)).exec(self.list_widget.viewport().mapToGlobal(pos))
+
+    def _first_result(self) -> QListWidgetItem | None:
+        return next((item for item in self._items() if item.data(ID_ROLE) is not None), None)
+
+    @Slot()
+    def _focus_first_result(self) -> None:
+        first = self._first_result()
+        if first is None:
+            return
+        if self.list_widget.currentItem() is None or self.list_widget.currentItem().data(ID_ROLE) is None:
+            self.list_widget.setCurrentItem(first)
+        self.list_widget.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    @Slot()
+    def _open_first_result(self) -> None:
+        self._search_timer.stop()
+        self._on_search_timer_timeout()  # the results of what is typed now, not of a second ago
+        first = self._first_result()
+        if first is not None:
+            self._on_item_clicked(first)
+            self.list_widget.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    @Slot()
+    def _open_current_menu(self) -> None:
+        item = self.list_widget.currentItem()
+        if item is None or item.data(ID_ROLE) is None:
+            return
+        rect = self.list_widget.visualItemRect(item)
+        self.context_menu(item.data(ID_ROLE)).exec(self.list_widget.viewport().mapToGlobal(rect.center()))
 
     @Slot()
     def _on_delete_key_pressed(self) -> None:

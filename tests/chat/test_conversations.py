@@ -221,3 +221,11 @@ def test_an_answer_that_ends_does_not_move_its_chat_in_the_list(chat):
     assert [i.id for i in infos] == [dogs, cats] and current == dogs  # the answer moved nothing
     assert [i.message_count for i in infos] == [2, 4]  # the count did follow
     assert chat.store.load_conversation(cats).conversation.messages[-1].content == "Cats purr."
+
+
+def test_a_renamed_title_is_kept_to_200_characters(chat):
+    """Trial 4: a 5,000-character title was stored whole."""
+    cats = seed(chat.store, "cats")
+    chat.conversations.rename(cats, "  " + "long title " * 500)
+    [info] = [i for i in chat.store.list_conversations() if i.id == cats]
+    assert len(info.title) == 200 and info.title.startswith("long title long")

@@ -406,3 +406,40 @@ def test_the_lists_scroll_bar_groove_shows_the_sidebar_behind_it(qtbot, qapp, pa
         window = palette.color(palette.ColorRole.Window)
         assert max(abs(seen.red() - window.red()), abs(seen.green() - window.green()),
                    abs(seen.blue() - window.blue())) <= 8, (seen.name(), window.name())
+
+
+def test_the_keyboard_reaches_the_results_and_a_rows_menu(qtbot, sidebar, monkeypatch):
+    """Trial 4: after Ctrl+F and typing, Down and Enter did nothing (only Tab reached the list),
+    and no key opened a row's menu (exporting a chat not open needed the mouse)."""
+    sidebar.set_conversations(infos(), None, now=NOW)
+    sidebar.search_edit.setFocus()
+    qtbot.keyClicks(sidebar.search_edit, "trip")
+    qtbot.keyClick(sidebar.search_edit, Qt.Key.Key_Down)
+    assert sidebar.list_widget.hasFocus() and sidebar.list_widget.currentItem() is sidebar.item_for(7)
+    sidebar.search_edit.setFocus()
+    with qtbot.waitSignal(sidebar.search_changed) as searched, qtbot.waitSignal(sidebar.open_requested) as opened:
+        qtbot.keyClick(sidebar.search_edit, Qt.Key.Key_Return)  # at once, not after the debounce
+    assert searched.args == ["trip"] and opened.args == [7]  # nobody filtered here: the first row
+    shown = []
+
+    class FakeMenu:
+        def __init__(self, conversation_id):
+            self.conversation_id = conversation_id
+
+        def exec(self, pos):
+            shown.append((self.conversation_id, pos))
+
+    monkeypatch.setattr(sidebar, "context_menu", FakeMenu)
+    sidebar.list_widget.setCurrentItem(sidebar.item_for(4))
+    sidebar.list_widget.setFocus()
+    qtbot.keyClick(sidebar.list_widget, Qt.Key.Key_Menu)
+    qtbot.keyClick(sidebar.list_widget, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
+    rect = sidebar.list_widget.visualItemRect(sidebar.item_for(4))
+    assert shown == [(4, sidebar.list_widget.viewport().mapToGlobal(rect.center()))] * 2
+
+
+def test_a_typed_title_is_cut_to_the_longest_kept(qtbot, sidebar):
+    from app.chat.conversations import MAX_TITLE_CHARS
+
+    sidebar.begin_rename(4)
+    assert _title_editor(sidebar).maxLength() == MAX_TITLE_CHARS == 200
