@@ -36,6 +36,7 @@ class MemoryWiring(QObject):
         chat.turn_planned.connect(self._on_turn_planned)
         chat.model_changed.connect(self._on_model_changed)
         chat.turn_ended.connect(self._on_turn_ended)
+        chat.context_counted.connect(self._on_context_counted)
         chat.kv_precision_changed.connect(self._on_kv_precision_changed)
         chat.backend_changed.connect(panel.show_remote)
         chat.monitor.sample_taken.connect(panel.show_sample)
@@ -51,6 +52,14 @@ class MemoryWiring(QObject):
         self._panel.show_projection(plan.projection, report.weight_bytes if report else 0)
         self._planned_kv_bits = getattr(plan, "kv_bits", 16)
         self._show_kv_dtype()
+
+    @Slot(int, int, int, int)
+    def _on_context_counted(self, used: int, _limit: int, _window_turns: int, _folded: int) -> None:
+        """The what-if sliders start from the chat as it stands (its prompt so far and the max new
+        tokens its next turn gets), not at 1 and 1 (trial 4); a user's own sizes are kept."""
+        if self._chat.report is None or self._chat.turns.active:
+            return
+        self._panel.what_if.sync_to(max(used, 1), self._chat.models.turn_settings().max_new_tokens)
 
     @Slot(str)
     def _on_turn_ended(self, status: str) -> None:

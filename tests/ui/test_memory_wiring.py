@@ -107,3 +107,16 @@ def test_a_finished_turns_projection_goes_a_refused_ones_stays(qtbot, make_windo
         window.chat.turn_ended.emit(status)
         assert gauge.text.startswith("Headroom after this turn: ") is kept, status
         assert (badge.text() == now) is not kept, status
+
+
+def test_the_what_if_sliders_start_from_the_chat_as_it_stands(qtbot, make_window):
+    """Trial 4: with no turn pending they read "Context 1 · New tokens 1"."""
+    window = make_window(max_new_tokens=300)
+    window.chat.model_path = "/m"
+    model_loaded(window)
+    what_if = window.vram_panel.what_if
+    window.chat.context_counted.emit(1_234, 7_000, 3, 0)
+    assert what_if.values() == (1_234, 300) and what_if.context_value.text() == "1,234"
+    what_if.set_values(4_000, 100)  # the user's sizes stay through the next count
+    window.chat.context_counted.emit(1_500, 7_000, 4, 0)
+    assert what_if.values() == (4_000, 100)
