@@ -309,17 +309,22 @@ def test_rejected_summary_keeps_old_text_and_does_not_loop():
     assert verdict.accepted and "empty summary" in verdict.reason and "The user said" in state.content
 
 
-def test_the_extract_does_not_double_a_sentences_own_punctuation():
-    """A trial's fallback read "The user said: Hello! What is 2+2?. Write a long essay…"."""
-    firsts = ["Hello! What is 2+2?", "Write a long essay about cats", "Done...", "서울에 살아요？",
-              'He said "stop."', "(see the list.)", "끝났어요。"]
+def extract_of(firsts: list[str]):
+    """The summary state and verdict when the model's summary is empty, for a chat whose folded
+    user messages start with `firsts` (three words follow each; a long message stays unfolded)."""
     messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
                                                    Message(Role.ASSISTANT, words(3, "a")))]
     messages.append(Message(Role.USER, words(60, "next")))
     budget = TokenBudget(context_tokens=200, max_new_tokens=30, summary_reserve=80)
     plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
                         count_tokens=count_words)
-    state, verdict = finish_summary(plan, "   ", count_words)
+    return finish_summary(plan, "   ", count_words)
+
+
+def test_the_extract_does_not_double_a_sentences_own_punctuation():
+    """A trial's fallback read "The user said: Hello! What is 2+2?. Write a long essay…"."""
+    state, verdict = extract_of(["Hello! What is 2+2?", "Write a long essay about cats", "Done...", "서울에 살아요？",
+                                 'He said "stop."', "(see the list.)", "끝났어요。"])
     assert verdict.accepted and "kept an extract" in verdict.reason
     assert state.content == ('The user said: Hello! What is 2+2? Write a long essay about cats. Done. 서울에 살아요？ '
                              'He said "stop."')
@@ -487,12 +492,5 @@ def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extrac
 
 def test_the_extract_of_a_korean_chat_is_led_in_korean():
     """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
-    firsts = ["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"]
-    messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
-                                                   Message(Role.ASSISTANT, words(3, "a")))]
-    messages.append(Message(Role.USER, words(60, "next")))
-    budget = TokenBudget(context_tokens=200, max_new_tokens=30, summary_reserve=80)
-    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
-                        count_tokens=count_words)
-    state, verdict = finish_summary(plan, "   ", count_words)
+    state, _verdict = extract_of(["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"])
     assert state.content == "사용자가 한 말: 제 이름은 민지예요. 부산에 살아요. 예산은 30만 원이에요."
