@@ -374,7 +374,7 @@ def finish_summary(
     cleaned = without_repeats(_without_instructions(text))
     text = _without_echoes(cleaned.text)  # after `_untrusted` has counted them, below
     new, verdict = judge(text)
-    untrusted = _untrusted(cleaned)
+    untrusted = _untrusted(cleaned) or _dropped_facts(plan.previous.content, text)
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
     elif cleaned.changed:
@@ -432,6 +432,38 @@ def _untrusted(cleaned: Cleaned) -> str:
         return (f"the model repeated itself ({cleaned.sentences_dropped} repeated sentences, "
                 f"{cleaned.sentences_kept} kept)")
     return ""
+
+
+# words a sentence may start with that name nothing: not facts to carry over
+_FUNCTION_WORDS = frozenset("""a an and as at but by for from he her his how i if in is it its me my no not of on or
+our she so that the their then there these they this to we what when where which who why will with you your
+yes hello hi ok okay please thanks thank i'm i've i'll i'd it's let's that's there's here's what's user
+assistant summary""".split())
+_FACT = re.compile(r"\d[\d,.:]*\d|\d|[A-Z][\w'’-]*")
+MIN_FACTS_TO_JUDGE = 3
+"""A previous summary with fewer facts (numbers, capitalised names) is not used to judge the next."""
+
+
+def _facts(text: str) -> set[str]:
+    """The numbers and capitalised words of `text` (not function words that start a sentence),
+    compared without case: what a later summary must not lose ("Mina", "Tokyo", "1200", "14")."""
+    words = (match.lower().replace("’", "'").rstrip(".,:") for match in _FACT.findall(text))
+    return {word.removesuffix("'s") if word not in _FUNCTION_WORDS else word for word in words} - _FUNCTION_WORDS
+
+
+def _dropped_facts(previous: str, new: str) -> str:
+    """Why `new` is no summary of `previous` and more, or "": it keeps fewer than half of the
+    previous summary's facts. A small model asked to fold both often rewrites only the newest
+    turns (trial 4: "Mina Park … Tokyo … March 14 … 1200 dollars" became a story about a cat,
+    and the name and the budget were gone for good). The extract keeps the previous summary."""
+    before = _facts(previous)
+    if len(before) < MIN_FACTS_TO_JUDGE:
+        return ""
+    kept = before & _facts(new)
+    if len(kept) * 2 >= len(before):
+        return ""
+    lost = ", ".join(sorted(before - kept)[:5])
+    return f"the model dropped the earlier summary's facts (kept {len(kept)} of {len(before)}; lost {lost})"
 
 
 def _folded_firsts(plan: SummaryPlan) -> list[str]:

@@ -494,3 +494,25 @@ def test_the_extract_of_a_korean_chat_is_led_in_korean():
     """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
     state, _verdict = extract_of(["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"])
     assert state.content == "사용자가 한 말: 제 이름은 민지예요. 부산에 살아요. 예산은 30만 원이에요."
+
+
+def test_a_summary_that_drops_the_earlier_summarys_facts_gives_way_to_the_extract():
+    """Trial 4: SmolLM2-135M folded "Mina Park … Tokyo on March 14 … 1200 dollars" into a story
+    about a cat, and the name and the budget were gone for good."""
+    previous = SummaryState("Mina Park lives in Busan. She goes to Tokyo on March 14 with a budget of 1200 dollars.",
+                            folded_through=-1, tokens=20)
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=60)
+    plan = plan_summary(window_for(messages, previous, budget), previous, system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    story = "In the year 2020, the cat Akira had no idea where to go. He lived in Tokyo."
+    state, verdict = finish_summary(plan, story, count_words)
+    assert "dropped the earlier summary's facts (kept 1 of 7; lost 1200, 14, busan, march, mina)" in verdict.reason
+    assert state.content.startswith(previous.content + "\n\nThe user said: ")  # the facts are kept
+    folded = "Mina Park from Busan flies to Tokyo on March 14; the budget is 1200 dollars. She asked what to pack."
+    state, verdict = finish_summary(plan, folded, count_words)  # the same facts in other words
+    assert verdict.accepted and state.content == folded
+    korean = SummaryState("민지는 부산에 살고 3월 14일에 120만 원으로 도쿄에 간다.", folded_through=-1, tokens=20)
+    plan = replace(plan, previous=korean)
+    state, verdict = finish_summary(plan, "민지는 도쿄 여행을 준비하고 있다.", count_words)  # no date, no budget
+    assert "kept 0 of 3" in verdict.reason and state.content.startswith(korean.content)
