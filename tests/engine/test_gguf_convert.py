@@ -250,3 +250,26 @@ def test_a_truncated_or_garbled_header_is_said_in_words(tmp_path, tiny_q8):
             read_gguf_header(path)
         text = str(info.value)
         assert "damaged GGUF header" in text and "download it again" in text and "codec" not in text
+
+
+def test_the_name_map_is_transformers_own_built_from_one_tensor_name_map(tiny_q8, monkeypatch):
+    """transformers builds gguf's TensorNameMap for every submodule it recurses into: 9.5 s of pure
+    Python for the default model, the window starved of the GIL (tests/benchmarks/ui_stalls.py)."""
+    import gguf
+    from gguf import tensor_mapping
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor, get_gguf_hf_weights_map
+
+    header = read_gguf_header(tiny_q8[0])
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(header.hf_config())
+    own = get_gguf_hf_weights_map(model, TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)(
+        config=header.config))
+    built = []
+    original_init = tensor_mapping.TensorNameMap.__init__
+    monkeypatch.setattr(tensor_mapping.TensorNameMap, "__init__",
+                        lambda self, *args: (built.append(args), original_init(self, *args))[1])
+    before = gguf.get_tensor_name_map
+    mapping, _processor = gguf_convert._name_map(header)
+    assert mapping == own and len(mapping) > 5
+    assert len(built) == 1  # one map, shared by every submodule
+    assert gguf.get_tensor_name_map is before  # put back
