@@ -29,6 +29,7 @@ from app.ui.summary_block import SummaryBlock
 
 FRAME_MS = 16
 FOLLOW_SLACK_PX = 40  # a user this close to the end is still reading the end: keep following
+ANCHOR_QUIET_MS = 1000  # the reader's place is kept until the layout is this long without a change
 SHOWN_AT_OPEN = 40  # messages built when a chat opens (~0.25 s here); older ones on demand
 EARLIER_PAGE = 40  # messages built per "Show earlier messages"
 
@@ -92,7 +93,13 @@ class ChatView(QScrollArea):
         self._unbuilt: list[Message] = []  # the oldest messages, no bubble yet (index = position)
         self._unbuilt_notes: dict[int, dict[str, str]] = {}  # their document notes: index → name → text
         self._versions: list = []  # (number, count) per message, for bubbles built later
-        self._from_bottom: int | None = None  # kept while earlier bubbles settle above the reader
+        # while earlier bubbles settle above the reader: the widget read at the top of the view and
+        # its distance from the view's top, kept until the reader scrolls or the layout is quiet
+        self._anchor: tuple[QWidget, int] | None = None
+        self._anchor_quiet = QTimer(self)
+        self._anchor_quiet.setSingleShot(True)
+        self._anchor_quiet.setInterval(ANCHOR_QUIET_MS)
+        self._anchor_quiet.timeout.connect(self._release_place)
         self.fold_marker: FoldMarker | None = None  # below the last turn the summary folds
         self._folded_turns = 0
         self._actions_enabled = True
@@ -107,6 +114,7 @@ class ChatView(QScrollArea):
         # the slack is followed, and a user who scrolled up is left where they are.
         self._following = True
         self.verticalScrollBar().valueChanged.connect(self._on_vertical_value_changed)
+        self.verticalScrollBar().actionTriggered.connect(self._release_place)  # the reader scrolls: theirs
         self.verticalScrollBar().rangeChanged.connect(self._on_vertical_range_changed)
 
     # ----- reading -------------------------------------------------------------------------
@@ -128,6 +136,7 @@ class ChatView(QScrollArea):
         self.end_stream()
         self._remove_from(self._layout.indexOf(self.earlier_button) + 1)
         self._unbuilt, self._unbuilt_notes, self._versions = [], {}, []
+        self._release_place()
         self._show_earlier_button()
         self.summary_block.clear()
 
@@ -155,7 +164,8 @@ class ChatView(QScrollArea):
         first = len(self._unbuilt) - len(page)  # the page's first message index
         del self._unbuilt[first:]
         bar = self.verticalScrollBar()
-        self._from_bottom = bar.maximum() - bar.value()
+        read = next((b for b in self._bubbles if b.geometry().bottom() >= bar.value()), None)
+        self._anchor = (read, read.y() - bar.value()) if read is not None else None
         self._following = False
         at = self._layout.indexOf(self.earlier_button) + 1
         built = [self._build(message, at + k) for k, message in enumerate(page)]
@@ -168,11 +178,23 @@ class ChatView(QScrollArea):
         self._place_fold_marker()
         self._refresh_actions()
         self._column.layout().activate()
-        bar.setValue(bar.maximum() - self._from_bottom)
-        QTimer.singleShot(200, self._release_place)  # the new bubbles' heights settle meanwhile
+        self._keep_place()
+        self._anchor_quiet.start()  # the new bubbles' heights settle meanwhile (wrapping, first paint)
 
-    def _release_place(self) -> None:
-        self._from_bottom = None
+    def _keep_place(self) -> None:
+        """The anchored widget back at its distance from the view's top (trial 5: with the
+        distance from the bottom kept for 200 ms, later pages moved what was read 1,400 px down)."""
+        if self._anchor is None:
+            return
+        widget, offset = self._anchor
+        if widget not in self._bubbles:  # truncated or cleared meanwhile
+            self._release_place()
+            return
+        self.verticalScrollBar().setValue(widget.y() - offset)
+
+    def _release_place(self, *_action) -> None:
+        self._anchor = None
+        self._anchor_quiet.stop()
 
     def _show_earlier_button(self) -> None:
         hidden = len(self._unbuilt)
@@ -544,12 +566,13 @@ class ChatView(QScrollArea):
     def _on_vertical_value_changed(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._following = value >= bar.maximum() - FOLLOW_SLACK_PX
-        if value == 0 and bar.maximum() > 0 and self._unbuilt and self._from_bottom is None:
+        if value == 0 and bar.maximum() > 0 and self._unbuilt and self._anchor is None:
             QTimer.singleShot(0, self.show_earlier)  # scrolled up to the top: the older ones come
 
     @Slot(int, int)
     def _on_vertical_range_changed(self, _min: int, maximum: int) -> None:
-        if self._from_bottom is not None:  # earlier bubbles grew above: the reader stays put
-            self.verticalScrollBar().setValue(maximum - self._from_bottom)
+        if self._anchor is not None:  # earlier bubbles grew above: the reader stays put
+            self._keep_place()
+            self._anchor_quiet.start()
         elif self._following:
             self.verticalScrollBar().setValue(maximum)

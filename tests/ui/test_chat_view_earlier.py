@@ -112,6 +112,15 @@ def test_earlier_messages_come_in_above_without_moving_what_is_read(qtbot, view)
     settle(qtbot)
     assert abs(reading.mapTo(view.viewport(), QPoint(0, 0)).y() - before) <= 2
     assert view.hidden_count() == 70
+    qtbot.wait(400)  # later than the 200 ms the place was kept for (trial 5: pushed 1,400 px down)
+    view.bubbles()[0].set_text("A long answer that wraps. " * 400)  # one above grows
+    settle(qtbot)
+    assert abs(reading.mapTo(view.viewport(), QPoint(0, 0)).y() - before) <= 2
+    view.verticalScrollBar().triggerAction(view.verticalScrollBar().SliderAction.SliderSingleStepAdd)
+    moved = reading.mapTo(view.viewport(), QPoint(0, 0)).y()  # the reader scrolled: the place is theirs
+    view.bubbles()[1].set_text("Another long one. " * 400)
+    settle(qtbot)
+    assert reading.mapTo(view.viewport(), QPoint(0, 0)).y() > moved + 100
 
 
 def test_scrolling_to_the_top_brings_the_next_page(qtbot, view):
