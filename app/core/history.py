@@ -372,7 +372,7 @@ def finish_summary(
         return tokens, accept_summary(plan.old_history_tokens, tokens, tokens, plan.cap_tokens)
 
     cleaned = without_repeats(_without_instructions(text))
-    text = _without_echoes(cleaned.text)  # after `_untrusted` has counted them, below
+    text = _without_fragment(_without_echoes(cleaned.text))  # after `_untrusted` has counted echoes, below
     new, verdict = judge(text)
     untrusted = _untrusted(cleaned) or _dropped_facts(plan.previous.content, text)
     if untrusted:
@@ -416,6 +416,27 @@ def _without_echoes(text: str) -> str:
     """`text` without the lines that copy the request (its "New turns:" heading, a transcript's
     "User: …" line): a summary that kept a few showed "New turns: User: What should" (trial 4)."""
     return "\n".join(line for line in text.splitlines() if not _ECHO_LINE.match(line)).strip()
+
+
+_SENTENCE_ENDS = re.compile(r"[.?!…。？！][\"'”’)\]」』）]*")
+
+
+def _without_fragment(text: str) -> str:
+    """`text` without a last sentence cut off by the summary's token cap ("… in Busan.\n\n박",
+    "… budget like?\n\nI'll be": trial 5), when whole sentences come before it. A summary written
+    as lines without full stops (a list) is left as it is: its last line is not a fragment."""
+    stripped = text.rstrip()
+    if not stripped or _ENDED.search(stripped):
+        return stripped
+    ends = [m for m in _SENTENCE_ENDS.finditer(stripped)
+            if not re.fullmatch(r"\s*\d+", stripped[stripped.rfind("\n", 0, m.start()) + 1:m.start()])]  # "2." lists
+    if not ends:
+        return stripped
+    cut = ends[-1].end()
+    kept, fragment = stripped[:cut].rstrip(), stripped[cut:].strip()
+    if "\n" in fragment or len(fragment) > len(kept) or re.match(r"[-*•]|\d+[.)]", fragment):
+        return stripped  # more lines, most of it ("Dr. Kim …"), or a list item: not a cut sentence
+    return kept
 
 
 def _untrusted(cleaned: Cleaned) -> str:

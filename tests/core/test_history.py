@@ -516,3 +516,22 @@ def test_a_summary_that_drops_the_earlier_summarys_facts_gives_way_to_the_extrac
     plan = replace(plan, previous=korean)
     state, verdict = finish_summary(plan, "민지는 도쿄 여행을 준비하고 있다.", count_words)  # no date, no budget
     assert "kept 0 of 3" in verdict.reason and state.content.startswith(korean.content)
+
+
+def test_a_last_sentence_cut_off_by_the_cap_is_dropped_and_lists_are_left_alone():
+    """Trial 5: a Korean summary ended "… 부산에 살아요.\\n\\n박" for ten turns, an English one "… I'll be"."""
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=60)
+    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    cases = {
+        "안녕하세요! 제 이름은 박민아이고 부산에 살아요.\n\n박": "안녕하세요! 제 이름은 박민아이고 부산에 살아요.",
+        "Mina lives in Busan. What's her budget like?\n\nI'll be": "Mina lives in Busan. What's her budget like?",
+        "Mina is in Seoul. She flies to Tokyo on May 4 and is": "Mina is in Seoul. She flies to Tokyo on May 4 and is",
+        "- Name: Mina\n- City: Busan": "- Name: Mina\n- City: Busan",  # a list: its last line is whole
+        "Mina lives in Busan.\n- Friend: Jonas": "Mina lives in Busan.\n- Friend: Jonas",
+        "Dr. Kim lives in Seoul with Mina": "Dr. Kim lives in Seoul with Mina",  # most of it: kept
+    }
+    for written, kept in cases.items():
+        state, verdict = finish_summary(plan, written, count_words)
+        assert verdict.accepted and state.content == kept, written
