@@ -4,6 +4,7 @@ Stored as JSON in the platformdirs config folder. Unknown or malformed fields fa
 defaults instead of failing start-up.
 """
 
+import contextlib
 import json
 import logging
 import math
@@ -338,9 +339,16 @@ def _model_contexts(raw: object) -> tuple[ModelContext, ...]:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write settings atomically (temp file + rename)."""
+    """Write settings atomically (temp file + rename). OSError names `path` (not the temp file,
+    which is removed: trial 5 found "settings.tmp: Is a directory" and the file left behind)."""
     path = path or settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        if tmp.is_file():
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc

@@ -100,6 +100,7 @@ def test_settings_that_cannot_be_saved_are_said_once_and_still_apply(make_chat, 
     chat.save_defaults(lambda settings: replace(settings, language="ko"))
     chat.save_defaults(lambda settings: replace(settings, appearance="dark"))
     said = [text for text, kind in chat.recorded.of("notice") if kind == "error"]
-    assert len(said) == 1 and said[0].startswith("Settings cannot be saved (")
+    assert len(said) == 1 and said[0].startswith(f"Settings cannot be saved ({config / 'settings.json'}: ")
+    assert not (config / "settings.tmp").exists()  # trial 5: named the temp file and left it behind
     assert said[0].endswith("changes apply until Headroom closes.")
     assert (chat.defaults.language, chat.defaults.appearance) == ("ko", "dark")  # kept for this session
