@@ -32,8 +32,8 @@ class NotesFlow(QObject):
 
     def propose(self, summary: str) -> None:
         """Offer the facts of a new `summary` of the open conversation as notes to pin."""
-        fresh = propose_notes(summary, self._chat.pinned_notes, self._dismissed)
-        self.proposals = [p for p in self.proposals if p not in fresh] + fresh
+        fresh = propose_notes(summary, self._chat.pinned_notes, self._dismissed, offered=self.proposals)
+        self.proposals += [p for p in fresh if p not in self.proposals]
         self._save_proposals()
         self._chat.notes_proposed.emit(list(self.proposals))
 

@@ -23,13 +23,20 @@ _LEAD = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+"
                    r"|^(?:The user said|사용자가 한 말|Earlier in this conversation|User|Assistant):\s*", re.IGNORECASE)
 _DOUBLED_END = re.compile(r"([?!。？！])[.。]+$")  # "What is 2+2?." from an older extract: a question still
 _DECISION = re.compile(r"\b(name|called|prefer|prefers|wants|decided|agreed|always|never|must|deadline|budget|"
-                       r"uses|using|lives|works|born|allergic)\b", re.IGNORECASE)
+                       r"uses|using|lives|works|born|allergic)\b"
+                       # Korean has no capitals for names: what a fact says instead (trial 5: a Korean
+                       # chat's name, city and plans were never proposed)
+                       r"|이름|예산|살아|살고|산다|좋아|싫어|알레르기|마감|결정|항상|절대|채식|친구|동행|여행|호텔|예약",
+                       re.IGNORECASE)
 
 
 def propose_notes(summary: str, notes: str = "", dismissed: Iterable[str] = (),
-                  limit: int = MAX_PROPOSALS) -> list[str]:
+                  limit: int = MAX_PROPOSALS, offered: Iterable[str] = ()) -> list[str]:
     """Up to `limit` sentences of `summary` worth pinning (see the module docstring), in the
-    summary's order; none already in `notes` (case-insensitive) or among `dismissed`."""
+    summary's order; none already in `notes` (case-insensitive) or among `dismissed`, and none
+    saying nearly the same as one already `offered` (trial 5: "Jonas Weber will join me; he is
+    vegetarian." and "Jonas Weber will join us." side by side, from two summaries)."""
+    offered = list(offered)
     held = _plain(notes)
     refused = {_plain(d) for d in dismissed}
     scored = []
@@ -42,7 +49,8 @@ def propose_notes(summary: str, notes: str = "", dismissed: Iterable[str] = (),
             scored.append((score, order, sentence))
     best: list[tuple[int, int, str]] = []
     for item in sorted(scored, key=lambda item: (-item[0], item[1])):
-        if len(best) < limit and not any(_alike(item[2], chosen) for _, _, chosen in best):
+        if (len(best) < limit and not any(_alike(item[2], chosen) for _, _, chosen in best)
+                and not any(_restates(item[2], earlier) for earlier in offered)):
             best.append(item)
     return [sentence for _, _, sentence in sorted(best, key=lambda item: item[1])]
 
@@ -55,6 +63,14 @@ def _alike(a: str, b: str) -> bool:
         return False
     shared = len(words_a & words_b)
     return shared == min(len(words_a), len(words_b)) or shared >= 0.7 * len(words_a | words_b)
+
+
+def _restates(a: str, b: str) -> bool:
+    """`_alike`, or 80 % of the shorter one's words are in the other: a fact offered by an earlier
+    summary and told again by a later one with a word changed ("join me" → "join us")."""
+    words_a, words_b = (set(re.findall(r"\w+", s.lower())) for s in (a, b))
+    shorter = min(len(words_a), len(words_b))
+    return _alike(a, b) or (shorter >= 3 and len(words_a & words_b) >= 0.8 * shorter)
 
 
 def _sentences(summary: str) -> list[str]:

@@ -29,8 +29,18 @@ def test_bullets_the_extract_prefix_and_long_or_tiny_sentences():
     assert all(len(p) <= MAX_NOTE_CHARS for p in proposed)
 
 
-def test_korean_sentences_are_proposed_when_they_hold_a_number():
-    assert propose_notes("사용자는 서울에 산다. 예산은 300만 원이다.") == ["예산은 300만 원이다."]
+def test_korean_sentences_are_proposed_when_they_hold_a_number_or_say_a_personal_fact():
+    """Korean has no capitals for names; trial 5's Korean chat (name, city, plans) got no proposals."""
+    assert propose_notes("오늘은 날씨가 맑았다. 예산은 300만 원이다.") == ["예산은 300만 원이다."]
+    assert propose_notes("제 이름은 박민아이고 부산에 살아요. 오늘은 날씨가 맑았다.") == ["제 이름은 박민아이고 부산에 살아요."]
+
+
+def test_a_fact_already_offered_in_other_words_is_not_offered_again():
+    """Trial 5: "Jonas Weber will join me; he is vegetarian." and "Jonas Weber will join us."
+    were offered side by side, from two summaries."""
+    offered = ["My friend Jonas Weber will join me; he is vegetarian."]
+    assert propose_notes("My friend Jonas Weber will join us. The hotel is Lotte Busan.", offered=offered) == [
+        "The hotel is Lotte Busan."]
 
 
 def test_a_summary_without_facts_proposes_nothing():
