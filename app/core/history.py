@@ -374,7 +374,8 @@ def finish_summary(
     cleaned = without_repeats(_without_instructions(text))
     text = _without_fragment(_without_echoes(cleaned.text))  # after `_untrusted` has counted echoes, below
     new, verdict = judge(text)
-    untrusted = _untrusted(cleaned) or _dropped_facts(plan.previous.content, text)
+    untrusted = (_untrusted(cleaned) or _other_language(plan, text)
+                 or _dropped_facts(plan.previous.content, text))
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
     elif cleaned.changed:
@@ -470,6 +471,16 @@ def _facts(text: str) -> set[str]:
     compared without case: what a later summary must not lose ("Mina", "Tokyo", "1200", "14")."""
     words = (match.lower().replace("’", "'").rstrip(".,:") for match in _FACT.findall(text))
     return {word.removesuffix("'s") if word not in _FUNCTION_WORDS else word for word in words} - _FUNCTION_WORDS
+
+
+def _other_language(plan: SummaryPlan, summary: str) -> str:
+    """Why `summary` is not this conversation's, or "": the turns are written in a script that
+    names their language (Korean, Japanese, …) and the summary is not (trial 5: a Korean chat's
+    first summary was "I'm glad to assist with your situation…", and the name and city were lost)."""
+    wanted = written_language(_transcript(plan.folded))
+    if wanted is None or not summary.strip() or written_language(summary) == wanted:
+        return ""
+    return f"the summary is not written in {wanted}, the conversation's language"
 
 
 def _dropped_facts(previous: str, new: str) -> str:

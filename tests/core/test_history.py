@@ -309,16 +309,20 @@ def test_rejected_summary_keeps_old_text_and_does_not_loop():
     assert verdict.accepted and "empty summary" in verdict.reason and "The user said" in state.content
 
 
-def extract_of(firsts: list[str]):
-    """The summary state and verdict when the model's summary is empty, for a chat whose folded
-    user messages start with `firsts` (three words follow each; a long message stays unfolded)."""
+def plan_for(firsts: list[str]):
+    """The summary plan of a chat whose folded user messages start with `firsts` (three words
+    follow each; a long last message stays unfolded)."""
     messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
                                                    Message(Role.ASSISTANT, words(3, "a")))]
     messages.append(Message(Role.USER, words(60, "next")))
     budget = TokenBudget(context_tokens=200, max_new_tokens=30, summary_reserve=80)
-    plan = plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
+    return plan_summary(window_for(messages, SummaryState(), budget), SummaryState(), system_prompt=SYSTEM,
                         count_tokens=count_words)
-    return finish_summary(plan, "   ", count_words)
+
+
+def extract_of(firsts: list[str]):
+    """The summary state and verdict of `plan_for(firsts)` when the model's summary is empty."""
+    return finish_summary(plan_for(firsts), "   ", count_words)
 
 
 def test_the_extract_does_not_double_a_sentences_own_punctuation():
@@ -535,3 +539,12 @@ def test_a_last_sentence_cut_off_by_the_cap_is_dropped_and_lists_are_left_alone(
     for written, kept in cases.items():
         state, verdict = finish_summary(plan, written, count_words)
         assert verdict.accepted and state.content == kept, written
+
+
+def test_a_summary_in_another_language_than_the_turns_gives_way_to_the_extract():
+    """Trial 5: a Korean chat's first summary read "I'm glad to assist with your situation…"."""
+    plan = plan_for(["제 이름은 박민아이고 부산에 살아요", "예산은 120만 원이에요"])
+    state, verdict = finish_summary(plan, "I'm glad to assist with your situation. I'm here to help.", count_words)
+    assert "not written in Korean" in verdict.reason and state.content.startswith("사용자가 한 말: 제 이름은")
+    state, verdict = finish_summary(plan, "사용자 박민아는 부산에 살고 예산은 120만 원이다.", count_words)
+    assert verdict.accepted and state.content == "사용자 박민아는 부산에 살고 예산은 120만 원이다."
