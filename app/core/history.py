@@ -262,8 +262,11 @@ def summary_request(
     previous: str, transcript: str, words: int, system_allowed: bool = True,
 ) -> list[ChatDict]:
     """Chat dicts asking the model to fold `previous` and `transcript` into one summary, written
-    in the conversation's language (named when its script tells it: `written_language`)."""
-    language = written_language(transcript)
+    in the conversation's language: the user's, named when its script tells it (`written_language`
+    of the transcript's "User:" lines; a small model's English answers to Korean questions made a
+    Korean chat's request say "the language of the conversation", trial 5)."""
+    users = "\n".join(line for line in transcript.splitlines() if line.startswith("User:"))
+    language = written_language(users) if users else written_language(transcript)
     ask = (
         f"Previous summary:\n{previous or '(none)'}\n\nNew turns:\n{transcript}\n\n"
         "Write one updated summary that folds the previous summary and the new turns together, "
@@ -473,11 +476,17 @@ def _facts(text: str) -> set[str]:
     return {word.removesuffix("'s") if word not in _FUNCTION_WORDS else word for word in words} - _FUNCTION_WORDS
 
 
+def _users_text(turns: Sequence[Turn]) -> str:
+    """What the user wrote in `turns`: the conversation's language is theirs (a small model may
+    answer a Korean question in English)."""
+    return "\n".join(m["content"] for t in turns for m in t.messages if m["role"] == Role.USER.value)
+
+
 def _other_language(plan: SummaryPlan, summary: str) -> str:
     """Why `summary` is not this conversation's, or "": the turns are written in a script that
     names their language (Korean, Japanese, …) and the summary is not (trial 5: a Korean chat's
     first summary was "I'm glad to assist with your situation…", and the name and city were lost)."""
-    wanted = written_language(_transcript(plan.folded))
+    wanted = written_language(_users_text(plan.folded))
     if wanted is None or not summary.strip() or written_language(summary) == wanted:
         return ""
     return f"the summary is not written in {wanted}, the conversation's language"

@@ -396,6 +396,9 @@ def test_summaries_are_asked_for_in_the_conversations_language():
     assert "Write it in Korean." in korean[-1]["content"]
     english = summary_request("", "User: Tell me about Paris\nAssistant: It is the capital.", 80)
     assert "Write it in the language of the conversation." in english[-1]["content"]
+    answered_in_english = summary_request("", "User: 제 이름은 박민아이고 부산에 살아요\nAssistant: I'm glad to assist "
+                                              "with your situation. Please refer to any of my articles.", 80)
+    assert "Write it in Korean." in answered_in_english[-1]["content"]  # the user's language (trial 5)
 
 
 def test_fold_at_evicts_before_the_window_is_full_and_keeps_the_newest_turns():
@@ -544,6 +547,8 @@ def test_a_last_sentence_cut_off_by_the_cap_is_dropped_and_lists_are_left_alone(
 def test_a_summary_in_another_language_than_the_turns_gives_way_to_the_extract():
     """Trial 5: a Korean chat's first summary read "I'm glad to assist with your situation…"."""
     plan = plan_for(["제 이름은 박민아이고 부산에 살아요", "예산은 120만 원이에요"])
+    for turn in plan.folded:  # the model answered in English, at length (trial 5)
+        turn.messages[1]["content"] = "I'm glad to assist with your situation. " * 5
     state, verdict = finish_summary(plan, "I'm glad to assist with your situation. I'm here to help.", count_words)
     assert "not written in Korean" in verdict.reason and state.content.startswith("사용자가 한 말: 제 이름은")
     state, verdict = finish_summary(plan, "사용자 박민아는 부산에 살고 예산은 120만 원이다.", count_words)
