@@ -469,11 +469,21 @@ MIN_FACTS_TO_JUDGE = 3
 """A previous summary with fewer facts (numbers, capitalised names) is not used to judge the next."""
 
 
+_HANGUL_WORD = re.compile(r"[\uac00-\ud7a3]{2,}")
+# Korean words that name nothing to keep: greetings, pronouns, "is / has / does" and the like
+_HANGUL_FUNCTION_STEMS = frozenset("안녕 감사 고마 그리 그러 그래 그런 이것 저것 그것 여기 저기 거기 우리 저는 "
+                                   "제가 나는 내가 있어 있습 없어 없습 했어 했습 해요 합니 하는 하고 같이 정말 "
+                                   "너무 아주".split())
+
+
 def _facts(text: str) -> set[str]:
     """The numbers and capitalised words of `text` (not function words that start a sentence),
-    compared without case: what a later summary must not lose ("Mina", "Tokyo", "1200", "14")."""
+    compared without case: what a later summary must not lose ("Mina", "Tokyo", "1200", "14").
+    Korean has no capitals: its words count by their first two syllables, the particles after
+    them left out ("부산에" and "부산으로" are one fact, "부산")."""
     words = (match.lower().replace("’", "'").rstrip(".,:") for match in _FACT.findall(text))
-    return {word.removesuffix("'s") if word not in _FUNCTION_WORDS else word for word in words} - _FUNCTION_WORDS
+    facts = {word.removesuffix("'s") if word not in _FUNCTION_WORDS else word for word in words} - _FUNCTION_WORDS
+    return facts | ({word[:2] for word in _HANGUL_WORD.findall(text)} - _HANGUL_FUNCTION_STEMS)
 
 
 def _users_text(turns: Sequence[Turn]) -> str:

@@ -522,7 +522,11 @@ def test_a_summary_that_drops_the_earlier_summarys_facts_gives_way_to_the_extrac
     korean = SummaryState("민지는 부산에 살고 3월 14일에 120만 원으로 도쿄에 간다.", folded_through=-1, tokens=20)
     plan = replace(plan, previous=korean)
     state, verdict = finish_summary(plan, "민지는 도쿄 여행을 준비하고 있다.", count_words)  # no date, no budget
-    assert "kept 0 of 3" in verdict.reason and state.content.startswith(korean.content)
+    assert "kept 2 of 10" in verdict.reason and state.content.startswith(korean.content)
+    paraphrase = "박민아는 부산에서 살며 예산이 120만 원이에요. 3월 14일 도쿄."  # Korean facts by their stems
+    said = SummaryState("사용자 박민아는 부산에 살고 예산은 120만 원이다.", folded_through=-1, tokens=12)
+    state, verdict = finish_summary(replace(plan, previous=said), paraphrase, count_words)
+    assert verdict.accepted and state.content == paraphrase
 
 
 def test_a_last_sentence_cut_off_by_the_cap_is_dropped_and_lists_are_left_alone():
