@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from app.core.json_files import keep_aside, write_atomically
 from app.core.paths import config_dir
 from app.core.settings import DEFAULT_SYSTEM_PROMPT, GenerationSettings
 
@@ -297,10 +297,7 @@ def to_json(presets: Iterable[Preset]) -> dict[str, Any]:
 
 
 def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
@@ -321,9 +318,8 @@ def load_presets(path: Path | None = None) -> PresetLibrary:
     try:
         return PresetLibrary().imported(json.loads(text), on_clash="rename")[0]
     except (ValueError, RecursionError) as exc:  # PresetError and json.JSONDecodeError are ValueErrors
-        aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
         try:
-            path.replace(aside)
+            aside = keep_aside(path)
         except OSError as move_error:
             log.warning("presets file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
             raise PresetError(f"the presets file {path} cannot be read or moved aside") from None

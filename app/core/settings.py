@@ -4,16 +4,15 @@ Stored as JSON in the platformdirs config folder. Unknown or malformed fields fa
 defaults instead of failing start-up.
 """
 
-import contextlib
 import json
 import logging
 import math
 import os
-import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from app.core.backend_settings import BackendSettings
+from app.core.json_files import keep_aside, write_atomically
 from app.core.last_folders import LastFolders
 from app.core.paths import config_dir
 
@@ -261,9 +260,8 @@ def read_settings(path: Path | None = None) -> tuple[Settings, str]:
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
         return Settings(), f"Settings could not be read ({path}: {exc.strerror or exc}); the defaults are used."
     except (ValueError, TypeError, AttributeError) as exc:  # UnicodeDecodeError and JSON errors are ValueErrors
-        aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
         try:
-            path.replace(aside)
+            aside = keep_aside(path)
         except OSError as move_error:
             log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
             return Settings(), f"Settings could not be read ({path}: {exc}); the defaults are used."
@@ -339,16 +337,5 @@ def _model_contexts(raw: object) -> tuple[ModelContext, ...]:
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
-    """Write settings atomically (temp file + rename). OSError names `path` (not the temp file,
-    which is removed: trial 5 found "settings.tmp: Is a directory" and the file left behind)."""
-    path = path or settings_path()
-    tmp = path.with_suffix(".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(asdict(settings), indent=2), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        if tmp.is_file():
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    """Write settings atomically (json_files.write_atomically; OSError names settings.json)."""
+    write_atomically(path or settings_path(), json.dumps(asdict(settings), indent=2))

@@ -1,0 +1,33 @@
+"""The JSON files Headroom keeps in the config folder (settings.json, presets.json): written whole
+or not at all, and one that cannot be read is kept aside for the user, never overwritten by the
+next save. Pure Python."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from pathlib import Path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename, so a crash never leaves half a
+    file. OSError names `path`, not the temp file, which is removed (trial 5 found
+    "settings.tmp: Is a directory" and the temp file left behind)."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        if tmp.is_file():
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def keep_aside(path: Path) -> Path:
+    """Rename the unreadable `path` to <stem>.unreadable-<local time>.json beside it and return
+    where it went. Raises OSError when it cannot be renamed."""
+    aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    path.replace(aside)
+    return aside
