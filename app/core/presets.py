@@ -241,7 +241,7 @@ class PresetLibrary:
 
     def free_name(self, name: str) -> str:
         """``name``, or "name (2)", "name (3)", … : the first not taken."""
-        return _first_free(name, lambda key: self.get(key) is not None)
+        return _first_free(name, lambda key: self.get(key) is not None)[0]
 
     def imported(self, raw: object, on_clash: str = "rename") -> tuple[PresetLibrary, ImportResult]:
         """Add the presets of ``raw`` (parsed JSON, see `presets_from_json`). A name already taken:
@@ -263,9 +263,8 @@ class PresetLibrary:
             if clash and on_clash == "error":
                 raise PresetError(f"a preset named {existing.name!r} already exists; nothing was imported")
             if clash:
-                new_name = _first_free(preset.name, lambda key: key in builtin or key in user,
-                                       next_suffix.get(preset.key, 2))
-                next_suffix[preset.key] = int(new_name.rsplit("(", 1)[1].rstrip(")")) + 1
+                new_name, next_suffix[preset.key] = _first_free(
+                    preset.name, lambda key: key in builtin or key in user, next_suffix.get(preset.key, 2))
                 renamed.append((preset.name, new_name))
                 preset = replace(preset, name=new_name)
             elif existing is not None:
@@ -277,14 +276,15 @@ class PresetLibrary:
                 ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes)))
 
 
-def _first_free(name: str, taken, first: int = 2) -> str:
+def _first_free(name: str, taken, first: int = 2) -> tuple[str, int]:
     """``name`` when ``taken(name_key(name))`` is false, else "name (n)" for the first n ≥ ``first``
-    not taken, the name shortened so the whole stays within MAX_NAME_CHARS."""
+    not taken, the name shortened so the whole stays within MAX_NAME_CHARS; and the n to try
+    first next time."""
     candidate, n = name, first
     while taken(name_key(candidate)):
         suffix = f" ({n})"
         candidate, n = name[:MAX_NAME_CHARS - len(suffix)] + suffix, n + 1
-    return candidate
+    return candidate, n
 
 
 def presets_path() -> Path:

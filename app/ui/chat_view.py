@@ -148,7 +148,7 @@ class ChatView(QScrollArea):
         split = max(len(messages) - SHOWN_AT_OPEN, 0)
         self._unbuilt = messages[:split]
         for message in messages[split:]:
-            self._bubbles.append(self._build(message, self._layout.count() - 1)[0])
+            self._bubbles.append(self._build(message, self._layout.count() - 1))
         self._show_earlier_button()
         # once, not per bubble: per bubble it touched every bubble before it (1,000 messages: ~15 s)
         self._follow_end()
@@ -169,8 +169,8 @@ class ChatView(QScrollArea):
         self._following = False
         at = self._layout.indexOf(self.earlier_button) + 1
         built = [self._build(message, at + k) for k, message in enumerate(page)]
-        self._bubbles[0:0] = [bubble for bubble, _ in built]
-        for k, (bubble, _) in enumerate(built):
+        self._bubbles[0:0] = built
+        for k, bubble in enumerate(built):
             bubble.set_version(*self._version(first + k))
             for name, text in self._unbuilt_notes.pop(first + k, {}).items():
                 self.add_document_note(first + k, name, text, follow=False)
@@ -202,7 +202,7 @@ class ChatView(QScrollArea):
         if hidden:
             self.earlier_button.setText(self.tr("Show %n earlier messages", "", hidden))
 
-    def _build(self, message: Message, at: int) -> tuple[MessageBubble, Message]:
+    def _build(self, message: Message, at: int) -> MessageBubble:
         """A bubble for a stored `message`, inserted at layout position `at`."""
         bubble = self._add_bubble(message.role, message.content, message.status, at)
         if message.status is MessageStatus.STOPPED and stop_detail(message.stats):
@@ -210,7 +210,7 @@ class ChatView(QScrollArea):
         bubble.set_stats(message.stats)
         bubble.documents.set_documents(message.documents)
         bubble.sources.set_sources(message.sources)
-        return bubble, message
+        return bubble
 
     def truncate(self, index: int) -> None:
         """Drop the bubbles from `index` on, with the notices below them (edit / regenerate).
