@@ -22,12 +22,12 @@ class AboutDialog(QDialog):
     """Shows `environment` (an Environment), the loaded model's LoadReport (None: no model) and
     the log folder. No signals. `rows` holds the (label, value) pairs shown, in order."""
 
-    def _value(self, name: str, value: str, environment: Environment) -> str:
+    def _value(self, name: str, value: str | None, environment: Environment) -> str:
         """A version row's value in the window's language."""
         if name == "CUDA" and not (environment.cuda_available and environment.cuda_devices):
             return (self.tr("no CUDA device (this PyTorch is a CPU-only build)") if environment.torch_cuda is None
                     else self.tr("no CUDA device (PyTorch built for CUDA {0})").format(environment.torch_cuda))
-        if value == "not installed":
+        if value is None:
             return self.tr("not installed")
         return f"{value} (Qt {qVersion()})" if name == "PySide6" else value
 

@@ -61,15 +61,16 @@ class Environment:
             return "no CUDA device (this PyTorch is a CPU-only build)"
         return f"no CUDA device (PyTorch built for CUDA {self.torch_cuda})"
 
-    def version_rows(self) -> list[tuple[str, str]]:
-        """(label, value) rows for the About dialog and bug reports."""
+    def version_rows(self) -> list[tuple[str, str | None]]:
+        """(label, value) rows for the About dialog and bug reports; value None: the package is not
+        installed (the window says so in its own language)."""
         return [
             ("Headroom", self.headroom),
             ("Python", self.python),
             ("PyTorch", self.torch),
-            ("transformers", self.transformers or "not installed"),
-            ("PySide6", self.pyside6 or "not installed"),
-            ("bitsandbytes", self.bitsandbytes or "not installed"),
+            ("transformers", self.transformers),
+            ("PySide6", self.pyside6),
+            ("bitsandbytes", self.bitsandbytes),
             ("CUDA", self.cuda_summary()),
         ]
 
