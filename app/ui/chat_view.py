@@ -30,8 +30,10 @@ from app.ui.summary_block import SummaryBlock
 FRAME_MS = 16
 FOLLOW_SLACK_PX = 40  # a user this close to the end is still reading the end: keep following
 ANCHOR_QUIET_MS = 1000  # the reader's place is kept until the layout is this long without a change
-SHOWN_AT_OPEN = 40  # messages built when a chat opens (~0.25 s here); older ones on demand
-EARLIER_PAGE = 40  # messages built per "Show earlier messages"
+# a bubble costs ~6 ms (markdown, code highlighting, layout): 20 of them stay near the 100 ms a
+# click may take (40 froze the window 250 ms); 20 long answers are still several screens
+SHOWN_AT_OPEN = 20  # messages built when a chat opens; older ones on demand
+EARLIER_PAGE = 20  # messages built per "Show earlier messages" (or scrolling to the top)
 
 
 class _Column(QWidget):

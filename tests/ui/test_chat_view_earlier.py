@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 from app.core.conversation import Message, Role
 from app.ui.chat_view import EARLIER_PAGE, SHOWN_AT_OPEN, ChatView
 
-PAIRS = 75  # 150 messages: 40 shown, 110 hidden, three pages to show them all
+PAIRS = 75  # 150 messages: 20 shown, 130 hidden, seven pages to show them all
 
 
 def chat(pairs: int = PAIRS) -> list[Message]:
@@ -38,22 +38,22 @@ def settle(qtbot) -> None:
 
 
 def test_a_long_chat_opens_with_its_last_messages_and_shows_the_rest_on_demand(qtbot, view):
-    assert (SHOWN_AT_OPEN, EARLIER_PAGE) == (40, 40)
-    assert len(view.bubbles()) == 40 and view.hidden_count() == 110
-    assert view.bubbles()[0].text == "question 55" and view.bubbles()[-1].text.startswith("answer 74.")
-    assert view.earlier_button.isVisible() and view.earlier_button.text() == "Show 110 earlier messages"
+    assert (SHOWN_AT_OPEN, EARLIER_PAGE) == (20, 20)
+    assert len(view.bubbles()) == 20 and view.hidden_count() == 130
+    assert view.bubbles()[0].text == "question 65" and view.bubbles()[-1].text.startswith("answer 74.")
+    assert view.earlier_button.isVisible() and view.earlier_button.text() == "Show 130 earlier messages"
     bar = view.verticalScrollBar()
     assert bar.value() == bar.maximum() > 0  # opened at its end, as before
     view.earlier_button.click()
-    assert view.hidden_count() == 70 and view.bubbles()[0].text == "question 35"
-    assert view.earlier_button.text() == "Show 70 earlier messages"
-    view.show_earlier()
-    view.show_earlier()
+    assert view.hidden_count() == 110 and view.bubbles()[0].text == "question 55"
+    assert view.earlier_button.text() == "Show 110 earlier messages"
+    for _ in range(6):
+        view.show_earlier()
     assert view.hidden_count() == 0 and not view.earlier_button.isVisible()
     assert [b.text for b in view.bubbles()[::2]] == [f"question {i}" for i in range(PAIRS)]
     view.show_earlier()  # nothing left: nothing happens
     assert len(view.bubbles()) == 150
-    view.load_messages(chat(20) + [Message(Role.USER, "one more")])
+    view.load_messages(chat(10) + [Message(Role.USER, "one more")])
     assert view.hidden_count() == 1 and view.earlier_button.text() == "Show 1 earlier message"
     view.load_messages(chat(3))  # a short chat: everything, no button
     assert len(view.bubbles()) == 6 and view.hidden_count() == 0 and not view.earlier_button.isVisible()
@@ -64,10 +64,10 @@ def test_indexes_stay_the_messages_positions(qtbot, view):
         view.bubbles()[-1].regenerate_button.click()
     assert regenerate.args == [149]
     view.show_earlier()
-    first_shown = view.bubbles()[0]  # message 70
+    first_shown = view.bubbles()[0]  # message 110
     with qtbot.waitSignal(view.branch_requested) as branch:
         first_shown.branch_requested.emit()
-    assert branch.args == [70]
+    assert branch.args == [110]
     view.truncate(140)  # a shown message: the view keeps 0 … 139
     assert view.hidden_count() + len(view.bubbles()) == 140
     view.truncate(10)  # one not built yet: everything from it goes
@@ -81,10 +81,10 @@ def test_what_arrives_for_a_hidden_message_shows_when_it_is_built(qtbot, view):
     versions[4] = (2, 3)
     versions[140] = (1, 2)
     view.set_versions(versions)
-    assert view.bubbles()[140 - 110].version_label.text() == "1 / 2"
+    assert view.bubbles()[140 - 130].version_label.text() == "1 / 2"
     view.add_document_note(4, "notes.txt", "notes.txt: whole file, 12 tokens")
     view.show_documents(4, ())
-    for _ in range(3):
+    for _ in range(7):
         view.show_earlier()
     bubble = view.bubbles()[4]
     assert bubble.version_label.text() == "2 / 3"
@@ -95,7 +95,7 @@ def test_what_arrives_for_a_hidden_message_shows_when_it_is_built(qtbot, view):
 def test_the_fold_marker_waits_for_its_turn_to_be_built(qtbot, view):
     view.show_summary("The user asked about many things.", 10, 40, 512)  # folds turns 0-9
     assert view.fold_marker is None  # before question 10, not built yet
-    for _ in range(3):
+    for _ in range(7):
         view.show_earlier()
     assert view.fold_marker is not None
     layout = view.widget().layout()
@@ -111,7 +111,7 @@ def test_earlier_messages_come_in_above_without_moving_what_is_read(qtbot, view)
     view.show_earlier()
     settle(qtbot)
     assert abs(reading.mapTo(view.viewport(), QPoint(0, 0)).y() - before) <= 2
-    assert view.hidden_count() == 70
+    assert view.hidden_count() == 110
     qtbot.wait(400)  # later than the 200 ms the place was kept for (trial 5: pushed 1,400 px down)
     view.bubbles()[0].set_text("A long answer that wraps. " * 400)  # one above grows
     settle(qtbot)
@@ -125,6 +125,6 @@ def test_earlier_messages_come_in_above_without_moving_what_is_read(qtbot, view)
 
 def test_scrolling_to_the_top_brings_the_next_page(qtbot, view):
     view.verticalScrollBar().setValue(0)
-    qtbot.waitUntil(lambda: view.hidden_count() == 70, timeout=3000)
+    qtbot.waitUntil(lambda: view.hidden_count() == 110, timeout=3000)
     settle(qtbot)
     assert view.verticalScrollBar().value() > 0  # the reader is where they were, above them more to read
