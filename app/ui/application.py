@@ -6,6 +6,8 @@ splash screen is painted, so a double-click shows Headroom within a second."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 import logging
 import sys
 import time
@@ -60,9 +62,21 @@ def create_window(settings: Settings, model=None, device_preference: str = "auto
     is imported)."""
     from app.ui.main_window import MainWindow  # imports torch: after the splash is up
 
+    freeze_imported_objects()
     window = MainWindow(settings, device_preference, store)
     window.chat.models.open_at_start(model, default_model_path())
     return window
+
+
+@functools.cache  # once per process: the imports happen once, and a later freeze would keep garbage
+def freeze_imported_objects() -> None:
+    """Move what is alive now (torch's and transformers' modules, ~260,000 objects) out of the cyclic
+    GC's reach, before the model loader thread starts. Each full collection walked them with the
+    GIL held, ~190 ms, and the window froze with it: five stalls per model open on a 2-core box
+    (tests/benchmarks/ui_stalls.py; Python docs, gc.freeze). Garbage is collected first, so none
+    is kept for good (0.13 s, once, while the splash is up)."""
+    gc.collect()
+    gc.freeze()
 
 
 def run_gui(args, settings: Settings, settings_note: str = "", started: float | None = None) -> int:
