@@ -259,7 +259,9 @@ def read_settings(path: Path | None = None) -> tuple[Settings, str]:
     except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
         return Settings(), f"Settings could not be read ({path}: {exc.strerror or exc}); the defaults are used."
-    except (ValueError, TypeError, AttributeError) as exc:  # UnicodeDecodeError and JSON errors are ValueErrors
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+        if isinstance(exc, RecursionError):  # json.loads on arrays nested 100,000 deep (new-user trial)
+            exc = ValueError("nested too deeply")
         try:
             aside = keep_aside(path)
         except OSError as move_error:

@@ -172,3 +172,17 @@ def test_a_broken_settings_file_is_kept_aside_and_said_never_silently_replaced(t
     settings, note = read_settings(path)
     assert settings == Settings() and path.is_dir() and "Is a directory" in note
     assert load_settings(path) == Settings()
+
+
+def test_a_settings_file_nested_too_deeply_is_kept_aside_not_fatal(tmp_path):
+    """New-user trial: {"generation": [[[…]]]} 100,000 deep raised RecursionError at every start."""
+    from app.core.settings import read_settings
+
+    path = tmp_path / "settings.json"
+    deep = '{"generation": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(deep, encoding="utf-8")
+    settings, note = read_settings(path)
+    [kept] = tmp_path.glob("settings.unreadable-*.json")
+    assert settings == Settings() and not path.exists() and kept.read_text(encoding="utf-8") == deep
+    assert note == f"Settings could not be read (nested too deeply); the file was kept as {kept.name} " \
+                   "and the defaults are used."
