@@ -335,7 +335,8 @@ def export_presets(presets: Iterable[Preset], path: Path) -> None:
 def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
                    ) -> tuple[PresetLibrary, ImportResult]:
     """`PresetLibrary.imported` from a file. Raises PresetError (one line) for a file that cannot be
-    read, is not JSON, or holds an unusable preset; the library is then unchanged."""
+    read, is not JSON (or nests too deeply for the parser), or holds an unusable preset; the library
+    is then unchanged."""
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -344,4 +345,6 @@ def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
         raise PresetError(f"{Path(path).name} is not a text file") from None
     except json.JSONDecodeError as exc:
         raise PresetError(f"{Path(path).name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:  # [[[…]]] 100,000 deep opened the crash dialog (new-user trial)
+        raise PresetError(f"{Path(path).name} is not valid JSON (nested too deeply)") from None
     return library.imported(raw, on_clash)

@@ -127,6 +127,17 @@ def test_unreadable_or_binary_import_files_are_reported(tmp_path):
         import_presets(PresetLibrary(), tmp_path / "bin.json")
 
 
+def test_an_import_file_nested_too_deeply_is_not_valid_json(tmp_path):
+    """New-user trial: [[[…]]] 100,000 deep opened the crash dialog (RecursionError)."""
+    library = PresetLibrary().with_preset(MINE)
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(PresetError) as caught:
+        import_presets(library, path)
+    assert str(caught.value) == "deep.json is not valid JSON (nested too deeply)"
+    assert library.user == (MINE,)
+
+
 def test_unknown_fields_are_dropped_and_reported(tmp_path):
     path = tmp_path / "newer.json"
     path.write_text(json.dumps({"format": "headroom-presets", "version": 9, "presets": [
