@@ -312,7 +312,7 @@ def load_presets(path: Path | None = None) -> PresetLibrary:
     cannot be moved either (then saving would lose it)."""
     path = path or presets_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # Notepad writes a BOM: not "unreadable"
     except FileNotFoundError:
         return PresetLibrary()
     try:
@@ -338,7 +338,7 @@ def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
     read, is not JSON (or nests too deeply for the parser), or holds an unusable preset; the library
     is then unchanged."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except OSError as exc:
         raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -244,7 +244,7 @@ def read_settings(path: Path | None = None) -> tuple[Settings, str]:
     that cannot be read at all (a folder, no permission) is left where it is. Never raises."""
     path = path or settings_path()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM: not "unreadable"
         generation = _generation(raw.get("generation", {}))
         return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
                         recent_models=_recent_models(raw.get("recent_models")),

@@ -138,6 +138,18 @@ def test_an_import_file_nested_too_deeply_is_not_valid_json(tmp_path):
     assert library.user == (MINE,)
 
 
+def test_presets_files_with_a_utf8_bom_are_read(tmp_path):
+    """Notepad saves UTF-8 with a byte-order mark: presets.json was kept aside, an import refused."""
+    bom = b"\xef\xbb\xbf" + json.dumps({"format": "headroom-presets", "version": 1,
+                                         "presets": [MINE.to_json()]}, ensure_ascii=False).encode()
+    (tmp_path / "presets.json").write_bytes(bom)
+    assert load_presets(tmp_path / "presets.json").user == (MINE,)
+    assert not list(tmp_path.glob("presets.unreadable-*.json"))
+    (tmp_path / "notepad.json").write_bytes(bom)
+    library, result = import_presets(PresetLibrary(), tmp_path / "notepad.json")
+    assert library.user == (MINE,) and result.added == ("Terse",)
+
+
 def test_unknown_fields_are_dropped_and_reported(tmp_path):
     path = tmp_path / "newer.json"
     path.write_text(json.dumps({"format": "headroom-presets", "version": 9, "presets": [

@@ -186,3 +186,14 @@ def test_a_settings_file_nested_too_deeply_is_kept_aside_not_fatal(tmp_path):
     assert settings == Settings() and not path.exists() and kept.read_text(encoding="utf-8") == deep
     assert note == f"Settings could not be read (nested too deeply); the file was kept as {kept.name} " \
                    "and the defaults are used."
+
+
+def test_a_settings_file_with_a_utf8_bom_is_read(tmp_path):
+    """Notepad saves UTF-8 with a byte-order mark; such a settings.json was kept aside as unreadable."""
+    from app.core.settings import read_settings
+
+    path = tmp_path / "settings.json"
+    path.write_bytes(b"\xef\xbb\xbf" + '{"generation": {"temperature": 0.3, "system_prompt": "안녕"}}'.encode())
+    settings, note = read_settings(path)
+    assert (settings.generation.temperature, settings.generation.system_prompt, note) == (0.3, "안녕", "")
+    assert path.exists() and not list(tmp_path.glob("settings.unreadable-*.json"))
