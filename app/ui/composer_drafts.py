@@ -3,7 +3,8 @@
 Switching to another conversation (or to a new chat) puts the composer's text aside under the
 conversation it was typed in and brings back the one kept for the conversation opened; the
 drafts are kept in the window's WindowState at close, so they come back after a restart. A new
-chat's draft is kept as well (under "new") until that chat gets its id with its first message.
+chat's draft is kept as well (under "new") until that chat gets its id with its first message,
+and again once that chat is dropped (its only message refused and taken back into the composer).
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ class ComposerDrafts(QObject):
 
     @Slot(list, object)
     def _on_conversations_listed(self, _rows: list, current_id) -> None:
-        """A new chat got its id with its first message: its draft is that conversation's now."""
-        if self._key is NEW_CHAT and current_id is not None and current_id == self._chat.conversation_id:
+        """A new chat got its id with its first message: its draft is that conversation's now.
+        A chat dropped while shown (its only message, refused, was taken back: the text is in
+        the composer again) is a new chat again, and so is its draft."""
+        if current_id == self._chat.conversation_id and (self._key is NEW_CHAT or current_id is NEW_CHAT):
+            # kept under the dropped chat's id, the draft was lost at the next switch or at quit
+            # (new-user trial: a refused 100 KB paste, Cancel, another chat, back: the box was empty)
             self._key = current_id

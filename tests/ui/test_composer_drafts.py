@@ -92,3 +92,41 @@ def test_a_new_chats_draft_survives_a_restart_that_opens_another_chat(qtbot, mak
     third = make_window(store_path=db)  # still there after a second restart
     third.new_chat_action.trigger()
     assert composer_text(third) == "What is the capital of France?"
+
+
+def refused_paste(qtbot, window, paste: str):
+    """`paste` sent from the composer (Enter) and refused for its length; returns the dialog."""
+    from tests.ui.test_refused_turn_window import refused_for_length
+
+    window.composer.editor.setPlainText(paste)  # a paste, not 108,000 key presses
+    window.composer.editor.setFocus()
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    window.chat.worker.turn_refused.emit(window.chat.worker.last_id, refused_for_length())
+    dialog = window.dialogs.admission_dialog
+    qtbot.waitExposed(dialog)
+    return dialog
+
+
+def test_a_refused_paste_cancelled_in_a_new_chat_stays_its_draft(qtbot, make_fake_window, tmp_path):
+    """New-user trial: a 108,000-character paste in a new chat, refused, Cancel: the text came back
+    to the box and the empty chat was dropped, but its draft was kept under the dropped chat's id
+    and lost at the next switch and at quit."""
+    db = tmp_path / "chats.sqlite3"
+    cats, _dogs = seed(db)
+    paste = ("lorem ipsum " * 9000).strip()  # Send strips the ends
+    window = make_fake_window(store_path=db)
+    window.new_chat_action.trigger()
+    dialog = refused_paste(qtbot, window, paste)
+    assert window.chat.conversation_id is not None  # the refused message is stored, in its own chat
+    qtbot.mouseClick(dialog.buttons["cancel"], Qt.MouseButton.LeftButton)
+    assert window.chat.conversation_id is None and composer_text(window) == paste
+    window.sidebar.open_requested.emit(cats)
+    assert composer_text(window) == ""
+    window.new_chat_action.trigger()
+    assert composer_text(window) == paste  # back with the new chat, as any new chat's draft
+    window.sidebar.open_requested.emit(cats)
+    window.close()
+    again = make_fake_window(store_path=db)
+    assert again.chat.conversation_id == cats
+    again.new_chat_action.trigger()
+    assert composer_text(again) == paste
