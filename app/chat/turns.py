@@ -347,9 +347,11 @@ class TurnFlow(QObject):
         "kv8": this chat's KV cache in 8 bits from now on, "override"; "attach": the message as a
         text file attached to the next one, `_withdraw_as_file`; anything else gives up) and
         send it again. Nothing happens when that message is no longer the one waiting (another
-        message was sent meanwhile, and it was withdrawn or answered)."""
+        message was sent meanwhile, and it was withdrawn or answered), nor once the chat is closed
+        (its Store too: the message stays, refused, and is said again at the next start)."""
         messages = self._chat.conversation.messages
-        if self._refused is None or self.active or not messages or messages[-1] is not self._refused:
+        if (self._refused is None or self.active or self._chat.closed or not messages
+                or messages[-1] is not self._refused):
             return
         self._refused = None
         settings = self._chat.models.turn_settings()

@@ -480,7 +480,8 @@ class MainWindow(QMainWindow):
     # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
-        stopped) and remember the layout and the open conversation. The window's own close
+        stopped; a remedies dialog still open cancelled first, its message back in the composer)
+        and remember the layout, the open conversation and the drafts. The window's own close
         button (a spontaneous event, from the window system) asks first while an answer is being
         written; close() called by the app (Quit after its question, tests, scripts) does not."""
         if event.spontaneous() and self._asked_before_quitting():
@@ -490,6 +491,7 @@ class MainWindow(QMainWindow):
             self._closed = True
             for task in list(self._tasks):  # a start-up check in flight ends here
                 task.cancel()
+            self.dialogs.cancel_remedies()  # its message back in the composer, kept with the drafts below
             kept = {info.id for info in self.chat.store.list_conversations(include_deleted=True)} | {None}
             drafts = {key: text for key, text in self.drafts.drafts().items() if key in kept}
             self.chat.close()

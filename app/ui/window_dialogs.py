@@ -59,6 +59,15 @@ class WindowDialogs(QObject):
             lambda choice: self._chat.turns.apply_remedy(choice, decision))
         self.admission_dialog.open()  # window-modal, never blocks the event loop
 
+    def cancel_remedies(self) -> None:
+        """Answer the remedies dialog, when one is still open, with Cancel: its message goes back
+        into the composer. The window calls it as it closes, before the chat does: left open, the
+        dialog was closed by Qt's quit after the Store, and its Cancel raised there (new-user trial:
+        Ctrl+C over the dialog, sqlite3.ProgrammingError on the way out, the paste lost)."""
+        dialog = self.admission_dialog
+        if dialog is not None and dialog.isVisible():
+            dialog.reject()
+
     @Slot()
     def open_model(self) -> None:
         """File → Open model: the models this machine has and whether they fit."""

@@ -5,6 +5,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from app.core.conversation import MessageStatus, Role
+from app.core.store import Store
 from app.engine.memory.admission import AdmissionDecision
 from tests.chat.conftest import finished, record
 
@@ -366,3 +367,22 @@ def test_a_refusal_is_said_again_when_its_chat_is_opened_and_forgotten_once_its_
     seen.clear()
     chat.conversations.open_conversation(home)
     assert seen.of("notice") == [(line, "refused")]  # under the refused message, as before
+
+
+def test_a_remedy_picked_after_the_chat_closed_does_nothing(chat):
+    """New-user trial: Ctrl+C over the remedies dialog closed the chat (and its Store) first; Qt's
+    quit then closed the dialog, whose Cancel raised sqlite3.ProgrammingError (closed database).
+    The refused message stays stored, refused, as any refusal left unanswered."""
+    worker = chat.worker
+    chat.turns.send("A very long paste")
+    decision = refusal(cause="positions", reason="too long", max_new_tokens_fit=None)
+    worker.turn_refused.emit(worker.last_id, decision)
+    cid, [question] = chat.conversation_id, stored(chat)
+    chat.close()
+    chat.recorded.clear()
+    chat.turns.apply_remedy("cancel", decision)
+    assert chat.recorded.events == []  # nothing withdrawn, nothing put back
+    with Store(chat.store.path) as store:
+        again = store.load_conversation(cid)
+    assert [m.content for m in again.conversation.messages] == ["A very long paste"]
+    assert again.refusals[question.id]["reason"] == "too long"

@@ -130,3 +130,27 @@ def test_a_refused_paste_cancelled_in_a_new_chat_stays_its_draft(qtbot, make_fak
     assert again.chat.conversation_id == cats
     again.new_chat_action.trigger()
     assert composer_text(again) == paste
+
+
+def test_closing_the_window_over_the_refusal_dialog_is_quiet_and_keeps_the_paste(
+        qtbot, make_fake_window, tmp_path, monkeypatch):
+    """New-user trial: Ctrl+C (close_on_interrupt closes the window) while the "does not fit"
+    dialog was open raised sqlite3.ProgrammingError (closed database) from its Cancel, with a crash
+    dialog on the way out. The paste is kept, as after Cancel."""
+    import sys
+
+    db = tmp_path / "chats.sqlite3"
+    seed(db)
+    raised = []
+    monkeypatch.setattr(sys, "excepthook", lambda *exc: raised.append(exc[1]))  # as Qt reports a slot's error
+    paste = "A very long pasted log " * 20
+    window = make_fake_window(store_path=db)
+    window.new_chat_action.trigger()
+    dialog = refused_paste(qtbot, window, paste.strip())
+    window.close()
+    dialog.close()  # what quit does next: it closes every window still open (a no-op once closed)
+    assert raised == [] and not dialog.isVisible()
+    again = make_fake_window(store_path=db)
+    again.new_chat_action.trigger()
+    assert composer_text(again) == paste.strip()
+    assert [info.title for info in again.chat.store.list_conversations()] == ["About dogs", "About cats"]
