@@ -6,6 +6,7 @@ the default for other chats.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from app.core.presets import (
     import_presets,
     load_presets,
     name_key,
+    presets_path,
     save_presets,
 )
 
@@ -80,10 +82,11 @@ class PresetFlow(QObject):
         self._chat = chat
         self._path = presets_path
         self.library, self._load_error = PresetLibrary(), ""
+        self._left_unread = False  # presets.json is still there, unread: saving would replace it
         try:
             self.library = load_presets(presets_path)
-        except PresetError as exc:  # unreadable and not movable: work without it, say so at start
-            self._load_error = str(exc)
+        except PresetError as exc:  # a folder, no permission, not movable: work without it, say so at start
+            self._load_error, self._left_unread = str(exc), True
 
     def current(self) -> str:
         """The chat's preset when its settings still hold that preset's values, else the built-in
@@ -195,8 +198,16 @@ class PresetFlow(QObject):
         return True
 
     def _commit(self, library) -> None:
+        """Save `library` as the user's and keep it. PresetError while the presets file that could
+        not be read at start is still in place: `library` lacks what it holds, and writing would
+        replace it (a file without read permission was replaced at the first save)."""
+        path = self._path or presets_path()
+        if self._left_unread and os.path.lexists(path):
+            raise PresetError(translate(
+                "Presets", "{0} could not be read when Headroom started and is left as it is; move it away, "
+                "or fix it and restart Headroom, to save presets").format(path))
         save_presets(library, self._path)
-        self.library = library
+        self.library, self._left_unread = library, False
 
 
 def _reason(exc: Exception) -> str:

@@ -307,17 +307,21 @@ def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
 
 def load_presets(path: Path | None = None) -> PresetLibrary:
     """The user presets from presets.json; a missing file gives none. A file that cannot be read
-    as presets is moved aside to presets.unreadable-<time>.json (kept for the user, logged) and
-    the library starts empty, so the next save does not overwrite it; PresetError only when it
-    cannot be moved either (then saving would lose it)."""
+    as presets (not JSON, not UTF-8, nested too deeply, a bad preset) is moved aside to
+    presets.unreadable-<time>.json (kept for the user, logged) and the library starts empty, so
+    the next save does not overwrite it. PresetError (one line naming the file) when the file is
+    left where it is unread: it cannot be read at all (a folder in its place, no permission) or
+    cannot be moved aside; the caller must then not save over it, or the user's presets are lost."""
     path = path or presets_path()
     try:
         text = path.read_text(encoding="utf-8-sig")  # Notepad writes a BOM: not "unreadable"
+        return PresetLibrary().imported(json.loads(text), on_clash="rename")[0]
     except FileNotFoundError:
         return PresetLibrary()
-    try:
-        return PresetLibrary().imported(json.loads(text), on_clash="rename")[0]
-    except (ValueError, RecursionError) as exc:  # PresetError and json.JSONDecodeError are ValueErrors
+    except OSError as exc:  # a folder, no permission: stopped the app at start (new-user trial)
+        log.warning("presets file %s unreadable (%s); left where it is", path, exc)
+        raise PresetError(f"{path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:  # PresetError, JSON and UTF-8 errors are ValueErrors
         try:
             aside = keep_aside(path)
         except OSError as move_error:

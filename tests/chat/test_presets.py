@@ -3,6 +3,7 @@ import and export, every failure said and harmless."""
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,49 @@ def test_removing_the_chats_preset_keeps_its_settings_and_forgets_the_name(chat)
     assert chat.preset_name == "" and chat.settings.generation.temperature == 0.44
     assert "preset" not in chat.store.load_conversation(cid).settings
     assert chat.store.load_conversation(cid).settings["temperature"] == 0.44
+
+
+def test_a_presets_json_that_cannot_be_read_is_said_once_and_never_saved_over(make_chat, tmp_path, monkeypatch):
+    """New-user trial: a folder named presets.json stopped the app at start; a file without read
+    permission would have been replaced by the first save (os.replace needs only the folder's)."""
+    config = tmp_path / "config"
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(config))
+    (config / "presets.json").mkdir(parents=True)
+    chat = make_chat()
+    seen = chat.recorded
+    said = [n for n in seen.of("notice") if n[0].startswith("Your presets could not be read")]
+    assert said == [(f"Your presets could not be read: {config / 'presets.json'}: Is a directory", "error")]
+    assert chat.presets.library.user == () and [p.name for p in seen.of("presets_changed")[-1][0]][0] == "Balanced"
+    chat.presets.show_presets()  # said once, not at every refresh
+    assert len([n for n in seen.of("notice") if n[0].startswith("Your presets")]) == 1
+    assert not chat.presets.save_current("Mine")
+    assert seen.of("notice")[-1] == (f"The preset was not saved: {config / 'presets.json'} could not be read when "
+                                     "Headroom started and is left as it is; move it away, or fix it and restart "
+                                     "Headroom, to save presets", "error")
+    (tmp_path / "one.json").write_text(json.dumps([{"name": "One", "values": {"temperature": 0.1}}]))
+    assert not chat.presets.import_file(tmp_path / "one.json")
+    assert seen.of("notice")[-1][0].startswith("Nothing was imported: ") and (config / "presets.json").is_dir()
+    (config / "presets.json").rmdir()  # moved away: saving works again, in a new file
+    assert chat.presets.save_current("Mine")
+    assert [p["name"] for p in json.loads((config / "presets.json").read_text())["presets"]] == ["Mine"]
+
+
+def test_a_presets_json_without_read_permission_is_not_replaced(make_chat, tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(config))
+    config.mkdir()
+    stored = config / "presets.json"
+    stored.write_text(json.dumps({"presets": [{"name": "Theirs", "values": {"top_k": 3}}]}), encoding="utf-8")
+    read_text = Path.read_text
+
+    def denied(self, *args, **kwargs):  # chmod 000 does not stop root, who runs some test boxes
+        if self == stored:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    chat = make_chat()
+    assert (f"Your presets could not be read: {stored}: Permission denied", "error") in chat.recorded.of("notice")
+    assert not chat.presets.save_current("Mine")
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert json.loads(stored.read_text(encoding="utf-8"))["presets"][0]["name"] == "Theirs"

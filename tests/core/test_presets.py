@@ -207,3 +207,18 @@ def test_a_corrupt_presets_file_is_kept_aside_not_overwritten(tmp_path):
     save_presets(PresetLibrary().with_preset(MINE), path)
     assert load_presets(path).user == (MINE,)
     assert kept[0].exists()
+
+
+def test_a_presets_file_that_cannot_be_read_at_all_is_left_in_place_and_said(tmp_path):
+    """New-user trial: a folder named presets.json stopped the app at start (IsADirectoryError);
+    a file that is not UTF-8 did too (UnicodeDecodeError)."""
+    path = tmp_path / "presets.json"
+    path.mkdir()
+    with pytest.raises(PresetError) as caught:
+        load_presets(path)
+    assert str(caught.value) == f"{path}: Is a directory" and path.is_dir()
+    path.rmdir()
+    path.write_bytes(b"\xff\xfe\x00 not UTF-8")
+    assert load_presets(path) == PresetLibrary()  # unparseable like broken JSON: kept aside
+    [kept] = tmp_path.glob("presets.unreadable-*.json")
+    assert kept.read_bytes() == b"\xff\xfe\x00 not UTF-8" and not path.exists()
