@@ -9,7 +9,9 @@ own presets are stored in the config folder as presets.json:
     {"format": "headroom-presets", "version": 1,
      "presets": [{"name": "...", "description": "...", "values": {"temperature": 0.3, ...}}]}
 
-Export writes the same shape; import also takes a bare list of presets or one preset object.
+Export writes the same shape; import also takes a bare list of presets or one preset object, and
+refuses a preset that sets nothing or has settings beside "values" (a layout Headroom never
+writes: its fields were dropped and an empty preset imported, new-user trial).
 Import is all-or-nothing: every preset in the file is validated before any is added, so a bad
 file leaves the library as it was and raises PresetError with one line for the user. Unknown keys
 (say, from a newer version) are dropped and listed in the ImportResult's notes. Names compare
@@ -157,22 +159,30 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def preset_from_json(raw: object, where: str = "preset") -> tuple[Preset, list[str]]:
+def preset_from_json(raw: object, where: str = "preset", lenient: bool = False) -> tuple[Preset, list[str]]:
     """One user preset from its JSON object ({"name", "description"?, "values"}) and notes on
-    what was ignored. Raises PresetError."""
+    what was ignored. Raises PresetError, also for settings beside "values" rather than in it and
+    for a preset with no setting Headroom knows, unless ``lenient`` (then those are only noted
+    or kept empty)."""
     if not isinstance(raw, dict):
         raise PresetError(f"{where}: a preset must be an object with a name and values")
     name = check_name(raw.get("name"))
     where = f"preset {name!r}"
     values, notes = parse_values(raw.get("values", {}), where)
+    misplaced = [key for key in raw if key in PRESET_FIELDS]
+    if misplaced and not lenient:
+        raise PresetError(f"{where}: its settings ({', '.join(misplaced)}) belong under \"values\", "
+                          "as Headroom exports them")
+    if not values and not lenient:
+        raise PresetError(f"{where} has no setting Headroom knows under \"values\"")
     notes += [f"{where}: unknown field {key!r} ignored" for key in raw
               if key not in ("name", "description", "values", "builtin")]
     return Preset(name, values, _description(raw.get("description"))), notes
 
 
-def presets_from_json(raw: object) -> tuple[list[Preset], list[str]]:
+def presets_from_json(raw: object, lenient: bool = False) -> tuple[list[Preset], list[str]]:
     """The presets of a presets file, an export, a bare list, or a single preset object; all are
-    validated before any is returned. Raises PresetError."""
+    validated before any is returned (``lenient``: see `preset_from_json`). Raises PresetError."""
     if isinstance(raw, dict) and "presets" in raw:
         if raw.get("format", FORMAT) != FORMAT:
             raise PresetError(f"this is not a Headroom presets file (format {raw.get('format')!r})")
@@ -182,7 +192,7 @@ def presets_from_json(raw: object) -> tuple[list[Preset], list[str]]:
     items = raw if isinstance(raw, list) else [raw]
     presets, notes = [], []
     for index, item in enumerate(items, 1):
-        preset, more = preset_from_json(item, f"preset {index}")
+        preset, more = preset_from_json(item, f"preset {index}", lenient)
         presets.append(preset)
         notes += more
     return presets, notes
@@ -243,13 +253,15 @@ class PresetLibrary:
         """``name``, or "name (2)", "name (3)", … : the first not taken."""
         return _first_free(name, lambda key: self.get(key) is not None)[0]
 
-    def imported(self, raw: object, on_clash: str = "rename") -> tuple[PresetLibrary, ImportResult]:
-        """Add the presets of ``raw`` (parsed JSON, see `presets_from_json`). A name already taken:
-        "rename" stores it as "name (2)"; "replace" overwrites a user preset (a built-in's name is
-        still renamed); "error" raises. All or nothing: PresetError leaves ``self`` as it was."""
+    def imported(self, raw: object, on_clash: str = "rename", lenient: bool = False
+                 ) -> tuple[PresetLibrary, ImportResult]:
+        """Add the presets of ``raw`` (parsed JSON, see `presets_from_json`, also for ``lenient``).
+        A name already taken: "rename" stores it as "name (2)"; "replace" overwrites a user preset
+        (a built-in's name is still renamed); "error" raises. All or nothing: PresetError leaves
+        ``self`` as it was."""
         if on_clash not in CLASH_POLICIES:
             raise ValueError(f"on_clash must be one of {CLASH_POLICIES}, not {on_clash!r}")
-        presets, notes = presets_from_json(raw)
+        presets, notes = presets_from_json(raw, lenient)
         # one dict, not a library per preset: a file of 20,000 presets took 53 s (third trial)
         builtin = {p.key: p for p in BUILTIN_PRESETS}
         user = {p.key: p for p in self.user}  # insertion order is the library's; replacing keeps a place
@@ -315,7 +327,8 @@ def load_presets(path: Path | None = None) -> PresetLibrary:
     path = path or presets_path()
     try:
         text = path.read_text(encoding="utf-8-sig")  # Notepad writes a BOM: not "unreadable"
-        return PresetLibrary().imported(json.loads(text), on_clash="rename")[0]
+        # lenient: an empty preset an older import stored must not send the whole file aside
+        return PresetLibrary().imported(json.loads(text), on_clash="rename", lenient=True)[0]
     except FileNotFoundError:
         return PresetLibrary()
     except OSError as exc:  # a folder, no permission: stopped the app at start (new-user trial)

@@ -65,7 +65,7 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert [p.name for p in chat.presets.library.user] == ["Pirate", "Pirate (2)"]
     assert seen.of("notice")[-1] == ("Imported 1 preset (Pirate → Pirate (2))", "status")
     chat.presets.delete("Pirate (2)")
-    (tmp_path / "many.json").write_text(json.dumps([{"name": "Pirate", "values": {}}] * 6))
+    (tmp_path / "many.json").write_text(json.dumps([{"name": "Pirate", "values": {"temperature": 0.5}}] * 6))
     assert chat.presets.import_file(tmp_path / "many.json")  # six renames: three named, the rest counted
     assert seen.of("notice")[-1] == ("Imported 6 presets (Pirate → Pirate (2); Pirate → Pirate (3); "
                                      "Pirate → Pirate (4); … +3)", "status")
@@ -76,6 +76,12 @@ def test_save_remove_import_and_export(chat, tmp_path):
     (tmp_path / "bad.json").write_text('{"presets": [{"name": "x", "values": {"temperature": "hot"}}]}')
     assert not chat.presets.import_file(tmp_path / "bad.json")
     assert seen.of("notice")[-1][0].startswith("Nothing was imported: ") and "temperature" in seen.of("notice")[-1][0]
+    assert [p.name for p in chat.presets.library.user] == ["Pirate"]
+    (tmp_path / "flat.json").write_text(json.dumps({"format": "headroom-presets", "version": 1, "presets": [
+        {"name": "big", "system_prompt": "Be big.", "temperature": 0.3}]}))  # not under "values"
+    assert not chat.presets.import_file(tmp_path / "flat.json")
+    assert seen.of("notice")[-1] == ('Nothing was imported: preset \'big\': its settings (system_prompt, '
+                                     'temperature) belong under "values", as Headroom exports them', "error")
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
     assert not chat.presets.export_file(tmp_path / "bad.json" / "out.json")  # a file is in the way
     assert seen.of("notice")[-1][0].startswith("Could not export to")

@@ -107,7 +107,7 @@ def test_export_then_import_round_trips(tmp_path):
     ('[{"name": "A", "values": {"seed": true}}]', "seed = True is not a number"),
     ('[{"name": "A", "values": {"temperature": NaN}}]', "temperature = nan is not a usable value"),
     ('[{"name": "A", "values": [1, 2]}]', "'values' must be an object"),
-    ('[{"name": "ok", "values": {}}, "junk"]', "preset 2: a preset must be an object"),
+    ('[{"name": "ok", "values": {"top_k": 1}}, "junk"]', "preset 2: a preset must be an object"),
 ])
 def test_a_bad_file_raises_one_line_and_changes_nothing(tmp_path, text, message):
     library = PresetLibrary().with_preset(MINE)
@@ -160,6 +160,36 @@ def test_unknown_fields_are_dropped_and_reported(tmp_path):
                             "preset 'Future': unknown field 'icon' ignored")
 
 
+@pytest.mark.parametrize("preset, message", [
+    ({"name": "big", "system_prompt": "Be big.", "temperature": 0.3},
+     'preset \'big\': its settings (system_prompt, temperature) belong under "values", as Headroom exports them'),
+    ({"name": "half", "values": {"top_k": 5}, "temperature": 0.3},
+     'preset \'half\': its settings (temperature) belong under "values", as Headroom exports them'),
+    ({"name": "none"}, 'preset \'none\' has no setting Headroom knows under "values"'),
+    ({"name": "empty", "values": {}}, 'preset \'empty\' has no setting Headroom knows under "values"'),
+    ({"name": "future", "values": {"mirostat": 2}}, 'preset \'future\' has no setting Headroom knows under "values"'),
+])
+def test_a_preset_that_sets_nothing_is_refused_not_imported_empty(tmp_path, preset, message):
+    """New-user trial: fields beside "values" (a layout Headroom never exports) were dropped, and
+    an empty preset was imported as "Imported 1 preset"."""
+    library = PresetLibrary().with_preset(MINE)
+    path = tmp_path / "flat.json"
+    path.write_text(json.dumps({"format": "headroom-presets", "version": 1, "presets": [
+        {"name": "Fine", "values": {"temperature": 0.4}}, preset]}), encoding="utf-8")
+    with pytest.raises(PresetError) as caught:
+        import_presets(library, path)
+    assert str(caught.value) == message
+    assert library.user == (MINE,)  # all or nothing: "Fine" was not added either
+
+
+def test_presets_json_keeps_an_empty_preset_an_older_import_stored(tmp_path):
+    path = tmp_path / "presets.json"
+    path.write_text(json.dumps({"presets": [MINE.to_json(), {"name": "big", "description": "", "values": {}}]}),
+                    encoding="utf-8")
+    assert load_presets(path).user == (MINE, Preset("big"))  # not the whole file sent aside for it
+    assert not list(tmp_path.glob("presets.unreadable-*.json"))
+
+
 def test_values_out_of_range_are_clamped_like_the_settings(tmp_path):
     path = tmp_path / "wild.json"
     path.write_text('{"name": "Wild", "values": {"temperature": 9, "top_k": -1, "repetition_penalty": 5}}')
@@ -173,7 +203,7 @@ def test_name_clashes_follow_the_chosen_policy(tmp_path):
     path = tmp_path / "clash.json"
     path.write_text(json.dumps([{"name": "terse", "values": {"temperature": 0.9}},
                                 {"name": "Code", "values": {"temperature": 0.1}},
-                                {"name": "New", "values": {}}, {"name": "NEW", "values": {"top_k": 5}}]))
+                                {"name": "New", "values": {"top_k": 4}}, {"name": "NEW", "values": {"top_k": 5}}]))
     renamed, result = import_presets(library, path)
     assert [p.name for p in renamed.user] == ["Terse", "terse (2)", "Code (2)", "New", "NEW (2)"]
     assert renamed.get("Terse") == MINE and result.replaced == ()
@@ -187,14 +217,15 @@ def test_name_clashes_follow_the_chosen_policy(tmp_path):
 
 def test_a_name_repeated_many_times_gets_the_next_free_numbers():
     library = PresetLibrary().with_preset(replace(MINE, name="Same (3)"))
-    raw = [{"name": "same", "values": {"top_k": k}} for k in range(1, 6)] + [{"name": "Same (3)", "values": {}}]
+    raw = [{"name": "same", "values": {"top_k": k}} for k in range(1, 6)]
+    raw += [{"name": "Same (3)", "values": {"top_k": 9}}]
     imported, result = library.imported(raw)
     assert [p.name for p in imported.user] == ["Same (3)", "same", "same (2)", "same (4)", "same (5)",
                                                "same (6)", "Same (3) (2)"]  # "(3)" was taken before the import
     assert [imported.get(name).values["top_k"] for name in ("same", "same (2)", "same (4)", "same (6)")] == [1, 2, 3, 5]
     assert result.renamed[-1] == ("Same (3)", "Same (3) (2)") and len(result.added) == 6
     long = "x" * MAX_NAME_CHARS  # the number replaces the name's tail, never overflows it
-    names = [p.name for p in PresetLibrary().imported([{"name": long, "values": {}}] * 12)[0].user]
+    names = [p.name for p in PresetLibrary().imported([{"name": long, "values": {"top_k": 1}}] * 12)[0].user]
     assert names[1] == "x" * 76 + " (2)" and names[-1] == "x" * 75 + " (12)" and len(set(names)) == 12
 
 
