@@ -71,6 +71,18 @@ def test_a_refused_message_withdrawn_at_the_next_send_brings_its_files_back_to_t
     assert window.attachment_bar.isVisible()
 
 
+def restarted_after_a_kill(make_fake_window, window):
+    """`window`, with its remedies dialog open, ended as by a kill (its Cancel never runs: a window
+    closed over the dialog cancels it, and the message goes back to the composer), and a new
+    window on its store and session: the chat open then opens again."""
+    cid = window.chat.conversation_id
+    window.dialogs.admission_dialog.remedy_chosen.disconnect()
+    window.close()
+    again = make_fake_window()
+    assert again.chat.conversation_id == cid is not None
+    return again
+
+
 @pytest.mark.parametrize("language", ["en", "ko"])
 def test_a_refused_message_shows_its_refusal_again_after_a_restart(request, qtbot, qapp, make_fake_window,
                                                                     language):
@@ -81,9 +93,8 @@ def test_a_refused_message_shows_its_refusal_again_after_a_restart(request, qtbo
     rid = send(qtbot, window, PASTE)
     window.chat.worker.turn_refused.emit(rid, refused_for_length())
     [before] = [(n.text(), n.property("kind")) for n in window.chat_view.findChildren(Notice)]
-    window.close()
 
-    again = make_fake_window()
+    again = restarted_after_a_kill(make_fake_window, window)
     assert [b.text for b in again.chat_view.bubbles()] == [PASTE]
     qtbot.waitUntil(lambda: bool(again.chat_view.findChildren(Notice)))
     assert [(n.text(), n.property("kind")) for n in again.chat_view.findChildren(Notice)] == [before]
