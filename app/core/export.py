@@ -18,22 +18,26 @@ if TYPE_CHECKING:
 def conversation_json(c: "StoredConversation") -> str:
     """JSON, format "headroom-conversation" v1 (times in Unix seconds); "pinned_notes" is absent
     when there are none, a message's "documents" (name, kind, pages, size_bytes, encoding, text)
-    and "sources" (app.core.document_prompt.Citation fields) when it has none."""
+    and "sources" (app.core.document_prompt.Citation fields) when it has none. A user message
+    whose turn was refused (never sent to the model) has "not_sent": the refusal's cause
+    ("positions", "memory") and reason (English, app.engine.memory.admission)."""
     data = {
         "format": "headroom-conversation", "version": 1, "title": c.info.title,
         "created_at": c.info.created_at, "updated_at": c.info.updated_at,
         "settings": c.settings,
         "summary": {"content": c.summary.content, "folded_through": c.summary.folded_through,
                     "tokens": c.summary.tokens} if c.summary.content else None,
-        "messages": [_message_json(m) for m in c.conversation.messages],
+        "messages": [_message_json(m, c.refusals.get(m.id)) for m in c.conversation.messages],
     }
     if c.pinned_notes:
         data["pinned_notes"] = c.pinned_notes
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
-def _message_json(m) -> dict:
+def _message_json(m, refusal: dict | None) -> dict:
     data = {"role": m.role.value, "content": m.content, "status": m.status.value, "created_at": m.created_at}
+    if refusal is not None:  # its status says "complete": the message is whole, it just never went
+        data["not_sent"] = {"cause": refusal.get("cause", ""), "reason": refusal.get("reason", "")}
     if m.documents:
         data["documents"] = [{"name": d.name, "kind": d.kind, "pages": d.pages, "size_bytes": d.size_bytes,
                               "encoding": d.encoding, "text": d.text} for d in m.documents]
@@ -43,7 +47,8 @@ def _message_json(m) -> dict:
 
 
 def conversation_markdown(c: "StoredConversation") -> str:
-    """Markdown: a heading per message; unfinished answers are marked; an attached document
+    """Markdown: a heading per message; unfinished answers are marked, and so are messages whose
+    turn was refused ("_(not sent: <reason>)_", the reason in English); an attached document
     follows its message in a collapsed <details> block, an answer's sources are listed under it (a
     removed file once).
     A user's message reads as typed (`_as_typed`), and so does the title (`_escaped`); answers are
@@ -62,6 +67,9 @@ def conversation_markdown(c: "StoredConversation") -> str:
         lines += [f"## {m.role.value.capitalize()}", "", content, ""]
         if m.status is not MessageStatus.COMPLETE:
             lines += [f"_({m.status.value})_", ""]
+        if m.id in c.refusals:  # refused before it started: exported as sent, it read as answered
+            reason = _escaped(str(c.refusals[m.id].get("reason") or ""))
+            lines += [f"_(not sent: {reason})_" if reason else "_(not sent)_", ""]
         for d in m.documents:
             fence = "`" * max(3, _longest_run(d.text, "`") + 1)
             extent = f", {d.pages} pages" if d.pages > 1 else ""

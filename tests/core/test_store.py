@@ -123,6 +123,30 @@ def test_exports(store):
     assert "> **Summary of earlier turns:** Alex lives in Lisbon.\n> \n> He is a nurse.\n\n## User" in md
 
 
+def test_an_export_says_that_a_refused_message_was_not_sent(store):
+    """New-user trial: a message whose turn was refused (never sent to the model) was exported as
+    an ordinary "## User" turn, status complete, while a stopped answer is marked "_(stopped)_"."""
+    cid = store.create_conversation("Logs", {})
+    store.append_message(cid, Message(Role.USER, "Why did it fail?"))
+    store.append_message(cid, Message(Role.ASSISTANT, "The disk was full."))
+    refused = store.append_message(cid, Message(Role.USER, "ERROR disk full\n" * 3))
+    reason = "the new message needs 40,020 prompt tokens, but the context of 8,192 tokens minus max_new_tokens 512 ..."
+    store.note_refusal(refused, {"cause": "positions", "reason": reason, "reason_kind": "message",
+                                 "facts": {"message": 40_020}, "max_new_tokens_fit": None})
+    md = store.export_markdown(cid)
+    assert md.endswith("## User\n\n```text\n" + "ERROR disk full\n" * 3 + "\n```\n\n_(not sent: the new "
+                       "message needs 40,020 prompt tokens, but the context of 8,192 tokens minus "
+                       "max\\_new\\_tokens 512 ...)_\n")
+    assert md.count("not sent") == 1  # the answered question is not marked
+    from markdown_it import MarkdownIt
+
+    assert MarkdownIt("commonmark").render(md).endswith(
+        "<p><em>(not sent: the new message needs 40,020 prompt tokens, but the context of 8,192 tokens minus "
+        "max_new_tokens 512 ...)</em></p>\n")
+    data = json.loads(store.export_json(cid))
+    assert [m.get("not_sent") for m in data["messages"]] == [None, None, {"cause": "positions", "reason": reason}]
+
+
 def test_a_markdown_export_leaves_out_an_answers_blank_lines_before_and_after(store):
     cid = store.create_conversation("Base model", {})
     store.append_message(cid, Message(Role.USER, "Hello"))
