@@ -261,10 +261,10 @@ class ChatView(QScrollArea):
 
     def add_notice(self, text: str, kind: str = "info") -> Notice | RetryNotice:
         """A notice below the last message: kind "info", "error", "refused" (why a turn was not
-        started, until a remedy runs it), "retry" (an error about the last turn, with a Retry
-        button until another turn starts), "load" (why a model did not open, until
-        `withdraw_load_notices`) or "limit" (the open model's limit on max new tokens, as info,
-        until `withdraw_limit_notices`)."""
+        started, until a remedy runs it; the user message above it says it was not sent), "retry"
+        (an error about the last turn, with a Retry button until another turn starts), "load"
+        (why a model did not open, until `withdraw_load_notices`) or "limit" (the open model's
+        limit on max new tokens, as info, until `withdraw_limit_notices`)."""
         if kind == "retry":
             notice = RetryNotice(text)
             notice.retry_requested.connect(self.retry_requested)
@@ -272,6 +272,8 @@ class ChatView(QScrollArea):
             notice = Notice(text, "error" if kind in ("refused", "load") else "info" if kind == "limit" else kind)
             notice.setProperty("refused", kind == "refused")
             notice.withdrawn_with = kind if kind in ("load", "limit") else ""
+        if kind == "refused" and self._bubbles and self._bubbles[-1].role is Role.USER:
+            self._bubbles[-1].set_sent(False)  # the message refused: never sent, until a remedy runs it
         self._layout.insertWidget(self._layout.count() - 1, notice)
         self._follow_end()
         return notice
@@ -434,7 +436,10 @@ class ChatView(QScrollArea):
 
     def _remove_refusals(self) -> None:
         """A refusal below the last message goes when its turn runs after all (a remedy was picked):
-        new-user trial, "This turn was not started" stayed between the question and its answer."""
+        new-user trial, "This turn was not started" stayed between the question and its answer.
+        The message is sent now."""
+        if self._bubbles and not self._bubbles[-1].sent:
+            self._bubbles[-1].set_sent(True)
         after = self._layout.indexOf(self._bubbles[-1]) if self._bubbles else -1
         for index in reversed(range(after + 1, self._layout.count())):
             widget = self._layout.itemAt(index).widget()

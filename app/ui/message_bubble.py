@@ -64,7 +64,8 @@ class MessageBubble(QFrame):
     so a flush costs time in proportion to the new text, not to the reply. A note under the body
     shows "…" while the first token is awaited (how much of the prompt has been read, when a
     long prefill reports it: `set_prefill_progress`), "(no text)", or how much of a huge message
-    is not laid out.
+    is not laid out (and, for a user message, that it is sent whole, or that it was not sent while
+    its turn stands refused: `set_sent`).
 
     Signals: edit_requested(str new_text) — the user saved an edit of this (user) message;
     regenerate_requested() — a new answer for this (last assistant) message;
@@ -96,6 +97,7 @@ class MessageBubble(QFrame):
         super().__init__(parent)
         self.role = role
         self.status = MessageStatus.COMPLETE
+        self.sent = True  # False: a user message whose turn was refused (set_sent)
         self._is_last = False
         self._actions_enabled = True
         self.setObjectName(f"bubble_{role.value}")
@@ -223,6 +225,13 @@ class MessageBubble(QFrame):
         note = self._note.text() if not self._note.isHidden() else ""
         return "\n".join(part for part in (self._body.plain_text(), note) if part)
 
+    def set_sent(self, sent: bool) -> None:
+        """Whether this message went to the model: False while its turn stands refused, so that
+        the note under a huge message does not say it was sent (new-user trial: a refused 100 KB
+        paste said "the whole message is kept and sent")."""
+        self.sent = sent
+        self._render_note()
+
     def set_prefill_progress(self, done_tokens: int, total_tokens: int) -> None:
         """While this answer streams and before its next text: how much of the prompt the model has
         read, in the note under the text ("Reading the prompt… 1,200 / 5,200 tokens"). New text or
@@ -251,6 +260,10 @@ class MessageBubble(QFrame):
         elif self._prefill is not None and self.status is MessageStatus.STREAMING:
             note = self.tr("Reading the prompt… {0} / {1} tokens", "", self._prefill[1]).format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
+        elif len(self.text) > MAX_SHOWN_CHARS and not self.sent:
+            hidden = len(self.text) - MAX_SHOWN_CHARS
+            note = self.tr("… {0} more characters not shown here (the whole message is kept, but it was not sent)",
+                           "", hidden).format(f"{hidden:,}")
         elif len(self.text) > MAX_SHOWN_CHARS:
             hidden = len(self.text) - MAX_SHOWN_CHARS
             note = self.tr("… {0} more characters not shown here (the whole message is kept and sent)", "",

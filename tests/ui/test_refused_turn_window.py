@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.engine.memory.admission import AdmissionDecision
+from tests.chat.conftest import finished, record
 from tests.ui.test_chat_switch_states import fake_window_in, send, shot
 
 PASTE = "A very long pasted log"
@@ -122,3 +123,38 @@ def test_attach_as_a_file_in_the_dialog_empties_the_box_and_shows_the_paste_as_a
                                               "about it and send it.")
     send(qtbot, window, "What failed?")
     assert [d.text for d in window.chat.worker.requests[-1].documents] == [PASTE]
+
+
+def test_a_long_refused_message_does_not_say_it_was_sent_until_a_remedy_sends_it(qtbot, make_fake_window):
+    """New-user trial: a refused 100 KB paste said under it "the whole message is kept and sent",
+    though it never went to the model; so it did again after a restart."""
+    paste = ("ERROR disk full on /var " * 1300).strip()  # 31,199 characters: 11,199 not laid out
+    not_sent = "… 11,199 more characters not shown here (the whole message is kept, but it was not sent)"
+    sent = "… 11,199 more characters not shown here (the whole message is kept and sent)"
+
+    def send_paste(window):
+        window.composer.editor.setPlainText(paste)
+        window.composer.editor.setFocus()
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+        return window.chat_view.bubbles()[-2]  # above its answer's
+
+    window = make_fake_window()
+    bubble = send_paste(window)
+    assert bubble.shown_text().endswith(sent)  # on its way to the model
+    window.chat.worker.turn_refused.emit(window.chat.worker.last_id, AdmissionDecision(
+        admitted=False, cause="memory", reason="short by 120 MiB", max_new_tokens_fit=100))
+    assert window.chat_view.bubbles() == [bubble] and bubble.shown_text().endswith(not_sent)
+    dialog = window.dialogs.admission_dialog
+    qtbot.waitExposed(dialog)
+    qtbot.mouseClick(dialog.buttons["lower_max_new_tokens"], Qt.MouseButton.LeftButton)
+    assert window.chat.worker.requests[-1].settings.max_new_tokens == 100  # sent after all
+    assert bubble.shown_text().endswith(sent)
+    window.chat.worker.reply_finished.emit(window.chat.worker.last_id, finished("Disk full."), record())
+
+    window.new_chat_action.trigger()
+    bubble = send_paste(window)
+    window.chat.worker.turn_refused.emit(window.chat.worker.last_id, refused_for_length())
+    assert bubble.shown_text().endswith(not_sent)
+    again = restarted_after_a_kill(make_fake_window, window)  # its refusal said again
+    [bubble] = again.chat_view.bubbles()
+    qtbot.waitUntil(lambda: bubble.shown_text().endswith(not_sent))
