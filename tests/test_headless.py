@@ -40,7 +40,7 @@ def test_model_flag_opens_an_hf_folder(tiny_model_dir):
 
 @pytest.mark.parametrize("make_bad, reason", [
     (lambda d: d / "nope.gguf", "headroom: no model at"),
-    (lambda d: (d / "x.gguf").write_bytes(b"junk" * 10) and d / "x.gguf", "headroom: cannot convert x.gguf"),
+    (lambda d: (d / "x.gguf").write_bytes(b"junk" * 10) and d / "x.gguf", "headroom: x.gguf is not a GGUF file"),
 ])
 def test_bad_model_exits_non_zero_with_one_line(tmp_path, make_bad, reason):
     result = run_app("--ask", "hi", "--model", str(make_bad(tmp_path)))

@@ -24,6 +24,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 from app.chat.error_text import load_stage_text, plain_failure
 from app.core.new_tokens import conversation_tokens, fitted_new_tokens, model_context
 from app.core.settings import AUTO_CONTEXT, GenerationSettings
+from app.engine.loading.model_path import refusal
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -149,11 +150,14 @@ class ModelFlow(QObject):
     def open_model(self, path: Path) -> None:
         """Load `path` (HF folder or .gguf) in the worker with this model's opt-ins: progress on
         load_progressed, then model_loaded or load_failed (a notice says why) or, after Cancel,
-        a notice. A path that does not exist is refused before the open model is unloaded."""
+        a notice. A path that cannot be a model (missing, not a .gguf or model folder, a .gguf
+        without the GGUF magic bytes: app.engine.loading.model_path.refusal) is refused before the
+        open model is unloaded, which stays open."""
         chat, path = self._chat, Path(path)
-        if not path.exists():
-            chat.announce(plain_failure(f"no model at {path}", "load").line(), "load")
-            chat.load_failed.emit(f"no model at {path}")
+        why = refusal(path)
+        if why is not None:
+            chat.announce(plain_failure(why, "load").line(), "load")
+            chat.load_failed.emit(why)
             return
         if self._loads:
             chat.worker.request_cancel_load()  # a newer request replaces a load in progress

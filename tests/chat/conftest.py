@@ -47,6 +47,14 @@ class Recorder:
         self.events.clear()
 
 
+def model_folder(path):
+    """`path` made a folder Open model accepts (a config.json in it: app.engine.loading.model_path);
+    the FakeWorker loads nothing from it."""
+    path.mkdir(exist_ok=True)
+    (path / "config.json").write_text("{}")
+    return path
+
+
 def finished(text="Paris.", stop_reason="eos", new_tokens=3):
     return ReplyFinished(text, stop_reason, prompt_tokens=12, prefill_tokens=12, new_tokens=new_tokens,
                          ttft_s=0.25, decode_tokens_per_s=10.0)

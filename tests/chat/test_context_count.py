@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.history import SummaryState, TokenBudget, WindowResult, group_turns
 from app.core.pinned_notes import NOTES_HEADER
-from tests.chat.conftest import finished, record, report
+from tests.chat.conftest import finished, model_folder, record, report
 
 
 def window(messages, used, limit=400, kept=None):
@@ -144,8 +144,7 @@ def test_a_model_opened_with_a_custom_context_recounts_with_that_context(make_ch
     turn(chat, "q", "a", used=10)
     settle()
     chat.worker.counts.clear()
-    folder = tmp_path / "model"
-    folder.mkdir()
+    folder = model_folder(tmp_path / "model")
     chat.models.open_chosen(str(folder), chat.settings.permissions_for(folder), 2048)
     chat.worker.model_changed.emit(None)  # the open model is freed first
     settle()

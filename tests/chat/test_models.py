@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from app.core.settings import ModelPermissions
-from tests.chat.conftest import finished, record, report
+from tests.chat.conftest import finished, model_folder, record, report
 
 
 def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
@@ -18,10 +18,26 @@ def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
                                   "load")]
 
 
+@pytest.mark.parametrize("name, content, said", [
+    ("corrupt.gguf", bytes(range(256)) * 64, "This GGUF file could not be read."),
+    ("empty.gguf", b"", "This GGUF file could not be read."),
+    ("notes.txt", b"hello", "There is no config.json next to this file, and it is not a .gguf file."),
+])
+def test_a_file_that_is_no_model_is_refused_before_the_open_model_is_unloaded(chat, tmp_path, name, content, said):
+    """Trial 6: random bytes picked in Open model unloaded the working model, failed, and reloaded it."""
+    (tmp_path / name).write_bytes(content)
+    chat.models.open_model(tmp_path / name)
+    assert chat.worker.loads == [] and chat.worker.stops == 0 and not chat.models.loading
+    [(reason,)] = chat.recorded.of("load_failed")
+    assert reason.startswith(name)
+    [(text, kind)] = chat.recorded.of("notice")
+    assert text.startswith(said) and kind == "load"
+
+
 def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_report(chat, tmp_path):
     worker, seen = chat.worker, chat.recorded
     model = tmp_path / "tiny"
-    model.mkdir()
+    model_folder(model)
     chat.models.open_chosen(str(model), ModelPermissions(str(model), allow_pickle=True))
     [(path, permissions, device)] = worker.loads
     assert path == str(model) and permissions.allow_pickle and device == "auto"
@@ -45,8 +61,8 @@ def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_rep
 
 def two_models(chat, tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
-    old.mkdir()
-    new.mkdir()
+    model_folder(old)
+    model_folder(new)
     chat.settings = replace(chat.settings, last_model_path=str(old))
     return old, new
 
@@ -76,7 +92,7 @@ def test_why_a_model_did_not_open_is_withdrawn_once_another_opens_not_when_the_p
     worker.model_loaded.emit(report("old"))  # the previous model, reopened: the notice stays to be read
     assert seen.of("model_loaded") == [(report("old"),)] and seen.of("load_notices_withdrawn") == []
     other = tmp_path / "other"
-    other.mkdir()
+    model_folder(other)
     chat.models.open_model(other)  # the user opens another model, and it opens
     worker.model_loaded.emit(report("other"))
     assert seen.of("load_notices_withdrawn") == [()]
@@ -99,8 +115,8 @@ def test_cancel_stops_the_load_and_reopens_the_previous_model(chat, tmp_path):
 def test_a_newer_open_replaces_the_load_in_progress(chat, tmp_path):
     worker, seen = chat.worker, chat.recorded
     first, second = tmp_path / "first", tmp_path / "second"
-    first.mkdir()
-    second.mkdir()
+    model_folder(first)
+    model_folder(second)
     chat.models.open_model(first)
     chat.models.open_model(second)
     assert worker.cancels == 1 and len(worker.loads) == 2
@@ -128,8 +144,8 @@ def test_turns_run_with_the_context_set_for_the_open_model(chat, tmp_path):
 
     worker = chat.worker
     short, other = tmp_path / "short", tmp_path / "other"
-    short.mkdir()
-    other.mkdir()
+    model_folder(short)
+    model_folder(other)
     chat.models.open_chosen(str(short), ModelPermissions(str(short)), 3072)
     worker.model_changed.emit(report("short"))
     worker.model_loaded.emit(report("short"))
@@ -171,8 +187,8 @@ def test_start_up_opens_the_default_with_a_notice_when_the_last_model_is_gone(ch
 
 def test_start_up_opens_the_model_asked_for_and_says_when_there_is_none(chat, tmp_path):
     asked, last = tmp_path / "asked", tmp_path / "last"
-    asked.mkdir()
-    last.mkdir()
+    model_folder(asked)
+    model_folder(last)
     chat.settings = chat.settings.with_recent_model(last)
     chat.models.open_at_start(asked, tmp_path / "default.gguf")
     assert [load[0] for load in chat.worker.loads] == [str(asked)]
@@ -208,7 +224,7 @@ def test_start_up_says_in_one_notice_that_another_model_used_last_and_the_defaul
 def open_sized(chat, tmp_path, max_positions=2048, name="model"):
     """Open a model (a folder) whose LoadReport says `max_positions`."""
     path = tmp_path / name
-    path.mkdir(exist_ok=True)
+    model_folder(path)
     chat.models.open_model(path)
     loaded = report(max_positions=max_positions)
     chat.worker.model_changed.emit(loaded)
@@ -244,7 +260,7 @@ def test_a_small_manual_context_does_not_lower_the_saved_max_new_tokens(make_cha
 
     chat = make_chat(max_new_tokens=512)
     path = tmp_path / "model"
-    path.mkdir()
+    model_folder(path)
     chat.models.open_chosen(str(path), ModelPermissions(str(path)), 256)  # Open model, context 256
     loaded = report(max_positions=8192)
     chat.worker.model_changed.emit(loaded)

@@ -46,7 +46,9 @@ def test_cached_gguf_opens_in_seconds(real_model_path, real_model_folder):
     (lambda d: d / "missing", "no model at"),
     (lambda d: (d / "notes.txt").write_text("hi") and d / "notes.txt", "is not a .gguf file"),
     (lambda d: (d / "broken.gguf").write_bytes(b"GARBAGE" * 100) and d / "broken.gguf",
-     "cannot convert broken.gguf"),
+     "broken.gguf is not a GGUF file (no GGUF magic bytes)"),
+    (lambda d: (d / "empty.gguf").touch() or d / "empty.gguf", "empty.gguf is an empty file"),  # trial 6: mmap's error
+    (lambda d: (d / "cut.gguf").write_bytes(b"GGUF\x03\x00") and d / "cut.gguf", "cannot convert cut.gguf"),
     (lambda d: d, "no config.json"),
 ])
 def test_bad_models_raise_one_line_errors(tmp_path, make_bad, expected):

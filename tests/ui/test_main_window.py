@@ -64,7 +64,7 @@ def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window
     window = make_window(max_new_tokens=5)
     open_and_wait(qtbot, window, tiny_model_dir)
     bad = tmp_path / "broken.gguf"
-    bad.write_bytes(b"not a gguf" * 50)
+    bad.write_bytes(b"GGUF" + b"not a gguf" * 50)  # the magic bytes, then junk: the converter finds it
     with qtbot.waitSignal(window.load_failed, timeout=30000) as blocker:
         window.open_model(bad)
     assert "cannot convert broken.gguf" in blocker.args[0]
@@ -74,6 +74,13 @@ def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window
                for text in notices)
     # the old model was released before the failed load; opening a good one works again
     open_and_wait(qtbot, window, tiny_model_dir)
+    # random bytes are refused before the open model is freed (trial 6: it was unloaded and reloaded)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf" * 50)
+    with qtbot.waitSignal(window.load_failed, timeout=5000) as blocker:
+        window.open_model(junk)
+    assert blocker.args[0] == "junk.gguf is not a GGUF file (no GGUF magic bytes)"
+    assert window.chat.report is not None and window.composer.send_button.isEnabled()
     with qtbot.waitSignal(window.turn_finished, timeout=30000) as finished:
         send(qtbot, window, "hello")
     assert finished.args == ["stopped"]  # 5 random-weight tokens: cut off by max_new_tokens

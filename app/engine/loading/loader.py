@@ -20,6 +20,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from app.engine.loading.folder_trust import check_folder, remote_code_message
+from app.engine.loading.model_path import model_source, refusal
 from app.engine.loading.placement import Placement, detect_placement
 from app.engine.loading.safetensors_header import damaged_safetensors
 from app.engine.local.attention import enable_packed_sdpa
@@ -128,18 +129,13 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     the float32 folder older versions left beside it is ignored, and removed once converted."""
     from app.engine.loading.gguf_convert import cached_conversion
 
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise ModelLoadError(f"no model at {path}")
-    if path.is_file() and path.name == "config.json":
-        path = path.parent  # the open dialog offers a folder's config.json
+    why = refusal(path)  # what the name and first bytes tell (the window asked the same before unloading)
+    if why is not None:
+        raise ModelLoadError(why)
+    path = model_source(path)
     if path.is_file():
-        if path.suffix.lower() != ".gguf":
-            raise ModelLoadError(f"{path.name} is not a .gguf file or a model folder (no config.json next to it)")
         dtype = conversion_dtype(device_preference)
         return cached_conversion(path, dtype) or convert_gguf(path, progress, cancel, dtype)
-    if not (path / "config.json").is_file():
-        raise ModelLoadError(f"{path} is not a Hugging Face model folder (no config.json)")
     return path
 
 
