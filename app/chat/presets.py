@@ -22,9 +22,9 @@ from app.core.presets import (
     PresetLibrary,
     export_presets,
     import_presets,
-    load_presets,
     name_key,
     presets_path,
+    read_presets,
     save_presets,
 )
 
@@ -84,9 +84,15 @@ class PresetFlow(QObject):
         self.library, self._load_error = PresetLibrary(), ""
         self._left_unread = False  # presets.json is still there, unread: saving would replace it
         try:
-            self.library = load_presets(presets_path)
+            self.library, kept = read_presets(presets_path)
         except PresetError as exc:  # a folder, no permission, not movable: work without it, say so at start
-            self._load_error, self._left_unread = str(exc), True
+            self._left_unread = True
+            self._load_error = translate("Presets", "Your presets could not be read: {0}").format(exc)
+        else:
+            if kept is not None:  # broken JSON, a bad preset: moved aside, said like a broken settings.json
+                self._load_error = translate(
+                    "Presets", "Your presets could not be read: {0}. The file was kept as {1}, and the built-in "
+                    "presets are used.").format(kept.reason, kept.kept_as)
 
     def current(self) -> str:
         """The chat's preset when its settings still hold that preset's values, else the built-in
@@ -103,9 +109,8 @@ class PresetFlow(QObject):
     def show_presets(self) -> None:
         """Emit presets_changed with every preset and the chat's current pick."""
         self._chat.presets_changed.emit(list(self.library.all), self.current())
-        if self._load_error:
-            self._chat.announce(translate("Presets", "Your presets could not be read: {0}").format(self._load_error),
-                                "error")
+        if self._load_error:  # once, at the first showing
+            self._chat.announce(self._load_error, "error")
             self._load_error = ""
 
     @Slot(str)

@@ -317,31 +317,60 @@ def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
     _write_atomically(path or presets_path(), to_json(library.user))
 
 
+@dataclass(frozen=True)
+class KeptAside:
+    """A presets.json that could not be used as presets and was moved aside: reason, one line for
+    the user (say, "presets.json is not valid JSON (line 1, column 23)"); kept_as, where it went."""
+
+    reason: str
+    kept_as: Path
+
+
 def load_presets(path: Path | None = None) -> PresetLibrary:
-    """The user presets from presets.json; a missing file gives none. A file that cannot be read
-    as presets (not JSON, not UTF-8, nested too deeply, a bad preset) is moved aside to
-    presets.unreadable-<time>.json (kept for the user, logged) and the library starts empty, so
-    the next save does not overwrite it. PresetError (one line naming the file) when the file is
-    left where it is unread: it cannot be read at all (a folder in its place, no permission) or
-    cannot be moved aside; the caller must then not save over it, or the user's presets are lost."""
+    """The user presets from presets.json (`read_presets` without its note)."""
+    return read_presets(path)[0]
+
+
+def read_presets(path: Path | None = None) -> tuple[PresetLibrary, KeptAside | None]:
+    """The user presets from presets.json, and None or, for the user, why there are none and where
+    the file went; a missing file gives none. A file that cannot be read as presets (not JSON,
+    not UTF-8, nested too deeply, a bad preset) is moved aside to presets.unreadable-<time>.json
+    and the library starts empty, so the next save does not overwrite it. PresetError (one line
+    naming the file) when the file is left where it is unread: it cannot be read at all (a folder
+    in its place, no permission) or cannot be moved aside; the caller must then not save over it,
+    or the user's presets are lost."""
     path = path or presets_path()
     try:
-        text = path.read_text(encoding="utf-8-sig")  # Notepad writes a BOM: not "unreadable"
         # lenient: an empty preset an older import stored must not send the whole file aside
-        return PresetLibrary().imported(json.loads(text), on_clash="rename", lenient=True)[0]
+        return PresetLibrary().imported(_read_json(path), on_clash="rename", lenient=True)[0], None
     except FileNotFoundError:
-        return PresetLibrary()
+        return PresetLibrary(), None
     except OSError as exc:  # a folder, no permission: stopped the app at start (new-user trial)
         log.warning("presets file %s unreadable (%s); left where it is", path, exc)
         raise PresetError(f"{path}: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:  # PresetError, JSON and UTF-8 errors are ValueErrors
+    except (ValueError, RecursionError) as exc:  # PresetError; RecursionError only as a safety net
         try:
             aside = keep_aside(path)
         except OSError as move_error:
             log.warning("presets file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
             raise PresetError(f"the presets file {path} cannot be read or moved aside") from None
         log.warning("presets file %s unreadable (%s); moved to %s", path, exc, aside)
-        return PresetLibrary()
+        # said in the window (trial: the user's presets vanished at start with only this log line)
+        return PresetLibrary(), KeptAside(str(exc) if isinstance(exc, PresetError) else "nested too deeply", aside)
+
+
+def _read_json(path: Path) -> object:
+    """The JSON in `path`, read as utf-8-sig (Notepad writes a BOM: not "unreadable"). Raises
+    OSError (FileNotFoundError included) when it cannot be read, PresetError naming the file
+    when it is not UTF-8 or not JSON, or nests too deeply for json.loads."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError:
+        raise PresetError(f"{path.name} is not a text file") from None
+    except json.JSONDecodeError as exc:
+        raise PresetError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:  # [[[…]]] 100,000 deep opened the crash dialog (new-user trial)
+        raise PresetError(f"{path.name} is not valid JSON (nested too deeply)") from None
 
 
 def export_presets(presets: Iterable[Preset], path: Path) -> None:
@@ -355,13 +384,7 @@ def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
     read, is not JSON (or nests too deeply for the parser), or holds an unusable preset; the library
     is then unchanged."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        raw = _read_json(Path(path))
     except OSError as exc:
         raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise PresetError(f"{Path(path).name} is not a text file") from None
-    except json.JSONDecodeError as exc:
-        raise PresetError(f"{Path(path).name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
-    except RecursionError:  # [[[…]]] 100,000 deep opened the crash dialog (new-user trial)
-        raise PresetError(f"{Path(path).name} is not valid JSON (nested too deeply)") from None
     return library.imported(raw, on_clash)

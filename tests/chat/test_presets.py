@@ -144,3 +144,21 @@ def test_a_presets_json_without_read_permission_is_not_replaced(make_chat, tmp_p
     assert not chat.presets.save_current("Mine")
     monkeypatch.setattr(Path, "read_text", read_text)
     assert json.loads(stored.read_text(encoding="utf-8"))["presets"][0]["name"] == "Theirs"
+
+
+def test_a_broken_presets_json_is_kept_aside_and_said_once(make_chat, tmp_path, monkeypatch):
+    """The user's presets vanished at start with only a log line (settings.json was already said)."""
+    config = tmp_path / "config"
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(config))
+    config.mkdir()
+    (config / "presets.json").write_text('{"presets": [{"name": ', encoding="utf-8")
+    chat = make_chat()
+    [kept] = config.glob("presets.unreadable-*.json")
+    said = [n for n in chat.recorded.of("notice") if n[0].startswith("Your presets")]
+    assert said == [(f"Your presets could not be read: presets.json is not valid JSON (line 1, column 23). The "
+                     f"file was kept as {kept}, and the built-in presets are used.", "error")]
+    assert chat.presets.library.user == () and chat.recorded.of("presets_changed")[-1][0][0].name == "Balanced"
+    chat.presets.show_presets()  # said once, not at every refresh
+    assert len([n for n in chat.recorded.of("notice") if n[0].startswith("Your presets")]) == 1
+    assert chat.presets.save_current("Mine")  # the broken file is aside: saving is safe
+    assert kept.read_text(encoding="utf-8") == '{"presets": [{"name": '

@@ -9,6 +9,7 @@ from app.core.presets import (
     BUILTIN_PRESETS,
     MAX_NAME_CHARS,
     PRESET_FIELDS,
+    KeptAside,
     Preset,
     PresetError,
     PresetLibrary,
@@ -16,6 +17,7 @@ from app.core.presets import (
     import_presets,
     load_presets,
     presets_path,
+    read_presets,
     save_presets,
 )
 from app.core.settings import GenerationSettings
@@ -253,3 +255,23 @@ def test_a_presets_file_that_cannot_be_read_at_all_is_left_in_place_and_said(tmp
     assert load_presets(path) == PresetLibrary()  # unparseable like broken JSON: kept aside
     [kept] = tmp_path.glob("presets.unreadable-*.json")
     assert kept.read_bytes() == b"\xff\xfe\x00 not UTF-8" and not path.exists()
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b'{"presets": [{"name": ', "presets.json is not valid JSON (line 1, column 23)"),
+    (b"\xff\xfe\x00 not UTF-8", "presets.json is not a text file"),
+    (b"[" * 100_000 + b"]" * 100_000, "presets.json is not valid JSON (nested too deeply)"),
+    (json.dumps({"presets": [{"name": "x", "values": {"temperature": "hot"}}]}).encode(),
+     "preset 'x': temperature = 'hot' is not a number"),
+])
+def test_read_presets_says_why_a_file_was_kept_aside_and_where(tmp_path, content, reason):
+    """The user's presets vanished at start with only a log line; now the window can say why."""
+    path = tmp_path / "presets.json"
+    path.write_bytes(content)
+    library, kept = read_presets(path)
+    [aside] = tmp_path.glob("presets.unreadable-*.json")
+    assert library == PresetLibrary() and kept == KeptAside(reason, aside)
+    assert aside.read_bytes() == content and not path.exists()
+    assert read_presets(path) == (PresetLibrary(), None)  # gone: nothing more to say
+    save_presets(PresetLibrary().with_preset(MINE), path)
+    assert read_presets(path) == (PresetLibrary().with_preset(MINE), None)
