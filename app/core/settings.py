@@ -237,11 +237,28 @@ def load_settings(path: Path | None = None) -> Settings:
     return read_settings(path)[0]
 
 
-def read_settings(path: Path | None = None) -> tuple[Settings, str]:
-    """The settings, and "" or one line for the user on why they are the defaults. A file that is
-    not settings JSON is moved aside to settings.unreadable-<time>.json first, so the next save
-    does not overwrite what the user wrote (trial 4: a truncated file was silently replaced); one
-    that cannot be read at all (a folder, no permission) is left where it is. Never raises."""
+@dataclass(frozen=True)
+class UnreadSettings:
+    """Why the settings are the defaults: `reason` (English, technical: the OS's or the parser's
+    words, with the path when the file stayed) and `kept_as`, the name the file was moved aside to
+    ("" when it stayed where it is). The window says it in its own language (app.ui.application);
+    str() is the English line, for the log and headless runs."""
+
+    reason: str
+    kept_as: str = ""
+
+    def __str__(self) -> str:
+        if self.kept_as:
+            return (f"Settings could not be read ({self.reason}); the file was kept as {self.kept_as} "
+                    "and the defaults are used.")
+        return f"Settings could not be read ({self.reason}); the defaults are used."
+
+
+def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | None]:
+    """The settings, and None or why they are the defaults. A file that is not settings JSON is
+    moved aside to settings.unreadable-<time>.json first, so the next save does not overwrite what
+    the user wrote (trial 4: a truncated file was silently replaced); one that cannot be read at
+    all (a folder, no permission) is left where it is. Never raises."""
     path = path or settings_path()
     try:
         raw = json.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM: not "unreadable"
@@ -253,12 +270,12 @@ def read_settings(path: Path | None = None) -> tuple[Settings, str]:
                         model_contexts=_model_contexts(raw.get("model_contexts")),
                         language=_language(raw.get("language")),
                         appearance=_appearance(raw.get("appearance")),
-                        last_folders=LastFolders.from_json(raw.get("last_folders"))), ""
+                        last_folders=LastFolders.from_json(raw.get("last_folders"))), None
     except FileNotFoundError:
-        return Settings(), ""
+        return Settings(), None
     except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
-        return Settings(), f"Settings could not be read ({path}: {exc.strerror or exc}); the defaults are used."
+        return Settings(), UnreadSettings(f"{path}: {exc.strerror or exc}")
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
         if isinstance(exc, RecursionError):  # json.loads on arrays nested 100,000 deep (new-user trial)
             exc = ValueError("nested too deeply")
@@ -266,10 +283,9 @@ def read_settings(path: Path | None = None) -> tuple[Settings, str]:
             aside = keep_aside(path)
         except OSError as move_error:
             log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
-            return Settings(), f"Settings could not be read ({path}: {exc}); the defaults are used."
+            return Settings(), UnreadSettings(f"{path}: {exc}")
         log.warning("settings file %s unreadable (%s); moved to %s", path, exc, aside)
-        return Settings(), (f"Settings could not be read ({exc}); the file was kept as {aside.name} "
-                            f"and the defaults are used.")
+        return Settings(), UnreadSettings(str(exc), aside.name)
 
 
 def _generation(raw: object) -> GenerationSettings:

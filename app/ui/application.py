@@ -21,7 +21,7 @@ from qasync import QEventLoop
 
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
-from app.core.settings import Settings
+from app.core.settings import Settings, UnreadSettings
 from app.desktop_entry import APP_ID, ICON_SIZES
 from app.ui.excepthook import install_excepthook, install_loop_exception_handler
 from app.ui.fonts import install_hangul_fallback
@@ -79,9 +79,21 @@ def freeze_imported_objects() -> None:
     gc.freeze()
 
 
-def run_gui(args, settings: Settings, settings_note: str = "", started: float | None = None) -> int:
+def unread_settings_text(note: UnreadSettings) -> str:
+    """Why the settings are the defaults, in the window's language (trial 6: it stayed English in the
+    Korean window); the reason itself is the OS's or the parser's words."""
+    if note.kept_as:
+        return QCoreApplication.translate(
+            "Application", "Settings could not be read ({0}); the file was kept as {1} and the defaults are "
+                           "used.").format(note.reason, note.kept_as)
+    return QCoreApplication.translate(
+        "Application", "Settings could not be read ({0}); the defaults are used.").format(note.reason)
+
+
+def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = None,
+            started: float | None = None) -> int:
     """Run the window until it is closed; returns the exit code (0). settings_note: why the
-    settings are the defaults ("" when they were read; app.core.settings.read_settings), said in
+    settings are the defaults (None when they were read; app.core.settings.read_settings), said in
     the window. started: the ``time.perf_counter()`` of process start, to log how long the splash
     and window took."""
     install_qt_message_handler()  # first: Qt warns while it creates the application too
@@ -113,8 +125,8 @@ def run_gui(args, settings: Settings, settings_note: str = "", started: float | 
         log.info("splash shown %.2f s, window shown %.2f s after start", splash_at - started,
                  time.perf_counter() - started)
     window.check_environment()  # no GPU, old driver, no bitsandbytes: explained once, in the chat
-    if settings_note:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence)
-        window.chat.announce(settings_note, "error")
+    if settings_note is not None:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence)
+        window.chat.announce(unread_settings_text(settings_note), "error")
     restore_interrupt = close_on_interrupt(window.close, window)  # Ctrl+C in a terminal: as the close button
     with loop:
         loop.run_until_complete(closed.wait())

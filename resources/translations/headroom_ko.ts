@@ -168,6 +168,14 @@
 <context>
     <name>Application</name>
     <message>
+        <source>Settings could not be read ({0}); the file was kept as {1} and the defaults are used.</source>
+        <translation>설정을 읽을 수 없습니다({0}). 파일은 {1}(으)로 보관했고 기본값을 사용합니다.</translation>
+    </message>
+    <message>
+        <source>Settings could not be read ({0}); the defaults are used.</source>
+        <translation>설정을 읽을 수 없습니다({0}). 기본값을 사용합니다.</translation>
+    </message>
+    <message>
         <source>Headroom is already running for this profile ({0}) but does not answer. Close it (or end its process) and start Headroom again.</source>
         <translation>이 프로필({0})로 Headroom이 이미 실행 중이지만 응답하지 않습니다. 그 창을 닫거나 프로세스를 종료한 뒤 Headroom을 다시 시작하세요.</translation>
     </message>
@@ -1565,6 +1573,12 @@ Your chats are saved here.</source>
         </translation>
     </message>
     <message numerus="yes">
+        <source>… {0} more characters not shown here (the whole message is kept, but it was not sent)</source>
+        <translation>
+            <numerusform>… 여기에 표시하지 않은 글자 {0}자 (메시지 전체는 보존되지만 전송되지 않았습니다)</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>… {0} more characters not shown here (the whole message is kept and sent)</source>
         <translation>
             <numerusform>… 여기에 표시하지 않은 글자 {0}자 (메시지 전체는 보존되고 전송됩니다)</numerusform>
@@ -2300,6 +2314,10 @@ tokens counted by {4}: {5}</source>
         <translation>프리셋을 읽지 못했습니다: {0}</translation>
     </message>
     <message>
+        <source>Your presets could not be read: {0}. The file was kept as {1}, and the built-in presets are used.</source>
+        <translation>프리셋을 읽지 못했습니다: {0}. 파일은 {1}(으)로 보관했고 기본 프리셋을 사용합니다.</translation>
+    </message>
+    <message>
         <source>There is no preset named {0}.</source>
         <translation>{0}(이)라는 프리셋이 없습니다.</translation>
     </message>
@@ -2334,6 +2352,10 @@ tokens counted by {4}: {5}</source>
         <translation>
             <numerusform>프리셋 {0}개를 {1}(으)로 내보냈습니다</numerusform>
         </translation>
+    </message>
+    <message>
+        <source>{0} could not be read when Headroom started and is left as it is; move it away, or fix it and restart Headroom, to save presets</source>
+        <translation>{0} 파일을 Headroom 시작 시 읽을 수 없어 그대로 두었습니다. 프리셋을 저장하려면 이 파일을 다른 곳으로 옮기거나, 고친 뒤 Headroom을 다시 시작하세요</translation>
     </message>
 </context>
 <context>

@@ -158,19 +158,20 @@ def test_a_broken_settings_file_is_kept_aside_and_said_never_silently_replaced(t
     from app.core.settings import read_settings
 
     path = tmp_path / "settings.json"
-    assert read_settings(path) == (Settings(), "")  # none yet: the defaults, nothing to say
+    assert read_settings(path) == (Settings(), None)  # none yet: the defaults, nothing to say
     broken = '{"generation": {"temperature": 0.3, "max_new_tokens": 77,'
     path.write_text(broken, encoding="utf-8")
     settings, note = read_settings(path)
     [kept] = tmp_path.glob("settings.unreadable-*.json")
     assert settings == Settings() and kept.read_text(encoding="utf-8") == broken and not path.exists()
-    assert note.startswith("Settings could not be read (") and f"kept as {kept.name}" in note
+    assert str(note).startswith("Settings could not be read (") and note.kept_as == kept.name
+    assert f"kept as {kept.name}" in str(note)
     save_settings(Settings(), path)  # the next save writes a new file beside the one kept
     assert kept.read_text(encoding="utf-8") == broken
     path.unlink()
     path.mkdir()
     settings, note = read_settings(path)
-    assert settings == Settings() and path.is_dir() and "Is a directory" in note
+    assert settings == Settings() and path.is_dir() and "Is a directory" in note.reason and not note.kept_as
     assert load_settings(path) == Settings()
 
 
@@ -184,7 +185,7 @@ def test_a_settings_file_nested_too_deeply_is_kept_aside_not_fatal(tmp_path):
     settings, note = read_settings(path)
     [kept] = tmp_path.glob("settings.unreadable-*.json")
     assert settings == Settings() and not path.exists() and kept.read_text(encoding="utf-8") == deep
-    assert note == f"Settings could not be read (nested too deeply); the file was kept as {kept.name} " \
+    assert str(note) == f"Settings could not be read (nested too deeply); the file was kept as {kept.name} " \
                    "and the defaults are used."
 
 
@@ -195,5 +196,5 @@ def test_a_settings_file_with_a_utf8_bom_is_read(tmp_path):
     path = tmp_path / "settings.json"
     path.write_bytes(b"\xef\xbb\xbf" + '{"generation": {"temperature": 0.3, "system_prompt": "안녕"}}'.encode())
     settings, note = read_settings(path)
-    assert (settings.generation.temperature, settings.generation.system_prompt, note) == (0.3, "안녕", "")
+    assert (settings.generation.temperature, settings.generation.system_prompt, note) == (0.3, "안녕", None)
     assert path.exists() and not list(tmp_path.glob("settings.unreadable-*.json"))

@@ -176,6 +176,13 @@ def test_plain_errors_and_startup_notices_are_korean(korean, make_window):
     window = make_window()
     (notice,) = startup_notices(env)
     assert window.help_menu.notice_text(notice).startswith("NVIDIA GPU를 찾지 못했습니다. 대신 Headroom은")
+    # trial 6: a broken settings.json was said in English in the Korean window
+    from app.core.settings import UnreadSettings
+    from app.ui.application import unread_settings_text
+
+    assert unread_settings_text(UnreadSettings("nested too deeply", "settings.unreadable-1.json")) == (
+        "설정을 읽을 수 없습니다(nested too deeply). 파일은 settings.unreadable-1.json(으)로 보관했고 기본값을 "
+        "사용합니다.")
 
 
 def test_korean_screenshots_light_and_dark(korean, make_window, qapp, qtbot):
