@@ -7,6 +7,7 @@ the default for other chats.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,9 @@ _SAVED_FIELDS = tuple(name for name in PRESET_FIELDS if name != "cpu_threads")
 
 _RENAMES_SAID = 3
 """How many renamed presets an import names in its status line; the rest are counted."""
+_NOTES_SAID = 2
+"""How many of an import's notes (unknown settings and fields ignored) its status line says."""
+_NOTE_CHARS = 100  # a note quotes the file's key, which may be any length
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -179,11 +183,12 @@ class PresetFlow(QObject):
         except (PresetError, OSError) as exc:
             self._chat.announce(translate("Presets", "Nothing was imported: {0}").format(_reason(exc)), "error")
             return False
-        renamed = "; ".join(f"{old} → {new}" for old, new in result.renamed[:_RENAMES_SAID])
-        if len(result.renamed) > _RENAMES_SAID:  # one status line, not thousands of names
-            renamed += f"; … +{len(result.renamed) - _RENAMES_SAID:,}"
+        renamed = _first_few([f"{old} → {new}" for old, new in result.renamed], _RENAMES_SAID)
         text = Presets.tr("Imported {0} presets", "", len(result.added)).format(f"{len(result.added):,}")
         text += f" ({renamed})" if renamed else ""
+        # what was dropped is said, not dropped in silence: a preset from a newer Headroom or
+        # another app may lose a setting the user counts on
+        text += f"; {_first_few(result.notes, _NOTES_SAID, _NOTE_CHARS)}" if result.notes else ""
         self._chat.announce(text, "status")
         self.show_presets()
         return True
@@ -213,6 +218,13 @@ class PresetFlow(QObject):
                 "or fix it and restart Headroom, to save presets").format(path))
         save_presets(library, self._path)
         self.library, self._left_unread = library, False
+
+
+def _first_few(items: Sequence[str], said: int, longest: int | None = None) -> str:
+    """The first `said` of `items` joined with "; " (each cut to `longest` characters, if given) and
+    "… +n" for the rest: one status line, not thousands of names."""
+    shown = [item if longest is None or len(item) <= longest else item[:longest - 1] + "…" for item in items[:said]]
+    return "; ".join(shown) + (f"; … +{len(items) - said:,}" if len(items) > said else "")
 
 
 def _reason(exc: Exception) -> str:

@@ -162,3 +162,19 @@ def test_a_broken_presets_json_is_kept_aside_and_said_once(make_chat, tmp_path, 
     assert len([n for n in chat.recorded.of("notice") if n[0].startswith("Your presets")]) == 1
     assert chat.presets.save_current("Mine")  # the broken file is aside: saving is safe
     assert kept.read_text(encoding="utf-8") == '{"presets": [{"name": '
+
+
+def test_an_import_says_what_it_ignored_briefly(chat, tmp_path):
+    """ImportResult.notes were computed and never shown: a setting from a newer Headroom or
+    another app was dropped in silence."""
+    (tmp_path / "one.json").write_text(json.dumps({"name": "Newer", "values": {"temperature": 0.4, "mirostat": 2}}))
+    assert chat.presets.import_file(tmp_path / "one.json")
+    assert chat.recorded.of("notice")[-1] == ("Imported 1 preset; preset 'Newer': unknown setting 'mirostat' ignored",
+                                              "status")
+    odd = "k" * 5_000  # a key of any length must not make a huge status line
+    raw = [{"name": f"P{n}", "author": "me", "values": {"top_k": n + 1, odd: 1}} for n in range(40)]
+    (tmp_path / "many.json").write_text(json.dumps(raw))
+    assert chat.presets.import_file(tmp_path / "many.json")
+    text, kind = chat.recorded.of("notice")[-1]
+    assert kind == "status" and text.startswith("Imported 40 presets; preset 'P0': unknown setting 'kkk")
+    assert text.endswith("…; preset 'P0': unknown field 'author' ignored; … +78") and len(text) < 250
