@@ -58,12 +58,16 @@ class BackendFlow(QObject):
             chat.announce(translate("Backend", "The new language is used from the next start of Headroom"), "status")
         if api_key is not None and backend.remote.base_url:
             try:
-                where = save_api_key(backend.remote.base_url, api_key)
+                where, kept_as = save_api_key(backend.remote.base_url, api_key)
+            except OSError as exc:
+                chat.announce(translate("Backend", "Could not store the API key: {0}").format(exc.strerror), "error")
+            else:
+                if kept_as is not None:  # its keys were out of use; now kept, not overwritten
+                    chat.announce(translate("Backend", "api_keys.json could not be read, so the keys in it were not "
+                                                       "used; it was kept as {0}.").format(kept_as), "error")
                 chat.announce(translate("Backend", "API key forgotten") if not api_key else
                               translate("Backend", "API key stored in the OS keyring") if where == "keyring" else
                               translate("Backend", "API key stored in api_keys.json (owner-only)"), "status")
-            except OSError as exc:
-                chat.announce(translate("Backend", "Could not store the API key: {0}").format(exc.strerror), "error")
         if chat.conversation_id is not None:  # the open conversation keeps its own settings
             chat.store.update_settings(chat.conversation_id, conversation_settings(generation, backend))
         self.apply_backend()

@@ -4,6 +4,7 @@ never a log line; and each conversation keeps its backend choice."""
 import json
 import logging
 import stat
+from pathlib import Path
 
 import keyring
 import pytest
@@ -57,20 +58,70 @@ def memory_keyring():
 def test_without_a_keyring_the_key_goes_to_an_owner_only_file(no_keyring, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     path = tmp_path / "config" / "api_keys.json"
-    assert secrets.save_api_key(URL + "/", KEY, path) == "file"
+    assert secrets.save_api_key(URL + "/", KEY, path) == ("file", None)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text()) == {URL: KEY}
     assert secrets.load_api_key(URL, path) == KEY and secrets.load_api_key("http://other/v1", path) == ""
-    assert secrets.save_api_key(URL, "", path) == "file"  # forget it
+    assert secrets.save_api_key(URL, "", path).where == "file"  # forget it
     assert secrets.load_api_key(URL, path) == "" and json.loads(path.read_text()) == {}
     assert KEY not in caplog.text and "api_keys.json" in caplog.text
 
+
+
+def test_a_key_file_saved_with_a_bom_is_read(no_keyring, tmp_path):
+    """Notepad writes a BOM: the file was read as empty and its keys vanished from the user's view."""
+    path = tmp_path / "api_keys.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({URL: KEY}).encode("utf-8"))
+    assert secrets.load_api_key(URL, path) == KEY
+    assert secrets.save_api_key("http://other/v1", "sk-other", path) == ("file", None)
+    assert json.loads(path.read_text(encoding="utf-8")) == {URL: KEY, "http://other/v1": "sk-other"}
+
+
+@pytest.mark.parametrize("content", [
+    b"[" * 100_000 + b"]" * 100_000,  # raised RecursionError out of every lookup
+    b'{"http://gpu-box:8000/v1": "sk-',  # cut short
+    b"\xff\xfe{\x00}\x00",  # UTF-16
+    b'["sk-not-an-object"]',
+])
+def test_a_key_file_that_cannot_be_parsed_is_kept_aside_not_overwritten(no_keyring, tmp_path, caplog, content):
+    """It was read as {} and the next key save wrote over it: the keys in it were lost."""
+    path = tmp_path / "api_keys.json"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    assert secrets.load_api_key(URL, path) == ""  # a lookup never raises (worker threads, every turn)
+    assert path.read_bytes() == content  # a lookup changes nothing
+    stored = secrets.save_api_key(URL, KEY, path)
+    [kept] = tmp_path.glob("api_keys.unreadable-*.json")
+    assert stored == ("file", kept) and kept.read_bytes() == content
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600  # moved, so still owner-only
+    assert json.loads(path.read_text()) == {URL: KEY} and KEY not in caplog.text
+
+
+def test_a_key_file_that_cannot_be_read_is_left_and_nothing_is_saved(no_keyring, tmp_path, monkeypatch):
+    """No read permission: what it holds is unknown, so a save must not replace it (os.replace
+    needs only the folder's permission)."""
+    path = tmp_path / "api_keys.json"
+    path.write_text(json.dumps({URL: KEY}), encoding="utf-8")
+    read_text = Path.read_text
+
+    def denied(self, *args, **kwargs):  # chmod 000 does not stop root, who runs some test boxes
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    assert secrets.load_api_key(URL, path) == ""
+    with pytest.raises(PermissionError):
+        secrets.save_api_key("http://other/v1", "sk-other", path)
+    monkeypatch.setattr(Path, "read_text", read_text)
+    assert json.loads(path.read_text(encoding="utf-8")) == {URL: KEY}
+    assert list(tmp_path.iterdir()) == [path]
 
 def test_a_usable_keyring_holds_the_key_and_the_file_does_not(memory_keyring, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     path = tmp_path / "api_keys.json"
     secrets._write_file(path, {URL: "old-key-from-the-file"})
-    assert secrets.save_api_key(URL, KEY, path) == "keyring"
+    assert secrets.save_api_key(URL, KEY, path) == ("keyring", None)
     assert memory_keyring.store == {("headroom", URL): KEY}
     assert json.loads(path.read_text()) == {}  # one place only
     assert secrets.load_api_key(URL, path) == KEY

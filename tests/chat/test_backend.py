@@ -1,0 +1,34 @@
+"""Settings and the backend (app.chat.backend): what the chat says when it stores an API key."""
+
+import json
+
+import keyring
+import pytest
+from keyring.backends import fail
+
+from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+
+URL = "http://gpu-box:8000/v1"
+
+
+@pytest.fixture
+def no_keyring():
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    yield
+    keyring.set_keyring(previous)
+
+
+def test_an_unparseable_key_file_is_kept_aside_and_said(chat, scratch_config, no_keyring):
+    """The next key save wrote over an api_keys.json it could not parse, in silence."""
+    (scratch_config / "api_keys.json").write_text('{"http://old/v1": "sk-', encoding="utf-8")
+    remote = BackendSettings(REMOTE, RemoteSettings(URL, "m"))
+    chat.backend.apply_settings(chat.settings.generation, remote, api_key="sk-new")
+    [kept] = scratch_config.glob("api_keys.unreadable-*.json")
+    assert chat.recorded.of("notice")[-2:] == [
+        (f"api_keys.json could not be read, so the keys in it were not used; it was kept as {kept}.", "error"),
+        ("API key stored in api_keys.json (owner-only)", "status")]
+    assert json.loads((scratch_config / "api_keys.json").read_text()) == {URL: "sk-new"}
+    chat.backend.apply_settings(chat.settings.generation, remote, api_key="")  # a good file: nothing more said
+    assert chat.recorded.of("notice")[-1] == ("API key forgotten", "status")
+    assert len([n for n in chat.recorded.of("notice") if "could not be read" in n[0]]) == 1
