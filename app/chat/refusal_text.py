@@ -49,6 +49,17 @@ def refusal_reason(decision) -> str:
             "tokens ({2}) and the summary reserve ({3}) leaves {4}.").format(
             _n(f["message"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]),
             _n(f["room"]))
+    if kind == "system":  # the system prompt, not the message, is too long (new-user trial: "hi")
+        return translate(
+            "Refusal", "The system prompt takes {0} tokens, but the context of {1} tokens minus max new "
+            "tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.").format(
+            _n(f["system"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]), _n(f["room"]))
+    if kind == "notes":
+        return translate(
+            "Refusal", "This chat's pinned notes take {0} tokens, but the context of {1} tokens minus max new "
+            "tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new "
+            "message.").format(
+            _n(f["notes"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]), _n(f["room"]))
     return decision.reason
 
 
@@ -68,7 +79,25 @@ def refusal_advice(decision) -> str:
             return Refusal.tr("Shorten it by {0} tokens or lower max new tokens.", "", f["shorten_by"]).format(
                 _n(f["shorten_by"]))
         return translate("Refusal", "Use a larger context or lower max new tokens.")
+    if kind in ("system", "notes"):
+        return _shorten_system_advice(kind, f.get("shorten_by", 0))
     return ""
+
+
+def _shorten_system_advice(kind: str, shorten_by: int) -> str:
+    """Where to shorten the system prompt (kind "system") or the pinned notes ("notes"), and by
+    how many tokens when that alone makes the turn fit (`shorten_by` > 0)."""
+    if kind == "notes":
+        if shorten_by:
+            return Refusal.tr("Shorten this chat's pinned notes (Notes, in the chat bar) by {0} tokens.", "",
+                              shorten_by).format(_n(shorten_by))
+        return translate("Refusal", "Shorten this chat's pinned notes (Notes, in the chat bar) or use a larger "
+                                    "context.")
+    if shorten_by:
+        return Refusal.tr("Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.", "",
+                          shorten_by).format(_n(shorten_by))
+    return translate("Refusal", "Shorten the system prompt (Edit → Settings → System prompt) or use a larger "
+                                "context.")
 
 
 def refusal_line(decision) -> str:
@@ -106,7 +135,8 @@ def lowered_max_new_tokens(decision) -> int | None:
     """The max new tokens (tokens) that the "lower_max_new_tokens" remedy sets; None when it is not offered.
 
     Refused for memory: max_new_tokens_fit, for this turn only (free memory changes per turn).
-    Refused because the context cannot hold the prompt plus max new tokens ("positions", "message"):
+    Refused because the context cannot hold the prompt plus max new tokens ("positions", "message",
+    "system", "notes"):
     the chat keeps the value for every later turn, so it is at most a quarter of the context
     (at least min(256, half of it) on a small context): the fit alone (everything this one message
     leaves) would leave the history budget near zero and older turns would drop out silently

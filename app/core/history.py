@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.core.conversation import Message, Role
+from app.core.pinned_notes import without_pinned_notes
 from app.core.repetition import Cleaned, without_repeats
 
 ChatDict = dict[str, str]
@@ -90,7 +91,10 @@ class SummaryState:
 class WindowResult:
     """Outcome of `select_window`. When `fits` is False, `messages` and `kept` are empty and
     `prompt_tokens` is the smallest possible prompt (system + summary + newest turn): the UI tells
-    the user it is `over_by` tokens too long before anything runs."""
+    the user it is `over_by` tokens too long before anything runs, and `system_tokens` of it are
+    the system message's (system prompt, pinned notes, summary, with the template's frame),
+    `notes_tokens` of those the pinned notes': the rest is the newest turn's own text (0 and 0
+    when it fits, or when there is no system prompt)."""
 
     fits: bool
     messages: tuple[ChatDict, ...]
@@ -100,6 +104,8 @@ class WindowResult:
     limit_tokens: int  # prompt_tokens limit: budget.prompt_tokens + min(summary, reserve)
     summary_tokens: int
     budget: TokenBudget
+    system_tokens: int = 0
+    notes_tokens: int = 0
 
     @property
     def over_by(self) -> int:
@@ -196,7 +202,9 @@ def select_window(
     smallest = count(newest)
     if smallest > limit:
         older = tuple(live[:-1])
-        return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget)
+        system_tokens, notes_tokens = _system_share(system_prompt, summary.content, count_tokens, system_allowed)
+        return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget,
+                            min(system_tokens, smallest), notes_tokens)
     guess = None
     if estimate_tokens is not None:
         guess = _first_true(0, newest, lambda k: estimate_tokens(
@@ -211,6 +219,27 @@ def select_window(
         True, tuple(prompt), tuple(live[start:]), tuple(live[:start]), count(start),
         limit, summary_tokens, budget,
     )
+
+
+def _system_share(system_prompt: str, summary: str, count_tokens: CountTokens,
+                  system_allowed: bool) -> tuple[int, int]:
+    """(tokens, of which the pinned notes') the system message takes of a refused prompt, so that a
+    refusal can name what is too long (new-user trial: a 24,000-token system prompt was refused as
+    "the new message needs 24,016 tokens" for "hi"): the prompt with the newest turn emptied, i.e.
+    with the template's frame; (0, 0) without a system prompt or notes (the frame alone is no cause).
+    Measured with a system message in every count: a template that adds its own system prompt when
+    none is given (SmolLM2's) would otherwise count that one instead."""
+    if not system_prompt.strip():
+        return 0, 0
+    empty_turn = (Turn(-1, -1, ({"role": Role.USER.value, "content": ""},)),)
+
+    def frame(prompt: str) -> int:
+        return count_tokens(build_prompt(prompt, summary, empty_turn, system_allowed))
+
+    system = frame(system_prompt)
+    without_notes = without_pinned_notes(system_prompt)
+    notes = system - frame(without_notes) if without_notes != system_prompt else 0
+    return system, max(notes, 0)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,13 @@ def with_pinned_notes(system_prompt: str, notes: str) -> str:
     return "\n\n".join(part for part in (system_prompt, f"{NOTES_HEADER}\n{notes}") if part)
 
 
+def without_pinned_notes(system_prompt: str) -> str:
+    """`system_prompt` less the notes `with_pinned_notes` put after it (its inverse); unchanged
+    when it holds none."""
+    at = 0 if system_prompt.startswith(NOTES_HEADER + "\n") else system_prompt.find("\n\n" + NOTES_HEADER + "\n")
+    return system_prompt if at < 0 else system_prompt[:at]
+
+
 def add_note(notes: str, text: str) -> str:
     """`notes` with `text` added as a paragraph of its own (a pinned message)."""
     return "\n\n".join(part for part in (notes.strip(), text.strip()) if part)

@@ -88,11 +88,18 @@ class TurnPlan:
 
 
 def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecision:
-    """The refusal for a window that does not fit (the newest message alone is too long): only a
-    shorter message or a smaller max_new_tokens helps, older turns are gone already. Shared by the
-    local and the remote backend, so both explain it with the same numbers (tokens)."""
+    """The refusal for a window that does not fit (the newest turn alone is too long with the
+    system message): only a shorter message, system prompt or pinned notes, or a smaller
+    max_new_tokens helps, older turns are gone already. Shared by the local and the remote
+    backend, so both explain it with the same numbers (tokens). When the system message is what
+    is too long (`_system_is_the_cause`), reason_kind "system" (the system prompt) or "notes"
+    (the pinned notes, when they are most of it) names it, with facts "system" and "notes" (its
+    share and the notes' of it), instead of asking to shorten the message (new-user trial: "hi"
+    was told to shorten by 16,848 tokens under a 24,000-token system prompt)."""
     budget = window.budget
     room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
+    if _system_is_the_cause(window):
+        return _system_refusal(window, max_new_tokens, room)
     # offer only what can work: a message cannot be shortened by more than it holds
     remedies = [f"shorten it by {window.over_by:,} tokens"] if window.over_by < window.prompt_tokens else []
     if room >= 1:
@@ -109,6 +116,39 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
         facts=dict(message=window.prompt_tokens, context=budget.context_tokens, max_new_tokens=max_new_tokens,
                    summary_reserve=budget.summary_reserve, room=max(window.limit_tokens, 0),
                    shorten_by=window.over_by if window.over_by < window.prompt_tokens else 0))
+
+
+def _system_is_the_cause(window: WindowResult) -> bool:
+    """Whether the system message (system prompt, pinned notes) is what makes `window` too long:
+    it takes at least as much as the newest turn, which alone would fit the room. A room of
+    nothing (max_new_tokens as large as the context) is no system prompt's fault."""
+    message = window.prompt_tokens - window.system_tokens
+    return window.system_tokens > 0 and 0 < message <= window.limit_tokens and window.system_tokens >= message
+
+
+def _system_refusal(window: WindowResult, max_new_tokens: int, room: int) -> AdmissionDecision:
+    budget, system, notes = window.budget, window.system_tokens, window.notes_tokens
+    message, limit = window.prompt_tokens - system, max(window.limit_tokens, 0)
+    kind = "notes" if notes * 2 > system else "system"
+    holds = notes if kind == "notes" else system - notes  # offer only what can work, as for a message
+    shorten_by = window.over_by if window.over_by < holds else 0
+    named = "the pinned notes" if kind == "notes" else "the system prompt"
+    takes = (f"the pinned notes take {notes:,} and the system prompt {system - notes:,}" if kind == "notes"
+             else f"the system prompt takes {system:,}")
+    remedies = [f"shorten {named} by {shorten_by:,} tokens"] if shorten_by else []
+    if room >= 1:
+        remedies.append(f"lower max_new_tokens to {room:,}")
+    advice = " or ".join(remedies) or f"shorten {named} or use a larger context"
+    return AdmissionDecision(
+        False, "positions",
+        f"{takes} of the {limit:,} prompt tokens that the context of {budget.context_tokens:,} tokens minus "
+        f"max_new_tokens {max_new_tokens:,} and the summary reserve {budget.summary_reserve:,} leaves, and the "
+        f"new message needs {message:,} more: {advice}",
+        context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
+        remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else (), reason_kind=kind,
+        facts=dict(system=system, notes=notes, message=message, context=budget.context_tokens,
+                   max_new_tokens=max_new_tokens, summary_reserve=budget.summary_reserve, room=limit,
+                   shorten_by=shorten_by))
 
 
 @dataclass(frozen=True)

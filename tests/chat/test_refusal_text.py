@@ -6,8 +6,10 @@ from app.chat.refusal_text import (
     other_remedies,
     refusal_advice,
     refusal_line,
+    refusal_line_stored,
     refusal_reason,
     remedy_labels,
+    stored_refusal,
 )
 from app.core.history import TokenBudget, WindowResult
 from app.engine.events import window_refusal
@@ -85,3 +87,41 @@ def test_a_message_longer_than_the_whole_context_is_not_told_to_lower_max_new_to
 def test_a_decision_without_a_kind_keeps_its_english_reason():
     decision = AdmissionDecision(False, "memory", "short by 120 MiB")
     assert refusal_line(decision) == "This turn was not started: short by 120 MiB"
+
+
+def system_refusal(system: int, notes: int, message: int):
+    """window_refusal of a prompt whose system message takes `system` tokens (`notes` of them the
+    pinned notes') beside a newest message of `message`: 8,192 context, 512 new tokens, 512 reserve."""
+    budget = TokenBudget.for_model(8192, 8192, 512, 512)
+    window = WindowResult(False, (), (), (), system + message, budget.prompt_tokens, 0, budget, system, notes)
+    return window_refusal(window, 512)
+
+
+def test_a_system_prompt_too_long_is_named_with_where_to_shorten_it():
+    """New-user trial: a 24,000-token system prompt, "hi": the line said "The new message needs 24,016
+    tokens … Shorten it by 16,368 tokens"."""
+    decision = system_refusal(24_015, 0, 1)
+    line = ("This turn was not started. The system prompt takes 24,015 tokens, but the context of 8,192 tokens "
+            "minus max new tokens (512) and the summary reserve (512) leaves 7,168 for it and the new message. "
+            "Shorten the system prompt (Edit → Settings → System prompt) by 16,848 tokens.")
+    assert refusal_line(decision) == line
+    assert refusal_line_stored(stored_refusal(decision)) == line  # said again when the chat is opened
+    assert remedy_labels(decision) == {} and other_remedies(decision) == []
+
+
+def test_pinned_notes_too_long_are_named_and_a_room_for_new_tokens_is_offered():
+    decision = system_refusal(7_000, 6_500, 300)  # 132 over; with 380 new tokens it fits
+    assert decision.reason_kind == "notes"
+    assert refusal_reason(decision) == (
+        "This chat's pinned notes take 6,500 tokens, but the context of 8,192 tokens minus max new tokens (512) "
+        "and the summary reserve (512) leaves 7,168 for them, the system prompt and the new message.")
+    assert refusal_advice(decision) == "Shorten this chat's pinned notes (Notes, in the chat bar) by 132 tokens."
+    assert remedy_labels(decision) == {"lower_max_new_tokens": "Lower max new tokens to 380"}
+
+
+def test_a_system_prompt_that_cannot_be_shortened_enough_points_to_a_larger_context():
+    decision = system_refusal(9_000, 0, 9_000)  # as long as the message, neither alone fits
+    assert decision.reason_kind == "message"  # the message alone is too long: it is the one named
+    decision = system_refusal(5_000, 0, 4_000)  # 1,832 over: either may go
+    assert decision.reason_kind == "system" and refusal_advice(decision) == (
+        "Shorten the system prompt (Edit → Settings → System prompt) by 1,832 tokens.")

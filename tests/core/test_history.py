@@ -134,6 +134,36 @@ def test_newest_message_too_long_is_reported_not_cut():
     assert result.over_by == 215 - 120
 
 
+def test_a_refused_window_says_how_much_of_it_the_system_message_takes():
+    """New-user trial: a system prompt too long for the context was refused as "the new message
+    needs 24,016 tokens" for "hi": the refusal needs the system message's own share."""
+    from app.core.pinned_notes import with_pinned_notes
+
+    system = with_pinned_notes(words(120, "s"), words(30, "n"))  # the notes add 30 words and a 7-word header
+    budget = TokenBudget(context_tokens=150, max_new_tokens=20, summary_reserve=10)
+    result = select_window([Message(Role.USER, "hi")], system_prompt=system, summary=SummaryState(),
+                           budget=budget, count_tokens=count_words)
+    assert not result.fits and result.prompt_tokens == 157 + 4 + 1 + 4 + 2 == 168
+    assert result.system_tokens == 168 - 1 and result.notes_tokens == 37  # all but "hi"; the notes' words
+    summarized = select_window([Message(Role.USER, "hi")], system_prompt=words(200, "s"),
+                               summary=SummaryState("they said hi", -1, 0), budget=budget, count_tokens=count_words)
+    assert summarized.system_tokens == 200 + 4 + 3 + 4 + 4 + 2 and summarized.notes_tokens == 0  # summary in it
+    none = select_window([Message(Role.USER, "hi " * 200)], system_prompt="", summary=SummaryState(), budget=budget,
+                         count_tokens=count_words)
+    assert not none.fits and none.system_tokens == 0  # the template's frame alone is no system prompt
+    fits = select_window([Message(Role.USER, "hi")], system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                         count_tokens=count_words)
+    assert fits.fits and fits.system_tokens == 0  # only said for a refusal
+
+
+@pytest.mark.parametrize("prompt", ["", "Be brief.", "Be brief.\n\nAnswer in Korean."])
+def test_without_pinned_notes_undoes_with_pinned_notes(prompt):
+    from app.core.pinned_notes import with_pinned_notes, without_pinned_notes
+
+    assert without_pinned_notes(with_pinned_notes(prompt, "Alex lives in Lisbon.")) == prompt
+    assert without_pinned_notes(prompt) == prompt  # no notes: unchanged
+
+
 def test_folded_turns_stay_out_and_summary_sits_in_system_message():
     messages = chat(2, 2, 2, 2, 2)
     summary = SummaryState("they said hi", folded_through=1, tokens=0)

@@ -174,3 +174,20 @@ def test_attach_as_a_file_follows_a_remedy_that_runs_the_turn_and_not_for_memory
     decision, projection = refuse_memory(card)
     memory = open_dialog(qtbot, decision, projection)
     assert "attach" not in memory.buttons and memory.findChild(QLabel, "admissionAttachHint") is None
+
+
+def test_a_system_prompt_too_long_is_named_and_hi_is_not_offered_as_a_file(qtbot):
+    """New-user trial: a 24,000-token system prompt, "hi" sent: the dialog blamed the new message
+    and offered only "Attach as a file" (for "hi")."""
+    from app.core.history import TokenBudget, WindowResult
+    from app.engine.events import window_refusal
+
+    budget = TokenBudget.for_model(8192, 8192, 512, 512)
+    window = WindowResult(False, (), (), (), 24_016, budget.prompt_tokens, 0, budget, 24_015, 0)
+    dialog = open_dialog(qtbot, window_refusal(window, 512))
+    assert list(dialog.buttons) == ["cancel"] and dialog.buttons["cancel"].autoDefault()
+    assert dialog.findChild(QLabel, "admissionAttachHint") is None
+    assert dialog.findChild(QLabel, "admissionReason").text() == (
+        "The system prompt takes 24,015 tokens, but the context of 8,192 tokens minus max new tokens (512) and the "
+        "summary reserve (512) leaves 7,168 for it and the new message. Shorten the system prompt "
+        "(Edit → Settings → System prompt) by 16,848 tokens.")

@@ -178,7 +178,8 @@ class AdmissionDecision:
 
     `reason` and `remedies` are English sentences (logs, diagnostics, the headless CLI). A UI
     that speaks another language says them from reason_kind (which sentence: "fits",
-    "fits_server", "positions", "memory", or "message": the newest message alone is too long)
+    "fits_server", "positions", "memory", "message": the newest message alone is too long, or
+    "system" / "notes": the system prompt / the pinned notes are, app.engine.events.window_refusal)
     and facts (the numbers in it by name: tokens or bytes; chunk_tokens when chunked prefill
     would fit; trim_needed / lower_needed: bytes the trim and lower-max-new-tokens remedies
     would need), so the engine stays free of Qt and of translation.
