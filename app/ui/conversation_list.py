@@ -20,6 +20,7 @@ from datetime import date, datetime
 from PySide6.QtCore import (
     QCoreApplication,
     QEvent,
+    QItemSelectionModel,
     QLocale,
     QModelIndex,
     QObject,
@@ -164,6 +165,8 @@ class ConversationList(QWidget):
         self._last_search = ""
         self._hovered = False  # the pointer is over the list: rows keep their places
         self._deferred: tuple | None = None  # set_conversations' arguments, shown when it leaves
+        self._cursor_row: int | None = None  # the row a keyboard delete left: the cursor stays there
+        self._cursor_id: int | None = None  # a conversation brought back by Undo: the cursor goes to it
         self._shown: tuple | None = None  # (infos, their age groups) the rows show, while they do
         self.new_button = QPushButton("+  " + untitled())
         self.new_button.setObjectName("newChatButton")
@@ -212,6 +215,8 @@ class ConversationList(QWidget):
         self.list_widget.installEventFilter(self)
         widget_shortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list_widget,
                         self._on_delete_key_pressed)
+        # Ctrl+Z in the list takes back the delete on offer (trial 6: only the bar's button did)
+        widget_shortcut(QKeySequence(QKeySequence.StandardKey.Undo), self.list_widget, self._on_undo_clicked)
         widget_shortcut(QKeySequence(Qt.Key.Key_Escape), self.search_edit, self.search_edit.clear)
         # from the search box to its results by keyboard: Down goes to them, Enter opens the first
         # (trial 4: only Tab reached them); the Menu key and Shift+F10 open a row's menu
@@ -276,10 +281,24 @@ class ConversationList(QWidget):
         if current_id is None or current_id not in self.ids():
             self.list_widget.setCurrentItem(None)
             self.list_widget.clearSelection()
+            self._keep_cursor()
+        self._cursor_row = self._cursor_id = None
         self.list_widget.blockSignals(False)
         self._update_empty_state(bool(infos))
         self.list_widget.doItemsLayout()  # the scroll range of the new rows, to scroll back into
         self.list_widget.verticalScrollBar().setValue(scrolled)
+
+    def _keep_cursor(self) -> None:
+        """After a keyboard delete or an Undo left no row current: the keyboard cursor on the
+        conversation brought back, else on the one now at the deleted one's row (else the last); not
+        selected (it is not the open chat), so F2, Delete and the arrows go on from there (trial 6:
+        nothing was current, F2 did nothing)."""
+        rows = [r for r in range(self.list_widget.count()) if self.list_widget.item(r).data(ID_ROLE) is not None]
+        row = next((r for r in rows if self.list_widget.item(r).data(ID_ROLE) == self._cursor_id), None)
+        if row is None and self._cursor_row is not None:
+            row = next((r for r in rows if r >= self._cursor_row), rows[-1] if rows else None)
+        if row is not None:
+            self.list_widget.setCurrentItem(self.list_widget.item(row), QItemSelectionModel.SelectionFlag.NoUpdate)
 
     def _update_in_place(self, infos: Sequence[ConversationInfo], current_id: int | None) -> None:
         """New titles and tooltips on the rows shown, in their present order; `current_id` selected."""
@@ -525,6 +544,7 @@ class ConversationList(QWidget):
     def _on_delete_key_pressed(self) -> None:
         item = self.list_widget.currentItem()
         if item is not None and item.data(ID_ROLE) is not None:
+            self._cursor_row = self.list_widget.row(item)
             self.delete_requested.emit(item.data(ID_ROLE))
 
     @Slot(str)
@@ -543,4 +563,5 @@ class ConversationList(QWidget):
         conversation_id = self._undo_id
         self.hide_undo()
         if conversation_id is not None:
+            self._cursor_id = conversation_id
             self.restore_requested.emit(conversation_id)

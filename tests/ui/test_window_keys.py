@@ -6,7 +6,7 @@ real (QTest key events through Qt's shortcut map), no model is loaded."""
 import pytest
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtGui import QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox, QWidget
 
 from app.core.conversation import Message, MessageStatus, Role
 from app.ui.main_window import MINIMUM_SIZE
@@ -348,3 +348,30 @@ def test_a_chat_clicked_in_the_list_takes_the_typing_and_the_arrows_stay_with_th
     assert window.chat.conversation_id == ids[0] and QApplication.focusWidget() is rows
     press(qtbot, window, "Up")
     assert rows.currentItem().data(Qt.ItemDataRole.UserRole) == ids[1] and QApplication.focusWidget() is rows
+
+
+def test_delete_undo_and_rename_in_the_sidebar_by_keyboard_alone(qtbot, make_fake_window, tmp_path):
+    """Trial 6: after Delete no row was current, so F2 did nothing, and Ctrl+Z did not undo."""
+    from app.core.store import Store
+
+    db = tmp_path / "keys.sqlite3"
+    with Store(db) as store:
+        for title in ("Alpha", "Beta", "Gamma"):
+            store.append_message(store.create_conversation(title), Message(Role.USER, title))
+    window = make_fake_window(store_path=db)
+    sidebar, rows = window.sidebar, window.sidebar.list_widget
+    qtbot.waitUntil(lambda: len(sidebar.ids()) == 3, timeout=5000)
+    alpha, beta, gamma = sorted(sidebar.ids())
+    rows.setFocus()
+    rows.setCurrentItem(sidebar.item_for(beta))
+    qtbot.keyClick(rows, Qt.Key.Key_Delete)
+    qtbot.waitUntil(lambda: sidebar.ids() == [gamma, alpha], timeout=5000)
+    assert rows.currentItem() is sidebar.item_for(alpha)  # the cursor stays at the deleted row
+    assert not rows.currentItem().isSelected() and sidebar.undo_bar.isVisible()
+    qtbot.keyClick(rows, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: sidebar.ids() == [gamma, beta, alpha], timeout=5000)
+    assert rows.currentItem() is sidebar.item_for(beta) and not sidebar.undo_bar.isVisible()
+    qtbot.keyClick(rows, Qt.Key.Key_F2)
+    assert rows.state() == rows.State.EditingState
+    [editor] = rows.viewport().findChildren(QLineEdit)
+    assert editor.text() == "Beta"
