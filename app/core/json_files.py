@@ -26,8 +26,14 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def keep_aside(path: Path) -> Path:
-    """Rename the unreadable `path` to <stem>.unreadable-<local time>.json beside it and return
-    where it went. Raises OSError when it cannot be renamed."""
-    aside = path.with_name(f"{path.stem}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    """Rename the unreadable `path` to <stem>.unreadable-<local time>.json beside it (-2, -3, …
+    added when that name is taken: two in one second must not replace the first) and return where
+    it went. Raises OSError when it cannot be renamed."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.stem}.unreadable-{stamp}.json")
+    number = 1
+    while aside.exists():
+        number += 1
+        aside = path.with_name(f"{path.stem}.unreadable-{stamp}-{number}.json")
     path.replace(aside)
     return aside
