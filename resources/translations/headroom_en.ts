@@ -208,6 +208,20 @@
         </translation>
     </message>
     <message numerus="yes">
+        <source>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) by {0} tokens.</source>
+        <translation>
+            <numerusform>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) by {0} token.</numerusform>
+            <numerusform>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) by {0} tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.</source>
+        <translation>
+            <numerusform>Shorten the system prompt (Edit → Settings → System prompt) by {0} token.</numerusform>
+            <numerusform>Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>Trim older turns (drop at least {0} tokens)</source>
         <translation>
             <numerusform>Trim older turns (drop at least {0} token)</numerusform>

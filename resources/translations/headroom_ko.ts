@@ -263,6 +263,10 @@
         <translation>새 언어는 Headroom을 다음에 시작할 때부터 적용됩니다</translation>
     </message>
     <message>
+        <source>api_keys.json could not be read, so the keys in it were not used; it was kept as {0}.</source>
+        <translation>api_keys.json을 읽지 못해 그 안의 키를 사용하지 않았습니다. 파일은 {0}(으)로 보관했습니다.</translation>
+    </message>
+    <message>
         <source>API key forgotten</source>
         <translation>API 키를 삭제했습니다</translation>
     </message>
@@ -2483,6 +2487,14 @@ tokens counted by {4}: {5}</source>
         <translation>새 메시지에는 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</translation>
     </message>
     <message>
+        <source>The system prompt takes {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</source>
+        <translation>시스템 프롬프트가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 시스템 프롬프트와 새 메시지에 {4} 토큰만 남습니다.</translation>
+    </message>
+    <message>
+        <source>This chat&apos;s pinned notes take {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new message.</source>
+        <translation>이 채팅의 고정 메모가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 고정 메모와 시스템 프롬프트, 새 메시지에 {4} 토큰만 남습니다.</translation>
+    </message>
+    <message>
         <source>Trim older turns or lower max new tokens; or close other programs, or open a smaller model.</source>
         <translation>이전 턴을 줄이거나 최대 새 토큰 수를 낮추세요. 또는 다른 프로그램을 닫거나 더 작은 모델을 여세요.</translation>
     </message>
@@ -2505,6 +2517,26 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Use a larger context or lower max new tokens.</source>
         <translation>더 큰 컨텍스트를 쓰거나 최대 새 토큰 수를 낮추세요.</translation>
+    </message>
+    <message numerus="yes">
+        <source>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) by {0} tokens.</source>
+        <translation>
+            <numerusform>이 채팅의 고정 메모(채팅 막대의 메모)를 {0} 토큰 줄이세요.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) or use a larger context.</source>
+        <translation>이 채팅의 고정 메모(채팅 막대의 메모)를 줄이거나 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message numerus="yes">
+        <source>Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.</source>
+        <translation>
+            <numerusform>시스템 프롬프트(편집 → 설정 → 시스템 프롬프트)를 {0} 토큰 줄이세요.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Shorten the system prompt (Edit → Settings → System prompt) or use a larger context.</source>
+        <translation>시스템 프롬프트(편집 → 설정 → 시스템 프롬프트)를 줄이거나 더 큰 컨텍스트를 쓰세요.</translation>
     </message>
     <message>
         <source>This turn was not started: {0}</source>
