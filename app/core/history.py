@@ -392,9 +392,10 @@ def finish_summary(
     (`repetition.without_repeats`: greedy decoding of a small model loops; what it left out is
     said in the verdict). Accepted → new summary. Rejected → an extractive fallback
     (the previous summary plus the first sentence of each folded user message, the facts a
-    small model most often fails to carry over; the newest of them that fit the cap and shrink
-    the history), else the previous summary. Either way `folded_through` advances to `plan.fold_through`:
-    retrying the same input would give the same output, so there is no re-summarize loop."""
+    small model most often fails to carry over; as many as fit the cap and shrink the history,
+    the oldest and the newest first), else the previous summary. Either way `folded_through`
+    advances to `plan.fold_through`: retrying the same input would give the same output, so there
+    is no re-summarize loop."""
 
     def judge(candidate: str) -> tuple[int, SummaryVerdict]:
         if not candidate:
@@ -414,12 +415,15 @@ def finish_summary(
         verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
         firsts = _folded_firsts(plan)
-        # the newest first sentences that fit: a shorter extract beats losing the folded turns
-        skip = _first_true(0, len(firsts), lambda k: bool(judge(_extract(plan, firsts[k:]))[1]))
-        if skip < len(firsts):
-            extract = _extract(plan, firsts[skip:])
+        # as many first sentences as fit, taken from both ends: a shorter extract beats losing the
+        # folded turns, and a chat says who and what early (trial 6: "제 이름은 민수예요" in turn 4
+        # was dropped when only the newest were kept), what it is working on late
+        n = len(firsts)
+        skip = _first_true(0, n, lambda k: bool(judge(_extract(plan, _both_ends(firsts, n - k)))[1]))
+        if skip < n:
+            extract = _extract(plan, _both_ends(firsts, n - skip))
             tokens, fallback = judge(extract)
-            which = f"the last {len(firsts) - skip} of {len(firsts)} messages" if skip else "an extract"
+            which = f"the first and last {n - skip} of {n} messages" if skip else "an extract"
             return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
                 True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
@@ -547,14 +551,33 @@ def _dropped_facts(previous: str, new: str) -> str:
 
 
 def _folded_firsts(plan: SummaryPlan) -> list[str]:
-    """The first sentence of each folded user message, oldest first (≤ 200 characters each)."""
-    firsts = []
+    """The first sentence of each folded user message, oldest first (≤ 200 characters each), each
+    once (trial 6: "hi." asked again and again filled the extract's room twice)."""
+    firsts, seen = [], set()
     for turn in plan.folded:
         for m in turn.messages:
             if m["role"] == Role.USER.value and m["content"].strip():
                 first = m["content"].strip().splitlines()[0]
-                firsts.append(end_sentence(first.split(". ")[0].rstrip(".")[:200]))
+                sentence = end_sentence(first.split(". ")[0].rstrip(".")[:200])
+                if sentence.casefold() not in seen:
+                    seen.add(sentence.casefold())
+                    firsts.append(sentence)
     return firsts
+
+
+GAP = "…"
+"""Between the oldest and the newest first sentences when an extract leaves the middle out."""
+
+
+def _both_ends(firsts: Sequence[str], keep: int) -> list[str]:
+    """`keep` of `firsts` (oldest first), taken alternately from the oldest and the newest end, in
+    their order, with GAP where the middle is left out: ["A.", "B.", "…", "Y.", "Z."] (one: ["A."])."""
+    if keep >= len(firsts):
+        return list(firsts)
+    if keep <= 0:
+        return []
+    oldest, newest = (keep + 1) // 2, keep // 2
+    return [*firsts[:oldest], GAP, *firsts[len(firsts) - newest:]] if newest else firsts[:oldest]
 
 
 # a sentence's own end: . ? ! … (or the CJK 。？！), perhaps inside a closing quote or bracket

@@ -2239,8 +2239,8 @@ tokens counted by {4}: {5}</source>
         <translation>모델이 쓴 요약을 쓸 수 없어 발췌본을 남겼습니다 (기록 {0} → {1} 토큰)</translation>
     </message>
     <message>
-        <source>the model&apos;s summary was not usable; kept what the last {0} of {1} messages said (history {2} → {3} tokens)</source>
-        <translation>모델의 요약을 쓸 수 없어 최근 메시지 {1}개 중 {0}개의 내용을 남겼습니다(기록 {2} → {3} 토큰)</translation>
+        <source>the model&apos;s summary was not usable; kept what the first and last {0} of {1} messages said (history {2} → {3} tokens)</source>
+        <translation>모델이 쓴 요약을 쓸 수 없어 메시지 {1}개 중 처음과 마지막 {0}개의 내용을 남겼습니다 (기록 {2} → {3} 토큰)</translation>
     </message>
     <message>
         <source>history {0} → {1} tokens</source>

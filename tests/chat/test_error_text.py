@@ -122,8 +122,9 @@ def test_summary_verdicts_are_said_from_their_numbers():
     assert summary_verdict_text("history 812 → 410 tokens (left out 1 repeated sentence)") == (
         "history 812 → 410 tokens (repeated sentences left out: 1)")
     assert summary_verdict_text("model summary rejected (the model repeated itself (3 repeated sentences, 2 kept)); "
-                                "kept the last 1 of 2 messages: history 256 → 43 tokens") == (
-        "the model's summary was not usable; kept what the last 1 of 2 messages said (history 256 → 43 tokens)")
+                                "kept the first and last 1 of 2 messages: history 256 → 43 tokens") == (
+        "the model's summary was not usable; kept what the first and last 1 of 2 messages said "
+        "(history 256 → 43 tokens)")
     assert summary_verdict_text("the model repeated itself (3 repeated sentences, 2 kept)") == (
         "the model repeated itself; kept the previous one")
 

@@ -451,7 +451,8 @@ def test_fold_at_evicts_before_the_window_is_full_and_keeps_the_newest_turns():
     assert [t.first_position for t in forced.kept] == [10]
 
 
-def test_an_extract_too_long_for_the_cap_keeps_the_newest_first_sentences():
+def test_an_extract_too_long_for_the_cap_keeps_the_oldest_and_newest_first_sentences():
+    """Trial 6: only the newest were kept, and the name the user gave in turn 4 was gone."""
     messages = chat(*[6, 2] * 8, 3)
     budget = TokenBudget(context_tokens=400, max_new_tokens=10, summary_reserve=40)
     window = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
@@ -459,9 +460,25 @@ def test_an_extract_too_long_for_the_cap_keeps_the_newest_first_sentences():
     plan = plan_summary(window, SummaryState(), system_prompt=SYSTEM, count_tokens=count_words)
     assert len(plan.folded) == 8
     state, verdict = finish_summary(plan, words(80, "rambling"), count_words)
-    assert verdict.accepted and "kept the last" in verdict.reason and state.tokens <= plan.cap_tokens
-    assert state.content.startswith("The user said: ") and "m14_0" in state.content  # the newest folded
-    assert "m0_0" not in state.content  # the oldest did not fit
+    assert verdict.accepted and "kept the first and last" in verdict.reason and state.tokens <= plan.cap_tokens
+    said = state.content.removeprefix("The user said: ")
+    assert said != state.content and " … " in said  # the middle left out, and said to be
+    early, late = said.split(" … ")
+    assert early.startswith("m0_0") and late.rstrip(".").split()[-1].startswith("m14_")  # both ends kept
+    assert "m6_0" not in said and "m8_0" not in said  # the middle did not fit
+    assert int(verdict.reason.split("kept the first and last ")[1].split()[0]) == said.count(".")
+
+
+def test_the_extract_says_a_sentence_the_user_repeated_once():
+    messages = chat(*[6, 2] * 3, 3)
+    for index in (0, 2, 4):
+        messages[index] = Message(Role.USER, "Hello there. How are you?")
+    window = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(),
+                           budget=TokenBudget(context_tokens=400, max_new_tokens=10, summary_reserve=40),
+                           count_tokens=count_words, fold_at=0.0, keep_turns=1)
+    plan = plan_summary(window, SummaryState(), system_prompt=SYSTEM, count_tokens=count_words)
+    state, verdict = finish_summary(plan, words(80, "rambling"), count_words)
+    assert verdict.accepted and state.content == "The user said: Hello there."
 
 
 def test_a_summary_that_repeats_itself_is_kept_once():
