@@ -260,6 +260,10 @@ class MessageBubble(QFrame):
         elif self._prefill is not None and self.status is MessageStatus.STREAMING:
             note = self.tr("Reading the prompt… {0} / {1} tokens", "", self._prefill[1]).format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
+        elif len(self.text) > MAX_SHOWN_CHARS and self.role is not Role.USER:  # an answer is not "sent"
+            hidden = len(self.text) - MAX_SHOWN_CHARS
+            note = self.tr("… {0} more characters not shown here (the whole answer is kept: Copy and Export take "
+                           "all of it)", "", hidden).format(f"{hidden:,}")
         elif len(self.text) > MAX_SHOWN_CHARS and not self.sent:
             hidden = len(self.text) - MAX_SHOWN_CHARS
             note = self.tr("… {0} more characters not shown here (the whole message is kept, but it was not sent)",

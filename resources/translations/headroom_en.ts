@@ -140,6 +140,13 @@
         </translation>
     </message>
     <message numerus="yes">
+        <source>… {0} more characters not shown here (the whole answer is kept: Copy and Export take all of it)</source>
+        <translation>
+            <numerusform>… {0} more character not shown here (the whole answer is kept: Copy and Export take all of it)</numerusform>
+            <numerusform>… {0} more characters not shown here (the whole answer is kept: Copy and Export take all of it)</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>… {0} more characters not shown here (the whole message is kept, but it was not sent)</source>
         <translation>
             <numerusform>… {0} more character not shown here (the whole message is kept, but it was not sent)</numerusform>

@@ -1577,6 +1577,12 @@ Your chats are saved here.</source>
         </translation>
     </message>
     <message numerus="yes">
+        <source>… {0} more characters not shown here (the whole answer is kept: Copy and Export take all of it)</source>
+        <translation>
+            <numerusform>… 여기에 표시하지 않은 글자 {0}자 (답변 전체는 보존되며, 복사와 내보내기에는 모두 담깁니다)</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>… {0} more characters not shown here (the whole message is kept, but it was not sent)</source>
         <translation>
             <numerusform>… 여기에 표시하지 않은 글자 {0}자 (메시지 전체는 보존되지만 전송되지 않았습니다)</numerusform>

@@ -175,3 +175,11 @@ def test_a_long_message_counts_in_korean(korean, qtbot):
     bubble = MessageBubble(Role.USER, "word " * (MAX_SHOWN_CHARS // 5) + "x" * 1_200)
     qtbot.addWidget(bubble)
     assert bubble.shown_text().endswith("… 여기에 표시하지 않은 글자 1,200자 (메시지 전체는 보존되고 전송됩니다)")
+
+
+def test_a_long_answer_says_it_is_kept_not_that_it_was_sent(qtbot):
+    """Trial 6: a long answer said "the whole message is kept and sent" under it."""
+    bubble = MessageBubble(Role.ASSISTANT, "word " * (MAX_SHOWN_CHARS // 5) + "x" * 1_200)
+    qtbot.addWidget(bubble)
+    assert bubble.shown_text().endswith(
+        "… 1,200 more characters not shown here (the whole answer is kept: Copy and Export take all of it)")
