@@ -45,8 +45,8 @@ def refusal_reason(decision) -> str:
         return text
     if kind == "message":
         return translate(
-            "Refusal", "The new message needs {0} tokens, but the context of {1} tokens minus max new "
-            "tokens ({2}) and the summary reserve ({3}) leaves {4}.").format(
+            "Refusal", "The new message needs {0} tokens with the system prompt, but the context of {1} tokens "
+            "minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.").format(
             _n(f["message"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]),
             _n(f["room"]))
     if kind == "system":  # the system prompt, not the message, is too long (new-user trial: "hi")

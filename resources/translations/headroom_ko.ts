@@ -2489,8 +2489,8 @@ tokens counted by {4}: {5}</source>
         <translation>프롬프트({0} 토큰)와 최대 새 토큰 수({1})를 더하면 {2} 토큰으로, 컨텍스트 한도 {3} 토큰을 넘습니다. 프롬프트는 최대 {4} 토큰까지 쓸 수 있습니다.</translation>
     </message>
     <message>
-        <source>The new message needs {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</source>
-        <translation>새 메시지에는 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</translation>
+        <source>The new message needs {0} tokens with the system prompt, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</source>
+        <translation>새 메시지에는 시스템 프롬프트를 포함해 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</translation>
     </message>
     <message>
         <source>The system prompt takes {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</source>

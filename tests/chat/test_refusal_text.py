@@ -70,8 +70,8 @@ def test_a_message_too_long_says_how_much_to_shorten():
     window = WindowResult(False, (), (), (), 900, budget.prompt_tokens, 0, budget)
     decision = window_refusal(window, 256)
     line = refusal_line(decision)
-    assert line == ("This turn was not started. The new message needs 900 tokens, but the context of 1,024 tokens "
-                    "minus max new tokens (256) and the summary reserve (64) leaves 704. "
+    assert line == ("This turn was not started. The new message needs 900 tokens with the system prompt, but the "
+                    "context of 1,024 tokens minus max new tokens (256) and the summary reserve (64) leaves 704. "
                     f"Shorten it by {window.over_by:,} tokens or lower max new tokens.")
 
 

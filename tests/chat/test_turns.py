@@ -359,8 +359,9 @@ def test_a_refusal_is_said_again_when_its_chat_is_opened_and_forgotten_once_its_
 
     chat.turns.send(LONG_PASTE)
     worker.turn_refused.emit(worker.last_id, decision)
-    line = ("This turn was not started. The new message needs 40,020 tokens, but the context of 8,192 tokens minus "
-            "max new tokens (512) and the summary reserve (512) leaves 7,168. Shorten it by 32,852 tokens.")
+    line = ("This turn was not started. The new message needs 40,020 tokens with the system prompt, but the context "
+            "of 8,192 tokens minus max new tokens (512) and the summary reserve (512) leaves 7,168. Shorten it by "
+            "32,852 tokens.")
     assert seen.of("notice")[-1] == (line, "refused")
     home = chat.conversation_id
     chat.conversations.new_conversation()

@@ -99,7 +99,8 @@ def test_a_refused_message_shows_its_refusal_again_after_a_restart(request, qtbo
     assert [b.text for b in again.chat_view.bubbles()] == [PASTE]
     qtbot.waitUntil(lambda: bool(again.chat_view.findChildren(Notice)))
     assert [(n.text(), n.property("kind")) for n in again.chat_view.findChildren(Notice)] == [before]
-    assert before[0].startswith({"en": "This turn was not started. The new message needs 40,020 tokens",
+    assert before[0].startswith({"en": "This turn was not started. The new message needs 40,020 tokens with the "
+                                       "system prompt",
                                  "ko": "이번 턴을 시작하지 않았습니다."}[language])
     send(qtbot, again, "Just the last error, please")  # withdrawn at the next send: its notice goes with it
     assert again.chat_view.findChildren(Notice) == [] or all(
