@@ -252,7 +252,7 @@ def test_a_failed_load_is_said_on_load_failed_and_leaves_no_model(qtbot, worker,
 
     adopt(qtbot, worker, tiny_loaded)
     bad = tmp_path / "broken.gguf"
-    bad.write_bytes(b"not a gguf" * 50)
+    bad.write_bytes(b"GGUF" + b"not a gguf" * 50)  # past the magic bytes: the loader finds it
     changed = []
     worker.model_changed.connect(changed.append)
     with qtbot.waitSignal(worker.load_failed, timeout=30000) as failed:
