@@ -46,6 +46,7 @@ from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
 from app.ui.quit_question import QuitQuestion
 from app.ui.status_bar import ModelStatusBar
+from app.ui.tab_order import step
 from app.ui.token_meter import TokenMeter
 from app.ui.undo_notice import UndoNotice
 from app.ui.vram_panel import VramPanel
@@ -171,7 +172,7 @@ class MainWindow(QMainWindow):
         self.setStatusBar(self.status)
         self.undo_notice = UndoNotice()  # "Removed big.txt · Undo", beside the model's name
         self.status.add_notice(self.undo_notice)
-        column = QWidget()
+        self._column = column = QWidget()
         layout = QVBoxLayout(column)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -478,6 +479,18 @@ class MainWindow(QMainWindow):
         task.add_done_callback(self._tasks.discard)
 
     # ----- shutdown --------------------------------------------------------------------------
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: A002, N802 (Qt's names)
+        """Tab and Shift+Tab in reading order (app.ui.tab_order): the sidebar, the transcript, the
+        rest of the column top to bottom (chat bar, Attach…, message box, Send), the status bar."""
+        target = step(self, (self.sidebar, self.chat_view, self._column, self.status),
+                      QApplication.focusWidget(), next)
+        if target is None:
+            return super().focusNextPrevChild(next)
+        target.setFocus(Qt.FocusReason.TabFocusReason if next else Qt.FocusReason.BacktabFocusReason)
+        if self.chat_view.isAncestorOf(target):
+            self.chat_view.ensureWidgetVisible(target)  # tabbed into the transcript from outside it
+        return True
+
     def closeEvent(self, event) -> None:
         """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
         stopped; a remedies dialog still open cancelled first, its message back in the composer)

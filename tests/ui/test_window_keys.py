@@ -375,3 +375,35 @@ def test_delete_undo_and_rename_in_the_sidebar_by_keyboard_alone(qtbot, make_fak
     assert rows.state() == rows.State.EditingState
     [editor] = rows.viewport().findChildren(QLineEdit)
     assert editor.text() == "Beta"
+
+
+def test_tab_goes_in_reading_order_through_a_chat_that_grew(qtbot, make_fake_window, tmp_path):
+    """Trial 6: Tab went from the message box to Send, Attach… and the status bar, then up into the
+    transcript's buttons (made later, so last in Qt's order) and on to the sidebar."""
+    from tests.ui.test_small_window import open_trial_chat
+
+    window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+    window.resize(1280, 800)
+    window.activateWindow()
+    qtbot.waitActive(window)
+    window.chat_view.add_message(Role.ASSISTANT, "An answer built after the chat opened")
+    window.composer.editor.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.composer.editor, timeout=3000)
+    visited = []
+    for _ in range(60):
+        visited.append(QApplication.focusWidget())
+        qtbot.keyClick(visited[-1], Qt.Key.Key_Tab)
+    start = visited.index(window.sidebar.new_button)
+    lap = visited[start:visited.index(window.sidebar.new_button, start + 1)]
+    names = [w.objectName() for w in lap]
+    assert names[:4] == ["newChatButton", "conversationSearch", "conversationItems", "chatView"]
+    assert names[-4:] == ["attachButton", "composerEditor", "sendButton", "headroomBadge"]
+    transcript = [i for i, w in enumerate(lap) if window.chat_view.isAncestorOf(w)]  # the view itself too
+    assert len(transcript) > 10 and transcript == list(range(3, 3 + len(transcript)))  # one block
+    assert names[transcript[-1] + 1] == "presetCombo"  # then the chat bar
+    newest = window.chat_view.bubbles()[-1]
+    assert lap[transcript[-1]] in newest.findChildren(QWidget)  # the bubble built last, last in the block
+    window.sidebar.new_button.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.sidebar.new_button, timeout=3000)
+    qtbot.keyClick(window.sidebar.new_button, Qt.Key.Key_Backtab)  # Shift+Tab walks back the same way
+    assert QApplication.focusWidget() is window.headroom_badge
