@@ -42,7 +42,10 @@ class FileFolders:
         """`picked` (a file, or a folder that exists) was chosen in a `kind` dialog: the next one
         starts in its folder. Saved to settings.json when it changed."""
         picked = Path(picked)
-        folder = picked if picked.is_dir() else picked.parent
+        try:
+            folder = picked if picked.is_dir() else picked.parent
+        except OSError:  # a name too long for the file system (trial 7): its folder is still the one
+            folder = picked.parent
         chat = self._chat
         folders = chat.settings.last_folders.with_folder(kind, folder)
         if folders != chat.settings.last_folders:

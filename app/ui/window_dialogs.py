@@ -32,10 +32,18 @@ if TYPE_CHECKING:
 translate = QCoreApplication.translate
 
 
+NAME_BYTES = 200
+"""The most UTF-8 bytes of a proposed export name before its suffix: file systems allow 255 a name,
+and the dialog may add " (2)" (trial 7: 75 emoji, 80 characters but 303 bytes, failed with "File
+name too long" in the crash dialog)."""
+
+
 def export_name(title: str, suffix: str = ".md") -> str:
     """The file name Export proposes: the chat's title (characters that file systems refuse
-    replaced, at most 80) + `suffix`; "conversation" for a title with nothing usable."""
-    name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80].strip() or "conversation"
+    replaced, at most 80 characters and NAME_BYTES bytes, whole characters) + `suffix`;
+    "conversation" for a title with nothing usable."""
+    name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80]
+    name = name.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore").strip() or "conversation"
     return f"{name}{suffix}"
 
 

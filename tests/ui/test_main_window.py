@@ -293,3 +293,11 @@ def test_export_proposes_the_chats_title_in_the_documents_folder_then_the_last_e
     assert offered[2] == chosen.parent / "Plans Q3 budget.json"
     assert load_settings().last_folders.export == str(chosen.parent)  # and the next run
     assert export_name("...") == "conversation.md"
+    # trial 7: 75 emoji (303 bytes) proposed a name no file system takes, and the crash dialog came
+    rockets = "🚀" * 75
+    assert export_name(rockets) == "🚀" * 50 + ".md" and len(export_name(rockets).encode()) == 203
+    store.rename_conversation(cid, rockets)
+    chosen = tmp_path / "exports" / ("🚀" * 75 + ".md")  # a picker that returns it anyway
+    window.dialogs.export_conversation(cid, "markdown")  # said, not a traceback
+    assert [p.name for p in chosen.parent.iterdir()] == ["plans.md"] and window.isVisible()
+    assert load_settings().last_folders.export == str(chosen.parent)
