@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
 
 from app.chat.error_text import plain_failure, summary_verdict_text
-from app.core.history import SummaryState, group_turns, summary_reserve
+from app.core.history import SummaryState, foldable_turns, summary_reserve, without_unanswered
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
+    from app.core.conversation import Message
 
 DEFAULT_POSITIONS = 2048  # the context assumed before a model says its own (tokens)
 
@@ -73,13 +74,18 @@ class SummaryFlow(QObject):
         return summary_reserve(min(positions, context) if context > 0 else positions)
 
     def foldable_turns(self) -> int:
-        """The turns "Summarize now" would fold now: those before the newest
-        `summary_keep_turns` (at least one stays, as in app.core.history.select_window) that the
-        summary does not fold yet."""
+        """The turns "Summarize now" would fold now (app.core.history.foldable_turns of
+        `fold_messages`: those before the newest `summary_keep_turns` that the summary does not
+        fold yet)."""
         chat = self._chat
-        keep = max(chat.settings.generation.summary_keep_turns, 1)
-        turns = group_turns(chat.conversation.messages)
-        return sum(1 for turn in turns[:max(len(turns) - keep, 0)] if turn.last_position > chat.summary.folded_through)
+        return len(foldable_turns(self.fold_messages(), chat.summary, chat.settings.generation.summary_keep_turns))
+
+    def fold_messages(self) -> list[Message]:
+        """The messages "Summarize now" works on, counted here and sent to the worker: the chat
+        shown without a message left unanswered at its end (a refused paste: the next Send
+        withdraws it), so that it is neither one of the turns kept verbatim nor a newest turn too
+        long for any window, which folded nothing."""
+        return without_unanswered(self._chat.conversation.messages)
 
     @Slot()
     def show_foldable(self, *_changed) -> None:

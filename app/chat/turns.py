@@ -306,7 +306,8 @@ class TurnFlow(QObject):
     def summarize_now(self) -> None:
         """Fold all but the newest `summary_keep_turns` turns into the summary now (the worker
         answers on its summary_* signals); refused with a notice while a reply is in flight or
-        while there is nothing to fold."""
+        while there is nothing to fold. A message left unanswered at the end (refused) is not
+        sent: the turns counted and folded are those of SummaryFlow.fold_messages."""
         chat = self._chat
         if self._active_request is not None:
             chat.announce(translate("Turns", "Wait for the reply to end before summarizing."), "status")
@@ -316,7 +317,7 @@ class TurnFlow(QObject):
             chat.announce(Turns.tr("Nothing to summarize yet: the last {0} turns always stay as they are.", "", keep)
                           .format(f"{keep:,}"), "status")
             return
-        request = TurnRequest(next(self._request_ids), copy_messages(chat.conversation.messages), chat.summary,
+        request = TurnRequest(next(self._request_ids), copy_messages(chat.summaries.fold_messages()), chat.summary,
                               self._with_notes(chat.settings.generation), backend=chat.settings.backend,
                               summarize_only=True)
         chat.summaries.expect(request.request_id)

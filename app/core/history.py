@@ -125,6 +125,37 @@ def group_turns(messages: Sequence[Message]) -> list[Turn]:
     return [Turn(t[0][0], t[-1][0], tuple(m for _, m in t)) for t in turns]
 
 
+def without_unanswered(messages: Sequence[Message]) -> list[Message]:
+    """`messages` without the user message that ends them unanswered, if one does: its turn was
+    refused (a paste too long for the context, app.chat.turns) or never began (Headroom stopped
+    first). The next Send withdraws that message (app.chat.turns.TurnFlow.send), so it is no
+    history: "Summarize now" neither keeps it as one of the newest turns nor lets it block the
+    fold (new-user trial: a refused paste at the end made it fold nothing, "the last 2 turns
+    stay as they are"). A chat that ends with an answer, even a failed or empty one, is whole."""
+    return list(messages[:-1] if messages and messages[-1].role is Role.USER else messages)
+
+
+def foldable_turns(messages: Sequence[Message], summary: SummaryState, keep_turns: int) -> tuple[Turn, ...]:
+    """The turns "Summarize now" folds: those of `without_unanswered(messages)` that `summary`
+    does not fold yet, before the newest `keep_turns` (at least one stays). `select_window` with
+    fold_at=0 and the same `keep_turns` evicts exactly these from the same messages (and newer
+    ones only when they do not fit the context at all); `plan_summary` folds the oldest of them
+    that fit one request, the rest the next time. () when there is nothing to fold."""
+    live = _live(group_turns(without_unanswered(messages)), summary)
+    return tuple(live[:_kept_from(len(live), keep_turns)])
+
+
+def _live(turns: Sequence[Turn], summary: SummaryState) -> list[Turn]:
+    """The turns `summary` does not fold yet (the newest ones: a summary folds the oldest)."""
+    return [t for t in turns if t.last_position > summary.folded_through]
+
+
+def _kept_from(live_turns: int, keep_turns: int) -> int:
+    """Index of the first of `live_turns` turns that stays verbatim: the newest `keep_turns`,
+    at least one, stay as they are."""
+    return max(live_turns - max(keep_turns, 1), 0)
+
+
 def normalize_roles(messages: Sequence[ChatDict], system_allowed: bool) -> list[ChatDict]:
     """Make chat dicts acceptable to strict templates (new dicts; the input is not changed).
 
@@ -182,10 +213,11 @@ def select_window(
 
     fold_at < 1 evicts (for the summary to fold) the oldest turns from `fold_at` × that limit on,
     so the summary grows before the window is full; 0 evicts all it may ("Summarize now"). Either
-    way the newest `keep_turns` turns that fit the full limit stay (at least the newest one).
+    way the newest `keep_turns` turns that fit the full limit stay (at least the newest one);
+    `foldable_turns` says which turns fold_at=0 evicts, and "Summarize now" passes the messages
+    `without_unanswered`, as its count does.
     """
-    turns = group_turns(messages)
-    live = [t for t in turns if t.last_position > summary.folded_through]
+    live = _live(group_turns(messages), summary)
     if not live:
         raise ValueError("no unfolded turn to answer (empty conversation or over-folded summary)")
 
@@ -213,7 +245,7 @@ def select_window(
     if fold_at < 1.0:
         soft = int(limit * fold_at)
         start = min(_first_true(start, newest, lambda k: count(k) <= soft),
-                    max(start, len(live) - max(keep_turns, 1)))
+                    max(start, _kept_from(len(live), keep_turns)))
     prompt = build_prompt(system_prompt, summary.content, live[start:], system_allowed)
     return WindowResult(
         True, tuple(prompt), tuple(live[start:]), tuple(live[:start]), count(start),

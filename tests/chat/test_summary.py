@@ -131,3 +131,42 @@ def test_undecided_note_proposals_are_offered_again_after_a_restart_until_decide
     assert third.notes.proposals == [] and third.pinned_notes == "The budget is 1,200 euros."
     assert third.store.note_proposals(first) == ([], {"Flights leave at 9.",
                                                       "Her name is Ada and she lives in Lisbon."})
+
+
+def test_summarize_now_folds_the_answered_turns_before_a_refused_message_left_at_the_end(chat):
+    """New-user trial: 4 answered turns, then a paste too long for the context, refused and left
+    in the chat. Back in that chat "Summarize now" counted 3 turns to fold, then folded nothing
+    ("the last 2 turns stay as they are"): the paste was sent as the newest turn, too long for
+    any window. It is no history (the next Send withdraws it): the count leaves it out, and so does
+    the request, so the two oldest turns fold and the two newest answered turns stay."""
+    from tests.chat.test_turns import LONG_PASTE, answered, refusal
+
+    worker, seen = chat.worker, chat.recorded
+    questions = ["q1", "q2", "q3", "q4"]
+    for question in questions:
+        answered(chat, question, f"a{question[1]}")
+    assert seen.of("foldable_changed")[-1] == (2, 0, 2)
+    chat.turns.send(LONG_PASTE)
+    worker.turn_refused.emit(worker.last_id, refusal(cause="positions", reason_kind="message", max_new_tokens_fit=None,
+                                                     facts=dict(message=40_020, context=8_192, max_new_tokens=512,
+                                                                summary_reserve=512, room=7_168, shorten_by=32_852)))
+    home = chat.conversation_id
+    chat.conversations.new_conversation()
+    chat.conversations.open_conversation(home)  # come back: the refused paste is still at the end
+    assert chat.conversation.messages[-1].content == LONG_PASTE
+    assert seen.of("foldable_changed")[-1] == (2, 0, 2)  # the paste is not one of the turns kept
+
+    chat.turns.summarize_now()
+    request = worker.requests[-1]
+    assert request.summarize_only
+    assert [m.content for m in request.messages] == ["q1", "a1", "q2", "a2", "q3", "a3", "q4", "a4"]
+    worker.summary_started.emit(request.request_id, 2)
+    worker.summary_finished.emit(request.request_id, SummaryState("q1 and q2 were asked.", 3, 6),
+                                 "history 60 → 6 tokens")
+    assert chat.summary == SummaryState("q1 and q2 were asked.", 3, 6)
+    assert chat.store.load_conversation(home).summary == chat.summary
+    assert seen.of("foldable_changed")[-1] == (0, 2, 2)  # the two newest answered turns stay
+    chat.turns.summarize_now()  # nothing left to fold: said, not asked
+    assert worker.requests[-1] is request and "Nothing to summarize yet" in seen.of("notice")[-1][0]
+    chat.turns.send("q5")  # the paste is withdrawn, as before
+    assert [m.content for m in worker.requests[-1].messages][-3:] == ["q4", "a4", "q5"]

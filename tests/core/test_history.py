@@ -23,10 +23,12 @@ from app.core.history import (
     build_prompt,
     end_sentence,
     finish_summary,
+    foldable_turns,
     group_turns,
     normalize_roles,
     plan_summary,
     select_window,
+    without_unanswered,
 )
 
 MESSAGE_OVERHEAD = 4
@@ -449,6 +451,56 @@ def test_fold_at_evicts_before_the_window_is_full_and_keeps_the_newest_turns():
     assert len(kept.kept) == 6 and kept.evicted == ()
     forced = window(TokenBudget(50, 0, 0), fold_at=0.0, keep_turns=2)  # one turn fits at all
     assert [t.first_position for t in forced.kept] == [10]
+
+
+def test_summarize_now_folds_the_answered_turns_before_a_refused_message_left_at_the_end():
+    """New-user trial: 4 answered turns, then a paste too long for the context, refused and left
+    in the chat. "Summarize now" (keep 2) folded nothing ("the last 2 turns stay as they are")
+    while the button counted 3 turns to fold: the paste was the newest turn, so the window did not
+    fit and no summary was planned. The paste is no history (the next Send withdraws it): the two
+    oldest answered turns fold, the two newest stay, and the count is what the fold does."""
+    messages = chat(*[10] * 8, 500)  # 4 turns of 28 tokens, then the refused paste
+    budget, summary = TokenBudget(300, 50, 30), SummaryState()
+
+    def now(messages):
+        return select_window(messages, system_prompt=SYSTEM, summary=summary, budget=budget,
+                             count_tokens=count_words, fold_at=0.0, keep_turns=2)
+
+    with_paste = now(messages)  # what "Summarize now" planned before
+    assert not with_paste.fits
+    assert plan_summary(with_paste, summary, system_prompt=SYSTEM, count_tokens=count_words) is None
+    assert [m.content for m in without_unanswered(messages)] == [m.content for m in messages[:-1]]
+    foldable = foldable_turns(messages, summary, keep_turns=2)
+    assert [t.first_position for t in foldable] == [0, 2]
+    window = now(without_unanswered(messages))
+    assert window.evicted == foldable and [t.first_position for t in window.kept] == [4, 6]
+    plan = plan_summary(window, summary, system_prompt=SYSTEM, count_tokens=count_words)
+    assert plan.folded == foldable and plan.fold_through == 3
+    assert words(500, "m8_") not in plan.request[-1]["content"]
+    answered = messages[:-1]  # a chat that ends with an answer is whole
+    assert without_unanswered(answered) == answered
+    assert foldable_turns(answered, summary, keep_turns=2) == foldable
+    assert foldable_turns(messages, SummaryState("s", 3, 1), keep_turns=2) == ()  # folded already
+    assert foldable_turns(messages[-1:], summary, keep_turns=1) == ()  # only the refused one: nothing
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages=conversations, unanswered=st.booleans(), keep=st.integers(0, 6), folded=st.integers(-1, 5))
+def test_foldable_turns_are_what_summarize_now_evicts(messages, unanswered, keep, folded):
+    """One rule for the "Summarize now" count and its fold: with room for every turn,
+    select_window(fold_at=0) on the messages without an unanswered end evicts foldable_turns."""
+    messages = [*messages, Message(Role.ASSISTANT, words(3, "answer_"))]
+    if unanswered:
+        messages.append(Message(Role.USER, words(3, "left_")))
+    answered = without_unanswered(messages)
+    turns = group_turns(answered)
+    folded = min(folded, turns[-1].first_position - 1 if turns else -1)  # the newest turn is never folded
+    summary = SummaryState("s" if folded >= 0 else "", folded)
+    foldable = foldable_turns(messages, summary, keep)
+    window = select_window(answered, system_prompt=SYSTEM, summary=summary, budget=TokenBudget(10_000, 0, 0),
+                           count_tokens=count_words, fold_at=0.0, keep_turns=keep)
+    assert window.evicted == foldable
+    assert len(window.kept) == min(max(keep, 1), len([t for t in turns if t.last_position > folded]))
 
 
 def test_an_extract_too_long_for_the_cap_keeps_the_oldest_and_newest_first_sentences():
