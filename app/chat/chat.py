@@ -222,14 +222,18 @@ class Chat(QObject):
                                                                  "until Headroom closes.").format(
                     f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")), "error")
 
-    def start(self) -> None:
+    def start(self, reopen: int | None = None) -> None:
         """Start the worker's thread and the memory sampling, apply the backend, list the
-        stored conversations, and say whether the Store had to be replaced."""
+        stored conversations, open `reopen` (the one open at the last close) when it still
+        exists, then say what went wrong at start (the Store replaced, the presets unreadable):
+        after the reopen, which empties the transcript (trial 7: the presets notice was gone
+        before anyone could read it)."""
         if self.thread is not None:
             self.thread.start()
         self.monitor.start()
         self.backend.apply_backend()
         self.conversations.refresh_sidebar()
+        self.conversations.reopen(reopen)
         self.presets.show_presets()
         self.summaries.show_foldable()
         if self._store_notice:

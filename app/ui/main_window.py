@@ -101,9 +101,8 @@ class MainWindow(QMainWindow):
         self._on_model_changed_kv(None)  # named for this machine's device before any model loads
         self._connect_widgets()
         self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
-        self.chat.start()
         first_start = not self.window_state.has_layout()
-        self.chat.conversations.reopen(self.window_state.restore_window(self, self.splitter))
+        self.chat.start(reopen=self.window_state.restore_window(self, self.splitter))
         if first_start:
             self._first_layout()
         self.headroom_badge.setChecked(not self.vram_panel.isHidden())

@@ -68,6 +68,25 @@ def test_the_open_conversation_comes_back_after_a_crash(qtbot, make_window, tmp_
     assert again.chat.conversation_id == cats
 
 
+def test_a_presets_file_that_could_not_be_read_is_said_in_the_chat_reopened_at_start(qtbot, make_window, tmp_path):
+    """Trial 7: the notice was said, then the reopened chat emptied the transcript before anyone
+    could read it, and the user's presets were just gone."""
+    from app.core.presets import presets_path
+
+    db = tmp_path / "chats.sqlite3"
+    cats, _dogs = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(cats)
+    window.close()
+    presets_path().parent.mkdir(parents=True, exist_ok=True)
+    presets_path().write_text('{"format": "headroom-presets", "presets": [', encoding="utf-8")  # cut short
+    again = make_window(store_path=db)
+    assert again.chat.conversation_id == cats and len(again.chat_view.bubbles()) == 2
+    shown = [n.text() for n in again.chat_view.findChildren(Notice) if n.isVisible()]  # not one cleared away
+    [said] = [text for text in shown if "presets could not be read" in text]
+    assert "presets.unreadable-" in said and "built-in presets are used" in said
+
+
 def test_a_hidden_memory_panel_and_a_new_chat_are_restored_as_such(qtbot, make_window, tmp_path):
     db = tmp_path / "chats.sqlite3"
     cats, _ = seed(db)
