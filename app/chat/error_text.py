@@ -308,4 +308,10 @@ _VERDICTS = (
      QT_TRANSLATE_NOOP("PlainError", "the model repeated itself; kept the previous one")),
     (re.compile(r"^history does not shrink \((\d+) → (\d+) tokens\)$"),
      QT_TRANSLATE_NOOP("PlainError", "it would not shorten the history ({0} → {1} tokens); kept the previous one")),
+    # "Summarize now" with nothing it can fold (app.engine.summary_flow.fold_now)
+    (re.compile(r"^nothing to fold: the last (\d+) turns stay as they are$"),
+     QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the last {0} turns stay as they are")),
+    (re.compile(r"^nothing to fold: the newest turn alone is (\d+) tokens over the context$"),
+     QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the newest turn alone does not fit the context "
+                       "({0} tokens over)")),
 )

@@ -10,7 +10,14 @@ import threading
 import traceback
 from collections.abc import Iterator
 
-from app.core.history import SummaryPlan, SummaryState, SummaryVerdict, finish_summary, plan_summary
+from app.core.history import (
+    SummaryPlan,
+    SummaryState,
+    SummaryVerdict,
+    WindowResult,
+    finish_summary,
+    plan_summary,
+)
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     ReplyFinished,
@@ -71,14 +78,20 @@ def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[Summa
     return finish_summary(plan, text, count_tokens)
 
 
-def fold_now(events: Iterator[TurnEvent], summary: SummaryState,
+def fold_now(events: Iterator[TurnEvent], window: WindowResult, summary: SummaryState,
              settings: GenerationSettings) -> Iterator[TurnEvent]:
-    """The summary events of "Summarize now"; when there was nothing to fold (only the turns
-    kept verbatim, or nothing new), one SummaryFinished that keeps `summary` and says why."""
+    """The summary events of "Summarize now" for its `window` (select_window with fold_at=0);
+    when there was nothing to fold, one SummaryFinished that keeps `summary` and says why: only
+    the turns kept verbatim, or nothing new, or a newest turn too long for the context (then no
+    summary helps: `plan_summary`; it was said as "the last 2 turns stay as they are")."""
     said = False
     for event in events:
         said = True
         yield event
-    if not said:
-        yield SummaryFinished(summary, SummaryVerdict(
-            False, f"nothing to fold: the last {settings.summary_keep_turns} turns stay as they are"))
+    if said:
+        return
+    if not window.fits:
+        reason = f"nothing to fold: the newest turn alone is {window.over_by} tokens over the context"
+    else:
+        reason = f"nothing to fold: the last {settings.summary_keep_turns} turns stay as they are"
+    yield SummaryFinished(summary, SummaryVerdict(False, reason))

@@ -127,6 +127,11 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "(history 256 → 43 tokens)")
     assert summary_verdict_text("the model repeated itself (3 repeated sentences, 2 kept)") == (
         "the model repeated itself; kept the previous one")
+    # "Summarize now" that folds nothing says why in the window's language (app.engine.summary_flow.fold_now)
+    assert summary_verdict_text("nothing to fold: the last 2 turns stay as they are") == (
+        "nothing to fold: the last 2 turns stay as they are")
+    assert summary_verdict_text("nothing to fold: the newest turn alone is 120 tokens over the context") == (
+        "nothing to fold: the newest turn alone does not fit the context (120 tokens over)")
 
 
 def _refusal(folder) -> str:

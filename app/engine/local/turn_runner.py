@@ -253,7 +253,7 @@ class TurnRunner:
         except ValueError as exc:
             yield SummaryFailed(str(exc))
             return
-        yield from fold_now(self._summarize(plan, summary, settings, stop_event), summary, settings)
+        yield from fold_now(self._summarize(plan, summary, settings, stop_event), plan.window, summary, settings)
 
     def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event):
         from app.engine.local import generation

@@ -160,7 +160,7 @@ class RemoteBackend:
             return
         yield from fold_now(summary_events(plan.window, summary, settings, stop_event, self._count,
                                            self.report.counting.system_role, self._write_summary),
-                            summary, settings)
+                            plan.window, summary, settings)
 
     def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
         """The window the next turn would keep (TurnRunner.count_window), against the server's
