@@ -281,7 +281,7 @@ class ConversationList(QWidget):
         if current_id is None or current_id not in self.ids():
             self.list_widget.setCurrentItem(None)
             self.list_widget.clearSelection()
-            self._keep_cursor()
+        self._keep_cursor()
         self._cursor_row = self._cursor_id = None
         self.list_widget.blockSignals(False)
         self._update_empty_state(bool(infos))
@@ -289,10 +289,11 @@ class ConversationList(QWidget):
         self.list_widget.verticalScrollBar().setValue(scrolled)
 
     def _keep_cursor(self) -> None:
-        """After a keyboard delete or an Undo left no row current: the keyboard cursor on the
-        conversation brought back, else on the one now at the deleted one's row (else the last); not
-        selected (it is not the open chat), so F2, Delete and the arrows go on from there (trial 6:
-        nothing was current, F2 did nothing)."""
+        """After a keyboard delete or its Undo: the keyboard cursor on the conversation brought
+        back, else on the one now at the deleted one's row (else the last). The open chat stays
+        the selected one, so F2, Delete and the arrows go on from the cursor, not from the open
+        chat (trial 6: nothing was current after Delete; trial 7: with another chat open, the
+        cursor jumped to it and F2 renamed it)."""
         rows = [r for r in range(self.list_widget.count()) if self.list_widget.item(r).data(ID_ROLE) is not None]
         row = next((r for r in rows if self.list_widget.item(r).data(ID_ROLE) == self._cursor_id), None)
         if row is None and self._cursor_row is not None:

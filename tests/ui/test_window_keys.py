@@ -351,30 +351,39 @@ def test_a_chat_clicked_in_the_list_takes_the_typing_and_the_arrows_stay_with_th
 
 
 def test_delete_undo_and_rename_in_the_sidebar_by_keyboard_alone(qtbot, make_fake_window, tmp_path):
-    """Trial 6: after Delete no row was current, so F2 did nothing, and Ctrl+Z did not undo."""
+    """Trial 6: after Delete no row was current, so F2 did nothing, and Ctrl+Z did not undo.
+    Trial 7: with another chat open, the cursor jumped to the open chat and F2 renamed it."""
     from app.core.store import Store
 
     db = tmp_path / "keys.sqlite3"
     with Store(db) as store:
-        for title in ("Alpha", "Beta", "Gamma"):
+        for title in ("Alpha", "Beta", "Gamma", "Delta"):
             store.append_message(store.create_conversation(title), Message(Role.USER, title))
     window = make_fake_window(store_path=db)
     sidebar, rows = window.sidebar, window.sidebar.list_widget
-    qtbot.waitUntil(lambda: len(sidebar.ids()) == 3, timeout=5000)
-    alpha, beta, gamma = sorted(sidebar.ids())
-    rows.setFocus()
-    rows.setCurrentItem(sidebar.item_for(beta))
-    qtbot.keyClick(rows, Qt.Key.Key_Delete)
-    qtbot.waitUntil(lambda: sidebar.ids() == [gamma, alpha], timeout=5000)
-    assert rows.currentItem() is sidebar.item_for(alpha)  # the cursor stays at the deleted row
-    assert not rows.currentItem().isSelected() and sidebar.undo_bar.isVisible()
-    qtbot.keyClick(rows, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: sidebar.ids() == [gamma, beta, alpha], timeout=5000)
-    assert rows.currentItem() is sidebar.item_for(beta) and not sidebar.undo_bar.isVisible()
-    qtbot.keyClick(rows, Qt.Key.Key_F2)
-    assert rows.state() == rows.State.EditingState
-    [editor] = rows.viewport().findChildren(QLineEdit)
-    assert editor.text() == "Beta"
+    qtbot.waitUntil(lambda: len(sidebar.ids()) == 4, timeout=5000)
+    alpha, beta, gamma, delta = sorted(sidebar.ids())
+    for open_chat, deleted, next_row in ((None, beta, alpha), (delta, gamma, beta)):
+        if open_chat is not None:
+            sidebar.open_requested.emit(open_chat)
+            qtbot.waitUntil(lambda: window.chat.conversation_id == open_chat, timeout=5000)  # noqa: B023
+        before = sidebar.ids()
+        rows.setFocus()
+        rows.setCurrentItem(sidebar.item_for(deleted))
+        qtbot.keyClick(rows, Qt.Key.Key_Delete)
+        qtbot.waitUntil(lambda: deleted not in sidebar.ids(), timeout=5000)  # noqa: B023
+        assert rows.currentItem() is sidebar.item_for(next_row)  # the cursor stays at the deleted row
+        assert rows.selectedItems() == ([sidebar.item_for(open_chat)] if open_chat else [])  # still the open chat
+        assert sidebar.undo_bar.isVisible()
+        qtbot.keyClick(rows, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: sidebar.ids() == before, timeout=5000)  # noqa: B023
+        assert rows.currentItem() is sidebar.item_for(deleted) and not sidebar.undo_bar.isVisible()
+        qtbot.keyClick(rows, Qt.Key.Key_F2)
+        assert rows.state() == rows.State.EditingState
+        [editor] = [e for e in rows.viewport().findChildren(QLineEdit) if e.isVisible()]
+        assert editor.text() == {beta: "Beta", gamma: "Gamma"}[deleted]  # not the open chat's title
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: rows.state() != rows.State.EditingState, timeout=3000)  # noqa: B023
 
 
 def test_tab_goes_in_reading_order_through_a_chat_that_grew(qtbot, make_fake_window, tmp_path):
