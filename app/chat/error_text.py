@@ -217,6 +217,11 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return _bad_weights(damaged.group(1))
     if during == "load" and _CORRUPT_WEIGHTS.search(message):
         return _bad_weights("")
+    # app.engine.loading.model_path / gguf_header: a 0-byte file (trial 7: "details in the log")
+    if "is an empty file" in message:
+        return PlainError(translate("PlainError", "This file is empty (0 bytes): there is no model in it."),
+                          translate("PlainError", "The download may not have finished; download it again, "
+                                                     "or pick another file."))
     # before the GGUF wording below: "not a .gguf file" is no damaged GGUF
     if "not a .gguf file or a model folder" in message:
         return PlainError(translate("PlainError", "This is not a model Headroom can open."),

@@ -2161,6 +2161,14 @@ tokens counted by {4}: {5}</source>
         <translation>Headroom은 config.json이 있는 모델 폴더나 .gguf 파일을 엽니다.</translation>
     </message>
     <message>
+        <source>This file is empty (0 bytes): there is no model in it.</source>
+        <translation>이 파일은 비어 있습니다(0바이트). 모델이 들어 있지 않습니다.</translation>
+    </message>
+    <message>
+        <source>The download may not have finished; download it again, or pick another file.</source>
+        <translation>다운로드가 끝나지 않았을 수 있습니다. 다시 내려받거나 다른 파일을 고르세요.</translation>
+    </message>
+    <message>
         <source>This is not a model Headroom can open.</source>
         <translation>Headroom이 열 수 있는 모델이 아닙니다.</translation>
     </message>
@@ -2275,6 +2283,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>it would not shorten the history ({0} → {1} tokens); kept the previous one</source>
         <translation>기록이 줄어들지 않습니다 ({0} → {1} 토큰). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>nothing to fold: the last {0} turns stay as they are</source>
+        <translation>접을 내용이 없습니다: 마지막 {0}개 턴은 그대로 둡니다</translation>
+    </message>
+    <message>
+        <source>nothing to fold: the newest turn alone does not fit the context ({0} tokens over)</source>
+        <translation>접을 내용이 없습니다: 가장 최근 턴 하나만으로도 컨텍스트에 들어가지 않습니다({0}토큰 초과)</translation>
     </message>
 </context>
 <context>

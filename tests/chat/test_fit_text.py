@@ -123,3 +123,17 @@ def test_a_weights_file_without_config_json_is_said_so_not_a_damaged_gguf(tmp_pa
     line = fit_text.refusal_text(entry.refusal)
     assert line.startswith("There is no config.json next to this file, and it is not a .gguf file.")
     assert "GGUF file could not be read" not in line and "download" not in line
+
+
+def test_an_empty_gguf_is_said_to_be_empty(tmp_path):
+    """Trial 7: Open model said "The model could not be opened. The details are in the log" (mmap's
+    "cannot mmap an empty file") for a 0-byte .gguf."""
+    from app.engine.loading.catalog import Catalog
+    from app.engine.loading.fit import MachineMemory
+
+    empty = tmp_path / "empty.gguf"
+    empty.touch()
+    entry = Catalog(MachineMemory("cpu", 1 << 30, 1 << 30), None).describe(empty)
+    assert fit_text.refusal_text(entry.refusal) == (
+        "This file is empty (0 bytes): there is no model in it. The download may not have finished; download it "
+        "again, or pick another file.")

@@ -20,7 +20,7 @@ def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
 
 @pytest.mark.parametrize("name, content, said", [
     ("corrupt.gguf", bytes(range(256)) * 64, "This GGUF file could not be read."),
-    ("empty.gguf", b"", "This GGUF file could not be read."),
+    ("empty.gguf", b"", "This file is empty (0 bytes): there is no model in it."),
     ("notes.txt", b"hello", "There is no config.json next to this file, and it is not a .gguf file."),
 ])
 def test_a_file_that_is_no_model_is_refused_before_the_open_model_is_unloaded(chat, tmp_path, name, content, said):

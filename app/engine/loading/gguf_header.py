@@ -145,6 +145,8 @@ def read_gguf_header(path: Path) -> GgufHeader:
     """Parse metadata and tensor table of `path`. Raises UnsupportedGguf (see module doc) or
     OSError when the file cannot be read."""
     path = Path(path)
+    if path.stat().st_size == 0:  # np.memmap's "cannot mmap an empty file" said nothing a user could act on
+        raise UnsupportedGguf(f"{path.name} is an empty file, not a GGUF model")
     blob = np.memmap(path, mode="r", dtype=np.uint8)
     try:
         metadata, tensor_count, pos = _read_metadata(blob, path.name)
