@@ -14,6 +14,7 @@ new message); `switch_version` shows another version with the newest replies und
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,9 +38,21 @@ TITLE_CHARS = 60
 MAX_TITLE_CHARS = 200  # a title the user types: longer ones are cut (trial 4 stored 5,000 characters)
 
 
+# control characters (NUL, ESC …) and the bidi embeddings, overrides and isolates: in a title they
+# showed as boxes or turned the rest of it, and its "…", right to left (trial 7). Zero-width joiners
+# and marks stay: emoji sequences and some scripts need them.
+_TITLE_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_title(title: str) -> str:
+    """`title` without the characters that a one-line label cannot show safely (_TITLE_UNSAFE)."""
+    return _TITLE_UNSAFE.sub("", title)
+
+
 def auto_title(first_message: str) -> str:
-    """A new conversation's title: the first line of its first message, at most TITLE_CHARS."""
-    lines = first_message.strip().splitlines()
+    """A new conversation's title: the first line of its first message, cleaned (clean_title), at
+    most TITLE_CHARS."""
+    lines = clean_title(first_message).strip().splitlines()
     return lines[0][:TITLE_CHARS] if lines else ""
 
 
@@ -259,7 +272,7 @@ class ConversationFlow(QObject):
     @Slot(int, str)
     def rename(self, conversation_id: int, title: str) -> None:
         """Give the conversation the title `title`, cut to MAX_TITLE_CHARS."""
-        self._chat.store.rename_conversation(conversation_id, title.strip()[:MAX_TITLE_CHARS])
+        self._chat.store.rename_conversation(conversation_id, clean_title(title).strip()[:MAX_TITLE_CHARS])
         self.refresh_sidebar()
 
     @Slot(int)

@@ -229,3 +229,20 @@ def test_a_renamed_title_is_kept_to_200_characters(chat):
     chat.conversations.rename(cats, "  " + "long title " * 500)
     [info] = [i for i in chat.store.list_conversations() if i.id == cats]
     assert len(info.title) == 200 and info.title.startswith("long title long")
+
+
+def test_titles_drop_control_and_bidi_override_characters_and_keep_emoji_joiners():
+    """Trial 7: a first message with NUL and U+202E showed a box in the sidebar and turned the rest of
+    the title, "…" included, right to left."""
+    from app.chat.conversations import auto_title
+
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # one emoji, joined by zero-width joiners
+    assert auto_title("NUL[\x00] RTL[\u202ecba\u202c] ESC[\x1b] 안녕\u200b " + family + "\nsecond line") == (
+        "NUL[] RTL[cba] ESC[] 안녕\u200b " + family)
+
+
+def test_a_renamed_title_drops_control_characters_too(chat):
+    cats = seed(chat.store, "cats")
+    chat.conversations.rename(cats, "Trip\u202e plan\x00")
+    [info] = [i for i in chat.store.list_conversations() if i.id == cats]
+    assert info.title == "Trip plan"
