@@ -196,6 +196,11 @@ class PresetFlow(QObject):
     def export_file(self, path: Path, names: list[str] | None = None) -> bool:
         """Write the presets `names` (default: the user's own) to the JSON file `path`."""
         presets = self.library.user if names is None else [p for p in self.library.all if p.name in names]
+        if not presets:  # trial 7: an empty file and "Exported 0 presets"
+            self._chat.announce(translate("Presets", "Nothing to export: you have no presets of your own yet. "
+                                                     "Select a preset to export it, or save these settings as "
+                                                     "one first."), "error")
+            return False
         try:
             export_presets(presets, Path(path))
         except OSError as exc:

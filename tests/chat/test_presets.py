@@ -48,6 +48,10 @@ def test_a_preset_sets_the_chats_prompt_and_sampling_and_stays_with_the_conversa
 
 def test_save_remove_import_and_export(chat, tmp_path):
     seen = chat.recorded
+    assert not chat.presets.export_file(tmp_path / "none.json")  # trial 7: an empty file, "Exported 0 presets"
+    assert not (tmp_path / "none.json").exists() and seen.of("notice")[-1] == (
+        "Nothing to export: you have no presets of your own yet. Select a preset to export it, or save these "
+        "settings as one first.", "error")
     chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, temperature=0.33,
                                                               system_prompt="Talk like a pirate."))
     assert chat.presets.save_current("Pirate")
