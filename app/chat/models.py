@@ -238,6 +238,11 @@ class ModelFlow(QObject):
             chat.load_notices_withdrawn.emit()
         chat.save_defaults(lambda settings: settings.with_recent_model(path))
         self.say_new_tokens_limit()
+        if getattr(report, "has_chat_template", True) is False:  # trial 7: said only at the status bar's end
+            chat.announce(translate("Models", "{0} has no chat template (a base model?): its prompts are written "
+                                              "as a plain User / Assistant transcript, and its answers may ramble "
+                                              "or carry on as the user. A chat (instruct) model answers "
+                                              "better.").format(path.name), "info")
         chat.model_loaded.emit(report)
 
     @Slot(str)

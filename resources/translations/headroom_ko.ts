@@ -1751,6 +1751,10 @@ tokens counted by {4}: {5}</source>
         <translation>{0}을(를) 다시 엽니다.</translation>
     </message>
     <message>
+        <source>{0} has no chat template (a base model?): its prompts are written as a plain User / Assistant transcript, and its answers may ramble or carry on as the user. A chat (instruct) model answers better.</source>
+        <translation>{0}에는 채팅 템플릿이 없습니다(기본 모델인가요?). 프롬프트를 단순한 User / Assistant 대화록으로 쓰므로 답변이 장황하거나 사용자 역할까지 이어 쓸 수 있습니다. 채팅(instruct) 모델이 더 잘 답합니다.</translation>
+    </message>
+    <message>
         <source>Loading cancelled.</source>
         <translation>불러오기를 취소했습니다.</translation>
     </message>

@@ -57,6 +57,22 @@ def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_rep
     assert seen.of("load_ended") == [()] and not chat.models.loading
     assert seen.of("can_send_changed")[-1] == (True,)
     assert chat.settings.last_model_path == str(model) and chat.settings.recent_models[0].endswith("tiny")
+    assert not [text for text, _kind in seen.of("notice") if "chat template" in text]
+
+
+def test_a_model_without_a_chat_template_is_said_in_the_chat(chat, tmp_path):
+    """Trial 7 (C14): only the words "no chat template" at the end of the status bar's model line said it,
+    cut off in an 800 px window."""
+    base = model_folder(tmp_path / "base")
+    chat.models.open_model(base)
+    loaded = report(name="base")
+    loaded.has_chat_template = False
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+    [said] = [(text, kind) for text, kind in chat.recorded.of("notice") if "chat template" in text]
+    assert said == ("base has no chat template (a base model?): its prompts are written as a plain User / "
+                    "Assistant transcript, and its answers may ramble or carry on as the user. A chat (instruct) "
+                    "model answers better.", "info")
 
 
 def two_models(chat, tmp_path):
