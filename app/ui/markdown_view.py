@@ -24,6 +24,17 @@ from app.ui.markdown_html import Block, settled_cuts, split_blocks, to_html
 from app.ui.prose_view import ProseView
 from app.ui.theme import TextColours
 
+TABLE_COLUMN_CHARS = 8
+"""The least width of a table column, in average characters, before the table scrolls sideways."""
+
+
+def _table_columns(html: str) -> int:
+    """How many cells the first row of `html` has when it starts with a table, else 0."""
+    if not html.startswith("<table"):
+        return 0
+    first_row = html[html.find("<tr"):html.find("</tr>")]
+    return first_row.count("<th") + first_row.count("<td")
+
 
 class MarkdownView(QWidget):
     """`set_markdown(text, final)` shows `text`; when it extends the text shown, only the new
@@ -90,7 +101,8 @@ class MarkdownView(QWidget):
         for index, block in enumerate(settled + tail):
             if block.kind == "prose":
                 html = to_html(block.text, self._colours)
-                if groups and groups[-1][0] == "prose" and not html.startswith("<table"):
+                table = html.startswith("<table") or bool(groups) and groups[-1][1][0].startswith("<table")
+                if groups and groups[-1][0] == "prose" and not table:
                     groups[-1][1].append(html)
                 else:
                     groups.append(("prose", [html]))
@@ -101,6 +113,10 @@ class MarkdownView(QWidget):
             widget = self._widget_at(position, ProseView if kind == "prose" else CodeBlockView)
             if kind == "prose":
                 widget.show_fragments(content)
+                # a table keeps TABLE_COLUMN_CHARS a column, and scrolls sideways in a narrow view
+                # (trial 7: 25 columns of one letter each, headers read down)
+                columns = _table_columns(content[0])
+                widget.set_min_text_width(columns * TABLE_COLUMN_CHARS * widget.fontMetrics().averageCharWidth())
             else:
                 widget.set_code(content[0], content[1], self._colours, content[2])
         self._drop_from(len(groups))

@@ -17,7 +17,7 @@ import math
 
 from PySide6.QtCore import QSizeF, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextOption
-from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser
+from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QTextEdit
 
 from app.ui.markdown_html import safe_href
 
@@ -57,6 +57,7 @@ class ProseView(QTextBrowser):
         self.anchorClicked.connect(self._on_anchor_clicked)
         self._fragments: list[str] = []
         self._ends: list[int] = []  # document position after each fragment
+        self._min_text_width = 0  # pixels; more than the view is wide: laid out that wide, scrolled
         self.setFixedHeight(0)
 
     def loadResource(self, kind, url):  # noqa: N802 (Qt override)
@@ -97,6 +98,8 @@ class ProseView(QTextBrowser):
             self._fragments.append(fragment)
             self._ends.append(cursor.position())
         cursor.endEditBlock()
+        if self._min_text_width:
+            self._to_first_column()
 
     def _set_first(self, fragment: str) -> None:
         """The first fragment replaces the document, so its first block keeps its own format
@@ -121,6 +124,40 @@ class ProseView(QTextBrowser):
         eraser.removeSelectedText()
         cursor.movePosition(QTextCursor.MoveOperation.End)
 
+    def set_min_text_width(self, pixels: int) -> None:
+        """Lay the document out at least `pixels` wide; where the view is narrower it scrolls
+        sideways (a wide table), with its scroll bar under the text. 0: as wide as the view."""
+        if pixels == self._min_text_width:
+            return
+        self._min_text_width = pixels
+        self._apply_text_width()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._apply_text_width()
+
+    def _apply_text_width(self) -> None:
+        wide = self._min_text_width > self.viewport().width()
+        if wide:
+            self.setLineWrapMode(QTextEdit.LineWrapMode.FixedPixelWidth)
+            self.setLineWrapColumnOrWidth(self._min_text_width)
+        elif self.lineWrapMode() != QTextEdit.LineWrapMode.WidgetWidth:
+            self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        policy = Qt.ScrollBarPolicy.ScrollBarAlwaysOn if wide else Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        if self.horizontalScrollBarPolicy() != policy:
+            self.setHorizontalScrollBarPolicy(policy)
+            self._to_first_column()
+            self._fit_height(self.document().size())
+
+    def _to_first_column(self) -> None:
+        """A wide table shows its first columns: the text cursor (which the view keeps in sight,
+        and which ends where the text was put) goes to the start."""
+        cursor = self.textCursor()
+        if cursor.position() or cursor.hasSelection():
+            cursor.setPosition(0)
+            self.setTextCursor(cursor)
+        self.horizontalScrollBar().setValue(0)
+
     @Slot(QUrl)
     def _on_anchor_clicked(self, url: QUrl) -> None:
         if open_link(url):
@@ -128,6 +165,8 @@ class ProseView(QTextBrowser):
 
     @Slot(QSizeF)
     def _fit_height(self, size: QSizeF) -> None:
+        scroll_bar = self.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOn
         height = math.ceil(size.height()) + 2 * self.frameWidth()
+        height += self.horizontalScrollBar().sizeHint().height() if scroll_bar else 0
         if height != self.height():
             self.setFixedHeight(height)

@@ -92,6 +92,24 @@ def test_a_table_becomes_a_table(render):
     assert cells == [["model", "VRAM"], ["7B", "4.1 GiB"], ["13B", "7.9 GiB"]]
 
 
+def test_a_wide_table_scrolls_sideways_and_the_text_after_it_wraps(render, qtbot):
+    """Trial 7: 25 columns in a narrow window got one letter a column, headers read down."""
+    wide = ("| " + " | ".join(f"col{i}" for i in range(25)) + " |\n|" + "---|" * 25 + "\n| "
+            + " | ".join(str(i) for i in range(25)) + " |\n\nAfter the table, " + "words that wrap " * 20)
+    view = render(wide, width=500)
+    qtbot.wait(50)
+    table, after = view.parts()
+    line = table.fontMetrics().lineSpacing()
+    assert table.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOn
+    assert table.horizontalScrollBar().maximum() > 0 and table.horizontalScrollBar().value() == 0  # first columns
+    assert table.document().size().width() >= 25 * 8 * table.fontMetrics().averageCharWidth()
+    assert table.height() < 5 * line + table.horizontalScrollBar().sizeHint().height()  # two rows, one line each
+    assert after.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+    assert after.document().size().width() <= after.viewport().width()  # the text wraps in the view
+    narrow = render("| model | VRAM |\n|---|---:|\n| 7B | 4.1 GiB |\n\nDone.", width=500)
+    assert narrow.parts()[0].horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+
+
 def test_strikethrough(render):
     view = render("It is ~~slow~~ fast.")
     document = documents(view)[0]
