@@ -108,11 +108,14 @@ def test_an_unexpected_error_ends_the_turn_with_an_error_then_reaches_the_except
         yield  # a generator, as run_turn is
 
     monkeypatch.setattr(worker._runner, "run_turn", broken)
-    with qtbot.captureExceptions() as raised, qtbot.waitSignal(worker.generation_failed, timeout=10000) as failed:
-        worker.turn_requested.emit(request(4, GenerationSettings(max_new_tokens=8)))
+    with qtbot.captureExceptions() as raised:
+        with qtbot.waitSignal(worker.generation_failed, timeout=10000) as failed:
+            worker.turn_requested.emit(request(4, GenerationSettings(max_new_tokens=8)))
+        # the worker's thread raises after the signal: the capture waits for it (it raced the end of
+        # the capture, and lost once on a fresh-clone CI run)
+        qtbot.waitUntil(lambda: len(raised) == 1, timeout=5000)  # the crash log and dialog still hear of it
     assert failed.args == [4, "an internal error stopped it (TypeError: sequence item 0: expected str instance, "
                               "int found)", ""]
-    qtbot.waitUntil(lambda: len(raised) == 1, timeout=5000)  # the crash log and dialog still hear of it
     assert raised[0][0] is TypeError
     monkeypatch.undo()
     with qtbot.waitSignal(worker.reply_finished, timeout=30000):  # the worker is free for the next turn
