@@ -2,21 +2,9 @@
 
 import json
 
-import keyring
-import pytest
-from keyring.backends import fail
-
 from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
 
 URL = "http://gpu-box:8000/v1"
-
-
-@pytest.fixture
-def no_keyring():
-    previous = keyring.get_keyring()
-    keyring.set_keyring(fail.Keyring())
-    yield
-    keyring.set_keyring(previous)
 
 
 def test_an_unparseable_key_file_is_kept_aside_and_said(chat, scratch_config, no_keyring):

@@ -3,11 +3,11 @@ import and export, every failure said and harmless."""
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from tests.chat.conftest import finished, record
+from tests.helpers.unreadable import deny_reading
 
 
 @pytest.fixture
@@ -135,18 +135,11 @@ def test_a_presets_json_without_read_permission_is_not_replaced(make_chat, tmp_p
     config.mkdir()
     stored = config / "presets.json"
     stored.write_text(json.dumps({"presets": [{"name": "Theirs", "values": {"top_k": 3}}]}), encoding="utf-8")
-    read_text = Path.read_text
-
-    def denied(self, *args, **kwargs):  # chmod 000 does not stop root, who runs some test boxes
-        if self == stored:
-            raise PermissionError(13, "Permission denied", str(self))
-        return read_text(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "read_text", denied)
+    allow_reading = deny_reading(monkeypatch, stored)  # chmod 000 does not stop root, who runs some test boxes
     chat = make_chat()
     assert (f"Your presets could not be read: {stored}: Permission denied", "error") in chat.recorded.of("notice")
     assert not chat.presets.save_current("Mine")
-    monkeypatch.setattr(Path, "read_text", read_text)
+    allow_reading()
     assert json.loads(stored.read_text(encoding="utf-8"))["presets"][0]["name"] == "Theirs"
 
 

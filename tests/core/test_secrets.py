@@ -4,17 +4,16 @@ never a log line; and each conversation keeps its backend choice."""
 import json
 import logging
 import stat
-from pathlib import Path
 
 import keyring
 import pytest
 from keyring.backend import KeyringBackend
-from keyring.backends import fail
 
 from app.core import secrets
 from app.core.backend_settings import LOCAL, REMOTE, BackendSettings, RemoteSettings, conversation_settings
 from app.core.settings import GenerationSettings, Settings, load_settings, save_settings
 from app.core.store import Store
+from tests.helpers.unreadable import deny_reading
 
 URL = "http://gpu-box:8000/v1"
 KEY = "sk-test-0123456789abcdef"
@@ -37,14 +36,6 @@ class MemoryKeyring(KeyringBackend):
 
     def delete_password(self, service, username):
         self.store.pop((service, username), None)
-
-
-@pytest.fixture
-def no_keyring():
-    previous = keyring.get_keyring()
-    keyring.set_keyring(fail.Keyring())
-    yield
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture
@@ -102,18 +93,11 @@ def test_a_key_file_that_cannot_be_read_is_left_and_nothing_is_saved(no_keyring,
     needs only the folder's permission)."""
     path = tmp_path / "api_keys.json"
     path.write_text(json.dumps({URL: KEY}), encoding="utf-8")
-    read_text = Path.read_text
-
-    def denied(self, *args, **kwargs):  # chmod 000 does not stop root, who runs some test boxes
-        if self == path:
-            raise PermissionError(13, "Permission denied", str(self))
-        return read_text(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "read_text", denied)
+    allow_reading = deny_reading(monkeypatch, path)  # chmod 000 does not stop root, who runs some test boxes
     assert secrets.load_api_key(URL, path) == ""
     with pytest.raises(PermissionError):
         secrets.save_api_key("http://other/v1", "sk-other", path)
-    monkeypatch.setattr(Path, "read_text", read_text)
+    allow_reading()
     assert json.loads(path.read_text(encoding="utf-8")) == {URL: KEY}
     assert list(tmp_path.iterdir()) == [path]
 
