@@ -487,6 +487,7 @@ def _without_echoes(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not _ECHO_LINE.match(line)).strip()
 
 
+# a sentence's end: . ? ! … (or the CJK 。？！), perhaps inside a closing quote or bracket
 _SENTENCE_ENDS = re.compile(r"[.?!…。？！][\"'”’)\]」』）]*")
 
 
@@ -612,8 +613,7 @@ def _both_ends(firsts: Sequence[str], keep: int) -> list[str]:
     return [*firsts[:oldest], GAP, *firsts[len(firsts) - newest:]] if newest else firsts[:oldest]
 
 
-# a sentence's own end: . ? ! … (or the CJK 。？！), perhaps inside a closing quote or bracket
-_ENDED = re.compile(r"[.?!…。？！][\"'”’)\]」』）]*$")
+_ENDED = re.compile(_SENTENCE_ENDS.pattern + "$")  # text that ends with one
 
 
 def end_sentence(text: str) -> str:

@@ -477,7 +477,7 @@ class MainWindow(QMainWindow):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    # ----- shutdown --------------------------------------------------------------------------
+    # ----- keyboard --------------------------------------------------------------------------
     def focusNextPrevChild(self, next: bool) -> bool:  # noqa: A002, N802 (Qt's names)
         """Tab and Shift+Tab in reading order (app.ui.tab_order): the sidebar, the transcript, the
         rest of the column top to bottom (chat bar, Attach…, message box, Send), the status bar."""
@@ -490,6 +490,7 @@ class MainWindow(QMainWindow):
             self.chat_view.ensureWidgetVisible(target)  # tabbed into the transcript from outside it
         return True
 
+    # ----- shutdown --------------------------------------------------------------------------
     def closeEvent(self, event) -> None:
         """Close the chat completely (Chat.close: threads joined, a reply in flight kept as
         stopped; a remedies dialog still open cancelled first, its message back in the composer)

@@ -260,18 +260,8 @@ class MessageBubble(QFrame):
         elif self._prefill is not None and self.status is MessageStatus.STREAMING:
             note = self.tr("Reading the prompt… {0} / {1} tokens", "", self._prefill[1]).format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
-        elif len(self.text) > MAX_SHOWN_CHARS and self.role is not Role.USER:  # an answer is not "sent"
-            hidden = len(self.text) - MAX_SHOWN_CHARS
-            note = self.tr("… {0} more characters not shown here (the whole answer is kept: Copy and Export take "
-                           "all of it)", "", hidden).format(f"{hidden:,}")
-        elif len(self.text) > MAX_SHOWN_CHARS and not self.sent:
-            hidden = len(self.text) - MAX_SHOWN_CHARS
-            note = self.tr("… {0} more characters not shown here (the whole message is kept, but it was not sent)",
-                           "", hidden).format(f"{hidden:,}")
         elif len(self.text) > MAX_SHOWN_CHARS:
-            hidden = len(self.text) - MAX_SHOWN_CHARS
-            note = self.tr("… {0} more characters not shown here (the whole message is kept and sent)", "",
-                           hidden).format(f"{hidden:,}")
+            note = self._not_shown_note(len(self.text) - MAX_SHOWN_CHARS)
         elif self.text:
             note = ""
         elif self.status in _CONTINUABLE:
@@ -280,6 +270,19 @@ class MessageBubble(QFrame):
             note = "…"  # waiting for the first token
         self._note.setText(note)
         self._note.setVisible(bool(note) and not self.is_editing())
+
+    def _not_shown_note(self, hidden: int) -> str:
+        """How many characters of a huge message are not laid out, and what became of it: an
+        answer is kept (not "sent"), a user message was sent, or not while its turn is refused."""
+        if self.role is not Role.USER:
+            text = self.tr("… {0} more characters not shown here (the whole answer is kept: Copy and Export take "
+                           "all of it)", "", hidden)
+        elif not self.sent:
+            text = self.tr("… {0} more characters not shown here (the whole message is kept, but it was not sent)",
+                           "", hidden)
+        else:
+            text = self.tr("… {0} more characters not shown here (the whole message is kept and sent)", "", hidden)
+        return text.format(f"{hidden:,}")
 
     def set_stats(self, stats) -> None:
         """How this answer was made (a ReplyStats, None: nothing shown): one small line, the

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from app.engine.loading.model_path import gguf_head_refusal
+
 log = logging.getLogger(__name__)
 
 _VERSIONS = (2, 3)
@@ -145,8 +147,9 @@ def read_gguf_header(path: Path) -> GgufHeader:
     """Parse metadata and tensor table of `path`. Raises UnsupportedGguf (see module doc) or
     OSError when the file cannot be read."""
     path = Path(path)
-    if path.stat().st_size == 0:  # np.memmap's "cannot mmap an empty file" said nothing a user could act on
-        raise UnsupportedGguf(f"{path.name} is an empty file, not a GGUF model")
+    why = gguf_head_refusal(path)  # first: np.memmap's "cannot mmap an empty file" said nothing to act on
+    if why is not None:
+        raise UnsupportedGguf(why)
     blob = np.memmap(path, mode="r", dtype=np.uint8)
     try:
         metadata, tensor_count, pos = _read_metadata(blob, path.name)
@@ -177,8 +180,8 @@ def read_gguf_header(path: Path) -> GgufHeader:
 
 
 def _read_metadata(blob: np.ndarray, name: str) -> tuple[dict, int, int]:
-    if bytes(blob[:4]) != b"GGUF":
-        raise UnsupportedGguf(f"{name} is not a GGUF file (no GGUF magic bytes)")
+    """The metadata after the magic bytes (checked by gguf_head_refusal), the tensor count and
+    where the tensor table starts."""
     version, tensor_count, kv_count = struct.unpack_from("<IQQ", blob, 4)
     if version not in _VERSIONS:
         raise UnsupportedGguf(f"{name} is GGUF version {version}; supported: 2 and 3")

@@ -35,12 +35,19 @@ def refusal(path: Path) -> str | None:
     if path.suffix.lower() != ".gguf":
         return f"{path.name} is not a .gguf file or a model folder (no config.json next to it)"
     try:
-        with path.open("rb") as file:
-            head = file.read(len(GGUF_MAGIC))
+        return gguf_head_refusal(path)
     except OSError as exc:
         return f"cannot read {path.name}: {exc.strerror or exc}"
+
+
+def gguf_head_refusal(path: Path) -> str | None:
+    """Why the file `path` is no GGUF by its first 4 bytes (empty, or not the GGUF magic bytes), or
+    None. Raises OSError when it cannot be read. The one check of them: `refusal` and
+    gguf_header.read_gguf_header both ask it."""
+    with Path(path).open("rb") as file:
+        head = file.read(len(GGUF_MAGIC))
     if not head:
-        return f"{path.name} is an empty file, not a GGUF model"
+        return f"{Path(path).name} is an empty file, not a GGUF model"
     if head != GGUF_MAGIC:
-        return f"{path.name} is not a GGUF file (no GGUF magic bytes)"
+        return f"{Path(path).name} is not a GGUF file (no GGUF magic bytes)"
     return None
