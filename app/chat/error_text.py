@@ -18,7 +18,7 @@ import errno
 import re
 from dataclasses import dataclass
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -282,6 +282,9 @@ def summary_verdict_text(verdict: str) -> str:
         parts = [_translated(template).format(*match.groups())
                  for pattern, template in _LEFT_OUT_PARTS for match in [pattern.search(left_out.group(1))] if match]
         return f"{summary_verdict_text(verdict[:left_out.start()])} ({', '.join(parts)})"
+    kept = _NOTHING_TO_FOLD.search(verdict)
+    if kept:  # a count with a singular ("the last turn stays"): Qt picks the form and writes %n
+        return SummaryVerdict.tr("nothing to fold: the last %n turns stay as they are", "", int(kept.group(1)))
     for pattern, template in _VERDICTS:
         match = pattern.search(verdict)
         if match:
@@ -294,6 +297,13 @@ _LEFT_OUT_PARTS = (
     (re.compile(r"(\d+) repeated sentences?"), QT_TRANSLATE_NOOP("PlainError", "repeated sentences left out: {0}")),
     (re.compile(r"a loop of (\d+) characters"), QT_TRANSLATE_NOOP("PlainError", "a loop of {0} characters cut")),
 )
+class SummaryVerdict(QObject):
+    """The translation context for a verdict with a count ("the last turn stays"): lupdate reads
+    SummaryVerdict.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
+
+
+_NOTHING_TO_FOLD = re.compile(r"^nothing to fold: the last (\d+) turns stay as they are$")
 _VERDICTS = (
     (re.compile(r"kept an extract: history (\d+) → (\d+) tokens"),
      QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept an extract "
@@ -314,8 +324,6 @@ _VERDICTS = (
     (re.compile(r"^history does not shrink \((\d+) → (\d+) tokens\)$"),
      QT_TRANSLATE_NOOP("PlainError", "it would not shorten the history ({0} → {1} tokens); kept the previous one")),
     # "Summarize now" with nothing it can fold (app.engine.summary_flow.fold_now)
-    (re.compile(r"^nothing to fold: the last (\d+) turns stay as they are$"),
-     QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the last {0} turns stay as they are")),
     (re.compile(r"^nothing to fold: the newest turn alone is (\d+) tokens over the context$"),
      QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the newest turn alone does not fit the context "
                        "({0} tokens over)")),

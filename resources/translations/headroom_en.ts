@@ -309,6 +309,16 @@
     </message>
 </context>
 <context>
+    <name>SummaryVerdict</name>
+    <message numerus="yes">
+        <source>nothing to fold: the last %n turns stay as they are</source>
+        <translation>
+            <numerusform>nothing to fold: the last turn stays as it is</numerusform>
+            <numerusform>nothing to fold: the last %n turns stay as they are</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>TokenMeter</name>
     <message numerus="yes">
         <source>{0} tokens: no room left beside max new tokens</source>

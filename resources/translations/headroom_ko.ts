@@ -2289,10 +2289,6 @@ tokens counted by {4}: {5}</source>
         <translation>기록이 줄어들지 않습니다 ({0} → {1} 토큰). 이전 요약을 유지했습니다</translation>
     </message>
     <message>
-        <source>nothing to fold: the last {0} turns stay as they are</source>
-        <translation>접을 내용이 없습니다: 마지막 {0}개 턴은 그대로 둡니다</translation>
-    </message>
-    <message>
         <source>nothing to fold: the newest turn alone does not fit the context ({0} tokens over)</source>
         <translation>접을 내용이 없습니다: 가장 최근 턴 하나만으로도 컨텍스트에 들어가지 않습니다({0}토큰 초과)</translation>
     </message>
@@ -3013,6 +3009,15 @@ so correcting it changes what the assistant remembers.</source>
     <message>
         <source>{0} / {1} tokens</source>
         <translation>{0} / {1} 토큰</translation>
+    </message>
+</context>
+<context>
+    <name>SummaryVerdict</name>
+    <message numerus="yes">
+        <source>nothing to fold: the last %n turns stay as they are</source>
+        <translation>
+            <numerusform>접을 내용이 없습니다: 마지막 %n개 턴은 그대로 둡니다</numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -130,6 +130,8 @@ def test_summary_verdicts_are_said_from_their_numbers():
     # "Summarize now" that folds nothing says why in the window's language (app.engine.summary_flow.fold_now)
     assert summary_verdict_text("nothing to fold: the last 2 turns stay as they are") == (
         "nothing to fold: the last 2 turns stay as they are")
+    assert summary_verdict_text("nothing to fold: the last 1 turns stay as they are") == (
+        "nothing to fold: the last turn stays as it is")
     assert summary_verdict_text("nothing to fold: the newest turn alone is 120 tokens over the context") == (
         "nothing to fold: the newest turn alone does not fit the context (120 tokens over)")
 
@@ -159,3 +161,8 @@ def test_a_folder_the_loader_refuses_is_said_with_its_reason_not_as_an_unknown_f
     assert what in plain.what and todo in plain.todo, plain.line()
     assert "log" not in plain.line()
     _one_line(plain)
+
+
+def test_nothing_to_fold_is_said_in_korean_with_its_count(korean):
+    assert summary_verdict_text("nothing to fold: the last 1 turns stay as they are") == (
+        "접을 내용이 없습니다: 마지막 1개 턴은 그대로 둡니다")
