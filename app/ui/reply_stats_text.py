@@ -53,7 +53,8 @@ def decode_path_text(path: str, detail: bool = False) -> str:
 
 def stats_line(stats: ReplyStats) -> str:
     """"12 tokens · TTFT 250 ms · 10.0 tok/s · compiled decode"; "no tokens" for an answer stopped
-    or failed before its first token (it has no TTFT or speed to show). An answer extended with
+    or failed before its first token (it has no TTFT or speed to show); an answer of one token (or
+    a last part of one) has a TTFT but no decode speed, so none is shown. An answer extended with
     Continue counts all its tokens and says that its TTFT and speed are the last part's:
     "120 tokens · last part: 40 tokens, TTFT 250 ms, 10.0 tok/s · compiled decode"."""
     if stats.new_tokens <= 0:
@@ -61,11 +62,12 @@ def stats_line(stats: ReplyStats) -> str:
     total = ReplyStatsText.tr("{0} tokens", "", stats.new_tokens).format(f"{stats.new_tokens:,}")
     ttft = translate("ReplyStats", "TTFT {0}").format(duration_text(stats.ttft_s))
     speed = translate("ReplyStats", "{0} tok/s").format(f"{stats.tokens_per_s:.1f}")
+    timing = [ttft, speed] if stats.tokens_per_s > 0 else [ttft]  # one token has no decode speed (trial 8: 0.0)
     if stats.continued_tokens:
-        parts = [total, ReplyStatsText.tr("last part: {0} tokens, {1}, {2}", "", stats.continued_tokens).format(
-            f"{stats.continued_tokens:,}", ttft, speed)]
+        parts = [total, ReplyStatsText.tr("last part: {0} tokens, {1}", "", stats.continued_tokens).format(
+            f"{stats.continued_tokens:,}", ", ".join(timing))]
     else:
-        parts = [total, ttft, speed]
+        parts = [total, *timing]
     if stats.decode_path:
         parts.append(decode_path_text(stats.decode_path))
     return " · ".join(parts)
@@ -79,7 +81,8 @@ def stats_tooltip(stats: ReplyStats) -> str:
             f"{stats.prompt_tokens:,}", f"{stats.prefilled_tokens:,}", f"{stats.reused_tokens:,}"),
         ReplyStatsText.tr("Answer: {0} new tokens", "", stats.new_tokens).format(f"{stats.new_tokens:,}"),
         translate("ReplyStats", "Time to first token: {0}").format(duration_text(stats.ttft_s)),
-        translate("ReplyStats", "Decode: {0} tokens/s").format(f"{stats.tokens_per_s:.1f}")
+        (translate("ReplyStats", "Decode: {0} tokens/s").format(f"{stats.tokens_per_s:.1f}") if stats.tokens_per_s > 0
+         else translate("ReplyStats", "Decode: one token, no speed to measure"))
         + (f" ({decode_path_text(stats.decode_path, detail=True)})" if stats.decode_path else ""),
     ]
     if stats.continued_tokens:  # the whole answer first, then its last part

@@ -212,9 +212,14 @@ class ModelStatusBar(QStatusBar):
                                      if getattr(status, "cause", "") == "no-cuda" else status.reason)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
-        """The last turn's speed; a turn that produced no token has no TTFT to show."""
+        """The last turn's speed; a turn that produced no token has no TTFT to show, one of a single
+        token no decode speed."""
         if new_tokens <= 0:
             self.speed_label.setText(self.tr("no tokens"))
+            return
+        if tokens_per_s <= 0:  # one token: decode speed is measured after the first (trial 8: "0.0 tok/s")
+            self.speed_label.setText(self.tr("TTFT {0} · {1} tokens", "", new_tokens).format(
+                duration_text(ttft_s), f"{new_tokens:,}"))
             return
         self.speed_label.setText(self.tr("TTFT {0} · {1} tok/s · {2} tokens", "", new_tokens).format(
             duration_text(ttft_s), f"{tokens_per_s:.1f}", f"{new_tokens:,}"))

@@ -6,6 +6,8 @@ pending turn's projection (``show_projection``) and what-if projections (``show_
 machine without CUDA the samples are process RSS against system memory, and the labels say so.
 """
 
+import os
+
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
@@ -241,7 +243,10 @@ class VramPanel(QDockWidget):
 
     def _device_text(self, bd: MemoryBreakdown) -> str:
         what = self.tr("VRAM") if bd.kind == "cuda" else self.tr("RSS / system memory")
-        text = f"<b>{what}</b> · {bd.device_name} · {format_bytes(bd.total)}"
+        device = bd.device_name
+        if bd.kind == "cpu":  # in the window's language (trial 8: "(2 threads)" in the Korean panel)
+            device += " " + self.tr("(%n threads)", "", os.cpu_count() or 1)
+        text = f"<b>{what}</b> · {device} · {format_bytes(bd.total)}"
         return text + " · " + self.tr("KV cache {0}").format(self._kv_dtype) if self._kv_dtype else text
 
     def _values(self, bd: MemoryBreakdown) -> dict[str, str]:

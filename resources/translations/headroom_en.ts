@@ -164,6 +164,13 @@
 <context>
     <name>ModelStatusBar</name>
     <message numerus="yes">
+        <source>TTFT {0} · {1} tokens</source>
+        <translation>
+            <numerusform>TTFT {0} · {1} token</numerusform>
+            <numerusform>TTFT {0} · {1} tokens</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
             <numerusform>TTFT {0} · {1} tok/s · {2} token</numerusform>
@@ -246,10 +253,10 @@
         </translation>
     </message>
     <message numerus="yes">
-        <source>last part: {0} tokens, {1}, {2}</source>
+        <source>last part: {0} tokens, {1}</source>
         <translation>
-            <numerusform>last part: {0} token, {1}, {2}</numerusform>
-            <numerusform>last part: {0} tokens, {1}, {2}</numerusform>
+            <numerusform>last part: {0} token, {1}</numerusform>
+            <numerusform>last part: {0} tokens, {1}</numerusform>
         </translation>
     </message>
     <message numerus="yes">
@@ -356,6 +363,16 @@
         <translation>
             <numerusform>Nothing to summarize yet: the last turn always stays as it is.</numerusform>
             <numerusform>Nothing to summarize yet: the last {0} turns always stay as they are.</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
+    <name>VramPanel</name>
+    <message numerus="yes">
+        <source>(%n threads)</source>
+        <translation>
+            <numerusform>(%n thread)</numerusform>
+            <numerusform>(%n threads)</numerusform>
         </translation>
     </message>
 </context>

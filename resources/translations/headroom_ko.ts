@@ -1714,6 +1714,12 @@ tokens counted by {4}: {5}</source>
         <translation>토큰 없음</translation>
     </message>
     <message numerus="yes">
+        <source>TTFT {0} · {1} tokens</source>
+        <translation>
+            <numerusform>TTFT {0} · {1} 토큰</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>TTFT {0} · {1} tok/s · {2} tokens</source>
         <translation>
             <numerusform>TTFT {0} · 초당 {1} 토큰 · {2} 토큰</numerusform>
@@ -1725,6 +1731,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>The model used last is no longer at {0}; opening the default model.</source>
         <translation>마지막으로 쓴 모델이 더 이상 {0}에 없습니다. 기본 모델을 엽니다.</translation>
+    </message>
+    <message>
+        <source>The default model is no longer at {0}. Run `python -m app.install_model` to install it again, or open a model with Open model…</source>
+        <translation>기본 모델이 더 이상 {0}에 없습니다. `python -m app.install_model`을 실행해 다시 설치하거나 모델 열기…로 모델을 여세요.</translation>
     </message>
     <message>
         <source>The default model is not installed yet ({0}). Run `python -m app.install_model`, or open a model with Open model…</source>
@@ -2626,6 +2636,10 @@ tokens counted by {4}: {5}</source>
         <translation>디코드: 초당 {0} 토큰</translation>
     </message>
     <message>
+        <source>Decode: one token, no speed to measure</source>
+        <translation>디코드: 토큰 하나뿐이라 측정할 속도가 없습니다</translation>
+    </message>
+    <message>
         <source>Last part:</source>
         <translation>마지막 부분:</translation>
     </message>
@@ -2647,9 +2661,9 @@ tokens counted by {4}: {5}</source>
         </translation>
     </message>
     <message numerus="yes">
-        <source>last part: {0} tokens, {1}, {2}</source>
+        <source>last part: {0} tokens, {1}</source>
         <translation>
-            <numerusform>마지막 부분: {0} 토큰, {1}, {2}</numerusform>
+            <numerusform>마지막 부분: {0} 토큰, {1}</numerusform>
         </translation>
     </message>
     <message numerus="yes">
@@ -3191,6 +3205,12 @@ and the summary.</source>
     <message>
         <source>Drag a slider to see a turn&apos;s peak at other sizes; a message you send is projected before it runs.</source>
         <translation>슬라이더를 끌면 다른 크기에서 턴의 최대치를 볼 수 있습니다. 보낸 메시지는 실행 전에 예측됩니다.</translation>
+    </message>
+    <message numerus="yes">
+        <source>(%n threads)</source>
+        <translation>
+            <numerusform>(스레드 %n개)</numerusform>
+        </translation>
     </message>
     <message>
         <source>No turn running: a message is projected</source>

@@ -369,6 +369,18 @@ def test_an_answer_without_tokens_has_no_speed_line():
     assert stats_line(ReplyStats(812, 812, 0, 0, 6.4, 0.0, "eager", "bfloat16", "cpu")) == "no tokens"
 
 
+def test_an_answer_of_one_token_has_a_ttft_and_no_speed():
+    """Decode speed is measured after the first token: one token has none (trial 8: "0.0 tok/s")."""
+    from app.core.conversation import ReplyStats
+    from app.ui.reply_stats_text import stats_line, stats_tooltip
+
+    one = ReplyStats(812, 812, 0, 1, 0.536, 0.0, "eager", "bfloat16", "cpu")
+    assert stats_line(one) == "1 token · TTFT 536 ms · eager decode"
+    assert "Decode: one token, no speed to measure (eager decode" in stats_tooltip(one)
+    continued = ReplyStats(812, 1, 811, 41, 0.125, 0.0, "", "bfloat16", "cpu", continued_tokens=1)
+    assert stats_line(continued) == "41 tokens · last part: 1 token, TTFT 125 ms"
+
+
 def test_a_continued_answer_counts_all_its_tokens_and_says_the_speed_is_the_last_parts(view):
     from app.core.conversation import ReplyStats
 

@@ -40,6 +40,8 @@ def test_a_turn_without_a_token_shows_no_ttft(make_window):
     assert window.status.speed_label.text() == "no tokens"
     window.status.show_speed(0.25, 10.04, 12)
     assert window.status.speed_label.text() == "TTFT 250 ms · 10.0 tok/s · 12 tokens"
+    window.status.show_speed(0.536, 0.0, 1)  # one token: no decode speed (trial 8: "0.0 tok/s")
+    assert window.status.speed_label.text() == "TTFT 536 ms · 1 token"
     window.chat.reply_started.emit(False)  # the next answer: the last one's speed is not its own
     assert window.status.speed_label.text() == ""
 

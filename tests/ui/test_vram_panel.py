@@ -2,6 +2,7 @@
 real VramPanel docked in a window. Numbers are checked on the panel's breakdown and labels."""
 
 import math
+import os
 import statistics
 import time
 from dataclasses import replace
@@ -155,13 +156,23 @@ def test_tooltips_name_each_term_with_units_and_source(panel):
     assert panel.bar.tooltip_at(QPointF(x, 10)) == "Weights: 5.30 GiB"
 
 
+def test_the_cpu_header_counts_threads_in_korean(korean, panel):
+    """Trial 8: "(2 threads)" stayed English in the Korean panel (the probe wrote it)."""
+    sample = FakeProbe(32 * GiB, allocated=3 * GiB, kind="cpu", device_name="CPU: x86_64").sample()
+    panel.show_sample(sample)
+    assert f"CPU: x86_64 (스레드 {os.cpu_count()}개)" in panel.device_label.text()
+    assert "threads" not in panel.device_label.text()
+
+
 def test_cpu_labels_say_rss_and_system_memory(panel):
     sample = FakeProbe(32 * GiB, allocated=3 * GiB, other_processes=9 * GiB, context_overhead=0,
-                       kind="cpu", device_name="CPU: x86_64 (2 threads)").sample()
+                       kind="cpu", device_name="CPU: x86_64").sample()
     panel.show_projection(None, 2 * GiB)
     panel.show_sample(sample)
     assert panel.windowTitle() == "Memory — RSS / system memory"
     assert "RSS / system memory" in panel.device_label.text()
+    threads = os.cpu_count()
+    assert f"CPU: x86_64 ({threads} thread{'s' if threads > 1 else ''})" in panel.device_label.text()
     assert "VRAM" not in panel.device_label.text()
     assert panel.legend.name_text("weights") == "Weights (in RSS)"
     assert panel.legend.name_text("free") == "Available"

@@ -99,8 +99,7 @@ class CpuProbe:
 
     def __init__(self) -> None:
         self._process = psutil.Process()
-        self.device_name = f"CPU: {platform.processor() or platform.machine()} " \
-                           f"({psutil.cpu_count(logical=True)} threads)"
+        self.device_name = f"CPU: {platform.processor() or platform.machine()}"  # the panel adds its threads
         self._seen_peak = 0
         self._hwm_valid = False  # VmHWM counts only once clear_refs has reset it
 
