@@ -92,11 +92,16 @@ class ModelFlow(QObject):
                                                   "model.").format(last), "error")
             self.open_model(default)
             return
-        # one notice: when the model used last was the default itself, "not installed" says it all
-        # (new-user trial: two notices named the same path)
+        # one notice: when the model used last was the default itself, it was installed once and is
+        # gone now (trial 8: moved away, "not installed yet" misled); the two never name the same path
+        if last is not None and last.resolve() == default.resolve():
+            chat.announce(translate("Models", "The default model is no longer at {0}. Run "
+                                              "`python -m app.install_model` to install it again, or open a model "
+                                              "with Open model…").format(default), "error")
+            return
         text = translate("Models", "The default model is not installed yet ({0}). Run "
                                    "`python -m app.install_model`, or open a model with Open model…").format(default)
-        if last is not None and last.resolve() != default.resolve():
+        if last is not None:
             text = translate("Models", "The model used last is no longer at {0}.").format(last) + " " + text
         chat.announce(text, "error")
 

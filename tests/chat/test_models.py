@@ -216,14 +216,15 @@ def test_start_up_opens_the_model_asked_for_and_says_when_there_is_none(chat, tm
 
 
 def test_start_up_says_once_that_the_default_model_used_last_is_missing(chat, tmp_path):
-    # new-user trial: "no longer at X; opening the default model" and then "not installed yet (X)"
+    # new-user trial: "no longer at X; opening the default model" and then "not installed yet (X)";
+    # trial 8: it was installed and moved away, so "not installed yet" was wrong too
     default = tmp_path / "default.gguf"
     chat.settings = chat.settings.with_recent_model(default)
     chat.models.open_at_start(None, default)
     assert chat.worker.loads == []
     assert chat.recorded.of("notice") == [
-        (f"The default model is not installed yet ({default}). Run `python -m app.install_model`, or open a "
-         "model with Open model…", "error")]
+        (f"The default model is no longer at {default}. Run `python -m app.install_model` to install it again, "
+         "or open a model with Open model…", "error")]
 
 
 def test_start_up_says_in_one_notice_that_another_model_used_last_and_the_default_are_missing(chat, tmp_path):
