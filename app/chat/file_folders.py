@@ -1,8 +1,10 @@
 """The folder each kind of file dialog starts in, remembered across runs (app.core.last_folders).
 
-The window's pickers ask `start(kind)` before they open and tell `remember(kind, path)` what the
-user picked; the folder goes into the chat's settings and settings.json at once, so the next
-run starts there too.
+The window's pickers ask `start(kind)` before they open and tell `remember(kind, path)` the file
+picked to open (it exists) or, for a save, the file once it is written; the folder goes into
+the chat's settings and settings.json at once, so the next run starts there too. A folder no
+dialog should open in (gone, or a pseudo file system such as /proc:
+app.core.last_folders.can_start_in) is never remembered, and never started in.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QStandardPaths
 
-from app.core.last_folders import MODEL, start_folder
+from app.core.last_folders import MODEL, can_start_in, start_folder
 from app.core.paths import models_dir
 
 if TYPE_CHECKING:
@@ -39,13 +41,17 @@ class FileFolders:
         return start_folder(self._chat.settings.last_folders.folder(kind), *first, documents_folder(), Path.home())
 
     def remember(self, kind: str, picked: str | Path) -> None:
-        """`picked` (a file, or a folder that exists) was chosen in a `kind` dialog: the next one
-        starts in its folder. Saved to settings.json when it changed."""
+        """`picked` (a file that exists or was just written, or a folder that exists) was
+        chosen in a `kind` dialog: the next one starts in its folder. Saved to settings.json when
+        it changed; left as it was when that folder is one no dialog should open in
+        (can_start_in: not there, or /proc, where the next dialog hung for good)."""
         picked = Path(picked)
         try:
             folder = picked if picked.is_dir() else picked.parent
         except OSError:  # a name too long for the file system (trial 7): its folder is still the one
             folder = picked.parent
+        if not can_start_in(folder):
+            return
         chat = self._chat
         folders = chat.settings.last_folders.with_folder(kind, folder)
         if folders != chat.settings.last_folders:

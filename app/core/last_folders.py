@@ -6,6 +6,7 @@ dialogs never start there: they start in the folder last used for the same kind 
 folder (start_folder). Plain data, no Qt.
 """
 
+import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -47,11 +48,30 @@ class LastFolders:
 _KINDS = frozenset(f.name for f in fields(LastFolders))
 
 
+PSEUDO_FILE_SYSTEMS = ("/proc", "/sys", "/dev") if os.name == "posix" else ()
+"""Folders of the kernel's pseudo file systems (Linux procfs, sysfs, devtmpfs; macOS devfs):
+their "files" are no documents, and a file dialog opened in one can hang for good: Qt's file
+list reads each file to learn its type and a /proc file may never answer (new-user trial: an
+export to /proc/x.md remembered "/proc", and every Export dialog after it froze the app)."""
+
+
+def can_start_in(folder: str | Path) -> bool:
+    """Whether a file dialog may open in `folder`: an existing folder (symbolic links followed)
+    that is not in one of the PSEUDO_FILE_SYSTEMS or below. Never raises (False on OSError)."""
+    try:
+        if not folder or not Path(folder).is_dir():
+            return False
+        real = os.path.realpath(folder)
+    except (OSError, ValueError):  # ValueError: a NUL in a hand-edited settings.json
+        return False
+    return not any(real == root or real.startswith(root + "/") for root in PSEUDO_FILE_SYSTEMS)
+
+
 def start_folder(remembered: str, *fallbacks: str | Path) -> Path:
-    """The first of `remembered` and `fallbacks` (Documents, then home) that is an existing
-    folder; the home folder when none is (a remembered folder may have been deleted or lived on
-    a drive that is gone)."""
+    """The first of `remembered` and `fallbacks` (Documents, then home) that a file dialog may
+    open in (can_start_in); the home folder when none is (a remembered folder may have been
+    deleted, lived on a drive that is gone, or be a pseudo file system such as /proc)."""
     for candidate in (remembered, *fallbacks):
-        if candidate and Path(candidate).is_dir():
+        if can_start_in(candidate):
             return Path(candidate)
     return Path.home()

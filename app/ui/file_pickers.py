@@ -1,5 +1,8 @@
 """The window's file dialogs, each starting in the folder last used for its kind of file
-(app.chat.file_folders) and remembering where the user went.
+(app.chat.file_folders) and remembering where the user went: the open pickers the folder of
+what was picked (it exists), save_path nothing, as the caller remembers the folder once the
+file is written there (new-user trial: a failed export to /proc/x.md remembered "/proc", and
+the next Export dialog hung there).
 
 Thin wrappers over QFileDialog's static functions, so each platform shows its native dialog
 (Windows, macOS, GTK/KDE portals); Qt's own dialog, where no native one is, writes sizes and
@@ -27,10 +30,11 @@ def _remember(folders, kind: str, path: str) -> None:
 
 def save_path(parent: QWidget, folders, kind: str, title: str, name: str, filters: str = "") -> tuple[str, str]:
     """Ask where to save; the dialog proposes `name` (a file name) in the `kind` start folder.
-    Returns (path, chosen filter); ("", "") when cancelled."""
+    Returns (path, chosen filter); ("", "") when cancelled. Remembers nothing: a typed path may
+    name a folder that is not there, or one that takes no file (/proc), so the caller tells
+    `folders.remember` once the file is written."""
     with file_dialogs_in_window_language(parent):
         path, chosen = QFileDialog.getSaveFileName(parent, title, str(_start(folders, kind) / name), filters)
-    _remember(folders, kind, path)
     return path, chosen
 
 

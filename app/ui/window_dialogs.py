@@ -3,7 +3,8 @@ Open model, Settings, pinned notes, presets, and the file pickers for export and
 
 Each dialog is built when it is asked for, over the window, and its answer goes straight to the
 chat's flows; nothing here reads the window. File pickers start in the folder last used for their
-kind of file (`folders`, app.chat.file_folders), never in the working directory. Expected
+kind of file (`folders`, app.chat.file_folders), never in the working directory; a save's folder
+is remembered once its file is written there, never for a save that failed. Expected
 failures and notices go through the chat's one notice funnel. The last admission, notes and
 presets dialogs stay reachable (`admission_dialog`, `notes_dialog`, `presets_dialog`) for the
 tests and the flows that update an open one.
@@ -19,7 +20,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 from PySide6.QtWidgets import QApplication, QWidget
 
 from app.chat.file_folders import FileFolders
-from app.core.last_folders import DIAGNOSTICS, EXPORT
+from app.core.last_folders import DIAGNOSTICS, EXPORT, PRESETS
 from app.ui.admission_dialog import AdmissionDialog
 from app.ui.file_pickers import save_path
 from app.ui.theme import apply_theme
@@ -130,7 +131,8 @@ class WindowDialogs(QObject):
         dialog.save_requested.connect(presets.save_current)
         dialog.delete_requested.connect(presets.delete)
         dialog.import_requested.connect(lambda path: presets.import_file(Path(path)))
-        dialog.export_requested.connect(lambda path, names: presets.export_file(Path(path), names or None))
+        dialog.export_requested.connect(lambda path, names: self._remember_if(
+            presets.export_file(Path(path), names or None), PRESETS, path))
         dialog.finished.connect(lambda _result: chat.presets_changed.disconnect(dialog.set_presets))
         dialog.open()
 
@@ -142,7 +144,8 @@ class WindowDialogs(QObject):
         name = export_name(self._chat.store.load_conversation(conversation_id).info.title, suffix)
         path, _ = save_path(self._parent, self.folders, EXPORT, title, name)
         if path:
-            self._chat.conversations.export_conversation(conversation_id, fmt, Path(path))
+            self._remember_if(self._chat.conversations.export_conversation(conversation_id, fmt, Path(path)),
+                              EXPORT, path)
 
     @Slot()
     def export_open(self) -> None:
@@ -157,7 +160,8 @@ class WindowDialogs(QObject):
         path, chosen = save_path(self._parent, self.folders, EXPORT, title, name, f"{markdown};;{json}")
         if path:
             fmt = "json" if chosen == json or path.lower().endswith(".json") else "markdown"
-            chat.conversations.export_conversation(chat.conversation_id, fmt, Path(path))
+            self._remember_if(chat.conversations.export_conversation(chat.conversation_id, fmt, Path(path)),
+                              EXPORT, path)
 
     @Slot()
     def diagnostics(self) -> None:
@@ -165,4 +169,11 @@ class WindowDialogs(QObject):
         path, _ = save_path(self._parent, self.folders, DIAGNOSTICS,
                             translate("MainWindow", "Save diagnostics report"), "headroom-diagnostics.md")
         if path:
-            self._chat.memory.save_diagnostics(Path(path))
+            self._remember_if(self._chat.memory.save_diagnostics(Path(path)), DIAGNOSTICS, path)
+
+    def _remember_if(self, written: bool, kind: str, path: str) -> None:
+        """The next `kind` dialog starts in `path`'s folder when the file was `written` there: a
+        failed save's folder may not be there, or take no files (new-user trial: "/proc" kept
+        after a failed export, and the next Export dialog hung reading it)."""
+        if written:
+            self.folders.remember(kind, path)

@@ -40,12 +40,61 @@ def test_attach_diagnostics_and_presets_each_start_in_their_last_folder(qtbot, m
 
     window.dialogs.presets()
     dialog = window.dialogs.presets_dialog
+    dialog.list.setCurrentRow(0)  # a built-in preset: one to export
     qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)  # presets keep a folder of their own
     assert saved[-1] == first / "presets.json"
     dialog.reject()
     remembered = load_settings().last_folders  # in settings.json: the next run starts there too
     assert (remembered.attach, remembered.diagnostics, remembered.presets) == (str(notes), str(reports),
                                                                                 str(reports))
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="Linux /proc")
+def test_a_folder_is_remembered_only_where_a_file_was_written_and_never_proc(qtbot, make_window, monkeypatch,
+                                                                            tmp_path):
+    """New-user trial: an export to /proc/x.md failed (said) but remembered "/proc", and every
+    Export dialog after it froze the app, at every start, in Qt's file list reading a /proc file;
+    one to /nonexistent/dir/x.md remembered "/nonexistent/dir". A settings.json that holds "/proc"
+    starts in Documents; a failed save remembers nothing; an open picker never keeps /proc."""
+    from app.core.conversation import Message, Role
+    from app.core.last_folders import LastFolders
+    from app.core.settings import Settings
+
+    window = make_window(settings=Settings(last_folders=LastFolders(export="/proc", attach="/proc")))
+    first = start_folder("", documents_folder(), Path.home())
+    cid = window.chat.store.create_conversation("Plans")
+    window.chat.store.append_message(cid, Message(Role.USER, "Hello"))
+    window.sidebar.open_requested.emit(cid)
+    exports, elsewhere = tmp_path / "exports", tmp_path / "elsewhere"
+    exports.mkdir()
+    elsewhere.mkdir()
+    too_long = str(elsewhere / ("n" * 300 + ".md"))  # a folder that is there, a write that fails
+    offered, picks = [], ["/proc/x.md", str(tmp_path / "gone" / "x.md"), str(exports / "x.md"),
+                          "/proc/x.md", str(tmp_path / "gone" / "x.md"), too_long, str(exports / "y.md")]
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda _p, _t, proposed, _f="": (
+        offered.append(Path(proposed).parent), (picks.pop(0), ""))[1])
+    for _ in range(7):
+        window.dialogs.export_open()
+    assert offered == [first, first, first, exports, exports, exports, exports]
+    assert sorted(p.name for p in exports.iterdir()) == ["x.md", "y.md"]
+    assert load_settings().last_folders.export == str(exports)
+
+    picks[:] = ["/proc/d.md", str(tmp_path / "gone" / "d.md"), too_long]
+    for _ in range(3):
+        window.dialogs.diagnostics()
+    assert window.chat.settings.last_folders.diagnostics == ""  # none written: nothing remembered
+    window.dialogs.presets()
+    picks[:] = [too_long]
+    qtbot.mouseClick(window.dialogs.presets_dialog.export_button, Qt.MouseButton.LeftButton)
+    window.dialogs.presets_dialog.reject()
+    assert window.chat.settings.last_folders.presets == "" and not any(elsewhere.iterdir())
+
+    opened = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames",
+                        lambda _p, _t, start, _f: (opened.append(start), (["/proc/cpuinfo"], ""))[1])
+    for _ in range(2):  # a /proc file typed into Attach…: its folder is not kept
+        qtbot.mouseClick(window.attachment_bar.attach_button, Qt.MouseButton.LeftButton)
+    assert opened == [str(first), str(first)]
 
 
 def test_the_model_pickers_start_in_the_models_folder_the_first_time(qtbot, make_window, monkeypatch, tmp_path):
