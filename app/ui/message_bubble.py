@@ -4,6 +4,7 @@ inline editor for user messages (edit → save & regenerate, issue 4 item 5)."""
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -149,18 +150,24 @@ class MessageBubble(QFrame):
         self.version_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.version_label.setMinimumHeight(self.older_button.sizeHint().height())  # in line with the arrows
         self.version_label.setVisible(False)
-        header_row = QHBoxLayout()
-        header_row.setContentsMargins(0, 0, 0, 0)
-        header_row.setSpacing(2)
-        header_row.addWidget(self._header, 1)
+        self._actions = QHBoxLayout()
+        self._actions.setContentsMargins(0, 0, 0, 0)
+        self._actions.setSpacing(2)
+        self._actions.addStretch(1)  # right-aligned when stacked below the title; no room taken beside it
         for widget in (self.older_button, self.version_label, self.newer_button):
-            header_row.addWidget(widget, 0, Qt.AlignmentFlag.AlignTop)
+            self._actions.addWidget(widget, 0, Qt.AlignmentFlag.AlignTop)
         for button in (self.continue_button, self.regenerate_button, self.edit_button, self.more_button):
-            header_row.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+            self._actions.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        # the title beside the actions, or above them when it does not fit beside them (_fit_header)
+        self._header_row = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self._header_row.setContentsMargins(0, 0, 0, 0)
+        self._header_row.setSpacing(2)
+        self._header_row.addWidget(self._header, 1)
+        self._header_row.addLayout(self._actions)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 8)
         layout.setSpacing(2)
-        layout.addLayout(header_row)
+        layout.addLayout(self._header_row)
         layout.addWidget(self._body)
         layout.addWidget(self._note)
         layout.addWidget(self.documents)
@@ -306,6 +313,7 @@ class MessageBubble(QFrame):
         elif tag:
             title = self.tr("{0} — {1}").format(title, _translated(tag))
         self._header.setText(title)
+        self._fit_header()
         self._header.setToolTip(plain_tooltip(detail))
         self.setAccessibleDescription(self._header.text())
         if not self.text or was_streaming != (self.status is MessageStatus.STREAMING):
@@ -388,6 +396,26 @@ class MessageBubble(QFrame):
         self.editor.setFixedHeight(max(_EDITOR_MIN_PX, min(_EDITOR_MAX_PX, height)))
         self._update_actions()
 
+    def _fit_header(self) -> None:
+        """Stack the title above the actions when it does not fit on one line beside them (a narrow
+        window, trial 8: "Assistant — stopped: max new tokens reached" wrapped a word a line
+        beside the version arrows, Continue and Regenerate); side by side when it does."""
+        layout = self.layout()
+        if layout is None:  # still being built
+            return
+        margins = layout.contentsMargins()
+        actions = self._actions.sizeHint().width()
+        room = (self.contentsRect().width() - margins.left() - margins.right() - actions
+                - self._header_row.spacing())
+        needed = self._header.fontMetrics().horizontalAdvance(self._header.text())
+        stacked = actions > 0 and needed > room
+        self._header_row.setDirection(QBoxLayout.Direction.TopToBottom if stacked
+                                      else QBoxLayout.Direction.LeftToRight)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._fit_header()
+
     def _update_actions(self) -> None:
         editing = self.is_editing()
         settled = self.status is not MessageStatus.STREAMING
@@ -405,6 +433,7 @@ class MessageBubble(QFrame):
         for button in (self.edit_button, self.regenerate_button, self.continue_button, self.more_button):
             button.setEnabled(self._actions_enabled)
         self.documents.set_removable(self._actions_enabled)
+        self._fit_header()  # the actions shown changed their width
         if editing:
             self.save_button.setEnabled(
                 self._actions_enabled and bool(self.editor.toPlainText().strip()))

@@ -153,6 +153,31 @@ def test_at_the_minimum_size_cards_wrap_and_every_control_reads(qapp, qtbot, mak
         bar.set_summarizing(False)
 
 
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_a_long_title_goes_above_the_actions_where_it_does_not_fit_beside_them(qtbot, make_fake_window, tmp_path,
+                                                                            request, language):
+    """Trial 8: at 640 px "Assistant — stopped: max new tokens reached" wrapped a word a line beside
+    the version arrows, Continue and Regenerate; now it takes one line above them, and wider
+    windows keep it beside them."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+    last = window.chat_view.bubbles()[-1]
+    last.set_status(MessageStatus.STOPPED, "max new tokens reached")
+    title = last._header
+    for width, stacked in ((640, True), (1400, False)):
+        window.resize(width, 600)
+        qtbot.waitUntil(lambda width=width: window.width() == width, timeout=3000)
+        qtbot.wait(50)
+        assert last.continue_button.isVisible() and last.older_button.isVisible()
+        assert title.height() < 2 * title.fontMetrics().lineSpacing(), width  # one line
+        if stacked:
+            assert title.geometry().bottom() < last.continue_button.geometry().top()
+        else:
+            assert title.geometry().top() == last.continue_button.geometry().top()
+        assert cut_off(window.chat_view) == []
+
+
 def test_the_chat_bar_keeps_one_line_where_it_fits(qtbot, make_fake_window, tmp_path):
     window = open_trial_chat(qtbot, make_fake_window, tmp_path)
     bar = window.chat_bar
