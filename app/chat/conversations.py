@@ -23,6 +23,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.attachments import fit_line
 from app.chat.refusal_text import refusal_line_stored
+from app.chat.stop_text import STOP_DETAILS
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation, Role
 from app.core.history import SummaryState
@@ -318,7 +319,9 @@ class ConversationFlow(QObject):
         """Write the conversation as Markdown (fmt "markdown") or JSON to `path`; a failure to
         write is said in an error notice (returns False)."""
         store = self._chat.store
-        text = store.export_markdown(conversation_id) if fmt == "markdown" else store.export_json(conversation_id)
+        # a stopped answer says why, in the words its header says ("stopped: max new tokens reached")
+        text = (store.export_markdown(conversation_id, STOP_DETAILS) if fmt == "markdown"
+                else store.export_json(conversation_id))
         try:
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:

@@ -6,6 +6,7 @@ each answer was given."""
 import html
 import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
 def conversation_json(c: "StoredConversation") -> str:
     """JSON, format "headroom-conversation" v1 (times in Unix seconds); "pinned_notes" is absent
     when there are none, a message's "documents" (name, kind, pages, size_bytes, encoding, text)
-    and "sources" (app.core.document_prompt.Citation fields) when it has none. A user message
-    whose turn was refused (never sent to the model) has "not_sent": the refusal's cause
-    ("positions", "memory") and reason (English, app.engine.memory.admission)."""
+    and "sources" (app.core.document_prompt.Citation fields) when it has none. A stopped answer
+    has "stop_reason" when it was kept: "length" (max new tokens reached) or "stopped" (Stop). A
+    user message whose turn was refused (never sent to the model) has "not_sent": the refusal's
+    cause ("positions", "memory") and reason (English, app.engine.memory.admission)."""
     data = {
         "format": "headroom-conversation", "version": 1, "title": c.info.title,
         "created_at": c.info.created_at, "updated_at": c.info.updated_at,
@@ -36,6 +38,8 @@ def conversation_json(c: "StoredConversation") -> str:
 
 def _message_json(m, refusal: dict | None) -> dict:
     data = {"role": m.role.value, "content": m.content, "status": m.status.value, "created_at": m.created_at}
+    if _stop_reason(m):  # "stopped" alone read as the user's Stop
+        data["stop_reason"] = _stop_reason(m)
     if refusal is not None:  # its status says "complete": the message is whole, it just never went
         data["not_sent"] = {"cause": refusal.get("cause", ""), "reason": refusal.get("reason", "")}
     if m.documents:
@@ -46,8 +50,10 @@ def _message_json(m, refusal: dict | None) -> dict:
     return data
 
 
-def conversation_markdown(c: "StoredConversation") -> str:
-    """Markdown: a heading per message; unfinished answers are marked, and so are messages whose
+def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, str] | None = None) -> str:
+    """Markdown: a heading per message; unfinished answers are marked ("_(stopped)_", "_(failed)_";
+    "_(stopped: <words>)_" for a stop reason in `stop_details`, ReplyStats.stop_reason → the
+    words the window says, app.chat.stop_text.STOP_DETAILS), and so are messages whose
     turn was refused ("_(not sent: <reason>)_", the reason in English); an attached document
     follows its message in a collapsed <details> block, an answer's sources are listed under it (a
     removed file once).
@@ -66,7 +72,8 @@ def conversation_markdown(c: "StoredConversation") -> str:
         content = _as_typed(m.content) if m.role is Role.USER else m.content.strip("\n")
         lines += [f"## {m.role.value.capitalize()}", "", content, ""]
         if m.status is not MessageStatus.COMPLETE:
-            lines += [f"_({m.status.value})_", ""]
+            detail = _escaped((stop_details or {}).get(_stop_reason(m), ""))
+            lines += [f"_({m.status.value}: {detail})_" if detail else f"_({m.status.value})_", ""]
         if m.id in c.refusals:  # refused before it started: exported as sent, it read as answered
             reason = _escaped(str(c.refusals[m.id].get("reason") or ""))
             lines += [f"_(not sent: {reason})_" if reason else "_(not sent)_", ""]
@@ -78,6 +85,12 @@ def conversation_markdown(c: "StoredConversation") -> str:
         if m.sources:
             lines += ["Sources: " + "; ".join(_source_labels(m.sources)), ""]
     return "\n".join(lines)
+
+
+def _stop_reason(m) -> str:
+    """Why the stopped answer `m` stopped (ReplyStats.stop_reason); "" for any other message or
+    one stored before the reason was kept."""
+    return m.stats.stop_reason if m.status is MessageStatus.STOPPED and m.stats is not None else ""
 
 
 def _source_labels(sources) -> list[str]:

@@ -31,7 +31,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -656,9 +656,10 @@ class Store:
         """The conversation's active branch as JSON (app.core.export)."""
         return conversation_json(self.load_conversation(conversation_id))
 
-    def export_markdown(self, conversation_id: int) -> str:
-        """The conversation's active branch as Markdown (app.core.export)."""
-        return conversation_markdown(self.load_conversation(conversation_id))
+    def export_markdown(self, conversation_id: int, stop_details: Mapping[str, str] | None = None) -> str:
+        """The conversation's active branch as Markdown (app.core.export); `stop_details`: the
+        words for a stopped answer's stop reason (app.chat.stop_text.STOP_DETAILS)."""
+        return conversation_markdown(self.load_conversation(conversation_id), stop_details)
 
 
 def _stats_json(stats: ReplyStats | None) -> str | None:

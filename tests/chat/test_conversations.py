@@ -149,6 +149,34 @@ def test_export_writes_the_file_or_says_why_not(chat, tmp_path):
     assert kind == "error" and text.startswith("Could not export to") and "No such file" in text
 
 
+def test_an_export_says_why_an_answer_stopped_as_the_window_does(chat, tmp_path):
+    """New-user trial: an answer cut at max new tokens read "stopped: max new tokens reached" in
+    the window but "_(stopped)_" in the Markdown export, as if the user had pressed Stop; the JSON
+    said "stopped" alone too. Stop and a failure keep their own marks."""
+    import json
+    import re
+
+    worker, seen = chat.worker, chat.recorded
+    for question, reason in (("Write a poem", "length"), ("Write a story", "stopped")):
+        chat.turns.send(question)
+        worker.token_streamed.emit(worker.last_id, "Roses")
+        worker.reply_finished.emit(worker.last_id, finished("Roses", reason), record(reason))
+    chat.turns.send("Write a song")
+    worker.token_streamed.emit(worker.last_id, "La")
+    worker.generation_failed.emit(worker.last_id, "the GPU ran out of memory", "La")
+    # the window's header: "stopped: <detail>", or "stopped" for Stop (app.ui.message_bubble)
+    headers = [f"{status.value}: {detail}" if detail else status.value for status, detail in seen.of("reply_ended")[:2]]
+    assert headers == ["stopped: max new tokens reached", "stopped"]
+    assert chat.conversations.export_conversation(chat.conversation_id, "markdown", tmp_path / "a.md")
+    marks = re.findall(r"^_\((.*)\)_$", (tmp_path / "a.md").read_text(encoding="utf-8"), re.MULTILINE)
+    assert marks == [*headers, "failed"]
+    assert chat.conversations.export_conversation(chat.conversation_id, "json", tmp_path / "a.json")
+    messages = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["messages"]
+    assert [(m["status"], m.get("stop_reason")) for m in messages] == [
+        ("complete", None), ("stopped", "length"), ("complete", None), ("stopped", "stopped"),
+        ("complete", None), ("failed", None)]
+
+
 def test_a_remote_conversation_watches_its_server_and_can_send_without_a_model(chat):
     seen = chat.recorded
     assert seen.of("can_send_changed")[-1] == (False,)  # local backend, no model
