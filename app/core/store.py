@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from app.core import store_attachments, store_notes, store_refusals
+from app.core import store_attachments, store_notes, store_refusals, store_search
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -230,6 +230,7 @@ def _memory_connection() -> sqlite3.Connection:
     memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
     memory.row_factory = sqlite3.Row
     memory.execute("PRAGMA foreign_keys = ON")
+    store_search.register(memory)
     return memory
 
 
@@ -251,6 +252,7 @@ def connect(path: Path) -> sqlite3.Connection:
         side = path.with_name(path.name + suffix)
         if side.exists():
             os.chmod(side, _PRIVATE_FILE)
+    store_search.register(conn)
     return conn
 
 
@@ -568,15 +570,16 @@ class Store:
         """Newest first, by the user's last use (a message sent, a rename, notes, a file removed):
         an answer that ends does not move its conversation, so the sidebar does not reorder by
         itself while the user reads or clicks it (product trial). `search` matches a substring
-        of the title or of any message (SQL LIKE: ASCII case-insensitive; a full scan, fine for a
-        desktop history; FTS5 would be a v3)."""
-        pattern = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        of the title or of any message, case-insensitive in every script (app.core.store_search;
+        new-user trial: "über" did not find "ÜBER" with plain LIKE, which folds ASCII only). A full
+        scan, fine for a desktop history; FTS5 would be a v3."""
+        in_title, title_args = store_search.match("c.title", search)
+        in_message, message_args = store_search.match("content", search)
         rows = self._conn.execute(
-            "SELECT c.* FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = ''"
-            " OR c.title LIKE ?3 ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m"
-            " WHERE m.conversation_id = c.id AND m.content LIKE ?3 ESCAPE '\\'))"
+            f"SELECT c.* FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = '' OR {in_title}"
+            f" OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = c.id AND {in_message}))"
             " ORDER BY c.updated_at DESC, c.id DESC",
-            (include_deleted, search, pattern),
+            (include_deleted, search, *title_args, *message_args),
         ).fetchall()
         lengths = self._shown_lengths({row["id"]: row["active_message_id"] for row in rows})
         return [_info(row, lengths[row["id"]]) for row in rows]
