@@ -570,22 +570,43 @@ class Store:
         """Newest first, by the user's last use (a message sent, a rename, notes, a file removed):
         an answer that ends does not move its conversation, so the sidebar does not reorder by
         itself while the user reads or clicks it (product trial). `search` matches a substring
-        of the title or of any message, case-insensitive in every script (app.core.store_search;
-        new-user trial: "über" did not find "ÜBER" with plain LIKE, which folds ASCII only). A full
-        scan, fine for a desktop history; FTS5 would be a v3."""
+        of the title or of any message of the branch shown, case-insensitive in every script
+        (app.core.store_search; new-user trial: "über" did not find "ÜBER" with plain LIKE, which
+        folds ASCII only). A full scan, fine for a desktop history; FTS5 would be a v3."""
+        if search:
+            rows, paths = self._matching(search, include_deleted)
+        else:
+            rows = self._conn.execute(
+                "SELECT * FROM conversations WHERE ? OR deleted_at IS NULL ORDER BY updated_at DESC, id DESC",
+                (include_deleted,)).fetchall()
+            paths = self._shown_paths({row["id"]: row["active_message_id"] for row in rows})
+        return [_info(row, len(paths[row["id"]])) for row in rows]
+
+    def _matching(self, search: str, include_deleted: bool) -> tuple[list[sqlite3.Row], dict[int, list[int]]]:
+        """The conversations whose title or branch shown holds `search`, newest first, and their
+        branches shown. A version not shown does not count (new-user trial: an edited-away
+        question matched, and its chat opened with no match in sight)."""
         in_title, title_args = store_search.match("c.title", search)
         in_message, message_args = store_search.match("content", search)
+        # hit: the first message that matches (stops there, as EXISTS would), checked below
         rows = self._conn.execute(
-            f"SELECT c.* FROM conversations c WHERE (? OR c.deleted_at IS NULL) AND (? = '' OR {in_title}"
-            f" OR EXISTS (SELECT 1 FROM messages WHERE conversation_id = c.id AND {in_message}))"
-            " ORDER BY c.updated_at DESC, c.id DESC",
-            (include_deleted, search, *title_args, *message_args),
+            f"SELECT c.*, {in_title} AS titled, m.id AS hit FROM conversations c LEFT JOIN messages m"
+            f" ON m.id = (SELECT id FROM messages WHERE conversation_id = c.id AND {in_message} LIMIT 1)"
+            f" WHERE (? OR c.deleted_at IS NULL) AND ({in_title} OR m.id IS NOT NULL)"
+            " ORDER BY c.updated_at DESC, c.id DESC", (*title_args, *message_args, include_deleted, *title_args),
         ).fetchall()
-        lengths = self._shown_lengths({row["id"]: row["active_message_id"] for row in rows})
-        return [_info(row, lengths[row["id"]]) for row in rows]
+        paths = self._shown_paths({row["id"]: row["active_message_id"] for row in rows})
+        # the first match found is another version: is there one on the branch shown too?
+        unsure = {row["id"] for row in rows if not row["titled"] and row["hit"] not in paths[row["id"]]}
+        if unsure:
+            shown = [message_id for cid in unsure for message_id in paths[cid]]
+            unsure -= {cid for (cid,) in self._conn.execute(
+                f"SELECT DISTINCT conversation_id FROM messages WHERE id IN ({','.join('?' * len(shown))})"
+                f" AND {in_message}", (*shown, *message_args))}
+        return [row for row in rows if row["id"] not in unsure], paths
 
-    def _shown_lengths(self, actives: dict[int, int | None]) -> dict[int, int]:
-        """Messages on the active path of each conversation in `actives` (id → its active
+    def _shown_paths(self, actives: dict[int, int | None]) -> dict[int, list[int]]:
+        """The active path (message ids) of each conversation in `actives` (id → its active
         message): what the list counts, not every stored version. One pass over their rows."""
         parents: dict[int, dict[int, int | None]] = {cid: {} for cid in actives}
         shown: dict[int, dict[int, int]] = {cid: {} for cid in actives}
@@ -596,7 +617,7 @@ class Store:
                 parents[cid][mid] = parent
                 if child is not None:
                     shown[cid][mid] = child
-        return {cid: len(MessageTree(parents[cid], shown[cid]).active_path(active)) for cid, active in actives.items()}
+        return {cid: MessageTree(parents[cid], shown[cid]).active_path(active) for cid, active in actives.items()}
 
     def load_conversation(self, conversation_id: int) -> StoredConversation:
         """The conversation along its active path (see app.core.message_tree), with the summary

@@ -102,3 +102,27 @@ def test_the_like_pattern_keeps_the_inert_runs_in_order(query, pattern, exact):
 def test_fold_is_casefold():
     assert fold("Straße ÜBER") == "strasse über"
     assert fold("ABC") == "abc"
+
+
+def test_only_the_branch_shown_is_searched(store):
+    """New-user trial: a question edited away still matched, and its chat opened with no match
+    in sight and no hint. What search finds is what the chat shows (as its count and exports)."""
+    cid = store.create_conversation("Trip")
+    first = Message(Role.USER, "Tell me about PARIS")
+    store.append_message(cid, first)
+    store.append_message(cid, Message(Role.ASSISTANT, "Paris is the capital of France."))
+    edited = Message(Role.USER, "Tell me about Lyon")
+    store.append_message(cid, edited, parent_id=None)  # Edit: a new version of the first message
+    store.append_message(cid, Message(Role.ASSISTANT, "Lyon lies on the Rhône."))
+    other = chat(store, "Paris in spring")
+    assert found(store, "paris") == [other]  # only the edited-away branch held it
+    assert found(store, "lyon") == [cid]
+    assert found(store, "RHÔNE") == [cid]
+    store.set_active_message(cid, first.id)  # back to the first version: found again
+    assert set(found(store, "paris")) == {other, cid}
+    assert found(store, "lyon") == []
+    store.append_message(cid, Message(Role.USER, "And Lyon?"))  # both branches match now,
+    assert found(store, "lyon") == [cid]  # the version not shown first (found first, then checked)
+    assert [info.message_count for info in store.list_conversations("lyon")] == [3]
+    store.rename_conversation(other, "Lyon or Paris")
+    assert found(store, "lyon") == [other, cid]  # a title counts whatever the branch
