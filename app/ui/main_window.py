@@ -100,7 +100,8 @@ class MainWindow(QMainWindow):
         self._connect_chat()
         self._on_model_changed_kv(None)  # named for this machine's device before any model loads
         self._connect_widgets()
-        self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts())  # one per chat
+        self.drafts = ComposerDrafts(self.chat, self.composer, self.window_state.drafts(),  # one per chat
+                                     self.window_state.save_drafts)
         first_start = not self.window_state.has_layout()
         self.chat.start(reopen=self.window_state.restore_window(self, self.splitter))
         if first_start:
@@ -505,6 +506,7 @@ class MainWindow(QMainWindow):
             for task in list(self._tasks):  # a start-up check in flight ends here
                 task.cancel()
             self.dialogs.cancel_remedies()  # its message back in the composer, kept with the drafts below
+            self.drafts.stop_saving()
             kept = {info.id for info in self.chat.store.list_conversations(include_deleted=True)} | {None}
             drafts = {key: text for key, text in self.drafts.drafts().items() if key in kept}
             self.chat.close()

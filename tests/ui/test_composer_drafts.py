@@ -154,3 +154,37 @@ def test_closing_the_window_over_the_refusal_dialog_is_quiet_and_keeps_the_paste
     again.new_chat_action.trigger()
     assert composer_text(again) == paste.strip()
     assert [info.title for info in again.chat.store.list_conversations()] == ["About dogs", "About cats"]
+
+
+def on_disk(tmp_path) -> str:
+    """session.ini as the next start reads it (the file, not this process's QSettings cache)."""
+    path = tmp_path / "session.ini"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def test_a_draft_is_on_disk_soon_after_typing_stops_and_gone_once_sent(qtbot, make_window, tmp_path, monkeypatch):
+    """New-user trial: a draft typed 3 s before `kill -9` was gone after the restart (written only
+    at close or a chat switch). Now it is written SAVE_AFTER_MS after the last key, once per
+    pause (never per key), and taken off the disk as soon as the message is sent."""
+    from app.ui.composer_drafts import SAVE_AFTER_MS
+    from app.ui.window_state import WindowState
+
+    saves = []
+    save_drafts = WindowState.save_drafts
+    monkeypatch.setattr(WindowState, "save_drafts", lambda self, drafts: (saves.append(dict(drafts)),
+                                                                          save_drafts(self, drafts)))
+    db = tmp_path / "chats.sqlite3"
+    cats, _dogs = seed(db)
+    window = make_window(store_path=db)
+    window.sidebar.open_requested.emit(cats)
+    window.composer.set_can_send(True)  # as with a model: Enter sends (the turn then fails without one)
+    saves.clear()
+    qtbot.keyClicks(window.composer.editor, "How long do cats live")
+    assert saves == [] and "How long do cats live" not in on_disk(tmp_path)  # not while typing
+    qtbot.waitUntil(lambda: "How long do cats live" in on_disk(tmp_path), timeout=SAVE_AFTER_MS + 3000)
+    assert saves == [{cats: "How long do cats live"}]  # one write for the whole pause
+    assert WindowState(tmp_path / "session.ini").drafts() == {cats: "How long do cats live"}
+    with qtbot.waitSignal(window.turn_finished, timeout=10000):
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+    assert "How long do cats live" not in on_disk(tmp_path)  # at once: no stale draft after a crash
+    assert WindowState(tmp_path / "session.ini").drafts() == {}
