@@ -13,11 +13,12 @@ not ship, so a text is matched in two steps (`match`):
    text is folded in Python (`CONTAINS`, registered on each connection by `register`).
 
 A query of inert characters only (Hangul, digits, punctuation: "서울", "100%") is exactly the
-LIKE search of before. Measured (this 2-core box, 2,000 chats of ten messages, 1,500-character
-Korean answers): "서울" 50 ms as before, "zzz" 18 ms (17), "strasse" with every chat a hit 69 ms;
-folding every row in Python instead took 120 ms for "zzz", and a stored folded column doubled
-the file for no gain. Text stored decomposed (letter + combining accent) is not composed
-first: a precomposed query does not find it, as before.
+LIKE search of before. Measured with tests/benchmarks/search_chats.py (2-core CPU; 2,000
+chats of ten messages, 1,500-character Korean answers): "서울" 53 ms (48 before), "zzz" 18 ms
+(17), "strasse" 70 ms with every chat a hit (none found before); folding every row in Python
+instead took 120 ms for "zzz", and a stored folded column doubled the file for no gain.
+Text stored decomposed (letter + combining accent) is not composed first: a precomposed query
+does not find it, as before.
 """
 
 import sqlite3
