@@ -1,21 +1,22 @@
-"""A spin box for counts that never turns a typed "-5" into 5 and says its unit in the number's
-grammatical number ("1 token", "2 tokens")."""
+"""A spin box for counts that never turns a typed "-5" into 5 or "99999" into 9999 and says its
+unit in the number's grammatical number ("1 token", "2 tokens")."""
 
 from collections.abc import Callable
 
 from PySide6.QtCore import Slot
-from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import QSpinBox
 
+from app.ui.typed_bounds import TypedBounds
 
-class CountSpinBox(QSpinBox):
-    """QSpinBox for a count whose minimum is 0 or more (tokens, threads, MiB, turns).
+
+class CountSpinBox(TypedBounds, QSpinBox):
+    """QSpinBox for a count (tokens, threads, MiB, turns) or another whole number (a seed).
 
     Qt's own QSpinBox refuses the '-' key when the minimum is not negative, so typing "-5" leaves
     "5" in the field, a value the user never asked for (new-user trial: Max new tokens -5 became
-    5). Here the minus sign stays on screen while typing, and Enter or leaving the field puts the
-    value back to what it was before, visibly, as an invalid entry is undone elsewhere (regression
-    trial: turning it into the minimum, 1 token, would have cut every answer to one token).
+    5), and drops the digits past its maximum (999999999 became 9999). Here the keys stay on
+    screen while typing, and Enter or leaving the field puts the value back to what it was before
+    (a minus sign) or makes it the maximum (app.ui.typed_bounds).
 
     A counted suffix (`set_counted_suffix`) follows the value: " token" at 1, " tokens" otherwise
     in English, from the plural forms of the translation. No signals beyond QSpinBox's."""
@@ -49,27 +50,3 @@ class CountSpinBox(QSpinBox):
         suffix = self._counted_suffix(self.value())
         if suffix != self.suffix():  # setSuffix rewrites the field: only when the word changes, not per key
             self.setSuffix(suffix)
-
-    def _number(self, text: str) -> str:
-        """`text` without the prefix, the suffix and surrounding spaces."""
-        if self.prefix() and text.startswith(self.prefix()):
-            text = text[len(self.prefix()):]
-        if self.suffix() and text.endswith(self.suffix()):
-            text = text[:-len(self.suffix())]
-        return text.strip()
-
-    def _negative(self, text: str) -> bool:
-        number = self._number(text).replace(self.locale().groupSeparator(), "")
-        return number.startswith("-") and (number[1:].isdigit() or number == "-")
-
-    def validate(self, text: str, pos: int):  # noqa: D102 (Qt override)
-        if self.minimum() >= 0 and self._negative(text):
-            return QValidator.State.Intermediate, text, pos
-        return super().validate(text, pos)
-
-    def fixup(self, text: str) -> str:  # noqa: D102 (Qt override)
-        if self.minimum() >= 0 and self._negative(text):  # the value typed over is still the value
-            if self.value() == self.minimum() and self.specialValueText():
-                return self.specialValueText()
-            return self.prefix() + self.textFromValue(self.value()) + self.suffix()
-        return super().fixup(text)

@@ -6,17 +6,16 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QGroupBox,
     QLabel,
     QPlainTextEdit,
     QScrollArea,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -34,6 +33,7 @@ from app.core.settings import (
 )
 from app.ui.backend_form import BackendForm
 from app.ui.count_spin_box import CountSpinBox
+from app.ui.decimal_spin_box import DecimalSpinBox
 
 
 class SettingsDialog(QDialog):
@@ -59,12 +59,12 @@ class SettingsDialog(QDialog):
         self.max_new_tokens.setRange(1, MAX_NEW_TOKENS)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.max_new_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
-        self.temperature = QDoubleSpinBox()
+        self.temperature = DecimalSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.05)
         self.temperature.setValue(settings.temperature)
         self.temperature.setToolTip(self.tr("0 = greedy decoding (deterministic)"))
-        self.top_p = QDoubleSpinBox()
+        self.top_p = DecimalSpinBox()
         self.top_p.setRange(0.01, 1.0)
         self.top_p.setSingleStep(0.05)
         self.top_p.setValue(settings.top_p)
@@ -151,20 +151,20 @@ class SettingsDialog(QDialog):
         self.top_k.setValue(settings.top_k)
         self.top_k.setSpecialValueText(self.tr("off"))
         self.top_k.setToolTip(self.tr("Keep only the k likeliest tokens (transformers' TopKLogitsWarper)"))
-        self.min_p = QDoubleSpinBox()
+        self.min_p = DecimalSpinBox()
         self.min_p.setRange(0.0, 1.0)
         self.min_p.setSingleStep(0.01)
         self.min_p.setValue(settings.min_p)
         self.min_p.setSpecialValueText(self.tr("off"))
         self.min_p.setToolTip(self.tr("Drop tokens below this fraction of the top token's probability "
                                        "(MinPLogitsWarper)"))
-        self.repetition_penalty = QDoubleSpinBox()
+        self.repetition_penalty = DecimalSpinBox()
         self.repetition_penalty.setRange(*REPETITION_PENALTY_RANGE)
         self.repetition_penalty.setSingleStep(0.05)
         self.repetition_penalty.setValue(settings.repetition_penalty)
         self.repetition_penalty.setToolTip(self.tr("> 1 discourages repeating tokens already in the prompt or "
                                                     "reply; 1 = off"))
-        self.seed = QSpinBox()
+        self.seed = CountSpinBox()
         self.seed.setRange(-1, MAX_SEED)
         self.seed.setValue(-1 if settings.seed is None else settings.seed)
         self.seed.setSpecialValueText(self.tr("random"))
@@ -241,9 +241,10 @@ class SettingsDialog(QDialog):
         return self.backend_form.entered_key()
 
     def result_settings(self) -> GenerationSettings:
-        """The edited copy; settings without a control here keep their values. A count still
-        being typed ("-5") is taken as its spin box corrects it (CountSpinBox: the minimum)."""
-        for box in self.findChildren(CountSpinBox):
+        """The edited copy; settings without a control here keep their values. A number still
+        being typed is taken as its spin box settles it at Enter (app.ui.typed_bounds: "-5" puts
+        the value from before back, a number above the maximum is the maximum)."""
+        for box in self.findChildren(QAbstractSpinBox):  # OK clicked with the field still focused
             box.interpretText()
         return replace(
             self._settings,

@@ -4,12 +4,20 @@ import os
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QFocusEvent
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QWidget
 
 from app.core.backend_settings import BackendSettings
-from app.core.settings import MAX_SEED, MAX_TOP_K, GenerationSettings
+from app.core.settings import (
+    MAX_KEEP_TURNS,
+    MAX_NEW_TOKENS,
+    MAX_SEED,
+    MAX_TOP_K,
+    GenerationSettings,
+    Settings,
+    load_settings,
+)
 from app.ui.fonts import install_hangul_fallback
 from app.ui.settings_dialog import SettingsDialog
 from tests.helpers.palettes import fusion_palette
@@ -80,6 +88,80 @@ def test_a_negative_count_is_undone_not_turned_into_its_digits(qtbot):
     threads.selectAll()
     qtbot.keyClicks(threads, "-3")
     assert dialog.result_settings().cpu_threads == 0 and threads.text() == "automatic"
+
+
+def _type_and_press_ok(qtbot, dialog, typed: dict[str, str]) -> dict[str, str]:
+    """Select each field's text, type into it as a user does, then click OK; what each field
+    showed after the typing."""
+    shown = {}
+    for name, keys in typed.items():
+        box = getattr(dialog, name)
+        box.setFocus()
+        box.selectAll()
+        qtbot.keyClicks(box, keys)
+        shown[name] = box.lineEdit().text()
+    qtbot.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
+                     Qt.MouseButton.LeftButton)
+    return shown
+
+
+@pytest.mark.parametrize(("field", "keys"), [
+    ("repetition_penalty", "-2"), ("top_p", "-0.5"), ("min_p", "-0.2"), ("temperature", "-1"), ("seed", "-5"),
+])
+def test_a_typed_minus_sign_in_a_decimal_or_seed_field_puts_its_value_back(qtbot, field, keys):
+    """New-user trial: the floating-point fields dropped the '-' as the count fields once did:
+    Repetition penalty -2 was saved as 2.00 (the strongest penalty), Top-p -0.5 as 0.50, Min-p
+    -0.2 as -0.0 (the field read "-."), and the preset became "Custom settings". They go back to
+    their value, as Max new tokens does with -5."""
+    before = GenerationSettings(top_p=0.9, min_p=0.05, repetition_penalty=1.1, seed=7)
+    dialog = SettingsDialog(before)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    shown = getattr(dialog, field).text()
+    typing = _type_and_press_ok(qtbot, dialog, {field: keys})
+    assert dialog.result_settings() == before.validated()
+    assert typing[field] == keys  # the sign stayed on screen while typing
+    assert getattr(dialog, field).text() == shown  # and the value is put back where the user sees it
+
+
+def test_a_number_above_the_maximum_becomes_the_maximum_not_its_first_digits(qtbot):
+    """New-user trial: Max new tokens 999999999 became 9999, Keep verbatim 999 became 9, Seed
+    3000000000 became 300000000 (Qt dropped every key past the maximum); Temperature 99 was not
+    taken at all. Each is the field's maximum now, shown in the field."""
+    dialog = SettingsDialog(GenerationSettings())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    typed = {"max_new_tokens": "999999999", "summary_keep_turns": "999", "seed": "3000000000",
+             "temperature": "99", "top_k": "99999999"}
+    typing = _type_and_press_ok(qtbot, dialog, typed)
+    after = dialog.result_settings()
+    assert (after.max_new_tokens, after.summary_keep_turns, after.seed) == (MAX_NEW_TOKENS, MAX_KEEP_TURNS, MAX_SEED)
+    assert (after.temperature, after.top_k) == (2.0, MAX_TOP_K)
+    assert dialog.max_new_tokens.text() == f"{MAX_NEW_TOKENS} tokens" and dialog.temperature.text() == "2.00"
+    assert all(keys in typing[name] for name, keys in typed.items())  # no key was dropped while typing
+
+
+def test_typed_settings_are_saved_as_settled_and_the_preset_stays(qtbot, make_window):
+    """The whole way a user goes: Settings from the menu, typed fields, OK; settings.json holds the
+    values the fields settled on and the chat is still on its preset (new-user trial: -2 saved a
+    repetition penalty of 2.00 and the preset became "Custom settings")."""
+    window = make_window(settings=Settings())
+    assert window.chat.presets.current() == "Balanced"
+
+    def edit():
+        dialog = QApplication.activeModalWidget()
+        try:
+            _type_and_press_ok(qtbot, dialog, {"repetition_penalty": "-2", "top_p": "-0.5",
+                                               "max_new_tokens": "999999"})
+        finally:  # a failed step must not leave exec() waiting
+            if dialog.isVisible():
+                dialog.reject()
+
+    QTimer.singleShot(0, edit)  # Settings runs modal (exec): typed from its own loop
+    window.settings_action.trigger()
+    saved = load_settings().generation
+    assert (saved.repetition_penalty, saved.top_p, saved.max_new_tokens) == (1.0, 0.95, MAX_NEW_TOKENS)
+    assert window.chat.settings.generation == saved and window.chat.presets.current() == "Balanced"
 
 
 def test_the_window_is_titled_settings(qtbot):
