@@ -63,7 +63,7 @@ class GenerationSettings:
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS, temperature 0–2, top_p (0, 1],
-        context_tokens ≥ 0, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
+        context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
         0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–logical_cores(), kept_chat_cache_mib
         0–1,048,576, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
@@ -79,7 +79,7 @@ class GenerationSettings:
             max_new_tokens=min(max(int(self.max_new_tokens), 1), MAX_NEW_TOKENS),
             temperature=_clamped(self.temperature, 0.0, 2.0),
             top_p=_clamped(self.top_p, 0.01, 1.0),
-            context_tokens=max(int(self.context_tokens), 0),
+            context_tokens=min(max(int(self.context_tokens), 0), MAX_CONTEXT_TOKENS),
             top_k=int(_clamped(self.top_k, 0, MAX_TOP_K)),
             min_p=_clamped(self.min_p, 0.0, 1.0),
             repetition_penalty=_clamped(self.repetition_penalty, low, high),
@@ -95,6 +95,9 @@ class GenerationSettings:
 
 MAX_NEW_TOKENS = 32_768
 """The most max_new_tokens may be (the Settings field's and --max-new-tokens' bound)."""
+MAX_CONTEXT_TOKENS = 1_048_576
+"""The most context_tokens may be, in tokens (2**20): the Settings field's bound and validated()'s
+(new-user trial: an imported preset's 10**12 was kept, beyond what the field can show)."""
 MAX_TOP_K = 1_000_000
 SUMMARY_FOLD_AT_RANGE = (0.5, 1.0)  # below half the budget the summary would be rewritten every turn
 MAX_KEEP_TURNS = 50

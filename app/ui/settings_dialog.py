@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.core.backend_settings import BackendSettings
 from app.core.settings import (
+    MAX_CONTEXT_TOKENS,
     MAX_KEEP_TURNS,
     MAX_NEW_TOKENS,
     MAX_SEED,
@@ -70,7 +71,7 @@ class SettingsDialog(QDialog):
         self.top_p.setValue(settings.top_p)
         self.top_p.setToolTip(self.tr("Nucleus sampling: keep the smallest set of tokens with this total probability"))
         self.context_tokens = CountSpinBox()
-        self.context_tokens.setRange(0, 1_048_576)
+        self.context_tokens.setRange(0, MAX_CONTEXT_TOKENS)
         self.context_tokens.setSingleStep(1024)
         self.context_tokens.setValue(settings.context_tokens)
         self.context_tokens.setSpecialValueText(self.tr("auto (the largest that fits)"))

@@ -7,6 +7,7 @@ import pytest
 
 from app.core.settings import (
     DEFAULT_SYSTEM_PROMPT,
+    MAX_CONTEXT_TOKENS,
     MAX_RECENT_MODELS,
     GenerationSettings,
     ModelPermissions,
@@ -135,6 +136,13 @@ def test_summary_policy_fields_are_clamped_and_default_to_todays_behaviour():
     assert (g.summary_fold_at, g.summary_keep_turns) == (0.5, 1)
     g = GenerationSettings(summary_fold_at=3, summary_keep_turns=10**6).validated()
     assert (g.summary_fold_at, g.summary_keep_turns) == (1.0, 50)
+
+
+def test_the_context_window_stops_where_the_settings_field_does():
+    """New-user trial: an imported preset's context_tokens 10**12 was kept; the Settings field,
+    which ends at MAX_CONTEXT_TOKENS, could not show it (tests/ui/test_settings_dialog.py)."""
+    assert GenerationSettings(context_tokens=10**12).validated().context_tokens == MAX_CONTEXT_TOKENS
+    assert GenerationSettings(context_tokens=-1).validated().context_tokens == 0  # auto
 
 
 def test_cpu_threads_cannot_exceed_the_logical_cores(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication, QDialogButtonBox, QWidget
 
 from app.core.backend_settings import BackendSettings
 from app.core.settings import (
+    MAX_CONTEXT_TOKENS,
     MAX_KEEP_TURNS,
     MAX_NEW_TOKENS,
     MAX_SEED,
@@ -139,6 +140,14 @@ def test_a_number_above_the_maximum_becomes_the_maximum_not_its_first_digits(qtb
     assert (after.temperature, after.top_k) == (2.0, MAX_TOP_K)
     assert dialog.max_new_tokens.text() == f"{MAX_NEW_TOKENS} tokens" and dialog.temperature.text() == "2.00"
     assert all(keys in typing[name] for name, keys in typed.items())  # no key was dropped while typing
+
+
+def test_the_context_window_field_ends_where_the_settings_do(qtbot):
+    """One bound (MAX_CONTEXT_TOKENS) for the field and GenerationSettings.validated: an imported
+    preset's 10**12 was kept, and Settings would not open on it (OverflowError, a 32-bit field)."""
+    dialog = SettingsDialog(GenerationSettings(context_tokens=10**12).validated())
+    qtbot.addWidget(dialog)
+    assert dialog.context_tokens.maximum() == MAX_CONTEXT_TOKENS == dialog.result_settings().context_tokens
 
 
 def test_typed_settings_are_saved_as_settled_and_the_preset_stays(qtbot, make_window):
