@@ -18,6 +18,7 @@ from app.core.backend_settings import conversation_settings
 from app.core.presets import (
     BUILTIN_PRESETS,
     PRESET_FIELDS,
+    ChangedValue,
     Preset,
     PresetError,
     PresetLibrary,
@@ -41,6 +42,8 @@ _RENAMES_SAID = 3
 _NOTES_SAID = 2
 """How many of an import's notes (unknown settings and fields ignored) its status line says."""
 _NOTE_CHARS = 100  # a note quotes the file's key, which may be any length
+_CHANGED_SAID = 2
+"""How many presets an import names the changed (clamped) values of; the rest are counted."""
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -63,6 +66,30 @@ BUILTIN_TEXTS = (
     QT_TRANSLATE_NOOP("Presets", "한국어 도우미"),
     QT_TRANSLATE_NOOP("Presets", "Answers in natural Korean whatever the question's language."),
 )
+
+
+# the settings a preset sets, named as the Settings dialog names them (its translations: trial 4
+# read "temperature 0.7 · top p 0.95" in English in the Korean window); the others by their field
+FIELD_LABELS = {
+    "max_new_tokens": QT_TRANSLATE_NOOP("SettingsDialog", "Max new tokens"),
+    "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "Temperature"),
+    "top_p": QT_TRANSLATE_NOOP("SettingsDialog", "Top-p"),
+    "top_k": QT_TRANSLATE_NOOP("SettingsDialog", "Top-k"),
+    "min_p": QT_TRANSLATE_NOOP("SettingsDialog", "Min-p"),
+    "repetition_penalty": QT_TRANSLATE_NOOP("SettingsDialog", "Repetition penalty"),
+    "seed": QT_TRANSLATE_NOOP("SettingsDialog", "Seed"),
+    "context_tokens": QT_TRANSLATE_NOOP("SettingsDialog", "Context window"),
+    "cpu_threads": QT_TRANSLATE_NOOP("SettingsDialog", "CPU threads"),
+    "summary_fold_at": QT_TRANSLATE_NOOP("SettingsDialog", "Summarize from"),
+    "summary_keep_turns": QT_TRANSLATE_NOOP("SettingsDialog", "Keep verbatim"),
+}
+
+
+def setting_label(field: str) -> str:
+    """A GenerationSettings field as the Settings dialog names it, in the window's language; one
+    it has no control for by its field name ("presence penalty")."""
+    label = FIELD_LABELS.get(field)
+    return translate("SettingsDialog", label) if label else field.replace("_", " ")
 
 
 def display_name(preset: Preset) -> str:
@@ -186,6 +213,9 @@ class PresetFlow(QObject):
         renamed = _first_few([f"{old} → {new}" for old, new in result.renamed], _RENAMES_SAID)
         text = Presets.tr("Imported {0} presets", "", len(result.added)).format(f"{len(result.added):,}")
         text += f" ({renamed})" if renamed else ""
+        if result.changed:  # new-user trial: max new tokens -5 became 1 in silence, 1-token answers
+            text += "; " + translate("Presets", "values outside their range were changed: {0}").format(
+                _changed_text(result.changed, named=len(result.added) > 1))
         # what was dropped is said, not dropped in silence: a preset from a newer Headroom or
         # another app may lose a setting the user counts on
         text += f"; {_first_few(result.notes, _NOTES_SAID, _NOTE_CHARS)}" if result.notes else ""
@@ -223,6 +253,26 @@ class PresetFlow(QObject):
                 "or fix it and restart Headroom, to save presets").format(path))
         save_presets(library, self._path)
         self.library, self._left_unread = library, False
+
+
+def _changed_text(changed: Sequence[ChangedValue], named: bool) -> str:
+    """"Max new tokens -5 → 1, Seed -9 → 0" for the changed values, each preset's after its name
+    when `named` ("Wild: Top-p -1 → 0.01; Calm: …"); the first _CHANGED_SAID presets, the rest counted."""
+    by_preset: dict[str, list[str]] = {}
+    for change in changed:
+        by_preset.setdefault(change.preset, []).append(
+            f"{setting_label(change.setting)} {_value_text(change.given)} → {_value_text(change.kept)}")
+    return _first_few([f"{name}: {', '.join(parts)}" if named else ", ".join(parts)
+                       for name, parts in by_preset.items()], _CHANGED_SAID)
+
+
+def _value_text(value: object) -> str:
+    """A setting's value as the import message shows it: 1,048,576, 0.01, 2 (not 2.0), random."""
+    if value is None:  # only a seed: a fractional one is no seed
+        return translate("SettingsDialog", "random")
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,g}" if isinstance(value, float) else str(value)
 
 
 def _first_few(items: Sequence[str], said: int, longest: int | None = None) -> str:

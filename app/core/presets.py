@@ -14,7 +14,8 @@ refuses a preset that sets nothing or has settings beside "values" (a layout Hea
 writes: its fields were dropped and an empty preset imported, new-user trial).
 Import is all-or-nothing: every preset in the file is validated before any is added, so a bad
 file leaves the library as it was and raises PresetError with one line for the user. Unknown keys
-(say, from a newer version) are dropped and listed in the ImportResult's notes. Names compare
+(say, from a newer version) are dropped and listed in the ImportResult's notes, values out of
+range are clamped as the settings clamp them and listed in its `changed`. Names compare
 without regard to case or surrounding spaces.
 
 Pure Python: no Qt, no torch. The UI translates the built-ins' names and descriptions for display
@@ -131,12 +132,25 @@ BUILTIN_PRESETS: tuple[Preset, ...] = (
 )
 
 
-def parse_values(raw: object, where: str) -> tuple[dict[str, Any], list[str]]:
-    """Validated GenerationSettings values from a JSON object, and notes on dropped unknown keys.
+@dataclass(frozen=True)
+class ChangedValue:
+    """A value that validation changed on import: `setting` (a GenerationSettings field) was
+    `given` in the file and is `kept` (clamped into its range; a fractional seed is None,
+    random). `preset`: the preset's name as stored ("" until the import names it)."""
+
+    setting: str
+    given: Any
+    kept: Any
+    preset: str = ""
+
+
+def parse_values(raw: object, where: str) -> tuple[dict[str, Any], list[str], list[ChangedValue]]:
+    """Validated GenerationSettings values from a JSON object, notes on dropped unknown keys, and
+    the values validation changed (clamped into range, said on import rather than in silence).
     Raises PresetError (naming ``where`` and the field) for a value of the wrong kind."""
     if not isinstance(raw, dict):
         raise PresetError(f"{where}: 'values' must be an object of settings")
-    values, notes = {}, []
+    values, notes, changed = {}, [], []
     for key, value in raw.items():
         if key not in PRESET_FIELDS:
             notes.append(f"{where}: unknown setting {key!r} ignored")
@@ -152,23 +166,26 @@ def parse_values(raw: object, where: str) -> tuple[dict[str, Any], list[str]]:
         except (ValueError, TypeError, OverflowError):
             raise PresetError(f"{where}: {key} = {value!r} is not a usable value") from None
         values[key] = getattr(valid, key)
-    return values, notes
+        if values[key] != value:  # 1 for 1.0 or 7.0 for seed 7 is the same value, not a change
+            changed.append(ChangedValue(key, value, values[key]))
+    return values, notes, changed
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def preset_from_json(raw: object, where: str = "preset", lenient: bool = False) -> tuple[Preset, list[str]]:
-    """One user preset from its JSON object ({"name", "description"?, "values"}) and notes on
-    what was ignored. Raises PresetError, also for settings beside "values" rather than in it and
-    for a preset with no setting Headroom knows, unless ``lenient`` (then those are only noted
-    or kept empty)."""
+def preset_from_json(raw: object, where: str = "preset", lenient: bool = False
+                     ) -> tuple[Preset, list[str], list[ChangedValue]]:
+    """One user preset from its JSON object ({"name", "description"?, "values"}), notes on what
+    was ignored and the values changed to fit their range. Raises PresetError, also for settings
+    beside "values" rather than in it and for a preset with no setting Headroom knows, unless
+    ``lenient`` (then those are only noted or kept empty)."""
     if not isinstance(raw, dict):
         raise PresetError(f"{where}: a preset must be an object with a name and values")
     name = check_name(raw.get("name"))
     where = f"preset {name!r}"
-    values, notes = parse_values(raw.get("values", {}), where)
+    values, notes, changed = parse_values(raw.get("values", {}), where)
     misplaced = [key for key in raw if key in PRESET_FIELDS]
     if misplaced and not lenient:
         raise PresetError(f"{where}: its settings ({', '.join(misplaced)}) belong under \"values\", "
@@ -177,12 +194,14 @@ def preset_from_json(raw: object, where: str = "preset", lenient: bool = False) 
         raise PresetError(f"{where} has no setting Headroom knows under \"values\"")
     notes += [f"{where}: unknown field {key!r} ignored" for key in raw
               if key not in ("name", "description", "values", "builtin")]
-    return Preset(name, values, _description(raw.get("description"))), notes
+    return Preset(name, values, _description(raw.get("description"))), notes, changed
 
 
-def presets_from_json(raw: object, lenient: bool = False) -> tuple[list[Preset], list[str]]:
-    """The presets of a presets file, an export, a bare list, or a single preset object; all are
-    validated before any is returned (``lenient``: see `preset_from_json`). Raises PresetError."""
+def presets_from_json(raw: object, lenient: bool = False
+                      ) -> tuple[list[Preset], list[str], list[list[ChangedValue]]]:
+    """The presets of a presets file, an export, a bare list, or a single preset object, the notes,
+    and each preset's changed values (a list per preset, in order); all are validated before any
+    is returned (``lenient``: see `preset_from_json`). Raises PresetError."""
     if isinstance(raw, dict) and "presets" in raw:
         if raw.get("format", FORMAT) != FORMAT:
             raise PresetError(f"this is not a Headroom presets file (format {raw.get('format')!r})")
@@ -190,23 +209,26 @@ def presets_from_json(raw: object, lenient: bool = False) -> tuple[list[Preset],
             log.info("presets file version %s is newer than %s; reading what is known", raw["version"], VERSION)
         raw = raw["presets"]
     items = raw if isinstance(raw, list) else [raw]
-    presets, notes = [], []
+    presets, notes, changed = [], [], []
     for index, item in enumerate(items, 1):
-        preset, more = preset_from_json(item, f"preset {index}", lenient)
+        preset, more, its_changes = preset_from_json(item, f"preset {index}", lenient)
         presets.append(preset)
         notes += more
-    return presets, notes
+        changed.append(its_changes)
+    return presets, notes, changed
 
 
 @dataclass(frozen=True)
 class ImportResult:
     """What an import did: added (names as stored), renamed (original → stored name, for clashes),
-    replaced (user presets overwritten), notes (ignored unknown keys)."""
+    replaced (user presets overwritten), notes (ignored unknown keys), changed (values clamped
+    into their range, each with the stored name of its preset)."""
 
     added: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     replaced: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    changed: tuple[ChangedValue, ...] = ()
 
 
 CLASH_POLICIES = ("rename", "replace", "error")
@@ -261,14 +283,14 @@ class PresetLibrary:
         ``self`` as it was."""
         if on_clash not in CLASH_POLICIES:
             raise ValueError(f"on_clash must be one of {CLASH_POLICIES}, not {on_clash!r}")
-        presets, notes = presets_from_json(raw, lenient)
+        presets, notes, changes = presets_from_json(raw, lenient)
         # one dict, not a library per preset: a file of 20,000 presets took 53 s (third trial)
         builtin = {p.key: p for p in BUILTIN_PRESETS}
         user = {p.key: p for p in self.user}  # insertion order is the library's; replacing keeps a place
-        added, renamed, replaced = [], [], []
+        added, renamed, replaced, changed = [], [], [], []
         seen_in_file: set[str] = set()
         next_suffix: dict[str, int] = {}  # name → the "(n)" to try first, so a name repeated n times stays linear
-        for preset in presets:
+        for preset, its_changes in zip(presets, changes, strict=True):
             existing = builtin.get(preset.key) or user.get(preset.key)
             clash = existing is not None and (existing.builtin or on_clash != "replace"
                                               or preset.key in seen_in_file)
@@ -284,8 +306,9 @@ class PresetLibrary:
             user[preset.key] = replace(preset, builtin=False)
             seen_in_file.add(preset.key)
             added.append(preset.name)
+            changed += (replace(c, preset=preset.name) for c in its_changes)
         return (PresetLibrary(tuple(user.values())),
-                ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes)))
+                ImportResult(tuple(added), tuple(renamed), tuple(replaced), tuple(notes), tuple(changed)))
 
 
 def _first_free(name: str, taken, first: int = 2) -> tuple[str, int]:

@@ -3,7 +3,7 @@ a preset, remove one, import and export JSON files."""
 
 import re
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from app.chat.presets import display_description, display_name
+from app.chat.presets import display_description, display_name, setting_label
 from app.core.last_folders import PRESETS
 from app.ui.file_pickers import open_path, save_path
 
@@ -140,32 +140,10 @@ PROMPT_SHOWN_CHARS = 300
 characters without a space hung the dialog 21 s and made it 1.4 million pixels wide)."""
 
 
-# the settings a preset sets, named as the Settings dialog names them (its translations: trial 4
-# read "temperature 0.7 · top p 0.95" in English in the Korean window); the others by their field
-FIELD_LABELS = {
-    "max_new_tokens": QT_TRANSLATE_NOOP("SettingsDialog", "Max new tokens"),
-    "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "Temperature"),
-    "top_p": QT_TRANSLATE_NOOP("SettingsDialog", "Top-p"),
-    "top_k": QT_TRANSLATE_NOOP("SettingsDialog", "Top-k"),
-    "min_p": QT_TRANSLATE_NOOP("SettingsDialog", "Min-p"),
-    "repetition_penalty": QT_TRANSLATE_NOOP("SettingsDialog", "Repetition penalty"),
-    "seed": QT_TRANSLATE_NOOP("SettingsDialog", "Seed"),
-    "context_tokens": QT_TRANSLATE_NOOP("SettingsDialog", "Context window"),
-    "cpu_threads": QT_TRANSLATE_NOOP("SettingsDialog", "CPU threads"),
-    "summary_fold_at": QT_TRANSLATE_NOOP("SettingsDialog", "Summarize from"),
-    "summary_keep_turns": QT_TRANSLATE_NOOP("SettingsDialog", "Keep verbatim"),
-}
-
-
-def _label(field: str) -> str:
-    label = FIELD_LABELS.get(field)
-    return QCoreApplication.translate("SettingsDialog", label) if label else field.replace("_", " ")
-
-
 def _describe(preset) -> str:
     """The description, then the settings it sets ("Temperature 0.2 · Top-k 20 · …", named as in
     Settings), then the start of its system prompt."""
-    values = " · ".join(f"{_label(k)} {v}" for k, v in preset.values.items() if k != "system_prompt")
+    values = " · ".join(f"{setting_label(k)} {v}" for k, v in preset.values.items() if k != "system_prompt")
     prompt = preset.values.get("system_prompt") or ""
     if len(prompt) > PROMPT_SHOWN_CHARS:
         prompt = prompt[:PROMPT_SHOWN_CHARS].rstrip() + "…"

@@ -175,3 +175,23 @@ def test_an_import_says_what_it_ignored_briefly(chat, tmp_path):
     text, kind = chat.recorded.of("notice")[-1]
     assert kind == "status" and text.startswith("Imported 40 presets; preset 'P0': unknown setting 'kkk")
     assert text.endswith("…; preset 'P0': unknown field 'author' ignored; … +78") and len(text) < 250
+
+
+def test_an_import_says_which_values_it_changed_to_fit_their_range(chat, tmp_path):
+    """New-user trial: a preset with temperature 99, top_p -1, max_new_tokens -5, seed -9 and
+    context_tokens 10**12 was imported with only "Imported 1 preset (… → … (2))" said; picking it
+    gave 1-token answers with no explanation."""
+    wild = {"temperature": 99, "top_p": -1, "max_new_tokens": -5, "seed": -9, "context_tokens": 10**12}
+    (tmp_path / "wild.json").write_text(json.dumps({"name": "Wild", "values": wild}))
+    assert chat.presets.import_file(tmp_path / "wild.json")
+    assert chat.recorded.of("notice")[-1] == (
+        "Imported 1 preset; values outside their range were changed: Temperature 99 → 2, Top-p -1 → 0.01, "
+        "Max new tokens -5 → 1, Seed -9 → 0, Context window 1,000,000,000,000 → 1,048,576", "status")
+    assert chat.presets.library.get("Wild").values["context_tokens"] == 1_048_576  # the Settings field's end
+    many = [{"name": f"P{n}", "values": {"top_k": -n - 1, "seed": 0.5}} for n in range(30)]
+    (tmp_path / "many.json").write_text(json.dumps(many + [{"name": "Wild", "values": wild}]))
+    assert chat.presets.import_file(tmp_path / "many.json")  # several presets: each named, two said
+    text, kind = chat.recorded.of("notice")[-1]
+    assert kind == "status" and text == (
+        "Imported 31 presets (Wild → Wild (2)); values outside their range were changed: "
+        "P0: Top-k -1 → 0, Seed 0.5 → random; P1: Top-k -2 → 0, Seed 0.5 → random; … +29")

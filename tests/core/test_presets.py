@@ -9,6 +9,7 @@ from app.core.presets import (
     BUILTIN_PRESETS,
     MAX_NAME_CHARS,
     PRESET_FIELDS,
+    ChangedValue,
     KeptAside,
     Preset,
     PresetError,
@@ -20,7 +21,7 @@ from app.core.presets import (
     read_presets,
     save_presets,
 )
-from app.core.settings import GenerationSettings
+from app.core.settings import MAX_CONTEXT_TOKENS, GenerationSettings
 
 MINE = Preset("Terse", {"system_prompt": "Answer in one line.", "temperature": 0.3, "top_k": 30,
                         "seed": 7}, "short answers")
@@ -198,6 +199,27 @@ def test_values_out_of_range_are_clamped_like_the_settings(tmp_path):
     library, result = import_presets(PresetLibrary(), path)  # a single preset object is accepted too
     assert dict(library.get("Wild").values) == {"temperature": 2.0, "top_k": 0, "repetition_penalty": 2.0}
     assert result.added == ("Wild",)
+
+
+def test_the_values_an_import_clamped_are_listed_with_their_stored_preset(tmp_path):
+    """New-user trial: temperature 99, top_p -1, max_new_tokens -5, seed -9 and context_tokens
+    10**12 were imported as 2.0, 0.01, 1, 0 and 10**12 with only "Imported 1 preset" said (and a
+    context the Settings field, which stops at MAX_CONTEXT_TOKENS, cannot show)."""
+    path = tmp_path / "wild.json"
+    path.write_text(json.dumps({"name": "Terse", "values": {
+        "temperature": 99, "top_p": -1, "max_new_tokens": -5, "seed": -9, "context_tokens": 10**12,
+        "top_k": 40.0, "min_p": 0.1}}))  # 40.0 is 40: stored as 40, not a change
+    library, result = import_presets(PresetLibrary().with_preset(MINE), path)
+    assert dict(library.get("Terse (2)").values) == {
+        "temperature": 2.0, "top_p": 0.01, "max_new_tokens": 1, "seed": 0, "context_tokens": MAX_CONTEXT_TOKENS,
+        "top_k": 40, "min_p": 0.1}
+    assert result.changed == (ChangedValue("temperature", 99, 2.0, "Terse (2)"),
+                              ChangedValue("top_p", -1, 0.01, "Terse (2)"),
+                              ChangedValue("max_new_tokens", -5, 1, "Terse (2)"),
+                              ChangedValue("seed", -9, 0, "Terse (2)"),
+                              ChangedValue("context_tokens", 10**12, MAX_CONTEXT_TOKENS, "Terse (2)"))
+    path.write_text(json.dumps({"name": "Fine", "values": {"temperature": 1, "seed": 7.0, "top_p": 0.5}}))
+    assert import_presets(PresetLibrary(), path)[1].changed == ()  # the same numbers, written otherwise
 
 
 def test_name_clashes_follow_the_chosen_policy(tmp_path):
