@@ -2380,6 +2380,10 @@ tokens counted by {4}: {5}</source>
         </translation>
     </message>
     <message>
+        <source>values outside their range were changed: {0}</source>
+        <translation>범위를 벗어난 값을 바꿨습니다: {0}</translation>
+    </message>
+    <message>
         <source>Nothing to export: you have no presets of your own yet. Select a preset to export it, or save these settings as one first.</source>
         <translation>내보낼 것이 없습니다: 아직 직접 만든 프리셋이 없습니다. 내보낼 프리셋을 고르거나, 먼저 지금 설정을 프리셋으로 저장하세요.</translation>
     </message>
