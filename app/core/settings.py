@@ -66,7 +66,7 @@ class GenerationSettings:
         context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
         0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–logical_cores(), kept_chat_cache_mib
-        0–1,048,576, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
+        0–MAX_KEPT_CHAT_CACHE_MIB, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
         Raises ValueError or
         TypeError for a value that is not a number (or, for the sampler fields and temperature
         and top_p, not a finite one: a NaN temperature failed every answer), and TypeError for a
@@ -87,7 +87,7 @@ class GenerationSettings:
             frequency_penalty=_clamped(self.frequency_penalty, -2.0, 2.0),
             seed=_seed(self.seed),
             cpu_threads=min(max(int(self.cpu_threads), 0), logical_cores()),
-            kept_chat_cache_mib=min(max(int(self.kept_chat_cache_mib), 0), 2**20),
+            kept_chat_cache_mib=min(max(int(self.kept_chat_cache_mib), 0), MAX_KEPT_CHAT_CACHE_MIB),
             summary_fold_at=_clamped(self.summary_fold_at, *SUMMARY_FOLD_AT_RANGE),
             summary_keep_turns=int(_clamped(self.summary_keep_turns, 1, MAX_KEEP_TURNS)),
         )
@@ -99,6 +99,7 @@ MAX_CONTEXT_TOKENS = 1_048_576
 """The most context_tokens may be, in tokens (2**20): the Settings field's bound and validated()'s
 (new-user trial: an imported preset's 10**12 was kept, beyond what the field can show)."""
 MAX_TOP_K = 1_000_000
+MAX_KEPT_CHAT_CACHE_MIB = 1_048_576  # 1 TiB of host memory: the Settings field's bound and validated()'s
 SUMMARY_FOLD_AT_RANGE = (0.5, 1.0)  # below half the budget the summary would be rewritten every turn
 MAX_KEEP_TURNS = 50
 REPETITION_PENALTY_RANGE = (0.5, 2.0)

@@ -24,6 +24,7 @@ from app.core.backend_settings import BackendSettings
 from app.core.settings import (
     MAX_CONTEXT_TOKENS,
     MAX_KEEP_TURNS,
+    MAX_KEPT_CHAT_CACHE_MIB,
     MAX_NEW_TOKENS,
     MAX_SEED,
     MAX_TOP_K,
@@ -178,7 +179,7 @@ class SettingsDialog(QDialog):
                                             "cores; automatic uses the cores other programs leave idle, so one "
                                             "busy core does not stall every token").format(logical_cores()))
         self.kept_chat_cache = CountSpinBox()
-        self.kept_chat_cache.setRange(0, 2**20)
+        self.kept_chat_cache.setRange(0, MAX_KEPT_CHAT_CACHE_MIB)
         self.kept_chat_cache.setSingleStep(512)
         self.kept_chat_cache.setValue(settings.kept_chat_cache_mib)
         self.kept_chat_cache.setSuffix(self.tr(" MiB of RAM"))
