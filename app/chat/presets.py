@@ -19,6 +19,7 @@ from app.core.presets import (
     BUILTIN_PRESETS,
     PRESET_FIELDS,
     ChangedValue,
+    IgnoredKey,
     Preset,
     PresetError,
     PresetLibrary,
@@ -218,7 +219,8 @@ class PresetFlow(QObject):
                 _changed_text(result.changed, named=len(result.added) > 1))
         # what was dropped is said, not dropped in silence: a preset from a newer Headroom or
         # another app may lose a setting the user counts on
-        text += f"; {_first_few(result.notes, _NOTES_SAID, _NOTE_CHARS)}" if result.notes else ""
+        notes = [_ignored_text(note) for note in result.notes]
+        text += f"; {_first_few(notes, _NOTES_SAID, _NOTE_CHARS)}" if notes else ""
         self._chat.announce(text, "status")
         self.show_presets()
         return True
@@ -264,6 +266,13 @@ def _changed_text(changed: Sequence[ChangedValue], named: bool) -> str:
             f"{setting_label(change.setting)} {_value_text(change.given)} → {_value_text(change.kept)}")
     return _first_few([f"{name}: {', '.join(parts)}" if named else ", ".join(parts)
                        for name, parts in by_preset.items()], _CHANGED_SAID)
+
+
+def _ignored_text(note: IgnoredKey) -> str:
+    """An unknown key the import dropped, in the window's language (trial 8: English in Korean)."""
+    text = (translate("Presets", "preset “{0}”: unknown field “{1}” ignored") if note.field
+            else translate("Presets", "preset “{0}”: unknown setting “{1}” ignored"))
+    return text.format(note.preset, note.key)
 
 
 def _value_text(value: object) -> str:

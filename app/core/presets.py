@@ -144,16 +144,32 @@ class ChangedValue:
     preset: str = ""
 
 
-def parse_values(raw: object, where: str) -> tuple[dict[str, Any], list[str], list[ChangedValue]]:
-    """Validated GenerationSettings values from a JSON object, notes on dropped unknown keys, and
-    the values validation changed (clamped into range, said on import rather than in silence).
-    Raises PresetError (naming ``where`` and the field) for a value of the wrong kind."""
+@dataclass(frozen=True)
+class IgnoredKey:
+    """A key an import dropped: an unknown setting under "values" (`field` False) or an unknown
+    field of the preset object itself (`field` True), of the preset named `preset` in the file.
+    str() is the English note (the log's); the window says it in its language (app.chat.presets)."""
+
+    preset: str
+    key: str
+    field: bool = False
+
+    def __str__(self) -> str:
+        return f"preset {self.preset!r}: unknown {'field' if self.field else 'setting'} {self.key!r} ignored"
+
+
+def parse_values(raw: object, name: str) -> tuple[dict[str, Any], list[IgnoredKey], list[ChangedValue]]:
+    """Validated GenerationSettings values from a JSON object of the preset `name`, the unknown
+    keys dropped, and the values validation changed (clamped into range, said on import rather
+    than in silence). Raises PresetError (naming the preset and the field) for a value of the
+    wrong kind."""
+    where = f"preset {name!r}"
     if not isinstance(raw, dict):
         raise PresetError(f"{where}: 'values' must be an object of settings")
     values, notes, changed = {}, [], []
     for key, value in raw.items():
         if key not in PRESET_FIELDS:
-            notes.append(f"{where}: unknown setting {key!r} ignored")
+            notes.append(IgnoredKey(name, str(key)))
             continue
         default = getattr(GenerationSettings(), key)
         kind_ok = (isinstance(value, str) if isinstance(default, str)
@@ -176,7 +192,7 @@ def _is_number(value: object) -> bool:
 
 
 def preset_from_json(raw: object, where: str = "preset", lenient: bool = False
-                     ) -> tuple[Preset, list[str], list[ChangedValue]]:
+                     ) -> tuple[Preset, list[IgnoredKey], list[ChangedValue]]:
     """One user preset from its JSON object ({"name", "description"?, "values"}), notes on what
     was ignored and the values changed to fit their range. Raises PresetError, also for settings
     beside "values" rather than in it and for a preset with no setting Headroom knows, unless
@@ -185,20 +201,20 @@ def preset_from_json(raw: object, where: str = "preset", lenient: bool = False
         raise PresetError(f"{where}: a preset must be an object with a name and values")
     name = check_name(raw.get("name"))
     where = f"preset {name!r}"
-    values, notes, changed = parse_values(raw.get("values", {}), where)
+    values, notes, changed = parse_values(raw.get("values", {}), name)
     misplaced = [key for key in raw if key in PRESET_FIELDS]
     if misplaced and not lenient:
         raise PresetError(f"{where}: its settings ({', '.join(misplaced)}) belong under \"values\", "
                           "as Headroom exports them")
     if not values and not lenient:
         raise PresetError(f"{where} has no setting Headroom knows under \"values\"")
-    notes += [f"{where}: unknown field {key!r} ignored" for key in raw
+    notes += [IgnoredKey(name, str(key), field=True) for key in raw
               if key not in ("name", "description", "values", "builtin")]
     return Preset(name, values, _description(raw.get("description"))), notes, changed
 
 
 def presets_from_json(raw: object, lenient: bool = False
-                      ) -> tuple[list[Preset], list[str], list[list[ChangedValue]]]:
+                      ) -> tuple[list[Preset], list[IgnoredKey], list[list[ChangedValue]]]:
     """The presets of a presets file, an export, a bare list, or a single preset object, the notes,
     and each preset's changed values (a list per preset, in order); all are validated before any
     is returned (``lenient``: see `preset_from_json`). Raises PresetError."""
@@ -227,7 +243,7 @@ class ImportResult:
     added: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     replaced: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[IgnoredKey, ...] = ()
     changed: tuple[ChangedValue, ...] = ()
 
 

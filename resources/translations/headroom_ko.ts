@@ -2401,6 +2401,14 @@ tokens counted by {4}: {5}</source>
         <source>{0} could not be read when Headroom started and is left as it is; move it away, or fix it and restart Headroom, to save presets</source>
         <translation>{0} 파일을 Headroom 시작 시 읽을 수 없어 그대로 두었습니다. 프리셋을 저장하려면 이 파일을 다른 곳으로 옮기거나, 고친 뒤 Headroom을 다시 시작하세요</translation>
     </message>
+    <message>
+        <source>preset “{0}”: unknown field “{1}” ignored</source>
+        <translation>프리셋 “{0}”: 알 수 없는 필드 “{1}”은(는) 무시했습니다</translation>
+    </message>
+    <message>
+        <source>preset “{0}”: unknown setting “{1}” ignored</source>
+        <translation>프리셋 “{0}”: 알 수 없는 설정 “{1}”은(는) 무시했습니다</translation>
+    </message>
 </context>
 <context>
     <name>PresetsDialog</name>

@@ -166,15 +166,25 @@ def test_an_import_says_what_it_ignored_briefly(chat, tmp_path):
     another app was dropped in silence."""
     (tmp_path / "one.json").write_text(json.dumps({"name": "Newer", "values": {"temperature": 0.4, "mirostat": 2}}))
     assert chat.presets.import_file(tmp_path / "one.json")
-    assert chat.recorded.of("notice")[-1] == ("Imported 1 preset; preset 'Newer': unknown setting 'mirostat' ignored",
+    assert chat.recorded.of("notice")[-1] == ("Imported 1 preset; preset “Newer”: unknown setting “mirostat” ignored",
                                               "status")
     odd = "k" * 5_000  # a key of any length must not make a huge status line
     raw = [{"name": f"P{n}", "author": "me", "values": {"top_k": n + 1, odd: 1}} for n in range(40)]
     (tmp_path / "many.json").write_text(json.dumps(raw))
     assert chat.presets.import_file(tmp_path / "many.json")
     text, kind = chat.recorded.of("notice")[-1]
-    assert kind == "status" and text.startswith("Imported 40 presets; preset 'P0': unknown setting 'kkk")
-    assert text.endswith("…; preset 'P0': unknown field 'author' ignored; … +78") and len(text) < 250
+    assert kind == "status" and text.startswith("Imported 40 presets; preset “P0”: unknown setting “kkk")
+    assert text.endswith("…; preset “P0”: unknown field “author” ignored; … +78") and len(text) < 250
+
+
+def test_an_import_says_what_it_ignored_in_korean(chat, tmp_path, korean):
+    """Trial 8: the notes on ignored keys stayed English in the Korean window."""
+    (tmp_path / "one.json").write_text(json.dumps({"name": "Newer", "icon": "★", "values": {"mirostat": 2, "seed": 1}}))
+    assert chat.presets.import_file(tmp_path / "one.json")
+    text = chat.recorded.of("notice")[-1][0]
+    assert "프리셋 “Newer”: 알 수 없는 설정 “mirostat”은(는) 무시했습니다" in text
+    assert "프리셋 “Newer”: 알 수 없는 필드 “icon”은(는) 무시했습니다" in text
+    assert "unknown" not in text and "ignored" not in text
 
 
 def test_an_import_says_which_values_it_changed_to_fit_their_range(chat, tmp_path):

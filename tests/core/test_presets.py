@@ -10,6 +10,7 @@ from app.core.presets import (
     MAX_NAME_CHARS,
     PRESET_FIELDS,
     ChangedValue,
+    IgnoredKey,
     KeptAside,
     Preset,
     PresetError,
@@ -159,8 +160,9 @@ def test_unknown_fields_are_dropped_and_reported(tmp_path):
         {"name": "Future", "icon": "star", "values": {"temperature": 0.5, "mirostat": 2}}]}))
     library, result = import_presets(PresetLibrary(), path)
     assert dict(library.get("Future").values) == {"temperature": 0.5}
-    assert result.notes == ("preset 'Future': unknown setting 'mirostat' ignored",
-                            "preset 'Future': unknown field 'icon' ignored")
+    assert result.notes == (IgnoredKey("Future", "mirostat"), IgnoredKey("Future", "icon", field=True))
+    assert [str(note) for note in result.notes] == ["preset 'Future': unknown setting 'mirostat' ignored",
+                                                    "preset 'Future': unknown field 'icon' ignored"]
 
 
 @pytest.mark.parametrize("preset, message", [
