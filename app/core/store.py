@@ -32,7 +32,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -306,13 +306,19 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. A full disk surfaces at COMMIT (WAL pages are written then):
+        that failure rolls back too, and the error raised is the one that stopped the write."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # SQLITE_FULL and SQLITE_IOERR may have rolled back already; left open, every later
+            # write failed with "cannot start a transaction within a transaction"
+            if self._conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
 
     def _touch(self, db: sqlite3.Connection, conversation_id: int, sql: str, *args: Any) -> None:
         """Run `UPDATE conversations SET <sql>` for one row; KeyError when it is missing."""
@@ -331,9 +337,10 @@ class Store:
     def append_message(self, conversation_id: int, message: Message, parent_id: int | None = LAST) -> int:
         """Commit `message` (with its documents and sources) as a reply to `parent_id` (None: a new
         first message, a version of the opening one; LAST: the end of the active path) and make it
-        the active message; sets and returns `message.id`. KeyError for an unknown conversation or
-        a parent not in it. A user's message makes the conversation the newest; an answer does
-        not (see list_conversations)."""
+        the active message; sets and returns `message.id`, only once committed (a failed write,
+        sqlite3.OperationalError for a full disk, leaves it as it was). KeyError for an unknown
+        conversation or a parent not in it. A user's message makes the conversation the newest; an
+        answer does not (see list_conversations)."""
         with self._tx() as db:
             self._touch(db, conversation_id, *_used_now(message.role))
             if parent_id == LAST:
@@ -341,7 +348,7 @@ class Store:
                 parent_id = path[-1] if path else None
             elif parent_id is not None and self._conversation_of(parent_id) != conversation_id:
                 raise KeyError(parent_id)
-            message.id = db.execute(
+            new_id = db.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, status, created_at, parent_id,"
                 " stats_json, sources_json) SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ?, ?"
                 " FROM messages WHERE conversation_id = ?",
@@ -349,10 +356,12 @@ class Store:
                  MessageStatus(message.status).value, message.created_at, parent_id,
                  _stats_json(message.stats), store_attachments.sources_json(message.sources), conversation_id),
             ).lastrowid
-            store_attachments.save_documents(db, message.id, message.documents)
+            store_attachments.save_documents(db, new_id, message.documents)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
-                       (message.id, conversation_id))
-            db.execute("UPDATE messages SET shown_child_id = ? WHERE id = ?", (message.id, parent_id))
+                       (new_id, conversation_id))
+            db.execute("UPDATE messages SET shown_child_id = ? WHERE id = ?", (new_id, parent_id))
+        # the id of a row whose COMMIT failed is given to the next one (trial: disk full)
+        message.id = new_id
         return message.id
 
     def update_message(

@@ -911,3 +911,43 @@ def test_a_refusal_is_kept_with_its_message_until_forgotten(store, tmp_path):
         assert again.load_conversation(cid).refusals == {}
         with pytest.raises(KeyError):
             again.note_refusal(mid + 1, refusal)
+
+
+class _FullAtCommit:
+    """A connection whose COMMIT fails as on a full disk (SQLite writes the WAL then), having
+    rolled back (`rolls_back`, as SQLITE_FULL usually does) or leaving the transaction open."""
+
+    def __init__(self, conn, rolls_back):
+        self._conn, self._rolls_back = conn, rolls_back
+
+    def execute(self, sql, *args):
+        if sql == "COMMIT":
+            if self._rolls_back:
+                self._conn.execute("ROLLBACK")
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+@pytest.mark.parametrize("rolls_back", [True, False])
+def test_a_write_that_fails_at_commit_leaves_no_trace_and_the_next_one_works(store, rolls_back):
+    """New-user trial, disk full: the failed message kept the row id its COMMIT never wrote, and
+    the next message stored got that id too."""
+    cid = store.create_conversation("chat")
+    store.append_message(cid, Message(Role.USER, "kept"))
+    real = store._conn
+    store._conn = _FullAtCommit(real, rolls_back)
+    lost = Message(Role.USER, "not stored")
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.append_message(cid, lost)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.rename_conversation(cid, "renamed")
+    assert lost.id is None and not real.in_transaction
+    store._conn = real  # space freed
+    later = Message(Role.USER, "stored later")
+    store.append_message(cid, later)
+    stored = store.load_conversation(cid)
+    assert [m.content for m in stored.conversation.messages] == ["kept", "stored later"]
+    assert stored.info.title == "chat"
