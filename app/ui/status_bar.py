@@ -59,17 +59,24 @@ class ModelStatusBar(QStatusBar):
         self._report = None
         self._message = ""  # the temporary message, whole
         self._message_until = 0.0  # time.monotonic() when it goes (0: stays until replaced)
-        self.messageChanged.connect(lambda message: message or self.setToolTip(""))
+        self.messageChanged.connect(self._on_message_changed)
         self.end_progress()
 
     def showMessage(self, text: str, timeout: int = 0) -> None:  # noqa: N802 - QStatusBar's name
-        """A temporary message, elided to the room left of the permanent widgets, the whole of it in
-        the tooltip: Qt paints it across the bar, so a long one ran under the decode path and speed
-        labels (new-user trial: "…or stop it.answered by local model"). Cut again when those labels
-        change or the bar is resized while it shows (`event`)."""
+        """A temporary message: the labels on the right step aside for it (`_fit_labels`), and one
+        longer than the room left is elided, the whole of it in the tooltip: Qt paints it across
+        the bar, so a long one ran under the decode path and speed labels (new-user trial: "…or
+        stop it.answered by local model"). Fitted again when those labels change or the bar is
+        resized while it shows (`event`)."""
         self._message = text
         self._message_until = time.monotonic() + timeout / 1000 if timeout > 0 else 0.0
+        self._fit_labels(text)
         self._fit_message(timeout)
+
+    def _on_message_changed(self, message: str) -> None:
+        if not message:  # the message went: the labels that stepped aside for it come back
+            self.setToolTip("")
+            self._fit_labels()
 
     def _fit_message(self, timeout: int) -> None:
         text = self._message
@@ -89,7 +96,7 @@ class ModelStatusBar(QStatusBar):
         rest of its time."""
         handled = super().event(event)
         if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
-            self._fit_labels()
+            self._fit_labels(self.currentMessage())
         if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize) and super().currentMessage():
             left_ms = 0
             if self._message_until:
@@ -97,11 +104,16 @@ class ModelStatusBar(QStatusBar):
             self._fit_message(left_ms)
         return handled
 
-    def _fit_labels(self) -> None:
+    def _fit_labels(self, message: str = "") -> None:
         """Hide the labels of `yielding` that leave the model's name less than MODEL_MIN_WIDTH (or
         its whole text, when shorter) at their narrowest ("Mmmmmm…"), the first of them first; show
         them again when the bar is wide enough. Their texts stay set: the answers' stats line says
-        the same speed and decode path."""
+        the same speed and decode path.
+
+        While a temporary `message` shows (it covers the model's name), they step aside, in the
+        same order, until it fits whole (new-user trial: at 800 px "Summary: t" ran into
+        "answered by local model"), and come back when it goes; those that stay keep their
+        places. One longer than the whole bar is then cut with "…" (`_fit_message`)."""
         if self._fitting:
             return
         self._fitting = True
@@ -109,7 +121,10 @@ class ModelStatusBar(QStatusBar):
             spacing = max(self.layout().spacing(), 0) + 6
             fixed = [w for w in self.findChildren(QWidget) if w.parent() is self and not w.isHidden()
                      and w is not self.model_label and w not in self.yielding and w.sizeHint().width() > 0]
-            need = min(MODEL_MIN_WIDTH, self.model_label.sizeHint().width()) + spacing + 24  # margins, grip
+            if message:  # Qt paints it from 6 px to 2 px short of the first permanent widget
+                need = self.fontMetrics().horizontalAdvance(message) + 12 + 24
+            else:
+                need = min(MODEL_MIN_WIDTH, self.model_label.sizeHint().width()) + spacing + 24  # margins, grip
             need += sum(w.sizeHint().width() + spacing for w in fixed)
             wanted = [label for label in self.yielding if label.text()]
             for label in self.yielding:
@@ -117,10 +132,14 @@ class ModelStatusBar(QStatusBar):
                     label.setVisible(True)  # empty: takes no room
             room = self.width()
             for label in reversed(wanted):  # the most useful first
-                width = label.minimumSizeHint().width() + spacing
+                # beside a message a label keeps its whole width: the layout gives the message only
+                # what the labels leave, so one squeezed to "Mmm…" would still cover it
+                hint = label.sizeHint() if message else label.minimumSizeHint()
+                width = hint.width() + spacing
                 label.setVisible(need + width <= room)
-                if need + width <= room:
-                    need += width
+                if need + width > room:
+                    room = 0  # the less useful ones step aside with it: none takes its place
+                need += width
         finally:
             self._fitting = False
 
