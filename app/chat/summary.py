@@ -4,7 +4,8 @@ and the Store.
 The worker folds the oldest turns into a summary when the history outgrows the context window;
 this adopts it as the chat's SummaryState, saves each new or edited one with the open
 conversation, says what it covers (turns folded, tokens, its token cap) on summary_changed, and
-reports a failed summary in an error notice.
+reports a failed summary in an error notice. Its verdict is said in the status bar, or in the
+transcript when the model's summary was not used (`_IN_PASSING`).
 
 A summary being written belongs to the conversation whose turn (or "Summarize now") asked for
 it: the worker writes it after that turn's answer, while the user may already be in another
@@ -16,6 +17,7 @@ when the user comes back to it; a turn sent meanwhile elsewhere waits for it in 
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
@@ -28,6 +30,12 @@ if TYPE_CHECKING:
     from app.core.conversation import Message
 
 DEFAULT_POSITIONS = 2048  # the context assumed before a model says its own (tokens)
+# The verdicts said in passing, in the status bar: the model's summary taken (app.core.history.
+# accept_summary, maybe "(left out …)"), a cancel, "Summarize now" with nothing to fold
+# (app.engine.summary_flow). Any other says the model's summary was not used and what stands in
+# for it (the previous one, an extract): that changes what the assistant remembers, so it is a
+# line in the transcript, readable in full (new-user trial 9: cut to "Summary: t" in the bar).
+_IN_PASSING = re.compile(r"^(history \d+ → \d+ tokens( \(left out [^()]+\))?|summary cancelled|nothing to fold: .*)$")
 
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
@@ -171,7 +179,9 @@ class SummaryFlow(QObject):
             self.show_summary()
             if new:  # its facts may be pinned, one by one, if the user wants them
                 chat.notes.propose(state.content)
-        chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), "status")
+        shown_here = conversation_id == here[0]  # another chat's goes to the bar: not in this transcript
+        kind = "status" if _IN_PASSING.match(verdict) or not shown_here else "info"
+        chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), kind)
 
     def _end_writing(self) -> None:
         self._writing = None

@@ -11,12 +11,49 @@ def test_a_finished_summary_is_adopted_saved_shown_and_said_in_the_status_bar(ch
     worker.model_changed.emit(report(max_positions=512))
     worker.summary_started.emit(worker.last_id, 1)
     state = SummaryState("The user said hello.", 1, 6)
-    worker.summary_finished.emit(worker.last_id, state, "kept 6 tokens")
+    worker.summary_finished.emit(worker.last_id, state, "history 30 → 6 tokens")
     assert chat.summary == state
     assert chat.store.load_conversation(chat.conversation_id).summary == state
     assert seen.of("summarizing_changed") == [(True,), (False,)]
     assert seen.of("summary_changed")[-1] == ("The user said hello.", 1, 6, 512 // 8)
-    assert seen.of("notice")[-1] == ("Summary: kept 6 tokens", "status")
+    assert seen.of("notice")[-1] == ("Summary: history 30 → 6 tokens", "status")
+
+
+REJECTED = [  # the engine's verdicts when the model's summary was not used (app.core.history)
+    ("model summary rejected (the model repeated the conversation instead of summarizing it (4 of 4 lines)); "
+     "kept an extract: history 120 → 40 tokens",
+     "Summary: the model's summary was not usable; kept an extract (history 120 → 40 tokens)"),
+    ("the model repeated the conversation instead of summarizing it (4 of 4 lines)",
+     "Summary: the model copied the conversation instead of summarizing it; kept the previous one"),
+    ("empty summary", "Summary: the model wrote nothing; kept the previous one"),
+    ("summary is 900 tokens, cap is 256", "Summary: too long (900 tokens, cap 256); kept the previous one"),
+]
+
+
+def test_a_verdict_that_the_models_summary_was_not_used_is_a_line_in_the_transcript(chat):
+    """New-user trial 9: the verdict was said only in the status bar, where it showed as
+    "Summary: t"; that the model's summary was not used changes what the assistant remembers, so
+    it is a transcript line, readable in full. Routine verdicts stay in the status bar."""
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    for verdict, said in REJECTED:
+        worker.summary_finished.emit(worker.last_id, SummaryState("The user said hello.", 1, 6), verdict)
+        assert seen.of("notice")[-1] == (said, "info")
+    for verdict in ("history 30 → 6 tokens (left out 2 repeated sentences)", "summary cancelled",
+                    "nothing to fold: the last 2 turns stay as they are"):
+        worker.summary_finished.emit(worker.last_id, SummaryState("The user said hello.", 1, 6), verdict)
+        assert seen.of("notice")[-1][1] == "status", verdict
+
+
+def test_another_chats_verdict_stays_out_of_the_transcript_shown(chat):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    chat.summaries.expect(worker.last_id)  # the summary was asked for this chat…
+    chat.conversations.new_conversation()  # …and the user went to another
+    worker.summary_finished.emit(worker.last_id, SummaryState("The user said hello.", 1, 6), "empty summary")
+    assert seen.of("notice")[-1] == ("Summary: the model wrote nothing; kept the previous one", "status")
 
 
 def test_a_failed_summary_is_an_error_notice(chat):

@@ -124,3 +124,36 @@ def test_a_message_longer_than_the_bar_is_cut_with_its_whole_text_in_the_tooltip
     status.clearMessage()
     qtbot.wait(50)
     assert status.toolTip() == "" and not status.speed_label.isHidden()
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+@pytest.mark.parametrize("palette", ["light", "dark"])
+def test_a_summary_verdict_that_matters_reads_in_full_in_the_transcript(qapp, qtbot, make_fake_window, request,
+                                                                        tmp_path, language, palette):
+    """Trial 9: the summary's verdict was said only in the status bar, cut to "Summary: t".
+    That the model's summary was not used is a transcript line, wrapped to its width."""
+    from app.core.history import SummaryState
+    from app.ui.notice import Notice
+    from tests.ui.test_small_window import cut_off, open_trial_chat
+
+    if language == "ko":
+        request.getfixturevalue("korean")
+    with fusion_palette(qapp, palette):
+        install_hangul_fallback(qapp)
+        window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+        window.resize(800, 600)
+        qtbot.waitUntil(lambda: window.width() == 800, timeout=3000)
+        window.chat.summaries.expect(99)  # a summary asked for the chat shown
+        window.chat.worker.summary_finished.emit(99, SummaryState("The user asked for a poem.", 1, 12), (
+            "model summary rejected (the model repeated the conversation instead of summarizing it (4 of 4 lines)); "
+            "kept the first and last 2 of 5 messages: history 1250 → 310 tokens"))
+        said = QCoreApplication.translate("Summary", "Summary: {0}").format(QCoreApplication.translate(
+            "PlainError", "the model's summary was not usable; kept what the first and last {0} of {1} messages said "
+            "(history {2} → {3} tokens)").format("2", "5", "1250", "310"))
+        view = window.chat_view
+        qtbot.wait(50)
+        qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(), timeout=3000)
+        notices = [n for n in view.widget().findChildren(Notice) if n.isVisible()]
+        assert said in [n.text() for n in notices]
+        assert cut_off(view) == []
+        shot(qtbot, window, tmp_path, f"summary-verdict-{language}-{palette}-800")
