@@ -2,14 +2,18 @@
 
 "812 / 1,536 tokens in context · 4 turns in window · 3 folded into summary" — amber from
 `WARN_FRACTION` of the budget on, red when over it (the newest message alone does not fit).
+Where the column is too narrow for it, it wraps after a "·", never inside a part (new-user trial
+9: "… · ≈32 for pinned not" was cut at the right edge at 640 and 800 px).
 """
 
-from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 # At 90% of the prompt budget one more average exchange will usually evict a turn; the colour
 # warns the user before the window starts folding turns into the summary.
 WARN_FRACTION = 0.9
+NBSP = "\u00a0"
+SEPARATOR = NBSP + "· "  # a line may end after the dot, never start with it
 
 
 class TokenMeter(QLabel):
@@ -22,6 +26,11 @@ class TokenMeter(QLabel):
         super().__init__(parent)
         self.setObjectName("tokenMeter")
         self.setContentsMargins(14, 0, 14, 6)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(True)
+        # its lines' width is the column's: the text never widens the window
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._text = ""
         self._pinned_tokens = 0
         self._set_level("ok")
 
@@ -39,7 +48,7 @@ class TokenMeter(QLabel):
             parts.append(self.tr("%n folded into summary", "", folded_turns))
         if self._pinned_tokens:
             parts.append(self.tr("≈{0} for pinned notes").format(f"{self._pinned_tokens:,}"))
-        self.setText(" · ".join(parts))
+        self._show(parts)
         if budget <= 0 or used > budget:
             level = "over"
         elif used >= WARN_FRACTION * budget:
@@ -58,9 +67,18 @@ class TokenMeter(QLabel):
     @Slot()
     def reset(self) -> None:
         """Nothing to count (no model, empty chat)."""
-        self.setText("")
+        self._show([])
         self.setToolTip("")
         self._set_level("ok")
+
+    def text(self) -> str:
+        """The line as said: its parts joined by " · ", with plain spaces."""
+        return self._text
+
+    def _show(self, parts: list[str]) -> None:
+        """Its spaces are non-breaking but those after each "·": a part is never split over two lines."""
+        self._text = " · ".join(parts)
+        self.setText(SEPARATOR.join(part.replace(" ", NBSP) for part in parts))
 
     def level(self) -> str:
         return self.property("level")
