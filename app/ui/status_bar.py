@@ -121,8 +121,9 @@ class ModelStatusBar(QStatusBar):
             spacing = max(self.layout().spacing(), 0) + 6
             fixed = [w for w in self.findChildren(QWidget) if w.parent() is self and not w.isHidden()
                      and w is not self.model_label and w not in self.yielding and w.sizeHint().width() > 0]
-            if message:  # Qt paints it from 6 px to 2 px short of the first permanent widget
-                need = self.fontMetrics().horizontalAdvance(message) + 12 + 24
+            if message:  # measured as `_fit_message` measures its room, the grip among `fixed`
+                spacing = max(self.layout().spacing(), 0)
+                need = self.layout().contentsMargins().left() + self.fontMetrics().horizontalAdvance(message) + 18
             else:
                 need = min(MODEL_MIN_WIDTH, self.model_label.sizeHint().width()) + spacing + 24  # margins, grip
             need += sum(w.sizeHint().width() + spacing for w in fixed)
