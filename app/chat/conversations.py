@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
 from app.chat.attachments import fit_line
+from app.chat.error_text import os_error_text
 from app.chat.refusal_text import refusal_line_stored
 from app.chat.stop_text import STOP_DETAILS
 from app.core.backend_settings import BackendSettings
@@ -326,7 +327,7 @@ class ConversationFlow(QObject):
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
             self._chat.announce(translate("Conversations", "Could not export to {0}: {1}").format(
-                path, exc.strerror), "error")
+                path, os_error_text(exc)), "error")
             return False
         self._chat.announce(translate("Conversations", "Exported to {0}").format(Path(path).name), "status")
         return True

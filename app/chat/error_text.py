@@ -9,7 +9,8 @@ of the code that raises them (app.engine.loading.loader, app.engine.events.descr
 app.engine.remote.errors, gguf, transformers, torch), so this module imports none of them.
 Anything unrecognised gets a generic line that names the exception type only, never
 "ValueError: cannot reshape array …". `load_stage_text` and `summary_verdict_text` say the
-loader's progress stages and the summary's verdict in the window's language.
+loader's progress stages and the summary's verdict in the window's language; `os_error_text` why
+a file could not be read or written (an export, a save).
 """
 
 from __future__ import annotations
@@ -85,6 +86,33 @@ _REMOTE_TODO = {
     "protocol": QT_TRANSLATE_NOOP("PlainError",
                                   "The address may not be an OpenAI-compatible server; check it in Settings."),
 }
+
+
+# why a file could not be read or written, by errno: the OS's own words (strerror) are English
+# whatever the window's language (trial 9: "…내보내지 못했습니다: No such file or directory")
+_OS_ERRORS = {
+    errno.ENOENT: QT_TRANSLATE_NOOP("PlainError", "the file or its folder does not exist"),
+    errno.EACCES: QT_TRANSLATE_NOOP("PlainError", "permission denied"),
+    errno.EPERM: QT_TRANSLATE_NOOP("PlainError", "permission denied"),
+    errno.ENOSPC: QT_TRANSLATE_NOOP("PlainError", "the disk is full"),
+    errno.EROFS: QT_TRANSLATE_NOOP("PlainError", "the disk or folder is read-only"),
+    errno.EISDIR: QT_TRANSLATE_NOOP("PlainError", "it is a folder, not a file"),
+    errno.ENOTDIR: QT_TRANSLATE_NOOP("PlainError", "a part of the path is a file, not a folder"),
+    errno.ENAMETOOLONG: QT_TRANSLATE_NOOP("PlainError", "the name is too long"),
+    # mkdir(exist_ok=True) over a file: "already exists" misled when a file stands where a folder should
+    errno.EEXIST: QT_TRANSLATE_NOOP("PlainError", "a file of that name is in the way"),
+    errno.EBUSY: QT_TRANSLATE_NOOP("PlainError", "it is in use"),
+    errno.EIO: QT_TRANSLATE_NOOP("PlainError", "the disk could not be read or written"),
+}
+if hasattr(errno, "EDQUOT"):  # not on every platform
+    _OS_ERRORS[errno.EDQUOT] = QT_TRANSLATE_NOOP("PlainError", "the disk is full")
+
+
+def os_error_text(exc: OSError) -> str:
+    """Why a file could not be read or written, one clause in the window's language to follow a
+    colon ("Could not export to {0}: {1}"); an errno not known here in the OS's own words."""
+    known = _OS_ERRORS.get(exc.errno)
+    return _translated(known) if known else exc.strerror or str(exc) or type(exc).__name__
 
 
 def _see_log() -> str:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat.error_text import os_error_text
+
 if TYPE_CHECKING:
     from app.chat.chat import Chat
 
@@ -51,7 +53,7 @@ class MemoryFlow(QObject):
             write_report(Path(path), build_report(chat.report, chat.monitor.history(), chat.turns.turn_records))
         except OSError as exc:
             chat.announce(translate("Memory", "Could not save diagnostics to {0}: {1}").format(
-                path, exc.strerror), "error")
+                path, os_error_text(exc)), "error")
             return False
         chat.announce(translate("Memory", "Diagnostics saved to {0}").format(path), "status")
         return True

@@ -6,6 +6,7 @@ the default for other chats.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, Slot
 
+from app.chat.error_text import os_error_text
+from app.core import presets as core
 from app.core.backend_settings import conversation_settings
 from app.core.presets import (
     BUILTIN_PRESETS,
@@ -119,12 +122,12 @@ class PresetFlow(QObject):
             self.library, kept = read_presets(presets_path)
         except PresetError as exc:  # a folder, no permission, not movable: work without it, say so at start
             self._left_unread = True
-            self._load_error = translate("Presets", "Your presets could not be read: {0}").format(exc)
+            self._load_error = translate("Presets", "Your presets could not be read: {0}").format(_reason(exc))
         else:
             if kept is not None:  # broken JSON, a bad preset: moved aside, said like a broken settings.json
                 self._load_error = translate(
                     "Presets", "Your presets could not be read: {0}. The file was kept as {1}, and the built-in "
-                    "presets are used.").format(kept.reason, kept.kept_as)
+                    "presets are used.").format(_reason(kept.error) if kept.error else kept.reason, kept.kept_as)
 
     def current(self) -> str:
         """The chat's preset when its settings still hold that preset's values, else the built-in
@@ -236,7 +239,7 @@ class PresetFlow(QObject):
         try:
             export_presets(presets, Path(path))
         except OSError as exc:
-            self._chat.announce(translate("Presets", "Could not export to {0}: {1}").format(path, _reason(exc)),
+            self._chat.announce(translate("Presets", "Could not export to {0}: {1}").format(path, os_error_text(exc)),
                                 "error")
             return False
         # said, so a user knows the click did something and where the file went (third trial)
@@ -291,5 +294,64 @@ def _first_few(items: Sequence[str], said: int, longest: int | None = None) -> s
     return "; ".join(shown) + (f"; … +{len(items) - said:,}" if len(items) > said else "")
 
 
+# PresetError kinds (app.core.presets) in the window's language, the settings by their labels
+# (trial 9: "preset 'NaNs': temperature = nan is not a usable value" in the Korean window)
+_ERROR_TEXTS = {
+    core.NO_NAME: QT_TRANSLATE_NOOP("Presets", "a preset needs a name"),
+    core.LONG_NAME: QT_TRANSLATE_NOOP("Presets", "the preset name “{preset}…” is longer than {value} characters"),
+    core.NOT_A_PRESET: QT_TRANSLATE_NOOP("Presets", "preset {value} is not a preset (an object with a name and "
+                                                    "values)"),
+    core.VALUES_NOT_AN_OBJECT: QT_TRANSLATE_NOOP("Presets", "preset “{preset}”: its “values” must be an object of "
+                                                            "settings"),
+    core.NOT_TEXT: QT_TRANSLATE_NOOP("Presets", "preset “{preset}”: {setting} is not a text ({value})"),
+    core.NOT_A_NUMBER: QT_TRANSLATE_NOOP("Presets", "preset “{preset}”: {setting} is not a number ({value})"),
+    core.UNUSABLE: QT_TRANSLATE_NOOP("Presets", "preset “{preset}”: {setting} is not a usable number ({value})"),
+    core.MISPLACED: QT_TRANSLATE_NOOP("Presets", "preset “{preset}”: its settings ({value}) belong under “values”, "
+                                                 "as Headroom exports them"),
+    core.NO_SETTINGS: QT_TRANSLATE_NOOP("Presets", "preset “{preset}” has no setting Headroom knows under “values”"),
+    core.OTHER_FORMAT: QT_TRANSLATE_NOOP("Presets", "this is not a Headroom presets file (format {value})"),
+    core.NAME_TAKEN: QT_TRANSLATE_NOOP("Presets", "a preset named “{preset}” already exists"),
+    core.BUILTIN_NAME: QT_TRANSLATE_NOOP("Presets", "“{preset}” is a built-in preset; choose another name"),
+    core.NO_SUCH_PRESET: QT_TRANSLATE_NOOP("Presets", "there is no preset named “{preset}”"),
+    core.BUILTIN_KEPT: QT_TRANSLATE_NOOP("Presets", "“{preset}” is a built-in preset and cannot be removed"),
+    core.NOT_A_TEXT_FILE: QT_TRANSLATE_NOOP("Presets", "{file} is not a text file"),
+    core.NOT_JSON: QT_TRANSLATE_NOOP("Presets", "{file} is not valid JSON (line {line}, column {column})"),
+    core.TOO_DEEP: QT_TRANSLATE_NOOP("Presets", "{file} is not valid JSON (nested too deeply)"),
+    core.NOT_MOVABLE: QT_TRANSLATE_NOOP("Presets", "the presets file {file} cannot be read or moved aside"),
+}
+_VALUE_CHARS = 40  # a value quoted from the file may be any length
+
+
+def preset_error_text(exc: PresetError) -> str:
+    """Why a preset change or an import was refused, in the window's language: the settings named
+    as Settings names them, a value as the file wrote it (NaN, true, "hot"). A PresetError without
+    a kind is said as it is (its text is the chat's own, already translated)."""
+    if exc.kind == core.FILE_UNREADABLE:
+        return f"{exc.file}: {os_error_text(exc.value)}"
+    template = _ERROR_TEXTS.get(exc.kind)
+    if template is None:
+        return str(exc)
+    value = exc.value
+    if exc.kind in (core.NOT_TEXT, core.NOT_A_NUMBER, core.UNUSABLE, core.OTHER_FORMAT):
+        value = _file_value(value)
+    elif exc.kind == core.MISPLACED:
+        value = ", ".join(value)
+    line, column = exc.value if exc.kind == core.NOT_JSON else (0, 0)
+    # a built-in's name in the window's language (its stored name is English)
+    preset = translate("Presets", exc.preset) if exc.kind in (core.BUILTIN_NAME, core.BUILTIN_KEPT) else exc.preset
+    return translate("Presets", template).format(preset=preset, setting=setting_label(exc.setting), value=value,
+                                                 file=exc.file, line=line, column=column)
+
+
+def _file_value(value: object) -> str:
+    """`value` as the JSON file wrote it (NaN, true, "hot", [1, 2]), cut to _VALUE_CHARS."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 1] + "…"
+
+
 def _reason(exc: Exception) -> str:
-    return getattr(exc, "strerror", None) or str(exc)
+    """Why a preset could not be saved, removed, imported or read, in the window's language."""
+    return preset_error_text(exc) if isinstance(exc, PresetError) else os_error_text(exc)

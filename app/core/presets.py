@@ -16,7 +16,8 @@ Import is all-or-nothing: every preset in the file is validated before any is ad
 file leaves the library as it was and raises PresetError with one line for the user. Unknown keys
 (say, from a newer version) are dropped and listed in the ImportResult's notes, values out of
 range are clamped as the settings clamp them and listed in its `changed`. Names compare
-without regard to case or surrounding spaces.
+without regard to case or surrounding spaces. A PresetError's str() is English (the log's); its
+`kind` and facts let the window say it in its language (app.chat.presets), as IgnoredKey's do.
 
 Pure Python: no Qt, no torch. The UI translates the built-ins' names and descriptions for display
 (the stored names stay English, so files and exports are the same in every language).
@@ -46,8 +47,30 @@ PRESET_FIELDS = tuple(f.name for f in fields(GenerationSettings))
 """The settings a preset may carry: every GenerationSettings field."""
 
 
+# PresetError.kind: which sentence it is, so the window can say it in its language (trial 9: the
+# parser's English with field names, "temperature = nan is not a usable value", in the Korean window)
+NO_NAME, LONG_NAME, NOT_A_PRESET = "no name", "long name", "not a preset"
+VALUES_NOT_AN_OBJECT, NOT_TEXT, NOT_A_NUMBER, UNUSABLE = "values not an object", "not text", "not a number", "unusable"
+MISPLACED, NO_SETTINGS, OTHER_FORMAT = "misplaced", "no settings", "other format"
+NAME_TAKEN, BUILTIN_NAME, NO_SUCH_PRESET = "name taken", "built-in name", "no such preset"
+BUILTIN_KEPT = "built-in kept"
+FILE_UNREADABLE, NOT_A_TEXT_FILE, NOT_JSON, TOO_DEEP, NOT_MOVABLE = (
+    "file unreadable", "not a text file", "not JSON", "too deep", "not movable")
+
+
 class PresetError(ValueError):
-    """A preset file or a preset change that cannot be used; the text is one line for the user."""
+    """A preset file or a preset change that cannot be used. str(): one English line, for the log
+    and the tests. kind: which refusal (the constants above; "" for a line that is all there is),
+    with its facts: preset (a preset's name as in the file, a built-in's stored name, or for
+    LONG_NAME the name's first 20 characters), setting (a GenerationSettings field), value (a
+    setting's value as given; LONG_NAME: the most characters a name may have; NOT_A_PRESET: the
+    preset's place in the file, from 1; MISPLACED: the keys; OTHER_FORMAT: the format named;
+    FILE_UNREADABLE: the OSError; NOT_JSON: (line, column)) and file (a file's name or path)."""
+
+    def __init__(self, text: str, kind: str = "", *, preset: str = "", setting: str = "",
+                 value: Any = None, file: str = ""):
+        super().__init__(text)
+        self.kind, self.preset, self.setting, self.value, self.file = kind, preset, setting, value, file
 
 
 @dataclass(frozen=True)
@@ -92,10 +115,11 @@ def name_key(name: str) -> str:
 def check_name(name: object) -> str:
     """The stripped name; PresetError when it is not text, empty, or longer than MAX_NAME_CHARS."""
     if not isinstance(name, str) or not name.strip():
-        raise PresetError("a preset needs a name")
+        raise PresetError("a preset needs a name", NO_NAME)
     name = " ".join(name.split())
     if len(name) > MAX_NAME_CHARS:
-        raise PresetError(f"the preset name {name[:20]!r}… is longer than {MAX_NAME_CHARS} characters")
+        raise PresetError(f"the preset name {name[:20]!r}… is longer than {MAX_NAME_CHARS} characters",
+                          LONG_NAME, preset=name[:20], value=MAX_NAME_CHARS)
     return name
 
 
@@ -165,7 +189,7 @@ def parse_values(raw: object, name: str) -> tuple[dict[str, Any], list[IgnoredKe
     wrong kind."""
     where = f"preset {name!r}"
     if not isinstance(raw, dict):
-        raise PresetError(f"{where}: 'values' must be an object of settings")
+        raise PresetError(f"{where}: 'values' must be an object of settings", VALUES_NOT_AN_OBJECT, preset=name)
     values, notes, changed = {}, [], []
     for key, value in raw.items():
         if key not in PRESET_FIELDS:
@@ -176,11 +200,14 @@ def parse_values(raw: object, name: str) -> tuple[dict[str, Any], list[IgnoredKe
                    else value is None or _is_number(value) if key == "seed"
                    else _is_number(value))
         if not kind_ok:
-            raise PresetError(f"{where}: {key} = {value!r} is not a {'text' if isinstance(default, str) else 'number'}")
+            wants_text = isinstance(default, str)
+            raise PresetError(f"{where}: {key} = {value!r} is not a {'text' if wants_text else 'number'}",
+                              NOT_TEXT if wants_text else NOT_A_NUMBER, preset=name, setting=key, value=value)
         try:
             valid = GenerationSettings(**{key: value}).validated()
-        except (ValueError, TypeError, OverflowError):
-            raise PresetError(f"{where}: {key} = {value!r} is not a usable value") from None
+        except (ValueError, TypeError, OverflowError):  # NaN, infinity, 1e400 as an int
+            raise PresetError(f"{where}: {key} = {value!r} is not a usable value", UNUSABLE,
+                              preset=name, setting=key, value=value) from None
         values[key] = getattr(valid, key)
         if values[key] != value:  # 1 for 1.0 or 7.0 for seed 7 is the same value, not a change
             changed.append(ChangedValue(key, value, values[key]))
@@ -191,23 +218,24 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def preset_from_json(raw: object, where: str = "preset", lenient: bool = False
+def preset_from_json(raw: object, index: int = 1, lenient: bool = False
                      ) -> tuple[Preset, list[IgnoredKey], list[ChangedValue]]:
-    """One user preset from its JSON object ({"name", "description"?, "values"}), notes on what
-    was ignored and the values changed to fit their range. Raises PresetError, also for settings
-    beside "values" rather than in it and for a preset with no setting Headroom knows, unless
-    ``lenient`` (then those are only noted or kept empty)."""
+    """One user preset from its JSON object ({"name", "description"?, "values"}), the `index`-th
+    of its file (from 1), notes on what was ignored and the values changed to fit their range.
+    Raises PresetError, also for settings beside "values" rather than in it and for a preset with
+    no setting Headroom knows, unless ``lenient`` (then those are only noted or kept empty)."""
     if not isinstance(raw, dict):
-        raise PresetError(f"{where}: a preset must be an object with a name and values")
+        raise PresetError(f"preset {index}: a preset must be an object with a name and values", NOT_A_PRESET,
+                          value=index)
     name = check_name(raw.get("name"))
     where = f"preset {name!r}"
     values, notes, changed = parse_values(raw.get("values", {}), name)
     misplaced = [key for key in raw if key in PRESET_FIELDS]
     if misplaced and not lenient:
         raise PresetError(f"{where}: its settings ({', '.join(misplaced)}) belong under \"values\", "
-                          "as Headroom exports them")
+                          "as Headroom exports them", MISPLACED, preset=name, value=tuple(misplaced))
     if not values and not lenient:
-        raise PresetError(f"{where} has no setting Headroom knows under \"values\"")
+        raise PresetError(f"{where} has no setting Headroom knows under \"values\"", NO_SETTINGS, preset=name)
     notes += [IgnoredKey(name, str(key), field=True) for key in raw
               if key not in ("name", "description", "values", "builtin")]
     return Preset(name, values, _description(raw.get("description"))), notes, changed
@@ -220,14 +248,15 @@ def presets_from_json(raw: object, lenient: bool = False
     is returned (``lenient``: see `preset_from_json`). Raises PresetError."""
     if isinstance(raw, dict) and "presets" in raw:
         if raw.get("format", FORMAT) != FORMAT:
-            raise PresetError(f"this is not a Headroom presets file (format {raw.get('format')!r})")
+            raise PresetError(f"this is not a Headroom presets file (format {raw.get('format')!r})", OTHER_FORMAT,
+                              value=raw.get("format"))
         if isinstance(raw.get("version"), int) and raw["version"] > VERSION:
             log.info("presets file version %s is newer than %s; reading what is known", raw["version"], VERSION)
         raw = raw["presets"]
     items = raw if isinstance(raw, list) else [raw]
     presets, notes, changed = [], [], []
     for index, item in enumerate(items, 1):
-        preset, more, its_changes = preset_from_json(item, f"preset {index}", lenient)
+        preset, more, its_changes = preset_from_json(item, index, lenient)
         presets.append(preset)
         notes += more
         changed.append(its_changes)
@@ -271,9 +300,10 @@ class PresetLibrary:
         preset = replace(preset, name=check_name(preset.name), builtin=False)
         existing = self.get(preset.name)
         if existing is not None and existing.builtin:
-            raise PresetError(f"{preset.name!r} is a built-in preset; choose another name")
+            raise PresetError(f"{preset.name!r} is a built-in preset; choose another name", BUILTIN_NAME,
+                              preset=existing.name)
         if existing is not None and not replace_existing:
-            raise PresetError(f"a preset named {existing.name!r} already exists")
+            raise PresetError(f"a preset named {existing.name!r} already exists", NAME_TAKEN, preset=existing.name)
         if existing is None:
             return PresetLibrary(self.user + (preset,))
         return PresetLibrary(tuple(preset if p.key == existing.key else p for p in self.user))
@@ -282,9 +312,10 @@ class PresetLibrary:
         """Remove a user preset. Raises PresetError for a built-in or an unknown name."""
         found = self.get(name)
         if found is None:
-            raise PresetError(f"there is no preset named {name!r}")
+            raise PresetError(f"there is no preset named {name!r}", NO_SUCH_PRESET, preset=name)
         if found.builtin:
-            raise PresetError(f"{found.name!r} is a built-in preset and cannot be removed")
+            raise PresetError(f"{found.name!r} is a built-in preset and cannot be removed", BUILTIN_KEPT,
+                              preset=found.name)
         return PresetLibrary(tuple(p for p in self.user if p.key != found.key))
 
     def free_name(self, name: str) -> str:
@@ -311,7 +342,8 @@ class PresetLibrary:
             clash = existing is not None and (existing.builtin or on_clash != "replace"
                                               or preset.key in seen_in_file)
             if clash and on_clash == "error":
-                raise PresetError(f"a preset named {existing.name!r} already exists; nothing was imported")
+                raise PresetError(f"a preset named {existing.name!r} already exists; nothing was imported",
+                                  NAME_TAKEN, preset=existing.name)
             if clash:
                 new_name, next_suffix[preset.key] = _first_free(
                     preset.name, lambda key: key in builtin or key in user, next_suffix.get(preset.key, 2))
@@ -358,11 +390,13 @@ def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
 
 @dataclass(frozen=True)
 class KeptAside:
-    """A presets.json that could not be used as presets and was moved aside: reason, one line for
-    the user (say, "presets.json is not valid JSON (line 1, column 23)"); kept_as, where it went."""
+    """A presets.json that could not be used as presets and was moved aside: reason, one English
+    line (say, "presets.json is not valid JSON (line 1, column 23)"); kept_as, where it went;
+    error, the PresetError the reason is of (the window says it in its language)."""
 
     reason: str
     kept_as: Path
+    error: PresetError | None = field(default=None, compare=False)
 
 
 def load_presets(path: Path | None = None) -> PresetLibrary:
@@ -386,16 +420,18 @@ def read_presets(path: Path | None = None) -> tuple[PresetLibrary, KeptAside | N
         return PresetLibrary(), None
     except OSError as exc:  # a folder, no permission: stopped the app at start (new-user trial)
         log.warning("presets file %s unreadable (%s); left where it is", path, exc)
-        raise PresetError(f"{path}: {exc.strerror or exc}") from None
+        raise PresetError(f"{path}: {exc.strerror or exc}", FILE_UNREADABLE, file=str(path), value=exc) from None
     except (ValueError, RecursionError) as exc:  # PresetError; RecursionError only as a safety net
         try:
             aside = keep_aside(path)
         except OSError as move_error:
             log.warning("presets file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
-            raise PresetError(f"the presets file {path} cannot be read or moved aside") from None
+            raise PresetError(f"the presets file {path} cannot be read or moved aside", NOT_MOVABLE,
+                              file=str(path)) from None
         log.warning("presets file %s unreadable (%s); moved to %s", path, exc, aside)
         # said in the window (trial: the user's presets vanished at start with only this log line)
-        return PresetLibrary(), KeptAside(str(exc) if isinstance(exc, PresetError) else "nested too deeply", aside)
+        error = exc if isinstance(exc, PresetError) else PresetError("nested too deeply", TOO_DEEP, file=path.name)
+        return PresetLibrary(), KeptAside(str(error), aside, error)
 
 
 def _read_json(path: Path) -> object:
@@ -405,11 +441,12 @@ def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError:
-        raise PresetError(f"{path.name} is not a text file") from None
+        raise PresetError(f"{path.name} is not a text file", NOT_A_TEXT_FILE, file=path.name) from None
     except json.JSONDecodeError as exc:
-        raise PresetError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+        raise PresetError(f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno})", NOT_JSON,
+                          file=path.name, value=(exc.lineno, exc.colno)) from None
     except RecursionError:  # [[[…]]] 100,000 deep opened the crash dialog (new-user trial)
-        raise PresetError(f"{path.name} is not valid JSON (nested too deeply)") from None
+        raise PresetError(f"{path.name} is not valid JSON (nested too deeply)", TOO_DEEP, file=path.name) from None
 
 
 def export_presets(presets: Iterable[Preset], path: Path) -> None:
@@ -425,5 +462,6 @@ def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
     try:
         raw = _read_json(Path(path))
     except OSError as exc:
-        raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}") from None
+        raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}", FILE_UNREADABLE,
+                          file=Path(path).name, value=exc) from None
     return library.imported(raw, on_clash)

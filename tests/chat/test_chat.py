@@ -25,6 +25,16 @@ def test_every_expected_error_and_notice_goes_through_the_one_funnel(make_chat, 
     assert chat.recorded.of("notice")[-1] == (f"Diagnostics saved to {tmp_path / 'diag.md'}", "status")
 
 
+def test_diagnostics_that_cannot_be_saved_say_why_in_plain_words(make_chat, tmp_path):
+    """Trial 9: a failed save said the OS's English ("No such file or directory"), in the Korean
+    window too (app.chat.error_text.os_error_text)."""
+    chat = make_chat()
+    path = tmp_path / "no-such-folder" / "diag.md"
+    assert not chat.memory.save_diagnostics(path)
+    assert chat.recorded.of("notice")[-1] == (f"Could not save diagnostics to {path}: the file or its folder does "
+                                              "not exist", "error")
+
+
 def test_a_damaged_store_is_said_at_start(qapp, monkeypatch, tmp_path):
     from app.chat import chat as chat_module
     from tests.helpers.fake_worker import FakeWorker

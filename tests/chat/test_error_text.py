@@ -5,7 +5,7 @@ import errno
 
 import pytest
 
-from app.chat.error_text import load_stage_text, plain_error, plain_failure, summary_verdict_text
+from app.chat.error_text import load_stage_text, os_error_text, plain_error, plain_failure, summary_verdict_text
 from app.engine.events import describe_failure
 from app.engine.loading.folder_trust import remote_code_message
 from app.engine.loading.loader import ModelLoadError
@@ -92,6 +92,20 @@ def test_a_damaged_weights_file_is_named_in_the_words_of_a_damaged_gguf():
            "file not fully covered")
     assert plain_failure(raw, "load").line() == (
         "A weights file of this model could not be read. The file may be incomplete or damaged; download it again.")
+
+
+@pytest.mark.parametrize("error, text", [
+    (FileNotFoundError(errno.ENOENT, "No such file or directory"), "the file or its folder does not exist"),
+    (PermissionError(errno.EACCES, "Permission denied"), "permission denied"),
+    (OSError(errno.ENOSPC, "No space left on device"), "the disk is full"),
+    (OSError(errno.EROFS, "Read-only file system"), "the disk or folder is read-only"),
+    (IsADirectoryError(errno.EISDIR, "Is a directory"), "it is a folder, not a file"),
+    (FileExistsError(errno.EEXIST, "File exists"), "a file of that name is in the way"),
+    (OSError(errno.ECONNRESET, "Connection reset by peer"), "Connection reset by peer"),  # not a file's: as said
+])
+def test_why_a_file_could_not_be_written_is_said_plainly(error, text):
+    """Trial 9: a failed export said the OS's English ("No such file or directory") in the Korean window."""
+    assert os_error_text(error) == text
 
 
 def test_anything_else_names_the_type_and_points_to_the_log_never_the_raw_message():

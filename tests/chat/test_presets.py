@@ -1,6 +1,7 @@
 """Presets in the chat (issue 17, item 2): a pick per conversation, the library's save, remove,
 import and export, every failure said and harmless."""
 
+import errno
 import json
 from dataclasses import replace
 
@@ -79,16 +80,17 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert "cannot be removed" in seen.of("notice")[-1][0]
     (tmp_path / "bad.json").write_text('{"presets": [{"name": "x", "values": {"temperature": "hot"}}]}')
     assert not chat.presets.import_file(tmp_path / "bad.json")
-    assert seen.of("notice")[-1][0].startswith("Nothing was imported: ") and "temperature" in seen.of("notice")[-1][0]
+    assert seen.of("notice")[-1] == ('Nothing was imported: preset “x”: Temperature is not a number ("hot")', "error")
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
     (tmp_path / "flat.json").write_text(json.dumps({"format": "headroom-presets", "version": 1, "presets": [
         {"name": "big", "system_prompt": "Be big.", "temperature": 0.3}]}))  # not under "values"
     assert not chat.presets.import_file(tmp_path / "flat.json")
-    assert seen.of("notice")[-1] == ('Nothing was imported: preset \'big\': its settings (system_prompt, '
-                                     'temperature) belong under "values", as Headroom exports them', "error")
+    assert seen.of("notice")[-1] == ("Nothing was imported: preset “big”: its settings (system_prompt, "
+                                     "temperature) belong under “values”, as Headroom exports them", "error")
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
     assert not chat.presets.export_file(tmp_path / "bad.json" / "out.json")  # a file is in the way
-    assert seen.of("notice")[-1][0].startswith("Could not export to")
+    assert seen.of("notice")[-1] == (f"Could not export to {tmp_path / 'bad.json' / 'out.json'}: a file of that "
+                                     "name is in the way", "error")
 
 
 def test_removing_the_chats_preset_keeps_its_settings_and_forgets_the_name(chat):
@@ -113,7 +115,8 @@ def test_a_presets_json_that_cannot_be_read_is_said_once_and_never_saved_over(ma
     chat = make_chat()
     seen = chat.recorded
     said = [n for n in seen.of("notice") if n[0].startswith("Your presets could not be read")]
-    assert said == [(f"Your presets could not be read: {config / 'presets.json'}: Is a directory", "error")]
+    assert said == [(f"Your presets could not be read: {config / 'presets.json'}: it is a folder, not a file",
+                     "error")]
     assert chat.presets.library.user == () and [p.name for p in seen.of("presets_changed")[-1][0]][0] == "Balanced"
     chat.presets.show_presets()  # said once, not at every refresh
     assert len([n for n in seen.of("notice") if n[0].startswith("Your presets")]) == 1
@@ -137,7 +140,7 @@ def test_a_presets_json_without_read_permission_is_not_replaced(make_chat, tmp_p
     stored.write_text(json.dumps({"presets": [{"name": "Theirs", "values": {"top_k": 3}}]}), encoding="utf-8")
     allow_reading = deny_reading(monkeypatch, stored)  # chmod 000 does not stop root, who runs some test boxes
     chat = make_chat()
-    assert (f"Your presets could not be read: {stored}: Permission denied", "error") in chat.recorded.of("notice")
+    assert (f"Your presets could not be read: {stored}: permission denied", "error") in chat.recorded.of("notice")
     assert not chat.presets.save_current("Mine")
     allow_reading()
     assert json.loads(stored.read_text(encoding="utf-8"))["presets"][0]["name"] == "Theirs"
@@ -205,3 +208,41 @@ def test_an_import_says_which_values_it_changed_to_fit_their_range(chat, tmp_pat
     assert kind == "status" and text == (
         "Imported 31 presets (Wild → Wild (2)); values outside their range were changed: "
         "P0: Top-k -1 → 0, Seed 0.5 → random; P1: Top-k -2 → 0, Seed 0.5 → random; … +29")
+
+
+@pytest.mark.parametrize("values, reason", [
+    ('{"temperature": NaN}', "preset “NaNs”: Temperature is not a usable number (NaN)"),
+    ('{"top_k": true}', "preset “NaNs”: Top-k is not a number (true)"),
+    ('{"system_prompt": 12345}', "preset “NaNs”: system prompt is not a text (12345)"),
+    ('{"max_new_tokens": "' + "9" * 60 + '"}', 'preset “NaNs”: Max new tokens is not a number ("' + "9" * 38 + "…)"),
+    ("[1, 2]", "preset “NaNs”: its “values” must be an object of settings"),
+])
+def test_why_an_import_is_refused_names_the_settings_as_settings_does(chat, tmp_path, values, reason):
+    """Trial 9: the refusals were the parser's English with field names ("temperature = nan is not
+    a usable value"), in the Korean window too; the out-of-range note already used the labels."""
+    (tmp_path / "bad.json").write_text('{"name": "NaNs", "values": ' + values + "}", encoding="utf-8")
+    assert not chat.presets.import_file(tmp_path / "bad.json")
+    assert chat.recorded.of("notice")[-1] == (f"Nothing was imported: {reason}", "error")
+
+
+def test_why_an_import_is_refused_is_said_in_korean(chat, tmp_path, korean):
+    """Trial 9: "아무것도 가져오지 못했습니다: preset 'NaNs': temperature = nan is not a usable value"."""
+    (tmp_path / "bad.json").write_text('{"name": "NaNs", "values": {"temperature": NaN}}', encoding="utf-8")
+    assert not chat.presets.import_file(tmp_path / "bad.json")
+    text = chat.recorded.of("notice")[-1][0]
+    assert "온도" in text and "(NaN)" in text and "temperature" not in text and "usable value" not in text
+    assert not chat.presets.import_file(tmp_path / "missing.json")
+    text = chat.recorded.of("notice")[-1][0]
+    assert "missing.json" in text and "No such file" not in text
+
+
+def test_a_failed_export_says_why_in_the_windows_language(chat, tmp_path, korean, monkeypatch):
+    """Trial 9: "…내보내지 못했습니다: No such file or directory" (the OS's English; /proc/x.md)."""
+    def no_folder(_presets, path):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+
+    monkeypatch.setattr("app.chat.presets.export_presets", no_folder)
+    assert chat.presets.save_current("Mine")
+    assert not chat.presets.export_file(tmp_path / "out.json")
+    text, kind = chat.recorded.of("notice")[-1]
+    assert kind == "error" and "No such file" not in text and "out.json" in text

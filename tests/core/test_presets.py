@@ -123,6 +123,28 @@ def test_a_bad_file_raises_one_line_and_changes_nothing(tmp_path, text, message)
     assert library.user == (MINE,)
 
 
+@pytest.mark.parametrize("text, kind, preset, setting, value", [
+    ('[{"name": "A", "values": {"temperature": NaN}}]', "unusable", "A", "temperature", "nan"),
+    ('[{"name": "A", "values": {"top_k": true}}]', "not a number", "A", "top_k", True),
+    ('[{"name": "A", "values": {"system_prompt": 5}}]', "not text", "A", "system_prompt", 5),
+    ('[{"name": "A", "system_prompt": "x", "values": {"top_k": 1}}]', "misplaced", "A", "", ("system_prompt",)),
+    ('[{"name": "ok", "values": {"top_k": 1}}, "junk"]', "not a preset", "", "", 2),
+    ('{"format": "lmstudio", "presets": []}', "other format", "", "", "lmstudio"),
+    ("{not json", "not JSON", "", "", (1, 2)),
+])
+def test_a_refused_import_says_which_refusal_with_its_facts(tmp_path, text, kind, preset, setting, value):
+    """Trial 9: the window could only show the parser's English ("temperature = nan is not a usable
+    value"); the facts let it say the refusal in its language with the settings' labels."""
+    path = tmp_path / "bad.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PresetError) as caught:
+        import_presets(PresetLibrary(), path)
+    error = caught.value
+    assert (error.kind, error.preset, error.setting) == (kind, preset, setting)
+    assert str(error.value) == value if value == "nan" else error.value == value
+    assert error.file == ("bad.json" if kind == "not JSON" else "")
+
+
 def test_unreadable_or_binary_import_files_are_reported(tmp_path):
     with pytest.raises(PresetError, match="cannot read"):
         import_presets(PresetLibrary(), tmp_path / "missing.json")
