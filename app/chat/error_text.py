@@ -18,8 +18,11 @@ from __future__ import annotations
 import errno
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject
+
+from app.core.paths import default_model_path
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -43,7 +46,15 @@ class PlainError:
 _GGUF = re.compile(r"gguf|magic|which we cannot handle", re.IGNORECASE)
 _ARCHITECTURE = re.compile(
     r"does not recognize this architecture|unrecognized (configuration|model)|architecture .* is not supported"
-    r"|model type .* (is not|not) (supported|recognized)|GGUF model with architecture", re.IGNORECASE)
+    r"|model type .* (is not|not) (supported|recognized)|GGUF model with architecture"
+    r"|model type .* is not a causal LM", re.IGNORECASE)
+# app.engine.loading.model_path.gguf_head_refusal: a file named .gguf that is none (trial 9: a text
+# file renamed .gguf was "damaged; download it again")
+_NOT_GGUF = re.compile(r"is not a GGUF file")
+# app.engine.loading.gguf_header ("x.gguf is GGUF version 0; supported: 2 and 3") and the gguf
+# package ("file appears to be version 9 which we cannot handle")
+_GGUF_VERSION = re.compile(r"is GGUF version (\d+)|file appears to be version (\d+)")
+_GGUF_TENSOR_TYPE = re.compile(r"tensor type (.+?) cannot be dequantized")
 # app.engine.loading.safetensors_header.damaged_safetensors: "<file>: damaged safetensors file (…)"
 _DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safetensors file")
 # a weights file the load itself found cut or corrupt (safetensors, torch's zip reader)
@@ -152,8 +163,56 @@ def _damaged_todo() -> str:
     return translate("PlainError", "The file may be incomplete or damaged; download it again.")
 
 
-def _bad_gguf() -> PlainError:
-    return PlainError(translate("PlainError", "This GGUF file could not be read."), _damaged_todo())
+def _install_todo() -> str:
+    """What to do when the default model's file is not a whole GGUF: install_model finds that and
+    installs it again (trial 9: "download it again" named no way to, the missing model's notice did)."""
+    return translate("PlainError", "This is the default model: run `python -m app.install_model`, which "
+                                   "installs it again.")
+
+
+def _bad_gguf(default: bool = False) -> PlainError:
+    return PlainError(translate("PlainError", "This GGUF file could not be read."),
+                      _install_todo() if default else _damaged_todo())
+
+
+def _gguf_refusal(message: str, default: bool) -> PlainError | None:
+    """A .gguf refused for what its first bytes or header say, said as that (trial 9: a text file
+    renamed .gguf and a GGUF of version 0 both read "could not be read … download it again");
+    None for other messages. default: the file is the default model's."""
+    if "is an empty file" in message:  # app.engine.loading.model_path / gguf_header (trial 7)
+        return PlainError(translate("PlainError", "This file is empty (0 bytes): there is no model in it."),
+                          _install_todo() if default else
+                          translate("PlainError", "The download may not have finished; download it again, "
+                                                  "or pick another file."))
+    if _NOT_GGUF.search(message):
+        return PlainError(translate("PlainError", "This file is not a GGUF file (it does not start with GGUF's "
+                                                  "magic bytes)."),
+                          _install_todo() if default else
+                          translate("PlainError", "Pick a .gguf model file, or a model folder with a config.json."))
+    version = _GGUF_VERSION.search(message)
+    if version:
+        return PlainError(translate("PlainError", "This file is GGUF version {0}; Headroom reads versions 2 "
+                                                  "and 3.").format(version.group(1) or version.group(2)),
+                          _install_todo() if default else
+                          translate("PlainError", "Pick a GGUF file of version 2 or 3 (what current tools "
+                                                  "write)."))
+    tensor_type = _GGUF_TENSOR_TYPE.search(message)
+    if tensor_type:
+        return PlainError(translate("PlainError", "This GGUF file stores weights as {0}, which Headroom cannot "
+                                                  "convert.").format(tensor_type.group(1)),
+                          translate("PlainError", "Pick another quantization of this model (Q4_K_M, Q8_0 "
+                                                  "or F16, say)."))
+    return None
+
+
+def _is_default_model(path: Path | None) -> bool:
+    """Whether `path` is the default model's file (app.core.paths.default_model_path)."""
+    if path is None:
+        return False
+    try:
+        return Path(path).expanduser().resolve() == default_model_path().resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def _bad_weights(name: str) -> PlainError:
@@ -189,18 +248,20 @@ def plain_error(exc: BaseException, during: str = "reply") -> PlainError:
     return _generic(type(exc).__name__, during)
 
 
-def plain_failure(reason: str, during: str = "reply") -> PlainError:
+def plain_failure(reason: str, during: str = "reply", path: Path | None = None) -> PlainError:
     """The plain text for a worker's one-line English `reason` (load_failed: during="load";
-    generation_failed: "reply"; summary_failed: "summary"); never raises."""
-    known = _known_failure(reason, during)
+    generation_failed: "reply"; summary_failed: "summary"); never raises. path: the model that
+    failed to open, when known (the default model's own file is repaired by install_model)."""
+    known = _known_failure(reason, during, _is_default_model(path) if during == "load" else False)
     if known is not None:
         return known
     typed = _TYPED.match(reason.strip())
     return _generic(typed.group(1) if typed else "", during)
 
 
-def _known_failure(message: str, during: str) -> PlainError | None:
-    """The failures recognised by their wording; None for anything else."""
+def _known_failure(message: str, during: str, default: bool = False) -> PlainError | None:
+    """The failures recognised by their wording; None for anything else. default: the model that
+    failed to open is the default model's file."""
     if _OOM.search(message):
         return _out_of_memory(during)
     if _ARCHITECTURE.search(message):
@@ -245,11 +306,10 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return _bad_weights(damaged.group(1))
     if during == "load" and _CORRUPT_WEIGHTS.search(message):
         return _bad_weights("")
-    # app.engine.loading.model_path / gguf_header: a 0-byte file (trial 7: "details in the log")
-    if "is an empty file" in message:
-        return PlainError(translate("PlainError", "This file is empty (0 bytes): there is no model in it."),
-                          translate("PlainError", "The download may not have finished; download it again, "
-                                                     "or pick another file."))
+    # a .gguf's first bytes or header: before the GGUF wording below, which would say "damaged"
+    refused = _gguf_refusal(message, default)
+    if refused is not None:
+        return refused
     # before the GGUF wording below: "not a .gguf file" is no damaged GGUF
     if "not a .gguf file or a model folder" in message:
         return PlainError(translate("PlainError", "This is not a model Headroom can open."),
@@ -262,7 +322,7 @@ def _known_failure(message: str, during: str) -> PlainError | None:
         return PlainError(translate("PlainError", "This server cannot continue a stopped answer."),
                           translate("PlainError", "Use Regenerate for a new answer instead."))
     if during == "load" and (message.startswith("cannot convert") or _GGUF.search(message)):
-        return _bad_gguf()
+        return _bad_gguf(default)
     kind = _remote_kind(message)
     return _remote(kind) if kind else None
 

@@ -156,8 +156,8 @@ def plan_line(plan, chosen: int | None = None, chosen_kv_bytes: int | None = Non
         f"{min(fit8, plan.trained_context):,}")
 
 
-def note_text(note) -> str:
-    """One EntryNote: what stands out about a listed model."""
+def note_text(note, path=None) -> str:
+    """One EntryNote: what stands out about a listed model (at `path`, for a refusal's advice)."""
     if note.kind in _NOTES:
         return translate("FitText", _NOTES[note.kind])
     if note.kind == GGUF:
@@ -168,13 +168,13 @@ def note_text(note) -> str:
     if note.kind == UNREADABLE:
         return translate("FitText", "its config.json could not be read")
     if note.kind in (REFUSED, DAMAGED):
-        return refusal_text(str(note.value))
+        return refusal_text(str(note.value), path)
     return str(note.value)
 
 
 def notes_line(entry) -> str:
     """A CatalogEntry's notes, one line ("" when none)."""
-    return "; ".join(note_text(note) for note in entry.notes)
+    return "; ".join(note_text(note, entry.path) for note in entry.notes)
 
 
 def is_damaged(entry) -> bool:
@@ -182,7 +182,8 @@ def is_damaged(entry) -> bool:
     return any(note.kind == DAMAGED for note in entry.notes)
 
 
-def refusal_text(reason: str) -> str:
+def refusal_text(reason: str, path=None) -> str:
     """Why a listed file cannot be opened (CatalogEntry.refusal, the engine's English reason):
-    what happened and what to do, in one line."""
-    return plain_failure(reason, "load").line()
+    what happened and what to do, in one line. path: the entry's (the default model's own file
+    is repaired by install_model)."""
+    return plain_failure(reason, "load", path).line()

@@ -161,7 +161,7 @@ class ModelFlow(QObject):
         chat, path = self._chat, Path(path)
         why = refusal(path)
         if why is not None:
-            chat.announce(plain_failure(why, "load").line(), "load")
+            chat.announce(self._failure_line(why, path), "load")
             chat.load_failed.emit(why)
             return
         if self._loads:
@@ -206,6 +206,13 @@ class ModelFlow(QObject):
         "Ready" beside the bar while the model was still being adopted)."""
         loading = translate("Models", "Loading {0}…").format(path.name)
         return loading if stage == "Ready" else f"{loading} · {load_stage_text(stage)}"
+
+    @staticmethod
+    def _failure_line(reason: str, path: Path) -> str:
+        """Why `path` did not open, one plain line that names it (trial 9: after a few failed opens
+        no notice said which file had failed), unless the line already gives its whole path."""
+        line = plain_failure(reason, "load", path).line()
+        return line if str(path) in line else translate("Models", "{0}: {1}").format(path.name or str(path), line)
 
     @staticmethod
     def _reopening(text: str, previous: Path | None) -> str:
@@ -257,7 +264,7 @@ class ModelFlow(QObject):
             return
         previous = self._previous_model(path)
         log.warning("could not open %s: %s", path, reason)  # the engine's words stay in the log
-        self._chat.announce(self._reopening(plain_failure(reason, "load").line(), previous), "load")
+        self._chat.announce(self._reopening(self._failure_line(reason, path), previous), "load")
         self._chat.load_failed.emit(reason)
         self._reopen(previous)
 

@@ -291,7 +291,7 @@ class OpenModelDialog(QDialog):
         entry = self._items_entry(item) if item is not None else None
         refusal = entry.refusal if entry is not None else ""
         self.open_button.setEnabled(candidate is not None and not refusal)
-        self.open_button.setToolTip(refusal_text(refusal) if refusal else "")
+        self.open_button.setToolTip(refusal_text(refusal, entry.path) if refusal else "")
         for box in (self.trust_code, self.allow_pickle):
             box.setEnabled(candidate is not None and not refusal)
         self.context.setEnabled(entry is not None and not refusal)
@@ -317,7 +317,7 @@ class OpenModelDialog(QDialog):
         if entry is None:
             lines.append(self.tr("Reading the model's header and planning its fit…"))
         elif entry.refusal:
-            lines.append(refusal_text(entry.refusal))
+            lines.append(refusal_text(entry.refusal, entry.path))
         else:
             lines.append(fit_line(entry.fit) if entry.fit else self.tr("Memory fit not known."))
             if entry.plan is not None:  # app.engine.loading.fit_plan: verdict, context that fits, disk

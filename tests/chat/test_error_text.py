@@ -25,7 +25,7 @@ def _one_line(plain):
 @pytest.mark.parametrize("exc,during,what,todo", [
     (ModelLoadError("GGUF magic invalid"), "load", "This GGUF file could not be read.", "download it again"),
     (ModelLoadError("Sorry, file appears to be version 9 which we cannot handle"), "load",
-     "GGUF file could not be read", "download it again"),
+     "This file is GGUF version 9; Headroom reads versions 2 and 3.", "version 2 or 3"),
     (ModelLoadError("GGUF model with architecture mamba9 is not supported yet."), "load",
      "architecture is not supported", "supported family"),
     (ValueError("The checkpoint you are trying to load has model type `zeta` but Transformers does not "
@@ -92,6 +92,35 @@ def test_a_damaged_weights_file_is_named_in_the_words_of_a_damaged_gguf():
            "file not fully covered")
     assert plain_failure(raw, "load").line() == (
         "A weights file of this model could not be read. The file may be incomplete or damaged; download it again.")
+
+
+@pytest.mark.parametrize("reason, line", [
+    ("text.gguf is not a GGUF file (no GGUF magic bytes)",
+     "This file is not a GGUF file (it does not start with GGUF's magic bytes). Pick a .gguf model file, or a "
+     "model folder with a config.json."),
+    ("cannot convert old.gguf: old.gguf is GGUF version 0; supported: 2 and 3",
+     "This file is GGUF version 0; Headroom reads versions 2 and 3. Pick a GGUF file of version 2 or 3 (what "
+     "current tools write)."),
+    ("cannot convert x.gguf: x.gguf: tensor type IQ4_NL cannot be dequantized by the gguf package",
+     "This GGUF file stores weights as IQ4_NL, which Headroom cannot convert. Pick another quantization of this "
+     "model (Q4_K_M, Q8_0 or F16, say)."),
+])
+def test_a_gguf_refused_for_what_it_is_says_so_not_damaged(reason, line):
+    """Trial 9: a text file renamed .gguf and a GGUF of version 0 read "This GGUF file could not be
+    read. The file may be incomplete or damaged; download it again"; the real reason was not said."""
+    assert plain_failure(reason, "load").line() == line
+
+
+def test_the_default_models_damaged_file_is_repaired_by_install_model(tmp_path, monkeypatch):
+    monkeypatch.setattr("app.chat.error_text.default_model_path", lambda: tmp_path / "default.gguf")
+    damaged = ("cannot convert default.gguf: default.gguf: damaged GGUF header (it ends before its own tables do); "
+               "the file is probably incomplete or corrupted — download it again")
+    for reason in (damaged, "default.gguf is an empty file, not a GGUF model",
+                   "default.gguf is not a GGUF file (no GGUF magic bytes)"):
+        assert plain_failure(reason, "load", tmp_path / "default.gguf").todo == (
+            "This is the default model: run `python -m app.install_model`, which installs it again.")
+        assert "install_model" not in plain_failure(reason, "load", tmp_path / "other.gguf").todo
+        assert "install_model" not in plain_failure(reason, "load").todo
 
 
 @pytest.mark.parametrize("error, text", [

@@ -105,8 +105,10 @@ def test_notes_say_what_the_engine_says():
 
 
 def test_a_refusal_is_said_in_plain_words():
+    # trial 9: a text file renamed .gguf was "damaged; download it again"
     assert fit_text.refusal_text("notes.gguf is not a GGUF file (no GGUF magic bytes)") == (
-        "This GGUF file could not be read. The file may be incomplete or damaged; download it again.")
+        "This file is not a GGUF file (it does not start with GGUF's magic bytes). Pick a .gguf model file, or a "
+        "model folder with a config.json.")
     assert fit_text.refusal_text("no config.json: not a model folder").startswith(
         "This folder has no config.json.")
 

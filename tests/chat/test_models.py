@@ -19,9 +19,12 @@ def test_a_missing_path_is_refused_before_anything_is_unloaded(chat, tmp_path):
 
 
 @pytest.mark.parametrize("name, content, said", [
-    ("corrupt.gguf", bytes(range(256)) * 64, "This GGUF file could not be read."),
-    ("empty.gguf", b"", "This file is empty (0 bytes): there is no model in it."),
-    ("notes.txt", b"hello", "There is no config.json next to this file, and it is not a .gguf file."),
+    # trial 9: a file with no GGUF magic bytes (a text file renamed .gguf) was "damaged; download it again"
+    ("corrupt.gguf", bytes(range(256)) * 64, "corrupt.gguf: This file is not a GGUF file (it does not start with "
+                                             "GGUF's magic bytes). Pick a .gguf model file, or a model folder with "
+                                             "a config.json."),
+    ("empty.gguf", b"", "empty.gguf: This file is empty (0 bytes): there is no model in it."),
+    ("notes.txt", b"hello", "notes.txt: There is no config.json next to this file, and it is not a .gguf file."),
 ])
 def test_a_file_that_is_no_model_is_refused_before_the_open_model_is_unloaded(chat, tmp_path, name, content, said):
     """Trial 6: random bytes picked in Open model unloaded the working model, failed, and reloaded it."""
@@ -32,6 +35,42 @@ def test_a_file_that_is_no_model_is_refused_before_the_open_model_is_unloaded(ch
     assert reason.startswith(name)
     [(text, kind)] = chat.recorded.of("notice")
     assert text.startswith(said) and kind == "load"
+
+
+def test_a_gguf_of_an_unsupported_version_is_said_with_its_version_and_name(chat, tmp_path):
+    """Trial 9: "x.gguf is GGUF version 0; supported: 2 and 3" was said as a damaged file to
+    download again, and the notices named no file."""
+    (tmp_path / "old.gguf").write_bytes(b"GGUF" + b"\0" * 96)
+    chat.models.open_model(tmp_path / "old.gguf")  # the magic bytes: the worker reads the header
+    chat.worker.load_failed.emit("cannot convert old.gguf: old.gguf is GGUF version 0; supported: 2 and 3")
+    assert chat.recorded.of("notice")[-1] == (
+        "old.gguf: This file is GGUF version 0; Headroom reads versions 2 and 3. Pick a GGUF file of version 2 "
+        "or 3 (what current tools write).", "load")
+
+
+def test_a_damaged_default_model_names_install_model(chat, tmp_path, monkeypatch):
+    """Trial 9: a truncated default model in its usual place said "download it again", but not
+    how, unlike the missing default model's notice: `python -m app.install_model` repairs it."""
+    from app.core.paths import default_model_path
+
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path / "data"))
+    default = default_model_path()
+    default.parent.mkdir(parents=True)
+    default.write_bytes(b"GGUF\3\0\0\0" + b"\0" * 40)
+    chat.models.open_model(default)
+    chat.worker.load_failed.emit(f"cannot convert {default.name}: {default.name}: damaged GGUF file (it ends before "
+                                 "its own tensors do: 48 of 94,000,000 bytes); the file is probably incomplete or "
+                                 "corrupted — download it again")
+    assert chat.recorded.of("notice")[-1] == (
+        f"{default.name}: This GGUF file could not be read. This is the default model: run "
+        "`python -m app.install_model`, which installs it again.", "load")
+    default.write_bytes(b"")  # refused before the worker is asked: the same advice
+    chat.models.open_model(default)
+    assert chat.recorded.of("notice")[-1][0].endswith("run `python -m app.install_model`, which installs it again.")
+    other = tmp_path / "elsewhere.gguf"  # another damaged file: downloaded again, as before
+    other.write_bytes(b"")
+    chat.models.open_model(other)
+    assert "install_model" not in chat.recorded.of("notice")[-1][0]
 
 
 def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_report(chat, tmp_path):
@@ -89,7 +128,7 @@ def test_a_failed_load_says_why_and_reopens_the_previous_model(chat, tmp_path):
     chat.models.open_model(new)
     worker.load_failed.emit("cannot convert new: not a GGUF file.")
     # a plain line (what happened, what to do); the loader's own words stay in the log
-    assert seen.of("notice") == [("This GGUF file could not be read. The file may be incomplete or damaged; "
+    assert seen.of("notice") == [("new: This GGUF file could not be read. The file may be incomplete or damaged; "
                                   "download it again. Reopening old.", "load")]
     assert seen.of("load_failed") == [("cannot convert new: not a GGUF file.",)]
     assert [load[0] for load in worker.loads] == [str(new), str(old)]
@@ -103,7 +142,7 @@ def test_why_a_model_did_not_open_is_withdrawn_once_another_opens_not_when_the_p
     chat.models.open_model(new)
     worker.load_failed.emit("cannot load new: model.safetensors: damaged safetensors file (it ends before its "
                             "own tensors do); the file is probably incomplete or corrupted — download it again")
-    assert seen.of("notice") == [("The weights file model.safetensors could not be read. The file may be "
+    assert seen.of("notice") == [("new: The weights file model.safetensors could not be read. The file may be "
                                   "incomplete or damaged; download it again. Reopening old.", "load")]
     worker.model_loaded.emit(report("old"))  # the previous model, reopened: the notice stays to be read
     assert seen.of("model_loaded") == [(report("old"),)] and seen.of("load_notices_withdrawn") == []

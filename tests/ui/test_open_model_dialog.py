@@ -270,7 +270,8 @@ def test_in_korean_the_fit_lines_speak_korean(qtbot, tmp_path, tiny_model_dir, r
     qtbot.waitUntil(lambda: not dialog.reading() and dialog.tree.topLevelItemCount() == 3, timeout=30000)
     machine = dialog.findChild(type(dialog.detail), "openModelMachine").text()
     assert machine == "이 컴퓨터: 16.00 GiB 중 8.00 GiB RAM 사용 가능 (CPU)"
-    allowed = {"GiB", "MiB", "KiB", "RAM", "CPU", "cpu", "GGUF", "float32", "trust_remote_code"}
+    allowed = {"GiB", "MiB", "KiB", "RAM", "CPU", "cpu", "GGUF", "float32", "trust_remote_code",
+               "gguf", "config", "json"}  # file names: ".gguf", "config.json"
 
     def english(text: str) -> set[str]:
         return set(re.findall(r"[A-Za-z_]{3,}\d*", text)) - allowed
@@ -376,7 +377,9 @@ def test_a_file_that_cannot_be_opened_keeps_open_disabled_and_says_why(qtbot, tm
     qtbot.waitUntil(lambda: not dialog.reading())
     assert rows(dialog)[0][0] == "notes.gguf" and rows(dialog)[0][4] == "✕ cannot open"
     assert not dialog.open_button.isEnabled()
-    said = "This GGUF file could not be read. The file may be incomplete or damaged; download it again."
+    # trial 9: a text file renamed .gguf was "damaged; download it again"
+    said = ("This file is not a GGUF file (it does not start with GGUF's magic bytes). Pick a .gguf model file, or "
+            "a model folder with a config.json.")
     assert dialog.open_button.toolTip() == said
     assert dialog.detail.text().splitlines()[1:] == [said]  # under the path, in plain words
     double_click(qtbot, dialog, 0)
@@ -407,6 +410,28 @@ def test_a_cut_safetensors_folder_is_listed_as_damaged_and_cannot_be_opened(qtbo
             "The file may be incomplete or damaged; download it again.")
     assert not dialog.open_button.isEnabled() and dialog.open_button.toolTip() == said
     assert dialog.detail.text().splitlines()[1:] == [said]
+
+
+def test_the_default_models_damaged_file_says_to_run_install_model(qtbot, tmp_path, tiny_model_dir, monkeypatch):
+    """Trial 9: the default model cut short in its usual place said "download it again", and not
+    how; `python -m app.install_model` finds and repairs it."""
+    from app.core.paths import default_model_path
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path / "data"))
+    default = default_model_path()
+    default.parent.mkdir(parents=True)
+    write_tiny_gguf(default, "Q8_0")
+    with open(default, "r+b") as file:
+        file.truncate(default.stat().st_size // 2)
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    qtbot.waitUntil(lambda: not dialog.reading())
+    dialog.add_path(default)
+    qtbot.waitUntil(lambda: not dialog.reading())
+    said = "This GGUF file could not be read. This is the default model: run `python -m app.install_model`, which " \
+           "installs it again."
+    assert rows(dialog)[0][4] == "✕ damaged" and dialog.detail.text().splitlines()[1:] == [said]
+    assert "download it again" not in dialog.tree.topLevelItem(0).toolTip(0)
 
 
 def test_in_korean_a_damaged_folder_says_so_in_korean(qtbot, tmp_path, tiny_model_dir, korean):
