@@ -162,6 +162,27 @@ def test_damaged_gguf_and_missing_config_say_why_there_is_no_fit(tmp_path):
     assert "no config.json" in cpu_catalog(free=GiB).describe(tmp_path).note
 
 
+@pytest.mark.parametrize("files, refusal", [
+    ({"config.json": config_bytes(tiny_llama_config())},
+     "{name} has no weight files (*.safetensors or pytorch_model.bin)"),
+    ({"config.json": b"{not json", "model.safetensors": b"\0" * 10},
+     "config.json of {name} is unreadable (Expecting property name enclosed in double quotes: line 1 column 2 "
+     "(char 1))"),
+    ({"config.json": b"[1, 2]", "model.safetensors": b"\0" * 10}, "config.json of {name} is not a JSON object"),
+])
+def test_a_folder_the_loader_would_refuse_is_refused_in_the_listing(tmp_path, files, refusal):
+    """Trial 9: a folder with only config.json was listed as fitting, one whose config.json is not
+    JSON as "Memory fit not known", both with Open enabled; Open then failed "no weights files" or
+    on the config. The listing refuses them in the loader's words (folder_trust.folder_refusal)."""
+    folder = tmp_path / "half"
+    folder.mkdir()
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    entry = cpu_catalog(free=GiB).describe(folder)
+    assert entry.refusal == refusal.format(name="half")
+    assert cpu_catalog(free=GiB).describe(folder / "config.json").refusal == entry.refusal
+
+
 def test_a_cut_safetensors_file_is_listed_as_damaged_not_as_fitting(tmp_path, tiny_model_dir):
     """The new-user trial: a working folder whose model.safetensors was cut short was listed as
     "fits"; it is refused, with the file named, as a damaged GGUF header is."""

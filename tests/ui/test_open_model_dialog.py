@@ -412,6 +412,31 @@ def test_a_cut_safetensors_folder_is_listed_as_damaged_and_cannot_be_opened(qtbo
     assert dialog.detail.text().splitlines()[1:] == [said]
 
 
+@pytest.mark.parametrize("files, said", [
+    ({"config.json": "tiny"}, "This model folder has no weights files (.safetensors or .bin). The download may be "
+                              "incomplete; download the model again, or pick another folder."),
+    ({"config.json": "{not json", "model.safetensors": ""},
+     "The config.json of this model folder could not be read. It may be incomplete or damaged; download the model "
+     "again, or fix its config.json."),
+])
+def test_a_folder_the_loader_would_refuse_keeps_open_disabled_and_says_why(qtbot, tmp_path, tiny_model_dir,
+                                                                            files, said):
+    """Trial 9: a folder with only config.json was listed as "● fits", one whose config.json is not
+    JSON as "Memory fit not known", with Open enabled; Open then failed "no weights files"."""
+    folder = tmp_path / "half-model"
+    folder.mkdir()
+    for name, text in files.items():
+        text = (tiny_model_dir / "config.json").read_text() if text == "tiny" else text
+        (folder / name).write_text(text, encoding="utf-8")
+    dialog = standalone(qtbot, tiny_catalog(tmp_path, tiny_model_dir))
+    qtbot.waitUntil(lambda: not dialog.reading())
+    dialog.add_path(folder)
+    qtbot.waitUntil(lambda: not dialog.reading())
+    assert rows(dialog)[0][0] == "half-model" and rows(dialog)[0][4] == "✕ cannot open"
+    assert not dialog.open_button.isEnabled() and dialog.open_button.toolTip() == said
+    assert dialog.detail.text().splitlines()[1:] == [said]
+
+
 def test_the_default_models_damaged_file_says_to_run_install_model(qtbot, tmp_path, tiny_model_dir, monkeypatch):
     """Trial 9: the default model cut short in its usual place said "download it again", and not
     how; `python -m app.install_model` finds and repairs it."""

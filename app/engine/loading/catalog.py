@@ -70,7 +70,9 @@ class CatalogEntry:
     None where fit is None. A GGUF is planned from its header; nothing is converted to list it.
     refusal: why this path cannot be opened at all ("" when it can): a file that is not a GGUF or
     a GGUF with an unsupported architecture or tensor type or a damaged header, a folder without
-    config.json or with a damaged safetensors file (app.engine.loading.safetensors_header).
+    config.json, with one that cannot be read, without weight files
+    (app.engine.loading.folder_trust.folder_refusal) or with a damaged safetensors file
+    (app.engine.loading.safetensors_header).
     """
 
     name: str
@@ -267,6 +269,9 @@ class Catalog:
             why = ("no config.json: not a model folder" if path.is_dir()
                    else f"{path.name} is not a .gguf file or a model folder (no config.json next to it)")
             return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(REFUSED, why),), refusal=why)
+        # what the loader refuses whatever the user allows: refused here too, not listed as fitting
+        # (trial 9: a folder with only config.json, or a broken one, had Open enabled, then failed)
+        refused = _folder_refusal(folder)
         try:
             config, raw = read_config(folder)
             plan = self._plan(path, "hf", config, raw, folder)
@@ -274,10 +279,12 @@ class Catalog:
         except Exception as exc:  # noqa: BLE001 - any config a listing cannot read is one note
             reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             log.info("%s: config.json unreadable: %s", path, reason)
-            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(UNREADABLE, reason),))
+            return CatalogEntry(name, path, (origin,), size, notes=(EntryNote(UNREADABLE, reason),), refusal=refused)
+        # its fit is kept when refused (the HF cache listing judges causal LMs by it)
         entry = CatalogEntry(name, path, (origin,), size, str(raw.get("model_type", "")), fit,
-                             _notes(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan)
-        return _with_damage(entry, folder)
+                             _notes(raw, folder), tuple(str(a) for a in raw.get("architectures") or ()), plan,
+                             refused)
+        return entry if refused else _with_damage(entry, folder)
 
     def _describe_gguf(self, path: Path, origin: str, name: str, size: int, context: int) -> CatalogEntry:
         """A GGUF listed from its header (app.engine.loading.gguf_header, milliseconds): the fit as
@@ -333,6 +340,16 @@ def _with_damage(entry: CatalogEntry, folder: Path) -> CatalogEntry:
         return entry
     log.info("%s cannot be opened: %s", entry.path, reason)
     return replace(entry, notes=(EntryNote(DAMAGED, reason), *entry.notes), refusal=reason)
+
+
+def _folder_refusal(folder: Path) -> str:
+    """folder_trust.folder_refusal, "" for none; logged, as a GGUF's refusal is."""
+    from app.engine.loading.folder_trust import folder_refusal
+
+    refused = folder_refusal(folder) or ""
+    if refused:
+        log.info("%s cannot be opened: %s", folder, refused)
+    return refused
 
 
 def _fit_context(setting: int, plan) -> int:

@@ -84,24 +84,51 @@ def remote_code_message(name: str) -> str:
             f"if you trust its source, tick “{ENABLE_CODE}” for it in Open model… and open it again")
 
 
-def check_folder(folder: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> FolderTrust:
-    """Decide how `folder` may load. Raises TrustRequired when it needs remote code that is not
-    trusted, or has only pickle weights that are not allowed; ValueError when config.json is
-    unreadable or the folder has no weight files at all."""
-    folder = Path(folder)
+def _config(folder: Path) -> dict:
+    """`folder`'s config.json; ValueError (one line) when it cannot be read or is no JSON object."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"config.json of {folder.name} is unreadable ({exc})") from None
     if not isinstance(config, dict):
         raise ValueError(f"config.json of {folder.name} is not a JSON object")
+    return config
+
+
+def _no_weights(folder: Path) -> str:
+    return f"{folder.name} has no weight files (*.safetensors or pytorch_model.bin)"
+
+
+def folder_refusal(folder: Path) -> str | None:
+    """Why `folder` cannot load whatever the user allows, in check_folder's words (config.json
+    unreadable or no JSON object, no weight files at all), or None. The Open model dialog asks it,
+    so such a folder is refused there, not listed as fitting and failing on Open (trial 9). A
+    folder whose files cannot be listed: None (the loader says why)."""
+    folder = Path(folder)
+    try:
+        _config(folder)
+    except ValueError as exc:
+        return str(exc)
+    try:
+        files = weight_files(folder)
+    except OSError:
+        return None
+    return None if files.safetensors or files.pickle else _no_weights(folder)
+
+
+def check_folder(folder: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> FolderTrust:
+    """Decide how `folder` may load. Raises TrustRequired when it needs remote code that is not
+    trusted, or has only pickle weights that are not allowed; ValueError when config.json is
+    unreadable or the folder has no weight files at all (`folder_refusal`)."""
+    folder = Path(folder)
+    config = _config(folder)
     if needs_remote_code(config) and not trust_remote_code:
         raise TrustRequired(remote_code_message(folder.name), "trust_remote_code")
     files = weight_files(folder)
     if files.safetensors:
         return FolderTrust(True, trust_remote_code)
     if not files.pickle:
-        raise ValueError(f"{folder.name} has no weight files (*.safetensors or pytorch_model.bin)")
+        raise ValueError(_no_weights(folder))
     if not allow_pickle:
         shown = ", ".join(files.pickle[:3]) + (", …" if len(files.pickle) > 3 else "")
         raise TrustRequired(
