@@ -22,11 +22,13 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
+from app.chat import saving
 from app.chat.document_refusal import legacy_note, refusal_reason
 from app.core.conversation import Message, Role
 from app.core.document_prompt import without_document
@@ -178,7 +180,11 @@ class AttachmentFlow(QObject):
         documents = list(message.documents)
         if not 0 <= document_index < len(documents):
             return
-        stored = chat.store.remove_document(message.id, document_index) if message.id is not None else None
+        removed = []
+        if message.id is not None and not chat.save(
+                lambda: removed.append(chat.store.remove_document(message.id, document_index)), saving.unchanged()):
+            return  # its text stays stored, so it stays shown too
+        stored = removed[0] if removed else None
         gone = documents.pop(document_index)
         answer = self._answer_to(index)
         self._removal = _Removal(chat.conversation_id, message, document_index, gone, answer,
@@ -207,7 +213,8 @@ class AttachmentFlow(QObject):
             return
         if removal.stored is not None:
             try:
-                chat.store.restore_document(removal.stored)
+                if not chat.save(lambda: chat.store.restore_document(removal.stored), saving.unchanged()):
+                    return
             except KeyError:  # the message was deleted meanwhile: nothing to put it back on
                 return
         documents = list(removal.message.documents)
@@ -312,8 +319,8 @@ class AttachmentFlow(QObject):
         question = messages[index] if index >= 0 else None
         for fit in fits:
             note = fit_note(fit)
-            if question is not None and question.id is not None:
-                chat.store.note_document_fit(question.id, fit.name, note)
+            if question is not None and question.id is not None:  # not kept: said now all the same
+                chat.save(partial(chat.store.note_document_fit, question.id, fit.name, note), "", quiet=True)
             chat.document_noted.emit(index, fit.name, fit_line(fit.name, note))
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat import saving
 from app.core.backend_settings import BackendSettings, conversation_settings
 from app.core.secrets import load_api_key, save_api_key
 from app.core.settings import GenerationSettings
@@ -69,7 +70,8 @@ class BackendFlow(QObject):
                               translate("Backend", "API key stored in the OS keyring") if where == "keyring" else
                               translate("Backend", "API key stored in api_keys.json (owner-only)"), "status")
         if chat.conversation_id is not None:  # the open conversation keeps its own settings
-            chat.store.update_settings(chat.conversation_id, conversation_settings(generation, backend))
+            stored = conversation_settings(generation, backend)
+            chat.save(lambda: chat.store.update_settings(chat.conversation_id, stored), saving.not_kept())
         self.apply_backend()
         chat.models.say_new_tokens_limit()
 

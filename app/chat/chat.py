@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
 
+from app.chat import saving
 from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.kv_precision import DEFAULT_KV_PRECISION
@@ -114,6 +115,10 @@ class Chat(QObject):
             is being read ("reading 40%"), ready, or gone (status "").
         kv_precision_changed(str): the open chat's KV cache precision ("16-bit", "8-bit",
             "auto"; app.core.kv_precision), on open, on a new chat and when it is changed.
+        saving_changed(str why): conversations are not being saved ("": they are again); `why`
+            says why and where, for a lasting mark in the window: from start() for a database
+            that cannot be written (its copy in memory: nothing this session does is kept), and
+            when a write fails (a full disk) or succeeds again (app.chat.saving).
     """
 
     notice = Signal(str, str)
@@ -162,6 +167,7 @@ class Chat(QObject):
     backend_reported = Signal(object)
     attachment_changed = Signal(int, str, str)
     kv_precision_changed = Signal(str)
+    saving_changed = Signal(str)
 
     def __init__(self, settings: Settings, store: Store | None = None, device_preference: str = "auto",
                  worker=None, server_monitor: ServerMonitor | None = None, parent=None):
@@ -173,6 +179,8 @@ class Chat(QObject):
         self.defaults = settings  # what settings.json holds: a new chat starts from its generation and backend
         self._store_notice = None
         self._settings_unsaved_said = False
+        self.not_saving = ""  # why conversations are not being saved now ("": they are); saving_changed
+        self._saves_running = 0  # Chat.save calls in progress (one may run inside another's undo)
         if store is None:
             store, self._store_notice = open_store()
         self.store = store
@@ -238,6 +246,48 @@ class Chat(QObject):
         self.summaries.show_foldable()
         if self._store_notice:
             self.announce(self._store_notice, "error")
+        if self.store.read_only:  # said once above; marked for as long as the session lasts
+            self.note_saving(self._store_notice or "")
+
+    def save(self, write: Callable[[], object], then: str, undo: Callable[[], object] | None = None,
+             quiet: bool = False, kind: str = "error") -> bool:
+        """Run `write` (Store writes); returns whether it completed. On SAVE_ERRORS (a full disk, a
+        database locked or made read-only: app.chat.saving) `undo` runs, then a notice of `kind`
+        says what was not saved and `then`, what became of the action (none when `quiet`: a
+        write retried soon that has said so once, or one nobody waits for), and saving_changed
+        says conversations are not being saved until a write completes again. A save made
+        within another's write or undo leaves that to the outer one."""
+        self._saves_running += 1
+        try:
+            write()
+        except saving.SAVE_ERRORS as exc:
+            log.warning("not saved: %s", exc)
+            if undo is not None:
+                undo()
+            if self._saves_running == 1:
+                self.note_saving(saving.not_saving_tip(exc, self.store.path))
+            if not quiet:
+                self.announce(saving.not_saved_line(exc, self.store.path, then), kind)
+            return False
+        finally:
+            self._saves_running -= 1
+        if not self._saves_running:
+            self.note_saving("")
+        return True
+
+    def note_saving(self, why: str) -> None:
+        """Conversations are not being saved, for the reason `why` ("": a write succeeded: they
+        are). A store that cannot be written stays marked all session (`why` "" gives the
+        generic reason), whatever its writes in memory do."""
+        if self.store.read_only:
+            why = self.not_saving or why or QCoreApplication.translate(
+                "Saving", "Your conversations cannot be saved to {0}: chats and changes in this session are "
+                          "kept only until Headroom closes.").format(self.store.path)
+        if why != self.not_saving:
+            if self.not_saving and not why:  # after a notice that said what was not saved
+                self.announce(QCoreApplication.translate("Saving", "Saving works again."), "status")
+            self.not_saving = why
+            self.saving_changed.emit(why)
 
     def announce(self, text: str, kind: str = "info") -> None:
         """Say `text` through the notice funnel (kinds: see the class docstring)."""
@@ -275,5 +325,6 @@ class Chat(QObject):
         # still queued for this thread: take it in while the store is open, not after
         QCoreApplication.sendPostedEvents(None, QEvent.Type.MetaCall)
         self.turns.keep_partial_as_stopped()
-        self.store.purge_deleted(older_than_s=PURGE_DELETED_AFTER_S)
+        self.conversations.save_unsaved()  # an answer a full disk kept from the Store, if there is room now
+        self.save(lambda: self.store.purge_deleted(older_than_s=PURGE_DELETED_AFTER_S), "", quiet=True)
         self.store.close()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Slot
 
+from app.chat import saving
 from app.chat.attachments import fit_line
 from app.chat.error_text import os_error_text
 from app.chat.refusal_text import refusal_line_stored
@@ -72,6 +73,9 @@ class ConversationFlow(QObject):
         self._cache_keys: dict[int, str] = {}
         self._new_keys = itertools.count(1)
         self._deleted_keys: dict[int, str] = {}  # deleted while Undo is offered: id -> cache key
+        # messages of the chat shown whose write failed (a full disk): written, in their order,
+        # before the next message, or when the chat is left (save_unsaved)
+        self._unsaved: list = []
 
     def refresh_sidebar(self) -> None:
         """List the stored conversations matching the search text, the open one current."""
@@ -80,6 +84,7 @@ class ConversationFlow(QObject):
 
     def _reset_conversation(self) -> None:
         chat = self._chat
+        self._leave_unsaved()
         chat.turns.discard_queued()  # a message sent while stopping was meant for the chat left
         chat.notes.forget_proposals()
         chat.conversation, chat.summary, chat.conversation_id = Conversation(), SummaryState(), None
@@ -124,6 +129,7 @@ class ConversationFlow(QObject):
         chat = self._chat
         if chat.turns.shown and chat.conversation_id == conversation_id:
             return  # already shown, its reply streaming
+        self._leave_unsaved()  # before it is read: it may be this one again
         stored = chat.store.load_conversation(conversation_id)
         backend = chat.settings.backend
         self._reset_conversation()
@@ -214,7 +220,9 @@ class ConversationFlow(QObject):
         target = siblings[max(0, min(len(siblings) - 1, siblings.index(message.id) + step))]
         if target == message.id:
             return
-        chat.store.set_active_message(chat.conversation_id, tree.shown_leaf(target))
+        if not chat.save(lambda: chat.store.set_active_message(chat.conversation_id, tree.shown_leaf(target)),
+                         saving.unchanged()):
+            return
         self._adopt(chat.store.load_conversation(chat.conversation_id))
 
     @Slot(int)
@@ -229,8 +237,10 @@ class ConversationFlow(QObject):
         if chat.conversation_id is None or message.id is None:
             return
         title = translate("Conversations", "{0} (branch)").format(self._branch_title())
-        copy = chat.store.copy_branch(chat.conversation_id, message.id, title)
-        self.open_conversation(copy)
+        copies = []
+        if chat.save(lambda: copies.append(chat.store.copy_branch(chat.conversation_id, message.id, title)),
+                     saving.unchanged()):
+            self.open_conversation(copies[0])
 
     def _branch_title(self) -> str:
         """What a branch of the open conversation is called: its own title when the user renamed
@@ -261,7 +271,7 @@ class ConversationFlow(QObject):
             return
         chat.kv_precision = precision
         if chat.conversation_id is not None:
-            chat.store.set_kv_precision(chat.conversation_id, precision)
+            chat.save(lambda: chat.store.set_kv_precision(chat.conversation_id, precision), saving.not_kept())
         chat.kv_precision_changed.emit(precision)
         names = {KV_16: translate("Conversations", "16-bit"), KV_8: translate("Conversations", "8-bit"),
                  KV_AUTO: translate("Conversations", "auto (8-bit only when 16-bit does not fit)")}
@@ -273,17 +283,21 @@ class ConversationFlow(QObject):
 
     @Slot(int, str)
     def rename(self, conversation_id: int, title: str) -> None:
-        """Give the conversation the title `title`, cut to MAX_TITLE_CHARS."""
-        self._chat.store.rename_conversation(conversation_id, clean_title(title).strip()[:MAX_TITLE_CHARS])
+        """Give the conversation the title `title`, cut to MAX_TITLE_CHARS (not saved: the list
+        shows the old one again, and a notice says why)."""
+        title = clean_title(title).strip()[:MAX_TITLE_CHARS]
+        self._chat.save(lambda: self._chat.store.rename_conversation(conversation_id, title), saving.unchanged())
         self.refresh_sidebar()
 
     @Slot(int)
     def delete(self, conversation_id: int) -> None:
-        """Delete (restorable for a week); the open conversation closes into an empty chat."""
+        """Delete (restorable for a week); the open conversation closes into an empty chat. Not
+        saved (a full disk): nothing changes, a reply being written into it goes on."""
         chat = self._chat
         title = next((i.title for i in chat.store.list_conversations() if i.id == conversation_id), "")
-        chat.turns.stop_for_delete(conversation_id)
-        chat.store.delete_conversation(conversation_id)
+        if not chat.save(lambda: chat.store.delete_conversation(conversation_id), saving.unchanged()):
+            return
+        chat.turns.stop_for_delete(conversation_id)  # kept with it, as stopped, for Undo
         key = self._cache_keys.pop(conversation_id, None)
         if key is not None:  # its kept KV cache stays while Undo is offered (end_undo)
             self._deleted_keys[conversation_id] = key
@@ -296,7 +310,8 @@ class ConversationFlow(QObject):
     @Slot(int)
     def restore(self, conversation_id: int) -> None:
         """Undo a delete (its kept KV cache, if the worker still has it, is its own again)."""
-        self._chat.store.restore_conversation(conversation_id)
+        if not self._chat.save(lambda: self._chat.store.restore_conversation(conversation_id), saving.unchanged()):
+            return
         key = self._deleted_keys.pop(conversation_id, None)
         if key is not None:
             self._cache_keys[conversation_id] = key
@@ -335,19 +350,45 @@ class ConversationFlow(QObject):
     def persist(self, message, conversation: Conversation | None = None, conversation_id: int | None = None) -> None:
         """Commit a message as it completes (a new row, the reply to the message before it on the
         active path, or the final state of an old one). `conversation` / `conversation_id`: where
-        it belongs when that is not the conversation shown (a reply that ended after a switch)."""
+        it belongs when that is not the conversation shown (a reply that ended after a switch).
+        Raises SAVE_ERRORS (app.chat.saving) when the Store cannot be written (a full disk): a
+        message of the chat shown is then written with the next one that is, before it, so that
+        each keeps its place in the tree (or when the chat is left: `_leave_unsaved`)."""
         chat = self._chat
         if conversation is not None and conversation is not chat.conversation:
             self._persist_elsewhere(message, conversation, conversation_id)
             return
+        if not any(m is message for m in self._unsaved):
+            self._unsaved.append(message)
+        self._write_unsaved()
+
+    def _pending(self) -> list:
+        """The messages of self._unsaved still on the path shown, in its order (the others are
+        forgotten: withdrawn, cut by Regenerate or Edit)."""
+        self._unsaved = [m for m in self._chat.conversation.messages if any(m is u for u in self._unsaved)]
+        return self._unsaved
+
+    def _write_unsaved(self) -> None:
+        """Write the pending messages of the chat shown, in their order; raises SAVE_ERRORS at the
+        first that fails, which stays pending with those after it."""
+        pending = self._pending()
+        while pending:
+            self._write(pending[0])
+            pending.pop(0)
+        self.show_versions()
+
+    def _write(self, message) -> None:
+        """Commit one message of the chat shown (see persist), its conversation's row first when
+        it has none yet."""
+        chat = self._chat
         if chat.conversation_id is None:
             title = auto_title(chat.conversation.messages[0].content)
             chat.conversation_id = chat.store.create_conversation(title, chat.presets.conversation_settings())
+            self._cache_keys[chat.conversation_id] = chat.cache_key
+            self.refresh_sidebar()
             if chat.kv_precision != DEFAULT_KV_PRECISION:  # chosen before the first message
                 chat.store.set_kv_precision(chat.conversation_id, chat.kv_precision)
-            self._cache_keys[chat.conversation_id] = chat.cache_key
             chat.notes.save()  # notes written before the first message
-            self.refresh_sidebar()
         if message.id is None:
             # by identity: Message equality ignores ids, and a chat can hold two equal messages
             # ("ok" sent twice, a repeated answer): list.index would pick the first one's place
@@ -360,7 +401,57 @@ class ConversationFlow(QObject):
         else:
             chat.store.update_message(message.id, content=message.content, status=message.status,
                                       stats=message.stats)
+
+    def save_unsaved(self) -> None:
+        """Write what a full disk kept from the Store in the chat shown, if there is room now
+        (at close: quietly, nobody reads the notice)."""
+        if self._pending():
+            self._chat.save(self._write_unsaved, "", quiet=True)
+
+    def _leave_unsaved(self) -> None:
+        """Before the chat shown is left (another opened, a new one, it deleted): what a full disk
+        kept from the Store is written now if there is room; else it is lost, and the status bar
+        says so (the transcript goes with the chat). An answer still being written is left to its
+        end, which stores it in its own chat."""
+        chat = self._chat
+        writing = chat.conversation.messages[-1] if chat.turns.shown else None
+        if [m for m in self._pending() if m is not writing]:
+            if writing is not None:
+                self._unsaved.remove(writing)
+            title = (chat.store.load_conversation(chat.conversation_id).info.title
+                     if chat.conversation_id is not None else auto_title(chat.conversation.messages[0].content))
+            chat.save(self._write_unsaved, saving.answer_lost(title), kind="warning")
+        self._unsaved = []
+
+    def show_stored(self) -> None:
+        """Show the chat shown again as the Store has it (an Edit whose new version could not be
+        stored: the version it replaced)."""
+        chat = self._chat
+        if chat.conversation_id is not None:
+            self._adopt(chat.store.load_conversation(chat.conversation_id))
+
+    def take_back_unsaved(self, message) -> None:
+        """Take out of the chat shown a message that could not be written (with what follows it):
+        a chat made for it as its first message goes too, when the Store lets it."""
+        chat = self._chat
+        index = next((i for i, m in enumerate(chat.conversation.messages) if m is message), None)
+        if index is None:
+            return
+        self.drop_from(index)
+        if chat.conversation_id is not None and not chat.conversation.messages:
+            self._forget_if_empty()
         self.show_versions()
+
+    def _forget_if_empty(self) -> None:
+        """The chat shown's row goes when it holds no message (its first one withdrawn, or not
+        written); a Store that cannot be written keeps it in the list, empty."""
+        chat = self._chat
+        emptied = []
+        chat.save(lambda: emptied.append(chat.store.delete_if_empty(chat.conversation_id)), "", quiet=True)
+        if emptied and emptied[0]:
+            self._cache_keys.pop(chat.conversation_id, None)
+            chat.conversation_id = None
+            self.refresh_sidebar()
 
     def _persist_elsewhere(self, message, conversation: Conversation, conversation_id: int) -> None:
         """Commit a message of a conversation that is not shown (see persist)."""
@@ -393,14 +484,22 @@ class ConversationFlow(QObject):
     def cut_to(self, index: int) -> None:
         """Leave the messages from `index` on (Edit, Regenerate): they stay in the Store as an
         older version; the path shown, the Store's active message and the summary go back to
-        the message before `index`."""
+        the message before `index`. Raises SAVE_ERRORS, with nothing changed, when the Store
+        cannot be written."""
+        chat = self._chat
+        path = [m.id for m in chat.conversation.messages[:index] if m.id is not None]
+        if chat.conversation_id is not None and path:
+            chat.store.set_active_message(chat.conversation_id, path[-1])
+        self.drop_from(index)
+
+    def drop_from(self, index: int) -> None:
+        """The messages from `index` on leave the chat shown (the Store's active path is the
+        caller's), with the summary when it folded any of them."""
         chat = self._chat
         del chat.conversation.messages[index:]
         chat.messages_truncated.emit(index)
-        path = [m.id for m in chat.conversation.messages if m.id is not None]
-        if chat.conversation_id is not None and path:
-            chat.store.set_active_message(chat.conversation_id, path[-1])
         if chat.summary.folded_through >= index:
+            path = [m.id for m in chat.conversation.messages if m.id is not None]
             chat.summary = chat.store.summary_for(chat.conversation_id, path) if chat.conversation_id \
                 is not None else SummaryState()
             chat.summaries.show_summary()
@@ -409,7 +508,8 @@ class ConversationFlow(QObject):
         """Take back the last (user) message that got no answer; returns its text and the
         documents attached to it (("", ()) when nothing was taken back). A message that was only
         just written is deleted; one that has older answers (a refused Regenerate) stays, and the
-        newest of those answers is shown again."""
+        newest of those answers is shown again. Raises SAVE_ERRORS, with nothing changed, when
+        the Store cannot be written."""
         chat = self._chat
         message = chat.conversation.messages[-1]
         if chat.conversation_id is not None and message.id is not None:
@@ -417,11 +517,10 @@ class ConversationFlow(QObject):
                 chat.store.set_active_message(chat.conversation_id, message.id)
                 self._adopt(chat.store.load_conversation(chat.conversation_id))
                 return "", ()
-            chat.store.delete_message(message.id)
-            if chat.store.delete_if_empty(chat.conversation_id):  # its first message: no chat is left behind
-                self._cache_keys.pop(chat.conversation_id, None)
-                chat.conversation_id = None
-                self.refresh_sidebar()
-        self.cut_to(len(chat.conversation.messages) - 1)
+            chat.store.delete_message(message.id)  # the Store's active path moves up to its parent
+            self._forget_if_empty()  # its first message: no chat is left behind
+            self.drop_from(len(chat.conversation.messages) - 1)
+        else:
+            self.cut_to(len(chat.conversation.messages) - 1)
         self.show_versions()
         return message.content, tuple(message.documents)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Slot
 
+from app.chat import saving
 from app.core.note_proposals import propose_notes
 from app.core.pinned_notes import add_note, estimate_tokens
 
@@ -76,15 +77,16 @@ class NotesFlow(QObject):
         """Write the proposals to the open conversation (none yet: a summary needs its messages,
         which are stored first, so there is always one)."""
         chat = self._chat
-        if chat.conversation_id is not None:
-            chat.store.set_note_proposals(chat.conversation_id, self.proposals, self._dismissed)
+        if chat.conversation_id is not None:  # not kept: offered again when the chat is opened again
+            chat.save(lambda: chat.store.set_note_proposals(chat.conversation_id, self.proposals, self._dismissed),
+                      "", quiet=True)
 
     @Slot(str)
     def edit(self, text: str) -> None:
         """Adopt the user's notes ("" removes them) and save them with the conversation."""
         chat = self._chat
         chat.pinned_notes = text.strip()
-        self.save()
+        chat.save(self.save, saving.not_kept())
         self.show_notes()
 
     @Slot(int)
@@ -93,7 +95,8 @@ class NotesFlow(QObject):
         self.edit(add_note(self._chat.pinned_notes, self._chat.conversation.messages[index].content))
 
     def save(self) -> None:
-        """Write the notes to the open conversation's row (none yet: written when it is made)."""
+        """Write the notes to the open conversation's row (none yet: written when it is made).
+        Raises SAVE_ERRORS (app.chat.saving) when the Store cannot be written."""
         chat = self._chat
         if chat.conversation_id is not None:
             chat.store.set_pinned_notes(chat.conversation_id, chat.pinned_notes)

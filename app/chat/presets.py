@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, Slot
 
+from app.chat import saving
 from app.chat.error_text import os_error_text
 from app.core import presets as core
 from app.core.backend_settings import conversation_settings
@@ -173,7 +174,8 @@ class PresetFlow(QObject):
         """Write the open conversation's settings with its preset (none yet: when it is made)."""
         chat = self._chat
         if chat.conversation_id is not None:
-            chat.store.update_settings(chat.conversation_id, self.conversation_settings())
+            chat.save(lambda: chat.store.update_settings(chat.conversation_id, self.conversation_settings()),
+                      saving.not_kept())
 
     def conversation_settings(self) -> dict:
         """What the conversation row stores: its settings, backend and preset name."""

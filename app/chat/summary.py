@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
 
+from app.chat import saving
 from app.chat.error_text import plain_failure, summary_verdict_text
 from app.core.history import SummaryState, foldable_turns, summary_reserve, without_unanswered
 
@@ -115,7 +116,7 @@ class SummaryFlow(QObject):
         chat.summary = SummaryState(text, chat.summary.folded_through if text else -1,
                                     len(text.split()) * 4 // 3)  # recounted by the next turn's plan
         if chat.conversation_id is not None:
-            chat.store.save_summary(chat.conversation_id, chat.summary)
+            chat.save(lambda: chat.store.save_summary(chat.conversation_id, chat.summary), saving.summary_not_kept())
         self.show_summary()
 
     def expect(self, request_id: int) -> None:
@@ -171,7 +172,8 @@ class SummaryFlow(QObject):
         self._origins = {rid: origin for rid, origin in self._origins.items() if rid > request_id}
         folded = state.folded_through + 1
         if conversation_id is not None and len(path) >= folded and None not in path[:folded]:
-            chat.store.save_summary(conversation_id, state, path[folded - 1] if folded else None)
+            chat.save(lambda: chat.store.save_summary(conversation_id, state, path[folded - 1] if folded else None),
+                      saving.summary_not_kept())
         self._end_writing()
         if conversation_id == here[0] and path[:folded] == here[1][:folded]:
             new = state.content and state.content != chat.summary.content

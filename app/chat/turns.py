@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
+from app.chat import saving
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line, stored_refusal
 from app.chat.stop_text import stop_detail
@@ -89,6 +90,8 @@ class TurnFlow(QObject):
         self._documents: tuple = ()  # ExtractedDocuments of the turn in flight (for a refusal's remedies)
         self._refused = None  # the user Message whose turn was refused and whose remedies are offered
         self._saved_at = 0.0  # time.monotonic() of the last save of the answer being written
+        self._unsaved_said = False  # a notice said that the answer being written is not saved
+        self._save_failed = False  # its last save failed (a full disk): tried again at most every PROGRESS_SAVE_S
         self.last_plan = None         # the pending turn's TurnPlan (window, projection, decision)
         self.turn_records: list = []  # per-turn projected vs measured peaks, for diagnostics
         worker = chat.worker
@@ -216,9 +219,13 @@ class TurnFlow(QObject):
             chat.text_withdrawn.emit(text)
             return
         documents = chat.attachments.take() if chat.attachments is not None else ()
-        withdrawn, withdrawn_documents = self._withdraw_left_unanswered()
-        self._add_user_message(text, documents)
-        self._start_turn(documents=documents)
+        taken: list = []
+        if not chat.save(lambda: taken.extend(self._withdraw_left_unanswered()), saving.not_sent(),
+                         undo=lambda: self._put_back(text, documents)):
+            return
+        withdrawn, withdrawn_documents = taken
+        if self._add_user_message(text, documents):
+            self._start_turn(documents=documents)
         if withdrawn:  # after the new message left the composer, so that it is not sent with it
             self._put_back(withdrawn, withdrawn_documents)
             if withdrawn_documents:
@@ -243,15 +250,25 @@ class TurnFlow(QObject):
         if documents and self._chat.attachments is not None:
             self._chat.attachments.put_back(documents)
 
-    def _add_user_message(self, text: str, documents: tuple) -> None:
-        """The user's message, with the documents it carries, shown and stored."""
+    def _add_user_message(self, text: str, documents: tuple, edited: bool = False) -> bool:
+        """The user's message, with the documents it carries, shown and stored; returns whether it
+        was stored. One that cannot be (a full disk) is not sent: it leaves the chat and its text
+        goes back to the composer (text_withdrawn), with its files unless it is an `edited` one
+        (they stay with the version it replaced, which is shown again)."""
         chat = self._chat
         message = chat.conversation.add(Role.USER, text)
         message.documents = documents
         chat.message_added.emit(Role.USER, text)
         if documents:
             chat.message_documents.emit(len(chat.conversation.messages) - 1, documents)
-        chat.conversations.persist(message)
+
+        def take_back() -> None:
+            chat.conversations.take_back_unsaved(message)
+            if edited:
+                chat.conversations.show_stored()
+            self._put_back(text, () if edited else documents)
+
+        return chat.save(lambda: chat.conversations.persist(message), saving.not_sent(), undo=take_back)
 
     @Slot(int, str)
     def edit(self, index: int, text: str) -> None:
@@ -262,9 +279,11 @@ class TurnFlow(QObject):
         if self._refuse_while_busy():
             return
         documents = chat.conversation.messages[index].documents
-        chat.conversations.cut_to(index)
-        self._add_user_message(text, documents)
-        self._start_turn(documents=documents)
+        if not chat.save(lambda: chat.conversations.cut_to(index), saving.not_sent(),
+                         undo=lambda: self._put_back(text, ())):
+            return
+        if self._add_user_message(text, documents, edited=True):
+            self._start_turn(documents=documents)
 
     @Slot(int)
     def regenerate(self, index: int) -> None:
@@ -273,7 +292,8 @@ class TurnFlow(QObject):
             return
         messages = self._chat.conversation.messages
         question = messages[index - 1] if index > 0 and messages[index - 1].role is Role.USER else None
-        self._chat.conversations.cut_to(index)
+        if not self._chat.save(lambda: self._chat.conversations.cut_to(index), saving.unchanged()):
+            return  # the answer stays shown, as the Store still has it
         self._start_turn(documents=question.documents if question is not None else ())
 
     @Slot(int)
@@ -296,10 +316,17 @@ class TurnFlow(QObject):
                 or messages[-1].status is not MessageStatus.FAILED):
             return
         failed = messages[-1]
-        if not failed.content.strip() and failed.id is not None and chat.conversation_id is not None:
-            chat.store.delete_message(failed.id)  # an empty failed answer is not worth a version
         question = messages[-2] if messages[-2].role is Role.USER else None
-        chat.conversations.cut_to(len(messages) - 1)
+
+        def write() -> None:
+            if not failed.content.strip() and failed.id is not None and chat.conversation_id is not None:
+                chat.store.delete_message(failed.id)  # not worth a version; the Store's path moves up
+                chat.conversations.drop_from(len(messages) - 1)
+            else:
+                chat.conversations.cut_to(len(messages) - 1)
+
+        if not chat.save(write, saving.unchanged()):
+            return
         self._start_turn(documents=question.documents if question is not None else ())  # sent again, as Regenerate
 
     @Slot()
@@ -360,7 +387,7 @@ class TurnFlow(QObject):
         question = messages[-1]
         if question.id is not None:  # its turn runs after all, or it is withdrawn
             with contextlib.suppress(KeyError):
-                self._chat.store.note_refusal(question.id, None)
+                self._chat.save(lambda: self._chat.store.note_refusal(question.id, None), "", quiet=True)
         lowered = lowered_max_new_tokens(decision) if choice == "lower_max_new_tokens" else None
         if lowered:
             if decision.cause != "memory":
@@ -399,7 +426,7 @@ class TurnFlow(QObject):
         if not continue_final:
             chat.conversation.add(Role.ASSISTANT, "", MessageStatus.STREAMING)
         self._reply, self._home, self._home_id = chat.conversation.messages[-1], chat.conversation, chat.conversation_id
-        self._begun = self._waiting_said = False
+        self._begun = self._waiting_said = self._unsaved_said = self._save_failed = False
         # Continue extends an answer: its stats so far, to which the continuation's are added
         self._earlier_stats = self._reply.stats if continue_final else None
         self._documents = documents
@@ -485,14 +512,31 @@ class TurnFlow(QObject):
         in memory until it ended, so a killed process lost it and left its question unanswered
         (new-user trial: kill -9 mid-answer)."""
         reply, now = self._reply, time.monotonic()
-        if reply.id is not None and now - self._saved_at < PROGRESS_SAVE_S:
+        if (reply.id is not None or self._save_failed) and now - self._saved_at < PROGRESS_SAVE_S:
             return
         self._saved_at = now
-        with contextlib.suppress(KeyError):  # its chat deleted meanwhile (stop_for_delete ends it)
+        home, home_id = self._home, self._home_id
+
+        def write() -> None:
             if reply.id is None:  # its row: a new version, the sidebar and version arrows follow
-                self._chat.conversations.persist(reply, self._home, self._home_id)
+                self._chat.conversations.persist(reply, home, home_id)
             else:  # later only its text, on the token path: no sidebar or version recount each second
                 self._chat.store.update_message(reply.id, content=reply.content, status=reply.status)
+
+        with contextlib.suppress(KeyError):  # its chat deleted meanwhile (stop_for_delete ends it)
+            self._save_reply(write)
+
+    def _save_reply(self, write, final: bool = False) -> bool:
+        """Store the answer of the turn in flight with `write` (`final`: as it ended); returns
+        whether it was. Not stored (a full disk), it stays shown and a notice says so, once per
+        answer; its end tries again, and in a chat no longer shown says that it was lost."""
+        shown = self.shown
+        quiet = self._unsaved_said or not (shown or final)
+        then = "" if quiet else saving.answer_kept_shown() if shown else saving.answer_lost(self._title(self._home_id))
+        saved = self._chat.save(write, then, quiet=quiet)
+        self._save_failed = not saved
+        self._unsaved_said = self._unsaved_said or (not saved and not quiet)
+        return saved
 
     @Slot(int, object, object)
     def _on_reply_finished(self, request_id: int, finished, record) -> None:
@@ -527,7 +571,7 @@ class TurnFlow(QObject):
         if earlier is not None:
             reply.stats = earlier.continued_by(reply.stats)
         with contextlib.suppress(KeyError):  # purged meanwhile: nothing left to complete
-            self._chat.conversations.persist(reply, home, home_id)
+            self._chat.save(lambda: self._chat.conversations.persist(reply, home, home_id), "", quiet=True)
 
     @Slot(int, object)
     def _on_documents_fitted(self, request_id: int, fits) -> None:
@@ -584,7 +628,8 @@ class TurnFlow(QObject):
         question = home.messages[-1] if home.messages else None
         if question is not None and question.role is Role.USER and question.id is not None:
             with contextlib.suppress(KeyError):  # its chat deleted meanwhile
-                chat.store.note_refusal(question.id, stored_refusal(decision))  # said again when reopened
+                # said again when reopened (not kept: it is said now, and the indicator says why)
+                chat.save(lambda: chat.store.note_refusal(question.id, stored_refusal(decision)), "", quiet=True)
         # "refused" goes when a remedy runs the turn; about a chat no longer shown it stays an error
         chat.announce(refusal_line(decision), "refused" if shown else "error")
         chat.turn_ended.emit("refused")
@@ -614,7 +659,7 @@ class TurnFlow(QObject):
         chat = self._chat
         message, home, home_id = self._reply, self._home, self._home_id
         message.status = status
-        chat.conversations.persist(message, home, home_id)
+        self._save_reply(lambda: chat.conversations.persist(message, home, home_id), final=True)
         chat.reply_ended.emit(status, detail)
         if finished is not None and self.shown:
             self._say_measures(message, finished)

@@ -1,0 +1,247 @@
+"""Store writes that fail (new-user trial: the data folder on a full disk, or unwritable): a plain
+notice says what was not saved and what became of the action, never the traceback dialog; a
+message that could not be stored is not sent and goes back to the composer; Regenerate, Edit and
+the sidebar's commands leave the chat as it was; an answer that cannot be stored stays shown and
+is stored once there is room; the window is told, for as long as it lasts, that nothing is saved."""
+
+import sqlite3
+
+import pytest
+
+from app.chat import open_chat
+from app.core.conversation import MessageStatus
+from app.core.settings import GenerationSettings, Settings
+from app.core.store import Store
+from tests.chat.conftest import finished, record
+from tests.helpers.fake_worker import FakeWorker
+
+FULL = "database or disk is full"
+
+
+def disk_full(monkeypatch, *methods):
+    """Store `methods` raise as SQLite does on a full disk; returns the function that frees space."""
+    saved = {name: getattr(Store, name) for name in methods}
+
+    def full(*_args, **_kwargs):
+        raise sqlite3.OperationalError(FULL)
+
+    for name in methods:
+        monkeypatch.setattr(Store, name, full)
+    return lambda: [monkeypatch.setattr(Store, name, method) for name, method in saved.items()]
+
+
+def watch_saving(chat):
+    said = []
+    chat.saving_changed.connect(said.append)
+    return said
+
+
+def contents(messages):
+    return [m.content for m in messages]
+
+
+def stored(chat):
+    return contents(chat.store.load_conversation(chat.conversation_id).conversation.messages)
+
+
+def answer(chat, text):
+    worker = chat.worker
+    worker.token_streamed.emit(worker.last_id, text)
+    worker.reply_finished.emit(worker.last_id, finished(text), record())
+
+
+def errors(chat):
+    return [text for text, kind in chat.recorded.of("notice") if kind == "error"]
+
+
+def test_a_message_that_cannot_be_stored_is_not_sent_and_goes_back_to_the_composer(chat, monkeypatch, tmp_path):
+    """Trial: sending on a full disk raised into the crash dialog, emptied the message box and the
+    message was gone, from the chat and from the database, once space was freed."""
+    seen, worker, saving = chat.recorded, chat.worker, watch_saving(chat)
+    chat.turns.send("First question")
+    answer(chat, "First answer.")
+    free = disk_full(monkeypatch, "append_message")
+    chat.turns.send("Second question, disk full")
+    assert len(worker.requests) == 1 and not chat.turns.active  # not sent
+    assert seen.of("text_withdrawn") == [("Second question, disk full",)]
+    assert contents(chat.conversation.messages) == ["First question", "First answer."]
+    assert seen.of("messages_truncated")[-1] == (2,)  # its bubble goes
+    [line] = errors(chat)
+    assert line == (f"Could not save: the disk is full ({tmp_path / 'chat.sqlite3'}). Free some space; your "
+                    "message was not sent and is back in the message box.")
+    assert saving == [f"Conversations are not being saved: the disk is full ({tmp_path / 'chat.sqlite3'}). "
+                      "Free some space."] and chat.not_saving == saving[-1]
+    free()
+    chat.turns.send("Second question, disk full")
+    answer(chat, "Second answer.")
+    assert stored(chat) == ["First question", "First answer.", "Second question, disk full", "Second answer."]
+    assert saving[-1] == "" and ("Saving works again.", "status") in seen.of("notice")
+
+
+def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat_behind(chat, monkeypatch):
+    free = disk_full(monkeypatch, "append_message")
+    chat.turns.send("Hello")
+    assert chat.conversation_id is None and chat.store.list_conversations() == []
+    assert chat.conversation.messages == [] and chat.recorded.of("text_withdrawn") == [("Hello",)]
+    free()
+    chat.turns.send("Hello")
+    assert stored(chat) == ["Hello"] and len(chat.store.list_conversations()) == 1
+
+
+def test_regenerate_that_cannot_be_stored_leaves_the_answer_shown(chat, monkeypatch):
+    """Trial: Regenerate on a full disk opened the crash dialog and the answer left the view
+    (it was still in the database)."""
+    seen, worker = chat.recorded, chat.worker
+    chat.turns.send("Question")
+    answer(chat, "Answer.")
+    seen.clear()
+    disk_full(monkeypatch, "set_active_message")
+    chat.turns.regenerate(1)
+    assert len(worker.requests) == 1 and not chat.turns.active
+    assert contents(chat.conversation.messages) == ["Question", "Answer."]
+    assert seen.of("messages_truncated") == [] and seen.of("reply_started") == []
+    assert errors(chat)[-1].endswith("Free some space; nothing was changed.")
+    assert stored(chat) == ["Question", "Answer."]
+
+
+def test_an_edit_that_cannot_be_stored_shows_the_version_it_replaced_and_keeps_the_text(chat, monkeypatch):
+    seen, worker = chat.recorded, chat.worker
+    chat.turns.send("Capital of France?")
+    answer(chat, "Paris.")
+    disk_full(monkeypatch, "append_message")
+    chat.turns.edit(0, "Capital of Spain?")
+    assert len(worker.requests) == 1
+    assert contents(chat.conversation.messages) == ["Capital of France?", "Paris."]
+    assert contents(seen.of("conversation_loaded")[-1][0]) == ["Capital of France?", "Paris."]
+    assert seen.of("text_withdrawn") == [("Capital of Spain?",)]
+    assert stored(chat) == ["Capital of France?", "Paris."] and chat.versions == [(1, 1), (1, 1)]
+
+
+def test_an_answer_that_cannot_be_stored_stays_shown_and_is_stored_with_the_next_message(chat, monkeypatch):
+    seen, worker = chat.recorded, chat.worker
+    chat.turns.send("Question one")
+    free = disk_full(monkeypatch, "append_message", "update_message")
+    worker.token_streamed.emit(worker.last_id, "Answer")
+    worker.token_streamed.emit(worker.last_id, " one.")
+    worker.reply_finished.emit(worker.last_id, finished("Answer one."), record())
+    assert seen.of("reply_ended") == [(MessageStatus.COMPLETE, "")] and seen.of("turn_ended") == [("complete",)]
+    assert contents(chat.conversation.messages) == ["Question one", "Answer one."]
+    [line] = errors(chat)  # once, though its first piece and its end both failed
+    assert "the answer stays shown and is saved with your next message" in line
+    assert stored(chat) == ["Question one"]
+    free()
+    chat.turns.send("Question two")
+    assert stored(chat) == ["Question one", "Answer one.", "Question two"]  # in its place in the tree
+    assert chat.versions == [(1, 1)] * 4
+
+
+def test_an_answer_the_full_disk_refuses_is_tried_again_at_most_every_second(chat, monkeypatch):
+    worker, tries = chat.worker, []
+
+    def full(*_args, **_kwargs):
+        tries.append(1)
+        raise sqlite3.OperationalError(FULL)
+
+    chat.turns.send("Question")
+    monkeypatch.setattr(Store, "append_message", full)
+    for piece in ("a", "b", "c", "d"):
+        worker.token_streamed.emit(worker.last_id, piece)
+    assert len(tries) == 1  # not once per token: the log said it 200 times an answer
+
+
+def test_an_unstored_answer_is_stored_when_the_chat_is_left_or_said_lost(chat, monkeypatch):
+    seen = chat.recorded
+    chat.turns.send("Kept question")
+    free = disk_full(monkeypatch, "append_message", "update_message")
+    answer(chat, "Kept answer.")
+    free()
+    first = chat.conversation_id
+    chat.conversations.new_conversation()
+    assert contents(chat.store.load_conversation(first).conversation.messages) == ["Kept question", "Kept answer."]
+
+    chat.turns.send("Lost question")
+    disk_full(monkeypatch, "append_message", "update_message")
+    answer(chat, "Lost answer.")
+    chat.conversations.open_conversation(first)
+    assert seen.of("notice")[-1] == (f"Could not save: the disk is full ({chat.store.path}). Free some space; the "
+                                     "answer written in “Lost question” was not saved.", "warning")
+
+
+def test_the_sidebar_s_commands_that_cannot_be_stored_change_nothing(chat, monkeypatch):
+    chat.turns.send("About cats")
+    answer(chat, "Cats.")
+    cid = chat.conversation_id
+    disk_full(monkeypatch, "rename_conversation", "delete_conversation")
+    chat.conversations.rename(cid, "Renamed")
+    assert chat.store.load_conversation(cid).info.title == "About cats"
+    assert chat.recorded.of("conversations_listed")[-1][0][0].title == "About cats"  # the list shows it again
+    chat.conversations.delete(cid)
+    assert chat.conversation_id == cid and contents(chat.conversation.messages) == ["About cats", "Cats."]
+    assert chat.recorded.of("conversation_deleted") == []
+    assert [line.endswith("nothing was changed.") for line in errors(chat)] == [True, True]
+
+
+WRITES = ("create_conversation", "append_message", "update_message", "set_active_message", "delete_message",
+          "remove_document", "note_document_fit", "note_refusal", "restore_document", "delete_if_empty",
+          "rename_conversation", "set_pinned_notes", "set_note_proposals", "set_kv_precision", "update_settings",
+          "save_summary", "delete_conversation", "restore_conversation", "purge_deleted", "copy_branch")
+
+
+def test_no_command_of_the_chat_raises_when_nothing_can_be_written(chat, monkeypatch):
+    """Every Store write the flows make, failing at once: each command says so and goes on."""
+    chat.turns.send("Question")
+    answer(chat, "Answer.")
+    chat.turns.send("Another")
+    answer(chat, "Another answer.")
+    cid = chat.conversation_id
+    disk_full(monkeypatch, *WRITES)
+    conversations, turns = chat.conversations, chat.turns
+    conversations.rename(cid, "x")
+    conversations.set_kv_precision("8-bit")
+    conversations.branch_to_new_chat(1)
+    conversations.switch_version(1, -1)
+    conversations.delete(cid)
+    conversations.restore(cid)
+    chat.notes.edit("a note")
+    chat.summaries.edit("a summary")
+    chat.presets.save_pick()
+    turns.regenerate(3)
+    turns.edit(2, "Another, edited")
+    turns.send("Third")
+    assert len(chat.worker.requests) == 2 and chat.conversation_id == cid
+    assert contents(chat.conversation.messages) == ["Question", "Answer.", "Another", "Another answer."]
+    assert chat.pinned_notes == "a note" and chat.summary.content == "a summary"  # for now, not kept
+    assert len(errors(chat)) == 11 and all(line.startswith("Could not save: the disk is full") for line in errors(chat))
+    chat.close()  # its purge of deleted chats fails too: quietly
+
+
+def test_a_store_that_cannot_be_written_is_marked_for_the_whole_session(qapp, tmp_path):
+    """Trial: the start notice went with New chat and nothing said that the chats of the session
+    would be gone after a restart."""
+    path = tmp_path / "headroom.sqlite3"
+    Store(path).close()
+    chat = open_chat(Settings(GenerationSettings(max_new_tokens=16)), Store(path, read_only=True),
+                     worker=FakeWorker())
+    saving = watch_saving(chat)
+    chat.start()
+    try:
+        assert saving == [f"Your conversations cannot be saved to {path}: chats and changes in this session are "
+                          "kept only until Headroom closes."]
+        chat.conversations.new_conversation()
+        chat.turns.send("Hello")
+        chat.worker.reply_finished.emit(chat.worker.last_id, finished("Hi."), record())
+        assert chat.not_saving == saving[0] and len(saving) == 1  # its writes in memory change nothing
+    finally:
+        chat.close()
+
+
+@pytest.mark.parametrize("exc", [sqlite3.OperationalError("database is locked"), OSError(30, "Read-only file system")])
+def test_other_reasons_are_said_as_they_are(chat, monkeypatch, exc):
+    def fails(*_args, **_kwargs):
+        raise exc
+
+    monkeypatch.setattr(Store, "append_message", fails)
+    chat.turns.send("Hi")
+    reason = "database is locked" if isinstance(exc, sqlite3.Error) else "Read-only file system"
+    assert errors(chat) == [f"Could not save: {reason} ({chat.store.path}); your message was not sent and is back "
+                            "in the message box."]
