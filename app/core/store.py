@@ -24,7 +24,8 @@ WAL content included) is written beside it as ``<name>.v<old>-<UTC time>.bak``, 
 A file written by a newer Headroom (user_version > SCHEMA_VERSION) is never migrated nor written:
 `Store(path)` raises NewerSchemaError; `open_store` instead opens it *read-only* — a copy of the
 file in memory (`Store(path, read_only=True)`), so the history shows and this session's chats work,
-but nothing reaches the file — and returns a one-line notice saying so.
+but nothing reaches the file — and returns a one-line notice saying so. The copy takes every write
+(old chats can be continued, renamed, deleted): the notice says that none of it is kept.
 """
 
 import json
@@ -724,7 +725,7 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
 
     Returns (store, notice): notice is None, or one line for the user when
     - the file was written by a newer Headroom: `store` is a read-only copy (`store.read_only`;
-      history shown, this session's chats not saved) and the file is left untouched; if even
+      history shown, nothing this session does is saved) and the file is left untouched; if even
       that copy cannot be read, `store` is an empty session-only one;
     - the file at ``path`` was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file
       is not a database"): it was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside
@@ -766,10 +767,13 @@ def _open_unwritable(path: Path, exc: Exception) -> tuple[Store, str]:
     try:
         store = Store(path, read_only=True)
         store.list_conversations(include_deleted=True)
-        return store, why + ("They are shown read-only and chats in this session are not saved. "
-                             "Make the file writable, or close what holds it, and restart Headroom.")
+        # a copy in memory: old chats can be continued and changed, so "read-only" was not true
+        # (new-user trial: a session's chats were gone after a restart, with no mark of it)
+        return store, why + ("They are shown, but new chats, messages and changes in this session are kept only "
+                             "until Headroom closes. Make the file writable, or close what holds it, and restart "
+                             "Headroom.")
     except (sqlite3.Error, OSError, StoreError):
-        return Store.session_only(path), why + "Chats in this session are not saved."
+        return Store.session_only(path), why + "Chats in this session are kept only until Headroom closes."
 
 
 def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, str]:
@@ -780,8 +784,8 @@ def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, str]:
     try:
         store = Store(path, read_only=True)
         store.list_conversations(include_deleted=True)  # this version's queries work on it
-        return store, why + ("They are shown read-only: new chats in this session are not saved. "
-                             "Update Headroom to continue them.")
+        return store, why + ("They are shown, but new chats, messages and changes in this session are kept only "
+                             "until Headroom closes. Update Headroom to continue them.")
     except sqlite3.Error:
         return Store.session_only(path), why + (
             "This version cannot read them; the file was left untouched and chats in this session "

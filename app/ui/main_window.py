@@ -45,6 +45,7 @@ from app.ui.help_menu import HelpMenu
 from app.ui.memory_wiring import MemoryWiring
 from app.ui.note_proposals import NoteProposals
 from app.ui.quit_question import QuitQuestion
+from app.ui.saving_badge import SavingBadge
 from app.ui.status_bar import ModelStatusBar
 from app.ui.tab_order import step
 from app.ui.token_meter import TokenMeter
@@ -96,6 +97,8 @@ class MainWindow(QMainWindow):
         self._build_toolbar()  # and the Help menu
         self.help_menu = HelpMenu(self, self.chat, self.window_state, self.own_current_task)
         self.headroom_badge = HeadroomBadge()
+        self.saving_badge = SavingBadge()  # "Not saving", for as long as it lasts
+        self.status.addPermanentWidget(self.saving_badge)
         self.status.addPermanentWidget(self.headroom_badge)
         self._connect_chat()
         self._on_model_changed_kv(None)  # named for this machine's device before any model loads
@@ -237,6 +240,7 @@ class MainWindow(QMainWindow):
         chat.notes_proposed.connect(self.note_proposals.set_proposals)
         chat.presets_changed.connect(self.chat_bar.set_presets)
         chat.kv_precision_changed.connect(self.chat_bar.set_kv_precision)
+        chat.saving_changed.connect(self._on_saving_changed)
         chat.notes_changed.connect(self.token_meter.set_pinned)
         chat.summary_changed.connect(view.show_summary)
         chat.summarizing_changed.connect(self._on_summarizing_changed)
@@ -377,6 +381,13 @@ class MainWindow(QMainWindow):
         if report is not None:
             return 32 if report.compute_dtype == "float32" else 16
         return 16 if getattr(self.chat.worker.probe, "kind", "cpu") == "cuda" else 32
+
+    @Slot(str)
+    def _on_saving_changed(self, why: str) -> None:
+        """Conversations are not being saved (why: reason and path; "" once they are again): said
+        in the title and the status bar for as long as it lasts, not only in a notice."""
+        self.setWindowTitle(self.tr("Headroom — not saving") if why else "Headroom")
+        self.saving_badge.show_not_saving(why)
 
     @Slot(str)
     def _on_text_withdrawn(self, text: str) -> None:

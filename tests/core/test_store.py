@@ -480,7 +480,8 @@ def test_a_newer_store_opens_read_only_with_a_notice_and_is_never_written(tmp_pa
     assert (refused.value.found, refused.value.supported) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
     store, notice = open_store(path)
     assert store.read_only and store.backup_path is None
-    assert notice is not None and f"v{SCHEMA_VERSION + 1}" in notice and "read-only" in notice
+    assert notice is not None and f"v{SCHEMA_VERSION + 1}" in notice
+    assert "changes in this session are kept only until Headroom closes" in notice
     [info] = store.list_conversations()
     assert info.title == "from the future"
     assert store.load_conversation(info.id).conversation.messages[0].content == "hello from v3"
@@ -524,7 +525,8 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
     store, notice = open_store(path)
     assert store.read_only and [c.title for c in store.list_conversations()] == ["kept"]
     assert notice.startswith(f"Your conversations cannot be saved ({path}: Read-only file system).")
-    assert "shown read-only" in notice
+    assert "They are shown, but new chats, messages and changes in this session are kept only until" in notice
+    assert "read-only" not in notice.replace("Read-only file system", "")  # old chats can be changed: not read-only
     store.close()
 
     monkeypatch.setattr(store_module, "connect", real_connect)
@@ -541,7 +543,8 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
 
     monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(OSError(13, "denied")))
     store, notice = open_store(path)  # not even readable: an empty session-only store
-    assert store.list_conversations() == [] and notice.endswith("Chats in this session are not saved.")
+    assert store.list_conversations() == []
+    assert notice.endswith("Chats in this session are kept only until Headroom closes.")
     store.close()
 
 
@@ -600,7 +603,7 @@ def test_a_newer_store_left_with_a_wal_is_read_with_it(tmp_path):
     writer.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('only in the wal', 3, 3)")
     assert path.with_name(path.name + "-wal").stat().st_size > 0
     store, notice = open_store(path)
-    assert "read-only" in notice
+    assert "kept only until Headroom closes" in notice
     assert sorted(c.title for c in store.list_conversations()) == ["from the future", "only in the wal"]
     store.close()
     writer.close()
