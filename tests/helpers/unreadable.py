@@ -4,9 +4,7 @@ tests (root runs some of them)."""
 from collections.abc import Callable
 from pathlib import Path
 
-import keyring
 import pytest
-from keyring.backends import fail
 
 
 def deny_reading(monkeypatch, path: Path) -> Callable[[], None]:
@@ -25,7 +23,12 @@ def deny_reading(monkeypatch, path: Path) -> Callable[[], None]:
 
 @pytest.fixture
 def no_keyring():
-    """No usable system keyring (keyring's fail backend) for the test; the previous one afterwards."""
+    """No usable system keyring (keyring's fail backend) for the test; the previous one afterwards.
+    keyring is imported here, not at the top: tests/conftest.py imports this module, and the GPU
+    machine's benchmark runs have no keyring (its first fold test run stopped at the conftest)."""
+    import keyring
+    from keyring.backends import fail
+
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     yield
