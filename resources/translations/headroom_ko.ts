@@ -1220,6 +1220,10 @@ Your chats are saved here.</source>
         <translation>JSON 파일 (*.json)</translation>
     </message>
     <message>
+        <source>Headroom — not saving</source>
+        <translation>Headroom — 저장 안 됨</translation>
+    </message>
+    <message>
         <source>No answer to copy yet.</source>
         <translation>아직 복사할 답변이 없습니다.</translation>
     </message>
@@ -1757,6 +1761,10 @@ tokens counted by {4}: {5}</source>
         <translation>{0} 불러오는 중…</translation>
     </message>
     <message>
+        <source>{0}: {1}</source>
+        <translation>{0}: {1}</translation>
+    </message>
+    <message>
         <source>Reopening {0}.</source>
         <translation>{0}을(를) 다시 엽니다.</translation>
     </message>
@@ -2179,8 +2187,76 @@ tokens counted by {4}: {5}</source>
         <translation>이 파일은 비어 있습니다(0바이트). 모델이 들어 있지 않습니다.</translation>
     </message>
     <message>
+        <source>the file or its folder does not exist</source>
+        <translation>파일이나 그 폴더가 없습니다</translation>
+    </message>
+    <message>
+        <source>permission denied</source>
+        <translation>권한이 없습니다</translation>
+    </message>
+    <message>
+        <source>the disk is full</source>
+        <translation>디스크가 가득 찼습니다</translation>
+    </message>
+    <message>
+        <source>the disk or folder is read-only</source>
+        <translation>디스크나 폴더가 읽기 전용입니다</translation>
+    </message>
+    <message>
+        <source>it is a folder, not a file</source>
+        <translation>파일이 아니라 폴더입니다</translation>
+    </message>
+    <message>
+        <source>a part of the path is a file, not a folder</source>
+        <translation>경로의 일부가 폴더가 아니라 파일입니다</translation>
+    </message>
+    <message>
+        <source>the name is too long</source>
+        <translation>이름이 너무 깁니다</translation>
+    </message>
+    <message>
+        <source>a file of that name is in the way</source>
+        <translation>같은 이름의 파일이 가로막고 있습니다</translation>
+    </message>
+    <message>
+        <source>it is in use</source>
+        <translation>사용 중입니다</translation>
+    </message>
+    <message>
+        <source>the disk could not be read or written</source>
+        <translation>디스크를 읽거나 쓸 수 없습니다</translation>
+    </message>
+    <message>
+        <source>This is the default model: run `python -m app.install_model`, which installs it again.</source>
+        <translation>기본 모델입니다. `python -m app.install_model`을 실행하면 다시 설치됩니다.</translation>
+    </message>
+    <message>
         <source>The download may not have finished; download it again, or pick another file.</source>
         <translation>다운로드가 끝나지 않았을 수 있습니다. 다시 내려받거나 다른 파일을 고르세요.</translation>
+    </message>
+    <message>
+        <source>This file is not a GGUF file (it does not start with GGUF&apos;s magic bytes).</source>
+        <translation>이 파일은 GGUF 파일이 아닙니다(GGUF 매직 바이트로 시작하지 않습니다).</translation>
+    </message>
+    <message>
+        <source>Pick a .gguf model file, or a model folder with a config.json.</source>
+        <translation>.gguf 모델 파일이나 config.json이 있는 모델 폴더를 고르세요.</translation>
+    </message>
+    <message>
+        <source>This file is GGUF version {0}; Headroom reads versions 2 and 3.</source>
+        <translation>이 파일은 GGUF 버전 {0}입니다. Headroom은 버전 2와 3을 읽습니다.</translation>
+    </message>
+    <message>
+        <source>Pick a GGUF file of version 2 or 3 (what current tools write).</source>
+        <translation>버전 2나 3의 GGUF 파일(요즘 도구가 만드는 형식)을 고르세요.</translation>
+    </message>
+    <message>
+        <source>This GGUF file stores weights as {0}, which Headroom cannot convert.</source>
+        <translation>이 GGUF 파일은 가중치를 {0} 형식으로 저장해 Headroom이 변환할 수 없습니다.</translation>
+    </message>
+    <message>
+        <source>Pick another quantization of this model (Q4_K_M, Q8_0 or F16, say).</source>
+        <translation>이 모델의 다른 양자화 파일(예: Q4_K_M, Q8_0, F16)을 고르세요.</translation>
     </message>
     <message>
         <source>This is not a model Headroom can open.</source>
@@ -2408,6 +2484,78 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>preset “{0}”: unknown setting “{1}” ignored</source>
         <translation>프리셋 “{0}”: 알 수 없는 설정 “{1}”은(는) 무시했습니다</translation>
+    </message>
+    <message>
+        <source>a preset needs a name</source>
+        <translation>프리셋에는 이름이 필요합니다</translation>
+    </message>
+    <message>
+        <source>the preset name “{preset}…” is longer than {value} characters</source>
+        <translation>프리셋 이름 “{preset}…”이(가) {value}자보다 깁니다</translation>
+    </message>
+    <message>
+        <source>preset {value} is not a preset (an object with a name and values)</source>
+        <translation>{value}번째 프리셋은 프리셋(이름과 values가 있는 객체)이 아닙니다</translation>
+    </message>
+    <message>
+        <source>preset “{preset}”: its “values” must be an object of settings</source>
+        <translation>프리셋 “{preset}”: “values”는 설정을 담은 객체여야 합니다</translation>
+    </message>
+    <message>
+        <source>preset “{preset}”: {setting} is not a text ({value})</source>
+        <translation>프리셋 “{preset}”: {setting} 값이 텍스트가 아닙니다({value})</translation>
+    </message>
+    <message>
+        <source>preset “{preset}”: {setting} is not a number ({value})</source>
+        <translation>프리셋 “{preset}”: {setting} 값이 숫자가 아닙니다({value})</translation>
+    </message>
+    <message>
+        <source>preset “{preset}”: {setting} is not a usable number ({value})</source>
+        <translation>프리셋 “{preset}”: {setting} 값이 쓸 수 있는 숫자가 아닙니다({value})</translation>
+    </message>
+    <message>
+        <source>preset “{preset}”: its settings ({value}) belong under “values”, as Headroom exports them</source>
+        <translation>프리셋 “{preset}”: 설정({value})은 Headroom이 내보내는 형식처럼 “values” 아래에 있어야 합니다</translation>
+    </message>
+    <message>
+        <source>preset “{preset}” has no setting Headroom knows under “values”</source>
+        <translation>프리셋 “{preset}”: “values” 아래에 Headroom이 아는 설정이 없습니다</translation>
+    </message>
+    <message>
+        <source>this is not a Headroom presets file (format {value})</source>
+        <translation>Headroom 프리셋 파일이 아닙니다(형식 {value})</translation>
+    </message>
+    <message>
+        <source>a preset named “{preset}” already exists</source>
+        <translation>“{preset}” 프리셋이 이미 있습니다</translation>
+    </message>
+    <message>
+        <source>“{preset}” is a built-in preset; choose another name</source>
+        <translation>“{preset}”은(는) 기본 제공 프리셋입니다. 다른 이름을 고르세요</translation>
+    </message>
+    <message>
+        <source>there is no preset named “{preset}”</source>
+        <translation>“{preset}” 프리셋이 없습니다</translation>
+    </message>
+    <message>
+        <source>“{preset}” is a built-in preset and cannot be removed</source>
+        <translation>“{preset}”은(는) 기본 제공 프리셋이라 지울 수 없습니다</translation>
+    </message>
+    <message>
+        <source>{file} is not a text file</source>
+        <translation>{file}은(는) 텍스트 파일이 아닙니다</translation>
+    </message>
+    <message>
+        <source>{file} is not valid JSON (line {line}, column {column})</source>
+        <translation>{file}은(는) 올바른 JSON이 아닙니다({line}행 {column}열)</translation>
+    </message>
+    <message>
+        <source>{file} is not valid JSON (nested too deeply)</source>
+        <translation>{file}은(는) 올바른 JSON이 아닙니다(너무 깊게 중첩됨)</translation>
+    </message>
+    <message>
+        <source>the presets file {file} cannot be read or moved aside</source>
+        <translation>프리셋 파일 {file}을(를) 읽을 수도 옮겨 둘 수도 없습니다</translation>
     </message>
 </context>
 <context>
@@ -2706,6 +2854,72 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Ask the same question again</source>
         <translation>같은 질문을 다시 보냅니다</translation>
+    </message>
+</context>
+<context>
+    <name>Saving</name>
+    <message>
+        <source>Your conversations cannot be saved to {0}: chats and changes in this session are kept only until Headroom closes.</source>
+        <translation>대화를 {0}에 저장할 수 없습니다: 이번 세션의 대화와 변경 사항은 Headroom을 닫을 때까지만 유지됩니다.</translation>
+    </message>
+    <message>
+        <source>Saving works again.</source>
+        <translation>다시 저장됩니다.</translation>
+    </message>
+    <message>
+        <source>Could not save: the disk is full ({0}). Free some space; {1}</source>
+        <translation>저장하지 못했습니다: 디스크가 가득 찼습니다({0}). 공간을 확보하세요. {1}</translation>
+    </message>
+    <message>
+        <source>Could not save: {0} ({1}); {2}</source>
+        <translation>저장하지 못했습니다: {0} ({1}). {2}</translation>
+    </message>
+    <message>
+        <source>Conversations are not being saved: the disk is full ({0}). Free some space.</source>
+        <translation>대화가 저장되지 않고 있습니다: 디스크가 가득 찼습니다({0}). 공간을 확보하세요.</translation>
+    </message>
+    <message>
+        <source>Conversations are not being saved: {0} ({1}).</source>
+        <translation>대화가 저장되지 않고 있습니다: {0} ({1}).</translation>
+    </message>
+    <message>
+        <source>your message was not sent and is back in the message box.</source>
+        <translation>메시지는 보내지지 않았고 입력란으로 돌아갔습니다.</translation>
+    </message>
+    <message>
+        <source>nothing was changed.</source>
+        <translation>아무것도 바뀌지 않았습니다.</translation>
+    </message>
+    <message>
+        <source>the change applies now but is not kept.</source>
+        <translation>변경 사항은 지금 적용되지만 유지되지 않습니다.</translation>
+    </message>
+    <message>
+        <source>the summary is used now but is not kept.</source>
+        <translation>요약은 지금 사용되지만 유지되지 않습니다.</translation>
+    </message>
+    <message>
+        <source>the answer stays shown and is saved with your next message, or when you open another chat or quit, once there is room.</source>
+        <translation>답변은 화면에 그대로 남으며, 공간이 생기면 다음 메시지를 보낼 때나 다른 대화를 열거나 종료할 때 저장됩니다.</translation>
+    </message>
+    <message>
+        <source>the answer was not saved.</source>
+        <translation>답변이 저장되지 않았습니다.</translation>
+    </message>
+    <message>
+        <source>the answer written in “{0}” was not saved.</source>
+        <translation>“{0}”에서 작성된 답변이 저장되지 않았습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>SavingBadge</name>
+    <message>
+        <source>Not saving</source>
+        <translation>저장 안 됨</translation>
+    </message>
+    <message>
+        <source>Conversations are not being saved</source>
+        <translation>대화가 저장되지 않고 있습니다</translation>
     </message>
 </context>
 <context>
