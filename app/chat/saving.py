@@ -19,6 +19,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication
 
+from app.chat.error_text import os_error_text
+
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 SAVE_ERRORS = (sqlite3.OperationalError, OSError)
@@ -51,7 +53,7 @@ def not_saving_tip(exc: BaseException, path: Path) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return os_error_text(exc) if isinstance(exc, OSError) else str(exc)  # sqlite3's own words otherwise
 
 
 def not_sent() -> str:

@@ -236,12 +236,13 @@ def test_a_store_that_cannot_be_written_is_marked_for_the_whole_session(qapp, tm
 
 
 @pytest.mark.parametrize("exc", [sqlite3.OperationalError("database is locked"), OSError(30, "Read-only file system")])
-def test_other_reasons_are_said_as_they_are(chat, monkeypatch, exc):
+def test_other_reasons_are_said_plainly(chat, monkeypatch, exc):
+    """sqlite3's own words for the database; an OSError in the plain words exports use (os_error_text)."""
     def fails(*_args, **_kwargs):
         raise exc
 
     monkeypatch.setattr(Store, "append_message", fails)
     chat.turns.send("Hi")
-    reason = "database is locked" if isinstance(exc, sqlite3.Error) else "Read-only file system"
+    reason = "database is locked" if isinstance(exc, sqlite3.Error) else "the disk or folder is read-only"
     assert errors(chat) == [f"Could not save: {reason} ({chat.store.path}); your message was not sent and is back "
                             "in the message box."]
