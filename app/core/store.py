@@ -227,6 +227,9 @@ def _read_only_copy(path: Path) -> sqlite3.Connection:
     return memory
 
 
+_IDS_PER_QUERY = 900  # under SQLite's oldest limit on a statement's parameters (999)
+
+
 def _memory_connection() -> sqlite3.Connection:
     memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
     memory.row_factory = sqlite3.Row
@@ -608,11 +611,12 @@ class Store:
         paths = self._shown_paths({row["id"]: row["active_message_id"] for row in rows})
         # the first match found is another version: is there one on the branch shown too?
         unsure = {row["id"] for row in rows if not row["titled"] and row["hit"] not in paths[row["id"]]}
-        if unsure:
-            shown = [message_id for cid in unsure for message_id in paths[cid]]
+        shown = [message_id for cid in unsure for message_id in paths[cid]]
+        for start in range(0, len(shown), _IDS_PER_QUERY):  # SQLite caps a statement's parameters
+            ids = shown[start:start + _IDS_PER_QUERY]
             unsure -= {cid for (cid,) in self._conn.execute(
-                f"SELECT DISTINCT conversation_id FROM messages WHERE id IN ({','.join('?' * len(shown))})"
-                f" AND {in_message}", (*shown, *message_args))}
+                f"SELECT DISTINCT conversation_id FROM messages WHERE id IN ({','.join('?' * len(ids))})"
+                f" AND {in_message}", (*ids, *message_args))}
         return [row for row in rows if row["id"] not in unsure], paths
 
     def _shown_paths(self, actives: dict[int, int | None]) -> dict[int, list[int]]:
