@@ -66,6 +66,7 @@ class LoadReport:
     decode_kernel: str = ""  # NF4 decode rows: fused Triton GEMV or bitsandbytes (issue 15)
     attention_phases: tuple[str, ...] = ()  # the kernel of each phase and why (issue 19)
     nf4_prefill_sliced: bool = False  # 4-bit prefill dequantizes one slice at a time (nf4_prefill, issue 16)
+    lm_head: str = ""  # "int8" (int8_head swapped it in, issue 15) or why it stayed 16-bit; "" off CUDA
 
     def summary(self) -> str:
         """One line for the status bar."""
@@ -279,6 +280,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         phases = enable_fa2_static(model)  # "flash_attention_2" → FA2 over the static cache
         nf4 = _install_nf4_gemv(model, placement)
         sliced = _install_nf4_prefill(model, placement)  # after the GEMV: it keeps the decode rows
+        head = _install_int8_head(model, placement)
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
         built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started, phases)
@@ -286,6 +288,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
             built = replace(built, decode_kernel=nf4.label())
         if sliced:
             built = replace(built, nf4_prefill_sliced=True)
+        built = replace(built, lm_head=head)
         loaded = LoadedModel(model, tokenizer, built, fmt,
                              stop_token_ids(tokenizer, model.generation_config, fmt))
         report("Ready", 1.0)
@@ -348,6 +351,22 @@ def _install_nf4_prefill(model, placement: Placement) -> bool:
     status = nf4_prefill.install(model)
     log.info("%s", status.label())
     return status.active
+
+
+def _install_int8_head(model, placement: Placement) -> str:
+    """The lm_head read in 8 bits a weight (app.engine.local.int8_head) on CUDA: "int8" when swapped, else
+    why it stays 16-bit; "" off CUDA."""
+    if placement.device != "cuda":
+        return ""
+    from app.engine.local import int8_head
+
+    try:
+        reason = int8_head.install(model)
+    except Exception as exc:  # noqa: BLE001 - the 16-bit head still works: the load goes on without the swap
+        reason = f"the int8 lm_head failed: {type(exc).__name__}: {str(exc)[:200]}"
+    if reason:
+        log.info("lm_head stays 16-bit: %s", reason)
+    return reason or "int8"
 
 
 def _report_plan(path: Path, device_preference: str, report: Progress) -> None:
