@@ -647,7 +647,8 @@ error to a float32 product (tests/benchmarks/lm_head_step.py). H200, Llama-3-8B 
 and conversion 247.9 against 252.5 µs after the final norm (results/lm_head_step_h200.json); on the app
 path the step 3.010 against 3.015 ms at 1k and 3.092 against 3.099 at 4k (two alternating rounds,
 results/decode_anatomy_h200_step_buffers.json). HEADROOM_LOGITS_FP32=0: bf16 logits, as the model's own
-forward gives them."""
+forward gives them. Where the loader swapped in the 8-bit lm_head (int8_head.Int8LmHead, the default on CUDA)
+that head writes float32 logits itself and this does not apply."""
 
 
 def _takes_fp32_logits(head) -> bool:
