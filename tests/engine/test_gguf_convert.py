@@ -254,6 +254,25 @@ def test_a_truncated_or_garbled_header_is_said_in_words(tmp_path, tiny_q8):
         assert "damaged GGUF header" in text and "download it again" in text and "codec" not in text
 
 
+@pytest.mark.parametrize("after_magic, said", [
+    (b"not a gguf" * 50, "damaged GGUF header (its version field holds no GGUF version)"),
+    (struct.pack("<I", 1001) + b"\0" * 96, "damaged GGUF header (its version field holds no GGUF version)"),
+    (struct.pack("<I", 1) + b"\0" * 96, "v.gguf is GGUF version 1; supported: 2 and 3"),
+    (struct.pack("<I", 4) + b"\0" * 96, "v.gguf is GGUF version 4; supported: 2 and 3"),
+    (struct.pack("<I", 0) + b"\0" * 96, "v.gguf is GGUF version 0; supported: 2 and 3"),
+    # a big-endian file (gguf.GGUFReader reads the low 16 bits zero as that): whole, not damaged
+    (struct.pack(">I", 3) + b"\0" * 96, f"v.gguf is GGUF version {3 << 24}; supported: 2 and 3"),
+], ids=["junk", "1001", "1", "4", "0", "big-endian-3"])
+def test_a_version_no_gguf_has_is_said_as_a_damaged_header(tmp_path, after_magic, said):
+    """The magic bytes, then junk, read "x.gguf is GGUF version 1629516654; supported: 2 and 3":
+    a version no GGUF writer uses is a damaged file; a small one is still said as its version."""
+    path = tmp_path / "v.gguf"
+    path.write_bytes(b"GGUF" + after_magic)
+    with pytest.raises(UnsupportedGguf) as info:
+        read_gguf_header(path)
+    assert said in str(info.value)
+
+
 def test_the_name_map_is_transformers_own_built_from_one_tensor_name_map(tiny_q8, monkeypatch):
     """transformers builds gguf's TensorNameMap for every submodule it recurses into: 9.5 s of pure
     Python for the default model, the window starved of the GIL (tests/benchmarks/ui_stalls.py)."""

@@ -70,8 +70,9 @@ def test_bad_model_shows_a_clear_message_and_app_stays_usable(qtbot, make_window
     assert "cannot convert broken.gguf" in blocker.args[0]
     notices = [n.text() for n in window.chat_view.findChildren(type(window.chat_view.add_notice("x")))]
     # one plain line (what happened, what to do); the converter's words stay in the log
-    # its version field is junk: said as the version it claims, with the file's name (trial 9)
-    assert any(text.startswith("broken.gguf: This file is GGUF version ") for text in notices)
+    # its version field is junk, no version a GGUF has: said as a damaged file, with its name
+    assert any(text.startswith("broken.gguf: This GGUF file could not be read. The file may be incomplete or "
+                               "damaged; download it again.") for text in notices)
     # the old model was released before the failed load; opening a good one works again
     open_and_wait(qtbot, window, tiny_model_dir)
     # random bytes are refused before the open model is freed (trial 6: it was unloaded and reloaded)

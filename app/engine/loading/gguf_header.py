@@ -14,9 +14,10 @@ and ``integrations/gguf.get_gguf_config`` for the architectures it covers); test
 equals ``AutoConfig.from_pretrained(gguf_file=...)``. No torch, no Qt.
 
 Raises :class:`UnsupportedGguf` (one line naming what is unsupported) for a file that is not
-GGUF, a file cut short (its header, or its tensor data: checked against the file size, no data
-read), an architecture transformers cannot build, a mixture-of-experts layout the streaming
-conversion cannot write tensor by tensor, or a tensor type ``gguf.quants`` cannot dequantize.
+GGUF, a file cut short or garbled (its header, junk in its version field included, or its tensor
+data: checked against the file size, no data read), an architecture transformers cannot build, a
+mixture-of-experts layout the streaming conversion cannot write tensor by tensor, or a tensor
+type ``gguf.quants`` cannot dequantize.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from app.engine.loading.model_path import gguf_head_refusal
 log = logging.getLogger(__name__)
 
 _VERSIONS = (2, 3)
+# Above this a version field is junk after the magic bytes (a garbled or not-really-GGUF file), not
+# a format Headroom does not read: ggml numbers GGUF versions 1, 2, 3 (2023-24), so 1000 leaves room
+# for every future one. 0 stays a version (trial 9 asked that "GGUF" + zeros be said as version 0).
+_MAX_PLAUSIBLE_VERSION = 1000
 _SCALAR = {0: "<B", 1: "<b", 7: "<?", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 10: "<Q", 11: "<q", 12: "<d"}
 # Architectures whose transformers tensor processors merge several GGUF tensors into one (experts)
 # or that are not causal LMs: they cannot be written one tensor at a time.
@@ -160,8 +165,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
         what = ("a name or text in it is not valid UTF-8" if isinstance(exc, UnicodeDecodeError)
                 else "it ends before its own tables do")
         log.info("damaged GGUF header in %s: %s", path.name, exc)
-        raise UnsupportedGguf(f"{path.name}: {DAMAGED_WORDS} header ({what}); the file is probably "
-                              "incomplete or corrupted — download it again") from None
+        raise _damaged_header(path.name, what) from None
     finally:
         del blob
     data_start = (pos + alignment - 1) // alignment * alignment
@@ -179,10 +183,19 @@ def read_gguf_header(path: Path) -> GgufHeader:
     return header
 
 
+def _damaged_header(name: str, what: str) -> UnsupportedGguf:
+    """The refusal of a garbled or cut header; what: what is wrong, in words a user can act on."""
+    return UnsupportedGguf(f"{name}: {DAMAGED_WORDS} header ({what}); the file is probably "
+                           "incomplete or corrupted — download it again")
+
+
 def _read_metadata(blob: np.ndarray, name: str) -> tuple[dict, int, int]:
     """The metadata after the magic bytes (checked by gguf_head_refusal), the tensor count and
     where the tensor table starts."""
     version, tensor_count, kv_count = struct.unpack_from("<IQQ", blob, 4)
+    if not _plausible_version(version):  # "GGUF version 1629516654" named a version no file has
+        log.info("damaged GGUF header in %s: version field %d", name, version)
+        raise _damaged_header(name, "its version field holds no GGUF version")
     if version not in _VERSIONS:
         raise UnsupportedGguf(f"{name} is GGUF version {version}; supported: 2 and 3")
     pos, metadata = 24, {}
@@ -193,6 +206,14 @@ def _read_metadata(blob: np.ndarray, name: str) -> tuple[dict, int, int]:
     if "general.architecture" not in metadata:
         raise UnsupportedGguf(f"{name} names no general.architecture")
     return metadata, tensor_count, pos
+
+
+def _plausible_version(version: int) -> bool:
+    """Whether a little-endian u32 version field could be one a GGUF writer wrote: at most
+    _MAX_PLAUSIBLE_VERSION, or a big-endian file's (gguf.GGUFReader's test: the low 16 bits zero),
+    which is a whole file in a byte order Headroom does not read, not a damaged one."""
+    swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
+    return version <= _MAX_PLAUSIBLE_VERSION or (version & 0xFFFF == 0 and swapped <= _MAX_PLAUSIBLE_VERSION)
 
 
 def _read_value(blob: np.ndarray, pos: int, value_type: int, key: str) -> tuple[Any, int]:
