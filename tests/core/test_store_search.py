@@ -2,12 +2,13 @@
 in every script, and the LIKE prefilter never loses a match."""
 
 import sys
+import unicodedata
 
 import pytest
 
 from app.core.conversation import Message, Role
 from app.core.store import Store
-from app.core.store_search import fold, inert, match
+from app.core.store_search import _DECOMPOSED_RANGES, fold, inert, match
 
 TRIAL = "Ünïcode Straße ÜBER café"  # new-user trial: `über`, `CAFÉ`, `STRASSE` did not find it
 
@@ -79,29 +80,79 @@ def test_a_read_only_copy_and_a_session_only_store_search_alike(tmp_path):
 @pytest.mark.skipif(sys.maxunicode < 0x10FFFF, reason="needs every code point")
 def test_inert_characters_come_only_from_themselves_in_every_fold():
     """The prefilter's soundness, against this Python's Unicode tables: an inert character in a
-    folded text comes from that character (or its other ASCII case) in the text, and folding
-    twice changes nothing."""
+    folded text comes from that character (or its other ASCII case) in the text, never from a
+    decomposition; a Hangul syllable comes from itself, or from jamo; and folding twice changes
+    nothing."""
     for code in range(sys.maxunicode + 1):
         char = chr(code)
-        folded = char.casefold()
-        assert folded.casefold() == folded, hex(code)
+        folded = fold(char)
+        assert fold(folded) == folded, hex(code)
         for part in folded:
             if inert(part) and part != char:
                 assert char.isascii() and part.isascii(), (hex(code), part)
+            assert not ("\uac00" <= part <= "\ud7a3") or part == char, hex(code)
+        if inert(char):
+            assert unicodedata.normalize("NFD", char) == char, hex(code)
+        decomposition = unicodedata.decomposition(char)
+        if decomposition and decomposition[0] != "<":  # the ranges _composition_tables reads
+            assert any(start <= code < stop for start, stop in _DECOMPOSED_RANGES), hex(code)
+        if not ("\u1100" <= char <= "\u11ff" or "\uac00" <= char <= "\ud7a3"):  # jamo come only as themselves
+            pieces = unicodedata.normalize("NFD", unicodedata.normalize("NFD", char).casefold())
+            assert not any("\u1100" <= piece <= "\u11ff" for piece in pieces), hex(code)
 
 
 @pytest.mark.parametrize(("query", "pattern", "exact"), [
     ("서울", "%서울%", True), ("100%", "%100\\%%", True), ("STRASSE", "%r%e%", False),
-    ("ÜBER", "%ber%", False), ("ß", "%%", False), ("a_b", "%\\_b%", False)])
+    ("ÜBER", "%ber%", False), ("ß", "%%", False), ("a_b", "%\\_b%", False),
+    ("서", "%서%", False),  # a syllable without final: "서" + final jamo is another syllable
+    ("cafe", "%c%e%", False),  # "e" + accent in the text is "é"
+    ("\u8c48", "%%", False),  # the compatibility ideograph U+F900 is canonically this one
+    ("\u1100\u1161\u11a8", "%각%", True),  # typed as jamo: the syllable
+])
 def test_the_like_pattern_keeps_the_inert_runs_in_order(query, pattern, exact):
-    condition, (like, alone, folded) = match("content", query)
+    condition, (like, alone, folded, *again) = match("content", query)
     assert (like, alone, folded) == (pattern, exact, fold(query))
-    assert condition.count("?") == 3
+    assert condition.count("?") == 3 + len(again) and again[-1:] in ([], [folded])
+
+
+def test_a_syllable_stored_decomposed_is_looked_for_by_the_jamo_it_must_hold():
+    """"서" decomposed holds its vowel ㅓ; "울" holds its final ㄹ, after "우" or after ㅇ + ㅜ."""
+    condition, (*_, pieces_of_seoul, final_of_ul, folded) = match("content", "서울")
+    assert (pieces_of_seoul, final_of_ul, folded) == ("%\u1165%", "%\u11af%", "서울")
 
 
 def test_fold_is_casefold():
     assert fold("Straße ÜBER") == "strasse über"
     assert fold("ABC") == "abc"
+
+
+def test_fold_composes_what_was_decomposed():
+    assert fold(nfd("CAFÉ")) == fold("café") == "café"
+    assert fold(nfd("서울")) == "서울" and fold("\uf900") == "\u8c48"
+
+
+def nfd(text: str) -> str:
+    """`text` as macOS file names and some IMEs store it: "e" + U+0301, Hangul as conjoining jamo."""
+    return unicodedata.normalize("NFD", text)
+
+
+def test_search_is_blind_to_how_a_text_was_encoded(store):
+    """"é" stored as "e" + U+0301 was not found by "é", nor Hangul stored as jamo by syllables."""
+    decomposed = chat(store, nfd("Un café à Paris"))
+    composed = chat(store, "Un CAFÉ à Paris")
+    assert nfd("café") != "café"
+    for query in ("café", nfd("café"), "CAFÉ", nfd("CAFÉ À")):
+        assert found(store, query) == [composed, decomposed], query
+    assert found(store, "cafe") == []  # the same answer for both: "cafe" is not in "café"
+    jamo = chat(store, nfd("서울 여행 계획"))
+    syllables = chat(store, "서울에서 만나요")
+    mixed = chat(store, "서" + nfd("울") + " 지하철")  # half typed, half pasted
+    for query in ("서울", nfd("서울")):
+        assert found(store, query) == [mixed, syllables, jamo], query
+    assert found(store, "계") == [jamo] and found(store, "여행 계획") == [jamo]
+    assert found(store, "서우") == []  # "서우" + final ㄹ is "서울": not there in any of them
+    compatibility = chat(store, "\uf900 and \u2126")  # CJK compatibility ideograph, Ohm sign
+    assert found(store, "\u8c48") == [compatibility] and found(store, "ω") == [compatibility]
 
 
 def test_only_the_branch_shown_is_searched(store):
