@@ -23,7 +23,7 @@ from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.kv_precision import DEFAULT_KV_PRECISION
 from app.core.settings import Settings, save_settings
-from app.core.store import Store, open_store
+from app.core.store import Store, StoreNotice, open_store
 from app.workers.background_jobs import BackgroundJobs
 from app.workers.memory_monitor import MemoryMonitor
 from app.workers.server_monitor import ServerMonitor
@@ -178,7 +178,7 @@ class Chat(QObject):
         super().__init__(parent)
         self.settings = settings  # the open conversation's (its generation and backend are its own)
         self.defaults = settings  # what settings.json holds: a new chat starts from its generation and backend
-        self._store_notice = None
+        self._store_notice: StoreNotice | None = None  # what open_store met, said at start()
         self._settings_unsaved_said = False
         self.not_saving = ""  # why conversations are not being saved now ("": they are); saving_changed
         self._saves_running = 0  # Chat.save calls in progress (one may run inside another's undo)
@@ -245,10 +245,12 @@ class Chat(QObject):
         self.conversations.reopen(reopen)
         self.presets.show_presets()
         self.summaries.show_foldable()
-        if self._store_notice:
-            self.announce(self._store_notice, "error")
+        said = saving.start_notice_text(self._store_notice) if self._store_notice else ""
+        if said:  # in the window's language: the store only says what kind of trouble it met
+            log.warning("conversation store: %s (%s)", self._store_notice.kind, self._store_notice.error)
+            self.announce(said, "error")
         if self.store.read_only:  # said once above; marked for as long as the session lasts
-            self.note_saving(self._store_notice or "")
+            self.note_saving(said)
 
     def save(self, write: Callable[[], object], then: str, undo: Callable[[], object] | None = None,
              quiet: bool = False, kind: str = "error") -> bool:

@@ -9,6 +9,11 @@ already changed, and the notice says what could not be saved and `then`, what be
 user's action (one of the lines below). A flow writes before it changes what the window shows, or
 undoes that change, so a write that fails leaves the chat as it was. Until a later write
 succeeds, the Chat says that conversations are not being saved (Chat.saving_changed).
+
+`start_notice_text` words what the store had to do at start (app.core.store.StoreNotice: a
+damaged file moved aside, a file that cannot be written, one from a newer Headroom): the core
+hands up its kind and facts, and the words are said here, in the window's language (trial: the
+Korean window showed the store's own English sentence, and the "Not saving" mark's tooltip too).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import errno
 import sqlite3
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.chat.error_text import os_error_text
+from app.core.store import StoreNotice
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -27,6 +33,16 @@ SAVE_ERRORS = (sqlite3.OperationalError, OSError)
 """What a Store write raises for a reason outside Headroom (a full disk, a lock, a read-only or
 vanished file); sqlite3.IntegrityError and KeyError are the program's own and are not caught."""
 _SQLITE_FULL = 13  # https://sqlite.org/rescode.html#full
+# sqlite3's own words ("attempt to write a readonly database", "database is locked") are English
+# whatever the window's language: the primary result codes a user meets, said plainly
+# (https://sqlite.org/rescode.html; the extended codes keep the primary one in their low byte)
+_SQLITE_REASONS = {
+    5: QT_TRANSLATE_NOOP("Saving", "another program is using the database"),  # SQLITE_BUSY
+    6: QT_TRANSLATE_NOOP("Saving", "another program is using the database"),  # SQLITE_LOCKED
+    8: QT_TRANSLATE_NOOP("Saving", "the database file is read-only"),  # SQLITE_READONLY
+    14: QT_TRANSLATE_NOOP("Saving", "the database file could not be opened"),  # SQLITE_CANTOPEN
+}
+_SQLITE_ERRNOS = {3: errno.EACCES, 10: errno.EIO}  # SQLITE_PERM, SQLITE_IOERR: said as the OS's
 
 
 def disk_full(exc: BaseException) -> bool:
@@ -53,7 +69,38 @@ def not_saving_tip(exc: BaseException, path: Path) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    return os_error_text(exc) if isinstance(exc, OSError) else str(exc)  # sqlite3's own words otherwise
+    """Why a write or an open failed, one clause in the window's language: an OSError in the
+    plain words exports use, a sqlite3 error by its result code; sqlite3's own words otherwise."""
+    if isinstance(exc, OSError):
+        return os_error_text(exc)
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in _SQLITE_ERRNOS:
+        return os_error_text(OSError(_SQLITE_ERRNOS[code], str(exc)))
+    return translate("Saving", _SQLITE_REASONS[code]) if code in _SQLITE_REASONS else str(exc)
+
+
+def start_notice_text(notice: StoreNotice) -> str:
+    """What the store had to do at start (`notice`, from app.core.store.open_store), one notice
+    in the window's language; the window's "Not saving" mark shows it too while nothing is saved."""
+    if notice.kind == StoreNotice.DAMAGED:
+        return translate("Saving", "The conversation database could not be read: it is damaged or is not a "
+                                   "database. It was kept as {0} and a new one was started.").format(notice.kept)
+    if notice.kind == StoreNotice.NEWER:
+        why = translate("Saving", "Your conversations were saved by a newer version of Headroom (database v{0}; "
+                                  "this version reads up to v{1}).").format(notice.found, notice.supported)
+        if notice.shown:
+            return why + " " + translate("Saving", "They are shown, but new chats, messages and changes in this "
+                                                   "session are kept only until Headroom closes. Update Headroom "
+                                                   "to continue them.")
+        return why + " " + translate("Saving", "This version cannot read them; the file was left untouched and "
+                                               "chats in this session are not saved. Update Headroom to see them.")
+    why = translate("Saving", "Your conversations cannot be saved ({0}: {1}).").format(
+        notice.path, _reason(notice.error) if notice.error is not None else "")
+    if notice.shown:
+        return why + " " + translate("Saving", "They are shown, but new chats, messages and changes in this session "
+                                               "are kept only until Headroom closes. Make the file writable, or "
+                                               "close what holds it, and restart Headroom.")
+    return why + " " + translate("Saving", "Chats in this session are kept only until Headroom closes.")
 
 
 def not_sent() -> str:

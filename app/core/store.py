@@ -24,8 +24,10 @@ WAL content included) is written beside it as ``<name>.v<old>-<UTC time>.bak``, 
 A file written by a newer Headroom (user_version > SCHEMA_VERSION) is never migrated nor written:
 `Store(path)` raises NewerSchemaError; `open_store` instead opens it *read-only* — a copy of the
 file in memory (`Store(path, read_only=True)`), so the history shows and this session's chats work,
-but nothing reaches the file — and returns a one-line notice saying so. The copy takes every write
-(old chats can be continued, renamed, deleted): the notice says that none of it is kept.
+but nothing reaches the file — and returns a StoreNotice saying so. The copy takes every write
+(old chats can be continued, renamed, deleted): the notice's words say that none of it is kept.
+A StoreNotice is a kind and its facts, no sentence: this layer has no translation, and the chat
+says it in the window's language (app.chat.saving.start_notice_text).
 """
 
 import json
@@ -136,6 +138,32 @@ class NewerSchemaError(StoreError):
     def __init__(self, found: int, supported: int) -> None:
         super().__init__(f"database schema v{found} is newer than this Headroom (v{supported})")
         self.found, self.supported = found, supported
+
+
+@dataclass(frozen=True)
+class StoreNotice:
+    """What `open_store` did instead of opening the file as it is, for the user: a kind and its
+    facts; the words are the chat's (app.chat.saving.start_notice_text), in the window's language.
+
+    kind: DAMAGED — the file was not a usable database (`error`, a sqlite3.DatabaseError): it was
+    renamed to `kept` (a file name beside `path`) and a new, empty database started (saved as usual);
+    UNWRITABLE — it cannot be written (`error`: the OSError or sqlite3.OperationalError: read-only,
+    locked by another program); NEWER — a newer Headroom wrote it (schema v`found`, this version
+    reads up to v`supported`). For UNWRITABLE and NEWER nothing is saved this session; `shown`:
+    the old conversations are shown from a copy in memory (False: not even that copy could be
+    read, the store is an empty session-only one)."""
+
+    DAMAGED = "damaged"
+    UNWRITABLE = "unwritable"
+    NEWER = "newer"
+
+    kind: str
+    path: Path
+    error: Exception | None = None
+    shown: bool = True
+    kept: str = ""
+    found: int = 0
+    supported: int = 0
 
 
 @dataclass(frozen=True)
@@ -724,18 +752,18 @@ def _info(row: sqlite3.Row, message_count: int) -> ConversationInfo:
                             message_count, row["deleted_at"])
 
 
-def open_store(path: Path | None = None) -> tuple["Store", str | None]:
+def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
     """Open the conversation database; a damaged or newer file never stops the app.
 
-    Returns (store, notice): notice is None, or one line for the user when
-    - the file was written by a newer Headroom: `store` is a read-only copy (`store.read_only`;
-      history shown, nothing this session does is saved) and the file is left untouched; if even
-      that copy cannot be read, `store` is an empty session-only one;
-    - the file at ``path`` was not a usable SQLite database (sqlite3.DatabaseError, e.g. "file
-      is not a database"): it was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm beside
-      it) before a new, empty database was started.
-    - the file cannot be written (a read-only file or folder, a lock held by another program):
-      `store` is a read-only copy, or an empty session-only one when even reading fails.
+    Returns (store, notice): notice is None, or a StoreNotice for the user when
+    - the file was written by a newer Headroom (NEWER): `store` is a read-only copy
+      (`store.read_only`; history shown, nothing this session does is saved) and the file is left
+      untouched; if even that copy cannot be read, `store` is an empty session-only one;
+    - the file at ``path`` was not a usable SQLite database (DAMAGED: sqlite3.DatabaseError, e.g.
+      "file is not a database"): it was renamed to ``<name>.damaged-<UTC time>`` (its -wal/-shm
+      beside it) before a new, empty database was started.
+    - the file cannot be written (UNWRITABLE: a read-only file or folder, a lock held by another
+      program): `store` is a read-only copy, or an empty session-only one when even reading fails.
     StoreError without WAL is raised as it is.
     """
     path = Path(path) if path is not None else default_db_path()
@@ -752,8 +780,7 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
             side = path.with_name(path.name + suffix)
             if side.exists():
                 side.rename(kept.with_name(kept.name + suffix))
-        return Store(path), (f"The conversation database could not be read ({exc}); it was kept as "
-                             f"{kept.name} and a new one was started.")
+        return Store(path), StoreNotice(StoreNotice.DAMAGED, path, exc, kept=kept.name)
     try:
         store.mark_interrupted()  # the first write: a file that cannot be written says so here
     except sqlite3.OperationalError as exc:  # read-only, or locked by another program
@@ -762,35 +789,27 @@ def open_store(path: Path | None = None) -> tuple["Store", str | None]:
     return store, None
 
 
-def _open_unwritable(path: Path, exc: Exception) -> tuple[Store, str]:
+def _open_unwritable(path: Path, exc: Exception) -> tuple[Store, StoreNotice]:
     """A read-only copy of a database this process cannot write (trial 4: a read-only file, or
     one locked by another program, stopped the app before its window), or an empty
-    session-only store when it cannot be read either; with the notice for the user."""
-    reason = getattr(exc, "strerror", None) or str(exc)
-    why = f"Your conversations cannot be saved ({path}: {reason}). "
+    session-only store when it cannot be read either; with the notice for the user. The copy is
+    in memory: old chats can be continued and changed, so the notice never says "read-only"
+    (new-user trial: a session's chats were gone after a restart, with no mark of it)."""
     try:
         store = Store(path, read_only=True)
         store.list_conversations(include_deleted=True)
-        # a copy in memory: old chats can be continued and changed, so "read-only" was not true
-        # (new-user trial: a session's chats were gone after a restart, with no mark of it)
-        return store, why + ("They are shown, but new chats, messages and changes in this session are kept only "
-                             "until Headroom closes. Make the file writable, or close what holds it, and restart "
-                             "Headroom.")
+        return store, StoreNotice(StoreNotice.UNWRITABLE, path, exc)
     except (sqlite3.Error, OSError, StoreError):
-        return Store.session_only(path), why + "Chats in this session are kept only until Headroom closes."
+        return Store.session_only(path), StoreNotice(StoreNotice.UNWRITABLE, path, exc, shown=False)
 
 
-def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, str]:
+def _open_newer(path: Path, exc: NewerSchemaError) -> tuple[Store, StoreNotice]:
     """The read-only copy of a file from a newer Headroom, or an empty session-only store when
     its tables cannot be read by this version; with the notice for the user."""
-    why = (f"Your conversations were saved by a newer version of Headroom (database v{exc.found}; "
-           f"this version reads up to v{exc.supported}). ")
     try:
         store = Store(path, read_only=True)
         store.list_conversations(include_deleted=True)  # this version's queries work on it
-        return store, why + ("They are shown, but new chats, messages and changes in this session are kept only "
-                             "until Headroom closes. Update Headroom to continue them.")
+        return store, StoreNotice(StoreNotice.NEWER, path, exc, found=exc.found, supported=exc.supported)
     except sqlite3.Error:
-        return Store.session_only(path), why + (
-            "This version cannot read them; the file was left untouched and chats in this session "
-            "are not saved. Update Headroom to see them.")
+        return Store.session_only(path), StoreNotice(StoreNotice.NEWER, path, exc, shown=False, found=exc.found,
+                                                     supported=exc.supported)

@@ -235,6 +235,121 @@ def test_a_store_that_cannot_be_written_is_marked_for_the_whole_session(qapp, tm
         chat.close()
 
 
+def readonly_error(path) -> sqlite3.OperationalError:
+    """The error SQLite itself raises when a write meets a file it may only read (SQLITE_READONLY)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        conn.execute("CREATE TABLE t (x)")
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("a read-only connection wrote")
+
+
+def started(monkeypatch, path):
+    """A Chat whose store is the user's (open_store, here on `path`), started; and what it said."""
+    from app.chat import chat as chat_module
+    from app.core.store import open_store
+
+    monkeypatch.setattr(chat_module, "open_store", lambda: open_store(path))
+    chat = open_chat(Settings(GenerationSettings(max_new_tokens=16)), worker=FakeWorker())
+    said, saving = [], watch_saving(chat)
+    chat.notice.connect(lambda text, kind: said.append((text, kind)))
+    chat.start()
+    return chat, said, saving
+
+
+def test_the_stores_start_notice_is_said_in_the_windows_language(qapp, monkeypatch, tmp_path):
+    """Trial: the Korean window showed the store's own English sentence at start (a damaged file
+    moved aside, a file that cannot be written, one from a newer Headroom), and the "Not saving"
+    mark's tooltip repeated it. The store says what it met (app.core.store.StoreNotice); the chat
+    says it through the catalogue, the reason too."""
+    from app.core import store as store_module
+    from tests.helpers.marking_translator import marking
+
+    path = tmp_path / "headroom.sqlite3"
+    path.write_bytes(bytes(range(256)) * 12)  # not SQLite: moved aside, a new one started
+    with marking("Saving"):
+        chat, said, saving = started(monkeypatch, path)
+    chat.close()
+    [kept] = tmp_path.glob("headroom.sqlite3.damaged-*")
+    assert said == [(f"«The conversation database could not be read: it is damaged or is not a database. It was "
+                     f"kept as {kept.name} and a new one was started.»", "error")]
+    assert saving == []  # the new file is saved as usual
+
+    refused, real = readonly_error(path), Store.mark_interrupted
+
+    def read_only_file(store):  # the file refuses the first write; the copy in memory takes it
+        if not store.read_only:
+            raise refused
+        return real(store)
+
+    monkeypatch.setattr(Store, "mark_interrupted", read_only_file)
+    with marking("Saving"):
+        chat, said, saving = started(monkeypatch, path)
+    chat.close()
+    notice = (f"«Your conversations cannot be saved ({path}: «the database file is read-only»).» «They are shown, "
+              "but new chats, messages and changes in this session are kept only until Headroom closes. Make the "
+              "file writable, or close what holds it, and restart Headroom.»")
+    assert said == [(notice, "error")] and saving == [notice]  # the "Not saving" mark's tooltip: the same words
+
+    monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(OSError(13, "denied")))
+    monkeypatch.setattr(store_module, "connect", lambda _path: (_ for _ in ()).throw(OSError(30, "Read-only")))
+    chat, said, saving = started(monkeypatch, path)
+    chat.close()
+    assert said == [(f"Your conversations cannot be saved ({path}: the disk or folder is read-only). Chats in this "
+                     "session are kept only until Headroom closes.", "error")] and saving == [said[0][0]]
+
+
+def test_a_store_from_a_newer_headroom_is_said_in_the_windows_language(qapp, monkeypatch, tmp_path):
+    from app.core.store import SCHEMA_VERSION
+    from tests.helpers.marking_translator import marking
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.create_conversation("from the future")
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with marking("Saving"):
+        chat, said, saving = started(monkeypatch, path)
+    chat.close()
+    notice = (f"«Your conversations were saved by a newer version of Headroom (database v{SCHEMA_VERSION + 1}; this "
+              f"version reads up to v{SCHEMA_VERSION}).» «They are shown, but new chats, messages and changes in this "
+              "session are kept only until Headroom closes. Update Headroom to continue them.»")
+    assert said == [(notice, "error")] and saving == [notice]
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE messages RENAME TO turns")  # this version cannot read it at all
+    conn.close()
+    chat, said, saving = started(monkeypatch, path)
+    chat.close()
+    assert said[0][0].endswith("This version cannot read them; the file was left untouched and chats in this session "
+                               "are not saved. Update Headroom to see them.") and saving == [said[0][0]]
+
+
+@pytest.mark.parametrize(("code", "reason"), [(5, "another program is using the database"),
+                                              (517, "another program is using the database"),  # SQLITE_BUSY_SNAPSHOT
+                                              (8, "the database file is read-only"),
+                                              (14, "the database file could not be opened"),
+                                              (10, "the disk could not be read or written"),
+                                              (3, "permission denied"),
+                                              (1, "no such table: x")])  # SQLITE_ERROR: sqlite3's own words
+def test_sqlite_reasons_a_user_meets_are_said_plainly(chat, monkeypatch, code, reason):
+    """sqlite3's own words are English in the Korean window too: the result codes of a locked,
+    read-only or unopenable database are said by their code."""
+    exc = sqlite3.OperationalError("no such table: x")
+    exc.sqlite_errorcode = code
+
+    def fails(*_args, **_kwargs):
+        raise exc
+
+    monkeypatch.setattr(Store, "append_message", fails)
+    chat.turns.send("Hi")
+    assert errors(chat) == [f"Could not save: {reason} ({chat.store.path}); your message was not sent and is back "
+                            "in the message box."]
+
+
 @pytest.mark.parametrize("exc", [sqlite3.OperationalError("database is locked"), OSError(30, "Read-only file system")])
 def test_other_reasons_are_said_plainly(chat, monkeypatch, exc):
     """sqlite3's own words for the database; an OSError in the plain words exports use (os_error_text)."""

@@ -14,7 +14,7 @@ import pytest
 
 from app.core.conversation import Message, MessageStatus, Role
 from app.core.history import SummaryState
-from app.core.store import SCHEMA_VERSION, Store, StoreError, connect, migrate
+from app.core.store import SCHEMA_VERSION, Store, StoreError, StoreNotice, connect, migrate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -447,7 +447,9 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
     store, notice = open_store(path)
     kept = [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
     assert len(kept) == 1 and kept[0].read_bytes() == bytes(range(256)) * 12
-    assert notice is not None and "could not be read" in notice and kept[0].name in notice
+    # a kind and its facts, no sentence: the chat words it in the window's language (app.chat.saving)
+    assert (notice.kind, notice.path, notice.kept) == (StoreNotice.DAMAGED, path, kept[0].name)
+    assert isinstance(notice.error, sqlite3.DatabaseError)
     assert store.list_conversations() == []
     store.close()
     again, notice = open_store(path)  # the new file is fine: nothing moved the second time
@@ -480,8 +482,8 @@ def test_a_newer_store_opens_read_only_with_a_notice_and_is_never_written(tmp_pa
     assert (refused.value.found, refused.value.supported) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
     store, notice = open_store(path)
     assert store.read_only and store.backup_path is None
-    assert notice is not None and f"v{SCHEMA_VERSION + 1}" in notice
-    assert "changes in this session are kept only until Headroom closes" in notice
+    assert (notice.kind, notice.found, notice.supported, notice.shown) == (
+        StoreNotice.NEWER, SCHEMA_VERSION + 1, SCHEMA_VERSION, True)
     [info] = store.list_conversations()
     assert info.title == "from the future"
     assert store.load_conversation(info.id).conversation.messages[0].content == "hello from v3"
@@ -499,7 +501,7 @@ def test_a_newer_store_this_version_cannot_read_leaves_the_file_alone(tmp_path):
 
     path, before = _future_file(tmp_path, breaking=True)
     store, notice = open_store(path)
-    assert store.read_only and "cannot read them" in notice and "left untouched" in notice
+    assert store.read_only and (notice.kind, notice.shown) == (StoreNotice.NEWER, False)
     assert store.list_conversations() == []
     store.append_message(store.create_conversation("session"), Message(Role.USER, "hi"))
     store.close()
@@ -524,9 +526,8 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
     monkeypatch.setattr(store_module, "connect", read_only_file)
     store, notice = open_store(path)
     assert store.read_only and [c.title for c in store.list_conversations()] == ["kept"]
-    assert notice.startswith(f"Your conversations cannot be saved ({path}: Read-only file system).")
-    assert "They are shown, but new chats, messages and changes in this session are kept only until" in notice
-    assert "read-only" not in notice.replace("Read-only file system", "")  # old chats can be changed: not read-only
+    assert (notice.kind, notice.path, notice.shown) == (StoreNotice.UNWRITABLE, path, True)
+    assert isinstance(notice.error, OSError) and notice.error.errno == 30
     store.close()
 
     monkeypatch.setattr(store_module, "connect", real_connect)
@@ -536,7 +537,8 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
 
     monkeypatch.setattr(Store, "mark_interrupted", locked)
     store, notice = open_store(path)
-    assert store.read_only and "(database is locked)" not in notice and "database is locked" in notice
+    assert store.read_only and (notice.kind, notice.shown) == (StoreNotice.UNWRITABLE, True)
+    assert str(notice.error) == "database is locked"
     assert [c.title for c in store.list_conversations()] == ["kept"]
     store.close()
     assert {p.name for p in tmp_path.iterdir()} == before  # no ".damaged-…": a lock is not damage
@@ -544,7 +546,7 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
     monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(OSError(13, "denied")))
     store, notice = open_store(path)  # not even readable: an empty session-only store
     assert store.list_conversations() == []
-    assert notice.endswith("Chats in this session are kept only until Headroom closes.")
+    assert (notice.kind, notice.shown) == (StoreNotice.UNWRITABLE, False)
     store.close()
 
 
@@ -603,7 +605,7 @@ def test_a_newer_store_left_with_a_wal_is_read_with_it(tmp_path):
     writer.execute("INSERT INTO conversations (title, created_at, updated_at) VALUES ('only in the wal', 3, 3)")
     assert path.with_name(path.name + "-wal").stat().st_size > 0
     store, notice = open_store(path)
-    assert "kept only until Headroom closes" in notice
+    assert (notice.kind, notice.shown) == (StoreNotice.NEWER, True)
     assert sorted(c.title for c in store.list_conversations()) == ["from the future", "only in the wal"]
     store.close()
     writer.close()
