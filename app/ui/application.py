@@ -111,13 +111,14 @@ def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = Non
     splash = show_splash(app, icon)
     splash_at = time.perf_counter()
     apply_theme(app, settings.appearance)  # light or dark (Settings → Appearance); stylesheet to match
-    install_excepthook(current_log_file())
+    funnel = install_excepthook(current_log_file())
     loop = QEventLoop(app)
     asyncio.set_event_loop(loop)
     install_loop_exception_handler(loop)
     closed = asyncio.Event()
     app.aboutToQuit.connect(closed.set)
     window = create_window(settings, args.model, "cpu" if args.cpu else "auto")
+    funnel.watch_saving(window.chat)  # the crash dialog says "saved" only while the window saves
     instance.activation_requested.connect(window.bring_forward)
     window.show()
     splash.finish(window)

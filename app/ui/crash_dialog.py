@@ -1,6 +1,10 @@
-"""The non-fatal error dialog of the excepthook: what failed, that nothing was lost, the
-traceback, and "Copy details" for a bug report. It never blocks: it is shown with show(), and
-errors that arrive while it is open are added to it instead of stacking dialogs.
+"""The non-fatal error dialog of the excepthook: what failed, whether the conversations are
+saved, the traceback, and "Copy details" for a bug report. It never blocks: it is shown with
+show(), and errors that arrive while it is open are added to it instead of stacking dialogs.
+
+"Your conversations are saved" is said only while they are: while the window says "not saving"
+(a full disk, a read-only or locked database: app.chat.saving), the dialog says that changes since
+then may be lost (new-user trial: it reassured over a session none of which was kept).
 """
 
 from PySide6.QtCore import Qt, QTimer, Slot
@@ -12,6 +16,7 @@ class CrashDialog(QDialog):
     """Lists unexpected errors (a summary line each) with their tracebacks. No signals.
 
     log_file: where the same tracebacks are logged (shown so the user can attach it), or None.
+    `set_not_saving(why)` tells it whether the conversations are being saved (why "": they are).
     """
 
     def __init__(self, log_file=None, parent=None):
@@ -23,6 +28,7 @@ class CrashDialog(QDialog):
         self.setAttribute(Qt.WidgetAttribute.WA_QuitOnClose, False)
         self._summaries: list[str] = []
         self._details: list[str] = []
+        self._log_file = log_file
         self.title = QLabel()
         self.title.setObjectName("crashTitle")
         self.summary = QLabel()
@@ -30,14 +36,11 @@ class CrashDialog(QDialog):
         self.summary.setTextFormat(Qt.TextFormat.PlainText)  # exception text shows literally
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        text = self.tr("Headroom keeps running and your conversations are saved. If this keeps happening, "
-                       "please report it with the details below.")
-        if log_file:
-            text += " " + self.tr("The details are also in the log: {0}").format(log_file)
-        reassure = QLabel(text)
-        reassure.setObjectName("crashHint")
-        reassure.setWordWrap(True)
-        reassure.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hint = QLabel()
+        self.hint.setObjectName("crashHint")
+        self.hint.setWordWrap(True)
+        self.hint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.set_not_saving("")
         self.details = QPlainTextEdit()
         self.details.setObjectName("crashDetails")
         self.details.setReadOnly(True)
@@ -54,11 +57,26 @@ class CrashDialog(QDialog):
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)
         layout = QVBoxLayout(self)
-        for widget in (self.title, self.summary, reassure):
+        for widget in (self.title, self.summary, self.hint):
             layout.addWidget(widget)
         layout.addWidget(self.details, 1)
         layout.addLayout(buttons)
         self.resize(640, 420)
+
+    @Slot(str)
+    def set_not_saving(self, why: str) -> None:
+        """Say that the conversations are saved (why "") or that they are not being saved now
+        (why: the reason the window's "Not saving" mark gives, Chat.saving_changed)."""
+        if why:
+            text = self.tr("Headroom keeps running, but your conversations are not being saved now: changes "
+                           "since saving stopped may be lost (“Not saving” in the status bar says why). If this "
+                           "keeps happening, please report it with the details below.")
+        else:
+            text = self.tr("Headroom keeps running and your conversations are saved. If this keeps happening, "
+                           "please report it with the details below.")
+        if self._log_file:
+            text += " " + self.tr("The details are also in the log: {0}").format(self._log_file)
+        self.hint.setText(text)
 
     def add_error(self, summary: str, details: str) -> None:
         """Add one error: `summary` is "ExceptionType: message", `details` its traceback."""

@@ -23,7 +23,8 @@ log = logging.getLogger("headroom.crash")
 
 class _Funnel(QObject):
     """Lives in the GUI thread; a hook may run in any thread, so it emits and the dialog is shown
-    here (a queued connection from other threads).
+    here (a queued connection from other threads). `watch_saving(chat)` lets the dialog say
+    whether the conversations are being saved (it says "saved" only while they are).
 
     Signals: error_reported(str summary, str details).
     """
@@ -34,12 +35,26 @@ class _Funnel(QObject):
         super().__init__(parent)
         self.log_file = log_file
         self.dialog: CrashDialog | None = None
+        self.not_saving = ""  # why the conversations are not being saved now ("": they are)
         self.error_reported.connect(self._on_error_reported)
+
+    def watch_saving(self, chat) -> None:
+        """Follow `chat`'s saving state (app.chat.Chat: not_saving now, saving_changed later), so
+        the dialog never says the conversations are saved while the window says "not saving"."""
+        self._on_saving_changed(chat.not_saving)
+        chat.saving_changed.connect(self._on_saving_changed)
+
+    @Slot(str)
+    def _on_saving_changed(self, why: str) -> None:
+        self.not_saving = why
+        if self.dialog is not None:
+            self.dialog.set_not_saving(why)
 
     @Slot(str, str)
     def _on_error_reported(self, summary: str, details: str) -> None:
         if self.dialog is None:
             self.dialog = CrashDialog(self.log_file)
+            self.dialog.set_not_saving(self.not_saving)
         if not self.dialog.isVisible():
             self.dialog.clear()
         self.dialog.add_error(summary, details)

@@ -152,6 +152,49 @@ def test_errors_while_the_dialog_is_open_join_it(qtbot, funnel, caplog):
     assert dialog.details_text().count("Traceback") == 1
 
 
+def test_the_dialog_says_conversations_are_saved_only_while_they_are(qtbot, funnel, tmp_path, monkeypatch):
+    """New-user trial: on a read-only data folder (the window titled "Headroom — not saving") the
+    crash dialog still said "your conversations are saved". It follows the chat's saving state:
+    the one the chat is in when the window is built, and changes while the dialog is open."""
+    import sqlite3
+
+    from app.chat import open_chat
+    from app.core.settings import Settings
+    from app.core.store import Store
+    from tests.helpers.fake_worker import FakeWorker
+
+    path = tmp_path / "headroom.sqlite3"
+    Store(path).close()
+    chat = open_chat(Settings(), Store(path, read_only=True), worker=FakeWorker())
+    chat.start()  # says "not saving" before the funnel watches, as the window's start does
+    funnel.watch_saving(chat)
+    sender = Sender()
+    sender.clicked.emit()
+    hint = funnel.dialog.hint.text()
+    assert "conversations are saved" not in hint and "not being saved now" in hint
+    assert "changes since saving stopped may be lost" in hint and "/tmp/headroom-test.log" in hint
+    funnel.dialog.close()
+    chat.close()
+
+    chat = open_chat(Settings(), Store(tmp_path / "writable.sqlite3"), worker=FakeWorker())
+    chat.start()
+    funnel.watch_saving(chat)
+    sender.clicked.emit()
+    assert funnel.dialog.hint.text().startswith("Headroom keeps running and your conversations are saved.")
+
+    def full(*_args, **_kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    real = Store.append_message
+    monkeypatch.setattr(Store, "append_message", full)
+    chat.turns.send("Hi")  # a save fails while the dialog is open: it says so at once
+    assert "not being saved now" in funnel.dialog.hint.text()
+    monkeypatch.setattr(Store, "append_message", real)
+    chat.turns.send("Hi")  # saving works again
+    assert funnel.dialog.hint.text().startswith("Headroom keeps running and your conversations are saved.")
+    chat.close()
+
+
 @pytest.mark.no_qt_log
 def test_qt_warnings_go_to_the_log(caplog):
     previous = install_qt_message_handler()
