@@ -411,6 +411,13 @@ _VERDICTS = (
      QT_TRANSLATE_NOOP("PlainError", "the model repeated itself; kept the previous one")),
     (re.compile(r"^history does not shrink \((\d+) → (\d+) tokens\)$"),
      QT_TRANSLATE_NOOP("PlainError", "it would not shorten the history ({0} → {1} tokens); kept the previous one")),
+    # app.core.history._other_language and _dropped_facts, when no extract stands in
+    (re.compile(r"^the summary is not written in \w+, the conversation's language$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model did not write it in the conversation's language; kept the "
+                       "previous one")),
+    (re.compile(r"^the model dropped the earlier summary's facts \(kept (\d+) of (\d+); lost (.*)\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model left out most facts of the earlier summary (kept {0} of {1}; "
+                       "lost: {2}); kept the previous one")),
     # "Summarize now" with nothing it can fold (app.engine.summary_flow.fold_now)
     (re.compile(r"^nothing to fold: the newest turn alone is (\d+) tokens over the context$"),
      QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the newest turn alone does not fit the context "

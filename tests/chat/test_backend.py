@@ -20,3 +20,15 @@ def test_an_unparseable_key_file_is_kept_aside_and_said(chat, scratch_config, no
     chat.backend.apply_settings(chat.settings.generation, remote, api_key="")  # a good file: nothing more said
     assert chat.recorded.of("notice")[-1] == ("API key forgotten", "status")
     assert len([n for n in chat.recorded.of("notice") if "could not be read" in n[0]]) == 1
+
+
+def test_a_key_that_cannot_be_stored_says_why_in_the_windows_language(chat, scratch_config, no_keyring):
+    """The OS's English strerror ("Is a directory") stood in the Korean window's notice: the reason
+    is said in the plain words exports use (app.chat.error_text.os_error_text)."""
+    from tests.helpers.marking_translator import marking
+
+    (scratch_config / "api_keys.json").mkdir()  # a folder where the key file belongs: cannot be read
+    remote = BackendSettings(REMOTE, RemoteSettings(URL, "m"))
+    with marking("Backend", "PlainError"):
+        chat.backend.apply_settings(chat.settings.generation, remote, api_key="sk-new")
+    assert ("«Could not store the API key: «it is a folder, not a file»»", "error") in chat.recorded.of("notice")

@@ -179,6 +179,27 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "nothing to fold: the newest turn alone does not fit the context (120 tokens over)")
 
 
+def test_rejected_summaries_without_an_extract_are_said_in_the_windows_language():
+    """Two verdicts of app.core.history (a summary in another language than the user's, one that
+    dropped most facts of the summary before) reached the Korean window in English when no extract
+    stood in: each is said through the catalogue, as the other verdicts are."""
+    from types import SimpleNamespace
+
+    from app.core.history import _dropped_facts, _other_language
+    from tests.helpers.marking_translator import marking
+
+    turn = SimpleNamespace(messages=[{"role": "user", "content": "제 이름은 민수예요. 부산에 살아요."}])
+    language = _other_language(SimpleNamespace(folded=[turn]), "The user is happy to chat about anything.")
+    facts = _dropped_facts("Mina Park flies to Tokyo on March 14 with 1200 dollars.", "A story about a cat.")
+    assert language and facts  # the core's own words, as the summarizer gives them
+    assert summary_verdict_text(language) == (
+        "the model did not write it in the conversation's language; kept the previous one")
+    assert summary_verdict_text(facts) == ("the model left out most facts of the earlier summary (kept 0 of 6; "
+                                           "lost: 1200, 14, march, mina, park); kept the previous one")
+    with marking("PlainError"):
+        assert summary_verdict_text(language).startswith("«") and summary_verdict_text(facts).startswith("«")
+
+
 def _refusal(folder) -> str:
     """The loader's own reason for `folder` (app.engine.loading.folder_trust.check_folder)."""
     from app.engine.loading.folder_trust import check_folder
