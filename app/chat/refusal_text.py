@@ -29,7 +29,9 @@ def _n(value: int) -> str:
 
 
 def refusal_reason(decision) -> str:
-    """Why `decision` (an AdmissionDecision) refused the turn, with its numbers."""
+    """Why `decision` (an AdmissionDecision) refused the turn, with its numbers. A sentence that
+    names the context's size is counted by it ("the context of 1 token": Settings allows 1). Qt
+    counts one number a message; the others are prompts with their chat template or sums, never 1."""
     f, kind = decision.facts, decision.reason_kind
     if kind == "memory":
         return translate(
@@ -37,28 +39,29 @@ def refusal_reason(decision) -> str:
             format_bytes(f["needed"]), format_bytes(f["free"]), format_bytes(f["shortfall"]))
     if kind == "positions":
         total = f["prompt"] + f["max_new_tokens"]
-        text = translate(
-            "Refusal", "The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the "
-            "context limit of {3} tokens; the prompt may use at most {4}.").format(
+        text = Refusal.tr(
+            "The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the "
+            "context limit of {3} tokens; the prompt may use at most {4}.", "", f["limit"]).format(
             _n(f["prompt"]), _n(f["max_new_tokens"]), _n(total), _n(f["limit"]),
             _n(max(f["limit"] - f["max_new_tokens"], 0)))
         return text
     if kind == "message":
-        return translate(
-            "Refusal", "The new message needs {0} tokens with the system prompt, but the context of {1} tokens "
-            "minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.").format(
+        return Refusal.tr(
+            "The new message needs {0} tokens with the system prompt, but the context of {1} tokens "
+            "minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.", "", f["context"]).format(
             _n(f["message"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]),
             _n(f["room"]))
     if kind == "system":  # the system prompt, not the message, is too long (new-user trial: "hi")
-        return translate(
-            "Refusal", "The system prompt takes {0} tokens, but the context of {1} tokens minus max new "
-            "tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.").format(
+        return Refusal.tr(
+            "The system prompt takes {0} tokens, but the context of {1} tokens minus max new "
+            "tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.", "",
+            f["context"]).format(
             _n(f["system"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]), _n(f["room"]))
     if kind == "notes":
-        return translate(
-            "Refusal", "This chat's pinned notes take {0} tokens, but the context of {1} tokens minus max new "
+        return Refusal.tr(
+            "This chat's pinned notes take {0} tokens, but the context of {1} tokens minus max new "
             "tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new "
-            "message.").format(
+            "message.", "", f["context"]).format(
             _n(f["notes"]), _n(f["context"]), _n(f["max_new_tokens"]), _n(f["summary_reserve"]), _n(f["room"]))
     return decision.reason
 

@@ -227,8 +227,9 @@ class VramPanel(QDockWidget):
             self.what_if.show_result(self._what_if_text(what_if_bd), what_if_bd.state)
         elif self._what_if_beyond is not None:
             context_tokens, new_tokens, limit = self._what_if_beyond
+            # counted by the context ("context of 1 token"), the sum being more than 1 anyway
             self.what_if.show_result(self.tr("{0} + {1} tokens is more than this chat's context of {2} tokens: "
-                                             "no turn runs at this size.").format(
+                                             "no turn runs at this size.", "", limit).format(
                 f"{context_tokens:,}", f"{new_tokens:,}", f"{limit:,}"), "red")
         elif self._projection is None:
             self.what_if.show_result(self.tr("Drag a slider to see a turn's peak at other sizes; a message "

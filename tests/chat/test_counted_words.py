@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from app.chat.attachments import _size_text, fit_line
-from app.chat.refusal_text import refusal_advice, remedy_labels
+from app.chat.refusal_text import refusal_advice, refusal_reason, remedy_labels
 from app.core.settings import GenerationSettings, Settings
 from app.core.store_attachments import FitNote
 from app.engine.memory.admission import AdmissionDecision
@@ -65,6 +65,27 @@ def test_a_refusal_in_korean(korean):
     assert refusal_advice(_message_refusal(1_200, fit=100)) == (
         "메시지를 1,200 토큰 줄이거나 최대 새 토큰 수를 낮추세요.")
     assert remedy_labels(_message_refusal(1))["trim"] == "이전 턴 줄이기 (최소 1 토큰 제거)"
+
+
+def _context_refusal(kind: str, context: int) -> AdmissionDecision:
+    """A refusal of `kind` ("positions", "message", "system", "notes") for a context of `context` tokens."""
+    facts = dict(prompt=5, limit=context, message=5, system=4, notes=3, context=context, max_new_tokens=1,
+                 summary_reserve=0, room=0)
+    return AdmissionDecision(False, "positions", "", reason_kind=kind, facts=facts)
+
+
+@pytest.mark.parametrize(("context", "count"), [(1, "1 token"), (2, "2 tokens"), (1_200, "1,200 tokens")])
+def test_a_refusal_counts_the_context_it_names(context, count):
+    """A context of 1 (Settings allows it) read "the context of 1 tokens"."""
+    assert f"more than the context limit of {count};" in refusal_reason(_context_refusal("positions", context))
+    for kind in ("message", "system", "notes"):
+        assert f"but the context of {count} minus max new tokens" in refusal_reason(_context_refusal(kind, context))
+
+
+def test_a_refusal_names_the_context_in_korean(korean):
+    assert "컨텍스트 한도 1 토큰을 넘습니다" in refusal_reason(_context_refusal("positions", 1))
+    for kind in ("message", "system", "notes"):
+        assert "1 토큰 컨텍스트에서" in refusal_reason(_context_refusal(kind, 1))
 
 
 def _document(characters: int, pages: int = 1):

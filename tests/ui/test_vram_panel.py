@@ -273,6 +273,22 @@ def test_what_if_over_the_card_is_red(qtbot, panel):
     assert panel.what_if.result_label.text().endswith("won't fit")
 
 
+@pytest.mark.parametrize(("limit", "count"), [(1, "1 token"), (2, "2 tokens"), (4_096, "4,096 tokens")])
+def test_what_if_beyond_the_context_counts_the_context(panel, limit, count):
+    """A context of 1 (Settings allows it) read "this chat's context of 1 tokens"."""
+    panel.show_sample(card().sample())
+    panel.show_what_if_beyond(3_000, 1_500, limit)
+    assert panel.what_if.result_label.text() == (f"3,000 + 1,500 tokens is more than this chat's context of {count}: "
+                                                 "no turn runs at this size.")
+
+
+def test_what_if_beyond_the_context_in_korean(korean, panel):
+    panel.show_sample(card().sample())
+    panel.show_what_if_beyond(3_000, 1_500, 1)
+    assert panel.what_if.result_label.text() == ("3,000 + 1,500 토큰은 이 채팅의 컨텍스트 1 토큰보다 많습니다: "
+                                                 "이 크기로 실행되는 턴은 없습니다.")
+
+
 def test_what_if_is_disabled_until_limits_are_set(panel):
     assert not panel.what_if.context_slider.isEnabled()
     panel.set_what_if_limits(8_192, 2_048)
