@@ -208,6 +208,34 @@
 <context>
     <name>Refusal</name>
     <message numerus="yes">
+        <source>The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the context limit of {3} tokens; the prompt may use at most {4}.</source>
+        <translation>
+            <numerusform>The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the context limit of {3} token; the prompt may use at most {4}.</numerusform>
+            <numerusform>The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the context limit of {3} tokens; the prompt may use at most {4}.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>The new message needs {0} tokens with the system prompt, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</source>
+        <translation>
+            <numerusform>The new message needs {0} tokens with the system prompt, but the context of {1} token minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</numerusform>
+            <numerusform>The new message needs {0} tokens with the system prompt, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>The system prompt takes {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</source>
+        <translation>
+            <numerusform>The system prompt takes {0} tokens, but the context of {1} token minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</numerusform>
+            <numerusform>The system prompt takes {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>This chat&apos;s pinned notes take {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new message.</source>
+        <translation>
+            <numerusform>This chat&apos;s pinned notes take {0} tokens, but the context of {1} token minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new message.</numerusform>
+            <numerusform>This chat&apos;s pinned notes take {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new message.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
         <source>Shorten it by {0} tokens.</source>
         <translation>
             <numerusform>Shorten it by {0} token.</numerusform>
@@ -368,6 +396,13 @@
 </context>
 <context>
     <name>VramPanel</name>
+    <message numerus="yes">
+        <source>{0} + {1} tokens is more than this chat&apos;s context of {2} tokens: no turn runs at this size.</source>
+        <translation>
+            <numerusform>{0} + {1} tokens is more than this chat&apos;s context of {2} token: no turn runs at this size.</numerusform>
+            <numerusform>{0} + {1} tokens is more than this chat&apos;s context of {2} tokens: no turn runs at this size.</numerusform>
+        </translation>
+    </message>
     <message numerus="yes">
         <source>(%n threads)</source>
         <translation>

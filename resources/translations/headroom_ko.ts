@@ -722,6 +722,10 @@ Your chats are saved here.</source>
         <translation>닫기</translation>
     </message>
     <message>
+        <source>Headroom keeps running, but your conversations are not being saved now: changes since saving stopped may be lost (“Not saving” in the status bar says why). If this keeps happening, please report it with the details below.</source>
+        <translation>Headroom은 계속 실행되지만 지금은 대화가 저장되지 않고 있습니다: 저장이 멈춘 뒤의 변경 사항은 사라질 수 있습니다 (상태 표시줄의 “저장 안 됨”에 이유가 나옵니다). 이 문제가 반복되면 아래 세부 정보와 함께 알려 주세요.</translation>
+    </message>
+    <message>
         <source>Something went wrong inside Headroom</source>
         <translation>Headroom 내부에서 문제가 발생했습니다</translation>
     </message>
@@ -2375,6 +2379,14 @@ tokens counted by {4}: {5}</source>
         <translation>기록이 줄어들지 않습니다 ({0} → {1} 토큰). 이전 요약을 유지했습니다</translation>
     </message>
     <message>
+        <source>the model did not write it in the conversation&apos;s language; kept the previous one</source>
+        <translation>모델이 대화의 언어로 쓰지 않아 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model left out most facts of the earlier summary (kept {0} of {1}; lost: {2}); kept the previous one</source>
+        <translation>모델이 이전 요약의 사실 대부분을 빠뜨렸습니다 ({1}개 중 {0}개 유지, 빠진 것: {2}). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
         <source>nothing to fold: the newest turn alone does not fit the context ({0} tokens over)</source>
         <translation>접을 내용이 없습니다: 가장 최근 턴 하나만으로도 컨텍스트에 들어가지 않습니다({0}토큰 초과)</translation>
     </message>
@@ -2674,21 +2686,29 @@ tokens counted by {4}: {5}</source>
         <source>This turn needs {0} of memory but {1} is free: short by {2}.</source>
         <translation>이번 턴에는 메모리 {0}이(가) 필요하지만 여유는 {1}뿐이라 {2}이(가) 부족합니다.</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>The prompt ({0} tokens) plus max new tokens ({1}) is {2} tokens, more than the context limit of {3} tokens; the prompt may use at most {4}.</source>
-        <translation>프롬프트({0} 토큰)와 최대 새 토큰 수({1})를 더하면 {2} 토큰으로, 컨텍스트 한도 {3} 토큰을 넘습니다. 프롬프트는 최대 {4} 토큰까지 쓸 수 있습니다.</translation>
+        <translation>
+            <numerusform>프롬프트({0} 토큰)와 최대 새 토큰 수({1})를 더하면 {2} 토큰으로, 컨텍스트 한도 {3} 토큰을 넘습니다. 프롬프트는 최대 {4} 토큰까지 쓸 수 있습니다.</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>The new message needs {0} tokens with the system prompt, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4}.</source>
-        <translation>새 메시지에는 시스템 프롬프트를 포함해 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</translation>
+        <translation>
+            <numerusform>새 메시지에는 시스템 프롬프트를 포함해 {0} 토큰이 필요하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 {4} 토큰만 남습니다.</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>The system prompt takes {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for it and the new message.</source>
-        <translation>시스템 프롬프트가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 시스템 프롬프트와 새 메시지에 {4} 토큰만 남습니다.</translation>
+        <translation>
+            <numerusform>시스템 프롬프트가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 시스템 프롬프트와 새 메시지에 {4} 토큰만 남습니다.</numerusform>
+        </translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>This chat&apos;s pinned notes take {0} tokens, but the context of {1} tokens minus max new tokens ({2}) and the summary reserve ({3}) leaves {4} for them, the system prompt and the new message.</source>
-        <translation>이 채팅의 고정 메모가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 고정 메모와 시스템 프롬프트, 새 메시지에 {4} 토큰만 남습니다.</translation>
+        <translation>
+            <numerusform>이 채팅의 고정 메모가 {0} 토큰을 차지하지만, {1} 토큰 컨텍스트에서 최대 새 토큰 수({2})와 요약 예약분({3})을 빼면 고정 메모와 시스템 프롬프트, 새 메시지에 {4} 토큰만 남습니다.</numerusform>
+        </translation>
     </message>
     <message>
         <source>Trim older turns or lower max new tokens; or close other programs, or open a smaller model.</source>
@@ -2867,6 +2887,18 @@ tokens counted by {4}: {5}</source>
         <translation>다시 저장됩니다.</translation>
     </message>
     <message>
+        <source>another program is using the database</source>
+        <translation>다른 프로그램이 데이터베이스를 사용 중입니다</translation>
+    </message>
+    <message>
+        <source>the database file is read-only</source>
+        <translation>데이터베이스 파일이 읽기 전용입니다</translation>
+    </message>
+    <message>
+        <source>the database file could not be opened</source>
+        <translation>데이터베이스 파일을 열 수 없습니다</translation>
+    </message>
+    <message>
         <source>Could not save: the disk is full ({0}). Free some space; {1}</source>
         <translation>저장하지 못했습니다: 디스크가 가득 찼습니다({0}). 공간을 확보하세요. {1}</translation>
     </message>
@@ -2881,6 +2913,34 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Conversations are not being saved: {0} ({1}).</source>
         <translation>대화가 저장되지 않고 있습니다: {0} ({1}).</translation>
+    </message>
+    <message>
+        <source>The conversation database could not be read: it is damaged or is not a database. It was kept as {0} and a new one was started.</source>
+        <translation>대화 데이터베이스를 읽을 수 없습니다: 손상되었거나 데이터베이스 파일이 아닙니다. 기존 파일은 {0}(으)로 보관하고 새 데이터베이스를 시작했습니다.</translation>
+    </message>
+    <message>
+        <source>Your conversations were saved by a newer version of Headroom (database v{0}; this version reads up to v{1}).</source>
+        <translation>대화가 더 새로운 버전의 Headroom으로 저장되었습니다 (데이터베이스 v{0}, 이 버전은 v{1}까지 읽을 수 있습니다).</translation>
+    </message>
+    <message>
+        <source>They are shown, but new chats, messages and changes in this session are kept only until Headroom closes. Update Headroom to continue them.</source>
+        <translation>기존 대화는 표시되지만, 이번 세션의 새 대화와 메시지, 변경 사항은 Headroom을 닫을 때까지만 유지됩니다. 이어서 쓰려면 Headroom을 업데이트하세요.</translation>
+    </message>
+    <message>
+        <source>This version cannot read them; the file was left untouched and chats in this session are not saved. Update Headroom to see them.</source>
+        <translation>이 버전에서는 대화를 읽을 수 없습니다. 파일은 그대로 두었으며 이번 세션의 대화는 저장되지 않습니다. 대화를 보려면 Headroom을 업데이트하세요.</translation>
+    </message>
+    <message>
+        <source>Your conversations cannot be saved ({0}: {1}).</source>
+        <translation>대화를 저장할 수 없습니다 ({0}: {1}).</translation>
+    </message>
+    <message>
+        <source>They are shown, but new chats, messages and changes in this session are kept only until Headroom closes. Make the file writable, or close what holds it, and restart Headroom.</source>
+        <translation>기존 대화는 표시되지만, 이번 세션의 새 대화와 메시지, 변경 사항은 Headroom을 닫을 때까지만 유지됩니다. 파일을 쓸 수 있게 하거나 파일을 사용 중인 프로그램을 닫은 뒤 Headroom을 다시 시작하세요.</translation>
+    </message>
+    <message>
+        <source>Chats in this session are kept only until Headroom closes.</source>
+        <translation>이번 세션의 대화는 Headroom을 닫을 때까지만 유지됩니다.</translation>
     </message>
     <message>
         <source>your message was not sent and is back in the message box.</source>
@@ -3424,9 +3484,11 @@ and the summary.</source>
         <source>Sampling memory ≈4 times a second…</source>
         <translation>메모리를 1초에 약 4번 측정하는 중…</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>{0} + {1} tokens is more than this chat&apos;s context of {2} tokens: no turn runs at this size.</source>
-        <translation>{0} + {1} 토큰은 이 채팅의 컨텍스트 {2} 토큰보다 많습니다: 이 크기로 실행되는 턴은 없습니다.</translation>
+        <translation>
+            <numerusform>{0} + {1} 토큰은 이 채팅의 컨텍스트 {2} 토큰보다 많습니다: 이 크기로 실행되는 턴은 없습니다.</numerusform>
+        </translation>
     </message>
     <message>
         <source>Drag a slider to see a turn&apos;s peak at other sizes; a message you send is projected before it runs.</source>
