@@ -118,8 +118,9 @@ class Chat(QObject):
             "auto"; app.core.kv_precision), on open, on a new chat and when it is changed.
         saving_changed(str why): conversations are not being saved ("": they are again); `why`
             says why and where, for a lasting mark in the window: from start() for a database
-            that cannot be written (its copy in memory: nothing this session does is kept), and
-            when a write fails (a full disk) or succeeds again (app.chat.saving).
+            that cannot be written (its copy in memory: nothing this session does is kept) or a
+            disk full at start, and when a write fails (a full disk) or succeeds again
+            (app.chat.saving).
     """
 
     notice = Signal(str, str)
@@ -185,7 +186,10 @@ class Chat(QObject):
         if store is None:
             store, self._store_notice = open_store()
         self.store = store
-        self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
+        try:
+            self.store.mark_interrupted()  # replies cut off by a crash become "failed", not "streaming"
+        except saving.SAVE_ERRORS as exc:  # a full disk (open_store's notice, said at start()): marked at the next open
+            log.warning("interrupted replies not marked: %s", exc)
         self.device_preference = device_preference
         self.conversation = Conversation()
         self.conversation_id: int | None = None
@@ -251,6 +255,9 @@ class Chat(QObject):
             self.announce(said, "error")
         if self.store.read_only:  # said once above; marked for as long as the session lasts
             self.note_saving(said)
+        elif self._store_notice is not None and self._store_notice.kind == StoreNotice.FULL:
+            # marked as a write that failed mid-session: until one succeeds (trial 10: never again)
+            self.note_saving(saving.not_saving_tip(self._store_notice.error, self.store.path))
 
     def save(self, write: Callable[[], object], then: str, undo: Callable[[], object] | None = None,
              quiet: bool = False, kind: str = "error") -> bool:
@@ -258,8 +265,11 @@ class Chat(QObject):
         database locked or made read-only: app.chat.saving) `undo` runs, then a notice of `kind`
         says what was not saved and `then`, what became of the action (none when `quiet`: a
         write retried soon that has said so once, or one nobody waits for), and saving_changed
-        says conversations are not being saved until a write completes again. A save made
-        within another's write or undo leaves that to the outer one."""
+        says conversations are not being saved until a write completes again: one that committed
+        (a flow's save that wrote nothing proves nothing; trial 10: "Saving works again." before
+        each "Could not save"). A save made within another's write or undo leaves that to the
+        outer one."""
+        commits = self.store.commits
         self._saves_running += 1
         try:
             write()
@@ -274,7 +284,7 @@ class Chat(QObject):
             return False
         finally:
             self._saves_running -= 1
-        if not self._saves_running:
+        if not self._saves_running and self.store.commits != commits:
             self.note_saving("")
         return True
 

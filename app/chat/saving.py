@@ -25,14 +25,13 @@ from pathlib import Path
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
 from app.chat.error_text import os_error_text
-from app.core.store import StoreNotice
+from app.core.store import StoreNotice, disk_full  # the store's test: open_store tells a full disk apart too
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 SAVE_ERRORS = (sqlite3.OperationalError, OSError)
 """What a Store write raises for a reason outside Headroom (a full disk, a lock, a read-only or
 vanished file); sqlite3.IntegrityError and KeyError are the program's own and are not caught."""
-_SQLITE_FULL = 13  # https://sqlite.org/rescode.html#full
 # sqlite3's own words ("attempt to write a readonly database", "database is locked") are English
 # whatever the window's language: the primary result codes a user meets, said plainly
 # (https://sqlite.org/rescode.html; the extended codes keep the primary one in their low byte)
@@ -43,13 +42,6 @@ _SQLITE_REASONS = {
     14: QT_TRANSLATE_NOOP("Saving", "the database file could not be opened"),  # SQLITE_CANTOPEN
 }
 _SQLITE_ERRNOS = {3: errno.EACCES, 10: errno.EIO}  # SQLITE_PERM, SQLITE_IOERR: said as the OS's
-
-
-def disk_full(exc: BaseException) -> bool:
-    """Whether `exc` says the disk (or the user's quota) is full: SQLITE_FULL, ENOSPC or EDQUOT."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(exc)
 
 
 def not_saved_line(exc: BaseException, path: Path, then: str) -> str:
@@ -85,6 +77,14 @@ def start_notice_text(notice: StoreNotice) -> str:
     if notice.kind == StoreNotice.DAMAGED:
         return translate("Saving", "The conversation database could not be read: it is damaged or is not a "
                                    "database. It was kept as {0} and a new one was started.").format(notice.kept)
+    if notice.kind == StoreNotice.FULL:  # it passes: the file stays the store (new-user trial 10)
+        if notice.shown:
+            return translate("Saving", "Your conversations cannot be saved now: the disk is full ({0}). Free some "
+                                       "space: saving resumes by itself, and until then a message you send goes "
+                                       "back to the message box.").format(notice.path)
+        return translate("Saving", "Your conversations cannot be read or saved now: the disk is full ({0}). Free "
+                                   "some space: saving resumes by itself and they show again, and until then a "
+                                   "message you send goes back to the message box.").format(notice.path)
     if notice.kind == StoreNotice.NEWER:
         why = translate("Saving", "Your conversations were saved by a newer version of Headroom (database v{0}; "
                                   "this version reads up to v{1}).").format(notice.found, notice.supported)

@@ -28,8 +28,17 @@ but nothing reaches the file — and returns a StoreNotice saying so. The copy t
 (old chats can be continued, renamed, deleted): the notice's words say that none of it is kept.
 A StoreNotice is a kind and its facts, no sentence: this layer has no translation, and the chat
 says it in the window's language (app.chat.saving.start_notice_text).
+
+A full disk at start is not a file that cannot be written: it passes (new-user trial 10: started
+on a full disk, nothing was saved all session, even after space was freed). `open_store` keeps the
+file: one it could open is written as usual (each write fails while the disk is full, as it would
+mid-session); one it could not even open (SQLite needs room for the WAL index) becomes a
+`Store.until_room` — read from a copy in memory, while every write first opens the file and goes
+there, or raises what stopped it. No write ever lands in the copy, so nothing differs between the
+two when the file opens.
 """
 
+import errno
 import json
 import os
 import sqlite3
@@ -151,11 +160,15 @@ class StoreNotice:
     locked by another program); NEWER — a newer Headroom wrote it (schema v`found`, this version
     reads up to v`supported`). For UNWRITABLE and NEWER nothing is saved this session; `shown`:
     the old conversations are shown from a copy in memory (False: not even that copy could be
-    read, the store is an empty session-only one)."""
+    read, the store is an empty session-only one).
+    FULL — the disk is full (`error`: see `disk_full`): the store is the file still, and saving
+    resumes by itself at the first write that fits; `shown` False: the old conversations cannot
+    be read until then either (they show once the file opens)."""
 
     DAMAGED = "damaged"
     UNWRITABLE = "unwritable"
     NEWER = "newer"
+    FULL = "full"
 
     kind: str
     path: Path
@@ -199,6 +212,22 @@ def default_db_path() -> Path:
     return data_dir() / DB_FILE_NAME
 
 
+_SQLITE_FULL = 13  # https://sqlite.org/rescode.html#full
+# the unix VFS could not grow the WAL index (-shm), "may indicate that the underlying filesystem
+# volume is out of space" (https://sqlite.org/rescode.html#ioerr_shmsize): measured on a full
+# tmpfs, an existing database fails to open with it, not with SQLITE_FULL
+_SQLITE_IOERR_SHMSIZE = 4874
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` says the disk (or the user's quota) is full: SQLITE_FULL, SQLITE_IOERR_SHMSIZE,
+    ENOSPC or EDQUOT."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (_SQLITE_FULL, _SQLITE_IOERR_SHMSIZE) or "disk is full" in str(exc)
+
+
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Apply MIGRATIONS[user_version:target], one transaction each; returns the new version.
     Raises StoreError when the file is newer than `target` (written by a newer Headroom)."""
@@ -230,11 +259,16 @@ def backup_before_migration(conn: sqlite3.Connection, path: Path, version: int) 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     target = path.with_name(f"{path.name}.v{version}-{stamp}.bak")
     os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, _PRIVATE_FILE))
-    copy = sqlite3.connect(target)
     try:
-        conn.backup(copy)
-    finally:
-        copy.close()
+        copy = sqlite3.connect(target)
+        try:
+            conn.backup(copy)
+        finally:
+            copy.close()
+    except BaseException:
+        # a cut-off copy is no backup; on a full disk each write tries again (Store.until_room)
+        target.unlink(missing_ok=True)
+        raise
     return target
 
 
@@ -255,6 +289,18 @@ def _read_only_copy(path: Path) -> sqlite3.Connection:
     return memory
 
 
+def _copy_of(path: Path) -> sqlite3.Connection:
+    """`_read_only_copy(path)`, migrated in memory when its schema is not newer than this one's."""
+    conn = _read_only_copy(path)
+    try:
+        if schema_version(conn) <= SCHEMA_VERSION:
+            migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 _IDS_PER_QUERY = 900  # under SQLite's oldest limit on a statement's parameters (999)
 
 
@@ -273,13 +319,16 @@ def connect(path: Path) -> sqlite3.Connection:
     os.chmod(path, _PRIVATE_FILE)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
     conn.row_factory = sqlite3.Row
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if mode != "wal":
+    try:  # on a full disk this fails and is tried again at each write (Store.until_room): no handle left open
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise StoreError(f"{path}: WAL journal unavailable (got {mode!r})")
+        for pragma in ("synchronous = FULL", "foreign_keys = ON", "busy_timeout = 5000",
+                       "secure_delete = ON"):
+            conn.execute(f"PRAGMA {pragma}")
+    except BaseException:
         conn.close()
-        raise StoreError(f"{path}: WAL journal unavailable (got {mode!r})")
-    for pragma in ("synchronous = FULL", "foreign_keys = ON", "busy_timeout = 5000",
-                   "secure_delete = ON"):
-        conn.execute(f"PRAGMA {pragma}")
+        raise
     for suffix in ("-wal", "-shm"):
         side = path.with_name(path.name + suffix)
         if side.exists():
@@ -303,19 +352,48 @@ class Store:
         self.path = Path(path) if path is not None else default_db_path()
         self.read_only = read_only
         self.backup_path: Path | None = None
-        self._conn = _read_only_copy(self.path) if read_only else connect(self.path)
+        self._waits_for_room = False  # Store.until_room: reads from a copy, writes open the file first
+        self.commits = 0  # write transactions committed: a caller tells a write that reached the file
+        self._conn = _copy_of(self.path) if read_only else self._open_file()
+
+    def _open_file(self) -> sqlite3.Connection:
+        """The file's connection, migrated after a backup (`backup_path`). Raises as __init__."""
+        conn = connect(self.path)
         try:
-            version = schema_version(self._conn)
-            if read_only:
-                if version <= SCHEMA_VERSION:
-                    migrate(self._conn)
-            else:
-                if 0 < version < SCHEMA_VERSION:
-                    self.backup_path = backup_before_migration(self._conn, self.path, version)
-                migrate(self._conn)
+            version = schema_version(conn)
+            if 0 < version < SCHEMA_VERSION:
+                self.backup_path = backup_before_migration(conn, self.path, version)
+            migrate(conn)
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+        return conn
+
+    @classmethod
+    def until_room(cls, path: Path) -> tuple[Self, bool]:
+        """The store of `path`, which could not be opened for a full disk: it reads from a copy in
+        memory (empty when the file cannot be read now either) and every write first opens the
+        file and writes there, raising what stopped it (the disk still full) with nothing changed.
+        Returns (store, shown): shown False when an existing file could not be read now.
+        Raises NewerSchemaError when the file is from a newer Headroom, sqlite3.DatabaseError
+        when it is not a database."""
+        store = cls.__new__(cls)
+        store.path, store.read_only, store.backup_path = Path(path), False, None
+        store._waits_for_room, store.commits = True, 0
+        try:
+            store._conn = _copy_of(store.path)
+        except sqlite3.OperationalError as exc:
+            missing = not store.path.exists() or store.path.stat().st_size == 0
+            if not (missing or disk_full(exc)):
+                raise
+            store._conn = _memory_connection()
+            migrate(store._conn)
+            return store, missing
+        found = schema_version(store._conn)
+        if found > SCHEMA_VERSION:
+            store._conn.close()
+            raise NewerSchemaError(found, SCHEMA_VERSION)
+        return store, True
 
     @classmethod
     def session_only(cls, path: Path) -> Self:
@@ -323,9 +401,15 @@ class Store:
         (`path` is only remembered, for messages)."""
         store = cls.__new__(cls)
         store.path, store.read_only, store.backup_path = Path(path), True, None
+        store._waits_for_room, store.commits = False, 0
         store._conn = _memory_connection()
         migrate(store._conn)
         return store
+
+    @property
+    def waits_for_room(self) -> bool:
+        """Whether the file is still to be opened (Store.until_room): no write has fitted yet."""
+        return self._waits_for_room
 
     def close(self) -> None:
         self._conn.close()
@@ -339,11 +423,17 @@ class Store:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction. A full disk surfaces at COMMIT (WAL pages are written then):
-        that failure rolls back too, and the error raised is the one that stopped the write."""
+        that failure rolls back too, and the error raised is the one that stopped the write.
+        A Store.until_room opens its file first: its copy is dropped, the file is written."""
+        if self._waits_for_room:
+            conn = self._open_file()  # raises while the disk is full: nothing changed
+            self._conn.close()
+            self._conn, self._waits_for_room = conn, False
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
             self._conn.execute("COMMIT")
+            self.commits += 1
         except BaseException:
             # SQLITE_FULL and SQLITE_IOERR may have rolled back already; left open, every later
             # write failed with "cannot start a transaction within a transaction"
@@ -764,6 +854,9 @@ def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
       beside it) before a new, empty database was started.
     - the file cannot be written (UNWRITABLE: a read-only file or folder, a lock held by another
       program): `store` is a read-only copy, or an empty session-only one when even reading fails.
+    - the disk is full (FULL, `disk_full`): `store` is the file's, not a copy: its writes fail
+      while the disk is full and succeed once there is room (a Store.until_room when the file
+      could not even be opened).
     StoreError without WAL is raised as it is.
     """
     path = Path(path) if path is not None else default_db_path()
@@ -772,6 +865,8 @@ def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
     except NewerSchemaError as exc:
         return _open_newer(path, exc)
     except (OSError, sqlite3.OperationalError) as exc:  # before DatabaseError: locked is not damaged
+        if disk_full(exc):
+            return _open_full(path, exc)
         return _open_unwritable(path, exc)
     except sqlite3.DatabaseError as exc:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -784,9 +879,25 @@ def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
     try:
         store.mark_interrupted()  # the first write: a file that cannot be written says so here
     except sqlite3.OperationalError as exc:  # read-only, or locked by another program
+        if disk_full(exc):  # it passes: the file stays, and is written once there is room
+            return store, StoreNotice(StoreNotice.FULL, path, exc)
         store.close()
         return _open_unwritable(path, exc)
     return store, None
+
+
+def _open_full(path: Path, exc: Exception) -> tuple[Store, StoreNotice]:
+    """The store of a file that a full disk kept from opening (`exc`): a Store.until_room, with
+    the notice for the user. A file from a newer Headroom opens as it always does (its read-only
+    copy); one whose copy fails for another reason (not a database, no permission) as a file that
+    cannot be written: nothing is renamed or written while the disk is full."""
+    try:
+        store, shown = Store.until_room(path)
+    except NewerSchemaError as newer:
+        return _open_newer(path, newer)
+    except (sqlite3.Error, OSError):
+        return _open_unwritable(path, exc)
+    return store, StoreNotice(StoreNotice.FULL, path, exc, shown=shown)
 
 
 def _open_unwritable(path: Path, exc: Exception) -> tuple[Store, StoreNotice]:

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from app.chat import open_chat
-from app.core.conversation import MessageStatus
+from app.core.conversation import Message, MessageStatus, Role
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from tests.chat.conftest import finished, record
@@ -76,6 +76,22 @@ def test_a_message_that_cannot_be_stored_is_not_sent_and_goes_back_to_the_compos
     answer(chat, "Second answer.")
     assert stored(chat) == ["First question", "First answer.", "Second question, disk full", "Second answer."]
     assert saving[-1] == "" and ("Saving works again.", "status") in seen.of("notice")
+
+
+def test_a_save_that_writes_nothing_does_not_say_that_saving_works_again(chat, monkeypatch):
+    """Trial 10: each send on a full disk said "Saving works again." and hid the "Not saving" mark
+    (its first save, withdrawing an unanswered message, had none to withdraw), then "Could not save"."""
+    saving = watch_saving(chat)
+    chat.turns.send("First question")
+    answer(chat, "First answer.")
+    free = disk_full(monkeypatch, "append_message")
+    chat.turns.send("Second question")
+    chat.turns.send("Third question")
+    assert len(saving) == 1 and saving[0].startswith("Conversations are not being saved: the disk is full")
+    assert ("Saving works again.", "status") not in chat.recorded.of("notice")
+    free()
+    chat.turns.send("Fourth question")
+    assert saving[-1] == "" and chat.recorded.of("notice")[-1] == ("Saving works again.", "status")
 
 
 def test_a_first_message_that_cannot_be_stored_leaves_no_empty_chat_behind(chat, monkeypatch):
@@ -258,6 +274,93 @@ def started(monkeypatch, path):
     chat.notice.connect(lambda text, kind: said.append((text, kind)))
     chat.start()
     return chat, said, saving
+
+
+def full_at_open(monkeypatch):
+    """The store's file cannot be opened, as SQLite says on a full disk (it needs room for the
+    WAL index); returns the function that frees space."""
+    from app.core import store as store_module
+
+    real = store_module.connect
+
+    def full(_path):
+        raise sqlite3.OperationalError(FULL)
+
+    monkeypatch.setattr(store_module, "connect", full)
+    return lambda: monkeypatch.setattr(store_module, "connect", real)
+
+
+def test_a_disk_full_at_start_passes_and_nothing_typed_is_lost(qapp, monkeypatch, tmp_path):
+    """New-user trial 10: started on a full disk, the store became a copy in memory: the "Not
+    saving" mark stayed and none of the session's turns reached the file, even after space was
+    freed. It behaves as a disk that fills mid-session: a message that cannot be stored goes back
+    to the composer, and saving resumes once there is room."""
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.append_message(store.create_conversation("Earlier chat"), Message(Role.USER, "Earlier question"))
+    free = full_at_open(monkeypatch)
+    chat, said, saving = started(monkeypatch, path)
+    try:
+        full = (f"Your conversations cannot be saved now: the disk is full ({path}). Free some space: saving "
+                "resumes by itself, and until then a message you send goes back to the message box.")
+        assert said == [(full, "error")] and not chat.store.read_only
+        tip = f"Conversations are not being saved: the disk is full ({path}). Free some space."
+        assert saving == [tip] and chat.not_saving == tip
+        assert [c.title for c in chat.store.list_conversations()] == ["Earlier chat"]  # the history shows
+        withdrawn = []
+        chat.text_withdrawn.connect(withdrawn.append)
+        chat.conversations.new_conversation()
+        chat.turns.send("First, disk full")
+        chat.turns.send("Second, disk full")
+        assert withdrawn == ["First, disk full", "Second, disk full"] and chat.worker.requests == []
+        assert said[-1] == (f"Could not save: the disk is full ({path}). Free some space; your message was not sent "
+                            "and is back in the message box.", "error")
+        # the sends' first saves write nothing (no message to withdraw): they prove nothing (trial 10:
+        # "Saving works again." and the mark gone before each "Could not save")
+        assert saving == [tip] and ("Saving works again.", "status") not in said
+        free()
+        chat.turns.send("Third, space freed")
+        answer(chat, "Third answer.")
+        assert saving[-1] == "" and ("Saving works again.", "status") in said
+    finally:
+        chat.close()
+    with Store(path) as store:  # the file itself: the earlier chat and this session's
+        titles = {c.title: c.id for c in store.list_conversations()}
+        assert set(titles) == {"Earlier chat", "Third, space freed"}
+        assert contents(store.load_conversation(titles["Third, space freed"]).conversation.messages) == [
+            "Third, space freed", "Third answer."]
+
+
+def test_a_disk_full_at_start_that_hides_the_history_says_so_and_shows_it_once_there_is_room(
+        qapp, monkeypatch, tmp_path):
+    """The file could not even be read now (its WAL index needs room): it shows once a write fits."""
+    from app.core import store as store_module
+    from tests.helpers.marking_translator import marking
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.append_message(store.create_conversation("Earlier chat"), Message(Role.USER, "Earlier question"))
+    shm = sqlite3.OperationalError("disk I/O error")
+    shm.sqlite_errorcode = 4874  # SQLITE_IOERR_SHMSIZE, as measured on a full tmpfs
+    real_copy = store_module._read_only_copy
+    monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(shm))
+    free = full_at_open(monkeypatch)
+    with marking("Saving"):
+        chat, said, saving = started(monkeypatch, path)
+    try:
+        assert said == [(f"«Your conversations cannot be read or saved now: the disk is full ({path}). Free some "
+                         "space: saving resumes by itself and they show again, and until then a message you send "
+                         "goes back to the message box.»", "error")]
+        assert "the disk is full" in saving[0] and chat.store.list_conversations() == []
+        listed = []
+        chat.conversations_listed.connect(lambda rows, _current: listed.append([c.title for c in rows]))
+        free()
+        monkeypatch.setattr(store_module, "_read_only_copy", real_copy)
+        chat.turns.send("Hello again")
+        assert listed[-1] == ["Hello again", "Earlier chat"]
+        assert saving[-1] == ""
+    finally:
+        chat.close()
 
 
 def test_the_stores_start_notice_is_said_in_the_windows_language(qapp, monkeypatch, tmp_path):

@@ -550,6 +550,161 @@ def test_a_database_that_cannot_be_written_opens_read_only_and_is_never_renamed(
     store.close()
 
 
+def _full_disk(monkeypatch, error=None):
+    """`connect` fails as SQLite does when the disk is full (`error`, default SQLITE_FULL's words);
+    returns the function that frees space."""
+    from app.core import store as store_module
+
+    real = store_module.connect
+    exc = error or sqlite3.OperationalError("database or disk is full")
+    monkeypatch.setattr(store_module, "connect", lambda _path: (_ for _ in ()).throw(exc))
+    return lambda: monkeypatch.setattr(store_module, "connect", real)
+
+
+def _shm_full() -> sqlite3.OperationalError:
+    """What opening an existing WAL database on a full tmpfs raised (measured): SQLITE_IOERR_SHMSIZE."""
+    exc = sqlite3.OperationalError("disk I/O error")
+    exc.sqlite_errorcode = 4874
+    return exc
+
+
+def test_a_disk_full_at_start_keeps_the_file_as_the_store_and_writes_it_once_there_is_room(tmp_path, monkeypatch):
+    """New-user trial 10: a full disk at start was taken for a read-only file; the store became a
+    copy in memory for the whole session and nothing reached the file after space was freed."""
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.append_message(store.create_conversation("kept"), Message(Role.USER, "hello"))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    free = _full_disk(monkeypatch, _shm_full())
+    store, notice = open_store(path)
+    assert (notice.kind, notice.path, notice.shown) == (StoreNotice.FULL, path, True)
+    assert notice.error.sqlite_errorcode == 4874
+    assert not store.read_only and store.waits_for_room
+    [info] = store.list_conversations()  # read from a copy meanwhile
+    assert info.title == "kept"
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        store.create_conversation("while full")
+    with pytest.raises(sqlite3.OperationalError):
+        store.append_message(info.id, Message(Role.USER, "while full"))
+    assert [c.title for c in store.list_conversations()] == ["kept"]  # nothing landed in the copy
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    free()
+    cid = store.create_conversation("after")
+    store.append_message(cid, Message(Role.USER, "saved"))
+    assert not store.waits_for_room and {c.title for c in store.list_conversations()} == {"kept", "after"}
+    store.close()
+    with Store(path) as again:
+        assert [m.content for m in again.load_conversation(cid).conversation.messages] == ["saved"]
+        assert again.load_conversation(info.id).conversation.messages[0].content == "hello"
+
+
+def test_a_disk_full_at_start_with_no_file_yet_starts_it_once_there_is_room(tmp_path, monkeypatch):
+    from app.core.store import open_store
+
+    path = tmp_path / "data" / "headroom.sqlite3"
+    free = _full_disk(monkeypatch)
+    store, notice = open_store(path)
+    assert (notice.kind, notice.shown) == (StoreNotice.FULL, True)  # nothing to show: nothing hidden
+    assert not store.read_only and store.list_conversations() == []
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        store.create_conversation("while full")
+    free()
+    cid = store.create_conversation("first")
+    store.close()
+    with Store(path) as again:
+        assert [(c.id, c.title) for c in again.list_conversations()] == [(cid, "first")]
+
+
+def test_a_disk_full_at_start_that_keeps_the_file_unread_shows_it_once_there_is_room(tmp_path, monkeypatch):
+    from app.core import store as store_module
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        store.create_conversation("kept")
+    real_copy = store_module._read_only_copy
+    monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(_shm_full()))
+    free = _full_disk(monkeypatch, _shm_full())
+    store, notice = open_store(path)
+    assert (notice.kind, notice.shown) == (StoreNotice.FULL, False) and not store.read_only
+    assert store.list_conversations() == []
+    free()
+    monkeypatch.setattr(store_module, "_read_only_copy", real_copy)
+    store.create_conversation("new")
+    assert {c.title for c in store.list_conversations()} == {"kept", "new"}
+    store.close()
+
+
+def test_a_first_write_that_meets_a_full_disk_keeps_the_file(tmp_path, monkeypatch):
+    """The file opened, but its first write found no room: the store is the file, not a copy."""
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    Store(path).close()
+    real = Store.mark_interrupted
+
+    def full(_self):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "mark_interrupted", full)
+    store, notice = open_store(path)
+    assert (notice.kind, notice.shown) == (StoreNotice.FULL, True)
+    assert not store.read_only and not store.waits_for_room
+    monkeypatch.setattr(Store, "mark_interrupted", real)
+    cid = store.create_conversation("saved")
+    store.close()
+    with Store(path) as again:
+        assert [c.id for c in again.list_conversations()] == [cid]
+
+
+def test_a_full_disk_with_a_newer_or_unreadable_file_opens_as_before(tmp_path, monkeypatch):
+    """A full disk changes nothing for a file from a newer Headroom (read-only copy) nor for one
+    that cannot be read for another reason (UNWRITABLE, session only)."""
+    from app.core import store as store_module
+    from app.core.store import open_store
+
+    path, _ = _future_file(tmp_path)
+    _full_disk(monkeypatch)
+    store, notice = open_store(path)
+    assert store.read_only and (notice.kind, notice.found) == (StoreNotice.NEWER, SCHEMA_VERSION + 1)
+    store.close()
+    monkeypatch.setattr(store_module, "_read_only_copy", lambda _path: (_ for _ in ()).throw(OSError(13, "denied")))
+    store, notice = open_store(path)
+    assert store.read_only and (notice.kind, notice.shown) == (StoreNotice.UNWRITABLE, False)
+    store.close()
+
+
+@pytest.mark.parametrize(("exc", "full"), [
+    (sqlite3.OperationalError("database or disk is full"), True),
+    (_shm_full(), True),
+    (OSError(28, "No space left on device"), True),
+    (OSError(122, "Disk quota exceeded"), True),
+    (sqlite3.OperationalError("disk I/O error"), False),
+    (sqlite3.OperationalError("attempt to write a readonly database"), False),
+    (sqlite3.OperationalError("database is locked"), False),
+    (OSError(30, "Read-only file system"), False),
+])
+def test_disk_full_tells_a_full_disk_from_a_file_that_cannot_be_written(exc, full):
+    from app.core.store import disk_full
+
+    assert disk_full(exc) is full
+
+
+def test_a_backup_cut_off_is_removed(tmp_path):
+    """On a full disk a half-written backup is no backup, and each write would leave another."""
+    from app.core.store import backup_before_migration
+
+    class FullDisk:
+        def backup(self, _target):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    with pytest.raises(sqlite3.OperationalError):
+        backup_before_migration(FullDisk(), tmp_path / "headroom.sqlite3", 3)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_migration_is_preceded_by_a_timestamped_backup(tmp_path):
     path = tmp_path / "headroom.sqlite3"
     conn = connect(path)
