@@ -48,15 +48,19 @@ _TITLE_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u20
 
 
 def clean_title(title: str) -> str:
-    """`title` without the characters that a one-line label cannot show safely (_TITLE_UNSAFE)."""
-    return _TITLE_UNSAFE.sub("", title)
+    """`title` on one line: each run of whitespace (line breaks, tabs, Unicode line and paragraph
+    separators …) one space, none at either end, and without the characters that a one-line
+    label cannot show safely (_TITLE_UNSAFE). A renamed title kept its line breaks, and exports
+    and file names took them (new-user trial 10)."""
+    # whitespace first: \r, \v, \f and \x1c-\x1f are unsafe too, but between two words they part them
+    return " ".join(_TITLE_UNSAFE.sub("", " ".join(title.split())).split())
 
 
 def auto_title(first_message: str) -> str:
-    """A new conversation's title: the first line of its first message, cleaned (clean_title), at
-    most TITLE_CHARS."""
-    lines = clean_title(first_message).strip().splitlines()
-    return lines[0][:TITLE_CHARS] if lines else ""
+    """A new conversation's title: the first line of its first message with words, cleaned
+    (clean_title), at most TITLE_CHARS."""
+    lines = (clean_title(line) for line in first_message.splitlines())
+    return next((line for line in lines if line), "")[:TITLE_CHARS]
 
 
 class ConversationFlow(QObject):

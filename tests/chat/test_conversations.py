@@ -271,6 +271,24 @@ def test_titles_drop_control_and_bidi_override_characters_and_keep_emoji_joiners
         "NUL[] RTL[cba] ESC[] 안녕\u200b " + family)
 
 
+def test_a_renamed_title_is_one_line(chat):
+    """New-user trial 10: a title renamed with a line break kept it, and exports and file names took
+    it. Every run of whitespace (line breaks of any kind, tabs) is one space; none at either end."""
+    cats = seed(chat.store, "cats")
+    chat.conversations.rename(cats, "\n 제목\n두 줄\t셋\r\n넷\u2028다섯\u2029여섯\x0b\x0c일곱\x85여덟  \x00 아홉\t\n")
+    [info] = [i for i in chat.store.list_conversations() if i.id == cats]
+    assert info.title == "제목 두 줄 셋 넷 다섯 여섯 일곱 여덟 아홉"
+    assert chat.recorded.of("conversations_listed")[-1][0][0].title == info.title
+
+
+def test_an_automatic_title_is_its_first_line_with_words_on_one_line():
+    from app.chat.conversations import auto_title
+
+    assert auto_title("\x00\n\n  Plan\tthe\u3000trip  \nsecond line") == "Plan the trip"
+    assert auto_title("a\rb") == "a"  # a lone carriage return ends a line too
+    assert auto_title(" \n\t") == ""
+
+
 def test_a_renamed_title_drops_control_characters_too(chat):
     cats = seed(chat.store, "cats")
     chat.conversations.rename(cats, "Trip\u202e plan\x00")
