@@ -20,6 +20,7 @@ opening another chat sets them aside, and they come back with their chat.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from app.chat.chat import Chat
 
 
+log = logging.getLogger(__name__)
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
 
@@ -283,6 +285,7 @@ class AttachmentFlow(QObject):
             return
         shown = attached is self._attached  # else read for a chat set aside: its chip shows with it
         if isinstance(result, DocumentError):
+            log.info("could not attach %s", result)  # the reader's own words stay in the log
             attached.pop(ticket)
             if shown:
                 self._chat.attachment_changed.emit(ticket, attachment.name, "")

@@ -4,14 +4,17 @@ The engine keeps its own English line (str(error)) for the log. Also the note on
 was attached but read from an older encoding (`legacy_note`).
 
 Sizes are in the unit they reach (app.engine.memory.units.format_bytes: "100 MiB"), counts are
-grouped ("2,000,000"); encoding names (cp949) and the OS's or pypdf's own words are facts and
-stay as they come.
+grouped ("2,000,000"); encoding names (cp949) are facts and stay as they come. A reader's own
+English words (pypdf's "Stream has ended unexpectedly", the OS's "Permission denied") are not put
+in the sentence (new-user trial 10: English inside the Korean one): they are in the engine's line,
+which the chat logs.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
+from app.chat.error_text import os_error_text
 from app.engine.documents.source import (
     BINARY,
     CANCELLED,
@@ -116,8 +119,9 @@ def refusal_reason(error: DocumentError) -> str:
     if error.kind == EMPTY:
         return translate("DocumentRefusal", "the file has no text")
     if error.kind == UNREADABLE:
-        if detail:
-            return translate("DocumentRefusal", "the file cannot be read ({0})").format(detail)
+        if detail:  # the OS's reason, in the plain words a save failure uses (an unknown errno: the OS's)
+            reason = os_error_text(OSError(facts.get("errno"), detail))
+            return translate("DocumentRefusal", "the file cannot be read ({0})").format(reason)
         return translate("DocumentRefusal", "not a file that can be read")
     if error.kind == CANCELLED:
         return translate("DocumentRefusal", "reading was cancelled")
@@ -144,8 +148,9 @@ def _not_utf8(detail: str) -> str:
 
 
 def _damaged(error: DocumentError) -> str:
-    """A PDF or DOCX that cannot be read; detail: the reader's own words, or "zip bomb"."""
+    """A PDF or DOCX its reader cannot parse; detail: the reader's own words (pypdf's, zipfile's:
+    English, left to the log), or "zip bomb"."""
     if error.detail == "zip bomb":
         return translate("DocumentRefusal", "this DOCX expands to more than 256 MiB of XML")
-    return translate("DocumentRefusal", "this {0} cannot be read ({1})").format(
-        error.facts.get("format", "file"), error.detail)
+    return translate("DocumentRefusal", "this {0} file cannot be read (it may be damaged or incomplete)").format(
+        error.facts.get("format", "PDF"))  # the PDF and DOCX readers both say which they are

@@ -44,6 +44,50 @@ def test_a_file_that_cannot_be_attached_is_said_in_one_line_and_nothing_changes(
     assert chat.worker.requests[-1].documents == ()
 
 
+def test_a_damaged_pdf_is_said_in_the_windows_words_and_the_readers_own_go_to_the_log(qtbot, chat, tmp_path,
+                                                                                     caplog):
+    """New-user trial 10: "fake.pdf 첨부 실패: 이 PDF 파일을 읽을 수 없습니다(Stream has ended
+    unexpectedly)", pypdf's English inside the Korean sentence. The sentence says what it means
+    in the window's language; pypdf's words are in the log."""
+    damaged = tmp_path / "fake.pdf"
+    damaged.write_bytes(b"%PDF-1.4\ngarbage\n")
+    with caplog.at_level("INFO", logger="app.chat.attachments"):
+        attached(qtbot, chat, damaged)
+    assert chat.recorded.of("notice") == [
+        ("Could not attach fake.pdf: this PDF file cannot be read (it may be damaged or incomplete)", "error")]
+    assert "fake.pdf: this PDF cannot be read (Stream has ended unexpectedly)" in caplog.text
+
+
+def test_a_file_the_os_refuses_is_said_in_plain_words_not_the_oss(monkeypatch, tmp_path):
+    """The OS's strerror ("Permission denied") was put in the sentence as it came, English in the
+    Korean window too; it is said as a save failure says it."""
+    import errno
+    from pathlib import Path
+
+    from app.chat.document_refusal import refusal_reason
+    from app.engine.documents.extract import extract_file
+    from app.engine.documents.source import UNREADABLE, DocumentError
+
+    locked = tmp_path / "locked.txt"
+    locked.write_text("secret", encoding="utf-8")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "open", refuse)
+    try:
+        extract_file(locked)
+    except DocumentError as error:
+        assert (error.kind, error.facts) == (UNREADABLE, {"errno": errno.EACCES})
+        assert refusal_reason(error) == "the file cannot be read (permission denied)"
+        assert str(error) == "locked.txt: the file cannot be read (Permission denied)"  # the log's line
+    else:
+        raise AssertionError("no DocumentError")
+    odd = DocumentError(UNREADABLE, "f", "the file cannot be read (Stale file handle)", "Stale file handle",
+                        errno=errno.ESTALE)
+    assert refusal_reason(odd) == "the file cannot be read (Stale file handle)"  # an errno not known: the OS's
+
+
 def test_sending_while_a_file_is_read_keeps_the_message_in_the_composer(qtbot, chat, tmp_path, monkeypatch):
     import threading
 

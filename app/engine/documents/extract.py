@@ -86,7 +86,8 @@ def extract_file(path: str | Path, progress: Progress | None = None,
         return _checked(extract_text_file(path, size, progress, cancel), path.name)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise DocumentError(UNREADABLE, path.name, f"the file cannot be read ({reason})", reason) from None
+        raise DocumentError(UNREADABLE, path.name, f"the file cannot be read ({reason})", reason,
+                            errno=exc.errno) from None
 
 
 def _checked(document: ExtractedDocument, name: str) -> ExtractedDocument:
