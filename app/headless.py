@@ -105,6 +105,9 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
         settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
     begun = False  # a base model's completion starts with the space after the question: not printed
+    # sent as the window's composer sends it (Composer: stripped), so both count the same prompt
+    # and a refusal says the same numbers (new-user trial: "hi" and a newline, one token more)
+    question = question.strip()
     for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
         match event:
             case TextDelta(text=text):

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -127,3 +128,39 @@ def test_ask_prints_a_base_model_s_answer_without_its_leading_space(monkeypatch,
     monkeypatch.setattr(turn_runner, "TurnRunner", Runner)
     assert headless.ask("What is the capital of France?", None, GenerationSettings()) == 0
     assert capsys.readouterr().out == "The capital is Paris.\n"
+
+
+def test_ask_and_the_window_say_the_same_refusal_for_the_same_message(real_loaded, monkeypatch, capsys):
+    """New-user trial 10: context 16 and "hi": `--ask` said "the new message needs 2 more: shorten the
+    system prompt by 16 tokens", the window "… by 15 tokens" with the meter at 21 / 6. The window
+    sends what the composer holds stripped; `--ask` sent the question as given, a newline and all
+    (one token more). Both send "hi" now, and say the same numbers: here that no shorter system
+    prompt fits (its 6 tokens are less than the 15 over)."""
+    import threading
+
+    from app import headless
+    from app.chat.refusal_text import refusal_line
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.new_tokens import fitted_new_tokens, model_context
+    from app.core.settings import GenerationSettings
+    from app.engine import events
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import probe_for
+
+    saved = GenerationSettings(max_new_tokens=32768, context_tokens=16, temperature=0.0)
+    monkeypatch.setattr(headless, "_load", lambda _path: real_loaded)
+    assert headless.ask("hi\n", None, saved, fit_new_tokens=True) == 1
+    cli = capsys.readouterr().err.strip().splitlines()[-1]
+    # the window: the composer's "hi", the turn settings ModelFlow.turn_settings gives this model
+    context = model_context(saved.context_tokens, real_loaded.report.max_positions)
+    turn = replace(saved, max_new_tokens=fitted_new_tokens(saved.max_new_tokens, context))
+    runner = TurnRunner(real_loaded, probe_for(real_loaded.report.device))
+    [decision] = [e.decision for e in runner.run_turn([Message(Role.USER, "hi")], SummaryState(), turn,
+                                                        threading.Event()) if isinstance(e, events.TurnRefused)]
+    assert cli == f"headroom: not started: {decision.reason}"
+    assert "the new message needs 1 more: shortening the system prompt cannot make it fit" in cli
+    assert refusal_line(decision) == (
+        "This turn was not started. The system prompt takes 20 tokens, but the context of 16 tokens minus max "
+        "new tokens (8) and the summary reserve (2) leaves 6 for it and the new message. Shortening the system "
+        "prompt cannot make it fit: use a larger context.")

@@ -83,13 +83,17 @@ def refusal_advice(decision) -> str:
                 _n(f["shorten_by"]))
         return translate("Refusal", "Use a larger context or lower max new tokens.")
     if kind in ("system", "notes"):
-        return _shorten_system_advice(kind, f.get("shorten_by", 0))
+        return _shorten_system_advice(kind, f.get("shorten_by", 0), decision.max_new_tokens_fit is not None)
     return ""
 
 
-def _shorten_system_advice(kind: str, shorten_by: int) -> str:
+def _shorten_system_advice(kind: str, shorten_by: int, can_lower: bool) -> str:
     """Where to shorten the system prompt (kind "system") or the pinned notes ("notes"), and by
-    how many tokens when that alone makes the turn fit (`shorten_by` > 0)."""
+    how many tokens when that alone makes the turn fit (`shorten_by` > 0). A system prompt with no
+    such count cannot be shortened enough (app.engine.events._system_refusal: the template's frame
+    stays; new-user trial: "You are a helpful assistant." in a 16-token context was to be shortened
+    by 15 tokens, more than its 6): what can help is said instead, lowering max new tokens when
+    `can_lower`."""
     if kind == "notes":
         if shorten_by:
             return Refusal.tr("Shorten this chat's pinned notes (Notes, in the chat bar) by {0} tokens.", "",
@@ -99,8 +103,10 @@ def _shorten_system_advice(kind: str, shorten_by: int) -> str:
     if shorten_by:
         return Refusal.tr("Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.", "",
                           shorten_by).format(_n(shorten_by))
-    return translate("Refusal", "Shorten the system prompt (Edit → Settings → System prompt) or use a larger "
-                                "context.")
+    if can_lower:
+        return translate("Refusal", "Shortening the system prompt cannot make it fit: lower max new tokens or use "
+                                    "a larger context.")
+    return translate("Refusal", "Shortening the system prompt cannot make it fit: use a larger context.")
 
 
 def refusal_line(decision) -> str:

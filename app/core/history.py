@@ -14,7 +14,7 @@ binary searches that rely on it, and every returned prompt is re-checked against
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.core.conversation import Message, Role
 from app.core.pinned_notes import without_pinned_notes
@@ -94,7 +94,11 @@ class WindowResult:
     the user it is `over_by` tokens too long before anything runs, and `system_tokens` of it are
     the system message's (system prompt, pinned notes, summary, with the template's frame),
     `notes_tokens` of those the pinned notes': the rest is the newest turn's own text (0 and 0
-    when it fits, or when there is no system prompt)."""
+    when it fits, or when there is no system prompt). `frame_tokens` of `system_tokens` stay
+    however short the system prompt gets: the template's frame, the summary and a one-character
+    prompt (the notes not included), so shortening the system prompt takes off at most
+    `system_tokens − notes_tokens − frame_tokens` (new-user trial: a 6-token system prompt in a
+    16-token context was told to shorten by 15)."""
 
     fits: bool
     messages: tuple[ChatDict, ...]
@@ -106,6 +110,7 @@ class WindowResult:
     budget: TokenBudget
     system_tokens: int = 0
     notes_tokens: int = 0
+    frame_tokens: int = 0
 
     @property
     def over_by(self) -> int:
@@ -234,9 +239,11 @@ def select_window(
     smallest = count(newest)
     if smallest > limit:
         older = tuple(live[:-1])
-        system_tokens, notes_tokens = _system_share(system_prompt, summary.content, count_tokens, system_allowed)
-        return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget,
-                            min(system_tokens, smallest), notes_tokens)
+        system_tokens, notes_tokens, frame_tokens = _system_share(system_prompt, summary.content, count_tokens,
+                                                                  system_allowed)
+        system_tokens = min(system_tokens, smallest)
+        return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget, system_tokens,
+                            notes_tokens, min(frame_tokens, max(system_tokens - notes_tokens, 0)))
     guess = None
     if estimate_tokens is not None:
         guess = _first_true(0, newest, lambda k: estimate_tokens(
@@ -253,16 +260,37 @@ def select_window(
     )
 
 
+def next_turn_window(messages: Sequence[Message], select: Callable[[list[Message]], WindowResult]) -> WindowResult:
+    """The window of the next turn's prompt in a chat that stands at `messages`, for the context
+    meter between turns: `select` (select_window with that turn's budget and policy) of what that
+    prompt holds. After an answer (or in an empty chat) it holds a message not written yet as well:
+    counted as an empty user message (its template's frame is in `prompt_tokens`), so the last
+    exchange is history that leaves the window as any older turn does, and it is not one of `kept`
+    (the conversation's whole turns). Judged as the newest turn, which must fit or nothing does, a
+    long last exchange made the meter read "474 / 255 tokens in context · 0 turns in window" in red
+    right after a normal answer (new-user trial 10: a 512-token model, 256 new tokens). A chat that
+    ends with a user message (refused, or not answered) is counted as it is: the next Send sends
+    it again. Raises what `select` raises."""
+    if messages and messages[-1].role is Role.USER:
+        return select(list(messages))
+    window = select([*messages, Message(Role.USER, "")])
+    return replace(window, kept=window.kept[:-1]) if window.fits else window
+
+
 def _system_share(system_prompt: str, summary: str, count_tokens: CountTokens,
-                  system_allowed: bool) -> tuple[int, int]:
-    """(tokens, of which the pinned notes') the system message takes of a refused prompt, so that a
-    refusal can name what is too long (new-user trial: a 24,000-token system prompt was refused as
-    "the new message needs 24,016 tokens" for "hi"): the prompt with the newest turn emptied, i.e.
-    with the template's frame; (0, 0) without a system prompt or notes (the frame alone is no cause).
-    Measured with a system message in every count: a template that adds its own system prompt when
-    none is given (SmolLM2's) would otherwise count that one instead."""
+                  system_allowed: bool) -> tuple[int, int, int]:
+    """(tokens, of which the pinned notes', of which neither) the system message takes of a refused
+    prompt, so that a refusal can name what is too long (new-user trial: a 24,000-token system
+    prompt was refused as "the new message needs 24,016 tokens" for "hi"): the prompt with the
+    newest turn emptied, i.e. with the template's frame; (0, 0, 0) without a system prompt or notes
+    (the frame alone is no cause). The third is what stays when the system prompt (not the notes)
+    is cut to one character: the frame, the summary and that character, less the notes — so a
+    refusal never asks to shorten it by more than it holds (new-user trial: "You are a helpful
+    assistant.", 6 tokens, was to be shortened by 15; SmolLM2's frame is 14). Measured with a
+    system message in every count: a template that adds its own system prompt when none is given
+    (SmolLM2's) would otherwise count that one instead."""
     if not system_prompt.strip():
-        return 0, 0
+        return 0, 0, 0
     empty_turn = (Turn(-1, -1, ({"role": Role.USER.value, "content": ""},)),)
 
     def frame(prompt: str) -> int:
@@ -270,8 +298,11 @@ def _system_share(system_prompt: str, summary: str, count_tokens: CountTokens,
 
     system = frame(system_prompt)
     without_notes = without_pinned_notes(system_prompt)
-    notes = system - frame(without_notes) if without_notes != system_prompt else 0
-    return system, max(notes, 0)
+    notes = max(system - frame(without_notes), 0) if without_notes != system_prompt else 0
+    if not without_notes.strip():  # notes only: no system prompt of the user's to shorten
+        return system, notes, system - notes
+    shortest = frame("." + system_prompt[len(without_notes):])  # the prompt cut to ".", the notes kept
+    return system, notes, max(shortest - notes, 0)
 
 
 @dataclass(frozen=True)

@@ -130,15 +130,22 @@ def _system_refusal(window: WindowResult, max_new_tokens: int, room: int) -> Adm
     budget, system, notes = window.budget, window.system_tokens, window.notes_tokens
     message, limit = window.prompt_tokens - system, max(window.limit_tokens, 0)
     kind = "notes" if notes * 2 > system else "system"
-    holds = notes if kind == "notes" else system - notes  # offer only what can work, as for a message
-    shorten_by = window.over_by if window.over_by < holds else 0
+    # offer only what can work, as for a message: the notes can all go; the system prompt can be cut
+    # to one character, never below its template's frame (window.frame_tokens)
+    if kind == "notes":
+        shorten_by = window.over_by if window.over_by < notes else 0
+    else:
+        shorten_by = window.over_by if window.over_by <= system - notes - window.frame_tokens else 0
     named = "the pinned notes" if kind == "notes" else "the system prompt"
     takes = (f"the pinned notes take {notes:,} and the system prompt {system - notes:,}" if kind == "notes"
              else f"the system prompt takes {system:,}")
     remedies = [f"shorten {named} by {shorten_by:,} tokens"] if shorten_by else []
     if room >= 1:
         remedies.append(f"lower max_new_tokens to {room:,}")
-    advice = " or ".join(remedies) or f"shorten {named} or use a larger context"
+    if kind == "system" and not shorten_by:  # no shorter system prompt fits (trial: 6 tokens, 15 over)
+        advice = f"shortening the system prompt cannot make it fit: {' or '.join([*remedies, 'use a larger context'])}"
+    else:
+        advice = " or ".join(remedies) or f"shorten {named} or use a larger context"
     return AdmissionDecision(
         False, "positions",
         f"{takes} of the {limit:,} prompt tokens that the context of {budget.context_tokens:,} tokens minus "

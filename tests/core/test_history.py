@@ -25,6 +25,7 @@ from app.core.history import (
     finish_summary,
     foldable_turns,
     group_turns,
+    next_turn_window,
     normalize_roles,
     plan_summary,
     select_window,
@@ -136,6 +137,33 @@ def test_newest_message_too_long_is_reported_not_cut():
     assert result.over_by == 215 - 120
 
 
+def test_between_turns_the_last_exchange_is_history_beside_the_message_not_written_yet():
+    """New-user trial 10: after a normal answer on a 512-token model the meter read "474 / 255 tokens
+    in context · 0 turns in window" in red: the last exchange (a long question and a 256-token answer)
+    was counted as the newest turn, which must fit. The next prompt holds the next message instead
+    and may leave that exchange out, as the turn will."""
+    budget = TokenBudget(context_tokens=150, max_new_tokens=20, summary_reserve=10)  # 120 for the prompt
+
+    def select(messages):
+        return select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                             count_tokens=count_words)
+
+    long_last = chat(10, 10, 30, 100)  # the last exchange alone is 2 + 9 + 34 + 104 = 149 tokens
+    assert not select(long_last).fits  # as the meter counted it: over, no turn kept
+    window = next_turn_window(long_last, select)
+    assert window.fits and window.prompt_tokens == 2 + (5 + 4) + (0 + 4) <= window.limit_tokens == 120
+    assert window.kept == () and [t.first_position for t in window.evicted] == [0, 2]
+    next_turn = select([*long_last, Message(Role.USER, "next")])
+    assert next_turn.fits and next_turn.kept[-1].first_position == 4 and len(next_turn.evicted) == 2  # the same
+    short = chat(10, 10, 5, 5)
+    window = next_turn_window(short, select)  # both exchanges stay, beside the empty message's frame
+    assert [t.first_position for t in window.kept] == [0, 2]
+    assert window.prompt_tokens == select(short).prompt_tokens + 4
+    refused = chat(10, 10, 200)  # ends with the user's message: counted as it is, sent again
+    assert next_turn_window(refused, select) == select(refused)
+    assert next_turn_window([], select).fits  # an empty chat: the first message's frame
+
+
 def test_a_refused_window_says_how_much_of_it_the_system_message_takes():
     """New-user trial: a system prompt too long for the context was refused as "the new message
     needs 24,016 tokens" for "hi": the refusal needs the system message's own share."""
@@ -147,6 +175,7 @@ def test_a_refused_window_says_how_much_of_it_the_system_message_takes():
                            budget=budget, count_tokens=count_words)
     assert not result.fits and result.prompt_tokens == 157 + 4 + 1 + 4 + 2 == 168
     assert result.system_tokens == 168 - 1 and result.notes_tokens == 37  # all but "hi"; the notes' words
+    assert result.frame_tokens == 4 + 4 + 2 + 1  # what stays of the rest with the prompt cut to "."
     summarized = select_window([Message(Role.USER, "hi")], system_prompt=words(200, "s"),
                                summary=SummaryState("they said hi", -1, 0), budget=budget, count_tokens=count_words)
     assert summarized.system_tokens == 200 + 4 + 3 + 4 + 4 + 2 and summarized.notes_tokens == 0  # summary in it

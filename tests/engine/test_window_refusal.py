@@ -80,3 +80,42 @@ def test_notes_are_not_told_to_shorten_by_more_than_they_hold():
     decision = window_refusal(_system_window(9_000, 5_000, 5_000), 512)  # 6,832 over: more than the notes
     assert decision.reason_kind == "notes" and decision.facts["shorten_by"] == 0
     assert decision.reason.endswith("shorten the pinned notes or use a larger context")
+
+
+def _refused(real_loaded, system: str, context: int, max_new: int, message: str = "hi"):
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.engine.local.turn_planner import Foresight
+    from app.engine.memory.probe import FakeProbe
+    from app.engine.memory.units import GiB
+
+    foresight = Foresight(real_loaded, FakeProbe(total=8 * GiB, kind="cpu", device_name="fake"))
+    return foresight.plan([Message(Role.USER, message)], SummaryState(), system, max_new, context_setting=context)
+
+
+def test_a_system_prompt_shorter_than_the_template_s_frame_is_not_told_to_shorten_by_more_than_it_holds(real_loaded):
+    """New-user trial 10: context 16, max new tokens 8, "You are a helpful assistant." (6 tokens) and
+    "hi": told to "shorten the system prompt by 15 tokens", which cannot be done — SmolLM2's frame
+    around a system message and an empty turn alone takes 14 tokens of the 6 the context leaves."""
+    plan = _refused(real_loaded, "You are a helpful assistant.", 16, 8)
+    window, decision = plan.window, plan.decision
+    assert (window.prompt_tokens, window.limit_tokens, window.system_tokens) == (21, 6, 20)
+    assert window.frame_tokens == 14 + 1  # the frame and a one-character prompt
+    assert decision.reason_kind == "system" and decision.facts["shorten_by"] == 0
+    assert decision.reason.endswith("and the new message needs 1 more: shortening the system prompt cannot "
+                                    "make it fit: use a larger context")
+
+
+def test_shortening_the_system_prompt_by_the_count_said_makes_the_turn_fit(real_loaded):
+    """The count a refusal names is one that works: the system prompt cut by that many tokens fits,
+    one token less does not."""
+    tokenizer = real_loaded.tokenizer
+    system = "Always answer in the voice of a careful librarian who checks every fact twice. " * 4
+    plan = _refused(real_loaded, system, 96, 16)
+    shorten_by = plan.decision.facts["shorten_by"]
+    assert plan.decision.reason_kind == "system" and 0 < shorten_by < plan.window.system_tokens - 14
+    assert plan.decision.reason.endswith(f"shorten the system prompt by {shorten_by} tokens or lower "
+                                         f"max_new_tokens to {plan.decision.max_new_tokens_fit}")
+    ids = tokenizer(system, add_special_tokens=False)["input_ids"]
+    assert _refused(real_loaded, tokenizer.decode(ids[:-shorten_by]), 96, 16).admitted
+    assert not _refused(real_loaded, tokenizer.decode(ids[:-shorten_by + 1]), 96, 16).window.fits

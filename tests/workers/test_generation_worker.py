@@ -3,6 +3,7 @@
 import gc
 import threading
 import weakref
+from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QThread
@@ -205,9 +206,11 @@ def test_a_window_is_counted_as_the_turn_would_plan_it_and_nothing_runs(qtbot, w
     with qtbot.waitSignal(worker.window_counted, timeout=10000) as blocker:
         worker.window_requested.emit(request(2, settings, chat))
     rid, window = blocker.args
-    # the count the next turn's plan makes (its window, before the new message), by the tokenizer
+    # the count the next turn's plan makes, by the tokenizer: its window with the new message not
+    # written yet (empty; not one of the chat's turns kept)
     foresight = worker._runner.foresight
-    assert rid == 2 and window == foresight.plan(list(chat), SummaryState(), "Be brief.", 16).window
+    planned = foresight.plan([*chat, Message(Role.USER, "")], SummaryState(), "Be brief.", 16).window
+    assert rid == 2 and window == replace(planned, kept=planned.kept[:-1])
     assert window.fits and len(window.kept) == 2 and window.prompt_tokens == foresight.count_tokens(
         list(window.messages)) > 20
     assert streamed == []

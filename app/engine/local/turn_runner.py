@@ -9,8 +9,8 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import replace
 
-from app.core.conversation import Message, Role
-from app.core.history import SummaryState
+from app.core.conversation import Message
+from app.core.history import SummaryState, next_turn_window
 from app.core.kv_precision import KV_8, KV_16
 from app.core.settings import GenerationSettings
 from app.engine.events import (
@@ -203,19 +203,22 @@ class TurnRunner:
                      documents=()):
         """The window the next turn's prompt would keep of `messages` (a WindowResult: tokens
         used, the limit, the turns kept), counted with this model's tokenizer and the turn's own
-        policy; nothing runs, no memory is projected. documents: the ExtractedDocuments attached
-        to the message being written: prompt_tokens counts ≈ what they would add
-        (app.engine.documents.turn.document_tokens) and the window keeps the turns that fit beside
-        them; each document is tokenized once (kept per document). In an empty chat the documents
-        go with its first message, not written yet: counted as an empty user turn carrying them
-        (the system prompt, that turn's template and the documents). Raises ValueError when there
-        is no turn (an empty chat with no documents)."""
-        if not messages and documents:
-            messages = [Message(Role.USER, "")]
+        policy; nothing runs, no memory is projected. After an answer the next prompt ends with
+        a message not written yet, counted as an empty one (app.core.history.next_turn_window: the
+        last exchange may leave the window; `kept` holds the conversation's turns only).
+        documents: the ExtractedDocuments attached to the message being written: prompt_tokens
+        counts ≈ what they would add (app.engine.documents.turn.document_tokens) and the window
+        keeps the turns that fit beside them; each document is tokenized once (kept per document).
+        In an empty chat the documents go with its first message, not written yet: counted as an
+        empty user turn carrying them (the system prompt, that turn's template and the documents).
+        Raises ValueError when there is no turn (an empty chat with no documents)."""
+        if not messages and not documents:
+            raise ValueError("no turn to count: an empty chat with no documents")
+
         def window(max_new_tokens: int):
-            return self.foresight.window(messages, summary, settings.system_prompt, max_new_tokens,
-                                         settings.context_tokens, settings.summary_fold_at,
-                                         settings.summary_keep_turns)
+            return next_turn_window(messages, lambda counted: self.foresight.window(
+                counted, summary, settings.system_prompt, max_new_tokens, settings.context_tokens,
+                settings.summary_fold_at, settings.summary_keep_turns))
 
         plain = window(settings.max_new_tokens)
         if not documents:

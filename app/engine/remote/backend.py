@@ -20,7 +20,14 @@ from pathlib import Path
 
 from app.core.backend_settings import BackendSettingsError, RemoteSettings
 from app.core.conversation import Message
-from app.core.history import DEFAULT_MODEL_CONTEXT, SummaryState, TokenBudget, select_window, summary_reserve
+from app.core.history import (
+    DEFAULT_MODEL_CONTEXT,
+    SummaryState,
+    TokenBudget,
+    next_turn_window,
+    select_window,
+    summary_reserve,
+)
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     ReplyFinished,
@@ -163,13 +170,16 @@ class RemoteBackend:
                             plan.window, summary, settings)
 
     def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings):
-        """The window the next turn would keep (TurnRunner.count_window), against the server's
-        context; None before the server was reached (nothing connects just to count) or when
-        counting needs the server and it fails (logged). Raises ValueError when there is no turn."""
+        """The window the next turn would keep (TurnRunner.count_window; after an answer with the
+        message not written yet counted as an empty one: app.core.history.next_turn_window), against
+        the server's context; None before the server was reached (nothing connects just to count) or
+        when counting needs the server and it fails (logged). Raises ValueError when there is no turn."""
         if self.report is None:
             return None
+        if not messages:
+            raise ValueError("no turn to count: an empty chat")
         try:
-            return self.plan(messages, summary, settings).window
+            return next_turn_window(messages, lambda counted: self.plan(counted, summary, settings).window)
         except RemoteError as exc:
             log.info("cannot count the next prompt: %s", exc)
             return None
