@@ -263,7 +263,7 @@ class PresetFlow(QObject):
 
 
 def _changed_text(changed: Sequence[ChangedValue], named: bool) -> str:
-    """"Max new tokens -5 → 1, Seed -9 → 0" for the changed values, each preset's after its name
+    """"Max new tokens -5 → 1, Seed 0.5 → random" for the changed values, each preset's after its name
     when `named` ("Wild: Top-p -1 → 0.01; Calm: …"); the first _CHANGED_SAID presets, the rest counted."""
     by_preset: dict[str, list[str]] = {}
     for change in changed:

@@ -9,13 +9,17 @@ import time
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
     """Write `text` to `path` through a temp file and a rename, so a crash never leaves half a
     file. OSError names `path`, not the temp file, which is removed (trial 5 found
-    "settings.tmp: Is a directory" and the temp file left behind)."""
+    "settings.tmp: Is a directory" and the temp file left behind). make_folder: create the missing
+    folders above `path` (the config folder); False for a path the user picked (an export), which
+    then fails with ENOENT, as a chat export does (new-user trial 10: a preset export made
+    /tmp/x/none/ for x.json, a chat export refused it)."""
     tmp = path.with_suffix(".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if make_folder:
+            path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:

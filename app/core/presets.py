@@ -160,7 +160,8 @@ BUILTIN_PRESETS: tuple[Preset, ...] = (
 class ChangedValue:
     """A value that validation changed on import: `setting` (a GenerationSettings field) was
     `given` in the file and is `kept` (clamped into its range; a fractional seed is None,
-    random). `preset`: the preset's name as stored ("" until the import names it)."""
+    random; a negative whole one is None too, but that is how other tools say random: no change).
+    `preset`: the preset's name as stored ("" until the import names it)."""
 
     setting: str
     given: Any
@@ -209,7 +210,9 @@ def parse_values(raw: object, name: str) -> tuple[dict[str, Any], list[IgnoredKe
             raise PresetError(f"{where}: {key} = {value!r} is not a usable value", UNUSABLE,
                               preset=name, setting=key, value=value) from None
         values[key] = getattr(valid, key)
-        if values[key] != value:  # 1 for 1.0 or 7.0 for seed 7 is the same value, not a change
+        # 1 for 1.0 or 7.0 for seed 7 is the same value, not a change; nor is random for seed -1
+        # (llama.cpp's, LM Studio's and Ollama's way to say it: new-user trial 10 saw "Seed -1 → 0")
+        if values[key] != value and not (key == "seed" and values[key] is None and float(value).is_integer()):
             changed.append(ChangedValue(key, value, values[key]))
     return values, notes, changed
 
@@ -379,8 +382,8 @@ def to_json(presets: Iterable[Preset]) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "presets": [p.to_json() for p in presets]}
 
 
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False))
+def _write_atomically(path: Path, data: dict[str, Any], make_folder: bool = True) -> None:
+    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False), make_folder)
 
 
 def save_presets(library: PresetLibrary, path: Path | None = None) -> None:
@@ -450,8 +453,9 @@ def _read_json(path: Path) -> object:
 
 
 def export_presets(presets: Iterable[Preset], path: Path) -> None:
-    """Write ``presets`` to ``path`` in the presets file shape (built-ins export like any other)."""
-    _write_atomically(path, to_json(presets))
+    """Write ``presets`` to ``path`` in the presets file shape (built-ins export like any other).
+    Raises OSError (naming ``path``), ENOENT when its folder does not exist: it is not made."""
+    _write_atomically(path, to_json(presets), make_folder=False)
 
 
 def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"

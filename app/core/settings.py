@@ -31,8 +31,8 @@ class GenerationSettings:
     Samplers (issue 17; definitions in app.engine.local.samplers, transformers' own): top_k
     tokens kept (0 = off), min_p fraction of the top token's probability (0 = off),
     repetition_penalty (1 = off, > 1 discourages repeats). presence_penalty / frequency_penalty
-    (OpenAI's, -2–2, 0 = off) go to remote servers only. seed: None = a fresh draw every turn, an
-    integer makes sampled replies repeat exactly.
+    (OpenAI's, -2–2, 0 = off) go to remote servers only. seed: None = a fresh draw every turn (a
+    negative seed, -1 in other tools, is read as None), an integer makes sampled replies repeat exactly.
     cpu_threads: intra-op threads of a model running on the CPU (``torch.set_num_threads``); 0 =
     automatic, the cores other programs leave idle (app.engine.local.cpu_threads), so one busy core
     does not stall every decode step (issue 12, item 6; GPT4All and LM Studio offer the same setting);
@@ -65,12 +65,11 @@ class GenerationSettings:
         """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS, temperature 0–2, top_p (0, 1],
         context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
-        0–MAX_SEED (a non-integer seed becomes None), cpu_threads 0–logical_cores(), kept_chat_cache_mib
-        0–MAX_KEPT_CHAT_CACHE_MIB, summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS.
-        Raises ValueError or
-        TypeError for a value that is not a number (or, for the sampler fields and temperature
-        and top_p, not a finite one: a NaN temperature failed every answer), and TypeError for a
-        system_prompt that is not text."""
+        0–MAX_SEED (a non-integer or negative seed becomes None, random), cpu_threads 0–logical_cores(),
+        kept_chat_cache_mib 0–MAX_KEPT_CHAT_CACHE_MIB, summary_fold_at SUMMARY_FOLD_AT_RANGE,
+        summary_keep_turns 1–MAX_KEEP_TURNS. Raises ValueError or TypeError for a value that is not
+        a number (or, for the sampler fields and temperature and top_p, not a finite one: a NaN
+        temperature failed every answer), and TypeError for a system_prompt that is not text."""
         low, high = REPETITION_PENALTY_RANGE
         if not isinstance(self.system_prompt, str):  # a hand-edited file's 42 hung every turn (trial 4)
             raise TypeError(f"system_prompt is {type(self.system_prompt).__name__}, not text")
@@ -122,7 +121,9 @@ def _clamped(value: object, low: float, high: float) -> float:
 
 
 def _seed(value: object) -> int | None:
-    """An integer seed in 0–MAX_SEED, or None (absent, a boolean, a fraction, or text)."""
+    """An integer seed in 0–MAX_SEED, or None: random (absent, a boolean, a fraction, text, or a
+    negative number — llama.cpp, LM Studio and Ollama write -1 for "random", and a settings.json or
+    preset from them meant that, not the fixed seed 0 it became: new-user trial 10)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
@@ -131,7 +132,7 @@ def _seed(value: object) -> int | None:
         return None
     if isinstance(number, float) and (not number.is_integer()):
         return None
-    return min(max(int(number), 0), MAX_SEED)
+    return None if number < 0 else min(int(number), MAX_SEED)
 
 
 MAX_RECENT_MODELS = 8

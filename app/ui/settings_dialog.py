@@ -61,6 +61,7 @@ class SettingsDialog(QDialog):
         self.max_new_tokens.setRange(1, MAX_NEW_TOKENS)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.max_new_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
+        self.max_new_tokens.setGroupSeparatorShown(True)  # "32,768 tokens", as the window says counts
         self.temperature = DecimalSpinBox()
         self.temperature.setRange(0.0, 2.0)
         self.temperature.setSingleStep(0.05)
@@ -77,6 +78,7 @@ class SettingsDialog(QDialog):
         self.context_tokens.setValue(settings.context_tokens)
         self.context_tokens.setSpecialValueText(self.tr("auto (the largest that fits)"))
         self.context_tokens.set_counted_suffix(lambda n: SettingsDialog.tr(" tokens", "", n))
+        self.context_tokens.setGroupSeparatorShown(True)
         self.context_tokens.setToolTip(self.tr("Cap the context window below the model's own: older turns beyond "
                                                "it are folded into a summary. Smaller = less KV cache memory. Auto: "
                                                "the largest context whose KV cache fits this machine beside the "
@@ -152,6 +154,7 @@ class SettingsDialog(QDialog):
         self.top_k.setRange(0, MAX_TOP_K)
         self.top_k.setValue(settings.top_k)
         self.top_k.setSpecialValueText(self.tr("off"))
+        self.top_k.setGroupSeparatorShown(True)
         self.top_k.setToolTip(self.tr("Keep only the k likeliest tokens (transformers' TopKLogitsWarper)"))
         self.min_p = DecimalSpinBox()
         self.min_p.setRange(0.0, 1.0)
@@ -183,6 +186,7 @@ class SettingsDialog(QDialog):
         self.kept_chat_cache.setSingleStep(512)
         self.kept_chat_cache.setValue(settings.kept_chat_cache_mib)
         self.kept_chat_cache.setSuffix(self.tr(" MiB of RAM"))
+        self.kept_chat_cache.setGroupSeparatorShown(True)
         self.kept_chat_cache.setSpecialValueText(self.tr("keep none"))
         self.kept_chat_cache.setToolTip(self.tr("The KV caches of recently used chats are kept in RAM, so going back "
                                                 "to one reads only your new message; the oldest are dropped beyond "

@@ -89,8 +89,9 @@ def test_save_remove_import_and_export(chat, tmp_path):
                                      "temperature) belong under “values”, as Headroom exports them", "error")
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
     assert not chat.presets.export_file(tmp_path / "bad.json" / "out.json")  # a file is in the way
-    assert seen.of("notice")[-1] == (f"Could not export to {tmp_path / 'bad.json' / 'out.json'}: a file of that "
-                                     "name is in the way", "error")
+    # as a chat export says it: no folder is made for an export (trial 10), so the write meets the file
+    assert seen.of("notice")[-1] == (f"Could not export to {tmp_path / 'bad.json' / 'out.json'}: a part of the "
+                                     "path is a file, not a folder", "error")
 
 
 def test_removing_the_chats_preset_keeps_its_settings_and_forgets_the_name(chat):
@@ -164,6 +165,19 @@ def test_a_broken_presets_json_is_kept_aside_and_said_once(make_chat, tmp_path, 
     assert kept.read_text(encoding="utf-8") == '{"presets": [{"name": '
 
 
+def test_a_preset_s_seed_of_minus_one_is_random_not_a_fixed_seed(chat, tmp_path):
+    """New-user trial 10: a preset with "seed": -1 (llama.cpp's, LM Studio's and Ollama's random) was
+    imported with "Seed -1 → 0" said and picked as the fixed seed 0. It is random now, said as no change."""
+    chat.settings = replace(chat.settings, generation=replace(chat.settings.generation, seed=42))
+    lm_studio = {"name": "From LM Studio", "values": {"temperature": 0.8, "seed": -1}}
+    (tmp_path / "lm.json").write_text(json.dumps(lm_studio))
+    assert chat.presets.import_file(tmp_path / "lm.json")
+    assert chat.recorded.of("notice")[-1] == ("Imported 1 preset", "status")
+    assert chat.presets.library.get("From LM Studio").values == {"temperature": 0.8, "seed": None}
+    chat.presets.apply("From LM Studio")
+    assert chat.settings.generation.seed is None  # random, not the chat's 42 nor 0
+
+
 def test_an_import_says_what_it_ignored_briefly(chat, tmp_path):
     """ImportResult.notes were computed and never shown: a setting from a newer Headroom or
     another app was dropped in silence."""
@@ -199,7 +213,7 @@ def test_an_import_says_which_values_it_changed_to_fit_their_range(chat, tmp_pat
     assert chat.presets.import_file(tmp_path / "wild.json")
     assert chat.recorded.of("notice")[-1] == (
         "Imported 1 preset; values outside their range were changed: Temperature 99 → 2, Top-p -1 → 0.01, "
-        "Max new tokens -5 → 1, Seed -9 → 0, Context window 1,000,000,000,000 → 1,048,576", "status")
+        "Max new tokens -5 → 1, Context window 1,000,000,000,000 → 1,048,576", "status")
     assert chat.presets.library.get("Wild").values["context_tokens"] == 1_048_576  # the Settings field's end
     many = [{"name": f"P{n}", "values": {"top_k": -n - 1, "seed": 0.5}} for n in range(30)]
     (tmp_path / "many.json").write_text(json.dumps(many + [{"name": "Wild", "values": wild}]))
@@ -234,6 +248,25 @@ def test_why_an_import_is_refused_is_said_in_korean(chat, tmp_path, korean):
     assert not chat.presets.import_file(tmp_path / "missing.json")
     text = chat.recorded.of("notice")[-1][0]
     assert "missing.json" in text and "No such file" not in text
+
+
+def test_an_export_to_a_missing_folder_is_refused_as_a_chat_export_is(chat, tmp_path, korean):
+    """New-user trial 10: a preset export to /tmp/x/none/x.json made the missing folders, while a
+    chat export to one said the folder does not exist. Both refuse it now, in the same words."""
+    from app.core.conversation import Message, Role
+
+    cid = chat.store.create_conversation("Cats")
+    chat.store.append_message(cid, Message(Role.USER, "Tell me about cats"))
+    assert chat.presets.save_current("Mine")
+    assert not chat.presets.export_file(tmp_path / "none" / "x.json")
+    presets_said = chat.recorded.of("notice")[-1]
+    assert not chat.conversations.export_conversation(cid, "json", tmp_path / "none" / "x.json")
+    assert chat.recorded.of("notice")[-1] == presets_said
+    assert presets_said == (f"{tmp_path / 'none' / 'x.json'}(으)로 내보내지 못했습니다: 파일이나 그 폴더가 없습니다",
+                            "error")
+    assert not (tmp_path / "none").exists()
+    assert chat.presets.export_file(tmp_path / "x.json")  # an existing folder: written as before
+    assert json.loads((tmp_path / "x.json").read_text(encoding="utf-8"))["presets"][0]["name"] == "Mine"
 
 
 def test_a_failed_export_says_why_in_the_windows_language(chat, tmp_path, korean, monkeypatch):

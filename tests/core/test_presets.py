@@ -228,19 +228,19 @@ def test_values_out_of_range_are_clamped_like_the_settings(tmp_path):
 def test_the_values_an_import_clamped_are_listed_with_their_stored_preset(tmp_path):
     """New-user trial: temperature 99, top_p -1, max_new_tokens -5, seed -9 and context_tokens
     10**12 were imported as 2.0, 0.01, 1, 0 and 10**12 with only "Imported 1 preset" said (and a
-    context the Settings field, which stops at MAX_CONTEXT_TOKENS, cannot show)."""
+    context the Settings field, which stops at MAX_CONTEXT_TOKENS, cannot show). A negative seed is
+    random (trial 10: other tools' -1), as it says: no change to list."""
     path = tmp_path / "wild.json"
     path.write_text(json.dumps({"name": "Terse", "values": {
         "temperature": 99, "top_p": -1, "max_new_tokens": -5, "seed": -9, "context_tokens": 10**12,
         "top_k": 40.0, "min_p": 0.1}}))  # 40.0 is 40: stored as 40, not a change
     library, result = import_presets(PresetLibrary().with_preset(MINE), path)
     assert dict(library.get("Terse (2)").values) == {
-        "temperature": 2.0, "top_p": 0.01, "max_new_tokens": 1, "seed": 0, "context_tokens": MAX_CONTEXT_TOKENS,
+        "temperature": 2.0, "top_p": 0.01, "max_new_tokens": 1, "seed": None, "context_tokens": MAX_CONTEXT_TOKENS,
         "top_k": 40, "min_p": 0.1}
     assert result.changed == (ChangedValue("temperature", 99, 2.0, "Terse (2)"),
                               ChangedValue("top_p", -1, 0.01, "Terse (2)"),
                               ChangedValue("max_new_tokens", -5, 1, "Terse (2)"),
-                              ChangedValue("seed", -9, 0, "Terse (2)"),
                               ChangedValue("context_tokens", 10**12, MAX_CONTEXT_TOKENS, "Terse (2)"))
     path.write_text(json.dumps({"name": "Fine", "values": {"temperature": 1, "seed": 7.0, "top_p": 0.5}}))
     assert import_presets(PresetLibrary(), path)[1].changed == ()  # the same numbers, written otherwise

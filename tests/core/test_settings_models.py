@@ -103,7 +103,7 @@ def test_sampler_fields_are_clamped():
     g = GenerationSettings(top_k=-3, min_p=1.5, repetition_penalty=9.0, presence_penalty=-7,
                            frequency_penalty=3, seed=-5).validated()
     assert (g.top_k, g.min_p, g.repetition_penalty, g.presence_penalty, g.frequency_penalty, g.seed) == \
-        (0, 1.0, 2.0, -2.0, 2.0, 0)
+        (0, 1.0, 2.0, -2.0, 2.0, None)  # a negative seed is random (test_a_seed_of_minus_one_is_random)
     g = GenerationSettings(top_k=10**9, repetition_penalty=0.1, seed=2**80).validated()
     assert (g.top_k, g.repetition_penalty, g.seed) == (1_000_000, 0.5, 2**31 - 1)
 
@@ -113,6 +113,19 @@ def test_seed_that_is_not_an_integer_means_unseeded():
         assert GenerationSettings(seed=bad).validated().seed is None
     assert GenerationSettings(seed="42").validated().seed == 42
     assert GenerationSettings(seed=7.0).validated().seed == 7
+
+
+def test_a_seed_of_minus_one_is_random(tmp_path):
+    """New-user trial 10: settings.json's "seed": -1 (llama.cpp's, LM Studio's and Ollama's way to
+    say random) became the fixed seed 0, in silence, and Settings showed "Seed 0". Any negative seed
+    is random now, and stays random when the settings are saved again."""
+    path = tmp_path / "settings.json"
+    for negative in (-1, -1.0, "-1", -7, -(2**40)):
+        path.write_text(json.dumps({"generation": {"temperature": 0.7, "seed": negative}}))
+        assert load_settings(path).generation.seed is None, negative
+    save_settings(load_settings(path), path)
+    assert json.loads(path.read_text())["generation"]["seed"] is None
+    assert GenerationSettings(seed=0).validated().seed == 0  # 0 is a seed like any other
 
 
 def test_a_malformed_sampler_value_loses_only_itself(tmp_path):

@@ -69,7 +69,7 @@ def test_typing_a_count_keeps_the_cursor_where_the_digits_go(qtbot):
     qtbot.keyClicks(box, "024")
     assert (box.value(), box.text()) == (1024, "1024 tokens")
     qtbot.keyClick(box, Qt.Key.Key_Up)
-    assert box.text() == "1025 tokens"
+    assert box.text() == "1,025 tokens"  # stepped: grouped as the window's counts are
 
 
 def test_the_settings_spin_boxes_in_korean(korean, qtbot):

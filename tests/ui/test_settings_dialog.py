@@ -51,6 +51,23 @@ def test_the_largest_seed_and_top_k_the_settings_allow_open_and_round_trip(qtbot
     assert (dialog.result_settings().top_k, dialog.result_settings().seed) == (MAX_TOP_K, MAX_SEED)
 
 
+def test_a_settings_file_s_seed_of_minus_one_opens_as_random(qtbot, tmp_path):
+    """New-user trial 10: settings.json's "seed": -1 opened as "Seed 0", a fixed seed. It is random,
+    shown as the field's "random" (its -1), and typing -1 there says random too."""
+    path = tmp_path / "settings.json"
+    path.write_text('{"generation": {"temperature": 0.7, "seed": -1}}')
+    dialog = SettingsDialog(load_settings(path).generation)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.seed.text() == "random" and dialog.result_settings().seed is None
+    dialog.seed.setValue(7)
+    dialog.seed.setFocus()
+    dialog.seed.selectAll()
+    qtbot.keyClicks(dialog.seed, "-1")
+    qtbot.keyClick(dialog.seed, Qt.Key.Key_Return)
+    assert dialog.seed.text() == "random" and dialog.result_settings().seed is None
+
+
 def test_cpu_threads_stop_at_the_logical_cores(qtbot, monkeypatch):
     """New-user trial: 1,024 typed on a 2-core machine; the spin box now ends at the core count."""
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
@@ -138,7 +155,7 @@ def test_a_number_above_the_maximum_becomes_the_maximum_not_its_first_digits(qtb
     after = dialog.result_settings()
     assert (after.max_new_tokens, after.summary_keep_turns, after.seed) == (MAX_NEW_TOKENS, MAX_KEEP_TURNS, MAX_SEED)
     assert (after.temperature, after.top_k) == (2.0, MAX_TOP_K)
-    assert dialog.max_new_tokens.text() == f"{MAX_NEW_TOKENS} tokens" and dialog.temperature.text() == "2.00"
+    assert dialog.max_new_tokens.text() == f"{MAX_NEW_TOKENS:,} tokens" and dialog.temperature.text() == "2.00"
     assert all(keys in typing[name] for name, keys in typed.items())  # no key was dropped while typing
 
 
@@ -191,6 +208,26 @@ def test_summary_controls_round_trip(qtbot):
     assert (after.summary_fold_at, after.summary_keep_turns) == (0.65, 5)
     dialog.summary_fold_at.setValue(10)  # below the range: the spin box stops at 50 %
     assert dialog.result_settings().summary_fold_at == 0.5
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_counts_group_their_digits_as_the_window_does(qtbot, request, language):
+    """New-user trial 10: Settings said "32768 tokens" and "4096 MiB of RAM" while the rest of
+    the window says "8,192"; typed with or without the separator, a count reads the same."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    dialog = SettingsDialog(GenerationSettings(max_new_tokens=32_768, context_tokens=16_384, top_k=1_000,
+                                               kept_chat_cache_mib=4_096))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    fields = (dialog.max_new_tokens, dialog.context_tokens, dialog.top_k, dialog.kept_chat_cache)
+    shown = [box.cleanText() for box in fields]
+    assert shown == ["32,768", "16,384", "1,000", "4,096"]
+    assert dialog.max_new_tokens.text() == ("32,768 tokens" if language == "en" else "32,768 토큰")
+    _type_and_press_ok(qtbot, dialog, {"max_new_tokens": "20000", "context_tokens": "8,192"})
+    after = dialog.result_settings()
+    assert (after.max_new_tokens, after.context_tokens) == (20_000, 8_192)
+    assert (dialog.max_new_tokens.cleanText(), dialog.context_tokens.cleanText()) == ("20,000", "8,192")
 
 
 def test_the_kept_chat_caches_are_a_setting(qtbot):
