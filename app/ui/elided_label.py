@@ -1,6 +1,7 @@
-"""A one-line label for the status bar that never widens the window: it shows as much of its
-text as fits, ending in "…", and the full text is in its tooltip when it is cut (a long model
-path or server name made the window wider than the screen)."""
+"""A one-line label that never widens the window: it shows as much of its text as fits, ending
+in "…", and the full text is in its tooltip when it is cut (the status bar: a long model path or
+server name made the window wider than the screen). A label can keep an end part whole and cut
+only the text before it, in the middle ("a-long-re…ort.pdf · 312 pages": a document chip)."""
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy
@@ -14,26 +15,31 @@ class ElidedLabel(QLabel):
     """`text()` is the full text; what is drawn is elided to the width. `setToolTip` sets the
     details shown under the full text when it is cut. No signals."""
 
-    def __init__(self, text: str = "", parent=None, min_width: int = 0):
+    def __init__(self, text: str = "", parent=None, min_width: int = 0, kept: str = ""):
         """min_width: the narrowest it lets a layout make it, in pixels, when its text is that wide
-        (default: a few characters, MIN_CHARS)."""
+        (default: a few characters, MIN_CHARS). kept: an end shown whole after `text` (see
+        setText)."""
         super().__init__(parent)
         self._min_width = min_width
         self._full = ""
+        self._kept = ""
         self._details = ""
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
-        self.setText(text)
+        self.setText(text, kept)
 
     def text(self) -> str:  # noqa: D102 (the full text, not the elided one)
-        return self._full
+        return self._full + self._kept
 
     def shown_text(self) -> str:
         """What is drawn now (ends in "…" when cut)."""
         return super().text()
 
-    def setText(self, text: str) -> None:  # noqa: N802 (Qt name)
-        self._full = text
+    def setText(self, text: str, kept: str = "") -> None:  # noqa: N802 (Qt name)
+        """Show `text`, then `kept`. Without `kept`, the text is cut at its end; with it, only
+        `text` is cut, in the middle (a file name keeps its start and extension), and `kept`
+        (" · 312 pages") shows whole."""
+        self._full, self._kept = text, kept
         self.updateGeometry()
         self._elide()
 
@@ -42,26 +48,34 @@ class ElidedLabel(QLabel):
         self._elide()
 
     def sizeHint(self) -> QSize:
-        metrics = self.fontMetrics()
-        return QSize(metrics.horizontalAdvance(self._full) + 4, super().sizeHint().height())
+        margins = self.contentsMargins()  # a styled label's padding and border (a chip's)
+        width = self.fontMetrics().horizontalAdvance(self.text()) + 4 + margins.left() + margins.right()
+        return QSize(width, super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:
-        floor = max(self.fontMetrics().horizontalAdvance(MIN_CHARS), self._min_width)
+        metrics = self.fontMetrics()
+        floor = max(metrics.horizontalAdvance(MIN_CHARS + self._kept), self._min_width)
         width = min(floor, self.sizeHint().width())
-        return QSize(width if self._full else 0, super().minimumSizeHint().height())
+        return QSize(width if self.text() else 0, super().minimumSizeHint().height())
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         self._elide()
 
     def _elide(self) -> None:
-        metrics, room = self.fontMetrics(), self.contentsRect().width()
-        fits = metrics.horizontalAdvance(self._full) <= room  # elidedText cuts a text of exactly `room`
-        shown = self._full if fits else metrics.elidedText(self._full, Qt.TextElideMode.ElideRight, room)
+        metrics, room, full = self.fontMetrics(), self.contentsRect().width(), self.text()
+        fits = metrics.horizontalAdvance(full) <= room  # elidedText cuts a text of exactly `room`
+        if fits:
+            shown = full
+        elif self._kept and room - metrics.horizontalAdvance(self._kept) >= metrics.horizontalAdvance(MIN_CHARS):
+            room -= metrics.horizontalAdvance(self._kept)
+            shown = metrics.elidedText(self._full, Qt.TextElideMode.ElideMiddle, room) + self._kept
+        else:  # (squeezed below its minimum: no room for the kept end and a few characters before it)
+            shown = metrics.elidedText(full, Qt.TextElideMode.ElideRight, room)
         if shown != super().text():
             super().setText(shown)
-        cut = shown != self._full
-        tip = "\n".join(t for t in ((self._full if cut else ""), self._details) if t)
+        cut = shown != full
+        tip = "\n".join(t for t in ((full if cut else ""), self._details) if t)
         tip = plain_tooltip(tip)
         if tip != super().toolTip():
             super().setToolTip(tip)

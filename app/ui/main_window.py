@@ -124,7 +124,7 @@ class MainWindow(QMainWindow):
         sidebar = min(max(round(width * SIDEBAR_FRACTION), 200), 280)
         self.splitter.setSizes([sidebar, width - sidebar])
         gpu = getattr(self.chat.worker.probe, "kind", "cpu") == "cuda"
-        panel = max(round(width * 0.24), self.vram_panel.minimumSizeHint().width())
+        panel = max(round(width * 0.24), self.vram_panel.preferred_width())
         # open beside the chat only where the chat keeps at least half of the window
         self.vram_panel.setVisible(gpu and width - sidebar - panel >= width // 2)
         if not self.vram_panel.isHidden():
@@ -132,17 +132,20 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _fit_minimum_width(self) -> None:
-        """With the memory panel docked open, the window is at least MINIMUM_SIZE plus the panel:
-        the sidebar and the chat keep the room they have at the minimum size (a 640 px window gave
-        the chat 156 px beside the panel and cut every control in it). A narrower window widens as
-        the panel opens, and narrows back as it closes or floats, if it was not resized meanwhile;
-        closed or floating, the minimum is MINIMUM_SIZE again. Never wider than
-        the screen's available width: on a small screen the chat narrows instead of the window
-        running off the screen."""
+        """With the memory panel docked open, the window is at least MINIMUM_SIZE plus the panel
+        at its preferred width: the sidebar and the chat keep the room they have at the minimum
+        size (a 640 px window gave the chat 156 px beside the panel and cut every control in it).
+        A narrower window widens as the panel opens, and narrows back as it closes or floats, if
+        it was not resized meanwhile; closed or floating, the minimum is MINIMUM_SIZE again. Never
+        wider than the screen's available width: on a small screen the panel narrows (its
+        minimum is lower than its preferred width) and the chat column keeps its minimum width
+        (new-user trial 10: at 800 px the message box was 66 px wide beside a 360 px panel)."""
         panel = self.vram_panel
         docked = panel.isVisible() and not panel.isFloating()
-        # the panel and its separator: what the docks add to the central widget's minimum
-        extra = self.layout().minimumSize().width() - self.centralWidget().minimumSizeHint().width() if docked else 0
+        # the panel at its preferred width and its separator: what the docks add to the central
+        # widget's minimum
+        extra = (self.layout().minimumSize().width() - self.centralWidget().minimumSizeHint().width()
+                 - panel.minimumSizeHint().width() + panel.preferred_width()) if docked else 0
         screen = self.screen()
         room = screen.availableGeometry().width() if screen is not None else MINIMUM_SIZE[0] + max(extra, 0)
         minimum = max(MINIMUM_SIZE[0], min(MINIMUM_SIZE[0] + max(extra, 0), room))
@@ -151,7 +154,7 @@ class MainWindow(QMainWindow):
             self._widened_for_panel = (self.width(), minimum)
         self.setMinimumWidth(minimum)
         if grows:  # the room added is the panel's: the chat keeps its width
-            self.resizeDocks([panel], [panel.minimumSizeHint().width()], Qt.Orientation.Horizontal)
+            self.resizeDocks([panel], [panel.preferred_width()], Qt.Orientation.Horizontal)
         elif (panel.isHidden() or panel.isFloating()) and self._widened_for_panel and self.isVisible():
             # the panel that widened the window is closed (or floats): back to the width before
             # it, unless the window was resized meanwhile (trial 10: it stayed ~1,000 px wide)
@@ -191,6 +194,9 @@ class MainWindow(QMainWindow):
         splitter.addWidget(column)
         splitter.setStretchFactor(1, 1)
         splitter.setCollapsible(1, False)  # the conversation never collapses; the sidebar may
+        # the chat column is never narrower than at the window's minimum size, where every control
+        # of it reads: beside the memory panel on a small screen, the panel gives way instead
+        column.setMinimumWidth(MINIMUM_SIZE[0] - self.sidebar.minimumWidth() - splitter.handleWidth())
         self.setCentralWidget(splitter)
 
     def _build_toolbar(self) -> None:

@@ -31,6 +31,11 @@ from app.ui.panel_colours import PanelColours
 from app.ui.server_metrics_view import ServerMetricsView
 from app.ui.what_if import WhatIfControl
 
+# px: the panel's width beside the chat (its bars whole, the legend's names on a line or two
+# beside their values); on a small screen it narrows down to MIN_WIDTH while the chat column
+# keeps its own minimum (MainWindow), scrolling sideways what its content cannot narrow to
+PREFERRED_WIDTH, MIN_WIDTH = 360, 120
+
 
 class VramPanel(QDockWidget):
     """Dockable memory panel.
@@ -109,11 +114,18 @@ class VramPanel(QDockWidget):
         scroll = QScrollArea()
         scroll.setObjectName("vramScroll")
         scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # narrower than its content (a small window, where the chat keeps its width: new-user
+        # trial 10), the panel scrolls sideways rather than squeezing the chat
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(body)
-        scroll.setMinimumWidth(360)
+        scroll.setMinimumWidth(MIN_WIDTH)
         return scroll
+
+    def preferred_width(self) -> int:
+        """The width (px) the panel opens at beside the chat, and that a window too narrow for
+        both widens by: PREFERRED_WIDTH, or its minimum if that is wider."""
+        return max(PREFERRED_WIDTH, self.minimumSizeHint().width())
 
     # ----- public API -----------------------------------------------------------------------
     @Slot(object)

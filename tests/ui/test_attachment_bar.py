@@ -96,6 +96,39 @@ def test_chips_show_each_attachment_and_remove_it_on_click(qtbot):
     assert bar.chips == {}
 
 
+def test_chips_too_wide_for_the_bar_shorten_the_name_and_keep_the_status(qtbot):
+    """New-user trial 10: Qt cut a narrow chip's text in its middle, the status too ("cp949.txt ·
+    44 ...cters, cp949"). The long name is shortened ("…") and the status stays whole, each
+    chip's text drawn as set; wide again, every chip says it all."""
+    bar = AttachmentBar()
+    qtbot.addWidget(bar)
+    long_name = "a-really-long-report-name-2024-final-v3.pdf"
+    bar.show_attachment(1, long_name, "12,345 characters, 3 pages")
+    bar.show_attachment(2, "cp949.txt", "44 characters")
+    bar.lend_attach_button()  # the chips alone in the row, as in the window
+    bar.setMinimumSize(1, 1)  # as narrow as the window's column makes it (its layout would keep it wider)
+    bar.resize(1200, 40)
+    bar.show()
+    qtbot.waitExposed(bar)
+    whole = {1: f"{long_name} · 12,345 characters, 3 pages  ✕", 2: "cp949.txt · 44 characters  ✕"}
+    assert {key: chip.text() for key, chip in bar.chips.items()} == whole
+    bar.resize(560, 40)
+    qtbot.waitUntil(lambda: bar.chips[1].text() != whole[1])
+    qtbot.wait(20)  # the row lays the chips out at their new widths
+    shortened = bar.chips[1].text()
+    assert "…" in shortened and shortened.startswith("a-") and shortened.endswith(" · 12,345 characters, 3 pages  ✕")
+    assert bar.chips[2].text() == whole[2]  # short enough for its share
+    for chip in bar.chips.values():
+        assert chip.width() >= chip.sizeHint().width()  # Qt does not cut it again
+        assert chip.geometry().right() < bar.width()
+    assert bar.chips[1].toolTip() == f"{long_name} · 12,345 characters, 3 pages\nRemove this attachment"
+    bar.resize(360, 40)  # too narrow for the status whole: a few characters of the name, the status cut
+    qtbot.waitUntil(lambda: bar.chips[1].text().endswith("…  ✕"))
+    assert bar.chips[1].text().startswith("a-r") and "3.pdf · 12," in bar.chips[1].text()
+    bar.resize(1200, 40)
+    qtbot.waitUntil(lambda: bar.chips[1].text() == whole[1])
+
+
 def test_a_dropped_file_goes_into_the_turn_and_the_transcript_says_how(qtbot, make_window, tiny_model_dir,
                                                                       tmp_path):
     window = make_window(max_new_tokens=4)

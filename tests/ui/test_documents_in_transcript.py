@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 from app.core.attached_document import ExtractedDocument
 from app.core.conversation import Message, Role
@@ -119,3 +119,38 @@ def test_removed_sources_read_in_both_palettes_and_in_korean(qtbot, qapp, korean
         assert line.text().endswith(" · note.md (삭제된 첨부 파일)") and line.text().startswith("출처: ")
         folder = Path(os.environ.get("HEADROOM_SCREENSHOT_DIR") or tmp_path)
         widget.grab().save(str(folder / f"ko-removed-source-{palette_name}.png"))
+
+
+LONG_NAME = "quarterly-financial-report-for-the-board-of-directors-2024-final-revised-v3.pdf"
+
+
+@pytest.mark.parametrize("width", [330, 420])
+def test_document_chips_too_narrow_for_one_line_wrap_and_shorten_only_the_name(qtbot, width):
+    """New-user trial 10: "cp949.txt · 44 characte", "notes.json · 1,837 chara" under a sent
+    message (a narrow transcript), cut mid-word with no "…". Each chip now shows its whole text
+    on a line of its own where they do not fit side by side; one wider than the line shortens
+    the file's name in the middle, keeps its size whole and says everything in its tooltip."""
+    documents = (ExtractedDocument("cp949.txt", "text", "x" * 44, (), 44, "cp949"),
+                 ExtractedDocument("notes.json", "text", "y" * 1837, (), 1837, "utf-8"),
+                 ExtractedDocument(LONG_NAME, "pdf", "z" * 5000, tuple(range(0, 5000, 50)), 900_000))
+    widget = ChatView()
+    qtbot.addWidget(widget)
+    widget.resize(width, 420)
+    widget.load_messages([Message(Role.USER, "What is in these files?", documents=documents)])
+    widget.show()
+    qtbot.waitExposed(widget)
+    qtbot.wait(50)
+    row = widget.bubbles()[0].documents
+    assert row.height() >= row.heightForWidth(row.width())  # every line of chips shown
+    bottoms = set()
+    for chip, remove, document in zip(row.chips, row.remove_buttons, documents, strict=True):
+        shown, metrics = QLabel.text(chip), chip.fontMetrics()  # the text drawn
+        assert metrics.horizontalAdvance(shown) <= chip.contentsRect().width(), shown  # drawn whole
+        assert remove.isVisible() and remove.mapTo(row, remove.rect().topRight()).x() < row.width()
+        if document.name == LONG_NAME:
+            assert shown.endswith(" · 100 pages") and "…" in shown and shown.startswith("quarterly-")
+            assert chip.toolTip().startswith(f"{LONG_NAME} · 100 pages\n")
+        else:
+            assert shown == chip.text() == f"{document.name} · {len(document.text):,} characters"
+        bottoms.add(chip.mapTo(row, chip.rect().bottomLeft()).y())
+    assert len(bottoms) > 1  # not all on one line at this width

@@ -212,7 +212,7 @@ def test_the_memory_panel_docked_widens_the_window_instead_of_squeezing_the_chat
     window.vram_panel.setVisible(True)
     qtbot.waitUntil(lambda: window.width() > MINIMUM_SIZE[0], timeout=3000)
     qtbot.wait(100)  # the docks' layout settles
-    assert window.width() >= MINIMUM_SIZE[0] + window.vram_panel.minimumSizeHint().width()
+    assert window.width() >= MINIMUM_SIZE[0] + window.vram_panel.preferred_width()
     assert window.splitter.widget(1).width() >= chat_width
     assert unreadable(window.chat_bar) == [] and cut_off(window.chat_view) == []
     window.vram_panel.setVisible(False)
@@ -233,8 +233,39 @@ def test_the_docked_panel_never_makes_the_window_wider_than_the_screen(qtbot, ma
     """On the offscreen platform's 800 px screen, 640 px plus the panel would run off it."""
     window = open_trial_chat(qtbot, make_fake_window, tmp_path)
     room = window.screen().availableGeometry().width()
-    assert room < MINIMUM_SIZE[0] + window.vram_panel.minimumSizeHint().width()  # the case this is about
+    assert room < MINIMUM_SIZE[0] + window.vram_panel.preferred_width()  # the case this is about
     window.resize(*MINIMUM_SIZE)
     window.vram_panel.setVisible(True)
     qtbot.waitUntil(lambda: window.minimumWidth() > MINIMUM_SIZE[0], timeout=3000)
     assert window.minimumWidth() == room
+
+
+@pytest.mark.parametrize("language", ["en", "ko"])
+@pytest.mark.parametrize("width", [800, 1000])
+def test_on_a_small_screen_the_docked_panel_narrows_and_the_chat_keeps_its_width(qtbot, make_fake_window, tmp_path,
+                                                                              request, language, width):
+    """New-user trial 10: in an 800 x 460 window (the screen's width) the 360 px panel kept its
+    width and left the message box 66 px ("Headroo / 메시지 — / Enter…") and the transcript 233.
+    Now the chat column keeps its width at the window's minimum size, where every control reads,
+    and the panel narrows, scrolling sideways what no longer fits."""
+    if language == "ko":
+        request.getfixturevalue("korean")
+    window = open_trial_chat(qtbot, make_fake_window, tmp_path)
+    window.resize(MINIMUM_SIZE[0], 460)
+    qtbot.waitUntil(lambda: window.width() == MINIMUM_SIZE[0], timeout=3000)
+    column, editor = window.splitter.widget(1), window.composer.editor
+    at_minimum = (column.width(), editor.width())  # the panel closed
+    window.vram_panel.setVisible(True)
+    window.resize(width, 460)
+    qtbot.waitUntil(lambda: window.width() == width, timeout=3000)
+    qtbot.wait(100)  # the docks' layout settles
+    panel = window.vram_panel
+    assert (column.width(), editor.width()) >= at_minimum
+    assert window.chat_view.width() >= at_minimum[0]
+    assert unreadable(window.chat_bar) == []
+    assert panel.isVisible() and panel.width() <= panel.preferred_width()
+    scroll = panel.widget()
+    body = scroll.widget()
+    if scroll.viewport().width() < body.minimumSizeHint().width():  # too narrow for its content: it scrolls
+        assert scroll.horizontalScrollBar().maximum() > 0
+        assert body.width() >= body.minimumSizeHint().width()
