@@ -931,6 +931,10 @@ Your chats are saved here.</source>
         <translation>UTF-8 텍스트가 아니며, 어떤 인코딩인지 알 수 없습니다. {0}</translation>
     </message>
     <message>
+        <source>this {0} file cannot be read (it may be damaged or incomplete)</source>
+        <translation>이 {0} 파일을 읽을 수 없습니다(손상되었거나 일부만 받은 파일일 수 있습니다)</translation>
+    </message>
+    <message>
         <source>this PDF is AES-encrypted and the cryptography package is missing</source>
         <translation>AES로 암호화된 PDF인데 cryptography 패키지가 없습니다</translation>
     </message>
@@ -961,10 +965,6 @@ Your chats are saved here.</source>
     <message>
         <source>this DOCX expands to more than 256 MiB of XML</source>
         <translation>압축을 풀면 XML이 256 MiB를 넘는 DOCX입니다</translation>
-    </message>
-    <message>
-        <source>this {0} cannot be read ({1})</source>
-        <translation>이 {0} 파일을 읽을 수 없습니다({1})</translation>
     </message>
 </context>
 <context>
@@ -2751,8 +2751,12 @@ tokens counted by {4}: {5}</source>
         </translation>
     </message>
     <message>
-        <source>Shorten the system prompt (Edit → Settings → System prompt) or use a larger context.</source>
-        <translation>시스템 프롬프트(편집 → 설정 → 시스템 프롬프트)를 줄이거나 더 큰 컨텍스트를 쓰세요.</translation>
+        <source>Shortening the system prompt cannot make it fit: lower max new tokens or use a larger context.</source>
+        <translation>시스템 프롬프트를 줄여서는 들어가지 않습니다. 최대 새 토큰 수를 낮추거나 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Shortening the system prompt cannot make it fit: use a larger context.</source>
+        <translation>시스템 프롬프트를 줄여서는 들어가지 않습니다. 더 큰 컨텍스트를 쓰세요.</translation>
     </message>
     <message>
         <source>This turn was not started: {0}</source>
@@ -2917,6 +2921,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>The conversation database could not be read: it is damaged or is not a database. It was kept as {0} and a new one was started.</source>
         <translation>대화 데이터베이스를 읽을 수 없습니다: 손상되었거나 데이터베이스 파일이 아닙니다. 기존 파일은 {0}(으)로 보관하고 새 데이터베이스를 시작했습니다.</translation>
+    </message>
+    <message>
+        <source>Your conversations cannot be saved now: the disk is full ({0}). Free some space: saving resumes by itself, and until then a message you send goes back to the message box.</source>
+        <translation>지금은 대화를 저장할 수 없습니다: 디스크가 가득 찼습니다({0}). 공간을 확보하세요. 저장은 저절로 다시 시작되며, 그때까지 보내는 메시지는 입력란으로 돌아갑니다.</translation>
+    </message>
+    <message>
+        <source>Your conversations cannot be read or saved now: the disk is full ({0}). Free some space: saving resumes by itself and they show again, and until then a message you send goes back to the message box.</source>
+        <translation>지금은 대화를 읽거나 저장할 수 없습니다: 디스크가 가득 찼습니다({0}). 공간을 확보하세요. 저장이 저절로 다시 시작되고 대화도 다시 표시되며, 그때까지 보내는 메시지는 입력란으로 돌아갑니다.</translation>
     </message>
     <message>
         <source>Your conversations were saved by a newer version of Headroom (database v{0}; this version reads up to v{1}).</source>
