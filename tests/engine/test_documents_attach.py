@@ -119,3 +119,15 @@ def test_composed_tokens_counts_what_compose_message_gives_without_chunking(budg
     assert composed_tokens([], 100) == 0
     with pytest.raises(ValueError):
         composed_tokens([5], -1)
+
+
+@pytest.mark.parametrize("tiny", ["the", "x"])
+def test_a_document_with_no_indexable_word_goes_whole_alone_and_beside_others(tiny):
+    """New-user trial 11: a file holding only "the" (or "x") failed the whole answer, and the turn
+    when it was one of several attachments. It fits whole, and the others go as they would."""
+    word = prepare_attachment(ExtractedDocument(f"{tiny}.txt", "text", tiny), words)
+    prepared = compose_message("What does the file say?", [word], 500, words)
+    assert [f.mode for f in prepared.fits] == [WHOLE] and tiny in prepared.text
+    note = prepare_attachment(ExtractedDocument("note.txt", "text", "Gate code is 2291."), words)
+    prepared = compose_message("What does the file say?", [word, note], 500, words)
+    assert [f.mode for f in prepared.fits] == [WHOLE, WHOLE] and "Gate code is 2291." in prepared.text

@@ -140,3 +140,46 @@ def test_an_index_built_once_answers_like_a_fresh_one():
     fit = fit_document("m.md", chunks, 300, query_terms("generator litres"), words, index=index)
     assert "870 litres" in fit.block
     assert ChunkIndex([]).scores(["pump"]) == []
+
+
+@pytest.mark.parametrize("text", ["the", "x", "a the of", "!!!"])
+def test_a_document_without_one_term_ranks_without_bm25s(text, recwarn):
+    """New-user trial 11: a file holding only a stopword or one letter failed the whole answer
+    (bm25s: "max() arg is an empty sequence", after a 0/0 warning). Its chunks score 0.0."""
+    from app.engine.documents.rank import ChunkIndex
+
+    chunks = chunk_document(text, words)
+    assert ChunkIndex(chunks).scores(query_terms("What does the file say?")) == [0.0] * len(chunks)
+    assert bm25_scores(chunks, ["file"]) == [0.0] * len(chunks)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    fit = fit_document("the.txt", chunks, 1, query_terms("file"), words)  # too small to go whole
+    assert fit.mode == RETRIEVED
+
+
+def test_a_ranking_that_fails_is_logged_and_leaves_the_chunks_in_document_order(monkeypatch, caplog):
+    """One document's retrieval never fails the turn: bm25s failing (indexing or scoring) is
+    logged with its traceback, and the chunks go from the start as for a question sharing no term."""
+    import bm25s
+
+    from app.engine.documents.rank import ChunkIndex
+
+    chunks = chunk_document(manual(), words, max_tokens=80, overlap_tokens=10)
+
+    def broken(*_args, **_kwargs):
+        raise ValueError("max() arg is an empty sequence")
+
+    monkeypatch.setattr(bm25s.BM25, "index", broken)
+    with caplog.at_level("WARNING", logger="app.engine.documents.rank"):
+        index = ChunkIndex(chunks)
+    assert index.scores(query_terms("generator litres")) == [0.0] * len(chunks)
+    assert [r.exc_info[0] for r in caplog.records] == [ValueError]
+    fit = fit_document("m.md", chunks, 300, query_terms("generator litres"), words, index=index)
+    assert fit.mode == RETRIEVED and fit.chunks[0].id == chunks[0].id
+
+    monkeypatch.undo()
+    index = ChunkIndex(chunks)
+    monkeypatch.setattr(bm25s.BM25, "get_scores", broken)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="app.engine.documents.rank"):
+        assert index.scores(query_terms("generator litres")) == [0.0] * len(chunks)
+    assert [r.exc_info[0] for r in caplog.records] == [ValueError]

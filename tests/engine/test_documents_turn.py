@@ -10,7 +10,7 @@ from app.core.history import SummaryState
 from app.core.settings import GenerationSettings
 from app.engine.documents.fit import RETRIEVED, WHOLE
 from app.engine.documents.source import ExtractedDocument
-from app.engine.events import DocumentsFitted, TurnCompleted, TurnPlanned
+from app.engine.events import DocumentsFitted, TurnCompleted, TurnFailed, TurnPlanned
 from app.engine.local.turn_runner import TurnRunner
 from app.engine.memory.probe import CpuProbe
 
@@ -47,6 +47,40 @@ def test_a_document_larger_than_the_turn_leaves_is_retrieved_within_the_budget(t
     assert "The pass code is 4711." in prompt and "(chosen for this question)" in prompt
     assert len(plan.prompt_ids) <= 444 and plan.admitted
 
+
+
+def test_a_document_of_one_stopword_or_one_letter_does_not_fail_the_turn(tiny_loaded):
+    """New-user trial 11: "the.txt" (only "the") or "x.txt" attached failed the whole answer, alone
+    or beside other files ("reply failed: max() arg is an empty sequence"). They go whole."""
+    note = ExtractedDocument("note.txt", "text", "The pass code is 4711.\n")
+    for tiny in ("the", "x"):
+        (fit,), prompt, _ = run(tiny_loaded, (ExtractedDocument(f"{tiny}.txt", "text", tiny),),
+                                "What does the file say?")
+        assert fit.mode == WHOLE and f'Attached document "{tiny}.txt" (whole):\n{tiny}' in prompt
+    fits, prompt, _ = run(tiny_loaded, (ExtractedDocument("the.txt", "text", "the"), note,
+                                        ExtractedDocument("x.txt", "text", "x")))
+    assert [f.mode for f in fits] == [WHOLE] * 3 and "The pass code is 4711." in prompt
+
+
+def test_documents_that_cannot_be_fitted_fail_the_turn_with_their_traceback_in_the_log(
+        tiny_loaded, monkeypatch, caplog):
+    """New-user trial 11: an unexpected ValueError while fitting the documents was taken for
+    "nothing left to answer": the turn failed with its bare message and no traceback anywhere,
+    though the window said the details were in the log."""
+    from app.engine.documents import turn
+
+    def broken(*_args):
+        raise ValueError("max() arg is an empty sequence")
+
+    monkeypatch.setattr(turn, "fit_documents", broken)
+    runner = TurnRunner(tiny_loaded, CpuProbe())
+    with caplog.at_level("ERROR", logger="app.engine.local.turn_runner"):
+        events = list(runner.run_turn([Message(Role.USER, "What does the file say?")], SummaryState(), SETTINGS,
+                                      threading.Event(), documents=(ExtractedDocument("x.txt", "text", "x"),)))
+    assert isinstance(events[-1], TurnFailed) and len(events) == 1
+    assert events[-1].reason == "ValueError: max() arg is an empty sequence"
+    [record] = caplog.records
+    assert record.exc_info[0] is ValueError and "broken" in caplog.text  # the traceback
 
 
 def vault_manual(sections: int = 300) -> ExtractedDocument:
@@ -146,3 +180,26 @@ def test_a_new_chats_first_message_is_counted_with_its_documents(tiny_loaded):
                                                                         plan.window.prompt_tokens)
     with pytest.raises(ValueError):
         runner.count_window([], SummaryState(), SETTINGS)
+
+
+def test_a_turn_that_cannot_be_planned_leaves_its_traceback_in_the_log(tiny_loaded, monkeypatch, caplog):
+    """A ValueError while planning ends the turn as "nothing left to answer" does; the window then
+    says the details are in the log, so the log has the traceback too (new-user trial 11), from
+    the local model and from a server alike."""
+    from app.core.backend_settings import RemoteSettings
+    from app.engine.remote.backend import RemoteBackend
+
+    runner = TurnRunner(tiny_loaded, CpuProbe())
+    with caplog.at_level("WARNING"):
+        events = list(runner.run_turn([], SummaryState(), SETTINGS, threading.Event()))
+    assert isinstance(events[-1], TurnFailed) and len(events) == 1
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [ValueError]
+
+    remote = RemoteBackend(RemoteSettings("http://127.0.0.1:9", "model"))
+    remote.report = object()  # connected
+    monkeypatch.setattr(remote, "plan", lambda *_args: (_ for _ in ()).throw(ValueError("bad count")))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        events = list(remote.run_turn([Message(Role.USER, "hi")], SummaryState(), SETTINGS, threading.Event()))
+    assert [e.reason for e in events] == ["bad count"]
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [ValueError]

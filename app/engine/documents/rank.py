@@ -6,12 +6,17 @@ Terms: lower-cased word runs of letters/digits; identifiers are also split at "_
 humps (`max_new_tokens` → max_new_tokens, max, new, tokens) so prose finds code; Hangul, kana and
 CJK runs also yield character bigrams, since Korean attaches particles to words ("캐시가",
 "캐시를") and whole-word terms would rarely match. English stopwords (bm25s's list) are dropped.
-No torch, no Qt.
+A document with no term left (new-user trial 11: a file holding only "the", or "x") has nothing
+to rank: its chunks score 0.0 and go in document order (bm25s cannot index a corpus without a
+term: "max() arg is an empty sequence", after a 0/0 average length). A ranking that fails all
+the same is logged with its traceback and falls back to document order: one document's
+retrieval never fails the turn. No torch, no Qt.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Sequence
 
@@ -26,6 +31,8 @@ MESSAGE_WEIGHT = 2
 _WORD = re.compile(r"\w+", re.UNICODE)
 _HUMP = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u9fff\uac00-\ud7af]+")
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -68,22 +75,37 @@ class ChunkIndex:
     asked once per message. Building runs `terms` over the whole text; asking is a sparse sum."""
 
     def __init__(self, chunks: Sequence[Chunk]):
-        import bm25s
-
         self.size = len(chunks)
         corpus = [terms(c.text) for c in chunks]
         self._vocabulary = frozenset(t for doc in corpus for t in doc)
-        self._bm25 = bm25s.BM25(k1=K1, b=B) if chunks else None
-        if self._bm25 is not None:
-            self._bm25.index(corpus, show_progress=False)
+        self._bm25 = _bm25_index(corpus) if self._vocabulary else None  # no term: nothing to rank
 
     def scores(self, query: Sequence[str]) -> list[float]:
         """BM25 score of each chunk for the query terms, in chunk order; all 0.0 when no query
-        term occurs in the document; [] for a document without chunks."""
+        term occurs in the document, when it has no term at all or its ranking failed (logged);
+        [] for a document without chunks."""
         asked = [t for t in query if t in self._vocabulary]
         if self._bm25 is None or not asked:
             return [0.0] * self.size
-        return [float(s) for s in self._bm25.get_scores(asked)]
+        try:
+            return [float(s) for s in self._bm25.get_scores(asked)]
+        except Exception:  # not expected: the chunks go in document order (module docstring)
+            log.warning("BM25 scoring failed; the document's chunks go in document order", exc_info=True)
+            return [0.0] * self.size
+
+
+def _bm25_index(corpus: list[list[str]]):
+    """A bm25s.BM25 over `corpus` (terms per chunk, at least one term in all), or None when
+    indexing fails (logged with its traceback; the chunks then go in document order)."""
+    try:
+        import bm25s
+
+        index = bm25s.BM25(k1=K1, b=B)
+        index.index(corpus, show_progress=False)
+    except Exception:  # not expected: one document's ranking never fails the turn
+        log.warning("BM25 indexing failed; the document's chunks go in document order", exc_info=True)
+        return None
+    return index
 
 
 def bm25_scores(chunks: Sequence[Chunk], query: Sequence[str]) -> list[float]:

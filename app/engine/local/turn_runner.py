@@ -181,15 +181,19 @@ class TurnRunner:
 
         try:
             plan = plan_turn(messages)
-            if documents and plan.window.fits and not continue_final:
-                from app.engine.documents.turn import fit_documents
-
-                messages, prepared = fit_documents(self.foresight, messages, documents, plan, settings.system_prompt)
-                yield DocumentsFitted(prepared.fits)
-                plan = plan_turn(messages)
-        except ValueError as exc:  # nothing left to answer
+        except ValueError as exc:  # nothing left to answer; the traceback, should it be another cause
+            log.warning("the turn could not be planned", exc_info=True)
             yield TurnFailed(str(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
             return
+        if documents and plan.window.fits and not continue_final:
+            try:
+                messages, prepared = self._fit_documents(messages, documents, plan, settings)
+                plan = plan_turn(messages)
+            except Exception as exc:  # not expected (new-user trial 11: a bare ValueError, no traceback)
+                log.exception("fitting the attached documents failed")
+                yield TurnFailed(describe_failure(exc), "", TurnRecord(0, 0, 0, None, 0, "failed"))
+                return
+            yield DocumentsFitted(prepared.fits)
         yield TurnPlanned(plan)
         memory_override = override_memory and plan.window.fits and plan.decision.cause == "memory"
         if not plan.admitted and not memory_override:
@@ -198,6 +202,13 @@ class TurnRunner:
         ok = yield from self._generate(plan, settings, stop_event)
         if ok:
             yield from self._summarize(plan, summary, settings, stop_event)
+
+    def _fit_documents(self, messages: list[Message], documents, plan: TurnPlan, settings: GenerationSettings):
+        """The messages with `documents` fitted into the last one, and the PreparedMessage
+        (app.engine.documents.turn.fit_documents)."""
+        from app.engine.documents.turn import fit_documents
+
+        return fit_documents(self.foresight, messages, documents, plan, settings.system_prompt)
 
     def count_window(self, messages: list[Message], summary: SummaryState, settings: GenerationSettings,
                      documents=()):

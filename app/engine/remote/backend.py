@@ -142,6 +142,8 @@ class RemoteBackend:
                 self.connect(stop_event)
             plan = self.plan(messages, summary, settings, continue_final)
         except (RemoteError, ValueError) as exc:  # unreachable server, nothing left to answer
+            if isinstance(exc, ValueError):  # the traceback, should it be another cause (new-user trial 11)
+                log.warning("the turn could not be planned", exc_info=True)
             yield TurnFailed(describe_failure(exc) if isinstance(exc, RemoteError) else str(exc), "",
                              TurnRecord(0, 0, 0, None, 0, "failed"))
             return
