@@ -164,3 +164,38 @@ def test_ask_and_the_window_say_the_same_refusal_for_the_same_message(real_loade
         "This turn was not started. The system prompt takes 20 tokens, but the context of 16 tokens minus max "
         "new tokens (8) and the summary reserve (2) leaves 6 for it and the new message. Shortening the system "
         "prompt cannot make it fit: use a larger context.")
+
+
+def test_ask_and_the_window_say_the_same_for_a_message_no_shortening_can_fit(real_loaded, monkeypatch, capsys):
+    """New-user trial 11: context 16 and "What is the capital of France? Please answer briefly.": both
+    said "needs 31 tokens … leaves 6. Shorten it by 25 tokens" (the window also offered "Attach as a
+    file"), but the system message alone takes 20 of the 6: no shorter message fits. Both say so now."""
+    import threading
+
+    from app import headless
+    from app.chat.refusal_text import refusal_line
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.new_tokens import fitted_new_tokens, model_context
+    from app.core.settings import GenerationSettings
+    from app.engine import events
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import probe_for
+
+    question = "What is the capital of France? Please answer briefly."
+    saved = GenerationSettings(max_new_tokens=32768, context_tokens=16, temperature=0.0)
+    monkeypatch.setattr(headless, "_load", lambda _path: real_loaded)
+    assert headless.ask(question, None, saved, fit_new_tokens=True) == 1
+    cli = capsys.readouterr().err.strip().splitlines()[-1]
+    context = model_context(saved.context_tokens, real_loaded.report.max_positions)
+    turn = replace(saved, max_new_tokens=fitted_new_tokens(saved.max_new_tokens, context))
+    runner = TurnRunner(real_loaded, probe_for(real_loaded.report.device))
+    [decision] = [e.decision for e in runner.run_turn([Message(Role.USER, question)], SummaryState(), turn,
+                                                        threading.Event()) if isinstance(e, events.TurnRefused)]
+    assert cli == f"headroom: not started: {decision.reason}"
+    assert cli.endswith("leaves 6: even an empty message needs 20, so shortening it cannot make it fit: use a "
+                        "larger context") and "shorten it by" not in cli
+    assert refusal_line(decision) == (
+        "This turn was not started. The new message needs 31 tokens with the system prompt, but the context of 16 "
+        "tokens minus max new tokens (8) and the summary reserve (2) leaves 6. Even an empty message needs 20 "
+        "tokens with the system prompt, so shortening the message cannot make it fit: use a larger context.")

@@ -81,10 +81,36 @@ def refusal_advice(decision) -> str:
         if f.get("shorten_by"):
             return Refusal.tr("Shorten it by {0} tokens or lower max new tokens.", "", f["shorten_by"]).format(
                 _n(f["shorten_by"]))
+        if f.get("empty_message"):
+            return _unshortenable_message_advice(f["empty_message"], bool(f.get("system_too")),
+                                                 decision.max_new_tokens_fit is not None)
         return translate("Refusal", "Use a larger context or lower max new tokens.")
     if kind in ("system", "notes"):
         return _shorten_system_advice(kind, f.get("shorten_by", 0), decision.max_new_tokens_fit is not None)
     return ""
+
+
+def _unshortenable_message_advice(empty: int, system_too: bool, can_lower: bool) -> str:
+    """What can help when no shorter message fits: an empty one already needs `empty` tokens with
+    the system prompt, more than the context leaves (app.engine.events.window_refusal; new-user
+    trial 11: 20 of the 6 tokens left, and the question was told "Shorten it by 25 tokens").
+    Shortening the system prompt as well when `system_too`, lowering max new tokens when
+    `can_lower`, and a larger context always. `empty` is a prompt with its template, never 1."""
+    if system_too and can_lower:
+        text = translate("Refusal", "Even an empty message needs {0} tokens with the system prompt, so shortening "
+                                    "the message cannot make it fit: shorten the system prompt (Edit → Settings → "
+                                    "System prompt) as well, lower max new tokens or use a larger context.")
+    elif system_too:
+        text = translate("Refusal", "Even an empty message needs {0} tokens with the system prompt, so shortening "
+                                    "the message cannot make it fit: shorten the system prompt (Edit → Settings → "
+                                    "System prompt) as well or use a larger context.")
+    elif can_lower:
+        text = translate("Refusal", "Even an empty message needs {0} tokens with the system prompt, so shortening "
+                                    "the message cannot make it fit: lower max new tokens or use a larger context.")
+    else:
+        text = translate("Refusal", "Even an empty message needs {0} tokens with the system prompt, so shortening "
+                                    "the message cannot make it fit: use a larger context.")
+    return text.format(_n(empty))
 
 
 def _shorten_system_advice(kind: str, shorten_by: int, can_lower: bool) -> str:

@@ -98,7 +98,12 @@ class WindowResult:
     however short the system prompt gets: the template's frame, the summary and a one-character
     prompt (the notes not included), so shortening the system prompt takes off at most
     `system_tokens − notes_tokens − frame_tokens` (new-user trial: a 6-token system prompt in a
-    16-token context was told to shorten by 15)."""
+    16-token context was told to shorten by 15). `empty_message_tokens` is what stays however short
+    the message gets: the prompt with the newest turn emptied (`system_tokens` before it is capped,
+    or, with no system prompt, the frame with any system prompt the template adds itself; 0 when not
+    measured), so shortening the message takes off at most `prompt_tokens − empty_message_tokens − 1`
+    (new-user trial 11: a 20-token system message in a 16-token context, 6 left, and a question
+    told to shorten by 25)."""
 
     fits: bool
     messages: tuple[ChatDict, ...]
@@ -111,6 +116,7 @@ class WindowResult:
     system_tokens: int = 0
     notes_tokens: int = 0
     frame_tokens: int = 0
+    empty_message_tokens: int = 0
 
     @property
     def over_by(self) -> int:
@@ -239,11 +245,12 @@ def select_window(
     smallest = count(newest)
     if smallest > limit:
         older = tuple(live[:-1])
-        system_tokens, notes_tokens, frame_tokens = _system_share(system_prompt, summary.content, count_tokens,
-                                                                  system_allowed)
-        system_tokens = min(system_tokens, smallest)
+        empty, notes_tokens, frame_tokens = _system_share(system_prompt, summary.content, count_tokens,
+                                                          system_allowed)
+        system_tokens = min(empty, smallest) if system_prompt.strip() else 0
         return WindowResult(False, (), (), older, smallest, limit, summary_tokens, budget, system_tokens,
-                            notes_tokens, min(frame_tokens, max(system_tokens - notes_tokens, 0)))
+                            notes_tokens, min(frame_tokens, max(system_tokens - notes_tokens, 0)),
+                            min(empty, smallest))
     guess = None
     if estimate_tokens is not None:
         guess = _first_true(0, newest, lambda k: estimate_tokens(
@@ -282,21 +289,23 @@ def _system_share(system_prompt: str, summary: str, count_tokens: CountTokens,
     """(tokens, of which the pinned notes', of which neither) the system message takes of a refused
     prompt, so that a refusal can name what is too long (new-user trial: a 24,000-token system
     prompt was refused as "the new message needs 24,016 tokens" for "hi"): the prompt with the
-    newest turn emptied, i.e. with the template's frame; (0, 0, 0) without a system prompt or notes
-    (the frame alone is no cause). The third is what stays when the system prompt (not the notes)
-    is cut to one character: the frame, the summary and that character, less the notes — so a
-    refusal never asks to shorten it by more than it holds (new-user trial: "You are a helpful
-    assistant.", 6 tokens, was to be shortened by 15; SmolLM2's frame is 14). Measured with a
-    system message in every count: a template that adds its own system prompt when none is given
-    (SmolLM2's) would otherwise count that one instead."""
-    if not system_prompt.strip():
-        return 0, 0, 0
+    newest turn emptied, i.e. with the template's frame. Without a system prompt or notes it is
+    (the frame, 0, 0): the frame alone is no cause (select_window says 0 for the system message),
+    but a message cannot be shortened below it (a template that adds its own system prompt when
+    none is given, SmolLM2's, takes 30 tokens with an empty message). The third is what stays when
+    the system prompt (not the notes) is cut to one character: the frame, the summary and that
+    character, less the notes — so a refusal never asks to shorten it by more than it holds
+    (new-user trial: "You are a helpful assistant.", 6 tokens, was to be shortened by 15; SmolLM2's
+    frame is 14). Measured with a system message in every count: a template that adds its own
+    system prompt when none is given (SmolLM2's) would otherwise count that one instead."""
     empty_turn = (Turn(-1, -1, ({"role": Role.USER.value, "content": ""},)),)
 
     def frame(prompt: str) -> int:
         return count_tokens(build_prompt(prompt, summary, empty_turn, system_allowed))
 
     system = frame(system_prompt)
+    if not system_prompt.strip():
+        return system, 0, 0
     without_notes = without_pinned_notes(system_prompt)
     notes = max(system - frame(without_notes), 0) if without_notes != system_prompt else 0
     if not without_notes.strip():  # notes only: no system prompt of the user's to shorten

@@ -95,16 +95,32 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
     is too long (`_system_is_the_cause`), reason_kind "system" (the system prompt) or "notes"
     (the pinned notes, when they are most of it) names it, with facts "system" and "notes" (its
     share and the notes' of it), instead of asking to shorten the message (new-user trial: "hi"
-    was told to shorten by 16,848 tokens under a 24,000-token system prompt)."""
+    was told to shorten by 16,848 tokens under a 24,000-token system prompt) — unless shortening
+    them cannot make it fit and shortening the message can (the template's frame stays: a 20-token
+    system message beside an 11-token question, 22 left, is 9 over, and only the question can lose
+    9). Otherwise reason_kind "message", with facts "shorten_by" (0 when no shorter message fits:
+    what an empty one needs, "empty_message", takes the whole room) and "system_too" (then
+    shortening the system prompt as well can make it fit)."""
     budget = window.budget
     room = budget.context_tokens - budget.summary_reserve - window.prompt_tokens
+    # offer only what can work: a message cannot be shortened by more than it holds, and what an
+    # empty one needs stays (new-user trial 11: 20 of the 6 tokens left, told to shorten by 25)
+    empty = max(window.empty_message_tokens, window.system_tokens)
+    shorten_by = window.over_by if window.over_by < window.prompt_tokens - empty else 0
     if _system_is_the_cause(window):
-        return _system_refusal(window, max_new_tokens, room)
-    # offer only what can work: a message cannot be shortened by more than it holds
-    remedies = [f"shorten it by {window.over_by:,} tokens"] if window.over_by < window.prompt_tokens else []
+        decision = _system_refusal(window, max_new_tokens, room)
+        if decision.facts["shorten_by"] or not shorten_by:  # else the message is what can be shortened
+            return decision
+    remedies = [f"shorten it by {shorten_by:,} tokens"] if shorten_by else []
     if room >= 1:
         remedies.append(f"lower max_new_tokens to {room:,}")
-    advice = " or ".join(remedies) or "use a larger context or a smaller max_new_tokens"
+    system_too = not shorten_by and _system_and_message_can_fit(window)
+    if shorten_by or not empty:
+        advice = " or ".join(remedies) or "use a larger context or a smaller max_new_tokens"
+    else:
+        remedies = ["shorten the system prompt as well", *remedies] if system_too else remedies
+        advice = (f"even an empty message needs {empty:,}, so shortening it cannot make it fit: "
+                  f"{' or '.join([*remedies, 'use a larger context'])}")
     return AdmissionDecision(
         False, "positions",
         f"the new message needs {window.prompt_tokens:,} prompt tokens, but the "
@@ -115,7 +131,19 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
         remedies=(f"lower max_new_tokens to {room:,}",) if room >= 1 else (), reason_kind="message",
         facts=dict(message=window.prompt_tokens, context=budget.context_tokens, max_new_tokens=max_new_tokens,
                    summary_reserve=budget.summary_reserve, room=max(window.limit_tokens, 0),
-                   shorten_by=window.over_by if window.over_by < window.prompt_tokens else 0))
+                   shorten_by=shorten_by, empty_message=empty, system_too=system_too))
+
+
+def _system_and_message_can_fit(window: WindowResult) -> bool:
+    """Whether shortening the system prompt (to one character: its template's frame stays, and the
+    pinned notes) and the message (to one token) together makes `window` fit: what a refusal can
+    offer when neither alone can (shortening the message fails only when the system message alone
+    takes the whole room, and then a shorter system prompt alone fails too)."""
+    system = window.system_tokens
+    if not system:
+        return False
+    system_cut = max(system - window.notes_tokens - window.frame_tokens, 0)
+    return window.over_by <= system_cut + max(window.prompt_tokens - system - 1, 0)
 
 
 def _system_is_the_cause(window: WindowResult) -> bool:

@@ -30,7 +30,9 @@ class AdmissionDialog(QDialog):
     token counts. A refusal for positions (prompt + max_new_tokens beyond the context, transformers #530)
     offers no override: the model cannot attend past its positions. A refusal of the message
     alone (reason_kind "message": a long paste) also says that long text can be attached as a file
-    and offers "Attach as a file" (choice "attach"; the chat flow acts on it).
+    and offers "Attach as a file" (choice "attach"; the chat flow acts on it) — only when a shorter
+    message can fit (facts "shorten_by"): a question in its place would not fit either when an empty
+    message already takes the room (new-user trial 11: 20 of the 6 tokens left).
     """
 
     remedy_chosen = Signal(str)
@@ -64,7 +66,7 @@ class AdmissionDialog(QDialog):
             hint.setObjectName("admissionHint")
             hint.setWordWrap(True)
             layout.addWidget(hint)
-        if decision.reason_kind == "message":  # the message alone is too long (new-user trial: a long paste)
+        if self._attach_offered():  # the message alone is too long (new-user trial: a long paste)
             attach = QLabel(self.tr("Long text can go in as an attached file instead: an attached file is "
                                     "searched for the passages each question needs, so only those take room "
                                     "in the context."))
@@ -143,7 +145,7 @@ class AdmissionDialog(QDialog):
                                           "history is dropped: this answer reads the whole history again once. "
                                           "Change it back in the chat bar (KV cache)."))
             column.addWidget(button)
-        if d.reason_kind == "message":
+        if self._attach_offered():
             button = self._button("attach", self.tr("Attach as a file"))
             button.setObjectName("remedyButton")
             button.setDefault(not offers)
@@ -161,10 +163,15 @@ class AdmissionDialog(QDialog):
                                      "keeps the partial answer."))
             row.addWidget(risky)
         cancel = self._button("cancel", self.tr("Cancel"))
-        cancel.setAutoDefault(not offers and d.reason_kind != "message")
+        cancel.setAutoDefault(not offers and not self._attach_offered())
         row.addWidget(cancel)
         column.addLayout(row)
         return column
+
+    def _attach_offered(self) -> bool:
+        """Whether the message can go in as a file instead: it alone is too long and a shorter one
+        fits (not when even an empty message leaves no room for the question)."""
+        return self.decision.reason_kind == "message" and bool(self.decision.facts.get("shorten_by"))
 
     def _button(self, key: str, text: str) -> QPushButton:
         button = QPushButton(text)

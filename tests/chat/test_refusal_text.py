@@ -125,3 +125,38 @@ def test_a_system_prompt_that_cannot_be_shortened_enough_points_to_a_larger_cont
     decision = system_refusal(5_000, 0, 4_000)  # 1,832 over: either may go
     assert decision.reason_kind == "system" and refusal_advice(decision) == (
         "Shorten the system prompt (Edit → Settings → System prompt) by 1,832 tokens.")
+
+
+def message_refusal(prompt: int, empty: int, limit: int, max_new: int = 8, frame: int = 15):
+    """window_refusal of a message beside a system message of `empty` tokens (with an empty message;
+    its template's frame `frame`), with `limit` tokens left for the prompt; 2 reserved for the summary."""
+    budget = TokenBudget(context_tokens=limit + max_new + 2, max_new_tokens=max_new, summary_reserve=2)
+    window = WindowResult(False, (), (), (), prompt, budget.prompt_tokens, 0, budget, empty, 0, frame, empty)
+    return window_refusal(window, max_new)
+
+
+def test_a_message_that_no_shortening_can_fit_says_what_can():
+    """New-user trial 11: context 16, the system message 20 tokens, "What is the capital of France? Please
+    answer briefly." (31 with it): "leaves 6. Shorten it by 25 tokens." — no message is that short."""
+    decision = message_refusal(31, 20, 6)
+    assert refusal_line(decision) == (
+        "This turn was not started. The new message needs 31 tokens with the system prompt, but the context of 16 "
+        "tokens minus max new tokens (8) and the summary reserve (2) leaves 6. Even an empty message needs 20 "
+        "tokens with the system prompt, so shortening the message cannot make it fit: use a larger context.")
+    assert refusal_line_stored(stored_refusal(decision)) == refusal_line(decision)
+    assert remedy_labels(decision) == {}
+    lower = message_refusal(31, 20, 6, max_new=40)  # 40 new tokens: 23 of them leave room for all 31
+    assert refusal_advice(lower) == (
+        "Even an empty message needs 20 tokens with the system prompt, so shortening the message cannot make it "
+        "fit: lower max new tokens or use a larger context.")
+    assert list(remedy_labels(lower)) == ["lower_max_new_tokens"]
+    both = message_refusal(7_500, 3_500, 3_000)  # a 3,500-token system message, a 4,000-token message
+    assert refusal_advice(both) == (
+        "Even an empty message needs 3,500 tokens with the system prompt, so shortening the message cannot make it "
+        "fit: shorten the system prompt (Edit → Settings → System prompt) as well or use a larger context.")
+    both_lower = message_refusal(7_500, 3_500, 3_000, max_new=5_000)
+    assert refusal_advice(both_lower) == (
+        "Even an empty message needs 3,500 tokens with the system prompt, so shortening the message cannot make it "
+        "fit: shorten the system prompt (Edit → Settings → System prompt) as well, lower max new tokens or use a "
+        "larger context.")
+    assert refusal_advice(message_refusal(40, 20, 30)) == "Shorten it by 10 tokens."  # 20 of 30: a shorter one fits

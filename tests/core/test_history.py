@@ -187,6 +187,27 @@ def test_a_refused_window_says_how_much_of_it_the_system_message_takes():
     assert fits.fits and fits.system_tokens == 0  # only said for a refusal
 
 
+def test_a_refused_window_says_what_an_empty_message_still_needs():
+    """New-user trial 11: a 16-token context leaves 6 for the prompt, the system message takes 20,
+    and a question was told to "shorten it by 25 tokens": no message is that short. The refusal
+    needs what stays however short the message gets: the prompt with the newest turn emptied,
+    with a system prompt or not (SmolLM2's template adds its own system prompt when none is given)."""
+    budget = TokenBudget(context_tokens=40, max_new_tokens=20, summary_reserve=10)  # 10 for the prompt
+    question = [Message(Role.USER, words(11, "q"))]
+    result = select_window(question, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=count_words)
+    assert not result.fits and result.prompt_tokens == (5 + 4) + (11 + 4) + 2 == 26
+    assert result.empty_message_tokens == result.system_tokens == (5 + 4) + (0 + 4) + 2 == 15
+
+    def adds_its_own_system_prompt(messages):  # a template's own 30-token system prompt when none is given
+        return count_words(messages) + (0 if messages and messages[0]["role"] == "system" else 30)
+
+    none = select_window(question, system_prompt="", summary=SummaryState(), budget=budget,
+                         count_tokens=adds_its_own_system_prompt)
+    assert not none.fits and none.system_tokens == 0  # still no system prompt to blame
+    assert none.empty_message_tokens == 30 + (0 + 4) + 2 == none.prompt_tokens - 11
+
+
 @pytest.mark.parametrize("prompt", ["", "Be brief.", "Be brief.\n\nAnswer in Korean."])
 def test_without_pinned_notes_undoes_with_pinned_notes(prompt):
     from app.core.pinned_notes import with_pinned_notes, without_pinned_notes

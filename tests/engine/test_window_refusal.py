@@ -1,5 +1,7 @@
 """A message too long for the context is refused with remedies that can work."""
 
+from dataclasses import replace
+
 from app.core.history import TokenBudget, WindowResult
 from app.engine.events import window_refusal
 
@@ -119,3 +121,63 @@ def test_shortening_the_system_prompt_by_the_count_said_makes_the_turn_fit(real_
     ids = tokenizer(system, add_special_tokens=False)["input_ids"]
     assert _refused(real_loaded, tokenizer.decode(ids[:-shorten_by]), 96, 16).admitted
     assert not _refused(real_loaded, tokenizer.decode(ids[:-shorten_by + 1]), 96, 16).window.fits
+
+
+def test_a_message_beside_a_system_message_that_fills_the_room_is_not_told_to_shorten(real_loaded):
+    """New-user trial 11: context 16, max new tokens 8, "You are a helpful assistant." and "What is the
+    capital of France? Please answer briefly.": "needs 31 … leaves 6. Shorten it by 25 tokens" — but
+    the system message with an empty one already takes 20 of the 6: no shorter message fits."""
+    question = "What is the capital of France? Please answer briefly."
+    plan = _refused(real_loaded, "You are a helpful assistant.", 16, 8, question)
+    window, decision = plan.window, plan.decision
+    assert (window.prompt_tokens, window.limit_tokens, window.empty_message_tokens) == (31, 6, 20)
+    assert decision.reason_kind == "message" and decision.facts["shorten_by"] == 0
+    assert decision.facts["empty_message"] == 20 and not decision.facts["system_too"]
+    assert decision.reason.endswith("leaves 6: even an empty message needs 20, so shortening it cannot make it "
+                                    "fit: use a larger context")
+    # no system prompt: SmolLM2's template adds its own (30 tokens with an empty message), as long
+    bare = _refused(real_loaded, "", 16, 8, "Hello there")
+    assert bare.window.system_tokens == 0 and bare.window.empty_message_tokens == 30
+    assert bare.decision.reason_kind == "message" and bare.decision.facts["shorten_by"] == 0
+    assert "shortening it cannot make it fit: use a larger context" in bare.decision.reason
+
+
+def test_shortening_the_message_by_the_count_said_makes_the_turn_fit(real_loaded):
+    """The count a message refusal names is one that works: the message cut by that many tokens fits."""
+    tokenizer = real_loaded.tokenizer
+    message = ("Please tell me everything about the history of the city of Paris and its bridges. " * 3).strip()
+    plan = _refused(real_loaded, "You are a helpful assistant.", 64, 8, message)
+    shorten_by = plan.decision.facts["shorten_by"]
+    assert plan.decision.reason_kind == "message" and shorten_by == plan.window.over_by > 0
+    assert plan.decision.reason.endswith(f"leaves 48: shorten it by {shorten_by} tokens")  # no room for new tokens
+    ids = tokenizer(message, add_special_tokens=False)["input_ids"]
+    assert _refused(real_loaded, "You are a helpful assistant.", 64, 8, tokenizer.decode(ids[:-shorten_by])).admitted
+    assert not _refused(real_loaded, "You are a helpful assistant.", 64, 8,
+                        tokenizer.decode(ids[:-shorten_by + 1])).window.fits
+
+
+def test_a_long_system_prompt_and_a_long_message_are_told_to_shorten_both():
+    """Neither alone can make it fit (the system message takes 3,500 of the 3,000 left, the message
+    4,000 more), both together can: the system prompt's frame is 15 tokens."""
+    budget = TokenBudget.for_model(8192, 4096, 512, 584)  # 3,000 for the prompt
+    window = WindowResult(False, (), (), (), 7_500, budget.prompt_tokens, 0, budget, 3_500, 0, 15, 3_500)
+    decision = window_refusal(window, 512)
+    assert decision.reason_kind == "message" and decision.facts["shorten_by"] == 0 and decision.facts["system_too"]
+    assert decision.reason.endswith("even an empty message needs 3,500, so shortening it cannot make it fit: "
+                                    "shorten the system prompt as well or use a larger context")
+    roomy = replace(window, budget=TokenBudget.for_model(32_768, 16_384, 12_800, 584))  # still 3,000 left
+    assert roomy.budget.prompt_tokens == 3_000
+    decision = window_refusal(roomy, 12_800)  # but 8,300 new tokens would leave room for all of it
+    assert decision.reason.endswith("shorten the system prompt as well or lower max_new_tokens to 8,300 or use a "
+                                    "larger context")
+
+
+def test_a_system_prompt_that_cannot_be_shortened_enough_leaves_the_message_to_shorten(real_loaded):
+    """Context 36, max new tokens 8: 24 left, the system message takes 20 (15 of them its frame) and the
+    question 11 more, 7 over. The system prompt was named ("shortening the system prompt cannot make it
+    fit"); the question can lose 7 tokens, and that is what is said."""
+    question = "What is the capital of France? Please answer briefly."
+    plan = _refused(real_loaded, "You are a helpful assistant.", 36, 8, question)
+    assert (plan.window.prompt_tokens, plan.window.limit_tokens, plan.window.system_tokens) == (31, 24, 20)
+    assert plan.decision.reason_kind == "message" and plan.decision.facts["shorten_by"] == 7
+    assert plan.decision.reason.endswith("leaves 24: shorten it by 7 tokens or lower max_new_tokens to 1")

@@ -191,3 +191,20 @@ def test_a_system_prompt_too_long_is_named_and_hi_is_not_offered_as_a_file(qtbot
         "The system prompt takes 24,015 tokens, but the context of 8,192 tokens minus max new tokens (512) and the "
         "summary reserve (512) leaves 7,168 for it and the new message. Shorten the system prompt "
         "(Edit → Settings → System prompt) by 16,848 tokens.")
+
+
+def test_a_message_no_shortening_can_fit_is_not_offered_as_a_file(qtbot):
+    """New-user trial 11: context 16, the system message 20 of the 6 tokens left, a 31-token question:
+    the dialog said "Shorten it by 25 tokens" and offered "Attach as a file" — a question about the
+    file would not fit either. It says what can help, and offers no file."""
+    from app.core.history import TokenBudget, WindowResult
+    from app.engine.events import window_refusal
+
+    budget = TokenBudget(context_tokens=16, max_new_tokens=8, summary_reserve=2)
+    window = WindowResult(False, (), (), (), 31, budget.prompt_tokens, 0, budget, 20, 0, 15, 20)
+    dialog = open_dialog(qtbot, window_refusal(window, 8))
+    assert list(dialog.buttons) == ["cancel"] and dialog.buttons["cancel"].autoDefault()
+    assert dialog.findChild(QLabel, "admissionAttachHint") is None
+    assert dialog.findChild(QLabel, "admissionReason").text().endswith(
+        "leaves 6. Even an empty message needs 20 tokens with the system prompt, so shortening the message cannot "
+        "make it fit: use a larger context.")
