@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,22 +46,49 @@ MAX_TITLE_CHARS = 200  # a title the user types: longer ones are cut (trial 4 st
 # showed as boxes or turned the rest of it, and its "…", right to left (trial 7). Zero-width joiners
 # and marks stay: emoji sequences and some scripts need them.
 _TITLE_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# letters and symbols that draw nothing: the Hangul fillers and the blank braille pattern
+_BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# what makes a line of a message a title: letters, digits (and other numbers), emoji and other symbols
+_WORD_CATEGORIES = frozenset(("Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "So"))
+# a code fence's opening or closing line (```python, ~~~): markup, not the message's words
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
 
 
 def clean_title(title: str) -> str:
     """`title` on one line: each run of whitespace (line breaks, tabs, Unicode line and paragraph
     separators …) one space, none at either end, and without the characters that a one-line
     label cannot show safely (_TITLE_UNSAFE). A renamed title kept its line breaks, and exports
-    and file names took them (new-user trial 10)."""
+    and file names took them (new-user trial 10). A title with nothing visible (only zero-width
+    spaces, joiners, lone marks …) is "": the list calls it untitled, not an invisible row
+    (new-user trial 11)."""
     # whitespace first: \r, \v, \f and \x1c-\x1f are unsafe too, but between two words they part them
-    return " ".join(_TITLE_UNSAFE.sub("", " ".join(title.split())).split())
+    title = " ".join(_TITLE_UNSAFE.sub("", " ".join(title.split())).split())
+    return title if any(_visible(char) for char in title) else ""
 
 
 def auto_title(first_message: str) -> str:
-    """A new conversation's title: the first line of its first message with words, cleaned
-    (clean_title), at most TITLE_CHARS."""
+    """A new conversation's title: the first line of its first message with words (a letter, a
+    digit or a symbol such as an emoji: not a code fence, a rule like "---" or lone punctuation;
+    new-user trial 11 titled a chat "```"), cleaned (clean_title), at most TITLE_CHARS; "" when
+    no line has words."""
     lines = (clean_title(line) for line in first_message.splitlines())
-    return next((line for line in lines if line), "")[:TITLE_CHARS]
+    line = next((line for line in lines if _has_words(line) and not _FENCE.match(line)), "")
+    return clean_title(line[:TITLE_CHARS])
+
+
+def _visible(char: str) -> bool:
+    """Whether `char` draws something of its own: a letter, number, punctuation mark or symbol
+    (Unicode general categories L, N, P, S), or a private-use character (an icon font's); not a
+    blank filler (_BLANK_GLYPHS). Spaces, format characters (U+200B, joiners) and lone marks
+    draw nothing."""
+    category = unicodedata.category(char)
+    return (category[0] in "LNPS" or category == "Co") and char not in _BLANK_GLYPHS
+
+
+def _has_words(line: str) -> bool:
+    """Whether `line` holds a letter, a digit or an other-symbol (emoji; Unicode categories L, N,
+    So) that draws something."""
+    return any(unicodedata.category(c) in _WORD_CATEGORIES for c in line if c not in _BLANK_GLYPHS)
 
 
 class ConversationFlow(QObject):
@@ -289,7 +317,7 @@ class ConversationFlow(QObject):
     def rename(self, conversation_id: int, title: str) -> None:
         """Give the conversation the title `title`, cut to MAX_TITLE_CHARS (not saved: the list
         shows the old one again, and a notice says why)."""
-        title = clean_title(title).strip()[:MAX_TITLE_CHARS]
+        title = clean_title(clean_title(title)[:MAX_TITLE_CHARS])  # the cut: no space at the end, nothing left visible
         self._chat.save(lambda: self._chat.store.rename_conversation(conversation_id, title), saving.unchanged())
         self.refresh_sidebar()
 

@@ -12,7 +12,7 @@ which the chat logs.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject
 
 from app.chat.error_text import os_error_text
 from app.engine.documents.source import (
@@ -32,6 +32,13 @@ from app.engine.documents.source import (
 from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
+
+
+class DocumentRefusal(QObject):
+    """The translation context "DocumentRefusal" for counted words ("1 page"): lupdate reads
+    DocumentRefusal.tr(text, "", n) as a plural message, never translate(context, text, None, n).
+    Never instantiated; no signals."""
+
 
 # What a binary file looks like (app.engine.documents.text.binary_kind's phrases)
 LOOKS_LIKE = {
@@ -111,9 +118,10 @@ def refusal_reason(error: DocumentError) -> str:
             return translate("DocumentRefusal", "this PDF is AES-encrypted and the cryptography package is missing")
         return translate("DocumentRefusal", "this PDF is protected by a password; open it in a PDF reader, save "
                          "an unprotected copy and attach that")
-    if error.kind == NO_TEXT_LAYER:
-        return translate("DocumentRefusal", "this PDF has no text layer ({0} pages of images or blank pages); "
-                         "Headroom does not read scanned pages").format(detail)
+    if error.kind == NO_TEXT_LAYER:  # "1 pages" in English (new-user trial 11)
+        pages = int(detail) if detail.isdigit() else 0
+        return DocumentRefusal.tr("this PDF has no text layer ({0} pages of images or blank pages); "
+                                  "Headroom does not read scanned pages", "", pages).format(f"{pages:,}")
     if error.kind == DAMAGED:
         return _damaged(error)
     if error.kind == EMPTY:

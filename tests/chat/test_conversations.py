@@ -1,5 +1,7 @@
 """Conversations: switching, settings per conversation, delete/undo, search, export."""
 
+import pytest
+
 from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings, conversation_settings
 from app.core.conversation import Message, MessageStatus, Role
 from app.core.history import SummaryState
@@ -287,6 +289,41 @@ def test_an_automatic_title_is_its_first_line_with_words_on_one_line():
     assert auto_title("\x00\n\n  Plan\tthe\u3000trip  \nsecond line") == "Plan the trip"
     assert auto_title("a\rb") == "a"  # a lone carriage return ends a line too
     assert auto_title(" \n\t") == ""
+
+
+@pytest.mark.parametrize(("message", "title"), [
+    ("```\nprint('hi')\n```\nWhat does this print?", "print('hi')"),
+    ("```python\ndef f(): pass\n```", "def f(): pass"),  # a fence's language is not a title either
+    ("~~~\n---\n***\n===\n?\n...\n# Plan the trip", "# Plan the trip"),
+    ("| --- | --- |\n> hi", "> hi"),
+    ("🎉", "🎉"),  # an emoji alone still names the chat
+    ("x", "x"),
+    ("```\n```", ""),
+    ("\u200b", ""),
+    ("\u200b\u200d\ufeff\u2060\u00ad\u3164\u2800\u0301\nsecond line", "second line"),
+])
+def test_an_automatic_title_skips_lines_without_words(message, title):
+    """New-user trial 11: a first message that opened with a code fence titled the chat "```", and
+    one of a zero-width space an invisible title."""
+    from app.chat.conversations import auto_title
+
+    assert auto_title(message) == title
+
+
+def test_a_title_with_nothing_visible_is_untitled(chat):
+    """New-user trial 11: a chat renamed to a zero-width space (U+200B) showed an invisible row in
+    the list; it is untitled ("New chat") as a blank title is."""
+    from app.chat.conversations import clean_title
+
+    assert clean_title("\u200b") == clean_title("\u200b \u200c\u200d\ufeff\u2060\u00ad\u3164") == ""
+    assert clean_title(" a\u200b ") == "a\u200b" and clean_title("\u200b🙂") == "\u200b🙂"
+    cats = seed(chat.store, "cats")
+    chat.conversations.rename(cats, "\u200b")
+    [info] = [i for i in chat.store.list_conversations() if i.id == cats]
+    assert info.title == ""
+    chat.conversations.rename(cats, "\u200b" * 250 + "a")  # what is visible is past the 200 kept
+    [info] = [i for i in chat.store.list_conversations() if i.id == cats]
+    assert info.title == ""
 
 
 def test_a_renamed_title_drops_control_characters_too(chat):

@@ -104,3 +104,23 @@ def test_an_attachment_in_korean(korean):
     assert _size_text(_document(1)) == "1자"
     assert _size_text(_document(1_200, pages=3)) == "1,200자, 3쪽"
     assert fit_line("a.txt", FitNote("whole", 1, 1, 0, 0)) == "a.txt: 파일 전체, 1 토큰"
+
+
+@pytest.mark.parametrize(("pages", "count"), [(1, "1 page of images or a blank page"),
+                                              (2, "2 pages of images or blank pages"),
+                                              (1_200, "1,200 pages of images or blank pages")])
+def test_a_pdf_without_text_counts_its_pages(pages, count):
+    """New-user trial 11: a one-page scan was refused for its "1 pages of images or blank pages"."""
+    from app.chat.document_refusal import refusal_reason as document_refusal
+    from app.engine.documents.source import NO_TEXT_LAYER, DocumentError
+
+    error = DocumentError(NO_TEXT_LAYER, "scan.pdf", "", str(pages))
+    assert document_refusal(error) == f"this PDF has no text layer ({count}); Headroom does not read scanned pages"
+
+
+def test_a_pdf_without_text_counts_its_pages_in_korean(korean):
+    from app.chat.document_refusal import refusal_reason as document_refusal
+    from app.engine.documents.source import NO_TEXT_LAYER, DocumentError
+
+    assert document_refusal(DocumentError(NO_TEXT_LAYER, "scan.pdf", "", "1")) == (
+        "텍스트 레이어가 없는 PDF입니다(이미지 또는 빈 페이지 1쪽). Headroom은 스캔한 페이지를 읽지 않습니다")

@@ -259,7 +259,13 @@ def test_password_protected_pdf_is_refused(tmp_path):
 def test_image_only_pdf_is_refused_as_having_no_text_layer(tmp_path):
     error = refused(write_image_pdf(tmp_path / "scan.pdf", pages=4))
     assert (error.kind, error.detail) == (source.NO_TEXT_LAYER, "4")
-    assert "no text layer (4 pages" in str(error)
+    assert "no text layer (4 pages of images or blank pages)" in str(error)
+
+
+def test_a_one_page_scan_is_one_page_in_the_log(tmp_path):
+    """New-user trial 11: "1 pages of images or blank pages"."""
+    error = refused(write_image_pdf(tmp_path / "scan.pdf", pages=1))
+    assert "no text layer (1 page of images or a blank page);" in str(error)
 
 
 def test_damaged_pdf_is_refused(tmp_path):

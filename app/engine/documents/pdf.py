@@ -68,8 +68,9 @@ def extract_pdf(path: Path, size: int, progress: Progress | None = None,
         raise DocumentError(DAMAGED, name, f"this PDF cannot be read ({reason})", reason,
                             format="PDF") from None
     if not any(len(p.strip()) >= MIN_PAGE_CHARS for p in parts):
-        raise DocumentError(NO_TEXT_LAYER, name, f"this PDF has no text layer ({count} pages of images "
-                            "or blank pages); Headroom does not read scanned pages", str(count))
+        pages = f"{count} page of images or a blank page" if count == 1 else f"{count} pages of images or blank pages"
+        raise DocumentError(NO_TEXT_LAYER, name, f"this PDF has no text layer ({pages}); Headroom does not "
+                            "read scanned pages", str(count))
     return ExtractedDocument(name, "pdf", PAGE_SEPARATOR.join(parts), tuple(starts), size, None)
 
 
