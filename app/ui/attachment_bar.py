@@ -6,17 +6,22 @@ After Attach… (files chosen or not), a drop, or removing the chip that had the
 keyboard goes back to the message box: left on the button, the next Space would open the file
 dialog again instead of typing a space.
 
-Chips too wide for the bar side by side shorten the longest file names in the middle and keep
-their status whole ("a-long-re…rt.pdf · 12,345 characters, 3 pages  ✕"); Qt's own cut fell in the
-status ("cp949.txt · 44 ...cters, cp949", new-user trial 10). The tooltip says it all."""
+Chips keep their whole text and go on the next line where the row has no room for them (WrapRow),
+as the chips under a sent message do; only a chip wider than the whole row is shortened: its file
+name in the middle, its status whole ("a-long-re…rt.pdf · 12,345 characters, 3 pages  ✕"), and
+where even a few characters of the name leave no room for the status, the status goes
+("a-long-re…rt.pdf  ✕"), never cut ("1…" read as a number: new-user trial 11). The tooltip says it
+all. Shared out side by side, the chips had cut every status while half the row stood empty
+(trial 11: "cp949.txt · 23 c…", "a_re…d.md · 1…")."""
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QAbstractScrollArea, QHBoxLayout, QPushButton, QToolButton, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QPushButton, QSizePolicy, QToolButton, QWidget
 
 from app.core.last_folders import ATTACH
 from app.ui.elided_label import MIN_CHARS
 from app.ui.file_pickers import open_paths
+from app.ui.wrap_row import WrapRow
 
 
 def _shown(text: str) -> str:
@@ -29,26 +34,31 @@ def _chip_text(name: str, status: str) -> str:
     return f"{name} · {status}  ✕" if status else f"{name}  ✕"  # (no status: a chip squeezed to its name)
 
 
+def _width(metrics: QFontMetrics, name: str, status: str) -> int:
+    """The chip text's width in px, measured whole (a text is not quite as wide as its parts)."""
+    return metrics.horizontalAdvance(_shown(_chip_text(name, status)))
+
+
 def _fitted(metrics: QFontMetrics, name: str, status: str, width: int) -> tuple[str, str]:
-    """`name` and `status` shortened (_shortened) for a chip text at most `width` px wide, as
-    measured whole: a text is not quite as wide as its parts (kerning, rounding)."""
-    over = metrics.horizontalAdvance(_shown(_chip_text(name, status))) - width
+    """`name` and `status` for a chip text at most `width` px wide: the name cut in the middle and
+    the status whole; where the name would keep less than a few characters (MIN_CHARS), no status
+    ("" — a count cut to "1…" reads as another number) and the name cut to the width."""
+    if status:
+        fewest = _elided(metrics, name, Qt.TextElideMode.ElideMiddle, metrics.horizontalAdvance(MIN_CHARS))
+        if _width(metrics, fewest, status) <= width:
+            return _cut_name(metrics, name, status, width), status
+    return _cut_name(metrics, name, "", width), ""
+
+
+def _cut_name(metrics: QFontMetrics, name: str, status: str, width: int) -> str:
+    """`name` cut in the middle so that its chip text with `status` is at most `width` px wide
+    (whole where it is already)."""
+    over, name_width = _width(metrics, name, status) - width, metrics.horizontalAdvance(name)
     for extra in range(8):
-        shown = _shortened(metrics, name, status, over + extra)
-        if metrics.horizontalAdvance(_shown(_chip_text(*shown))) <= width:
+        shown = _elided(metrics, name, Qt.TextElideMode.ElideMiddle, name_width - over - extra)
+        if _width(metrics, shown, status) <= width:
             break
     return shown
-
-
-def _shortened(metrics: QFontMetrics, name: str, status: str, over: int) -> tuple[str, str]:
-    """`name` and `status` drawn `over` px narrower: the name cut in the middle; where that would
-    leave it less than a few characters (MIN_CHARS), those, and the status cut at its end."""
-    name_width, status_width = metrics.horizontalAdvance(name), metrics.horizontalAdvance(status)
-    floor = min(name_width, metrics.horizontalAdvance(MIN_CHARS))
-    if name_width - over < floor:
-        status = _elided(metrics, status, Qt.TextElideMode.ElideRight, status_width - (over - (name_width - floor)))
-        over = name_width - floor
-    return _elided(metrics, name, Qt.TextElideMode.ElideMiddle, name_width - over), status
 
 
 def _elided(metrics: QFontMetrics, text: str, mode: Qt.TextElideMode, width: int) -> str:
@@ -86,10 +96,11 @@ class AttachmentBar(QWidget):
         self.attach_button.setToolTip(self.tr("Attach text, Markdown, source code, PDF or DOCX files to the next "
                                               "message (or drop them onto the message box). A file that fits "
                                               "goes in whole; a larger one is searched for the parts that answer."))
-        self._row = QHBoxLayout(self)
+        self._row = WrapRow(self, spacing=6, line_spacing=4)
         self._row.setContentsMargins(12, 4, 12, 0)
-        self._row.addWidget(self.attach_button)
-        self._row.addStretch(1)
+        self._row.add_widget(self.attach_button)
+        # its height follows its width (the lines the chips take); never wider than the column
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._button_lent = False  # Attach… shown in another row (lend_attach_button)
         self.attach_button.clicked.connect(self._on_attach_clicked)
         self.setAcceptDrops(True)
@@ -130,8 +141,13 @@ class AttachmentBar(QWidget):
                 self._labels.pop(attachment_id, None)
                 if chip.hasFocus():  # else the keyboard would be left on a deleted widget
                     self._return_keyboard()
+                # out of the row now: until deleted it took room from the chips left (trial 11:
+                # six files refused, the other four chips left without their counts)
+                self._row.removeWidget(chip)
+                chip.hide()
                 chip.deleteLater()
                 self._show_when_needed()
+                self._fit_chips()
             return
         self._labels[attachment_id] = (name, status)
         if chip is None:
@@ -140,7 +156,7 @@ class AttachmentBar(QWidget):
             chip.setObjectName("attachmentChip")
             chip.setAccessibleName(self.tr("Attachment {0}").format(name))
             chip.clicked.connect(lambda: self.remove_requested.emit(attachment_id))
-            self._row.insertWidget(self._row.count() - 1, chip)
+            self._row.add_widget(chip)
             self._show_when_needed()
         # a narrow bar shortens the chip's name: the tooltip says it whole (new-user trial)
         chip.setToolTip(f"{name} · {status}\n" + self.tr("Remove this attachment"))
@@ -150,33 +166,24 @@ class AttachmentBar(QWidget):
         super().resizeEvent(event)
         self._fit_chips()
 
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        self._fit_chips()  # shown at the width it had: no resize to fit them by
+
     def _fit_chips(self) -> None:
-        """Each chip's text for the bar's width: whole while the chips fit side by side; else
-        the room is shared (a chip that needs less than an equal share keeps its whole text) and
-        a chip over its share shortens its name in the middle, its status whole. Unshown, whole."""
-        if not self.chips:
-            return
-        needed, widths, metrics = {}, {}, {}  # px: the chip with its whole text, that text
+        """Each chip's text for the bar's width: whole where the chip fits on a line of its own
+        (the row puts it on the next line when the one it would end is full); a chip wider than a
+        line is shortened to it (_fitted: the name in the middle, the status whole or not at all).
+        Unshown, whole."""
+        margins = self._row.contentsMargins()
+        line = self.width() - margins.left() - margins.right()
         for key, chip in self.chips.items():
             chip.ensurePolished()  # the stylesheet's font and padding
-            metrics[key] = chip.fontMetrics()
-            chrome = chip.sizeHint().width() - metrics[key].horizontalAdvance(_shown(chip.text()))
-            widths[key] = metrics[key].horizontalAdvance(_shown(_chip_text(*self._labels[key])))
-            needed[key] = chrome + widths[key]
-        shares = dict(needed)
-        margins = self._row.contentsMargins()
-        others = [w for w in (self._row.itemAt(i).widget() for i in range(self._row.count()))
-                  if w is not None and not w.isHidden() and w not in self.chips.values()]  # Attach…, unless lent
-        room = (self.width() - margins.left() - margins.right() - sum(w.sizeHint().width() for w in others)
-                - self._row.spacing() * (len(needed) + len(others) - 1))
-        if self.isVisible() and sum(needed.values()) > room:
-            for count, key in enumerate(sorted(needed, key=needed.get)):  # the narrowest first
-                shares[key] = min(needed[key], max(room // (len(needed) - count), 0))
-                room -= shares[key]
-        for key, chip in self.chips.items():
-            name, status = self._labels[key]
-            if shares[key] < needed[key]:
-                name, status = _fitted(metrics[key], name, status, shares[key] - (needed[key] - widths[key]))
+            metrics = chip.fontMetrics()
+            name, status = whole = self._labels[key]
+            chrome = chip.sizeHint().width() - metrics.horizontalAdvance(_shown(chip.text()))
+            if self.isVisible() and chrome + _width(metrics, *whole) > line:
+                name, status = _fitted(metrics, name, status, line - chrome)
             if chip.text() != (text := _chip_text(name, status)):
                 chip.setText(text)
 

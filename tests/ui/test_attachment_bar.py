@@ -96,37 +96,100 @@ def test_chips_show_each_attachment_and_remove_it_on_click(qtbot):
     assert bar.chips == {}
 
 
-def test_chips_too_wide_for_the_bar_shorten_the_name_and_keep_the_status(qtbot):
-    """New-user trial 10: Qt cut a narrow chip's text in its middle, the status too ("cp949.txt ·
-    44 ...cters, cp949"). The long name is shortened ("…") and the status stays whole, each
-    chip's text drawn as set; wide again, every chip says it all."""
+def chip_bar(qtbot, width: int) -> AttachmentBar:
+    """A bar of chips alone (Attach… lent, as in the window), `width` px wide, shown."""
     bar = AttachmentBar()
     qtbot.addWidget(bar)
+    bar.lend_attach_button()
+    bar.setMinimumSize(1, 1)  # as narrow as the window's column makes it
+    return bar
+
+
+def lines(bar) -> list[list[int]]:
+    """The chips' keys by the line they are on, top to bottom."""
+    rows: dict[int, list[int]] = {}
+    for key, chip in bar.chips.items():
+        rows.setdefault(chip.geometry().top(), []).append(key)
+    return [rows[top] for top in sorted(rows)]
+
+
+def test_chips_that_do_not_fit_side_by_side_go_on_the_next_line_whole(qtbot):
+    """New-user trial 11: at 1000 x 460 beside the memory panel the chips shared the row and cut every
+    status ("cp949.txt · 23 c…", "a_re…d.md · 1…": "18 characters" read as 1). A chip keeps its
+    whole text and goes on the next line, as the chips under a sent message do; the row grows."""
     long_name = "a-really-long-report-name-2024-final-v3.pdf"
+    bar = chip_bar(qtbot, 1200)
     bar.show_attachment(1, long_name, "12,345 characters, 3 pages")
-    bar.show_attachment(2, "cp949.txt", "44 characters")
-    bar.lend_attach_button()  # the chips alone in the row, as in the window
-    bar.setMinimumSize(1, 1)  # as narrow as the window's column makes it (its layout would keep it wider)
+    bar.show_attachment(2, "cp949.txt", "44 characters, cp949")
+    bar.show_attachment(3, "s.txt", "18 characters")
     bar.resize(1200, 40)
     bar.show()
     qtbot.waitExposed(bar)
-    whole = {1: f"{long_name} · 12,345 characters, 3 pages  ✕", 2: "cp949.txt · 44 characters  ✕"}
+    whole = {1: f"{long_name} · 12,345 characters, 3 pages  ✕", 2: "cp949.txt · 44 characters, cp949  ✕",
+             3: "s.txt · 18 characters  ✕"}
     assert {key: chip.text() for key, chip in bar.chips.items()} == whole
-    bar.resize(560, 40)
-    qtbot.waitUntil(lambda: bar.chips[1].text() != whole[1])
-    qtbot.wait(20)  # the row lays the chips out at their new widths
-    shortened = bar.chips[1].text()
-    assert "…" in shortened and shortened.startswith("a-") and shortened.endswith(" · 12,345 characters, 3 pages  ✕")
-    assert bar.chips[2].text() == whole[2]  # short enough for its share
+    qtbot.waitUntil(lambda: lines(bar) == [[1, 2, 3]])
+    one_line = bar.height()
+    needed = bar.chips[1].sizeHint().width() + 24 + 6  # the long chip, the row's margins and a spacing
+    bar.resize(needed + 60, bar.heightForWidth(needed + 60))  # room for it, not for the next beside it
+    qtbot.waitUntil(lambda: lines(bar) == [[1], [2, 3]])
+    assert {key: chip.text() for key, chip in bar.chips.items()} == whole  # nothing shortened
+    assert bar.heightForWidth(bar.width()) > one_line
     for chip in bar.chips.values():
-        assert chip.width() >= chip.sizeHint().width()  # Qt does not cut it again
-        assert chip.geometry().right() < bar.width()
-    assert bar.chips[1].toolTip() == f"{long_name} · 12,345 characters, 3 pages\nRemove this attachment"
-    bar.resize(360, 40)  # too narrow for the status whole: a few characters of the name, the status cut
-    qtbot.waitUntil(lambda: bar.chips[1].text().endswith("…  ✕"))
-    assert bar.chips[1].text().startswith("a-r") and "3.pdf · 12," in bar.chips[1].text()
+        assert chip.width() >= chip.sizeHint().width() and chip.geometry().right() < bar.width()
     bar.resize(1200, 40)
-    qtbot.waitUntil(lambda: bar.chips[1].text() == whole[1])
+    qtbot.waitUntil(lambda: lines(bar) == [[1, 2, 3]])
+
+
+def test_a_chip_wider_than_the_row_shortens_its_name_then_drops_its_status_never_cuts_it(qtbot):
+    """Only a chip wider than a whole line is shortened: the name in the middle, the status whole;
+    where a few characters of the name leave no room for the status, the status goes rather than
+    read "1…" (trial 11). The tooltip says it all."""
+    long_name = "a-really-long-report-name-2024-final-v3.pdf"
+    bar = chip_bar(qtbot, 360)
+    bar.show_attachment(1, long_name, "12,345 characters, 3 pages")
+    bar.show_attachment(2, "cp949.txt", "44 characters")
+    bar.resize(360, 80)
+    bar.show()
+    qtbot.waitExposed(bar)
+    qtbot.waitUntil(lambda: "…" in bar.chips[1].text())
+    shortened = bar.chips[1].text()
+    assert shortened.startswith("a-r") and shortened.endswith("3.pdf · 12,345 characters, 3 pages  ✕")
+    assert bar.chips[2].text() == "cp949.txt · 44 characters  ✕"
+    qtbot.waitUntil(lambda: lines(bar) == [[1], [2]])
+    for chip in bar.chips.values():
+        assert chip.width() >= chip.sizeHint().width() and chip.geometry().right() < bar.width()
+    assert bar.chips[1].toolTip() == f"{long_name} · 12,345 characters, 3 pages\nRemove this attachment"
+    bar.resize(240, 80)  # a few characters of the name and the status do not fit: no status
+    qtbot.waitUntil(lambda: " · " not in bar.chips[1].text())
+    assert bar.chips[1].text().startswith("a-r") and "…" in bar.chips[1].text()
+    assert bar.chips[1].text().endswith("3.pdf  ✕")  # the name's room: all the status had
+    assert bar.chips[2].text() == "cp949.txt · 44 characters  ✕"  # still fits a line
+    bar.resize(130, 80)
+    qtbot.waitUntil(lambda: bar.chips[2].text() == "cp949.txt  ✕")  # not "cp949.txt · 4…"
+    bar.resize(1200, 80)
+    qtbot.waitUntil(lambda: bar.chips[1].text() == f"{long_name} · 12,345 characters, 3 pages  ✕")
+
+
+def test_a_removed_chip_gives_its_room_back_at_once(qtbot):
+    """New-user trial 11: ten files attached, six refused: at 1000 x 750 the four chips left had no
+    counts ("cp949.txt  ✕", "a_re…d.md  ✕") and ~400 px of the row stood empty. A removed chip stayed
+    in the row until deleted, taking room from the others, and nothing fitted them again after."""
+    bar = chip_bar(qtbot, 800)
+    bar.resize(800, 40)
+    bar.show()
+    qtbot.waitExposed(bar)
+    for key in range(10):
+        bar.show_attachment(key, f"f{key}.txt", "reading…")
+    qtbot.waitUntil(lambda: all(chip.isVisible() for chip in bar.chips.values()))  # read for a while
+    for key in range(4, 10):
+        bar.show_attachment(key, f"f{key}.txt", "")  # refused
+    for key in range(4):
+        bar.show_attachment(key, f"f{key}.txt", "18 characters")
+    qtbot.wait(50)  # the removed chips are deleted
+    assert [chip.text() for chip in bar.chips.values()] == [
+        f"f{key}.txt · 18 characters  ✕" for key in range(4)]
+    assert lines(bar) == [[0, 1, 2, 3]]
 
 
 def test_a_dropped_file_goes_into_the_turn_and_the_transcript_says_how(qtbot, make_window, tiny_model_dir,
