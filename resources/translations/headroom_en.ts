@@ -131,6 +131,16 @@
     </message>
 </context>
 <context>
+    <name>DocumentRefusal</name>
+    <message numerus="yes">
+        <source>this PDF has no text layer ({0} pages of images or blank pages); Headroom does not read scanned pages</source>
+        <translation>
+            <numerusform>this PDF has no text layer ({0} page of images or a blank page); Headroom does not read scanned pages</numerusform>
+            <numerusform>this PDF has no text layer ({0} pages of images or blank pages); Headroom does not read scanned pages</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>MessageBubble</name>
     <message numerus="yes">
         <source>Reading the prompt… {0} / {1} tokens</source>

@@ -942,9 +942,11 @@ Your chats are saved here.</source>
         <source>this PDF is protected by a password; open it in a PDF reader, save an unprotected copy and attach that</source>
         <translation>암호로 보호된 PDF입니다. PDF 뷰어에서 열어 보호되지 않은 사본으로 저장한 뒤 그 파일을 첨부하세요</translation>
     </message>
-    <message>
+    <message numerus="yes">
         <source>this PDF has no text layer ({0} pages of images or blank pages); Headroom does not read scanned pages</source>
-        <translation>텍스트 레이어가 없는 PDF입니다(이미지 또는 빈 페이지 {0}쪽). Headroom은 스캔한 페이지를 읽지 않습니다</translation>
+        <translation>
+            <numerusform>텍스트 레이어가 없는 PDF입니다(이미지 또는 빈 페이지 {0}쪽). Headroom은 스캔한 페이지를 읽지 않습니다</numerusform>
+        </translation>
     </message>
     <message>
         <source>the file has no text</source>
@@ -2733,6 +2735,22 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Use a larger context or lower max new tokens.</source>
         <translation>더 큰 컨텍스트를 쓰거나 최대 새 토큰 수를 낮추세요.</translation>
+    </message>
+    <message>
+        <source>Even an empty message needs {0} tokens with the system prompt, so shortening the message cannot make it fit: shorten the system prompt (Edit → Settings → System prompt) as well, lower max new tokens or use a larger context.</source>
+        <translation>빈 메시지도 시스템 프롬프트를 포함해 {0} 토큰이 필요하므로 메시지를 줄여서는 들어가지 않습니다. 시스템 프롬프트(편집 → 설정 → 시스템 프롬프트)도 함께 줄이거나, 최대 새 토큰 수를 낮추거나, 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Even an empty message needs {0} tokens with the system prompt, so shortening the message cannot make it fit: shorten the system prompt (Edit → Settings → System prompt) as well or use a larger context.</source>
+        <translation>빈 메시지도 시스템 프롬프트를 포함해 {0} 토큰이 필요하므로 메시지를 줄여서는 들어가지 않습니다. 시스템 프롬프트(편집 → 설정 → 시스템 프롬프트)도 함께 줄이거나 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Even an empty message needs {0} tokens with the system prompt, so shortening the message cannot make it fit: lower max new tokens or use a larger context.</source>
+        <translation>빈 메시지도 시스템 프롬프트를 포함해 {0} 토큰이 필요하므로 메시지를 줄여서는 들어가지 않습니다. 최대 새 토큰 수를 낮추거나 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Even an empty message needs {0} tokens with the system prompt, so shortening the message cannot make it fit: use a larger context.</source>
+        <translation>빈 메시지도 시스템 프롬프트를 포함해 {0} 토큰이 필요하므로 메시지를 줄여서는 들어가지 않습니다. 더 큰 컨텍스트를 쓰세요.</translation>
     </message>
     <message numerus="yes">
         <source>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) by {0} tokens.</source>
