@@ -118,14 +118,16 @@ def _shorten_system_advice(kind: str, shorten_by: int, can_lower: bool) -> str:
     how many tokens when that alone makes the turn fit (`shorten_by` > 0). A system prompt with no
     such count cannot be shortened enough (app.engine.events._system_refusal: the template's frame
     stays; new-user trial: "You are a helpful assistant." in a 16-token context was to be shortened
-    by 15 tokens, more than its 6): what can help is said instead, lowering max new tokens when
-    `can_lower`."""
+    by 15 tokens, more than its 6), nor pinned notes whose removal would not fit: what can help is
+    said instead, lowering max new tokens when `can_lower`."""
     if kind == "notes":
         if shorten_by:
             return Refusal.tr("Shorten this chat's pinned notes (Notes, in the chat bar) by {0} tokens.", "",
                               shorten_by).format(_n(shorten_by))
-        return translate("Refusal", "Shorten this chat's pinned notes (Notes, in the chat bar) or use a larger "
-                                    "context.")
+        if can_lower:  # the engine's advice too (review: the window said to shorten notes that cannot help)
+            return translate("Refusal", "Removing the pinned notes cannot make it fit: lower max new tokens or use a "
+                                        "larger context.")
+        return translate("Refusal", "Removing the pinned notes cannot make it fit: use a larger context.")
     if shorten_by:
         return Refusal.tr("Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.", "",
                           shorten_by).format(_n(shorten_by))

@@ -170,10 +170,11 @@ def _system_refusal(window: WindowResult, max_new_tokens: int, room: int) -> Adm
     remedies = [f"shorten {named} by {shorten_by:,} tokens"] if shorten_by else []
     if room >= 1:
         remedies.append(f"lower max_new_tokens to {room:,}")
-    if kind == "system" and not shorten_by:  # no shorter system prompt fits (trial: 6 tokens, 15 over)
-        advice = f"shortening the system prompt cannot make it fit: {' or '.join([*remedies, 'use a larger context'])}"
+    if not shorten_by:  # no shorter system prompt fits (trial: 6 tokens, 15 over), nor does removing the notes
+        cannot = "shortening the system prompt" if kind == "system" else "removing the pinned notes"
+        advice = f"{cannot} cannot make it fit: {' or '.join([*remedies, 'use a larger context'])}"
     else:
-        advice = " or ".join(remedies) or f"shorten {named} or use a larger context"
+        advice = " or ".join(remedies)
     return AdmissionDecision(
         False, "positions",
         f"{takes} of the {limit:,} prompt tokens that the context of {budget.context_tokens:,} tokens minus "

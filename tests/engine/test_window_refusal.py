@@ -81,7 +81,10 @@ def test_notes_are_not_told_to_shorten_by_more_than_they_hold():
     assert decision.reason_kind == "notes" and decision.facts["shorten_by"] == 2_832
     decision = window_refusal(_system_window(9_000, 5_000, 5_000), 512)  # 6,832 over: more than the notes
     assert decision.reason_kind == "notes" and decision.facts["shorten_by"] == 0
-    assert decision.reason.endswith("shorten the pinned notes or use a larger context")
+    assert decision.reason.endswith("removing the pinned notes cannot make it fit: use a larger context")
+    from app.chat.refusal_text import refusal_line  # the window says the same (review: it said to shorten them)
+
+    assert refusal_line(decision).endswith("Removing the pinned notes cannot make it fit: use a larger context.")
 
 
 def _refused(real_loaded, system: str, context: int, max_new: int, message: str = "hi"):
