@@ -255,7 +255,8 @@ class Chat(QObject):
             self.announce(said, "error")
         if self.store.read_only:  # said once above; marked for as long as the session lasts
             self.note_saving(said)
-        elif self._store_notice is not None and self._store_notice.kind == StoreNotice.FULL:
+        elif (self._store_notice is not None and self._store_notice.kind == StoreNotice.FULL
+              and (self.store.waits_for_room or not self.store.commits)):  # not when room came back since
             # marked as a write that failed mid-session: until one succeeds (trial 10: never again)
             self.note_saving(saving.not_saving_tip(self._store_notice.error, self.store.path))
 

@@ -359,14 +359,18 @@ class Store:
     def _open_file(self) -> sqlite3.Connection:
         """The file's connection, migrated after a backup (`backup_path`). Raises as __init__."""
         conn = connect(self.path)
+        backup = None
         try:
             version = schema_version(conn)
             if 0 < version < SCHEMA_VERSION:
-                self.backup_path = backup_before_migration(conn, self.path, version)
+                backup = backup_before_migration(conn, self.path, version)
             migrate(conn)
-        except BaseException:
+        except BaseException as exc:
             conn.close()
+            if backup is not None and disk_full(exc):  # retried at the next write, with a new backup (review:
+                backup.unlink(missing_ok=True)  # one whole copy more per failed send); other failures keep it
             raise
+        self.backup_path = backup or self.backup_path
         return conn
 
     @classmethod
@@ -429,6 +433,7 @@ class Store:
             conn = self._open_file()  # raises while the disk is full: nothing changed
             self._conn.close()
             self._conn, self._waits_for_room = conn, False
+            self.mark_interrupted()  # what start could not mark (Chat.__init__): cut-off replies become "failed"
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn

@@ -1111,3 +1111,43 @@ def test_a_write_that_fails_at_commit_leaves_no_trace_and_the_next_one_works(sto
     stored = store.load_conversation(cid)
     assert [m.content for m in stored.conversation.messages] == ["kept", "stored later"]
     assert stored.info.title == "chat"
+
+
+def test_a_store_waiting_for_room_marks_the_cut_off_replies_once_its_file_opens(tmp_path, monkeypatch):
+    """Start could not mark them (the disk was full): the first write that opens the file does."""
+    from app.core.store import open_store
+
+    path = tmp_path / "headroom.sqlite3"
+    with Store(path) as store:
+        cid = store.create_conversation("crashed")
+        store.append_message(cid, Message(Role.USER, "hi"))
+        store.append_message(cid, Message(Role.ASSISTANT, "half an ans"))
+        store._conn.execute("UPDATE messages SET status = 'streaming' WHERE role = 'assistant'")
+    free = _full_disk(monkeypatch, _shm_full())
+    store, notice = open_store(path)
+    assert store.waits_for_room
+    free()
+    store.create_conversation("after")
+    statuses = sqlite3.connect(path).execute("SELECT status FROM messages WHERE role = 'assistant'").fetchall()
+    assert statuses == [("failed",)]
+    store.close()
+
+
+def test_a_migration_the_full_disk_stops_leaves_no_backup_behind(tmp_path, monkeypatch):
+    """Each write retries the migration with a backup of its own: one the disk stopped is removed (review:
+    every failed send left another whole copy); a migration that fails otherwise keeps its backup (above)."""
+    from app.core import store as store_module
+
+    path = tmp_path / "headroom.sqlite3"
+    conn = connect(path)
+    migrate(conn, target=1)
+    conn.close()
+
+    def full(_conn, target=None):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store_module, "migrate", full)
+    for _ in range(3):
+        with pytest.raises(sqlite3.OperationalError):
+            Store(path)
+    assert list(tmp_path.glob("*.bak")) == []
