@@ -2759,8 +2759,12 @@ tokens counted by {4}: {5}</source>
         </translation>
     </message>
     <message>
-        <source>Shorten this chat&apos;s pinned notes (Notes, in the chat bar) or use a larger context.</source>
-        <translation>이 채팅의 고정 메모(채팅 막대의 메모)를 줄이거나 더 큰 컨텍스트를 쓰세요.</translation>
+        <source>Removing the pinned notes cannot make it fit: lower max new tokens or use a larger context.</source>
+        <translation>고정 메모를 지워도 들어가지 않습니다. 최대 새 토큰 수를 낮추거나 더 큰 컨텍스트를 쓰세요.</translation>
+    </message>
+    <message>
+        <source>Removing the pinned notes cannot make it fit: use a larger context.</source>
+        <translation>고정 메모를 지워도 들어가지 않습니다. 더 큰 컨텍스트를 쓰세요.</translation>
     </message>
     <message numerus="yes">
         <source>Shorten the system prompt (Edit → Settings → System prompt) by {0} tokens.</source>
