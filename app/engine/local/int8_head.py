@@ -199,20 +199,23 @@ def quantize(weight: torch.Tensor) -> Int8Head:
     return Int8Head(codes, scales)
 
 
+def _natural(codes: torch.Tensor) -> torch.Tensor:
+    """``codes`` (rows, H) with their columns back in the weight's order (undoing `column_order`)."""
+    return codes[:, torch.argsort(column_order(codes.shape[1]).to(codes.device))]
+
+
 def dequantized(head: Int8Head) -> torch.Tensor:
     """(V, H) float32: the weight the codes stand for, columns in their natural order."""
-    inverse = torch.argsort(column_order(head.codes.shape[1]).to(head.codes.device))
-    return head.codes[:, inverse].float() * head.scales[:, None]
+    return _natural(head.codes).float() * head.scales[:, None]
 
 
 def reference(head: Int8Head, hidden: torch.Tensor) -> torch.Tensor:
     """hidden (..., H) → logits (..., V) float32 = scales · (codes · hidden) in torch (any device), VOCAB_SLICE
     rows of the weight dequantized at a time (bounded memory)."""
-    inverse = torch.argsort(column_order(head.codes.shape[1]).to(head.codes.device))
     flat = hidden.reshape(-1, hidden.shape[-1]).float()
     out = torch.empty(flat.shape[0], head.codes.shape[0], dtype=torch.float32, device=hidden.device)
     for start in range(0, head.codes.shape[0], VOCAB_SLICE):
-        rows = head.codes[start:start + VOCAB_SLICE][:, inverse].float()
+        rows = _natural(head.codes[start:start + VOCAB_SLICE]).float()
         out[:, start:start + VOCAB_SLICE] = (flat @ rows.t()) * head.scales[start:start + VOCAB_SLICE]
     return out.view(*hidden.shape[:-1], head.codes.shape[0])
 
