@@ -374,6 +374,14 @@ class Store:
         return conn
 
     @classmethod
+    def _unopened(cls, path: Path, read_only: bool, waits_for_room: bool) -> Self:
+        """A store of `path` with no connection yet (session_only, until_room give it theirs)."""
+        store = cls.__new__(cls)
+        store.path, store.read_only, store.backup_path = Path(path), read_only, None
+        store._waits_for_room, store.commits = waits_for_room, 0
+        return store
+
+    @classmethod
     def until_room(cls, path: Path) -> tuple[Self, bool]:
         """The store of `path`, which could not be opened for a full disk: it reads from a copy in
         memory (empty when the file cannot be read now either) and every write first opens the
@@ -381,9 +389,7 @@ class Store:
         Returns (store, shown): shown False when an existing file could not be read now.
         Raises NewerSchemaError when the file is from a newer Headroom, sqlite3.DatabaseError
         when it is not a database."""
-        store = cls.__new__(cls)
-        store.path, store.read_only, store.backup_path = Path(path), False, None
-        store._waits_for_room, store.commits = True, 0
+        store = cls._unopened(path, read_only=False, waits_for_room=True)
         try:
             store._conn = _copy_of(store.path)
         except sqlite3.OperationalError as exc:
@@ -403,9 +409,7 @@ class Store:
     def session_only(cls, path: Path) -> Self:
         """An empty store with this version's schema, kept in memory: nothing is ever written
         (`path` is only remembered, for messages)."""
-        store = cls.__new__(cls)
-        store.path, store.read_only, store.backup_path = Path(path), True, None
-        store._waits_for_room, store.commits = False, 0
+        store = cls._unopened(path, read_only=True, waits_for_room=False)
         store._conn = _memory_connection()
         migrate(store._conn)
         return store
