@@ -6,6 +6,7 @@ text-generation-webui #7565).
 """
 
 import logging
+import re
 from dataclasses import dataclass
 
 from app.core.history import normalize_roles
@@ -67,8 +68,49 @@ def _render_transcript(messages: list[dict], continue_final: bool) -> str:
 
 def encode_prompt(tokenizer, text: str) -> list[int]:
     """Token ids of rendered prompt text. The template already placed BOS and other special
-    tokens, so none are added again."""
+    tokens, so none are added again. Special tokens' text anywhere in `text` becomes those
+    tokens: for messages, use encode_messages."""
     return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+# Marks a special token's text inside a message while the template renders it: a private-use
+# character, which no template writes and which is taken out of the messages beforehand.
+_LITERAL = "\ue000"
+
+
+def encode_messages(tokenizer, fmt: PromptFormat, messages: list[dict], continue_final: bool = False) -> list[int]:
+    """Token ids of the prompt for `messages` (render_prompt, then encode_prompt), where only the
+    template writes special tokens: "<|im_end|>" or "<|eot_id|>" inside a message (a pasted log,
+    a prompt being discussed) is text, tokenized as its characters. Encoded whole, it would end
+    the user's turn in the middle of their message, or open a system turn the user never wrote.
+
+    Messages without a special token's text (nearly all) are encoded exactly as
+    encode_prompt(render_prompt(...)). Raises ValueError as render_prompt does."""
+    literals = _special_texts(tokenizer)
+    if literals is None or not any(literals.search(m["content"]) for m in messages):
+        return encode_prompt(tokenizer, render_prompt(tokenizer, fmt, messages, continue_final))
+    marked = [{**m, "content": literals.sub(lambda found: f"{_LITERAL}{found[0]}{_LITERAL}",
+                                            m["content"].replace(_LITERAL, ""))} for m in messages]
+    pieces = render_prompt(tokenizer, fmt, marked, continue_final).split(_LITERAL)
+    if len(pieces) % 2 == 0:  # the template cut a marked literal in two: its marks no longer pair up
+        log.warning("chat template split a message's special-token text; encoding it as the template wrote it")
+        return encode_prompt(tokenizer, "".join(pieces))
+    ids: list[int] = []
+    for i, piece in enumerate(pieces):  # even pieces: the template's text; odd: a message's literal
+        if piece:
+            ids += tokenizer(piece, add_special_tokens=False, split_special_tokens=bool(i % 2))["input_ids"]
+    return ids
+
+
+def _special_texts(tokenizer) -> re.Pattern | None:
+    """A pattern matching the text of any special token, longest first (so a special token's text
+    wins over a shorter one inside it); None for a tokenizer without any."""
+    texts = set(getattr(tokenizer, "all_special_tokens", ()))
+    texts |= {str(t) for t in getattr(tokenizer, "added_tokens_decoder", {}).values() if getattr(t, "special", False)}
+    texts.discard("")
+    if not texts:
+        return None
+    return re.compile("|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)))  # re caches it
 
 
 def _as_set(value) -> set[int]:

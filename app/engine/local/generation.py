@@ -373,10 +373,9 @@ def stream_chat_reply(loaded, messages: list[dict], params: SamplingParams,
     `loaded` is an `app.engine.loading.loader.LoadedModel`; messages are {"role", "content"} dicts.
     session / decoder: see `stream_reply` (KV reuse across turns, compiled decode).
     """
-    from app.engine.local.chat_format import encode_prompt, render_prompt
+    from app.engine.local.chat_format import encode_messages
 
-    text = render_prompt(loaded.tokenizer, loaded.prompt_format, messages, continue_final)
-    prompt_ids = encode_prompt(loaded.tokenizer, text)
+    prompt_ids = encode_messages(loaded.tokenizer, loaded.prompt_format, messages, continue_final)
     yield from stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, loaded.stop_ids,
                             stop_event, loaded.prompt_format.stop_strings, prefill_chunk_tokens,
                             session=session, decoder=decoder)

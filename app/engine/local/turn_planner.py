@@ -12,7 +12,7 @@ from app.core.conversation import Message
 from app.core.history import SummaryState, TokenBudget, WindowResult, select_window, summary_reserve
 from app.core.kv_precision import KV_16, KV_AUTO, kv8_supported, kv_bits_choices
 from app.engine.events import TurnPlan, window_refusal
-from app.engine.local.chat_format import encode_prompt, render_prompt
+from app.engine.local.chat_format import encode_messages
 from app.engine.local.kv_session import common_prefix, round_capacity
 from app.engine.memory.admission import (
     AdmissionDecision,
@@ -110,7 +110,7 @@ class Foresight:
         ids = self._recent_ids.pop(key, None)
         if ids is None:
             tok, fmt = self.loaded.tokenizer, self.loaded.prompt_format
-            ids = tuple(encode_prompt(tok, render_prompt(tok, fmt, messages)))
+            ids = tuple(encode_messages(tok, fmt, messages))
         self._recent_ids[key] = ids  # most recent last
         while len(self._recent_ids) > RECENT_PROMPTS:
             self._recent_ids.pop(next(iter(self._recent_ids)))
@@ -124,7 +124,7 @@ class Foresight:
         for m in messages:
             n = self._content_tokens.get(m["content"])
             if n is None:
-                n = len(self.loaded.tokenizer.encode(m["content"], add_special_tokens=False))
+                n = len(self.loaded.tokenizer.encode(m["content"], add_special_tokens=False, split_special_tokens=True))
                 if len(self._content_tokens) >= MAX_KEPT_CONTENT_COUNTS:
                     self._content_tokens.clear()
                 self._content_tokens[m["content"]] = n
@@ -200,8 +200,7 @@ class Foresight:
         if not window.fits:
             return TurnPlan(window, (), None, window_refusal(window, max_new_tokens), sample)
         if continue_final:
-            ids = tuple(encode_prompt(self.loaded.tokenizer, render_prompt(
-                self.loaded.tokenizer, fmt, list(window.messages), continue_final)))
+            ids = tuple(encode_messages(self.loaded.tokenizer, fmt, list(window.messages), continue_final))
         else:  # counted while the window was chosen
             ids = self.prompt_ids(list(window.messages))
         resident = min(common_prefix(list(cached_ids), list(ids)), len(ids) - 1)

@@ -95,13 +95,13 @@ def local_counter(folder: Path) -> tuple[CountTokens, TokenCounting]:
     from transformers when the folder's tokenizer cannot be read)."""
     from transformers import AutoTokenizer
 
-    from app.engine.local.chat_format import detect_format, encode_prompt, render_prompt
+    from app.engine.local.chat_format import detect_format, encode_messages
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     fmt = detect_format(tokenizer)
 
     def count(messages: list[dict]) -> int:
-        return len(encode_prompt(tokenizer, render_prompt(tokenizer, fmt, messages)))
+        return len(encode_messages(tokenizer, fmt, messages))
 
     return count, TokenCounting("local tokenizer", f"tokenizer and chat template of {folder}",
                                 fmt.system_role, _config_positions(folder))
