@@ -17,6 +17,7 @@ import pytest
 
 import app  # noqa: F401  (offline mode and allocator settings, before torch loads)
 from app.core.paths import default_model_path
+from tests.helpers.file_size import file_size_limit  # noqa: F401  (a fixture for tests/core, tests/chat)
 from tests.helpers.translations import english_plurals, korean  # noqa: F401  (fixtures for tests/ui, tests/chat)
 from tests.helpers.unreadable import no_keyring  # noqa: F401  (a fixture for tests/core, tests/chat)
 

@@ -30,6 +30,7 @@ from app.chat.stop_text import STOP_DETAILS
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Conversation, Role
 from app.core.history import SummaryState
+from app.core.json_files import write_atomically
 from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_8, KV_16, KV_AUTO, valid_kv_precision
 from app.core.settings import GenerationSettings
 
@@ -364,14 +365,15 @@ class ConversationFlow(QObject):
         self.refresh_sidebar()
 
     def export_conversation(self, conversation_id: int, fmt: str, path: Path) -> bool:
-        """Write the conversation as Markdown (fmt "markdown") or JSON to `path`; a failure to
-        write is said in an error notice (returns False)."""
+        """Write the conversation as Markdown (fmt "markdown") or JSON to `path`, whole or not at
+        all (a file already there stays as it was when the write fails); a failure to write is
+        said in an error notice (returns False)."""
         store = self._chat.store
         # a stopped answer says why, in the words its header says ("stopped: max new tokens reached")
         text = (store.export_markdown(conversation_id, STOP_DETAILS) if fmt == "markdown"
                 else store.export_json(conversation_id))
         try:
-            Path(path).write_text(text, encoding="utf-8")
+            write_atomically(Path(path), text, make_folder=False)
         except OSError as exc:
             self._chat.announce(translate("Conversations", "Could not export to {0}: {1}").format(
                 path, os_error_text(exc)), "error")
@@ -450,7 +452,7 @@ class ConversationFlow(QObject):
         if [m for m in self._pending() if m is not writing]:
             if writing is not None:
                 self._unsaved.remove(writing)
-            title = (chat.store.load_conversation(chat.conversation_id).info.title
+            title = (clean_title(chat.store.load_conversation(chat.conversation_id).info.title)
                      if chat.conversation_id is not None else auto_title(chat.conversation.messages[0].content))
             chat.save(self._write_unsaved, saving.answer_lost(title), kind="warning")
         self._unsaved = []

@@ -1,32 +1,52 @@
-"""The JSON files Headroom keeps in the config folder (settings.json, presets.json): written whole
-or not at all, and one that cannot be read is kept aside for the user, never overwritten by the
-next save. Pure Python."""
+"""The JSON files Headroom keeps in the config folder (settings.json, presets.json), and the files
+the user exports: written whole or not at all, and one that cannot be read is kept aside for the
+user, never overwritten by the next save. Pure Python."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
+import stat
 import time
 from pathlib import Path
 
 
 def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
-    """Write `text` to `path` through a temp file and a rename, so a crash never leaves half a
-    file. OSError names `path`, not the temp file, which is removed (trial 5 found
-    "settings.tmp: Is a directory" and the temp file left behind). make_folder: create the missing
-    folders above `path` (the config folder); False for a path the user picked (an export), which
-    then fails with ENOENT, as a chat export does (new-user trial 10: a preset export made
-    /tmp/x/none/ for x.json, a chat export refused it)."""
-    tmp = path.with_suffix(".tmp")
+    """Write `text` (UTF-8) to `path` whole or not at all: into a new temp file beside it, flushed
+    to disk, then renamed over it, so a full disk or a kill mid-write leaves the old file as it
+    was (a chat export wrote straight into the file and left it cut short). A replaced file keeps
+    its permission bits; a symbolic link is written through (the file it points to is replaced,
+    as a plain write did: a dotfiles folder may link settings.json). OSError names `path`, not the
+    temp file, which is removed (trial 5 found "settings.tmp: Is a directory" and the temp file
+    left behind). make_folder: create the missing folders above `path` (the config folder); False
+    for a path the user picked (an export), which then fails with ENOENT, as a chat export does
+    (new-user trial 10: a preset export made /tmp/x/none/ for x.json, a chat export refused it)."""
+    data = text.encode("utf-8")  # before anything is touched: text it cannot hold changes no file
+    tmp = None
     try:
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if make_folder:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        if tmp.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+        # a name of its own (O_EXCL), hidden: "<stem>.tmp" was overwritten, then renamed away, when
+        # the user had a file of that name beside an export. The stem is cut to fit 255 bytes.
+        name = target.with_name(f".{target.stem[:50]}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        tmp = name
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())  # on disk before the rename: a power cut leaves the old or the new
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        os.replace(tmp, target)
+    except BaseException as exc:
+        if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
 
 
 def keep_aside(path: Path) -> Path:

@@ -85,6 +85,17 @@ def test_a_reply_goes_on_into_its_own_chat_while_another_is_opened(chat):
     assert kept[-1].stats is not None and chat.store.message_tree(first).parents[kept[-1].id] == kept[0].id
 
 
+def test_a_notice_names_a_chat_as_the_list_shows_its_title(chat):
+    """A title stored before titles were cleaned (control and bidi characters, line breaks) went into
+    the notices as stored, while the list showed it cleaned (clean_title)."""
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hello")
+    chat.store.rename_conversation(chat.conversation_id, "Old\x1b[31m \u202etitle\n")
+    worker.token_streamed.emit(worker.last_id, "Hi")
+    chat.conversations.open_conversation(seed(chat.store, "cats"))
+    assert seen.of("reply_elsewhere")[-1] == ("The answer in “Old[31m title” is still being written and will be "
+                                              "saved there. Stop ends it; then you can send here.",)
+
 def test_while_a_reply_is_written_elsewhere_edits_wait_and_deleting_its_chat_stops_it(chat):
     worker, seen = chat.worker, chat.recorded
     cats = seed(chat.store, "cats")
@@ -152,6 +163,22 @@ def test_export_writes_the_file_or_says_why_not(chat, tmp_path):
     assert (text, kind) == (f"Could not export to {tmp_path / 'missing' / 'cats.json'}: the file or its folder "
                             "does not exist", "error")
 
+
+def test_an_export_that_fails_midway_leaves_the_earlier_export_whole(chat, tmp_path, file_size_limit):
+    """The export wrote straight into the file: a full disk mid-write left a cut-off file where a
+    good export of the chat had been."""
+    cats = seed(chat.store, "cats")
+    path = tmp_path / "exports" / "cats.md"
+    path.parent.mkdir()
+    assert chat.conversations.export_conversation(cats, "markdown", path)
+    good = path.read_text(encoding="utf-8")
+    chat.store.append_message(cats, Message(Role.USER, "And dogs? " * 100))
+    with file_size_limit(len(good.encode("utf-8")) // 2):
+        assert not chat.conversations.export_conversation(cats, "markdown", path)
+    assert path.read_text(encoding="utf-8") == good
+    assert [p.name for p in path.parent.iterdir()] == ["cats.md"]  # no temp file left
+    assert chat.recorded.of("notice")[-1] == (f"Could not export to {path}: the file is too large for this disk",
+                                              "error")
 
 def test_an_export_says_why_an_answer_stopped_as_the_window_does(chat, tmp_path):
     """New-user trial: an answer cut at max new tokens read "stopped: max new tokens reached" in

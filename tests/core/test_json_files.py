@@ -33,3 +33,40 @@ def test_an_export_makes_no_missing_folder(tmp_path):
     assert list(tmp_path.iterdir()) == []
     write_atomically(path, "{}")  # the config folder's own files: made as before
     assert path.read_text(encoding="utf-8") == "{}"
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path, file_size_limit):
+    """A full disk mid-write: the file keeps its old text, no temp file is left, and the error
+    names the file."""
+    path = tmp_path / "chat.md"
+    path.write_text("the good export", encoding="utf-8")
+    with file_size_limit(100), pytest.raises(OSError) as failed:
+        write_atomically(path, "new " * 1000, make_folder=False)
+    assert (failed.value.errno, failed.value.filename) == (errno.EFBIG, str(path))
+    assert path.read_text(encoding="utf-8") == "the good export"
+    assert [p.name for p in tmp_path.iterdir()] == ["chat.md"]
+
+
+def test_a_write_leaves_other_files_and_the_file_s_permissions_alone(tmp_path):
+    """The temp file was <stem>.tmp: a user's notes.tmp beside notes.md was overwritten, then renamed
+    over notes.md. A replaced file kept by its owner only (0o600) became readable by all."""
+    path, theirs = tmp_path / "notes.md", tmp_path / "notes.tmp"
+    theirs.write_text("the user's own file", encoding="utf-8")
+    path.write_text("old", encoding="utf-8")
+    path.chmod(0o600)
+    write_atomically(path, "new", make_folder=False)
+    assert path.read_text(encoding="utf-8") == "new" and path.stat().st_mode & 0o777 == 0o600
+    assert theirs.read_text(encoding="utf-8") == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.md", "notes.tmp"]
+
+
+def test_a_linked_file_is_written_through_its_link(tmp_path):
+    """settings.json linked from a dotfiles folder: the file it points to gets the text, the link stays."""
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text("{}", encoding="utf-8")
+    link = tmp_path / "settings.json"
+    link.symlink_to(real)
+    write_atomically(link, '{"a": 1}')
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == '{"a": 1}'
+    assert sorted(p.name for p in real.parent.iterdir()) == ["settings.json"]
