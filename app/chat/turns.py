@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat import saving
+from app.chat.conversations import clean_title
 from app.chat.error_text import plain_failure
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line, stored_refusal
 from app.chat.stop_text import stop_detail
@@ -154,11 +155,12 @@ class TurnFlow(QObject):
         self._chat.reply_elsewhere.emit(text)
 
     def _title(self, conversation_id: int | None) -> str:
-        """The title of a stored conversation ("" when it has none or is gone)."""
+        """The title of a stored conversation as the list shows it (clean_title; "" when it has none
+        or is gone)."""
         if conversation_id is None:
             return ""
         try:
-            return self._chat.store.load_conversation(conversation_id).info.title
+            return clean_title(self._chat.store.load_conversation(conversation_id).info.title)
         except KeyError:
             return ""
 

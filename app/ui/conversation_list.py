@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.chat.conversations import MAX_TITLE_CHARS
+from app.chat.conversations import MAX_TITLE_CHARS, clean_title
 from app.core.store import ConversationInfo
 from app.ui.edit_keys import widget_shortcut
 from app.ui.plain_text import plain_tooltip
@@ -67,8 +67,10 @@ def untitled() -> str:
 
 
 def display_title(title: str) -> str:
-    """One line of `title` with runs of whitespace collapsed; untitled() when blank."""
-    return " ".join(title.split()) or untitled()
+    """`title` as every title is shown: cleaned as a new or renamed one is (clean_title: one line,
+    no control or bidi characters); untitled() when nothing visible is left. A title stored before
+    that cleaning, or copied from one, showed its invisible characters in the list."""
+    return clean_title(title) or untitled()
 
 
 def age_group(timestamp: float, now: float) -> str:
@@ -450,7 +452,7 @@ class ConversationList(QWidget):
                                    self.tr("%n messages · last used {0}", "", info.message_count).format(updated),
                                    self.tr("F2 to rename · right-click for more")))))
         font = item.font()
-        font.setItalic(not info.title.strip())
+        font.setItalic(not clean_title(info.title))  # as untitled() is shown
         item.setFont(font)
 
     def _update_empty_state(self, has_rows: bool) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 from PySide6.QtWidgets import QApplication, QWidget
 
+from app.chat.conversations import clean_title
 from app.chat.file_folders import FileFolders
 from app.core.last_folders import DIAGNOSTICS, EXPORT, PRESETS
 from app.ui.admission_dialog import AdmissionDialog
@@ -40,10 +41,11 @@ name too long" in the crash dialog)."""
 
 
 def export_name(title: str, suffix: str = ".md") -> str:
-    """The file name Export proposes: the chat's title (characters that file systems refuse
-    replaced, at most 80 characters and NAME_BYTES bytes, whole characters) + `suffix`;
+    """The file name Export proposes: the chat's title as the list shows it (clean_title: no bidi
+    or control characters, which could turn a name around; characters that file systems refuse
+    replaced; at most 80 characters and NAME_BYTES bytes, whole characters) + `suffix`;
     "conversation" for a title with nothing usable."""
-    name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", title).strip(" .")[:80]
+    name = re.sub(r'[\s\\/:*?"<>|\x00-\x1f]+', " ", clean_title(title)).strip(" .")[:80]
     name = name.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore").strip() or "conversation"
     return f"{name}{suffix}"
 

@@ -58,6 +58,22 @@ def test_age_groups_and_titles():
     assert display_title(" \n") == "New chat"
 
 
+def test_a_stored_title_is_shown_as_clean_title_leaves_it(qtbot):
+    """A title stored before renames and new chats were cleaned (app.chat.conversations.clean_title)
+    showed its control and bidi characters in the list, the tooltip and Undo's "Deleted “…”"; one of
+    invisible characters only showed as an empty row, not as untitled (italic "New chat")."""
+    widget = ConversationList()
+    qtbot.addWidget(widget)
+    widget.set_conversations([ConversationInfo(3, "Tax\x00 \u202eforms\u202c", NOW - 60, NOW - 60, 2),
+                              ConversationInfo(2, "\u200b\u3164", NOW - 90, NOW - 90, 2)], 3, now=NOW)
+    shown, blank = widget.item_for(3), widget.item_for(2)
+    assert (shown.text(), blank.text()) == ("Tax forms", "New chat")
+    assert shown.toolTip().startswith("Tax forms\n") and blank.font().italic() and not shown.font().italic()
+    assert shown.data(conversation_list.TITLE_ROLE) == "Tax\x00 \u202eforms\u202c"  # F2 edits what is stored
+    widget.show_undo(3, "Tax\x00 \u202eforms\u202c")
+    assert widget.undo_label.text() == "Deleted “Tax forms”"
+
+
 def test_lists_conversations_under_age_headings_and_selects_the_current_one(sidebar):
     assert sidebar.ids() == [7, 6, 5, 4, 2, 1]
     assert texts(sidebar) == [

@@ -294,6 +294,8 @@ def test_export_proposes_the_chats_title_in_the_documents_folder_then_the_last_e
     assert offered[2] == chosen.parent / "Plans Q3 budget.json"
     assert load_settings().last_folders.export == str(chosen.parent)  # and the next run
     assert export_name("...") == "conversation.md"
+    # a title stored before titles were cleaned: no bidi override turning the name around, nothing invisible
+    assert (export_name("Notes\u202etxt.exe"), export_name("\u200b\u3164")) == ("Notestxt.exe.md", "conversation.md")
     # trial 7: 75 emoji (303 bytes) proposed a name no file system takes, and the crash dialog came
     rockets = "🚀" * 75
     assert export_name(rockets) == "🚀" * 50 + ".md" and len(export_name(rockets).encode()) == 203
