@@ -41,9 +41,25 @@ def bounded(low: float, high: float, kind=float):
     def parse(text: str):
         value = kind(text)
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}, got {value:g}")
+            raise argparse.ArgumentTypeError(f"must be between {_number(low)} and {_number(high)}, "
+                                             f"got {_number(value)}")
         return value
     return parse
+
+
+def _number(value: float) -> str:
+    """`value` as typed: a whole number in full ("2147483647"; :g said "2.14748e+09"), else :g."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def seed(text: str) -> int:
+    """argparse type: a seed in 0–MAX_SEED, or a negative one (-1 in llama.cpp, LM Studio and
+    Ollama) for a fresh draw every turn, as the setting reads it; returned as -1, which
+    GenerationSettings.validated() makes None (the saved seed is then not used either)."""
+    value = int(text)
+    if value < 0:
+        return -1
+    return bounded(0, MAX_SEED, int)(text)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,7 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--min-p", type=bounded(0, 1), help="drop tokens below this fraction of the top one; 0 = off")
     parser.add_argument("--repetition-penalty", type=bounded(*REPETITION_PENALTY_RANGE),
                         help="> 1 discourages repeating tokens; 1 = off")
-    parser.add_argument("--seed", type=bounded(0, MAX_SEED, int), help="make sampled answers repeat exactly")
+    parser.add_argument("--seed", type=seed,
+                        help=f"0–{MAX_SEED}: make sampled answers repeat exactly; -1 = a fresh draw each turn")
     parser.add_argument("--plan", action="store_true",
                         help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")

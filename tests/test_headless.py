@@ -77,6 +77,8 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     (["--max-new-tokens", "100000"], "--max-new-tokens: must be between 1 and 32768, got 100000"),
     (["--temperature", "5"], "--temperature: must be between 0 and 2, got 5"),
     (["--replay", "turns.txt"], "argument --replay: not allowed with argument --ask"),
+    # the bound in full: ":g" said "must be between 0 and 2.14748e+09"
+    (["--seed", "2147483648"], "--seed: must be between 0 and 2147483647, got 2147483648"),
 ])
 def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, capsys):
     from app.main import parse_args
@@ -85,6 +87,21 @@ def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, ca
         parse_args(["--ask", "hi", *flags])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
+
+def test_seed_minus_one_is_a_fresh_draw_each_turn_as_in_settings(monkeypatch):
+    """Settings take seed -1 as random (other tools write it so); `--seed -1` was a usage error
+    ("must be between 0 and 2.14748e+09, got -1"). It also overrides a saved fixed seed."""
+    from app import headless
+    from app.core.settings import GenerationSettings, Settings, save_settings
+    from app.main import main
+
+    save_settings(Settings(generation=GenerationSettings(seed=7)))
+    asked = []
+    monkeypatch.setattr(headless, "ask", lambda _question, _model, generation, **_: asked.append(generation) or 0)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs its own
+    for flags in (["--seed", "-1"], ["--seed=-1"], ["--seed", "-5"], ["--seed", "5"], []):
+        assert main(["--ask", "hi", *flags]) == 0
+    assert [generation.seed for generation in asked] == [None, None, None, 5, 7]
 
 def test_input_that_is_not_text_is_refused_before_a_model_loads(tmp_path, capsys, monkeypatch):
     """New-user trial: --replay of a CP949 file crashed with only "uncaught exception"; an empty one
