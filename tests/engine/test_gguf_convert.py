@@ -260,9 +260,13 @@ def test_a_truncated_or_garbled_header_is_said_in_words(tmp_path, tiny_q8):
     (struct.pack("<I", 1) + b"\0" * 96, "v.gguf is GGUF version 1; supported: 2 and 3"),
     (struct.pack("<I", 4) + b"\0" * 96, "v.gguf is GGUF version 4; supported: 2 and 3"),
     (struct.pack("<I", 0) + b"\0" * 96, "v.gguf is GGUF version 0; supported: 2 and 3"),
-    # a big-endian file (gguf.GGUFReader reads the low 16 bits zero as that): whole, not damaged
-    (struct.pack(">I", 3) + b"\0" * 96, f"v.gguf is GGUF version {3 << 24}; supported: 2 and 3"),
-], ids=["junk", "1001", "1", "4", "0", "big-endian-3"])
+    # a big-endian file (gguf.GGUFReader reads the low 16 bits zero as that): whole, not damaged, and
+    # said as that, not as the byte-swapped "GGUF version 50331648"
+    (struct.pack(">I", 3) + b"\0" * 96,
+     "v.gguf is a big-endian GGUF (version 3); only little-endian GGUF files are supported"),
+    (struct.pack(">I", 2) + b"\0" * 96,
+     "v.gguf is a big-endian GGUF (version 2); only little-endian GGUF files are supported"),
+], ids=["junk", "1001", "1", "4", "0", "big-endian-3", "big-endian-2"])
 def test_a_version_no_gguf_has_is_said_as_a_damaged_header(tmp_path, after_magic, said):
     """The magic bytes, then junk, read "x.gguf is GGUF version 1629516654; supported: 2 and 3":
     a version no GGUF writer uses is a damaged file; a small one is still said as its version."""

@@ -15,9 +15,9 @@ equals ``AutoConfig.from_pretrained(gguf_file=...)``. No torch, no Qt.
 
 Raises :class:`UnsupportedGguf` (one line naming what is unsupported) for a file that is not
 GGUF, a file cut short or garbled (its header, junk in its version field included, or its tensor
-data: checked against the file size, no data read), an architecture transformers cannot build, a
-mixture-of-experts layout the streaming conversion cannot write tensor by tensor, or a tensor
-type ``gguf.quants`` cannot dequantize.
+data: checked against the file size, no data read), a big-endian GGUF, an architecture
+transformers cannot build, a mixture-of-experts layout the streaming conversion cannot write
+tensor by tensor, or a tensor type ``gguf.quants`` cannot dequantize.
 """
 
 from __future__ import annotations
@@ -52,6 +52,11 @@ NOT_STREAMABLE = {"qwen2moe": "mixture-of-experts", "qwen3moe": "mixture-of-expe
 DAMAGED_WORDS = "damaged GGUF"
 """In every refusal of a file that is cut short or garbled (header or tensor data): the catalog
 lists such a file as damaged, not as unsupported."""
+
+
+BIG_ENDIAN_WORDS = "big-endian GGUF"
+"""In the refusal of a GGUF written in big-endian byte order: a whole file Headroom does not read,
+not a damaged one (app.chat.error_text says it in the window's language)."""
 
 
 class UnsupportedGguf(ValueError):
@@ -193,7 +198,11 @@ def _read_metadata(blob: np.ndarray, name: str) -> tuple[dict, int, int]:
     """The metadata after the magic bytes (checked by gguf_head_refusal), the tensor count and
     where the tensor table starts."""
     version, tensor_count, kv_count = struct.unpack_from("<IQQ", blob, 4)
-    if not _plausible_version(version):  # "GGUF version 1629516654" named a version no file has
+    swapped = _big_endian_version(version)
+    if swapped is not None:  # whole, in the other byte order: "GGUF version 50331648" named no version
+        raise UnsupportedGguf(f"{name} is a {BIG_ENDIAN_WORDS} (version {swapped}); only little-endian "
+                              "GGUF files are supported")
+    if version > _MAX_PLAUSIBLE_VERSION:  # "GGUF version 1629516654" named a version no file has
         log.info("damaged GGUF header in %s: version field %d", name, version)
         raise _damaged_header(name, "its version field holds no GGUF version")
     if version not in _VERSIONS:
@@ -208,12 +217,14 @@ def _read_metadata(blob: np.ndarray, name: str) -> tuple[dict, int, int]:
     return metadata, tensor_count, pos
 
 
-def _plausible_version(version: int) -> bool:
-    """Whether a little-endian u32 version field could be one a GGUF writer wrote: at most
-    _MAX_PLAUSIBLE_VERSION, or a big-endian file's (gguf.GGUFReader's test: the low 16 bits zero),
-    which is a whole file in a byte order Headroom does not read, not a damaged one."""
+def _big_endian_version(version: int) -> int | None:
+    """The version a big-endian GGUF (written for s390x and other big-endian machines) holds in
+    the version field read little-endian, or None for a little-endian one. gguf.GGUFReader's
+    test: the low 16 bits zero; the swapped version must be one a writer could use too."""
     swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
-    return version <= _MAX_PLAUSIBLE_VERSION or (version & 0xFFFF == 0 and swapped <= _MAX_PLAUSIBLE_VERSION)
+    if version > _MAX_PLAUSIBLE_VERSION and version & 0xFFFF == 0 and swapped <= _MAX_PLAUSIBLE_VERSION:
+        return swapped
+    return None
 
 
 def _read_value(blob: np.ndarray, pos: int, value_type: int, key: str) -> tuple[Any, int]:
