@@ -14,7 +14,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Slot
 from app.chat import saving
 from app.chat.error_text import os_error_text
 from app.core.backend_settings import BackendSettings, conversation_settings
-from app.core.secrets import load_api_key, save_api_key
+from app.core.secrets import key_file_path, load_api_key, save_api_key
 from app.core.settings import GenerationSettings
 
 if TYPE_CHECKING:
@@ -62,8 +62,9 @@ class BackendFlow(QObject):
             try:
                 where, kept_as = save_api_key(backend.remote.base_url, api_key)
             except OSError as exc:
-                chat.announce(translate("Backend", "Could not store the API key: {0}").format(os_error_text(exc)),
-                              "error")
+                # the key file's own name: the error may name its temp file
+                chat.announce(translate("Backend", "Could not store the API key in {0}: {1}").format(
+                    key_file_path(), os_error_text(exc)), "error")
             else:
                 if kept_as is not None:  # its keys were out of use; now kept, not overwritten
                     chat.announce(translate("Backend", "api_keys.json could not be read, so the keys in it were not "

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QThread, Signal
 
 from app.chat import saving
-from app.chat.error_text import os_error_text
+from app.chat.error_text import os_error_line
 from app.core.conversation import Conversation
 from app.core.history import SummaryState, group_turns
 from app.core.kv_precision import DEFAULT_KV_PRECISION
@@ -233,7 +233,7 @@ class Chat(QObject):
                 self._settings_unsaved_said = True
                 self.announce(QCoreApplication.translate("Chat", "Settings cannot be saved ({0}): changes apply "
                                                                  "until Headroom closes.").format(
-                    f"{exc.filename or ''}: {os_error_text(exc)}".lstrip(": ")), "error")
+                    os_error_line(exc)), "error")
 
     def start(self, reopen: int | None = None) -> None:
         """Start the worker's thread and the memory sampling, apply the backend, list the

@@ -114,6 +114,12 @@ _OS_ERRORS = {
     errno.EEXIST: QT_TRANSLATE_NOOP("PlainError", "a file of that name is in the way"),
     errno.EBUSY: QT_TRANSLATE_NOOP("PlainError", "it is in use"),
     errno.EIO: QT_TRANSLATE_NOOP("PlainError", "the disk could not be read or written"),
+    errno.ETXTBSY: QT_TRANSLATE_NOOP("PlainError", "it is in use"),
+    # past a file system's largest file (FAT32: 4 GiB) or this process's file-size limit
+    errno.EFBIG: QT_TRANSLATE_NOOP("PlainError", "the file is too large for this disk"),
+    errno.EMFILE: QT_TRANSLATE_NOOP("PlainError", "too many files are open"),
+    errno.ENFILE: QT_TRANSLATE_NOOP("PlainError", "too many files are open"),
+    errno.ELOOP: QT_TRANSLATE_NOOP("PlainError", "the path's links lead in a circle"),
 }
 if hasattr(errno, "EDQUOT"):  # not on every platform
     _OS_ERRORS[errno.EDQUOT] = QT_TRANSLATE_NOOP("PlainError", "the disk is full")
@@ -121,9 +127,25 @@ if hasattr(errno, "EDQUOT"):  # not on every platform
 
 def os_error_text(exc: OSError) -> str:
     """Why a file could not be read or written, one clause in the window's language to follow a
-    colon ("Could not export to {0}: {1}"); an errno not known here in the OS's own words."""
+    colon ("Could not export to {0}: {1}"). An errno not known here is said as an error the system
+    reported, the OS's own words quoted as its detail ("the system reported “Stale file handle”"):
+    they alone were English in the Korean window, and OSError(None, None, path) read
+    "[Errno None] None: …"."""
     known = _OS_ERRORS.get(exc.errno)
-    return _translated(known) if known else exc.strerror or str(exc) or type(exc).__name__
+    if known:
+        return _translated(known)
+    # OSError("text") has no strerror, and str() of one with more arguments repeats the path
+    detail = exc.strerror or (str(exc.args[0]) if len(exc.args) == 1 and exc.args[0] else "")
+    if detail:
+        return translate("PlainError", "the system reported “{0}”").format(detail)
+    return translate("PlainError", "the system reported an error")
+
+
+def os_error_line(exc: OSError) -> str:
+    """`os_error_text` after the file it names ("/home/a/presets.json: permission denied"), for
+    a line that does not name the file itself; the clause alone when the error names none."""
+    reason = os_error_text(exc)
+    return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
 def _see_log() -> str:
@@ -189,6 +211,13 @@ def _gguf_refusal(message: str, default: bool) -> PlainError | None:
                                                   "magic bytes)."),
                           _install_todo() if default else
                           translate("PlainError", "Pick a .gguf model file, or a model folder with a config.json."))
+    if "big-endian GGUF" in message:  # app.engine.loading.gguf_header.BIG_ENDIAN_WORDS
+        return PlainError(translate("PlainError", "This GGUF file is big-endian (made for IBM mainframes and "
+                                                  "similar machines); Headroom reads little-endian GGUF files "
+                                                  "only."),
+                          _install_todo() if default else
+                          translate("PlainError", "Pick the ordinary (little-endian) GGUF of this model, as "
+                                                  "most downloads are."))
     version = _GGUF_VERSION.search(message)
     if version:
         return PlainError(translate("PlainError", "This file is GGUF version {0}; Headroom reads versions 2 "

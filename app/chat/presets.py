@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject, Slot
 
 from app.chat import saving
-from app.chat.error_text import os_error_text
+from app.chat.error_text import os_error_line, os_error_text
 from app.core import presets as core
 from app.core.backend_settings import conversation_settings
 from app.core.presets import (
@@ -356,4 +356,4 @@ def _file_value(value: object) -> str:
 
 def _reason(exc: Exception) -> str:
     """Why a preset could not be saved, removed, imported or read, in the window's language."""
-    return preset_error_text(exc) if isinstance(exc, PresetError) else os_error_text(exc)
+    return preset_error_text(exc) if isinstance(exc, PresetError) else os_error_line(exc)

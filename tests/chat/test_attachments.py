@@ -85,7 +85,8 @@ def test_a_file_the_os_refuses_is_said_in_plain_words_not_the_oss(monkeypatch, t
         raise AssertionError("no DocumentError")
     odd = DocumentError(UNREADABLE, "f", "the file cannot be read (Stale file handle)", "Stale file handle",
                         errno=errno.ESTALE)
-    assert refusal_reason(odd) == "the file cannot be read (Stale file handle)"  # an errno not known: the OS's
+    # an errno not known: plain words, the OS's own quoted as the detail (they alone were English)
+    assert refusal_reason(odd) == "the file cannot be read (the system reported “Stale file handle”)"
 
 
 def test_sending_while_a_file_is_read_keeps_the_message_in_the_composer(qtbot, chat, tmp_path, monkeypatch):

@@ -31,4 +31,6 @@ def test_a_key_that_cannot_be_stored_says_why_in_the_windows_language(chat, scra
     remote = BackendSettings(REMOTE, RemoteSettings(URL, "m"))
     with marking("Backend", "PlainError"):
         chat.backend.apply_settings(chat.settings.generation, remote, api_key="sk-new")
-    assert ("«Could not store the API key: «it is a folder, not a file»»", "error") in chat.recorded.of("notice")
+    # the key file named, as other save failures name theirs
+    assert (f"«Could not store the API key in {scratch_config / 'api_keys.json'}: «it is a folder, not a file»»",
+            "error") in chat.recorded.of("notice")

@@ -111,6 +111,21 @@ def test_a_gguf_refused_for_what_it_is_says_so_not_damaged(reason, line):
     assert plain_failure(reason, "load").line() == line
 
 
+def test_a_big_endian_gguf_is_said_as_that_not_as_a_byte_swapped_version(tmp_path):
+    """A big-endian GGUF of version 3 read "This file is GGUF version 50331648; Headroom reads versions
+    2 and 3": a version no file has, and nothing said of what the file is."""
+    import struct
+
+    from app.engine.loading.gguf_header import UnsupportedGguf, read_gguf_header
+
+    path = tmp_path / "model-be.gguf"
+    path.write_bytes(b"GGUF" + struct.pack(">IQQ", 3, 1, 1) + b"\0" * 96)
+    with pytest.raises(UnsupportedGguf) as refused:
+        read_gguf_header(path)
+    assert plain_failure(f"cannot convert model-be.gguf: {refused.value}", "load").line() == (
+        "This GGUF file is big-endian (made for IBM mainframes and similar machines); Headroom reads "
+        "little-endian GGUF files only. Pick the ordinary (little-endian) GGUF of this model, as most downloads are.")
+
 def test_the_default_models_damaged_file_is_repaired_by_install_model(tmp_path, monkeypatch):
     monkeypatch.setattr("app.chat.error_text.default_model_path", lambda: tmp_path / "default.gguf")
     damaged = ("cannot convert default.gguf: default.gguf: damaged GGUF header (it ends before its own tables do); "
@@ -130,11 +145,36 @@ def test_the_default_models_damaged_file_is_repaired_by_install_model(tmp_path, 
     (OSError(errno.EROFS, "Read-only file system"), "the disk or folder is read-only"),
     (IsADirectoryError(errno.EISDIR, "Is a directory"), "it is a folder, not a file"),
     (FileExistsError(errno.EEXIST, "File exists"), "a file of that name is in the way"),
-    (OSError(errno.ECONNRESET, "Connection reset by peer"), "Connection reset by peer"),  # not a file's: as said
+    (OSError(errno.EFBIG, "File too large"), "the file is too large for this disk"),
+    (OSError(errno.EMFILE, "Too many open files"), "too many files are open"),
+    # any other: plain words, the OS's own (English whatever the window's language) quoted as the detail
+    (OSError(errno.ECONNRESET, "Connection reset by peer"), "the system reported “Connection reset by peer”"),
+    (OSError(errno.ESTALE, "Stale file handle", "/mnt/nfs/a.md"), "the system reported “Stale file handle”"),
+    (OSError("the share went away"), "the system reported “the share went away”"),
+    (OSError(None, None, "/tmp/a.md"), "the system reported an error"),  # was "[Errno None] None: '/tmp/a.md'"
 ])
 def test_why_a_file_could_not_be_written_is_said_plainly(error, text):
     """Trial 9: a failed export said the OS's English ("No such file or directory") in the Korean window."""
     assert os_error_text(error) == text
+
+
+def test_an_os_error_of_no_known_errno_is_said_in_the_window_s_language(qapp):
+    """Trial 9's fix covered the errnos it listed: any other still said the OS's English alone
+    ("…내보내지 못했습니다: Stale file handle"); now its words go through the translation too."""
+    from tests.helpers.marking_translator import marking
+
+    with marking("PlainError"):
+        assert os_error_text(OSError(errno.ESTALE, "Stale file handle")) == "«the system reported “Stale file handle”»"
+        assert os_error_text(OSError(None, None, "/tmp/a.md")) == "«the system reported an error»"
+
+
+def test_a_line_that_names_no_file_gets_the_error_s_file():
+    """The preset and settings notices said "permission denied" without the file it was about."""
+    from app.chat.error_text import os_error_line
+
+    assert os_error_line(PermissionError(errno.EACCES, "Permission denied", "/c/presets.json")) == (
+        "/c/presets.json: permission denied")
+    assert os_error_line(OSError(errno.EIO, "Input/output error")) == "the disk could not be read or written"
 
 
 def test_anything_else_names_the_type_and_points_to_the_log_never_the_raw_message():
