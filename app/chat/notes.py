@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Slot
 
 from app.chat import saving
+from app.core.conversation import Role
 from app.core.note_proposals import propose_notes
 from app.core.pinned_notes import add_note, estimate_tokens
+from app.core.reasoning import without_reasoning
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -91,8 +93,10 @@ class NotesFlow(QObject):
 
     @Slot(int)
     def pin(self, index: int) -> None:
-        """Add the text of the message at `index` to the notes."""
-        self.edit(add_note(self._chat.pinned_notes, self._chat.conversation.messages[index].content))
+        """Add the text of the message at `index` to the notes (an answer's without its reasoning)."""
+        message = self._chat.conversation.messages[index]
+        text = without_reasoning(message.content) if message.role is Role.ASSISTANT else message.content
+        self.edit(add_note(self._chat.pinned_notes, text or message.content))
 
     def save(self) -> None:
         """Write the notes to the open conversation's row (none yet: written when it is made).

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from app.core.conversation import Message, Role
 from app.core.pinned_notes import without_pinned_notes
+from app.core.reasoning import without_reasoning
 from app.core.repetition import Cleaned, without_repeats
 
 ChatDict = dict[str, str]
@@ -125,14 +126,25 @@ class WindowResult:
 
 def group_turns(messages: Sequence[Message]) -> list[Turn]:
     """Split messages into turns, each starting at a user message (leading non-user messages
-    form a turn of their own). Empty non-user messages (streaming placeholders) are skipped."""
+    form a turn of their own). Empty non-user messages (streaming placeholders) are skipped.
+
+    An answer's reasoning ("<think>…</think>", app.core.reasoning) is left out of its chat dict,
+    as Qwen3's and DeepSeek-R1's own templates leave it out of earlier turns: every count, the
+    window, the summary's transcript and the meter see the prompt as sent. One answer keeps it: an
+    assistant message that ends `messages` is the stopped answer that Continue extends
+    (continue_final renders the prompt inside it), so it goes as written. An answer stopped
+    inside its reasoning has no answer to send and is skipped like a placeholder."""
     turns: list[list[tuple[int, ChatDict]]] = []
+    last = len(messages) - 1
     for position, message in enumerate(messages):
-        if not message.content and message.role is not Role.USER:
+        chat_dict = message.as_chat_dict()
+        if message.role is Role.ASSISTANT and position != last:
+            chat_dict["content"] = without_reasoning(message.content)
+        if not chat_dict["content"] and message.role is not Role.USER:
             continue
         if message.role is Role.USER or not turns:
             turns.append([])
-        turns[-1].append((position, message.as_chat_dict()))
+        turns[-1].append((position, chat_dict))
     return [Turn(t[0][0], t[-1][0], tuple(m for _, m in t)) for t in turns]
 
 

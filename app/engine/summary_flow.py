@@ -18,6 +18,7 @@ from app.core.history import (
     finish_summary,
     plan_summary,
 )
+from app.core.reasoning import without_reasoning
 from app.core.settings import GenerationSettings
 from app.engine.events import (
     ReplyFinished,
@@ -74,7 +75,7 @@ def judge_summary_stream(events, plan: SummaryPlan, count_tokens) -> tuple[Summa
         if isinstance(event, ReplyFinished):
             if event.stop_reason == "stopped":
                 return plan.previous, SummaryVerdict(False, "summary cancelled")
-            text = event.text
+            text = without_reasoning(event.text)  # a reasoning model's summary is its answer
     return finish_summary(plan, text, count_tokens)
 
 

@@ -46,3 +46,11 @@ def test_pin_adds_a_message_and_a_branch_keeps_the_notes(chat):
     chat.notes.edit("")
     assert chat.store.load_conversation(chat.conversation_id).pinned_notes == ""
     assert chat.store.load_conversation(source).pinned_notes.startswith("My flight")
+
+
+def test_a_pinned_answer_leaves_its_reasoning_behind(chat):
+    """Notes go into every prompt: an answer is pinned as it is sent, without its "<think>" part."""
+    chat.turns.send("My flight leaves at 9:40 from gate B12.")
+    answer(chat, "<think>\nThe user states a fact to remember.\n</think>\n\nNoted: 9:40, gate B12.")
+    chat.notes.pin(1)
+    assert chat.pinned_notes == "Noted: 9:40, gate B12."

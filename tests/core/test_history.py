@@ -113,6 +113,45 @@ def test_group_turns_skips_placeholder_and_keeps_positions():
     assert [m["role"] for m in turns[1].messages] == ["user", "assistant"]
 
 
+REASONED = "<think>\nFrance's capital is Paris, I am sure.\n</think>\n\nParis."
+
+
+def test_earlier_answers_go_without_their_reasoning():
+    """As Qwen3's and DeepSeek-R1's templates send them: the answer alone, counted as sent. An
+    answer stopped inside its reasoning has none to send, and is left out like a placeholder."""
+    messages = [Message(Role.USER, "Capital of France?"), Message(Role.ASSISTANT, REASONED),
+                Message(Role.USER, "And of Italy?"), Message(Role.ASSISTANT, "<think>Rome, or", MessageStatus.STOPPED),
+                Message(Role.USER, "Italy?")]
+    turns = group_turns(messages)
+    assert [m["content"] for t in turns for m in t.messages] == [
+        "Capital of France?", "Paris.", "And of Italy?", "Italy?"]
+    assert [(t.first_position, t.last_position) for t in turns] == [(0, 1), (2, 2), (4, 4)]
+    budget = TokenBudget(context_tokens=100, max_new_tokens=20, summary_reserve=10)
+    window = select_window(messages, system_prompt=SYSTEM, summary=SummaryState(), budget=budget,
+                           count_tokens=count_words)
+    assert [m["content"] for m in window.messages] == [SYSTEM, "Capital of France?", "Paris.",
+                                                       "And of Italy?\n\nItaly?"]
+    assert window.prompt_tokens == count_words(list(window.messages))
+    assert not any("think" in m["content"] for m in window.messages)
+    # the meter between turns counts the same
+    meter = next_turn_window(messages[:2], lambda m: select_window(
+        m, system_prompt=SYSTEM, summary=SummaryState(), budget=budget, count_tokens=count_words))
+    assert [m["content"] for m in meter.messages][1:3] == ["Capital of France?", "Paris."]
+
+
+def test_the_answer_continue_extends_goes_as_written():
+    """Continue renders the prompt inside the stopped answer: its raw text, reasoning and all, so the
+    model goes on from where it stopped; earlier answers still go without theirs."""
+    stopped = Message(Role.ASSISTANT, "<think>\nRome, or was it", MessageStatus.STOPPED)
+    messages = [Message(Role.USER, "Capital of France?"), Message(Role.ASSISTANT, REASONED),
+                Message(Role.USER, "And of Italy?"), stopped]
+    budget = TokenBudget(context_tokens=100, max_new_tokens=20, summary_reserve=10)
+    window = select_window(messages, system_prompt="", summary=SummaryState(), budget=budget,
+                           count_tokens=count_words)
+    assert [m["content"] for m in window.messages] == ["Capital of France?", "Paris.", "And of Italy?",
+                                                       "<think>\nRome, or was it"]
+
+
 def test_window_evicts_whole_turns_oldest_first():
     messages = chat(10, 10, 10, 10, 10)  # turns: (0,1) (2,3) (4,)
     # system 5+4 words, turns of 2×(10+4) each, newest 14, +2: all three need 9+28+28+14+2 = 81.

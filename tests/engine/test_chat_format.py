@@ -121,3 +121,37 @@ def test_a_transcript_prompt_keeps_special_text_as_text(tokenizer):  # case C14
     ids = encode_messages(tokenizer, fmt, [{"role": "user", "content": "<|endoftext|> ok"}])
     assert tokenizer.convert_tokens_to_ids("<|endoftext|>") not in ids
     assert tokenizer.decode(ids) == "User: <|endoftext|> ok\n\nAssistant:"
+
+
+CHATML_OPENING = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                  "{% if add_generation_prompt %}<|im_start|>assistant\n{{ opening }}{% endif %}")
+
+
+@pytest.mark.parametrize(("opening", "found"), [
+    ("<think>\n", "<think>\n"),  # DeepSeek-R1 distills, QwQ: the reply begins inside the reasoning
+    ("<think>", "<think>"),
+    ("<think>\n\n</think>\n\n", ""),  # Qwen3 with thinking off: opened and closed again
+    ("", ""),
+])
+def test_a_template_that_opens_the_reasoning_is_found(tokenizer, opening, found):
+    tokenizer.chat_template = CHATML_OPENING.replace("{{ opening }}", opening)
+    assert detect_format(tokenizer).reasoning_opening == found
+
+
+def test_smollm2_opens_no_reasoning(real_loaded):
+    assert real_loaded.prompt_format.reasoning_opening == ""
+
+
+def test_a_reply_the_template_opened_is_stored_with_its_opening():
+    """After the prefill's progress, before the first text; ReplyFinished.text has it too."""
+    from app.engine.events import PrefillProgress, ReplyFinished, TextDelta
+    from app.engine.local.generation import with_opening
+
+    finished = ReplyFinished(text="Paris.\n</think>\n\nParis.", stop_reason="eos", prompt_tokens=9,
+                             prefill_tokens=9, new_tokens=6, ttft_s=0.1, decode_tokens_per_s=5.0)
+    events = [PrefillProgress(4, 9), TextDelta("Paris.\n</think>"), TextDelta("\n\nParis."), finished]
+    out = list(with_opening(iter(events), "<think>\n"))
+    assert out[:3] == [PrefillProgress(4, 9), TextDelta("<think>\n"), TextDelta("Paris.\n</think>")]
+    assert "".join(e.text for e in out if isinstance(e, TextDelta)) == out[-1].text == "<think>\n" + finished.text
+    assert list(with_opening(iter(events), "")) == events  # no opening (or Continue): as it was
+    assert list(with_opening(iter([finished]), "<think>\n"))[0] == TextDelta("<think>\n")  # no text at all

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from app.core.history import normalize_roles
+from app.core.reasoning import OPEN_TAG
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +24,15 @@ class PromptFormat:
     kind: "template" (the model's chat template) or "transcript" (plain text for base models).
     system_role: whether the template accepts a system message.
     stop_strings: text that ends a reply where no special token does (transcript format).
+    reasoning_opening: the text that ends the template's generation prompt when the template
+    opens the model's reasoning itself ("<think>\n": DeepSeek-R1 distills, QwQ); the reply then
+    begins inside it, and is stored as if the model had written it (app.core.reasoning).
     """
 
     kind: str
     system_role: bool
     stop_strings: tuple[str, ...] = ()
+    reasoning_opening: str = ""
 
 
 def detect_format(tokenizer) -> PromptFormat:
@@ -37,10 +42,25 @@ def detect_format(tokenizer) -> PromptFormat:
     probe = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
     try:
         text = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
-        return PromptFormat("template", "S" in text)
+        system_role = "S" in text
     except Exception as exc:  # jinja raise_exception(): the template refuses a system role
         log.info("chat template rejects a system role (%s); folding it into the first user turn", exc)
-        return PromptFormat("template", False)
+        text, system_role = None, False
+    return PromptFormat("template", system_role, reasoning_opening=_reasoning_opening(tokenizer, text))
+
+
+def _reasoning_opening(tokenizer, prompt: str | None) -> str:
+    """The "<think>…" the generation prompt ends with ("" when it opens no reasoning, or closes
+    it again: Qwen3 with thinking off ends with "<think>\n\n</think>\n\n"). `prompt`: a rendered
+    generation prompt, or None to render one for a lone user message."""
+    if prompt is None:
+        try:
+            prompt = tokenizer.apply_chat_template([{"role": "user", "content": "U"}], tokenize=False,
+                                                   add_generation_prompt=True)
+        except Exception:  # a template that refuses even this fails at the first turn, with its reason
+            return ""
+    start = prompt.rfind(OPEN_TAG)
+    return prompt[start:] if start >= 0 and not prompt[start + len(OPEN_TAG):].strip() else ""
 
 
 def render_prompt(tokenizer, fmt: PromptFormat, messages: list[dict],

@@ -18,7 +18,7 @@ import inspect
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -375,7 +375,25 @@ def stream_chat_reply(loaded, messages: list[dict], params: SamplingParams,
     """
     from app.engine.local.chat_format import encode_messages
 
-    prompt_ids = encode_messages(loaded.tokenizer, loaded.prompt_format, messages, continue_final)
-    yield from stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, loaded.stop_ids,
-                            stop_event, loaded.prompt_format.stop_strings, prefill_chunk_tokens,
-                            session=session, decoder=decoder)
+    fmt = loaded.prompt_format
+    prompt_ids = encode_messages(loaded.tokenizer, fmt, messages, continue_final)
+    yield from with_opening(stream_reply(loaded.model, loaded.tokenizer, prompt_ids, params, loaded.stop_ids,
+                                         stop_event, fmt.stop_strings, prefill_chunk_tokens,
+                                         session=session, decoder=decoder),
+                            "" if continue_final else fmt.reasoning_opening)
+
+
+def with_opening(events: Iterator, opening: str) -> Iterator:
+    """`events` (stream_reply's) as if the reply began with `opening`: the "<think>\n" a chat
+    template wrote at the end of the prompt (PromptFormat.reasoning_opening). The reply then
+    reads as the model's reasoning from its first token (app.core.reasoning), in the transcript
+    as in the store, and Continue renders the same prompt again. Said after the prefill, with the
+    first text or the end."""
+    said = not opening
+    for event in events:
+        if not said and not isinstance(event, PrefillProgress):
+            said = True
+            yield TextDelta(opening)
+        if opening and isinstance(event, ReplyFinished):
+            event = replace(event, text=opening + event.text)
+        yield event

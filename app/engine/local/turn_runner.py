@@ -199,7 +199,7 @@ class TurnRunner:
         if not plan.admitted and not memory_override:
             yield TurnRefused(plan.decision)
             return
-        ok = yield from self._generate(plan, settings, stop_event)
+        ok = yield from self._generate(plan, settings, stop_event, continue_final)
         if ok:
             yield from self._summarize(plan, summary, settings, stop_event)
 
@@ -269,7 +269,8 @@ class TurnRunner:
             return
         yield from fold_now(self._summarize(plan, summary, settings, stop_event), plan.window, summary, settings)
 
-    def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event):
+    def _generate(self, plan: TurnPlan, settings: GenerationSettings, stop_event: threading.Event,
+                  continue_final: bool = False):
         from app.engine.local import generation
 
         loaded, foresight = self.loaded, self.foresight
@@ -291,10 +292,11 @@ class TurnRunner:
         self._slice_nf4_prefill(plan.projection is None or plan.projection.basis.model.nf4_sliced)
         foresight.begin_measurement()
         try:
-            for event in generation.stream_reply(
+            opening = "" if continue_final else loaded.prompt_format.reasoning_opening
+            for event in generation.with_opening(generation.stream_reply(
                     loaded.model, loaded.tokenizer, list(plan.prompt_ids), params, loaded.stop_ids,
                     stop_event, loaded.prompt_format.stop_strings, chunk,
-                    session=self.session, decoder=self.decoder, capacity_tokens=plan.capacity_tokens):
+                    session=self.session, decoder=self.decoder, capacity_tokens=plan.capacity_tokens), opening):
                 if isinstance(event, TextDelta):
                     partial.append(event.text)
                     yield event
