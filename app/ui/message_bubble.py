@@ -18,10 +18,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.conversation import MessageStatus, Role
+from app.core.reasoning import ANSWERED, THINKING, split_reasoning
 from app.ui.document_chips import DocumentChips
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
 from app.ui.plain_text import plain_tooltip
+from app.ui.reasoning_section import ReasoningSection
 from app.ui.reply_stats_text import stats_line, stats_tooltip
 from app.ui.sources_line import SourcesLine
 
@@ -59,7 +61,9 @@ a new-user test); the message itself is kept, stored and sent whole."""
 class MessageBubble(QFrame):
     """Shows one message; `set_text` shows the new text (called once per frame at most).
 
-    A user's message is shown as typed (plain text, never Markdown). An answer's body is a
+    A user's message is shown as typed (plain text, never Markdown). An answer's reasoning
+    ("<think>…</think>", app.core.reasoning) is folded above its body (`reasoning`, a
+    ReasoningSection, hidden when there is none); the body shows the answer alone. Its body is a
     `MarkdownView` while the reply streams and after it ends (one renderer: the
     end of a stream only highlights a code block that was still open); it renders incrementally,
     so a flush costs time in proportion to the new text, not to the reply. A note under the body
@@ -109,6 +113,8 @@ class MessageBubble(QFrame):
         self._header.setTextFormat(Qt.TextFormat.PlainText)  # an error detail shows literally
         self._header.setWordWrap(True)
         self._header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.reasoning = ReasoningSection()
+        self.reasoning.setVisible(False)
         self._body = MarkdownView()
         self._body.setAccessibleName(self.tr("Message text"))
         self._note = QLabel()
@@ -168,6 +174,7 @@ class MessageBubble(QFrame):
         layout.setContentsMargins(10, 6, 10, 8)
         layout.setSpacing(2)
         layout.addLayout(self._header_row)
+        layout.addWidget(self.reasoning)
         layout.addWidget(self._body)
         layout.addWidget(self._note)
         layout.addWidget(self.documents)
@@ -185,6 +192,7 @@ class MessageBubble(QFrame):
         self.older_button.clicked.connect(lambda: self.version_requested.emit(-1))
         self.newer_button.clicked.connect(lambda: self.version_requested.emit(+1))
         self.text = ""
+        self.answer = ""  # what the body shows: the text, less an answer's reasoning
         self._prefill: tuple[int, int] | None = None  # (tokens read, tokens to read) of a long prefill
         self._waiting = ""  # what this answer waits for before it starts (a summary being written)
         self.set_text(text)
@@ -228,9 +236,11 @@ class MessageBubble(QFrame):
         self._update_actions()
 
     def shown_text(self) -> str:
-        """What the bubble shows as text: the rendered body, then the note (if any)."""
+        """What the bubble shows as text: the reasoning's title (and the reasoning while it is
+        expanded), the rendered body, then the note (if any)."""
+        reasoning = self.reasoning.plain_text() if not self.reasoning.isHidden() else ""
         note = self._note.text() if not self._note.isHidden() else ""
-        return "\n".join(part for part in (self._body.plain_text(), note) if part)
+        return "\n".join(part for part in (reasoning, self._body.plain_text(), note) if part)
 
     def set_sent(self, sent: bool) -> None:
         """Whether this message went to the model: False while its turn stands refused, so that
@@ -254,11 +264,18 @@ class MessageBubble(QFrame):
         self._render_note()
 
     def _render(self) -> None:
-        shown = self.text[:MAX_SHOWN_CHARS]
         if self.role is Role.USER:  # the user's own words, as typed: never read as Markdown
-            self._body.set_plain(shown)
+            self.answer = self.text
+            self._body.set_plain(self.text[:MAX_SHOWN_CHARS])
         else:
-            self._body.set_markdown(shown, final=self.status is not MessageStatus.STREAMING)
+            streaming = self.status is MessageStatus.STREAMING
+            parts = split_reasoning(self.text, streaming=streaming)
+            self.answer = parts.answer
+            reasoning = parts.reasoning if len(parts.reasoning) <= MAX_SHOWN_CHARS else (
+                parts.reasoning[:MAX_SHOWN_CHARS] + "\n\n…")  # laid out as much as an answer is
+            self.reasoning.show_reasoning(reasoning, parts.state == ANSWERED, streaming)
+            self.reasoning.setVisible(bool(parts.reasoning) or parts.state == THINKING and streaming)
+            self._body.set_markdown(parts.answer[:MAX_SHOWN_CHARS], final=not streaming)
         self._render_note()
 
     def _render_note(self) -> None:
@@ -267,10 +284,12 @@ class MessageBubble(QFrame):
         elif self._prefill is not None and self.status is MessageStatus.STREAMING:
             note = self.tr("Reading the prompt… {0} / {1} tokens", "", self._prefill[1]).format(
                 f"{self._prefill[0]:,}", f"{self._prefill[1]:,}")
-        elif len(self.text) > MAX_SHOWN_CHARS:
-            note = self._not_shown_note(len(self.text) - MAX_SHOWN_CHARS)
-        elif self.text:
+        elif len(self.answer) > MAX_SHOWN_CHARS:
+            note = self._not_shown_note(len(self.answer) - MAX_SHOWN_CHARS)
+        elif self.answer:
             note = ""
+        elif not self.reasoning.isHidden():  # reasoning and no answer: "Thinking…" says it while it streams
+            note = "" if self.status is MessageStatus.STREAMING else self.tr("(no answer)")
         elif self.status in _CONTINUABLE:
             note = self.tr("(no text)")
         else:
@@ -373,8 +392,9 @@ class MessageBubble(QFrame):
     @Slot()
     def _on_copy_triggered(self) -> None:
         """The whole message as written: a user's text as typed, an answer's Markdown source (not
-        the rendered HTML, nor only the part shown)."""
-        QGuiApplication.clipboard().setText(self.text)
+        the rendered HTML, nor only the part shown) without its reasoning, as other chat apps copy
+        it; the reasoning when that is all there is (a reply stopped while it reasoned)."""
+        QGuiApplication.clipboard().setText(self.answer or self.text)
 
     @Slot()
     def _on_edit_clicked(self) -> None:

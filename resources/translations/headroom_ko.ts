@@ -263,6 +263,10 @@
         <translation>새 언어는 Headroom을 다음에 시작할 때부터 적용됩니다</translation>
     </message>
     <message>
+        <source>Could not store the API key in {0}: {1}</source>
+        <translation>{0}에 API 키를 저장하지 못했습니다: {1}</translation>
+    </message>
+    <message>
         <source>api_keys.json could not be read, so the keys in it were not used; it was kept as {0}.</source>
         <translation>api_keys.json을 읽지 못해 그 안의 키를 사용하지 않았습니다. 파일은 {0}(으)로 보관했습니다.</translation>
     </message>
@@ -277,10 +281,6 @@
     <message>
         <source>API key stored in api_keys.json (owner-only)</source>
         <translation>API 키를 api_keys.json에 저장했습니다 (소유자만 읽기 가능)</translation>
-    </message>
-    <message>
-        <source>Could not store the API key: {0}</source>
-        <translation>API 키를 저장하지 못했습니다: {0}</translation>
     </message>
 </context>
 <context>
@@ -1586,6 +1586,10 @@ Your chats are saved here.</source>
             <numerusform>프롬프트 읽는 중… {0} / {1} 토큰</numerusform>
         </translation>
     </message>
+    <message>
+        <source>(no answer)</source>
+        <translation>(답변 없음)</translation>
+    </message>
     <message numerus="yes">
         <source>… {0} more characters not shown here (the whole answer is kept: Copy and Export take all of it)</source>
         <translation>
@@ -2233,6 +2237,26 @@ tokens counted by {4}: {5}</source>
         <translation>디스크를 읽거나 쓸 수 없습니다</translation>
     </message>
     <message>
+        <source>the file is too large for this disk</source>
+        <translation>이 디스크에 두기에는 파일이 너무 큽니다</translation>
+    </message>
+    <message>
+        <source>too many files are open</source>
+        <translation>열려 있는 파일이 너무 많습니다</translation>
+    </message>
+    <message>
+        <source>the path&apos;s links lead in a circle</source>
+        <translation>경로의 링크가 순환합니다</translation>
+    </message>
+    <message>
+        <source>the system reported “{0}”</source>
+        <translation>시스템이 “{0}” 오류를 보고했습니다</translation>
+    </message>
+    <message>
+        <source>the system reported an error</source>
+        <translation>시스템이 오류를 보고했습니다</translation>
+    </message>
+    <message>
         <source>This is the default model: run `python -m app.install_model`, which installs it again.</source>
         <translation>기본 모델입니다. `python -m app.install_model`을 실행하면 다시 설치됩니다.</translation>
     </message>
@@ -2247,6 +2271,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Pick a .gguf model file, or a model folder with a config.json.</source>
         <translation>.gguf 모델 파일이나 config.json이 있는 모델 폴더를 고르세요.</translation>
+    </message>
+    <message>
+        <source>This GGUF file is big-endian (made for IBM mainframes and similar machines); Headroom reads little-endian GGUF files only.</source>
+        <translation>이 GGUF 파일은 빅 엔디언 형식입니다(IBM 메인프레임 등 특수한 컴퓨터용). Headroom은 리틀 엔디언 GGUF 파일만 읽습니다.</translation>
+    </message>
+    <message>
+        <source>Pick the ordinary (little-endian) GGUF of this model, as most downloads are.</source>
+        <translation>이 모델의 일반(리틀 엔디언) GGUF 파일을 선택하세요. 대부분의 다운로드는 이 형식입니다.</translation>
     </message>
     <message>
         <source>This file is GGUF version {0}; Headroom reads versions 2 and 3.</source>
@@ -2680,6 +2712,29 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Nothing is lost: the conversation is saved.</source>
         <translation>잃는 것은 없습니다. 대화는 저장되어 있습니다.</translation>
+    </message>
+</context>
+<context>
+    <name>ReasoningSection</name>
+    <message>
+        <source>Reasoning</source>
+        <translation>추론 과정</translation>
+    </message>
+    <message>
+        <source>Thinking…</source>
+        <translation>생각하는 중…</translation>
+    </message>
+    <message>
+        <source>Reasoning (unfinished)</source>
+        <translation>추론 과정 (끝나지 않음)</translation>
+    </message>
+    <message>
+        <source>Hide the model&apos;s reasoning</source>
+        <translation>모델의 추론 과정 숨기기</translation>
+    </message>
+    <message>
+        <source>Show how the model reasoned before it answered</source>
+        <translation>모델이 답하기 전에 추론한 과정 보기</translation>
     </message>
 </context>
 <context>
