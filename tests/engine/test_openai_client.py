@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from app.core.backend_settings import RemoteSettings
+from app.core.reasoning import ANSWERED, THINKING, SplitReply, split_reasoning
 from app.engine.remote.openai_client import OpenAIClient, RemoteError, StreamEnd, api_roots
 from app.engine.remote.server_metrics import metrics_from_text, parse_prometheus
 from app.engine.remote.tokens import approximate_tokens, choose_counter, server_counter
@@ -57,6 +58,30 @@ def test_stream_pieces_then_end_with_the_servers_usage():
     assert seen["body"]["stream"] is True and seen["body"]["max_tokens"] == 16
     assert seen["body"]["stream_options"] == {"include_usage": True}
     assert seen["auth"] == "Bearer sk-abc"
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])  # llama.cpp / vLLM / LM Studio; Ollama
+def test_a_servers_separate_reasoning_comes_as_think_text_before_the_answer(field):
+    def thought(text):
+        return {"choices": [{"index": 0, "delta": {field: text, "content": None}, "finish_reason": None}]}
+
+    def handler(_request):
+        return httpx.Response(200, content=sse(thought("The user greets"), thought(" me."), delta("Hello!"),
+                                               thought("late, after the answer"), delta(finish="stop")))
+
+    items = collect(client_for(handler))
+    assert items == ["<think>\n", "The user greets", " me.", "\n</think>\n\n", "Hello!", StreamEnd("stop", None, None)]
+    assert split_reasoning("".join(items[:-1])) == SplitReply("The user greets me.", "Hello!", ANSWERED)
+
+
+def test_a_stream_cut_inside_the_reasoning_leaves_it_open():
+    def handler(_request):
+        body = {"choices": [{"index": 0, "delta": {"reasoning_content": "Let me"}, "finish_reason": "length"}]}
+        return httpx.Response(200, content=sse(body))
+
+    items = collect(client_for(handler))
+    assert items == ["<think>\n", "Let me", StreamEnd("length", None, None)]
+    assert split_reasoning("".join(items[:-1])).state == THINKING
 
 
 def test_429_and_503_are_retried_before_the_stream_starts():

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from app.core.backend_settings import RemoteSettings
+from app.core.reasoning import CLOSE_TAG, OPEN_TAG
 from app.engine.remote.errors import (
     RETRY_STATUSES,
     RemoteError,
@@ -210,6 +211,7 @@ class OpenAIClient:
     def _read_events(self, lines: queue.Queue, stop_event: threading.Event) -> Iterator[str | StreamEnd]:
         finish = None
         usage: dict = {}
+        reasoning = _ReasoningText()
         while True:
             if stop_event.is_set():  # checked before every piece: a fast server never leaves the queue empty
                 yield StreamEnd("stopped", usage.get("prompt_tokens"), usage.get("completion_tokens"))
@@ -227,9 +229,7 @@ class OpenAIClient:
             chunk = _parse_chunk(line[5:].strip(), self.host)
             usage = chunk.get("usage") or usage
             for choice in chunk.get("choices") or ():
-                text = (choice.get("delta") or {}).get("content")
-                if text:
-                    yield text
+                yield from reasoning.pieces(choice.get("delta") or {})
                 finish = choice.get("finish_reason") or finish
         if finish is None:
             raise RemoteError(f"the connection to {self.host} closed before the answer ended", "protocol")
@@ -245,6 +245,35 @@ class OpenAIClient:
 
 
 _EOF = object()
+
+
+class _ReasoningText:
+    """A stream's text pieces, a reasoning model's included. Servers send its reasoning apart
+    from the answer, in the delta's "reasoning_content" (llama.cpp's server, vLLM, LM Studio) or
+    "reasoning" (Ollama, OpenRouter, newer vLLM); it is handed on as "<think>…</think>" before
+    the answer, as a local model writes it (app.core.reasoning), so it is shown while it streams
+    (a minute of reasoning looked like a stalled server) and left out of later prompts. Left
+    unclosed when the stream ends inside it, as a local reply stopped there is."""
+
+    def __init__(self):
+        self.inside = False
+        self.answered = False
+
+    def pieces(self, delta: dict) -> Iterator[str]:
+        thought = next((t for t in (delta.get("reasoning_content"), delta.get("reasoning"))
+                        if isinstance(t, str) and t), "")
+        if thought and not self.answered:  # reasoning after the answer began has nowhere to go
+            if not self.inside:
+                self.inside = True
+                yield OPEN_TAG + "\n"
+            yield thought
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            if self.inside:
+                self.inside = False
+                yield "\n" + CLOSE_TAG + "\n\n"
+            self.answered = True
+            yield text
 
 
 def until_stopped(call, stop_event: threading.Event | None):
