@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from app.core.conversation import MessageStatus, Role
+from app.core.reasoning import split_reasoning
 
 if TYPE_CHECKING:
     from app.core.store import StoredConversation
@@ -55,8 +56,8 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
     "_(stopped: <words>)_" for a stop reason in `stop_details`, ReplyStats.stop_reason → the
     words the window says, app.chat.stop_text.STOP_DETAILS), and so are messages whose
     turn was refused ("_(not sent: <reason>)_", the reason in English); an attached document
-    follows its message in a collapsed <details> block, an answer's sources are listed under it (a
-    removed file once).
+    follows its message in a collapsed <details> block, and so does an answer's reasoning
+    (app.core.reasoning) before it; an answer's sources are listed under it (a removed file once).
     A user's message reads as typed (`_as_typed`), and so does the title (`_escaped`); answers are
     Markdown already."""
     lines = [f"# {_escaped(c.info.title) or 'Untitled conversation'}", "",
@@ -69,8 +70,14 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
     for m in c.conversation.messages:
         # an answer's blank lines before and after say nothing in Markdown (a model without a chat
         # template starts with some: new-user trial, three blank lines under "## Assistant")
-        content = _as_typed(m.content) if m.role is Role.USER else m.content.strip("\n")
-        lines += [f"## {m.role.value.capitalize()}", "", content, ""]
+        lines += [f"## {m.role.value.capitalize()}", ""]
+        if m.role is Role.USER:
+            lines += [_as_typed(m.content), ""]
+        else:  # a reasoning model's "<think>" would be an unknown HTML tag: folded as in the window
+            reasoning, answer, _state = split_reasoning(m.content)
+            if reasoning:
+                lines += ["<details>", "<summary>Reasoning</summary>", "", reasoning, "", "</details>", ""]
+            lines += [answer.strip("\n") if reasoning else m.content.strip("\n"), ""]
         if m.status is not MessageStatus.COMPLETE:
             detail = _escaped((stop_details or {}).get(_stop_reason(m), ""))
             lines += [f"_({m.status.value}: {detail})_" if detail else f"_({m.status.value})_", ""]

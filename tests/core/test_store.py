@@ -154,6 +154,22 @@ def test_a_markdown_export_leaves_out_an_answers_blank_lines_before_and_after(st
     assert store.export_markdown(cid).endswith("## Assistant\n\n    indented code\nHi there.\n")
 
 
+def test_a_markdown_export_folds_an_answers_reasoning_as_the_window_does(store):
+    """"<think>" is no HTML a Markdown viewer knows: the reasoning goes in a collapsed block before
+    the answer; the JSON export keeps the text as stored."""
+    cid = store.create_conversation("Reasoning", {})
+    store.append_message(cid, Message(Role.USER, "Capital of France?"))
+    store.append_message(cid, Message(Role.ASSISTANT, "<think>\nIt is *Paris*.\n</think>\n\nParis."))
+    from markdown_it import MarkdownIt
+
+    md = store.export_markdown(cid)
+    assert md.endswith("## Assistant\n\n<details>\n<summary>Reasoning</summary>\n\nIt is *Paris*.\n\n"
+                       "</details>\n\nParis.\n")
+    html_text = MarkdownIt("commonmark").render(md)
+    assert "<em>Paris</em>" in html_text and "<think>" not in html_text
+    assert json.loads(store.export_json(cid))["messages"][1]["content"].startswith("<think>\nIt is")
+
+
 PLAIN_TYPED = ["Capital of France?", "Qu'est-ce que c'est? 50% off, -5 degrees: yes!", "서울은 어디? (수도)"]
 MARKUP_TYPED = ["a &amp; b", "<div>x</div>", "*not italic*", "# not a heading", "1) x", "- no list",
                 "two  spaces", "line\nbreak", "```\nfence inside\n```", " lead", "---", "back\\slash"]
