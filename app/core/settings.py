@@ -8,7 +8,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from app.core.backend_settings import BackendSettings
@@ -251,6 +251,7 @@ class UnreadSettings:
 
     reason: str
     kept_as: str = ""
+    error: OSError | None = field(default=None, compare=False)  # the file could not be opened: said by errno
 
     def __str__(self) -> str:
         if self.kept_as:
@@ -280,7 +281,7 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         return Settings(), None
     except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
         log.warning("settings file %s unreadable (%s); using defaults", path, exc)
-        return Settings(), UnreadSettings(f"{path}: {exc.strerror or exc}")
+        return Settings(), UnreadSettings(f"{path}: {exc.strerror or exc}", error=exc)
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
         if isinstance(exc, RecursionError):  # json.loads on arrays nested 100,000 deep (new-user trial)
             exc = ValueError("nested too deeply")

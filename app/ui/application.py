@@ -19,6 +19,7 @@ from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication, QMessageBox
 from qasync import QEventLoop
 
+from app.chat.error_text import os_error_line
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
 from app.core.settings import Settings, UnreadSettings
@@ -81,13 +82,15 @@ def freeze_imported_objects() -> None:
 
 def unread_settings_text(note: UnreadSettings) -> str:
     """Why the settings are the defaults, in the window's language (trial 6: it stayed English in the
-    Korean window); the reason itself is the OS's or the parser's words."""
+    Korean window): a file that could not be opened by its errno, as every file error is
+    (app.chat.error_text.os_error_line); a damaged one in the parser's words."""
     if note.kept_as:
         return QCoreApplication.translate(
             "Application", "Settings could not be read ({0}); the file was kept as {1} and the defaults are "
                            "used.").format(note.reason, note.kept_as)
+    reason = os_error_line(note.error) if note.error is not None else note.reason
     return QCoreApplication.translate(
-        "Application", "Settings could not be read ({0}); the defaults are used.").format(note.reason)
+        "Application", "Settings could not be read ({0}); the defaults are used.").format(reason)
 
 
 def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = None,

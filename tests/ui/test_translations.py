@@ -166,7 +166,7 @@ def test_the_main_window_speaks_korean(korean, make_window, qtbot):
     assert window.token_meter.text() == "컨텍스트 812 / 1,536 토큰 · 창 안의 턴 4개 · 3개 요약으로 접힘"
 
 
-def test_plain_errors_and_startup_notices_are_korean(korean, make_window):
+def test_plain_errors_and_startup_notices_are_korean(korean, make_window, tmp_path):
     assert plain_failure("the GPU ran out of memory during this reply").line() == (
         "답변하는 도중 모델의 메모리가 부족해졌습니다. 더 짧은 메시지를 보내거나, 설정에서 최대 새 토큰 수를 "
         "낮추거나, 새 채팅을 시작하세요.")
@@ -183,6 +183,18 @@ def test_plain_errors_and_startup_notices_are_korean(korean, make_window):
     assert unread_settings_text(UnreadSettings("nested too deeply", "settings.unreadable-1.json")) == (
         "설정을 읽을 수 없습니다(nested too deeply). 파일은 settings.unreadable-1.json(으)로 보관했고 기본값을 "
         "사용합니다.")
+    # a settings file that could not be opened: its reason in Korean too, not the OS's English
+    import errno
+
+    from app.core.settings import read_settings
+
+    folder = tmp_path / "settings.json"
+    folder.mkdir()  # a folder where the file belongs: IsADirectoryError, nothing moved aside
+    _settings, note = read_settings(folder)
+    assert note.error is not None and note.error.errno == errno.EISDIR
+    text = unread_settings_text(note)
+    assert text.startswith("설정을 읽을 수 없습니다(") and str(folder) in text
+    assert "Is a directory" not in text and "directory" not in text
 
 
 def test_korean_screenshots_light_and_dark(korean, make_window, qapp, qtbot):
