@@ -21,13 +21,22 @@ def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
     temp file, which is removed (trial 5 found "settings.tmp: Is a directory" and the temp file
     left behind). make_folder: create the missing folders above `path` (the config folder); False
     for a path the user picked (an export), which then fails with ENOENT, as a chat export does
-    (new-user trial 10: a preset export made /tmp/x/none/ for x.json, a chat export refused it)."""
+    (new-user trial 10: a preset export made /tmp/x/none/ for x.json, a chat export refused it).
+    A device or a pipe is written directly, never replaced."""
     data = text.encode("utf-8")  # before anything is touched: text it cannot hold changes no file
     tmp = None
     try:
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if make_folder:
             target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            mode = target.stat().st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                # a device or a pipe the user named (/dev/full, /dev/null): written as they are; a
+                # rename would put a plain file in its place (new-user trial 12, as root: /dev/full)
+                with open(target, "wb") as file:
+                    file.write(data)
+                return
         # a name of its own (O_EXCL), hidden: "<stem>.tmp" was overwritten, then renamed away, when
         # the user had a file of that name beside an export. The stem is cut to fit 255 bytes.
         name = target.with_name(f".{target.stem[:50]}.{secrets.token_hex(4)}.tmp")

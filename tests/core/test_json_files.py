@@ -1,6 +1,9 @@
 """The config folder's JSON files: an unreadable one is kept aside, never replaced (app.core.json_files)."""
 
 import errno
+import os
+import stat
+import threading
 import time
 
 import pytest
@@ -70,3 +73,18 @@ def test_a_linked_file_is_written_through_its_link(tmp_path):
     write_atomically(link, '{"a": 1}')
     assert link.is_symlink() and real.read_text(encoding="utf-8") == '{"a": 1}'
     assert sorted(p.name for p in real.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_pipe_the_user_names_is_written_into_not_replaced(tmp_path):
+    """A device or a pipe (an export to /dev/full, new-user trial 12: as root, the rename put a
+    plain file in place of the device) is written as it is; a pipe stands in for a device here."""
+    pipe = tmp_path / "export.md"
+    os.mkfifo(pipe)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    write_atomically(pipe, "# Chat\n서울\n", make_folder=False)
+    reader.join(timeout=10)
+    assert read == ["# Chat\n서울\n".encode()]
+    assert stat.S_ISFIFO(pipe.stat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["export.md"]
