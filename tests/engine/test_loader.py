@@ -133,3 +133,47 @@ def test_a_safetensor_error_in_the_load_itself_names_the_damaged_file(tmp_path, 
     assert len(checks) == 2
     assert str(info.value).startswith("cannot load cut: model.safetensors: damaged safetensors file (it ends before")
     assert _modules() - before == set()
+
+
+def _copy(folder, to):
+    import shutil
+
+    shutil.copytree(folder, to)
+    return to
+
+
+def test_a_broken_chat_template_is_set_aside_for_the_plain_transcript(tmp_path, tiny_model_dir):
+    """A template that cannot render (a typo in its Jinja, a GGUF's damaged chat_template) failed
+    every turn of a model that loaded as healthy (new-user trial 12): it is dropped at load, the
+    report says why, and prompts use the transcript format of a model without one (case C14)."""
+    from app.engine.local.chat_format import encode_messages
+
+    folder = _copy(tiny_model_dir, tmp_path / "tiny")
+    for path in folder.iterdir():
+        if path.name == "chat_template.jinja":
+            path.write_text("{% for %}{{{{ ")
+        elif path.name == "tokenizer_config.json":
+            config = json.loads(path.read_text())
+            if "chat_template" in config:
+                config["chat_template"] = "{% for %}{{{{ "
+                path.write_text(json.dumps(config))
+    loaded = load_model(folder)
+    assert not loaded.report.has_chat_template and loaded.prompt_format.kind == "transcript"
+    assert any(f.startswith("its chat template fails (TemplateSyntaxError") for f in loaded.report.fallbacks)
+    ids = encode_messages(loaded.tokenizer, loaded.prompt_format, [{"role": "user", "content": "hi"}])
+    assert loaded.tokenizer.decode(ids) == "User: hi\n\nAssistant:"
+
+
+def test_a_model_whose_weights_lack_layers_its_config_names_is_refused_before_loading(tmp_path, tiny_model_dir):
+    """A config naming more layers than the weights hold (a GGUF whose block_count said 1000 for 30
+    layers took a minute and 13 GiB, then answered noise): refused from the headers, nothing loaded."""
+    folder = _copy(tiny_model_dir, tmp_path / "tiny")
+    config = json.loads((folder / "config.json").read_text())
+    layers = config["num_hidden_layers"]
+    config["num_hidden_layers"] = 1000
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError) as info:
+        load_model(folder)
+    assert str(info.value) == (f"cannot load tiny: damaged model: its config has 1,000 layers but its weights only "
+                               f"{layers}; the files are incomplete or do not belong together — download the model "
+                               "again")

@@ -22,10 +22,11 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from app.engine.loading.folder_trust import check_folder, remote_code_message
 from app.engine.loading.model_path import model_source, refusal
 from app.engine.loading.placement import Placement, detect_placement
-from app.engine.loading.safetensors_header import damaged_safetensors
+from app.engine.loading.safetensors_header import damaged_safetensors, missing_layers
 from app.engine.local.attention import enable_packed_sdpa
-from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids
+from app.engine.local.chat_format import PromptFormat, detect_format, stop_token_ids, template_problem
 from app.engine.local.fa2_attention import enable_fa2_static
+from app.engine.memory.model_config import config_attr, text_config
 from app.engine.memory.units import format_bytes
 
 log = logging.getLogger(__name__)
@@ -198,9 +199,10 @@ def _decode_kernel(model, placement: Placement) -> tuple[str, str] | None:
 
 
 def build_report(model, tokenizer, source: Path, placement: Placement, seconds: float,
-                 phases=None) -> LoadReport:
+                 phases=None, template_dropped: str = "") -> LoadReport:
     """Read back what the loaded model actually uses. phases: the `fa2_attention.AttentionPhases`
-    in force (None: derived from the active implementation)."""
+    in force (None: derived from the active implementation). template_dropped: why the model's
+    chat template was set aside (chat_format.template_problem), "" when it was not."""
     from app.engine.local.fa2_attention import FA2_LABEL, attention_label, sdpa_phases
 
     fallbacks = list(placement.reasons)
@@ -211,7 +213,10 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
     if placement.attention == FA2_LABEL and phases is None:
         fallbacks.append("flash_attention_2 loaded but Headroom's static-cache FA2 path is not active")
     phases = phases or sdpa_phases(active, _decode_kernel(model, placement))
-    if not getattr(tokenizer, "chat_template", None):
+    if template_dropped:
+        fallbacks.append(f"its chat template fails ({template_dropped}): prompts use a plain User/Assistant "
+                         "transcript")
+    elif not getattr(tokenizer, "chat_template", None):
         fallbacks.append("no chat template (a base model?): prompts use a plain User/Assistant transcript")
     quant = _quantization_name(model)
     compute = placement.compute_dtype if quant != "none" else model.dtype
@@ -261,6 +266,10 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     error: ModelLoadError | None = None
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        layers = config_attr(text_config(config), "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=0)
+        missing = missing_layers(folder, layers) if layers and trust.use_safetensors else None
+        if missing is not None:  # before a weight is allocated: transformers would fill them with noise
+            raise ModelLoadError(f"cannot load {Path(path).name}: {missing}")
         placement = detect_placement(getattr(config, "quantization_config", None) is not None,
                                      device_preference, config)
         if placement.device == "cuda":  # before the load's own kernel checks compile anything
@@ -270,6 +279,10 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         report("Loading the tokenizer", 0.8)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
         tokenizer.padding_side = "left"  # generation pads on the left (right padding with FA2, trl #1018)
+        template_dropped = template_problem(tokenizer)
+        if template_dropped:  # broken, it failed every turn; without it, prompts are a plain transcript
+            log.warning("the chat template of %s fails (%s); using a plain transcript", folder, template_dropped)
+            tokenizer.chat_template = None
         _check_cancel(cancel)
         report(f"Loading weights ({placement.device}, {placement.attention})", 0.85)
         model = AutoModelForCausalLM.from_pretrained(
@@ -283,7 +296,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         head = _install_int8_head(model, placement)
         _check_cancel(cancel)
         fmt = detect_format(tokenizer)
-        built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started, phases)
+        built = build_report(model, tokenizer, folder, placement, time.perf_counter() - started, phases,
+                             template_dropped)
         if nf4 is not None:
             built = replace(built, decode_kernel=nf4.label())
         if sliced:

@@ -13,6 +13,7 @@ Pure Python: no torch, no safetensors import.
 
 import json
 import logging
+import re
 import struct
 from pathlib import Path
 
@@ -74,6 +75,44 @@ def damaged_safetensors(folder: Path) -> str | None:
             return (f"{path.name}: {DAMAGED_WORDS} ({what}); the file is probably incomplete or "
                     "corrupted — download it again")
     return None
+
+
+# a decoder layer's index in a tensor name: "model.layers.12.mlp…", "transformer.h.3.attn…"
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+
+
+def missing_layers(folder: Path, layers: int) -> str | None:
+    """The one-line reason when the ``*.safetensors`` files at the top of `folder` hold weights
+    for fewer decoder layers than its config's `layers` ("its config has 1000 layers but its
+    weights only 30"): transformers would fill the missing ones with random numbers and the model
+    would answer noise, after allocating all of them (new-user trial 12: a GGUF whose block_count
+    said 1000 took a minute and 13 GiB to load, then answered gibberish). None when every layer
+    has weights, or when no tensor name carries a layer index. Reads only the headers."""
+    found: set[int] = set()
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            found |= {int(m[1]) for name in _tensor_names(path) if (m := _LAYER_INDEX.search(name))}
+        except (OSError, ValueError, struct.error) as exc:  # damaged_safetensors says which file
+            log.info("cannot read the tensor names of %s: %s", path, exc)
+            return None
+    if not found or len(found) >= layers:
+        return None
+    log.info("%s: config layers %d, weights for layers %s", folder, layers, sorted(found)[:8])
+    return (f"{DAMAGED_MODEL_WORDS}: its config has {layers:,} layers but its weights only {len(found):,}; "
+            "the files are incomplete or do not belong together — download the model again")
+
+
+DAMAGED_MODEL_WORDS = "damaged model"
+
+
+def _tensor_names(path: Path) -> list[str]:
+    """The tensor names in a safetensors file's header."""
+    with path.open("rb") as file:
+        (length,) = struct.unpack("<Q", file.read(8))
+        if length > MAX_HEADER_BYTES:
+            raise ValueError("impossible header length")
+        header = json.loads(file.read(length).decode("utf-8"))
+    return [name for name in header if name != "__metadata__"]
 
 
 def _size(path: Path) -> int:

@@ -49,6 +49,24 @@ def detect_format(tokenizer) -> PromptFormat:
     return PromptFormat("template", system_role, reasoning_opening=_reasoning_opening(tokenizer, text))
 
 
+def template_problem(tokenizer) -> str:
+    """Why the tokenizer's chat template cannot render a plain exchange (user, assistant, user),
+    as "TemplateSyntaxError: …"; "" when it can or there is none. A template that is broken
+    (a typo in its Jinja, a GGUF's damaged tokenizer.chat_template) failed every turn of a model
+    that loaded as healthy (new-user trial 12); the loader then drops it for the plain transcript
+    format, as for a model without one. A system role a template refuses is no problem here
+    (detect_format folds it)."""
+    if not getattr(tokenizer, "chat_template", None):
+        return ""
+    probe = [{"role": "user", "content": "U"}, {"role": "assistant", "content": "A"},
+             {"role": "user", "content": "V"}]
+    try:
+        text = tokenizer.apply_chat_template(probe, tokenize=False, add_generation_prompt=True)
+    except Exception as exc:  # jinja2's errors, and whatever a template's own code raises
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return "" if isinstance(text, str) and "V" in text else "it renders no messages"
+
+
 def _reasoning_opening(tokenizer, prompt: str | None) -> str:
     """The "<think>…" the generation prompt ends with ("" when it opens no reasoning, or closes
     it again: Qwen3 with thinking off ends with "<think>\n\n</think>\n\n"). `prompt`: a rendered
