@@ -250,7 +250,13 @@ class ModelFlow(QObject):
             chat.load_notices_withdrawn.emit()
         chat.save_defaults(lambda settings: settings.with_recent_model(path))
         self.say_new_tokens_limit()
-        if getattr(report, "has_chat_template", True) is False:  # trial 7: said only at the status bar's end
+        if getattr(report, "template_problem", ""):  # broken, not missing: the user should fetch a fixed copy
+            chat.announce(translate("Models", "The chat template of {0} is broken, so Headroom set it aside: its "
+                                              "prompts are written as a plain User / Assistant transcript, and its "
+                                              "answers may be worse than they should be. A fixed copy of the model "
+                                              "answers better. ({1})").format(path.name, report.template_problem),
+                          "info")
+        elif getattr(report, "has_chat_template", True) is False:  # trial 7: said only at the status bar's end
             chat.announce(translate("Models", "{0} has no chat template (a base model?): its prompts are written "
                                               "as a plain User / Assistant transcript, and its answers may ramble "
                                               "or carry on as the user. A chat (instruct) model answers "

@@ -114,6 +114,21 @@ def test_a_model_without_a_chat_template_is_said_in_the_chat(chat, tmp_path):
                     "model answers better.", "info")
 
 
+def test_a_broken_chat_template_is_said_as_broken_not_missing(chat, tmp_path):
+    """New-user trial 12: the loader sets a template that cannot render aside (LoadReport.template_problem)."""
+    broken = model_folder(tmp_path / "broken")
+    chat.models.open_model(broken)
+    loaded = report(name="broken")
+    loaded.has_chat_template = False
+    loaded.template_problem = "TemplateSyntaxError: Expected an expression"
+    chat.worker.model_changed.emit(loaded)
+    chat.worker.model_loaded.emit(loaded)
+    [said] = [(text, kind) for text, kind in chat.recorded.of("notice") if "chat template" in text]
+    assert said == ("The chat template of broken is broken, so Headroom set it aside: its prompts are written as "
+                    "a plain User / Assistant transcript, and its answers may be worse than they should be. A fixed "
+                    "copy of the model answers better. (TemplateSyntaxError: Expected an expression)", "info")
+
+
 def two_models(chat, tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     model_folder(old)

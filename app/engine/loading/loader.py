@@ -65,6 +65,7 @@ class LoadReport:
     load_seconds: float
     fallbacks: tuple[str, ...]
     decode_kernel: str = ""  # NF4 decode rows: fused Triton GEMV or bitsandbytes (issue 15)
+    template_problem: str = ""  # why its chat template was set aside (has_chat_template then False)
     attention_phases: tuple[str, ...] = ()  # the kernel of each phase and why (issue 19)
     nf4_prefill_sliced: bool = False  # 4-bit prefill dequantizes one slice at a time (nf4_prefill, issue 16)
     lm_head: str = ""  # "int8" (int8_head swapped it in, issue 15) or why it stayed 16-bit; "" off CUDA
@@ -231,6 +232,7 @@ def build_report(model, tokenizer, source: Path, placement: Placement, seconds: 
         weight_bytes=int(model.get_memory_footprint()),
         max_positions=_max_positions(model.config),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
+        template_problem=template_dropped,
         load_seconds=seconds,
         fallbacks=tuple(fallbacks),
         attention_phases=phases.lines(),
