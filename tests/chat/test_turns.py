@@ -4,6 +4,8 @@ worker played by the test."""
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
+
 from app.core.conversation import MessageStatus, Role
 from app.core.store import Store
 from app.engine.memory.admission import AdmissionDecision
@@ -117,6 +119,23 @@ def test_a_failure_is_a_notice_and_the_reply_is_kept_as_failed(chat):
     assert seen.of("reply_ended") == [(MessageStatus.FAILED, "The model ran out of memory during this answer.")]
     assert seen.of("turn_ended") == [("failed",)]
     assert stored(chat)[-1].status is MessageStatus.FAILED and "Hel" not in seen.of("notice")[0][0]
+
+
+@pytest.mark.parametrize("reason", [
+    # app.engine.local.samplers.NonFiniteLogits, through describe_failure
+    "the model produced invalid numbers (NaN or infinity) — its weights may be damaged, or its compute dtype "
+    "overflows",
+    # torch.multinomial's own words, should a draw meet NaN unwrapped (new-user trial: "(RuntimeError)")
+    "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+])
+def test_nan_logits_fail_the_turn_in_plain_words_with_retry(chat, reason):
+    worker, seen = chat.worker, chat.recorded
+    chat.turns.send("hi")
+    worker.generation_failed.emit(worker.last_id, reason, "")
+    assert seen.of("notice") == [("The model produced invalid numbers (NaN or infinity). Its weights may be "
+                                  "damaged, or its compute dtype overflows; download the model again, or open "
+                                  "another one.", "retry")]
+    assert seen.of("reply_ended") == [(MessageStatus.FAILED, "The model produced invalid numbers (NaN or infinity).")]
 
 
 def refusal(**kwargs):

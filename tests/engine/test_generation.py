@@ -227,3 +227,60 @@ def test_a_korean_answer_cut_inside_a_character_keeps_only_whole_characters(real
     assert finished.stop_reason == "length" and finished.new_tokens == cut
     assert "".join(deltas) == finished.text == tok.decode(ids[:whole])
     assert "\ufffd" not in finished.text and tok.decode(ids).startswith(finished.text)
+
+
+@pytest.fixture(scope="module")
+def nan_loaded(tiny_loaded):
+    """tiny_loaded with NaN in one weight (damaged weights, new-user trial: 0xFF over a GGUF's
+    token_embd): every logit comes out NaN."""
+    import copy
+    from dataclasses import replace
+
+    model = copy.deepcopy(tiny_loaded.model)
+    with torch.no_grad():
+        model.model.norm.weight.fill_(float("nan"))
+    return replace(tiny_loaded, model=model)
+
+
+@pytest.mark.parametrize("params", [SamplingParams(max_new_tokens=512, temperature=0),
+                                    SamplingParams(max_new_tokens=512, temperature=0.8, seed=1)],
+                         ids=["greedy", "sampled"])
+def test_nan_weights_fail_the_reply_before_any_token(nan_loaded, params):
+    """Greedy took the argmax of NaN for 512 tokens (an empty answer, exit 0); a draw failed
+    in torch's words. Both raise NonFiniteLogits after the prefill, nothing streamed."""
+    from app.engine.local.samplers import NonFiniteLogits
+
+    streamed = []
+    with pytest.raises(NonFiniteLogits, match=r"invalid numbers \(NaN or infinity\)"):
+        for event in stream_chat_reply(nan_loaded, QUESTION, params, threading.Event()):
+            streamed.append(event)
+    assert not [e for e in streamed if isinstance(e, TextDelta)]
+
+
+def test_a_draw_from_nan_scores_says_non_finite_not_torchs_words():
+    """Scores that turn NaN mid-reply (after the prefill's check) reach torch.multinomial."""
+    from app.engine.local.samplers import NonFiniteLogits
+
+    scores = torch.full((32,), float("nan"))
+    with pytest.raises(NonFiniteLogits):
+        sample_next(scores, SamplingParams(temperature=0.8), torch.Generator().manual_seed(0))
+    assert sample_next(torch.arange(32.0), SamplingParams(temperature=0), None) == 31  # finite: unchanged
+
+
+def test_a_turn_on_nan_weights_fails_with_one_plain_line(nan_loaded):
+    """What the window and --ask receive: TurnFailed with the engine's plain line, no partial."""
+    from app.core.conversation import Message, Role
+    from app.core.history import SummaryState
+    from app.core.settings import GenerationSettings
+    from app.engine.events import TurnCompleted, TurnFailed
+    from app.engine.local.turn_runner import TurnRunner
+    from app.engine.memory.probe import CpuProbe
+
+    events = list(TurnRunner(nan_loaded, CpuProbe()).run_turn(
+        [Message(Role.USER, "hi")], SummaryState(), GenerationSettings(max_new_tokens=64, temperature=0.0),
+        threading.Event()))
+    assert not [e for e in events if isinstance(e, TurnCompleted)]
+    failed = events[-1]
+    assert isinstance(failed, TurnFailed) and failed.partial == ""
+    assert failed.reason == ("the model produced invalid numbers (NaN or infinity) — its weights may be "
+                             "damaged, or its compute dtype overflows")

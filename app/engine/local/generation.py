@@ -260,6 +260,9 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
     rounded up to a multiple of CAPACITY_STEP).
 
     Inputs move to `model.device`; the model itself is never moved (.to() on a 4-bit model raises, bitsandbytes #547).
+    Raises `samplers.NonFiniteLogits` when the prefill's last-position logits hold NaN or infinity
+    (damaged weights, an overflowing compute dtype), before any token is picked, or when a draw
+    meets them later; greedy decode does not check them per token (that would sync every step).
     On any exception
     (e.g. torch.cuda.OutOfMemoryError) the session drops its cache and no tensor stays
     referenced by this frame; the exception propagates and the text yielded so far is the
@@ -288,6 +291,8 @@ def stream_reply(model, tokenizer, prompt_ids: list[int], params: SamplingParams
             stop_reason = "stopped"
             session.invalidate()
             raise _StoppedInPrefill
+        if not bool(torch.isfinite(logits).all()):  # one host sync a turn, never one a token
+            raise samplers.NonFiniteLogits()
         compiled = decoder is not None and decoder.can_run(cache)
         path = "compiled" if compiled else ("eager-static" if session.is_static else "eager")
         why = decoder.eager_reason(cache) if decoder is not None and not compiled else ""

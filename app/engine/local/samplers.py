@@ -43,6 +43,21 @@ from app.engine.local import nucleus_kernel
 FILTERED = float("-inf")
 """Score given to a filtered token (transformers' default ``filter_value``)."""
 
+NON_FINITE_WORDS = "the model produced invalid numbers (NaN or infinity)"
+"""In NonFiniteLogits' message: app.chat.error_text says it in the window's language."""
+_TORCH_NON_FINITE = "probability tensor contains either"
+"""How torch.multinomial's refusal of NaN or infinite probabilities starts ("… `inf`, `nan` or
+element < 0", aten Distributions.cpp; older releases wrote it without the backticks)."""
+
+
+class NonFiniteLogits(RuntimeError):
+    """The model's scores hold NaN or infinity: damaged weights (NaN in the file) or a compute
+    dtype that overflows (fp16 activations past 65,504). Greedy decoding would take the argmax of
+    NaN (token 0) until max_new_tokens; a draw fails inside torch with its own wording."""
+
+    def __init__(self) -> None:
+        super().__init__(f"{NON_FINITE_WORDS} — its weights may be damaged, or its compute dtype overflows")
+
 
 class SamplerSettings(Protocol):
     """What `process` and `sample` read (`generation.SamplingParams` has these fields).
@@ -225,10 +240,15 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
         token = torch.argmax(processed.reshape(-1)).view(1)
     else:
         probs = torch.softmax(processed.reshape(-1), dim=-1)
-        if generator is not None and generator.device.type != probs.device.type:
-            token = torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
-        else:
-            token = torch.multinomial(probs, 1, generator=generator)
+        try:
+            if generator is not None and generator.device.type != probs.device.type:
+                token = torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
+            else:
+                token = torch.multinomial(probs, 1, generator=generator)
+        except RuntimeError as exc:  # NaN that reached decode: said as that, not in torch's words
+            if _TORCH_NON_FINITE in str(exc):
+                raise NonFiniteLogits() from None
+            raise
     if seen is not None:
         seen.index_fill_(0, token, True)
     return token

@@ -28,6 +28,7 @@ from app.engine.events import (
     TurnRefused,
     describe_failure,
 )
+from app.engine.local import samplers
 from app.engine.local.generation import SamplingParams
 from app.engine.local.turn_planner import Foresight
 from app.engine.memory.probe import MemoryProbe, release_memory
@@ -308,6 +309,9 @@ class TurnRunner:
                                                           event.new_tokens, plan.projection.peak, peak,
                                                           event.stop_reason, admitted=plan.admitted))
         # every failure ends the stream with an event (a stream that hangs when generation dies, transformers #22576)
+        except samplers.NonFiniteLogits as exc:  # the model's numbers, not a fault here: no traceback
+            log.info("generation failed: %s", exc)
+            outcome, error = "failed", describe_failure(exc)
         except Exception as exc:
             # log text, not exc_info: a kept LogRecord would pin the frames and their tensors
             log.error("generation failed\n%s", traceback.format_exc())
