@@ -298,3 +298,64 @@ def test_the_name_map_is_transformers_own_built_from_one_tensor_name_map(tiny_q8
     assert mapping == own and len(mapping) > 5
     assert len(built) == 1  # one map, shared by every submodule
     assert gguf.get_tensor_name_map is before  # put back
+
+
+def _patched(tmp_path: Path, source: Path, key: str, value: int) -> Path:
+    """A copy of `source` with the integer metadata `key` set to `value` in place."""
+    import shutil
+
+    from gguf import GGUFReader
+
+    path = tmp_path / f"{key.rsplit('.', 1)[-1]}-{value}.gguf"
+    shutil.copy(source, path)
+    reader = GGUFReader(path, "r+")
+    field = reader.fields[key]
+    field.parts[field.data[0]][0] = value
+    reader.data.flush()
+    del reader
+    return path
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("llama.attention.head_count", 0, "its attention head count is 0"),
+    ("llama.attention.head_count_kv", 0, "its key-value head count is 0"),
+    ("llama.attention.head_count_kv", 3, "its key-value head count (3) does not divide its attention head count (4)"),
+    ("tokenizer.ggml.eos_token_id", 1_000_000, "its end-of-text token id (1,000,000) is outside its vocabulary "
+                                               "(261 tokens)"),
+], ids=["heads-0", "kv-heads-0", "kv-heads-3", "eos-out-of-vocabulary"])
+def test_impossible_header_values_are_a_damaged_gguf_naming_them(tmp_path, tiny_q8, key, value, said):
+    """New-user trial: ZeroDivisionError, IndexError and "cannot reshape array" from the conversion."""
+    path = _patched(tmp_path, tiny_q8[0], key, value)
+    with pytest.raises(UnsupportedGguf) as info:
+        read_gguf_header(path)
+    assert str(info.value) == (f"{path.name}: damaged GGUF header ({said}); the file is probably incomplete or "
+                               "corrupted — download it again")
+
+
+def test_a_garbled_length_is_a_damaged_header_not_an_overflow(tmp_path, tiny_q8):
+    """0xFF over a length read "OverflowError: Python int too large to convert to C ssize_t"."""
+    data = bytearray(tiny_q8[0].read_bytes())
+    key = b"tokenizer.ggml.tokens"
+    first = data.index(key) + len(key) + 4 + 4 + 8  # value type, element type, count: then a length
+    data[first:first + 8] = b"\xff" * 8  # in the vocabulary, which is walked, not decoded
+    path = tmp_path / "long.gguf"
+    path.write_bytes(bytes(data))
+    with pytest.raises(UnsupportedGguf, match=r"damaged GGUF header \(a length or count in it is larger than any "
+                                              r"file\)"):
+        read_gguf_header(path)
+
+
+@pytest.mark.parametrize("change, said", [
+    ({"num_attention_heads": 0}, "its model settings or its tokenizer's do not fit together"),
+    ({"num_key_value_heads": 3}, "its tensor blk.0.attn_k.weight does not fit the head counts in its header"),
+])
+def test_conversion_errors_from_header_values_are_a_damaged_gguf(tiny_q8, cache, change, said):
+    """Past the header's checks, transformers' own errors on such values are said the same way."""
+    from dataclasses import replace
+
+    header = read_gguf_header(tiny_q8[0])
+    with pytest.raises(UnsupportedGguf) as info:
+        convert_gguf(tiny_q8[0], "float32", header=replace(header, config=header.config | change))
+    assert str(info.value) == (f"{tiny_q8[0].name}: damaged GGUF file ({said}); the file is probably incomplete or "
+                               "corrupted — download it again")
+    assert not list(cache.rglob("*.safetensors"))  # nothing half-written is left

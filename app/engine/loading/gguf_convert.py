@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from app.core.paths import cache_dir
-from app.engine.loading.gguf_header import GgufHeader, GgufTensor, read_gguf_header
+from app.engine.loading.gguf_header import GgufHeader, GgufTensor, damaged_gguf, read_gguf_header
 from app.engine.memory.units import GiB, MiB, format_bytes
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,9 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
     """Convert `gguf` to an HF folder (config, generation config, tokenizer with chat template,
     safetensors shards at `dtype`) in the cache and return it. Cancel is checked before every
     tensor and chunk. Raises UnsupportedGguf (refused from the header), ConversionRefused (disk),
-    ConversionCancelled, or OSError / ValueError from reading the file."""
+    ConversionCancelled, or OSError / ValueError from reading the file. A header whose values do
+    not fit together (past `read_gguf_header`'s checks) is refused as a damaged GGUF
+    (UnsupportedGguf), never as transformers' ZeroDivisionError, IndexError or reshape error."""
     report = progress or (lambda _text, _frac: None)
     header = header or read_gguf_header(gguf)
     disk = check_disk(header, dtype)
@@ -167,13 +169,17 @@ def _save_tokenizer_and_config(header: GgufHeader, folder: Path) -> None:
     from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
     from transformers.tokenization_utils_tokenizers import TokenizersBackend
 
-    config = header.hf_config()
-    config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[header.model_type]]
-    config.save_pretrained(folder)
-    GenerationConfig.from_model_config(config).save_pretrained(folder)
-    name = (TOKENIZER_MAPPING_NAMES.get(header.model_type) or "TokenizersBackend").removesuffix("Fast")
-    tokenizer_class = tokenizer_class_from_name(name) or TokenizersBackend
-    tokenizer = tokenizer_class.from_pretrained(header.path.parent, gguf_file=header.path.name)
+    try:  # arithmetic and look-ups on header values: they fail only on impossible ones
+        config = header.hf_config()
+        config.architectures = [MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[header.model_type]]
+        config.save_pretrained(folder)
+        GenerationConfig.from_model_config(config).save_pretrained(folder)
+        name = (TOKENIZER_MAPPING_NAMES.get(header.model_type) or "TokenizersBackend").removesuffix("Fast")
+        tokenizer_class = tokenizer_class_from_name(name) or TokenizersBackend
+        tokenizer = tokenizer_class.from_pretrained(header.path.parent, gguf_file=header.path.name)
+    except (ZeroDivisionError, IndexError) as exc:
+        log.info("GGUF settings of %s do not fit together: %r", header.path.name, exc)
+        raise damaged_gguf(header.path.name, "its model settings or its tokenizer's do not fit together") from None
     tokenizer.save_pretrained(folder)
 
 
@@ -289,8 +295,13 @@ def _tensor_pieces(source, tensor: GgufTensor, processor, dtype: str, cancel):
         raw = np.frombuffer(buffer, dtype=np.uint8)
         shape = (count, *tensor.shape[1:]) if len(tensor.shape) == 2 else tensor.shape
         weights = dequantize(raw.reshape(count, row_bytes), qtype).reshape(shape)
-        weights = processor.process(weights=weights, name=tensor.name, tensor_key_mapping={},
-                                    parsed_parameters={"tensors": {}}).weights
+        try:  # Llama's q/k un-permutation reshapes by the header's head counts
+            weights = processor.process(weights=weights, name=tensor.name, tensor_key_mapping={},
+                                        parsed_parameters={"tensors": {}}).weights
+        except (ValueError, ZeroDivisionError) as exc:
+            log.info("GGUF tensor %s does not fit the header: %s", tensor.name, exc)
+            raise damaged_gguf(source.name and Path(source.name).name,
+                               f"its tensor {tensor.name} does not fit the head counts in its header") from None
         yield _cast(weights, dtype)
 
 

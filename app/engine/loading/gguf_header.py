@@ -165,9 +165,11 @@ def read_gguf_header(path: Path) -> GgufHeader:
         metadata, tensor_count, pos = _read_metadata(blob, path.name)
         alignment = int(metadata.get("general.alignment", 32))
         raw, pos = _read_tensor_table(blob, tensor_count, pos)
-    except (struct.error, UnicodeDecodeError, IndexError) as exc:
+    except (struct.error, UnicodeDecodeError, IndexError, OverflowError) as exc:
         # what is wrong, in words a user can act on (the codec's own message goes to the log)
         what = ("a name or text in it is not valid UTF-8" if isinstance(exc, UnicodeDecodeError)
+                # a garbled length or count ("Python int too large to convert to C ssize_t")
+                else "a length or count in it is larger than any file" if isinstance(exc, OverflowError)
                 else "it ends before its own tables do")
         log.info("damaged GGUF header in %s: %s", path.name, exc)
         raise _damaged_header(path.name, what) from None
@@ -180,12 +182,47 @@ def read_gguf_header(path: Path) -> GgufHeader:
     config = gguf_config(metadata, tuple(t.name for t in tensors))
     header = GgufHeader(path, path.stat().st_size, architecture, metadata, tensors, config)
     _check_supported(header)  # first: a whole download of an unsupported file would not open either
+    inconsistent = _inconsistency(metadata, config)
+    if inconsistent:  # said now: the conversion met them as ZeroDivisionError, IndexError, reshape errors
+        raise _damaged_header(path.name, inconsistent)
     data_end = max((t.offset + t.nbytes for t in tensors), default=0)
     if data_end > header.file_bytes:  # a cut download: said now, not seconds into a conversion
         raise UnsupportedGguf(f"{path.name}: {DAMAGED_WORDS} file (it ends before its own tensors do: "
                               f"{header.file_bytes:,} of {data_end:,} bytes); the file is probably incomplete "
                               "or corrupted — download it again")
     return header
+
+
+_SPECIAL_TOKENS = (("bos_token_id", "start-of-text"), ("eos_token_id", "end-of-text"),
+                   ("unknown_token_id", "unknown"), ("padding_token_id", "padding"))
+"""The special token ids transformers looks up in the vocabulary (gguf_tokenizer_mapping)."""
+
+
+def _inconsistency(metadata: dict[str, Any], config: dict[str, Any]) -> str:
+    """What in a header that parsed is impossible, in words ("its attention head count is 0"), or
+    "". Only whole numbers are checked: a per-layer list (LFM2's KV heads, 0 on its convolution
+    layers) and a missing count (Mamba has no attention) are no damage."""
+    heads, kv_heads = config.get("num_attention_heads"), config.get("num_key_value_heads")
+    if isinstance(heads, int) and heads <= 0:
+        return f"its attention head count is {heads}"
+    if isinstance(kv_heads, int) and kv_heads <= 0:
+        return f"its key-value head count is {kv_heads}"
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads % kv_heads:
+        # GQA shares each KV head among heads / kv_heads query heads: a whole number
+        return f"its key-value head count ({kv_heads}) does not divide its attention head count ({heads})"
+    vocabulary = metadata.get("tokenizer.ggml.tokens")  # a count: string arrays are walked, not kept
+    for key, words in _SPECIAL_TOKENS:
+        token = metadata.get(f"tokenizer.ggml.{key}")
+        if isinstance(vocabulary, int) and isinstance(token, int) and not 0 <= token < vocabulary:
+            return f"its {words} token id ({token:,}) is outside its vocabulary ({vocabulary:,} tokens)"
+    return ""
+
+
+def damaged_gguf(name: str, what: str) -> UnsupportedGguf:
+    """The refusal of a file whose header parsed but whose conversion found it inconsistent (a
+    tensor shape its head counts do not fit); what: what is wrong, in words a user can act on."""
+    return UnsupportedGguf(f"{name}: {DAMAGED_WORDS} file ({what}); the file is probably "
+                           "incomplete or corrupted — download it again")
 
 
 def _damaged_header(name: str, what: str) -> UnsupportedGguf:
