@@ -24,7 +24,7 @@ from PySide6.QtCore import QCoreApplication, QElapsedTimer, QObject, Slot
 
 from app.chat import saving
 from app.chat.error_text import plain_failure, summary_verdict_text
-from app.core.history import SummaryState, foldable_turns, summary_reserve, without_unanswered
+from app.core.history import NO_ROOM, SummaryState, foldable_turns, summary_reserve, without_unanswered
 
 if TYPE_CHECKING:
     from app.chat.chat import Chat
@@ -60,6 +60,8 @@ class SummaryFlow(QObject):
         # Conversation shown when it started, for a chat not saved yet), None when none is
         self._writing: tuple[int, int | None, object] | None = None
         self._writing_clock = QElapsedTimer()
+        # conversations told that their context has no room for a summary: said once per chat
+        self._no_room_said: set[int | None] = set()
         chat.worker.summary_started.connect(self._on_summary_started)
         chat.worker.summary_finished.connect(self._on_summary_finished)
         chat.worker.summary_failed.connect(self._on_summary_failed)
@@ -166,6 +168,9 @@ class SummaryFlow(QObject):
     @Slot(int, object, str)
     def _on_summary_finished(self, request_id: int, state, verdict: str) -> None:
         chat = self._chat
+        if verdict.startswith(NO_ROOM):
+            self._on_no_room(request_id)
+            return
         here = (chat.conversation_id, [m.id for m in chat.conversation.messages])
         conversation_id, messages = self._origins.get(request_id, (chat.conversation_id, chat.conversation.messages))
         path = [m.id for m in messages]
@@ -184,6 +189,22 @@ class SummaryFlow(QObject):
         shown_here = conversation_id == here[0]  # another chat's goes to the bar: not in this transcript
         kind = "status" if _IN_PASSING.match(verdict) or not shown_here else "info"
         chat.announce(translate("Summary", "Summary: {0}").format(summary_verdict_text(verdict)), kind)
+
+    def _on_no_room(self, request_id: int) -> None:
+        """The context has no room for a summary request (app.core.history.plan_summary): the
+        oldest turns left the window unsummarized, nothing was written or is saved. A limit of a
+        small context, not a failure (new-user trial: an error notice after every turn of a
+        64-token model): said once per chat in its transcript, afterwards only in the status bar."""
+        chat = self._chat
+        conversation_id = self._origins.get(request_id, (chat.conversation_id, None))[0]
+        self._origins = {rid: origin for rid, origin in self._origins.items() if rid > request_id}
+        self._end_writing()
+        kind = "status"  # another chat's (the user switched), or said already
+        if conversation_id == chat.conversation_id and conversation_id not in self._no_room_said:
+            kind = "info"
+            self._no_room_said.add(conversation_id)
+        chat.announce(translate("Summary", "Older turns leave the window without a summary: this model's context "
+                                           "is too small to write one."), kind)
 
     def _end_writing(self) -> None:
         self._writing = None

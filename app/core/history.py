@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from app.core.conversation import Message, Role
 from app.core.pinned_notes import without_pinned_notes
+from app.core.plural import counted
 from app.core.reasoning import without_reasoning
 from app.core.repetition import Cleaned, without_repeats
 
@@ -427,15 +428,23 @@ def written_language(text: str) -> str | None:
     return name if letters >= 4 and count >= letters * 0.3 else None
 
 
+NO_ROOM = "no room for a summary"
+"""How `plan_summary`'s verdict starts when the context cannot hold a summary request at all."""
+
+
 def plan_summary(
     window: WindowResult, summary: SummaryState, *, system_prompt: str,
     count_tokens: CountTokens, cap_tokens: int | None = None, system_allowed: bool = True,
-) -> SummaryPlan | None:
+) -> SummaryPlan | SummaryVerdict | None:
     """Plan folding the evicted turns into the summary; None when there is nothing new to fold
     (or the window does not fit: then no summary helps). The request must fit in
     context − cap tokens: the oldest evicted turns that fit are folded now, the rest next time;
     a single turn too long for it is clipped. `cap_tokens` defaults to the summary reserve.
-    Raises ValueError when even an empty request does not fit (cap ≥ context)."""
+    When even a request with one clipped turn cannot fit (a small context: 64 tokens, cap 8, and
+    the request's instructions alone take more), a rejected verdict that starts with NO_ROOM: a
+    limit of the context, not a failure; the evicted turns leave the window unsummarized (a plain
+    sliding window) and `summary` stays as it is (new-user trial: "summary request cannot fit:
+    context 64, cap 8" was shown as an error after every turn)."""
     todo = [t for t in window.evicted if t.last_position > summary.folded_through]
     if not window.fits or not todo:
         return None
@@ -453,7 +462,8 @@ def plan_summary(
     text = _transcript(folded)
     if n == 1:
         if too_long(_TRUNCATION_MARK):
-            raise ValueError(f"summary request cannot fit: context {room + cap}, cap {cap}")
+            return SummaryVerdict(False, f"{NO_ROOM}: the request takes more than the context of "
+                                         f"{counted(room + cap, 'token')} less the summary's cap of {cap:,}")
         clip = _first_true(1, len(text), lambda c: too_long(text[:c] + _TRUNCATION_MARK))
         text = text[: clip - 1] + _TRUNCATION_MARK
     probe = window.kept[-1]

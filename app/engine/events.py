@@ -10,6 +10,7 @@ worker, the headless runs and the window all speak it. Pure Python: no torch, no
 from dataclasses import dataclass
 
 from app.core.history import SummaryState, SummaryVerdict, WindowResult
+from app.core.plural import counted
 from app.engine.memory.admission import AdmissionDecision, TurnProjection
 from app.engine.memory.sample import MemorySample
 
@@ -111,7 +112,7 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
         decision = _system_refusal(window, max_new_tokens, room)
         if decision.facts["shorten_by"] or not shorten_by:  # else the message is what can be shortened
             return decision
-    remedies = [f"shorten it by {shorten_by:,} tokens"] if shorten_by else []
+    remedies = [f"shorten it by {counted(shorten_by, 'token')}"] if shorten_by else []
     if room >= 1:
         remedies.append(f"lower max_new_tokens to {room:,}")
     system_too = not shorten_by and _system_and_message_can_fit(window)
@@ -123,8 +124,8 @@ def window_refusal(window: WindowResult, max_new_tokens: int) -> AdmissionDecisi
                   f"{' or '.join([*remedies, 'use a larger context'])}")
     return AdmissionDecision(
         False, "positions",
-        f"the new message needs {window.prompt_tokens:,} prompt tokens, but the "
-        f"context of {budget.context_tokens:,} tokens minus max_new_tokens {max_new_tokens:,} and "
+        f"the new message needs {counted(window.prompt_tokens, 'prompt token')}, but the "
+        f"context of {counted(budget.context_tokens, 'token')} minus max_new_tokens {max_new_tokens:,} and "
         f"the summary reserve {budget.summary_reserve:,} leaves {max(window.limit_tokens, 0):,}: "
         f"{advice}",
         context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
@@ -167,7 +168,7 @@ def _system_refusal(window: WindowResult, max_new_tokens: int, room: int) -> Adm
     named = "the pinned notes" if kind == "notes" else "the system prompt"
     takes = (f"the pinned notes take {notes:,} and the system prompt {system - notes:,}" if kind == "notes"
              else f"the system prompt takes {system:,}")
-    remedies = [f"shorten {named} by {shorten_by:,} tokens"] if shorten_by else []
+    remedies = [f"shorten {named} by {counted(shorten_by, 'token')}"] if shorten_by else []
     if room >= 1:
         remedies.append(f"lower max_new_tokens to {room:,}")
     if not shorten_by:  # no shorter system prompt fits (trial: 6 tokens, 15 over), nor does removing the notes
@@ -177,7 +178,8 @@ def _system_refusal(window: WindowResult, max_new_tokens: int, room: int) -> Adm
         advice = " or ".join(remedies)
     return AdmissionDecision(
         False, "positions",
-        f"{takes} of the {limit:,} prompt tokens that the context of {budget.context_tokens:,} tokens minus "
+        f"{takes} of the {counted(limit, 'prompt token')} that the context of "
+        f"{counted(budget.context_tokens, 'token')} minus "
         f"max_new_tokens {max_new_tokens:,} and the summary reserve {budget.summary_reserve:,} leaves, and the "
         f"new message needs {message:,} more: {advice}",
         context_limit=budget.context_tokens, max_new_tokens_fit=room if room >= 1 else None,
@@ -274,7 +276,8 @@ TurnEvent = (TurnPlanned | TurnRefused | PrefillProgress | TextDelta | TurnCompl
 def describe_failure(exc: BaseException) -> str:
     """One line for the user."""
     name = type(exc).__name__
-    if name == "RemoteError":  # already one line for the user (app.engine.remote.openai_client)
+    # already one line for the user (app.engine.remote.openai_client, app.engine.local.samplers)
+    if name in ("RemoteError", "NonFiniteLogits"):
         return str(exc)
     if name == "OutOfMemoryError":
         return ("the GPU ran out of memory during this reply; the cache and inputs were released — "

@@ -39,7 +39,9 @@ def summary_events(window, summary: SummaryState, settings: GenerationSettings, 
     policy is the same whichever engine answered.
 
     write_summary(summary_plan, stop_event) → (SummaryState, SummaryVerdict) generates and judges
-    it (app.engine.local.summarize). Yields nothing when there is nothing to fold, else SummaryStarted
+    it (app.engine.local.summarize). Yields nothing when there is nothing to fold; one SummaryFinished
+    that keeps `summary`, its verdict starting with NO_ROOM, when the context has no room for a
+    summary request (the evicted turns just leave: a limit, not a failure); else SummaryStarted
     then SummaryFinished or SummaryFailed (one line; exceptions never escape).
     after_failure(): cleanup after a failed summary (the local backend releases memory)."""
     try:
@@ -49,6 +51,9 @@ def summary_events(window, summary: SummaryState, settings: GenerationSettings, 
         yield SummaryFailed(str(exc))
         return
     if summary_plan is None:
+        return
+    if isinstance(summary_plan, SummaryVerdict):  # no room for a summary: nothing is written
+        yield SummaryFinished(summary, summary_plan)
         return
     yield SummaryStarted(len(summary_plan.folded))
     stop_event.clear()  # Stop on the reply must not cancel the summary queued behind it

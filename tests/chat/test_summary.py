@@ -207,3 +207,31 @@ def test_summarize_now_folds_the_answered_turns_before_a_refused_message_left_at
     assert worker.requests[-1] is request and "Nothing to summarize yet" in seen.of("notice")[-1][0]
     chat.turns.send("q5")  # the paste is withdrawn, as before
     assert [m.content for m in worker.requests[-1].messages][-3:] == ["q4", "a4", "q5"]
+
+
+NO_ROOM_VERDICT = ("no room for a summary: the request takes more than the context of 64 tokens less the "
+                   "summary's cap of 8")
+
+
+def test_no_room_for_a_summary_is_said_once_per_chat_never_as_an_error(chat):
+    """New-user trial: a 64-token model said "The summary of earlier turns could not be written"
+    as an error after every turn. No room for a summary request is a limit of the context: said
+    once in the transcript, then only in the status bar; the summary is neither changed nor saved."""
+    worker, seen = chat.worker, chat.recorded
+    said = ("Older turns leave the window without a summary: this model's context is too small to write one.")
+    chat.turns.send("hello")
+    worker.reply_finished.emit(worker.last_id, finished("Hi!"), record())
+    worker.summary_finished.emit(worker.last_id, SummaryState(), NO_ROOM_VERDICT)
+    assert seen.of("notice")[-1] == (said, "info")
+    chat.turns.send("ok")
+    worker.reply_finished.emit(worker.last_id, finished("Fine."), record())
+    worker.summary_finished.emit(worker.last_id, SummaryState(), NO_ROOM_VERDICT)
+    assert seen.of("notice")[-1] == (said, "status")
+    assert not [n for n in seen.of("notice") if n[1] == "error"]
+    assert chat.summary == SummaryState() and seen.of("summarizing_changed")[-1] == (False,)
+    assert chat.store.load_conversation(chat.conversation_id).summary == SummaryState()
+    chat.conversations.new_conversation()  # another chat is told once too
+    chat.turns.send("hi again")
+    worker.reply_finished.emit(worker.last_id, finished("Hello."), record())
+    worker.summary_finished.emit(worker.last_id, SummaryState(), NO_ROOM_VERDICT)
+    assert seen.of("notice")[-1] == (said, "info")

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from app.core.conversation import Message, MessageStatus, Role
 from app.core.history import (
     DEFAULT_MODEL_CONTEXT,
+    NO_ROOM,
     SUMMARY_HEADER,
     SummaryState,
+    SummaryVerdict,
     TokenBudget,
     accept_summary,
     build_prompt,
@@ -428,6 +430,20 @@ def test_rejected_summary_keeps_old_text_and_does_not_loop():
     assert not verdict.accepted and state == SummaryState("old facts", plan.fold_through, 6)
     state, verdict = finish_summary(plan, "   ", count_words)
     assert verdict.accepted and "empty summary" in verdict.reason and "The user said" in state.content
+
+
+def test_a_context_with_no_room_for_a_summary_request_is_a_verdict_not_an_error():
+    """New-user trial: a 64-token model, cap 8, said "summary request cannot fit: context 64, cap 8"
+    as an error after every turn. The request's instructions alone (about 50 words) are longer
+    than the 35 tokens this context leaves it: the evicted turns just leave, the summary stays."""
+    previous = SummaryState("old facts", folded_through=-1, tokens=6)
+    window = window_for(chat(3, 3, 3, 3, 3), previous, TokenBudget(context_tokens=40, max_new_tokens=5,
+                                                                    summary_reserve=5))
+    assert window.fits and [t.first_position for t in window.evicted] == [0, 2]
+    verdict = plan_summary(window, previous, system_prompt=SYSTEM, count_tokens=count_words)
+    assert verdict == SummaryVerdict(False, f"{NO_ROOM}: the request takes more than the context of 40 tokens "
+                                            "less the summary's cap of 5")
+    assert verdict.reason.startswith("no room for a summary")
 
 
 def plan_for(firsts: list[str]):

@@ -473,6 +473,15 @@ def test_c23_positions_refused_before_memory(l3_nf4, card, prompt, new, setting,
     assert f"{limit:,} tokens" in d.reason and f"{limit - new:,}" in d.reason
 
 
+def test_c23_a_count_of_one_is_singular(l3_nf4, card):
+    """ "trim at least 1 tokens" read wrong (new-user trial: "shorten … by 1 tokens")."""
+    p = _project(l3_nf4, card.sample(), 8_192, 1, chunk=1_024)
+    d = admit_turn(p, 100 * GiB, 0, 8_192, 8_192, 1, None)
+    assert d.remedies == ("trim at least 1 token of history or prompt",)
+    assert d.reason == ("prompt 8,192 + max_new_tokens 1 = 8,193 tokens exceeds the context limit of 8,192 tokens "
+                        "(model positions 8,192); the prompt budget is 8,191 tokens")
+
+
 def test_c23_exact_fit_is_admitted(l3_nf4, card):
     p = _project(l3_nf4, card.sample(), 7_680, 512, chunk=1_024)
     assert admit_turn(p, 100 * GiB, 0, 8_192, 7_680, 512, None).admitted

@@ -43,3 +43,21 @@ def test_summarize_now_says_why_it_folds_nothing():
                             count_tokens=count_words).over_by
     assert over_by > 0 and summarize_now(messages, budget) == [SummaryFinished(SummaryState(), SummaryVerdict(
         False, f"nothing to fold: the newest turn alone is {over_by} tokens over the context"))]
+
+
+def test_no_room_for_a_summary_is_a_finished_verdict_that_keeps_the_summary():
+    """A 64-token model's context holds no summary request: one SummaryFinished that keeps the
+    summary (no SummaryStarted, no SummaryFailed, nothing written); the turns just leave."""
+    previous = SummaryState("old facts", 1, 6)
+    messages = chat(3, 3, 3, 3, 3, 3, 3)
+    window = select_window(messages, system_prompt="", summary=previous, budget=TokenBudget(40, 5, 5),
+                           count_tokens=count_words)
+    assert window.fits and window.evicted
+
+    def write(_plan, _stop):
+        raise AssertionError("no summary can be written")
+
+    events = list(summary_events(window, previous, SETTINGS, threading.Event(), count_words, True, write))
+    assert events == [SummaryFinished(previous, SummaryVerdict(
+        False, "no room for a summary: the request takes more than the context of 40 tokens less the summary's "
+               "cap of 5"))]

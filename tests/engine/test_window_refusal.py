@@ -184,3 +184,16 @@ def test_a_system_prompt_that_cannot_be_shortened_enough_leaves_the_message_to_s
     assert (plan.window.prompt_tokens, plan.window.limit_tokens, plan.window.system_tokens) == (31, 24, 20)
     assert plan.decision.reason_kind == "message" and plan.decision.facts["shorten_by"] == 7
     assert plan.decision.reason.endswith("leaves 24: shorten it by 7 tokens or lower max_new_tokens to 1")
+
+
+def test_counts_of_one_are_singular():
+    """New-user trial: "shorten the system prompt by 1 tokens" and "the context of 1 tokens"."""
+    decision = window_refusal(_system_window(7_160, 0, 9), 512)
+    assert decision.reason_kind == "system" and decision.facts["shorten_by"] == 1
+    assert decision.reason.endswith("shorten the system prompt by 1 token or lower max_new_tokens to 511")
+    decision = window_refusal(_window(101, 1_024, 512, 412), 512)
+    assert decision.reason.endswith("shorten it by 1 token or lower max_new_tokens to 511")
+    decision = window_refusal(_window(21, 1, 1, 0), 1)
+    assert decision.reason.startswith("the new message needs 21 prompt tokens, but the context of 1 token minus ")
+    decision = window_refusal(_window(1, 1, 1, 0), 1)
+    assert decision.reason.startswith("the new message needs 1 prompt token, but the context of 1 token minus ")

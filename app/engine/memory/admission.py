@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.core.plural import counted
 from app.engine.memory.calibration import Calibration
 from app.engine.memory.kv_layout import kv_cache_bytes
 from app.engine.memory.prefill_spike import PrefillModel, prefill_breakdown
@@ -250,13 +251,13 @@ def _refuse_positions(limit: int, model_pos: int, setting: int | None, prompt: i
     fit = limit - prompt if limit - prompt >= 1 else None
     remedies = []
     if trim is not None:
-        remedies.append(f"trim at least {trim:,} tokens of history or prompt")
+        remedies.append(f"trim at least {counted(trim, 'token')} of history or prompt")
     if fit is not None:
         remedies.append(f"lower max_new_tokens to {fit:,}")
     setting_text = f", context setting {setting:,}" if setting and setting > 0 else ""
-    reason = (f"prompt {prompt:,} + max_new_tokens {max_new:,} = {prompt + max_new:,} tokens "
-              f"exceeds the context limit of {limit:,} tokens (model positions {model_pos:,}"
-              f"{setting_text}); the prompt budget is {max(limit - max_new, 0):,} tokens")
+    reason = (f"prompt {prompt:,} + max_new_tokens {max_new:,} = {counted(prompt + max_new, 'token')} "
+              f"exceeds the context limit of {counted(limit, 'token')} (model positions {model_pos:,}"
+              f"{setting_text}); the prompt budget is {counted(max(limit - max_new, 0), 'token')}")
     return AdmissionDecision(False, "positions", reason, context_limit=limit, trim_tokens=trim,
                              max_new_tokens_fit=fit, remedies=tuple(remedies), reason_kind="positions",
                              facts=dict(prompt=prompt, max_new_tokens=max_new, limit=limit,
@@ -289,7 +290,7 @@ def _refuse_memory(projection: TurnProjection, needed: int, free: int, margin: i
     facts = dict(needed=needed, free=free, shortfall=needed - free)
     if trim is not None:
         facts["trim_needed"] = _needed(reproject(projection, context_tokens=kept), margin)
-        remedies.append(f"trim at least {trim:,} tokens of history (or summarize it): needs "
+        remedies.append(f"trim at least {counted(trim, 'token')} of history (or summarize it): needs "
                         f"{format_bytes(facts['trim_needed'])}")
     if fit_new is not None:
         facts["lower_needed"] = _needed(reproject(projection, max_new_tokens=fit_new), margin)
