@@ -320,6 +320,7 @@ _ERROR_TEXTS = {
     core.NOT_JSON: QT_TRANSLATE_NOOP("Presets", "{file} is not valid JSON (line {line}, column {column})"),
     core.TOO_DEEP: QT_TRANSLATE_NOOP("Presets", "{file} is not valid JSON (nested too deeply)"),
     core.NOT_MOVABLE: QT_TRANSLATE_NOOP("Presets", "the presets file {file} cannot be read or moved aside"),
+    core.NO_PRESETS: QT_TRANSLATE_NOOP("Presets", "{file} holds no presets"),
 }
 _VALUE_CHARS = 40  # a value quoted from the file may be any length
 

@@ -11,7 +11,8 @@ own presets are stored in the config folder as presets.json:
 
 Export writes the same shape; import also takes a bare list of presets or one preset object, and
 refuses a preset that sets nothing or has settings beside "values" (a layout Headroom never
-writes: its fields were dropped and an empty preset imported, new-user trial).
+writes: its fields were dropped and an empty preset imported, new-user trial), and a file that
+holds no presets (`[]`, `{"presets": []}`: "Imported 0 presets" said it worked, new-user trial).
 Import is all-or-nothing: every preset in the file is validated before any is added, so a bad
 file leaves the library as it was and raises PresetError with one line for the user. Unknown keys
 (say, from a newer version) are dropped and listed in the ImportResult's notes, values out of
@@ -54,6 +55,7 @@ VALUES_NOT_AN_OBJECT, NOT_TEXT, NOT_A_NUMBER, UNUSABLE = "values not an object",
 MISPLACED, NO_SETTINGS, OTHER_FORMAT = "misplaced", "no settings", "other format"
 NAME_TAKEN, BUILTIN_NAME, NO_SUCH_PRESET = "name taken", "built-in name", "no such preset"
 BUILTIN_KEPT = "built-in kept"
+NO_PRESETS = "no presets"
 FILE_UNREADABLE, NOT_A_TEXT_FILE, NOT_JSON, TOO_DEEP, NOT_MOVABLE = (
     "file unreadable", "not a text file", "not JSON", "too deep", "not movable")
 
@@ -461,11 +463,14 @@ def export_presets(presets: Iterable[Preset], path: Path) -> None:
 def import_presets(library: PresetLibrary, path: Path, on_clash: str = "rename"
                    ) -> tuple[PresetLibrary, ImportResult]:
     """`PresetLibrary.imported` from a file. Raises PresetError (one line) for a file that cannot be
-    read, is not JSON (or nests too deeply for the parser), or holds an unusable preset; the library
-    is then unchanged."""
+    read, is not JSON (or nests too deeply for the parser), holds no presets (NO_PRESETS) or an
+    unusable one; the library is then unchanged. (presets.json itself may hold none: `read_presets`.)"""
     try:
         raw = _read_json(Path(path))
     except OSError as exc:
         raise PresetError(f"cannot read {Path(path).name}: {exc.strerror or exc}", FILE_UNREADABLE,
                           file=Path(path).name, value=exc) from None
-    return library.imported(raw, on_clash)
+    imported, result = library.imported(raw, on_clash)
+    if not result.added:  # an import that adds nothing is no success
+        raise PresetError(f"{Path(path).name} holds no presets", NO_PRESETS, file=Path(path).name)
+    return imported, result

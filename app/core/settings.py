@@ -294,10 +294,24 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         return Settings(), UnreadSettings(str(exc), aside.name)
 
 
+WHOLE_NUMBER_FIELDS = frozenset(
+    {f.name for f in fields(GenerationSettings) if type(f.default) is int} | {"seed"})
+"""The settings that count (tokens, threads, MiB, turns) or name a seed: whole numbers only."""
+
+
+def _check_whole(value: object) -> None:
+    """Raise ValueError for a fraction or a boolean where a whole number belongs: validated()
+    truncates them (new-user trial: "context_tokens": 1.5 became a context of 1 token, and every
+    message was refused, with nothing said). 512.0 and text are left to validated()."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"not a whole number: {value!r}")
+
+
 def _generation(raw: object) -> GenerationSettings:
     """GenerationSettings from the JSON object; unknown keys are ignored, and a malformed value
-    (text where a number belongs, NaN) falls back to that field's default, keeping the others
-    (an older file simply lacks the newer keys: defaults, i.e. today's behaviour)."""
+    (text where a number belongs, NaN, a fraction or a boolean where a whole number belongs)
+    falls back to that field's default, keeping the others, and is logged (an older file simply
+    lacks the newer keys: defaults, i.e. today's behaviour)."""
     if not isinstance(raw, dict):
         raise TypeError(f"'generation' is {type(raw).__name__}, not an object")
     known = {f.name for f in fields(GenerationSettings)}
@@ -306,6 +320,8 @@ def _generation(raw: object) -> GenerationSettings:
         if key not in known:
             continue
         try:
+            if key in WHOLE_NUMBER_FIELDS:
+                _check_whole(value)
             GenerationSettings(**{key: value}).validated()
         except (ValueError, TypeError, OverflowError) as exc:
             log.warning("settings: %s=%r unusable (%s); using the default", key, value, exc)

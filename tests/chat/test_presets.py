@@ -82,6 +82,9 @@ def test_save_remove_import_and_export(chat, tmp_path):
     assert not chat.presets.import_file(tmp_path / "bad.json")
     assert seen.of("notice")[-1] == ('Nothing was imported: preset “x”: Temperature is not a number ("hot")', "error")
     assert [p.name for p in chat.presets.library.user] == ["Pirate"]
+    (tmp_path / "none.json").write_text("[]")  # new-user trial: "Imported 0 presets", a success
+    assert not chat.presets.import_file(tmp_path / "none.json")
+    assert seen.of("notice")[-1] == ("Nothing was imported: none.json holds no presets", "error")
     (tmp_path / "flat.json").write_text(json.dumps({"format": "headroom-presets", "version": 1, "presets": [
         {"name": "big", "system_prompt": "Be big.", "temperature": 0.3}]}))  # not under "values"
     assert not chat.presets.import_file(tmp_path / "flat.json")

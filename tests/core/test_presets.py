@@ -145,6 +145,26 @@ def test_a_refused_import_says_which_refusal_with_its_facts(tmp_path, text, kind
     assert error.file == ("bad.json" if kind == "not JSON" else "")
 
 
+@pytest.mark.parametrize("text", ["[]", '{"presets": []}',
+                                  '{"format": "headroom-presets", "version": 1, "presets": []}'])
+def test_a_file_with_no_presets_is_refused_not_imported_as_none(tmp_path, text):
+    """New-user trial: `[]` was "Imported 0 presets", a success. presets.json itself may be empty."""
+    path = tmp_path / "empty.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PresetError, match="^empty.json holds no presets$") as caught:
+        import_presets(PresetLibrary(), path)
+    assert (caught.value.kind, caught.value.file) == ("no presets", "empty.json")
+    assert read_presets(path) == (PresetLibrary(), None)  # the stored library of a user with none
+
+
+def test_an_empty_object_is_a_preset_without_a_name(tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text("{}", encoding="utf-8")
+    with pytest.raises(PresetError) as caught:
+        import_presets(PresetLibrary(), path)
+    assert caught.value.kind == "no name"
+
+
 def test_unreadable_or_binary_import_files_are_reported(tmp_path):
     with pytest.raises(PresetError, match="cannot read"):
         import_presets(PresetLibrary(), tmp_path / "missing.json")
