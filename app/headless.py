@@ -3,16 +3,19 @@
 `python -m app --plan [--model PATH] [--cpu]` (the fit plan as JSON, nothing loaded).
 
 Loads the model, streams to stdout, exits 0. A bad path or a broken model exits 1 with a
-one-line reason on stderr. No Qt is imported.
+one-line reason on stderr. No Qt is imported, but for QtCore to word a load failure as the
+window does (`load_failure_line`).
 """
 
 import json
+import logging
 import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 from app.core.paths import default_model_path
+from app.core.plural import counted
 from app.core.settings import GenerationSettings, load_settings
 from app.engine import events as ev
 
@@ -61,10 +64,23 @@ def _load(model_path: Path | None):
         loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr),
                             trust_remote_code=allowed.trust_remote_code, allow_pickle=allowed.allow_pickle)
     except ModelLoadError as exc:
-        print(f"headroom: {exc}", file=sys.stderr)
+        print(f"headroom: {load_failure_line(str(exc), path)}", file=sys.stderr)
         return None
     print(f"[{loaded.report.summary()}]", file=sys.stderr)
     return loaded
+
+
+def load_failure_line(reason: str, path: Path) -> str:
+    """Why `path` did not open, in the plain English line the window's notice gives
+    (app.chat.error_text.plain_failure; ModelFlow names the file the same way), not the loader's
+    words (new-user trial: "cannot convert x.gguf: OverflowError: Python int too large …"); those go
+    to the log (on stderr with --verbose). The one Qt import of headless mode, on a failure only:
+    QtCore's translate gives the source text where no QCoreApplication exists."""
+    from app.chat.error_text import plain_failure
+
+    logging.getLogger(__name__).info("cannot open %s: %s", path, reason)
+    line = plain_failure(reason, "load", path).line()
+    return line if str(path) in line else f"{path.name or path}: {line}"
 
 
 def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:
@@ -123,7 +139,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
                 return 1
             case ev.TurnCompleted(finished=f):
                 sys.stdout.write("\n")
-                print(f"[{f.new_tokens} tokens, TTFT {f.ttft_s * 1000:,.0f} ms, "
+                print(f"[{counted(f.new_tokens, 'token')}, TTFT {f.ttft_s * 1000:,.0f} ms, "
                       f"{f.decode_tokens_per_s:.1f} tok/s, {f.stop_reason}]", file=sys.stderr)
     return 0
 
@@ -134,7 +150,7 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     per turn, the prompt tokens, the window's turn count, whether a summary was made, and the
     answer. Exit 0 when every turn was answered, 1 otherwise. fit_new_tokens: as in `ask`."""
     from app.core.conversation import Conversation, MessageStatus, Role
-    from app.core.history import SummaryState
+    from app.core.history import NO_ROOM, SummaryState
     from app.engine.local import turn_runner as tr
     from app.engine.memory.probe import probe_for
 
@@ -170,16 +186,19 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
                     reply.content = getattr(decision, "reason", decision)
                 case ev.TurnCompleted(finished=finished):
                     reply.content, reply.status = finished.text, MessageStatus.COMPLETE
+                case ev.SummaryFinished(state=state, verdict=verdict) if verdict.reason.startswith(NO_ROOM):
+                    row["summary"] = f"no ({verdict.reason})"  # a limit of the context: the turns just left
                 case ev.SummaryFinished(state=state, verdict=verdict):
-                    row["summary"] = f"{'yes' if verdict else 'rejected'} ({state.tokens} tokens: {verdict.reason})"
+                    said = f"{counted(state.tokens, 'token')}: {verdict.reason}"
+                    row["summary"] = f"{'yes' if verdict else 'rejected'} ({said})"
                     summary = state
                 case ev.SummaryFailed(reason=reason):
                     row["summary"] = f"failed ({reason})"
-        print(f"turn {row['turn']}: prompt {row['prompt_tokens']} tokens · window {row['window_turns']} "
-              f"turns · summary {row['summary']}")
+        print(f"turn {row['turn']}: prompt {counted(row['prompt_tokens'], 'token')} · window "
+              f"{counted(row['window_turns'], 'turn')} · summary {row['summary']}")
         print(f"  user: {text}")
         print(f"  assistant [{reply.status.value}]: {reply.content}", flush=True)
     if summary.content:
-        print(f"final summary ({summary.tokens} tokens, through message {summary.folded_through}): "
+        print(f"final summary ({counted(summary.tokens, 'token')}, through message {summary.folded_through}): "
               f"{summary.content}")
     return 0 if failures == 0 else 1

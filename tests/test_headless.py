@@ -40,8 +40,9 @@ def test_model_flag_opens_an_hf_folder(tiny_model_dir):
 
 
 @pytest.mark.parametrize("make_bad, reason", [
-    (lambda d: d / "nope.gguf", "headroom: no model at"),
-    (lambda d: (d / "x.gguf").write_bytes(b"junk" * 10) and d / "x.gguf", "headroom: x.gguf is not a GGUF file"),
+    (lambda d: d / "nope.gguf", "headroom: There is no model at"),
+    (lambda d: (d / "x.gguf").write_bytes(b"junk" * 10) and d / "x.gguf",
+     "headroom: x.gguf: This file is not a GGUF file (it does not start with GGUF's magic bytes)."),
 ])
 def test_bad_model_exits_non_zero_with_one_line(tmp_path, make_bad, reason):
     result = run_app("--ask", "hi", "--model", str(make_bad(tmp_path)))
@@ -59,7 +60,7 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     turns = Path(__file__).parent / "helpers" / "replay_10_turns.txt"
     result = run_app("--replay", str(turns), "--context", "1024", "--max-new-tokens", "96", timeout=1500)
     assert result.returncode == 0, result.stderr[-2000:]
-    rows = re.findall(r"^turn (\d+): prompt (\d+) tokens · window (\d+) turns · summary (.*)$",
+    rows = re.findall(r"^turn (\d+): prompt (\d+) tokens? · window (\d+) turns? · summary (.*)$",
                       result.stdout, re.MULTILINE)
     assert [int(r[0]) for r in rows] == list(range(1, 11))
     assert result.stdout.count("assistant [complete]") == 10
@@ -216,3 +217,43 @@ def test_ask_and_the_window_say_the_same_for_a_message_no_shortening_can_fit(rea
         "This turn was not started. The new message needs 31 tokens with the system prompt, but the context of 16 "
         "tokens minus max new tokens (8) and the summary reserve (2) leaves 6. Even an empty message needs 20 "
         "tokens with the system prompt, so shortening the message cannot make it fit: use a larger context.")
+
+
+def test_a_damaged_gguf_is_said_as_the_window_says_it(tmp_path):
+    """New-user trial: "cannot convert heads0.gguf: ZeroDivisionError: integer modulo by zero"."""
+    from gguf import GGUFReader
+
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    path = tmp_path / "heads0.gguf"
+    write_tiny_gguf(path, "F32")
+    reader = GGUFReader(path, "r+")
+    field = reader.fields["llama.attention.head_count"]
+    field.parts[field.data[0]][0] = 0
+    reader.data.flush()
+    del reader
+    result = run_app("--ask", "hi", "--model", str(path))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("headroom:")]
+    assert errors == ["headroom: heads0.gguf: This GGUF file could not be read. The file may be incomplete or "
+                      "damaged; download it again."]
+    assert "Error" not in result.stderr
+
+
+def test_nan_weights_exit_one_with_one_plain_line(tiny_model_dir, tmp_path):
+    """New-user trial: greedy decoding of NaN logits printed an empty 512-token answer, exit 0."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "nan-model"
+    shutil.copytree(tiny_model_dir, folder)
+    weights = load_file(folder / "model.safetensors")
+    weights["model.norm.weight"].fill_(float("nan"))
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    result = run_app("--ask", "hi", "--model", str(folder))
+    assert result.returncode == 1
+    assert result.stdout.strip() == ""
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("[")]
+    assert lines == ["headroom: the model produced invalid numbers (NaN or infinity) — its weights may be "
+                     "damaged, or its compute dtype overflows"]
