@@ -57,9 +57,13 @@ _GGUF_VERSION = re.compile(r"is GGUF version (\d+)|file appears to be version (\
 _GGUF_TENSOR_TYPE = re.compile(r"tensor type (.+?) cannot be dequantized")
 # app.engine.loading.safetensors_header.damaged_safetensors: "<file>: damaged safetensors file (…)"
 _DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safetensors file")
+_MISSING_LAYERS = re.compile(r"damaged model: its config has ([\d,]+) layers but its weights only ([\d,]+)")
 # a weights file the load itself found cut or corrupt (safetensors, torch's zip reader)
 _CORRUPT_WEIGHTS = re.compile(r"SafetensorError|Error while deserializing header|PytorchStreamReader failed")
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
+# app.engine.local.samplers.NON_FINITE_WORDS, and torch.multinomial's refusal of NaN probabilities
+# where it arrives unwrapped (new-user trial: "The answer failed (RuntimeError)")
+_NON_FINITE = re.compile(r"invalid numbers \(NaN or infinity\)|probability tensor contains either")
 _TYPED = re.compile(r"^(?:.*?: )?([A-Z]\w*(?:Error|Exception|Warning))(?::|$)")
 
 # RemoteError kinds (app.engine.remote.errors) and the wording each is raised with
@@ -295,6 +299,11 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
         return _out_of_memory(during)
     if _ARCHITECTURE.search(message):
         return _unsupported_architecture()
+    if _NON_FINITE.search(message):
+        return PlainError(
+            translate("PlainError", "The model produced invalid numbers (NaN or infinity)."),
+            translate("PlainError", "Its weights may be damaged, or its compute dtype overflows; download the "
+                                    "model again, or open another one."))
     if "trust_remote_code" in message:
         return PlainError(
             translate("PlainError", "This model needs to run Python code shipped with it, "
@@ -329,6 +338,13 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
         return PlainError(translate("PlainError", "This folder has no config.json."),
                           translate("PlainError", "Headroom opens a model folder with a config.json, or a "
                                                      ".gguf file."))
+    # app.engine.loading.safetensors_header.missing_layers; before the GGUF wording (a converted GGUF too)
+    short = _MISSING_LAYERS.search(message)
+    if short:
+        return PlainError(translate("PlainError", "This model's files do not match: its configuration names {0} "
+                                                  "layers, its weights hold only {1}.").format(*short.groups()),
+                          translate("PlainError", "The files are incomplete or do not belong together; download "
+                                                  "the model again."))
     # before the GGUF wording below: a converted GGUF's folder or file name says "gguf" too
     damaged = _DAMAGED_SAFETENSORS.search(message)
     if damaged:

@@ -1779,6 +1779,10 @@ tokens counted by {4}: {5}</source>
         <translation>{0}을(를) 다시 엽니다.</translation>
     </message>
     <message>
+        <source>The chat template of {0} is broken, so Headroom set it aside: its prompts are written as a plain User / Assistant transcript, and its answers may be worse than they should be. A fixed copy of the model answers better. ({1})</source>
+        <translation>{0}의 채팅 템플릿이 손상되어 Headroom이 사용하지 않았습니다: 프롬프트를 일반 User / Assistant 대화록 형식으로 쓰므로 답변이 본래보다 나쁠 수 있습니다. 고쳐진 모델 사본이 더 잘 답합니다. ({1})</translation>
+    </message>
+    <message>
         <source>{0} has no chat template (a base model?): its prompts are written as a plain User / Assistant transcript, and its answers may ramble or carry on as the user. A chat (instruct) model answers better.</source>
         <translation>{0}에는 채팅 템플릿이 없습니다(기본 모델인가요?). 프롬프트를 단순한 User / Assistant 대화록으로 쓰므로 답변이 장황하거나 사용자 역할까지 이어 쓸 수 있습니다. 채팅(instruct) 모델이 더 잘 답합니다.</translation>
     </message>
@@ -2297,6 +2301,22 @@ tokens counted by {4}: {5}</source>
         <translation>이 모델의 다른 양자화 파일(예: Q4_K_M, Q8_0, F16)을 고르세요.</translation>
     </message>
     <message>
+        <source>The model produced invalid numbers (NaN or infinity).</source>
+        <translation>모델이 잘못된 수(NaN 또는 무한대)를 만들었습니다.</translation>
+    </message>
+    <message>
+        <source>Its weights may be damaged, or its compute dtype overflows; download the model again, or open another one.</source>
+        <translation>가중치가 손상되었거나 계산 dtype에서 오버플로가 났을 수 있습니다. 모델을 다시 내려받거나 다른 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>This model&apos;s files do not match: its configuration names {0} layers, its weights hold only {1}.</source>
+        <translation>이 모델의 파일이 서로 맞지 않습니다: 설정에는 레이어가 {0}개인데 가중치에는 {1}개뿐입니다.</translation>
+    </message>
+    <message>
+        <source>The files are incomplete or do not belong together; download the model again.</source>
+        <translation>파일이 불완전하거나 서로 다른 모델의 것입니다. 모델을 다시 내려받으세요.</translation>
+    </message>
+    <message>
         <source>This is not a model Headroom can open.</source>
         <translation>Headroom이 열 수 있는 모델이 아닙니다.</translation>
     </message>
@@ -2602,6 +2622,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>the presets file {file} cannot be read or moved aside</source>
         <translation>프리셋 파일 {file}을(를) 읽을 수도 옮겨 둘 수도 없습니다</translation>
+    </message>
+    <message>
+        <source>{file} holds no presets</source>
+        <translation>{file}에 프리셋이 없습니다</translation>
     </message>
 </context>
 <context>
@@ -3339,6 +3363,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Summary: {0}</source>
         <translation>요약: {0}</translation>
+    </message>
+    <message>
+        <source>Older turns leave the window without a summary: this model&apos;s context is too small to write one.</source>
+        <translation>이전 턴은 요약 없이 창에서 빠집니다: 이 모델의 컨텍스트는 요약을 쓰기에 너무 작습니다.</translation>
     </message>
 </context>
 <context>

@@ -270,3 +270,14 @@ def test_a_folder_the_loader_refuses_is_said_with_its_reason_not_as_an_unknown_f
 def test_nothing_to_fold_is_said_in_korean_with_its_count(korean):
     assert summary_verdict_text("nothing to fold: the last 1 turns stay as they are") == (
         "접을 내용이 없습니다: 마지막 1개 턴은 그대로 둡니다")
+
+
+def test_a_model_whose_weights_lack_layers_is_said_plainly():
+    """The loader's refusal from the safetensors headers (new-user trial 12), for a folder and a GGUF alike."""
+    for name in ("tiny", "blocks1000.gguf"):
+        said = plain_failure(f"cannot load {name}: damaged model: its config has 1,000 layers but its weights only "
+                             "30; the files are incomplete or do not belong together — download the model again",
+                             during="load")
+        assert said.line() == ("This model's files do not match: its configuration names 1,000 layers, its weights "
+                               "hold only 30. The files are incomplete or do not belong together; download the "
+                               "model again.")
