@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from app.core.conversation import MessageStatus, Role
-from app.core.reasoning import split_reasoning
+from app.core.reasoning import ANSWERED, split_reasoning
 
 if TYPE_CHECKING:
     from app.core.store import StoredConversation
@@ -74,10 +74,12 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
         if m.role is Role.USER:
             lines += [_as_typed(m.content), ""]
         else:  # a reasoning model's "<think>" would be an unknown HTML tag: folded as in the window
-            reasoning, answer, _state = split_reasoning(m.content)
+            reasoning, answer, state = split_reasoning(m.content)
             if reasoning:
-                lines += ["<details>", "<summary>Reasoning</summary>", "", reasoning, "", "</details>", ""]
-            lines += [answer.strip("\n") if reasoning else m.content.strip("\n"), ""]
+                title = "Reasoning" if state == ANSWERED else "Reasoning (unfinished)"
+                lines += ["<details>", f"<summary>{title}</summary>", "", reasoning, "", "</details>", ""]
+            shown = answer.strip("\n") if reasoning else m.content.strip("\n")
+            lines += [shown or "_(no answer)_", ""] if reasoning else [shown, ""]
         if m.status is not MessageStatus.COMPLETE:
             detail = _escaped((stop_details or {}).get(_stop_reason(m), ""))
             lines += [f"_({m.status.value}: {detail})_" if detail else f"_({m.status.value})_", ""]

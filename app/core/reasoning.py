@@ -57,6 +57,14 @@ def without_reasoning(text: str) -> str:
     return split_reasoning(text).answer
 
 
+def copied_text(text: str) -> str:
+    """What Copy puts on the clipboard for a (final) reply: its answer; its reasoning, without the
+    tags, when there is no answer yet (a reply stopped while it reasoned); `text` when both are
+    empty (new-user trial 13: Copy last answer gave the reasoning and its raw "<think>" tags)."""
+    reasoning, answer, _state = split_reasoning(text)
+    return answer or reasoning or text
+
+
 def _held_back(text: str, tag: str) -> str:
     """`text` without an end that is the start of `tag` ("…</thi" → "…"), which the next
     streamed piece may complete."""

@@ -31,6 +31,7 @@ from app.chat import open_chat
 from app.core.backend_settings import BackendSettings
 from app.core.conversation import Role
 from app.core.kv_precision import kv8_supported
+from app.core.reasoning import copied_text
 from app.core.settings import GenerationSettings, Settings
 from app.core.store import Store
 from app.engine.local.turn_planner import Foresight
@@ -432,12 +433,13 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_copy_answer_triggered(self) -> None:
-        """Edit → Copy last answer: the last assistant message's markdown source."""
+        """Edit → Copy last answer: the last assistant message's markdown source, as its ⋯ → Copy
+        gives it (the answer without its reasoning, app.core.reasoning.copied_text)."""
         answers = [m for m in self.chat.conversation.messages if m.role is Role.ASSISTANT and m.content]
         if not answers:
             self.status.showMessage(translate("MainWindow", "No answer to copy yet."), STATUS_BAR_MS["status"])
             return
-        QGuiApplication.clipboard().setText(answers[-1].content)
+        QGuiApplication.clipboard().setText(copied_text(answers[-1].content))
         self.status.showMessage(translate("MainWindow", "Copied the last answer."), STATUS_BAR_MS["status"])
 
     @Slot()

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.conversation import MessageStatus, Role
-from app.core.reasoning import ANSWERED, THINKING, split_reasoning
+from app.core.reasoning import ANSWERED, THINKING, copied_text, split_reasoning
 from app.ui.document_chips import DocumentChips
 from app.ui.edit_keys import install_edit_shortcuts
 from app.ui.markdown_view import MarkdownView
@@ -394,7 +394,7 @@ class MessageBubble(QFrame):
         """The whole message as written: a user's text as typed, an answer's Markdown source (not
         the rendered HTML, nor only the part shown) without its reasoning, as other chat apps copy
         it; the reasoning when that is all there is (a reply stopped while it reasoned)."""
-        QGuiApplication.clipboard().setText(self.answer or self.text)
+        QGuiApplication.clipboard().setText(copied_text(self.text) if self.role is Role.ASSISTANT else self.text)
 
     @Slot()
     def _on_edit_clicked(self) -> None:

@@ -189,7 +189,9 @@ class ModelStatusBar(QStatusBar):
         if report.quantization != "none":
             parts.append(report.quantization)
         parts += [report.compute_dtype, self.tr("{0} weights").format(format_bytes(report.weight_bytes))]
-        if not report.has_chat_template:
+        if getattr(report, "template_problem", ""):  # set aside as broken: not a base model
+            parts.append(self.tr("chat template broken"))
+        elif not report.has_chat_template:
             parts.append(self.tr("no chat template"))
         self.model_label.setText(" · ".join(parts))
         # the fallbacks are the loader's English reasons (technical: library and kernel names)

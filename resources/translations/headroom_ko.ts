@@ -1664,6 +1664,10 @@ Your chats are saved here.</source>
         <translation>가중치 {0}</translation>
     </message>
     <message>
+        <source>chat template broken</source>
+        <translation>채팅 템플릿 손상됨</translation>
+    </message>
+    <message>
         <source>no chat template</source>
         <translation>채팅 템플릿 없음</translation>
     </message>

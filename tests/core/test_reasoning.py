@@ -2,7 +2,15 @@
 
 import pytest
 
-from app.core.reasoning import ANSWERED, NONE, THINKING, SplitReply, split_reasoning, without_reasoning
+from app.core.reasoning import (
+    ANSWERED,
+    NONE,
+    THINKING,
+    SplitReply,
+    copied_text,
+    split_reasoning,
+    without_reasoning,
+)
 
 QWEN3 = "<think>\nThe user asks for the capital of France. That is Paris.\n</think>\n\nThe capital of France is Paris."
 # as stored: the "<think>\n" its chat template opened (PromptFormat.reasoning_opening), then the reply
@@ -77,3 +85,10 @@ def test_streamed_prefixes_of_a_reasoning_block():
     assert split_reasoning("Okay, Paris.\n</thi", streaming=True) == SplitReply("", "Okay, Paris.\n</thi", NONE)
     assert split_reasoning("Okay, Paris.\n</think>", streaming=True) == SplitReply(
         "", "Okay, Paris.\n</think>", NONE)
+
+
+def test_copy_takes_the_answer_or_else_the_reasoning_without_its_tags():
+    assert copied_text(QWEN3) == "The capital of France is Paris."
+    assert copied_text("<think>\nLet me count: 1, 2") == "Let me count: 1, 2"  # stopped while it reasoned
+    assert copied_text("Plain answer.") == "Plain answer."
+    assert copied_text("<think></think>") == "<think></think>"  # nothing else to copy

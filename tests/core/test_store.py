@@ -168,6 +168,11 @@ def test_a_markdown_export_folds_an_answers_reasoning_as_the_window_does(store):
     html_text = MarkdownIt("commonmark").render(md)
     assert "<em>Paris</em>" in html_text and "<think>" not in html_text
     assert json.loads(store.export_json(cid))["messages"][1]["content"].startswith("<think>\nIt is")
+    # stopped while it reasoned: said as the window says it (new-user trial 13)
+    store.append_message(cid, Message(Role.USER, "And Italy?"))
+    store.append_message(cid, Message(Role.ASSISTANT, "<think>\nRome, I think", MessageStatus.STOPPED))
+    assert store.export_markdown(cid).endswith("## Assistant\n\n<details>\n<summary>Reasoning (unfinished)</summary>"
+                                               "\n\nRome, I think\n\n</details>\n\n_(no answer)_\n\n_(stopped)_\n")
 
 
 PLAIN_TYPED = ["Capital of France?", "Qu'est-ce que c'est? 50% off, -5 degrees: yes!", "서울은 어디? (수도)"]

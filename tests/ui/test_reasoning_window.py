@@ -58,6 +58,9 @@ def test_reasoning_streams_folded_and_the_answer_shows_below_it(qtbot, make_fake
                                    "The capital of France is Paris.")
     bubble.copy_action.trigger()
     assert QGuiApplication.clipboard().text() == "The capital of France is **Paris**."
+    QGuiApplication.clipboard().clear()
+    window.menus.copy_answer.trigger()  # Edit → Copy last answer (Ctrl+Shift+C) the same (new-user trial 13)
+    assert QGuiApplication.clipboard().text() == "The capital of France is **Paris**."
 
     # opened again: the same answer, its reasoning folded
     conversation = window.chat.conversation_id
@@ -76,6 +79,10 @@ def test_an_answer_stopped_while_it_reasons_can_be_continued(qtbot, make_fake_wi
     bubble = window.chat_view.bubbles()[-1]
     assert bubble.status is MessageStatus.STOPPED
     assert bubble.shown_text() == "Reasoning (unfinished)\n(no answer)"
+    for copy in (bubble.copy_action, window.menus.copy_answer):  # the reasoning, without its tag
+        QGuiApplication.clipboard().clear()
+        copy.trigger()
+        assert QGuiApplication.clipboard().text() == "The user asks"
     assert bubble.continue_button.isVisibleTo(bubble)
     bubble.continue_button.click()
     assert window.chat.worker.requests[-1].continue_final

@@ -65,6 +65,22 @@ def test_the_model_tooltip_names_the_kernel_of_each_attention_phase(qtbot, make_
     assert phases[0].startswith("prefill: FlashAttention-2") and phases[1].startswith("decode: FlashAttention-2")
 
 
+def test_a_chat_template_set_aside_as_broken_is_said_so_not_as_missing(make_window):
+    """New-user trial 13: the status bar said "no chat template", a base model's words."""
+    from app.engine.loading.loader import LoadReport
+
+    def report(problem):
+        return LoadReport(name="m", source="/models/m", device="cpu", attention="sdpa", quantization="none",
+                          weight_dtype="float32", compute_dtype="float32", weight_bytes=1, max_positions=64,
+                          has_chat_template=False, load_seconds=1.0, fallbacks=(), template_problem=problem)
+
+    status = make_window().status
+    status.show_report(report("TemplateSyntaxError: unexpected '}'"))
+    assert status.model_label.text().endswith(" · chat template broken")
+    status.show_report(report(""))
+    assert status.model_label.text().endswith(" · no chat template")
+
+
 def test_the_decode_status_names_the_kv_precisions_being_compiled(make_window):
     """Issue 16 meets issue 12: a compile of the 8-bit KV step after a turn is named as such."""
     from app.engine.local.compiled_decode import DecodeStatus
