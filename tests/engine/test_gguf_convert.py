@@ -322,7 +322,9 @@ def _patched(tmp_path: Path, source: Path, key: str, value: int) -> Path:
     ("llama.attention.head_count_kv", 3, "its key-value head count (3) does not divide its attention head count (4)"),
     ("tokenizer.ggml.eos_token_id", 1_000_000, "its end-of-text token id (1,000,000) is outside its vocabulary "
                                                "(261 tokens)"),
-], ids=["heads-0", "kv-heads-0", "kv-heads-3", "eos-out-of-vocabulary"])
+    # new-user trial 13: converted whole, then refused from the folder; said before any conversion now
+    ("llama.block_count", 40, "it names 40 layers but its tensors hold only 2"),
+], ids=["heads-0", "kv-heads-0", "kv-heads-3", "eos-out-of-vocabulary", "layers-missing"])
 def test_impossible_header_values_are_a_damaged_gguf_naming_them(tmp_path, tiny_q8, key, value, said):
     """New-user trial: ZeroDivisionError, IndexError and "cannot reshape array" from the conversion."""
     path = _patched(tmp_path, tiny_q8[0], key, value)

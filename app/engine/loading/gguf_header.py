@@ -23,6 +23,7 @@ tensor by tensor, or a tensor type ``gguf.quants`` cannot dequantize.
 from __future__ import annotations
 
 import logging
+import re
 import struct
 from collections import Counter
 from dataclasses import dataclass
@@ -182,7 +183,7 @@ def read_gguf_header(path: Path) -> GgufHeader:
     config = gguf_config(metadata, tuple(t.name for t in tensors))
     header = GgufHeader(path, path.stat().st_size, architecture, metadata, tensors, config)
     _check_supported(header)  # first: a whole download of an unsupported file would not open either
-    inconsistent = _inconsistency(metadata, config)
+    inconsistent = _inconsistency(metadata, config, tuple(t.name for t in tensors))
     if inconsistent:  # said now: the conversion met them as ZeroDivisionError, IndexError, reshape errors
         raise _damaged_header(path.name, inconsistent)
     data_end = max((t.offset + t.nbytes for t in tensors), default=0)
@@ -193,15 +194,23 @@ def read_gguf_header(path: Path) -> GgufHeader:
     return header
 
 
+_BLOCK_INDEX = re.compile(r"blk\.(\d+)\.")  # a GGUF tensor's layer: "blk.12.attn_q.weight"
+
 _SPECIAL_TOKENS = (("bos_token_id", "start-of-text"), ("eos_token_id", "end-of-text"),
                    ("unknown_token_id", "unknown"), ("padding_token_id", "padding"))
 """The special token ids transformers looks up in the vocabulary (gguf_tokenizer_mapping)."""
 
 
-def _inconsistency(metadata: dict[str, Any], config: dict[str, Any]) -> str:
+def _inconsistency(metadata: dict[str, Any], config: dict[str, Any], tensor_names: tuple[str, ...] = ()) -> str:
     """What in a header that parsed is impossible, in words ("its attention head count is 0"), or
     "". Only whole numbers are checked: a per-layer list (LFM2's KV heads, 0 on its convolution
-    layers) and a missing count (Mamba has no attention) are no damage."""
+    layers) and a missing count (Mamba has no attention) are no damage. A layer count above the
+    layers its tensors hold ("blk.N.") is said before any conversion (new-user trial 13: a
+    block_count of 40 for 30 layers was converted whole, then refused from the folder)."""
+    layers = config.get("num_hidden_layers")
+    held = {int(m[1]) for name in tensor_names if (m := _BLOCK_INDEX.match(name))}
+    if isinstance(layers, int) and held and len(held) < layers:
+        return f"it names {layers:,} layers but its tensors hold only {len(held):,}"
     heads, kv_heads = config.get("num_attention_heads"), config.get("num_key_value_heads")
     if isinstance(heads, int) and heads <= 0:
         return f"its attention head count is {heads}"
