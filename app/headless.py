@@ -67,6 +67,9 @@ def _load(model_path: Path | None):
         print(f"headroom: {load_failure_line(str(exc), path)}", file=sys.stderr)
         return None
     print(f"[{loaded.report.summary()}]", file=sys.stderr)
+    if loaded.report.template_problem:  # as the window says it (a bracketed line, not a log record)
+        print(f"[its chat template is broken ({loaded.report.template_problem}): prompts use a plain "
+              "User / Assistant transcript]", file=sys.stderr)
     return loaded
 
 
@@ -120,17 +123,14 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
     if fit_new_tokens:
         settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
-    begun = False  # a base model's completion starts with the space after the question: not printed
+    out = _AnswerOut()
     # sent as the window's composer sends it (Composer: stripped), so both count the same prompt
     # and a refusal says the same numbers (new-user trial: "hi" and a newline, one token more)
     question = question.strip()
     for event in runner.run_turn([Message(Role.USER, question)], SummaryState(), settings, threading.Event()):
         match event:
             case TextDelta(text=text):
-                text = text if begun else text.lstrip()
-                begun = begun or bool(text)
-                sys.stdout.write(text)
-                sys.stdout.flush()
+                out.add(text)
             case ev.TurnRefused(decision=decision):
                 print(f"headroom: not started: {decision.reason}", file=sys.stderr)
                 return 1
@@ -138,10 +138,45 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
                 print(f"\nheadroom: {reason}", file=sys.stderr)
                 return 1
             case ev.TurnCompleted(finished=f):
+                out.end()
                 sys.stdout.write("\n")
                 print(f"[{counted(f.new_tokens, 'token')}, TTFT {f.ttft_s * 1000:,.0f} ms, "
                       f"{f.decode_tokens_per_s:.1f} tok/s, {f.stop_reason}]", file=sys.stderr)
     return 0
+
+
+class _AnswerOut:
+    """The reply of --ask as it streams: the answer to stdout, a reasoning model's "<think>…"
+    (app.core.reasoning) to stderr after "[reasoning] ", as the window folds it (new-user trial
+    13: a script read the reasoning as the answer). Leading whitespace of the answer is not
+    printed (a base model's completion starts with the space after the question)."""
+
+    def __init__(self):
+        self.text = ""
+        self.reasoning_shown = self.answer_shown = 0
+
+    def add(self, text: str, streaming: bool = True) -> None:
+        from app.core.reasoning import split_reasoning
+
+        self.text += text
+        reasoning, answer, _state = split_reasoning(self.text, streaming=streaming)
+        answer = answer.lstrip()
+        if len(reasoning) > self.reasoning_shown:
+            sys.stderr.write(("" if self.reasoning_shown else "[reasoning] ") + reasoning[self.reasoning_shown:])
+            sys.stderr.flush()
+            self.reasoning_shown = len(reasoning)
+        if len(answer) > self.answer_shown:
+            if self.reasoning_shown and not self.answer_shown:
+                sys.stderr.write("\n")
+            sys.stdout.write(answer[self.answer_shown:])
+            sys.stdout.flush()
+            self.answer_shown = len(answer)
+
+    def end(self) -> None:
+        """The reply ended: what streaming held back, and a line when it ended inside its reasoning."""
+        self.add("", streaming=False)
+        if self.reasoning_shown and not self.answer_shown:
+            sys.stderr.write("\n[no answer: the reply ended inside its reasoning]\n")
 
 
 def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettings,

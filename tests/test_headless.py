@@ -148,6 +148,37 @@ def test_ask_prints_a_base_model_s_answer_without_its_leading_space(monkeypatch,
     assert capsys.readouterr().out == "The capital is Paris.\n"
 
 
+@pytest.mark.parametrize("pieces, out, err", [
+    (["<thi", "nk>\nThe user", " asks.\n</thi", "nk>\n\nParis", "."], "Paris.\n", "[reasoning] The user asks.\n"),
+    (["<think>\nHm, let me", " see"], "\n",
+     "[reasoning] Hm, let me see\n[no answer: the reply ended inside its reasoning]\n"),
+    (["Use </think> to close it."], "Use </think> to close it.\n", ""),
+], ids=["reasoning-then-answer", "reasoning-only", "no-reasoning"])
+def test_ask_prints_the_answer_and_a_reasoning_model_s_reasoning_apart(monkeypatch, capsys, pieces, out, err):
+    """New-user trial 13: --ask printed "<think>…" to stdout as the answer; the window folds it."""
+    from types import SimpleNamespace
+
+    from app import headless
+    from app.core.settings import GenerationSettings
+    from app.engine import events
+    from app.engine.local import turn_runner
+    from tests.chat.conftest import finished, record
+
+    class Runner:
+        def __init__(self, *_args):
+            pass
+
+        def run_turn(self, *_args):
+            yield from (*(events.TextDelta(p) for p in pieces), events.TurnCompleted(finished(), record()))
+
+    monkeypatch.setattr(headless, "_load", lambda _path: SimpleNamespace(report=SimpleNamespace(device="cpu")))
+    monkeypatch.setattr(turn_runner, "TurnRunner", Runner)
+    assert headless.ask("What is the capital of France?", None, GenerationSettings()) == 0
+    said = capsys.readouterr()
+    assert said.out == out and said.err.startswith(err)  # then the "[N tokens, TTFT …]" line
+    assert said.err.count("[reasoning]") == (1 if err else 0)
+
+
 def test_ask_and_the_window_say_the_same_refusal_for_the_same_message(real_loaded, monkeypatch, capsys):
     """New-user trial 10: context 16 and "hi": `--ask` said "the new message needs 2 more: shorten the
     system prompt by 16 tokens", the window "… by 15 tokens" with the meter at 21 / 6. The window

@@ -283,7 +283,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         tokenizer.padding_side = "left"  # generation pads on the left (right padding with FA2, trl #1018)
         template_dropped = template_problem(tokenizer)
         if template_dropped:  # broken, it failed every turn; without it, prompts are a plain transcript
-            log.warning("the chat template of %s fails (%s); using a plain transcript", folder, template_dropped)
+            log.info("the chat template of %s fails (%s); using a plain transcript", folder, template_dropped)
             tokenizer.chat_template = None
         _check_cancel(cancel)
         report(f"Loading weights ({placement.device}, {placement.attention})", 0.85)
