@@ -19,7 +19,6 @@ from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication, QMessageBox
 from qasync import QEventLoop
 
-from app.chat.error_text import os_error_line
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
 from app.core.settings import Settings, UnreadSettings
@@ -88,6 +87,8 @@ def unread_settings_text(note: UnreadSettings) -> str:
         return QCoreApplication.translate(
             "Application", "Settings could not be read ({0}); the file was kept as {1} and the defaults are "
                            "used.").format(note.reason, note.kept_as)
+    from app.chat.error_text import os_error_line  # here: app.chat imports torch, after the splash is painted
+
     reason = os_error_line(note.error) if note.error is not None else note.reason
     return QCoreApplication.translate(
         "Application", "Settings could not be read ({0}); the defaults are used.").format(reason)

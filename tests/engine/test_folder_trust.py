@@ -152,9 +152,9 @@ def test_headless_refuses_then_honours_the_permission_saved_for_that_model(pickl
     refused = ask()
     assert refused.returncode == 1
     assert [line for line in refused.stderr.splitlines() if line.startswith("headroom:")] == [
-        f"headroom: {pickle_dir.name} has only pickle weights (pytorch_model.bin), which can run arbitrary "
-        "code when loaded; if you trust its source, tick “Allow pickle weights” for it in Open model… "
-        "(or convert it to safetensors)"]
+        f"headroom: {pickle_dir.name}: This model has only pickle weights (.bin / .pt), which can run code when "
+        "loaded; they are off. If you trust its source, tick “Allow pickle weights (.bin / .pt) for this model” "
+        "in Open model and open it again, or convert it to safetensors."]  # the window's line (trial 12)
     save_settings(Settings().with_permissions(ModelPermissions(str(pickle_dir), allow_pickle=True)),
                   config / "settings.json")
     allowed = ask()
