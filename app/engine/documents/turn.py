@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from app.core.conversation import Message, Role
 from app.core.document_prompt import document_budget, excerpt_budget, whole_block
+from app.core.reasoning import without_reasoning
 from app.engine.documents.attach import PreparedMessage, compose_message, composed_tokens, prepare_attachment
 from app.engine.documents.kv_budget import kv_document_tokens
 from app.engine.documents.source import ExtractedDocument
@@ -32,7 +33,7 @@ def whole_tokens(foresight, document: ExtractedDocument) -> int:
     """Tokens of `document`'s whole block with the loaded model's tokenizer (what pasting it
     costs; prepare_attachment counts the same). Tokenizes the whole text: cache it."""
     return len(foresight.loaded.tokenizer.encode(whole_block(document.name, document.text, document.pages),
-                                                 add_special_tokens=False))
+                                                 add_special_tokens=False, split_special_tokens=True))
 
 
 def document_tokens(foresight, wholes: Sequence[int], window, system_prompt: str) -> int:
@@ -57,8 +58,8 @@ def fit_documents(foresight, messages: Sequence[Message], documents: Sequence[Ex
         raise ValueError("documents go with a user message")
     tokenizer = foresight.loaded.tokenizer
 
-    def count_text(text: str) -> int:
-        return len(tokenizer.encode(text, add_special_tokens=False))
+    def count_text(text: str) -> int:  # a document's "<|im_end|>" is text in the prompt too (encode_messages)
+        return len(tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True))
 
     question = messages[-1].content
     base = foresight.count_tokens([{"role": "system", "content": system_prompt},
@@ -70,7 +71,9 @@ def fit_documents(foresight, messages: Sequence[Message], documents: Sequence[Ex
         room = document_budget(budget, base, kv_tokens=kv_document_tokens(
             plan.projection, sample.free, sample.total, foresight.safety_margin(sample), room))
     attachments = [prepare_attachment(doc, count_text) for doc in documents]
-    recent = [m.content for m in messages[-1 - RECENT_TURN_MESSAGES:-1]]
+    # what the recent turns said, as the prompt sends them: an answer without its reasoning
+    recent = [without_reasoning(m.content) if m.role is Role.ASSISTANT else m.content
+              for m in messages[-1 - RECENT_TURN_MESSAGES:-1]]
     excerpts = excerpt_budget(room, plan.window.limit_tokens - plan.window.prompt_tokens)
     prepared = compose_message(question, attachments, room, count_text, recent, excerpt_tokens=excerpts)
     return [*messages[:-1], replace(messages[-1], content=prepared.text)], prepared
