@@ -154,10 +154,15 @@ class _AnswerOut:
     def __init__(self):
         self.text = ""
         self.reasoning_shown = self.answer_shown = 0
+        self.settled = False  # the answer has begun: the rest of the reply is answer, passed straight on
 
     def add(self, text: str, streaming: bool = True) -> None:
         from app.core.reasoning import split_reasoning
 
+        if self.settled:  # no split of the whole reply per token (quadratic in its length)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
         self.text += text
         reasoning, answer, _state = split_reasoning(self.text, streaming=streaming)
         answer = answer.lstrip()
@@ -171,6 +176,7 @@ class _AnswerOut:
             sys.stdout.write(answer[self.answer_shown:])
             sys.stdout.flush()
             self.answer_shown = len(answer)
+            self.settled = True  # split_reasoning holds back nothing once an answer has begun
 
     def end(self) -> None:
         """The reply ended: what streaming held back, and a line when it ended inside its reasoning."""
