@@ -99,34 +99,27 @@ def test_open_loads_in_the_worker_with_the_models_permissions_and_adopts_the_rep
     assert not [text for text, _kind in seen.of("notice") if "chat template" in text]
 
 
-def test_a_model_without_a_chat_template_is_said_in_the_chat(chat, tmp_path):
-    """Trial 7 (C14): only the words "no chat template" at the end of the status bar's model line said it,
-    cut off in an 800 px window."""
+@pytest.mark.parametrize("problem, said", [
+    # trial 7 (C14): only the words "no chat template" at the end of the status bar's model line said it,
+    # cut off in an 800 px window
+    ("", "{0} has no chat template (a base model?): its prompts are written as a plain User / Assistant "
+         "transcript, and its answers may ramble or carry on as the user. A chat (instruct) model answers better."),
+    # new-user trial 12: the loader set a template that cannot render aside (LoadReport.template_problem)
+    ("TemplateSyntaxError: Expected an expression",
+     "The chat template of {0} is broken, so Headroom set it aside: its prompts are written as a plain User / "
+     "Assistant transcript, and its answers may be worse than they should be. A fixed copy of the model answers "
+     "better. (TemplateSyntaxError: Expected an expression)"),
+], ids=["missing", "broken"])
+def test_a_model_without_a_usable_chat_template_is_said_in_the_chat(chat, tmp_path, problem, said):
     base = model_folder(tmp_path / "base")
     chat.models.open_model(base)
     loaded = report(name="base")
     loaded.has_chat_template = False
+    loaded.template_problem = problem
     chat.worker.model_changed.emit(loaded)
     chat.worker.model_loaded.emit(loaded)
-    [said] = [(text, kind) for text, kind in chat.recorded.of("notice") if "chat template" in text]
-    assert said == ("base has no chat template (a base model?): its prompts are written as a plain User / "
-                    "Assistant transcript, and its answers may ramble or carry on as the user. A chat (instruct) "
-                    "model answers better.", "info")
-
-
-def test_a_broken_chat_template_is_said_as_broken_not_missing(chat, tmp_path):
-    """New-user trial 12: the loader sets a template that cannot render aside (LoadReport.template_problem)."""
-    broken = model_folder(tmp_path / "broken")
-    chat.models.open_model(broken)
-    loaded = report(name="broken")
-    loaded.has_chat_template = False
-    loaded.template_problem = "TemplateSyntaxError: Expected an expression"
-    chat.worker.model_changed.emit(loaded)
-    chat.worker.model_loaded.emit(loaded)
-    [said] = [(text, kind) for text, kind in chat.recorded.of("notice") if "chat template" in text]
-    assert said == ("The chat template of broken is broken, so Headroom set it aside: its prompts are written as "
-                    "a plain User / Assistant transcript, and its answers may be worse than they should be. A fixed "
-                    "copy of the model answers better. (TemplateSyntaxError: Expected an expression)", "info")
+    assert [(text, kind) for text, kind in chat.recorded.of("notice") if "chat template" in text] == [
+        (said.format("base"), "info")]
 
 
 def two_models(chat, tmp_path):
