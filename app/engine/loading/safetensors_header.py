@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 # safetensors refuses headers above 100 MB (MAX_HEADER_SIZE in safetensors/src/tensor.rs)
 MAX_HEADER_BYTES = 100_000_000
 DAMAGED_WORDS = "damaged safetensors file"
+DAMAGED_MODEL_WORDS = "damaged model"  # files that are whole but do not make one model (missing_layers)
 
 
 def safetensors_damage(path: Path) -> str | None:
@@ -100,9 +101,6 @@ def missing_layers(folder: Path, layers: int) -> str | None:
     log.info("%s: config layers %d, weights for layers %s", folder, layers, sorted(found)[:8])
     return (f"{DAMAGED_MODEL_WORDS}: its config has {layers:,} layers but its weights only {len(found):,}; "
             "the files are incomplete or do not belong together — download the model again")
-
-
-DAMAGED_MODEL_WORDS = "damaged model"
 
 
 def _tensor_names(path: Path) -> list[str]:
