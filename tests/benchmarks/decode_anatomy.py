@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import hashlib
 import io
 import json
 import logging
 import os
 import pstats
+import statistics
 import sys
 import threading
 import time
@@ -53,21 +55,43 @@ from tests.benchmarks.speed import build_model, log, sync, versions, words
 
 def turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettings, key: str,
          kv_precision: str = KV_16) -> dict:
-    """One turn as the window sends it; tok/s, TTFT, decode path and the largest gap (s) between
-    two streamed pieces after the first."""
-    stamps, row = [], {}
-    for event in runner.run_turn(messages, SummaryState(), settings, threading.Event(),
-                                 conversation_key=key, kv_precision=kv_precision):
-        if isinstance(event, ev.TextDelta):
-            stamps.append(time.perf_counter())
-        elif isinstance(event, ev.TurnCompleted):
-            f = event.finished
-            row.update(tok_s=f.decode_tokens_per_s, ttft_s=f.ttft_s, path=f.decode_path,
-                       prompt=f.prompt_tokens, new=f.new_tokens, text=f.text)
-        elif isinstance(event, (ev.TurnRefused, ev.TurnFailed)):
-            row["error"] = getattr(getattr(event, "decision", None), "reason", None) or event.reason
+    """One turn as the window sends it; tok/s, TTFT, decode path, the largest gap (s) between
+    two streamed pieces after the first, and where the host lost time: "stalls" (gaps over 1.5× the
+    median gap, their count and their time past the median, ms) and the cyclic GC's collections
+    during the turn (count and ms by generation; gc.callbacks), with the 1-minute load average of
+    the host at the turn's start (the llama.cpp build of llama_cpp_same_run_h200.sh runs beside it)."""
+    stamps, row, collections = [], {}, []
+    started: list[float] = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            collections.append((info["generation"], time.perf_counter() - started[0]))
+
+    load_1min = os.getloadavg()[0]
+    gc.callbacks.append(on_gc)
+    try:
+        for event in runner.run_turn(messages, SummaryState(), settings, threading.Event(),
+                                     conversation_key=key, kv_precision=kv_precision):
+            if isinstance(event, ev.TextDelta):
+                stamps.append(time.perf_counter())
+            elif isinstance(event, ev.TurnCompleted):
+                f = event.finished
+                row.update(tok_s=f.decode_tokens_per_s, ttft_s=f.ttft_s, path=f.decode_path,
+                           prompt=f.prompt_tokens, new=f.new_tokens, text=f.text)
+            elif isinstance(event, (ev.TurnRefused, ev.TurnFailed)):
+                row["error"] = getattr(getattr(event, "decision", None), "reason", None) or event.reason
+    finally:
+        gc.callbacks.remove(on_gc)
     gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
     row["max_gap_s"] = max(gaps) if gaps else 0.0
+    median = statistics.median(gaps) if gaps else 0.0
+    stalls = [g - median for g in gaps if g > 1.5 * median]
+    row["gaps"] = {"count": len(gaps), "median_ms": 1e3 * median, "stalls": len(stalls),
+                   "stall_ms": 1e3 * sum(stalls), "load_1min": load_1min}
+    row["gc"] = {f"gen{n}": {"count": sum(1 for g, _ in collections if g == n),
+                             "ms": 1e3 * sum(t for g, t in collections if g == n)} for n in range(3)}
     row["capacity"] = runner.session.capacity_tokens
     text = row.pop("text", "")
     row["text_sha1"] = hashlib.sha1(text.encode()).hexdigest()[:12]  # greedy turns: equal across kernel choices

@@ -4,7 +4,7 @@
 # (shared/anchors/lc_build_and_prep.sh's model step) while Headroom's GPU tests, the decode-attention
 # benchmark and decode_anatomy at 1k / 4k / 16k run pinned to cores 0-3, alternating the arms of an A/B
 # switch (AB_VAR, each of AB_VALUES; default HEADROOM_KV16_MMA 1 0; or ARMS, each NAME=VALUE[,NAME2=VALUE2]
-# setting one or more switches together), ROUNDS rounds (default 1; the first
+# setting one or more switches together; POST_ARMS the same, run after llama.cpp's bench), ROUNDS rounds (default 1; the first
 # arm's first run also at 16k and with the critical path), after TESTS (pytest files; default the
 # attention kernels') and EXTRA (a command line, e.g. another benchmark); then llama.cpp is quantized to Q4_K_M and benched on the idle GPU.
 # Usage, from the project copy on the device ($OUT set), carrying either the wheels of
@@ -17,6 +17,7 @@
 # Device time: about 400-500 s (the llama.cpp build, 330-400 s on 12 cores, is the long pole).
 # Run on 2026-12-03 18:27 UTC: results/decode_anatomy_h200_kv16_mma.json, results/decode_attention_h200_mma.json.
 LC=${1:?folder holding llama.cpp-src.tar.xz and lc_build_and_prep.sh}
+REPO=$PWD
 AB_VAR=${AB_VAR:-HEADROOM_KV16_MMA}; AB_VALUES=${AB_VALUES:-1 0}; ROUNDS=${ROUNDS:-1}
 ARMS=${ARMS:-$(for v in $AB_VALUES; do printf '%s=%s ' "$AB_VAR" "$v"; done)}
 if [ -d .whlslim ]; then
@@ -45,26 +46,34 @@ if [ "${ATTN:-1}" = 1 ]; then  # ATTN=0 leaves the decode-attention benchmark ou
   echo "attn ${SECONDS}s"
 fi
 if [ -n "${EXTRA:-}" ]; then taskset -c 0-3 bash -c "$EXTRA" 2>&1 | tail -12; echo "extra ${SECONDS}s"; fi
-first=1
-for round in $(seq 1 "$ROUNDS"); do
-  for arm in $ARMS; do
-    tag=${arm//=/_}; tag=${tag//,/+}_r${round}
-    extra="--depths 1024,4096"
-    [ $first = 1 ] && extra="--depths 1024,4096,16384 --critical-path" && first=0
-    # bounded: an arm whose kernel hangs must not take the call (llama.cpp's bench comes after)
-    # shellcheck disable=SC2086  # one env argument per switch
-    timeout 200 env ${arm//,/ } taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' $extra \
-      --out $OUT/$tag > /tmp/$tag.log 2>&1 || { echo "$tag failed or timed out: $(tail -2 /tmp/$tag.log)"; continue; }
-    grep -iE "check|not used|set aside|Error" /tmp/$tag.log | head -3
-    python3 - "$OUT/$tag" "$tag" <<'PY'
+# one arm's decode_anatomy: run_arm ARM TAG DECODE_ANATOMY_ARGS...
+run_arm() {
+  local arm=$1 tag=$2; shift 2
+  # bounded: an arm whose kernel hangs must not take the call (llama.cpp's bench comes after)
+  # shellcheck disable=SC2086  # one env argument per switch
+  timeout 200 env ${arm//,/ } taskset -c 0-3 python3 -m tests.benchmarks.decode_anatomy --kv8-depths '' "$@" \
+    --out $OUT/$tag > /tmp/$tag.log 2>&1 || { echo "$tag failed or timed out: $(tail -2 /tmp/$tag.log)"; return; }
+  grep -iE "check|not used|set aside|Error" /tmp/$tag.log | head -3
+  python3 - "$OUT/$tag" "$tag" <<'PY'
 import json, sys
 d = json.load(open(f"{sys.argv[1]}/decode_anatomy_h200.json"))
 print(sys.argv[2], "norms folded:", d.get("warm_up", {}).get("norms_folded"))
 for r in d["kv16"]:
-    print(sys.argv[2], r["depth"], "2nd", round(r["second"]["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1), "step", round(r["step_ms"], 4))
+    s = r["second"]
+    print(sys.argv[2], r["depth"], "2nd", round(s["tok_s"], 1), "greedy", round(r["greedy"]["tok_s"], 1),
+          "step", round(r["step_ms"], 4), "stalls", s.get("gaps", {}).get("stalls"),
+          round(s.get("gaps", {}).get("stall_ms", 0), 1), "ms, gc",
+          {g: v["count"] for g, v in s.get("gc", {}).items()}, "load", round(s.get("gaps", {}).get("load_1min", 0), 1))
 PY
-    rm -rf "$OUT/$tag"/trace_*
-    echo "anatomy $tag ${SECONDS}s"
+  rm -rf "$OUT/$tag"/trace_*
+  echo "anatomy $tag ${SECONDS}s"
+}
+first=1
+for round in $(seq 1 "$ROUNDS"); do
+  for arm in $ARMS; do
+    tag=${arm//=/_}; tag=${tag//,/+}_r${round}
+    if [ $first = 1 ]; then first=0; run_arm "$arm" "$tag" --depths 1024,4096,16384 --critical-path
+    else run_arm "$arm" "$tag" --depths 1024,4096; fi
   done
 done
 until [ -f /tmp/build.done ] && [ -f /tmp/prep.done ] || [ $SECONDS -gt 480 ]; do sleep 3; done
@@ -75,4 +84,11 @@ build/bin/llama-bench -m /tmp/m8b-q4km.gguf -ngl 99 -fa 1 -p 0 -n 128 -d 1024,40
 python3 -c "
 import json; rows = json.load(open('$OUT/llama_bench.json'))
 for r in rows: print('llama.cpp', r.get('n_depth'), round(r['avg_ts'], 1), 'tok/s', r.get('model_type'), r.get('gpu_info'))"
+# POST_ARMS: arms run again once llama.cpp is done, the host idle as it was for llama.cpp's bench (the
+# arms above share the machine with the llama.cpp build on cores 4-15)
+cd "$REPO"
+for arm in ${POST_ARMS:-}; do
+  tag=${arm//=/_}; tag=${tag//,/+}_idle
+  run_arm "$arm" "$tag" --depths 1024,4096
+done
 echo "done ${SECONDS}s"
