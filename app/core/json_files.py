@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
+def write_atomically(path: Path, text: str, make_folder: bool = True, private: bool = False) -> None:
     """Write `text` (UTF-8) to `path` whole or not at all: into a new temp file beside it, flushed
     to disk, then renamed over it, so a full disk or a kill mid-write leaves the old file as it
     was (a chat export wrote straight into the file and left it cut short). A replaced file keeps
@@ -22,13 +22,15 @@ def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
     left behind). make_folder: create the missing folders above `path` (the config folder); False
     for a path the user picked (an export), which then fails with ENOENT, as a chat export does
     (new-user trial 10: a preset export made /tmp/x/none/ for x.json, a chat export refused it).
-    A device or a pipe is written directly, never replaced."""
+    A device or a pipe is written directly, never replaced. private: an owner-only file (0o600 from
+    its creation, whatever the umask or the replaced file's bits; its new folders 0o700): a secret
+    is never readable by others, not even for the moment before a chmod."""
     data = text.encode("utf-8")  # before anything is touched: text it cannot hold changes no file
     tmp = None
     try:
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if make_folder:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True, **({"mode": 0o700} if private else {}))
         with contextlib.suppress(FileNotFoundError):
             mode = target.stat().st_mode
             if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
@@ -40,14 +42,18 @@ def write_atomically(path: Path, text: str, make_folder: bool = True) -> None:
         # a name of its own (O_EXCL), hidden: "<stem>.tmp" was overwritten, then renamed away, when
         # the user had a file of that name beside an export. The stem is cut to fit 255 bytes.
         name = target.with_name(f".{target.stem[:50]}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                     0o600 if private else 0o666)
         tmp = name
+        if private and hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)  # the umask may only take bits away; this says exactly which stay
         with os.fdopen(fd, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())  # on disk before the rename: a power cut leaves the old or the new
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        if not private:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
         os.replace(tmp, target)
     except BaseException as exc:
         if tmp is not None:

@@ -12,18 +12,16 @@ key went, nothing else.
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import NamedTuple
 
-from app.core.json_files import keep_aside
+from app.core.json_files import keep_aside, write_atomically
 from app.core.paths import config_dir
 
 log = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "headroom"
 KEY_FILE_NAME = "api_keys.json"
-_PRIVATE_FILE = 0o600
 
 
 def key_file_path() -> Path:
@@ -96,16 +94,8 @@ def _keys_to_update(path: Path) -> tuple[dict[str, str], Path | None]:
 
 
 def _write_file(path: Path, keys: dict[str, str]) -> None:
-    """Atomic write of an owner-only file: the temp file is created 0o600, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC, _PRIVATE_FILE)
-    try:
-        os.fchmod(fd, _PRIVATE_FILE)  # an old temp file may have had another mode
-        os.write(fd, json.dumps(keys, indent=2).encode("utf-8"))
-    finally:
-        os.close(fd)
-    tmp.replace(path)
+    """The key file written whole or not at all, owner-only from its creation (json_files.write_atomically)."""
+    write_atomically(path, json.dumps(keys, indent=2), private=True)
 
 
 class KeyStored(NamedTuple):

@@ -88,3 +88,29 @@ def test_a_pipe_the_user_names_is_written_into_not_replaced(tmp_path):
     reader.join(timeout=10)
     assert read == ["# Chat\n서울\n".encode()]
     assert stat.S_ISFIFO(pipe.stat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["export.md"]
+
+
+def test_a_private_file_is_owner_only_from_its_creation_whatever_the_umask(tmp_path, monkeypatch):
+    """private=True (the API key file): the temp file is made 0o600 (never readable by others, even
+    before a chmod), a replaced file's looser bits are not kept, and new folders are 0o700."""
+    made = []
+    real_open = os.open
+
+    def recording_open(path, flags, mode=0o777, *args, **kwargs):
+        fd = real_open(path, flags, mode, *args, **kwargs)
+        made.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return fd
+
+    path = tmp_path / "config" / "api_keys.json"
+    old_umask = os.umask(0)
+    try:
+        monkeypatch.setattr(os, "open", recording_open)
+        write_atomically(path, '{"a": "secret"}', private=True)
+        path.chmod(0o644)
+        write_atomically(path, '{"a": "new"}', private=True)
+    finally:
+        os.umask(old_umask)
+    assert made == [0o600, 0o600]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == '{"a": "new"}'
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir()] == ["api_keys.json"]
