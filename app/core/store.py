@@ -1,4 +1,5 @@
-"""SQLite persistence for conversations: stdlib sqlite3, one database file, WAL journal.
+"""SQLite persistence for conversations: stdlib sqlite3, one database file, WAL journal (SQLite's
+rollback journal where the file system cannot hold the WAL index: `connect`).
 
 Threads: a `Store` owns one connection opened with `check_same_thread=True`, so it works only in
 the thread that made it (the GUI thread); any other thread opens its own `Store` on the same file
@@ -40,6 +41,7 @@ two when the file opens.
 
 import errno
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -57,6 +59,8 @@ from app.core.history import SummaryState
 from app.core.kv_precision import DEFAULT_KV_PRECISION, KV_PRECISIONS, valid_kv_precision
 from app.core.message_tree import MessageTree
 from app.core.paths import data_dir
+
+log = logging.getLogger(__name__)
 
 DB_FILE_NAME = "headroom.sqlite3"
 LAST = -1
@@ -138,7 +142,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class StoreError(RuntimeError):
-    """The database cannot be used (newer schema, WAL unavailable)."""
+    """The database cannot be used (a newer schema)."""
 
 
 class NewerSchemaError(StoreError):
@@ -313,7 +317,11 @@ def _memory_connection() -> sqlite3.Connection:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating owner-only if needed) `path` in WAL mode, migrations not applied."""
+    """Open (creating owner-only if needed) `path` in WAL mode, migrations not applied. Where SQLite
+    cannot turn WAL on (a file system without the shared memory or locks its index needs: some network
+    and FUSE mounts; SQLite then answers with the mode it kept) the file keeps SQLite's rollback journal:
+    the same durability for this one writer, readers in other threads wait for its writes (busy_timeout)
+    instead of reading beside them. Before, such a folder stopped the app at start."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.close(os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, _PRIVATE_FILE))
     os.chmod(path, _PRIVATE_FILE)
@@ -322,7 +330,9 @@ def connect(path: Path) -> sqlite3.Connection:
     try:  # on a full disk this fails and is tried again at each write (Store.until_room): no handle left open
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal":
-            raise StoreError(f"{path}: WAL journal unavailable (got {mode!r})")
+            if mode not in ("delete", "truncate", "persist"):  # a journal that keeps a crash's writes undone
+                mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+            log.warning("%s: SQLite could not use a WAL journal here; it keeps its %s journal", path, mode)
         for pragma in ("synchronous = FULL", "foreign_keys = ON", "busy_timeout = 5000",
                        "secure_delete = ON"):
             conn.execute(f"PRAGMA {pragma}")
@@ -866,7 +876,6 @@ def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
     - the disk is full (FULL, `disk_full`): `store` is the file's, not a copy: its writes fail
       while the disk is full and succeed once there is room (a Store.until_room when the file
       could not even be opened).
-    StoreError without WAL is raised as it is.
     """
     path = Path(path) if path is not None else default_db_path()
     try:

@@ -1172,3 +1172,29 @@ def test_a_migration_the_full_disk_stops_leaves_no_backup_behind(tmp_path, monke
         with pytest.raises(sqlite3.OperationalError):
             Store(path)
     assert list(tmp_path.glob("*.bak")) == []
+
+
+def test_a_folder_where_wal_cannot_be_used_keeps_sqlites_rollback_journal(tmp_path, monkeypatch, caplog):
+    """SQLite answers `PRAGMA journal_mode = WAL` with the mode it kept where the file system cannot hold
+    the WAL index (some network and FUSE mounts). That stopped the app at start (StoreError); now the
+    store keeps the rollback journal, says so in the log, and its writes are kept as before."""
+    import app.core.store as store_module
+
+    class NoWal(sqlite3.Connection):
+        def execute(self, sql, *args):
+            if sql.replace(" ", "").upper() == "PRAGMAJOURNAL_MODE=WAL":
+                return super().execute("PRAGMA journal_mode")  # what SQLite answers: the mode it kept
+            return super().execute(sql, *args)
+
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(store_module.sqlite3, "connect", lambda *a, **k: real_connect(*a, factory=NoWal, **k))
+    path = tmp_path / "headroom.sqlite3"
+    with caplog.at_level("WARNING"), Store(path) as store:
+        assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        cid = store.create_conversation("kept")
+        mid = store.append_message(cid, Message(Role.USER, "a message"))
+    assert "could not use a WAL journal here; it keeps its delete journal" in caplog.text
+    monkeypatch.setattr(store_module.sqlite3, "connect", real_connect)
+    with Store(path) as again:
+        assert again.message_text(mid) == "a message"
+    assert not path.with_name(path.name + "-wal").exists()
