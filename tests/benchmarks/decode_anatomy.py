@@ -99,6 +99,14 @@ def turn(runner: TurnRunner, messages: list[Message], settings: GenerationSettin
     return row
 
 
+def step_token(decoder) -> torch.Tensor:
+    """The token the timed replays feed: the captured step's own buffer where the decoder has one (as
+    a turn's sampler writes it: no copy kernel before each replay), else a tensor of ours (an older
+    tree's decoder, tree_ab_h200.sh: each replay then copies it in first, as its turns did)."""
+    buffer = getattr(decoder, "token_buffer", None)
+    return buffer() if buffer is not None else torch.zeros((1, 1), dtype=torch.long, device="cuda")
+
+
 def step_ms(runner: TurnRunner, steps: int) -> float | None:
     """The compiled step alone on the open chat's cache: ``steps`` back-to-back replays timed
     with CUDA events (the keys and values they write are cropped off afterwards)."""
@@ -110,7 +118,7 @@ def step_ms(runner: TurnRunner, steps: int) -> float | None:
     steps = min(steps, spare)
     if steps < 8:
         return None
-    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
+    token = step_token(decoder)
     with torch.inference_mode():
         decoder.step(token, cache)  # a first replay (records when the cache is new)
         sync()
@@ -136,7 +144,7 @@ def profiled_steps(runner: TurnRunner, call, calls: int):
         return None
     if session.capacity_tokens - session.cached_tokens - 2 < calls + 1:
         return None
-    token = torch.zeros((1, 1), dtype=torch.long, device="cuda")
+    token = step_token(decoder)
     with torch.inference_mode():
         call(decoder, token, cache)
         sync()

@@ -231,3 +231,23 @@ def test_greedy_is_the_first_argmax_after_the_penalty_and_marks_the_token(penalt
         token = samplers.sample(scores, settings, None, seen)
         want = torch.argmax(penalized(scores, before, penalty))
         assert int(token) == int(want) and token.shape == (1,) and bool(seen[token])
+
+
+@cuda
+@pytest.mark.parametrize("temperature", [0.0, 0.7], ids=["greedy", "sampled"])
+def test_the_token_is_written_where_the_caller_asks_with_the_uniform_it_gives(temperature):
+    """generation._OneStepAhead hands the sampler the captured step's token buffer and a uniform drawn
+    ahead: the token lands there (no copy kernel after it) and is the one the sampler's own draw of
+    that uniform gives; an ``out`` of another dtype is refused, not written."""
+    scores = random_logits(128256, 3, 2.0, "cuda")
+    settings = replace(SETTINGS[0], temperature=temperature) if temperature else SamplingParams(temperature=0.0)
+    uniforms = torch.rand(64, generator=torch.Generator(device="cuda").manual_seed(3), device="cuda")
+    buffer = torch.full((1, 1), -1, dtype=torch.long, device="cuda")
+    for i in range(64):
+        u = uniforms[i:i + 1]
+        token = samplers.sample(scores, settings, None, uniform=u, out=buffer.view(1))
+        assert token.data_ptr() == buffer.data_ptr()
+        assert int(buffer) == int(samplers.sample(scores, settings, None, uniform=u.clone()))
+    with pytest.raises(ValueError, match="int64"):
+        samplers.sample(scores, settings, None, uniform=uniforms[:1], out=torch.zeros(1, dtype=torch.int32,
+                                                                                      device="cuda"))

@@ -160,6 +160,7 @@ class CompiledDecode:
         self.fold_failure = "not built yet"  # why the layers' norms are not folded (norm_fold), "" when they are
         self._fold_set_aside = ""  # why a folded step failed its warm-up (then built unfolded)
         self._buffers = _StepBuffers()  # the regional step's constant tensors, kept between steps
+        self._token_in: torch.Tensor | None = None  # every capture's token buffer (`token_buffer`)
 
     @property
     def regional(self) -> bool:
@@ -329,12 +330,25 @@ class CompiledDecode:
                                   f"({self._capture_failed}), compiled kernels run without a graph")
         return logits
 
+    def token_buffer(self) -> torch.Tensor:
+        """The (1, 1) long tensor on the model's device that every captured step reads its token from:
+        a caller that writes the next token here (the sampler's output, `generation._OneStepAhead`)
+        spares each replay a copy kernel on the decode step's critical path."""
+        if self._token_in is None:
+            with torch.inference_mode(False):  # a normal tensor: written in place in and out of inference mode
+                self._token_in = torch.zeros((1, 1), dtype=torch.long, device=self.model.device)
+        return self._token_in
+
     def _capture(self, input_ids: torch.Tensor, cache) -> CapturedStep:
-        """`CapturedStep` of ``cache``, its step's constant tensors made first (`_StepBuffers.reserve`):
-        made inside the capture they would be kernels in every replay."""
+        """`CapturedStep` of ``cache`` over `token_buffer` (``input_ids`` copied there), its step's constant
+        tensors made first (`_StepBuffers.reserve`): made inside the capture they would be kernels in
+        every replay."""
         if self.regional:
             self._buffers.reserve(cache, self.model)
-        return CapturedStep(self._compiled, input_ids, cache)
+        buffer = self.token_buffer()
+        if input_ids is not buffer:
+            buffer.copy_(input_ids)
+        return CapturedStep(self._compiled, buffer, cache)
 
     def prepare(self, cache) -> bool:
         """Capture the step's CUDA graph for ``cache`` now, before its next turn: for a chat the
@@ -351,10 +365,9 @@ class CompiledDecode:
         if self._graph is not None and self._graph.serves(cache):
             return True
         self._graph = None
-        token = torch.zeros((1, 1), dtype=torch.long, device=self.model.device)
         try:
             with self._lock, torch.inference_mode():
-                self._graph = self._capture(token, cache)
+                self._graph = self._capture(self.token_buffer(), cache)
         except Exception as exc:  # the next step captures the usual way
             log.info("early CUDA-graph capture of a restored cache failed: %s", exc)
             return False
@@ -848,10 +861,11 @@ class CapturedStep:
 
     Built right after ``compiled(input_ids, cache)`` ran for real (so nothing compiles or
     autotunes while capturing): the capture records the same call on a side stream and runs
-    nothing. The graph holds the addresses of its token buffer (1, 1) long, of the cache's
-    tensors and of its logits output (vocab,) float32; `serves(cache)` is True while the cache's
-    tensors have the addresses and shapes it was recorded for; `replay(input_ids)` copies the
-    token in, replays, and returns the logits (overwritten by the next replay).
+    nothing. The graph holds the addresses of its token buffer ``input_ids`` (1, 1) long, kept as
+    given (`CompiledDecode.token_buffer`), of the cache's tensors and of its logits output (vocab,)
+    float32; `serves(cache)` is True while the cache's tensors have the addresses and shapes it was
+    recorded for; `replay(input_ids)` copies the token in (unless it is already there: the buffer
+    itself), replays, and returns the logits (overwritten by the next replay).
     capture_error_mode "thread_local": another thread asking the driver something (the VRAM
     panel) does not spoil the capture. Raises what the capture raises (the caller falls back to
     the compiled function)."""
@@ -860,7 +874,7 @@ class CapturedStep:
         # addresses and shapes only: holding the tensors would keep a grown or parked cache's
         # old memory alive until the next step (a growth must never hold old and new in full)
         self._layout = _layout(_cache_tensors(cache))
-        self.input_ids = input_ids.clone()
+        self.input_ids = input_ids
         self.graph = torch.cuda.CUDAGraph()
         stream = torch.cuda.Stream(device=input_ids.device)
         stream.wait_stream(torch.cuda.current_stream(input_ids.device))

@@ -75,13 +75,15 @@ def sample_next(logits: torch.Tensor, params: SamplingParams,
 
 
 def sample_token(logits: torch.Tensor, params: SamplingParams,
-                 generator: torch.Generator | None, seen: torch.Tensor | None = None) -> torch.Tensor:
+                 generator: torch.Generator | None, seen: torch.Tensor | None = None, *,
+                 uniform: torch.Tensor | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
     """`sample_next` without leaving the device: a (1,) long tensor on ``logits.device``.
 
     No op here waits for the device when ``generator`` lives on ``logits.device`` (see
     `samplers.sample`), so the compiled decode loop can launch the next step before reading the
-    token. seen: the turn's `samplers.seen_mask` for the repetition penalty, updated in place."""
-    return samplers.sample(logits, params, generator, seen)
+    token. seen: the turn's `samplers.seen_mask` for the repetition penalty, updated in place.
+    uniform, out: see `samplers.sample`."""
+    return samplers.sample(logits, params, generator, seen, uniform=uniform, out=out)
 
 
 @functools.cache
@@ -211,28 +213,60 @@ class _OneStepAhead:
     adding to it: measured on the H200, 99 tok/s serial (5.8 ms GPU + ~4.3 ms host per token).
     A launched step feeds the token into the cache even when the token turns out to end the
     reply; the caller then counts it among the cached tokens.
+
+    Between two steps on the GPU only the sampler runs: it writes the token straight into the
+    captured step's own token buffer (`CompiledDecode.token_buffer`: no copy kernel into a buffer of
+    ours, none from ours into the graph's), its uniforms are drawn UNIFORMS_AHEAD at a time (no
+    generator launch a token), and the token's copy to the host runs on a stream of its own, so the
+    next step does not wait behind that transfer.
     Returns (token id, logits of the launched step or None).
     """
+
+    UNIFORMS_AHEAD = 256  # the sampler's uniforms drawn in one launch (CUDA)
 
     def __init__(self, decoder, cache, params: SamplingParams, device: torch.device, seed: int | None,
                  seen: torch.Tensor | None = None):
         self.decoder, self.cache, self.params, self.seen = decoder, cache, params, seen
-        self.step_in = torch.zeros((1, 1), dtype=torch.long, device=device)
         self.cuda = device.type == "cuda"
+        buffer = getattr(decoder, "token_buffer", None)
+        self.step_in = buffer() if self.cuda and buffer is not None else torch.zeros(
+            (1, 1), dtype=torch.long, device=device)
         self.host = torch.zeros((1,), dtype=torch.long, pin_memory=self.cuda)
+        self.sampled = torch.cuda.Event() if self.cuda else None
         self.copied = torch.cuda.Event() if self.cuda else None
+        self.copy_stream = torch.cuda.Stream(device=device) if self.cuda else None
         self.generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
+        self.device = device
+        self.uniforms: torch.Tensor | None = None  # drawn ahead (CUDA, sampled); the next one at self.taken
+        self.taken = 0
 
     def launch(self) -> torch.Tensor:
         """Replay the compiled step for the token in the step's input buffer; its logits."""
         return self.decoder.step(self.step_in, self.cache)
 
+    def _uniform(self) -> torch.Tensor | None:
+        """The next draw's u (1,) on the device (CUDA, sampled), else None (the sampler draws its own)."""
+        if not self.cuda or self.params.temperature <= 0:
+            return None
+        if self.uniforms is None or self.taken == self.uniforms.numel():
+            self.uniforms = torch.rand(self.UNIFORMS_AHEAD, generator=self.generator, device=self.device)
+            self.taken = 0
+        self.taken += 1
+        return self.uniforms[self.taken - 1:self.taken]
+
     def advance(self, logits: torch.Tensor, launch: bool) -> tuple[int, torch.Tensor | None]:
-        token = sample_token(logits, self.params, self.generator, self.seen)
-        self.step_in.copy_(token.view(1, 1))
-        self.host.copy_(token, non_blocking=self.cuda)
-        if self.copied is not None:
-            self.copied.record()
+        into = self.step_in.view(1)
+        token = sample_token(logits, self.params, self.generator, self.seen, uniform=self._uniform(), out=into)
+        if token.data_ptr() != into.data_ptr():  # a sampler path that made its own tensor
+            self.step_in.copy_(token.view(1, 1))
+        if self.cuda:
+            self.sampled.record()
+            self.copy_stream.wait_event(self.sampled)
+            with torch.cuda.stream(self.copy_stream):
+                self.host.copy_(into, non_blocking=True)
+                self.copied.record()
+        else:
+            self.host.copy_(token)
         following = self.launch() if launch else None
         if self.copied is not None:
             self.copied.synchronize()  # waits for this token only, not for the launched step

@@ -452,15 +452,16 @@ def min_p_depth(min_p: float) -> int:
 
 
 def run(scores: torch.Tensor, settings, uniform: torch.Tensor, seen: torch.Tensor | None = None,
-        penalty: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        penalty: float = 1.0, out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(token (1,) long, workspace) for scores (V,) float32 on CUDA, settings.temperature > 0, and
     uniform a (1,) float32 u ∈ [0, 1) on the same device. seen: the turn's (vocab,) bool mask, read
-    for the repetition ``penalty`` and the drawn token marked in it (in place). The workspace (int64)
+    for the repetition ``penalty`` and the drawn token marked in it (in place). out: a contiguous (1,)
+    long tensor on the device to write the token into (None: a new one). The workspace (int64)
     holds the kernels' thresholds (`bounds` reads them); nothing here syncs with the host."""
     flat, vocab, blocks, kernels = _prepared(scores)
     device = flat.device
     workspace = torch.zeros(WORKSPACE_BYTES // 8, dtype=torch.int64, device=device)
-    out = torch.empty(1, dtype=torch.long, device=device)
+    out = _token_out(out, device)
     temperature = settings.temperature
     has_seen = seen is not None and penalty != 1.0
     mask = seen.view(torch.uint8) if seen is not None else out  # any pointer when there is none
@@ -481,15 +482,17 @@ def run(scores: torch.Tensor, settings, uniform: torch.Tensor, seen: torch.Tenso
     return out, workspace
 
 
-def greedy(scores: torch.Tensor, seen: torch.Tensor | None = None, penalty: float = 1.0) -> torch.Tensor:
+def greedy(scores: torch.Tensor, seen: torch.Tensor | None = None, penalty: float = 1.0,
+           out: torch.Tensor | None = None) -> torch.Tensor:
     """The greedy token, (1,) long on the scores' device: the first index of the highest score
     after the repetition ``penalty`` (`samplers.process` then argmax), in one launch of 1,024-thread
     blocks; seen (the turn's mask) gets it marked. torch.argmax over one row of 128,256 took 26.5 µs
     of GPU time on the H200 (results/sampler_gpu_h200.json). A NaN score is never the top (argmax
-    would pick it); all NaN or no finite maximum gives token 0. Raises ValueError as `run` does."""
+    would pick it); all NaN or no finite maximum gives token 0. out: as `run`'s. Raises ValueError as
+    `run` does."""
     flat, vocab, blocks, kernels = _prepared(scores)
     workspace = torch.zeros(WORKSPACE_BYTES // 8, dtype=torch.int64, device=flat.device)
-    out = torch.empty(1, dtype=torch.long, device=flat.device)
+    out = _token_out(out, flat.device)
     has_seen = seen is not None and penalty != 1.0
     mask = seen.view(torch.uint8) if seen is not None else out
     unused = workspace  # the sampling arguments (temperature, filters, uniform) are not read
@@ -498,6 +501,17 @@ def greedy(scores: torch.Tensor, seen: torch.Tensor | None = None, penalty: floa
                                     unused, out, workspace])
     if seen is not None and not has_seen:
         seen.index_fill_(0, out, True)
+    return out
+
+
+def _token_out(out: torch.Tensor | None, device: torch.device) -> torch.Tensor:
+    """Where a kernel writes its token: ``out`` when it is one contiguous int64 on ``device``, else a new
+    (1,) long tensor (ValueError for an ``out`` of another shape, dtype or device)."""
+    if out is None:
+        return torch.empty(1, dtype=torch.long, device=device)
+    if out.numel() != 1 or out.dtype != torch.long or out.device != device or not out.is_contiguous():
+        raise ValueError(f"out must be one contiguous int64 on {device}, got {out.dtype} {tuple(out.shape)} "
+                         f"on {out.device}")
     return out
 
 

@@ -212,11 +212,17 @@ def draw_from_nucleus(scores: torch.Tensor, settings: SamplerSettings,
 
 
 def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Generator | None,
-           seen: torch.Tensor | None = None) -> torch.Tensor:
+           seen: torch.Tensor | None = None, *, uniform: torch.Tensor | None = None,
+           out: torch.Tensor | None = None) -> torch.Tensor:
     """The next token id from last-position scores (vocab,) or (1, vocab), float32: a (1,) long
     tensor on ``scores.device``, argmax when greedy, else drawn from softmax(process(scores)):
     on CUDA by `nucleus_kernel` (greedy too) where it builds, else `draw_from_nucleus`; on the CPU
     by transformers' own steps.
+
+    uniform: the CUDA kernel's draw, a (1,) float32 u ∈ [0, 1) on the scores' device, drawn ahead by
+    the caller (one launch for many tokens); None draws it here from ``generator``. out: a (1,) long
+    tensor on the device that the CUDA kernel writes the token into (and returns); the other paths
+    return a tensor of their own.
 
     seen: the turn's `seen_mask`; the picked token is marked in it (in place) so the next step
     penalizes it. generator: seeds the draw; one on another device than ``scores`` (the eager
@@ -224,10 +230,11 @@ def sample(scores: torch.Tensor, settings: SamplerSettings, generator: torch.Gen
     device nothing here waits for the device."""
     if scores.device.type == "cuda" and nucleus_kernel.takes(scores):
         if settings.temperature <= 0:
-            return nucleus_kernel.greedy(scores, seen, settings.repetition_penalty)
-        device = generator.device if generator is not None else scores.device
-        u = torch.rand(1, generator=generator, device=device).to(scores.device)
-        return nucleus_kernel.run(scores, settings, u, seen, settings.repetition_penalty)[0]
+            return nucleus_kernel.greedy(scores, seen, settings.repetition_penalty, out=out)
+        if uniform is None:
+            device = generator.device if generator is not None else scores.device
+            uniform = torch.rand(1, generator=generator, device=device).to(scores.device)
+        return nucleus_kernel.run(scores, settings, uniform, seen, settings.repetition_penalty, out=out)[0]
     if settings.temperature > 0 and scores.device.type == "cuda":
         if seen is not None and settings.repetition_penalty != 1.0:
             scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty)
