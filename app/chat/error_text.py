@@ -73,14 +73,16 @@ _REMOTE_WORDS = (
     ("not_found", ("HTTP 404", "does not serve")),
     ("busy", ("is busy (HTTP",)),
     ("timeout", ("connect timeout", "read timeout")),
-    ("unreachable", ("cannot connect to", "cannot resolve the host", "broke mid-answer",
-                     "closed before the answer ended")),
-    ("protocol", ("did not return a model list", "other than JSON", "stream piece")),
+    ("lost", ("broke mid-answer", "closed before the answer ended")),
+    ("unreachable", ("cannot connect to", "cannot resolve the host")),
+    ("protocol", ("did not return a model list", "other than JSON", "stream piece", "sent no answer stream")),
     ("server", ("answered HTTP", "failed mid-answer")),
 )
 _REMOTE_WHAT = {
     "config": QT_TRANSLATE_NOOP("PlainError", "The server settings are incomplete."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Headroom could not reach the server."),
+    # trial 14: a server that stopped mid-answer was "could not reach", and the user checked a right address
+    "lost": QT_TRANSLATE_NOOP("PlainError", "The connection to the server was lost while it answered."),
     "timeout": QT_TRANSLATE_NOOP("PlainError", "The server did not answer in time."),
     "auth": QT_TRANSLATE_NOOP("PlainError", "The server refused the API key."),
     "not_found": QT_TRANSLATE_NOOP("PlainError", "The server does not know this model or address."),
@@ -92,6 +94,7 @@ _REMOTE_WHAT = {
 _REMOTE_TODO = {
     "config": QT_TRANSLATE_NOOP("PlainError", "Check the server address and model name in Settings."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Start the server, or fix its address in Settings."),
+    "lost": QT_TRANSLATE_NOOP("PlainError", "The server may have stopped or restarted; check it, then try again."),
     "timeout": QT_TRANSLATE_NOOP("PlainError", "The server may be busy or down; try again, or check it."),
     "auth": QT_TRANSLATE_NOOP("PlainError", "Check the API key in Settings."),
     "not_found": QT_TRANSLATE_NOOP("PlainError", "Check the model name and the address in Settings."),

@@ -2205,6 +2205,14 @@ tokens counted by {4}: {5}</source>
         <translation>이 파일은 비어 있습니다(0바이트). 모델이 들어 있지 않습니다.</translation>
     </message>
     <message>
+        <source>The connection to the server was lost while it answered.</source>
+        <translation>서버가 답하는 도중에 연결이 끊어졌습니다.</translation>
+    </message>
+    <message>
+        <source>The server may have stopped or restarted; check it, then try again.</source>
+        <translation>서버가 멈췄거나 다시 시작되었을 수 있습니다. 서버를 확인한 뒤 다시 시도하세요.</translation>
+    </message>
+    <message>
         <source>the file or its folder does not exist</source>
         <translation>파일이나 그 폴더가 없습니다</translation>
     </message>

@@ -38,6 +38,14 @@ def _one_line(plain):
      "reply", "could not reach the server", "Start the server"),
     (RemoteError("gpu-box:8000 refused the API key (HTTP 401)", "auth", 401), "reply", "refused the API key",
      "API key"),
+    # trial 14: a server killed mid-answer read "could not reach the server. Start the server, or fix its
+    # address", and the address was right
+    (RemoteError("the connection to gpu-box:8000 broke mid-answer (RemoteProtocolError): the server stopped or "
+                 "the network dropped", "lost"), "reply", "lost while it answered", "stopped or restarted"),
+    (RemoteError("the connection to gpu-box:8000 closed before the answer ended", "lost"), "reply",
+     "lost while it answered", "check it, then try again"),
+    (RemoteError('gpu-box:8000 sent no answer stream (no "data:" lines): is it an OpenAI-compatible server?',
+                 "protocol"), "reply", "was not understood", "OpenAI-compatible"),
     (FileNotFoundError(errno.ENOENT, "No such file", "/models/x.gguf"), "load", "missing: /models/x.gguf",
      "folder or drive"),
     (OSError(errno.ENOSPC, "No space left on device"), "load", "The disk is full.", "Free some space"),

@@ -185,6 +185,14 @@ def test_error_inside_the_stream_and_a_stream_cut_short():
 
     with pytest.raises(RemoteError, match="closed before the answer ended") as info:
         collect(client_for(cut))
+    assert info.value.kind == "lost"  # the answer had begun: the server stopped or the network dropped
+
+    def web_page(request):  # HTTP 200 and a page where the stream should be (trial 14: "could not reach")
+        return httpx.Response(200, content=b"<html><body>Welcome to nginx!</body></html>",
+                              headers={"content-type": "text/html"})
+
+    with pytest.raises(RemoteError, match="sent no answer stream") as info:
+        collect(client_for(web_page))
     assert info.value.kind == "protocol"
 
 

@@ -225,7 +225,7 @@ class RemoteBackend:
         except Exception as exc:
             if not isinstance(exc, RemoteError):
                 log.error("remote generation failed\n%s", traceback.format_exc())
-            elif exc.kind == "unreachable":
+            elif exc.kind in ("unreachable", "lost"):
                 self.report = None  # the server went away: read it again (it may come back changed)
             error = describe_failure(exc)
             if continue_final and getattr(exc, "status", None) in (400, 422) and exc.kind != "context_length":

@@ -17,8 +17,9 @@ _CONTEXT_WORDS = ("context length", "maximum context", "max_model_len", "model l
 
 class RemoteError(Exception):
     """A remote request failed. str(exc) is one line for the user. kind: "config" (URL or model
-    name unusable), "unreachable", "timeout", "auth", "not_found", "context_length", "busy",
-    "server", "protocol". status: the HTTP status, None when there was no HTTP answer."""
+    name unusable), "unreachable", "lost" (the connection ended after the answer had begun), "timeout",
+    "auth", "not_found", "context_length", "busy", "server", "protocol". status: the HTTP status, None
+    when there was no HTTP answer."""
 
     def __init__(self, message: str, kind: str, status: int | None = None):
         super().__init__(message)
@@ -43,7 +44,7 @@ def transport_error(exc: BaseException, host: str, base_url: str, connect_timeou
                            "running and the URL right?", "unreachable")
     if mid_stream or isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
         return RemoteError(f"the connection to {host} broke mid-answer ({name}): "
-                           "the server stopped or the network dropped", "unreachable")
+                           "the server stopped or the network dropped", "lost")
     return RemoteError(f"request to {host} failed: {name}: {first_line(exc)}", "unreachable")
 
 

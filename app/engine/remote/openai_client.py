@@ -212,6 +212,7 @@ class OpenAIClient:
         finish = None
         usage: dict = {}
         reasoning = _ReasoningText()
+        streamed = False  # a "data:" piece came: the answer had begun
         while True:
             if stop_event.is_set():  # checked before every piece: a fast server never leaves the queue empty
                 yield StreamEnd("stopped", usage.get("prompt_tokens"), usage.get("completion_tokens"))
@@ -226,13 +227,17 @@ class OpenAIClient:
                 break
             if not line.startswith("data:"):
                 continue  # blank separators, ": keep-alive" comments, "event:" lines
+            streamed = True
             chunk = _parse_chunk(line[5:].strip(), self.host)
             usage = chunk.get("usage") or usage
             for choice in chunk.get("choices") or ():
                 yield from reasoning.pieces(choice.get("delta") or {})
                 finish = choice.get("finish_reason") or finish
-        if finish is None:
-            raise RemoteError(f"the connection to {self.host} closed before the answer ended", "protocol")
+        if finish is None and not streamed:  # e.g. a web page (HTTP 200) where the answer's stream should be
+            raise RemoteError(f"{self.host} sent no answer stream (no \"data:\" lines): is it an OpenAI-compatible "
+                              "server?", "protocol")
+        if finish is None:  # the server stopped or restarted, or the network dropped
+            raise RemoteError(f"the connection to {self.host} closed before the answer ended", "lost")
         yield StreamEnd(finish, usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
     # ----- errors ---------------------------------------------------------------------------------
