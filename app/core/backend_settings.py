@@ -50,8 +50,15 @@ class RemoteSettings:
         )
 
     def check(self) -> None:
-        """Raise BackendSettingsError (one line) when the URL or the model name is unusable."""
+        """Raise BackendSettingsError (one line) when the URL or the model name is unusable. A URL
+        with a user name or password before "@" is refused, without repeating it: httpx would send
+        it as Basic auth instead of the API key, and the URL is kept in settings.json and the log
+        (new-user trial 14: "http://bob:sk-…@host/v1" leaked the key to both, and the server then
+        refused the request)."""
         parts = urlsplit(self.base_url)
+        if parts.username is not None or parts.password is not None:
+            raise BackendSettingsError(
+                "the server URL holds a user name or password before '@': put the key in the API key field")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BackendSettingsError(
                 f"the server URL {self.base_url or '(empty)'!r} is not an http(s) URL "

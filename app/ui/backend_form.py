@@ -74,7 +74,10 @@ class BackendForm(QWidget):
             if backend.is_remote:
                 backend.remote.check()
         except BackendSettingsError as exc:  # its English line names the field; said here in the UI's language
-            if "URL" in str(exc):
+            if "user name or password" in str(exc):  # the URL itself not repeated: it holds a secret
+                text = self.tr("The server URL holds a name or password before “@”. Put the key in the API key "
+                               "field instead.")
+            elif "URL" in str(exc):
                 text = self.tr("The server URL {0} is not an http(s) URL such as http://gpu-box:8000/v1.").format(
                     backend.remote.base_url or self.tr("(empty)"))
             else:

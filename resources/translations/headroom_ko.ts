@@ -330,6 +330,10 @@
         <translation>API 키</translation>
     </message>
     <message>
+        <source>The server URL holds a name or password before “@”. Put the key in the API key field instead.</source>
+        <translation>서버 URL의 “@” 앞에 이름이나 비밀번호가 들어 있습니다. 키는 API 키 칸에 넣으세요.</translation>
+    </message>
+    <message>
         <source>The server URL {0} is not an http(s) URL such as http://gpu-box:8000/v1.</source>
         <translation>서버 URL {0}은(는) http://gpu-box:8000/v1 같은 http(s) URL이 아닙니다.</translation>
     </message>

@@ -138,6 +138,10 @@ def test_bad_remote_settings_are_explained():
         RemoteSettings("gpu-box:8000", "m").check()
     with pytest.raises(BackendSettingsError, match="no model name"):
         RemoteSettings(URL, "").check()
+    for url in ("http://bob:sk-URLSECRET@gpu-box:8000/v1", "https://sk-URLSECRET@gpu-box/v1"):
+        with pytest.raises(BackendSettingsError, match="user name or password before '@'") as info:
+            RemoteSettings(url, "m").check()
+        assert "URLSECRET" not in str(info.value)  # the message is logged: it must not repeat the secret
 
 
 def test_each_conversation_keeps_its_backend(tmp_path):

@@ -306,3 +306,21 @@ def test_stop_lands_while_a_server_accepted_but_never_answers():
         client.close()
     finally:
         listener.close()
+
+
+def test_a_client_neither_sends_nor_names_a_password_in_its_url():
+    """The metrics poller makes a client from the settings as they are; a "user:key@" in the URL
+    (refused by RemoteSettings.check, trial 14) is dropped from every request and every message."""
+    seen = []
+
+    def handler(request):
+        seen.append((str(request.url), request.headers.get("authorization")))
+        return httpx.Response(401, json={"error": {"message": "bad key"}})
+
+    client = OpenAIClient(RemoteSettings("http://bob:sk-URLSECRET@gpu-box:8000/v1", "m"), "sk-typed",
+                          httpx.MockTransport(handler))
+    assert client.api_root == "http://gpu-box:8000/v1" and client.host == "gpu-box:8000"
+    with pytest.raises(RemoteError) as info:
+        client.list_models()
+    assert seen == [("http://gpu-box:8000/v1/models", "Bearer sk-typed")]
+    assert "URLSECRET" not in str(info.value) and "URLSECRET" not in repr(client)

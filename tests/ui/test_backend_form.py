@@ -23,6 +23,12 @@ def test_remote_backend_is_chosen_and_an_unusable_one_is_explained(qtbot):
     assert dialog.isVisible() and dialog.result() != QDialog.DialogCode.Accepted
     assert form.problem_label.text() == ("The server URL gpu-box:8000 is not an http(s) URL such as "
                                          "http://gpu-box:8000/v1.")
+    # a key in the URL (trial 14: it reached settings.json and the log, and went out as Basic auth)
+    form.base_url.setText("http://bob:sk-URLSECRET@gpu-box:8000/v1")
+    dialog.accept()
+    assert dialog.isVisible() and dialog.result() != QDialog.DialogCode.Accepted
+    assert form.problem_label.text() == ("The server URL holds a name or password before “@”. Put the key in the "
+                                         "API key field instead.")
     form.base_url.setText(" http://gpu-box:8000/v1 ")
     form.api_key.setText("sk-abc")
     dialog.accept()
