@@ -10,6 +10,7 @@ by the next save rather than overwritten. Keys are never logged: log lines here 
 key went, nothing else.
 """
 
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -89,6 +90,8 @@ def _keys_to_update(path: Path) -> tuple[dict[str, str], Path | None]:
         return {}, None
     except ValueError as exc:
         aside = keep_aside(path)
+        with contextlib.suppress(OSError):  # it may hold keys: owner-only whatever mode it had (trial 14: 0644)
+            aside.chmod(0o600)
         log.warning("API key file %s unreadable (%s); moved to %s", path, type(exc).__name__, aside)
         return {}, aside
 

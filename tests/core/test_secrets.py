@@ -78,13 +78,13 @@ def test_a_key_file_that_cannot_be_parsed_is_kept_aside_not_overwritten(no_keyri
     """It was read as {} and the next key save wrote over it: the keys in it were lost."""
     path = tmp_path / "api_keys.json"
     path.write_bytes(content)
-    path.chmod(0o600)
+    path.chmod(0o644)  # a file the user wrote by hand (trial 14: kept aside, it stayed readable by all)
     assert secrets.load_api_key(URL, path) == ""  # a lookup never raises (worker threads, every turn)
     assert path.read_bytes() == content  # a lookup changes nothing
     stored = secrets.save_api_key(URL, KEY, path)
     [kept] = tmp_path.glob("api_keys.unreadable-*.json")
     assert stored == ("file", kept) and kept.read_bytes() == content
-    assert stat.S_IMODE(kept.stat().st_mode) == 0o600  # moved, so still owner-only
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600  # it may hold keys: owner-only
     assert json.loads(path.read_text()) == {URL: KEY} and KEY not in caplog.text
 
 
