@@ -63,8 +63,9 @@ class BackendFlow(QObject):
                 where, kept_as = save_api_key(backend.remote.base_url, api_key)
             except OSError as exc:
                 # the key file's own name: the error may name its temp file
-                chat.announce(translate("Backend", "Could not store the API key in {0}: {1}").format(
-                    key_file_path(), os_error_text(exc)), "error")
+                chat.announce(translate("Backend", "Could not store the API key in {0}: {1}. It is used until "
+                                                   "Headroom closes.").format(key_file_path(), os_error_text(exc)),
+                              "error")
             else:
                 if kept_as is not None:  # its keys were out of use; now kept, not overwritten
                     chat.announce(translate("Backend", "api_keys.json could not be read, so the keys in it were not "

@@ -109,10 +109,30 @@ class KeyStored(NamedTuple):
     kept_as: Path | None = None
 
 
+_SESSION_KEYS: dict[str, str] = {}
+"""Keys that could not be stored (a read-only config folder, a full disk), by account: `load_api_key`
+finds them until Headroom closes, as settings that cannot be saved still apply (new-user trial 14: the
+key just typed was not sent, and the server's refusal pointed at a key that was right)."""
+
+
 def save_api_key(base_url: str, key: str, path: Path | None = None) -> KeyStored:
     """Store `key` for `base_url` (an empty key deletes it). Returns where it went. Raises OSError
-    when the file cannot be written, or read (then it is left as it was; see `_keys_to_update`)."""
+    when the file cannot be written, or read (then it is left as it was; see `_keys_to_update`);
+    the key is then kept in memory for this session (`_SESSION_KEYS`), an empty key forgets it there."""
     account, path = _account(base_url), path or key_file_path()
+    try:
+        stored = _store(account, key, path)
+    except OSError:
+        if key:
+            _SESSION_KEYS[account] = key
+        else:
+            _SESSION_KEYS.pop(account, None)
+        raise
+    _SESSION_KEYS.pop(account, None)  # stored: the keyring or the file answers from now on
+    return stored
+
+
+def _store(account: str, key: str, path: Path) -> KeyStored:
     ring = _keyring()
     if ring is not None:
         try:
@@ -137,8 +157,11 @@ def save_api_key(base_url: str, key: str, path: Path | None = None) -> KeyStored
 
 
 def load_api_key(base_url: str, path: Path | None = None) -> str:
-    """The key stored for `base_url`, or "" when none is (keyring first, then the file)."""
+    """The key stored for `base_url`, or "" when none is (this session's unstored key first, then the
+    keyring, then the file)."""
     account = _account(base_url)
+    if account in _SESSION_KEYS:
+        return _SESSION_KEYS[account]
     ring = _keyring()
     if ring is not None:
         try:

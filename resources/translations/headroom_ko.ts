@@ -263,8 +263,8 @@
         <translation>새 언어는 Headroom을 다음에 시작할 때부터 적용됩니다</translation>
     </message>
     <message>
-        <source>Could not store the API key in {0}: {1}</source>
-        <translation>{0}에 API 키를 저장하지 못했습니다: {1}</translation>
+        <source>Could not store the API key in {0}: {1}. It is used until Headroom closes.</source>
+        <translation>{0}에 API 키를 저장하지 못했습니다: {1}. Headroom을 닫을 때까지는 이 키를 사용합니다.</translation>
     </message>
     <message>
         <source>api_keys.json could not be read, so the keys in it were not used; it was kept as {0}.</source>

@@ -32,5 +32,12 @@ def test_a_key_that_cannot_be_stored_says_why_in_the_windows_language(chat, scra
     with marking("Backend", "PlainError"):
         chat.backend.apply_settings(chat.settings.generation, remote, api_key="sk-new")
     # the key file named, as other save failures name theirs
-    assert (f"«Could not store the API key in {scratch_config / 'api_keys.json'}: «it is a folder, not a file»»",
-            "error") in chat.recorded.of("notice")
+    assert (f"«Could not store the API key in {scratch_config / 'api_keys.json'}: «it is a folder, not a file». "
+            "It is used until Headroom closes.»", "error") in chat.recorded.of("notice")
+    # and it is: the turn's lookup finds it (trial 14: a read-only config folder sent the turn keyless, and
+    # the server's refusal pointed at a key that was right)
+    from app.core import secrets
+
+    assert secrets.load_api_key(URL) == "sk-new"
+    chat.backend.apply_settings(chat.settings.generation, remote, api_key="")  # forgotten, though not stored
+    assert secrets.load_api_key(URL) == ""
