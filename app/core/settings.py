@@ -62,8 +62,8 @@ class GenerationSettings:
     summary_keep_turns: int = 2
 
     def validated(self) -> "GenerationSettings":
-        """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS, temperature 0–2, top_p (0, 1],
-        context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
+        """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS (0 or less: the default), temperature
+        0–2, top_p (0, 1], context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
         REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
         0–MAX_SEED (a non-integer or negative seed becomes None, random), cpu_threads 0–logical_cores(),
         kept_chat_cache_mib 0–MAX_KEPT_CHAT_CACHE_MIB, summary_fold_at SUMMARY_FOLD_AT_RANGE,
@@ -75,7 +75,7 @@ class GenerationSettings:
             raise TypeError(f"system_prompt is {type(self.system_prompt).__name__}, not text")
         return replace(
             self,
-            max_new_tokens=min(max(int(self.max_new_tokens), 1), MAX_NEW_TOKENS),
+            max_new_tokens=_max_new_tokens(self.max_new_tokens),
             temperature=_clamped(self.temperature, 0.0, 2.0),
             top_p=_clamped(self.top_p, 0.01, 1.0),
             context_tokens=min(max(int(self.context_tokens), 0), MAX_CONTEXT_TOKENS),
@@ -91,6 +91,15 @@ class GenerationSettings:
             summary_keep_turns=int(_clamped(self.summary_keep_turns, 1, MAX_KEEP_TURNS)),
         )
 
+
+
+def _max_new_tokens(value) -> int:
+    """max_new_tokens as validated() keeps it: 1–MAX_NEW_TOKENS; 0 or less (a hand-edited settings.json's
+    0 or -3) is the default, not 1: a one-token answer with no word of why (new-user trial 14)."""
+    tokens = int(value)
+    if tokens < 1:
+        return GenerationSettings.max_new_tokens
+    return min(tokens, MAX_NEW_TOKENS)
 
 MAX_NEW_TOKENS = 32_768
 """The most max_new_tokens may be (the Settings field's and --max-new-tokens' bound)."""

@@ -256,11 +256,11 @@ def test_the_values_an_import_clamped_are_listed_with_their_stored_preset(tmp_pa
         "top_k": 40.0, "min_p": 0.1}}))  # 40.0 is 40: stored as 40, not a change
     library, result = import_presets(PresetLibrary().with_preset(MINE), path)
     assert dict(library.get("Terse (2)").values) == {
-        "temperature": 2.0, "top_p": 0.01, "max_new_tokens": 1, "seed": None, "context_tokens": MAX_CONTEXT_TOKENS,
+        "temperature": 2.0, "top_p": 0.01, "max_new_tokens": 512, "seed": None, "context_tokens": MAX_CONTEXT_TOKENS,
         "top_k": 40, "min_p": 0.1}
     assert result.changed == (ChangedValue("temperature", 99, 2.0, "Terse (2)"),
                               ChangedValue("top_p", -1, 0.01, "Terse (2)"),
-                              ChangedValue("max_new_tokens", -5, 1, "Terse (2)"),
+                              ChangedValue("max_new_tokens", -5, 512, "Terse (2)"),  # 0 or less: the default
                               ChangedValue("context_tokens", 10**12, MAX_CONTEXT_TOKENS, "Terse (2)"))
     path.write_text(json.dumps({"name": "Fine", "values": {"temperature": 1, "seed": 7.0, "top_p": 0.5}}))
     assert import_presets(PresetLibrary(), path)[1].changed == ()  # the same numbers, written otherwise

@@ -99,6 +99,14 @@ def test_settings_file_written_before_samplers_reads_with_defaults(tmp_path):
     assert load_settings(path).generation == GenerationSettings("Be brief.", 300, 0.4, 0.8, 2048)
 
 
+def test_a_max_new_tokens_of_zero_or_less_is_the_default_not_one_token():
+    """A hand-edited settings.json's 0 or -3 gave one-token answers, said nowhere (new-user trial 14)."""
+    for unset in (0, -3, "-1"):
+        assert GenerationSettings(max_new_tokens=unset).validated().max_new_tokens == 512
+    assert GenerationSettings(max_new_tokens=1).validated().max_new_tokens == 1
+    assert GenerationSettings(max_new_tokens=10**9).validated().max_new_tokens == 32_768
+
+
 def test_sampler_fields_are_clamped():
     g = GenerationSettings(top_k=-3, min_p=1.5, repetition_penalty=9.0, presence_penalty=-7,
                            frequency_penalty=3, seed=-5).validated()
