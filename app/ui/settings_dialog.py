@@ -123,6 +123,7 @@ class SettingsDialog(QDialog):
         content.setContentsMargins(0, 0, 0, 0)
         content.addLayout(form)
         content.addWidget(group)
+        content.addStretch(1)  # a taller dialog's room goes below the fields, not into a wrapped note's row (trial 14)
         self._scroll = QScrollArea()  # on a short screen the fields scroll; OK and Cancel stay in view
         self._scroll.setFrameShape(QFrame.Shape.NoFrame)
         self._scroll.setWidgetResizable(True)

@@ -275,3 +275,16 @@ def test_the_context_note_shows_all_its_lines_at_the_default_size(qtbot, qapp, r
             assert lines >= 1
             assert note.height() >= note.heightForWidth(note.width()), note.text()  # every line, whole
         assert "2,048" in dialog.context_note.text()
+
+
+def test_a_taller_dialog_puts_its_room_below_the_fields_not_into_the_language_note(qtbot):
+    """Trial 14: resized to 900x1000, the extra height all went to the wrapped "A new language applies"
+    row, a ~300 px gap between Language and Appearance (643 px at 1400 here before the fix)."""
+    dialog = SettingsDialog(GenerationSettings(), backend=BackendSettings())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.resize(900, 1400)
+    QApplication.processEvents()
+    note = dialog.language_note
+    assert note.height() <= note.sizeHint().height() + 4
+    assert dialog.appearance.geometry().top() - note.geometry().bottom() < 40
