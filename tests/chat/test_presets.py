@@ -216,7 +216,7 @@ def test_an_import_says_which_values_it_changed_to_fit_their_range(chat, tmp_pat
     assert chat.presets.import_file(tmp_path / "wild.json")
     assert chat.recorded.of("notice")[-1] == (
         "Imported 1 preset; values outside their range were changed: Temperature 99 → 2, Top-p -1 → 0.01, "
-        "Max new tokens -5 → 1, Context window 1,000,000,000,000 → 1,048,576", "status")
+        "Max new tokens -5 → 512, Context window 1,000,000,000,000 → 1,048,576", "status")  # 0 or less: the default
     assert chat.presets.library.get("Wild").values["context_tokens"] == 1_048_576  # the Settings field's end
     many = [{"name": f"P{n}", "values": {"top_k": -n - 1, "seed": 0.5}} for n in range(30)]
     (tmp_path / "many.json").write_text(json.dumps(many + [{"name": "Wild", "values": wild}]))
