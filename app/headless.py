@@ -82,8 +82,20 @@ def load_failure_line(reason: str, path: Path) -> str:
     from app.chat.error_text import plain_failure
 
     logging.getLogger(__name__).info("cannot open %s: %s", path, reason)
-    line = plain_failure(reason, "load", path).line()
+    plain = plain_failure(reason, "load", path)
+    line = f"{plain.what} {command_line_todo(plain.todo)}".strip()
     return line if str(path) in line else f"{path.name or path}: {line}"
+
+
+def command_line_todo(todo: str) -> str:
+    """The window's advice said for the command line (new-user trial 14: `--ask` told the user to "Pick
+    another one in Open model", a dialog it has not got): another path is given with --model; a choice made
+    in Open model (running a model's own code, pickle weights) is made in the window, once."""
+    if todo == "Pick another one in Open model.":
+        return "Give another one with --model."
+    if "Open model" in todo:
+        return f"{todo} (Open model is in the window: run headroom without --ask.)"
+    return todo
 
 
 def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:

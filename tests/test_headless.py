@@ -52,6 +52,20 @@ def test_bad_model_exits_non_zero_with_one_line(tmp_path, make_bad, reason):
     assert "Traceback" not in result.stderr
 
 
+def test_a_load_failure_gives_command_line_advice_not_the_windows():
+    """Trial 14: `--ask --model /nonexistent.gguf` ended "Pick another one in Open model." (a dialog
+    headless mode has not got)."""
+    from pathlib import Path
+
+    from app.headless import load_failure_line
+
+    gone = load_failure_line("no model at /models/gone.gguf", Path("/models/gone.gguf"))
+    assert gone == "There is no model at /models/gone.gguf. Give another one with --model."
+    pickle = load_failure_line("/m/x has only pickle weights (.bin / .pt)", Path("/m/x"))
+    assert pickle.startswith("x: This model has only pickle weights") and pickle.endswith(
+        "(Open model is in the window: run headroom without --ask.)")
+
+
 def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     """Issue 4: every turn answered, evicted turns folded into a summary within its cap."""
     import re
