@@ -154,7 +154,8 @@ def test_headless_refuses_then_honours_the_permission_saved_for_that_model(pickl
     assert [line for line in refused.stderr.splitlines() if line.startswith("headroom:")] == [
         f"headroom: {pickle_dir.name}: This model has only pickle weights (.bin / .pt), which can run code when "
         "loaded; they are off. If you trust its source, tick “Allow pickle weights (.bin / .pt) for this model” "
-        "in Open model and open it again, or convert it to safetensors."]  # the window's line (trial 12)
+        "in Open model and open it again, or convert it to safetensors. (Open model is in the window: run "
+        "headroom without --ask.)"]  # the window's line (trial 12), and where Open model is (trial 14)
     save_settings(Settings().with_permissions(ModelPermissions(str(pickle_dir), allow_pickle=True)),
                   config / "settings.json")
     allowed = ask()
