@@ -228,9 +228,7 @@ class _OneStepAhead:
                  seen: torch.Tensor | None = None):
         self.decoder, self.cache, self.params, self.seen = decoder, cache, params, seen
         self.cuda = device.type == "cuda"
-        buffer = getattr(decoder, "token_buffer", None)
-        self.step_in = buffer() if self.cuda and buffer is not None else torch.zeros(
-            (1, 1), dtype=torch.long, device=device)
+        self.step_in = decoder.token_buffer() if self.cuda else torch.zeros((1, 1), dtype=torch.long, device=device)
         self.host = torch.zeros((1,), dtype=torch.long, pin_memory=self.cuda)
         self.sampled = torch.cuda.Event() if self.cuda else None
         self.copied = torch.cuda.Event() if self.cuda else None
