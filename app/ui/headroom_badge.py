@@ -31,7 +31,15 @@ class HeadroomBadge(QAbstractButton):
         self.state = "none"
         self._used_fraction = 0.0
         self.setText(self.tr("Headroom: no sample"))
-        self.setToolTip(self.tr("Memory left for the next turn. Click to show or hide the memory panel."))
+        self.set_remote(False)
+
+    def set_remote(self, remote: bool) -> None:
+        """Whether a remote server answers the turns: then this gauge is this computer's memory,
+        not the next turn's (trial 14: a remote chat's status bar showed the local gauge as if it
+        were the turn's), and its tooltip says so."""
+        self.setToolTip(self.tr("This computer's memory: turns go to the remote server, which keeps its own. "
+                                "Click to show or hide the memory panel.") if remote else
+                        self.tr("Memory left for the next turn. Click to show or hide the memory panel."))
 
     def set_breakdown(self, bd: MemoryBreakdown | None) -> None:
         """Show the headroom of `bd` (None: no sample yet); repaints only on a visible change."""

@@ -263,6 +263,7 @@ class MainWindow(QMainWindow):
             opened.connect(lambda *_: self.window_state.save_open_conversation(self.chat.conversation_id))
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
+        chat.backend_changed.connect(status.show_remote)
         chat.backend_reported.connect(status.show_backend)
         chat.attachment_changed.connect(self.attachment_bar.show_attachment)
         self.memory_wiring = MemoryWiring(chat, self.vram_panel, self.headroom_badge, self.memory_action)

@@ -38,7 +38,7 @@ class MemoryWiring(QObject):
         chat.turn_ended.connect(self._on_turn_ended)
         chat.context_counted.connect(self._on_context_counted)
         chat.kv_precision_changed.connect(self._on_kv_precision_changed)
-        chat.backend_changed.connect(panel.show_remote)
+        chat.backend_changed.connect(self._on_backend_changed)
         chat.monitor.sample_taken.connect(panel.show_sample)
         chat.server_monitor.metrics_sampled.connect(panel.show_server_metrics)
         panel.what_if_changed.connect(self._on_what_if_changed)
@@ -97,6 +97,12 @@ class MemoryWiring(QObject):
         bits = self._planned_kv_bits or (8 if self._chat.kv_precision == KV_8 and kv8_supported(report.attention)
                                          else 16)
         self._panel.show_kv_dtype("int8" if bits == 8 else report.compute_dtype)
+
+    @Slot(object)
+    def _on_backend_changed(self, display) -> None:
+        """A remote server ("model @ host") or the local model (None) answers from now on."""
+        self._panel.show_remote(display)
+        self._badge.set_remote(display is not None)
 
     @Slot(int, int)
     def _on_what_if_changed(self, context_tokens: int, max_new_tokens: int) -> None:

@@ -1,6 +1,11 @@
 """Status bar: model, device, attention path, quantization, tok/s, TTFT, load progress, and
 which backend answered the last turn (the local model or a remote server).
 
+While a remote server answers the turns (`show_remote`), the first label names it and the local
+model's details (its name, the decode path) step back into its tooltip: they do not say what
+answers (trial 14: a remote chat showed the local model's name and "eager decode", and "answered by
+remote" was the first label squeezed out at the default width).
+
 Its labels elide (ElidedLabel): a long model path or server name shows cut, with the whole text
 in the tooltip, and never makes the window wider than the screen.
 """
@@ -57,6 +62,9 @@ class ModelStatusBar(QStatusBar):
         self.yielding = (self.backend_label, self.decode_label, self.speed_label)  # the first steps aside first
         self._fitting = False
         self._report = None
+        self._remote = None  # "model @ host" while a remote server answers, else None
+        self._remote_report = None  # that server's RemoteReport once it has answered
+        self._decode_text = ("", "")  # the local decode path's text and tooltip, kept while remote
         self._message = ""  # the temporary message, whole
         self._message_until = 0.0  # time.monotonic() when it goes (0: stays until replaced)
         self.messageChanged.connect(self._on_message_changed)
@@ -181,6 +189,9 @@ class ModelStatusBar(QStatusBar):
             self._show_report(report)
 
     def _show_report(self, report) -> None:
+        if self._remote is not None:
+            self._show_remote_label(report)
+            return
         if report is None:
             self.model_label.setText(self.tr("No model loaded"))
             self.model_label.setToolTip("")
@@ -203,6 +214,39 @@ class ModelStatusBar(QStatusBar):
             report.source, attention, report.quantization, report.weight_dtype, report.compute_dtype,
             f"{report.load_seconds:.1f}", why))
 
+    def show_remote(self, display: str | None) -> None:
+        """A remote server answers this chat's turns ("model @ host", connect Chat.backend_changed
+        here), or the local model does (None). While remote, the first label names the server and
+        the decode path (local) is not shown."""
+        if display != self._remote:
+            self._remote_report = None
+        self._remote = display
+        text, tip = self._decode_text
+        self.decode_label.setText("" if display is not None else text)  # empty takes no room
+        self.decode_label.setToolTip("" if display is not None else tip)
+        if not self._loading:
+            self._show_report(self._report)
+
+    def _show_remote_label(self, local) -> None:
+        """The first label while remote: the server and, once it has answered, its context; the
+        tooltip says where turns go and what the local model (`local`, a LoadReport or None) is."""
+        remote = self._remote_report
+        parts = [self.tr("Remote: {0}").format(self._remote)]
+        if remote is not None:
+            parts.append(self.tr("context {0} tokens").format(f"{remote.context_tokens:,}"))
+        self.model_label.setText(" · ".join(parts))
+        lines = [self.tr("This chat's turns are answered by {0}.").format(
+            remote.base_url if remote is not None else self._remote)]
+        if remote is not None:
+            lines.append(self.tr("model: {0}").format(remote.name))
+            lines.append(self.tr("context: {0} tokens ({1})").format(f"{remote.context_tokens:,}",
+                                                                     remote.context_source))
+            lines.append(self.tr("tokens counted by {0}: {1}").format(remote.counting.method,
+                                                                       remote.counting.detail))
+        lines.append(self.tr("Local model (not answering here): {0}").format(local.name) if local is not None
+                     else self.tr("No local model loaded"))
+        self.model_label.setToolTip("\n".join(lines))
+
     def show_backend(self, report) -> None:
         """What answers this chat's turns: a LoadReport (local model), a RemoteReport (server),
         or None (nothing loaded yet: no label)."""
@@ -210,6 +254,13 @@ class ModelStatusBar(QStatusBar):
             self.backend_label.setText("")
             self.backend_label.setToolTip("")
         elif getattr(report, "kind", "local") == "remote":
+            if self._remote is not None:  # the first label names it, with these details in its tooltip
+                self._remote_report = report
+                self.backend_label.setText("")
+                self.backend_label.setToolTip("")
+                if not self._loading:
+                    self._show_report(self._report)
+                return
             c = report.counting
             self.backend_label.setText(self.tr("answered by remote: {0}").format(report.display))
             self.backend_label.setToolTip(self.tr(
@@ -229,9 +280,12 @@ class ModelStatusBar(QStatusBar):
         text = {"compiling": self.tr("optimizing decode for {0} KV…").format(compiling),
                 "ready": decode_path_text("compiled"), "failed": self.tr("{0} (compile failed)").format(eager),
                 "eager": eager}.get(status.state, "")
-        self.decode_label.setText(text)
-        self.decode_label.setToolTip(self.tr("no CUDA device: decode runs eagerly (CUDA graphs need a GPU)")
-                                     if getattr(status, "cause", "") == "no-cuda" else status.reason)
+        tip = (self.tr("no CUDA device: decode runs eagerly (CUDA graphs need a GPU)")
+               if getattr(status, "cause", "") == "no-cuda" else status.reason)
+        self._decode_text = (text, tip)
+        if self._remote is None:  # the local decode path says nothing of a remote server's turns
+            self.decode_label.setText(text)
+            self.decode_label.setToolTip(tip)
 
     def show_speed(self, ttft_s: float, tokens_per_s: float, new_tokens: int) -> None:
         """The last turn's speed; a turn that produced no token has no TTFT to show, one of a single

@@ -1113,6 +1113,10 @@ Your chats are saved here.</source>
         <translation>여유: 측정값 없음</translation>
     </message>
     <message>
+        <source>This computer&apos;s memory: turns go to the remote server, which keeps its own. Click to show or hide the memory panel.</source>
+        <translation>이 컴퓨터의 메모리입니다. 답변은 원격 서버가 자체 메모리로 만듭니다. 클릭하면 메모리 패널을 보이거나 숨깁니다.</translation>
+    </message>
+    <message>
         <source>Memory left for the next turn. Click to show or hide the memory panel.</source>
         <translation>다음 턴에 남는 메모리입니다. 클릭하면 메모리 패널을 보이거나 숨깁니다.</translation>
     </message>
@@ -1692,6 +1696,38 @@ loaded in {5} s
 가중치: {3}, 연산: {4}
 불러오는 데 {5}초
 {6}</translation>
+    </message>
+    <message>
+        <source>Remote: {0}</source>
+        <translation>원격: {0}</translation>
+    </message>
+    <message>
+        <source>context {0} tokens</source>
+        <translation>컨텍스트 {0} 토큰</translation>
+    </message>
+    <message>
+        <source>This chat&apos;s turns are answered by {0}.</source>
+        <translation>이 채팅의 답변은 {0}에서 옵니다.</translation>
+    </message>
+    <message>
+        <source>model: {0}</source>
+        <translation>모델: {0}</translation>
+    </message>
+    <message>
+        <source>context: {0} tokens ({1})</source>
+        <translation>컨텍스트: {0} 토큰 ({1})</translation>
+    </message>
+    <message>
+        <source>tokens counted by {0}: {1}</source>
+        <translation>토큰 계산 방식 {0}: {1}</translation>
+    </message>
+    <message>
+        <source>Local model (not answering here): {0}</source>
+        <translation>로컬 모델 (이 채팅에서는 답하지 않음): {0}</translation>
+    </message>
+    <message>
+        <source>No local model loaded</source>
+        <translation>로드된 로컬 모델 없음</translation>
     </message>
     <message>
         <source>answered by remote: {0}</source>

@@ -302,3 +302,50 @@ def test_a_message_is_cut_again_when_the_labels_change_after_it(qtbot, make_wind
     right = min(w.geometry().left() for w in shown_on_the_right(status))
     assert shown.endswith("…") and status.fontMetrics().horizontalAdvance(shown) < right
     assert status.currentMessage() == text
+
+
+def test_a_remote_chat_names_its_server_first_and_not_the_local_decode_path(qtbot, make_fake_window):
+    """Trial 14: with a remote server answering, the status bar showed the local model's name and
+    "eager decode", and "answered by remote" was the first label squeezed out at the default width.
+    Now the first label (which keeps its room) names the server, its context once it has answered,
+    and the local model only in its tooltip; back on the local backend all of it returns."""
+    from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+    from app.engine.local.compiled_decode import DecodeStatus
+    from app.engine.remote.backend import RemoteReport
+    from app.engine.remote.tokens import TokenCounting
+    from tests.ui.test_memory_wiring import REPORT
+
+    window = make_fake_window()
+    status = window.status
+    window.chat.worker.model_changed.emit(REPORT)
+    window.chat.decode_status_changed.emit(DecodeStatus("eager", "no CUDA device"))
+    qtbot.wait(20)
+    local_text = status.model_label.text()
+    assert local_text.startswith("SmolLM2-135M-Instruct · cpu") and status.decode_label.text() == "eager decode"
+
+    window.apply_settings(window.chat.settings.generation,
+                          BackendSettings(REMOTE, RemoteSettings("http://gpu-box:8000/v1", "llama")))
+    assert status.model_label.text() == "Remote: llama @ gpu-box:8000"
+    assert status.decode_label.text() == "" and status.backend_label.text() == ""
+    assert "Local model (not answering here): SmolLM2-135M-Instruct" in status.model_label.toolTip()
+    assert window.headroom_badge.toolTip().startswith("This computer's memory: turns go to the remote server")
+    window.chat.decode_status_changed.emit(DecodeStatus("ready", "compiled"))  # the local model's, meanwhile
+    assert status.decode_label.text() == ""
+
+    remote = RemoteReport(name="llama", base_url="http://gpu-box:8000/v1", display="llama @ gpu-box:8000",
+                          context_tokens=32768, context_source="server max_model_len",
+                          counting=TokenCounting("server /tokenize", "POST /tokenize"), served_models=("llama",),
+                          connect_seconds=0.1)
+    window.chat.backend_reported.emit(remote)  # its first answer
+    window.resize(640, 500)  # narrow: the first label keeps the server's name
+    qtbot.wait(20)
+    assert status.model_label.text() == "Remote: llama @ gpu-box:8000 · context 32,768 tokens"
+    assert status.model_label.shown_text().startswith("Remote: llama")
+    tip = status.model_label.toolTip()
+    assert "http://gpu-box:8000/v1" in tip and "32,768 tokens (server max_model_len)" in tip
+    assert "server /tokenize" in tip and status.backend_label.text() == ""
+
+    window.apply_settings(window.chat.settings.generation, BackendSettings())
+    assert status.model_label.text() == local_text
+    assert status.decode_label.text() == "compiled decode" and status.backend_label.text() == "answered by local model"
+    assert window.headroom_badge.toolTip().startswith("Memory left for the next turn")
