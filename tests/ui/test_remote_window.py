@@ -32,9 +32,10 @@ def test_a_remote_conversation_without_a_local_model(qtbot, make_window, openai_
     bubbles = window.chat_view.bubbles()
     assert [b.role for b in bubbles] == [Role.USER, Role.ASSISTANT]
     assert bubbles[1].text == "The capital of France is Paris."
-    label = window.status.backend_label.text()
-    assert label == f"answered by remote: SmolLM2-135M-Instruct.Q4_1.gguf.hf @ 127.0.0.1:{openai_server.port}"
-    assert "local tokenizer" in window.status.backend_label.toolTip()
+    # the first label (not the squeezable "answered by …") names the server (trial 14)
+    label = window.status.model_label.text()
+    assert label.startswith(f"Remote: SmolLM2-135M-Instruct.Q4_1.gguf.hf @ 127.0.0.1:{openai_server.port} · context ")
+    assert "local tokenizer" in window.status.model_label.toolTip() and window.status.backend_label.text() == ""
     assert "tok/s" in window.status.speed_label.text()
     # transformers serve has no /metrics: the panel says so in words
     qtbot.waitUntil(lambda: "no memory figures" in window.vram_panel.server.status_text(), timeout=10000)
