@@ -23,6 +23,7 @@ from pathlib import Path
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QObject
 
 from app.core.paths import default_model_path
+from app.engine.memory.units import format_bytes
 
 translate = QCoreApplication.translate  # lupdate reads translate("Context", "source") calls
 
@@ -55,6 +56,9 @@ _NOT_GGUF = re.compile(r"is not a GGUF file")
 # package ("file appears to be version 9 which we cannot handle")
 _GGUF_VERSION = re.compile(r"is GGUF version (\d+)|file appears to be version (\d+)")
 _GGUF_TENSOR_TYPE = re.compile(r"tensor type (.+?) cannot be dequantized")
+# app.engine.loading.gguf_header: a cut download ("it ends before its own tensors do: 290,474 of
+# 435,712 bytes"; trial 14: --ask said only "could not be read" where --plan gave the sizes)
+_GGUF_CUT = re.compile(r"ends before its own tensors do: ([\d,]+) of ([\d,]+) bytes")
 # app.engine.loading.safetensors_header.damaged_safetensors: "<file>: damaged safetensors file (…)"
 _DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safetensors file")
 _MISSING_LAYERS = re.compile(r"damaged model: its config has ([\d,]+) layers but its weights only ([\d,]+)")
@@ -232,6 +236,13 @@ def _gguf_refusal(message: str, default: bool) -> PlainError | None:
                           _install_todo() if default else
                           translate("PlainError", "Pick a GGUF file of version 2 or 3 (what current tools "
                                                   "write)."))
+    cut = _GGUF_CUT.search(message)
+    if cut:
+        have, need = (int(group.replace(",", "")) for group in cut.groups())
+        return PlainError(translate("PlainError", "This GGUF file is cut short: it has {0} of the {1} its "
+                                                  "header lists.").format(format_bytes(have), format_bytes(need)),
+                          _install_todo() if default else
+                          translate("PlainError", "The download did not finish; download it again."))
     tensor_type = _GGUF_TENSOR_TYPE.search(message)
     if tensor_type:
         return PlainError(translate("PlainError", "This GGUF file stores weights as {0}, which Headroom cannot "

@@ -2345,6 +2345,14 @@ tokens counted by {4}: {5}</source>
         <translation>버전 2나 3의 GGUF 파일(요즘 도구가 만드는 형식)을 고르세요.</translation>
     </message>
     <message>
+        <source>This GGUF file is cut short: it has {0} of the {1} its header lists.</source>
+        <translation>이 GGUF 파일은 중간에 잘렸습니다. 헤더에 적힌 {1} 중 {0}만 있습니다.</translation>
+    </message>
+    <message>
+        <source>The download did not finish; download it again.</source>
+        <translation>다운로드가 끝나지 않았습니다. 다시 다운로드하세요.</translation>
+    </message>
+    <message>
         <source>This GGUF file stores weights as {0}, which Headroom cannot convert.</source>
         <translation>이 GGUF 파일은 가중치를 {0} 형식으로 저장해 Headroom이 변환할 수 없습니다.</translation>
     </message>

@@ -112,6 +112,11 @@ def test_a_damaged_weights_file_is_named_in_the_words_of_a_damaged_gguf():
     ("cannot convert x.gguf: x.gguf: tensor type IQ4_NL cannot be dequantized by the gguf package",
      "This GGUF file stores weights as IQ4_NL, which Headroom cannot convert. Pick another quantization of this "
      "model (Q4_K_M, Q8_0 or F16, say)."),
+    # trial 14: --ask said only "could not be read" where --plan gave the sizes
+    ("cannot convert cut.gguf: cut.gguf: damaged GGUF file (it ends before its own tensors do: 290,474 of "
+     "4,920,000,000 bytes); the file is probably incomplete or corrupted — download it again",
+     "This GGUF file is cut short: it has 284 KiB of the 4.58 GiB its header lists. The download did not "
+     "finish; download it again."),
 ])
 def test_a_gguf_refused_for_what_it_is_says_so_not_damaged(reason, line):
     """Trial 9: a text file renamed .gguf and a GGUF of version 0 read "This GGUF file could not be

@@ -62,8 +62,8 @@ def test_a_damaged_default_model_names_install_model(chat, tmp_path, monkeypatch
                                  "its own tensors do: 48 of 94,000,000 bytes); the file is probably incomplete or "
                                  "corrupted — download it again")
     assert chat.recorded.of("notice")[-1] == (
-        f"{default.name}: This GGUF file could not be read. This is the default model: run "
-        "`python -m app.install_model`, which installs it again.", "load")
+        f"{default.name}: This GGUF file is cut short: it has 48 B of the 90 MiB its header lists. This is the "
+        "default model: run `python -m app.install_model`, which installs it again.", "load")
     default.write_bytes(b"")  # refused before the worker is asked: the same advice
     chat.models.open_model(default)
     assert chat.recorded.of("notice")[-1][0].endswith("run `python -m app.install_model`, which installs it again.")

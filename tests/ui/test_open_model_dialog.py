@@ -453,8 +453,8 @@ def test_the_default_models_damaged_file_says_to_run_install_model(qtbot, tmp_pa
     qtbot.waitUntil(lambda: not dialog.reading())
     dialog.add_path(default)
     qtbot.waitUntil(lambda: not dialog.reading())
-    said = "This GGUF file could not be read. This is the default model: run `python -m app.install_model`, which " \
-           "installs it again."
+    said = "This GGUF file is cut short: it has 59 KiB of the 118 KiB its header lists. This is the default model: " \
+           "run `python -m app.install_model`, which installs it again."
     assert rows(dialog)[0][4] == "✕ damaged" and dialog.detail.text().splitlines()[1:] == [said]
     assert "download it again" not in dialog.tree.topLevelItem(0).toolTip(0)
 
