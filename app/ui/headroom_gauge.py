@@ -2,13 +2,14 @@
 amber (< 15 % left) or red (peak ± error over free − safety margin), before the limit is hit."""
 
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
+from PySide6.QtGui import QColor, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.engine.memory.admission import AMBER_HEADROOM_FRACTION
 from app.engine.memory.units import format_bytes
 from app.ui.memory_breakdown import MemoryBreakdown
 from app.ui.panel_colours import PanelColours
+from app.ui.panel_font import panel_font, panel_scale
 
 
 def verdict_text(state: str) -> str:
@@ -30,9 +31,8 @@ class HeadroomGauge(QWidget):
         self.state = "none"
         self.text = self.tr("Headroom: waiting for a sample…")
         self._used_fraction = 0.0
-        self._font = QFont(self.font())
-        self._font.setPixelSize(12)
-        self._font.setBold(True)
+        self._font = panel_font(self.font(), 12, bold=True)
+        self._scale = panel_scale(self.font())
         self._cache: QPixmap | None = None
         self._cache_key: tuple | None = None
         self._colours = PanelColours.from_palette(self.palette())
@@ -42,9 +42,14 @@ class HeadroomGauge(QWidget):
         if event.type() == QEvent.Type.PaletteChange:
             self._colours = PanelColours.from_palette(self.palette())
             self.update()
+        elif event.type() == QEvent.Type.FontChange:  # text and track grow with the font (panel_font)
+            self._font, self._scale = panel_font(self.font(), 12, bold=True), panel_scale(self.font())
+            self._cache_key = None
+            self.updateGeometry()
+            self.update()
 
     def sizeHint(self) -> QSize:
-        return QSize(320, 36)
+        return QSize(320, round(36 * self._scale))
 
     def set_breakdown(self, bd: MemoryBreakdown | None) -> None:
         if bd is None or bd.total <= 0:
@@ -94,9 +99,10 @@ class HeadroomGauge(QWidget):
         colour = colours.state_text(self.state)
         painter.setFont(self._font)
         painter.setPen(colour)
-        painter.drawText(QRectF(0, 0, self.width(), 18), Qt.AlignmentFlag.AlignLeft
+        scale = self._scale
+        painter.drawText(QRectF(0, 0, self.width(), round(18 * scale)), Qt.AlignmentFlag.AlignLeft
                          | Qt.AlignmentFlag.AlignVCenter, self.text)
-        track = QRectF(0.5, 21.5, self.width() - 1, 10)
+        track = QRectF(0.5, round(21 * scale) + 0.5, self.width() - 1, round(10 * scale))
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(QPen(QColor(colours.edge), 1))
         painter.setBrush(QColor(colours.track))

@@ -11,9 +11,10 @@ boundary by a pixel and changes no printed number costs a blit; a re-render is ~
 """
 
 from itertools import accumulate
+from typing import NamedTuple
 
 from PySide6.QtCore import QCoreApplication, QEvent, QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen, QPixmap, QStaticText
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QPixmap, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.engine.memory.units import format_bytes
@@ -25,6 +26,7 @@ from app.ui.memory_breakdown import (
     term_tooltip,
 )
 from app.ui.panel_colours import PanelColours
+from app.ui.panel_font import panel_font, panel_scale
 from app.ui.theme import blend
 
 
@@ -41,12 +43,23 @@ def term_tip(key: str, kind: str) -> str:
     return QCoreApplication.translate("MemoryTerms", tip) if tip else ""
 
 
-_LABEL_W = 38
-_ROW_H = 22
-_GAP = 18
-_TOP = 4
-_ROWS = (_TOP, _TOP + _ROW_H + _GAP)
-_SPLIT = _ROWS[1] - 3  # the Now row's picture ends here, the Peak row's begins
+class _Geometry(NamedTuple):
+    """The bar's pixel layout, drawn for 12 px text and scaled with the font (app.ui.panel_font)."""
+
+    label_w: int  # the "Now" / "Peak" column
+    row_h: int
+    label_h: int  # a marker's label under the Peak row
+    rows: tuple[int, int]  # each row's top
+    split: int  # the Now row's picture ends here, the Peak row's begins
+    height: int
+
+    @classmethod
+    def scaled(cls, scale: float) -> "_Geometry":
+        label_w, row_h, gap, top = (round(n * scale) for n in (38, 22, 18, 4))
+        rows = (top, top + row_h + gap)
+        return cls(label_w, row_h, round(13 * scale), rows, rows[1] - 3, top + 2 * row_h + gap + round(14 * scale))
+
+
 _FILL_CACHE: dict[tuple[str, PanelColours], tuple[QBrush, ...]] = {}  # immutable brushes per term and palette
 
 
@@ -105,21 +118,31 @@ class MemoryBar(QWidget):
         self._what_if_peak: int | None = None
         self._hits: list[list[tuple[QRectF, str]]] = [[], []]  # per row: (area, tooltip key)
         self._hit_list = self._hits[0]
-        self._font = QFont(self.font())
-        self._font.setPixelSize(11)
+        self._set_font_sizes()
         self._layers: list[QPixmap | None] = [None, None]  # cached Now and Peak row pictures
         self._cache_keys: list[tuple | None] = [None, None]
         self._texts: dict[str, tuple[QStaticText, float, float]] = {}
         self._colours = PanelColours.from_palette(self.palette())
+
+    def _set_font_sizes(self) -> None:
+        """11 px text in a layout for it, both larger with a larger font (app.ui.panel_font)."""
+        self._font = panel_font(self.font(), 11)
+        self._g = _Geometry.scaled(panel_scale(self.font()))
+        self._texts = {}
+        self._cache_keys = [None, None]
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self._colours = PanelColours.from_palette(self.palette())
             self.update()
+        elif event.type() == QEvent.Type.FontChange:
+            self._set_font_sizes()
+            self.updateGeometry()
+            self.update()
 
     def sizeHint(self) -> QSize:
-        return QSize(320, _TOP + 2 * _ROW_H + _GAP + 14)
+        return QSize(320, self._g.height)
 
     def minimumSizeHint(self) -> QSize:
         return QSize(200, self.sizeHint().height())
@@ -139,8 +162,8 @@ class MemoryBar(QWidget):
 
     def _x(self, bd: MemoryBreakdown):
         """bytes → whole pixel column."""
-        px = max(self.width() - _LABEL_W - 2, 10) / self._scale_bytes(bd)
-        return lambda nbytes: _LABEL_W + round(nbytes * px)
+        px = max(self.width() - self._g.label_w - 2, 10) / self._scale_bytes(bd)
+        return lambda nbytes: self._g.label_w + round(nbytes * px)
 
     def _fingerprint(self) -> tuple:
         """(Now row, Peak row): everything each row's picture depends on — pixel columns and
@@ -180,7 +203,7 @@ class MemoryBar(QWidget):
         (in decode the Now row changes far more often than the Peak row)."""
         keys = self._fingerprint()
         dpr = self.devicePixelRatioF()
-        for i, (top, bottom) in enumerate(((0, _SPLIT), (_SPLIT, self.height()))):
+        for i, (top, bottom) in enumerate(((0, self._g.split), (self._g.split, self.height()))):
             if keys[i] != self._cache_keys[i] or self._layers[i] is None:
                 size = (round(self.width() * dpr), round((bottom - top) * dpr))
                 layer = self._layers[i]
@@ -194,12 +217,12 @@ class MemoryBar(QWidget):
                 self._cache_keys[i] = keys[i]
         painter = QPainter(self)
         painter.drawPixmap(0, 0, self._layers[0])
-        painter.drawPixmap(0, _SPLIT, self._layers[1])
+        painter.drawPixmap(0, self._g.split, self._layers[1])
         bd = self._bd
         if bd is not None and bd.total > 0 and self._scale_bytes(bd) > bd.total:
             at = self._x(bd)(bd.total)  # the device ends before the bar does
             painter.setPen(QPen(QColor(self._colours.error), 2))
-            painter.drawLine(at, _ROWS[0] - 2, at, _ROWS[1] + _ROW_H + 2)
+            painter.drawLine(at, self._g.rows[0] - 2, at, self._g.rows[1] + self._g.row_h + 2)
         painter.end()
 
     def _entry(self, text: str) -> tuple[QStaticText, float, float]:
@@ -230,19 +253,20 @@ class MemoryBar(QWidget):
         self._labels: list[QRectF] = []  # marker labels placed so far (to avoid overlaps)
         bd = self._bd
         painter.setPen(QColor(colours.muted))
-        self._text(painter, (self.tr("Now"), self.tr("Peak"))[row], 0, _ROWS[row], _LABEL_W - 4, _ROW_H, "right")
+        g = self._g
+        self._text(painter, (self.tr("Now"), self.tr("Peak"))[row], 0, g.rows[row], g.label_w - 4, g.row_h, "right")
         if bd is None or bd.total <= 0:
             if row == 0:
-                self._text(painter, self.tr("waiting for the first memory sample…"), _LABEL_W, _ROWS[0],
-                           self.width() - _LABEL_W, _ROW_H)
+                self._text(painter, self.tr("waiting for the first memory sample…"), self._g.label_w, self._g.rows[0],
+                           self.width() - self._g.label_w, self._g.row_h)
             painter.end()
             return
         x = self._x(bd)
         if row == 0:
-            self._paint_now_row(painter, bd, x, _ROWS[0])
-            self._paint_allocator_bracket(painter, bd, x, _ROWS[0] + _ROW_H)
+            self._paint_now_row(painter, bd, x, self._g.rows[0])
+            self._paint_allocator_bracket(painter, bd, x, self._g.rows[0] + self._g.row_h)
         else:
-            self._paint_peak_row(painter, bd, x, _ROWS[1])
+            self._paint_peak_row(painter, bd, x, self._g.rows[1])
         painter.end()
 
     def _segment(self, painter: QPainter, left: int, right: int, y: int, key: str,
@@ -251,7 +275,7 @@ class MemoryBar(QWidget):
         if right <= left:
             return
         colours = self._colours
-        rect = QRectF(left, y, right - left, _ROW_H)
+        rect = QRectF(left, y, right - left, self._g.row_h)
         if key == "in_use":
             painter.fillRect(rect, QColor(colours.track))
         else:
@@ -264,7 +288,7 @@ class MemoryBar(QWidget):
         solid = key == "in_use" or not (term_projected(key) or key in ("cached", "free"))
         fill = QColor(colours.track) if key == "in_use" else _fills(key, colours)[0].color()
         painter.setPen(colours.on_fill(fill) if solid else QColor(colours.text))
-        self._text(painter, text, rect.left(), y, rect.width(), _ROW_H)
+        self._text(painter, text, rect.left(), y, rect.width(), self._g.row_h)
 
     def _paint_now_row(self, painter, bd, x, y) -> None:
         start = 0
@@ -288,31 +312,31 @@ class MemoryBar(QWidget):
         painter.drawLine(right, y - 3, right, y)
         painter.setPen(QColor(colours.muted))
         text = self.tr("allocated ┄ reserved") if bd.cached else self.tr("allocated = reserved")
-        self._text(painter, text, left, y, right - left, _SPLIT - y)
+        self._text(painter, text, left, y, right - left, self._g.split - y)
 
     def _paint_peak_row(self, painter, bd, x, y) -> None:
         used, colours = bd.in_use, self._colours
-        track = QRectF(x(0), y, x(bd.total) - x(0), _ROW_H)
+        track = QRectF(x(0), y, x(bd.total) - x(0), self._g.row_h)
         painter.fillRect(track, QColor(colours.background))
         painter.setPen(QPen(QColor(colours.edge), 0))
         painter.drawRect(track)
         self._hit_list.append((track, "free_after"))
         self._segment(painter, x(0), x(used), y, "in_use", self.tr("in use {0}").format(format_bytes(used)))
-        margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, _ROW_H)
+        margin_rect = QRectF(x(max(bd.total - bd.margin, used)), y, 0, self._g.row_h)
         margin_rect.setRight(x(bd.total))
         _paint_fill(painter, margin_rect, "margin", colours)
         self._hit_list.append((margin_rect, "margin"))
         if not bd.has_projection:
             painter.setPen(QColor(colours.muted))
             self._text(painter, self.tr("no turn running"), x(used) + 6, y, x(bd.total) - x(used) - 12,
-                       _ROW_H, "left")
+                       self._g.row_h, "left")
             return
         start = used
         for key, nbytes in (("kv_turn", bd.kv_turn), ("prefill", bd.prefill_spike)):
             self._segment(painter, x(start), x(start + nbytes), y, key, f"+{format_bytes(nbytes)}")
             start += nbytes
         self._whisker(painter, x(start - bd.error_bar), x(start + bd.error_bar), y)
-        self._labels.append(QRectF(x(start - bd.error_bar) - 1, y + _ROW_H,
+        self._labels.append(QRectF(x(start - bd.error_bar) - 1, y + self._g.row_h,
                                    x(start + bd.error_bar) - x(start - bd.error_bar) + 2, 2))
         if bd.kv_full_growth is not None:
             self._marker(painter, x(used + bd.kv_full_growth), y, colours.pair(term_pair("kv_full")),
@@ -322,7 +346,7 @@ class MemoryBar(QWidget):
 
     def _whisker(self, painter, left: int, right: int, y: int) -> None:
         """The error bar: a thin range line along the row's lower edge with short caps."""
-        y += _ROW_H // 2 + 8
+        y += self._g.row_h - 3
         painter.setPen(QPen(QColor(self._colours.text), 1))
         painter.drawLine(left, y, right, y)
         for end in (left, right):
@@ -335,14 +359,14 @@ class MemoryBar(QWidget):
         if at > right:  # off the scale (e.g. KV at full context beyond the device): point there
             at, text = right, f"{text} ▸"
         painter.setPen(QPen(colour, 1, Qt.PenStyle.DashLine))
-        painter.drawLine(at, y - 3, at, y + _ROW_H + 3)
-        self._hit_list.append((QRectF(at - 3, y - 3, 6, _ROW_H + 6), key))
+        painter.drawLine(at, y - 3, at, y + self._g.row_h + 3)
+        self._hit_list.append((QRectF(at - 3, y - 3, 6, self._g.row_h + 6), key))
         width = self._entry(text)[1]
         for left in (min(at + 3, self.width() - width - 2), max(at - width - 3, 0)):
-            box = QRectF(left, y + _ROW_H, width, 13)
+            box = QRectF(left, y + self._g.row_h, width, self._g.label_h)
             if not any(box.intersects(placed) for placed in self._labels):
                 painter.setPen(colour)
-                self._text(painter, text, left, y + _ROW_H, width, 13, "left")
+                self._text(painter, text, left, y + self._g.row_h, width, self._g.label_h, "left")
                 self._labels.append(box.adjusted(-2, 0, 2, 0))
                 return
 

@@ -7,12 +7,13 @@ term is, its unit and where the number comes from.
 """
 
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QStaticText, QTextOption
+from PySide6.QtGui import QColor, QPainter, QStaticText, QTextOption
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.ui.memory_bar import swatch_pixmap, term_text, term_tip
 from app.ui.memory_breakdown import TERM_KEYS
 from app.ui.panel_colours import PanelColours
+from app.ui.panel_font import panel_font, panel_scale
 
 _SWATCH = 12
 _NAME_X = 18
@@ -31,9 +32,7 @@ class MemoryLegend(QWidget):
         self.setObjectName("memoryLegend")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
-        self._font = QFont(self.font())
-        self._font.setPixelSize(12)
-        self._line_h = 17
+        self._set_font_sizes()
         self._kind = "cuda"
         self._values = dict.fromkeys(TERM_KEYS, "—")
         self._colours = PanelColours.from_palette(self.palette())
@@ -86,7 +85,7 @@ class MemoryLegend(QWidget):
 
     # ----- geometry ---------------------------------------------------------------------------
     def _name_width(self, width: int) -> int:
-        return max(width - _NAME_X - _VALUE_W - 6, 60)
+        return max(width - _NAME_X - round(_VALUE_W * self._scale) - 6, 60)
 
     def _relayout(self, width: int) -> None:
         """Row tops and heights for ``width`` (names may wrap to two lines)."""
@@ -118,7 +117,7 @@ class MemoryLegend(QWidget):
         return QSize(320, self.heightForWidth(max(self.width(), 320)))
 
     def minimumSizeHint(self) -> QSize:
-        return QSize(_NAME_X + 60 + _VALUE_W, self.heightForWidth(max(self.width(), 320)))
+        return QSize(_NAME_X + 60 + round(_VALUE_W * self._scale), self.heightForWidth(max(self.width(), 320)))
 
     # ----- painting -------------------------------------------------------------------------
     def _value_static(self, text: str) -> QStaticText:
@@ -146,11 +145,23 @@ class MemoryLegend(QWidget):
             painter.drawStaticText(QPointF(self.width() - value.size().width() - 1, top + 1), value)
         painter.end()
 
+    def _set_font_sizes(self) -> None:
+        """12 px text on 17 px rows, both larger with a larger font (app.ui.panel_font)."""
+        self._font = panel_font(self.font(), 12)
+        self._scale = panel_scale(self.font())
+        self._line_h = round(17 * self._scale)
+        self._value_cache = {}
+        self._layout_width = -1
+
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self._colours = PanelColours.from_palette(self.palette())
             self._swatches = {key: swatch_pixmap(key, _SWATCH, self._colours) for key in TERM_KEYS}
+            self.update()
+        elif event.type() == QEvent.Type.FontChange:
+            self._set_font_sizes()
+            self.updateGeometry()
             self.update()
 
     def event(self, event) -> bool:

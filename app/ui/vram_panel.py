@@ -9,7 +9,7 @@ machine without CUDA the samples are process RSS against system memory, and the 
 import os
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -28,6 +28,7 @@ from app.ui.memory_breakdown import DEFAULT_SAFETY_MARGIN, MemoryBreakdown
 from app.ui.memory_legend import MemoryLegend
 from app.ui.memory_timeline import MemoryTimeline
 from app.ui.panel_colours import PanelColours
+from app.ui.panel_font import panel_font
 from app.ui.server_metrics_view import ServerMetricsView
 from app.ui.what_if import WhatIfControl
 
@@ -324,17 +325,23 @@ class _Readout(QWidget):
         super().__init__(parent)
         self.setObjectName("panelReadout")
         self._lines = [""] * lines
-        self._font = QFont(self.font())
-        self._font.setPixelSize(12)
-        self._line_h = QFontMetrics(self._font).height() + 3
-        self.setFixedHeight(lines * self._line_h)
+        self._set_font_sizes()
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # Qt skips the parent beneath
         self._colours = PanelColours.from_palette(self.palette())
+
+    def _set_font_sizes(self) -> None:
+        """12 px text, larger with a larger font (app.ui.panel_font), and the height of its lines."""
+        self._font = panel_font(self.font(), 12)
+        self._line_h = QFontMetrics(self._font).height() + 3
+        self.setFixedHeight(len(self._lines) * self._line_h)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
             self._colours = PanelColours.from_palette(self.palette())
+            self.update()
+        elif event.type() == QEvent.Type.FontChange:
+            self._set_font_sizes()
             self.update()
 
     def lines(self) -> list[str]:
