@@ -46,8 +46,7 @@ class ServerMetricsView(QWidget):
         """Draw one app.engine.remote.server_metrics.ServerMetrics."""
         if not metrics.available:
             self.kv_bar.setVisible(False)
-            reason = metrics.reason[:1].upper() + metrics.reason[1:]
-            self.status.setText(reason if reason.endswith((".", "?", "!")) else reason + ".")
+            self.status.setText(self._unavailable_text(metrics))
             return
         parts = []
         if metrics.kv_cache_usage is not None:
@@ -62,6 +61,19 @@ class ServerMetricsView(QWidget):
         if metrics.requests_waiting is not None:
             parts.append(self.tr("{0} waiting").format(metrics.requests_waiting))
         self.status.setText(" · ".join(parts))
+
+    def _unavailable_text(self, metrics) -> str:
+        """Why there is no reading, in the window's language (trial 15: English in the Korean panel);
+        a failed request's error stays as the client wrote it."""
+        if metrics.cause == "no-endpoint":
+            return self.tr("The server reports no memory figures (it has no /metrics endpoint).")
+        if metrics.cause == "no-figures":
+            return self.tr("The server's /metrics has no KV-cache or queue figures (not a vLLM server?).")
+        reason = metrics.reason.removeprefix("no reading: ")
+        if metrics.cause == "no-reading":
+            return self.tr("No reading: {0}").format(reason if reason.endswith((".", "?", "!")) else reason + ".")
+        reason = reason[:1].upper() + reason[1:]
+        return reason if reason.endswith((".", "?", "!")) else reason + "."
 
     def remote_server_text(self) -> str:
         return self.tr("Remote server")

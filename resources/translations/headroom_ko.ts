@@ -3182,6 +3182,18 @@ tokens counted by {4}: {5}</source>
         <translation>{0}개 대기 중</translation>
     </message>
     <message>
+        <source>The server reports no memory figures (it has no /metrics endpoint).</source>
+        <translation>서버가 메모리 수치를 알려 주지 않습니다 (/metrics 엔드포인트가 없음).</translation>
+    </message>
+    <message>
+        <source>The server&apos;s /metrics has no KV-cache or queue figures (not a vLLM server?).</source>
+        <translation>서버의 /metrics에 KV 캐시나 대기열 수치가 없습니다 (vLLM 서버가 아닌가요?).</translation>
+    </message>
+    <message>
+        <source>No reading: {0}</source>
+        <translation>읽지 못함: {0}</translation>
+    </message>
+    <message>
         <source>Remote server</source>
         <translation>원격 서버</translation>
     </message>

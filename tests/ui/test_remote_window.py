@@ -87,3 +87,19 @@ def test_evicted_turns_are_summarized_by_the_server(qtbot, make_window, openai_s
     assert window.chat_view.summary_block.text() == state.content
     assert window.chat.store.load_conversation(window.chat.conversation_id).summary == state
     assert [m.status for m in window.chat.conversation.messages].count(MessageStatus.FAILED) == 0
+
+
+def test_the_servers_missing_figures_are_said_in_korean(qtbot, korean):
+    """Trial 15: "The server reports no memory figures (it has no /metrics endpoint)." stood in English
+    in the Korean memory panel; a failed reading keeps the client's error after a Korean lead."""
+    from app.engine.remote.server_metrics import ServerMetrics, metrics_from_text
+    from app.ui.server_metrics_view import ServerMetricsView
+
+    view = ServerMetricsView()
+    qtbot.addWidget(view)
+    view.show_metrics(metrics_from_text(None))
+    assert view.status_text() == "서버가 메모리 수치를 알려 주지 않습니다 (/metrics 엔드포인트가 없음)."
+    view.show_metrics(metrics_from_text("# nothing\nprocess_cpu_seconds_total 3\n"))
+    assert view.status_text().startswith("서버의 /metrics에 KV 캐시나 대기열 수치가 없습니다")
+    view.show_metrics(ServerMetrics.unavailable("no reading: connection refused", "no-reading"))
+    assert view.status_text() == "읽지 못함: connection refused."

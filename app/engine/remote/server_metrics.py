@@ -21,7 +21,9 @@ WAITING_METRIC = "vllm:num_requests_waiting"
 class ServerMetrics:
     """One reading of the server. timestamp: `time.monotonic()` seconds.
 
-    available: False when the server reports nothing usable; `reason` says why in one line.
+    available: False when the server reports nothing usable; `reason` says why in one line, and
+    `cause` which case it is, for the window to say in its language: "no-endpoint" (no /metrics),
+    "no-figures" (no vLLM figures in it), "no-reading" (the request failed: `reason` has the error).
     kv_cache_usage: fraction 0–1 of the server's KV-cache blocks in use (the largest over its
     engines); requests_running / requests_waiting: summed over engines. None = not reported.
     kv_metric: the metric name the usage came from.
@@ -34,10 +36,11 @@ class ServerMetrics:
     requests_running: int | None = None
     requests_waiting: int | None = None
     kv_metric: str = ""
+    cause: str = ""
 
     @classmethod
-    def unavailable(cls, reason: str) -> "ServerMetrics":
-        return cls(time.monotonic(), False, reason)
+    def unavailable(cls, reason: str, cause: str) -> "ServerMetrics":
+        return cls(time.monotonic(), False, reason, cause=cause)
 
 
 def parse_prometheus(text: str) -> dict[str, list[float]]:
@@ -69,13 +72,14 @@ def parse_prometheus(text: str) -> dict[str, list[float]]:
 def metrics_from_text(text: str | None) -> ServerMetrics:
     """ServerMetrics from a `/metrics` body; None (no endpoint) or no vLLM figures → unavailable."""
     if text is None:
-        return ServerMetrics.unavailable("the server reports no memory figures (it has no /metrics endpoint)")
+        return ServerMetrics.unavailable("the server reports no memory figures (it has no /metrics endpoint)",
+                                         "no-endpoint")
     samples = parse_prometheus(text)
     kv_metric = next((name for name in KV_USAGE_METRICS if samples.get(name)), "")
     running, waiting = samples.get(RUNNING_METRIC), samples.get(WAITING_METRIC)
     if not kv_metric and running is None and waiting is None:
         return ServerMetrics.unavailable("the server's /metrics has no KV-cache or queue figures "
-                                         "(not a vLLM server?)")
+                                         "(not a vLLM server?)", "no-figures")
     return ServerMetrics(
         time.monotonic(), True,
         kv_cache_usage=min(max(max(samples[kv_metric]), 0.0), 1.0) if kv_metric else None,
@@ -92,4 +96,4 @@ def sample_server(client) -> ServerMetrics:
     try:
         return metrics_from_text(client.metrics_text())
     except RemoteError as exc:
-        return ServerMetrics.unavailable(f"no reading: {exc}")
+        return ServerMetrics.unavailable(f"no reading: {exc}", "no-reading")
