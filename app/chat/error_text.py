@@ -72,6 +72,11 @@ _TYPED = re.compile(r"^(?:.*?: )?([A-Z]\w*(?:Error|Exception|Warning))(?::|$)")
 
 # RemoteError kinds (app.engine.remote.errors) and the wording each is raised with
 _REMOTE_WORDS = (
+    # app.core.backend_settings.RemoteSettings.check, met at a turn (trial 15: a hand-edited settings.json's
+    # URL was "The answer failed. The details are in the log")
+    ("url_credentials", ("holds a user name or password before '@'",)),
+    ("url", ("is not an http(s) URL",)),
+    ("config", ("no model name is set for the remote server",)),
     ("context_length", ("too long for its context",)),
     ("auth", ("refused the API key",)),
     ("not_found", ("HTTP 404", "does not serve")),
@@ -84,6 +89,10 @@ _REMOTE_WORDS = (
 )
 _REMOTE_WHAT = {
     "config": QT_TRANSLATE_NOOP("PlainError", "The server settings are incomplete."),
+    "url_credentials": QT_TRANSLATE_NOOP("PlainError", "The server URL in Settings holds a name or password "
+                                                       "before “@”."),
+    "url": QT_TRANSLATE_NOOP("PlainError", "The server URL in Settings is not an http(s) URL such as "
+                                           "http://gpu-box:8000/v1."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Headroom could not reach the server."),
     # trial 14: a server that stopped mid-answer was "could not reach", and the user checked a right address
     "lost": QT_TRANSLATE_NOOP("PlainError", "The connection to the server was lost while it answered."),
@@ -97,6 +106,9 @@ _REMOTE_WHAT = {
 }
 _REMOTE_TODO = {
     "config": QT_TRANSLATE_NOOP("PlainError", "Check the server address and model name in Settings."),
+    "url_credentials": QT_TRANSLATE_NOOP("PlainError", "Remove it from the URL and put the key in the API key "
+                                                       "field instead."),
+    "url": QT_TRANSLATE_NOOP("PlainError", "Fix the server address in Settings."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Start the server, or fix its address in Settings."),
     "lost": QT_TRANSLATE_NOOP("PlainError", "The server may have stopped or restarted; check it, then try again."),
     "timeout": QT_TRANSLATE_NOOP("PlainError", "The server may be busy or down; try again, or check it."),
@@ -377,6 +389,11 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
     if message == "no model is loaded":
         return PlainError(translate("PlainError", "No model is loaded."),
                           translate("PlainError", "Open a model first (Open model…)."))
+    if message == "attached documents are read by the local model only":  # app.workers.generation_worker
+        return PlainError(translate("PlainError", "Attached files are read by the local model only; this chat's "
+                                                  "answers come from a remote server."),
+                          translate("PlainError", "Send the message without the files, or switch this chat to "
+                                                  "the local model in Settings."))
     if message.startswith("this server cannot continue a stopped answer"):
         return PlainError(translate("PlainError", "This server cannot continue a stopped answer."),
                           translate("PlainError", "Use Regenerate for a new answer instead."))

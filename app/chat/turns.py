@@ -220,6 +220,14 @@ class TurnFlow(QObject):
                           .format(", ".join(reading)), "warning")
             chat.text_withdrawn.emit(text)
             return
+        if chat.settings.backend.is_remote and chat.attachments is not None and chat.attachments.ready:
+            # the server reads no files (trial 15: sent, then "The answer failed"): said before
+            # anything is sent; the text goes back to the composer, the files stay attached
+            chat.announce(translate("Turns", "Attached files are read by the local model only; this chat's answers "
+                                             "come from a remote server. Remove the files to send to the server, or "
+                                             "switch this chat to the local model in Settings."), "warning")
+            chat.text_withdrawn.emit(text)
+            return
         documents = chat.attachments.take() if chat.attachments is not None else ()
         taken: list = []
         if not chat.save(lambda: taken.extend(self._withdraw_left_unanswered()), saving.not_sent(),

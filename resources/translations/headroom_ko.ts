@@ -2245,8 +2245,24 @@ tokens counted by {4}: {5}</source>
         <translation>이 파일은 비어 있습니다(0바이트). 모델이 들어 있지 않습니다.</translation>
     </message>
     <message>
+        <source>The server URL in Settings holds a name or password before “@”.</source>
+        <translation>설정의 서버 URL에 “@” 앞의 이름이나 비밀번호가 들어 있습니다.</translation>
+    </message>
+    <message>
+        <source>The server URL in Settings is not an http(s) URL such as http://gpu-box:8000/v1.</source>
+        <translation>설정의 서버 URL이 http://gpu-box:8000/v1 같은 http(s) URL이 아닙니다.</translation>
+    </message>
+    <message>
         <source>The connection to the server was lost while it answered.</source>
         <translation>서버가 답하는 도중에 연결이 끊어졌습니다.</translation>
+    </message>
+    <message>
+        <source>Remove it from the URL and put the key in the API key field instead.</source>
+        <translation>URL에서 지우고, 키는 API 키 칸에 넣으세요.</translation>
+    </message>
+    <message>
+        <source>Fix the server address in Settings.</source>
+        <translation>설정에서 서버 주소를 고치세요.</translation>
     </message>
     <message>
         <source>The server may have stopped or restarted; check it, then try again.</source>
@@ -2391,6 +2407,14 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Open a model first (Open model…).</source>
         <translation>먼저 모델을 여세요 (모델 열기…).</translation>
+    </message>
+    <message>
+        <source>Attached files are read by the local model only; this chat&apos;s answers come from a remote server.</source>
+        <translation>첨부 파일은 로컬 모델만 읽습니다. 이 채팅의 답변은 원격 서버에서 옵니다.</translation>
+    </message>
+    <message>
+        <source>Send the message without the files, or switch this chat to the local model in Settings.</source>
+        <translation>파일 없이 메시지를 보내거나, 설정에서 이 채팅을 로컬 모델로 바꾸세요.</translation>
     </message>
     <message>
         <source>This server cannot continue a stopped answer.</source>
@@ -3588,6 +3612,10 @@ and the summary.</source>
     <message>
         <source>{0} is still being read: send again when it is ready</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
+    </message>
+    <message>
+        <source>Attached files are read by the local model only; this chat&apos;s answers come from a remote server. Remove the files to send to the server, or switch this chat to the local model in Settings.</source>
+        <translation>첨부 파일은 로컬 모델만 읽습니다. 이 채팅의 답변은 원격 서버에서 옵니다. 서버로 보내려면 파일을 빼거나, 설정에서 이 채팅을 로컬 모델로 바꾸세요.</translation>
     </message>
     <message>
         <source>Your earlier message got no answer, so it was taken out of the chat; its text and files are back in the message box.</source>

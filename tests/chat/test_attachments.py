@@ -521,3 +521,29 @@ def test_a_file_attached_but_not_sent_stays_with_its_chat(qtbot, chat, tmp_path)
     assert chat.recorded.of("attachment_changed")[-1] == (ticket, "private.txt", "13 characters")
     chat.turns.send("What is in it?")
     assert [d.name for d in chat.worker.requests[-1].documents] == ["private.txt"]
+
+
+def test_a_remote_chat_refuses_attached_files_before_sending_and_keeps_text_and_files(qtbot, chat, tmp_path):
+    """Trial 15: a remote chat sent the message with its file, then said only "The answer failed. The
+    details are in the log" (the worker's "attached documents are read by the local model only"). Now
+    nothing is sent: the text goes back to the composer, the file stays attached, and the notice says
+    what to do; the worker's own refusal (a retry of such a message) is said in the same words."""
+    from dataclasses import replace
+
+    from app.chat.error_text import plain_failure
+    from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+
+    note = tmp_path / "note.md"
+    note.write_text("The pass code is 4711.\n", encoding="utf-8")
+    attached(qtbot, chat, note)
+    chat.settings = replace(chat.settings, backend=BackendSettings(REMOTE, RemoteSettings("http://gpu-box:8000/v1",
+                                                                                           "m")))
+    sent_before = len(chat.worker.requests)
+    chat.turns.send("What is the pass code?")
+    assert len(chat.worker.requests) == sent_before and chat.conversation.messages == []
+    assert chat.recorded.of("text_withdrawn")[-1] == ("What is the pass code?",)
+    assert [d.name for d in chat.attachments.ready] == ["note.md"]
+    said, kind = chat.recorded.of("notice")[-1]
+    assert kind == "warning" and said.startswith("Attached files are read by the local model only")
+    assert plain_failure("attached documents are read by the local model only").what.startswith(
+        "Attached files are read by the local model only")

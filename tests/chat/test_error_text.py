@@ -294,3 +294,19 @@ def test_a_model_whose_weights_lack_layers_is_said_plainly():
         assert said.line() == ("This model's files do not match: its configuration names 1,000 layers, its weights "
                                "hold only 30. The files are incomplete or do not belong together; download the "
                                "model again.")
+
+
+@pytest.mark.parametrize("reason, line", [
+    ("the server URL holds a user name or password before '@': put the key in the API key field",
+     "The server URL in Settings holds a name or password before “@”. Remove it from the URL and put the key in "
+     "the API key field instead."),
+    ("the server URL 'ftp://x' is not an http(s) URL such as http://gpu-box:8000/v1",
+     "The server URL in Settings is not an http(s) URL such as http://gpu-box:8000/v1. Fix the server address in "
+     "Settings."),
+    ("no model name is set for the remote server",
+     "The server settings are incomplete. Check the server address and model name in Settings."),
+])
+def test_a_remote_backend_refused_by_its_settings_says_which_setting(reason, line):
+    """Trial 15: a hand-edited settings.json with such a URL gave "The answer failed. The details are in
+    the log" at each turn; the log had the reason (RemoteSettings.check, met by the turn)."""
+    assert plain_failure(reason, "reply").line() == line
