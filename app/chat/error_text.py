@@ -48,7 +48,9 @@ _GGUF = re.compile(r"gguf|magic|which we cannot handle", re.IGNORECASE)
 _ARCHITECTURE = re.compile(
     r"does not recognize this architecture|unrecognized (configuration|model)|architecture .* is not supported"
     r"|model type .* (is not|not) (supported|recognized)|GGUF model with architecture"
-    r"|model type .* is not a causal LM", re.IGNORECASE)
+    r"|model type .* is not a causal LM"
+    # transformers' refusal of SDPA for a model without attention layers (trial 15: a Mamba GGUF was "damaged")
+    r"|does not support an attention implementation", re.IGNORECASE)
 # app.engine.loading.model_path.gguf_head_refusal: a file named .gguf that is none (trial 9: a text
 # file renamed .gguf was "damaged; download it again")
 _NOT_GGUF = re.compile(r"is not a GGUF file")

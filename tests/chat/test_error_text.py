@@ -310,3 +310,12 @@ def test_a_remote_backend_refused_by_its_settings_says_which_setting(reason, lin
     """Trial 15: a hand-edited settings.json with such a URL gave "The answer failed. The details are in
     the log" at each turn; the log had the reason (RemoteSettings.check, met by the turn)."""
     assert plain_failure(reason, "reply").line() == line
+
+
+def test_a_model_without_attention_layers_is_said_unsupported_not_damaged():
+    """Trial 15: a Mamba GGUF converted, then transformers refused SDPA for it, and the window said
+    "This GGUF file could not be read … download it again"."""
+    reason = ("cannot load tiny.gguf: ValueError: MambaForCausalLM does not support an attention implementation "
+              "through torch.nn.functional.scaled_dot_product_attention yet. Please request the support")
+    assert plain_failure(reason, "load").what == ("This model's architecture is not supported by the installed "
+                                                  "transformers.")
