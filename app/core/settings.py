@@ -277,6 +277,8 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
     path = path or settings_path()
     try:
         raw = json.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM: not "unreadable"
+        if not isinstance(raw, dict):  # trial 15: null said "'NoneType' object has no attribute 'get'"
+            raise ValueError(f"the file holds {_json_kind(raw)}, not a JSON object of settings")
         generation = _generation(raw.get("generation", {}))
         return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
                         recent_models=_recent_models(raw.get("recent_models")),
@@ -303,6 +305,15 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         return Settings(), UnreadSettings(str(exc), aside.name)
 
 
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words: "null", "a list", "a number", "text", "true"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return {list: "a list", str: "text", dict: "an object"}.get(type(value), "a number")
+
+
 WHOLE_NUMBER_FIELDS = frozenset(
     {f.name for f in fields(GenerationSettings) if type(f.default) is int} | {"seed"})
 """The settings that count (tokens, threads, MiB, turns) or name a seed: whole numbers only."""
@@ -321,8 +332,9 @@ def _generation(raw: object) -> GenerationSettings:
     (text where a number belongs, NaN, a fraction or a boolean where a whole number belongs)
     falls back to that field's default, keeping the others, and is logged (an older file simply
     lacks the newer keys: defaults, i.e. today's behaviour)."""
-    if not isinstance(raw, dict):
-        raise TypeError(f"'generation' is {type(raw).__name__}, not an object")
+    if not isinstance(raw, dict):  # the other sections are kept (trial 15: "generation": [] lost the server URL)
+        log.warning("settings: 'generation' is %s, not an object; using the defaults", _json_kind(raw))
+        return GenerationSettings()
     known = {f.name for f in fields(GenerationSettings)}
     kept = {}
     for key, value in raw.items():
