@@ -73,6 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=bounded(1, MAX_NEW_TOKENS, int),
                         help=f"tokens to generate at most (1–{MAX_NEW_TOKENS:,})")
     parser.add_argument("--temperature", type=temperature, help="0–2; 0 = greedy (default for --ask)")
+    parser.add_argument("--top-p", type=bounded(0.01, 1),
+                        help="keep the likeliest tokens that make up this share of the probability; 1 = off")
     parser.add_argument("--top-k", type=bounded(0, MAX_TOP_K, int), help="keep the k likeliest tokens; 0 = off")
     parser.add_argument("--min-p", type=bounded(0, 1), help="drop tokens below this fraction of the top one; 0 = off")
     parser.add_argument("--repetition-penalty", type=bounded(*REPETITION_PENALTY_RANGE),
@@ -135,10 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         system_prompt=settings.generation.system_prompt,
         max_new_tokens=args.max_new_tokens or settings.generation.max_new_tokens,
         temperature=0.0 if args.temperature is None else args.temperature,
-        top_p=settings.generation.top_p,
         context_tokens=args.context or model_context,
         **{name: getattr(args, name) if getattr(args, name) is not None else getattr(settings.generation, name)
-           for name in ("top_k", "min_p", "repetition_penalty", "seed")},
+           for name in ("top_p", "top_k", "min_p", "repetition_penalty", "seed")},
     ).validated()
     fit = args.max_new_tokens is None  # the saved setting: limited to the model's context, as the window does
     if args.replay is not None:

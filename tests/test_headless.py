@@ -94,6 +94,7 @@ def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):
     (["--replay", "turns.txt"], "argument --replay: not allowed with argument --ask"),
     # the bound in full: ":g" said "must be between 0 and 2.14748e+09"
     (["--seed", "2147483648"], "--seed: must be between 0 and 2147483647, got 2147483648"),
+    (["--top-p", "0"], "--top-p: must be between 0.01 and 1, got 0"),
 ])
 def test_bad_cli_values_are_usage_errors_not_silently_changed(flags, message, capsys):
     from app.main import parse_args
@@ -117,6 +118,21 @@ def test_seed_minus_one_is_a_fresh_draw_each_turn_as_in_settings(monkeypatch):
     for flags in (["--seed", "-1"], ["--seed=-1"], ["--seed", "-5"], ["--seed", "5"], []):
         assert main(["--ask", "hi", *flags]) == 0
     assert [generation.seed for generation in asked] == [None, None, None, 5, 7]
+
+
+def test_top_p_is_a_flag_like_the_other_samplers(monkeypatch):
+    """Trial 15: the README names top-p among the samplers, --help had no --top-p, and --ask used the
+    saved value in silence. The flag overrides it; without it the saved value stays."""
+    from app import headless
+    from app.core.settings import GenerationSettings, Settings, save_settings
+    from app.main import main
+
+    save_settings(Settings(generation=GenerationSettings(top_p=0.8)))
+    asked = []
+    monkeypatch.setattr(headless, "ask", lambda _question, _model, generation, **_: asked.append(generation) or 0)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs its own
+    assert main(["--ask", "hi", "--top-p", "0.5"]) == 0 and main(["--ask", "hi"]) == 0
+    assert [generation.top_p for generation in asked] == [0.5, 0.8]
 
 def test_input_that_is_not_text_is_refused_before_a_model_loads(tmp_path, capsys, monkeypatch):
     """New-user trial: --replay of a CP949 file crashed with only "uncaught exception"; an empty one
