@@ -105,11 +105,12 @@ class ChatBar(QWidget):
         self.kv_combo = QComboBox()
         self.kv_combo.setObjectName("kvPrecisionCombo")
         self.kv_combo.setAccessibleName(self.tr("KV cache"))
-        self.kv_combo.setToolTip(self.tr(
+        self._kv_tip = self.tr(
             "How this chat keeps its KV cache (the model's memory of the conversation). 8-bit takes about half "
             "the memory of 16-bit, so about twice the context fits, with a small loss of precision; auto uses "
             "8-bit only when a turn would not fit in 16-bit. A change drops the cache: the next answer reads "
-            "the whole history again once."))
+            "the whole history again once.")
+        self.kv_combo.setToolTip(self._kv_tip)
         for text, value in ((self.tr("16-bit"), KV_16), (self.tr("8-bit"), KV_8), (self.tr("auto"), KV_AUTO)):
             self.kv_combo.addItem(text, value)
         kv_label = QLabel(self.tr("KV cache"))
@@ -186,6 +187,16 @@ class ChatBar(QWidget):
             item = self.kv_combo.model().item(index)
             if item is not None:
                 item.setEnabled(available)
+
+    @Slot(object)
+    def set_remote_backend(self, display: object) -> None:
+        """A remote server ("model @ host") answers this chat, or the local model (None): the KV cache
+        choice is the local model's, so it is off while a server answers (trial 15: a remote chat
+        offered "KV cache 32-bit")."""
+        remote = display is not None
+        self.kv_combo.setEnabled(not remote)
+        self.kv_combo.setToolTip(self.tr("The server keeps its own KV cache: this choice is for the local model.")
+                                 if remote else self._kv_tip)
 
     @Slot(int)
     def _on_kv_activated(self, index: int) -> None:

@@ -264,6 +264,7 @@ class MainWindow(QMainWindow):
         chat.decode_status_changed.connect(status.show_decode_status)
         chat.can_send_changed.connect(self.composer.set_can_send)
         chat.backend_changed.connect(status.show_remote)
+        chat.backend_changed.connect(self.chat_bar.set_remote_backend)
         chat.backend_reported.connect(status.show_backend)
         chat.attachment_changed.connect(self.attachment_bar.show_attachment)
         self.memory_wiring = MemoryWiring(chat, self.vram_panel, self.headroom_badge, self.memory_action)

@@ -428,6 +428,10 @@
         <translation>{bits}비트</translation>
     </message>
     <message>
+        <source>The server keeps its own KV cache: this choice is for the local model.</source>
+        <translation>서버는 자체 KV 캐시를 씁니다. 이 선택은 로컬 모델용입니다.</translation>
+    </message>
+    <message>
         <source>Notes · ≈{0}</source>
         <translation>메모 · ≈{0}</translation>
     </message>

@@ -329,6 +329,9 @@ def test_a_remote_chat_names_its_server_first_and_not_the_local_decode_path(qtbo
     assert status.decode_label.text() == "" and status.backend_label.text() == ""
     assert "Local model (not answering here): SmolLM2-135M-Instruct" in status.model_label.toolTip()
     assert window.headroom_badge.toolTip().startswith("This computer's memory: turns go to the remote server")
+    # the KV cache choice is the local model's (trial 15: a remote chat offered "KV cache 32-bit")
+    assert not window.chat_bar.kv_combo.isEnabled()
+    assert window.chat_bar.kv_combo.toolTip().startswith("The server keeps its own KV cache")
     window.chat.decode_status_changed.emit(DecodeStatus("ready", "compiled"))  # the local model's, meanwhile
     assert status.decode_label.text() == ""
 
@@ -349,3 +352,4 @@ def test_a_remote_chat_names_its_server_first_and_not_the_local_decode_path(qtbo
     assert status.model_label.text() == local_text
     assert status.decode_label.text() == "compiled decode" and status.backend_label.text() == "answered by local model"
     assert window.headroom_badge.toolTip().startswith("Memory left for the next turn")
+    assert window.chat_bar.kv_combo.isEnabled() and window.chat_bar.kv_combo.toolTip().startswith("How this chat")
