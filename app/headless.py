@@ -61,8 +61,8 @@ def _load(model_path: Path | None):
         return None
     allowed = load_settings().permissions_for(path)  # the per-model opt-ins set in Open model…
     try:
-        loaded = load_model(path, progress=lambda text, _f: print(f"[{text}]", file=sys.stderr),
-                            trust_remote_code=allowed.trust_remote_code, allow_pickle=allowed.allow_pickle)
+        loaded = load_model(path, progress=_StageLines(), trust_remote_code=allowed.trust_remote_code,
+                            allow_pickle=allowed.allow_pickle)
     except ModelLoadError as exc:
         print(f"headroom: {load_failure_line(str(exc), path)}", file=sys.stderr)
         return None
@@ -71,6 +71,23 @@ def _load(model_path: Path | None):
         print(f"[its chat template is broken ({loaded.report.template_problem}): prompts use a plain "
               "User / Assistant transcript]", file=sys.stderr)
     return loaded
+
+
+class _StageLines:
+    """The loader's progress (text, fraction) as "[text]" lines on stderr, a GGUF conversion's
+    per-tensor lines only at each tenth of the way (trial 15: ~280 "[Converting model.layers.N…]"
+    lines on a first --ask)."""
+
+    def __init__(self):
+        self._tenth = -1
+
+    def __call__(self, text: str, fraction: float) -> None:
+        if text.startswith("Converting "):
+            tenth = int(fraction * 10)
+            if tenth == self._tenth:
+                return
+            self._tenth = tenth
+        print(f"[{text}]", file=sys.stderr)
 
 
 def load_failure_line(reason: str, path: Path) -> str:

@@ -318,3 +318,17 @@ def test_nan_weights_exit_one_with_one_plain_line(tiny_model_dir, tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("[")]
     assert lines == ["headroom: the model produced invalid numbers (NaN or infinity) — its weights may be "
                      "damaged, or its compute dtype overflows"]
+
+
+def test_a_conversions_tensor_lines_are_said_at_each_tenth_only(capsys):
+    """Trial 15: a first --ask of a GGUF printed ~280 "[Converting model.layers.N…]" lines."""
+    from app.headless import _StageLines
+
+    say = _StageLines()
+    say("Reading the GGUF tokenizer and chat template", 0.0)
+    for done in range(300):
+        say(f"Converting model.layers.{done}.weight ({done / 300:.0%})", 0.05 + 0.9 * done / 300)
+    say("Converted", 0.95)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "[Reading the GGUF tokenizer and chat template]" and lines[-1] == "[Converted]"
+    assert 9 <= len(lines) - 2 <= 11 and lines[1] == "[Converting model.layers.0.weight (0%)]"
