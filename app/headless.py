@@ -160,8 +160,11 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
         match event:
             case TextDelta(text=text):
                 out.add(text)
-            case ev.TurnRefused(decision=decision):
-                print(f"headroom: not started: {decision.reason}", file=sys.stderr)
+            case ev.TurnRefused(decision=decision):  # in the window's words (trial 15: the engine's were
+                # "takes 20 of the 4 prompt tokens that the context of 10 tokens minus … leaves")
+                from app.chat.refusal_text import refusal_line
+
+                print(f"headroom: {refusal_line(decision)}", file=sys.stderr)
                 return 1
             case ev.TurnFailed(reason=reason):
                 print(f"\nheadroom: {reason}", file=sys.stderr)
