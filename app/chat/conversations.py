@@ -434,7 +434,7 @@ class ConversationFlow(QObject):
             self.refresh_sidebar()
         else:
             chat.store.update_message(message.id, content=message.content, status=message.status,
-                                      stats=message.stats)
+                                      stats=message.stats, failure=message.failure)
 
     def save_unsaved(self) -> None:
         """Write what a full disk kept from the Store in the chat shown, if there is room now
@@ -495,7 +495,8 @@ class ConversationFlow(QObject):
             parent = conversation.messages[index - 1].id if index else None
             store.append_message(conversation_id, message, parent_id=parent)
         else:
-            store.update_message(message.id, content=message.content, status=message.status, stats=message.stats)
+            store.update_message(message.id, content=message.content, status=message.status, stats=message.stats,
+                                 failure=message.failure)
         self.refresh_sidebar()
 
     def show_versions(self) -> None:

@@ -614,6 +614,7 @@ class TurnFlow(QObject):
             return
         log.warning("reply failed: %s", reason)  # the engine's words stay in the log
         plain = plain_failure(reason, "reply")
+        self._reply.failure = reason  # kept with it: said again when the chat is opened again
         self._end_turn(MessageStatus.FAILED, plain.what)
         self._chat.announce(plain.line(), "retry")
 
@@ -658,6 +659,9 @@ class TurnFlow(QObject):
         messages = self._chat.conversation.messages
         if (self._active_request is None and messages and messages[-1].role is Role.ASSISTANT
                 and messages[-1].status is MessageStatus.FAILED):
+            if messages[-1].failure:  # said as when it failed (trial 15: the reason was gone after a restart)
+                self._chat.announce(plain_failure(messages[-1].failure, "reply").line(), "retry")
+                return
             self._chat.announce(translate("Turns", "The last answer did not finish: Headroom stopped, or the "
                                                    "model failed, while it was being written."), "retry")
 
@@ -669,6 +673,8 @@ class TurnFlow(QObject):
         chat = self._chat
         message, home, home_id = self._reply, self._home, self._home_id
         message.status = status
+        if status is not MessageStatus.FAILED:  # a failed answer continued or answered again
+            message.failure = ""
         self._save_reply(lambda: chat.conversations.persist(message, home, home_id), final=True)
         chat.reply_ended.emit(status, detail)
         if finished is not None and self.shown:

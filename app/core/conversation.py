@@ -84,7 +84,9 @@ class Message:
     `stats`: how an answer was made (None for user messages and answers from before stats);
     `documents`: the files attached to a user message (app.core.attached_document
     ExtractedDocuments), sent again when it is edited or answered again; `sources`: the document
-    excerpts an answer was given (app.core.document_prompt Citations, their text included).
+    excerpts an answer was given (app.core.document_prompt Citations, their text included);
+    `failure`: why a FAILED answer failed, the worker's one-line English reason ("" when it did not,
+    or was cut off by a stop of Headroom), said in the window's language by app.chat.error_text.
     None of these takes part in equality, so two messages with the same role, content and
     status compare equal whether or not they have been saved.
     """
@@ -97,6 +99,7 @@ class Message:
     stats: ReplyStats | None = field(default=None, compare=False)
     documents: tuple = field(default=(), compare=False)
     sources: tuple = field(default=(), compare=False)
+    failure: str = field(default="", compare=False)
 
     def as_chat_dict(self) -> dict[str, str]:
         """The `{"role", "content"}` form that `apply_chat_template` takes."""

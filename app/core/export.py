@@ -23,7 +23,8 @@ def conversation_json(c: "StoredConversation") -> str:
     and "sources" (app.core.document_prompt.Citation fields) when it has none. A stopped answer
     has "stop_reason" when it was kept: "length" (max new tokens reached) or "stopped" (Stop). A
     user message whose turn was refused (never sent to the model) has "not_sent": the refusal's
-    cause ("positions", "memory") and reason (English, app.engine.memory.admission)."""
+    cause ("positions", "memory") and reason (English, app.engine.memory.admission). A failed answer
+    has "failure", why it failed (English), when it was kept (Message.failure)."""
     data = {
         "format": "headroom-conversation", "version": 1, "title": c.info.title,
         "created_at": c.info.created_at, "updated_at": c.info.updated_at,
@@ -41,6 +42,8 @@ def _message_json(m, refusal: dict | None) -> dict:
     data = {"role": m.role.value, "content": m.content, "status": m.status.value, "created_at": m.created_at}
     if _stop_reason(m):  # "stopped" alone read as the user's Stop
         data["stop_reason"] = _stop_reason(m)
+    if m.failure:
+        data["failure"] = m.failure
     if refusal is not None:  # its status says "complete": the message is whole, it just never went
         data["not_sent"] = {"cause": refusal.get("cause", ""), "reason": refusal.get("reason", "")}
     if m.documents:
@@ -52,7 +55,8 @@ def _message_json(m, refusal: dict | None) -> dict:
 
 
 def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, str] | None = None) -> str:
-    """Markdown: a heading per message; unfinished answers are marked ("_(stopped)_", "_(failed)_";
+    """Markdown: a heading per message; unfinished answers are marked ("_(stopped)_", "_(failed)_",
+    "_(failed: <why>)_" where the reason was kept, in English;
     "_(stopped: <words>)_" for a stop reason in `stop_details`, ReplyStats.stop_reason → the
     words the window says, app.chat.stop_text.STOP_DETAILS), and so are messages whose
     turn was refused ("_(not sent: <reason>)_", the reason in English); an attached document
@@ -81,7 +85,7 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
             shown = answer.strip("\n") if reasoning else m.content.strip("\n")
             lines += [shown or "_(no answer)_", ""] if reasoning else [shown, ""]
         if m.status is not MessageStatus.COMPLETE:
-            detail = _escaped((stop_details or {}).get(_stop_reason(m), ""))
+            detail = _escaped(m.failure or (stop_details or {}).get(_stop_reason(m), ""))
             lines += [f"_({m.status.value}: {detail})_" if detail else f"_({m.status.value})_", ""]
         if m.id in c.refusals:  # refused before it started: exported as sent, it read as answered
             reason = _escaped(str(c.refusals[m.id].get("reason") or ""))

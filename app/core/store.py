@@ -137,7 +137,11 @@ _V8 = ["ALTER TABLE conversations ADD COLUMN kv_precision TEXT NOT NULL DEFAULT 
 _V9 = store_notes.V9_PROPOSALS + store_attachments.V9_FITS
 # v10: why a user message's turn was refused, so the chat shows it again when opened (app.core.store_refusals).
 _V10 = store_refusals.V10_REFUSALS
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9, _V10]
+# v11: why an answer failed (the worker's one-line English reason; NULL: it did not, or was cut off by a
+# stop of Headroom), so a chat opened again says it as it did (trial 15: after a restart, "Headroom
+# stopped, or the model failed") and exports name it.
+_V11 = ["ALTER TABLE messages ADD COLUMN failure TEXT"]
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, store_attachments.V7, _V8, _V9, _V10, _V11]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -491,11 +495,12 @@ class Store:
                 raise KeyError(parent_id)
             new_id = db.execute(
                 "INSERT INTO messages (conversation_id, position, role, content, status, created_at, parent_id,"
-                " stats_json, sources_json) SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ?, ?"
-                " FROM messages WHERE conversation_id = ?",
+                " stats_json, sources_json, failure) SELECT ?, COALESCE(MAX(position), -1) + 1, ?, ?, ?, ?, ?, ?, ?,"
+                " ? FROM messages WHERE conversation_id = ?",
                 (conversation_id, Role(message.role).value, message.content,
                  MessageStatus(message.status).value, message.created_at, parent_id,
-                 _stats_json(message.stats), store_attachments.sources_json(message.sources), conversation_id),
+                 _stats_json(message.stats), store_attachments.sources_json(message.sources),
+                 message.failure or None, conversation_id),
             ).lastrowid
             store_attachments.save_documents(db, new_id, message.documents)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?",
@@ -507,18 +512,19 @@ class Store:
 
     def update_message(
         self, message_id: int, *, content: str | None = None, status: MessageStatus | None = None,
-        stats: ReplyStats | None = None, sources: tuple = (),
+        stats: ReplyStats | None = None, sources: tuple = (), failure: str | None = None,
     ) -> None:
         """Commit a message's new content, status (e.g. a partial answer, STOPPED), stats and/or
-        sources (Citations; () leaves them). An answer's does not make its conversation the
-        newest (see list_conversations)."""
+        sources (Citations; () leaves them), and why it failed (None leaves it, "" clears it). An
+        answer's does not make its conversation the newest (see list_conversations)."""
         with self._tx() as db:
             row = db.execute(
                 "UPDATE messages SET content = COALESCE(?, content), status = COALESCE(?, status),"
-                " stats_json = COALESCE(?, stats_json), sources_json = COALESCE(?, sources_json)"
+                " stats_json = COALESCE(?, stats_json), sources_json = COALESCE(?, sources_json),"
+                " failure = CASE WHEN ? IS NULL THEN failure ELSE NULLIF(?, '') END"
                 " WHERE id = ? RETURNING conversation_id, role",
                 (content, None if status is None else MessageStatus(status).value, _stats_json(stats),
-                 store_attachments.sources_json(sources), message_id),
+                 store_attachments.sources_json(sources), failure, failure, message_id),
             ).fetchone()
             if row is None:
                 raise KeyError(message_id)
@@ -784,7 +790,8 @@ class Store:
         documents = store_attachments.documents_of(self._conn, path)
         messages = [Message(Role(rows[i]["role"]), rows[i]["content"], MessageStatus(rows[i]["status"]), i,
                             rows[i]["created_at"], _stats(rows[i]["stats_json"]), documents.get(i, ()),
-                            store_attachments.sources_from(rows[i]["sources_json"])) for i in path]
+                            store_attachments.sources_from(rows[i]["sources_json"]), rows[i]["failure"] or "")
+                    for i in path]
         refusals = {i: refusal for i in path if (refusal := store_refusals.refusal_from(rows[i]["refusal_json"]))}
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
@@ -815,9 +822,9 @@ class Store:
                 m = rows[old]
                 parent = db.execute(
                     "INSERT INTO messages (conversation_id, position, role, content, status, created_at,"
-                    " parent_id, stats_json, sources_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " parent_id, stats_json, sources_json, failure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (new_id, position, m["role"], m["content"], m["status"], m["created_at"], parent,
-                     m["stats_json"], m["sources_json"])).lastrowid
+                     m["stats_json"], m["sources_json"], m["failure"])).lastrowid
                 store_attachments.copy_documents(db, old, parent)
                 copies.append(parent)
             db.execute("UPDATE conversations SET active_message_id = ? WHERE id = ?", (parent, new_id))

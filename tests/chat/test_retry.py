@@ -74,3 +74,33 @@ def test_a_conversation_cut_off_by_a_crash_offers_retry_when_opened(make_chat, t
     assert kind == "retry" and text.startswith("The last answer did not finish")
     chat.turns.retry()
     assert contents(chat.worker.requests[-1].messages) == ["Explain KV caches"]
+
+
+def test_a_failed_answer_says_its_own_reason_when_opened_again_and_in_its_export(make_chat, tmp_path):
+    """Trial 15: after a restart a failed answer said "Headroom stopped, or the model failed", and the
+    Markdown export "_(failed)_": the reason was gone (the row kept only the status). It is kept
+    (messages.failure, schema v11), said again in the window's words, and cleared once the answer is
+    continued to its end."""
+    import json
+
+    chat = make_chat(db="kept.sqlite3")
+    worker = chat.worker
+    chat.turns.send("Tell me a story")
+    worker.token_streamed.emit(worker.last_id, "Once upon a")
+    worker.generation_failed.emit(worker.last_id, "CUDA out of memory. Tried to allocate 2.00 GiB", "Once upon a")
+    cid = chat.conversation_id
+    said_then = chat.recorded.of("notice")[-1]
+    assert said_then[0].startswith("The model ran out of memory during this answer.")
+    chat.conversations.new_conversation()
+    chat.conversations.open_conversation(cid)  # as after a restart: read back from the Store
+    QApplication.processEvents()
+    assert chat.recorded.of("notice")[-1] == said_then
+    markdown = chat.store.export_markdown(cid)
+    assert "_(failed: CUDA out of memory. Tried to allocate 2.00 GiB)_" in markdown
+    assert json.loads(chat.store.export_json(cid))["messages"][-1]["failure"].startswith("CUDA out of memory")
+
+    chat.turns.continue_reply(1)  # continued to its end: no longer failed, nor its reason kept
+    worker.token_streamed.emit(worker.last_id, " time.")
+    worker.reply_finished.emit(worker.last_id, finished(" time."), record())
+    last = chat.store.load_conversation(cid).conversation.messages[-1]
+    assert last.status is MessageStatus.COMPLETE and last.failure == ""
