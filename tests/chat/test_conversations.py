@@ -200,7 +200,7 @@ def test_an_export_says_why_an_answer_stopped_as_the_window_does(chat, tmp_path)
     assert headers == ["stopped: max new tokens reached", "stopped"]
     assert chat.conversations.export_conversation(chat.conversation_id, "markdown", tmp_path / "a.md")
     marks = re.findall(r"^_\((.*)\)_$", (tmp_path / "a.md").read_text(encoding="utf-8"), re.MULTILINE)
-    assert marks == [*headers, "failed"]
+    assert marks == [*headers, "failed: the GPU ran out of memory"]  # its reason kept (Message.failure)
     assert chat.conversations.export_conversation(chat.conversation_id, "json", tmp_path / "a.json")
     messages = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["messages"]
     assert [(m["status"], m.get("stop_reason")) for m in messages] == [
