@@ -30,7 +30,7 @@ def test_a_saved_max_new_tokens_above_the_context_is_limited_not_refused(tiny_mo
     assert result.returncode == 0, result.stderr
     assert "tok/s" in result.stderr
     given = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "32768")
-    assert given.returncode == 1 and "lower max_new_tokens" in given.stderr  # asked for: said, not changed
+    assert given.returncode == 1 and "lower max new tokens" in given.stderr  # asked for: said, not changed
 
 
 def test_model_flag_opens_an_hf_folder(tiny_model_dir):
