@@ -93,8 +93,9 @@ right after (``kv16_merge_*``, under PDL: the attention's blocks store their par
 or ticket, and one trip loads every split's row); "poll", split 0 adds them once every other split has
 set its flag (one trip where the ticket takes two; the ticket where not every block of the launch runs
 at once, `_merge_for`). On the app path at 1k the ticket merge costs ~3.3 µs a layer, ~105 µs a step
-(H200, results/decode_experiments_h200_patched.json: 2.843 against 2.960 ms without it); "launch" and
-"poll" are built and tested on the CPU, not yet measured."""
+(H200, results/decode_experiments_h200_patched.json: 2.843 against 2.960 ms without it). Measured on the
+app path on an H200 (2026-12-06, tests/benchmarks/kv16_merge_ab.sh, a chat's second turn at 1k / 4k): ticket
+354.9 / 339.3 tok/s, poll 352.6 / 340.4, launch 351.3 / 339.5 — neither is faster, so the ticket stays."""
 if MERGE not in MERGES:
     MERGE = "ticket"
 
