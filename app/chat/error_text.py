@@ -78,7 +78,7 @@ _REMOTE_WORDS = (
     # URL was "The answer failed. The details are in the log")
     ("url_credentials", ("holds a user name or password before '@'",)),
     ("url", ("is not an http(s) URL",)),
-    ("config", ("no model name is set for the remote server",)),
+    ("no_model", ("no model name is set for the remote server",)),
     ("context_length", ("too long for its context",)),
     ("auth", ("refused the API key",)),
     ("not_found", ("HTTP 404", "does not serve")),
@@ -95,6 +95,7 @@ _REMOTE_WHAT = {
                                                        "before “@”."),
     "url": QT_TRANSLATE_NOOP("PlainError", "The server URL in Settings is not an http(s) URL such as "
                                            "http://gpu-box:8000/v1."),
+    "no_model": QT_TRANSLATE_NOOP("PlainError", "No model name is set for the remote server."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Headroom could not reach the server."),
     # trial 14: a server that stopped mid-answer was "could not reach", and the user checked a right address
     "lost": QT_TRANSLATE_NOOP("PlainError", "The connection to the server was lost while it answered."),
@@ -111,6 +112,7 @@ _REMOTE_TODO = {
     "url_credentials": QT_TRANSLATE_NOOP("PlainError", "Remove it from the URL and put the key in the API key "
                                                        "field instead."),
     "url": QT_TRANSLATE_NOOP("PlainError", "Fix the server address in Settings."),
+    "no_model": QT_TRANSLATE_NOOP("PlainError", "Enter the model name the server serves in Settings."),
     "unreachable": QT_TRANSLATE_NOOP("PlainError", "Start the server, or fix its address in Settings."),
     "lost": QT_TRANSLATE_NOOP("PlainError", "The server may have stopped or restarted; check it, then try again."),
     "timeout": QT_TRANSLATE_NOOP("PlainError", "The server may be busy or down; try again, or check it."),

@@ -222,10 +222,11 @@ class TurnFlow(QObject):
             return
         if chat.settings.backend.is_remote and chat.attachments is not None and chat.attachments.ready:
             # the server reads no files (trial 15: sent, then "The answer failed"): said before
-            # anything is sent; the text goes back to the composer, the files stay attached
+            # anything is sent, in the transcript (whole: the status bar cut it at 640 px); the text
+            # goes back to the composer, the files stay attached
             chat.announce(translate("Turns", "Attached files are read by the local model only; this chat's answers "
                                              "come from a remote server. Remove the files to send to the server, or "
-                                             "switch this chat to the local model in Settings."), "warning")
+                                             "switch this chat to the local model in Settings."), "error")
             chat.text_withdrawn.emit(text)
             return
         documents = chat.attachments.take() if chat.attachments is not None else ()

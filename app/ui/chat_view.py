@@ -19,6 +19,7 @@ from dataclasses import replace
 from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from app.chat.error_text import plain_failure
 from app.chat.stop_text import stop_detail
 from app.core.conversation import Message, MessageStatus, Role
 from app.ui.fold_marker import FoldMarker
@@ -209,6 +210,8 @@ class ChatView(QScrollArea):
         bubble = self._add_bubble(message.role, message.content, message.status, at)
         if message.status is MessageStatus.STOPPED and stop_detail(message.stats):
             bubble.set_status(message.status, stop_detail(message.stats))  # "max new tokens reached"
+        elif message.status is MessageStatus.FAILED and message.failure:  # as its header said when it failed
+            bubble.set_status(message.status, plain_failure(message.failure, "reply").what)
         bubble.set_stats(message.stats)
         bubble.documents.set_documents(message.documents)
         bubble.sources.set_sources(message.sources)

@@ -2257,6 +2257,10 @@ tokens counted by {4}: {5}</source>
         <translation>설정의 서버 URL이 http://gpu-box:8000/v1 같은 http(s) URL이 아닙니다.</translation>
     </message>
     <message>
+        <source>No model name is set for the remote server.</source>
+        <translation>원격 서버의 모델 이름이 설정되지 않았습니다.</translation>
+    </message>
+    <message>
         <source>The connection to the server was lost while it answered.</source>
         <translation>서버가 답하는 도중에 연결이 끊어졌습니다.</translation>
     </message>
@@ -2267,6 +2271,10 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>Fix the server address in Settings.</source>
         <translation>설정에서 서버 주소를 고치세요.</translation>
+    </message>
+    <message>
+        <source>Enter the model name the server serves in Settings.</source>
+        <translation>설정에서 서버가 제공하는 모델 이름을 입력하세요.</translation>
     </message>
     <message>
         <source>The server may have stopped or restarted; check it, then try again.</source>

@@ -544,6 +544,6 @@ def test_a_remote_chat_refuses_attached_files_before_sending_and_keeps_text_and_
     assert chat.recorded.of("text_withdrawn")[-1] == ("What is the pass code?",)
     assert [d.name for d in chat.attachments.ready] == ["note.md"]
     said, kind = chat.recorded.of("notice")[-1]
-    assert kind == "warning" and said.startswith("Attached files are read by the local model only")
+    assert kind == "error" and said.startswith("Attached files are read by the local model only")
     assert plain_failure("attached documents are read by the local model only").what.startswith(
         "Attached files are read by the local model only")

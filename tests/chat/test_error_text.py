@@ -304,7 +304,7 @@ def test_a_model_whose_weights_lack_layers_is_said_plainly():
      "The server URL in Settings is not an http(s) URL such as http://gpu-box:8000/v1. Fix the server address in "
      "Settings."),
     ("no model name is set for the remote server",
-     "The server settings are incomplete. Check the server address and model name in Settings."),
+     "No model name is set for the remote server. Enter the model name the server serves in Settings."),
 ])
 def test_a_remote_backend_refused_by_its_settings_says_which_setting(reason, line):
     """Trial 15: a hand-edited settings.json with such a URL gave "The answer failed. The details are in

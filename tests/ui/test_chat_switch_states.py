@@ -356,3 +356,20 @@ def test_max_new_tokens_reached_is_said_again_after_reopen_and_restart(qtbot, ma
     assert again.chat_view.bubbles()[-1]._header.text() == said
     stored = again.chat.store.load_conversation(cid).conversation.messages[-1]
     assert stored.stats.stop_reason == "length"
+
+
+def test_a_failed_answers_header_says_why_again_after_a_restart(qtbot, make_fake_window, tmp_path):
+    """Trial 15 (and the check after it): the header read "Assistant — failed: The model ran out of memory
+    during this answer." until a restart, then "Assistant — failed". The reason is kept (Message.failure)."""
+    window = make_fake_window(store_path=tmp_path / "kept.sqlite3")
+    rid = send(qtbot, window, "Tell me a long story")
+    window.chat.worker.token_streamed.emit(rid, "Once upon a time")
+    window.chat.worker.generation_failed.emit(rid, "CUDA out of memory. Tried to allocate 2.00 GiB", "Once upon a time")
+    cid = window.chat.conversation_id
+    said = "Assistant — failed: The model ran out of memory during this answer."
+    assert window.chat_view.bubbles()[-1]._header.text() == said
+    window.close()
+
+    again = make_fake_window(store_path=tmp_path / "kept.sqlite3")  # a restart: the chat reopens
+    assert again.chat.conversation_id == cid
+    assert again.chat_view.bubbles()[-1]._header.text() == said
