@@ -47,7 +47,8 @@ class ContextCount(QObject):
         chat.worker.turn_planned.connect(self._on_turn_planned)
         chat.worker.window_counted.connect(self._on_window_counted)
         for changed in (chat.turn_ended, chat.summary_changed, chat.notes_changed, chat.versions_changed,
-                        chat.conversation_loaded, chat.presets_changed, chat.model_changed, chat.model_loaded):
+                        chat.conversation_loaded, chat.presets_changed, chat.model_changed, chat.model_loaded,
+                        chat.backend_changed):  # another backend: another context (a check after trial 15)
             changed.connect(self._soon.start)  # model_loaded: its path, so its own context, is known only then
         chat.attachments.ready_changed.connect(self._soon.start)
 

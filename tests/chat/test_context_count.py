@@ -220,3 +220,22 @@ def test_a_file_attached_to_a_new_chats_first_message_is_counted_and_cleared_whe
     chat.attachments.remove(ticket)
     settle()
     assert len(chat.worker.counts) == 1 and chat.recorded.of("context_cleared")
+
+
+def test_switching_the_backend_recounts_for_the_other_context(make_chat):
+    """The meter kept the server's 3,072-token budget after the chat switched to the local model (and the
+    other way round) until the next answer (a check after trial 15): the switch asks for a count now,
+    with the backend it switched to."""
+    from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
+
+    chat = chat_with_model(make_chat)
+    turn(chat, "Hi", "Hello", 40)
+    settle()
+    asked = len(chat.worker.counts)
+    remote = BackendSettings(REMOTE, RemoteSettings("http://gpu-box:8000/v1", "m"))
+    chat.backend.apply_settings(chat.settings.generation, remote)
+    settle()
+    assert len(chat.worker.counts) == asked + 1 and chat.worker.counts[-1].backend == remote
+    chat.backend.apply_settings(chat.settings.generation, BackendSettings())
+    settle()
+    assert len(chat.worker.counts) == asked + 2 and not chat.worker.counts[-1].backend.is_remote
