@@ -90,7 +90,6 @@ _REMOTE_WORDS = (
     ("server", ("answered HTTP", "failed mid-answer")),
 )
 _REMOTE_WHAT = {
-    "config": QT_TRANSLATE_NOOP("PlainError", "The server settings are incomplete."),
     "url_credentials": QT_TRANSLATE_NOOP("PlainError", "The server URL in Settings holds a name or password "
                                                        "before “@”."),
     "url": QT_TRANSLATE_NOOP("PlainError", "The server URL in Settings is not an http(s) URL such as "
@@ -108,7 +107,6 @@ _REMOTE_WHAT = {
     "protocol": QT_TRANSLATE_NOOP("PlainError", "The server's answer was not understood."),
 }
 _REMOTE_TODO = {
-    "config": QT_TRANSLATE_NOOP("PlainError", "Check the server address and model name in Settings."),
     "url_credentials": QT_TRANSLATE_NOOP("PlainError", "Remove it from the URL and put the key in the API key "
                                                        "field instead."),
     "url": QT_TRANSLATE_NOOP("PlainError", "Fix the server address in Settings."),
@@ -394,10 +392,7 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
         return PlainError(translate("PlainError", "No model is loaded."),
                           translate("PlainError", "Open a model first (Open model…)."))
     if message == "attached documents are read by the local model only":  # app.workers.generation_worker
-        return PlainError(translate("PlainError", "Attached files are read by the local model only; this chat's "
-                                                  "answers come from a remote server."),
-                          translate("PlainError", "Send the message without the files, or switch this chat to "
-                                                  "the local model in Settings."))
+        return remote_documents_refusal()
     if message.startswith("this server cannot continue a stopped answer"):
         return PlainError(translate("PlainError", "This server cannot continue a stopped answer."),
                           translate("PlainError", "Use Regenerate for a new answer instead."))
@@ -405,6 +400,15 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
         return _bad_gguf(default)
     kind = _remote_kind(message)
     return _remote(kind) if kind else None
+
+
+def remote_documents_refusal() -> PlainError:
+    """Files attached in a chat a remote server answers: the server reads none (said by Send before
+    anything goes, and for the worker's refusal of a message sent with files)."""
+    return PlainError(translate("PlainError", "Attached files are read by the local model only; this chat's "
+                                              "answers come from a remote server."),
+                      translate("PlainError", "Send the message without the files, or switch this chat to "
+                                              "the local model in Settings."))
 
 
 def _generic(type_name: str, during: str) -> PlainError:

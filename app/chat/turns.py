@@ -40,7 +40,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Qt, Slot
 
 from app.chat import saving
 from app.chat.conversations import clean_title
-from app.chat.error_text import plain_failure
+from app.chat.error_text import plain_failure, remote_documents_refusal
 from app.chat.refusal_text import lowered_max_new_tokens, refusal_line, stored_refusal
 from app.chat.stop_text import stop_detail
 from app.core.conversation import MessageStatus, ReplyStats, Role, copy_messages
@@ -224,9 +224,7 @@ class TurnFlow(QObject):
             # the server reads no files (trial 15: sent, then "The answer failed"): said before
             # anything is sent, in the transcript (whole: the status bar cut it at 640 px); the text
             # goes back to the composer, the files stay attached
-            chat.announce(translate("Turns", "Attached files are read by the local model only; this chat's answers "
-                                             "come from a remote server. Remove the files to send to the server, or "
-                                             "switch this chat to the local model in Settings."), "error")
+            chat.announce(remote_documents_refusal().line(), "error")
             chat.text_withdrawn.emit(text)
             return
         documents = chat.attachments.take() if chat.attachments is not None else ()

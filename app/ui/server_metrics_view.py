@@ -64,16 +64,13 @@ class ServerMetricsView(QWidget):
 
     def _unavailable_text(self, metrics) -> str:
         """Why there is no reading, in the window's language (trial 15: English in the Korean panel);
-        a failed request's error stays as the client wrote it."""
+        a failed request's error ("no-reading") stays as the client wrote it."""
         if metrics.cause == "no-endpoint":
             return self.tr("The server reports no memory figures (it has no /metrics endpoint).")
         if metrics.cause == "no-figures":
             return self.tr("The server's /metrics has no KV-cache or queue figures (not a vLLM server?).")
         reason = metrics.reason.removeprefix("no reading: ")
-        if metrics.cause == "no-reading":
-            return self.tr("No reading: {0}").format(reason if reason.endswith((".", "?", "!")) else reason + ".")
-        reason = reason[:1].upper() + reason[1:]
-        return reason if reason.endswith((".", "?", "!")) else reason + "."
+        return self.tr("No reading: {0}").format(reason if reason.endswith((".", "?", "!")) else reason + ".")
 
     def remote_server_text(self) -> str:
         return self.tr("Remote server")

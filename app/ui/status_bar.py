@@ -254,19 +254,12 @@ class ModelStatusBar(QStatusBar):
             self.backend_label.setText("")
             self.backend_label.setToolTip("")
         elif getattr(report, "kind", "local") == "remote":
-            if self._remote is not None:  # the first label names it, with these details in its tooltip
-                self._remote_report = report
-                self.backend_label.setText("")
-                self.backend_label.setToolTip("")
-                if not self._loading:
-                    self._show_report(self._report)
-                return
-            c = report.counting
-            self.backend_label.setText(self.tr("answered by remote: {0}").format(report.display))
-            self.backend_label.setToolTip(self.tr(
-                "{0}\nmodel: {1}\ncontext: {2} tokens ({3})\ntokens counted by {4}: {5}").format(
-                report.base_url, report.name, f"{report.context_tokens:,}", report.context_source, c.method,
-                c.detail))
+            # the first label names the server (`show_remote`), with these details in its tooltip
+            self._remote_report = report if self._remote is not None else None
+            self.backend_label.setText("")
+            self.backend_label.setToolTip("")
+            if not self._loading:
+                self._show_report(self._report)
         else:
             self.backend_label.setText(self.tr("answered by local model"))
             self.backend_label.setToolTip(report.source)

@@ -1734,20 +1734,6 @@ loaded in {5} s
         <translation>로드된 로컬 모델 없음</translation>
     </message>
     <message>
-        <source>answered by remote: {0}</source>
-        <translation>원격 답변: {0}</translation>
-    </message>
-    <message>
-        <source>{0}
-model: {1}
-context: {2} tokens ({3})
-tokens counted by {4}: {5}</source>
-        <translation>{0}
-모델: {1}
-컨텍스트: {2} 토큰 ({3})
-토큰 계산 방식 {4}: {5}</translation>
-    </message>
-    <message>
         <source>answered by local model</source>
         <translation>로컬 모델 답변</translation>
     </message>
@@ -2049,10 +2035,6 @@ tokens counted by {4}: {5}</source>
 <context>
     <name>PlainError</name>
     <message>
-        <source>The server settings are incomplete.</source>
-        <translation>서버 설정이 완전하지 않습니다.</translation>
-    </message>
-    <message>
         <source>Headroom could not reach the server.</source>
         <translation>Headroom이 서버에 연결하지 못했습니다.</translation>
     </message>
@@ -2083,10 +2065,6 @@ tokens counted by {4}: {5}</source>
     <message>
         <source>The server&apos;s answer was not understood.</source>
         <translation>서버의 응답을 이해하지 못했습니다.</translation>
-    </message>
-    <message>
-        <source>Check the server address and model name in Settings.</source>
-        <translation>설정에서 서버 주소와 모델 이름을 확인하세요.</translation>
     </message>
     <message>
         <source>Start the server, or fix its address in Settings.</source>
@@ -3624,10 +3602,6 @@ and the summary.</source>
     <message>
         <source>{0} is still being read: send again when it is ready</source>
         <translation>{0}을(를) 아직 읽는 중입니다. 준비되면 다시 보내세요</translation>
-    </message>
-    <message>
-        <source>Attached files are read by the local model only; this chat&apos;s answers come from a remote server. Remove the files to send to the server, or switch this chat to the local model in Settings.</source>
-        <translation>첨부 파일은 로컬 모델만 읽습니다. 이 채팅의 답변은 원격 서버에서 옵니다. 서버로 보내려면 파일을 빼거나, 설정에서 이 채팅을 로컬 모델로 바꾸세요.</translation>
     </message>
     <message>
         <source>Your earlier message got no answer, so it was taken out of the chat; its text and files are back in the message box.</source>
