@@ -6,7 +6,8 @@
 # Usage, from the project copy on the device ($OUT set), carrying what tests/benchmarks/device_carry.sh
 # packs (.whlslim/, .gpu3/):  bash tests/benchmarks/kv16_merge_ab.sh
 # Device time: ~230 s (the first run builds the random-init 8B model).
-# Run on 2026-12-06 01:50 UTC on an H200: results/decode_anatomy_h200_int8_head_merge_{ticket,poll,launch}.json.
+# Run on 2026-12-06 01:50 UTC on an H200: results/decode_anatomy_h200_int8_head_merge_{ticket,poll,launch}.json
+# (as a loose script with this same loop, norm_fold_diag.py and the tests after it; put here afterwards).
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whlslim/*.whl
 tar -C /tmp/site -xJf .whlslim/bnb.tar.xz
 tar -C /tmp -xJf .gpu3/site25.tar.xz
