@@ -2,7 +2,10 @@
 (tests/helpers/tiny_gguf.py) and on the real default model."""
 
 import json
+import os
 import struct
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,9 +21,10 @@ from app.engine.loading.gguf_convert import (
     cached_conversion,
     conversion_dir,
     convert_gguf,
+    sweep_abandoned,
 )
 from app.engine.loading.gguf_header import UnsupportedGguf, read_gguf_header
-from app.engine.loading.loader import ModelLoadError, load_model
+from app.engine.loading.loader import ModelLoadError, load_model, resolve_model_folder
 from tests.helpers.tiny_gguf import TEMPLATE, write_tiny_gguf
 
 PROMPT = [{"role": "user", "content": "hello there"}]
@@ -361,3 +365,19 @@ def test_conversion_errors_from_header_values_are_a_damaged_gguf(tiny_q8, cache,
     assert str(info.value) == (f"{tiny_q8[0].name}: damaged GGUF file ({said}); the file is probably incomplete or "
                                "corrupted — download it again")
     assert not list(cache.rglob("*.safetensors"))  # nothing half-written is left
+
+
+def test_a_killed_conversions_folder_is_swept_and_a_running_ones_kept(tiny_q8, cache):
+    """kill -9 mid-conversion skips its clean-up: the next GGUF opened removes that folder (its
+    process is gone) but not one whose process still runs (another Headroom converting)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = cache / "gguf" / f"m-0123456789ab-bfloat16.partial-{dead.pid}"
+    running = cache / "gguf" / f"n-0123456789ab-bfloat16.partial-{os.getppid()}"
+    for folder in (abandoned, running):
+        (folder / "m.gguf.hf").mkdir(parents=True)
+        (folder / "m.gguf.hf" / "model-00001.safetensors").write_bytes(b"x" * 1000)
+    folder = resolve_model_folder(tiny_q8[0])
+    assert not abandoned.exists() and running.exists()
+    assert sorted(p.name for p in (cache / "gguf").iterdir()) == sorted([folder.parent.name, running.name])
+    assert sweep_abandoned() == []

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 from app.core.paths import cache_dir
 from app.engine.loading.gguf_header import GgufHeader, GgufTensor, damaged_gguf, read_gguf_header
@@ -56,6 +57,21 @@ class ConversionRefused(Exception):
 
 class ConversionCancelled(Exception):
     """The cancel event was set; the partial output has been removed."""
+
+
+def sweep_abandoned() -> list[Path]:
+    """Remove the temporary folders (``<cache>/gguf/*.partial-<pid>``) of conversions whose process
+    is gone: one killed mid-way (kill -9, a power cut) never reached its own clean-up, and an 8B
+    model's would hold 16 GB for good (new-user trial: they stayed through later runs). A folder
+    whose process still runs (another Headroom converting) is left alone. Returns those removed."""
+    removed = []
+    for folder in (cache_dir() / "gguf").glob("*.partial-*"):
+        pid = folder.name.rpartition(".partial-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("removed the abandoned conversion %s", folder)
+            removed.append(folder)
+    return removed
 
 
 def _stamp(gguf: Path, dtype: str) -> dict:

@@ -130,7 +130,7 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed.
     A GGUF's conversion lives in the user cache (app.engine.loading.gguf_convert.conversion_dir);
     the float32 folder older versions left beside it is ignored, and removed once converted."""
-    from app.engine.loading.gguf_convert import cached_conversion
+    from app.engine.loading.gguf_convert import cached_conversion, sweep_abandoned
 
     why = refusal(path)  # what the name and first bytes tell (the window asked the same before unloading)
     if why is not None:
@@ -138,6 +138,7 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     path = model_source(path)
     if path.is_file():
         dtype = conversion_dtype(device_preference)
+        sweep_abandoned()  # before the disk check: a killed conversion's space counts as free
         return cached_conversion(path, dtype) or convert_gguf(path, progress, cancel, dtype)
     return path
 
