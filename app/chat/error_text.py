@@ -66,7 +66,11 @@ _DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safete
 _MISSING_LAYERS = re.compile(r"damaged model: its config has ([\d,]+) layers but its weights only ([\d,]+)")
 # a weights file the load itself found cut or corrupt (safetensors, torch's zip reader)
 _CORRUPT_WEIGHTS = re.compile(r"SafetensorError|Error while deserializing header|PytorchStreamReader failed")
-_OOM = re.compile(r"out of memory", re.IGNORECASE)
+# torch's CUDA OOM; RAM: torch's CPU allocator ("DefaultCPUAllocator: can't allocate memory … Error code
+# 12"), numpy's MemoryError ("Unable to allocate 64.0 MiB for an array"), ENOMEM (new-user trial: a load
+# under a memory limit was "This GGUF file could not be read … installs it again")
+_OOM = re.compile(r"out of memory|can't allocate memory|cannot allocate memory|unable to allocate|MemoryError",
+                  re.IGNORECASE)
 # app.engine.local.samplers.NON_FINITE_WORDS, and torch.multinomial's refusal of NaN probabilities
 # where it arrives unwrapped (new-user trial: "The answer failed (RuntimeError)")
 _NON_FINITE = re.compile(r"invalid numbers \(NaN or infinity\)|probability tensor contains either")
@@ -301,7 +305,7 @@ def plain_error(exc: BaseException, during: str = "reply") -> PlainError:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
         return PlainError(translate("PlainError", "The disk is full."),
                           translate("PlainError", "Free some space, then try again."))
-    if "OutOfMemoryError" in names:
+    if "OutOfMemoryError" in names or isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM:
         return _out_of_memory(during)
     known = _known_failure(message, during)
     if known is not None:

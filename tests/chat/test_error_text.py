@@ -49,6 +49,8 @@ def _one_line(plain):
     (FileNotFoundError(errno.ENOENT, "No such file", "/models/x.gguf"), "load", "missing: /models/x.gguf",
      "folder or drive"),
     (OSError(errno.ENOSPC, "No space left on device"), "load", "The disk is full.", "Free some space"),
+    (MemoryError(), "load", "not enough memory to load", "Close other programs"),
+    (OSError(errno.ENOMEM, "Cannot allocate memory"), "reply", "ran out of memory", "shorter message"),
 ])
 def test_expected_failures_say_what_happened_and_what_to_do(exc, during, what, todo):
     plain = plain_error(exc, during)
@@ -60,6 +62,13 @@ def test_expected_failures_say_what_happened_and_what_to_do(exc, during, what, t
     # the worker's load_failed reasons (app.engine.loading.loader)
     ("cannot convert bad.gguf: not a GGUF file", "load", "This GGUF file could not be read.", "download it again"),
     ("no model at /models/gone", "load", "There is no model at /models/gone.", "Open model"),
+    # RAM exhausted while converting or loading (new-user trial: under a memory limit the default model's
+    # load said "This GGUF file could not be read … installs it again")
+    ("cannot convert SmolLM2-135M-Instruct.Q4_1.gguf: RuntimeError: DefaultCPUAllocator: can't allocate memory: "
+     "you tried to allocate 117964800 bytes. Error code 12 (Cannot allocate memory)", "load",
+     "not enough memory to load", "Close other programs"),
+    ("cannot convert m.gguf: MemoryError: Unable to allocate 64.0 MiB for an array with shape (8, 2097152)",
+     "load", "not enough memory to load", "smaller or 4-bit model"),
     ("notes.txt is not a .gguf file or a model folder", "load", "not a model Headroom can open", ".gguf file"),
     ("model.safetensors is not a .gguf file or a model folder (no config.json next to it)", "load",
      "no config.json next to this file", "model folder with a config.json"),
