@@ -80,7 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repetition-penalty", type=bounded(*REPETITION_PENALTY_RANGE),
                         help="> 1 discourages repeating tokens; 1 = off")
     parser.add_argument("--seed", type=seed,
-                        help=f"0–{MAX_SEED}: make sampled answers repeat exactly; -1 = a fresh draw each turn")
+                        help=f"0–{MAX_SEED}: make sampled answers repeat exactly; -1 (any negative) = a fresh "
+                             "draw each turn")
     parser.add_argument("--plan", action="store_true",
                         help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
@@ -120,6 +121,15 @@ def main(argv: list[str] | None = None) -> int:
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
         return run_gui(args, *read_settings(), started)
+    try:
+        return _run_headless(args)
+    except KeyboardInterrupt:  # Ctrl+C: a one-run command stops as a shell tool does, not with a traceback
+        print("\nheadroom: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, what shells report
+
+
+def _run_headless(args) -> int:
+    """--self-test, --plan, --ask or --replay; their exit code."""
     if args.self_test:
         from app import self_test
 

@@ -1,5 +1,6 @@
 """`python -m app --ask` as a script would use it."""
 
+import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -31,6 +32,22 @@ def test_a_saved_max_new_tokens_above_the_context_is_limited_not_refused(tiny_mo
     assert "tok/s" in result.stderr
     given = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "32768")
     assert given.returncode == 1 and "lower max new tokens" in given.stderr  # asked for: said, not changed
+
+
+def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
+    """New-user trial: Ctrl+C during `--ask` printed ~90 lines of traceback ending in
+    KeyboardInterrupt; a shell tool (ollama run, llama-cli) stops with a line and 128 + SIGINT."""
+    process = subprocess.Popen([sys.executable, "-m", "app", "--ask", "Write a very long story about a dragon.",
+                                "--max-new-tokens", "2000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdout.read(1)  # the answer has begun (headless flushes every piece)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err.decode()
+    assert err.decode().rstrip().endswith("headroom: interrupted")
+    assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode()
 
 
 def test_model_flag_opens_an_hf_folder(tiny_model_dir):
