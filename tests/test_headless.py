@@ -349,3 +349,16 @@ def test_a_conversions_tensor_lines_are_said_at_each_tenth_only(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "[Reading the GGUF tokenizer and chat template]" and lines[-1] == "[Converted]"
     assert 9 <= len(lines) - 2 <= 11 and lines[1] == "[Converting model.layers.0.weight (0%)]"
+
+
+def test_no_display_is_said_not_a_qt_abort(monkeypatch, capsys):
+    """New-user trial: `headroom` over ssh printed Qt's "xcb-cursor0 … is needed" and dumped core."""
+    from app.main import main
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs its own
+    assert main([]) == 1
+    err = capsys.readouterr().err
+    assert "no display to show the window on" in err and "QT_QPA_PLATFORM=offscreen" in err
