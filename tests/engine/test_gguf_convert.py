@@ -1,8 +1,10 @@
 """GGUF header, streaming conversion and refusals, on tiny GGUFs the tests write themselves
 (tests/helpers/tiny_gguf.py) and on the real default model."""
 
+import hashlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -381,3 +383,47 @@ def test_a_killed_conversions_folder_is_swept_and_a_running_ones_kept(tiny_q8, c
     assert not abandoned.exists() and running.exists()
     assert sorted(p.name for p in (cache / "gguf").iterdir()) == sorted([folder.parent.name, running.name])
     assert sweep_abandoned() == []
+
+
+def test_a_moved_or_renamed_gguf_keeps_its_conversion(tiny_q8, cache, tmp_path):
+    """New-user trial: a copy of the default model in another folder (cp -p, mv) converted anew, 261
+    MB each (16 GB for an 8B). The conversion follows the content; the report's name follows the file."""
+    path, _ = tiny_q8
+    first = convert_gguf(path, "bfloat16")
+    moved = tmp_path / "elsewhere" / "renamed-Q8_0.gguf"
+    moved.parent.mkdir()
+    shutil.copy2(path, moved)  # size, mtime and bytes as mv or cp -p keep them
+    found = cached_conversion(moved)
+    assert found == conversion_dir(moved) and found.name == "renamed-Q8_0.gguf.hf"
+    assert [p.name for p in (cache / "gguf").iterdir()] == [found.parent.name]  # one conversion, renamed
+    assert (found / "model.safetensors").is_file() and not first.exists()
+    assert cached_conversion(path) == first  # the first name again, still no second conversion
+    assert len(list((cache / "gguf").iterdir())) == 1
+
+
+def test_another_file_of_the_same_size_and_mtime_is_not_taken_for_it(tiny_q8, cache, tmp_path):
+    """Size and mtime alone can match (an archive's fixed mtimes): the end of the tensor data must too."""
+    path, _ = tiny_q8
+    convert_gguf(path, "bfloat16")
+    other = tmp_path / "other.gguf"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    other.write_bytes(bytes(data))
+    os.utime(other, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns))
+    assert other.stat().st_size == path.stat().st_size and other.stat().st_mtime_ns == path.stat().st_mtime_ns
+    assert cached_conversion(other) is None
+
+
+def test_a_conversion_of_the_previous_layout_is_moved_in_not_redone(tiny_q8, cache):
+    """Before, the folder's digest was over the path: an update must not reconvert every model once."""
+    path, _ = tiny_q8
+    folder = convert_gguf(path, "bfloat16")
+    stat = path.stat()
+    legacy_stamp = {"file": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+                    "dtype": "bfloat16", "converter": 2}
+    digest = hashlib.sha256(json.dumps(legacy_stamp, sort_keys=True).encode()).hexdigest()[:12]
+    legacy = cache / "gguf" / f"{path.stem}-{digest}-bfloat16"
+    folder.parent.rename(legacy)
+    (legacy / folder.name / "headroom-source.json").write_text(json.dumps(legacy_stamp))
+    assert cached_conversion(path) == folder and not legacy.exists()
+    assert json.loads((folder / "headroom-source.json").read_text())["tail_sha256"]

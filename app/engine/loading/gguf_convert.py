@@ -13,7 +13,8 @@ norm − 1, ...) are transformers' own (``modeling_gguf_pytorch_utils.get_gguf_h
 a meta-device model and ``TENSOR_PROCESSORS``); the config comes from the header
 (app.engine.loading.gguf_header); the tokenizer and chat template are built by transformers from
 the GGUF (``AutoTokenizer.from_pretrained(gguf_file=...)``, the one step that reads the whole
-vocabulary). Output goes to ``<cache>/gguf/<stem>-<digest>-<dtype>/`` through a temporary folder
+vocabulary). Output goes to ``<cache>/gguf/<stem>-<digest>-<dtype>/`` (the digest over the file's size,
+mtime and last MiB, not its path: a moved file keeps it) through a temporary folder
 and one rename, so an interrupted conversion never leaves a folder that looks valid.
 """
 
@@ -46,6 +47,7 @@ CONVERTER_VERSION = 2  # 1: float32 folder beside the GGUF (loader.py before iss
 CHUNK_BYTES = 64 * MiB  # float32 bytes dequantized at once for row-local tensors
 SHARD_BYTES = 2 * GiB
 DISK_SLACK = 64 * MiB  # tokenizer, config, headers
+TAIL_BYTES = 1 * MiB  # the end of a GGUF hashed into its conversion's identity
 _DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
 _ROW_LOCAL = {"TensorProcessor", "Gemma2TensorProcessor", "NemotronTensorProcessor", "Lfm2TensorProcessor",
               "MambaTensorProcessor"}
@@ -74,30 +76,89 @@ def sweep_abandoned() -> list[Path]:
     return removed
 
 
-def _stamp(gguf: Path, dtype: str) -> dict:
+def _identity(gguf: Path, dtype: str) -> dict:
+    """What makes two GGUF files one conversion: size, mtime (kept by mv, cp -p and Explorer's
+    copies), the sha256 of the last MiB (tensor data: it tells apart files that share a size and a
+    fixed mtime, e.g. unpacked from an archive), the dtype and the converter. Not the path: a moved
+    or renamed file keeps its conversion (new-user trial: a copy of the default model in another
+    folder converted anew, 261 MB each; an 8B model's is 16 GB)."""
     stat = gguf.stat()
-    return {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-            "dtype": dtype, "converter": CONVERTER_VERSION}
+    with open(gguf, "rb") as f:
+        f.seek(max(0, stat.st_size - TAIL_BYTES))
+        tail = hashlib.sha256(f.read(TAIL_BYTES)).hexdigest()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "tail_sha256": tail, "dtype": dtype,
+            "converter": CONVERTER_VERSION}
+
+
+def _digest(fields: dict) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def conversion_dir(gguf: Path, dtype: str = "bfloat16") -> Path:
-    """Where the conversion of `gguf` at `dtype` lives: ``<cache>/gguf/<stem>-<digest>-<dtype>/
-    <file>.hf``, the digest over its absolute path, size and mtime (a changed file converts
-    anew). The inner name is the one the folder had beside the GGUF, so reports and served-model
-    names stay "SmolLM2-135M-Instruct.Q4_1.gguf.hf"."""
-    stamp = _stamp(gguf, dtype)
-    digest = hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:12]
+    """Where the conversion of `gguf` at `dtype` goes: ``<cache>/gguf/<stem>-<digest>-<dtype>/
+    <file>.hf``, the digest over `_identity` (a changed file converts anew). The inner name is the
+    one the folder had beside the GGUF, so reports and served-model names stay
+    "SmolLM2-135M-Instruct.Q4_1.gguf.hf"."""
+    return _named(gguf, _digest(_identity(gguf, dtype)), dtype)
+
+
+def _named(gguf: Path, digest: str, dtype: str) -> Path:
     return cache_dir() / "gguf" / f"{gguf.stem}-{digest}-{dtype}" / f"{gguf.name}.hf"
 
 
 def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
-    """The converted folder if it exists and was made from this exact file, else None."""
-    folder = conversion_dir(gguf, dtype)
+    """The converted folder if one was made from this file's content (`_identity`), wherever the
+    file was then, else None. One made under another name is renamed to this file's (the report
+    names the model by it), or used as it is where the rename fails (Windows: another Headroom has
+    it open). A conversion of the previous layout (digest over the path) is moved into this one."""
+    identity = _identity(gguf, dtype)
+    digest = _digest(identity)
+    wanted = _named(gguf, digest, dtype)
+    for outer in (cache_dir() / "gguf").glob(f"*-{digest}-{dtype}"):
+        for folder in outer.glob("*.hf"):
+            if _read_stamp(folder, identity) == identity:
+                return folder if folder == wanted else _moved(folder, wanted)
+    return _migrated(gguf, dtype, identity, wanted)
+
+
+def _read_stamp(folder: Path, keys) -> dict | None:
     try:
         stamp = json.loads((folder / SOURCE_STAMP).read_text())
     except (OSError, ValueError):
         return None
-    return folder if stamp == _stamp(gguf, dtype) else None
+    return {key: stamp.get(key) for key in keys} if isinstance(stamp, dict) else None
+
+
+def _moved(folder: Path, wanted: Path) -> Path:
+    """`folder` renamed to `wanted` (outer and inner folder); `folder` itself if that fails."""
+    try:
+        folder.parent.rename(wanted.parent)
+        (wanted.parent / folder.name).rename(wanted)
+    except OSError as exc:
+        log.info("kept the conversion %s under its name (%s)", folder, exc)
+        return folder if folder.exists() else wanted.parent / folder.name
+    return wanted
+
+
+def _migrated(gguf: Path, dtype: str, identity: dict, wanted: Path) -> Path | None:
+    """The conversion made before `_identity` (converter 2, digest over the absolute path, size and
+    mtime) of this very file, re-stamped and moved to `wanted`; None where there is none."""
+    stat = gguf.stat()
+    legacy = {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "dtype": dtype,
+              "converter": CONVERTER_VERSION}
+    folder = _named(gguf, _digest(legacy), dtype)
+    if _read_stamp(folder, legacy) != legacy:
+        return None
+    try:
+        (folder / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, identity)))
+    except OSError:
+        return None
+    return _moved(folder, wanted)
+
+
+def _stamp(gguf: Path, identity: dict) -> dict:
+    """The identity and, for whoever reads the cache, where the file was when converted."""
+    return {**identity, "file": str(gguf.resolve())}
 
 
 @dataclass(frozen=True)
@@ -158,7 +219,7 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
         report("Reading the GGUF tokenizer and chat template", 0.02)
         _save_tokenizer_and_config(header, tmp)
         _write_weights(header, tmp, dtype, report, cancel)
-        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, dtype)))
+        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, _identity(gguf, dtype))))
         shutil.rmtree(home, ignore_errors=True)
         tmp_home.rename(home)
     finally:
