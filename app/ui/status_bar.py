@@ -12,7 +12,7 @@ in the tooltip, and never makes the window wider than the screen.
 
 import time
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QEvent, Qt, Signal
 from PySide6.QtWidgets import QProgressBar, QPushButton, QStatusBar, QWidget
 
 from app.engine.memory.units import format_bytes
@@ -28,6 +28,23 @@ MODEL_MIN_WIDTH = 200
 """Pixels the model's name keeps when the bar is narrow: the labels on the right elide first, then
 step aside, the least useful first (`_fit_labels`; new-user trial: at 640 px the model's name was a
 one-pixel sliver beside "answered by local model")."""
+
+
+# The loader's fixed fallback reasons (app.engine.loading.placement, loader.inspect), said in the
+# window's language (new-user trial: the Korean tooltip said them in English); reasons that carry
+# versions or kernel names stay the loader's English.
+_FIXED_REASONS = (
+    QT_TRANSLATE_NOOP("ModelStatusBar", "no CUDA device: running on the CPU in float32"),
+    QT_TRANSLATE_NOOP("ModelStatusBar", "no chat template (a base model?): prompts use a plain User/Assistant "
+                                        "transcript"),
+    QT_TRANSLATE_NOOP("ModelStatusBar", "folder carries its own quantization_config: honoured as saved"),
+    QT_TRANSLATE_NOOP("ModelStatusBar", "flash_attention_2 loaded but Headroom's static-cache FA2 path is not "
+                                        "active"),
+)
+
+
+def _reason_text(reason: str) -> str:
+    return QCoreApplication.translate("ModelStatusBar", reason) if reason in _FIXED_REASONS else reason
 
 
 class ModelStatusBar(QStatusBar):
@@ -205,13 +222,14 @@ class ModelStatusBar(QStatusBar):
         elif not report.has_chat_template:
             parts.append(self.tr("no chat template"))
         self.model_label.setText(" · ".join(parts))
-        # the fallbacks are the loader's English reasons (technical: library and kernel names)
-        why = "\n".join(f"• {reason}" for reason in report.fallbacks) or self.tr("• best path active")
+        # the fixed fallback reasons translated (_FIXED_REASONS), the others the loader's English
+        why = "\n".join(f"• {_reason_text(reason)}" for reason in report.fallbacks) or self.tr("• best path active")
         # the kernel of each phase and why (English from the loader, like the fallbacks)
         attention = "".join([report.attention, *(f"\n    {line}" for line in report.attention_phases)])
         self.model_label.setToolTip(self.tr(
             "{0}\nattention: {1}\nquantization: {2}\nweights: {3}, compute: {4}\nloaded in {5} s\n{6}").format(
-            report.source, attention, report.quantization, report.weight_dtype, report.compute_dtype,
+            report.source, attention, self.tr("none") if report.quantization == "none" else report.quantization,
+            report.weight_dtype, report.compute_dtype,
             f"{report.load_seconds:.1f}", why))
 
     def show_remote(self, display: str | None) -> None:

@@ -1656,6 +1656,22 @@ Your chats are saved here.</source>
 <context>
     <name>ModelStatusBar</name>
     <message>
+        <source>no CUDA device: running on the CPU in float32</source>
+        <translation>CUDA 장치 없음: CPU에서 float32로 실행</translation>
+    </message>
+    <message>
+        <source>no chat template (a base model?): prompts use a plain User/Assistant transcript</source>
+        <translation>채팅 템플릿 없음(기본 모델?): 프롬프트는 단순한 User/Assistant 대화록 형식</translation>
+    </message>
+    <message>
+        <source>folder carries its own quantization_config: honoured as saved</source>
+        <translation>폴더에 자체 quantization_config가 있음: 저장된 그대로 사용</translation>
+    </message>
+    <message>
+        <source>flash_attention_2 loaded but Headroom&apos;s static-cache FA2 path is not active</source>
+        <translation>flash_attention_2는 로드됐지만 Headroom의 정적 캐시 FA2 경로는 꺼져 있음</translation>
+    </message>
+    <message>
         <source>No model loaded</source>
         <translation>불러온 모델 없음</translation>
     </message>
@@ -1700,6 +1716,10 @@ loaded in {5} s
 가중치: {3}, 연산: {4}
 불러오는 데 {5}초
 {6}</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>없음</translation>
     </message>
     <message>
         <source>Remote: {0}</source>

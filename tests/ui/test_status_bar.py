@@ -353,3 +353,24 @@ def test_a_remote_chat_names_its_server_first_and_not_the_local_decode_path(qtbo
     assert status.decode_label.text() == "compiled decode" and status.backend_label.text() == "answered by local model"
     assert window.headroom_badge.toolTip().startswith("Memory left for the next turn")
     assert window.chat_bar.kv_combo.isEnabled() and window.chat_bar.kv_combo.toolTip().startswith("How this chat")
+
+
+def test_in_korean_the_models_tooltip_says_the_usual_fallbacks_in_korean(make_window, korean):
+    """New-user trial: the Korean tooltip read "양자화: none" and "• no CUDA device: running on the CPU
+    in float32". The reasons are the engine's own (a rewording there must reach the translation)."""
+    from app.engine.loading.loader import LoadReport
+    from app.engine.loading.placement import choose_placement
+
+    cpu = choose_placement(False, None, None, (False, "no CUDA"))
+    report = LoadReport(name="m.gguf", source="/m", device="cpu", attention="sdpa", quantization="none",
+                        weight_dtype="float32", compute_dtype="float32", weight_bytes=10 ** 8, max_positions=8192,
+                        has_chat_template=False, load_seconds=1.0,
+                        fallbacks=(*cpu.reasons, "no chat template (a base model?): prompts use a plain "
+                                   "User/Assistant transcript", "flash_attn not importable: SDPA attention"))
+    status = make_window().status
+    status.show_report(report)
+    tip = status.model_label.toolTip()
+    assert "양자화: 없음" in tip and "• CUDA 장치 없음: CPU에서 float32로 실행" in tip
+    assert "• 채팅 템플릿 없음(기본 모델?)" in tip
+    assert "• flash_attn not importable: SDPA attention" in tip  # a library's name: the loader's English
+    assert "none" not in tip and "running on the CPU" not in tip
