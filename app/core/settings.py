@@ -254,13 +254,14 @@ def load_settings(path: Path | None = None) -> Settings:
 @dataclass(frozen=True)
 class UnreadSettings:
     """Why the settings are the defaults: `reason` (English, technical: the OS's or the parser's
-    words, with the path when the file stayed) and `kept_as`, the name the file was moved aside to
+    words, with the path when the file stayed) and `kept_as`, the path the file was moved aside to
     ("" when it stayed where it is). The window says it in its own language (app.ui.application);
     str() is the English line, for the log and headless runs."""
 
     reason: str
     kept_as: str = ""
     error: OSError | None = field(default=None, compare=False)  # the file could not be opened: said by errno
+    json_position: tuple[int, int] | None = None  # (line, column) where the JSON broke: said in the window's words
 
     def __str__(self) -> str:
         if self.kept_as:
@@ -302,7 +303,9 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
             log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
             return Settings(), UnreadSettings(f"{path}: {exc}")
         log.warning("settings file %s unreadable (%s); moved to %s", path, exc, aside)
-        return Settings(), UnreadSettings(str(exc), aside.name)
+        # the whole path: the user finds the file to mend (new-user trial: only its name was said)
+        position = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else None
+        return Settings(), UnreadSettings(str(exc), str(aside), json_position=position)
 
 
 def _json_kind(value: object) -> str:

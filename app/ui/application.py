@@ -82,11 +82,16 @@ def freeze_imported_objects() -> None:
 def unread_settings_text(note: UnreadSettings) -> str:
     """Why the settings are the defaults, in the window's language (trial 6: it stayed English in the
     Korean window): a file that could not be opened by its errno, as every file error is
-    (app.chat.error_text.os_error_line); a damaged one in the parser's words."""
+    (app.chat.error_text.os_error_line); broken JSON by where it broke; another damaged one in the
+    parser's words."""
     if note.kept_as:
+        reason = note.reason
+        if note.json_position is not None:  # the parser's English said in the window's words (new-user trial)
+            reason = QCoreApplication.translate("Application", "not valid JSON at line {0}, column {1}").format(
+                *note.json_position)
         return QCoreApplication.translate(
             "Application", "Settings could not be read ({0}); the file was kept as {1} and the defaults are "
-                           "used.").format(note.reason, note.kept_as)
+                           "used.").format(reason, note.kept_as)
     from app.chat.error_text import os_error_line  # here: app.chat imports torch, after the splash is painted
 
     reason = os_error_line(note.error) if note.error is not None else note.reason

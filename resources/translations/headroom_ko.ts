@@ -168,6 +168,10 @@
 <context>
     <name>Application</name>
     <message>
+        <source>not valid JSON at line {0}, column {1}</source>
+        <translation>{0}행 {1}열에서 JSON 형식이 올바르지 않음</translation>
+    </message>
+    <message>
         <source>Settings could not be read ({0}); the file was kept as {1} and the defaults are used.</source>
         <translation>설정을 읽을 수 없습니다({0}). 파일은 {1}(으)로 보관했고 기본값을 사용합니다.</translation>
     </message>

@@ -2,6 +2,7 @@
 malformed section costs only that section (trial 15)."""
 
 import json
+from pathlib import Path
 
 from app.core.backend_settings import REMOTE
 from app.core.settings import GenerationSettings, read_settings
@@ -14,7 +15,7 @@ def test_a_file_of_null_or_a_list_is_said_in_jsons_words_not_pythons(tmp_path):
         path.write_text(text, encoding="utf-8")
         _settings, note = read_settings(path)
         assert note.reason == f"the file holds {kind}, not a JSON object of settings"
-        assert note.kept_as.startswith("settings.unreadable-") and not path.exists()
+        assert Path(note.kept_as).name.startswith("settings.unreadable-") and not path.exists()
         for kept in tmp_path.glob("settings.unreadable-*"):
             kept.unlink()
 

@@ -211,8 +211,9 @@ def test_a_broken_settings_file_is_kept_aside_and_said_never_silently_replaced(t
     settings, note = read_settings(path)
     [kept] = tmp_path.glob("settings.unreadable-*.json")
     assert settings == Settings() and kept.read_text(encoding="utf-8") == broken and not path.exists()
-    assert str(note).startswith("Settings could not be read (") and note.kept_as == kept.name
-    assert f"kept as {kept.name}" in str(note)
+    # the whole path, to find the file and mend it (new-user trial: only its name was said)
+    assert str(note).startswith("Settings could not be read (") and note.kept_as == str(kept)
+    assert f"kept as {kept}" in str(note) and note.json_position == (1, 58)
     save_settings(Settings(), path)  # the next save writes a new file beside the one kept
     assert kept.read_text(encoding="utf-8") == broken
     path.unlink()
@@ -232,7 +233,7 @@ def test_a_settings_file_nested_too_deeply_is_kept_aside_not_fatal(tmp_path):
     settings, note = read_settings(path)
     [kept] = tmp_path.glob("settings.unreadable-*.json")
     assert settings == Settings() and not path.exists() and kept.read_text(encoding="utf-8") == deep
-    assert str(note) == f"Settings could not be read (nested too deeply); the file was kept as {kept.name} " \
+    assert str(note) == f"Settings could not be read (nested too deeply); the file was kept as {kept} " \
                    "and the defaults are used."
 
 

@@ -177,16 +177,20 @@ def test_plain_errors_and_startup_notices_are_korean(korean, make_window, tmp_pa
     (notice,) = startup_notices(env)
     assert window.help_menu.notice_text(notice).startswith("NVIDIA GPU를 찾지 못했습니다. 대신 Headroom은")
     # trial 6: a broken settings.json was said in English in the Korean window
-    from app.core.settings import UnreadSettings
+    from app.core.settings import UnreadSettings, read_settings
     from app.ui.application import unread_settings_text
 
     assert unread_settings_text(UnreadSettings("nested too deeply", "settings.unreadable-1.json")) == (
         "설정을 읽을 수 없습니다(nested too deeply). 파일은 settings.unreadable-1.json(으)로 보관했고 기본값을 "
         "사용합니다.")
+    # broken JSON by where it broke, not in the parser's English; the whole path kept as (new-user trial)
+    _settings, note = read_settings(write_broken_settings(tmp_path))
+    assert unread_settings_text(note) == (
+        f"설정을 읽을 수 없습니다(1행 17열에서 JSON 형식이 올바르지 않음). 파일은 {note.kept_as}(으)로 보관했고 "
+        "기본값을 사용합니다.")
+    assert note.kept_as.startswith(str(tmp_path)) and "Expecting" not in unread_settings_text(note)
     # a settings file that could not be opened: its reason in Korean too, not the OS's English
     import errno
-
-    from app.core.settings import read_settings
 
     folder = tmp_path / "settings.json"
     folder.mkdir()  # a folder where the file belongs: IsADirectoryError, nothing moved aside
@@ -469,3 +473,10 @@ def test_a_file_read_from_an_older_encoding_and_a_paste_attached_as_a_file_are_s
     qtbot.addWidget(dialog)
     assert dialog.buttons["attach"].text() == "파일로 첨부"
     assert dialog.findChild(QLabel, "admissionAttachHint").text().startswith("긴 텍스트는 파일로 첨부할 수도 있습니다.")
+
+
+def write_broken_settings(folder):
+    path = folder / "broken" / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"generation": {x', encoding="utf-8")  # the parser stops at line 1, column 17
+    return path
