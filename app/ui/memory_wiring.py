@@ -33,6 +33,7 @@ class MemoryWiring(QObject):
         super().__init__(panel)
         self._chat, self._panel, self._badge = chat, panel, badge
         self._planned_kv_bits = 0  # the last turn plan's KV bits for this chat; 0 before one
+        self._counted = 0  # the open chat's last context count, tokens
         chat.turn_planned.connect(self._on_turn_planned)
         chat.model_changed.connect(self._on_model_changed)
         chat.turn_ended.connect(self._on_turn_ended)
@@ -57,9 +58,13 @@ class MemoryWiring(QObject):
     def _on_context_counted(self, used: int, _limit: int, _window_turns: int, _folded: int) -> None:
         """The what-if sliders start from the chat as it stands (its prompt so far and the max new
         tokens its next turn gets), not at 1 and 1 (trial 4); a user's own sizes are kept."""
+        self._counted = used  # kept for a model that loads after the count (a chat restored at start)
         if self._chat.report is None or self._chat.turns.active:
             return
-        self._panel.what_if.sync_to(max(used, 1), self._chat.models.turn_settings().max_new_tokens)
+        self._sync_what_if()
+
+    def _sync_what_if(self) -> None:
+        self._panel.what_if.sync_to(max(self._counted, 1), self._chat.models.turn_settings().max_new_tokens)
 
     @Slot(str)
     def _on_turn_ended(self, status: str) -> None:
@@ -78,6 +83,9 @@ class MemoryWiring(QObject):
         if report is not None:
             positions = report.max_positions or DEFAULT_MODEL_CONTEXT
             self._panel.set_what_if_limits(positions, min(MAX_NEW_TOKENS, positions))
+            # the chat restored at start was counted while its model loaded (new-user trial: "Context 1 ·
+            # New tokens 1" after a restart)
+            self._sync_what_if()
 
     @Slot(str)
     def _on_kv_precision_changed(self, _precision: str) -> None:

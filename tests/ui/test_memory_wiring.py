@@ -120,3 +120,14 @@ def test_the_what_if_sliders_start_from_the_chat_as_it_stands(qtbot, make_window
     what_if.set_values(4_000, 100)  # the user's sizes stay through the next count
     window.chat.context_counted.emit(1_500, 7_000, 4, 0)
     assert what_if.values() == (4_000, 100)
+
+
+def test_a_chat_counted_before_its_model_loaded_starts_the_sliders_from_that_count(qtbot, make_window):
+    """New-user trial: after a restart the sliders read "Context 1 · New tokens 1": the restored chat
+    was counted while the model still loaded, and nothing synced them once it had."""
+    window = make_window(max_new_tokens=300)
+    window.chat.model_path = "/m"
+    what_if = window.vram_panel.what_if
+    window.chat.context_counted.emit(1_234, 7_000, 3, 0)  # no model yet
+    model_loaded(window)
+    assert what_if.values() == (1_234, 300) and what_if.new_tokens_value.text() == "300"
