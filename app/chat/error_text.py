@@ -51,6 +51,11 @@ _ARCHITECTURE = re.compile(
     r"|model type .* is not a causal LM"
     # transformers' refusal of SDPA for a model without attention layers (trial 15: a Mamba GGUF was "damaged")
     r"|does not support an attention implementation", re.IGNORECASE)
+# the architecture's name in app.engine.loading.gguf_header's refusals ("architecture 'superllama9'",
+# "model type 'x'") and transformers' ("model type `zeta`", "GGUF model with architecture mamba9 is",
+# "MambaForCausalLM does not support an attention implementation")
+_ARCHITECTURE_NAME = re.compile(r"architecture '([^']+)'|model type [`']([^`']+)[`']|architecture ([\w.-]+) is"
+                                r"|(\w+)ForCausalLM does not support")
 # app.engine.loading.model_path.gguf_head_refusal: a file named .gguf that is none (trial 9: a text
 # file renamed .gguf was "damaged; download it again")
 _NOT_GGUF = re.compile(r"is not a GGUF file")
@@ -201,8 +206,13 @@ def _out_of_memory(during: str) -> PlainError:
                                    "or start a new chat."))
 
 
-def _unsupported_architecture() -> PlainError:
+def _unsupported_architecture(message: str) -> PlainError:
+    """Naming the architecture where the message does (new-user trial: "superllama9" was not said)."""
+    named = _ARCHITECTURE_NAME.search(message)
+    name = next((group for group in named.groups() if group), "") if named else ""
     return PlainError(
+        translate("PlainError", "This model's architecture ({0}) is not supported by the installed "
+                                "transformers.").format(name) if name else
         translate("PlainError", "This model's architecture is not supported by the installed "
                                    "transformers."),
         translate("PlainError", "Open a model of a supported family (Llama, Mistral, Qwen, "
@@ -330,7 +340,7 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
     if _OOM.search(message):
         return _out_of_memory(during)
     if _ARCHITECTURE.search(message):
-        return _unsupported_architecture()
+        return _unsupported_architecture(message)
     if _NON_FINITE.search(message):
         return PlainError(
             translate("PlainError", "The model produced invalid numbers (NaN or infinity)."),

@@ -2343,6 +2343,10 @@ loaded in {5} s
         <translation>시스템이 오류를 보고했습니다</translation>
     </message>
     <message>
+        <source>This model&apos;s architecture ({0}) is not supported by the installed transformers.</source>
+        <translation>설치된 transformers가 이 모델의 아키텍처({0})를 지원하지 않습니다.</translation>
+    </message>
+    <message>
         <source>This is the default model: run `python -m app.install_model`, which installs it again.</source>
         <translation>기본 모델입니다. `python -m app.install_model`을 실행하면 다시 설치됩니다.</translation>
     </message>

@@ -26,10 +26,13 @@ def _one_line(plain):
     (ModelLoadError("GGUF magic invalid"), "load", "This GGUF file could not be read.", "download it again"),
     (ModelLoadError("Sorry, file appears to be version 9 which we cannot handle"), "load",
      "This file is GGUF version 9; Headroom reads versions 2 and 3.", "version 2 or 3"),
+    # the architecture named (new-user trial: "superllama9" was not said)
     (ModelLoadError("GGUF model with architecture mamba9 is not supported yet."), "load",
-     "architecture is not supported", "supported family"),
+     "architecture (mamba9) is not supported", "supported family"),
     (ValueError("The checkpoint you are trying to load has model type `zeta` but Transformers does not "
-                "recognize this architecture."), "load", "architecture is not supported", "supported family"),
+                "recognize this architecture."), "load", "architecture (zeta) is not supported", "supported family"),
+    (ModelLoadError("cannot convert x.gguf: architecture 'superllama9' is not supported by transformers' GGUF "
+                    "mapping"), "load", "This model's architecture (superllama9) is not supported", "supported family"),
     (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "reply", "ran out of memory",
      "shorter message"),
     (OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "load", "not enough memory to load",
@@ -326,5 +329,5 @@ def test_a_model_without_attention_layers_is_said_unsupported_not_damaged():
     "This GGUF file could not be read … download it again"."""
     reason = ("cannot load tiny.gguf: ValueError: MambaForCausalLM does not support an attention implementation "
               "through torch.nn.functional.scaled_dot_product_attention yet. Please request the support")
-    assert plain_failure(reason, "load").what == ("This model's architecture is not supported by the installed "
-                                                  "transformers.")
+    assert plain_failure(reason, "load").what == ("This model's architecture (Mamba) is not supported by the "
+                                                  "installed transformers.")
