@@ -70,6 +70,8 @@ def _load(model_path: Path | None):
     if loaded.report.template_problem:  # as the window says it (a bracketed line, not a log record)
         print(f"[its chat template is broken ({loaded.report.template_problem}): prompts use a plain "
               "User / Assistant transcript]", file=sys.stderr)
+    elif not loaded.report.has_chat_template:  # the window's status bar says "no chat template" (new-user trial)
+        print("[no chat template (a base model?): prompts use a plain User / Assistant transcript]", file=sys.stderr)
     return loaded
 
 

@@ -54,6 +54,23 @@ def test_model_flag_opens_an_hf_folder(tiny_model_dir):
     result = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "4")
     assert result.returncode == 0, result.stderr
     assert "4 tokens" in result.stderr
+    assert "no chat template" not in result.stderr
+
+
+def test_a_model_without_a_chat_template_is_said_as_the_window_says_it(tiny_model_dir, tmp_path):
+    """New-user trial: a base model answered through the plain transcript with no word of it; the window's
+    status bar says "no chat template"."""
+    import json
+    import shutil
+
+    base = shutil.copytree(tiny_model_dir, tmp_path / "base")
+    (base / "chat_template.jinja").unlink(missing_ok=True)
+    config = json.loads((base / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (base / "tokenizer_config.json").write_text(json.dumps(config))
+    result = run_app("--ask", "hi", "--model", str(base), "--max-new-tokens", "4")
+    assert result.returncode == 0, result.stderr
+    assert "[no chat template (a base model?): prompts use a plain User / Assistant transcript]" in result.stderr
 
 
 @pytest.mark.parametrize("make_bad, reason", [
