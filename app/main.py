@@ -66,7 +66,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headroom", description="Chat with a local LLM.")
     parser.add_argument("--model", type=Path, help="HF model folder or .gguf file to open")
     one_run = parser.add_mutually_exclusive_group()  # each answers and exits: both at once is a usage error
-    one_run.add_argument("--ask", metavar="QUESTION", help="answer one question on stdout and exit")
+    one_run.add_argument("--ask", metavar="QUESTION",
+                         help="answer one question on stdout and exit; - reads it from stdin (a long text, a file)")
     one_run.add_argument("--replay", type=Path, metavar="TURNS.txt",
                         help="play one user message per line through the history policy and exit")
     parser.add_argument("--context", type=positive_int, help="context window in tokens (default: the model's)")
@@ -166,4 +167,11 @@ def _run_headless(args) -> int:
     fit = args.max_new_tokens is None  # the saved setting: limited to the model's context, as the window does
     if args.replay is not None:
         return headless.replay(args.replay, args.model, generation, fit_new_tokens=fit)
-    return headless.ask(args.ask, args.model, generation, fit_new_tokens=fit)
+    question = args.ask
+    if question == "-":  # piped, as `ollama run` takes it: no argument-length limit (~128 KB on Linux)
+        try:
+            question = sys.stdin.buffer.read().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            print(f"headroom: the question on stdin is not UTF-8 text (byte {exc.start:,})", file=sys.stderr)
+            return 2
+    return headless.ask(question, args.model, generation, fit_new_tokens=fit)

@@ -154,6 +154,25 @@ def test_seed_minus_one_is_a_fresh_draw_each_turn_as_in_settings(monkeypatch):
     assert [generation.seed for generation in asked] == [None, None, None, 5, 7]
 
 
+def test_ask_dash_reads_the_question_from_stdin(monkeypatch, capsys):
+    """New-user trial: a long paste stopped at the OS's argument limit (~128 KB); `ollama run` takes
+    piped input. Bytes that are not UTF-8 are a usage error, as an argument's are."""
+    import io
+
+    from app import headless
+    from app.main import main
+
+    asked = []
+    monkeypatch.setattr(headless, "ask", lambda question, *_a, **_k: asked.append(question) or 0)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs its own
+    long = "요약해 주세요. " + "긴 문서의 한 줄입니다. " * 20_000  # ~480 KB of UTF-8
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbf" + long.encode())))
+    assert main(["--ask", "-"]) == 0 and asked == [long]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"ok \xff\xfe")))
+    assert main(["--ask", "-"]) == 2 and len(asked) == 1
+    assert "the question on stdin is not UTF-8 text (byte 3)" in capsys.readouterr().err
+
+
 def test_top_p_is_a_flag_like_the_other_samplers(monkeypatch):
     """Trial 15: the README names top-p among the samplers, --help had no --top-p, and --ask used the
     saved value in silence. The flag overrides it; without it the saved value stays."""
