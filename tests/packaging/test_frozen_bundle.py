@@ -34,18 +34,27 @@ def bundle(real_model_folder) -> Path:
     return ROOT / "dist" / "headroom" / "headroom"
 
 
-def isolated_env(tmp_path: Path) -> dict[str, str]:
-    """Settings, conversations and logs in tmp_path; the installed models seen through a link."""
+@pytest.fixture(scope="module")
+def bundle_cache(tmp_path_factory) -> Path:
+    """The bundle's cache for this module's runs: its default model (copied with a new mtime at
+    each build) converts once here, not into the developer's own cache at every build."""
+    return tmp_path_factory.mktemp("bundle-cache")
+
+
+def isolated_env(tmp_path: Path, cache: Path) -> dict[str, str]:
+    """Settings, conversations and logs in tmp_path, conversions in `cache`; the installed models
+    seen through a link."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "models").symlink_to(models_dir())
     return {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HEADROOM_DATA_DIR": str(data),
-            "HEADROOM_CONFIG_DIR": str(tmp_path / "config"), "HEADROOM_LOG_DIR": str(tmp_path / "log")}
+            "HEADROOM_CONFIG_DIR": str(tmp_path / "config"), "HEADROOM_LOG_DIR": str(tmp_path / "log"),
+            "HEADROOM_CACHE_DIR": str(cache)}
 
 
-def test_frozen_self_test_passes(bundle, tmp_path):
+def test_frozen_self_test_passes(bundle, bundle_cache, tmp_path):
     result = subprocess.run([str(bundle), "--self-test"], capture_output=True, text=True, timeout=600,
-                            env=isolated_env(tmp_path))
+                            env=isolated_env(tmp_path, bundle_cache))
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert " · frozen bundle · " in lines[0]
@@ -55,20 +64,20 @@ def test_frozen_self_test_passes(bundle, tmp_path):
     assert lines[-1].startswith("self-test OK: ")
 
 
-def test_a_fresh_profile_answers_with_the_bundled_default_model(bundle, tmp_path):
+def test_a_fresh_profile_answers_with_the_bundled_default_model(bundle, bundle_cache, tmp_path):
     """First run of the bundle on a machine where `python -m app.install_model` never ran (the
     bundle has no pip): the model it carries answers."""
-    env = {**isolated_env(tmp_path), "HEADROOM_DATA_DIR": str(tmp_path / "empty-data")}
+    env = {**isolated_env(tmp_path, bundle_cache), "HEADROOM_DATA_DIR": str(tmp_path / "empty-data")}
     result = subprocess.run([str(bundle), "--self-test"], capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert any(line.startswith("PASS model answers: ") and "Paris" in line for line in result.stdout.splitlines())
 
 
-def test_frozen_window_opens_offscreen_and_loads_the_model(bundle, tmp_path):
+def test_frozen_window_opens_offscreen_and_loads_the_model(bundle, bundle_cache, tmp_path):
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "w") as err:
         app = subprocess.Popen([str(bundle), "--verbose"], stdout=subprocess.DEVNULL, stderr=err,
-                               env=isolated_env(tmp_path))
+                               env=isolated_env(tmp_path, bundle_cache))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and app.poll() is None:
             if LOADED.search(err_path.read_text(errors="replace")):
@@ -83,8 +92,8 @@ def test_frozen_window_opens_offscreen_and_loads_the_model(bundle, tmp_path):
     assert not [word for word in BROKEN if word in stderr], stderr[-3000:]
 
 
-def test_frozen_desktop_entry_runs_the_bundle(bundle, tmp_path):
-    env = {**isolated_env(tmp_path), "XDG_DATA_HOME": str(tmp_path / "share")}
+def test_frozen_desktop_entry_runs_the_bundle(bundle, bundle_cache, tmp_path):
+    env = {**isolated_env(tmp_path, bundle_cache), "XDG_DATA_HOME": str(tmp_path / "share")}
     result = subprocess.run([str(bundle), "--desktop-entry", "install"], capture_output=True, text=True,
                             timeout=120, env=env)
     assert result.returncode == 0, result.stderr
