@@ -454,6 +454,9 @@ _STAGES = (
     (re.compile(r"^Reading the GGUF tokenizer and chat template$"),
      QT_TRANSLATE_NOOP("PlainError", "Reading the GGUF tokenizer and chat template")),
     (re.compile(r"^Converted$"), QT_TRANSLATE_NOOP("PlainError", "Converted")),
+    (re.compile(r"^Checking whether (.+) was converted before$"),
+     QT_TRANSLATE_NOOP("PlainError", "Checking whether {0} was converted before")),
+    (re.compile(r"^Converted before: reused$"), QT_TRANSLATE_NOOP("PlainError", "Converted before: reused")),
     (re.compile(r"^Converting (.+) \((\d+%)\)$"), QT_TRANSLATE_NOOP("PlainError", "Converting {0} ({1})")),
     (re.compile(r"^Plan: (.+)$", re.DOTALL), QT_TRANSLATE_NOOP("PlainError", "Plan: {0}")),
 )

@@ -2483,6 +2483,14 @@ loaded in {5} s
         <translation>변환 완료</translation>
     </message>
     <message>
+        <source>Checking whether {0} was converted before</source>
+        <translation>{0}을(를) 전에 변환했는지 확인하는 중</translation>
+    </message>
+    <message>
+        <source>Converted before: reused</source>
+        <translation>전에 변환한 것을 다시 사용</translation>
+    </message>
+    <message>
         <source>Converting {0} ({1})</source>
         <translation>{0} 변환 중 ({1})</translation>
     </message>

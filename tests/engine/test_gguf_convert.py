@@ -1,7 +1,6 @@
 """GGUF header, streaming conversion and refusals, on tiny GGUFs the tests write themselves
 (tests/helpers/tiny_gguf.py) and on the real default model."""
 
-import hashlib
 import json
 import os
 import shutil
@@ -203,7 +202,8 @@ def test_the_old_float32_folder_beside_the_gguf_is_replaced(tmp_path):
     assert not legacy.exists() and mine.exists()  # only the folder Headroom made goes
     # the plan is the first line, before the conversion reads anything
     assert stages[0].startswith("Plan: m.gguf: fits at full context (512 of 512 tokens) on cpu")
-    assert stages[1].startswith("conversion writes 210 KiB to ")  # not "0.00 GiB"
+    assert stages[1] == "Checking whether m.gguf was converted before"  # its sha256 (a copy is not converted twice)
+    assert stages[2].startswith("conversion writes 210 KiB to ")  # not "0.00 GiB"
     assert loaded.report.name == "m.gguf" and loaded.report.weight_dtype == "float32"  # CPU upcasts
 
 
@@ -385,45 +385,46 @@ def test_a_killed_conversions_folder_is_swept_and_a_running_ones_kept(tiny_q8, c
     assert sweep_abandoned() == []
 
 
-def test_a_moved_or_renamed_gguf_keeps_its_conversion(tiny_q8, cache, tmp_path):
-    """New-user trial: a copy of the default model in another folder (cp -p, mv) converted anew, 261
-    MB each (16 GB for an 8B). The conversion follows the content; the report's name follows the file."""
+def test_a_copy_moved_or_renamed_gguf_reuses_its_conversion_by_hard_links(tiny_q8, cache, tmp_path):
+    """New-user trial: a copy of the default model in another folder converted anew, 261 MB each (16 GB
+    for an 8B). Same content (sha256), so its folder is hard links to the first: no disk used, and the
+    first folder (another Headroom may be loading from it) is left as it is. The report's name is the file's."""
     path, _ = tiny_q8
     first = convert_gguf(path, "bfloat16")
-    moved = tmp_path / "elsewhere" / "renamed-Q8_0.gguf"
-    moved.parent.mkdir()
-    shutil.copy2(path, moved)  # size, mtime and bytes as mv or cp -p keep them
-    found = cached_conversion(moved)
-    assert found == conversion_dir(moved) and found.name == "renamed-Q8_0.gguf.hf"
-    assert [p.name for p in (cache / "gguf").iterdir()] == [found.parent.name]  # one conversion, renamed
-    assert (found / "model.safetensors").is_file() and not first.exists()
-    assert cached_conversion(path) == first  # the first name again, still no second conversion
-    assert len(list((cache / "gguf").iterdir())) == 1
+    copy = tmp_path / "elsewhere" / "renamed-Q8_0.gguf"
+    copy.parent.mkdir()
+    shutil.copy(path, copy)  # a new mtime too: the content decides
+    said = []
+    second = convert_gguf(copy, "bfloat16", lambda text, _f: said.append(text))
+    assert second == conversion_dir(copy) == cached_conversion(copy) and second.name == "renamed-Q8_0.gguf.hf"
+    assert said[-1] == "Converted before: reused" and not any(t.startswith("conversion writes") for t in said)
+    weights = (first / "model.safetensors", second / "model.safetensors")
+    assert os.path.samefile(*weights) and weights[0].stat().st_nlink == 2
+    assert cached_conversion(path) == first  # untouched
 
 
-def test_another_file_of_the_same_size_and_mtime_is_not_taken_for_it(tiny_q8, cache, tmp_path):
-    """Size and mtime alone can match (an archive's fixed mtimes): the end of the tensor data must too."""
+def test_another_file_of_the_same_size_and_mtime_is_converted_not_taken_for_it(tiny_q8, cache, tmp_path):
+    """The new-user re-trial: a chat template changed in place, size and mtime restored (touch -r), reused
+    the old conversion when only the file's end was compared. The whole file's sha256 decides."""
     path, _ = tiny_q8
-    convert_gguf(path, "bfloat16")
+    first = convert_gguf(path, "bfloat16")
     other = tmp_path / "other.gguf"
     data = bytearray(path.read_bytes())
-    data[-1] ^= 0xFF
+    data[len(data) // 2] ^= 0xFF  # one byte in the middle
     other.write_bytes(bytes(data))
     os.utime(other, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns))
-    assert other.stat().st_size == path.stat().st_size and other.stat().st_mtime_ns == path.stat().st_mtime_ns
-    assert cached_conversion(other) is None
+    second = convert_gguf(other, "bfloat16")
+    assert not os.path.samefile(first / "model.safetensors", second / "model.safetensors")
 
 
-def test_a_conversion_of_the_previous_layout_is_moved_in_not_redone(tiny_q8, cache):
-    """Before, the folder's digest was over the path: an update must not reconvert every model once."""
+def test_a_replaced_file_drops_the_conversion_of_what_it_held_before(tiny_q8, cache, tmp_path):
+    """The new-user re-trial: a GGUF downloaded again over itself left both conversions, 261 MB each."""
     path, _ = tiny_q8
-    folder = convert_gguf(path, "bfloat16")
-    stat = path.stat()
-    legacy_stamp = {"file": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                    "dtype": "bfloat16", "converter": 2}
-    digest = hashlib.sha256(json.dumps(legacy_stamp, sort_keys=True).encode()).hexdigest()[:12]
-    legacy = cache / "gguf" / f"{path.stem}-{digest}-bfloat16"
-    folder.parent.rename(legacy)
-    (legacy / folder.name / "headroom-source.json").write_text(json.dumps(legacy_stamp))
-    assert cached_conversion(path) == folder and not legacy.exists()
-    assert json.loads((folder / "headroom-source.json").read_text())["tail_sha256"]
+    local = tmp_path / "m.gguf"
+    shutil.copy(path, local)
+    before = convert_gguf(local, "bfloat16")
+    data = bytearray(local.read_bytes())
+    data[-1] ^= 0xFF
+    local.write_bytes(bytes(data))  # the same path, another content
+    after = convert_gguf(local, "bfloat16")
+    assert after != before and not before.parent.exists() and after.is_dir()

@@ -13,9 +13,10 @@ norm − 1, ...) are transformers' own (``modeling_gguf_pytorch_utils.get_gguf_h
 a meta-device model and ``TENSOR_PROCESSORS``); the config comes from the header
 (app.engine.loading.gguf_header); the tokenizer and chat template are built by transformers from
 the GGUF (``AutoTokenizer.from_pretrained(gguf_file=...)``, the one step that reads the whole
-vocabulary). Output goes to ``<cache>/gguf/<stem>-<digest>-<dtype>/`` (the digest over the file's size,
-mtime and last MiB, not its path: a moved file keeps it) through a temporary folder
-and one rename, so an interrupted conversion never leaves a folder that looks valid.
+vocabulary). Output goes to ``<cache>/gguf/<stem>-<digest>-<dtype>/`` through a temporary folder
+and one rename, so an interrupted conversion never leaves a folder that looks valid. A file whose
+content (sha256) was converted before, at another path or name, gets hard links to that conversion
+instead (`reuse_conversion`); a path's conversion of what it held before goes (`drop_replaced`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ CONVERTER_VERSION = 2  # 1: float32 folder beside the GGUF (loader.py before iss
 CHUNK_BYTES = 64 * MiB  # float32 bytes dequantized at once for row-local tensors
 SHARD_BYTES = 2 * GiB
 DISK_SLACK = 64 * MiB  # tokenizer, config, headers
-TAIL_BYTES = 1 * MiB  # the end of a GGUF hashed into its conversion's identity
 _DTYPES = {"bfloat16": 2, "float16": 2, "float32": 4}
 _ROW_LOCAL = {"TensorProcessor", "Gemma2TensorProcessor", "NemotronTensorProcessor", "Lfm2TensorProcessor",
               "MambaTensorProcessor"}
@@ -76,89 +76,101 @@ def sweep_abandoned() -> list[Path]:
     return removed
 
 
-def _identity(gguf: Path, dtype: str) -> dict:
-    """What makes two GGUF files one conversion: size, mtime (kept by mv, cp -p and Explorer's
-    copies), the sha256 of the last MiB (tensor data: it tells apart files that share a size and a
-    fixed mtime, e.g. unpacked from an archive), the dtype and the converter. Not the path: a moved
-    or renamed file keeps its conversion (new-user trial: a copy of the default model in another
-    folder converted anew, 261 MB each; an 8B model's is 16 GB)."""
+def _stamp(gguf: Path, dtype: str) -> dict:
     stat = gguf.stat()
-    with open(gguf, "rb") as f:
-        f.seek(max(0, stat.st_size - TAIL_BYTES))
-        tail = hashlib.sha256(f.read(TAIL_BYTES)).hexdigest()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "tail_sha256": tail, "dtype": dtype,
-            "converter": CONVERTER_VERSION}
-
-
-def _digest(fields: dict) -> str:
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+    return {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+            "dtype": dtype, "converter": CONVERTER_VERSION}
 
 
 def conversion_dir(gguf: Path, dtype: str = "bfloat16") -> Path:
-    """Where the conversion of `gguf` at `dtype` goes: ``<cache>/gguf/<stem>-<digest>-<dtype>/
-    <file>.hf``, the digest over `_identity` (a changed file converts anew). The inner name is the
-    one the folder had beside the GGUF, so reports and served-model names stay
-    "SmolLM2-135M-Instruct.Q4_1.gguf.hf"."""
-    return _named(gguf, _digest(_identity(gguf, dtype)), dtype)
-
-
-def _named(gguf: Path, digest: str, dtype: str) -> Path:
+    """Where the conversion of `gguf` at `dtype` lives: ``<cache>/gguf/<stem>-<digest>-<dtype>/
+    <file>.hf``, the digest over its absolute path, size and mtime (a changed file converts
+    anew). The inner name is the one the folder had beside the GGUF, so reports and served-model
+    names stay "SmolLM2-135M-Instruct.Q4_1.gguf.hf"."""
+    stamp = _stamp(gguf, dtype)
+    digest = hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:12]
     return cache_dir() / "gguf" / f"{gguf.stem}-{digest}-{dtype}" / f"{gguf.name}.hf"
 
 
 def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
-    """The converted folder if one was made from this file's content (`_identity`), wherever the
-    file was then, else None. One made under another name is renamed to this file's (the report
-    names the model by it), or used as it is where the rename fails (Windows: another Headroom has
-    it open). A conversion of the previous layout (digest over the path) is moved into this one."""
-    identity = _identity(gguf, dtype)
-    digest = _digest(identity)
-    wanted = _named(gguf, digest, dtype)
-    for outer in (cache_dir() / "gguf").glob(f"*-{digest}-{dtype}"):
-        for folder in outer.glob("*.hf"):
-            if _read_stamp(folder, identity) == identity:
-                return folder if folder == wanted else _moved(folder, wanted)
-    return _migrated(gguf, dtype, identity, wanted)
-
-
-def _read_stamp(folder: Path, keys) -> dict | None:
+    """The converted folder if it exists and was made from this exact file, else None."""
+    folder = conversion_dir(gguf, dtype)
     try:
         stamp = json.loads((folder / SOURCE_STAMP).read_text())
     except (OSError, ValueError):
         return None
-    return {key: stamp.get(key) for key in keys} if isinstance(stamp, dict) else None
+    expected = _stamp(gguf, dtype)  # the stamp may hold more (the content's sha256)
+    return folder if isinstance(stamp, dict) and {key: stamp.get(key) for key in expected} == expected else None
 
 
-def _moved(folder: Path, wanted: Path) -> Path:
-    """`folder` renamed to `wanted` (outer and inner folder); `folder` itself if that fails."""
+def content_sha256(gguf: Path, progress: Progress | None = None, cancel: threading.Event | None = None) -> str:
+    """The sha256 of the whole file, read in CHUNK_BYTES pieces (cancel checked between them): what
+    makes two files one conversion (`reuse_conversion`). ~1 GB/s here: seconds for an 8B model, against
+    minutes of converting it."""
+    (progress or (lambda _text, _frac: None))(f"Checking whether {gguf.name} was converted before", 0.0)
+    digest = hashlib.sha256()
+    with open(gguf, "rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            _check(cancel)
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def reuse_conversion(gguf: Path, dtype: str, sha256: str) -> Path | None:
+    """This file's conversion made from another file of the same content (a copy, a moved or renamed
+    file: new-user trial, four 261 MB conversions of one model, 16 GB each for an 8B), hard-linked
+    into this file's own folder: no disk used, and no folder another Headroom may be loading from is
+    renamed or changed. None where there is none, or where the file system has no hard links (FAT,
+    exFAT): then it is converted."""
+    source = next((folder for folder in (cache_dir() / "gguf").glob(f"*-{dtype}/*.hf")
+                   if _content_of(folder, dtype) == sha256), None)
+    if source is None:
+        return None
+    target = conversion_dir(gguf, dtype)
+    tmp_home = target.parent.with_name(f"{target.parent.name}.partial-{os.getpid()}")
+    shutil.rmtree(tmp_home, ignore_errors=True)
     try:
-        folder.parent.rename(wanted.parent)
-        (wanted.parent / folder.name).rename(wanted)
+        (tmp_home / target.name).mkdir(parents=True)
+        for file in source.iterdir():
+            if file.is_file() and file.name != SOURCE_STAMP:
+                os.link(file, tmp_home / target.name / file.name)
+        (tmp_home / target.name / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256}))
+        shutil.rmtree(target.parent, ignore_errors=True)
+        tmp_home.rename(target.parent)
     except OSError as exc:
-        log.info("kept the conversion %s under its name (%s)", folder, exc)
-        return folder if folder.exists() else wanted.parent / folder.name
-    return wanted
-
-
-def _migrated(gguf: Path, dtype: str, identity: dict, wanted: Path) -> Path | None:
-    """The conversion made before `_identity` (converter 2, digest over the absolute path, size and
-    mtime) of this very file, re-stamped and moved to `wanted`; None where there is none."""
-    stat = gguf.stat()
-    legacy = {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "dtype": dtype,
-              "converter": CONVERTER_VERSION}
-    folder = _named(gguf, _digest(legacy), dtype)
-    if _read_stamp(folder, legacy) != legacy:
+        log.info("conversion of %s not reused from %s (%s): converting", gguf.name, source, exc)
         return None
+    finally:
+        shutil.rmtree(tmp_home, ignore_errors=True)
+    log.info("conversion of %s reused from %s (same sha256)", gguf.name, source)
+    return target
+
+
+def _content_of(folder: Path, dtype: str) -> str | None:
+    """The sha256 a conversion was made from (None: unknown, made before it was recorded)."""
     try:
-        (folder / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, identity)))
-    except OSError:
+        stamp = json.loads((folder / SOURCE_STAMP).read_text())
+    except (OSError, ValueError):
         return None
-    return _moved(folder, wanted)
+    if not isinstance(stamp, dict) or (stamp.get("dtype"), stamp.get("converter")) != (dtype, CONVERTER_VERSION):
+        return None
+    return stamp.get("sha256")
 
 
-def _stamp(gguf: Path, identity: dict) -> dict:
-    """The identity and, for whoever reads the cache, where the file was when converted."""
-    return {**identity, "file": str(gguf.resolve())}
+def drop_replaced(gguf: Path, dtype: str, keep: Path) -> None:
+    """Remove this path's conversions of earlier contents (the file was replaced, e.g. downloaded
+    again: new-user trial, each left its 261 MB); `keep` is the current one."""
+    path = str(gguf.resolve())
+    for folder in (cache_dir() / "gguf").glob(f"*-{dtype}/*.hf"):
+        if folder == keep:
+            continue
+        try:
+            stamp = json.loads((folder / SOURCE_STAMP).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(stamp, dict) and stamp.get("file") == path and stamp.get("dtype") == dtype:
+            shutil.rmtree(folder.parent, ignore_errors=True)
+            log.info("removed %s: a conversion of what %s held before", folder.parent, gguf.name)
 
 
 @dataclass(frozen=True)
@@ -203,6 +215,12 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
     (UnsupportedGguf), never as transformers' ZeroDivisionError, IndexError or reshape error."""
     report = progress or (lambda _text, _frac: None)
     header = header or read_gguf_header(gguf)
+    sha256 = content_sha256(gguf, report, cancel)
+    reused = reuse_conversion(gguf, dtype, sha256)
+    if reused is not None:
+        drop_replaced(gguf, dtype, reused)
+        report("Converted before: reused", 1.0)
+        return reused
     disk = check_disk(header, dtype)
     if not disk.enough:
         raise ConversionRefused(f"not enough disk space to convert {gguf.name}: it needs "
@@ -219,12 +237,13 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
         report("Reading the GGUF tokenizer and chat template", 0.02)
         _save_tokenizer_and_config(header, tmp)
         _write_weights(header, tmp, dtype, report, cancel)
-        (tmp / SOURCE_STAMP).write_text(json.dumps(_stamp(gguf, _identity(gguf, dtype))))
+        (tmp / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256}))
         shutil.rmtree(home, ignore_errors=True)
         tmp_home.rename(home)
     finally:
         shutil.rmtree(tmp_home, ignore_errors=True)
     _drop_legacy_cache(gguf)
+    drop_replaced(gguf, dtype, disk.folder)
     report("Converted", 1.0)
     return disk.folder
 
