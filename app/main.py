@@ -169,6 +169,9 @@ def _run_headless(args) -> int:
         return headless.replay(args.replay, args.model, generation, fit_new_tokens=fit)
     question = args.ask
     if question == "-":  # piped, as `ollama run` takes it: no argument-length limit (~128 KB on Linux)
+        if sys.stdin.isatty():  # typed: say how it ends (new-user re-trial: it waited in silence)
+            end = "Ctrl+Z, Enter" if sys.platform == "win32" else "Ctrl+D"
+            print(f"headroom: type the question, then {end} on a line of its own", file=sys.stderr)
         try:
             question = sys.stdin.buffer.read().decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -175,6 +175,14 @@ def test_ask_dash_reads_the_question_from_stdin(monkeypatch, capsys):
     assert main(["--ask", "-"]) == 2 and len(asked) == 1
     assert "the question on stdin is not UTF-8 text (byte 3)" in capsys.readouterr().err
 
+    class Terminal(io.TextIOWrapper):  # typed at a terminal: it says how the question ends (re-trial)
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO("안녕\n".encode())))
+    assert main(["--ask", "-"]) == 0 and asked[-1] == "안녕\n"
+    assert "type the question, then Ctrl+D on a line of its own" in capsys.readouterr().err
+
 
 def test_top_p_is_a_flag_like_the_other_samplers(monkeypatch):
     """Trial 15: the README names top-p among the samplers, --help had no --top-p, and --ask used the
