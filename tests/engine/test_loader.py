@@ -177,3 +177,25 @@ def test_a_model_whose_weights_lack_layers_its_config_names_is_refused_before_lo
     assert str(info.value) == (f"cannot load tiny: damaged model: its config has 1,000 layers but its weights only "
                                f"{layers}; the files are incomplete or do not belong together — download the model "
                                "again")
+
+
+def test_ctrl_c_inside_a_lazy_import_is_ctrl_c_not_a_damaged_model(tiny_model_dir, monkeypatch):
+    """New-user re-trial: Ctrl+C 0.3 s after `--ask` arrived inside accelerate's import, which
+    transformers re-raises as an ImportError: it said "This GGUF file could not be read … installs it
+    again". The interrupt goes on as one (--ask then says "headroom: interrupted", exit 130)."""
+    from app.engine.loading import loader
+
+    def interrupted_import(*_args, **_kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("Failed to import accelerate because of the following error") from exc
+
+    monkeypatch.setattr(loader.AutoModelForCausalLM, "from_pretrained", interrupted_import)
+    with pytest.raises(KeyboardInterrupt):
+        load_model(tiny_model_dir)
+    monkeypatch.undo()
+    with pytest.raises(ModelLoadError, match="ImportError"):  # an ImportError of its own stays a load error
+        monkeypatch.setattr(loader.AutoModelForCausalLM, "from_pretrained",
+                            lambda *_a, **_k: (_ for _ in ()).throw(ImportError("no accelerate")))
+        load_model(tiny_model_dir)

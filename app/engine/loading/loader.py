@@ -119,6 +119,8 @@ def convert_gguf(gguf: Path, progress: Progress | None = None, cancel: threading
     except (UnsupportedGguf, gc_.ConversionRefused) as exc:
         error = ModelLoadError(f"cannot convert {gguf.name}: {exc}")
     except Exception as exc:  # unreadable file, transformers refusing the tokenizer, disk full
+        if _interrupted(exc):
+            raise KeyboardInterrupt from None
         error = _load_error(f"cannot convert {gguf.name}", exc)
     finally:
         gc.collect()
@@ -314,6 +316,8 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     except ModelLoadError:
         raise
     except Exception as exc:
+        if _interrupted(exc):
+            raise KeyboardInterrupt from None
         error = _load_error(f"cannot load {Path(path).name}", exc)
         damage = damaged_safetensors(folder) if _corrupt_file_error(exc) else None
         if damage is not None:  # the header looked whole, the load found otherwise: name the file
@@ -406,6 +410,19 @@ def _corrupt_file_error(exc: BaseException) -> bool:
     ("Error while deserializing header: …"), or torch's zip reader on a cut pickle file."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     return "SafetensorError" in names or "PytorchStreamReader failed" in str(exc)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether Ctrl+C is behind `exc`: a KeyboardInterrupt raised inside a lazy import comes back as
+    transformers' or accelerate's ImportError / RuntimeError (new-user re-trial: Ctrl+C 0.3 s after
+    start said "This GGUF file could not be read … installs it again")."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _load_error(what: str, exc: BaseException) -> ModelLoadError:
