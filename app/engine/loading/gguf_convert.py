@@ -95,12 +95,17 @@ def conversion_dir(gguf: Path, dtype: str = "bfloat16") -> Path:
 def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
     """The converted folder if it exists and was made from this exact file, else None."""
     folder = conversion_dir(gguf, dtype)
+    stamp, expected = _read_stamp(folder), _stamp(gguf, dtype)  # the stamp may hold more (the content's sha256)
+    return folder if {key: stamp.get(key) for key in expected} == expected else None
+
+
+def _read_stamp(folder: Path) -> dict:
+    """A conversion's SOURCE_STAMP; {} where it is missing or unreadable."""
     try:
         stamp = json.loads((folder / SOURCE_STAMP).read_text())
     except (OSError, ValueError):
-        return None
-    expected = _stamp(gguf, dtype)  # the stamp may hold more (the content's sha256)
-    return folder if isinstance(stamp, dict) and {key: stamp.get(key) for key in expected} == expected else None
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
 
 
 def content_sha256(gguf: Path, progress: Progress | None = None, cancel: threading.Event | None = None) -> str:
@@ -148,11 +153,8 @@ def reuse_conversion(gguf: Path, dtype: str, sha256: str) -> Path | None:
 
 def _content_of(folder: Path, dtype: str) -> str | None:
     """The sha256 a conversion was made from (None: unknown, made before it was recorded)."""
-    try:
-        stamp = json.loads((folder / SOURCE_STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stamp, dict) or (stamp.get("dtype"), stamp.get("converter")) != (dtype, CONVERTER_VERSION):
+    stamp = _read_stamp(folder)
+    if (stamp.get("dtype"), stamp.get("converter")) != (dtype, CONVERTER_VERSION):
         return None
     return stamp.get("sha256")
 
@@ -162,13 +164,8 @@ def drop_replaced(gguf: Path, dtype: str, keep: Path) -> None:
     again: new-user trial, each left its 261 MB); `keep` is the current one."""
     path = str(gguf.resolve())
     for folder in (cache_dir() / "gguf").glob(f"*-{dtype}/*.hf"):
-        if folder == keep:
-            continue
-        try:
-            stamp = json.loads((folder / SOURCE_STAMP).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(stamp, dict) and stamp.get("file") == path and stamp.get("dtype") == dtype:
+        stamp = _read_stamp(folder)
+        if folder != keep and stamp.get("file") == path and stamp.get("dtype") == dtype:
             shutil.rmtree(folder.parent, ignore_errors=True)
             log.info("removed %s: a conversion of what %s held before", folder.parent, gguf.name)
 
