@@ -91,7 +91,8 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
      QT_TRANSLATE_NOOP("MemoryTerms", "Other programs' use of this GPU, bytes (NVML via nvidia-ml-py). 'unknown' "
                                       "without NVML: then it is counted in CUDA context / overhead."),
      QT_TRANSLATE_NOOP("MemoryTerms", "System memory used by everything but this process, bytes: total − "
-                                      "available − our RSS (psutil.virtual_memory).")),
+                                      "available − our RSS (psutil.virtual_memory; inside a container, its "
+                                      "memory limit is the total).")),
     ("context", QT_TRANSLATE_NOOP("MemoryTerms", "CUDA context / overhead"),
      "", "termContext", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "(total − free) − reserved − other processes, bytes: the CUDA context, "
@@ -103,7 +104,8 @@ TERMS: tuple[tuple[str, str, str, str, bool, str, str], ...] = (
                                       "Reserved-but-unused memory is not counted as free (fragmentation: reserved "
                                       "is not free, dolly #79)."),
      QT_TRANSLATE_NOOP("MemoryTerms", "Memory the OS can hand out without swapping, bytes "
-                                      "(psutil.virtual_memory().available).")),
+                                      "(psutil.virtual_memory().available; inside a container, no more than "
+                                      "its memory limit less what it uses).")),
     ("margin", QT_TRANSLATE_NOOP("MemoryTerms", "Safety margin (kept free)"),
      QT_TRANSLATE_NOOP("MemoryTerms", "Safety margin (kept free)"), "", False,
      QT_TRANSLATE_NOOP("MemoryTerms", "Memory a turn must leave free at its peak, bytes: the larger of 256 MiB "

@@ -1419,8 +1419,12 @@ Your chats are saved here.</source>
         <translation>다른 프로그램이 이 GPU에서 쓰는 메모리, 바이트 (nvidia-ml-py를 통한 NVML). NVML이 없으면 ‘알 수 없음’이며, 이때는 CUDA 컨텍스트 / 오버헤드에 포함됩니다.</translation>
     </message>
     <message>
-        <source>System memory used by everything but this process, bytes: total − available − our RSS (psutil.virtual_memory).</source>
-        <translation>이 프로세스를 뺀 나머지가 쓰는 시스템 메모리, 바이트: 전체 − 사용 가능 − 이 프로세스의 RSS (psutil.virtual_memory).</translation>
+        <source>System memory used by everything but this process, bytes: total − available − our RSS (psutil.virtual_memory; inside a container, its memory limit is the total).</source>
+        <translation>이 프로세스를 뺀 나머지가 쓰는 시스템 메모리, 바이트: 전체 − 사용 가능 − 이 프로세스의 RSS (psutil.virtual_memory; 컨테이너 안에서는 그 메모리 제한이 전체입니다).</translation>
+    </message>
+    <message>
+        <source>Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available; inside a container, no more than its memory limit less what it uses).</source>
+        <translation>운영체제가 스왑 없이 내줄 수 있는 메모리, 바이트 (psutil.virtual_memory().available; 컨테이너 안에서는 메모리 제한에서 이미 쓰는 양을 뺀 것보다 많지 않습니다).</translation>
     </message>
     <message>
         <source>CUDA context / overhead</source>
@@ -1441,10 +1445,6 @@ Your chats are saved here.</source>
     <message>
         <source>Free memory the driver reports, bytes (torch.cuda.mem_get_info). Reserved-but-unused memory is not counted as free (fragmentation: reserved is not free, dolly #79).</source>
         <translation>드라이버가 알려 주는 여유 메모리, 바이트 (torch.cuda.mem_get_info). 예약되었지만 쓰지 않는 메모리는 여유로 치지 않습니다 (단편화: 예약은 여유가 아님, dolly #79).</translation>
-    </message>
-    <message>
-        <source>Memory the OS can hand out without swapping, bytes (psutil.virtual_memory().available).</source>
-        <translation>운영체제가 스왑 없이 내줄 수 있는 메모리, 바이트 (psutil.virtual_memory().available).</translation>
     </message>
     <message>
         <source>Safety margin (kept free)</source>

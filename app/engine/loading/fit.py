@@ -4,8 +4,8 @@ needed = weights in the form the placement rules would load them (app.engine.loa
 CUDA with bitsandbytes, the compute dtype without it, float32 on the CPU) + the KV cache at the
 model's default context (app.engine.memory.kv_layout.kv_cache_bytes), against the free memory of the
 device it would run on (``torch.cuda.mem_get_info`` on CUDA, fragmentation: reserved is not free, dolly #79; available
-RAM via psutil
-on the CPU). All sizes are bytes; the text shows them with format_bytes (adaptive binary units).
+RAM on the CPU (app.engine.memory.host_memory: the machine's, capped by a container's limit).
+All sizes are bytes; the text shows them with format_bytes (adaptive binary units).
 
 Parameters are counted from the config (no model is instantiated), for decoder-only
 transformers: embeddings, attention (GQA, MLA), gated or plain MLP, mixture-of-experts and
@@ -16,10 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from app.engine.loading.placement import Placement
 from app.engine.memory.admission import context_limit, safety_margin
+from app.engine.memory.host_memory import host_memory
 from app.engine.memory.kv_layout import KVLayout, kv_cache_bytes
 from app.engine.memory.model_config import config_attr, head_dim, kv_heads, model_max_positions, text_config
 from app.engine.memory.units import dtype_nbytes, format_bytes
@@ -155,14 +154,15 @@ def machine_memory(device: str, reclaimable: int = 0) -> MachineMemory:
     """Free memory of the device a model would run on: ``torch.cuda.mem_get_info(0)`` for
     "cuda" (what the driver can still hand out, never reserved-but-cached, fragmentation: reserved is not free, dolly
     #79), else
-    ``psutil.virtual_memory().available``."""
+    host RAM available to this process (app.engine.memory.host_memory: the machine's, capped
+    by its control group's limit)."""
     if device == "cuda":
         import torch
 
         free, total = torch.cuda.mem_get_info(0)
     else:
-        vm = psutil.virtual_memory()
-        free, total = vm.available, vm.total
+        host = host_memory()
+        free, total = host.available, host.total
     return MachineMemory(device, int(free) + reclaimable, int(total), reclaimable)
 
 

@@ -24,6 +24,7 @@ import torch
 
 from app.core.settings import GenerationSettings
 from app.engine.local.kv_session import KVSession
+from app.engine.memory.host_memory import host_memory
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +128,9 @@ def parked_bytes(session: KVSession) -> int:
 
 
 def available_host_bytes() -> int:
-    """Host memory the OS can hand out without swapping (psutil), bytes."""
-    import psutil
-
-    return int(psutil.virtual_memory().available)
+    """Host memory the OS can hand out to this process without swapping, bytes (the machine's,
+    capped by its control group's limit: app.engine.memory.host_memory)."""
+    return host_memory().available
 
 
 class SessionPool:

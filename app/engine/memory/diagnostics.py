@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import psutil
 import torch
 
+from app.engine.memory.host_memory import host_memory
 from app.engine.memory.units import format_bytes
 
 if TYPE_CHECKING:
@@ -103,11 +104,12 @@ def _device_section() -> str:
 
 def _cpu_memory() -> str:
     rss = psutil.Process().memory_info().rss
-    vm = psutil.virtual_memory()
+    host = host_memory()
+    limit = f" (control group {host.limited_by}'s limit)" if host.limited_by else ""
     return ("CUDA is not available: memory figures are this process's RSS against system memory "
             "(torch.cuda.memory_summary() does not apply).\n\n"
             f"- RSS: {format_bytes(rss)} ({rss:,} B)\n"
-            f"- system: {format_bytes(vm.available)} available of {format_bytes(vm.total)}")
+            f"- system: {format_bytes(host.available)} available of {format_bytes(host.total)}{limit}")
 
 
 def _load_report_section(report) -> str:

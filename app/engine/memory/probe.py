@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 import psutil
 import torch
 
+from app.engine.memory.host_memory import host_memory
 from app.engine.memory.sample import MemorySample
 from app.engine.memory.units import GiB
 
@@ -107,11 +108,11 @@ class CpuProbe:
         rss = self._process.memory_info().rss
         hwm = (_vm_hwm() or 0) if self._hwm_valid else 0
         self._seen_peak = max(self._seen_peak, rss, hwm)
-        vm = psutil.virtual_memory()
+        host = host_memory()  # a container's limit, not the machine's RAM, is what binds
         return MemorySample(
             timestamp=time.monotonic(), kind="cpu", device_name=self.device_name,
-            allocated=rss, reserved=rss, peak=self._seen_peak, free=vm.available,
-            total=vm.total, other_processes=max(vm.total - vm.available - rss, 0),
+            allocated=rss, reserved=rss, peak=self._seen_peak, free=host.available,
+            total=host.total, other_processes=max(host.total - host.available - rss, 0),
         )
 
     def reset_peak(self) -> None:
