@@ -107,13 +107,6 @@ def quiet_transformers() -> None:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 
 
-def missing_display() -> bool:
-    """Linux without X11 or Wayland (an ssh session, a server) and no platform chosen: Qt's xcb
-    plugin would abort the process with a message about libxcb-cursor0."""
-    return (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
-            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
-
-
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse_args(argv)
@@ -126,10 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
     quiet_transformers()
     if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
-        if missing_display():  # Qt would abort (core dump) blaming libxcb-cursor0 (new-user trial)
-            print("headroom: there is no display to show the window on (DISPLAY and WAYLAND_DISPLAY are not "
-                  "set). Start it from a desktop session, or use xvfb-run or QT_QPA_PLATFORM=offscreen; "
-                  "--ask answers on the command line.", file=sys.stderr)
+        from app.ui.display_check import display_problem
+
+        problem = display_problem()  # else Qt aborts (core dump) blaming libxcb-cursor0 (new-user trial)
+        if problem:
+            logging.getLogger("headroom").info("no window: %s", problem)  # the log file; stderr below
+            print(f"headroom: {problem}", file=sys.stderr)
             return 1
         from app.ui.application import run_gui  # the splash shows before torch is imported
 
