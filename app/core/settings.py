@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -274,10 +275,13 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
     """The settings, and None or why they are the defaults. A file that is not settings JSON is
     moved aside to settings.unreadable-<time>.json first, so the next save does not overwrite what
     the user wrote (trial 4: a truncated file was silently replaced); one that cannot be read at
-    all (a folder, no permission) is left where it is. Never raises."""
+    all (a folder, no permission) is left where it is; its language and appearance are salvaged,
+    so the window that says so speaks the user's chosen language. Never raises."""
     path = path or settings_path()
+    text = ""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))  # Notepad writes a BOM: not "unreadable"
+        text = path.read_text(encoding="utf-8-sig")
+        raw = json.loads(text)  # Notepad writes a BOM: not "unreadable"
         if not isinstance(raw, dict):  # trial 15: null said "'NoneType' object has no attribute 'get'"
             raise ValueError(f"the file holds {_json_kind(raw)}, not a JSON object of settings")
         generation = _generation(raw.get("generation", {}))
@@ -301,11 +305,22 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
             aside = keep_aside(path)
         except OSError as move_error:
             log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
-            return Settings(), UnreadSettings(f"{path}: {exc}")
+            return _salvaged_looks(text), UnreadSettings(f"{path}: {exc}")
         log.warning("settings file %s unreadable (%s); moved to %s", path, exc, aside)
         # the whole path: the user finds the file to mend (new-user trial: only its name was said)
         position = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else None
-        return Settings(), UnreadSettings(str(exc), str(aside), json_position=position)
+        return _salvaged_looks(text), UnreadSettings(str(exc), str(aside), json_position=position)
+
+
+def _salvaged_looks(text: str) -> Settings:
+    """Defaults, but with the language and appearance a broken file still names ("language":
+    "ko" before a stray comma): a user who chose Korean on an English system is told about the
+    broken file in Korean, and the next save keeps the choice (new-user trial)."""
+    def named(key: str) -> object:
+        found = re.findall(rf'"{key}"\s*:\s*"([^"]*)"', text)
+        return found[0] if len(found) == 1 else None  # named twice: no guess
+
+    return Settings(language=_language(named("language")), appearance=_appearance(named("appearance")))
 
 
 def _json_kind(value: object) -> str:

@@ -2,6 +2,7 @@
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -221,6 +222,24 @@ def test_a_broken_settings_file_is_kept_aside_and_said_never_silently_replaced(t
     settings, note = read_settings(path)
     assert settings == Settings() and path.is_dir() and "Is a directory" in note.reason and not note.kept_as
     assert load_settings(path) == Settings()
+
+
+def test_a_broken_file_still_gives_its_language_and_appearance(tmp_path):
+    """New-user trial: Korean chosen on an English system, then a stray comma in settings.json:
+    the window that said the file was broken spoke English."""
+    from app.core.settings import read_settings
+
+    path = tmp_path / "settings.json"
+    path.write_text('{"language": "ko", "appearance" : "dark", "generation": {"temperature": 0.3,}}',
+                    encoding="utf-8")
+    settings, note = read_settings(path)
+    assert note.kept_as and settings == replace(Settings(), language="ko", appearance="dark")
+    unknown = '{"language": "fr", "appearance": "light", "x": "language", "generation": {'
+    path.write_text(unknown, encoding="utf-8")
+    assert read_settings(path)[0] == replace(Settings(), appearance="light")  # "fr": the system's
+    twice = '{"language": "ko", "generation": {"system_prompt": "x"}, "language": "en",'
+    path.write_text(twice, encoding="utf-8")
+    assert read_settings(path)[0] == Settings()  # named twice: no guess
 
 
 def test_a_settings_file_nested_too_deeply_is_kept_aside_not_fatal(tmp_path):
