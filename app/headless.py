@@ -9,6 +9,7 @@ window does (`load_failure_line`).
 
 import json
 import logging
+import signal
 import sys
 import threading
 from dataclasses import replace
@@ -18,6 +19,31 @@ from app.core.paths import default_model_path
 from app.core.plural import counted
 from app.core.settings import GenerationSettings, load_settings
 from app.engine import events as ev
+
+_ctrl_c = threading.Event()
+
+
+def note_interrupts() -> None:
+    """Remember Ctrl+C, then raise KeyboardInterrupt as Python does. transformers and accelerate turn
+    one raised in the middle of an import into an ImportError, and the half-imported module left
+    behind fails the next import as a "circular import" with no trace of Ctrl+C (new-user trial:
+    Ctrl+C 0.3 s after --ask said the default model's file could not be read); `_fail` says such a
+    failure as the interruption it was. Left off where SIGINT is ignored (nohup, a background job)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_ctrl_c)
+
+
+def _on_ctrl_c(signum, frame) -> None:
+    _ctrl_c.set()
+    raise KeyboardInterrupt
+
+
+def _fail(line: str) -> None:
+    """Print a one-line failure on stderr; raise KeyboardInterrupt instead when Ctrl+C came first
+    (the failure is its after-effect, app.main says "interrupted")."""
+    if _ctrl_c.is_set():
+        raise KeyboardInterrupt
+    print(line, file=sys.stderr)
 
 
 def _model_path(model_path: Path | None) -> Path | None:
@@ -42,7 +68,7 @@ def plan(model_path: Path | None, device_preference: str = "auto") -> int:
     try:
         result = plan_model(path, device_preference)
     except (UnsupportedGguf, ValueError, OSError) as exc:
-        print(f"headroom: cannot plan {path.name}: {exc}", file=sys.stderr)
+        _fail(f"headroom: cannot plan {path.name}: {exc}")
         return 1
     print(json.dumps(result.to_json(), indent=2))
     print(f"[plan] {result.summary()}", file=sys.stderr)
@@ -64,7 +90,7 @@ def _load(model_path: Path | None):
         loaded = load_model(path, progress=_StageLines(), trust_remote_code=allowed.trust_remote_code,
                             allow_pickle=allowed.allow_pickle)
     except ModelLoadError as exc:
-        print(f"headroom: {load_failure_line(str(exc), path)}", file=sys.stderr)
+        _fail(f"headroom: {load_failure_line(str(exc), path)}")
         return None
     print(f"[{loaded.report.summary()}]", file=sys.stderr)
     if loaded.report.template_problem:  # as the window says it (a bracketed line, not a log record)
@@ -84,6 +110,8 @@ class _StageLines:
         self._tenth = -1
 
     def __call__(self, text: str, fraction: float) -> None:
+        if _ctrl_c.is_set():  # a Ctrl+C some library swallowed: the load stops at its next stage
+            raise KeyboardInterrupt
         if text.startswith("Converting "):
             tenth = int(fraction * 10)
             if tenth == self._tenth:
@@ -169,7 +197,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
                 print(f"headroom: {refusal_line(decision)}", file=sys.stderr)
                 return 1
             case ev.TurnFailed(reason=reason):
-                print(f"\nheadroom: {reason}", file=sys.stderr)
+                _fail(f"\nheadroom: {reason}")
                 return 1
             case ev.TurnCompleted(finished=f):
                 out.end()

@@ -138,11 +138,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_headless(args) -> int:
     """--self-test, --plan, --ask or --replay; their exit code."""
+    from app import headless
+
+    headless.note_interrupts()
     if args.self_test:
         from app import self_test
 
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
-    from app import headless  # --plan / --ask / --replay
 
     if args.plan:
         return headless.plan(args.model, "cpu" if args.cpu else "auto")

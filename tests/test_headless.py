@@ -53,6 +53,52 @@ def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
     assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode()
 
 
+@pytest.fixture
+def ctrl_c_noted(monkeypatch):
+    """app.main's SIGINT handler, put back afterwards (a CI runner may start pytest with SIGINT ignored)."""
+    from app import headless
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield headless
+    finally:
+        signal.signal(signal.SIGINT, before)
+        headless._ctrl_c.clear()
+
+
+def _swallow_ctrl_c() -> None:
+    """Ctrl+C arriving inside a library that turns it into something else (an import that fails)."""
+    import os
+
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # Python's handler runs right after this call
+    except BaseException:  # noqa: BLE001 - what the library does
+        pass
+
+
+@pytest.mark.parametrize("load_then", ["fails", "goes_on"])
+def test_a_ctrl_c_some_library_swallowed_still_ends_as_interrupted(tiny_model_dir, ctrl_c_noted, monkeypatch,
+                                                                    capsys, load_then):
+    """New-user trial: Ctrl+C 0.3 s after --ask left accelerate half-imported; the next import failed as a
+    circular import and was said as "This GGUF file could not be read … installs it again" (exit 1)."""
+    from app.engine.loading import loader
+    from app.main import main
+
+    def load_model(path, progress=None, **_):
+        _swallow_ctrl_c()
+        if load_then == "fails":
+            raise loader.ModelLoadError(f"cannot load {path.name}: ImportError: cannot import name "
+                                        "'dispatch_model' from partially initialized module")
+        progress("Loading the weights", 0.5)
+        raise AssertionError("the load went on after Ctrl+C")
+
+    monkeypatch.setattr(loader, "load_model", load_model)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs its own
+    assert main(["--ask", "hi", "--model", str(tiny_model_dir)]) == 130
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("headroom: interrupted") and "cannot" not in err and "Loading the weights" not in err
+
+
 def test_model_flag_opens_an_hf_folder(tiny_model_dir):
     result = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "4")
     assert result.returncode == 0, result.stderr
