@@ -221,6 +221,26 @@ def test_cpu_load_meter_counts_other_programs_only():
     assert apply_cpu_threads(0, None, seen.append) == seen[0] >= 1
 
 
+def test_cpu_load_meter_waits_out_a_look_too_short_to_count():
+    """New-user trial: `--ask` looked milliseconds after the load, /proc/stat had not ticked, the load
+    was "unknown", and both threads ran beside a busy core at 1 tok/s. A look sooner than
+    MIN_WINDOW_S after the last waits out the rest; a later one does not wait."""
+    now, slept = [100.0], []
+    stats = {100.0: (0, 0), 100.25: (25, 50), 105.0: (500, 1000)}  # the other core busy all along
+    own = iter([0.0, 0.0, 0.0])
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] = round(now[0] + seconds, 6)
+
+    meter = CpuLoadMeter(lambda: stats[now[0]], lambda: next(own), clock_ticks=100, cores=2,
+                         clock=lambda: now[0], sleep=sleep)
+    now[0] = 100.001  # the first turn, right after the load
+    assert meter.busy_cores() == 1 and slept == [pytest.approx(0.249)]
+    now[0] = 105.0
+    assert meter.busy_cores() == 1 and len(slept) == 1
+
+
 class FakeCudaProbe:
     """A CUDA probe whose free memory a test sets (bytes); 1 GiB allocated, 2 TiB total."""
 

@@ -15,10 +15,16 @@ No Qt, no module-level mutable state: the meter is owned by the turn runner.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 BUSY_CORE_FRACTION = 0.5
 """A core counts as busy when other programs used at least half of it since the last look."""
+
+MIN_WINDOW_S = 0.25
+"""The shortest look: /proc/stat counts in jiffies (10 ms), so a look a few milliseconds after
+the last one sees no time pass (new-user trial: `--ask` asks right after the load, found "load
+unknown", kept both threads beside a busy core and decoded at 1 tok/s instead of 17.8)."""
 
 
 def _read_proc_stat() -> tuple[int, int] | None:
@@ -51,16 +57,19 @@ def usable_cores() -> int:
 class CpuLoadMeter:
     """How many cores other programs keep busy, from the CPU time counted since the last call.
 
-    ``busy_cores()`` -> int or None (no /proc/stat, or no time passed). ``read_stat``,
-    ``own_seconds`` and ``clock_ticks`` are injectable for tests: (busy, total) jiffies, this
-    process's user + system seconds, and jiffies per second."""
+    ``busy_cores()`` -> int or None (no /proc/stat, or no time passed); a call sooner than
+    MIN_WINDOW_S after the last look first waits out the rest of it. ``read_stat``,
+    ``own_seconds``, ``clock_ticks``, ``clock`` and ``sleep`` are injectable for tests: (busy,
+    total) jiffies, this process's user + system seconds, jiffies per second, monotonic seconds."""
 
     def __init__(self, read_stat: Callable[[], tuple[int, int] | None] = _read_proc_stat,
                  own_seconds: Callable[[], float] = _own_cpu_seconds, clock_ticks: int | None = None,
-                 cores: int | None = None):
-        self._read, self._own = read_stat, own_seconds
+                 cores: int | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._read, self._own, self._clock, self._sleep = read_stat, own_seconds, clock, sleep
         self._hz = clock_ticks or _clock_ticks()
         self._cores = cores or os.cpu_count() or 1
+        self._last_time = self._clock()
         self._last = self._sample()
 
     def _sample(self):
@@ -68,6 +77,10 @@ class CpuLoadMeter:
         return None if stat is None else (stat[0], stat[1], self._own())
 
     def busy_cores(self) -> int | None:
+        short = MIN_WINDOW_S - (self._clock() - self._last_time)
+        if short > 0 and self._last is not None:
+            self._sleep(short)  # once, right after the load: later turns come seconds apart
+        self._last_time = self._clock()
         now, last = self._sample(), self._last
         self._last = now
         if now is None or last is None or now[1] <= last[1]:
