@@ -280,6 +280,35 @@ def _gguf_refusal(message: str, default: bool) -> PlainError | None:
     return None
 
 
+# app.engine.loading.gguf_convert.convert_gguf's refusal and app.engine.loading.loader.convert_gguf's
+# writing failure (new-user trial: a full or misplaced cache was said as a damaged GGUF, "reinstall it")
+_NO_DISK = re.compile(r"not enough disk space to convert .*: it needs (.+) in (.+), (.+) free$")
+_NOT_WRITTEN = re.compile(r"cannot write the conversion of .* in (.+): \[Errno (-?\d+|None)\] (.*)$")
+
+
+def _conversion_cache_failure(message: str) -> PlainError | None:
+    """A GGUF's conversion that could not be written to the cache, said as that; None otherwise."""
+    full_todo = translate("PlainError", "Free some space there, or start Headroom with HEADROOM_CACHE_DIR set to "
+                                        "a folder on another disk.")
+    short = _NO_DISK.search(message)
+    if short:
+        needed, folder, free = short.groups()
+        return PlainError(translate("PlainError", "There is not enough disk space to convert this GGUF file: it "
+                                                  "needs {0} in {1}, and {2} is free.").format(needed, folder, free),
+                          full_todo)
+    failed = _NOT_WRITTEN.search(message)
+    if failed:
+        folder, number, words = failed.groups()
+        code = int(number) if number != "None" else None
+        full = code in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+        return PlainError(translate("PlainError", "The converted model could not be written to {0}: {1}.").format(
+                          folder, os_error_text(OSError(code, words or None))),
+                          full_todo if full else
+                          translate("PlainError", "Check that folder, or start Headroom with HEADROOM_CACHE_DIR set "
+                                                  "to another folder."))
+    return None
+
+
 def _is_default_model(path: Path | None) -> bool:
     """Whether `path` is the default model's file (app.core.paths.default_model_path)."""
     if path is None:
@@ -410,6 +439,9 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
     if message.startswith("this server cannot continue a stopped answer"):
         return PlainError(translate("PlainError", "This server cannot continue a stopped answer."),
                           translate("PlainError", "Use Regenerate for a new answer instead."))
+    conversion = _conversion_cache_failure(message)  # before the GGUF wording: the cache's fault, not the file's
+    if conversion is not None:
+        return conversion
     if during == "load" and (message.startswith("cannot convert") or _GGUF.search(message)):
         return _bad_gguf(default)
     kind = _remote_kind(message)

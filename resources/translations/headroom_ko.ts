@@ -2395,6 +2395,22 @@ loaded in {5} s
         <translation>이 모델의 다른 양자화 파일(예: Q4_K_M, Q8_0, F16)을 고르세요.</translation>
     </message>
     <message>
+        <source>Free some space there, or start Headroom with HEADROOM_CACHE_DIR set to a folder on another disk.</source>
+        <translation>그곳의 공간을 확보하거나, HEADROOM_CACHE_DIR을 다른 디스크의 폴더로 지정하고 Headroom을 시작하세요.</translation>
+    </message>
+    <message>
+        <source>There is not enough disk space to convert this GGUF file: it needs {0} in {1}, and {2} is free.</source>
+        <translation>이 GGUF 파일을 변환할 디스크 공간이 부족합니다: {1}에 {0}이(가) 필요한데 {2}만 남아 있습니다.</translation>
+    </message>
+    <message>
+        <source>The converted model could not be written to {0}: {1}.</source>
+        <translation>변환한 모델을 {0}에 쓸 수 없습니다: {1}.</translation>
+    </message>
+    <message>
+        <source>Check that folder, or start Headroom with HEADROOM_CACHE_DIR set to another folder.</source>
+        <translation>그 폴더를 확인하거나, HEADROOM_CACHE_DIR을 다른 폴더로 지정하고 Headroom을 시작하세요.</translation>
+    </message>
+    <message>
         <source>The model produced invalid numbers (NaN or infinity).</source>
         <translation>모델이 잘못된 수(NaN 또는 무한대)를 만들었습니다.</translation>
     </message>

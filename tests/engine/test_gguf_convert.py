@@ -189,6 +189,45 @@ def test_too_little_disk_is_refused_before_writing(tiny_q8, cache, monkeypatch):
     assert not (cache / "gguf").exists() or list((cache / "gguf").iterdir()) == []
 
 
+def _said(path) -> str:
+    """The load's failure as the window and --ask say it (English)."""
+    from app.chat.error_text import plain_failure
+
+    with pytest.raises(ModelLoadError) as failed:
+        resolve_model_folder(path)
+    return plain_failure(str(failed.value), "load", path).line()
+
+
+def test_a_cache_that_cannot_take_the_conversion_is_said_as_that_not_as_a_bad_gguf(tiny_q8, cache, monkeypatch):
+    """New-user trial: a full disk, a disk that filled mid-way and a file where the cache folder belongs
+    were all "This GGUF file could not be read", and the default model's advice was to reinstall it."""
+    import errno
+
+    path, _ = tiny_q8
+    monkeypatch.setattr(gguf_convert.shutil, "disk_usage", lambda _p: type("U", (), {"free": 10_000})())
+    said = _said(path)
+    assert said.startswith("There is not enough disk space to convert this GGUF file: it needs ")
+    assert f"in {cache / 'gguf'}, and 9.8 KiB is free. Free some space there" in said
+    monkeypatch.undo()
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(cache))
+
+    def full(self, name, pieces):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gguf_convert._ShardWriter, "add", full)
+    assert _said(path) == (f"The converted model could not be written to {cache / 'gguf'}: the disk is full. "
+                           "Free some space there, or start Headroom with HEADROOM_CACHE_DIR set to a folder on "
+                           "another disk.")
+    assert [p.name for p in (cache / "gguf").iterdir()] == []  # nothing half-written is left
+    monkeypatch.undo()
+    in_the_way = cache.parent / "a-file"
+    in_the_way.write_text("x")
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(in_the_way))
+    assert _said(path) == (f"The converted model could not be written to {in_the_way / 'gguf'}: a part of the "
+                           "path is a file, not a folder. Check that folder, or start Headroom with "
+                           "HEADROOM_CACHE_DIR set to another folder.")
+
+
 def test_the_old_float32_folder_beside_the_gguf_is_replaced(tmp_path):
     path = tmp_path / "m.gguf"
     write_tiny_gguf(path, "Q8_0")

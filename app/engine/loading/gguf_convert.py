@@ -21,6 +21,7 @@ instead (`reuse_conversion`); a path's conversion of what it held before goes (`
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -80,6 +81,17 @@ def _stamp(gguf: Path, dtype: str) -> dict:
     stat = gguf.stat()
     return {"file": str(gguf.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
             "dtype": dtype, "converter": CONVERTER_VERSION}
+
+
+def writing_failure(exc: OSError) -> bool:
+    """Whether `exc` came from writing the conversion, not from reading the GGUF: a full disk or
+    quota, or an error on a path inside the conversion cache (a file where its folder belongs, a
+    read-only or foreign-owned folder). New-user trial: these were said as a damaged GGUF."""
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return True
+    cache = cache_dir().absolute()
+    return any(name is not None and cache in (path := Path(os.fsdecode(name)).absolute(), *path.parents)
+               for name in (exc.filename, exc.filename2))
 
 
 def conversion_dir(gguf: Path, dtype: str = "bfloat16") -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from app.core.paths import cache_dir
 from app.engine.loading.folder_trust import check_folder, remote_code_message
 from app.engine.loading.model_path import model_source, refusal
 from app.engine.loading.placement import Placement, detect_placement
@@ -122,6 +123,9 @@ def convert_gguf(gguf: Path, progress: Progress | None = None, cancel: threading
         if _interrupted(exc):
             raise KeyboardInterrupt from None
         error = _load_error(f"cannot convert {gguf.name}", exc)
+        if isinstance(exc, OSError) and gc_.writing_failure(exc):  # the cache's fault, not the file's
+            error = ModelLoadError(f"cannot write the conversion of {gguf.name} in {cache_dir() / 'gguf'}: "
+                                   f"[Errno {exc.errno}] {exc.strerror}")
     finally:
         gc.collect()
     raise error  # outside the except block: no __context__ keeps the failed frames alive
