@@ -228,6 +228,31 @@ def test_a_cache_that_cannot_take_the_conversion_is_said_as_that_not_as_a_bad_gg
                            "HEADROOM_CACHE_DIR set to another folder.")
 
 
+@pytest.mark.parametrize("damage", ["cut weights", "broken config"])
+def test_a_damaged_conversion_is_converted_again_with_its_hard_linked_copies(tiny_q8, cache, tmp_path, damage):
+    """New-user trial: a cut model.safetensors (or a broken config.json) in the cache was reused at every
+    open, and a fresh download of the same GGUF reused it again; only deleting the cache helped."""
+    path, _ = tiny_q8
+    copy = tmp_path / "copy.gguf"
+    shutil.copyfile(path, copy)
+    first = resolve_model_folder(path)
+    second = resolve_model_folder(copy)  # the same content: hard links to the first's files
+    assert (first / "model.safetensors").stat().st_ino == (second / "model.safetensors").stat().st_ino
+    if damage == "cut weights":
+        with open(first / "model.safetensors", "r+b") as f:  # the shared inode: both are cut
+            f.truncate(f.seek(0, os.SEEK_END) // 2)
+    else:
+        (first / "config.json").write_text('{"model_type": "llama",', encoding="utf-8")
+    assert gguf_convert.conversion_damage(first) is not None
+    again = resolve_model_folder(copy)
+    assert again == second and gguf_convert.conversion_damage(again) is None
+    model = AutoModelForCausalLM.from_pretrained(again)
+    assert model.config.num_hidden_layers == 2
+    if damage == "cut weights":  # the first shared the cut file: removed too, and converted anew on open
+        assert not first.exists()
+    assert gguf_convert.conversion_damage(resolve_model_folder(path)) is None
+
+
 def test_the_old_float32_folder_beside_the_gguf_is_replaced(tmp_path):
     path = tmp_path / "m.gguf"
     write_tiny_gguf(path, "Q8_0")

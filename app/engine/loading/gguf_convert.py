@@ -39,6 +39,7 @@ import psutil
 
 from app.core.paths import cache_dir
 from app.engine.loading.gguf_header import GgufHeader, GgufTensor, damaged_gguf, read_gguf_header
+from app.engine.loading.safetensors_header import damaged_safetensors
 from app.engine.memory.units import GiB, MiB, format_bytes
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,31 @@ def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
     return folder if {key: stamp.get(key) for key in expected} == expected else None
 
 
+def conversion_damage(folder: Path) -> str | None:
+    """Why a finished conversion cannot be used as it is: a .json file that no longer parses, or a
+    safetensors file cut short or garbled (a crash before the disk had it, an edit). None when whole.
+    Reads the .json files and the safetensors headers only. New-user trial: a cut model.safetensors
+    in the cache was reused forever, and a fresh download of the same GGUF reused it again."""
+    for file in sorted(folder.glob("*.json")):
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return f"{file.name}: {exc}"
+    if not any(folder.glob("*.safetensors")):
+        return "no weights file"
+    return damaged_safetensors(folder)
+
+
+def discard_damaged(folder: Path, dtype: str) -> None:
+    """Remove a damaged conversion, and the conversions of the same content that share its damage
+    (hard links of one file: `reuse_conversion`), so the next open converts anew."""
+    sha256 = _content_of(folder, dtype)
+    for other in (cache_dir() / "gguf").glob(f"*-{dtype}/*.hf"):
+        if other == folder or (sha256 and _content_of(other, dtype) == sha256 and conversion_damage(other)):
+            shutil.rmtree(other.parent, ignore_errors=True)
+            log.warning("removed the damaged conversion %s", other.parent)
+
+
 def _read_stamp(folder: Path) -> dict:
     """A conversion's SOURCE_STAMP; {} where it is missing or unreadable."""
     try:
@@ -140,7 +166,7 @@ def reuse_conversion(gguf: Path, dtype: str, sha256: str) -> Path | None:
     renamed or changed. None where there is none, or where the file system has no hard links (FAT,
     exFAT): then it is converted."""
     source = next((folder for folder in (cache_dir() / "gguf").glob(f"*-{dtype}/*.hf")
-                   if _content_of(folder, dtype) == sha256), None)
+                   if _content_of(folder, dtype) == sha256 and conversion_damage(folder) is None), None)
     if source is None:
         return None
     target = conversion_dir(gguf, dtype)
@@ -247,6 +273,7 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
         _save_tokenizer_and_config(header, tmp)
         _write_weights(header, tmp, dtype, report, cancel)
         (tmp / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256}))
+        _flush(tmp)
         shutil.rmtree(home, ignore_errors=True)
         tmp_home.rename(home)
     finally:
@@ -255,6 +282,15 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
     drop_replaced(gguf, dtype, disk.folder)
     report("Converted", 1.0)
     return disk.folder
+
+
+def _flush(folder: Path) -> None:
+    """fsync every file before the folder is renamed into place: the rename may reach the disk before
+    the data does, and a power cut would leave a whole-looking conversion with cut files."""
+    for file in folder.iterdir():
+        if file.is_file():
+            with open(file, "rb") as f:
+                os.fsync(f.fileno())
 
 
 def _check(cancel: threading.Event | None) -> None:

@@ -136,7 +136,7 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed.
     A GGUF's conversion lives in the user cache (app.engine.loading.gguf_convert.conversion_dir);
     the float32 folder older versions left beside it is ignored, and removed once converted."""
-    from app.engine.loading.gguf_convert import cached_conversion, sweep_abandoned
+    from app.engine.loading.gguf_convert import cached_conversion, conversion_damage, discard_damaged, sweep_abandoned
 
     why = refusal(path)  # what the name and first bytes tell (the window asked the same before unloading)
     if why is not None:
@@ -145,7 +145,12 @@ def resolve_model_folder(path: Path, progress: Progress | None = None,
     if path.is_file():
         dtype = conversion_dtype(device_preference)
         sweep_abandoned()  # before the disk check: a killed conversion's space counts as free
-        return cached_conversion(path, dtype) or convert_gguf(path, progress, cancel, dtype)
+        cached = cached_conversion(path, dtype)
+        if cached is not None and (damage := conversion_damage(cached)):
+            log.warning("the conversion of %s is damaged (%s): converting it again", path.name, damage)
+            discard_damaged(cached, dtype)
+            cached = None
+        return cached or convert_gguf(path, progress, cancel, dtype)
     return path
 
 
