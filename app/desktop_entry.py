@@ -6,7 +6,7 @@ the icon into `$XDG_DATA_HOME/icons/hicolor/<size>x<size>/apps` (PNG) and `.../s
 (SVG), following the freedesktop Desktop Entry and Icon Theme specifications
 (https://specifications.freedesktop.org/desktop-entry-spec/latest/,
 https://specifications.freedesktop.org/icon-theme-spec/latest/). `$XDG_DATA_HOME` defaults to
-~/.local/share (platformdirs). Exec runs this interpreter's `-m app` from a source install, or
+~/.local/share (platformdirs). Exec runs this interpreter's `-P -m app` from a source install, or
 the bundle's executable when frozen (PyInstaller sets sys.frozen). No Qt is imported.
 """
 
@@ -24,11 +24,13 @@ _RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
 
 
 def launch_command() -> list[str]:
-    """argv that starts the GUI: the bundle's executable when frozen, else `<python> -m app`
-    (the interpreter must have Headroom installed, e.g. `pip install -e .`, as the README does)."""
+    """argv that starts the GUI: the bundle's executable when frozen, else `<python> -P -m app`
+    (the interpreter must have Headroom installed, e.g. `pip install -e .`, as the README does).
+    -P keeps the working folder off sys.path: launchers start in $HOME, and a ~/app package of the
+    user's own would otherwise be what the menu runs (new-user trial)."""
     if getattr(sys, "frozen", False):
         return [str(Path(sys.executable).resolve())]
-    return [str(Path(sys.executable).absolute()), "-m", "app"]
+    return [str(Path(sys.executable).absolute()), "-P", "-m", "app"]
 
 
 def quote_exec(argv: list[str]) -> str:

@@ -27,7 +27,7 @@ def test_install_from_source_runs_this_interpreter_with_dash_m_app(data_home, ca
     assert desktop_entry.main(["install"]) == 0
     python = str(Path(sys.executable).absolute())
     entry = entry_lines(data_home)
-    assert entry["Exec"] == f"{python} -m app"  # the venv path has no reserved characters
+    assert entry["Exec"] == f"{python} -P -m app"  # the venv path has no reserved characters
     assert entry["TryExec"] == python
     assert entry["Icon"] == "headroom" and entry["Name"] == "Headroom" and entry["Type"] == "Application"
     for size in SIZES:
@@ -36,7 +36,19 @@ def test_install_from_source_runs_this_interpreter_with_dash_m_app(data_home, ca
         assert int.from_bytes(png.read_bytes()[16:20], "big") == size  # IHDR width
     svg = data_home / "icons" / "hicolor" / "scalable" / "apps" / "headroom.svg"
     assert b"<svg" in svg.read_bytes()
-    assert f"Exec={python} -m app" in capsys.readouterr().out
+    assert f"Exec={python} -P -m app" in capsys.readouterr().out
+
+
+def test_the_menu_entry_runs_headroom_even_from_a_folder_holding_another_app_package(data_home, tmp_path):
+    """New-user trial: with ~/app/__main__.py (a project of the user's own) and the launcher starting in
+    $HOME, `python -m app` ran that package instead of Headroom."""
+    import subprocess
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text("print('SOME OTHER app PACKAGE')")
+    argv = [*desktop_entry.launch_command(), "--help"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "usage: headroom" in done.stdout and "OTHER" not in done.stdout
 
 
 def test_frozen_exec_is_the_bundle_executable_quoted(data_home, monkeypatch, tmp_path):
