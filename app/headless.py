@@ -9,39 +9,22 @@ window does (`load_failure_line`).
 
 import json
 import logging
-import signal
 import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
 
+from app.core.interrupts import interrupted
 from app.core.paths import default_model_path
 from app.core.plural import counted
 from app.core.settings import GenerationSettings, load_settings
 from app.engine import events as ev
 
-_ctrl_c = threading.Event()
-
-
-def note_interrupts() -> None:
-    """Remember Ctrl+C, then raise KeyboardInterrupt as Python does. transformers and accelerate turn
-    one raised in the middle of an import into an ImportError, and the half-imported module left
-    behind fails the next import as a "circular import" with no trace of Ctrl+C (new-user trial:
-    Ctrl+C 0.3 s after --ask said the default model's file could not be read); `_fail` says such a
-    failure as the interruption it was. Left off where SIGINT is ignored (nohup, a background job)."""
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_ctrl_c)
-
-
-def _on_ctrl_c(signum, frame) -> None:
-    _ctrl_c.set()
-    raise KeyboardInterrupt
-
 
 def _fail(line: str) -> None:
     """Print a one-line failure on stderr; raise KeyboardInterrupt instead when Ctrl+C came first
-    (the failure is its after-effect, app.main says "interrupted")."""
-    if _ctrl_c.is_set():
+    (the failure is its after-effect, app.core.interrupts; app.main says "interrupted")."""
+    if interrupted():
         raise KeyboardInterrupt
     print(line, file=sys.stderr)
 
@@ -110,7 +93,7 @@ class _StageLines:
         self._tenth = -1
 
     def __call__(self, text: str, fraction: float) -> None:
-        if _ctrl_c.is_set():  # a Ctrl+C some library swallowed: the load stops at its next stage
+        if interrupted():  # a Ctrl+C some library swallowed: the load stops at its next stage
             raise KeyboardInterrupt
         if text.startswith("Converting "):
             tenth = int(fraction * 10)

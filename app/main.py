@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import app  # noqa: F401  (sets offline mode and the CUDA allocator before torch loads)
+from app.core.interrupts import defer_interrupts, note_interrupts
 from app.core.logs import configure_logging, log_uncaught_exceptions
 from app.core.settings import (
     MAX_NEW_TOKENS,
@@ -108,7 +109,17 @@ def quiet_transformers() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `headroom` command and `python -m app`; the process's exit code."""
     started = time.perf_counter()
+    note_interrupts()  # a Ctrl+C a library swallows is still seen (app.core.interrupts)
+    try:
+        return _main(argv, started)
+    except KeyboardInterrupt:  # Ctrl+C: a one-run command stops as a shell tool does, not with a traceback
+        print("\nheadroom: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, what shells report
+
+
+def _main(argv: list[str] | None, started: float) -> int:
     args = parse_args(argv)
     if args.desktop_entry:  # before logging and torch: a file copy needs neither
         from app import desktop_entry
@@ -118,33 +129,30 @@ def main(argv: list[str] | None = None) -> int:
     log_uncaught_exceptions()  # headless too; the window installs its own hook with a dialog
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
     quiet_transformers()
-    if not (args.self_test or args.plan or args.ask is not None or args.replay is not None):
-        from app.ui.display_check import display_problem
-
-        problem = display_problem()  # else Qt aborts (core dump) blaming libxcb-cursor0 (new-user trial)
-        if problem:
-            logging.getLogger("headroom").info("no window: %s", problem)  # the log file; stderr below
-            print(f"headroom: {problem}", file=sys.stderr)
-            return 1
-        from app.ui.application import run_gui  # the splash shows before torch is imported
-
-        return run_gui(args, *read_settings(), started)
-    try:
+    if args.self_test or args.plan or args.ask is not None or args.replay is not None:
         return _run_headless(args)
-    except KeyboardInterrupt:  # Ctrl+C: a one-run command stops as a shell tool does, not with a traceback
-        print("\nheadroom: interrupted", file=sys.stderr)
-        return 130  # 128 + SIGINT, what shells report
+    # The window: Ctrl+C is only remembered while it starts (raised inside PySide6's import it is a fatal
+    # error, inside the window's construction it leaves QThreads running and Qt aborts), then closes it.
+    defer_interrupts()
+    from app.ui.display_check import display_problem
+
+    problem = display_problem()  # else Qt aborts (core dump) blaming libxcb-cursor0 (new-user trial)
+    if problem:
+        logging.getLogger("headroom").info("no window: %s", problem)  # the log file; stderr below
+        print(f"headroom: {problem}", file=sys.stderr)
+        return 1
+    from app.ui.application import run_gui  # the splash shows before torch is imported
+
+    return run_gui(args, *read_settings(), started)
 
 
 def _run_headless(args) -> int:
     """--self-test, --plan, --ask or --replay; their exit code."""
-    from app import headless
-
-    headless.note_interrupts()
     if args.self_test:
         from app import self_test
 
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
+    from app import headless  # --plan / --ask / --replay
 
     if args.plan:
         return headless.plan(args.model, "cpu" if args.cpu else "auto")

@@ -56,14 +56,14 @@ def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
 @pytest.fixture
 def ctrl_c_noted(monkeypatch):
     """app.main's SIGINT handler, put back afterwards (a CI runner may start pytest with SIGINT ignored)."""
-    from app import headless
+    from app.core import interrupts
 
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield headless
+        yield interrupts
     finally:
         signal.signal(signal.SIGINT, before)
-        headless._ctrl_c.clear()
+        interrupts.forget()
 
 
 def _swallow_ctrl_c() -> None:

@@ -14,11 +14,12 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication, QMessageBox
 from qasync import QEventLoop
 
+from app.core.interrupts import interrupted
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
 from app.core.settings import Settings, UnreadSettings
@@ -138,6 +139,8 @@ def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = Non
     if settings_note is not None:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence)
         window.chat.announce(unread_settings_text(settings_note), "error")
     restore_interrupt = close_on_interrupt(window.close, window)  # Ctrl+C in a terminal: as the close button
+    if interrupted():  # pressed while starting, and swallowed by an import: closed now, as it was asked
+        QTimer.singleShot(0, window.close)
     with loop:
         loop.run_until_complete(closed.wait())
     restore_interrupt()

@@ -131,3 +131,27 @@ def test_start_up_reopens_the_model_used_last(qtbot, qasync_loop, tiny_model_dir
         window.show()
     assert ready.args[0].source == str(tiny_model_dir)
     window.close()
+
+
+def test_ctrl_c_while_the_window_starts_closes_it_cleanly(tiny_model_dir, tmp_path):
+    """New-user trial: Ctrl+C in the first 2 s of `headroom` printed a KeyboardInterrupt traceback from
+    inside an import, aborted with "QThread: Destroyed while thread … is still running", or was
+    swallowed and the window stayed open. Now it closes the window as soon as it is up."""
+    import signal
+    import time
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HEADROOM_CONFIG_DIR=str(tmp_path / "config"),
+               HEADROOM_DATA_DIR=str(tmp_path / "data"), HEADROOM_LOG_DIR=str(tmp_path / "logs"))
+    for after in (0.3, 1.0, 2.0):  # in the imports, the window's construction, the model's load
+        process = subprocess.Popen([sys.executable, "-m", "app", "--model", str(tiny_model_dir)], cwd=ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(after)
+        process.send_signal(signal.SIGINT)
+        try:
+            _, err = process.communicate(timeout=90)
+        finally:
+            process.kill()
+        assert process.returncode in (0, 130), (after, process.returncode, err[-3000:])
+        for bad in ("Traceback", "QThread", "CRITICAL"):
+            assert bad not in err, (after, err[-3000:])
