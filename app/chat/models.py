@@ -157,7 +157,8 @@ class ModelFlow(QObject):
         load_progressed, then model_loaded or load_failed (a notice says why) or, after Cancel,
         a notice. A path that cannot be a model (missing, not a .gguf or model folder, a .gguf
         without the GGUF magic bytes: app.engine.loading.model_path.refusal) is refused before the
-        open model is unloaded, which stays open."""
+        open model is unloaded, which stays open; so is one the worker refuses by its headers
+        (app.engine.loading.loader.preflight: a cut or unsupported file), nothing then to reopen."""
         chat, path = self._chat, Path(path)
         why = refusal(path)
         if why is not None:
@@ -268,7 +269,10 @@ class ModelFlow(QObject):
         path, newest = self._answered()
         if not newest:
             return
-        previous = self._previous_model(path)
+        kept = self._chat.report is not None  # refused by its header before the open model was freed
+        previous = None if kept else self._previous_model(path)
+        if kept:
+            self._chat.backend.refresh_can_send()
         log.warning("could not open %s: %s", path, reason)  # the engine's words stay in the log
         self._chat.announce(self._reopening(self._failure_line(reason, path), previous), "load")
         self._chat.load_failed.emit(reason)

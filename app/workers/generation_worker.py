@@ -199,11 +199,17 @@ class GenerationWorker(QObject):
     @Slot(str, object, str)
     def _on_load_requested(self, path: str, permissions, device: str) -> None:
         ticket = self._loads.start()
+        from app.engine.loading.loader import LoadCancelled, ModelLoadError, load_model, preflight
+
+        try:  # a file refused by its header leaves the open model open
+            preflight(Path(path), permissions.trust_remote_code, permissions.allow_pickle)
+        except ModelLoadError as exc:
+            self.load_failed.emit(str(exc))
+            return
         self._adopt(None)  # free the open model before the next one loads (VRAM kept after unload, bitsandbytes #1611)
         if ticket.is_set():
             self.load_cancelled.emit()
             return
-        from app.engine.loading.loader import LoadCancelled, ModelLoadError, load_model
 
         try:
             loaded = load_model(Path(path), self.load_progressed.emit, ticket,

@@ -199,3 +199,37 @@ def test_ctrl_c_inside_a_lazy_import_is_ctrl_c_not_a_damaged_model(tiny_model_di
         monkeypatch.setattr(loader.AutoModelForCausalLM, "from_pretrained",
                             lambda *_a, **_k: (_ for _ in ()).throw(ImportError("no accelerate")))
         load_model(tiny_model_dir)
+
+
+def test_preflight_refuses_by_headers_what_the_load_would_refuse(tmp_path, tiny_model_dir, monkeypatch):
+    """What the window refuses before it frees the open model (new-user trial: a cut GGUF freed it,
+    failed, then reopened it): a cut or unsupported GGUF, a cut safetensors file, a folder without
+    weights. A whole model passes, with no file written and nothing loaded."""
+    import shutil
+
+    from app.engine.loading.loader import preflight
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(tmp_path / "cache"))
+    whole = tmp_path / "whole.gguf"
+    write_tiny_gguf(whole, "Q8_0")
+    preflight(whole)
+    preflight(tiny_model_dir)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(ModelLoadError, match=r"^cannot convert cut.gguf: cut.gguf: damaged GGUF file \(it ends"):
+        preflight(cut)
+    odd = tmp_path / "odd.gguf"
+    write_tiny_gguf(odd, "F32", architecture="flux9")
+    with pytest.raises(ModelLoadError, match="^cannot convert odd.gguf: .*architecture 'flux9' is not supported"):
+        preflight(odd)
+    folder = tmp_path / "cut-folder"
+    shutil.copytree(tiny_model_dir, folder)
+    with open(folder / "model.safetensors", "r+b") as f:
+        f.truncate(f.seek(0, 2) // 2)
+    with pytest.raises(ModelLoadError, match="model.safetensors: damaged safetensors file"):
+        preflight(folder)
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(ModelLoadError, match="has no weight files"):
+        preflight(folder)
+    assert not cache_dir().exists()  # headers read, nothing converted

@@ -253,17 +253,31 @@ def test_load_requested_loads_in_the_worker_thread_and_picks_the_probe_from_the_
     assert [p.kind for p in probes] == ["cpu"] and probes[0] is worker.probe
 
 
-def test_a_failed_load_is_said_on_load_failed_and_leaves_no_model(qtbot, worker, tiny_loaded, tmp_path):
+def test_a_file_its_headers_refuse_keeps_the_open_model_a_failed_load_leaves_none(qtbot, worker, tiny_loaded,
+                                                                                    tiny_model_dir, tmp_path):
+    import json
+    import shutil
+
     from app.core.settings import ModelPermissions
 
     adopt(qtbot, worker, tiny_loaded)
     bad = tmp_path / "broken.gguf"
-    bad.write_bytes(b"GGUF" + b"not a gguf" * 50)  # past the magic bytes: the loader finds it
+    bad.write_bytes(b"GGUF" + b"not a gguf" * 50)  # past the magic bytes: its header refuses it
     changed = []
     worker.model_changed.connect(changed.append)
     with qtbot.waitSignal(worker.load_failed, timeout=30000) as failed:
         worker.load_requested.emit(str(bad), ModelPermissions(str(bad)), "auto")
     assert "cannot convert broken.gguf" in failed.args[0] and "Traceback" not in failed.args[0]
+    assert changed == []  # refused before the open model was freed (new-user trial): it still answers
+    with qtbot.waitSignal(worker.reply_finished, timeout=30000):
+        worker.turn_requested.emit(request(8, GenerationSettings(max_new_tokens=3)))
+    short = tmp_path / "short"  # whole headers, but its config names more layers than its weights hold
+    shutil.copytree(tiny_model_dir, short)
+    config = json.loads((short / "config.json").read_text())
+    (short / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 9}))
+    with qtbot.waitSignal(worker.load_failed, timeout=30000) as failed:
+        worker.load_requested.emit(str(short), ModelPermissions(str(short)), "auto")
+    assert "its config has 9 layers" in failed.args[0]
     assert changed == [None]  # the open model was freed first (C05), nothing adopted after
     with qtbot.waitSignal(worker.generation_failed, timeout=10000) as no_model:
         worker.turn_requested.emit(request(9, GenerationSettings(max_new_tokens=5)))

@@ -131,6 +131,34 @@ def convert_gguf(gguf: Path, progress: Progress | None = None, cancel: threading
     raise error  # outside the except block: no __context__ keeps the failed frames alive
 
 
+def preflight(path: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> None:
+    """Refuse what can be refused before the open model is freed, so the window keeps it: the name
+    and first bytes (`refusal`); a .gguf's header (cut short, damaged, an unsupported version,
+    architecture or tensor type); a folder's config.json, weight files and their opt-ins, and its
+    safetensors headers. Headers only: well under a second. New-user trial: a cut GGUF freed the
+    open model, failed, and reopened it. Raises ModelLoadError in load_model's own words."""
+    from app.engine.loading.gguf_header import UnsupportedGguf, read_gguf_header
+
+    why = refusal(path)
+    if why is not None:
+        raise ModelLoadError(why)
+    source = model_source(path)
+    try:
+        if source.is_file():
+            read_gguf_header(source)
+            return
+        trust = check_folder(source, trust_remote_code, allow_pickle)
+    except UnsupportedGguf as exc:
+        raise ModelLoadError(f"cannot convert {source.name}: {exc}") from None
+    except ValueError as exc:  # TrustRequired included: one line that says how to allow it
+        raise ModelLoadError(str(exc)) from None
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read {source.name}: {exc.strerror or exc}") from None
+    damage = damaged_safetensors(source) if trust.use_safetensors else None
+    if damage is not None:
+        raise ModelLoadError(f"cannot load {Path(path).name}: {damage}")
+
+
 def resolve_model_folder(path: Path, progress: Progress | None = None,
                          cancel: threading.Event | None = None, device_preference: str = "auto") -> Path:
     """Map a user's choice (HF folder or .gguf file) to an HF folder, converting if needed.
