@@ -44,9 +44,17 @@ def plan(model_path: Path | None, device_preference: str = "auto") -> int:
     one-line summary on stderr; no weights are read. Exit 0, or 1 with a one-line reason."""
     from app.engine.loading.fit_plan import plan_model
     from app.engine.loading.gguf_header import UnsupportedGguf
+    from app.engine.loading.loader import ModelLoadError, preflight
 
     path = _model_path(model_path)
     if path is None:
+        return 1
+    allowed = load_settings().permissions_for(path)
+    try:  # what --ask would refuse, refused here too (new-user trial: a folder of config.json alone was
+        # planned from its config's defaults, "does not fit: weights 25.10 GiB")
+        preflight(path, allowed.trust_remote_code, allowed.allow_pickle)
+    except ModelLoadError as exc:
+        _fail(f"headroom: {load_failure_line(str(exc), path)}")
         return 1
     try:
         result = plan_model(path, device_preference)
@@ -139,6 +147,15 @@ def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:
     return replace(settings, max_new_tokens=fitted_new_tokens(settings.max_new_tokens, context))
 
 
+def _say_context_cap(settings: GenerationSettings, report) -> None:
+    """A context setting beyond the model's trained positions, said as the bracketed line of what
+    is used (new-user trial: --context 999999 was capped in silence)."""
+    trained = report.max_positions
+    if trained and settings.context_tokens > trained:
+        print(f"[context {settings.context_tokens:,} tokens is more than this model's {trained:,} positions: "
+              f"{trained:,} are used]", file=sys.stderr)
+
+
 def ask(question: str, model_path: Path | None, settings: GenerationSettings, fit_new_tokens: bool = False) -> int:
     """Answer one question on stdout through the same turn runner as the window (history
     policy, admission, the position check of transformers #530); return the process exit code.
@@ -162,6 +179,7 @@ def ask(question: str, model_path: Path | None, settings: GenerationSettings, fi
     loaded = _load(model_path)
     if loaded is None:
         return 1
+    _say_context_cap(settings, loaded.report)
     if fit_new_tokens:
         settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))
@@ -254,6 +272,7 @@ def replay(turns_file: Path, model_path: Path | None, settings: GenerationSettin
     loaded = _load(model_path)
     if loaded is None:
         return 1
+    _say_context_cap(settings, loaded.report)
     if fit_new_tokens:
         settings = fitted_to_model(settings, loaded.report)
     runner = tr.TurnRunner(loaded, probe_for(loaded.report.device))

@@ -84,13 +84,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=seed,
                         help=f"0–{MAX_SEED}: make sampled answers repeat exactly; -1 (any negative) = a fresh "
                              "draw each turn")
-    parser.add_argument("--plan", action="store_true",
-                        help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
+    one_run.add_argument("--plan", action="store_true",  # new-user trial: --plan --ask ignored --ask in silence
+                         help="print the model's fit plan on this machine as JSON (nothing is loaded) and exit")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA exists")
-    parser.add_argument("--self-test", action="store_true",
-                        help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
-    parser.add_argument("--desktop-entry", choices=("install", "uninstall", "show"),
-                        help="add or remove the application-menu entry and icons for this user, and exit")
+    one_run.add_argument("--self-test", action="store_true",
+                         help="check the install or bundle (model answer, architectures, 4-bit layer) and exit")
+    one_run.add_argument("--desktop-entry", choices=("install", "uninstall", "show"),
+                         help="add or remove the application-menu entry and icons for this user, and exit")
     parser.add_argument("--verbose", action="store_true", help="log debug messages to stderr")
     return parser.parse_args(argv)
 

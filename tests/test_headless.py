@@ -99,6 +99,18 @@ def test_a_ctrl_c_some_library_swallowed_still_ends_as_interrupted(tiny_model_di
     assert err.rstrip().endswith("headroom: interrupted") and "cannot" not in err and "Loading the weights" not in err
 
 
+def test_a_context_beyond_the_model_is_said_as_capped(tiny_model_dir):
+    """New-user trial: --context 999999 was accepted and capped without a word."""
+    import re
+
+    result = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--context", "999999", "--max-new-tokens", "2")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^\[context 999,999 tokens is more than this model's [\d,]+ positions: [\d,]+ are used\]$",
+                     result.stderr, re.MULTILINE), result.stderr
+    quiet = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--context", "64", "--max-new-tokens", "2")
+    assert quiet.returncode == 0 and "positions" not in quiet.stderr
+
+
 def test_model_flag_opens_an_hf_folder(tiny_model_dir):
     result = run_app("--ask", "hi", "--model", str(tiny_model_dir), "--max-new-tokens", "4")
     assert result.returncode == 0, result.stderr

@@ -152,6 +152,9 @@ def _hand_over(instance: SingleInstance, model) -> int:
     when that window does not answer, say so and exit 1 (two writers would share one store)."""
     if instance.hand_over(model):
         log.info("Headroom is already running on this profile; handed over to it")
+        # a terminal's user is told where the model went (new-user trial: exit 0 and nothing said)
+        what = f"{model} goes to its window" if model else "its window is brought forward"
+        print(f"headroom: Headroom is already open for this profile ({data_dir()}); {what}", file=sys.stderr)
         return 0
     QMessageBox.warning(None, "Headroom", QCoreApplication.translate(
         "Application", "Headroom is already running for this profile ({0}) but does not answer. "

@@ -124,7 +124,17 @@ def test_cli_plan_prints_json_and_one_line_without_loading(tmp_path):
     assert not (tmp_path / "cache").exists()  # nothing converted, nothing loaded
     bad = _cli("--model", str(junk), env_extra=env)
     assert bad.returncode == 1 and bad.stdout == ""
-    assert "headroom: cannot plan junk.gguf: junk.gguf is not a GGUF file" in bad.stderr
+    assert "headroom: junk.gguf: This file is not a GGUF file" in bad.stderr
+    # what --ask refuses is refused here too (new-user trial: a config.json alone was planned from defaults)
+    (tmp_path / "config-only").mkdir()
+    (tmp_path / "config-only" / "config.json").write_text('{"model_type": "llama"}')
+    config_only = _cli("--model", str(tmp_path / "config-only"), env_extra=env)
+    assert config_only.returncode == 1 and config_only.stdout == ""
+    assert config_only.stderr.strip().endswith("config-only: This model folder has no weights files (.safetensors or "
+                                               ".bin). The download may be incomplete; download the model again, "
+                                               "or pick another folder.")
+    both = _cli("--ask", "hi", env_extra=env)  # each answers and exits: both at once is a usage error
+    assert both.returncode == 2 and "argument --ask: not allowed with argument --plan" in both.stderr
 
 
 @pytest.mark.real_model

@@ -54,3 +54,19 @@ def test_a_profile_folder_that_cannot_be_written_runs_unguarded_not_already_runn
     assert held.acquire()
     assert not SingleInstance(tmp_path / "profile").acquire()  # a real holder still turns a second away
     held.release()
+
+
+def test_a_second_launch_says_in_the_terminal_where_its_model_went(capsys, tmp_path, monkeypatch):
+    """New-user trial: `headroom --model typo.gguf` beside a running window exited 0 with nothing said."""
+    from app.ui import application
+
+    class Answering:
+        def hand_over(self, model):
+            return True
+
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path))
+    assert application._hand_over(Answering(), tmp_path / "typo.gguf") == 0
+    assert capsys.readouterr().err == (f"headroom: Headroom is already open for this profile ({tmp_path}); "
+                                       f"{tmp_path / 'typo.gguf'} goes to its window\n")
+    assert application._hand_over(Answering(), None) == 0
+    assert capsys.readouterr().err.endswith("; its window is brought forward\n")
