@@ -150,7 +150,7 @@ def fitted_to_model(settings: GenerationSettings, report) -> GenerationSettings:
 def _say_context_cap(settings: GenerationSettings, report) -> None:
     """A context setting beyond the model's trained positions, said as the bracketed line of what
     is used (new-user trial: --context 999999 was capped in silence)."""
-    trained = report.max_positions
+    trained = getattr(report, "max_positions", None)  # None: the config does not say
     if trained and settings.context_tokens > trained:
         print(f"[context {settings.context_tokens:,} tokens is more than this model's {trained:,} positions: "
               f"{trained:,} are used]", file=sys.stderr)
