@@ -228,7 +228,7 @@ def test_a_cache_that_cannot_take_the_conversion_is_said_as_that_not_as_a_bad_gg
                            "HEADROOM_CACHE_DIR set to another folder.")
 
 
-@pytest.mark.parametrize("damage", ["cut weights", "broken config"])
+@pytest.mark.parametrize("damage", ["cut weights", "broken config", "tokenizer deleted"])
 def test_a_damaged_conversion_is_converted_again_with_its_hard_linked_copies(tiny_q8, cache, tmp_path, damage):
     """New-user trial: a cut model.safetensors (or a broken config.json) in the cache was reused at every
     open, and a fresh download of the same GGUF reused it again; only deleting the cache helped."""
@@ -241,8 +241,10 @@ def test_a_damaged_conversion_is_converted_again_with_its_hard_linked_copies(tin
     if damage == "cut weights":
         with open(first / "model.safetensors", "r+b") as f:  # the shared inode: both are cut
             f.truncate(f.seek(0, os.SEEK_END) // 2)
-    else:
+    elif damage == "broken config":
         (first / "config.json").write_text('{"model_type": "llama",', encoding="utf-8")
+    else:  # re-trial: the load then said "This GGUF file could not be read … install_model", for good
+        (first / "tokenizer.json").unlink()
     assert gguf_convert.conversion_damage(first) is not None
     again = resolve_model_folder(copy)
     assert again == second and gguf_convert.conversion_damage(again) is None

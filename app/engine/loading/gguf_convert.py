@@ -113,10 +113,18 @@ def cached_conversion(gguf: Path, dtype: str = "bfloat16") -> Path | None:
 
 
 def conversion_damage(folder: Path) -> str | None:
-    """Why a finished conversion cannot be used as it is: a .json file that no longer parses, or a
-    safetensors file cut short or garbled (a crash before the disk had it, an edit). None when whole.
-    Reads the .json files and the safetensors headers only. New-user trial: a cut model.safetensors
+    """Why a finished conversion cannot be used as it is: a file gone or of another size than when it
+    was converted (its stamp lists them), a .json file that no longer parses, or a safetensors file
+    cut short or garbled (a crash before the disk had it, an edit). None when whole. Reads sizes,
+    the .json files and the safetensors headers only. New-user trial: a cut model.safetensors
     in the cache was reused forever, and a fresh download of the same GGUF reused it again."""
+    written = _read_stamp(folder).get("files")  # name → bytes when converted
+    now = _file_sizes(folder)
+    if not isinstance(written, dict):  # a stamp from before the list: what every conversion writes
+        written = {name: now.get(name, -1) for name in ("config.json", "tokenizer.json")}
+    changed = sorted(name for name, size in written.items() if now.get(name) != size)
+    if changed:
+        return f"{', '.join(changed)} missing or of another size than converted"
     for file in sorted(folder.glob("*.json")):
         try:
             json.loads(file.read_text(encoding="utf-8"))
@@ -125,6 +133,11 @@ def conversion_damage(folder: Path) -> str | None:
     if not any(folder.glob("*.safetensors")):
         return "no weights file"
     return damaged_safetensors(folder)
+
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    """The conversion's files (its stamp left out) and their sizes in bytes."""
+    return {file.name: file.stat().st_size for file in folder.iterdir() if file.is_file() and file.name != SOURCE_STAMP}
 
 
 def discard_damaged(folder: Path, dtype: str) -> None:
@@ -177,7 +190,8 @@ def reuse_conversion(gguf: Path, dtype: str, sha256: str) -> Path | None:
         for file in source.iterdir():
             if file.is_file() and file.name != SOURCE_STAMP:
                 os.link(file, tmp_home / target.name / file.name)
-        (tmp_home / target.name / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256}))
+        (tmp_home / target.name / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256,
+                                                                        "files": _read_stamp(source).get("files")}))
         shutil.rmtree(target.parent, ignore_errors=True)
         tmp_home.rename(target.parent)
     except OSError as exc:
@@ -272,7 +286,8 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
         report("Reading the GGUF tokenizer and chat template", 0.02)
         _save_tokenizer_and_config(header, tmp)
         _write_weights(header, tmp, dtype, report, cancel)
-        (tmp / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256}))
+        (tmp / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256,
+                                                    "files": _file_sizes(tmp)}))
         _flush(tmp)
         shutil.rmtree(home, ignore_errors=True)
         tmp_home.rename(home)
