@@ -3,6 +3,7 @@
 import argparse
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv, started)
     except KeyboardInterrupt:  # Ctrl+C: a one-run command stops as a shell tool does, not with a traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # pressed again while exiting: "Exception ignored…" (re-trial)
         print("\nheadroom: interrupted", file=sys.stderr)
         return 130  # 128 + SIGINT, what shells report
 

@@ -3,14 +3,17 @@ cannot, Qt aborts the process (a core dump) with a message that misleads: it bla
 libxcb-cursor0 whatever library is missing, then says "Reinstalling the application may fix
 this problem".
 
-Three cases, each said in one sentence with what to do:
-- no display at all (an ssh session, a server): DISPLAY and WAYLAND_DISPLAY unset;
+The cases, each said in one sentence with what to do:
+- QT_QPA_PLATFORM naming no platform plugin this Qt has ("bogus");
+- no display at all (an ssh session, a server): no DISPLAY, and no Wayland socket where
+  WAYLAND_DISPLAY points (a variable left from another session counts as none);
 - Qt's X11 plugin (platforms/libqxcb.so) cannot load because a system library is missing: the
   plugin is opened here with dlopen and the loader's own error names the library (Qt's list of
   what X11 needs: https://doc.qt.io/qt-6/linux-requirements.html);
 - the X server cannot be reached (a stale DISPLAY after ssh -X, no xauth): xcb_connect fails.
 
-Only X11 sessions are checked; Wayland and an explicit QT_QPA_PLATFORM are left to Qt.
+A live Wayland socket, and a QT_QPA_PLATFORM other than xcb or wayland (offscreen, vnc, eglfs…),
+are left to Qt.
 """
 
 from __future__ import annotations
@@ -30,14 +33,55 @@ MISSING_LIBRARY = "cannot open shared object file"  # glibc's dlerror for an abs
 
 def display_problem(environ=os.environ, platform: str = sys.platform) -> str | None:
     """Why the window cannot open, as a sentence for stderr and the log, or None when it can
-    (or when it is not ours to judge: not Linux, Wayland, QT_QPA_PLATFORM set)."""
-    if not platform.startswith("linux") or environ.get("QT_QPA_PLATFORM") or environ.get("WAYLAND_DISPLAY"):
+    (or when it is not ours to judge: not Linux, a live Wayland socket, another platform chosen)."""
+    if not platform.startswith("linux"):
         return None
+    chosen = [name.split(":")[0].strip() for name in environ.get("QT_QPA_PLATFORM", "").split(";") if name.strip()]
+    if chosen and not _plugin_file("xcb").parent.is_dir():
+        return None  # no plugin folder where QLibraryInfo says (an odd bundle): nothing to judge by
+    if chosen:  # Qt tries them in order ("wayland;xcb"); "name:options" carries options
+        known = [name for name in chosen if _plugin_file(name).is_file()]
+        if not known:
+            have = sorted(file.name.removeprefix("libq").removesuffix(".so")
+                          for file in _plugin_file("xcb").parent.glob("libq*.so"))
+            return (f"QT_QPA_PLATFORM={environ['QT_QPA_PLATFORM']} names no platform this Qt has "
+                    f"({', '.join(have) or 'none found'}); unset it, or choose one of them.")
+        if any(name != "xcb" and not name.startswith("wayland") for name in known):
+            return None  # offscreen, vnc, eglfs…: no display needed
+        if not any(name.startswith("wayland") for name in known):
+            return _x11_problem(environ, wayland_tried=False)
+    if wayland_socket(environ) is not None:
+        return None
+    if chosen and "xcb" not in chosen:
+        return (f"the window cannot open: QT_QPA_PLATFORM={environ['QT_QPA_PLATFORM']} asks for Wayland, and "
+                f"no Wayland display answers at {environ.get('WAYLAND_DISPLAY') or 'wayland-0'}. Start it from a "
+                "desktop session; --ask answers on the command line.")
+    return _x11_problem(environ, wayland_tried=bool(environ.get("WAYLAND_DISPLAY")))
+
+
+def wayland_socket(environ) -> Path | None:
+    """The Wayland compositor's socket WAYLAND_DISPLAY names (relative to XDG_RUNTIME_DIR), when it
+    exists; None without one."""
+    name = environ.get("WAYLAND_DISPLAY")
+    if not name:
+        return None
+    socket = Path(name) if os.path.isabs(name) else Path(environ.get("XDG_RUNTIME_DIR", "/nonexistent")) / name
+    return socket if socket.exists() else None
+
+
+def _plugin_file(name: str) -> Path:
+    """The plugin file of a Qt platform name: wayland-egl and wayland-brcm live in libqwayland.so."""
+    return xcb_plugin_path().parent / ("libqwayland.so" if name.startswith("wayland") else f"libq{name}.so")
+
+
+def _x11_problem(environ, wayland_tried: bool) -> str | None:
+    """Why Qt's X11 platform cannot open, or None."""
     display = environ.get("DISPLAY")
     if not display:
-        return ("there is no display to show the window on (DISPLAY and WAYLAND_DISPLAY are not set). Start it "
-                "from a desktop session, or use xvfb-run or QT_QPA_PLATFORM=offscreen; --ask answers on the "
-                "command line.")
+        dead = (f"; WAYLAND_DISPLAY={environ['WAYLAND_DISPLAY']} names no live Wayland display" if wayland_tried
+                else " (DISPLAY and WAYLAND_DISPLAY are not set)")
+        return (f"there is no display to show the window on{dead}. Start it from a desktop session, or use "
+                "xvfb-run or QT_QPA_PLATFORM=offscreen; --ask answers on the command line.")
     missing = missing_xcb_library()
     if missing:
         return (f"the window cannot open: Qt's X11 plugin needs {missing}, which is not installed. On Debian or "

@@ -15,11 +15,30 @@ ROOT = Path(__file__).resolve().parents[2]
 NO_SERVER = ":4711"  # no X server listens there on a test machine
 
 
-def test_wayland_an_explicit_platform_and_other_systems_are_left_to_qt():
-    assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
+def test_a_live_wayland_display_another_platform_and_other_systems_are_left_to_qt(tmp_path):
+    (tmp_path / "wayland-0").touch()  # the compositor's socket
+    assert display_problem({"WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": str(tmp_path)}, "linux") is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
+    assert display_problem({"QT_QPA_PLATFORM": "vnc:size=800x600"}, "linux") is None
     assert display_problem({}, "win32") is None and display_problem({}, "darwin") is None
     assert "no display to show the window on" in display_problem({}, "linux")
+
+
+def test_a_dead_wayland_display_or_a_platform_qt_lacks_is_said_not_aborted_on(tmp_path):
+    """Re-trial: WAYLAND_DISPLAY=wayland-9 with no compositor, QT_QPA_PLATFORM=xcb without DISPLAY, and
+    QT_QPA_PLATFORM=bogus each dumped core (Qt: "no Qt platform plugin could be initialized")."""
+    dead = {"WAYLAND_DISPLAY": "wayland-9", "XDG_RUNTIME_DIR": str(tmp_path), "XDG_SESSION_TYPE": "wayland"}
+    assert display_problem(dead, "linux") == (
+        "there is no display to show the window on; WAYLAND_DISPLAY=wayland-9 names no live Wayland display. "
+        "Start it from a desktop session, or use xvfb-run or QT_QPA_PLATFORM=offscreen; --ask answers on the "
+        "command line.")
+    assert display_problem({"QT_QPA_PLATFORM": "xcb"}, "linux").startswith(
+        "there is no display to show the window on (DISPLAY and WAYLAND_DISPLAY are not set)")
+    bogus = display_problem({"QT_QPA_PLATFORM": "bogus"}, "linux")
+    assert bogus.startswith("QT_QPA_PLATFORM=bogus names no platform this Qt has (") and "offscreen" in bogus
+    assert display_problem({**dead, "QT_QPA_PLATFORM": "wayland"}, "linux").startswith(
+        "the window cannot open: QT_QPA_PLATFORM=wayland asks for Wayland, and no Wayland display answers at "
+        "wayland-9")
 
 
 def test_a_missing_x11_library_is_named_with_the_packages_to_install(monkeypatch, tmp_path):
