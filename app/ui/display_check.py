@@ -37,13 +37,13 @@ def display_problem(environ=os.environ, platform: str = sys.platform) -> str | N
     if not platform.startswith("linux"):
         return None
     chosen = [name.split(":")[0].strip() for name in environ.get("QT_QPA_PLATFORM", "").split(";") if name.strip()]
-    if chosen and not _plugin_file("xcb").parent.is_dir():
-        return None  # no plugin folder where QLibraryInfo says (an odd bundle): nothing to judge by
     if chosen:  # Qt tries them in order ("wayland;xcb"); "name:options" carries options
-        known = [name for name in chosen if _plugin_file(name).is_file()]
+        platforms = xcb_plugin_path().parent
+        if not platforms.is_dir():
+            return None  # no plugin folder where QLibraryInfo says (an odd bundle): nothing to judge by
+        known = [name for name in chosen if _plugin_file(platforms, name).is_file()]
         if not known:
-            have = sorted(file.name.removeprefix("libq").removesuffix(".so")
-                          for file in _plugin_file("xcb").parent.glob("libq*.so"))
+            have = sorted(file.name.removeprefix("libq").removesuffix(".so") for file in platforms.glob("libq*.so"))
             return (f"QT_QPA_PLATFORM={environ['QT_QPA_PLATFORM']} names no platform this Qt has "
                     f"({', '.join(have) or 'none found'}); unset it, or choose one of them.")
         if any(name != "xcb" and not name.startswith("wayland") for name in known):
@@ -69,9 +69,9 @@ def wayland_socket(environ) -> Path | None:
     return socket if socket.exists() else None
 
 
-def _plugin_file(name: str) -> Path:
+def _plugin_file(platforms: Path, name: str) -> Path:
     """The plugin file of a Qt platform name: wayland-egl and wayland-brcm live in libqwayland.so."""
-    return xcb_plugin_path().parent / ("libqwayland.so" if name.startswith("wayland") else f"libq{name}.so")
+    return platforms / ("libqwayland.so" if name.startswith("wayland") else f"libq{name}.so")
 
 
 def _x11_problem(environ, wayland_tried: bool) -> str | None:

@@ -143,20 +143,29 @@ def preflight(path: Path, trust_remote_code: bool = False, allow_pickle: bool = 
     if why is not None:
         raise ModelLoadError(why)
     source = model_source(path)
+    if not source.is_file():
+        _checked_folder(source, Path(path).name, trust_remote_code, allow_pickle)
+        return
     try:
-        if source.is_file():
-            read_gguf_header(source)
-            return
-        trust = check_folder(source, trust_remote_code, allow_pickle)
+        read_gguf_header(source)
     except UnsupportedGguf as exc:
         raise ModelLoadError(f"cannot convert {source.name}: {exc}") from None
-    except ValueError as exc:  # TrustRequired included: one line that says how to allow it
-        raise ModelLoadError(str(exc)) from None
     except OSError as exc:
         raise ModelLoadError(f"cannot read {source.name}: {exc.strerror or exc}") from None
-    damage = damaged_safetensors(source) if trust.use_safetensors else None
-    if damage is not None:
-        raise ModelLoadError(f"cannot load {Path(path).name}: {damage}")
+
+
+def _checked_folder(folder: Path, name: str, trust_remote_code: bool, allow_pickle: bool):
+    """The folder's FolderTrust, after its config.json, weight files, opt-ins and safetensors
+    headers are checked (app.engine.loading.folder_trust, safetensors_header); `name` is what the
+    user opened, for the message. Raises ModelLoadError."""
+    try:
+        trust = check_folder(folder, trust_remote_code, allow_pickle)
+    except ValueError as exc:  # TrustRequired included: one line that says how to allow it
+        raise ModelLoadError(str(exc)) from None
+    damage = damaged_safetensors(folder) if trust.use_safetensors else None
+    if damage is not None:  # a download cut short: said with the file's name, before any weight loads
+        raise ModelLoadError(f"cannot load {name}: {damage}")
+    return trust
 
 
 def resolve_model_folder(path: Path, progress: Progress | None = None,
@@ -297,13 +306,7 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     _report_plan(Path(path), device_preference, report)
     folder = resolve_model_folder(Path(path), report, cancel, device_preference)
     _check_cancel(cancel)
-    try:
-        trust = check_folder(folder, trust_remote_code, allow_pickle)
-    except ValueError as exc:  # TrustRequired included: one line that says how to allow it
-        raise ModelLoadError(str(exc)) from None
-    damage = damaged_safetensors(folder) if trust.use_safetensors else None
-    if damage is not None:  # a download cut short: said with the file's name, before any weight loads
-        raise ModelLoadError(f"cannot load {Path(path).name}: {damage}")
+    trust = _checked_folder(folder, Path(path).name, trust_remote_code, allow_pickle)
     model = tokenizer = None
     error: ModelLoadError | None = None
     try:
