@@ -200,7 +200,10 @@ class ModelStatusBar(QStatusBar):
         self._show_report(self._report)
 
     def show_report(self, report) -> None:
-        """report: an engine LoadReport, or None when no model is loaded (shown once no load runs)."""
+        """report: an engine LoadReport, or None when no model is loaded (shown once no load runs).
+        Another model (or none) drops the last answer's speed: it was not this model's."""
+        if report is not self._report:
+            self.clear_speed()
         self._report = report
         if not self._loading:
             self._show_report(report)
@@ -236,8 +239,9 @@ class ModelStatusBar(QStatusBar):
         """A remote server answers this chat's turns ("model @ host", connect Chat.backend_changed
         here), or the local model does (None). While remote, the first label names the server and
         the decode path (local) is not shown."""
-        if display != self._remote:
+        if display != self._remote:  # another server, or the local model: the last speed was not its
             self._remote_report = None
+            self.clear_speed()
         self._remote = display
         text, tip = self._decode_text
         self.decode_label.setText("" if display is not None else text)  # empty takes no room

@@ -46,6 +46,30 @@ def test_a_turn_without_a_token_shows_no_ttft(make_window):
     assert window.status.speed_label.text() == ""
 
 
+def test_the_last_speed_goes_with_the_model_or_server_that_gave_it(make_window):
+    """Re-trial: after another model loaded, or one failed to load, the status bar still said the
+    old model's "TTFT 250 ms · 10.0 tok/s"."""
+    from app.engine.loading.loader import LoadReport
+
+    report = LoadReport(name="m", source="/models/m", device="cpu", attention="sdpa", quantization="none",
+                        weight_dtype="float32", compute_dtype="float32", weight_bytes=1, max_positions=64,
+                        has_chat_template=True, load_seconds=1.0, fallbacks=())
+    window = make_window()
+    status = window.status
+    window.chat.model_changed.emit(report)
+    status.show_speed(0.25, 10.04, 12)
+    window.chat.model_changed.emit(report)  # the same model said again: its speed stays
+    assert status.speed_label.text() == "TTFT 250 ms · 10.0 tok/s · 12 tokens"
+    window.chat.model_changed.emit(None)  # unloaded, or a failed load freed it
+    assert status.speed_label.text() == ""
+    status.show_speed(0.25, 10.04, 12)
+    status.show_remote("llama3 @ localhost:11434")  # a server answers this chat now
+    assert status.speed_label.text() == ""
+    status.show_speed(0.5, 20.0, 30)
+    status.show_remote("llama3 @ localhost:11434")  # the same server: its own speed stays
+    assert status.speed_label.text() == "TTFT 500 ms · 20.0 tok/s · 30 tokens"
+
+
 def test_the_model_tooltip_names_the_kernel_of_each_attention_phase(qtbot, make_window):
     """Issue 19: which kernel runs prefill and decode, and why, one hover away."""
     from app.engine.loading.loader import LoadReport
