@@ -1075,8 +1075,8 @@ Your chats are saved here.</source>
         <translation>변환 결과 {0}, 디스크 여유 {1}</translation>
     </message>
     <message>
-        <source>{0} — NOT ENOUGH DISK</source>
-        <translation>{0} — 디스크 공간 부족</translation>
+        <source>{0} — NOT ENOUGH DISK (needs {1})</source>
+        <translation>{0} — 디스크 공간 부족 ({1} 필요)</translation>
     </message>
     <message>
         <source>with 8-bit KV the chosen {0} tokens fit</source>

@@ -21,7 +21,7 @@ from app.engine.loading.catalog import (
 from app.engine.loading.fit import MachineMemory, project_fit
 from app.engine.loading.fit_plan import build_plan
 from app.engine.loading.placement import choose_placement
-from app.engine.memory.units import GiB
+from app.engine.memory.units import GiB, MiB
 
 CPU = choose_placement(False, None, False, (False, "no CUDA"))
 NF4 = choose_placement(True, (9, 0), False, (True, ""))  # an H200 with bitsandbytes
@@ -45,10 +45,13 @@ def test_the_fit_line_says_what_the_engine_says(placement, machine, saved):
 def test_the_plan_line_says_what_the_engine_says_without_the_name(free):
     plan = build_plan("/models/tiny-llama", "hf", {}, LLAMA, NF4, free=free, total=80 * GiB)
     assert plan.summary() == f"tiny-llama: {fit_text.plan_line(plan)}"
-    converted = replace(plan, conversion={"output_bytes": 2 * GiB, "free_disk_bytes": GiB, "enough_disk": False,
-                                          "folder": "/cache"})
+    converted = replace(plan, conversion={"output_bytes": 2 * GiB, "needed_disk_bytes": 2 * GiB + 64 * MiB,
+                                          "free_disk_bytes": GiB, "enough_disk": False, "folder": "/cache"})
     assert converted.summary() == f"tiny-llama: {fit_text.plan_line(converted)}"
-    assert "; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK" in fit_text.plan_line(converted)
+    # the figure the refusal gives (re-trial: the plan said "writes 257 MiB" with 300 MiB free, the refusal
+    # "needs 321 MiB")
+    assert ("; conversion writes 2.00 GiB, 1.00 GiB disk free — NOT ENOUGH DISK (needs 2.06 GiB)"
+            in fit_text.plan_line(converted))
 
 
 def test_the_plan_line_speaks_of_the_chosen_context():

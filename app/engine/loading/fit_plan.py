@@ -88,7 +88,8 @@ class FitPlan:
             c = self.conversion
             disk = (f"; conversion writes {format_bytes(c['output_bytes'])}, "
                     f"{format_bytes(c['free_disk_bytes'])} disk free"
-                    + ("" if c["enough_disk"] else " — NOT ENOUGH DISK"))
+                    + ("" if c["enough_disk"] else
+                       f" — NOT ENOUGH DISK (needs {format_bytes(c.get('needed_disk_bytes', c['output_bytes']))})"))
         tokens = self.context_fit if self.verdict != FULL else self.trained_context
         return (f"{name}: {self.verdict_text} ({tokens:,} of {self.trained_context:,} tokens) on "
                 f"{self.device}: weights {format_bytes(self.weights_bytes)} ({self.weights_form}) + KV "
@@ -138,15 +139,16 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
 
 def conversion_check(header, placement) -> dict[str, Any] | None:
     """For a GGUF not converted yet at the dtype `placement` implies (bf16, fp16 on a GPU without
-    bf16): output bytes, free disk of the cache, whether it is enough, the folder. None once
-    converted."""
+    bf16): output bytes, the free disk it needs (output + slack for tokenizer, config and headers), free
+    disk of the cache, whether it is enough, the folder. None once converted."""
     from app.engine.loading import gguf_convert
 
     dtype = "float16" if str(placement.compute_dtype) == "torch.float16" else "bfloat16"
     if gguf_convert.cached_conversion(header.path, dtype) is not None:
         return None
     disk = gguf_convert.check_disk(header, dtype)
-    return {"output_bytes": disk.output, "free_disk_bytes": disk.free, "enough_disk": disk.enough,
+    return {"output_bytes": disk.output, "needed_disk_bytes": disk.needed, "free_disk_bytes": disk.free,
+            "enough_disk": disk.enough,
             "folder": str(disk.folder)}
 
 
