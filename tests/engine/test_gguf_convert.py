@@ -228,7 +228,7 @@ def test_a_cache_that_cannot_take_the_conversion_is_said_as_that_not_as_a_bad_gg
                            "HEADROOM_CACHE_DIR set to another folder.")
 
 
-@pytest.mark.parametrize("damage", ["cut weights", "broken config", "tokenizer deleted"])
+@pytest.mark.parametrize("damage", ["cut weights", "broken config", "tokenizer deleted", "config edited"])
 def test_a_damaged_conversion_is_converted_again_with_its_hard_linked_copies(tiny_q8, cache, tmp_path, damage):
     """New-user trial: a cut model.safetensors (or a broken config.json) in the cache was reused at every
     open, and a fresh download of the same GGUF reused it again; only deleting the cache helped."""
@@ -243,8 +243,13 @@ def test_a_damaged_conversion_is_converted_again_with_its_hard_linked_copies(tin
             f.truncate(f.seek(0, os.SEEK_END) // 2)
     elif damage == "broken config":
         (first / "config.json").write_text('{"model_type": "llama",', encoding="utf-8")
-    else:  # re-trial: the load then said "This GGUF file could not be read … install_model", for good
+    elif damage == "tokenizer deleted":  # re-trial: the load said "This GGUF file could not be read …", for good
         (first / "tokenizer.json").unlink()
+    else:  # re-trial: valid JSON of the same size, a wrong value; the load failed with a generic line
+        config = (first / "config.json").read_text(encoding="utf-8")
+        assert '"num_hidden_layers": 2,' in config
+        (first / "config.json").write_text(config.replace('"num_hidden_layers": 2,', '"num_hidden_layers": 7,'),
+                                           encoding="utf-8")
     assert gguf_convert.conversion_damage(first) is not None
     again = resolve_model_folder(copy)
     assert again == second and gguf_convert.conversion_damage(again) is None

@@ -118,13 +118,19 @@ def conversion_damage(folder: Path) -> str | None:
     cut short or garbled (a crash before the disk had it, an edit). None when whole. Reads sizes,
     the .json files and the safetensors headers only. New-user trial: a cut model.safetensors
     in the cache was reused forever, and a fresh download of the same GGUF reused it again."""
-    written = _read_stamp(folder).get("files")  # name → bytes when converted
+    stamp = _read_stamp(folder)
+    written = stamp.get("files")  # name → bytes when converted
     now = _file_sizes(folder)
     if not isinstance(written, dict):  # a stamp from before the list: what every conversion writes
         written = {name: now.get(name, -1) for name in ("config.json", "tokenizer.json")}
     changed = sorted(name for name, size in written.items() if now.get(name) != size)
     if changed:
         return f"{', '.join(changed)} missing or of another size than converted"
+    digests = stamp.get("digests")  # name → sha256 of the small files (stamps from 2026-12-06 on)
+    if isinstance(digests, dict):
+        changed = sorted(name for name, digest in digests.items() if _sha256(folder / name) != digest)
+        if changed:  # an edit that kept the size (a value in config.json): the load would fail or mislead
+            return f"{', '.join(changed)} changed since converted"
     for file in sorted(folder.glob("*.json")):
         try:
             json.loads(file.read_text(encoding="utf-8"))
@@ -133,6 +139,20 @@ def conversion_damage(folder: Path) -> str | None:
     if not any(folder.glob("*.safetensors")):
         return "no weights file"
     return damaged_safetensors(folder)
+
+
+def _small_file_digests(folder: Path) -> dict[str, str]:
+    """sha256 of the conversion's files but its weights and stamp (config, generation config,
+    tokenizer: a few MB in all, read at each open in ~10-30 ms; the weights' GBs are not)."""
+    return {file.name: _sha256(file) for file in folder.iterdir()
+            if file.is_file() and file.name != SOURCE_STAMP and file.suffix != ".safetensors"}
+
+
+def _sha256(file: Path) -> str | None:
+    try:
+        return hashlib.sha256(file.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _file_sizes(folder: Path) -> dict[str, int]:
@@ -190,8 +210,9 @@ def reuse_conversion(gguf: Path, dtype: str, sha256: str) -> Path | None:
         for file in source.iterdir():
             if file.is_file() and file.name != SOURCE_STAMP:
                 os.link(file, tmp_home / target.name / file.name)
-        (tmp_home / target.name / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256,
-                                                                        "files": _read_stamp(source).get("files")}))
+        written = _read_stamp(source)
+        (tmp_home / target.name / SOURCE_STAMP).write_text(json.dumps({
+            **_stamp(gguf, dtype), "sha256": sha256, "files": written.get("files"), "digests": written.get("digests")}))
         shutil.rmtree(target.parent, ignore_errors=True)
         tmp_home.rename(target.parent)
     except OSError as exc:
@@ -287,7 +308,8 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
         _save_tokenizer_and_config(header, tmp)
         _write_weights(header, tmp, dtype, report, cancel)
         (tmp / SOURCE_STAMP).write_text(json.dumps({**_stamp(gguf, dtype), "sha256": sha256,
-                                                    "files": _file_sizes(tmp)}))
+                                                    "files": _file_sizes(tmp),
+                                                    "digests": _small_file_digests(tmp)}))
         _flush(tmp)
         shutil.rmtree(home, ignore_errors=True)
         tmp_home.rename(home)
