@@ -489,7 +489,12 @@ _STAGES = (
     (re.compile(r"^Checking whether (.+) was converted before$"),
      QT_TRANSLATE_NOOP("PlainError", "Checking whether {0} was converted before")),
     (re.compile(r"^Converted before: reused$"), QT_TRANSLATE_NOOP("PlainError", "Converted before: reused")),
-    (re.compile(r"^Converting (.+) \((\d+%)\)$"), QT_TRANSLATE_NOOP("PlainError", "Converting {0} ({1})")),
+    (re.compile(r"^Waiting for another Headroom converting this file$"),
+     QT_TRANSLATE_NOOP("PlainError", "Waiting for another Headroom converting this file")),
+    (re.compile(r"^Converted by another Headroom: reused$"),
+     QT_TRANSLATE_NOOP("PlainError", "Converted by another Headroom: reused")),
+    # the percentage first: the status bar elides the line's end (new-user trial: "…up_proj.weight (69…")
+    (re.compile(r"^Converting (.+) \((\d+%)\)$"), QT_TRANSLATE_NOOP("PlainError", "Converting {1}: {0}")),
     (re.compile(r"^Plan: (.+)$", re.DOTALL), QT_TRANSLATE_NOOP("PlainError", "Plan: {0}")),
 )
 

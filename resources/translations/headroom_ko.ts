@@ -2451,6 +2451,18 @@ loaded in {5} s
         <translation>파일 없이 메시지를 보내거나, 설정에서 이 채팅을 로컬 모델로 바꾸세요.</translation>
     </message>
     <message>
+        <source>Waiting for another Headroom converting this file</source>
+        <translation>다른 Headroom이 이 파일을 변환하는 중이라 기다리는 중</translation>
+    </message>
+    <message>
+        <source>Converted by another Headroom: reused</source>
+        <translation>다른 Headroom이 변환한 것을 사용</translation>
+    </message>
+    <message>
+        <source>Converting {1}: {0}</source>
+        <translation>변환 중 {1}: {0}</translation>
+    </message>
+    <message>
         <source>This server cannot continue a stopped answer.</source>
         <translation>이 서버는 중지된 답변을 이어 쓸 수 없습니다.</translation>
     </message>
@@ -2505,10 +2517,6 @@ loaded in {5} s
     <message>
         <source>Converted before: reused</source>
         <translation>전에 변환한 것을 다시 사용</translation>
-    </message>
-    <message>
-        <source>Converting {0} ({1})</source>
-        <translation>{0} 변환 중 ({1})</translation>
     </message>
     <message>
         <source>Plan: {0}</source>

@@ -210,7 +210,8 @@ def test_anything_else_names_the_type_and_points_to_the_log_never_the_raw_messag
 
 @pytest.mark.parametrize("stage,shown", [
     ("Loading weights (cpu, sdpa)", "Loading weights (cpu, sdpa)"),
-    ("Converting token_embd.weight (42%)", "Converting token_embd.weight (42%)"),
+    ("Converting token_embd.weight (42%)", "Converting 42%: token_embd.weight"),  # what eliding keeps first
+    ("Waiting for another Headroom converting this file", "Waiting for another Headroom converting this file"),
     ("Something new", "Something new"),
 ])
 def test_load_stages_pass_through_the_catalogue(stage, shown):

@@ -499,3 +499,58 @@ def test_a_replaced_file_drops_the_conversion_of_what_it_held_before(tiny_q8, ca
     local.write_bytes(bytes(data))  # the same path, another content
     after = convert_gguf(local, "bfloat16")
     assert after != before and not before.parent.exists() and after.is_dir()
+
+
+def test_two_conversions_of_one_file_at_once_take_turns_and_share_one_folder(tiny_q8, monkeypatch):
+    """New-user trial: `--ask` started while another Headroom converted the same GGUF; the one to finish
+    last replaced the other's folder while it loaded from it ("This model folder has no weights files",
+    2 of 3 tries). Now the second waits, says so, and takes the first's conversion."""
+    path, _ = tiny_q8
+    writing, go_on = threading.Event(), threading.Event()
+    write_weights = gguf_convert._write_weights
+
+    def slow_write(*args, **kwargs):
+        writing.set()
+        assert go_on.wait(30)
+        return write_weights(*args, **kwargs)
+
+    monkeypatch.setattr(gguf_convert, "_write_weights", slow_write)
+    results: dict[str, Path] = {}
+    said: list[str] = []
+    first = threading.Thread(target=lambda: results.setdefault("first", convert_gguf(path)))
+    first.start()
+    assert writing.wait(30)
+    second = threading.Thread(target=lambda: results.setdefault(
+        "second", convert_gguf(path, progress=lambda text, _fraction: said.append(text))))
+    second.start()
+    deadline = time.monotonic() + 30
+    while "Waiting for another Headroom converting this file" not in said and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert said == ["Waiting for another Headroom converting this file"]  # nothing converted meanwhile
+    writing.clear()
+    go_on.set()
+    first.join(30)
+    second.join(30)
+    assert results["first"] == results["second"] and not writing.is_set()  # written once
+    assert said[-1] == "Converted by another Headroom: reused"
+    assert gguf_convert.conversion_damage(results["first"]) is None
+    assert AutoModelForCausalLM.from_pretrained(results["first"]).config.num_hidden_layers == 2
+
+
+def test_waiting_for_another_conversion_can_be_cancelled(tiny_q8, cache):
+    from filelock import FileLock
+
+    path, _ = tiny_q8
+    (cache / "locks").mkdir(parents=True)
+    held = FileLock(str(cache / "locks" / f"{gguf_convert.conversion_dir(path).parent.name}.lock"))
+    held.acquire()
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(gguf_convert.ConversionCancelled):
+            convert_gguf(path, cancel=cancel)
+    finally:
+        held.release()
+    assert time.monotonic() - started < 5
+    assert not (cache / "gguf").exists() or list((cache / "gguf").iterdir()) == []

@@ -166,6 +166,15 @@ def test_the_main_window_speaks_korean(korean, make_window, qtbot):
     assert window.token_meter.text() == "컨텍스트 812 / 1,536 토큰 · 창 안의 턴 4개 · 3개 요약으로 접힘"
 
 
+def test_conversion_stages_are_korean_with_the_percentage_first(korean):
+    from app.chat.error_text import load_stage_text
+
+    assert load_stage_text("Converting model.layers.23.mlp.up_proj.weight (69%)") == (
+        "변환 중 69%: model.layers.23.mlp.up_proj.weight")
+    assert load_stage_text("Waiting for another Headroom converting this file") == (
+        "다른 Headroom이 이 파일을 변환하는 중이라 기다리는 중")
+
+
 def test_plain_errors_and_startup_notices_are_korean(korean, make_window, tmp_path):
     assert plain_failure("the GPU ran out of memory during this reply").line() == (
         "답변하는 도중 모델의 메모리가 부족해졌습니다. 더 짧은 메시지를 보내거나, 설정에서 최대 새 토큰 수를 "

@@ -31,11 +31,13 @@ import shutil
 import struct
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import psutil
+from filelock import FileLock, Timeout
 
 from app.core.paths import cache_dir
 from app.engine.loading.gguf_header import GgufHeader, GgufTensor, damaged_gguf, read_gguf_header
@@ -285,6 +287,42 @@ def convert_gguf(gguf: Path, dtype: str = "bfloat16", progress: Progress | None 
     (UnsupportedGguf), never as transformers' ZeroDivisionError, IndexError or reshape error."""
     report = progress or (lambda _text, _frac: None)
     header = header or read_gguf_header(gguf)
+    with _converting(gguf, dtype, report, cancel):
+        cached = cached_conversion(gguf, dtype)  # another Headroom converted it while this one waited
+        if cached is not None and conversion_damage(cached) is None:
+            report("Converted by another Headroom: reused", 1.0)
+            return cached
+        return _convert(gguf, dtype, report, cancel, header)
+
+
+@contextmanager
+def _converting(gguf: Path, dtype: str, report: Progress, cancel: threading.Event | None):
+    """Hold the lock of `gguf`'s conversion folder (``<cache>/locks/<folder>.lock``, filelock: fcntl /
+    msvcrt; kept, 0 bytes: removing a lock file races the next waiter) while converting. Two processes
+    converting one file at once (the window on first start, `--ask` in a terminal) replaced each other's
+    finished folder, and the one loading from it found "no weights files" (new-user trial). Waits for
+    the other, saying so; cancel checked."""
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks / f"{conversion_dir(gguf, dtype).parent.name}.lock"))
+    said = False
+    while True:
+        _check(cancel)
+        try:
+            lock.acquire(timeout=0.25)
+            break
+        except Timeout:
+            if not said:
+                report("Waiting for another Headroom converting this file", 0.0)
+                said = True
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _convert(gguf: Path, dtype: str, report: Progress, cancel: threading.Event | None,
+             header: GgufHeader) -> Path:
     sha256 = content_sha256(gguf, report, cancel)
     reused = reuse_conversion(gguf, dtype, sha256)
     if reused is not None:
