@@ -58,6 +58,16 @@ def test_bad_models_raise_one_line_errors(tmp_path, make_bad, expected):
     assert "\n" not in str(info.value)
 
 
+def test_a_folder_without_weights_is_refused_before_it_is_planned(tmp_path):
+    """New-user trial: a folder holding only config.json printed "Plan: … does not fit … weights 25.10
+    GiB" before the "no weights files" it then said."""
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
+    said: list[str] = []
+    with pytest.raises(ModelLoadError, match="no weights files"):
+        load_model(tmp_path, progress=lambda text, _fraction: said.append(text))
+    assert said == []
+
+
 def test_broken_weights_leave_nothing_in_memory(tmp_path, tiny_model_dir):
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (tmp_path / name).write_bytes((tiny_model_dir / name).read_bytes())

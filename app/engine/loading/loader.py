@@ -303,10 +303,18 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     """
     report = progress or (lambda _text, _frac: None)
     started = time.perf_counter()
+    why = refusal(Path(path))
+    if why is not None:
+        raise ModelLoadError(why)
+    trust = None
+    if not model_source(Path(path)).is_file():  # a folder is checked before its plan (new-user trial: a
+        # config.json alone was planned as "does not fit … weights 25.10 GiB", then said to have no weights)
+        trust = _checked_folder(model_source(Path(path)), Path(path).name, trust_remote_code, allow_pickle)
     _report_plan(Path(path), device_preference, report)
     folder = resolve_model_folder(Path(path), report, cancel, device_preference)
     _check_cancel(cancel)
-    trust = _checked_folder(folder, Path(path).name, trust_remote_code, allow_pickle)
+    if trust is None:  # a GGUF's conversion
+        trust = _checked_folder(folder, Path(path).name, trust_remote_code, allow_pickle)
     model = tokenizer = None
     error: ModelLoadError | None = None
     try:
