@@ -63,7 +63,7 @@ def test_a_folder_without_weights_is_refused_before_it_is_planned(tmp_path):
     GiB" before the "no weights files" it then said."""
     (tmp_path / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
     said: list[str] = []
-    with pytest.raises(ModelLoadError, match="no weights files"):
+    with pytest.raises(ModelLoadError, match="has no weight files"):
         load_model(tmp_path, progress=lambda text, _fraction: said.append(text))
     assert said == []
 
