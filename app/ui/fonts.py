@@ -2,11 +2,12 @@
 
 Many minimal Linux installs (and the desktop bundle's users) have no CJK font at all; Qt then
 draws each Hangul syllable as an empty box. Headroom ships `resources/fonts/HeadroomHangul-
-Regular.ttf` (a renamed subset of NanumGothic, SIL OFL 1.1: Hangul syllables and jamo, Latin,
-punctuation; 1.3 MB) and appends it to the application font's family list, so Qt falls back to it
-for characters the desktop's own font lacks while Latin text keeps the system font. A system
-font that covers Korean (Noto Sans CJK: `fonts-noto-cjk`, or `fonts-nanum`) is used first when
-installed. Sizes are untouched: they follow the desktop.
+Regular.ttf` and `-Bold.ttf` (renamed subsets of NanumGothic and NanumGothic Bold, SIL OFL 1.1:
+Hangul syllables and jamo, Latin, punctuation; 1.3 MB each; without the bold one Qt drew bold
+Korean, the role headers "나" and "어시스턴트", in the regular weight) and appends the family to
+the application font's family list, so Qt falls back to it for characters the desktop's own font
+lacks while Latin text keeps the system font. A system font that covers Korean (Noto Sans CJK:
+`fonts-noto-cjk`, or `fonts-nanum`) is used first when installed. Sizes are untouched: they follow the desktop.
 """
 
 from __future__ import annotations
@@ -19,26 +20,30 @@ from PySide6.QtWidgets import QApplication
 
 log = logging.getLogger(__name__)
 
-BUNDLED_HANGUL_FILE = "HeadroomHangul-Regular.ttf"
+BUNDLED_HANGUL_FILES = ("HeadroomHangul-Regular.ttf", "HeadroomHangul-Bold.ttf")  # one family, two weights
 
 
-_bundled_font_id: int | None = None  # QFontDatabase id once registered (-1: failed)
+_bundled_font_ids: list[int] | None = None  # QFontDatabase ids once registered (-1: failed)
 
 
 def korean_system_families() -> list[str]:
     """Font families of this desktop that declare Korean support (empty on many minimal Linux);
     the bundled font, once registered, is not one of them."""
-    bundled = QFontDatabase.applicationFontFamilies(_bundled_font_id) if _bundled_font_id is not None else []
+    bundled = [family for font_id in _bundled_font_ids or ()
+               for family in QFontDatabase.applicationFontFamilies(font_id)]
     return [f for f in QFontDatabase.families(QFontDatabase.WritingSystem.Korean) if f not in bundled]
 
 
 def load_bundled_hangul() -> str:
-    """Register the bundled font once; returns its family name ("" when it could not be loaded)."""
-    global _bundled_font_id  # one registration per process, like Qt's own font database
-    if _bundled_font_id is None:
-        data = resources.files("app.resources").joinpath("fonts", BUNDLED_HANGUL_FILE).read_bytes()
-        _bundled_font_id = QFontDatabase.addApplicationFontFromData(data)
-    families = QFontDatabase.applicationFontFamilies(_bundled_font_id) if _bundled_font_id >= 0 else []
+    """Register the bundled fonts once; returns their family name ("" when the regular one could not
+    be loaded)."""
+    global _bundled_font_ids  # one registration per process, like Qt's own font database
+    if _bundled_font_ids is None:
+        fonts = resources.files("app.resources").joinpath("fonts")
+        _bundled_font_ids = [QFontDatabase.addApplicationFontFromData(fonts.joinpath(name).read_bytes())
+                             for name in BUNDLED_HANGUL_FILES]
+    regular = _bundled_font_ids[0]
+    families = QFontDatabase.applicationFontFamilies(regular) if regular >= 0 else []
     return families[0] if families else ""
 
 

@@ -55,3 +55,19 @@ def test_latin_keeps_the_desktop_font(qapp):
         assert _render("2.5", QApplication.font()) == _render("2.5", QFont(desktop, original.pointSize()))
     finally:
         QApplication.setFont(original)
+
+
+def test_demibold_korean_is_drawn_bold_with_only_the_bundled_font(qapp):
+    """New-user trial: the role headers "나" and "어시스턴트" (style.qss: font-weight 600) were drawn in
+    the regular weight while "You" and "Assistant" were bold: the bundled font had no bold weight, and
+    Qt synthesizes bold only from 700 up."""
+    family = load_bundled_hangul()
+    regular, demibold = QFont(family, 14), QFont(family, 14)
+    demibold.setWeight(QFont.Weight.DemiBold)
+    assert QFontInfo(demibold).family() == family and QFontInfo(demibold).weight() >= QFont.Weight.DemiBold
+    assert _ink(_render("나", demibold)) > 1.5 * _ink(_render("나", regular))
+    assert QFontMetrics(demibold).inFontUcs4(ord("힣"))
+
+
+def _ink(image: QImage) -> int:
+    return sum(image.pixelColor(x, y).lightness() < 128 for y in range(image.height()) for x in range(image.width()))
