@@ -26,7 +26,18 @@ def note_interrupts() -> None:
 
 def _on_ctrl_c(signum, frame) -> None:
     _pressed.set()
+    if _in_weakref_callback(frame):  # raised there, it is printed as "Exception ignored in …" and lost
+        threading.Timer(0.05, signal.raise_signal, (signal.SIGINT,)).start()  # raised again, outside it
+        return
     raise KeyboardInterrupt
+
+
+def _in_weakref_callback(frame) -> bool:
+    """Whether `frame` is importlib's module-lock weakref callback (`_get_module_lock.<locals>.cb`),
+    which Python runs with exceptions printed and dropped (new-user trial: Ctrl+C 1 s into `--ask`
+    printed that traceback, once in ~40 tries)."""
+    code = getattr(frame, "f_code", None)
+    return code is not None and code.co_name == "cb" and "importlib" in code.co_filename
 
 
 def defer_interrupts() -> None:

@@ -45,3 +45,21 @@ def test_an_ignored_sigint_is_left_ignored(sigint):
     interrupts.note_interrupts()
     interrupts.defer_interrupts()
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_ctrl_c_inside_importlibs_weakref_callback_is_raised_again_outside_it(sigint):
+    """New-user trial: Ctrl+C landing in importlib's module-lock callback printed "Exception ignored in:
+    <function _get_module_lock.<locals>.cb> … KeyboardInterrupt": Python drops what a weakref callback
+    raises. It is raised again a moment later, where it counts."""
+    import time
+    import types
+
+    interrupts.note_interrupts()
+    callback = types.SimpleNamespace(f_code=types.SimpleNamespace(co_name="cb",
+                                                                  co_filename="<frozen importlib._bootstrap>"))
+    interrupts._on_ctrl_c(signal.SIGINT, callback)  # no raise: it would be printed and lost
+    assert interrupts.interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
