@@ -290,7 +290,8 @@ class VramPanel(QDockWidget):
 
     def _projection_text(self, bd: MemoryBreakdown) -> tuple[str, str]:
         if not bd.has_projection:
-            return self.tr("No turn running: a message is projected"), self.tr("when you send it.")
+            # two lines of their own (one sentence cut in two read as text wrapped at half width)
+            return self.tr("No turn running."), self.tr("A message is projected when you send it.")
         return (self.tr("Projected peak {0} ± {1} (±{2} of the turn)").format(
                     format_bytes(bd.projected_peak), format_bytes(bd.error_bar),
                     f"{bd.error_bar / max(bd.growth, 1):.0%}"),

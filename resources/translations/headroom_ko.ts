@@ -3764,14 +3764,6 @@ and the summary.</source>
         </translation>
     </message>
     <message>
-        <source>No turn running: a message is projected</source>
-        <translation>실행 중인 턴 없음: 메시지는 보낼 때</translation>
-    </message>
-    <message>
-        <source>when you send it.</source>
-        <translation>예측됩니다.</translation>
-    </message>
-    <message>
         <source>Drag a slider to see this turn&apos;s peak at other sizes.</source>
         <translation>슬라이더를 끌어 다른 크기에서 이번 턴의 최대치를 확인하세요.</translation>
     </message>
@@ -3794,6 +3786,14 @@ and the summary.</source>
     <message>
         <source>RSS {0} · peak RSS {1}</source>
         <translation>RSS {0} · 최대 RSS {1}</translation>
+    </message>
+    <message>
+        <source>No turn running.</source>
+        <translation>실행 중인 턴 없음.</translation>
+    </message>
+    <message>
+        <source>A message is projected when you send it.</source>
+        <translation>메시지는 보낼 때 예측됩니다.</translation>
     </message>
     <message>
         <source>Projected peak {0} ± {1} (±{2} of the turn)</source>
