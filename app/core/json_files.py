@@ -5,6 +5,7 @@ user, never overwritten by the next save. Pure Python."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -30,7 +31,11 @@ def write_atomically(path: Path, text: str, make_folder: bool = True, private: b
     try:
         target = Path(os.path.realpath(path)) if path.is_symlink() else path
         if make_folder:
-            target.parent.mkdir(parents=True, exist_ok=True, **({"mode": 0o700} if private else {}))
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True, **({"mode": 0o700} if private else {}))
+            except FileExistsError as exc:  # a file where the folder belongs, not one named like `path`
+                # (new-user trial: "settings.json: a file of that name is in the way" for a config folder)
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target.parent)) from exc
         with contextlib.suppress(FileNotFoundError):
             mode = target.stat().st_mode
             if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):

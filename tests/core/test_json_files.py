@@ -38,6 +38,21 @@ def test_an_export_makes_no_missing_folder(tmp_path):
     assert path.read_text(encoding="utf-8") == "{}"
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_file_where_the_config_folder_belongs_is_said_as_a_file_in_the_path(tmp_path, depth):
+    """New-user trial: HEADROOM_CONFIG_DIR naming a file said "settings.json: a file of that name is in
+    the way", as if a settings.json stood in the way; the file in the way is the folder itself."""
+    from app.chat.error_text import os_error_line
+
+    (tmp_path / "config").write_text("not a folder")
+    path = tmp_path / "config" / ("sub/" * (depth - 1)) / "settings.json"
+    with pytest.raises(OSError) as refused:
+        write_atomically(path, "{}")
+    assert (refused.value.errno, refused.value.filename) == (errno.ENOTDIR, str(path))
+    assert os_error_line(refused.value) == f"{path}: a part of the path is a file, not a folder"
+    assert (tmp_path / "config").read_text() == "not a folder"
+
+
 def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path, file_size_limit):
     """A full disk mid-write: the file keeps its old text, no temp file is left, and the error
     names the file."""
