@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from markdown_it import MarkdownIt
+
 from app.core.conversation import MessageStatus, Role
 from app.core.reasoning import ANSWERED, split_reasoning
 
@@ -81,8 +83,9 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
             reasoning, answer, state = split_reasoning(m.content)
             if reasoning:
                 title = "Reasoning" if state == ANSWERED else "Reasoning (unfinished)"
-                lines += ["<details>", f"<summary>{title}</summary>", "", reasoning, "", "</details>", ""]
-            shown = answer.strip("\n") if reasoning else m.content.strip("\n")
+                lines += ["<details>", f"<summary>{title}</summary>", "", _fences_closed(reasoning), "",
+                          "</details>", ""]
+            shown = _fences_closed(answer.strip("\n") if reasoning else m.content.strip("\n"))
             lines += [shown or "_(no answer)_", ""] if reasoning else [shown, ""]
         if m.status is not MessageStatus.COMPLETE:
             detail = _escaped(m.failure or (stop_details or {}).get(_stop_reason(m), ""))
@@ -98,6 +101,25 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
         if m.sources:
             lines += ["Sources: " + "; ".join(_source_labels(m.sources)), ""]
     return "\n".join(lines)
+
+
+def _fences_closed(markdown: str) -> str:
+    """`markdown` with a code fence it leaves open closed at its end: an answer stopped in the middle
+    of its code, or a model's stray closing fence (read as an opening one), otherwise ran on through
+    every later message of the export as code (new-user trial: the "## User" headings after it
+    vanished into a code block). CommonMark's own reading (markdown-it-py): a fence left open runs
+    to the end of the text, its last line no closing fence of its character and length; one inside
+    a quote or a list item ends with it."""
+    lines = markdown.split("\n")
+    for token in MarkdownIt("commonmark").parse(markdown):
+        # one in a quote or a list ends with it: only a top-level fence runs on
+        if token.type != "fence" or token.level or not token.map or token.map[1] < len(lines):
+            continue
+        end = lines[-1].strip()
+        closed = token.map[1] - token.map[0] > 1 and len(end) >= len(token.markup) and set(end) == {token.markup[0]}
+        if not closed:
+            return f"{markdown}\n{token.markup}"
+    return markdown
 
 
 def _stop_reason(m) -> str:

@@ -154,6 +154,29 @@ def test_a_markdown_export_leaves_out_an_answers_blank_lines_before_and_after(st
     assert store.export_markdown(cid).endswith("## Assistant\n\n    indented code\nHi there.\n")
 
 
+@pytest.mark.parametrize("answer, status", [
+    ("Here:\n\n```c\nint main() {\n  if (a < b && b > c)", MessageStatus.STOPPED),  # stopped inside its code
+    ("int x = a < b;\n```\nThat prints hello.", MessageStatus.COMPLETE),  # a stray closing fence opens one
+    ("~~~~\ncode\n~~~", MessageStatus.COMPLETE),  # closed by a shorter fence: still open
+])
+def test_a_markdown_export_closes_a_code_fence_an_answer_left_open(store, answer, status):
+    """New-user trial: an answer's lone fence ran on as code through every later message of the
+    export; its "## User" heading and the next answer vanished into one code block."""
+    from markdown_it import MarkdownIt
+
+    cid = store.create_conversation("Code", {})
+    for message in (Message(Role.USER, "Write C"), Message(Role.ASSISTANT, answer, status),
+                    Message(Role.USER, "Thanks"), Message(Role.ASSISTANT, "You're welcome.")):
+        store.append_message(cid, message)
+    md = store.export_markdown(cid)
+    assert answer in md  # the answer as written, a closing fence after it
+    tokens = MarkdownIt("commonmark").parse(md)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == ["Code", "User", "Assistant", "User", "Assistant"]
+    assert [t.type for t in tokens if t.type == "fence"] != [] and "welcome" not in "".join(
+        t.content for t in tokens if t.type == "fence")
+
+
 def test_a_markdown_export_folds_an_answers_reasoning_as_the_window_does(store):
     """"<think>" is no HTML a Markdown viewer knows: the reasoning goes in a collapsed block before
     the answer; the JSON export keeps the text as stored."""
