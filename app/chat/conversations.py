@@ -71,10 +71,17 @@ def auto_title(first_message: str) -> str:
     """A new conversation's title: the first line of its first message with words (a letter, a
     digit or a symbol such as an emoji: not a code fence, a rule like "---" or lone punctuation;
     new-user trial 11 titled a chat "```"), cleaned (clean_title), at most TITLE_CHARS; "" when
-    no line has words."""
+    no line has words. A longer line is cut after its last whole word that fits, and "…" says so
+    (new-user trial: "… a linked list with in" as the title and the export's file name)."""
     lines = (clean_title(line) for line in first_message.splitlines())
     line = next((line for line in lines if _has_words(line) and not _FENCE.match(line)), "")
-    return clean_title(line[:TITLE_CHARS])
+    if len(line) > TITLE_CHARS:
+        cut = line[:TITLE_CHARS - 1]
+        space = cut.rfind(" ")
+        if line[len(cut)] != " " and space >= TITLE_CHARS // 2:  # a word cut in two: it goes
+            cut = cut[:space]
+        line = cut.rstrip() + "…"
+    return clean_title(line)
 
 
 def _visible(char: str) -> bool:

@@ -358,3 +358,18 @@ def test_a_renamed_title_drops_control_characters_too(chat):
     chat.conversations.rename(cats, "Trip\u202e plan\x00")
     [info] = [i for i in chat.store.list_conversations() if i.id == cats]
     assert info.title == "Trip plan"
+
+
+@pytest.mark.parametrize("message, title", [
+    ("Write a long C program that implements a linked list with insertion, deletion and search.",
+     "Write a long C program that implements a linked list with…"),
+    ("Write a long C program that implements a linked list withab and more", "Write a long C program that "
+     "implements a linked list withab…"),  # the 59th character ends a word: kept
+    ("x" * 100, "x" * 59 + "…"),  # one long word: cut where it must be
+    ("짧은 제목", "짧은 제목"),
+])
+def test_a_long_first_line_is_titled_by_its_whole_words_and_an_ellipsis(message, title):
+    """New-user trial: the title (and the export's file name) read "… a linked list with in"."""
+    from app.chat.conversations import TITLE_CHARS, auto_title
+
+    assert auto_title(message) == title and len(title) <= TITLE_CHARS
