@@ -416,6 +416,11 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
                                                   "layers, its weights hold only {1}.").format(*short.groups()),
                           translate("PlainError", "The files are incomplete or do not belong together; download "
                                                   "the model again."))
+    if "weights do not match its config.json" in message:  # app.engine.loading.loader: other tensor shapes
+        return PlainError(translate("PlainError", "This model's weights do not match its config.json: their "
+                                                  "tensors have other shapes than it names."),
+                          translate("PlainError", "The config.json was edited or belongs to another model; "
+                                                  "download the model again."))
     # before the GGUF wording below: a converted GGUF's folder or file name says "gguf" too
     damaged = _DAMAGED_SAFETENSORS.search(message)
     if damaged:

@@ -2427,6 +2427,14 @@ loaded in {5} s
         <translation>파일이 불완전하거나 서로 다른 모델의 것입니다. 모델을 다시 내려받으세요.</translation>
     </message>
     <message>
+        <source>This model&apos;s weights do not match its config.json: their tensors have other shapes than it names.</source>
+        <translation>이 모델의 가중치가 config.json과 맞지 않습니다: 텐서의 모양이 config.json에 적힌 것과 다릅니다.</translation>
+    </message>
+    <message>
+        <source>The config.json was edited or belongs to another model; download the model again.</source>
+        <translation>config.json이 수정되었거나 다른 모델의 것입니다. 모델을 다시 내려받으세요.</translation>
+    </message>
+    <message>
         <source>This is not a model Headroom can open.</source>
         <translation>Headroom이 열 수 있는 모델이 아닙니다.</translation>
     </message>

@@ -189,6 +189,23 @@ def test_a_model_whose_weights_lack_layers_its_config_names_is_refused_before_lo
                                "again")
 
 
+def test_weights_of_other_shapes_than_the_config_names_are_said_as_such(tmp_path, tiny_model_dir):
+    """New-user re-trial: a config.json whose sizes do not match the weights said only "The model could
+    not be opened (RuntimeError)"; transformers' own words ask for ignore_mismatched_sizes."""
+    from app.chat.error_text import plain_failure
+
+    folder = _copy(tiny_model_dir, tmp_path / "tiny")
+    config = json.loads((folder / "config.json").read_text())
+    config["intermediate_size"] += 8
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError) as info:
+        load_model(folder)
+    assert str(info.value) == "cannot load tiny: its weights do not match its config.json (tensor shapes differ)"
+    assert plain_failure(str(info.value), during="load").line() == (
+        "This model's weights do not match its config.json: their tensors have other shapes than it names. The "
+        "config.json was edited or belongs to another model; download the model again.")
+
+
 def test_ctrl_c_inside_a_lazy_import_is_ctrl_c_not_a_damaged_model(tiny_model_dir, monkeypatch):
     """New-user re-trial: Ctrl+C 0.3 s after `--ask` arrived inside accelerate's import, which
     transformers re-raises as an ImportError: it said "This GGUF file could not be read … installs it

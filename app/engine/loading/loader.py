@@ -370,6 +370,9 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
         damage = damaged_safetensors(folder) if _corrupt_file_error(exc) else None
         if damage is not None:  # the header looked whole, the load found otherwise: name the file
             error = ModelLoadError(f"cannot load {Path(path).name}: {damage}")
+        if "ignore_mismatched_sizes" in str(exc):  # transformers' words for weights of other shapes than the config's
+            error = ModelLoadError(f"cannot load {Path(path).name}: its weights do not match its config.json "
+                                   "(tensor shapes differ)")
         if "trust_remote_code" in str(exc):  # e.g. a tokenizer that ships its own code
             error = ModelLoadError(remote_code_message(Path(path).name))
     finally:
