@@ -271,6 +271,12 @@ class UnreadSettings:
         return f"Settings could not be read ({self.reason}); the defaults are used."
 
 
+def _text(value) -> str:
+    """A path kept as text; anything else is no path (re-trial: `"last_model_path": 12` was said as
+    "The model used last is no longer at 12")."""
+    return value if isinstance(value, str) else ""
+
+
 def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | None]:
     """The settings, and None or why they are the defaults. A file that is not settings JSON is
     moved aside to settings.unreadable-<time>.json first, so the next save does not overwrite what
@@ -285,7 +291,7 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         if not isinstance(raw, dict):  # trial 15: null said "'NoneType' object has no attribute 'get'"
             raise ValueError(f"the file holds {_json_kind(raw)}, not a JSON object of settings")
         generation = _generation(raw.get("generation", {}))
-        return Settings(generation=generation, last_model_path=str(raw.get("last_model_path", "")),
+        return Settings(generation=generation, last_model_path=_text(raw.get("last_model_path")),
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
                         backend=BackendSettings.from_json(raw.get("backend")),

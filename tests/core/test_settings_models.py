@@ -265,3 +265,14 @@ def test_a_settings_file_with_a_utf8_bom_is_read(tmp_path):
     settings, note = read_settings(path)
     assert (settings.generation.temperature, settings.generation.system_prompt, note) == (0.3, "안녕", None)
     assert path.exists() and not list(tmp_path.glob("settings.unreadable-*.json"))
+
+
+@pytest.mark.parametrize("value", [12, None, ["/models/a.gguf"], {"path": "x"}, True])
+def test_a_last_model_path_that_is_no_text_is_no_path(tmp_path, value):
+    """New-user re-trial: `"last_model_path": 12` in settings.json made the window say "The model used last
+    is no longer at 12; opening the default model."."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"last_model_path": value}))
+    assert load_settings(path).last_model_path == ""
+    path.write_text(json.dumps({"last_model_path": "/models/a.gguf"}))
+    assert load_settings(path).last_model_path == "/models/a.gguf"
