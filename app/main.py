@@ -17,7 +17,6 @@ from app.core.settings import (
     MAX_TOP_K,
     REPETITION_PENALTY_RANGE,
     GenerationSettings,
-    load_settings,
     read_settings,
 )
 
@@ -156,10 +155,12 @@ def _run_headless(args) -> int:
         return self_test.main(args.model, "cpu" if args.cpu else "auto")
     from app import headless  # --plan / --ask / --replay
 
+    settings, unread = read_settings()
+    if unread is not None:  # said once, in the window's English words (re-trial: raw WARNING log lines, twice)
+        print(f"headroom: {unread}", file=sys.stderr)
     if args.plan:
         return headless.plan(args.model, "cpu" if args.cpu else "auto")
 
-    settings = load_settings()
     from app.core.paths import default_model_path
 
     model_context = settings.context_for(args.model or default_model_path())  # its own, else the global one

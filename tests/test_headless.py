@@ -34,6 +34,19 @@ def test_a_saved_max_new_tokens_above_the_context_is_limited_not_refused(tiny_mo
     assert given.returncode == 1 and "lower max new tokens" in given.stderr  # asked for: said, not changed
 
 
+def test_unreadable_settings_are_said_once_in_words_not_as_log_lines(tiny_model_dir, tmp_path, monkeypatch):
+    """New-user re-trial: with HEADROOM_CONFIG_DIR naming a file, `--ask` printed the raw log line
+    "… WARNING app.core.settings …: settings file … unreadable ([Errno 20] …)" twice, and answered."""
+    (tmp_path / "cfg").write_text("a file, not a folder")
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path / "cfg"))
+    result = run_app("--ask", "hi", "--model", str(tiny_model_dir))
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "settings" in line.lower()]
+    assert said == [f"headroom: Settings could not be read ({tmp_path / 'cfg' / 'settings.json'}: Not a directory); "
+                    "the defaults are used."]
+    assert "WARNING" not in result.stderr
+
+
 def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
     """New-user trial: Ctrl+C during `--ask` printed ~90 lines of traceback ending in
     KeyboardInterrupt; a shell tool (ollama run, llama-cli) stops with a line and 128 + SIGINT."""

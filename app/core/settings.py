@@ -282,7 +282,9 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
     moved aside to settings.unreadable-<time>.json first, so the next save does not overwrite what
     the user wrote (trial 4: a truncated file was silently replaced); one that cannot be read at
     all (a folder, no permission) is left where it is; its language and appearance are salvaged,
-    so the window that says so speaks the user's chosen language. Never raises."""
+    so the window that says so speaks the user's chosen language. Never raises. Logged at INFO only:
+    the caller says it (the window in its language, `--ask` once on stderr; as a WARNING it printed
+    raw, once per read, on the command line)."""
     path = path or settings_path()
     text = ""
     try:
@@ -302,7 +304,7 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
     except FileNotFoundError:
         return Settings(), None
     except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
-        log.warning("settings file %s unreadable (%s); using defaults", path, exc)
+        log.info("settings file %s unreadable (%s); using defaults", path, exc)
         return Settings(), UnreadSettings(f"{path}: {exc.strerror or exc}", error=exc)
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
         if isinstance(exc, RecursionError):  # json.loads on arrays nested 100,000 deep (new-user trial)
@@ -310,9 +312,9 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         try:
             aside = keep_aside(path)
         except OSError as move_error:
-            log.warning("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
+            log.info("settings file %s unreadable (%s) and not movable (%s)", path, exc, move_error)
             return _salvaged_looks(text), UnreadSettings(f"{path}: {exc}")
-        log.warning("settings file %s unreadable (%s); moved to %s", path, exc, aside)
+        log.info("settings file %s unreadable (%s); moved to %s", path, exc, aside)
         # the whole path: the user finds the file to mend (new-user trial: only its name was said)
         position = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else None
         return _salvaged_looks(text), UnreadSettings(str(exc), str(aside), json_position=position)
