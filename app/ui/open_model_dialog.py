@@ -263,7 +263,9 @@ class OpenModelDialog(QDialog):
         fit = entry.fit
         item.setData(_MODEL, _ENTRY_ROLE, entry)
         item.setText(_DISK, format_bytes(entry.disk_bytes))
-        item.setText(_NEEDS, format_bytes(fit.needed) if fit else "—")
+        # what a model that cannot open would need is no figure to go by (re-trial: a config.json alone
+        # "needs 873 MiB", planned from that config's defaults)
+        item.setText(_NEEDS, format_bytes(fit.needed) if fit and not entry.refusal else "—")
         if entry.refusal:
             item.setText(_FIT, self.tr("✕ damaged") if is_damaged(entry) else self.tr("✕ cannot open"))
             item.setForeground(_FIT, QBrush(pick(VERDICT_PAIRS[NO_FIT], self.palette())))

@@ -433,6 +433,7 @@ def test_a_folder_the_loader_would_refuse_keeps_open_disabled_and_says_why(qtbot
     dialog.add_path(folder)
     qtbot.waitUntil(lambda: not dialog.reading())
     assert rows(dialog)[0][0] == "half-model" and rows(dialog)[0][4] == "✕ cannot open"
+    assert rows(dialog)[0][3] == "—"  # no need from its config's defaults (re-trial: "873 MiB")
     assert not dialog.open_button.isEnabled() and dialog.open_button.toolTip() == said
     assert dialog.detail.text().splitlines()[1:] == [said]
 
