@@ -554,3 +554,23 @@ def test_waiting_for_another_conversion_can_be_cancelled(tiny_q8, cache):
         held.release()
     assert time.monotonic() - started < 5
     assert not (cache / "gguf").exists() or list((cache / "gguf").iterdir()) == []
+
+
+def test_a_gguf_under_another_name_opens_by_its_bytes(tmp_path, tiny_q8):
+    """New-user re-trial: a valid GGUF named "noext" (a hub cache's blob, a renamed download) was refused
+    as "not a .gguf file"; a text file of that kind of name still is."""
+    from app.engine.loading.catalog import Catalog
+    from app.engine.loading.fit_plan import plan_model
+    from app.engine.loading.model_path import refusal
+
+    path, _ = tiny_q8
+    blob = tmp_path / "3f9a1c0de2"
+    shutil.copyfile(path, blob)
+    assert refusal(blob) is None
+    assert plan_model(blob, "cpu").kind == "gguf"
+    loaded = load_model(blob, device_preference="cpu")
+    assert loaded.report.name == "3f9a1c0de2" and loaded.model.config.num_hidden_layers == 2
+    (tmp_path / "notes").write_text("GGU is not enough")
+    assert refusal(tmp_path / "notes") == "notes is not a .gguf file or a model folder (no config.json next to it)"
+    entry = Catalog.for_this_machine("cpu").describe(blob)  # the open-model list, by the same check
+    assert not entry.refusal and entry.fit is not None and entry.disk_bytes == path.stat().st_size

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.core.settings import model_key
 from app.engine.loading.fit import MachineMemory, MemoryFit, PlacementFor, machine_memory, project_fit
+from app.engine.loading.model_path import is_gguf_file
 from app.engine.memory.units import format_bytes
 
 log = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ class Catalog:
         name = name or _display_name(path)
         size = disk_bytes if disk_bytes is not None else (
             path.stat().st_size if path.is_file() else folder_disk_bytes(path) if path.is_dir() else 0)
-        if path.is_file() and path.suffix.lower() == ".gguf":
+        if is_gguf_file(path):
             return self._describe_gguf(path, origin, name, size, context)
         folder = _config_folder(path)
         if folder is None:

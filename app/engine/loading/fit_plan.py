@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.loading.fit import estimate_parameters, machine_memory, project_weights
+from app.engine.loading.model_path import is_gguf_file
 from app.engine.memory.admission import safety_margin
 from app.engine.memory.context_fit import MIN_USEFUL_CONTEXT, context_cost, largest_context
 from app.engine.memory.kv_layout import KVLayout
@@ -112,7 +113,7 @@ def plan_model(path: Path, device_preference: str = "auto", reclaimable: int = 0
     if path.is_file() and path.name == "config.json":
         path = path.parent
     conversion = None
-    if path.is_file() and path.suffix.lower() == ".gguf":
+    if is_gguf_file(path):
         from app.engine.loading.gguf_header import read_gguf_header
 
         header = read_gguf_header(path)

@@ -23,21 +23,37 @@ def model_source(path: Path) -> Path:
 
 def refusal(path: Path) -> str | None:
     """Why `path` cannot be a model Headroom opens (one English line, the loader's wording), or
-    None when it may be one: a missing path, a file that is neither a .gguf nor a folder's
-    config.json, an empty or unreadable .gguf, or one that does not start with the GGUF magic
-    bytes; a folder without config.json. Reads at most 4 bytes; never raises."""
+    None when it may be one: a missing path, a file that is neither a .gguf (by its name or its
+    first bytes) nor a folder's config.json, an empty or unreadable .gguf, or one that does not
+    start with the GGUF magic bytes; a folder without config.json. Reads at most 4 bytes; never
+    raises."""
     path = model_source(path)
     if not path.exists():
         return f"no model at {path}"
     if path.is_dir():
         has_config = (path / "config.json").is_file()
         return None if has_config else f"{path} is not a Hugging Face model folder (no config.json)"
-    if path.suffix.lower() != ".gguf":
+    if not is_gguf_file(path):
         return f"{path.name} is not a .gguf file or a model folder (no config.json next to it)"
     try:
         return gguf_head_refusal(path)
     except OSError as exc:
         return f"cannot read {path.name}: {exc.strerror or exc}"
+
+
+def is_gguf_file(path: Path) -> bool:
+    """Whether `path` is a file to open as a GGUF: named .gguf, or starting with the GGUF magic bytes
+    under another name (a hub cache's blob, a download renamed; new-user re-trial: a valid GGUF named
+    "noext" was refused as "not a .gguf file"). Reads at most 4 bytes; never raises."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    if path.suffix.lower() == ".gguf":
+        return True
+    try:
+        return gguf_head_refusal(path) is None
+    except OSError:
+        return False
 
 
 def gguf_head_refusal(path: Path) -> str | None:
