@@ -83,9 +83,9 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
             reasoning, answer, state = split_reasoning(m.content)
             if reasoning:
                 title = "Reasoning" if state == ANSWERED else "Reasoning (unfinished)"
-                lines += ["<details>", f"<summary>{title}</summary>", "", _fences_closed(reasoning), "",
+                lines += ["<details>", f"<summary>{title}</summary>", "", _blocks_closed(reasoning), "",
                           "</details>", ""]
-            shown = _fences_closed(answer.strip("\n") if reasoning else m.content.strip("\n"))
+            shown = _blocks_closed(answer.strip("\n") if reasoning else m.content.strip("\n"))
             lines += [shown or "_(no answer)_", ""] if reasoning else [shown, ""]
         if m.status is not MessageStatus.COMPLETE:
             detail = _escaped(m.failure or (stop_details or {}).get(_stop_reason(m), ""))
@@ -103,23 +103,47 @@ def conversation_markdown(c: "StoredConversation", stop_details: Mapping[str, st
     return "\n".join(lines)
 
 
-def _fences_closed(markdown: str) -> str:
-    """`markdown` with a code fence it leaves open closed at its end: an answer stopped in the middle
-    of its code, or a model's stray closing fence (read as an opening one), otherwise ran on through
-    every later message of the export as code (new-user trial: the "## User" headings after it
-    vanished into a code block). CommonMark's own reading (markdown-it-py): a fence left open runs
-    to the end of the text, its last line no closing fence of its character and length; one inside
-    a quote or a list item ends with it."""
+def _blocks_closed(markdown: str) -> str:
+    """`markdown` with a code fence or raw HTML block it leaves open closed at its end: an answer
+    stopped in the middle of its code, or a model's stray closing fence (read as an opening one),
+    otherwise ran on through every later message of the export (new-user trial: the "## User"
+    headings after it vanished into a code block; re-trial: the same after a `<pre>` or `<!--`).
+    CommonMark's own reading (markdown-it-py): such a block left open runs to the end of the text;
+    one inside a quote or a list item ends with it."""
     lines = markdown.split("\n")
     for token in MarkdownIt("commonmark").parse(markdown):
-        # one in a quote or a list ends with it: only a top-level fence runs on
-        if token.type != "fence" or token.level or not token.map or token.map[1] < len(lines):
+        # one in a quote or a list ends with it: only a top-level block runs on
+        if token.level or not token.map or token.map[1] < len(lines):
             continue
-        end = lines[-1].strip()
-        closed = token.map[1] - token.map[0] > 1 and len(end) >= len(token.markup) and set(end) == {token.markup[0]}
-        if not closed:
-            return f"{markdown}\n{token.markup}"
+        if token.type == "fence":
+            end = lines[-1].strip()
+            if not (token.map[1] - token.map[0] > 1 and len(end) >= len(token.markup)
+                    and set(end) == {token.markup[0]}):
+                return f"{markdown}\n{token.markup}"
+        elif token.type == "html_block":
+            closer = _html_block_closer(token.content)
+            if closer and closer.lower() not in token.content.lower():
+                return f"{markdown}\n{closer}"
     return markdown
+
+
+_HTML_BLOCK_CLOSERS = (  # CommonMark's HTML blocks that end at a closer of their own (kinds 1-3 and 5)
+    (re.compile(r"<(script|pre|style|textarea)(?:\s|>|$)", re.IGNORECASE), None),
+    (re.compile(r"<!--"), "-->"),
+    (re.compile(r"<\?"), "?>"),
+    (re.compile(r"<!\[CDATA\["), "]]>"),
+)
+
+
+def _html_block_closer(block: str) -> str | None:
+    """The text that ends the raw HTML block `block` (e.g. "</pre>", "-->"), or None for a block a
+    blank line ends."""
+    opening = block.lstrip()
+    for pattern, closer in _HTML_BLOCK_CLOSERS:
+        match = pattern.match(opening)
+        if match:
+            return closer or f"</{match.group(1).lower()}>"
+    return None
 
 
 def _stop_reason(m) -> str:
