@@ -146,7 +146,7 @@ def plan_line(plan, chosen: int | None = None, chosen_kv_bytes: int | None = Non
             format_bytes(conversion["output_bytes"]), format_bytes(conversion["free_disk_bytes"]))
         if not conversion["enough_disk"]:  # the refusal's figure: the output and some slack
             disk = translate("FitText", "{0} — NOT ENOUGH DISK (needs {1})").format(
-                disk, format_bytes(conversion.get("needed_disk_bytes", conversion["output_bytes"])))
+                disk, format_bytes(conversion["needed_disk_bytes"]))
         line = f"{line}; {disk}"
     fit8 = getattr(plan, "context_fit_kv8", None)
     if fit8 is None or (custom and chosen <= plan.context_fit):  # 8-bit changes nothing for what fits

@@ -40,7 +40,7 @@ class FitPlan:
     that fits (0: none) with a 16-bit KV cache; context_fit_kv8 / kv8_bytes_per_token: the same
     with an 8-bit KV cache (issue 16; None when the model's attention cannot read 8-bit KV);
     verdict text carries N for PARTIAL. conversion: None for an HF folder or a
-    converted GGUF, else {"output_bytes", "free_disk_bytes", "enough_disk", "folder"}."""
+    converted GGUF, else {"output_bytes", "needed_disk_bytes", "free_disk_bytes", "enough_disk", "folder"}."""
 
     source: str
     kind: str
@@ -90,7 +90,7 @@ class FitPlan:
             disk = (f"; conversion writes {format_bytes(c['output_bytes'])}, "
                     f"{format_bytes(c['free_disk_bytes'])} disk free"
                     + ("" if c["enough_disk"] else
-                       f" — NOT ENOUGH DISK (needs {format_bytes(c.get('needed_disk_bytes', c['output_bytes']))})"))
+                       f" — NOT ENOUGH DISK (needs {format_bytes(c['needed_disk_bytes'])})"))
         tokens = self.context_fit if self.verdict != FULL else self.trained_context
         return (f"{name}: {self.verdict_text} ({tokens:,} of {self.trained_context:,} tokens) on "
                 f"{self.device}: weights {format_bytes(self.weights_bytes)} ({self.weights_form}) + KV "
@@ -149,8 +149,7 @@ def conversion_check(header, placement) -> dict[str, Any] | None:
         return None
     disk = gguf_convert.check_disk(header, dtype)
     return {"output_bytes": disk.output, "needed_disk_bytes": disk.needed, "free_disk_bytes": disk.free,
-            "enough_disk": disk.enough,
-            "folder": str(disk.folder)}
+            "enough_disk": disk.enough, "folder": str(disk.folder)}
 
 
 def build_plan(source: str, kind: str, described: dict, config: Any, placement, free: int, total: int,

@@ -303,13 +303,14 @@ def load_model(path: Path, progress: Progress | None = None, cancel: threading.E
     """
     report = progress or (lambda _text, _frac: None)
     started = time.perf_counter()
-    why = refusal(Path(path))
+    why = refusal(Path(path))  # before a folder's own check, which would say less ("config.json … unreadable")
     if why is not None:
         raise ModelLoadError(why)
+    source = model_source(Path(path))
     trust = None
-    if not model_source(Path(path)).is_file():  # a folder is checked before its plan (new-user trial: a
-        # config.json alone was planned as "does not fit … weights 25.10 GiB", then said to have no weights)
-        trust = _checked_folder(model_source(Path(path)), Path(path).name, trust_remote_code, allow_pickle)
+    if source.is_dir():  # a folder is checked before its plan (new-user trial: a config.json alone was
+        # planned as "does not fit … weights 25.10 GiB", then said to have no weights)
+        trust = _checked_folder(source, Path(path).name, trust_remote_code, allow_pickle)
     _report_plan(Path(path), device_preference, report)
     folder = resolve_model_folder(Path(path), report, cancel, device_preference)
     _check_cancel(cancel)
