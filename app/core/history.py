@@ -501,7 +501,7 @@ def finish_summary(
     cleaned = without_repeats(_without_instructions(text))
     text = _without_fragment(_without_echoes(cleaned.text))  # after `_untrusted` has counted echoes, below
     new, verdict = judge(text)
-    untrusted = (_untrusted(cleaned) or _other_language(plan, text)
+    untrusted = (_untrusted(cleaned) or _other_language(plan, text) or _copied_answers(plan, text)
                  or _dropped_facts(plan.previous.content, text))
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
@@ -585,6 +585,37 @@ def _untrusted(cleaned: Cleaned) -> str:
         return (f"the model repeated itself ({cleaned.sentences_dropped} repeated sentences, "
                 f"{cleaned.sentences_kept} kept)")
     return ""
+
+
+COPY_SHINGLE_WORDS = 4
+"""Word n-grams compared to tell a sentence copied from an answer (shingling, Broder 1997)."""
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.casefold())
+    return {tuple(words[i:i + COPY_SHINGLE_WORDS]) for i in range(len(words) - COPY_SHINGLE_WORDS + 1)}
+
+
+def _copied_answers(plan: "SummaryPlan", summary: str) -> str:
+    """Why `summary` is no summary, or "": most of its words are in sentences copied from the
+    folded answers (at least 4 of 5 of a sentence's word 4-grams are an answer's and neither the
+    user's nor the previous summary's). A small model asked to summarize often writes back an
+    answer it just read (new-user trial: SmolLM2-135M's summary was its own answer about the Moon,
+    word for word; the user's name and city were gone, and the fact check then guarded the Moon's
+    made-up "238 days"). What the user said is kept instead (the extract)."""
+    answers = _shingles("\n".join(m["content"] for t in plan.folded for m in t.messages
+                                   if m["role"] == Role.ASSISTANT.value))
+    kept = _shingles(_users_text(plan.folded) + "\n" + plan.previous.content)
+    copied = total = 0
+    for sentence in re.split(r"(?<=[.?!…。？！])\s+|\n+", summary):
+        words = len(re.findall(r"\w+", sentence))
+        shingles = _shingles(sentence)
+        total += words
+        if shingles and len((shingles & answers) - kept) * 5 >= len(shingles) * 4:
+            copied += words
+    if not total or copied * 2 < total:
+        return ""
+    return f"the model copied an answer instead of summarizing ({copied} of {total} words)"
 
 
 # words a sentence may start with that name nothing: not facts to carry over
@@ -692,11 +723,17 @@ before Korean sentences in a Korean chat); English for the others."""
 
 def _extract(plan: SummaryPlan, firsts: Sequence[str]) -> str:
     """The extractive fallback: the previous summary plus "The user said: " (USER_SAID) and
-    `firsts`, the facts a small model most often fails to carry over."""
+    `firsts`, the facts a small model most often fails to carry over. A previous summary that ends
+    with such an extract in the same language goes on with it, under one lead (a re-trial: three
+    extracts in a row read "The user said: … The user said: … The user said: …")."""
     if not firsts:
         return _join(plan.previous.content, "")
     said = " ".join(firsts)
-    return _join(plan.previous.content, f"{USER_SAID.get(written_language(said), USER_SAID[None])} {said}")
+    lead = USER_SAID.get(written_language(said), USER_SAID[None])
+    head, _, last = plan.previous.content.rpartition("\n\n")
+    if last.startswith(lead + " "):
+        return _join(head, f"{last} {said}")
+    return _join(plan.previous.content, f"{lead} {said}")
 
 
 def _transcript(turns: Sequence[Turn]) -> str:

@@ -701,6 +701,43 @@ def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extrac
     assert verdict.accepted and state.content == own
 
 
+def test_a_summary_that_copies_an_answer_gives_way_to_the_extract():
+    """New-user trial: SmolLM2-135M's "summary" was its own answer about the Moon, word for word,
+    with no "Assistant:" to give it away: the user's name and city were lost, and the fact check
+    then guarded the made-up "238 days". A summary mostly made of sentences copied from the folded
+    answers is not trusted; sentences the user wrote, or the previous summary held, are no copies."""
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=60)
+    previous = SummaryState(f"Earlier: {words(12, 'm3_')}.", folded_through=-1, tokens=15)
+    plan = plan_summary(window_for(messages, previous, budget), previous, system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    assert [t.first_position for t in plan.folded] == [0, 2]
+    answer = words(30, "m1_")  # the first folded answer, copied
+    state, verdict = finish_summary(plan, f"{answer}.", count_words)
+    assert verdict.accepted and "the model copied an answer instead of summarizing (30 of 30 words)" in verdict.reason
+    assert state.content.startswith(previous.content + "\n\nThe user said: m0_0 m0_1")
+    own = "Alex lives in Lisbon and works nights as a nurse at the harbour hospital."
+    state, verdict = finish_summary(plan, f"{own} {words(8, 'm1_')}.", count_words)  # a short quote of it
+    assert verdict.accepted and state.content == f"{own} {words(8, 'm1_')}."
+    for kept in (words(30, "m0_"), words(12, "m3_")):  # the user's words, the previous summary's
+        state, verdict = finish_summary(plan, f"{kept}.", count_words)
+        assert "copied an answer" not in verdict.reason
+
+
+def test_extracts_in_a_row_go_on_under_one_lead():
+    """A re-trial's summary after three rejected model summaries read "The user said: … The user
+    said: … The user said: …": the lead is said once."""
+    plan = plan_for(["My name is Alice", "I live in Lyon"])
+    first = SummaryState("Alice likes jazz.\n\nThe user said: My cat is Pixel.", folded_through=-1, tokens=12)
+    state, verdict = finish_summary(replace(plan, previous=first), "   ", count_words)
+    assert verdict.accepted
+    assert state.content == ("Alice likes jazz.\n\nThe user said: My cat is Pixel. My name is Alice. "
+                             "I live in Lyon.")
+    korean = SummaryState("사용자가 한 말: 저는 민지예요.", folded_through=-1, tokens=6)
+    state, _ = finish_summary(replace(plan, previous=korean), "   ", count_words)
+    assert state.content == "사용자가 한 말: 저는 민지예요.\n\nThe user said: My name is Alice. I live in Lyon."
+
+
 def test_the_extract_of_a_korean_chat_is_led_in_korean():
     """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
     state, _verdict = extract_of(["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"])
