@@ -33,11 +33,45 @@ class _FirstLineFormatter(logging.Formatter):
 
 
 class _PrivateRotatingFileHandler(RotatingFileHandler):
-    """RotatingFileHandler whose files are created owner-only (0o600), also after a rollover."""
+    """RotatingFileHandler whose files are created owner-only (0o600), also after a rollover.
+
+    The first write (or rollover) that fails with an OSError (a full disk, a removed folder, a
+    read-only mount, quota) is said in one line on stderr and turns the file off for the rest of
+    the run; the other handlers go on (new-user trial: a full disk printed Python's ~20-line
+    "--- Logging error ---" traceback for every record, 7 times a chat turn in the window)."""
+
+    def __init__(self, *args, **kwargs):
+        self.failure: OSError | None = None  # set before the base class opens the file
+        super().__init__(*args, **kwargs)
 
     def _open(self):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         return os.fdopen(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.failure is None:  # off: no reopening, no retry per record
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Called by emit inside its except block (the handler's lock held): an OSError turns the
+        file off, anything else (a bad format string) keeps logging's own report."""
+        failure = sys.exc_info()[1]
+        if not isinstance(failure, OSError):
+            super().handleError(record)
+            return
+        self.failure = failure
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            try:
+                stream.close()  # its flush of what is still buffered fails the same way; the file is closed anyway
+            except OSError:
+                pass
+        if sys.stderr is not None:  # None in a windowed bundle without a console
+            try:
+                print(f"headroom: the log file cannot be written ({failure.strerror or failure}); "
+                      "logging to it is off for this run.", file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr gone as well: nowhere left to say it
+                pass
 
 
 def configure_logging(verbose: bool = False, directory: Path | None = None) -> Path | None:
@@ -94,8 +128,10 @@ def log_uncaught_exceptions() -> None:
 
 
 def current_log_file() -> Path | None:
-    """The file `configure_logging` is writing to, or None (not configured, or stderr only)."""
+    """The file `configure_logging` is writing to, or None (not configured, stderr only, or its
+    writes failed and it was turned off)."""
     for handler in logging.getLogger().handlers:
-        if getattr(handler, _OURS, False) and isinstance(handler, RotatingFileHandler):
+        if (getattr(handler, _OURS, False) and isinstance(handler, RotatingFileHandler)
+                and getattr(handler, "failure", None) is None):
             return Path(handler.baseFilename)
     return None

@@ -1,6 +1,9 @@
 """Log files: rotating, owner-only, in the folder HEADROOM_LOG_DIR names; never fatal."""
 
+import errno
+import io
 import logging
+import os
 import sys
 import warnings
 
@@ -81,6 +84,40 @@ def test_an_unwritable_folder_falls_back_to_stderr(clean_root, tmp_path, capsys)
     assert logs.configure_logging(directory=blocker / "logs") is None
     assert logs.current_log_file() is None
     assert "cannot write log files" in capsys.readouterr().err
+
+
+class _FailingFile(io.StringIO):
+    """The log file's stream on a disk that refuses every write (a full tmpfs, a yanked USB stick)."""
+
+    def __init__(self, code: int):
+        super().__init__()
+        self.code, self.writes = code, 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        raise OSError(self.code, os.strerror(self.code))
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EROFS])
+def test_a_log_file_that_cannot_be_written_is_said_once_and_turned_off(clean_root, tmp_path, capsys, code):
+    """New-user trial: a full disk under the log folder printed Python's "--- Logging error ---" and
+    an ~20-line traceback of OSError for every record (7 a chat turn in the window)."""
+    path = logs.configure_logging(directory=tmp_path)
+    handler = next(h for h in clean_root.handlers if isinstance(h, logs.RotatingFileHandler))
+    handler.stream.close()
+    handler.stream = full = _FailingFile(code)
+    for n in range(3):
+        logging.getLogger("headroom.test").warning("turn %d failed", n)
+    err = capsys.readouterr().err
+    assert "Logging error" not in err and "Traceback" not in err
+    said = [line for line in err.splitlines() if line.startswith("headroom:")]
+    assert said == [f"headroom: the log file cannot be written ({os.strerror(code)}); "
+                    "logging to it is off for this run."]
+    assert [line.split(": ", 1)[1] for line in err.splitlines() if "headroom.test" in line] == [
+        "turn 0 failed", "turn 1 failed", "turn 2 failed"]  # stderr logging goes on
+    assert full.writes == 1  # no retry per record
+    assert path.read_text() == ""  # and no reopening of the file behind the failed stream
+    assert logs.current_log_file() is None  # nothing says "the details are in" a file no longer written
 
 
 def test_uncaught_exceptions_are_logged_with_their_traceback(clean_root, tmp_path):
