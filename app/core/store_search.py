@@ -4,7 +4,10 @@ how a text was encoded: "é" typed as one character or as "e" + combining acute,
 syllables or as conjoining jamo (text pasted from macOS file names, some IMEs) are one text.
 
 Both sides are compared after `fold`: NFC, Python's str.casefold (full Unicode case folding),
-NFC again (Unicode canonical equivalence, then caseless matching; UAX #15, Unicode §3.13).
+NFC again (Unicode canonical equivalence, then caseless matching; UAX #15, Unicode §3.13). One
+departure from full folding: the Turkish dotted capital "İ" is "i" (CaseFolding.txt's Turkic
+mapping, status T), not "i" + U+0307 combining dot above (status F), so "istanbul" finds
+"İSTANBUL" as "İstanbul" finds "istanbul" (new-user trial: only "İSTANBUL" found "İstanbul").
 SQLite's LIKE folds ASCII letters only, and lower()/upper() need the ICU extension that
 Python's sqlite3 does not ship, so a text is matched in two steps (`match`):
 
@@ -43,19 +46,25 @@ _FOLDED_FROM_OTHERS = frozenset("afiklnst")
 """The ASCII letters that a non-ASCII character folds into ("ß" → "ss", "ﬁ" → "fi", Kelvin
 sign → "k"); tests/core/test_store_search.py checks this against every code point."""
 
-_MARKS = ("Mn", "Mc", "Me", "Lm")  # caseless, yet some fold results hold them ("İ" → "i" + dot above)
+_MARKS = ("Mn", "Mc", "Me", "Lm")  # caseless, yet some fold results hold them ("ŉ" → U+02BC + "n")
+
+_DOTTED_I = "i\u0307"  # casefold("İ"), and str.lower()'s: fold makes it "i"
 
 # every canonical decomposition is of a code point in these ranges (Unicode 14; tested)
 _DECOMPOSED_RANGES = ((0, 0x20000), (0x2F800, 0x2FA20))
 
 
 def fold(text: str) -> str:
-    """`text` for caseless comparison under canonical equivalence: NFC(casefold(NFC(text)))
-    (ß → ss, Σ/σ/ς → σ, "e" + U+0301 → é, jamo → syllables). ASCII text takes the fast path
-    (it is NFC already, and casefold is lower() there)."""
+    """`text` for caseless comparison under canonical equivalence: NFC(casefold(NFC(text))) with
+    "i" + U+0307 (combining dot above) as plain "i" before the last NFC (ß → ss, Σ/σ/ς → σ, "e" +
+    U+0301 → é, jamo → syllables, İ → i: casefold gives "i" + U+0307, as str.lower() does, which
+    "istanbul" never matched; Turkish and every other language read that dot as the i's own). ASCII
+    text takes the fast path (it is NFC already, and casefold is lower() there). Only matching
+    uses it: nothing maps offsets in a folded text back to the shown one."""
     if text.isascii():
         return text.lower()
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    folded = unicodedata.normalize("NFC", text).casefold().replace(_DOTTED_I, "i")
+    return unicodedata.normalize("NFC", folded)
 
 
 @cache

@@ -49,6 +49,20 @@ def test_titles_fold_case_too_and_greek_final_sigma_matches(store):
     assert found(store, "서울여행") == []
 
 
+def test_turkish_dotted_capital_i_matches_plain_i_both_ways(store):
+    """New-user trial: "istanbul" did not find a chat titled "…İstanbul…" (casefold makes "İ" "i" +
+    U+0307 combining dot above) while "İSTANBUL" did; nor did "İSTANBUL" find "istanbul"."""
+    titled = chat(store, "plans for the trip", title="Trip to İstanbul")
+    plain = chat(store, "istanbul in spring")
+    lowered = chat(store, "İzmir".lower())  # str.lower() keeps the dot: "i" + U+0307 + "zmir"
+    chat(store, "nothing of the kind")
+    for query in ("istanbul", "İSTANBUL", "İstanbul", "ISTANBUL", "i\u0307stanbul", nfd("İSTANBUL")):
+        assert found(store, query) == [plain, titled], query
+    assert found(store, "izmir") == found(store, "İZMİR") == found(store, "İzmir") == [lowered]
+    assert found(store, "\u0131stanbul") == []  # dotless ı is another letter
+    assert found(store, "stanbul") == [plain, titled] and found(store, "\u0307") == []  # no bare dot left
+
+
 def test_literal_characters_still_match_themselves_only(store):
     percent = chat(store, "Is 100% of the REFUND taxable?")
     quoted = chat(store, "He said \"don't\" — it's 'fine'")
@@ -124,6 +138,7 @@ def test_a_syllable_stored_decomposed_is_looked_for_by_the_jamo_it_must_hold():
 def test_fold_is_casefold():
     assert fold("Straße ÜBER") == "strasse über"
     assert fold("ABC") == "abc"
+    assert fold("İSTANBUL") == fold("İstanbul") == fold("istanbul") == fold(nfd("İstanbul")) == "istanbul"
 
 
 def test_fold_composes_what_was_decomposed():
