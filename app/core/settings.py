@@ -271,14 +271,72 @@ class UnreadSettings:
         return f"Settings could not be read ({self.reason}); the defaults are used."
 
 
+NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, NOT_AN_OBJECT = (
+    "not a number", "not a finite number", "not a whole number", "not text", "out of range", "not an object")
+"""Why a value of settings.json is not used as written (UnusableValue.problem)."""
+
+_SAID = {
+    NOT_A_NUMBER: "{0} {1} is not a number; the default {2} is used.",
+    NOT_FINITE: "{0} {1} is not a finite number; the default {2} is used.",
+    NOT_WHOLE: "{0} {1} is not a whole number; the default {2} is used.",
+    NOT_TEXT: "{0} {1} is not text; the default {2} is used.",
+    OUT_OF_RANGE: "{0} {1} is out of range; {2} is used.",
+    NOT_AN_OBJECT: "{0} {1} is not an object of settings; the defaults are used.",
+}
+"""The English sentences; app.ui.application says each in the window's language."""
+
+SHOWN_CHARACTERS = 40  # a value longer than this (a pasted prompt, a big list) is cut with "…"
+
+
+@dataclass(frozen=True)
+class UnusableValue:
+    """One value of settings.json used otherwise than written: `key` its JSON key ("temperature";
+    "generation" for that whole section), `problem` one of NOT_A_NUMBER … NOT_AN_OBJECT, `written`
+    and `used` as JSON writes them (json_text: '"hot"', 'NaN', '2.0'; `used` "" for a section).
+    str() is the English sentence."""
+
+    key: str
+    problem: str
+    written: str
+    used: str = ""
+
+    def __str__(self) -> str:
+        return _SAID[self.problem].format(self.key, self.written, self.used)
+
+
+@dataclass(frozen=True)
+class UnusableSettings:
+    """The values of a settings.json that was read, but not all as written: each one's default
+    (or the nearest value in range) is used instead, the others are kept. Like UnreadSettings, the
+    caller says it (the window in its language: app.ui.application; `--ask` on stderr); str() is
+    the English line: "Settings: " and a sentence per value (new-user trial: `"temperature": "hot"`
+    gave two raw WARNING log lines and the window said nothing)."""
+
+    values: tuple[UnusableValue, ...]
+
+    def __str__(self) -> str:
+        return "Settings: " + " ".join(str(value) for value in self.values)
+
+
+def json_text(value: object) -> str:
+    """`value` as settings.json writes it ("hot" in quotes, NaN, Infinity, true, null, 0.7), cut to
+    SHOWN_CHARACTERS with "…"."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # nested too deeply to write back
+        text = _json_kind(value)
+    return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS - 1] + "…"
+
+
 def _text(value) -> str:
     """A path kept as text; anything else is no path (re-trial: `"last_model_path": 12` was said as
     "The model used last is no longer at 12")."""
     return value if isinstance(value, str) else ""
 
 
-def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | None]:
-    """The settings, and None or why they are the defaults. A file that is not settings JSON is
+def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | UnusableSettings | None]:
+    """The settings, and None, or why they are the defaults (UnreadSettings), or which values
+    of a file that was read are not used as written (UnusableSettings). A file that is not settings JSON is
     moved aside to settings.unreadable-<time>.json first, so the next save does not overwrite what
     the user wrote (trial 4: a truncated file was silently replaced); one that cannot be read at
     all (a folder, no permission) is left where it is; its language and appearance are salvaged,
@@ -292,7 +350,7 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         raw = json.loads(text)  # Notepad writes a BOM: not "unreadable"
         if not isinstance(raw, dict):  # trial 15: null said "'NoneType' object has no attribute 'get'"
             raise ValueError(f"the file holds {_json_kind(raw)}, not a JSON object of settings")
-        generation = _generation(raw.get("generation", {}))
+        generation, unusable = _generation(raw.get("generation", {}))
         return Settings(generation=generation, last_model_path=_text(raw.get("last_model_path")),
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
@@ -300,7 +358,8 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
                         model_contexts=_model_contexts(raw.get("model_contexts")),
                         language=_language(raw.get("language")),
                         appearance=_appearance(raw.get("appearance")),
-                        last_folders=LastFolders.from_json(raw.get("last_folders"))), None
+                        last_folders=LastFolders.from_json(raw.get("last_folders"))), \
+            UnusableSettings(unusable) if unusable else None
     except FileNotFoundError:
         return Settings(), None
     except OSError as exc:  # a folder where the file belongs, no permission: nothing to move aside
@@ -353,28 +412,68 @@ def _check_whole(value: object) -> None:
         raise ValueError(f"not a whole number: {value!r}")
 
 
-def _generation(raw: object) -> GenerationSettings:
-    """GenerationSettings from the JSON object; unknown keys are ignored, and a malformed value
-    (text where a number belongs, NaN, a fraction or a boolean where a whole number belongs)
-    falls back to that field's default, keeping the others, and is logged (an older file simply
-    lacks the newer keys: defaults, i.e. today's behaviour)."""
+def _generation(raw: object) -> tuple[GenerationSettings, tuple[UnusableValue, ...]]:
+    """GenerationSettings from the JSON object, and the values not used as written. Unknown keys
+    are ignored; a malformed value (text where a number belongs, NaN, a fraction or a boolean where
+    a whole number belongs) falls back to that field's default, keeping the others; one out of
+    validated()'s range is clamped (temperature 99 → 2.0), and said too (a negative seed is "random",
+    as written: not said). An older file simply lacks the newer keys: defaults, i.e. today's behaviour.
+    Logged at INFO only: the caller says them, as it says an unreadable file (read_settings)."""
     if not isinstance(raw, dict):  # the other sections are kept (trial 15: "generation": [] lost the server URL)
-        log.warning("settings: 'generation' is %s, not an object; using the defaults", _json_kind(raw))
-        return GenerationSettings()
+        log.info("settings: 'generation' is %s, not an object; using the defaults", _json_kind(raw))
+        return GenerationSettings(), (UnusableValue("generation", NOT_AN_OBJECT, json_text(raw)),)
     known = {f.name for f in fields(GenerationSettings)}
-    kept = {}
+    kept, unusable = {}, []
     for key, value in raw.items():
         if key not in known:
             continue
+        default = getattr(GenerationSettings(), key)
         try:
             if key in WHOLE_NUMBER_FIELDS:
                 _check_whole(value)
-            GenerationSettings(**{key: value}).validated()
+            used = getattr(GenerationSettings(**{key: value}).validated(), key)
         except (ValueError, TypeError, OverflowError) as exc:
-            log.warning("settings: %s=%r unusable (%s); using the default", key, value, exc)
+            log.info("settings: %s=%r unusable (%s); using the default", key, value, exc)
+            unusable.append(UnusableValue(key, _problem(key, value), json_text(value), json_text(default)))
             continue
+        if key == "seed" and used is None and value is not None and not _negative(value):  # "soon", [1]
+            log.info("settings: seed=%r unusable; using the default", value)
+            unusable.append(UnusableValue(key, NOT_A_NUMBER, json_text(value), json_text(default)))
+        elif _moved(value, used):
+            log.info("settings: %s=%r out of range; using %r", key, value, used)
+            unusable.append(UnusableValue(key, OUT_OF_RANGE, json_text(value), json_text(used)))
         kept[key] = value
-    return GenerationSettings(**kept).validated()
+    return GenerationSettings(**kept).validated(), tuple(unusable)
+
+
+def _problem(key: str, value: object) -> str:
+    """Why `value`, which validated() refused, cannot be `key`'s setting, in plain words: text, null,
+    a list or NaN is no number; ±Infinity is no finite one; a fraction or a boolean is no whole one."""
+    if key == "system_prompt":
+        return NOT_TEXT
+    if isinstance(value, float) and math.isinf(value):
+        return NOT_FINITE
+    if isinstance(value, bool) or (isinstance(value, float) and not math.isnan(value)):
+        return NOT_WHOLE
+    return NOT_A_NUMBER
+
+
+def _negative(value: object) -> bool:
+    """Whether `value` reads as a number below 0 (-1, "-1": a seed meaning "random")."""
+    try:
+        return float(value) < 0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _moved(written: object, used: object) -> bool:
+    """Whether validated() changed the number `written` (the text "0.5" and 512.0 are 0.5 and 512)."""
+    try:
+        return float(written) != float(used)  # type: ignore[arg-type]
+    except OverflowError:  # a whole number beyond a float's range: clamped
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 LANGUAGES = ("auto", "en", "ko")

@@ -22,7 +22,17 @@ from qasync import QEventLoop
 from app.core.interrupts import interrupted
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
-from app.core.settings import Settings, UnreadSettings
+from app.core.settings import (
+    NOT_AN_OBJECT,
+    NOT_FINITE,
+    NOT_TEXT,
+    NOT_WHOLE,
+    OUT_OF_RANGE,
+    Settings,
+    UnreadSettings,
+    UnusableSettings,
+    UnusableValue,
+)
 from app.desktop_entry import APP_ID, ICON_SIZES
 from app.ui.excepthook import install_excepthook, install_loop_exception_handler
 from app.ui.fonts import install_hangul_fallback
@@ -100,12 +110,44 @@ def unread_settings_text(note: UnreadSettings) -> str:
         "Application", "Settings could not be read ({0}); the defaults are used.").format(reason)
 
 
-def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = None,
+def unusable_settings_text(note: UnusableSettings) -> str:
+    """The values of settings.json not used as written, and what is used instead, in the window's
+    language: one notice (in English, UnusableSettings' own line, as `--ask` says it)."""
+    return QCoreApplication.translate("Application", "Settings: {0}").format(
+        " ".join(_unusable_value_text(value) for value in note.values))
+
+
+def _unusable_value_text(value: UnusableValue) -> str:
+    """One value's sentence (app.core.settings._SAID in English)."""
+    if value.problem == OUT_OF_RANGE:
+        said = QCoreApplication.translate("Application", "{0} {1} is out of range; {2} is used.")
+    elif value.problem == NOT_AN_OBJECT:
+        said = QCoreApplication.translate("Application", "{0} {1} is not an object of settings; the defaults are used.")
+    elif value.problem == NOT_FINITE:
+        said = QCoreApplication.translate("Application", "{0} {1} is not a finite number; the default {2} is used.")
+    elif value.problem == NOT_WHOLE:
+        said = QCoreApplication.translate("Application", "{0} {1} is not a whole number; the default {2} is used.")
+    elif value.problem == NOT_TEXT:
+        said = QCoreApplication.translate("Application", "{0} {1} is not text; the default {2} is used.")
+    else:  # NOT_A_NUMBER
+        said = QCoreApplication.translate("Application", "{0} {1} is not a number; the default {2} is used.")
+    return said.format(value.key, value.written, value.used)
+
+
+def settings_note_text(note: UnreadSettings | UnusableSettings) -> str:
+    """What read_settings' note says, in the window's language: why the settings are the defaults,
+    or which values are not used as written."""
+    if isinstance(note, UnusableSettings):
+        return unusable_settings_text(note)
+    return unread_settings_text(note)
+
+
+def run_gui(args, settings: Settings, settings_note: UnreadSettings | UnusableSettings | None = None,
             started: float | None = None) -> int:
     """Run the window until it is closed; returns the exit code (0). settings_note: why the
-    settings are the defaults (None when they were read; app.core.settings.read_settings), said in
-    the window. started: the ``time.perf_counter()`` of process start, to log how long the splash
-    and window took."""
+    settings are the defaults, or which of their values are not used as written (None when all
+    were read as written; app.core.settings.read_settings), said in the window. started: the
+    ``time.perf_counter()`` of process start, to log how long the splash and window took."""
     install_qt_message_handler()  # first: Qt warns while it creates the application too
     app = QApplication.instance() or QApplication(sys.argv)
     app.setApplicationName("Headroom")
@@ -136,8 +178,9 @@ def run_gui(args, settings: Settings, settings_note: UnreadSettings | None = Non
         log.info("splash shown %.2f s, window shown %.2f s after start", splash_at - started,
                  time.perf_counter() - started)
     window.check_environment()  # no GPU, old driver, no bitsandbytes: explained once, in the chat
-    if settings_note is not None:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence)
-        window.chat.announce(unread_settings_text(settings_note), "error")
+    if settings_note is not None:  # a broken settings.json: kept aside, and said (trial 4: replaced in silence);
+        # a value in it not used as written, said too (new-user trial: "temperature": "hot" was not)
+        window.chat.announce(settings_note_text(settings_note), "error")
     restore_interrupt = close_on_interrupt(window.close, window)  # Ctrl+C in a terminal: as the close button
     if interrupted():  # pressed while starting, and swallowed by an import: closed now, as it was asked
         QTimer.singleShot(0, window.close)

@@ -4,8 +4,17 @@ malformed section costs only that section (trial 15)."""
 import json
 from pathlib import Path
 
+import pytest
+
 from app.core.backend_settings import REMOTE
-from app.core.settings import GenerationSettings, read_settings
+from app.core.settings import (
+    NOT_AN_OBJECT,
+    GenerationSettings,
+    UnusableSettings,
+    UnusableValue,
+    logical_cores,
+    read_settings,
+)
 
 
 def test_a_file_of_null_or_a_list_is_said_in_jsons_words_not_pythons(tmp_path):
@@ -27,6 +36,67 @@ def test_a_malformed_generation_section_keeps_the_rest(tmp_path):
                                 "backend": {"kind": "remote", "remote": {"base_url": "http://gpu-box:8000/v1",
                                                                          "model": "llama"}}}), encoding="utf-8")
     settings, note = read_settings(path)
-    assert note is None and path.exists()
+    assert note == UnusableSettings((UnusableValue("generation", NOT_AN_OBJECT, "[]"),)) and path.exists()
+    assert str(note) == "Settings: generation [] is not an object of settings; the defaults are used."
     assert settings.generation == GenerationSettings() and settings.language == "ko"
     assert settings.backend.kind == REMOTE and settings.backend.remote.base_url == "http://gpu-box:8000/v1"
+
+
+def write_generation(tmp_path: Path, generation: str) -> Path:
+    path = tmp_path / "settings.json"
+    path.write_text(f'{{"generation": {generation}, "language": "ko"}}', encoding="utf-8")
+    return path
+
+
+def test_unusable_values_are_noted_in_plain_words_and_logged_at_info_only(tmp_path, caplog):
+    """New-user trial: `"temperature": "hot"` printed the raw log line "WARNING app.core.settings …:
+    settings: temperature='hot' unusable (could not convert string to float: 'hot'); using the
+    default" twice on the command line, and the window said nothing. Now read_settings returns
+    what the caller says, once, naming the field and the value used; the log has it at INFO."""
+    path = write_generation(tmp_path, '{"temperature": "hot", "kept_chat_cache_mib": NaN, "top_p": Infinity, '
+                                      '"context_tokens": 1.5, "top_k": true, "system_prompt": 42, "seed": "soon", '
+                                      '"max_new_tokens": 300}')
+    with caplog.at_level("DEBUG", logger="app.core.settings"):
+        settings, note = read_settings(path)
+    assert settings.generation == GenerationSettings(max_new_tokens=300) and settings.language == "ko"
+    assert isinstance(note, UnusableSettings) and path.exists()  # the file stays: only these values are not used
+    assert str(note) == (
+        'Settings: temperature "hot" is not a number; the default 0.7 is used. '
+        "kept_chat_cache_mib NaN is not a number; the default 4096 is used. "
+        "top_p Infinity is not a finite number; the default 0.95 is used. "
+        "context_tokens 1.5 is not a whole number; the default 0 is used. "
+        "top_k true is not a whole number; the default 0 is used. "
+        'system_prompt 42 is not text; the default "You are a helpful assistant." is used. '
+        'seed "soon" is not a number; the default null is used.')
+    assert "\n" not in str(note)  # one line on stderr
+    assert [r.levelname for r in caplog.records] == ["INFO"] * 7
+
+
+@pytest.mark.parametrize(("generation", "said"), [
+    ('{"temperature": 99}', "temperature 99 is out of range; 2.0 is used."),
+    ('{"top_p": 0}', "top_p 0 is out of range; 0.01 is used."),
+    ('{"max_new_tokens": 0}', "max_new_tokens 0 is out of range; 512 is used."),
+    ('{"context_tokens": -5}', "context_tokens -5 is out of range; 0 is used."),
+    ('{"seed": 99999999999}', "seed 99999999999 is out of range; 2147483647 is used."),
+    ('{"cpu_threads": 100000}', f"cpu_threads 100000 is out of range; {logical_cores()} is used."),
+])
+def test_a_value_clamped_into_range_is_said_with_the_value_used(tmp_path, generation, said):
+    """temperature 99 became 2.0 with no word: said the same way, with the value used instead."""
+    _settings, note = read_settings(write_generation(tmp_path, generation))
+    assert str(note) == f"Settings: {said}"
+
+
+def test_values_read_as_written_are_not_said(tmp_path):
+    """-1 is the seed other tools write for "random" (it reads so); "300" and 4096.0 are those numbers."""
+    path = write_generation(tmp_path, '{"temperature": 0.25, "seed": -1, "max_new_tokens": "300", '
+                                      f'"context_tokens": 4096.0, "top_p": 1, "system_prompt": "{"x" * 60}", '
+                                      '"future_knob": "hot"}')
+    settings, note = read_settings(path)
+    assert note is None
+    assert (settings.generation.seed, settings.generation.max_new_tokens) == (None, 300)
+
+
+def test_a_long_value_is_cut_in_what_is_said(tmp_path):
+    _settings, note = read_settings(write_generation(tmp_path, f'{{"system_prompt": ["{"x" * 500}"]}}'))
+    (value,) = note.values
+    assert len(value.written) == 40 and value.written.startswith('["xxx') and value.written.endswith("…")

@@ -154,12 +154,13 @@ def test_a_malformed_sampler_value_loses_only_itself(tmp_path):
 
 def test_a_fraction_or_a_boolean_where_a_whole_number_belongs_is_the_default_and_logged(tmp_path, caplog):
     """New-user trial: "context_tokens": 1.5 silently became a context of 1 token (every message
-    refused), where other malformed values fall back to the default with a warning."""
+    refused), where other malformed values fall back to the default, logged (at INFO: the caller
+    says them, app.core.settings.UnusableSettings)."""
     path = tmp_path / "settings.json"
     path.write_text(json.dumps({"generation": {
         "context_tokens": 1.5, "max_new_tokens": 2.5, "top_k": True, "seed": 7.5, "cpu_threads": 0.5,
         "kept_chat_cache_mib": 10.25, "summary_keep_turns": False, "temperature": 0.25}}))
-    with caplog.at_level("WARNING", logger="app.core.settings"):
+    with caplog.at_level("INFO", logger="app.core.settings"):
         settings = load_settings(path)
     assert settings.generation == GenerationSettings(temperature=0.25)
     assert caplog.messages[:2] == ["settings: context_tokens=1.5 unusable (not a whole number: 1.5); using the default",

@@ -117,6 +117,18 @@ def test_the_window_paints_before_the_model_is_ready(real_model_path, tmp_path):
     assert report["progress_s"] < report["model_ready_s"]
 
 
+def test_a_settings_value_not_used_is_said_once_in_the_window(tiny_model_dir, tmp_path):
+    """New-user trial: `"temperature": "hot"` in settings.json was said only as raw WARNING log
+    lines; the window said nothing. Now it is one notice, as an unreadable file's is."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "settings.json").write_text('{"generation": {"temperature": "hot"}}')
+    result, report = run_session("appear", tiny_model_dir, tmp_path)
+    assert report["exit_code"] == 0, result.stderr[-3000:]
+    said = [text for text in report["notices"] if "temperature" in text]
+    assert said == ['Settings: temperature "hot" is not a number; the default 0.7 is used.']
+    assert "WARNING app.core.settings" not in result.stderr
+
+
 def test_start_up_reopens_the_model_used_last(qtbot, qasync_loop, tiny_model_dir, tmp_path, monkeypatch):
     from app.ui import application
 
