@@ -128,9 +128,17 @@ def load_failure_line(reason: str, path: Path) -> str:
 def command_line_todo(todo: str) -> str:
     """The window's advice said for the command line (new-user trial 14: `--ask` told the user to "Pick
     another one in Open model", a dialog it has not got): another path is given with --model; a choice made
-    in Open model (running a model's own code, pickle weights) is made in the window, once."""
+    in Open model (running a model's own code, pickle weights) is made in the window, once; the log is
+    named by its file, not by Help → About (new-user trial: a menu a command line has not got)."""
     if todo == "Pick another one in Open model.":
         return "Give another one with --model."
+    if "Help → About" in todo:  # "The details are in the log (Help → About shows its folder)." (a menu
+        # headless mode has not got): the log file's own path, or --verbose when no file is written
+        from app.core.logs import current_log_file
+
+        log_file = current_log_file()
+        return (f"The details are in the log ({log_file})." if log_file else
+                "Run it again with --verbose for the details.")
     if "Open model" in todo:
         return f"{todo} (Open model is in the window: run headroom without --ask.)"
     return todo

@@ -3,6 +3,7 @@
 import argparse
 import logging
 import os
+import select
 import signal
 import sys
 import time
@@ -131,7 +132,7 @@ def _main(argv: list[str] | None, started: float) -> int:
     logging.getLogger("headroom").info("Headroom %s starting; log file %s", app.__version__, log_file)
     quiet_transformers()
     if args.self_test or args.plan or args.ask is not None or args.replay is not None:
-        return _run_headless(args)
+        return _run_filtered(args)
     # The window: Ctrl+C is only remembered while it starts (raised inside PySide6's import it is a fatal
     # error, inside the window's construction it leaves QThreads running and Qt aborts), then closes it.
     defer_interrupts()
@@ -145,6 +146,46 @@ def _main(argv: list[str] | None, started: float) -> int:
     from app.ui.application import run_gui  # the splash shows before torch is imported
 
     return run_gui(args, *read_settings(), started)
+
+
+def _run_filtered(args) -> int:
+    """`_run_headless`, ended as a Unix filter ends when the reader of its output goes (`| head`,
+    `ollama run … | head`): at the first write that fails, with no traceback and no crash record,
+    exit status 141 (128 + SIGPIPE, what shells report; new-user trial: "uncaught exception …
+    BrokenPipeError" in the log, exit 1). Python ignores SIGPIPE, so the write raises instead."""
+    try:
+        code = _run_headless(args)
+        sys.stdout.flush()  # what is still buffered (--plan's JSON) fails here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _drop_closed_output()
+        logging.getLogger("headroom").info("the reader of the output closed it (broken pipe): stopped")
+        return 141
+
+
+def _drop_closed_output() -> None:
+    """Point the streams whose reader is gone (stdout, and stderr too with `2>&1 | head`) at
+    os.devnull: the flush at interpreter exit then has nowhere to fail ("Exception ignored …
+    BrokenPipeError"). From Python's docs, signal module, "Note on SIGPIPE"; a pipe whose reader
+    closed polls as POLLERR (Linux, macOS); where that cannot be told, stdout, as the docs do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        streams = [fd for fd in (sys.stdout.fileno(), sys.stderr.fileno()) if _reader_gone(fd)]
+        for fd in streams or [sys.stdout.fileno()]:
+            os.dup2(devnull, fd)
+    except (OSError, ValueError):  # a stream without a file descriptor (replaced by a caller)
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _reader_gone(fd: int) -> bool:
+    """Whether `fd` is a pipe whose reading end is closed (False where poll is missing: Windows)."""
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(revents & select.POLLERR for _fd, revents in poller.poll(0))
 
 
 def _run_headless(args) -> int:

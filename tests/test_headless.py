@@ -47,6 +47,20 @@ def test_unreadable_settings_are_said_once_in_words_not_as_log_lines(tiny_model_
     assert "WARNING" not in result.stderr
 
 
+def test_unusable_settings_values_are_said_once_in_words_not_as_log_lines(tiny_model_dir, tmp_path, monkeypatch):
+    """New-user trial: `"temperature": "hot"` printed "… WARNING app.core.settings …: settings:
+    temperature='hot' unusable (could not convert string to float: 'hot'); using the default" twice
+    (app.main and app.headless each read the file). Now one line names the field and the value used."""
+    (tmp_path / "settings.json").write_text('{"generation": {"temperature": "hot", "kept_chat_cache_mib": NaN}}')
+    monkeypatch.setenv("HEADROOM_CONFIG_DIR", str(tmp_path))
+    result = run_app("--ask", "hi", "--model", str(tiny_model_dir))
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "settings" in line.lower() or "temperature" in line]
+    assert said == ['headroom: Settings: temperature "hot" is not a number; the default 0.7 is used. '
+                    "kept_chat_cache_mib NaN is not a number; the default 4096 is used."]
+    assert "WARNING" not in result.stderr
+
+
 def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
     """New-user trial: Ctrl+C during `--ask` printed ~90 lines of traceback ending in
     KeyboardInterrupt; a shell tool (ollama run, llama-cli) stops with a line and 128 + SIGINT."""
@@ -64,6 +78,35 @@ def test_ctrl_c_mid_answer_stops_quietly_with_exit_130(real_model_folder):
     assert process.returncode == 130, err.decode()
     assert err.decode().rstrip().endswith("headroom: interrupted")
     assert "Traceback" not in err.decode() and "KeyboardInterrupt" not in err.decode()
+
+
+@pytest.mark.parametrize("run", [
+    ["--ask", "Write a long story about a dragon.", "--max-new-tokens", "2000"],
+    ["--replay", "tests/helpers/replay_10_turns.txt", "--max-new-tokens", "16"],
+    ["--plan"],
+    ["--self-test"],
+], ids=["ask", "replay", "plan", "self-test"])
+def test_output_whose_reader_is_gone_ends_as_a_unix_filter_with_141(real_model_folder, tmp_path, run):
+    """New-user trial: `--ask … | head -c 20` logged "CRITICAL headroom.crash: uncaught exception"
+    and a traceback ending in BrokenPipeError, exit 1. As `ollama run … | head`: stop at once,
+    nothing said, 128 + SIGPIPE; no "Exception ignored … BrokenPipeError" at interpreter exit."""
+    import os
+    from pathlib import Path
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head` that has already read what it wanted and gone
+    try:
+        result = subprocess.run([sys.executable, "-m", "app", *run], stdout=write_end, stderr=subprocess.PIPE,
+                                text=True, timeout=300, cwd=Path(__file__).parent.parent,
+                                env={**os.environ, "HEADROOM_LOG_DIR": str(tmp_path)})
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141, result.stderr[-2000:]
+    for word in ("Traceback", "BrokenPipeError", "uncaught", "Exception ignored", "Logging error"):
+        assert word not in result.stderr
+    assert "tok/s" not in result.stderr  # generating stopped at the first piece, not at the end of 2,000 tokens
+    log = (tmp_path / "headroom.log").read_text(encoding="utf-8")
+    assert "headroom.crash" not in log and "broken pipe" in log
 
 
 @pytest.fixture
@@ -172,6 +215,37 @@ def test_a_load_failure_gives_command_line_advice_not_the_windows():
     pickle = load_failure_line("/m/x has only pickle weights (.bin / .pt)", Path("/m/x"))
     assert pickle.startswith("x: This model has only pickle weights") and pickle.endswith(
         "(Open model is in the window: run headroom without --ask.)")
+
+
+def test_a_damaged_tokenizer_config_is_named_with_what_to_do(tiny_model_dir, tmp_path):
+    """New-user trial: `{"bos_token": ` as tokenizer_config.json was "badtok: The model could not be
+    opened (JSONDecodeError). The details are in the log (Help → About shows its folder)."."""
+    import shutil
+
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "badtok")
+    (folder / "tokenizer_config.json").write_text('{"bos_token": ')
+    for run in (["--ask", "hi"], ["--plan"]):  # refused before anything loads, the plan too
+        result = run_app(*run, "--model", str(folder))
+        assert result.returncode == 1
+        assert [line for line in result.stderr.splitlines() if line.startswith("headroom:")] == [
+            "headroom: badtok: The tokenizer_config.json of this model folder could not be read. It may be "
+            "incomplete or damaged; download the model again, or fix its tokenizer_config.json."]
+
+
+@pytest.mark.parametrize("log_file", [None, "/var/log/headroom/headroom.log"])
+def test_an_unknown_load_failure_names_the_log_file_not_a_menu(monkeypatch, log_file):
+    """A command line has no Help → About: the details are named by the log file's path, or by
+    --verbose where no log file is written."""
+    from pathlib import Path
+
+    from app.core import logs
+    from app.headless import load_failure_line
+
+    monkeypatch.setattr(logs, "current_log_file", lambda: log_file and Path(log_file))
+    line = load_failure_line("cannot load x: RuntimeError: something new", Path("/m/x"))
+    assert "Help" not in line and line.startswith("x: The model could not be opened (RuntimeError). ")
+    assert line.endswith(f"The details are in the log ({log_file})." if log_file else
+                         "Run it again with --verbose for the details.")
 
 
 def test_replay_summarizes_a_10_turn_chat_at_1024_tokens(real_model_folder):

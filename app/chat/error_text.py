@@ -68,6 +68,8 @@ _GGUF_TENSOR_TYPE = re.compile(r"tensor type (.+?) cannot be dequantized")
 _GGUF_CUT = re.compile(r"ends before its own tensors do: ([\d,]+) of ([\d,]+) bytes")
 # app.engine.loading.safetensors_header.damaged_safetensors: "<file>: damaged safetensors file (…)"
 _DAMAGED_SAFETENSORS = re.compile(r"(?:^|: )([^:]+\.safetensors): damaged safetensors file")
+# app.engine.loading.folder_trust: "tokenizer_config.json of badtok is unreadable (Expecting value: …)"
+_DAMAGED_JSON = re.compile(r"(?:^|: )([\w.-]+\.json) of .* is (?:unreadable|not a JSON object)")
 _MISSING_LAYERS = re.compile(r"damaged model: its config has ([\d,]+) layers but its weights only ([\d,]+)")
 # a weights file the load itself found cut or corrupt (safetensors, torch's zip reader)
 _CORRUPT_WEIGHTS = re.compile(r"SafetensorError|Error while deserializing header|PytorchStreamReader failed")
@@ -386,10 +388,12 @@ def _known_failure(message: str, during: str, default: bool = False) -> PlainErr
                           message.removeprefix("no model at ")),
                           translate("PlainError", "Pick another one in Open model."))
     # app.engine.loading.folder_trust.check_folder's refusals, before anything loads
-    if re.search(r"config\.json of .* is (unreadable|not a JSON object)", message):
-        return PlainError(translate("PlainError", "The config.json of this model folder could not be read."),
+    damaged_json = _DAMAGED_JSON.search(message)
+    if damaged_json:  # config.json, tokenizer_config.json, tokenizer.json … (folder_trust.MODEL_JSON_FILES)
+        return PlainError(translate("PlainError", "The {0} of this model folder could not be read.").format(
+                          damaged_json.group(1)),
                           translate("PlainError", "It may be incomplete or damaged; download the model again, "
-                                                     "or fix its config.json."))
+                                                  "or fix its {0}.").format(damaged_json.group(1)))
     if "has no weight files" in message:
         return PlainError(translate("PlainError", "This model folder has no weights files (.safetensors or .bin)."),
                           translate("PlainError", "The download may be incomplete; download the model again, "

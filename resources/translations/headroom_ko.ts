@@ -180,6 +180,34 @@
         <translation>설정을 읽을 수 없습니다({0}). 기본값을 사용합니다.</translation>
     </message>
     <message>
+        <source>Settings: {0}</source>
+        <translation>설정: {0}</translation>
+    </message>
+    <message>
+        <source>{0} {1} is out of range; {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 범위를 벗어나 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
+        <source>{0} {1} is not an object of settings; the defaults are used.</source>
+        <translation>{0} 값 {1}은(는) 설정 객체가 아니어서 기본값을 사용합니다.</translation>
+    </message>
+    <message>
+        <source>{0} {1} is not a finite number; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 유한한 숫자가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
+        <source>{0} {1} is not a whole number; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 정수가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
+        <source>{0} {1} is not text; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 텍스트가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
+        <source>{0} {1} is not a number; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 숫자가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
         <source>Headroom is already running for this profile ({0}) but does not answer. Close it (or end its process) and start Headroom again.</source>
         <translation>이 프로필({0})로 Headroom이 이미 실행 중이지만 응답하지 않습니다. 그 창을 닫거나 프로세스를 종료한 뒤 Headroom을 다시 시작하세요.</translation>
     </message>
@@ -2207,14 +2235,6 @@ loaded in {5} s
         <translation>‘모델 열기’에서 다른 모델을 고르세요.</translation>
     </message>
     <message>
-        <source>The config.json of this model folder could not be read.</source>
-        <translation>이 모델 폴더의 config.json을 읽지 못했습니다.</translation>
-    </message>
-    <message>
-        <source>It may be incomplete or damaged; download the model again, or fix its config.json.</source>
-        <translation>파일이 불완전하거나 손상되었을 수 있습니다. 모델을 다시 내려받거나 config.json을 고치세요.</translation>
-    </message>
-    <message>
         <source>This model folder has no weights files (.safetensors or .bin).</source>
         <translation>이 모델 폴더에는 가중치 파일(.safetensors 또는 .bin)이 없습니다.</translation>
     </message>
@@ -2417,6 +2437,14 @@ loaded in {5} s
     <message>
         <source>Its weights may be damaged, or its compute dtype overflows; download the model again, or open another one.</source>
         <translation>가중치가 손상되었거나 계산 dtype에서 오버플로가 났을 수 있습니다. 모델을 다시 내려받거나 다른 모델을 여세요.</translation>
+    </message>
+    <message>
+        <source>The {0} of this model folder could not be read.</source>
+        <translation>이 모델 폴더의 {0}을(를) 읽을 수 없습니다.</translation>
+    </message>
+    <message>
+        <source>It may be incomplete or damaged; download the model again, or fix its {0}.</source>
+        <translation>파일이 불완전하거나 손상되었을 수 있습니다. 모델을 다시 내려받거나 {0}을(를) 고치세요.</translation>
     </message>
     <message>
         <source>This model&apos;s files do not match: its configuration names {0} layers, its weights hold only {1}.</source>

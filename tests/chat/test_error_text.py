@@ -278,6 +278,11 @@ def _refusal(folder) -> str:
 @pytest.mark.parametrize("files,what,todo", [
     ({"config.json": "{not json"}, "The config.json of this model folder could not be read.", "download the model"),
     ({"config.json": "[1, 2]"}, "The config.json of this model folder could not be read.", "download the model"),
+    # every JSON file the load reads, named as config.json is (new-user trial: "could not be opened (JSONDecodeError)")
+    ({"config.json": "{}", "tokenizer_config.json": '{"bos_token": '},
+     "The tokenizer_config.json of this model folder could not be read.", "or fix its tokenizer_config.json."),
+    ({"config.json": "{}", "generation_config.json": "[]"},
+     "The generation_config.json of this model folder could not be read.", "or fix its generation_config.json."),
     ({"config.json": "{}", "tokenizer.json": "{}"}, "This model folder has no weights files", "download the model"),
     ({"config.json": "{}", "pytorch_model.bin": ""}, "only pickle weights", "Allow pickle weights (.bin / .pt)"),
 ])

@@ -8,7 +8,14 @@ import pytest
 import torch
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from app.engine.loading.folder_trust import TrustRequired, check_folder, needs_remote_code, weight_files
+from app.engine.loading.folder_trust import (
+    MODEL_JSON_FILES,
+    TrustRequired,
+    check_folder,
+    folder_refusal,
+    needs_remote_code,
+    weight_files,
+)
 from app.engine.loading.loader import ModelLoadError, load_model
 from tests.helpers.tiny_models import tiny_llama_config
 
@@ -133,6 +140,55 @@ def test_folder_without_weights_is_a_plain_error(tmp_path):
     with pytest.raises(ValueError, match="has no weight files") as info:
         check_folder(tmp_path)
     assert not isinstance(info.value, TrustRequired)
+
+
+@pytest.mark.parametrize("name", MODEL_JSON_FILES)
+@pytest.mark.parametrize("content, wrong", [
+    ('{"bos_token": ', "is unreadable (Expecting value: line 1 column 15 (char 14))"),  # cut short
+    ("[1, 2]", "is not a JSON object"),
+    (b"\xff\xfe{}", "is unreadable ('utf-8' codec can't decode byte 0xff"),
+])
+def test_a_damaged_json_file_the_load_reads_is_refused_naming_it(tmp_path, name, content, wrong):
+    """New-user trial: a tokenizer_config.json of `{"bos_token": ` was "The model could not be opened
+    (JSONDecodeError)"; a broken config.json was already named. Every JSON file the load reads is."""
+    (tmp_path / "config.json").write_text(json.dumps(tiny_llama_config().to_dict()))
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    bad = tmp_path / name
+    bad.write_bytes(content) if isinstance(content, bytes) else bad.write_text(content)
+    with pytest.raises(ValueError) as refused:
+        check_folder(tmp_path)
+    assert str(refused.value).startswith(f"{name} of {tmp_path.name} {wrong}")
+    assert folder_refusal(tmp_path) == str(refused.value)  # the Open model listing refuses it too
+
+
+def test_a_large_json_file_is_checked_by_its_ends_not_parsed(tmp_path, monkeypatch):
+    """A tokenizer.json is 9–33 MB and the Open model dialog asks every listed folder: one over
+    PARSED_JSON_BYTES is checked by its two ends (a download cut short), never parsed."""
+    from app.engine.loading import folder_trust
+
+    (tmp_path / "config.json").write_text(json.dumps(tiny_llama_config().to_dict()))
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    tokenizer = tmp_path / "tokenizer.json"
+    whole = json.dumps({"model": {"vocab": {f"t{i}": i for i in range(100_000)}}}) + "\n"
+    assert len(whole) > folder_trust.PARSED_JSON_BYTES
+    tokenizer.write_text(whole)
+    parsed = []
+    real_loads = json.loads
+    monkeypatch.setattr(folder_trust.json, "loads", lambda text: parsed.append(len(text)) or real_loads(text))
+    assert folder_refusal(tmp_path) is None and max(parsed) < folder_trust.PARSED_JSON_BYTES
+    tokenizer.write_text(whole[:-40])  # cut short
+    assert folder_refusal(tmp_path) == (f"tokenizer.json of {tmp_path.name} is unreadable "
+                                        "(cut short, or not a JSON object)")
+
+
+@pytest.mark.parametrize("name", ["tokenizer_config.json", "generation_config.json"])
+def test_the_loader_names_a_damaged_json_file_before_loading(tiny_model_dir, tmp_path, name):
+    """A damaged generation_config.json was dropped by transformers in silence (its stop tokens
+    with it); a damaged tokenizer_config.json failed as a bare JSONDecodeError."""
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "badtok")
+    (folder / name).write_text('{"bos_token": ')
+    with pytest.raises(ModelLoadError, match=rf"^{name} of badtok is unreadable \(Expecting value"):
+        load_model(folder)
 
 
 def test_headless_refuses_then_honours_the_permission_saved_for_that_model(pickle_dir, tmp_path):

@@ -10,7 +10,7 @@ model* (app.core.settings.ModelPermissions):
   why safetensors exists (https://huggingface.co/docs/safetensors). When a folder has both,
   the safetensors are loaded (``use_safetensors=True``) and the pickle files never opened.
 
-Reads file names and config.json only; never imports a model class.
+Reads file names and the folder's JSON files only; never imports a model class.
 """
 
 import json
@@ -84,14 +84,62 @@ def remote_code_message(name: str) -> str:
             f"if you trust its source, tick “{ENABLE_CODE}” for it in Open model… and open it again")
 
 
-def _config(folder: Path) -> dict:
-    """`folder`'s config.json; ValueError (one line) when it cannot be read or is no JSON object."""
+# The JSON files of a folder that transformers reads besides config.json, each a JSON object: the
+# tokenizer's (tokenization_utils_base: tokenizer_config, special_tokens_map, added_tokens,
+# chat_template, tokenizer.json; a BPE vocab.json), the generation defaults and a sharded
+# checkpoint's index. New-user trial: a damaged tokenizer_config.json was "The model could not be
+# opened (JSONDecodeError)"; a damaged generation_config.json was dropped in silence (its stop
+# tokens with it).
+MODEL_JSON_FILES = ("tokenizer_config.json", "tokenizer.json", "special_tokens_map.json", "added_tokens.json",
+                    "chat_template.json", "vocab.json", "generation_config.json", "model.safetensors.index.json",
+                    "pytorch_model.bin.index.json")
+
+
+def _json_object(folder: Path, name: str) -> dict:
+    """`folder`'s JSON file `name`; ValueError (one line, naming the file) when it cannot be read,
+    is not JSON (a download cut short, an edit gone wrong) or is no JSON object."""
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        value = json.loads((folder / name).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"config.json of {folder.name} is unreadable ({exc})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"config.json of {folder.name} is not a JSON object")
+        raise ValueError(f"{name} of {folder.name} is unreadable ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} of {folder.name} is not a JSON object")
+    return value
+
+
+PARSED_JSON_BYTES = 1 << 20
+"""Larger JSON files (a tokenizer.json: 9 MB for Llama 3, 33 MB for Gemma) are checked by their
+two ends only: the Open model dialog asks every listed folder, and parsing them all took seconds."""
+
+
+def _json_ends(folder: Path, name: str) -> None:
+    """ValueError (one line, naming the file) when `folder`'s large JSON file `name` cannot be read
+    or does not start with "{" and end with "}": a download cut short, the usual damage."""
+    try:
+        with open(folder / name, "rb") as file:
+            head = file.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+            file.seek(-64, 2)
+            tail = file.read().rstrip(b" \t\r\n")
+    except OSError as exc:
+        raise ValueError(f"{name} of {folder.name} is unreadable ({exc})") from None
+    if not head.startswith(b"{") or not tail.endswith(b"}"):
+        raise ValueError(f"{name} of {folder.name} is unreadable (cut short, or not a JSON object)")
+
+
+def _config(folder: Path) -> dict:
+    """`folder`'s config.json, after the other JSON files the load reads (MODEL_JSON_FILES, those
+    present) were read as well (by their ends only when over PARSED_JSON_BYTES); ValueError (one
+    line, naming the file) for the first that cannot be read or is no JSON object."""
+    config = _json_object(folder, "config.json")
+    for name in MODEL_JSON_FILES:
+        try:
+            size = (folder / name).stat().st_size
+        except OSError:
+            continue  # absent: the load does without it
+        if size > PARSED_JSON_BYTES:
+            _json_ends(folder, name)
+        else:
+            _json_object(folder, name)
     return config
 
 
@@ -100,10 +148,10 @@ def _no_weights(folder: Path) -> str:
 
 
 def folder_refusal(folder: Path) -> str | None:
-    """Why `folder` cannot load whatever the user allows, in check_folder's words (config.json
-    unreadable or no JSON object, no weight files at all), or None. The Open model dialog asks it,
-    so such a folder is refused there, not listed as fitting and failing on Open (trial 9). A
-    folder whose files cannot be listed: None (the loader says why)."""
+    """Why `folder` cannot load whatever the user allows, in check_folder's words (config.json or
+    another JSON file the load reads unreadable or no JSON object, no weight files at all), or
+    None. The Open model dialog asks it, so such a folder is refused there, not listed as fitting
+    and failing on Open (trial 9). A folder whose files cannot be listed: None (the loader says why)."""
     folder = Path(folder)
     try:
         _config(folder)
@@ -118,8 +166,9 @@ def folder_refusal(folder: Path) -> str | None:
 
 def check_folder(folder: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> FolderTrust:
     """Decide how `folder` may load. Raises TrustRequired when it needs remote code that is not
-    trusted, or has only pickle weights that are not allowed; ValueError when config.json is
-    unreadable or the folder has no weight files at all (`folder_refusal`)."""
+    trusted, or has only pickle weights that are not allowed; ValueError when config.json or
+    another JSON file the load reads is unreadable or the folder has no weight files at all
+    (`folder_refusal`)."""
     folder = Path(folder)
     config = _config(folder)
     if needs_remote_code(config) and not trust_remote_code:
