@@ -502,20 +502,20 @@ def finish_summary(
     text = _without_fragment(_without_echoes(cleaned.text))  # after `_untrusted` has counted echoes, below
     new, verdict = judge(text)
     untrusted = (_untrusted(cleaned) or _other_language(plan, text) or _copied_answers(plan, text)
-                 or _dropped_facts(plan.previous.content, text))
+                 or _cut_previous(plan.previous.content, text) or _dropped_facts(plan.previous.content, text))
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
     elif cleaned.changed:
         verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
-        firsts = _folded_firsts(plan)
-        # as many first sentences as fit, taken from both ends: a shorter extract beats losing the
+        head, lead, said = _extract_parts(plan)
+        # as many sentences as fit, taken from both ends: a shorter extract beats losing the
         # folded turns, and a chat says who and what early (trial 6: "제 이름은 민수예요" in turn 4
         # was dropped when only the newest were kept), what it is working on late
-        n = len(firsts)
-        skip = _first_true(0, n, lambda k: bool(judge(_extract(plan, _both_ends(firsts, n - k)))[1]))
+        n = len(said)
+        skip = _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _both_ends(said, n - k)))[1]))
         if skip < n:
-            extract = _extract(plan, _both_ends(firsts, n - skip))
+            extract = _extract(head, lead, _both_ends(said, n - skip))
             tokens, fallback = judge(extract)
             which = f"the first and last {n - skip} of {n} messages" if skip else "an extract"
             return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
@@ -598,11 +598,12 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 def _copied_answers(plan: "SummaryPlan", summary: str) -> str:
     """Why `summary` is no summary, or "": most of its words are in sentences copied from the
-    folded answers (at least 4 of 5 of a sentence's word 4-grams are an answer's and neither the
-    user's nor the previous summary's). A small model asked to summarize often writes back an
-    answer it just read (new-user trial: SmolLM2-135M's summary was its own answer about the Moon,
-    word for word; the user's name and city were gone, and the fact check then guarded the Moon's
-    made-up "238 days"). What the user said is kept instead (the extract)."""
+    folded answers (at least 3 of 5 of a sentence's word 4-grams are an answer's and neither the
+    user's nor the previous summary's; a re-trial's copy had dropped two words: 10 of 13). A small
+    model asked to summarize often writes back an answer it just read (new-user trial: SmolLM2-135M's
+    summary was its own answer about the Moon, word for word; the user's name and city were gone,
+    and the fact check then guarded the Moon's made-up "238 days"). What the user said is kept
+    instead (the extract)."""
     answers = _shingles("\n".join(m["content"] for t in plan.folded for m in t.messages
                                    if m["role"] == Role.ASSISTANT.value))
     kept = _shingles(_users_text(plan.folded) + "\n" + plan.previous.content)
@@ -611,11 +612,22 @@ def _copied_answers(plan: "SummaryPlan", summary: str) -> str:
         words = len(re.findall(r"\w+", sentence))
         shingles = _shingles(sentence)
         total += words
-        if shingles and len((shingles & answers) - kept) * 5 >= len(shingles) * 4:
+        if shingles and len((shingles & answers) - kept) * 5 >= len(shingles) * 3:
             copied += words
     if not total or copied * 2 < total:
         return ""
     return f"the model copied an answer instead of summarizing ({copied} of {total} words)"
+
+
+def _cut_previous(previous: str, summary: str) -> str:
+    """Why `summary` is no summary, or "": it is a shorter part of the previous one and nothing
+    else (at least 4 of 5 of its word 4-grams are the previous summary's): the new turns are not in
+    it, and what it left out is gone (new-user re-trial: an extract of "… Alice … the Moon …
+    photosynthesis … I live in Lyon." came back as its first two sentences, and Lyon was lost)."""
+    before, after = _shingles(previous), _shingles(summary)
+    if not after or len(after) >= len(before) or len(after & before) * 5 < len(after) * 4:
+        return ""
+    return f"the model wrote back part of the earlier summary ({len(after & before)} of its {len(before)} word 4-grams)"
 
 
 # words a sentence may start with that name nothing: not facts to carry over
@@ -661,15 +673,38 @@ def _other_language(plan: SummaryPlan, summary: str) -> str:
     return f"the summary is not written in {wanted}, the conversation's language"
 
 
+def _names(text: str) -> set[str]:
+    """The capitalised words and numbers of `text`'s sentences past their first words (`_facts`
+    without the "What", "Explain" or "Tell" a question or a request starts with, and without
+    Korean's word stems, too common to require each)."""
+    return {fact for sentence in re.split(r"(?<=[.?!…。？！])\s+|\n+", text) if len(sentence.split(None, 1)) == 2
+            for fact in _facts(sentence.split(None, 1)[1]) if not _HANGUL_WORD.fullmatch(fact)}
+
+
+def _without_leads(text: str) -> str:
+    """`text` without the extract's own leads (USER_SAID): no facts of the conversation (a re-trial:
+    "사용" of "사용자가 한 말:" was a fact that later summaries were rejected for not keeping)."""
+    for lead in USER_SAID.values():
+        text = text.replace(lead, "")
+    return text
+
+
 def _dropped_facts(previous: str, new: str) -> str:
     """Why `new` is no summary of `previous` and more, or "": it keeps fewer than half of the
     previous summary's facts. A small model asked to fold both often rewrites only the newest
     turns (trial 4: "Mina Park … Tokyo … March 14 … 1200 dollars" became a story about a cat,
-    and the name and the budget were gone for good). The extract keeps the previous summary."""
-    before = _facts(previous)
+    and the name and the budget were gone for good). The extract keeps the previous summary. An
+    extract the previous summary ends with (the user's own sentences) keeps every name and number
+    (a re-trial: a summary that kept 4 of 5 dropped "Lyon", and the user's city was gone)."""
+    said = previous.rpartition("\n\n")[2]
+    if any(said.startswith(lead + " ") for lead in USER_SAID.values()):  # the user's own words, kept whole
+        lost = _names(_without_leads(said)) - _facts(new)
+        if lost:
+            return f"the model dropped what the user said ({', '.join(sorted(lost)[:5])})"
+    before = _facts(_without_leads(previous))
     if len(before) < MIN_FACTS_TO_JUDGE:
         return ""
-    kept = before & _facts(new)
+    kept = before & _facts(_without_leads(new))
     if len(kept) * 2 >= len(before):
         return ""
     lost = ", ".join(sorted(before - kept)[:5])
@@ -721,19 +756,29 @@ USER_SAID = {None: "The user said:", "Korean": "사용자가 한 말:"}
 before Korean sentences in a Korean chat); English for the others."""
 
 
-def _extract(plan: SummaryPlan, firsts: Sequence[str]) -> str:
-    """The extractive fallback: the previous summary plus "The user said: " (USER_SAID) and
-    `firsts`, the facts a small model most often fails to carry over. A previous summary that ends
-    with such an extract in the same language goes on with it, under one lead (a re-trial: three
-    extracts in a row read "The user said: … The user said: … The user said: …")."""
-    if not firsts:
-        return _join(plan.previous.content, "")
-    said = " ".join(firsts)
-    lead = USER_SAID.get(written_language(said), USER_SAID[None])
+def _extract_parts(plan: SummaryPlan) -> tuple[str, str, list[str]]:
+    """The extractive fallback's parts: the previous summary kept as it is, the lead ("The user
+    said:", USER_SAID in the language of the folded user messages) and the sentences under it,
+    oldest first: the first sentence of each folded user message, the facts a small model most
+    often fails to carry over. A previous summary that ends with such an extract in the same
+    language gives its sentences too, to be chosen from with the new ones (new-user re-trials:
+    extracts in a row read "The user said: … The user said: …", and once the summary was at its
+    cap no extract fitted beside it, so the next turns were folded into nothing)."""
+    firsts = _folded_firsts(plan)
+    lead = USER_SAID.get(written_language(" ".join(firsts)), USER_SAID[None])
     head, _, last = plan.previous.content.rpartition("\n\n")
-    if last.startswith(lead + " "):
-        return _join(head, f"{last} {said}")
-    return _join(plan.previous.content, f"{lead} {said}")
+    if not firsts or not last.startswith(lead + " "):
+        return plan.previous.content, lead, firsts
+    earlier = [s for s in re.split(r"(?<=[.?!…。？！])\s+", last.removeprefix(lead + " ")) if s.strip() != GAP]
+    seen: set[str] = set()
+    said = [s for s in [*earlier, *firsts] if not (s.casefold() in seen or seen.add(s.casefold()))]
+    return head, lead, said
+
+
+def _extract(head: str, lead: str, said: Sequence[str]) -> str:
+    """The extractive fallback: `head` (the previous summary, or what it holds besides an extract)
+    and `lead` with the sentences `said` (`_extract_parts`)."""
+    return _join(head, f"{lead} {' '.join(said)}" if said else "")
 
 
 def _transcript(turns: Sequence[Turn]) -> str:

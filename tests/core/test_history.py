@@ -738,6 +738,45 @@ def test_extracts_in_a_row_go_on_under_one_lead():
     assert state.content == "사용자가 한 말: 저는 민지예요.\n\nThe user said: My name is Alice. I live in Lyon."
 
 
+def test_an_extract_at_its_cap_makes_room_for_the_new_sentences():
+    """New-user re-trial: once the summary, an extract of what the user said, was at its cap, no
+    extract fitted beside it and the next folded turns were folded into nothing. Its sentences are
+    chosen from with the new ones, the oldest and the newest first."""
+    plan = plan_for(["My cat is called Whiskers", "I work as a nurse"])
+    earlier = " ".join(f"Sentence {i} has four words." for i in range(14))
+    previous = SummaryState(f"The user said: My name is Alice. {earlier}", folded_through=-1, tokens=75)
+    state, verdict = finish_summary(replace(plan, previous=previous), "   ", count_words)
+    assert verdict.accepted and "kept the first and last" in verdict.reason
+    assert state.content.startswith("The user said: My name is Alice. Sentence 0 has four words.")
+    assert " … " in state.content and state.content.endswith("My cat is called Whiskers. I work as a nurse.")
+    assert state.tokens <= plan.cap_tokens
+
+
+def test_a_summary_that_drops_what_the_user_said_or_only_cuts_the_last_one_is_not_kept():
+    """New-user re-trial: after an extract of "… Alice … the Moon … I live in Lyon.", the model's
+    next summary was its first two sentences, and another kept 4 of 5 facts: Lyon was gone either
+    way. A summary after an extract keeps every name and number of it (not the words a question
+    starts with), and one that is only part of the previous summary is not one."""
+    previous = SummaryState("The user said: My name is Alice. Explain the Moon to me. By the way, I live in Lyon. "
+                            "What is 2+2?", folded_through=-1, tokens=30)
+    messages = chat(60, 60, 60, 60, 5)
+    budget = TokenBudget(context_tokens=400, max_new_tokens=250, summary_reserve=60)
+    plan = plan_summary(window_for(messages, previous, budget), previous, system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    state, verdict = finish_summary(plan, "Alice asked about the Moon and 2+2.", count_words)
+    assert not state.content.startswith("Alice asked")
+    assert "model summary rejected (the model dropped what the user said (lyon))" in verdict.reason
+    state, verdict = finish_summary(plan, "The user said: My name is Alice. Explain the Moon to me.", count_words)
+    assert "model summary rejected (the model wrote back part of the earlier summary" in verdict.reason
+    good = "Alice lives in Lyon; she asked about the Moon and what 2+2 is."
+    state, verdict = finish_summary(plan, good, count_words)
+    assert verdict.accepted and state.content == good  # "Explain", "What", "By" are not required
+    korean = SummaryState("사용자가 한 말: 제 이름은 민수예요. 부산에 살아요. 고양이 이름은 초코예요.", folded_through=-1, tokens=12)
+    plan = replace(plan, previous=korean)
+    state, verdict = finish_summary(plan, "민수는 부산에 살고 고양이 초코를 키워요.", count_words)
+    assert verdict.accepted and state.content.startswith("민수는")  # the lead's "사용" is no fact to keep
+
+
 def test_the_extract_of_a_korean_chat_is_led_in_korean():
     """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
     state, _verdict = extract_of(["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"])
