@@ -771,7 +771,8 @@ def test_a_summary_that_drops_what_the_user_said_or_only_cuts_the_last_one_is_no
     good = "Alice lives in Lyon; she asked about the Moon and what 2+2 is."
     state, verdict = finish_summary(plan, good, count_words)
     assert verdict.accepted and state.content == good  # "Explain", "What", "By" are not required
-    korean = SummaryState("사용자가 한 말: 제 이름은 민수예요. 부산에 살아요. 고양이 이름은 초코예요.", folded_through=-1, tokens=12)
+    korean = SummaryState("사용자가 한 말: 제 이름은 민수예요. 부산에 살아요. 고양이 이름은 초코예요.",
+                          folded_through=-1, tokens=12)
     plan = replace(plan, previous=korean)
     state, verdict = finish_summary(plan, "민수는 부산에 살고 고양이 초코를 키워요.", count_words)
     assert verdict.accepted and state.content.startswith("민수는")  # the lead's "사용" is no fact to keep
