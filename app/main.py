@@ -152,7 +152,13 @@ def _run_filtered(args) -> int:
     """`_run_headless`, ended as a Unix filter ends when the reader of its output goes (`| head`,
     `ollama run … | head`): at the first write that fails, with no traceback and no crash record,
     exit status 141 (128 + SIGPIPE, what shells report; new-user trial: "uncaught exception …
-    BrokenPipeError" in the log, exit 1). Python ignores SIGPIPE, so the write raises instead."""
+    BrokenPipeError" in the log, exit 1). Python ignores SIGPIPE, so the write raises instead. Run with
+    stdout closed (`>&-`, sys.stdout None) it says so and exits 1 before anything loads (new-user
+    re-trial: "AttributeError: 'NoneType' object has no attribute 'write'" after the load, a crash record)."""
+    if sys.stdout is None:
+        logging.getLogger("headroom").info("standard output is closed: stopped")
+        print("headroom: standard output is closed; nothing to write the output to.", file=sys.stderr)
+        return 1
     try:
         code = _run_headless(args)
         sys.stdout.flush()  # what is still buffered (--plan's JSON) fails here, not at interpreter exit

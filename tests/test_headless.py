@@ -109,6 +109,23 @@ def test_output_whose_reader_is_gone_ends_as_a_unix_filter_with_141(real_model_f
     assert "headroom.crash" not in log and "broken pipe" in log
 
 
+@pytest.mark.parametrize("run", [["--ask", "hello", "--max-new-tokens", "30"], ["--plan"], ["--self-test"],
+                                 ["--replay", "tests/helpers/replay_10_turns.txt"]], ids=lambda run: run[0])
+def test_closed_standard_output_is_said_before_anything_loads(tmp_path, run):
+    """New-user re-trial: `headroom --ask hello >&-` loaded the model, then exited 1 with "CRITICAL
+    headroom.crash … uncaught exception" and "AttributeError: 'NoneType' object has no attribute
+    'write'" in the log (sys.stdout is None). Now one plain line, exit 1, nothing loaded."""
+    import os
+    from pathlib import Path
+
+    result = subprocess.run([sys.executable, "-m", "app", *run], stderr=subprocess.PIPE, text=True, timeout=300,
+                            cwd=Path(__file__).parent.parent, preexec_fn=lambda: os.close(1),
+                            env={**os.environ, "HEADROOM_LOG_DIR": str(tmp_path)})
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == ["headroom: standard output is closed; nothing to write the output to."]
+    assert "headroom.crash" not in (tmp_path / "headroom.log").read_text(encoding="utf-8")
+
+
 @pytest.fixture
 def ctrl_c_noted(monkeypatch):
     """app.main's SIGINT handler, put back afterwards (a CI runner may start pytest with SIGINT ignored)."""
@@ -230,6 +247,22 @@ def test_a_damaged_tokenizer_config_is_named_with_what_to_do(tiny_model_dir, tmp
         assert [line for line in result.stderr.splitlines() if line.startswith("headroom:")] == [
             "headroom: badtok: The tokenizer_config.json of this model folder could not be read. It may be "
             "incomplete or damaged; download the model again, or fix its tokenizer_config.json."]
+
+
+def test_damage_inside_a_large_tokenizer_json_is_named_with_what_to_do(tiny_model_dir, tmp_path):
+    """New-user re-trial: 4 KiB zeroed mid-file in a 3.5 MB tokenizer.json passed the check of its
+    ends and failed as "The model could not be opened (JSONDecodeError)"."""
+    import shutil
+
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "badtok")
+    data = (folder / "tokenizer.json").read_bytes()
+    (folder / "tokenizer.json").write_bytes(data[:len(data) // 2] + bytes(4096) + data[len(data) // 2 + 4096:])
+    for run in (["--ask", "hi"], ["--plan"]):
+        result = run_app(*run, "--model", str(folder))
+        assert result.returncode == 1
+        assert [line for line in result.stderr.splitlines() if line.startswith("headroom:")] == [
+            "headroom: badtok: The tokenizer.json of this model folder could not be read. It may be "
+            "incomplete or damaged; download the model again, or fix its tokenizer.json."]
 
 
 @pytest.mark.parametrize("log_file", [None, "/var/log/headroom/headroom.log"])

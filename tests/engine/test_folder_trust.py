@@ -179,6 +179,46 @@ def test_a_large_json_file_is_checked_by_its_ends_not_parsed(tmp_path, monkeypat
     tokenizer.write_text(whole[:-40])  # cut short
     assert folder_refusal(tmp_path) == (f"tokenizer.json of {tmp_path.name} is unreadable "
                                         "(cut short, or not a JSON object)")
+    tokenizer.write_bytes(b"\xef\xbb\xbf" + whole.encode())  # a BOM, which the load refuses: refused here too
+    assert folder_refusal(tmp_path).startswith(f"tokenizer.json of {tmp_path.name} is unreadable")
+
+
+@pytest.mark.parametrize("space", [" " * 100, "\n" * 200_000], ids=["100-spaces", "200k-newlines"])
+def test_a_valid_large_json_file_with_whitespace_around_it_is_not_refused(tmp_path, space):
+    """New-user re-trial: a valid tokenizer.json ending in 100 spaces was "could not be read" (its
+    last 64 bytes alone were read, all whitespace)."""
+    (tmp_path / "config.json").write_text(json.dumps(tiny_llama_config().to_dict()))
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    whole = json.dumps({"model": {"vocab": {f"t{i}": i for i in range(100_000)}}})
+    (tmp_path / "tokenizer.json").write_text(space + whole + space)
+    assert folder_refusal(tmp_path) is None
+    assert check_folder(tmp_path).use_safetensors
+
+
+def _zeroed(data: bytes) -> bytes:
+    middle = len(data) // 2
+    return data[:middle] + bytes(4096) + data[middle + 4096:]
+
+
+def _cut_after_a_brace(data: bytes) -> bytes:
+    return data[:data.index(b"}", len(data) // 2) + 1]
+
+
+@pytest.mark.parametrize("damage", [
+    _zeroed,
+    lambda data: data[:len(data) // 3] + data[len(data) // 3 + 1_000_000:],  # 1 MB gone mid-file
+    _cut_after_a_brace,
+    lambda data: b"\xef\xbb\xbf" + data,  # tokenizers and transformers both refuse a BOM
+], ids=["4k-zeroed", "1mb-removed", "cut-after-brace", "bom"])
+def test_damage_inside_a_large_tokenizer_json_is_named_before_the_load(tiny_model_dir, tmp_path, damage):
+    """New-user re-trial: damage its ends do not show failed the load as "The model could not be
+    opened (JSONDecodeError)"; the load's check parses it whole (the Open model listing checks ends)."""
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "badtok")
+    tokenizer = folder / "tokenizer.json"
+    assert tokenizer.stat().st_size > 2_000_000  # SmolLM2's, 3.5 MB: over PARSED_JSON_BYTES
+    tokenizer.write_bytes(damage(tokenizer.read_bytes()))
+    with pytest.raises(ModelLoadError, match=r"^tokenizer\.json of badtok is unreadable \("):
+        load_model(folder)
 
 
 @pytest.mark.parametrize("name", ["tokenizer_config.json", "generation_config.json"])

@@ -260,3 +260,23 @@ def test_preflight_refuses_by_headers_what_the_load_would_refuse(tmp_path, tiny_
     with pytest.raises(ModelLoadError, match="has no weight files"):
         preflight(folder)
     assert not cache_dir().exists()  # headers read, nothing converted
+
+
+@pytest.mark.parametrize("stage", ["Loading the tokenizer", "Converting "])
+def test_a_pipe_closed_under_the_progress_lines_is_no_model_failure(tiny_model_dir, tmp_path, monkeypatch, stage):
+    """New-user re-trial: `--ask … 2>&1 | head -1` logged "cannot open …gguf: cannot load …:
+    BrokenPipeError", a model failure; it goes on to app.main, which ends as a Unix filter (141)."""
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    monkeypatch.setenv("HEADROOM_CACHE_DIR", str(tmp_path / "cache"))
+    path = tiny_model_dir
+    if stage == "Converting ":
+        path = tmp_path / "tiny.gguf"
+        write_tiny_gguf(path, "F32")
+
+    def progress(text, _fraction):
+        if text.startswith(stage):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        load_model(path, progress)

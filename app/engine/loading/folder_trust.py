@@ -109,34 +109,56 @@ def _json_object(folder: Path, name: str) -> dict:
 
 PARSED_JSON_BYTES = 1 << 20
 """Larger JSON files (a tokenizer.json: 9 MB for Llama 3, 33 MB for Gemma) are checked by their
-two ends only: the Open model dialog asks every listed folder, and parsing them all took seconds."""
+two ends only in the Open model listing (`folder_refusal`): it asks every listed folder, and parsing
+them all took seconds. `check_folder`, right before a load, parses them whole (0.1–0.5 s)."""
+_SPACE = b" \t\r\n"  # JSON's whitespace (RFC 8259 §2)
+_STEP = 1 << 16
 
 
 def _json_ends(folder: Path, name: str) -> None:
     """ValueError (one line, naming the file) when `folder`'s large JSON file `name` cannot be read
-    or does not start with "{" and end with "}": a download cut short, the usual damage."""
+    or does not start with "{" and end with "}": a download cut short, the usual damage. A UTF-8
+    BOM is refused too (tokenizers and transformers' json.load both refuse it). Whitespace is stepped
+    past, up to PARSED_JSON_BYTES at the end; beyond that the file is not refused (new-user
+    re-trial: a valid tokenizer.json with 100 trailing spaces was called damaged)."""
     try:
         with open(folder / name, "rb") as file:
-            head = file.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
-            file.seek(-64, 2)
-            tail = file.read().rstrip(b" \t\r\n")
+            head = file.read(_STEP).lstrip(_SPACE)
+            tail = _last_byte(file)
     except OSError as exc:
         raise ValueError(f"{name} of {folder.name} is unreadable ({exc})") from None
-    if not head.startswith(b"{") or not tail.endswith(b"}"):
+    if (head and not head.startswith(b"{")) or tail not in (b"}", b""):  # b"": only whitespace seen
         raise ValueError(f"{name} of {folder.name} is unreadable (cut short, or not a JSON object)")
 
 
-def _config(folder: Path) -> dict:
+def _last_byte(file) -> bytes:
+    """The last byte of `file` that is not whitespace, read back _STEP bytes at a time, at most
+    PARSED_JSON_BYTES; b"" when there is none in them."""
+    end = file.seek(0, 2)
+    stop = max(end - PARSED_JSON_BYTES, 0)
+    while end > stop:
+        start = max(end - _STEP, stop)
+        file.seek(start)
+        chunk = file.read(end - start).rstrip(_SPACE)
+        if chunk:
+            return chunk[-1:]
+        end = start
+    return b""
+
+
+def _config(folder: Path, whole: bool) -> dict:
     """`folder`'s config.json, after the other JSON files the load reads (MODEL_JSON_FILES, those
-    present) were read as well (by their ends only when over PARSED_JSON_BYTES); ValueError (one
-    line, naming the file) for the first that cannot be read or is no JSON object."""
+    present) were read as well: parsed, or by their ends only when over PARSED_JSON_BYTES and not
+    `whole`; ValueError (one line, naming the file) for the first that cannot be read or is no JSON
+    object. New-user re-trial: damage mid-file and a BOM passed the ends and failed the load as
+    "The model could not be opened (JSONDecodeError)"."""
     config = _json_object(folder, "config.json")
     for name in MODEL_JSON_FILES:
         try:
             size = (folder / name).stat().st_size
         except OSError:
             continue  # absent: the load does without it
-        if size > PARSED_JSON_BYTES:
+        if size > PARSED_JSON_BYTES and not whole:
             _json_ends(folder, name)
         else:
             _json_object(folder, name)
@@ -151,10 +173,11 @@ def folder_refusal(folder: Path) -> str | None:
     """Why `folder` cannot load whatever the user allows, in check_folder's words (config.json or
     another JSON file the load reads unreadable or no JSON object, no weight files at all), or
     None. The Open model dialog asks it, so such a folder is refused there, not listed as fitting
-    and failing on Open (trial 9). A folder whose files cannot be listed: None (the loader says why)."""
+    and failing on Open (trial 9); a JSON file over PARSED_JSON_BYTES by its ends only (the load's
+    own check_folder parses it). A folder whose files cannot be listed: None (the loader says why)."""
     folder = Path(folder)
     try:
-        _config(folder)
+        _config(folder, whole=False)
     except ValueError as exc:
         return str(exc)
     try:
@@ -167,10 +190,10 @@ def folder_refusal(folder: Path) -> str | None:
 def check_folder(folder: Path, trust_remote_code: bool = False, allow_pickle: bool = False) -> FolderTrust:
     """Decide how `folder` may load. Raises TrustRequired when it needs remote code that is not
     trusted, or has only pickle weights that are not allowed; ValueError when config.json or
-    another JSON file the load reads is unreadable or the folder has no weight files at all
-    (`folder_refusal`)."""
+    another JSON file the load reads (each parsed whole) is unreadable or the folder has no weight
+    files at all (`folder_refusal`)."""
     folder = Path(folder)
-    config = _config(folder)
+    config = _config(folder, whole=True)
     if needs_remote_code(config) and not trust_remote_code:
         raise TrustRequired(remote_code_message(folder.name), "trust_remote_code")
     files = weight_files(folder)
