@@ -5,9 +5,11 @@ syllables or as conjoining jamo (text pasted from macOS file names, some IMEs) a
 
 Both sides are compared after `fold`: NFC, Python's str.casefold (full Unicode case folding),
 NFC again (Unicode canonical equivalence, then caseless matching; UAX #15, Unicode §3.13). One
-departure from full folding: the Turkish dotted capital "İ" is "i" (CaseFolding.txt's Turkic
-mapping, status T), not "i" + U+0307 combining dot above (status F), so "istanbul" finds
-"İSTANBUL" as "İstanbul" finds "istanbul" (new-user trial: only "İSTANBUL" found "İstanbul").
+departure from full folding: the Turkish i's are one letter, as search engines match them: the
+dotted capital "İ" is "i" (CaseFolding.txt's Turkic mapping, status T), not "i" + U+0307 combining
+dot above (status F), so "istanbul" finds "İSTANBUL" (new-user trial: only "İSTANBUL" found
+"İstanbul"); and the dotless "ı" is "i" too, so "ığdır" finds "IĞDIR" and "diyarbakır" finds
+"DİYARBAKIR" (new-user re-trial: "I" folds to "i", never to "ı").
 SQLite's LIKE folds ASCII letters only, and lower()/upper() need the ICU extension that
 Python's sqlite3 does not ship, so a text is matched in two steps (`match`):
 
@@ -43,12 +45,13 @@ CONTAINS = "headroom_folded_contains"
 """SQL: headroom_folded_contains(text, folded_query) → 1 when fold(text) holds folded_query."""
 
 _FOLDED_FROM_OTHERS = frozenset("afiklnst")
-"""The ASCII letters that a non-ASCII character folds into ("ß" → "ss", "ﬁ" → "fi", Kelvin
-sign → "k"); tests/core/test_store_search.py checks this against every code point."""
+"""The ASCII letters that a non-ASCII character folds into ("ß" → "ss", "ﬁ" → "fi", "ı" → "i",
+Kelvin sign → "k"); tests/core/test_store_search.py checks this against every code point."""
 
 _MARKS = ("Mn", "Mc", "Me", "Lm")  # caseless, yet some fold results hold them ("ŉ" → U+02BC + "n")
 
 _DOTTED_I = "i\u0307"  # casefold("İ"), and str.lower()'s: fold makes it "i"
+_DOTLESS_I = "\u0131"  # "ı", which casefold keeps (its capital is "I"): fold makes it "i"
 
 # every canonical decomposition is of a code point in these ranges (Unicode 14; tested)
 _DECOMPOSED_RANGES = ((0, 0x20000), (0x2F800, 0x2FA20))
@@ -56,14 +59,15 @@ _DECOMPOSED_RANGES = ((0, 0x20000), (0x2F800, 0x2FA20))
 
 def fold(text: str) -> str:
     """`text` for caseless comparison under canonical equivalence: NFC(casefold(NFC(text))) with
-    "i" + U+0307 (combining dot above) as plain "i" before the last NFC (ß → ss, Σ/σ/ς → σ, "e" +
-    U+0301 → é, jamo → syllables, İ → i: casefold gives "i" + U+0307, as str.lower() does, which
-    "istanbul" never matched; Turkish and every other language read that dot as the i's own). ASCII
+    "ı" and "i" + U+0307 (combining dot above) as plain "i" before the last NFC (ß → ss, Σ/σ/ς → σ,
+    "e" + U+0301 → é, jamo → syllables, İ → i: casefold gives "i" + U+0307, as str.lower() does, which
+    "istanbul" never matched; Turkish and every other language read that dot as the i's own; ı → i:
+    "IĞDIR" folds to "iğdir", which "ığdır" has to match). ASCII
     text takes the fast path (it is NFC already, and casefold is lower() there). Only matching
     uses it: nothing maps offsets in a folded text back to the shown one."""
     if text.isascii():
         return text.lower()
-    folded = unicodedata.normalize("NFC", text).casefold().replace(_DOTTED_I, "i")
+    folded = unicodedata.normalize("NFC", text).casefold().replace(_DOTLESS_I, "i").replace(_DOTTED_I, "i")
     return unicodedata.normalize("NFC", folded)
 
 
