@@ -64,14 +64,14 @@ class GenerationSettings:
 
     def validated(self) -> "GenerationSettings":
         """Clamp to sane ranges: max_new_tokens 1–MAX_NEW_TOKENS (0 or less: the default), temperature
-        0–2, top_p (0, 1], context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1, repetition_penalty
-        REPETITION_PENALTY_RANGE, presence/frequency penalty -2–2 (OpenAI's range), seed None or
-        0–MAX_SEED (a non-integer or negative seed becomes None, random), cpu_threads 0–logical_cores(),
-        kept_chat_cache_mib 0–MAX_KEPT_CHAT_CACHE_MIB, summary_fold_at SUMMARY_FOLD_AT_RANGE,
-        summary_keep_turns 1–MAX_KEEP_TURNS. Raises ValueError or TypeError for a value that is not
-        a number (or, for the sampler fields and temperature and top_p, not a finite one: a NaN
-        temperature failed every answer), and TypeError for a system_prompt that is not text."""
-        low, high = REPETITION_PENALTY_RANGE
+        0–2, top_p (0, 1], context_tokens 0–MAX_CONTEXT_TOKENS, top_k 0–MAX_TOP_K, min_p 0–1,
+        repetition_penalty REPETITION_PENALTY_RANGE (0 or less: the default), presence/frequency penalty
+        -2–2 (OpenAI's range), seed None or 0–MAX_SEED (a non-integer or negative seed becomes None,
+        random), cpu_threads 0–logical_cores(), kept_chat_cache_mib 0–MAX_KEPT_CHAT_CACHE_MIB,
+        summary_fold_at SUMMARY_FOLD_AT_RANGE, summary_keep_turns 1–MAX_KEEP_TURNS. Raises ValueError
+        or TypeError for a value that is not a number (or, for the sampler fields and temperature and
+        top_p, not a finite one: a NaN temperature failed every answer), and TypeError for a
+        system_prompt that is not text."""
         if not isinstance(self.system_prompt, str):  # a hand-edited file's 42 hung every turn (trial 4)
             raise TypeError(f"system_prompt is {type(self.system_prompt).__name__}, not text")
         return replace(
@@ -82,7 +82,7 @@ class GenerationSettings:
             context_tokens=min(max(int(self.context_tokens), 0), MAX_CONTEXT_TOKENS),
             top_k=int(_clamped(self.top_k, 0, MAX_TOP_K)),
             min_p=_clamped(self.min_p, 0.0, 1.0),
-            repetition_penalty=_clamped(self.repetition_penalty, low, high),
+            repetition_penalty=_repetition_penalty(self.repetition_penalty),
             presence_penalty=_clamped(self.presence_penalty, -2.0, 2.0),
             frequency_penalty=_clamped(self.frequency_penalty, -2.0, 2.0),
             seed=_seed(self.seed),
@@ -101,6 +101,16 @@ def _max_new_tokens(value) -> int:
     if tokens < 1:
         return GenerationSettings.max_new_tokens
     return min(tokens, MAX_NEW_TOKENS)
+
+
+def _repetition_penalty(value) -> float:
+    """repetition_penalty as validated() keeps it: REPETITION_PENALTY_RANGE; 0 or less has no meaning
+    in the CTRL formula (logits divided or multiplied by it) and is the default, 1.0 (off), not 0.5,
+    which strongly favours repeats (new-user re-trial: 0 made SmolLM2 echo its system prompt)."""
+    low, high = REPETITION_PENALTY_RANGE
+    penalty = _clamped(value, -math.inf, high)
+    return GenerationSettings.repetition_penalty if penalty <= 0 else max(penalty, low)
+
 
 MAX_NEW_TOKENS = 32_768
 """The most max_new_tokens may be (the Settings field's and --max-new-tokens' bound)."""
@@ -271,8 +281,9 @@ class UnreadSettings:
         return f"Settings could not be read ({self.reason}); the defaults are used."
 
 
-NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, NOT_AN_OBJECT = (
-    "not a number", "not a finite number", "not a whole number", "not text", "out of range", "not an object")
+NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, OUT_OF_RANGE_DEFAULT, NOT_AN_OBJECT = (
+    "not a number", "not a finite number", "not a whole number", "not text", "out of range",
+    "out of range, the default", "not an object")
 """Why a value of settings.json is not used as written (UnusableValue.problem)."""
 
 _SAID = {
@@ -281,19 +292,23 @@ _SAID = {
     NOT_WHOLE: "{0} {1} is not a whole number; the default {2} is used.",
     NOT_TEXT: "{0} {1} is not text; the default {2} is used.",
     OUT_OF_RANGE: "{0} {1} is out of range; {2} is used.",
+    OUT_OF_RANGE_DEFAULT: "{0} {1} is out of range; the default {2} is used.",
     NOT_AN_OBJECT: "{0} {1} is not an object of settings; the defaults are used.",
 }
 """The English sentences; app.ui.application says each in the window's language."""
 
 SHOWN_CHARACTERS = 40  # a value longer than this (a pasted prompt, a big list) is cut with "…"
+RANDOM_SEED = "random"
+"""The seed's default (None: a fresh draw every turn) as UnusableValue.used says it; json_text's
+"null" is JSON's word, not the user's (new-user re-trial: "the default null is used")."""
 
 
 @dataclass(frozen=True)
 class UnusableValue:
     """One value of settings.json used otherwise than written: `key` its JSON key ("temperature";
     "generation" for that whole section), `problem` one of NOT_A_NUMBER … NOT_AN_OBJECT, `written`
-    and `used` as JSON writes them (json_text: '"hot"', 'NaN', '2.0'; `used` "" for a section).
-    str() is the English sentence."""
+    and `used` as JSON writes them (json_text: '"hot"', 'NaN', '2.0'; `used` "" for a section, and
+    RANDOM_SEED for the seed's default). str() is the English sentence."""
 
     key: str
     problem: str
@@ -434,16 +449,22 @@ def _generation(raw: object) -> tuple[GenerationSettings, tuple[UnusableValue, .
             used = getattr(GenerationSettings(**{key: value}).validated(), key)
         except (ValueError, TypeError, OverflowError) as exc:
             log.info("settings: %s=%r unusable (%s); using the default", key, value, exc)
-            unusable.append(UnusableValue(key, _problem(key, value), json_text(value), json_text(default)))
+            unusable.append(UnusableValue(key, _problem(key, value), json_text(value), _used_text(default)))
             continue
         if key == "seed" and used is None and value is not None and not _negative(value):  # "soon", [1]
             log.info("settings: seed=%r unusable; using the default", value)
-            unusable.append(UnusableValue(key, NOT_A_NUMBER, json_text(value), json_text(default)))
-        elif _moved(value, used):
+            unusable.append(UnusableValue(key, NOT_A_NUMBER, json_text(value), _used_text(default)))
+        elif _moved(value, used):  # to the default: max_new_tokens or repetition_penalty ≤ 0 (re-trial)
             log.info("settings: %s=%r out of range; using %r", key, value, used)
-            unusable.append(UnusableValue(key, OUT_OF_RANGE, json_text(value), json_text(used)))
+            problem = OUT_OF_RANGE_DEFAULT if used == default else OUT_OF_RANGE
+            unusable.append(UnusableValue(key, problem, json_text(value), json_text(used)))
         kept[key] = value
     return GenerationSettings(**kept).validated(), tuple(unusable)
+
+
+def _used_text(default: object) -> str:
+    """A default as UnusableValue.used says it: json_text, but the seed's None (random) as RANDOM_SEED."""
+    return RANDOM_SEED if default is None else json_text(default)
 
 
 def _problem(key: str, value: object) -> str:

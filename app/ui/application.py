@@ -28,6 +28,8 @@ from app.core.settings import (
     NOT_TEXT,
     NOT_WHOLE,
     OUT_OF_RANGE,
+    OUT_OF_RANGE_DEFAULT,
+    RANDOM_SEED,
     Settings,
     UnreadSettings,
     UnusableSettings,
@@ -121,6 +123,8 @@ def _unusable_value_text(value: UnusableValue) -> str:
     """One value's sentence (app.core.settings._SAID in English)."""
     if value.problem == OUT_OF_RANGE:
         said = QCoreApplication.translate("Application", "{0} {1} is out of range; {2} is used.")
+    elif value.problem == OUT_OF_RANGE_DEFAULT:
+        said = QCoreApplication.translate("Application", "{0} {1} is out of range; the default {2} is used.")
     elif value.problem == NOT_AN_OBJECT:
         said = QCoreApplication.translate("Application", "{0} {1} is not an object of settings; the defaults are used.")
     elif value.problem == NOT_FINITE:
@@ -131,7 +135,8 @@ def _unusable_value_text(value: UnusableValue) -> str:
         said = QCoreApplication.translate("Application", "{0} {1} is not text; the default {2} is used.")
     else:  # NOT_A_NUMBER
         said = QCoreApplication.translate("Application", "{0} {1} is not a number; the default {2} is used.")
-    return said.format(value.key, value.written, value.used)
+    used = QCoreApplication.translate("Application", "random") if value.used == RANDOM_SEED else value.used
+    return said.format(value.key, value.written, used)
 
 
 def settings_note_text(note: UnreadSettings | UnusableSettings) -> str:

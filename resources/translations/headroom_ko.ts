@@ -188,6 +188,10 @@
         <translation>{0} 값 {1}은(는) 범위를 벗어나 {2}을(를) 사용합니다.</translation>
     </message>
     <message>
+        <source>{0} {1} is out of range; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 범위를 벗어나 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
         <source>{0} {1} is not an object of settings; the defaults are used.</source>
         <translation>{0} 값 {1}은(는) 설정 객체가 아니어서 기본값을 사용합니다.</translation>
     </message>
@@ -206,6 +210,10 @@
     <message>
         <source>{0} {1} is not a number; the default {2} is used.</source>
         <translation>{0} 값 {1}은(는) 숫자가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
+        <source>random</source>
+        <translation>무작위</translation>
     </message>
     <message>
         <source>Headroom is already running for this profile ({0}) but does not answer. Close it (or end its process) and start Headroom again.</source>

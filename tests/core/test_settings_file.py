@@ -67,7 +67,7 @@ def test_unusable_values_are_noted_in_plain_words_and_logged_at_info_only(tmp_pa
         "context_tokens 1.5 is not a whole number; the default 0 is used. "
         "top_k true is not a whole number; the default 0 is used. "
         'system_prompt 42 is not text; the default "You are a helpful assistant." is used. '
-        'seed "soon" is not a number; the default null is used.')
+        'seed "soon" is not a number; the default random is used.')  # re-trial: "the default null"
     assert "\n" not in str(note)  # one line on stderr
     assert [r.levelname for r in caplog.records] == ["INFO"] * 7
 
@@ -75,8 +75,12 @@ def test_unusable_values_are_noted_in_plain_words_and_logged_at_info_only(tmp_pa
 @pytest.mark.parametrize(("generation", "said"), [
     ('{"temperature": 99}', "temperature 99 is out of range; 2.0 is used."),
     ('{"top_p": 0}', "top_p 0 is out of range; 0.01 is used."),
-    ('{"max_new_tokens": 0}', "max_new_tokens 0 is out of range; 512 is used."),
-    ('{"context_tokens": -5}', "context_tokens -5 is out of range; 0 is used."),
+    ('{"max_new_tokens": 0}', "max_new_tokens 0 is out of range; the default 512 is used."),
+    ('{"context_tokens": -5}', "context_tokens -5 is out of range; the default 0 is used."),
+    ('{"repetition_penalty": 0}', "repetition_penalty 0 is out of range; the default 1.0 is used."),
+    ('{"repetition_penalty": -2}', "repetition_penalty -2 is out of range; the default 1.0 is used."),
+    ('{"repetition_penalty": 0.2}', "repetition_penalty 0.2 is out of range; 0.5 is used."),
+    ('{"seed": 1.5}', "seed 1.5 is not a whole number; the default random is used."),
     ('{"seed": 99999999999}', "seed 99999999999 is out of range; 2147483647 is used."),
     ('{"cpu_threads": 100000}', f"cpu_threads 100000 is out of range; {logical_cores()} is used."),
 ])
@@ -84,6 +88,14 @@ def test_a_value_clamped_into_range_is_said_with_the_value_used(tmp_path, genera
     """temperature 99 became 2.0 with no word: said the same way, with the value used instead."""
     _settings, note = read_settings(write_generation(tmp_path, generation))
     assert str(note) == f"Settings: {said}"
+
+
+@pytest.mark.parametrize(("written", "used"), [(0, 1.0), (-3, 1.0), (1e-9, 0.5), (0.2, 0.5), (1.3, 1.3), (9, 2.0)])
+def test_a_repetition_penalty_of_zero_or_less_is_off_not_a_push_to_repeat(written, used):
+    """New-user re-trial: 0, which means nothing in the CTRL formula, became 0.5, which strongly favours
+    repeats (SmolLM2 echoed its system prompt). 0 or less is the default 1.0, off, as max_new_tokens ≤ 0
+    is its default; a value in (0, 0.5) still becomes 0.5."""
+    assert GenerationSettings(repetition_penalty=written).validated().repetition_penalty == used
 
 
 def test_values_read_as_written_are_not_said(tmp_path):

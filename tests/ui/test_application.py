@@ -7,6 +7,8 @@ from app.core.settings import (
     NOT_TEXT,
     NOT_WHOLE,
     OUT_OF_RANGE,
+    OUT_OF_RANGE_DEFAULT,
+    RANDOM_SEED,
     UnreadSettings,
     UnusableSettings,
     UnusableValue,
@@ -24,6 +26,8 @@ def test_values_not_used_are_said_in_english_exactly_as_on_the_command_line(qapp
         UnusableValue("top_k", NOT_WHOLE, "1.5", "0"),
         UnusableValue("system_prompt", NOT_TEXT, "42", '"You are a helpful assistant."'),
         UnusableValue("min_p", OUT_OF_RANGE, "7", "1.0"),
+        UnusableValue("repetition_penalty", OUT_OF_RANGE_DEFAULT, "0", "1.0"),
+        UnusableValue("seed", NOT_A_NUMBER, '"soon"', RANDOM_SEED),
         UnusableValue("generation", NOT_AN_OBJECT, "[]"),
     ))
     assert settings_note_text(note) == str(note)
