@@ -66,12 +66,18 @@ class _PrivateRotatingFileHandler(RotatingFileHandler):
                 stream.close()  # its flush of what is still buffered fails the same way; the file is closed anyway
             except OSError:
                 pass
-        if sys.stderr is not None:  # None in a windowed bundle without a console
-            try:
-                print(f"headroom: the log file cannot be written ({failure.strerror or failure}); "
-                      "logging to it is off for this run.", file=sys.stderr, flush=True)
-            except (OSError, ValueError):  # stderr gone as well: nowhere left to say it
-                pass
+        _say(f"headroom: the log file cannot be written ({failure.strerror or failure}); "
+             "logging to it is off for this run.")
+
+
+def _say(line: str) -> None:
+    """Print `line` on stderr, where there is one: None in a windowed bundle without a console;
+    closed or broken as well, there is nowhere left to say it."""
+    if sys.stderr is not None:
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
 
 
 def configure_logging(verbose: bool = False, directory: Path | None = None) -> Path | None:
@@ -80,7 +86,7 @@ def configure_logging(verbose: bool = False, directory: Path | None = None) -> P
     File: INFO and up (DEBUG with `verbose`), MAX_BYTES per file, BACKUP_COUNT old files kept.
     stderr: WARNING and up (DEBUG with `verbose`). Python `warnings` are logged too. directory:
     default `log_dir()` (HEADROOM_LOG_DIR overrides it). When the folder cannot be written the
-    result is None and only stderr is used — logging never stops the app from starting.
+    result is None and only stderr is used, said in one plain line — logging never stops the app from starting.
     Calling again replaces the handlers installed before (no doubled lines).
     """
     root = logging.getLogger()
@@ -108,8 +114,11 @@ def configure_logging(verbose: bool = False, directory: Path | None = None) -> P
         stderr.setFormatter(_FirstLineFormatter(LOG_FORMAT))
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     logging.captureWarnings(True)
-    if problem is not None:
-        log.warning("cannot write log files to %s (%s); logging to stderr only", directory, problem)
+    if problem is not None:  # one plain line, as a file failing later is said (new-user re-trial: a raw
+        # "… WARNING app.core.logs [MainThread]: cannot write log files …" line with its timestamp)
+        log.info("cannot write log files to %s (%s); logging to stderr only", directory, problem)
+        _say(f"headroom: log files cannot be written to {directory} ({problem.strerror or problem}); "
+             "logging to stderr only.")
     return path
 
 

@@ -78,12 +78,15 @@ def test_stderr_gets_warnings_only_and_python_warnings_are_logged(clean_root, tm
     assert "WARNING py.warnings" in path.read_text()
 
 
-def test_an_unwritable_folder_falls_back_to_stderr(clean_root, tmp_path, capsys):
+def test_an_unwritable_folder_falls_back_to_stderr_said_in_one_plain_line(clean_root, tmp_path, capsys):
+    """New-user re-trial: HEADROOM_LOG_DIR=/etc/passwd/x printed the raw log line "2026-12-06 11:49:20,244
+    WARNING app.core.logs [MainThread]: cannot write log files to …"; now as the full disk's line is said."""
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     assert logs.configure_logging(directory=blocker / "logs") is None
     assert logs.current_log_file() is None
-    assert "cannot write log files" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [
+        f"headroom: log files cannot be written to {blocker / 'logs'} (Not a directory); logging to stderr only."]
 
 
 class _FailingFile(io.StringIO):
