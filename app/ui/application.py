@@ -14,7 +14,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication, QTimer
 from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication, QMessageBox
 from qasync import QEventLoop
@@ -23,6 +23,7 @@ from app.core.interrupts import interrupted
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
 from app.core.settings import (
+    NOT_A_NUMBER,
     NOT_AN_OBJECT,
     NOT_FINITE,
     NOT_TEXT,
@@ -119,24 +120,22 @@ def unusable_settings_text(note: UnusableSettings) -> str:
         " ".join(_unusable_value_text(value) for value in note.values))
 
 
+_VALUE_SAID = {  # app.core.settings._SAID's sentences, marked for the translators
+    OUT_OF_RANGE: QT_TRANSLATE_NOOP("Application", "{0} {1} is out of range; {2} is used."),
+    OUT_OF_RANGE_DEFAULT: QT_TRANSLATE_NOOP("Application", "{0} {1} is out of range; the default {2} is used."),
+    NOT_AN_OBJECT: QT_TRANSLATE_NOOP("Application", "{0} {1} is not an object of settings; the defaults are used."),
+    NOT_FINITE: QT_TRANSLATE_NOOP("Application", "{0} {1} is not a finite number; the default {2} is used."),
+    NOT_WHOLE: QT_TRANSLATE_NOOP("Application", "{0} {1} is not a whole number; the default {2} is used."),
+    NOT_TEXT: QT_TRANSLATE_NOOP("Application", "{0} {1} is not text; the default {2} is used."),
+    NOT_A_NUMBER: QT_TRANSLATE_NOOP("Application", "{0} {1} is not a number; the default {2} is used."),
+}
+
+
 def _unusable_value_text(value: UnusableValue) -> str:
-    """One value's sentence (app.core.settings._SAID in English)."""
-    if value.problem == OUT_OF_RANGE:
-        said = QCoreApplication.translate("Application", "{0} {1} is out of range; {2} is used.")
-    elif value.problem == OUT_OF_RANGE_DEFAULT:
-        said = QCoreApplication.translate("Application", "{0} {1} is out of range; the default {2} is used.")
-    elif value.problem == NOT_AN_OBJECT:
-        said = QCoreApplication.translate("Application", "{0} {1} is not an object of settings; the defaults are used.")
-    elif value.problem == NOT_FINITE:
-        said = QCoreApplication.translate("Application", "{0} {1} is not a finite number; the default {2} is used.")
-    elif value.problem == NOT_WHOLE:
-        said = QCoreApplication.translate("Application", "{0} {1} is not a whole number; the default {2} is used.")
-    elif value.problem == NOT_TEXT:
-        said = QCoreApplication.translate("Application", "{0} {1} is not text; the default {2} is used.")
-    else:  # NOT_A_NUMBER
-        said = QCoreApplication.translate("Application", "{0} {1} is not a number; the default {2} is used.")
+    """One value's sentence in the window's language."""
     used = QCoreApplication.translate("Application", "random") if value.used == RANDOM_SEED else value.used
-    return said.format(value.key, value.written, used)
+    return QCoreApplication.translate("Application", _VALUE_SAID[value.problem]).format(
+        value.key, value.written, used)
 
 
 def settings_note_text(note: UnreadSettings | UnusableSettings) -> str:
