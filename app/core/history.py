@@ -539,14 +539,18 @@ def _without_instructions(text: str) -> str:
     return "\n".join(re.sub(r"[ \t]{2,}", " ", line).strip() for line in kept.splitlines()).strip()
 
 
-_ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:|(?:Previous summary|New turns)\s*:\s*$)",
-                        re.IGNORECASE)
+_ECHO_LINE = re.compile(r"^\s*(?:(?:User|Assistant|System|Tool)\s*:"
+                        r"|(?:the\s+)?(?:previous|new|updated)\s+(?:summary|turns)\s*:\s*$)", re.IGNORECASE)
+# "The new summary: …" before the summary itself (a re-trial's 25-turn chat)
+_SUMMARY_HEADING = re.compile(r"^\s*(?:the\s+)?(?:new|updated)\s+summary\s*:\s*", re.IGNORECASE | re.MULTILINE)
 
 
 def _without_echoes(text: str) -> str:
     """`text` without the lines that copy the request (its "New turns:" heading, a transcript's
-    "User: …" line): a summary that kept a few showed "New turns: User: What should" (trial 4)."""
-    return "\n".join(line for line in text.splitlines() if not _ECHO_LINE.match(line)).strip()
+    "User: …" line): a summary that kept a few showed "New turns: User: What should" (trial 4);
+    a re-trial's kept "The new summary: …" and "The new turns:" (the heading goes, its text stays)."""
+    kept = "\n".join(line for line in text.splitlines() if not _ECHO_LINE.match(line))
+    return _SUMMARY_HEADING.sub("", kept).strip()
 
 
 # a sentence's end: . ? ! … (or the CJK 。？！), perhaps inside a closing quote or bracket

@@ -699,6 +699,9 @@ def test_a_summary_that_copies_the_turns_or_mostly_loops_gives_way_to_the_extrac
     own = "Alex lives in Lisbon.\nHe is a nurse.\nThey meet on Friday at 6 pm at the harbour cafe."
     state, verdict = finish_summary(plan, own + "\nNew turns:\nUser: What should", count_words)
     assert verdict.accepted and state.content == own
+    # a re-trial's: "The new summary: …" and "The new turns:" (the request's headings, reworded)
+    state, verdict = finish_summary(plan, "The new summary: " + own + "\n\nThe new turns:\nAss", count_words)
+    assert verdict.accepted and state.content == own
 
 
 def test_a_summary_that_copies_an_answer_gives_way_to_the_extract():
