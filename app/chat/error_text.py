@@ -565,6 +565,13 @@ _VERDICTS = (
     (re.compile(r"^the model dropped the earlier summary's facts \(kept (\d+) of (\d+); lost (.*)\)$"),
      QT_TRANSLATE_NOOP("PlainError", "the model left out most facts of the earlier summary (kept {0} of {1}; "
                        "lost: {2}); kept the previous one")),
+    # app.core.history._copied_answers, _cut_previous and _dropped_facts after an extract
+    (re.compile(r"^the model copied an answer instead of summarizing \((\d+) of (\d+) words\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model copied an answer instead of summarizing; kept the previous one")),
+    (re.compile(r"^the model wrote back part of the earlier summary \((\d+) of its (\d+) word 4-grams\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model wrote back only part of the earlier summary; kept the previous one")),
+    (re.compile(r"^the model dropped what the user said \((.*)\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model left out what the user said (lost: {0}); kept the previous one")),
     # "Summarize now" with nothing it can fold (app.engine.summary_flow.fold_now)
     (re.compile(r"^nothing to fold: the newest turn alone is (\d+) tokens over the context$"),
      QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the newest turn alone does not fit the context "

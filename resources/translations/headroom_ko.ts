@@ -2619,6 +2619,18 @@ loaded in {5} s
         <translation>모델이 이전 요약의 사실 대부분을 빠뜨렸습니다 ({1}개 중 {0}개 유지, 빠진 것: {2}). 이전 요약을 유지했습니다</translation>
     </message>
     <message>
+        <source>the model copied an answer instead of summarizing; kept the previous one</source>
+        <translation>모델이 요약 대신 답변을 그대로 옮겨 써서 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model wrote back only part of the earlier summary; kept the previous one</source>
+        <translation>모델이 이전 요약의 일부만 다시 써서 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model left out what the user said (lost: {0}); kept the previous one</source>
+        <translation>모델이 사용자가 한 말을 빠뜨렸습니다 (빠진 것: {0}). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
         <source>nothing to fold: the newest turn alone does not fit the context ({0} tokens over)</source>
         <translation>접을 내용이 없습니다: 가장 최근 턴 하나만으로도 컨텍스트에 들어가지 않습니다({0}토큰 초과)</translation>
     </message>

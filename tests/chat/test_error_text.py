@@ -236,6 +236,13 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "(history 256 → 43 tokens)")
     assert summary_verdict_text("the model repeated itself (3 repeated sentences, 2 kept)") == (
         "the model repeated itself; kept the previous one")
+    # the summary checks of the new-user re-trials (app.core.history), when no extract stands in
+    assert summary_verdict_text("the model copied an answer instead of summarizing (32 of 32 words)") == (
+        "the model copied an answer instead of summarizing; kept the previous one")
+    assert summary_verdict_text("the model wrote back part of the earlier summary (17 of its 24 word 4-grams)") == (
+        "the model wrote back only part of the earlier summary; kept the previous one")
+    assert summary_verdict_text("the model dropped what the user said (lyon, tom)") == (
+        "the model left out what the user said (lost: lyon, tom); kept the previous one")
     # "Summarize now" that folds nothing says why in the window's language (app.engine.summary_flow.fold_now)
     assert summary_verdict_text("nothing to fold: the last 2 turns stay as they are") == (
         "nothing to fold: the last 2 turns stay as they are")
