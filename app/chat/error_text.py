@@ -546,6 +546,9 @@ _VERDICTS = (
     (re.compile(r"kept the first and last (\d+) of (\d+) messages: history (\d+) → (\d+) tokens"),
      QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept what the first and last {0} of {1} "
                        "messages said (history {2} → {3} tokens)")),
+    (re.compile(r"kept (\d+) of (\d+) messages, what the user stated first: history (\d+) → (\d+) tokens"),
+     QT_TRANSLATE_NOOP("PlainError", "the model's summary was not usable; kept what {0} of {1} messages said, what "
+                       "the user stated before what they asked (history {2} → {3} tokens)")),
     (re.compile(r"^history (\d+) → (\d+) tokens$"), QT_TRANSLATE_NOOP("PlainError", "history {0} → {1} tokens")),
     (re.compile(r"^summary cancelled$"), QT_TRANSLATE_NOOP("PlainError", "cancelled")),
     (re.compile(r"^empty summary$"), QT_TRANSLATE_NOOP("PlainError", "the model wrote nothing; kept the previous one")),

@@ -509,15 +509,17 @@ def finish_summary(
         verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
         head, lead, said = _extract_parts(plan)
-        # as many sentences as fit, taken from both ends: a shorter extract beats losing the
+        # as many sentences as fit, statements first, then from both ends: a shorter extract beats losing the
         # folded turns, and a chat says who and what early (trial 6: "제 이름은 민수예요" in turn 4
         # was dropped when only the newest were kept), what it is working on late
         n = len(said)
-        skip = _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _both_ends(said, n - k)))[1]))
+        skip = _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _chosen(said, n - k)[0]))[1]))
         if skip < n:
-            extract = _extract(head, lead, _both_ends(said, n - skip))
+            chosen, statements_first = _chosen(said, n - skip)
+            extract = _extract(head, lead, chosen)
             tokens, fallback = judge(extract)
-            which = f"the first and last {n - skip} of {n} messages" if skip else "an extract"
+            which = ("an extract" if not skip else f"{n - skip} of {n} messages, what the user stated first"
+                     if statements_first else f"the first and last {n - skip} of {n} messages")
             return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
                 True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
@@ -734,15 +736,27 @@ GAP = "…"
 """Between the oldest and the newest first sentences when an extract leaves the middle out."""
 
 
-def _both_ends(firsts: Sequence[str], keep: int) -> list[str]:
-    """`keep` of `firsts` (oldest first), taken alternately from the oldest and the newest end, in
-    their order, with GAP where the middle is left out: ["A.", "B.", "…", "Y.", "Z."] (one: ["A."])."""
-    if keep >= len(firsts):
-        return list(firsts)
-    if keep <= 0:
-        return []
-    oldest, newest = (keep + 1) // 2, keep // 2
-    return [*firsts[:oldest], GAP, *firsts[len(firsts) - newest:]] if newest else firsts[:oldest]
+_QUESTION = re.compile(r"[?？][\"'”’)\]」』）]*$")
+
+
+def _chosen(said: Sequence[str], keep: int) -> tuple[list[str], bool]:
+    """`keep` of `said` (oldest first), in their order, with GAP where any between are left out,
+    and whether a question gave way to a statement. What the user stated goes before what they
+    asked (a question's answer left with its turn, and a later turn asks for the facts: a re-trial's
+    extract kept "What is a black hole?" and lost "I live in Lyon."); within each, the oldest and
+    the newest first: ["A.", "B.", "…", "Y.", "Z."] (one: ["A."])."""
+    n = len(said)
+    if keep >= n:
+        return list(said), False
+    ends = sorted(range(n), key=lambda i: min(2 * i, 2 * (n - 1 - i) + 1))  # 0, n-1, 1, n-2, …
+    ranked = sorted(ends, key=lambda i: bool(_QUESTION.search(said[i])))
+    picked = sorted(ranked[:max(keep, 0)])
+    chosen: list[str] = []
+    for before, i in zip([None, *picked], picked, strict=False):  # each with the one before it
+        if before is not None and i - before > 1:
+            chosen.append(GAP)
+        chosen.append(said[i])
+    return chosen, picked != sorted(ends[:max(keep, 0)])
 
 
 _ENDED = re.compile(_SENTENCE_ENDS.pattern + "$")  # text that ends with one

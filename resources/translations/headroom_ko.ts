@@ -2583,6 +2583,10 @@ loaded in {5} s
         <translation>모델이 쓴 요약을 쓸 수 없어 메시지 {1}개 중 처음과 마지막 {0}개의 내용을 남겼습니다 (기록 {2} → {3} 토큰)</translation>
     </message>
     <message>
+        <source>the model&apos;s summary was not usable; kept what {0} of {1} messages said, what the user stated before what they asked (history {2} → {3} tokens)</source>
+        <translation>모델이 쓴 요약을 쓸 수 없어 메시지 {1}개 중 {0}개의 내용을 남겼습니다. 질문보다 사용자가 밝힌 내용을 먼저 남겼습니다 (기록 {2} → {3} 토큰)</translation>
+    </message>
+    <message>
         <source>history {0} → {1} tokens</source>
         <translation>기록 {0} → {1} 토큰</translation>
     </message>

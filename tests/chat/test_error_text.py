@@ -236,6 +236,10 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "(history 256 → 43 tokens)")
     assert summary_verdict_text("the model repeated itself (3 repeated sentences, 2 kept)") == (
         "the model repeated itself; kept the previous one")
+    assert summary_verdict_text("model summary rejected (empty summary); kept 2 of 4 messages, what the user "
+                                "stated first: history 72 → 16 tokens") == (
+        "the model's summary was not usable; kept what 2 of 4 messages said, what the user stated before what "
+        "they asked (history 72 → 16 tokens)")
     # the summary checks of the new-user re-trials (app.core.history), when no extract stands in
     assert summary_verdict_text("the model copied an answer instead of summarizing (32 of 32 words)") == (
         "the model copied an answer instead of summarizing; kept the previous one")

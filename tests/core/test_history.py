@@ -781,6 +781,18 @@ def test_a_summary_that_drops_what_the_user_said_or_only_cuts_the_last_one_is_no
     assert verdict.accepted and state.content.startswith("민수는")  # the lead's "사용" is no fact to keep
 
 
+def test_an_extract_short_of_room_keeps_what_the_user_stated_before_what_they_asked():
+    """New-user re-trial: at its cap the extract kept "What is the capital of Japan?" and "What is a
+    black hole?" and left out "I live in Lyon." and "I work as a nurse.", which a later turn asked for."""
+    plan = plan_for(["My name is Alice", "What is 2+2?", "I live in Lyon", "What is a black hole?"])
+    state, verdict = finish_summary(replace(plan, cap_tokens=16), "   ", count_words)
+    assert verdict.accepted and "kept 2 of 4 messages, what the user stated first" in verdict.reason
+    assert state.content == "The user said: My name is Alice. … I live in Lyon."  # was "… What is a black hole?"
+    state, verdict = finish_summary(replace(plan, cap_tokens=12), "   ", count_words)
+    assert "kept the first and last 1 of 4 messages" in verdict.reason  # the oldest is a statement
+    assert state.content == "The user said: My name is Alice."
+
+
 def test_the_extract_of_a_korean_chat_is_led_in_korean():
     """Trial 4: "The user said:" before Korean sentences in a Korean chat's summary."""
     state, _verdict = extract_of(["제 이름은 민지예요", "부산에 살아요", "예산은 30만 원이에요"])
