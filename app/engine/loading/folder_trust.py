@@ -15,6 +15,7 @@ Reads file names and the folder's JSON files only; never imports a model class.
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 SAFETENSORS_SUFFIXES = (".safetensors",)
@@ -155,14 +156,24 @@ def _config(folder: Path, whole: bool) -> dict:
     config = _json_object(folder, "config.json")
     for name in MODEL_JSON_FILES:
         try:
-            size = (folder / name).stat().st_size
+            stat = (folder / name).stat()
         except OSError:
             continue  # absent: the load does without it
-        if size > PARSED_JSON_BYTES and not whole:
+        if stat.st_size > PARSED_JSON_BYTES and not whole:
             _json_ends(folder, name)
         else:
-            _json_object(folder, name)
+            _parses(str(folder / name), stat.st_size, stat.st_mtime_ns)
     return config
+
+
+@lru_cache(maxsize=64)
+def _parses(path: str, size: int, mtime_ns: int) -> bool:
+    """True once the JSON file at `path` (of that size and mtime) was read as a JSON object;
+    `_json_object`'s ValueError otherwise, which is not cached. preflight and load_model check the
+    same folder one open apart: a large tokenizer.json is parsed once, not twice."""
+    file = Path(path)
+    _json_object(file.parent, file.name)
+    return True
 
 
 def _no_weights(folder: Path) -> str:
