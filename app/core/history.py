@@ -602,6 +602,14 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + COPY_SHINGLE_WORDS]) for i in range(len(words) - COPY_SHINGLE_WORDS + 1)}
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.?!…。？！])\s+|\n+")
+
+
+def _sentences(text: str) -> list[str]:
+    """`text` split after each sentence's end and at line breaks (empty pieces left out)."""
+    return [sentence for sentence in _SENTENCE_BREAK.split(text) if sentence.strip()]
+
+
 def _copied_answers(plan: "SummaryPlan", summary: str) -> str:
     """Why `summary` is no summary, or "": most of its words are in sentences copied from the
     folded answers (at least 3 of 5 of a sentence's word 4-grams are an answer's and neither the
@@ -614,7 +622,7 @@ def _copied_answers(plan: "SummaryPlan", summary: str) -> str:
                                    if m["role"] == Role.ASSISTANT.value))
     kept = _shingles(_users_text(plan.folded) + "\n" + plan.previous.content)
     copied = total = 0
-    for sentence in re.split(r"(?<=[.?!…。？！])\s+|\n+", summary):
+    for sentence in _sentences(summary):
         words = len(re.findall(r"\w+", sentence))
         shingles = _shingles(sentence)
         total += words
@@ -631,9 +639,10 @@ def _cut_previous(previous: str, summary: str) -> str:
     it, and what it left out is gone (new-user re-trial: an extract of "… Alice … the Moon …
     photosynthesis … I live in Lyon." came back as its first two sentences, and Lyon was lost)."""
     before, after = _shingles(previous), _shingles(summary)
-    if not after or len(after) >= len(before) or len(after & before) * 5 < len(after) * 4:
+    shared = len(after & before)
+    if not after or len(after) >= len(before) or shared * 5 < len(after) * 4:
         return ""
-    return f"the model wrote back part of the earlier summary ({len(after & before)} of its {len(before)} word 4-grams)"
+    return f"the model wrote back part of the earlier summary ({shared} of its {len(before)} word 4-grams)"
 
 
 # words a sentence may start with that name nothing: not facts to carry over
@@ -683,8 +692,8 @@ def _names(text: str) -> set[str]:
     """The capitalised words and numbers of `text`'s sentences past their first words (`_facts`
     without the "What", "Explain" or "Tell" a question or a request starts with, and without
     Korean's word stems, too common to require each)."""
-    return {fact for sentence in re.split(r"(?<=[.?!…。？！])\s+|\n+", text) if len(sentence.split(None, 1)) == 2
-            for fact in _facts(sentence.split(None, 1)[1]) if not _HANGUL_WORD.fullmatch(fact)}
+    past_first = (words[1] for sentence in _sentences(text) if len(words := sentence.split(None, 1)) == 2)
+    return {fact for rest in past_first for fact in _facts(rest) if not _HANGUL_WORD.fullmatch(fact)}
 
 
 def _without_leads(text: str) -> str:
@@ -787,10 +796,11 @@ def _extract_parts(plan: SummaryPlan) -> tuple[str, str, list[str]]:
     head, _, last = plan.previous.content.rpartition("\n\n")
     if not firsts or not last.startswith(lead + " "):
         return plan.previous.content, lead, firsts
-    earlier = [s for s in re.split(r"(?<=[.?!…。？！])\s+", last.removeprefix(lead + " ")) if s.strip() != GAP]
-    seen: set[str] = set()
-    said = [s for s in [*earlier, *firsts] if not (s.casefold() in seen or seen.add(s.casefold()))]
-    return head, lead, said
+    earlier = [sentence for sentence in _sentences(last.removeprefix(lead + " ")) if sentence.strip() != GAP]
+    said: dict[str, str] = {}  # each sentence once, by its casefold, oldest first
+    for sentence in [*earlier, *firsts]:
+        said.setdefault(sentence.casefold(), sentence)
+    return head, lead, list(said.values())
 
 
 def _extract(head: str, lead: str, said: Sequence[str]) -> str:
