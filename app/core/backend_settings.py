@@ -8,6 +8,7 @@ which is what answered them). The API key is never part of these settings: it li
 keyring or an owner-only file (app.core.secrets), looked up by the server's base URL.
 """
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,13 +41,16 @@ class RemoteSettings:
     backoff_s: float = 0.5
 
     def validated(self) -> "RemoteSettings":
-        """Clamp timeouts to 0.5–600 s, retries to 0–10, backoff to 0–30 s; strip whitespace."""
+        """Clamp timeouts to 0.5–600 s, retries to 0–10, backoff to 0–30 s; strip whitespace.
+        Raises ValueError or TypeError for a value no clamp makes usable: a URL or model name that is
+        not text, a boolean or NaN where a number belongs (NaN passed every clamp and reached httpx
+        as the timeout), a fraction of a retry."""
         return replace(
-            self, base_url=str(self.base_url).strip(), model=str(self.model).strip(),
-            connect_timeout_s=min(max(float(self.connect_timeout_s), 0.5), 600.0),
-            read_timeout_s=min(max(float(self.read_timeout_s), 0.5), 600.0),
-            retries=min(max(int(self.retries), 0), 10),
-            backoff_s=min(max(float(self.backoff_s), 0.0), 30.0),
+            self, base_url=_text(self.base_url), model=_text(self.model),
+            connect_timeout_s=_number(self.connect_timeout_s, 0.5, 600.0),
+            read_timeout_s=_number(self.read_timeout_s, 0.5, 600.0),
+            retries=int(_number(_whole(self.retries), 0, 10)),
+            backoff_s=_number(self.backoff_s, 0.0, 30.0),
         )
 
     def check(self) -> None:
@@ -97,16 +101,57 @@ class BackendSettings:
     @classmethod
     def from_json(cls, raw: object) -> "BackendSettings":
         """Read the "backend" object of a settings file or a conversation; anything missing or
-        malformed gives the defaults (local) rather than an error."""
+        malformed gives its default rather than an error (see `read`)."""
+        return cls.read(raw)[0]
+
+    @classmethod
+    def read(cls, raw: object) -> tuple["BackendSettings", tuple[str, ...]]:
+        """The "backend" object read value by value, and the keys whose values were unusable and gave
+        way to their defaults: "kind" (neither "local" nor "remote"), "remote" (not an object),
+        "remote.<field>" (see RemoteSettings.validated). The other values are kept: one bad
+        "retries" made the whole object local, and the next save wrote the server's URL away."""
         if not isinstance(raw, dict):
-            return cls()
-        remote_raw = raw.get("remote") if isinstance(raw.get("remote"), dict) else {}
-        known = {f.name for f in fields(RemoteSettings)}
-        try:
-            remote = RemoteSettings(**{k: v for k, v in remote_raw.items() if k in known})
-            return cls(str(raw.get("kind", LOCAL)), remote).validated()
-        except (TypeError, ValueError):
-            return cls()
+            return cls(), ()
+        refused = []
+        kind = raw.get("kind", LOCAL)
+        if kind not in BACKEND_KINDS:
+            refused.append("kind")
+            kind = LOCAL
+        remote_raw = raw.get("remote", {})
+        if not isinstance(remote_raw, dict):
+            refused.append("remote")
+            remote_raw = {}
+        kept = {}
+        for key in (f.name for f in fields(RemoteSettings)):
+            if key in remote_raw:
+                try:
+                    RemoteSettings(**{key: remote_raw[key]}).validated()
+                    kept[key] = remote_raw[key]
+                except (TypeError, ValueError, OverflowError):
+                    refused.append(f"remote.{key}")
+        return cls(kind, RemoteSettings(**kept).validated()), tuple(refused)
+
+
+def _text(value: object) -> str:
+    """A URL or model name, stripped; TypeError for anything but text (a number is no server)."""
+    if not isinstance(value, str):
+        raise TypeError(f"not text: {value!r}")
+    return value.strip()
+
+
+def _number(value: object, low: float, high: float) -> float:
+    """`value` (a number or its text) clamped to low–high; ValueError for a boolean or NaN."""
+    number = float(value)  # type: ignore[arg-type]
+    if isinstance(value, bool) or math.isnan(number):
+        raise ValueError(f"not a number: {value!r}")
+    return min(max(number, low), high)
+
+
+def _whole(value: object) -> object:
+    """`value` unchanged unless it is a fraction (2.5 retries): ValueError, rather than int()'s truncation."""
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        raise ValueError(f"not a whole number: {value!r}")
+    return value
 
 
 def conversation_settings(generation, backend: BackendSettings) -> dict[str, Any]:

@@ -281,9 +281,9 @@ class UnreadSettings:
         return f"Settings could not be read ({self.reason}); the defaults are used."
 
 
-NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, OUT_OF_RANGE_DEFAULT, NOT_AN_OBJECT = (
-    "not a number", "not a finite number", "not a whole number", "not text", "out of range",
-    "out of range, the default", "not an object")
+(NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, OUT_OF_RANGE_DEFAULT, NOT_AN_OBJECT,
+ NOT_A_CHOICE) = ("not a number", "not a finite number", "not a whole number", "not text", "out of range",
+                  "out of range, the default", "not an object", "not a choice")
 """Why a value of settings.json is not used as written (UnusableValue.problem)."""
 
 _SAID = {
@@ -294,6 +294,7 @@ _SAID = {
     OUT_OF_RANGE: "{0} {1} is out of range; {2} is used.",
     OUT_OF_RANGE_DEFAULT: "{0} {1} is out of range; the default {2} is used.",
     NOT_AN_OBJECT: "{0} {1} is not an object of settings; the defaults are used.",
+    NOT_A_CHOICE: "{0} {1} is not one of its choices; the default {2} is used.",
 }
 """The English sentences; app.ui.application says each in the window's language."""
 
@@ -306,7 +307,8 @@ RANDOM_SEED = "random"
 @dataclass(frozen=True)
 class UnusableValue:
     """One value of settings.json used otherwise than written: `key` its JSON key ("temperature";
-    "generation" for that whole section), `problem` one of NOT_A_NUMBER … NOT_AN_OBJECT, `written`
+    "generation" for that whole section; "backend.remote.retries" below the top level outside
+    "generation"), `problem` one of NOT_A_NUMBER … NOT_A_CHOICE, `written`
     and `used` as JSON writes them (json_text: '"hot"', 'NaN', '2.0'; `used` "" for a section, and
     RANDOM_SEED for the seed's default). str() is the English sentence."""
 
@@ -366,10 +368,12 @@ def read_settings(path: Path | None = None) -> tuple[Settings, UnreadSettings | 
         if not isinstance(raw, dict):  # trial 15: null said "'NoneType' object has no attribute 'get'"
             raise ValueError(f"the file holds {_json_kind(raw)}, not a JSON object of settings")
         generation, unusable = _generation(raw.get("generation", {}))
+        backend, backend_unusable = _backend(raw.get("backend"))
+        unusable += backend_unusable + _choices(raw)
         return Settings(generation=generation, last_model_path=_text(raw.get("last_model_path")),
                         recent_models=_recent_models(raw.get("recent_models")),
                         model_permissions=_model_permissions(raw.get("model_permissions")),
-                        backend=BackendSettings.from_json(raw.get("backend")),
+                        backend=backend,
                         model_contexts=_model_contexts(raw.get("model_contexts")),
                         language=_language(raw.get("language")),
                         appearance=_appearance(raw.get("appearance")),
@@ -446,10 +450,13 @@ def _generation(raw: object) -> tuple[GenerationSettings, tuple[UnusableValue, .
         try:
             if key in WHOLE_NUMBER_FIELDS:
                 _check_whole(value)
+            elif isinstance(value, bool):  # float(true) is 1.0: "temperature": true was read as 1
+                raise ValueError(f"not a number: {value!r}")
             used = getattr(GenerationSettings(**{key: value}).validated(), key)
         except (ValueError, TypeError, OverflowError) as exc:
             log.info("settings: %s=%r unusable (%s); using the default", key, value, exc)
-            unusable.append(UnusableValue(key, _problem(key, value), json_text(value), _used_text(default)))
+            kind = "text" if key == "system_prompt" else "whole" if key in WHOLE_NUMBER_FIELDS else "number"
+            unusable.append(UnusableValue(key, _problem(value, kind), json_text(value), _used_text(default)))
             continue
         if key == "seed" and used is None and value is not None and not _negative(value):  # "soon", [1]
             log.info("settings: seed=%r unusable; using the default", value)
@@ -467,14 +474,15 @@ def _used_text(default: object) -> str:
     return RANDOM_SEED if default is None else json_text(default)
 
 
-def _problem(key: str, value: object) -> str:
-    """Why `value`, which validated() refused, cannot be `key`'s setting, in plain words: text, null,
-    a list or NaN is no number; ±Infinity is no finite one; a fraction or a boolean is no whole one."""
-    if key == "system_prompt":
+def _problem(value: object, kind: str) -> str:
+    """Why `value`, which validated() refused, cannot be a setting of `kind` ("text", "whole" or
+    "number"), in plain words: text, null, a list, a boolean or NaN is no number; ±Infinity is no
+    finite one; a fraction or a boolean is no whole one."""
+    if kind == "text":
         return NOT_TEXT
     if isinstance(value, float) and math.isinf(value):
         return NOT_FINITE
-    if isinstance(value, bool) or (isinstance(value, float) and not math.isnan(value)):
+    if kind == "whole" and (isinstance(value, bool) or (isinstance(value, float) and not math.isnan(value))):
         return NOT_WHOLE
     return NOT_A_NUMBER
 
@@ -495,6 +503,46 @@ def _moved(written: object, used: object) -> bool:
         return True
     except (TypeError, ValueError):
         return False
+
+
+def _backend(raw: object) -> tuple[BackendSettings, tuple[UnusableValue, ...]]:
+    """The "backend" object (BackendSettings.read: value by value), and its values not used as
+    written: unusable ones (their defaults are used) and numbers clamped into range (a read timeout of
+    9,999 s is 600). A missing object is the default (local), said of nothing."""
+    default = BackendSettings()
+    if raw is not None and not isinstance(raw, dict):
+        return default, (UnusableValue("backend", NOT_AN_OBJECT, json_text(raw)),)
+    backend, refused = BackendSettings.read(raw)
+    if raw is None:
+        return backend, ()
+    remote_raw = raw.get("remote") if isinstance(raw.get("remote"), dict) else {}
+    unusable = []
+    for key in refused:
+        name = f"backend.{key}"
+        if key == "kind":
+            unusable.append(UnusableValue(name, NOT_A_CHOICE, json_text(raw["kind"]), json_text(default.kind)))
+        elif key == "remote":
+            unusable.append(UnusableValue(name, NOT_AN_OBJECT, json_text(raw["remote"])))
+        else:
+            field_name = key.removeprefix("remote.")
+            used = getattr(default.remote, field_name)
+            kind = "text" if isinstance(used, str) else "whole" if isinstance(used, int) else "number"
+            unusable.append(UnusableValue(name, _problem(remote_raw[field_name], kind),
+                                          json_text(remote_raw[field_name]), json_text(used)))
+    for field_name, written in remote_raw.items():
+        used = getattr(backend.remote, field_name, None)
+        if f"remote.{field_name}" not in refused and isinstance(used, (int, float)) and _moved(written, used):
+            unusable.append(UnusableValue(f"backend.remote.{field_name}", OUT_OF_RANGE, json_text(written),
+                                          json_text(used)))
+    return backend, tuple(unusable)
+
+
+def _choices(raw: dict) -> tuple[UnusableValue, ...]:
+    """The language and appearance written as none of their choices ("kr", "darkk"), said with the
+    default used: the window had followed the system without a word, and the next save wrote it."""
+    return tuple(UnusableValue(key, NOT_A_CHOICE, json_text(raw[key]), json_text(default))
+                 for key, choices, default in (("language", LANGUAGES, "auto"), ("appearance", APPEARANCES, "system"))
+                 if key in raw and raw[key] not in choices)
 
 
 LANGUAGES = ("auto", "en", "ko")

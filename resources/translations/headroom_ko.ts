@@ -212,6 +212,10 @@
         <translation>{0} 값 {1}은(는) 숫자가 아니어서 기본값 {2}을(를) 사용합니다.</translation>
     </message>
     <message>
+        <source>{0} {1} is not one of its choices; the default {2} is used.</source>
+        <translation>{0} 값 {1}은(는) 고를 수 있는 값이 아니어서 기본값 {2}을(를) 사용합니다.</translation>
+    </message>
+    <message>
         <source>random</source>
         <translation>무작위</translation>
     </message>

@@ -121,13 +121,18 @@ def test_settings_json_never_holds_the_key(no_keyring, tmp_path):
     assert load_settings(settings_file).backend == backend
 
 
-def test_backend_settings_read_back_and_malformed_ones_are_local():
+def test_backend_settings_read_back_and_malformed_values_give_way_one_by_one():
     remote = BackendSettings(REMOTE, RemoteSettings(URL, "m", read_timeout_s=9999, retries=-3))
     assert remote.validated().remote.read_timeout_s == 600.0 and remote.validated().remote.retries == 0
     assert BackendSettings.from_json(remote.to_json()) == remote.validated()
     assert BackendSettings.from_json(None) == BackendSettings(LOCAL)
     assert BackendSettings.from_json({"kind": "quantum", "remote": {"base_url": URL}}).kind == LOCAL
-    assert BackendSettings.from_json({"kind": REMOTE, "remote": {"retries": "many"}}) == BackendSettings()
+    # one bad value cost the whole object, and the next save wrote the server's URL away
+    assert BackendSettings.from_json({"kind": REMOTE, "remote": {"base_url": URL, "retries": "many"}}) == \
+        BackendSettings(REMOTE, RemoteSettings(URL))
+    assert BackendSettings.from_json({"kind": REMOTE, "remote": {"base_url": URL, "model": "m", "retries": 2.5,
+                                      "read_timeout_s": float("nan"), "backoff_s": True}}) == \
+        BackendSettings(REMOTE, RemoteSettings(URL, "m"))  # NaN reached httpx as the read timeout
     assert RemoteSettings(URL, "org/Model-7B").display == "Model-7B @ gpu-box:8000"
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backend_settings import REMOTE
+from app.core.backend_settings import REMOTE, BackendSettings, RemoteSettings
 from app.core.settings import (
     NOT_AN_OBJECT,
     GenerationSettings,
@@ -112,3 +112,47 @@ def test_a_long_value_is_cut_in_what_is_said(tmp_path):
     _settings, note = read_settings(write_generation(tmp_path, f'{{"system_prompt": ["{"x" * 500}"]}}'))
     (value,) = note.values
     assert len(value.written) == 40 and value.written.startswith('["xxx') and value.written.endswith("…")
+
+
+def test_values_outside_generation_are_said_and_one_bad_value_keeps_the_server(tmp_path):
+    """New-user trial: `"retries": "many"` made the whole backend local with no word, and the next
+    save wrote the server's URL away; NaN passed every clamp as the read timeout; "language": "kr"
+    and "appearance": "darkk" were followed as the system's, unsaid."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({
+        "language": "kr", "appearance": "darkk",
+        "backend": {"kind": "remote", "remote": {"base_url": "http://gpu-box:8000/v1", "model": "llama",
+                                                 "retries": "many", "read_timeout_s": float("nan"),
+                                                 "connect_timeout_s": 9999, "backoff_s": True}}}), encoding="utf-8")
+    settings, note = read_settings(path)
+    assert settings.backend == BackendSettings(REMOTE, RemoteSettings("http://gpu-box:8000/v1", "llama",
+                                                                      connect_timeout_s=600.0))
+    assert (settings.language, settings.appearance) == ("auto", "system")
+    assert str(note) == (
+        'Settings: backend.remote.read_timeout_s NaN is not a number; the default 120.0 is used. '
+        'backend.remote.retries "many" is not a number; the default 3 is used. '
+        "backend.remote.backoff_s true is not a number; the default 0.5 is used. "
+        "backend.remote.connect_timeout_s 9999 is out of range; 600.0 is used. "
+        'language "kr" is not one of its choices; the default "auto" is used. '
+        'appearance "darkk" is not one of its choices; the default "system" is used.')
+
+
+@pytest.mark.parametrize(("backend", "said"), [
+    ('{"kind": "remotee"}', 'backend.kind "remotee" is not one of its choices; the default "local" is used.'),
+    ('[1]', "backend [1] is not an object of settings; the defaults are used."),
+    ('{"kind": "remote", "remote": "x"}', 'backend.remote "x" is not an object of settings; the defaults are used.'),
+    ('{"kind": "remote", "remote": {"model": 12, "retries": 2.5}}',
+     'backend.remote.model 12 is not text; the default "" is used. '
+     "backend.remote.retries 2.5 is not a whole number; the default 3 is used."),
+])
+def test_an_unusable_backend_value_is_said_with_its_path(tmp_path, backend, said):
+    path = tmp_path / "settings.json"
+    path.write_text(f'{{"backend": {backend}}}', encoding="utf-8")
+    assert str(read_settings(path)[1]) == f"Settings: {said}"
+
+
+def test_a_boolean_is_no_number_of_generation_either(tmp_path):
+    """float(true) is 1.0: "temperature": true was read as 1 without a word."""
+    settings, note = read_settings(write_generation(tmp_path, '{"temperature": true, "top_p": "0.5"}'))
+    assert (settings.generation.temperature, settings.generation.top_p) == (0.7, 0.5)
+    assert str(note) == "Settings: temperature true is not a number; the default 0.7 is used."

@@ -208,6 +208,12 @@ def test_plain_errors_and_startup_notices_are_korean(korean, make_window, tmp_pa
     text = unread_settings_text(note)
     assert text.startswith("설정을 읽을 수 없습니다(") and str(folder) in text
     assert "Is a directory" not in text and "directory" not in text
+    # a language or appearance that is none of its choices is said too, in the window's language
+    from app.ui.application import settings_note_text
+
+    (tmp_path / "choices.json").write_text('{"appearance": "darkk"}', encoding="utf-8")
+    assert settings_note_text(read_settings(tmp_path / "choices.json")[1]) == (
+        '설정: appearance 값 "darkk"은(는) 고를 수 있는 값이 아니어서 기본값 "system"을(를) 사용합니다.')
 
 
 def test_korean_screenshots_light_and_dark(korean, make_window, qapp, qtbot):
