@@ -116,9 +116,10 @@ def configure_logging(verbose: bool = False, directory: Path | None = None) -> P
     logging.captureWarnings(True)
     if problem is not None:  # one plain line, as a file failing later is said (new-user re-trial: a raw
         # "… WARNING app.core.logs [MainThread]: cannot write log files …" line with its timestamp)
-        log.info("cannot write log files to %s (%s); logging to stderr only", directory, problem)
+        # not "logging to stderr only": without --verbose, stderr gets only warnings (new-user trial)
+        log.info("cannot write log files to %s (%s); no log file this run", directory, problem)
         _say(f"headroom: log files cannot be written to {directory} ({problem.strerror or problem}); "
-             "logging to stderr only.")
+             "no log file this run, only warnings and errors here (--verbose for all).")
     return path
 
 

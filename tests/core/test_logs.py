@@ -86,7 +86,8 @@ def test_an_unwritable_folder_falls_back_to_stderr_said_in_one_plain_line(clean_
     assert logs.configure_logging(directory=blocker / "logs") is None
     assert logs.current_log_file() is None
     assert capsys.readouterr().err.splitlines() == [
-        f"headroom: log files cannot be written to {blocker / 'logs'} (Not a directory); logging to stderr only."]
+        f"headroom: log files cannot be written to {blocker / 'logs'} (Not a directory); no log file this run, "
+        "only warnings and errors here (--verbose for all)."]
 
 
 class _FailingFile(io.StringIO):
