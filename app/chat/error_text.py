@@ -517,6 +517,11 @@ def summary_verdict_text(verdict: str) -> str:
         parts = [_translated(template).format(*match.groups())
                  for pattern, template in _LEFT_OUT_PARTS for match in [pattern.search(left_out.group(1))] if match]
         return f"{summary_verdict_text(verdict[:left_out.start()])} ({', '.join(parts)})"
+    for pattern, template in _CLAUSES:  # app.core.history's added clauses, said after the rest
+        clause = pattern.search(verdict)
+        if clause:
+            rest = summary_verdict_text(verdict[:clause.start()] + verdict[clause.end():])
+            return f"{rest}; {_translated(template).format(*clause.groups())}"
     kept = _NOTHING_TO_FOLD.search(verdict)
     if kept:  # a count with a singular ("the last turn stays"): Qt picks the form and writes %n
         return SummaryVerdict.tr("nothing to fold: the last %n turns stay as they are", "", int(kept.group(1)))
@@ -532,6 +537,14 @@ _LEFT_OUT_PARTS = (
     (re.compile(r"(\d+) repeated sentences?"), QT_TRANSLATE_NOOP("PlainError", "repeated sentences left out: {0}")),
     (re.compile(r"a loop of (\d+) characters"), QT_TRANSLATE_NOOP("PlainError", "a loop of {0} characters cut")),
 )
+_CLAUSES = (  # app.core.history._head_given_way and FOLDED_LOST
+    (re.compile(r"; the earlier summary cut to (\d+) of (\d+) sentences(?=: )"),
+     QT_TRANSLATE_NOOP("PlainError", "the earlier summary was cut to {0} of its {1} sentences to make room")),
+    (re.compile(r"; the folded turns were left out$"),
+     QT_TRANSLATE_NOOP("PlainError", "the turns it folded are no longer in the history")),
+)
+
+
 class SummaryVerdict(QObject):
     """The translation context for a verdict with a count ("the last turn stays"): lupdate reads
     SummaryVerdict.tr(text, "", n) as a plural message, never translate(context, text, None, n).
@@ -575,6 +588,9 @@ _VERDICTS = (
      QT_TRANSLATE_NOOP("PlainError", "the model wrote back only part of the earlier summary; kept the previous one")),
     (re.compile(r"^the model dropped what the user said \((.*)\)$"),
      QT_TRANSLATE_NOOP("PlainError", "the model left out what the user said (lost: {0}); kept the previous one")),
+    (re.compile(r"^the model left out what the user said in the folded turns \((.*)\)$"),
+     QT_TRANSLATE_NOOP("PlainError", "the model left out what the user said in the turns it folded (lost: {0}); "
+                       "kept the previous one")),
     # "Summarize now" with nothing it can fold (app.engine.summary_flow.fold_now)
     (re.compile(r"^nothing to fold: the newest turn alone is (\d+) tokens over the context$"),
      QT_TRANSLATE_NOOP("PlainError", "nothing to fold: the newest turn alone does not fit the context "

@@ -502,18 +502,26 @@ def finish_summary(
     text = _without_fragment(_without_echoes(cleaned.text))  # after `_untrusted` has counted echoes, below
     new, verdict = judge(text)
     untrusted = (_untrusted(cleaned) or _other_language(plan, text) or _copied_answers(plan, text)
-                 or _cut_previous(plan.previous.content, text) or _dropped_facts(plan.previous.content, text))
+                 or _cut_previous(plan.previous.content, text) or _dropped_facts(plan.previous.content, text)
+                 or _dropped_new_facts(plan, text))
     if untrusted:
         verdict = SummaryVerdict(False, untrusted)
     elif cleaned.changed:
         verdict = SummaryVerdict(verdict.accepted, f"{verdict.reason} ({cleaned.describe()})")
     if not verdict:
         head, lead, said = _extract_parts(plan)
+        n = len(said)
+
+        def skipped(head: str) -> int:  # how many of `said` must be left out for the extract to fit
+            return _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _chosen(said, n - k)[0]))[1]))
+
         # as many sentences as fit, statements first, then from both ends: a shorter extract beats losing the
         # folded turns, and a chat says who and what early (trial 6: "제 이름은 민수예요" in turn 4
         # was dropped when only the newest were kept), what it is working on late
-        n = len(said)
-        skip = _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _chosen(said, n - k)[0]))[1]))
+        skip, cut = skipped(head), ""
+        if skip * 2 > n:  # not half of it fits: a model summary at its cap gives way by sentences
+            head, cut = _head_given_way(head, lambda head: skipped(head) * 2 <= n)
+            skip = skipped(head) if cut else skip
         if skip < n:
             chosen, statements_first = _chosen(said, n - skip)
             extract = _extract(head, lead, chosen)
@@ -521,9 +529,33 @@ def finish_summary(
             which = ("an extract" if not skip else f"{n - skip} of {n} messages, what the user stated first"
                      if statements_first else f"the first and last {n - skip} of {n} messages")
             return SummaryState(extract, plan.fold_through, tokens), SummaryVerdict(
-                True, f"model summary rejected ({verdict.reason}); kept {which}: {fallback.reason}")
+                True, f"model summary rejected ({verdict.reason}); kept {which}{cut}: {fallback.reason}")
+        if said:  # the previous summary stays as it was; the folded turns are gone from the history
+            verdict = SummaryVerdict(False, f"{verdict.reason}; {FOLDED_LOST}")
     kept = SummaryState(text, plan.fold_through, new) if verdict else plan.previous
     return SummaryState(kept.content, plan.fold_through, kept.tokens), verdict
+
+
+FOLDED_LOST = "the folded turns were left out"
+"""How a rejected summary's verdict ends when not even one sentence of what the user said fitted
+beside the previous summary, even cut to half its sentences: those turns have left the history."""
+
+
+def _head_given_way(head: str, fits: Callable[[str], bool]) -> tuple[str, str]:
+    """`head` (the previous summary, a model's) with as few of its sentences left out as lets
+    `fits` hold, at most half of them: those without a name or number first (a re-trial's cut
+    kept "I'm not sure what photosynthesis is." and left out "I'm from Lyon."), then from the
+    middle (a summary says who early and what now late); and how the verdict says so ("; the
+    earlier summary cut to 4 of 7 sentences"), or `head` and "" when cutting does not help. A model
+    summary at its cap left no room for an extract beside it: the folded turns were lost, said only
+    as "rejected" (new-user trial)."""
+    sentences = _sentences(head)
+    n = len(sentences)
+    for keep in range(n - 1, (n + 1) // 2 - 1, -1):
+        cut = " ".join(_chosen(sentences, keep, lambda sentence: not _facts(sentence))[0])
+        if fits(cut):
+            return cut, f"; the earlier summary cut to {keep} of {n} sentences"
+    return head, ""
 
 
 # the request's own instructions (`summary_request`), when a small model writes them back into its
@@ -650,7 +682,7 @@ _FUNCTION_WORDS = frozenset("""a an and as at but by for from he her his how i i
 our she so that the their then there these they this to we what when where which who why will with you your
 yes hello hi ok okay please thanks thank i'm i've i'll i'd it's let's that's there's here's what's user
 assistant summary""".split())
-_FACT = re.compile(r"\d[\d,.:]*\d|\d|[A-Z][\w'’-]*")
+_FACT = re.compile(r"(?<!\w)\d[\d,.:]*\d|(?<!\w)\d|[A-Z][\w'’-]*")  # no digit inside a word ("m0_1", "v2")
 MIN_FACTS_TO_JUDGE = 3
 """A previous summary with fewer facts (numbers, capitalised names) is not used to judge the next."""
 
@@ -726,6 +758,19 @@ def _dropped_facts(previous: str, new: str) -> str:
     return f"the model dropped the earlier summary's facts (kept {len(kept)} of {len(before)}; lost {lost})"
 
 
+def _dropped_new_facts(plan: SummaryPlan, new: str) -> str:
+    """Why `new` folded nothing of what the user said in the folded turns, or "": it keeps fewer
+    than half of the names and numbers of their first sentences (`_names`: what the extract would
+    keep). A summary was judged only against the previous one: a re-trial's 20-turn chat had the
+    same 56-token summary of turns 1-4 accepted at every turn from 12 on, and Whiskers, the job,
+    Emma, 1990 and Marseille never reached it."""
+    wanted = _names(" ".join(_folded_firsts(plan)))
+    kept = wanted & _facts(_without_leads(new))
+    if len(kept) * 2 >= len(wanted):
+        return ""
+    return f"the model left out what the user said in the folded turns ({', '.join(sorted(wanted - kept)[:5])})"
+
+
 def _folded_firsts(plan: SummaryPlan) -> list[str]:
     """The first sentence of each folded user message, oldest first (≤ 200 characters each), each
     once (trial 6: "hi." asked again and again filled the extract's room twice)."""
@@ -748,17 +793,22 @@ GAP = "…"
 _QUESTION = re.compile(r"[?？][\"'”’)\]」』）]*$")
 
 
-def _chosen(said: Sequence[str], keep: int) -> tuple[list[str], bool]:
+def _is_question(sentence: str) -> bool:
+    return bool(_QUESTION.search(sentence))
+
+
+def _chosen(said: Sequence[str], keep: int, goes_later: Callable[[str], bool] = _is_question,
+            ) -> tuple[list[str], bool]:
     """`keep` of `said` (oldest first), in their order, with GAP where any between are left out,
-    and whether a question gave way to a statement. What the user stated goes before what they
-    asked (a question's answer left with its turn, and a later turn asks for the facts: a re-trial's
-    extract kept "What is a black hole?" and lost "I live in Lyon."); within each, the oldest and
-    the newest first: ["A.", "B.", "…", "Y.", "Z."] (one: ["A."])."""
+    and whether a sentence that `goes_later` gave way to one that does not. By default what the
+    user stated goes before what they asked (a question's answer left with its turn, and a later
+    turn asks for the facts: a re-trial's extract kept "What is a black hole?" and lost "I live in
+    Lyon."); within each, the oldest and the newest first: ["A.", "B.", "…", "Y.", "Z."] (one: ["A."])."""
     n = len(said)
     if keep >= n:
         return list(said), False
     ends = sorted(range(n), key=lambda i: min(2 * i, 2 * (n - 1 - i) + 1))  # 0, n-1, 1, n-2, …
-    ranked = sorted(ends, key=lambda i: bool(_QUESTION.search(said[i])))
+    ranked = sorted(ends, key=lambda i: goes_later(said[i]))
     picked = sorted(ranked[:max(keep, 0)])
     chosen: list[str] = []
     for before, i in zip([None, *picked], picked, strict=False):  # each with the one before it

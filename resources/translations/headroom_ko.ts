@@ -2579,6 +2579,14 @@ loaded in {5} s
         <translation>반복 구간 {0}자 잘라냄</translation>
     </message>
     <message>
+        <source>the earlier summary was cut to {0} of its {1} sentences to make room</source>
+        <translation>자리를 내려고 이전 요약을 {1}문장 중 {0}문장으로 줄였습니다</translation>
+    </message>
+    <message>
+        <source>the turns it folded are no longer in the history</source>
+        <translation>요약에 넣으려던 대화는 기록에서 빠졌습니다</translation>
+    </message>
+    <message>
         <source>the model&apos;s summary was not usable; kept an extract (history {0} → {1} tokens)</source>
         <translation>모델이 쓴 요약을 쓸 수 없어 발췌본을 남겼습니다 (기록 {0} → {1} 토큰)</translation>
     </message>
@@ -2637,6 +2645,10 @@ loaded in {5} s
     <message>
         <source>the model left out what the user said (lost: {0}); kept the previous one</source>
         <translation>모델이 사용자가 한 말을 빠뜨렸습니다 (빠진 것: {0}). 이전 요약을 유지했습니다</translation>
+    </message>
+    <message>
+        <source>the model left out what the user said in the turns it folded (lost: {0}); kept the previous one</source>
+        <translation>모델이 요약에 넣을 대화에서 사용자가 한 말을 빠뜨렸습니다 (빠진 것: {0}). 이전 요약을 유지했습니다</translation>
     </message>
     <message>
         <source>nothing to fold: the newest turn alone does not fit the context ({0} tokens over)</source>

@@ -247,6 +247,17 @@ def test_summary_verdicts_are_said_from_their_numbers():
         "the model wrote back only part of the earlier summary; kept the previous one")
     assert summary_verdict_text("the model dropped what the user said (lyon, tom)") == (
         "the model left out what the user said (lost: lyon, tom); kept the previous one")
+    # a model summary at its cap that gave way by sentences, and turns that no extract could keep (app.core.history)
+    assert summary_verdict_text("model summary rejected (empty summary); kept the first and last 1 of 2 messages; "
+                                "the earlier summary cut to 13 of 16 sentences: history 121 → 77 tokens") == (
+        "the model's summary was not usable; kept what the first and last 1 of 2 messages said "
+        "(history 121 → 77 tokens); the earlier summary was cut to 13 of its 16 sentences to make room")
+    assert summary_verdict_text("the model left out what the user said in the folded turns (renault, whiskers); "
+                                "the folded turns were left out") == (
+        "the model left out what the user said in the turns it folded (lost: renault, whiskers); kept the previous "
+        "one; the turns it folded are no longer in the history")
+    assert summary_verdict_text("summary is 40 tokens, cap is 6; the folded turns were left out") == (
+        "too long (40 tokens, cap 6); kept the previous one; the turns it folded are no longer in the history")
     # "Summarize now" that folds nothing says why in the window's language (app.engine.summary_flow.fold_now)
     assert summary_verdict_text("nothing to fold: the last 2 turns stay as they are") == (
         "nothing to fold: the last 2 turns stay as they are")

@@ -21,6 +21,7 @@ from app.core.history import (
     SummaryState,
     SummaryVerdict,
     TokenBudget,
+    _facts,
     accept_summary,
     build_prompt,
     end_sentence,
@@ -753,6 +754,53 @@ def test_an_extract_at_its_cap_makes_room_for_the_new_sentences():
     assert state.content.startswith("The user said: My name is Alice. Sentence 0 has four words.")
     assert " … " in state.content and state.content.endswith("My cat is called Whiskers. I work as a nurse.")
     assert state.tokens <= plan.cap_tokens
+
+
+def test_a_model_summary_at_its_cap_gives_way_by_sentences_to_what_the_user_said():
+    """New-user trial: when the previous summary was a model's at its cap and the next one was
+    rejected, no extract fitted beside it, and the folded turns were lost, said only as "rejected".
+    The previous summary now leaves out up to half of its sentences, from the middle, to let at
+    least half of what the user said in; when even that cannot fit, the verdict says the turns are gone."""
+    firsts = ["My cat is called Whiskers", "I work as a nurse"]
+    messages = [m for first in firsts for m in (Message(Role.USER, first + "\n" + words(3, "u")),
+                                                   Message(Role.ASSISTANT, words(3, "a")))]
+    messages.append(Message(Role.USER, words(165, "next")))
+    model = " ".join(f"Fact {i} has four words." for i in range(15))
+    previous = SummaryState(f"Alice lives in Lyon. {model} it was a nice chat.", folded_through=-1, tokens=84)
+    budget = TokenBudget(context_tokens=300, max_new_tokens=30, summary_reserve=85)
+    plan = plan_summary(window_for(messages, previous, budget), previous, system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    assert len(plan.folded) == 2 and plan.cap_tokens == 85
+    state, verdict = finish_summary(plan, "A story about a cat.", count_words)
+    assert verdict.accepted and "; the earlier summary cut to 14 of 17 sentences: history" in verdict.reason
+    # the sentence that names nothing goes first, then the middle
+    assert state.content == ("Alice lives in Lyon. " + " ".join(f"Fact {i} has four words." for i in range(7))
+                             + " … " + " ".join(f"Fact {i} has four words." for i in range(9, 15))
+                             + "\n\nThe user said: My cat is called Whiskers.")
+    assert state.tokens <= plan.cap_tokens and state.folded_through == plan.fold_through
+    # cut to half, nothing fits either: the previous summary stays whole, and the verdict says the turns are gone
+    state, verdict = finish_summary(replace(plan, cap_tokens=48), "A story about a cat.", count_words)
+    assert not verdict.accepted and verdict.reason.endswith("; the folded turns were left out")
+    assert state.content == previous.content
+
+
+def test_a_summary_that_folds_nothing_of_the_new_turns_gives_way_to_the_extract():
+    """Re-trial: a 20-turn chat had the same 56-token summary of its first turns accepted at every turn
+    from 12 on: judged only against the previous summary, it kept that one's facts, and Whiskers, the
+    job, Emma, 1990 and Marseille never reached it. A summary keeps at least half of the names and
+    numbers of the folded turns' first sentences (what the extract keeps); digits inside a word
+    ("m0_1") are none."""
+    plan = plan_for(["My cat is called Whiskers", "I work at Renault since 2019", "What is a black hole?"])
+    state, verdict = finish_summary(plan, "The user likes animals and space.", count_words)
+    assert verdict.accepted and verdict.reason.startswith(
+        "model summary rejected (the model left out what the user said in the folded turns (2019, renault, "
+        "whiskers)); kept an extract")
+    assert state.content == ("The user said: My cat is called Whiskers. I work at Renault since 2019. "
+                             "What is a black hole?")
+    for kept in ("The user's cat Whiskers; works at Renault.", "Cat: Whiskers. Job since 2019."):  # 2 of 3
+        state, verdict = finish_summary(plan, kept, count_words)
+        assert verdict.reason.startswith("history ") and state.content == kept
+    assert _facts("m0_1 m12_3 v2 3pm (4) 1,200 Lyon") == {"3", "4", "1,200", "lyon"}
 
 
 def test_a_summary_that_drops_what_the_user_said_or_only_cuts_the_last_one_is_not_kept():

@@ -208,6 +208,15 @@ def test_plain_errors_and_startup_notices_are_korean(korean, make_window, tmp_pa
     text = unread_settings_text(note)
     assert text.startswith("설정을 읽을 수 없습니다(") and str(folder) in text
     assert "Is a directory" not in text and "directory" not in text
+    # a summary verdict with the clauses app.core.history adds: an earlier summary cut, turns that left the history
+    from app.chat.error_text import summary_verdict_text
+
+    assert summary_verdict_text("model summary rejected (empty summary); kept the first and last 1 of 2 messages; "
+                                "the earlier summary cut to 13 of 16 sentences: history 121 → 77 tokens") == (
+        "모델이 쓴 요약을 쓸 수 없어 메시지 2개 중 처음과 마지막 1개의 내용을 남겼습니다 (기록 121 → 77 토큰); "
+        "자리를 내려고 이전 요약을 16문장 중 13문장으로 줄였습니다")
+    assert summary_verdict_text("empty summary; the folded turns were left out") == (
+        "모델이 아무것도 쓰지 않아 이전 요약을 유지했습니다; 요약에 넣으려던 대화는 기록에서 빠졌습니다")
     # a language or appearance that is none of its choices is said too, in the window's language
     from app.ui.application import settings_note_text
 
