@@ -75,6 +75,10 @@ def start_notice_text(notice: StoreNotice) -> str:
     """What the store had to do at start (`notice`, from app.core.store.open_store), one notice
     in the window's language; the window's "Not saving" mark shows it too while nothing is saved."""
     if notice.kind == StoreNotice.DAMAGED:
+        if notice.conversations_found:  # a damaged page, not a file that is no database: what read was copied
+            return translate("Saving", "The conversation database is damaged. It was kept as {0}, and a new one "
+                                       "was started with the conversations that could still be read: {1} of {2}."
+                             ).format(notice.kept, notice.conversations_copied, notice.conversations_found)
         return translate("Saving", "The conversation database could not be read: it is damaged or is not a "
                                    "database. It was kept as {0} and a new one was started.").format(notice.kept)
     if notice.kind == StoreNotice.FULL:  # it passes: the file stays the store (new-user trial 10)

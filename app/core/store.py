@@ -163,7 +163,8 @@ class StoreNotice:
     facts; the words are the chat's (app.chat.saving.start_notice_text), in the window's language.
 
     kind: DAMAGED — the file was not a usable database (`error`, a sqlite3.DatabaseError): it was
-    renamed to `kept` (a file name beside `path`) and a new, empty database started (saved as usual);
+    renamed to `kept` (a file name beside `path`) and a new database started (saved as usual), with
+    `conversations_copied` of the `conversations_found` the damaged file still listed: those that read whole;
     UNWRITABLE — it cannot be written (`error`: the OSError or sqlite3.OperationalError: read-only,
     locked by another program); NEWER — a newer Headroom wrote it (schema v`found`, this version
     reads up to v`supported`). For UNWRITABLE and NEWER nothing is saved this session; `shown`:
@@ -185,6 +186,8 @@ class StoreNotice:
     kept: str = ""
     found: int = 0
     supported: int = 0
+    conversations_found: int = 0
+    conversations_copied: int = 0
 
 
 @dataclass(frozen=True)
@@ -583,6 +586,15 @@ class Store:
             raise KeyError(message_id)
         return row[0]
 
+    def check_pages(self) -> None:
+        """Raise sqlite3.DatabaseError when a page of the file is damaged (``PRAGMA quick_check``:
+        the b-trees' structure, every page read; 49 ms for 104 MB with the file in the page cache).
+        A damaged page that start-up did not read otherwise (an index's, an old chat's) failed later,
+        out of a listing or a load, as a crash (new-user trial)."""
+        first = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if first != "ok":
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({first})")
+
     def mark_interrupted(self) -> int:
         """Turn messages left STREAMING by a crash into FAILED; returns how many. Call at start-up
         only, when no other Headroom instance is streaming into this file."""
@@ -894,21 +906,76 @@ def open_store(path: Path | None = None) -> tuple["Store", StoreNotice | None]:
             return _open_full(path, exc)
         return _open_unwritable(path, exc)
     except sqlite3.DatabaseError as exc:
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        kept = path.with_name(f"{path.name}.damaged-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            side = path.with_name(path.name + suffix)
-            if side.exists():
-                side.rename(kept.with_name(kept.name + suffix))
-        return Store(path), StoreNotice(StoreNotice.DAMAGED, path, exc, kept=kept.name)
+        return _open_damaged(path, exc)
     try:
         store.mark_interrupted()  # the first write: a file that cannot be written says so here
+        store.check_pages()
     except sqlite3.OperationalError as exc:  # read-only, or locked by another program
         if disk_full(exc):  # it passes: the file stays, and is written once there is room
             return store, StoreNotice(StoreNotice.FULL, path, exc)
         store.close()
         return _open_unwritable(path, exc)
+    except sqlite3.DatabaseError as exc:  # a damaged page past the header: "database disk image is malformed"
+        store.close()  # (new-user trial: it left open_store, and Headroom ended at every start, nothing said)
+        return _open_damaged(path, exc)
     return store, None
+
+
+def _open_damaged(path: Path, exc: sqlite3.DatabaseError) -> tuple[Store, StoreNotice]:
+    """A new database at `path` after the damaged one (`exc`) was renamed to
+    ``<name>.damaged-<UTC time>`` (its -wal/-shm beside it), with the conversations that still
+    read whole copied into it (`_salvage`); the notice says how many of how many."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    kept = path.with_name(f"{path.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.rename(kept.with_name(kept.name + suffix))
+    store = Store(path)
+    copied, found = _salvage(kept, store)
+    return store, StoreNotice(StoreNotice.DAMAGED, path, exc, kept=kept.name, conversations_found=found,
+                              conversations_copied=copied)
+
+
+_CONVERSATION_ROWS = (  # every table, and the rows of conversation ? in it
+    ("conversations", "id = ?"),
+    ("messages", "conversation_id = ?"),
+    ("summaries", "conversation_id = ?"),
+    ("attachments", "message_id IN (SELECT id FROM messages WHERE conversation_id = ?)"),
+    ("note_proposals", "conversation_id = ?"),
+)
+
+
+def _salvage(damaged: Path, store: Store) -> tuple[int, int]:
+    """Copy into `store` (new, empty) each conversation of the file `damaged` whose rows all
+    still read, in one transaction each (a conversation is copied whole or not at all); returns
+    (copied, found). `found` is 0 when not even the list of conversations reads (a file that is
+    no database at all). A damaged page costs only the conversations with rows on it."""
+    try:
+        old = sqlite3.connect(f"{damaged.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0, 0
+    try:
+        ids = [row[0] for row in old.execute("SELECT id FROM conversations ORDER BY id")]
+    except sqlite3.DatabaseError:
+        old.close()
+        return 0, 0
+    copied = 0
+    for conversation_id in ids:
+        try:
+            with store._tx() as db:
+                db.execute("PRAGMA defer_foreign_keys = ON")  # a message names its shown reply, a later row
+                for table, rows_of in _CONVERSATION_ROWS:
+                    columns = ", ".join(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
+                    rows = old.execute(f"SELECT {columns} FROM {table} WHERE {rows_of}", (conversation_id,)).fetchall()
+                    if rows:
+                        marks = ", ".join("?" * len(rows[0]))
+                        db.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+            copied += 1
+        except sqlite3.DatabaseError:  # a row on a damaged page (or one the schema refuses): not this one
+            log.info("conversation %s of %s not salvaged", conversation_id, damaged, exc_info=True)
+    old.close()
+    return copied, len(ids)
 
 
 def _open_full(path: Path, exc: Exception) -> tuple[Store, StoreNotice]:

@@ -3230,6 +3230,10 @@ loaded in {5} s
         <translation>대화가 저장되지 않고 있습니다: {0} ({1}).</translation>
     </message>
     <message>
+        <source>The conversation database is damaged. It was kept as {0}, and a new one was started with the conversations that could still be read: {1} of {2}.</source>
+        <translation>대화 데이터베이스가 손상되었습니다. 기존 파일은 {0}(으)로 보관하고, 대화 {2}개 중 아직 읽을 수 있는 {1}개를 옮겨 새 데이터베이스를 시작했습니다.</translation>
+    </message>
+    <message>
         <source>The conversation database could not be read: it is damaged or is not a database. It was kept as {0} and a new one was started.</source>
         <translation>대화 데이터베이스를 읽을 수 없습니다: 손상되었거나 데이터베이스 파일이 아닙니다. 기존 파일은 {0}(으)로 보관하고 새 데이터베이스를 시작했습니다.</translation>
     </message>

@@ -363,6 +363,30 @@ def test_a_disk_full_at_start_that_hides_the_history_says_so_and_shows_it_once_t
         chat.close()
 
 
+def test_a_damaged_page_is_said_with_the_conversations_kept_and_the_chat_starts(qapp, monkeypatch, tmp_path):
+    """New-user trial: a database with a damaged page ended Headroom at every start with nothing said.
+    The chat starts, lists the conversations that read whole, and says how many of how many."""
+    from tests.core.test_store import _chats_with_a_damaged_page
+    from tests.helpers.marking_translator import marking
+
+    path, _titles = _chats_with_a_damaged_page(tmp_path, 22)
+    listed = []
+    with marking("Saving"):
+        chat, said, saving = started(monkeypatch, path)
+    try:
+        [kept] = tmp_path.glob("headroom.sqlite3.damaged-*[0-9]")
+        copied = len(chat.store.list_conversations())
+        assert 30 <= copied < 40
+        assert said == [(f"«The conversation database is damaged. It was kept as {kept.name}, and a new one was "
+                         f"started with the conversations that could still be read: {copied} of 40.»", "error")]
+        assert saving == []  # the new file is saved as usual
+        chat.conversations_listed.connect(lambda infos, _current: listed.append(len(infos)))
+        chat.conversations.refresh_sidebar()
+        assert listed == [copied]
+    finally:
+        chat.close()
+
+
 def test_the_stores_start_notice_is_said_in_the_windows_language(qapp, monkeypatch, tmp_path):
     """Trial: the Korean window showed the store's own English sentence at start (a damaged file
     moved aside, a file that cannot be written, one from a newer Headroom), and the "Not saving"

@@ -502,6 +502,63 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
     again.close()
 
 
+def _chats_with_a_damaged_page(tmp_path: Path, page: int) -> tuple[Path, list[str]]:
+    """A store of 40 conversations of 6 messages (one with an attachment, a summary and a note
+    proposal), closed, with the 4 KiB page `page` overwritten (0xAB); the titles, oldest first."""
+    path = tmp_path / "headroom.sqlite3"
+    titles = [f"chat {i}" for i in range(40)]
+    with Store(path) as store:
+        for i, title in enumerate(titles):
+            cid = store.create_conversation(title)
+            for j in range(6):
+                role = Role.USER if j % 2 == 0 else Role.ASSISTANT
+                store.append_message(cid, Message(role, f"message {j} of {title} " + "x" * 300))
+            if i == 39:
+                store.save_summary(cid, SummaryState("Alice lives in Lyon.", 1, 6))
+    data = bytearray(path.read_bytes())
+    data[page * 4096:(page + 1) * 4096] = b"\xab" * 4096
+    path.write_bytes(bytes(data))
+    return path, titles
+
+
+def test_a_damaged_page_past_the_header_keeps_what_still_reads(tmp_path):
+    """New-user trial: bytes overwritten past the first page made mark_interrupted raise
+    "database disk image is malformed" out of open_store, and Headroom ended at every start with
+    nothing said. Now the file is kept aside as a damaged one, and each conversation that still
+    reads whole is copied into the new file; the notice counts them."""
+    from app.core.store import open_store
+
+    path, titles = _chats_with_a_damaged_page(tmp_path, 22)
+    store, notice = open_store(path)
+    [kept] = [p for p in tmp_path.iterdir() if p.name.endswith(notice.kept)]
+    assert notice.kind == StoreNotice.DAMAGED and "malformed" in str(notice.error)
+    assert notice.conversations_found == 40 and 30 <= notice.conversations_copied < 40
+    listed = store.list_conversations()
+    assert len(listed) == notice.conversations_copied
+    for info in listed:  # each whole: its six messages, in order
+        stored = store.load_conversation(info.id)
+        assert [m.content.split(" x")[0] for m in stored.conversation.messages] == [
+            f"message {j} of {info.title}" for j in range(6)]
+    assert store.load_conversation(listed[0].id).summary.content in ("", "Alice lives in Lyon.")
+    cid = store.create_conversation("after")  # the new file takes writes
+    store.append_message(cid, Message(Role.USER, "hello"))
+    store.close()
+    assert kept.stat().st_size > 100_000  # the damaged file itself is left for the user
+    again, notice = open_store(path)
+    assert notice is None and len(again.list_conversations()) == len(listed) + 1
+    again.close()
+
+
+def test_the_salvage_copies_every_table(tmp_path):
+    """A table added by a later migration must be named in the salvage, or a damaged file's copy
+    would lose it without a word."""
+    from app.core.store import _CONVERSATION_ROWS
+
+    with Store(tmp_path / "headroom.sqlite3") as store:
+        tables = {row[0] for row in store._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {table for table, _rows in _CONVERSATION_ROWS}
+
+
 def _future_file(tmp_path: Path, breaking: bool = False) -> tuple[Path, dict[str, bytes]]:
     """A store with one conversation, then marked as written by a newer Headroom (closed, so
     its WAL is checkpointed); breaking=True also renames a table this version reads."""
