@@ -11,7 +11,7 @@ keyring or an owner-only file (app.core.secrets), looked up by the server's base
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 LOCAL, REMOTE = "local", "remote"
 BACKEND_KINDS = (LOCAL, REMOTE)
@@ -109,7 +109,8 @@ class BackendSettings:
         """The "backend" object read value by value, and the keys whose values were unusable and gave
         way to their defaults: "kind" (neither "local" nor "remote"), "remote" (not an object),
         "remote.<field>" (see RemoteSettings.validated). The other values are kept: one bad
-        "retries" made the whole object local, and the next save wrote the server's URL away."""
+        "retries" made the whole object local, and the next save wrote the server's URL away. A
+        user name or password in the URL is left out (`without_credentials`)."""
         if not isinstance(raw, dict):
             return cls(), ()
         refused = []
@@ -129,7 +130,22 @@ class BackendSettings:
                     kept[key] = remote_raw[key]
                 except (TypeError, ValueError, OverflowError):
                     refused.append(f"remote.{key}")
-        return cls(kind, RemoteSettings(**kept).validated()), tuple(refused)
+        remote = RemoteSettings(**kept).validated()
+        return cls(kind, replace(remote, base_url=without_credentials(remote.base_url))), tuple(refused)
+
+
+def without_credentials(url: str) -> str:
+    """`url` without a user name or password before "@" ("http://bob:sk-…@gpu-box:8000/v1" →
+    "http://gpu-box:8000/v1"); any other text as it is. A key written into settings.json's URL by
+    hand went on into every conversation's stored settings and its JSON export (new-user trial),
+    though the key belongs in the keyring (app.core.secrets)."""
+    try:
+        parts = urlsplit(url)
+        if parts.username is None and parts.password is None:
+            return url
+    except ValueError:  # an unusable URL (a bad port, "http://[::1"): check() says so
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _text(value: object) -> str:

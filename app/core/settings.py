@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from app.core.backend_settings import BackendSettings
+from app.core.backend_settings import BackendSettings, without_credentials
 from app.core.json_files import keep_aside, write_atomically
 from app.core.last_folders import LastFolders
 from app.core.paths import config_dir
@@ -282,8 +282,9 @@ class UnreadSettings:
 
 
 (NOT_A_NUMBER, NOT_FINITE, NOT_WHOLE, NOT_TEXT, OUT_OF_RANGE, OUT_OF_RANGE_DEFAULT, NOT_AN_OBJECT,
- NOT_A_CHOICE) = ("not a number", "not a finite number", "not a whole number", "not text", "out of range",
-                  "out of range, the default", "not an object", "not a choice")
+ NOT_A_CHOICE, HOLDS_CREDENTIALS) = (
+    "not a number", "not a finite number", "not a whole number", "not text", "out of range",
+    "out of range, the default", "not an object", "not a choice", "holds credentials")
 """Why a value of settings.json is not used as written (UnusableValue.problem)."""
 
 _SAID = {
@@ -295,6 +296,8 @@ _SAID = {
     OUT_OF_RANGE_DEFAULT: "{0} {1} is out of range; the default {2} is used.",
     NOT_AN_OBJECT: "{0} {1} is not an object of settings; the defaults are used.",
     NOT_A_CHOICE: "{0} {1} is not one of its choices; the default {2} is used.",
+    HOLDS_CREDENTIALS: "{0} {1} holds a user name or password before '@'; {2} is used: put the key in "
+                       "Settings, API key.",
 }
 """The English sentences; app.ui.application says each in the window's language."""
 
@@ -529,12 +532,23 @@ def _backend(raw: object) -> tuple[BackendSettings, tuple[UnusableValue, ...]]:
             kind = "text" if isinstance(used, str) else "whole" if isinstance(used, int) else "number"
             unusable.append(UnusableValue(name, _problem(remote_raw[field_name], kind),
                                           json_text(remote_raw[field_name]), json_text(used)))
+    written = remote_raw.get("base_url")
+    if isinstance(written, str) and without_credentials(written) != written:  # said without them
+        unusable.append(UnusableValue("backend.remote.base_url", HOLDS_CREDENTIALS,
+                                      json_text(_credentials_hidden(written)), json_text(backend.remote.base_url)))
     for field_name, written in remote_raw.items():
         used = getattr(backend.remote, field_name, None)
         if f"remote.{field_name}" not in refused and isinstance(used, (int, float)) and _moved(written, used):
             unusable.append(UnusableValue(f"backend.remote.{field_name}", OUT_OF_RANGE, json_text(written),
                                           json_text(used)))
     return backend, tuple(unusable)
+
+
+def _credentials_hidden(url: str) -> str:
+    """`url` with what stands before "@" shown as "…" ("http://…@gpu-box:8000/v1"): a notice or a
+    log line must not repeat the password."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://…@{rest.rpartition('@')[2]}"
 
 
 def _choices(raw: dict) -> tuple[UnusableValue, ...]:

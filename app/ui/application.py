@@ -23,6 +23,7 @@ from app.core.interrupts import interrupted
 from app.core.logs import current_log_file
 from app.core.paths import data_dir, default_model_path
 from app.core.settings import (
+    HOLDS_CREDENTIALS,
     NOT_A_CHOICE,
     NOT_A_NUMBER,
     NOT_AN_OBJECT,
@@ -130,6 +131,8 @@ _VALUE_SAID = {  # app.core.settings._SAID's sentences, marked for the translato
     NOT_TEXT: QT_TRANSLATE_NOOP("Application", "{0} {1} is not text; the default {2} is used."),
     NOT_A_NUMBER: QT_TRANSLATE_NOOP("Application", "{0} {1} is not a number; the default {2} is used."),
     NOT_A_CHOICE: QT_TRANSLATE_NOOP("Application", "{0} {1} is not one of its choices; the default {2} is used."),
+    HOLDS_CREDENTIALS: QT_TRANSLATE_NOOP("Application", "{0} {1} holds a user name or password before '@'; {2} is "
+                                                        "used: put the key in Settings, API key."),
 }
 
 

@@ -216,6 +216,10 @@
         <translation>{0} 값 {1}은(는) 고를 수 있는 값이 아니어서 기본값 {2}을(를) 사용합니다.</translation>
     </message>
     <message>
+        <source>{0} {1} holds a user name or password before &apos;@&apos;; {2} is used: put the key in Settings, API key.</source>
+        <translation>{0} 값 {1}에는 &apos;@&apos; 앞에 사용자 이름이나 비밀번호가 들어 있어 {2}을(를) 사용합니다. 키는 설정의 API 키 칸에 넣으세요.</translation>
+    </message>
+    <message>
         <source>random</source>
         <translation>무작위</translation>
     </message>

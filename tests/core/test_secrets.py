@@ -149,6 +149,28 @@ def test_bad_remote_settings_are_explained():
         assert "URLSECRET" not in str(info.value)  # the message is logged: it must not repeat the secret
 
 
+def test_a_key_written_into_settings_jsons_url_reaches_no_conversation_and_is_not_repeated(tmp_path):
+    """New-user trial: "http://bob:sk-secret@host/v1" written into settings.json by hand (the Settings
+    dialog refuses it) went into every conversation's stored settings and its JSON export. It is
+    read without what stands before "@", said without repeating it, and the next save writes the
+    URL without it."""
+    from app.core.backend_settings import without_credentials
+    from app.core.settings import read_settings
+
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text(json.dumps({"backend": {"kind": "remote", "remote": {
+        "base_url": "http://bob:sk-URLSECRET@gpu-box:8000/v1", "model": "m"}}}), encoding="utf-8")
+    settings, note = read_settings(settings_file)
+    assert settings.backend == BackendSettings(REMOTE, RemoteSettings(URL, "m"))
+    assert str(note) == ('Settings: backend.remote.base_url "http://…@gpu-box:8000/v1" holds a user name or password '
+                         f"before '@'; \"{URL}\" is used: put the key in Settings, API key.")
+    save_settings(settings, settings_file)
+    assert "URLSECRET" not in settings_file.read_text()
+    stored_row = {"kind": "remote", "remote": {"base_url": "https://sk-URLSECRET@gpu-box/v1", "model": "m"}}
+    assert BackendSettings.from_json(stored_row).remote.base_url == "https://gpu-box/v1"  # a row written before
+    assert without_credentials("http://[::1") == "http://[::1" and without_credentials("") == ""
+
+
 def test_each_conversation_keeps_its_backend(tmp_path):
     remote = BackendSettings(REMOTE, RemoteSettings(URL, "m"))
     with Store(tmp_path / "h.sqlite3") as store:

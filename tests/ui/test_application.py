@@ -1,6 +1,7 @@
 """app.ui.application's own words: what read_settings' note says in the window."""
 
 from app.core.settings import (
+    HOLDS_CREDENTIALS,
     NOT_A_CHOICE,
     NOT_A_NUMBER,
     NOT_AN_OBJECT,
@@ -31,6 +32,7 @@ def test_values_not_used_are_said_in_english_exactly_as_on_the_command_line(qapp
         UnusableValue("seed", NOT_A_NUMBER, '"soon"', RANDOM_SEED),
         UnusableValue("generation", NOT_AN_OBJECT, "[]"),
         UnusableValue("language", NOT_A_CHOICE, '"kr"', '"auto"'),
+        UnusableValue("backend.remote.base_url", HOLDS_CREDENTIALS, '"http://…@h/v1"', '"http://h/v1"'),
     ))
     assert settings_note_text(note) == str(note)
     path = tmp_path / "settings.json"
