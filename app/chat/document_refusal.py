@@ -22,6 +22,7 @@ from app.engine.documents.source import (
     EMPTY,
     ENCRYPTED,
     MISNAMED,
+    MIXED_UTF8,
     NO_TEXT_LAYER,
     NOT_UTF8,
     SINGLE_BYTE,
@@ -142,6 +143,9 @@ def _not_utf8(detail: str) -> str:
     one (detail "cp949"), its family when it is a single-byte code page (SINGLE_BYTE: the guess
     among those is unreliable), else that it cannot be told; then how to fix it. The offset of the
     first byte that is not UTF-8 stays in the engine's line, for the log."""
+    if detail == MIXED_UTF8:  # saving it as UTF-8 again changes nothing (new-user trial)
+        return translate("DocumentRefusal", "it is UTF-8 text with some bytes that are not: the file may be "
+                         "damaged or mix encodings; fix or remove those bytes and attach it again")
     fix = translate("DocumentRefusal", "open it in a text editor, save it as UTF-8 and attach it again")
     if detail == SINGLE_BYTE:
         return translate("DocumentRefusal", "it is text in an older single-byte encoding (such as Latin-1 or a "

@@ -967,6 +967,10 @@ Your chats are saved here.</source>
         <translation>이름은 {0} 파일이지만 실제로는 {0} 파일이 아닙니다. 텍스트라면 확장자를 .txt로 바꾼 뒤 다시 첨부하세요</translation>
     </message>
     <message>
+        <source>it is UTF-8 text with some bytes that are not: the file may be damaged or mix encodings; fix or remove those bytes and attach it again</source>
+        <translation>UTF-8 텍스트이지만 일부 바이트가 UTF-8이 아닙니다. 파일이 손상되었거나 여러 인코딩이 섞여 있을 수 있으니 그 바이트를 고치거나 지운 뒤 다시 첨부하세요</translation>
+    </message>
+    <message>
         <source>open it in a text editor, save it as UTF-8 and attach it again</source>
         <translation>텍스트 편집기에서 열어 UTF-8로 저장한 뒤 다시 첨부하세요</translation>
     </message>

@@ -270,6 +270,9 @@ def test_every_refusal_reason_has_its_own_words_not_the_engine_line(tmp_path):
              (source.BINARY, source.NOT_UTF8, source.ENCRYPTED, source.NO_TEXT_LAYER, source.DAMAGED, source.EMPTY,
               source.UNREADABLE, source.CANCELLED, source.MISNAMED)}
     assert len(lines) == 9 and "engine line" not in lines
+    mixed = refusal_reason(source.DocumentError(source.NOT_UTF8, "f", "engine line", source.MIXED_UTF8))
+    assert mixed == ("it is UTF-8 text with some bytes that are not: the file may be damaged or mix encodings; fix or "
+                     "remove those bytes and attach it again")  # not "save it as UTF-8", which it is (new-user trial)
 
 
 def test_a_latin1_file_is_read_and_a_text_named_pdf_is_refused_in_honest_words(qtbot, chat, tmp_path):

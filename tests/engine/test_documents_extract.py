@@ -186,6 +186,25 @@ def test_other_single_byte_scripts_are_still_refused_naming_the_family(tmp_path,
                           "page, byte 0); save it as UTF-8 and attach it again")
 
 
+def test_utf8_text_with_a_few_broken_bytes_is_not_called_an_older_encoding(tmp_path):
+    """New-user trial: "Hello café", three stray bytes and "끝" was refused as text "in an older
+    single-byte encoding", to be saved as UTF-8, which it already was. Text of an older encoding
+    is still told as such (none of these reads as mostly UTF-8)."""
+    path = tmp_path / "mixed.txt"
+    path.write_bytes("Hello café ".encode() + b"\xff\xfe\x80" + " 끝 4729\n".encode())
+    error = refused(path)
+    assert (error.kind, error.detail, error.facts) == (source.NOT_UTF8, source.MIXED_UTF8, {"byte": 12})
+    assert str(error) == ("mixed.txt: mostly UTF-8, but byte 12 is not: the file may be damaged or mix encodings; fix "
+                          "or remove those bytes and attach it again")
+    from app.engine.documents.text import _mostly_utf8
+
+    for text, codec in (("가나다라마바사아자차카타파하", "cp949"), ("안녕하세요, 회의록입니다. ", "cp949"),
+                        ("café résumé naïve", "cp1252"), ("Привет, мир!", "cp1251"), ("Привет, мир!", "koi8-r"),
+                        ("こんにちは、世界。", "shift_jis"), ("你好，世界。会议记录。", "gb18030"),
+                        ("你好，世界。會議記錄。", "big5")):
+        assert not _mostly_utf8((text * 20).encode(codec)), codec
+
+
 @pytest.mark.parametrize(("name", "named"), [("report.pdf", "PDF"), ("REPORT.PDF", "PDF"), ("letter.docx", "DOCX")])
 def test_text_named_as_pdf_or_docx_is_refused_as_not_that_format(tmp_path, name, named):
     """New-user trial: a text file named .pdf was attached as text with no word that it was not a PDF."""

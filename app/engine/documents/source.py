@@ -30,6 +30,7 @@ CANCELLED = "cancelled"
 MISNAMED = "misnamed"  # named .pdf or .docx but not that format: detail is the format ("PDF", "DOCX")
 
 SINGLE_BYTE = "single-byte"  # NOT_UTF8's detail for a single-byte code page (Latin-1, Windows-125x, …)
+MIXED_UTF8 = "mixed-utf-8"  # NOT_UTF8's detail for UTF-8 text with bytes that are not (damaged, or mixed)
 
 
 class DocumentError(Exception):

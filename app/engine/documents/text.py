@@ -29,6 +29,7 @@ from app.engine.documents.cyrillic import cyrillic_encoding
 from app.engine.documents.source import (
     BINARY,
     EMPTY,
+    MIXED_UTF8,
     NOT_UTF8,
     SINGLE_BYTE,
     DocumentError,
@@ -184,7 +185,27 @@ def _legacy(data: bytes, name: str, byte: int) -> tuple[str, str]:
     text = _reading(data, encoding) if encoding is not None else None
     if text is not None and not _looks_wrong(text):
         return text, encoding
+    if _mostly_utf8(data):
+        raise DocumentError(NOT_UTF8, name, f"mostly UTF-8, but byte {byte} is not: the file may be damaged or mix "
+                            "encodings; fix or remove those bytes and attach it again", MIXED_UTF8, byte=byte)
     raise _not_utf8(data, name, byte)
+
+
+def _mostly_utf8(data: bytes) -> bool:
+    """Whether `data` (not valid UTF-8) is UTF-8 text with some bytes that are not: in its first
+    64 KiB, more bytes are in whole UTF-8 characters that people write (`_WRITTEN`) than there are
+    pieces that are not UTF-8. Asked only once no older encoding reads the file: the refusal then
+    says what is wrong with it.
+    New-user trial: "Hello café", three stray bytes and "끝" was said to be Latin-1 text, to be
+    saved as UTF-8, which it already was."""
+    text = data[:SNIFF_LEGACY].decode("utf-8", errors="replace")
+    whole = sum(len(c.encode()) for c in text if any(low <= ord(c) <= high for low, high in _WRITTEN))
+    return whole > text.count("\ufffd")
+
+
+# characters people write beyond ASCII (not the private-use or rare-script ones bytes of another encoding
+# form by chance): Latin-1 to Cyrillic, punctuation and symbols, CJK and kana, Hangul, emoji
+_WRITTEN = ((0xA0, 0x4FF), (0x2000, 0x2BFF), (0x3000, 0x9FFF), (0xAC00, 0xD7A3), (0x1F300, 0x1FAFF))
 
 
 def _looks_wrong(text: str) -> bool:
