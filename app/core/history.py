@@ -682,7 +682,8 @@ _FUNCTION_WORDS = frozenset("""a an and as at but by for from he her his how i i
 our she so that the their then there these they this to we what when where which who why will with you your
 yes hello hi ok okay please thanks thank i'm i've i'll i'd it's let's that's there's here's what's user
 assistant summary""".split())
-_FACT = re.compile(r"(?<!\w)\d[\d,.:]*\d|(?<!\w)\d|[A-Z][\w'’-]*")  # no digit inside a word ("m0_1", "v2")
+# no digit inside a word ("m0_1", "v2"); a name ends before Korean particles ("KTX를", "Seoul에서": "KTX", "Seoul")
+_FACT = re.compile(r"(?<!\w)\d[\d,.:]*\d|(?<!\w)\d|[A-Z](?:(?![\uac00-\ud7a3])[\w'’-])*")
 MIN_FACTS_TO_JUDGE = 3
 """A previous summary with fewer facts (numbers, capitalised names) is not used to judge the next."""
 

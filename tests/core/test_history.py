@@ -801,6 +801,8 @@ def test_a_summary_that_folds_nothing_of_the_new_turns_gives_way_to_the_extract(
         state, verdict = finish_summary(plan, kept, count_words)
         assert verdict.reason.startswith("history ") and state.content == kept
     assert _facts("m0_1 m12_3 v2 3pm (4) 1,200 Lyon") == {"3", "4", "1,200", "lyon"}
+    facts = _facts("3시 KTX를 타요. Seoul에서")  # a Korean particle is no part of a name
+    assert {"3", "ktx", "seoul"} <= facts and not {"ktx를", "seoul에서"} & facts
 
 
 def test_a_summary_that_drops_what_the_user_said_or_only_cuts_the_last_one_is_not_kept():
