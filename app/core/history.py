@@ -487,7 +487,10 @@ def finish_summary(
     said in the verdict). Accepted → new summary. Rejected → an extractive fallback
     (the previous summary plus the first sentence of each folded user message, the facts a
     small model most often fails to carry over; as many as fit the cap and shrink the history,
-    the oldest and the newest first), else the previous summary. Either way `folded_through`
+    the oldest and the newest first; a model's previous summary gives up to half its sentences to
+    make room, `_head_given_way`), else the previous summary, the verdict ending with FOLDED_LOST.
+    A summary is rejected too when it keeps fewer than half the names and numbers the user gave in
+    the folded turns (`_dropped_new_facts`). Either way `folded_through`
     advances to `plan.fold_through`: retrying the same input would give the same output, so there
     is no re-summarize loop."""
 
