@@ -11,7 +11,7 @@ keyring or an owner-only file (app.core.secrets), looked up by the server's base
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 LOCAL, REMOTE = "local", "remote"
 BACKEND_KINDS = (LOCAL, REMOTE)
@@ -59,11 +59,15 @@ class RemoteSettings:
         it as Basic auth instead of the API key, and the URL is kept in settings.json and the log
         (new-user trial 14: "http://bob:sk-…@host/v1" leaked the key to both, and the server then
         refused the request)."""
-        parts = urlsplit(self.base_url)
-        if parts.username is not None or parts.password is not None:
+        if without_credentials(self.base_url) != self.base_url:  # "bob:pa/ss@host" too: urlsplit ends at "/"
             raise BackendSettingsError(
                 "the server URL holds a user name or password before '@': put the key in the API key field")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(self.base_url)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:  # a port that is no number in 0-65535 ("99999"), a bracket left open
+            port_ok = False
+        if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname:
             raise BackendSettingsError(
                 f"the server URL {self.base_url or '(empty)'!r} is not an http(s) URL "
                 "such as http://gpu-box:8000/v1")
@@ -72,10 +76,15 @@ class RemoteSettings:
 
     @property
     def display(self) -> str:
-        """"model @ host:port" for the status bar (no path, no credentials)."""
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or self.base_url
-        host = f"{host}:{parts.port}" if parts.port else host
+        """"model @ host:port" for the status bar (no path, no credentials); an unusable URL as written,
+        without them (a port of 99999 raised here, and Headroom ended at every start: new-user trial)."""
+        url = without_credentials(self.base_url)
+        try:
+            parts = urlsplit(url)
+            host = parts.hostname or url
+            host = f"{host}:{parts.port}" if parts.port else host
+        except ValueError:
+            host = url
         return f"{self.model.rstrip('/').rsplit('/', 1)[-1] or '?'} @ {host}"
 
 
@@ -135,17 +144,15 @@ class BackendSettings:
 
 
 def without_credentials(url: str) -> str:
-    """`url` without a user name or password before "@" ("http://bob:sk-…@gpu-box:8000/v1" →
-    "http://gpu-box:8000/v1"); any other text as it is. A key written into settings.json's URL by
-    hand went on into every conversation's stored settings and its JSON export (new-user trial),
-    though the key belongs in the keyring (app.core.secrets)."""
-    try:
-        parts = urlsplit(url)
-        if parts.username is None and parts.password is None:
-            return url
-    except ValueError:  # an unusable URL (a bad port, "http://[::1"): check() says so
+    """`url` without what stands before its last "@" after the scheme ("http://bob:sk-…@gpu-box:8000/v1"
+    → "http://gpu-box:8000/v1"; "bob:pa/ss@gpu-box/v1" → "gpu-box/v1": a password may hold "/", "#"
+    or "?", where urlsplit ends the host); any other text as it is. A key written into settings.json's
+    URL by hand went on into every conversation's stored settings and its JSON export (new-user
+    trial), though the key belongs in the keyring (app.core.secrets). No server's API root holds "@"."""
+    scheme, separator, rest = url.partition("://") if "://" in url.partition("@")[0] else ("", "", url)
+    if "@" not in rest:
         return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return f"{scheme}{separator}{rest.rpartition('@')[2]}"
 
 
 def _text(value: object) -> str:

@@ -545,10 +545,11 @@ def _backend(raw: object) -> tuple[BackendSettings, tuple[UnusableValue, ...]]:
 
 
 def _credentials_hidden(url: str) -> str:
-    """`url` with what stands before "@" shown as "…" ("http://…@gpu-box:8000/v1"): a notice or a
-    log line must not repeat the password."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://…@{rest.rpartition('@')[2]}"
+    """`url` with what `without_credentials` leaves out shown as "…" ("http://…@gpu-box:8000/v1"): a
+    notice or a log line must not repeat the password."""
+    kept = without_credentials(url)
+    scheme, separator, host = kept.partition("://") if "://" in url.partition("@")[0] else ("", "", kept)
+    return f"{scheme}{separator}…@{host}"
 
 
 def _choices(raw: dict) -> tuple[UnusableValue, ...]:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from app.core import store_attachments, store_notes, store_refusals, store_search
+from app.core.backend_settings import without_credentials
 from app.core.conversation import Conversation, Message, MessageStatus, ReplyStats, Role
 from app.core.export import conversation_json, conversation_markdown
 from app.core.history import SummaryState
@@ -807,7 +808,7 @@ class Store:
         refusals = {i: refusal for i in path if (refusal := store_refusals.refusal_from(rows[i]["refusal_json"]))}
         return StoredConversation(
             _info(row, len(path)), Conversation(messages), self.summary_for(conversation_id, path),
-            json.loads(row["settings_json"]), tree.versions(path), row["pinned_notes"],
+            _stored_settings(row["settings_json"]), tree.versions(path), row["pinned_notes"],
             valid_kv_precision(row["kv_precision"]), store_attachments.fits_of(self._conn, path), refusals)
 
     def copy_branch(self, conversation_id: int, through_message_id: int, title: str) -> int:
@@ -865,6 +866,18 @@ def _stats(text: str | None) -> ReplyStats | None:
         return ReplyStats.from_json(json.loads(text)) if text else None
     except ValueError:
         return None
+
+
+def _stored_settings(text: str) -> dict[str, Any]:
+    """A conversation's stored settings, its server URL without a user name or password: a row
+    written before settings.json's URL was read without them kept one, and the JSON export wrote it
+    (new-user re-trial)."""
+    settings = json.loads(text)
+    backend = settings.get("backend")
+    remote = backend.get("remote") if isinstance(backend, dict) else None
+    if isinstance(remote, dict) and isinstance(remote.get("base_url"), str):
+        remote["base_url"] = without_credentials(remote["base_url"])
+    return settings
 
 
 def _used_now(role: Role | str) -> tuple:

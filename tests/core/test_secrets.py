@@ -168,7 +168,38 @@ def test_a_key_written_into_settings_jsons_url_reaches_no_conversation_and_is_no
     assert "URLSECRET" not in settings_file.read_text()
     stored_row = {"kind": "remote", "remote": {"base_url": "https://sk-URLSECRET@gpu-box/v1", "model": "m"}}
     assert BackendSettings.from_json(stored_row).remote.base_url == "https://gpu-box/v1"  # a row written before
+    with Store(tmp_path / "h.sqlite3") as store:  # a row written before: read, and exported, without the key
+        cid = store.create_conversation("old", {"max_new_tokens": 64, "backend": stored_row})
+        exported = json.loads(store.export_json(cid))
+        assert exported["settings"]["backend"]["remote"]["base_url"] == "https://gpu-box/v1"
     assert without_credentials("http://[::1") == "http://[::1" and without_credentials("") == ""
+
+
+@pytest.mark.parametrize("url", ["http://bob:pa/ss@gpu-box:8000/v1", "http://bob:hun#ter2@gpu-box:8000/v1",
+                                 "http://bob:hun?ter2@gpu-box:8000/v1", "bob:hunter2@gpu-box:8000/v1",
+                                 "http://bob:x@[::1:9/v1"])
+def test_a_password_with_a_slash_or_no_scheme_is_still_a_password(url):
+    """New-user re-trial: urlsplit ends the host at "/", "#" or "?", so "bob:pa/ss@…" passed the check,
+    stayed in settings.json, and its port "pa" raised in the status bar's label at every start."""
+    from app.core.backend_settings import BackendSettingsError, without_credentials
+
+    assert "@" not in without_credentials(url) and "ss" not in without_credentials(url).split("gpu-box")[0]
+    with pytest.raises(BackendSettingsError, match="user name or password before '@'"):
+        RemoteSettings(url, "m").check()
+    assert "bob" not in RemoteSettings(url, "m").display
+    assert "bob" not in BackendSettings.from_json({"kind": REMOTE, "remote": {"base_url": url}}).remote.base_url
+
+
+def test_an_unusable_port_is_refused_by_the_check_not_raised_by_the_label():
+    """New-user re-trial: "http://127.0.0.1:99999/v1" (a port typo in Settings) was saved, and the status
+    bar's label raised ValueError at every start: Headroom ended before its window."""
+    from app.core.backend_settings import BackendSettingsError
+
+    for url in ("http://127.0.0.1:99999/v1", "http://gpu-box:80000/v1", "http://gpu-box:port/v1", "http://[::1:9/v1"):
+        remote = RemoteSettings(url, "m")
+        assert remote.display == f"m @ {url}"
+        with pytest.raises(BackendSettingsError, match="is not an http"):
+            remote.check()
 
 
 def test_each_conversation_keeps_its_backend(tmp_path):

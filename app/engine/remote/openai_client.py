@@ -19,11 +19,11 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
-from app.core.backend_settings import RemoteSettings
+from app.core.backend_settings import RemoteSettings, without_credentials
 from app.core.reasoning import CLOSE_TAG, OPEN_TAG
 from app.engine.remote.errors import (
     RETRY_STATUSES,
@@ -78,19 +78,11 @@ def sampling_body(settings) -> dict:
     return body
 
 
-def _without_credentials(url: str) -> str:
-    """``url`` with any "user:password@" before its host dropped."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-
-
 def api_roots(base_url: str) -> tuple[str, str]:
     """(API root ending in /v1, server root) for a URL given with or without /v1, without any user name
     or password before "@" (RemoteSettings.check refuses those; a client made anyway, e.g. the
     metrics poller's, neither sends nor logs them)."""
-    url = _without_credentials(base_url.strip()).rstrip("/")
+    url = without_credentials(base_url.strip()).rstrip("/")
     return (url, url[:-3]) if url.endswith("/v1") else (url + "/v1", url)
 
 
@@ -101,7 +93,7 @@ class OpenAIClient:
                  transport: httpx.BaseTransport | None = None):
         self.settings = settings
         self.api_root, self.server_root = api_roots(settings.base_url)
-        self.host = urlsplit(self.server_root).netloc or _without_credentials(settings.base_url)
+        self.host = urlsplit(self.server_root).netloc or without_credentials(settings.base_url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s)
         self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport,
