@@ -8,6 +8,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -502,9 +503,10 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_started(tmp_path):
     again.close()
 
 
-def _chats_with_a_damaged_page(tmp_path: Path, page: int) -> tuple[Path, list[str]]:
-    """A store of 40 conversations of 6 messages (one with an attachment, a summary and a note
-    proposal), closed, with the 4 KiB page `page` overwritten (0xAB); the titles, oldest first."""
+def _chats_with_a_damaged_page(tmp_path: Path, page: int | str) -> tuple[Path, list[str]]:
+    """A store of 40 conversations of 6 messages (the newest with a summary), closed, with the 4 KiB
+    page `page` (from 0; or the first leaf page of the index or table of that name) overwritten
+    (0xAB); the titles, oldest first."""
     path = tmp_path / "headroom.sqlite3"
     titles = [f"chat {i}" for i in range(40)]
     with Store(path) as store:
@@ -515,7 +517,12 @@ def _chats_with_a_damaged_page(tmp_path: Path, page: int) -> tuple[Path, list[st
                 store.append_message(cid, Message(role, f"message {j} of {title} " + "x" * 300))
             if i == 39:
                 store.save_summary(cid, SummaryState("Alice lives in Lyon.", 1, 6))
+    if isinstance(page, str):
+        with closing(sqlite3.connect(path)) as db:
+            page = db.execute("SELECT min(pageno) - 1 FROM dbstat WHERE name = ? AND pagetype = 'leaf'",
+                              (page,)).fetchone()[0]
     data = bytearray(path.read_bytes())
+    assert (page + 1) * 4096 <= len(data)
     data[page * 4096:(page + 1) * 4096] = b"\xab" * 4096
     path.write_bytes(bytes(data))
     return path, titles
@@ -547,6 +554,20 @@ def test_a_damaged_page_past_the_header_keeps_what_still_reads(tmp_path):
     again, notice = open_store(path)
     assert notice is None and len(again.list_conversations()) == len(listed) + 1
     again.close()
+
+
+def test_a_damaged_index_page_costs_no_conversation(tmp_path):
+    """New-user re-trial: a damaged leaf of messages' own (conversation_id, position) index made each
+    lookup of a conversation's messages fail, and 26 of 60 whole chats were not copied; the tables
+    are read whole when an index fails."""
+    from app.core.store import open_store
+
+    path, titles = _chats_with_a_damaged_page(tmp_path, "sqlite_autoindex_messages_1")
+    store, notice = open_store(path)
+    assert (notice.kind, notice.conversations_found, notice.conversations_copied) == (StoreNotice.DAMAGED, 40, 40)
+    assert sorted(info.title for info in store.list_conversations()) == sorted(titles)
+    assert all(len(store.load_conversation(info.id).conversation.messages) == 6 for info in store.list_conversations())
+    store.close()
 
 
 def test_the_salvage_copies_every_table(tmp_path):
