@@ -521,9 +521,17 @@ def finish_summary(
         # as many sentences as fit, statements first, then from both ends: a shorter extract beats losing the
         # folded turns, and a chat says who and what early (trial 6: "제 이름은 민수예요" in turn 4
         # was dropped when only the newest were kept), what it is working on late
+        stated = {first.casefold() for first in _folded_firsts(plan) if not _is_question(first)}
+
+        def enough(head: str) -> bool:  # half of `said` fits, and a statement of the new turns if there is one
+            skip = skipped(head)
+            kept = _chosen(said, n - skip)[0] if skip < n else []
+            return skip * 2 <= n and (not stated or any(sentence.casefold() in stated for sentence in kept))
+
         skip, cut = skipped(head), ""
-        if skip * 2 > n:  # not half of it fits: a model summary at its cap gives way by sentences
-            head, cut = _head_given_way(head, lambda head: skipped(head) * 2 <= n)
+        if not enough(head):  # a model summary at its cap gives way by sentences (a re-trial's extract kept
+            # "My cat is called Biscuit." beside it four turns running, and each new turn's statement was lost)
+            head, cut = _head_given_way(head, enough)
             skip = skipped(head) if cut else skip
         if skip < n:
             chosen, statements_first = _chosen(said, n - skip)
@@ -764,11 +772,12 @@ def _dropped_facts(previous: str, new: str) -> str:
 
 def _dropped_new_facts(plan: SummaryPlan, new: str) -> str:
     """Why `new` folded nothing of what the user said in the folded turns, or "": it keeps fewer
-    than half of the names and numbers of their first sentences (`_names`: what the extract would
-    keep). A summary was judged only against the previous one: a re-trial's 20-turn chat had the
-    same 56-token summary of turns 1-4 accepted at every turn from 12 on, and Whiskers, the job,
-    Emma, 1990 and Marseille never reached it."""
-    wanted = _names(" ".join(_folded_firsts(plan)))
+    than half of the names and numbers of their first sentences that are no questions (`_names`:
+    what the extract would keep; "Europe" of "What is the tallest mountain in Europe?" is no fact
+    of the user's). A summary was judged only against the previous one: a re-trial's 20-turn chat
+    had the same 56-token summary of turns 1-4 accepted at every turn from 12 on, and Whiskers, the
+    job, Emma, 1990 and Marseille never reached it."""
+    wanted = _names(" ".join(first for first in _folded_firsts(plan) if not _is_question(first)))
     kept = wanted & _facts(_without_leads(new))
     if len(kept) * 2 >= len(wanted):
         return ""

@@ -784,6 +784,25 @@ def test_a_model_summary_at_its_cap_gives_way_by_sentences_to_what_the_user_said
     assert state.content == previous.content
 
 
+def test_an_extract_beside_a_model_summary_at_the_cap_still_takes_the_new_turns_statement():
+    """New-user re-trial: beside a model summary near the cap, the extract kept "1 of 2 messages",
+    the older one, "My cat is called Biscuit.", four turns running, and each new turn's statement
+    (the job, the family) was lost. The model summary gives way by sentences until one of the new
+    statements fits."""
+    messages = [Message(Role.USER, "I work as a pharmacist at Solsiden\n" + words(3, "u")),
+                Message(Role.ASSISTANT, words(3, "a")), Message(Role.USER, words(165, "next"))]
+    model = " ".join(f"Fact {i} has four words." for i in range(12))
+    previous = SummaryState(f"Alice lives in Lyon. {model}\n\nThe user said: My cat is called Biscuit.",
+                            folded_through=-1, tokens=80)
+    budget = TokenBudget(context_tokens=300, max_new_tokens=30, summary_reserve=80)
+    plan = plan_summary(window_for(messages, previous, budget), previous, system_prompt=SYSTEM,
+                        count_tokens=count_words)
+    state, verdict = finish_summary(plan, "A story about a cat.", count_words)
+    assert verdict.accepted and "kept an extract; the earlier summary cut to 12 of 13 sentences" in verdict.reason
+    assert state.content.endswith("The user said: My cat is called Biscuit. I work as a pharmacist at Solsiden.")
+    assert " … Fact 6 has four words." in state.content and state.tokens <= plan.cap_tokens
+
+
 def test_a_summary_that_folds_nothing_of_the_new_turns_gives_way_to_the_extract():
     """Re-trial: a 20-turn chat had the same 56-token summary of its first turns accepted at every turn
     from 12 on: judged only against the previous summary, it kept that one's facts, and Whiskers, the
@@ -800,6 +819,10 @@ def test_a_summary_that_folds_nothing_of_the_new_turns_gives_way_to_the_extract(
     for kept in ("The user's cat Whiskers; works at Renault.", "Cat: Whiskers. Job since 2019."):  # 2 of 3
         state, verdict = finish_summary(plan, kept, count_words)
         assert verdict.reason.startswith("history ") and state.content == kept
+    # a question's names are no facts of the user's (re-trial: a summary refused for leaving out "Europe")
+    asked = plan_for(["What is the tallest mountain in Europe?", "Which river flows through Paris?", "My cat is Tom"])
+    state, verdict = finish_summary(asked, "The user's cat is Tom.", count_words)
+    assert verdict.reason.startswith("history ") and state.content == "The user's cat is Tom."
     assert _facts("m0_1 m12_3 v2 3pm (4) 1,200 Lyon") == {"3", "4", "1,200", "lyon"}
     facts = _facts("3시 KTX를 타요. Seoul에서")  # a Korean particle is no part of a name
     assert {"3", "ktx", "seoul"} <= facts and not {"ktx를", "seoul에서"} & facts
