@@ -9,11 +9,12 @@ async work is not an error and is dropped silently on every door (exceptions swa
 
 import asyncio
 import logging
+import sqlite3
 import sys
 import threading
 import traceback
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 from PySide6.QtWidgets import QApplication
 
 from app.ui.crash_dialog import CrashDialog
@@ -62,6 +63,21 @@ class _Funnel(QObject):
         self.dialog.raise_()
 
 
+_DAMAGED_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (https://sqlite.org/rescode.html)
+
+
+def _summary(exc_type, exc) -> str:
+    """The dialog's first line: "Type: message", or, for the conversation database found damaged
+    while Headroom runs (a page past what start-up checks, read later), what to do about it
+    (new-user re-trial: "DatabaseError: database disk image is malformed" at each click)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if issubclass(exc_type, sqlite3.DatabaseError) and code in _DAMAGED_DATABASE:
+        return QCoreApplication.translate(
+            "Excepthook", "The conversation database is damaged ({0}). Restart Headroom: it keeps the damaged file "
+                          "aside and starts a new one with the conversations that can still be read.").format(exc)
+    return f"{exc_type.__name__}: {exc}"
+
+
 def install_excepthook(log_file=None) -> _Funnel:
     """Route uncaught exceptions of this process to the log ("headroom.crash", ERROR, with the
     traceback) and to a CrashDialog. Needs a QApplication. log_file: shown in the dialog.
@@ -76,7 +92,7 @@ def install_excepthook(log_file=None) -> _Funnel:
             return  # cancelled work is not a crash (exceptions swallowed in async slots, qasync #126)
         log.error("unhandled exception", exc_info=(exc_type, exc, tb))
         try:
-            funnel.error_reported.emit(f"{exc_type.__name__}: {exc}",
+            funnel.error_reported.emit(_summary(exc_type, exc),
                                        "".join(traceback.format_exception(exc_type, exc, tb)))
         except RuntimeError:  # the QApplication is gone (shutting down): the log has it
             pass

@@ -1045,6 +1045,13 @@ Your chats are saved here.</source>
     </message>
 </context>
 <context>
+    <name>Excepthook</name>
+    <message>
+        <source>The conversation database is damaged ({0}). Restart Headroom: it keeps the damaged file aside and starts a new one with the conversations that can still be read.</source>
+        <translation>대화 데이터베이스가 손상되었습니다({0}). Headroom을 다시 시작하세요. 손상된 파일은 따로 보관하고, 아직 읽을 수 있는 대화로 새 데이터베이스를 시작합니다.</translation>
+    </message>
+</context>
+<context>
     <name>FitText</name>
     <message>
         <source>fits</source>

@@ -86,6 +86,42 @@ def test_exception_in_a_slot_is_logged_with_traceback_and_shown(qtbot, qapp, fun
     assert "in _on_clicked" in copied and copied.rstrip().endswith("ValueError: the slot broke")
 
 
+def test_a_database_damaged_while_running_says_what_to_do(qtbot, funnel, caplog, tmp_path):
+    """New-user re-trial: a page damaged while Headroom ran raised "DatabaseError: database disk
+    image is malformed" at each click; the dialog says what it is and that a restart recovers what
+    still reads (open_store's salvage). Other sqlite3 errors, the program's own, stay as they are."""
+    import sqlite3
+
+    class Opener(QObject):
+        opened = Signal()
+
+        def __init__(self, error):
+            super().__init__()
+            self.error = error
+            self.opened.connect(self.open)
+
+        @Slot()
+        def open(self):
+            raise self.error
+
+    path = tmp_path / "not.sqlite3"
+    path.write_bytes(b"x" * 4096)
+    try:
+        sqlite3.connect(path).execute("SELECT 1 FROM sqlite_master").fetchall()
+    except sqlite3.DatabaseError as exc:  # SQLITE_NOTADB, as a damaged header reads
+        damaged = exc
+    opener = Opener(damaged)
+    opener.opened.emit()
+    assert funnel.dialog.summary.text() == (
+        "The conversation database is damaged (file is not a database). Restart Headroom: it keeps the damaged "
+        "file aside and starts a new one with the conversations that can still be read.")
+    funnel.dialog.close()
+    opener = Opener(sqlite3.IntegrityError("UNIQUE constraint failed"))
+    opener.opened.emit()
+    assert funnel.dialog.summary.text() == "IntegrityError: UNIQUE constraint failed"
+    assert len(crash_records(caplog)) == 2  # both logged with their traceback
+
+
 def test_exception_in_an_async_slot_is_not_swallowed(qtbot, qasync_loop, funnel, caplog):
     install_loop_exception_handler(qasync_loop)
     sender = Sender()
