@@ -9,11 +9,14 @@ keyring or an owner-only file (app.core.secrets), looked up by the server's base
 """
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 LOCAL, REMOTE = "local", "remote"
+URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # RFC 3986's scheme, then "//"
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::\d{1,5})?")  # a URL's host[:port], nothing more
 BACKEND_KINDS = (LOCAL, REMOTE)
 
 
@@ -67,7 +70,10 @@ class RemoteSettings:
             port_ok = parts.port is None or parts.port > 0
         except ValueError:  # a port that is no number in 0-65535 ("99999"), a bracket left open
             port_ok = False
-        if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname:
+        # what httpx refuses later, once a second from the metrics poller (re-trial: "http://[::1]x:80/v1",
+        # a tab or a line break in the URL): the host and port as a URL writes them, nothing else
+        if (not port_ok or parts.scheme not in ("http", "https") or not parts.hostname
+                or not _HOST_PORT.fullmatch(parts.netloc) or any(c.isspace() for c in self.base_url)):
             raise BackendSettingsError(
                 f"the server URL {self.base_url or '(empty)'!r} is not an http(s) URL "
                 "such as http://gpu-box:8000/v1")
@@ -82,6 +88,7 @@ class RemoteSettings:
         try:
             parts = urlsplit(url)
             host = parts.hostname or url
+            host = f"[{host}]" if parts.hostname and ":" in host else host  # IPv6, as a URL writes it
             host = f"{host}:{parts.port}" if parts.port else host
         except ValueError:
             host = url
@@ -149,10 +156,11 @@ def without_credentials(url: str) -> str:
     or "?", where urlsplit ends the host); any other text as it is. A key written into settings.json's
     URL by hand went on into every conversation's stored settings and its JSON export (new-user
     trial), though the key belongs in the keyring (app.core.secrets). No server's API root holds "@"."""
-    scheme, separator, rest = url.partition("://") if "://" in url.partition("@")[0] else ("", "", url)
+    scheme = URL_SCHEME.match(url)
+    head, rest = (scheme.group(), url[scheme.end():]) if scheme else ("", url)  # "bob:pa://ss@h": no scheme
     if "@" not in rest:
         return url
-    return f"{scheme}{separator}{rest.rpartition('@')[2]}"
+    return head + rest.rpartition("@")[2]
 
 
 def _text(value: object) -> str:

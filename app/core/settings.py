@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from app.core.backend_settings import BackendSettings, without_credentials
+from app.core.backend_settings import URL_SCHEME, BackendSettings, without_credentials
 from app.core.json_files import keep_aside, write_atomically
 from app.core.last_folders import LastFolders
 from app.core.paths import config_dir
@@ -548,8 +548,8 @@ def _credentials_hidden(url: str) -> str:
     """`url` with what `without_credentials` leaves out shown as "…" ("http://…@gpu-box:8000/v1"): a
     notice or a log line must not repeat the password."""
     kept = without_credentials(url)
-    scheme, separator, host = kept.partition("://") if "://" in url.partition("@")[0] else ("", "", kept)
-    return f"{scheme}{separator}…@{host}"
+    scheme = URL_SCHEME.match(url)
+    return f"{scheme.group()}…@{kept[scheme.end():]}" if scheme else f"…@{kept}"
 
 
 def _choices(raw: dict) -> tuple[UnusableValue, ...]:

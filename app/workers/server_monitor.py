@@ -40,6 +40,10 @@ class _Poller(QObject):
         self._on_stop_requested()
         if remote is None:
             return
+        try:  # an unusable URL: no polling (httpx raised InvalidURL once a second; a send says why)
+            remote.check()
+        except ValueError:  # BackendSettingsError
+            return
         short = replace(remote, connect_timeout_s=min(remote.connect_timeout_s, METRICS_TIMEOUT_S),
                         read_timeout_s=METRICS_TIMEOUT_S)
         self._client = OpenAIClient(short, self._lookup(remote.base_url), self._transport)

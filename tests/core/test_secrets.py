@@ -177,7 +177,7 @@ def test_a_key_written_into_settings_jsons_url_reaches_no_conversation_and_is_no
 
 @pytest.mark.parametrize("url", ["http://bob:pa/ss@gpu-box:8000/v1", "http://bob:hun#ter2@gpu-box:8000/v1",
                                  "http://bob:hun?ter2@gpu-box:8000/v1", "bob:hunter2@gpu-box:8000/v1",
-                                 "http://bob:x@[::1:9/v1"])
+                                 "http://bob:x@[::1:9/v1", "bob:pa://ss@gpu-box:8000/v1"])
 def test_a_password_with_a_slash_or_no_scheme_is_still_a_password(url):
     """New-user re-trial: urlsplit ends the host at "/", "#" or "?", so "bob:pa/ss@…" passed the check,
     stayed in settings.json, and its port "pa" raised in the status bar's label at every start."""
@@ -200,6 +200,15 @@ def test_an_unusable_port_is_refused_by_the_check_not_raised_by_the_label():
         assert remote.display == f"m @ {url}"
         with pytest.raises(BackendSettingsError, match="is not an http"):
             remote.check()
+    # what httpx refuses later, once a second from the metrics poller (re-trial)
+    for url in ("http://[::1]x:80/v1", "http://127.0.0.1\n:9/v1", "http://127.0.0.1\t:9/v1", "http://:8000/v1",
+                "http://[zz]:8000/v1"):
+        with pytest.raises(BackendSettingsError, match="is not an http"):
+            RemoteSettings(url, "m").check()
+    for url, shown in (("http://[::1]:8000/v1", "[::1]:8000"), ("http://10.0.0.2/v1", "10.0.0.2"),
+                       ("https://gpu-box.lan:8443/v1", "gpu-box.lan:8443")):
+        RemoteSettings(url, "m").check()
+        assert RemoteSettings(url, "m").display == f"m @ {shown}"
 
 
 def test_each_conversation_keeps_its_backend(tmp_path):
