@@ -962,39 +962,55 @@ _CONVERSATION_ROWS = (  # every table, and the rows of conversation ? in it
 def _salvage(damaged: Path, store: Store) -> tuple[int, int]:
     """Copy into `store` (new, empty) each conversation of the file `damaged` whose rows all
     still read, in one transaction each (a conversation is copied whole or not at all); returns
-    (copied, found). `found` is 0 when not even the list of conversations reads (a file that is
-    no database at all). A damaged page costs only the conversations with rows on it."""
+    (copied, found). The conversations are those the conversations table lists, and those its
+    messages name (a re-trial's damaged leaf of the conversations table lost every chat though
+    their messages read); `found` is 0 when neither reads (a file that is no database at all).
+    A damaged page costs only the conversations with rows on it; a conversation whose own row is
+    lost is copied with its messages, untitled."""
     try:
         old = sqlite3.connect(f"{damaged.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
         return 0, 0
-    try:
-        ids = [row[0] for row in old.execute("SELECT id FROM conversations ORDER BY id")]
-    except sqlite3.DatabaseError:
-        old.close()
-        return 0, 0
+    ids: set[int] = set()
+    for listing in ("SELECT id FROM conversations", "SELECT DISTINCT conversation_id FROM messages",
+                    "SELECT DISTINCT conversation_id FROM messages NOT INDEXED"):
+        try:
+            ids.update(row[0] for row in old.execute(listing))
+        except sqlite3.DatabaseError:
+            continue
     copied = 0
-    for conversation_id in ids:
+    for conversation_id in sorted(ids):
         # through the indexes first; a damaged index page (a new-user re-trial's, in messages' own
-        # (conversation_id, position) index, cost 26 of 60 whole chats) is passed by reading the tables whole
-        for scan in ("", " NOT INDEXED"):
+        # (conversation_id, position) index, cost 26 of 60 whole chats) is passed by reading the tables whole;
+        # last, its own row made anew when that is what is lost
+        for scan, own_row in (("", True), (" NOT INDEXED", True), (" NOT INDEXED", False)):
             try:
-                _copy_conversation(old, store, conversation_id, scan)
+                _copy_conversation(old, store, conversation_id, scan, own_row)
                 copied += 1
                 break
             except sqlite3.DatabaseError:  # a row on a damaged page (or one the schema refuses): not this one
-                log.info("conversation %s of %s not salvaged%s", conversation_id, damaged, scan and " at all",
-                         exc_info=bool(scan))
+                log.info("conversation %s of %s not salvaged%s", conversation_id, damaged,
+                         "" if own_row else " at all", exc_info=not own_row)
     old.close()
     return copied, len(ids)
 
 
-def _copy_conversation(old: sqlite3.Connection, store: Store, conversation_id: int, scan: str) -> None:
+def _copy_conversation(old: sqlite3.Connection, store: Store, conversation_id: int, scan: str,
+                       own_row: bool = True) -> None:
     """Copy conversation `conversation_id`'s rows of every table from `old` into `store`, in one
-    transaction; `scan` " NOT INDEXED" reads the tables without their indexes. Raises sqlite3.DatabaseError."""
+    transaction; `scan` " NOT INDEXED" reads the tables without their indexes; `own_row` False makes
+    its conversations row anew (untitled, its times those of its first and last message, default
+    settings) instead of reading it. Raises sqlite3.DatabaseError (no messages: nothing to make it of)."""
     with store._tx() as db:
         db.execute("PRAGMA defer_foreign_keys = ON")  # a message names its shown reply, a later row
-        for table, rows_of in _CONVERSATION_ROWS:
+        if not own_row:
+            first, last = old.execute(f"SELECT min(created_at), max(created_at) FROM messages{scan} "
+                                      "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+            if first is None:
+                raise sqlite3.DatabaseError(f"conversation {conversation_id}: its row and its messages are lost")
+            db.execute("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, '', ?, ?)",
+                       (conversation_id, first, last))
+        for table, rows_of in _CONVERSATION_ROWS[0 if own_row else 1:]:
             columns = ", ".join(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
             rows = old.execute(f"SELECT {columns} FROM {table}{scan} WHERE {rows_of.format(scan=scan)}",
                                (conversation_id,)).fetchall()

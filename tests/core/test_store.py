@@ -570,6 +570,24 @@ def test_a_damaged_index_page_costs_no_conversation(tmp_path):
     store.close()
 
 
+def test_a_damaged_page_of_the_conversations_table_keeps_their_messages(tmp_path):
+    """New-user re-trial: a damaged leaf of the conversations table lost every chat (0 of 300), though all
+    their messages read. Their ids come from the messages too, and a conversation whose own row is lost
+    is copied with its messages, untitled, its times its first and last message's."""
+    from app.core.store import open_store
+
+    path, titles = _chats_with_a_damaged_page(tmp_path, "conversations")
+    store, notice = open_store(path)
+    assert (notice.kind, notice.conversations_found, notice.conversations_copied) == (StoreNotice.DAMAGED, 40, 40)
+    listed = store.list_conversations()
+    assert len(listed) == 40 and {info.title for info in listed} <= {"", *titles}
+    for info in listed:
+        messages = store.load_conversation(info.id).conversation.messages
+        assert len(messages) == 6 and info.created_at <= info.updated_at
+        assert messages[0].content.startswith("message 0 of chat ")
+    store.close()
+
+
 def test_the_salvage_copies_every_table(tmp_path):
     """A table added by a later migration must be named in the salvage, or a damaged file's copy
     would lose it without a word."""
