@@ -11,6 +11,9 @@ from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
 
+DATABASE_DAMAGED = "database damaged"
+"""set_not_saving's reason when an error showed the conversation database damaged (app.ui.excepthook)."""
+
 
 class CrashDialog(QDialog):
     """Lists unexpected errors (a summary line each) with their tracebacks. No signals.
@@ -66,8 +69,12 @@ class CrashDialog(QDialog):
     @Slot(str)
     def set_not_saving(self, why: str) -> None:
         """Say that the conversations are saved (why "") or that they are not being saved now
-        (why: the reason the window's "Not saving" mark gives, Chat.saving_changed)."""
-        if why:
+        (why: the reason the window's "Not saving" mark gives, Chat.saving_changed; DATABASE_DAMAGED:
+        the database was found damaged, which the window's mark does not know)."""
+        if why == DATABASE_DAMAGED:  # re-trial: "…your conversations are saved" under "database is damaged"
+            text = self.tr("Headroom keeps running, but your conversations may not be saved until it restarts: "
+                           "changes since the damage may be lost.")
+        elif why:
             text = self.tr("Headroom keeps running, but your conversations are not being saved now: changes "
                            "since saving stopped may be lost (“Not saving” in the status bar says why). If this "
                            "keeps happening, please report it with the details below.")

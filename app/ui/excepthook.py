@@ -17,7 +17,7 @@ import traceback
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 from PySide6.QtWidgets import QApplication
 
-from app.ui.crash_dialog import CrashDialog
+from app.ui.crash_dialog import DATABASE_DAMAGED, CrashDialog
 
 log = logging.getLogger("headroom.crash")
 
@@ -31,6 +31,7 @@ class _Funnel(QObject):
     """
 
     error_reported = Signal(str, str)
+    database_damaged = Signal(str)  # DATABASE_DAMAGED, emitted before the error that showed it
 
     def __init__(self, log_file, parent):
         super().__init__(parent)
@@ -38,6 +39,7 @@ class _Funnel(QObject):
         self.dialog: CrashDialog | None = None
         self.not_saving = ""  # why the conversations are not being saved now ("": they are)
         self.error_reported.connect(self._on_error_reported)
+        self.database_damaged.connect(self._on_saving_changed)
 
     def watch_saving(self, chat) -> None:
         """Follow `chat`'s saving state (app.chat.Chat: not_saving now, saving_changed later), so
@@ -47,6 +49,8 @@ class _Funnel(QObject):
 
     @Slot(str)
     def _on_saving_changed(self, why: str) -> None:
+        if self.not_saving == DATABASE_DAMAGED:  # until a restart, whatever the chat says
+            return
         self.not_saving = why
         if self.dialog is not None:
             self.dialog.set_not_saving(why)
@@ -66,12 +70,16 @@ class _Funnel(QObject):
 _DAMAGED_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (https://sqlite.org/rescode.html)
 
 
+def _damaged_database(exc_type, exc) -> bool:
+    return issubclass(exc_type, sqlite3.DatabaseError) and (
+        getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _DAMAGED_DATABASE
+
+
 def _summary(exc_type, exc) -> str:
     """The dialog's first line: "Type: message", or, for the conversation database found damaged
     while Headroom runs (a page past what start-up checks, read later), what to do about it
     (new-user re-trial: "DatabaseError: database disk image is malformed" at each click)."""
-    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    if issubclass(exc_type, sqlite3.DatabaseError) and code in _DAMAGED_DATABASE:
+    if _damaged_database(exc_type, exc):
         return QCoreApplication.translate(
             "Excepthook", "The conversation database is damaged ({0}). Restart Headroom: it keeps the damaged file "
                           "aside and starts a new one with the conversations that can still be read.").format(exc)
@@ -92,6 +100,8 @@ def install_excepthook(log_file=None) -> _Funnel:
             return  # cancelled work is not a crash (exceptions swallowed in async slots, qasync #126)
         log.error("unhandled exception", exc_info=(exc_type, exc, tb))
         try:
+            if _damaged_database(exc_type, exc):
+                funnel.database_damaged.emit(DATABASE_DAMAGED)
             funnel.error_reported.emit(_summary(exc_type, exc),
                                        "".join(traceback.format_exception(exc_type, exc, tb)))
         except RuntimeError:  # the QApplication is gone (shutting down): the log has it

@@ -778,6 +778,10 @@ Your chats are saved here.</source>
         <translation>닫기</translation>
     </message>
     <message>
+        <source>Headroom keeps running, but your conversations may not be saved until it restarts: changes since the damage may be lost.</source>
+        <translation>Headroom은 계속 실행되지만, 다시 시작하기 전까지는 대화가 저장되지 않을 수 있습니다. 손상 이후의 변경 내용은 사라질 수 있습니다.</translation>
+    </message>
+    <message>
         <source>Headroom keeps running, but your conversations are not being saved now: changes since saving stopped may be lost (“Not saving” in the status bar says why). If this keeps happening, please report it with the details below.</source>
         <translation>Headroom은 계속 실행되지만 지금은 대화가 저장되지 않고 있습니다: 저장이 멈춘 뒤의 변경 사항은 사라질 수 있습니다 (상태 표시줄의 “저장 안 됨”에 이유가 나옵니다). 이 문제가 반복되면 아래 세부 정보와 함께 알려 주세요.</translation>
     </message>

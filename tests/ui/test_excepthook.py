@@ -115,6 +115,11 @@ def test_a_database_damaged_while_running_says_what_to_do(qtbot, funnel, caplog,
     assert funnel.dialog.summary.text() == (
         "The conversation database is damaged (file is not a database). Restart Headroom: it keeps the damaged "
         "file aside and starts a new one with the conversations that can still be read.")
+    # not "…your conversations are saved" under it (re-trial), whatever the chat says until a restart
+    assert funnel.dialog.hint.text().startswith("Headroom keeps running, but your conversations may not be saved "
+                                                "until it restarts")
+    funnel._on_saving_changed("")
+    assert "may not be saved until it restarts" in funnel.dialog.hint.text()
     funnel.dialog.close()
     opener = Opener(sqlite3.IntegrityError("UNIQUE constraint failed"))
     opener.opened.emit()
