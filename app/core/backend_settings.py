@@ -77,6 +77,13 @@ class RemoteSettings:
             raise BackendSettingsError(
                 f"the server URL {self.base_url or '(empty)'!r} is not an http(s) URL "
                 "such as http://gpu-box:8000/v1")
+        import httpx  # here: settings are read at start, and the check is asked for only with a remote backend
+
+        try:  # what the client will refuse: an IPv4 address past 255, a control character (a re-trial's fuzzing)
+            httpx.URL(self.base_url)
+        except (httpx.InvalidURL, ValueError):
+            raise BackendSettingsError(f"the server URL {self.base_url!r} is not an http(s) URL such as "
+                                       "http://gpu-box:8000/v1") from None
         if not self.model:
             raise BackendSettingsError("no model name is set for the remote server")
 

@@ -318,7 +318,7 @@ _IDS_PER_QUERY = 900  # under SQLite's oldest limit on a statement's parameters 
 
 def _memory_connection() -> sqlite3.Connection:
     memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=True)
-    memory.row_factory = sqlite3.Row
+    memory.row_factory, memory.text_factory = sqlite3.Row, _text
     memory.execute("PRAGMA foreign_keys = ON")
     store_search.register(memory)
     return memory
@@ -334,7 +334,7 @@ def connect(path: Path) -> sqlite3.Connection:
     os.close(os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, _PRIVATE_FILE))
     os.chmod(path, _PRIVATE_FILE)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
-    conn.row_factory = sqlite3.Row
+    conn.row_factory, conn.text_factory = sqlite3.Row, _text
     try:  # on a full disk this fails and is tried again at each write (Store.until_room): no handle left open
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode != "wal":
@@ -866,6 +866,12 @@ def _stats(text: str | None) -> ReplyStats | None:
         return ReplyStats.from_json(json.loads(text)) if text else None
     except ValueError:
         return None
+
+
+def _text(data: bytes) -> str:
+    """A TEXT value as read: UTF-8, a damaged byte as U+FFFD (a re-trial's 4 overwritten bytes in a
+    message made every read of its conversation raise "Could not decode to UTF-8")."""
+    return data.decode("utf-8", errors="replace")
 
 
 def _stored_settings(text: str) -> dict[str, Any]:

@@ -133,13 +133,13 @@ def match(column: str, query: str) -> tuple[str, tuple]:
     pattern = "%" + "%".join(run.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") for run in runs) + "%"
     # a literal match is a folded one unless its ends compose with the text around them
     alone = runs == [folded] and not _ends_composition(folded[0]) and not _starts_composition(folded[-1])
-    condition = f"{column} LIKE ? ESCAPE '\\' AND (? OR {CONTAINS}({column}, ?))"
+    condition = f"{column} LIKE ? ESCAPE '\\' AND (? OR {CONTAINS}(CAST({column} AS BLOB), ?))"
     pieces = sorted({_piece(char) for char in folded if _hangul(char)})
     if not pieces:
         return f"({condition})", (pattern, alone, folded)
     # AND/OR, not CASE: inside a CASE, CONTAINS ran on every row LIKE passed ("서울": 70 ms, not 52)
     held = " OR ".join(f"{column} LIKE ?" for _ in pieces)
-    return (f"({condition} OR ({held}) AND {CONTAINS}({column}, ?))",
+    return (f"({condition} OR ({held}) AND {CONTAINS}(CAST({column} AS BLOB), ?))",
             (pattern, alone, folded, *(f"%{piece}%" for piece in pieces), folded))
 
 
@@ -152,8 +152,10 @@ def _piece(syllable: str) -> str:
     return chr(0x11A7 + final) if final else chr(0x1161 + index // 28 % 21)
 
 
-def _contains(text: str | None, folded_query: str) -> bool:
-    return text is not None and folded_query in fold(text)
+def _contains(data: bytes | None, folded_query: str) -> bool:
+    """Whether the TEXT `data` (passed as a BLOB: a damaged byte made the call raise "user-defined
+    function raised exception", re-trial) holds `folded_query` once folded."""
+    return data is not None and folded_query in fold(data.decode("utf-8", errors="replace"))
 
 
 def register(conn: sqlite3.Connection) -> None:

@@ -202,7 +202,8 @@ def test_an_unusable_port_is_refused_by_the_check_not_raised_by_the_label():
             remote.check()
     # what httpx refuses later, once a second from the metrics poller (re-trial)
     for url in ("http://[::1]x:80/v1", "http://127.0.0.1\n:9/v1", "http://127.0.0.1\t:9/v1", "http://:8000/v1",
-                "http://[zz]:8000/v1"):
+                "http://[zz]:8000/v1", "http://999.1.1.1:80/v1", "http://h:8000/v\x1b1", "http://h:8000/v1\x00",
+                "http://h\x7f:8/v1"):
         with pytest.raises(BackendSettingsError, match="is not an http"):
             RemoteSettings(url, "m").check()
     for url, shown in (("http://[::1]:8000/v1", "[::1]:8000"), ("http://10.0.0.2/v1", "10.0.0.2"),

@@ -206,3 +206,16 @@ def test_only_the_branch_shown_is_searched(store):
     assert [info.message_count for info in store.list_conversations("lyon")] == [3]
     store.rename_conversation(other, "Lyon or Paris")
     assert found(store, "lyon") == [other, cid]  # a title counts whatever the branch
+
+
+def test_a_message_with_damaged_bytes_is_read_and_searched(store):
+    """New-user re-trial: 4 bytes of a message's text overwritten (0xAB, not UTF-8) passed the page
+    check and made search raise "user-defined function raised exception"; reading the chat raised too.
+    A damaged byte reads as U+FFFD, and the rest of the text is found."""
+    cid = chat(store, "question 40-0 about Straße")
+    other = chat(store, "nothing of the kind")
+    store._conn.execute("UPDATE messages SET content = CAST(X'7175657374696F6E20AB2D30206162F6757420537472612E' "
+                        "AS TEXT) WHERE conversation_id = ?", (cid,))
+    assert store.load_conversation(cid).conversation.messages[0].content == "question \ufffd-0 ab\ufffdut Stra."
+    assert found(store, "question") == [cid] and found(store, "QUESTION") == [cid]
+    assert found(store, "kind") == [other]

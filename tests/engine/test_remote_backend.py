@@ -139,6 +139,16 @@ def test_wrong_model_name_and_wrong_url_are_one_line_failures(openai_server):
     assert failed.reason.startswith(f"HTTP 404 from 127.0.0.1:{openai_server.port}: Not Found — check the URL")
 
 
+def test_a_url_the_client_cannot_parse_is_a_one_line_failure_not_a_crash():
+    """New-user re-trial: "http://[::1:9/v1" in settings.json raised ValueError out of the client's
+    constructor at each send, before the check could say why (the error dialog, twice)."""
+    for url in ("http://[::1:9/v1", "http://[zz]:8000/v1", "http://999.1.1.1:80/v1"):
+        backend = RemoteBackend(RemoteSettings(url, "m"))
+        (failed,) = of(run(backend, QUESTION, GenerationSettings()), ev.TurnFailed)
+        assert failed.reason == f"the server URL {url!r} is not an http(s) URL such as http://gpu-box:8000/v1"
+        backend.close()
+
+
 def test_the_servers_context_refusal_is_a_clear_error(openai_server):
     """vLLM refuses with HTTP 400 when its own count disagrees with ours; transformers serve
     never refuses, so the refusal comes from a transport that answers as vLLM does."""

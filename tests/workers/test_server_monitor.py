@@ -20,7 +20,7 @@ def test_an_unusable_url_is_not_polled_and_a_usable_one_is(qtbot):
     samples = []
     monitor.metrics_sampled.connect(samples.append)
     try:
-        for url in ("http://[::1]x:80/v1", "http://[::1:9/v1", "http://127.0.0.1\n:9/v1"):
+        for url in ("http://[::1]x:80/v1", "http://[::1:9/v1", "http://127.0.0.1\n:9/v1", "http://999.1.1.1:80/v1"):
             monitor.watch(RemoteSettings(url, "m"))
             qtbot.wait(150)
         assert samples == [] and asked == []

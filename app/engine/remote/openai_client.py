@@ -93,7 +93,10 @@ class OpenAIClient:
                  transport: httpx.BaseTransport | None = None):
         self.settings = settings
         self.api_root, self.server_root = api_roots(settings.base_url)
-        self.host = urlsplit(self.server_root).netloc or without_credentials(settings.base_url)
+        try:
+            self.host = urlsplit(self.server_root).netloc or without_credentials(settings.base_url)
+        except ValueError:  # "http://[::1:9/v1": RemoteSettings.check says so when the backend connects
+            self.host = without_credentials(settings.base_url)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         timeout = httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s)
         self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport,
