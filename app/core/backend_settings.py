@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 LOCAL, REMOTE = "local", "remote"
-URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # RFC 3986's scheme, then "//"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # RFC 3986's scheme, then "//"
 _HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::\d{1,5})?")  # a URL's host[:port], nothing more
 BACKEND_KINDS = (LOCAL, REMOTE)
 
@@ -163,11 +163,19 @@ def without_credentials(url: str) -> str:
     or "?", where urlsplit ends the host); any other text as it is. A key written into settings.json's
     URL by hand went on into every conversation's stored settings and its JSON export (new-user
     trial), though the key belongs in the keyring (app.core.secrets). No server's API root holds "@"."""
-    scheme = URL_SCHEME.match(url)
+    scheme = _SCHEME.match(url)
     head, rest = (scheme.group(), url[scheme.end():]) if scheme else ("", url)  # "bob:pa://ss@h": no scheme
     if "@" not in rest:
         return url
     return head + rest.rpartition("@")[2]
+
+
+def credentials_hidden(url: str) -> str:
+    """`url` with what `without_credentials` leaves out shown as "…" ("http://…@gpu-box:8000/v1"): a
+    notice or a log line must not repeat the password."""
+    kept = without_credentials(url)
+    scheme = _SCHEME.match(url)
+    return f"{scheme.group()}…@{kept[scheme.end():]}" if scheme else f"…@{kept}"
 
 
 def _text(value: object) -> str:

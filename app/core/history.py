@@ -12,6 +12,7 @@ Counts are assumed monotone (adding a message never lowers the count); the searc
 binary searches that rely on it, and every returned prompt is re-checked against its limit.
 """
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -515,6 +516,7 @@ def finish_summary(
         head, lead, said = _extract_parts(plan)
         n = len(said)
 
+        @functools.cache  # asked again of the same head by `enough` and below
         def skipped(head: str) -> int:  # how many of `said` must be left out for the extract to fit
             return _first_true(0, n, lambda k: bool(judge(_extract(head, lead, _chosen(said, n - k)[0]))[1]))
 
@@ -528,11 +530,11 @@ def finish_summary(
             kept = _chosen(said, n - skip)[0] if skip < n else []
             return skip * 2 <= n and (not stated or any(sentence.casefold() in stated for sentence in kept))
 
-        skip, cut = skipped(head), ""
+        cut = ""
         if not enough(head):  # a model summary at its cap gives way by sentences (a re-trial's extract kept
             # "My cat is called Biscuit." beside it four turns running, and each new turn's statement was lost)
             head, cut = _head_given_way(head, enough)
-            skip = skipped(head) if cut else skip
+        skip = skipped(head)
         if skip < n:
             chosen, statements_first = _chosen(said, n - skip)
             extract = _extract(head, lead, chosen)

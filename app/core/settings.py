@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from app.core.backend_settings import URL_SCHEME, BackendSettings, without_credentials
+from app.core.backend_settings import BackendSettings, credentials_hidden, without_credentials
 from app.core.json_files import keep_aside, write_atomically
 from app.core.last_folders import LastFolders
 from app.core.paths import config_dir
@@ -535,21 +535,13 @@ def _backend(raw: object) -> tuple[BackendSettings, tuple[UnusableValue, ...]]:
     written = remote_raw.get("base_url")
     if isinstance(written, str) and without_credentials(written) != written:  # said without them
         unusable.append(UnusableValue("backend.remote.base_url", HOLDS_CREDENTIALS,
-                                      json_text(_credentials_hidden(written)), json_text(backend.remote.base_url)))
+                                      json_text(credentials_hidden(written)), json_text(backend.remote.base_url)))
     for field_name, written in remote_raw.items():
         used = getattr(backend.remote, field_name, None)
         if f"remote.{field_name}" not in refused and isinstance(used, (int, float)) and _moved(written, used):
             unusable.append(UnusableValue(f"backend.remote.{field_name}", OUT_OF_RANGE, json_text(written),
                                           json_text(used)))
     return backend, tuple(unusable)
-
-
-def _credentials_hidden(url: str) -> str:
-    """`url` with what `without_credentials` leaves out shown as "…" ("http://…@gpu-box:8000/v1"): a
-    notice or a log line must not repeat the password."""
-    kept = without_credentials(url)
-    scheme = URL_SCHEME.match(url)
-    return f"{scheme.group()}…@{kept[scheme.end():]}" if scheme else f"…@{kept}"
 
 
 def _choices(raw: dict) -> tuple[UnusableValue, ...]:
